@@ -1,0 +1,48 @@
+/**
+ * Domain errors carry their HTTP meaning; the Hono app maps them in one `onError`
+ * (hono `HTTPException` shape). Messages start with the component and say what to do.
+ */
+export type ErrorCode =
+  | "bad_request"
+  | "unauthorized"
+  | "not_found"
+  | "conflict"
+  | "fenced"
+  | "stale"
+  | "payload_too_large"
+  | "illegal_transition"
+  | "contract_failed";
+
+const STATUS: Record<ErrorCode, 400 | 401 | 404 | 409 | 413 | 422> = {
+  bad_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  conflict: 409,
+  fenced: 409,
+  stale: 409,
+  payload_too_large: 413,
+  illegal_transition: 422,
+  contract_failed: 422,
+};
+
+/** One problem found in input, with where it is and how to fix it. */
+export interface Problem {
+  /** Dotted path into the input, e.g. `lanes.1.host_key`. */
+  path: string;
+  message: string;
+  fix: string;
+}
+
+/** An error a caller can act on. `status` is its HTTP status; `problems` lists bad fields. */
+export class BatonError extends Error {
+  readonly status: 400 | 401 | 404 | 409 | 413 | 422;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly problems: Problem[] = [],
+  ) {
+    super(message);
+    this.name = "BatonError";
+    this.status = STATUS[code];
+  }
+}

@@ -1,0 +1,281 @@
+/**
+ * The shared shapes of the domain: manifest, release, step runs, events, effects, history.
+ * Pure data; no I/O. Times are epoch milliseconds (number). Percents are integers 0–100.
+ */
+import type {
+  Direction,
+  FailurePolicy,
+  ReleaseState,
+  StepKind,
+  StepRunState,
+} from "./states.ts";
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+// ---------------------------------------------------------------- manifest
+
+/** One serving unit (DESIGN.md §2 lane), as compiled into the manifest. */
+export interface ManifestLane {
+  id: string;
+  host: string;
+  port: number;
+  user: string;
+  /** OpenSSH `SHA256:…` fingerprint or a known_hosts line. */
+  host_key: string;
+  queue: string;
+  capabilities: string[];
+  health_url: string;
+  /** Traffic weight (%) before the release starts. */
+  baseline_weight: number;
+}
+
+/**
+ * A control-plane request, absolute by construction (DESIGN.md §3 rule 4).
+ * `assert_traffic` is a read: it compares the control plane's weights to `weights`.
+ */
+export type ControlPlaneOp =
+  | { op: "set_traffic"; weights: Record<string, number>; percent: number }
+  | { op: "set_marker"; lane: string; marker: "excluded"; present: boolean }
+  | { op: "set_capabilities"; lane: string; capabilities: string[]; advertised: boolean }
+  | { op: "assert_traffic"; weights: Record<string, number>; percent: number };
+
+/** One direction of a step: what to run and the target part of its operation key. */
+export type StepAction =
+  | { kind: "control_plane"; name: string; target: string; request: ControlPlaneOp }
+  | { kind: "runner"; name: string; target: string; tool: string; args: Record<string, Json> };
+
+/** One row of the step table (DESIGN.md §2 step). No `backward` means an assertion. */
+export interface ManifestStep {
+  index: number;
+  /** Catalogue name of the forward action, e.g. `set_traffic`. */
+  name: string;
+  kind: StepKind;
+  /** Lane this step concerns, if any. */
+  lane: string | null;
+  /** Wave number (0-based) the step belongs to. */
+  wave: number;
+  forward: StepAction;
+  backward: StepAction | null;
+  /** Retries after the first try of a failed step (engine-side re-tries, not GitHub re-runs). */
+  retries: number;
+  on_failure: FailurePolicy;
+  /** Runner steps: ms from dispatch accepted to preflight before the step run is `unknown`. */
+  start_deadline_ms: number;
+  /** Runner steps: ms from preflight accepted to callback before the step run is `unknown`. */
+  callback_deadline_ms: number;
+}
+
+/** The compiled, immutable plan of one release. `manifest_digest` = sha256 of canonical JSON. */
+export interface Manifest {
+  v: 1;
+  recipe_name: string;
+  model: string;
+  image: string;
+  previous_image: string;
+  /** Commit sha the tools must run from, or null when not pinned. */
+  tool_revision: string | null;
+  lanes: ManifestLane[];
+  waves: { lanes: string[]; traffic: number }[];
+  steps: ManifestStep[];
+}
+
+// ---------------------------------------------------------------- release
+
+/** One try of a runner step run, numbered by preflight (DESIGN.md §4). */
+export interface Attempt {
+  /** 1-based attempt number within the step run. */
+  n: number;
+  /** Dispatch sequence this attempt was bound under. */
+  dispatch: number;
+  run_id: string;
+  run_attempt: number;
+  sha: string;
+  state: "running" | "succeeded" | "failed" | "fenced" | "unknown";
+  preflight_at: number;
+  callback_at: number | null;
+  status: string | null;
+  overall: "pass" | "fail" | null;
+}
+
+/** One execution of one step in one direction (DESIGN.md §2 step run). */
+export interface StepRun {
+  /** `sr_<release number>_<step index>_<f|b>`, see `stepRunId`. */
+  id: string;
+  step_index: number;
+  direction: Direction;
+  kind: StepKind;
+  state: StepRunState;
+  operation_key: string;
+  /** Dispatch sequence: 1 for the first dispatch, +1 for each engine or operator retry. */
+  dispatch: number;
+  /** GitHub run id bound by the first accepted preflight of the current dispatch. */
+  bound_run_id: string | null;
+  attempts: Attempt[];
+  /** Tries of the current action (dispatch sends or control-plane calls), for backoff. */
+  tries: number;
+  /** Engine-side retries used against `ManifestStep.retries`. */
+  retries_used: number;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  last_error: string | null;
+}
+
+/** The release aggregate, persisted as one row with a conditional update on `resource_version`. */
+export interface Release {
+  /** `r<number>`, e.g. `r17`. */
+  id: string;
+  state: ReleaseState;
+  generation: number;
+  resource_version: number;
+  manifest_digest: string;
+  manifest: Manifest;
+  /** Highest step index whose forward action may have taken effect; -1 for none. */
+  high_water_mark: number;
+  /** Forward: next step to run. Compensating: next step index to consider backward. */
+  cursor: number;
+  step_runs: StepRun[];
+  /** Why the release is paused / needs an operator / failed, for people. */
+  reason: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+// ---------------------------------------------------------------- events
+
+/** Runner preflight request, as the engine sees it after authentication. */
+export interface PreflightEvent {
+  type: "preflight";
+  step_run_id: string;
+  dispatch: number;
+  run_id: string;
+  run_attempt: number;
+  sha: string;
+  tool: string;
+}
+
+/** Runner callback, after the credential was verified over the raw body. */
+export interface CallbackEvent {
+  type: "callback";
+  step_run_id: string;
+  run_id: string;
+  run_attempt: number;
+  status: string;
+  overall: "pass" | "fail";
+}
+
+export type ReleaseEvent =
+  | { type: "start" }
+  | { type: "dispatch_accepted"; step_run_id: string; dispatch: number }
+  | {
+      type: "dispatch_failed";
+      step_run_id: string;
+      dispatch: number;
+      /** true: network error / 5xx, retry the same step run; false: 4xx, definitive. */
+      retryable: boolean;
+      message: string;
+    }
+  | PreflightEvent
+  | CallbackEvent
+  | {
+      type: "applied";
+      step_run_id: string;
+      /** ok: receiver applied (or replayed); failed: definitive refusal; unknown: not observed. */
+      outcome: "ok" | "failed" | "unknown";
+      message: string;
+    }
+  | {
+      type: "observed";
+      step_run_id: string;
+      /** Whether the control plane shows the step's target state (read after `unknown`). */
+      matches: boolean | null;
+      message: string;
+    }
+  | {
+      type: "deadline";
+      step_run_id: string;
+      kind: "start" | "callback" | "retry";
+      /** Dispatch sequence / attempt the deadline was set for; stale deadlines are ignored. */
+      dispatch: number;
+      attempt: number;
+    }
+  | { type: "abort"; actor: string; reason: string }
+  | { type: "resume"; actor: string }
+  | { type: "retry"; actor: string; step_run_id: string };
+
+// ---------------------------------------------------------------- effects
+
+/** The runner payload fields the engine decides; the service adds `callback_url`. */
+export interface DispatchEffect {
+  type: "dispatch";
+  step_run_id: string;
+  dispatch: number;
+  operation_key: string;
+  tool: string;
+  args: Record<string, Json>;
+  /** Epoch ms before which the effect must not run (backoff); null = now. */
+  not_before: number | null;
+}
+
+export interface ControlPlaneEffect {
+  type: "control_plane";
+  step_run_id: string;
+  operation_key: string;
+  /** `apply` sends the keyed write; `read` observes the target after `unknown`. */
+  mode: "apply" | "read";
+  request: ControlPlaneOp;
+  generation: number;
+  not_before: number | null;
+}
+
+export interface DeadlineEffect {
+  type: "deadline";
+  step_run_id: string;
+  kind: "start" | "callback" | "retry";
+  dispatch: number;
+  attempt: number;
+  /** Epoch ms when the deadline fires. */
+  at: number;
+}
+
+/** Effects are data (DESIGN.md §3): written to the outbox in the transition's transaction. */
+export type Effect = DispatchEffect | ControlPlaneEffect | DeadlineEffect;
+
+// ---------------------------------------------------------------- history
+
+/** One line of a release's history. Refused events are kept too, with their reason. */
+export interface HistoryEntry {
+  release_id: string;
+  at: number;
+  /** Event type, or an engine note such as `transition`. */
+  kind: string;
+  step_run_id: string | null;
+  /** `accepted` changed state; `refused` changed nothing (late, duplicate, fenced, forged…). */
+  outcome: "accepted" | "refused";
+  /** One sentence for people, starting with the component, e.g. `[engine] …`. */
+  message: string;
+  /** Event data, for the record. */
+  data: Json;
+}
+
+// ---------------------------------------------------------------- transition
+
+export type TransitionResult =
+  | {
+      ok: true;
+      /** false when the event was recorded but changed nothing (e.g. a duplicate callback). */
+      changed: boolean;
+      release: Release;
+      effects: Effect[];
+      history: HistoryEntry[];
+      /** Data for the caller's HTTP answer, e.g. the preflight's attempt number. */
+      reply: Record<string, Json>;
+    }
+  | {
+      ok: false;
+      /** 409 stale / fenced / duplicate / wrong state; 422 illegal; 404 unknown step run. */
+      status: 404 | 409 | 422;
+      code: string;
+      reason: string;
+      history: HistoryEntry[];
+    };

@@ -1,0 +1,107 @@
+/**
+ * Store port (DESIGN.md §6). One interface; adapters for SQLite (embedded default) and
+ * Postgres live in `adapters/sqlite` and `adapters/postgres`, both on Kysely, and one
+ * contract suite (`test/contract/store.contract.ts`) runs against both.
+ *
+ * Every state change is one call to `commit`: a conditional update of the release row on
+ * `resource_version`, plus history rows, outbox rows, attempt results and the completion of
+ * the outbox row whose outcome caused it — all in one transaction.
+ */
+import type { Effect, HistoryEntry, Json, Release } from "../domain/types.ts";
+import type { ReleaseState } from "../domain/states.ts";
+
+/** A pending effect in the outbox. */
+export interface OutboxRow {
+  id: number;
+  release_id: string;
+  effect: Effect;
+  /** Epoch ms when the effect becomes due. */
+  due_at: number;
+  /** Set while claimed: who holds the lease and until when (epoch ms). */
+  claim_token: string | null;
+  claimed_until: number | null;
+  /** How many times this row was claimed (performed or attempted). */
+  claims: number;
+}
+
+/** Everything a runner reported for one attempt (callback stored verbatim). */
+export interface AttemptResult {
+  step_run_id: string;
+  attempt: number;
+  release_id: string;
+  received_at: number;
+  status: string;
+  overall: string;
+  /** `checks.json` exactly as received (any JSON). */
+  checks: Json;
+  log: string;
+  log_truncated: boolean;
+  /** The raw callback body as received (UTF-8 text). */
+  raw_callback: string;
+  /** The preflight request that opened this attempt, for the record. */
+  preflight: Json;
+}
+
+export interface CommitInput {
+  /** The new release state; its `resource_version` must be `expected_version + 1`. */
+  release: Release;
+  expected_version: number;
+  history: HistoryEntry[];
+  effects: Effect[];
+  /** Epoch ms used for `due_at` of effects with no time of their own. */
+  now: number;
+  attempt_results?: AttemptResult[];
+  /** Mark this outbox row done in the same transaction (only if still held by `claim_token`). */
+  complete_outbox?: { id: number; claim_token: string };
+}
+
+export type CommitResult =
+  | { ok: true }
+  /** Another writer changed the release first, or the outbox claim was lost: reload and retry. */
+  | { ok: false; conflict: "resource_version" | "outbox_claim" };
+
+export interface ReleaseSummary {
+  id: string;
+  state: ReleaseState;
+  recipe_name: string;
+  model: string;
+  high_water_mark: number;
+  cursor: number;
+  step_count: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface Store {
+  /** Creates tables if needed. Idempotent. */
+  migrate(): Promise<void>;
+  /** Reserves the next release number (unique across engines sharing the database). */
+  nextReleaseNumber(): Promise<number>;
+  /** Inserts a new release (resource_version 1) with its first history and effects. */
+  createRelease(release: Release, history: HistoryEntry[], effects: Effect[], now: number): Promise<void>;
+  getRelease(id: string): Promise<Release | null>;
+  /** Applies one transition atomically; see `CommitInput`. */
+  commit(input: CommitInput): Promise<CommitResult>;
+  /** Appends history without touching the release (refused events). */
+  appendHistory(entries: HistoryEntry[]): Promise<void>;
+  /** Newest first. `before` is a cursor: created_at of the last row seen. */
+  listReleases(q: { state?: ReleaseState; limit: number; before?: number }): Promise<ReleaseSummary[]>;
+  /** Oldest first. */
+  getHistory(releaseId: string, q?: { limit?: number; offset?: number }): Promise<HistoryEntry[]>;
+  getAttemptResult(stepRunId: string, attempt: number): Promise<AttemptResult | null>;
+  listAttemptResults(releaseId: string): Promise<AttemptResult[]>;
+  /**
+   * Claims up to `limit` due, unclaimed (or lease-expired) outbox rows for `leaseMs`
+   * (Postgres: `FOR UPDATE SKIP LOCKED`). Each claimed row gets a fresh `claim_token`.
+   */
+  claimDue(q: { now: number; limit: number; leaseMs: number; owner: string }): Promise<OutboxRow[]>;
+  /** Gives a claimed row back, due again at `due_at` (e.g. backoff after a failed try). */
+  releaseClaim(id: number, claimToken: string, dueAt: number): Promise<boolean>;
+  /** Marks a claimed row done without a release change (its effect needs no outcome). */
+  completeOutbox(id: number, claimToken: string): Promise<boolean>;
+  /** Pending (not done) outbox rows of a release, for diagnostics and tests. */
+  pendingOutbox(releaseId?: string): Promise<OutboxRow[]>;
+  /** Cheap liveness check of the database (`select 1`). Throws when unreachable. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

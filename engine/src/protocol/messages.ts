@@ -1,0 +1,127 @@
+/**
+ * The step protocol's wire shapes (DESIGN.md §4), shared by the engine, the release-step
+ * action and the local runner. Schemas are the types (zod); untrusted input goes through
+ * `safeParse` at the edge.
+ */
+import { z } from "zod";
+
+/** `sr_<release number>_<step index>_<f|b>`, e.g. `sr_17_6_f`. */
+export const STEP_RUN_ID_PATTERN = /^sr_[0-9]{1,12}_[0-9]{1,4}_[fb]$/;
+export const StepRunId = z
+  .string()
+  .regex(STEP_RUN_ID_PATTERN, "must look like sr_<release>_<step>_<f|b>, e.g. sr_17_6_f");
+
+/** Builds a step-run id from its parts. */
+export function stepRunId(releaseNumber: number, stepIndex: number, backward: boolean): string {
+  return `sr_${releaseNumber}_${stepIndex}_${backward ? "b" : "f"}`;
+}
+
+/** Event type of every dispatch (`repository_dispatch` action). */
+export const DISPATCH_EVENT_TYPE = "release-step";
+
+/** GitHub's documented limits for `repository_dispatch` (REST docs, "Create a repository dispatch event"). */
+export const GITHUB_DISPATCH_LIMITS = {
+  event_type_max_chars: 100,
+  client_payload_max_top_level_keys: 10,
+  client_payload_max_bytes: 65_536,
+} as const;
+
+/**
+ * `client_payload` of a dispatch: at most 10 top-level keys; extra fields nest under `args`
+ * or `release`. `release.dispatch` is the step run's dispatch sequence, echoed at preflight.
+ */
+export const DispatchPayload = z
+  .object({
+    v: z.literal(1),
+    step_run_id: StepRunId,
+    tool: z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, "must be a tool name such as attach-queue-lane"),
+    args: z.record(z.string(), z.unknown()),
+    callback_url: z.string().url(),
+    release: z
+      .object({
+        id: z.string().regex(/^r[0-9]{1,12}$/),
+        generation: z.number().int().nonnegative(),
+        manifest_digest: z.string().regex(/^[a-f0-9]{64}$/),
+        dispatch: z.number().int().positive(),
+        operation_key: z.string().min(1).max(512),
+      })
+      .strict(),
+  })
+  .strict();
+export type DispatchPayload = z.infer<typeof DispatchPayload>;
+
+/** Body of `POST /v1/releases/step-runs/:id/preflight`. */
+export const PreflightRequest = z
+  .object({
+    step_run_id: StepRunId,
+    dispatch: z.number().int().positive(),
+    run_id: z.string().regex(/^[0-9]{1,20}$/, "must be GITHUB_RUN_ID (digits)"),
+    run_attempt: z.number().int().positive(),
+    sha: z.string().regex(/^[0-9a-f]{7,64}$/, "must be the commit sha (hex)"),
+    tool: z.string().min(1).max(64),
+  })
+  .strict();
+export type PreflightRequest = z.infer<typeof PreflightRequest>;
+
+/** 200 answer of a preflight: proceed as attempt `attempt`. */
+export const PreflightAccepted = z.object({
+  proceed: z.literal(true),
+  step_run_id: StepRunId,
+  attempt: z.number().int().positive(),
+  release_id: z.string(),
+  generation: z.number().int(),
+});
+export type PreflightAccepted = z.infer<typeof PreflightAccepted>;
+
+/** One check record in `checks.json`; stored verbatim, these fields are the ones we read. */
+export const CheckRecord = z
+  .object({
+    name: z.string(),
+    status: z.string(),
+    exit_code: z.number().int().nullable().optional(),
+    signal: z.string().nullable().optional(),
+    duration_ms: z.number().nonnegative().optional(),
+    message: z.string().optional(),
+  })
+  .passthrough();
+export type CheckRecord = z.infer<typeof CheckRecord>;
+
+/** Log tail cap inside a callback (bytes of UTF-8); longer logs are cut with a marker. */
+export const CALLBACK_LOG_MAX_BYTES = 256 * 1024;
+/** Whole callback body cap (bytes). */
+export const CALLBACK_BODY_MAX_BYTES = 1024 * 1024;
+/** Marker placed at the start of a cut log. */
+export const LOG_TRUNCATED_MARKER = "[baton] log truncated: earlier output omitted\n";
+
+/** Body of `POST /v1/releases/step-runs/:id/callback`; signed over its raw bytes. */
+export const CallbackBody = z
+  .object({
+    step_run_id: StepRunId,
+    run_id: z.string().regex(/^[0-9]{1,20}$/),
+    run_attempt: z.number().int().positive(),
+    status: z.string().regex(/^[a-z_]{1,40}$/, "must be one word such as succeeded or failed"),
+    overall: z.enum(["pass", "fail"]),
+    /** `checks.json` as the tool wrote it (verbatim, any JSON, or null when unreadable). */
+    checks: z.unknown(),
+    log: z.string(),
+    log_truncated: z.boolean().default(false),
+    timings: z
+      .object({
+        started_at: z.number().nonnegative().optional(),
+        tool_started_at: z.number().nonnegative().optional(),
+        tool_finished_at: z.number().nonnegative().optional(),
+      })
+      .passthrough()
+      .default({}),
+  })
+  .passthrough();
+export type CallbackBody = z.infer<typeof CallbackBody>;
+
+/** The four result files (DESIGN.md §2), seeded first thing in every attempt's directory. */
+export const RESULT_FILES = {
+  status: "status",
+  overall: "overall",
+  checks: "checks.json",
+  log: "log",
+} as const;
+export const RESULT_SEED = { status: "not_run", overall: "fail", checks: "[]\n", log: "" } as const;
