@@ -2,13 +2,7 @@
  * The shared shapes of the domain: manifest, release, step runs, events, effects, history.
  * Pure data; no I/O. Times are epoch milliseconds (number). Percents are integers 0–100.
  */
-import type {
-  Direction,
-  FailurePolicy,
-  ReleaseState,
-  StepKind,
-  StepRunState,
-} from "./states.ts";
+import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -147,6 +141,9 @@ export interface Release {
 export interface PreflightEvent {
   type: "preflight";
   step_run_id: string;
+  release_id: string;
+  generation: number;
+  manifest_digest: string;
   dispatch: number;
   run_id: string;
   run_attempt: number;

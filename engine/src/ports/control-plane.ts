@@ -23,8 +23,7 @@ export type ApplyResult =
 
 export type ObserveResult =
   /** matches: the target state the op asks for is what the control plane shows now. */
-  | { ok: true; matches: boolean; observed: unknown }
-  | { ok: false; message: string };
+  { ok: true; matches: boolean; observed: unknown } | { ok: false; message: string };
 
 export interface ControlPlane {
   /** Sends one keyed, absolute write (`assert_traffic` is answered by a read). Never throws. */

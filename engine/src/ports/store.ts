@@ -7,8 +7,9 @@
  * `resource_version`, plus history rows, outbox rows, attempt results and the completion of
  * the outbox row whose outcome caused it — all in one transaction.
  */
-import type { Effect, HistoryEntry, Json, Release } from "../domain/types.ts";
+
 import type { ReleaseState } from "../domain/states.ts";
+import type { Effect, HistoryEntry, Json, Release } from "../domain/types.ts";
 
 /** A pending effect in the outbox. */
 export interface OutboxRow {
@@ -78,14 +79,23 @@ export interface Store {
   /** Reserves the next release number (unique across engines sharing the database). */
   nextReleaseNumber(): Promise<number>;
   /** Inserts a new release (resource_version 1) with its first history and effects. */
-  createRelease(release: Release, history: HistoryEntry[], effects: Effect[], now: number): Promise<void>;
+  createRelease(
+    release: Release,
+    history: HistoryEntry[],
+    effects: Effect[],
+    now: number,
+  ): Promise<void>;
   getRelease(id: string): Promise<Release | null>;
   /** Applies one transition atomically; see `CommitInput`. */
   commit(input: CommitInput): Promise<CommitResult>;
   /** Appends history without touching the release (refused events). */
   appendHistory(entries: HistoryEntry[]): Promise<void>;
   /** Newest first. `before` is a cursor: created_at of the last row seen. */
-  listReleases(q: { state?: ReleaseState; limit: number; before?: number }): Promise<ReleaseSummary[]>;
+  listReleases(q: {
+    state?: ReleaseState;
+    limit: number;
+    before?: number;
+  }): Promise<ReleaseSummary[]>;
   /** Oldest first. */
   getHistory(releaseId: string, q?: { limit?: number; offset?: number }): Promise<HistoryEntry[]>;
   getAttemptResult(stepRunId: string, attempt: number): Promise<AttemptResult | null>;

@@ -14,10 +14,7 @@ export const TIMESTAMP_HEADER = "x-baton-timestamp";
 export const DEFAULT_REPLAY_WINDOW_MS = 5 * 60 * 1000;
 
 function mac(secret: string, timestamp: string, body: Uint8Array): string {
-  return createHmac("sha256", secret)
-    .update(`${timestamp}.`)
-    .update(body)
-    .digest("hex");
+  return createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest("hex");
 }
 
 /**
@@ -57,7 +54,8 @@ export function verifyBody(
   if (!/^[0-9]{1,12}$/.test(timestamp) || !/^sha256=[0-9a-f]{64}$/.test(signature)) {
     return { ok: false, reason: "malformed" };
   }
-  if (Math.abs(nowMs - Number(timestamp) * 1000) > windowMs) return { ok: false, reason: "expired" };
+  if (Math.abs(nowMs - Number(timestamp) * 1000) > windowMs)
+    return { ok: false, reason: "expired" };
   const given = Buffer.from(signature.slice("sha256=".length), "hex");
   let matched = false;
   for (const secret of secrets) {

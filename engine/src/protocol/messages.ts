@@ -34,7 +34,9 @@ export const DispatchPayload = z
   .object({
     v: z.literal(1),
     step_run_id: StepRunId,
-    tool: z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, "must be a tool name such as attach-queue-lane"),
+    tool: z
+      .string()
+      .regex(/^[a-z][a-z0-9-]{0,63}$/, "must be a tool name such as attach-queue-lane"),
     args: z.record(z.string(), z.unknown()),
     callback_url: z.string().url(),
     release: z
@@ -54,6 +56,10 @@ export type DispatchPayload = z.infer<typeof DispatchPayload>;
 export const PreflightRequest = z
   .object({
     step_run_id: StepRunId,
+    /** Echoed from the dispatch payload's `release` object (DESIGN.md §3 rule 1). */
+    release_id: z.string().regex(/^r[0-9]{1,12}$/),
+    generation: z.number().int().nonnegative(),
+    manifest_digest: z.string().regex(/^[a-f0-9]{64}$/),
     dispatch: z.number().int().positive(),
     run_id: z.string().regex(/^[0-9]{1,20}$/, "must be GITHUB_RUN_ID (digits)"),
     run_attempt: z.number().int().positive(),

@@ -1,0 +1,56 @@
+/**
+ * What the engine offers to its HTTP app, CLI and dashboard. Implemented by
+ * `ReleaseService` in `release-service.ts`; transport-free (no Hono types here).
+ *
+ * Methods throw `BatonError` (domain/errors.ts) for anything a caller did wrong; refusals of
+ * protocol messages (fenced, stale, duplicate) come back as `Refusal` values so that they are
+ * recorded in history and answered with their status, not thrown.
+ */
+
+import type { ReleaseState } from "../domain/states.ts";
+import type { HistoryEntry, Json, Release } from "../domain/types.ts";
+import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
+import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
+
+/** A protocol message the engine refused; recorded in history with `reason`. */
+export interface Refusal {
+  ok: false;
+  status: 404 | 409 | 422;
+  code: string;
+  reason: string;
+}
+
+export interface Accepted<T extends Record<string, Json> = Record<string, Json>> {
+  ok: true;
+  /** false when the message was a replay of one already applied (idempotent answer). */
+  changed: boolean;
+  release: Release;
+  reply: T;
+}
+
+/** The full record of one release, as `GET /v1/releases/:id` returns it. */
+export interface ReleaseRecord {
+  release: Release;
+  history: HistoryEntry[];
+  attempt_results: AttemptResult[];
+}
+
+export interface ReleaseApi {
+  /** Validates and compiles a recipe (object already parsed from YAML/JSON), creates a release. */
+  start(recipe: unknown, actor: string): Promise<Release>;
+  get(id: string): Promise<ReleaseRecord>;
+  list(q: { state?: ReleaseState; limit: number; before?: number }): Promise<ReleaseSummary[]>;
+  abort(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
+  resume(id: string, actor: string): Promise<Accepted | Refusal>;
+  retry(stepRunId: string, actor: string): Promise<Accepted | Refusal>;
+  /** Body already authenticated and parsed. */
+  preflight(stepRunId: string, req: PreflightRequest): Promise<Accepted | Refusal>;
+  /** Body already authenticated (over `raw`) and parsed from those same bytes. */
+  callback(stepRunId: string, body: CallbackBody, raw: string): Promise<Accepted | Refusal>;
+  /** Records a refused request that never reached a release (e.g. forged credential). */
+  recordRefused(stepRunId: string | null, kind: string, message: string, data: Json): Promise<void>;
+  /** Runs one reconciler pass: fires due deadlines, performs due effects. */
+  tick(): Promise<{ performed: number; failed: number }>;
+  /** Throws when the store is unreachable. */
+  health(): Promise<void>;
+}
