@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The test command (`npm test`): makes sure the services the tests need exist, runs vitest,
+# and prints "N passed, N failed, N skipped" from vitest's JSON report. Extra arguments go
+# to vitest (e.g. `npm test -- test/unit`).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NO_COLOR=1
+
+need=0
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need=1
+[ -x /usr/sbin/sshd ] || need=1
+[ -x /usr/bin/chromium ] || need=1
+if [ "$need" = 1 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "[test] installing Debian packages: postgresql openssh-server chromium"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      postgresql openssh-server chromium >/tmp/baton-apt.log 2>&1 \
+      || { tail -20 /tmp/baton-apt.log; echo "[test] apt-get install failed"; exit 1; }
+  else
+    echo "[test] missing Debian packages; run as root: apt-get install -y postgresql openssh-server chromium" >&2
+    exit 1
+  fi
+fi
+
+if [ -z "${BATON_TEST_DATABASE_URL:-}" ]; then
+  eval "$(scripts/ci/pg-start.sh "${BATON_TEST_PG_PORT:-55433}")" || { echo "[test] could not start Postgres"; exit 1; }
+  trap 'scripts/ci/pg-stop.sh "$BATON_PG_DIR"' EXIT
+fi
+
+mkdir -p test-results
+npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
+status=$?
+node -e '
+  const r = JSON.parse(require("fs").readFileSync("test-results/vitest.json", "utf8"));
+  const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+  console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${skipped} skipped`);
+' || { echo "[test] no test report"; status=1; }
+exit $status
