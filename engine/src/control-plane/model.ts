@@ -1,0 +1,85 @@
+/**
+ * Shapes of the reference control plane (DESIGN.md §4 "Control plane"): lanes, keyed writes,
+ * the ledger and the history of applied changes. Pure data. Times are epoch ms; weights are
+ * integer percents 0–100.
+ */
+import type { Json } from "../domain/types.ts";
+
+/** The control plane's view of one lane. A lane with `model: null` carries no model's traffic yet. */
+export interface LaneState {
+  id: string;
+  /** Model whose traffic this lane serves; set by a traffic write or a lane declaration. */
+  model: string | null;
+  /** Absolute share (%) of the model's traffic. */
+  weight: number;
+  /** Marker `excluded`: true takes the lane out of routing (its share goes to the others). */
+  excluded: boolean;
+  /** Sorted, de-duplicated capability names. */
+  capabilities: string[];
+  advertised: boolean;
+  updated_at: number;
+}
+
+/** Identity of a write (port `WriteContext`): carried as headers over HTTP. */
+export interface WriteIdentity {
+  operation_key: string;
+  release_id: string;
+  generation: number;
+}
+
+/** One absolute write. Canonicalised before hashing (capabilities sorted). */
+export type CpAction =
+  /** All lanes of `model` at once; lanes of the model not named get 0. Weights sum to 100. */
+  | { kind: "set_traffic"; model: string; weights: Record<string, number> }
+  /** One lane's absolute weight (no sum check: use `set_traffic` for a consistent model). */
+  | { kind: "set_weight"; lane: string; weight: number }
+  | { kind: "set_marker"; lane: string; marker: "excluded"; present: boolean }
+  | { kind: "set_capabilities"; lane: string; capabilities: string[]; advertised: boolean }
+  /** Declares a lane (creates it if absent) and assigns it to `model`. */
+  | { kind: "declare_lane"; lane: string; model: string };
+
+/** One applied change, as `GET /v1/history` lists it. Replays add no entry. */
+export interface ChangeRecord {
+  /** 1-based, increasing in application order. */
+  id: number;
+  at: number;
+  operation_key: string;
+  release_id: string;
+  generation: number;
+  kind: CpAction["kind"];
+  /** Lane the write concerns; null for `set_traffic`. */
+  lane: string | null;
+  /** Model concerned (traffic writes, declarations); null otherwise. */
+  model: string | null;
+  /** State before and after: a `LaneState` (or null if absent) or a weights map. */
+  before: Json;
+  after: Json;
+}
+
+/** One ledger row: the first application of an operation key and the answer given. */
+export interface LedgerEntry {
+  operation_key: string;
+  /** sha256 (hex) of the canonical JSON of the action. */
+  request_hash: string;
+  release_id: string;
+  generation: number;
+  action: CpAction;
+  /** The answer of the first application; replays return it with `replayed: true`. */
+  response: Record<string, Json>;
+  at: number;
+}
+
+/** Outcome of a write accepted by the core (refusals are thrown as `CpError`). */
+export interface WriteResult {
+  replayed: boolean;
+  response: Record<string, Json>;
+}
+
+/** Router answer: exact integer counts per lane that sum to `requests` (unless no lane can take any). */
+export interface RouteResult {
+  model: string;
+  requests: number;
+  counts: Record<string, number>;
+  /** Requests no lane could take (every lane excluded or at weight 0). */
+  unrouted: number;
+}

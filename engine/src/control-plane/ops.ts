@@ -1,0 +1,54 @@
+/**
+ * The port's `ControlPlaneOp` in the control plane's terms: which write it is, and whether a
+ * state read back matches its target. Shared by the HTTP adapter and the test double so both
+ * judge `observe` (rule 5: resolve `unknown` by reading) the same way.
+ */
+import type { ControlPlaneOp } from "../domain/types.ts";
+import type { CpAction, LaneState } from "./model.ts";
+
+/** The write an op asks for; `assert_traffic` is a read and has none. */
+export function actionOf(op: ControlPlaneOp, model: string): CpAction | null {
+  switch (op.op) {
+    case "set_traffic":
+      return { kind: "set_traffic", model, weights: op.weights };
+    case "set_marker":
+      return { kind: "set_marker", lane: op.lane, marker: op.marker, present: op.present };
+    case "set_capabilities":
+      return {
+        kind: "set_capabilities",
+        lane: op.lane,
+        capabilities: op.capabilities,
+        advertised: op.advertised,
+      };
+    case "assert_traffic":
+      return null;
+  }
+}
+
+/**
+ * Whether traffic read back equals the target weights: every named lane at its weight and
+ * every other lane of the model at 0 (the write is absolute for the whole model).
+ */
+export function weightsMatch(
+  observed: Record<string, number>,
+  target: Record<string, number>,
+): boolean {
+  const ids = new Set([...Object.keys(observed), ...Object.keys(target)]);
+  for (const id of ids) if ((observed[id] ?? 0) !== (target[id] ?? 0)) return false;
+  return Object.keys(target).every((id) => id in observed);
+}
+
+/** Whether a lane read back (undefined = unknown lane) shows the target of a lane op. */
+export function laneMatches(
+  op: Extract<ControlPlaneOp, { op: "set_marker" | "set_capabilities" }>,
+  lane: LaneState | undefined,
+): boolean {
+  if (!lane) return false;
+  if (op.op === "set_marker") return lane.excluded === op.present;
+  const want = [...new Set(op.capabilities)].sort();
+  return (
+    lane.advertised === op.advertised &&
+    lane.capabilities.length === want.length &&
+    lane.capabilities.every((c, i) => c === want[i])
+  );
+}
