@@ -1,0 +1,209 @@
+/**
+ * Dispatcher that asks GitHub to run a step run: `repos.createDispatchEvent`
+ * (`POST /repos/{owner}/{repo}/dispatches`, event type `release-step`) through Octokit,
+ * authenticated with a token or as a GitHub App installation.
+ *
+ * Outcome classification (port contract, engine/src/ports/dispatcher.ts):
+ * - 204 -> `{ ok: true }` (accepted only; GitHub returns no run id);
+ * - 4xx (422 invalid payload, 404 repo/app not visible, 401 bad credentials, 403 missing
+ *   permission) -> not retryable, GitHub's message kept (step run becomes `dispatch_failed`);
+ * - 5xx, 429, 403 rate limits, network errors and timeouts -> retryable (send the same step
+ *   run again; a duplicate delivery is fenced at preflight).
+ * A payload over GitHub's limits is refused locally and never sent (field case F01).
+ */
+import { createAppAuth } from "@octokit/auth-app";
+import { Octokit } from "@octokit/rest";
+import type { Dispatcher, DispatchResult } from "../../ports/dispatcher.ts";
+import { DISPATCH_EVENT_TYPE, DispatchPayload } from "../../protocol/messages.ts";
+import { checkDispatchLimits } from "./limits.ts";
+
+/** How the dispatcher authenticates to GitHub. */
+export type GitHubAuth =
+  /** A fine-grained or classic token with `contents: write` on the repository. */
+  | { kind: "token"; token: string }
+  /** A GitHub App (PEM private key, PKCS#1 or PKCS#8) installed on the repository. */
+  | { kind: "app"; appId: string | number; privateKey: string; installationId: string | number };
+
+export interface GitHubDispatcherOptions {
+  /** `owner/name` of the repository holding `.github/workflows/release-step.yml`. */
+  repository: string;
+  auth: GitHubAuth;
+  /** REST API root, default `https://api.github.com` (GHES: `https://HOST/api/v3`; tests: a stand-in). */
+  baseUrl?: string;
+  /** Per HTTP request timeout in ms (token exchange and dispatch each), default 10,000. */
+  timeoutMs?: number;
+}
+
+/** Default per-request timeout (ms). */
+export const DEFAULT_GITHUB_TIMEOUT_MS = 10_000;
+
+const COMPONENT = "[github]";
+
+interface ErrorLike {
+  status?: number;
+  message?: string;
+  response?: { status: number; data?: unknown; headers?: Record<string, string | undefined> };
+  request?: { url?: string };
+  cause?: unknown;
+}
+
+function githubMessage(err: ErrorLike): string {
+  const data = err.response?.data;
+  if (data && typeof data === "object" && "message" in data) {
+    const msg = String((data as { message: unknown }).message);
+    const errors = (data as { errors?: unknown }).errors;
+    return Array.isArray(errors) && errors.length > 0
+      ? `${msg} ${errors.map((e) => (typeof e === "string" ? e : JSON.stringify(e))).join("; ")}`
+      : msg;
+  }
+  if (typeof data === "string" && data.trim() !== "") return data.trim().slice(0, 500);
+  return err.message ?? "no message";
+}
+
+function isTimeout(err: ErrorLike): boolean {
+  const names = [err, err.cause].map((e) => (e as { name?: string } | undefined)?.name);
+  return names.includes("TimeoutError") || names.includes("AbortError");
+}
+
+/** Classifies an Octokit failure into the port's result (exported for unit tests). */
+export function classifyGitHubError(
+  stepRunId: string,
+  error: unknown,
+  timeoutMs: number,
+): DispatchResult & { ok: false } {
+  const err = (error ?? {}) as ErrorLike;
+  const during = err.request?.url?.includes("/access_tokens")
+    ? " while creating the GitHub App installation access token"
+    : "";
+  const res = err.response;
+  if (!res) {
+    const what = isTimeout(err)
+      ? `timed out after ${timeoutMs} ms${during}; GitHub may or may not have accepted it`
+      : `could not reach GitHub${during}: ${err.message ?? String(error)}`;
+    return {
+      ok: false,
+      retryable: true,
+      status: null,
+      message: `${COMPONENT} dispatch of ${stepRunId} ${what}; the same step run will be sent again`,
+    };
+  }
+  const status = res.status;
+  const msg = githubMessage(err);
+  const headers = res.headers ?? {};
+  const rateLimited =
+    status === 429 ||
+    (status === 403 && (headers["x-ratelimit-remaining"] === "0" || !!headers["retry-after"]));
+  if (status >= 500 || rateLimited) {
+    return {
+      ok: false,
+      retryable: true,
+      status,
+      message: `${COMPONENT} dispatch of ${stepRunId} failed${during} (HTTP ${status}): ${msg}; the same step run will be sent again`,
+    };
+  }
+  return {
+    ok: false,
+    retryable: false,
+    status,
+    message: `${COMPONENT} dispatch of ${stepRunId} refused by GitHub${during} (HTTP ${status}): ${msg}${hint(status)}`,
+  };
+}
+
+function hint(status: number): string {
+  switch (status) {
+    case 401:
+      return "; check GITHUB_TOKEN, or the GitHub App id, private key and installation id";
+    case 403:
+      return "; the token or App needs `contents: write` on the repository";
+    case 404:
+      return "; check GITHUB_REPOSITORY and that the token or App installation can see it";
+    default:
+      return "";
+  }
+}
+
+/** Dispatches step runs to GitHub Actions with `repository_dispatch`. */
+export class GitHubDispatcher implements Dispatcher {
+  readonly owner: string;
+  readonly repo: string;
+  private readonly octokit: Octokit;
+  private readonly timeoutMs: number;
+
+  /** @throws Error when `repository` is not `owner/name`. */
+  constructor(options: GitHubDispatcherOptions) {
+    const m = /^([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)$/.exec(options.repository);
+    if (!m) {
+      throw new Error(
+        `${COMPONENT} repository ${JSON.stringify(options.repository)} is not owner/name; set GITHUB_REPOSITORY, e.g. acme/models`,
+      );
+    }
+    this.owner = m[1]!;
+    this.repo = m[2]!;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_GITHUB_TIMEOUT_MS;
+    const timeoutMs = this.timeoutMs;
+    // One timeout for every request Octokit makes, the App token exchange included.
+    const timedFetch: typeof fetch = (input, init) =>
+      fetch(input, {
+        ...init,
+        signal: init?.signal
+          ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)])
+          : AbortSignal.timeout(timeoutMs),
+      });
+    const common = {
+      baseUrl: options.baseUrl ?? "https://api.github.com",
+      userAgent: "baton-engine",
+      request: { fetch: timedFetch },
+      log: { debug() {}, info() {}, warn() {}, error() {} },
+    };
+    const auth = options.auth;
+    this.octokit =
+      auth.kind === "token"
+        ? new Octokit({ ...common, auth: auth.token })
+        : new Octokit({
+            ...common,
+            authStrategy: createAppAuth,
+            auth: {
+              appId: auth.appId,
+              privateKey: auth.privateKey,
+              installationId: auth.installationId,
+            },
+          });
+  }
+
+  /** Sends one dispatch. Never throws: refusals and failures are returned as data. */
+  async dispatch(payload: DispatchPayload): Promise<DispatchResult> {
+    const id = (payload as { step_run_id?: unknown })?.step_run_id;
+    const stepRunId = typeof id === "string" ? id : "(no step_run_id)";
+    const violations = checkDispatchLimits(DISPATCH_EVENT_TYPE, payload);
+    if (violations.length > 0) {
+      const detail = violations.map((v) => `${v.field}: ${v.githubMessage} (fix: ${v.fix})`);
+      return {
+        ok: false,
+        retryable: false,
+        status: null,
+        message: `${COMPONENT} dispatch of ${stepRunId} not sent: over GitHub's limits, GitHub would answer 422: ${detail.join("; ")}`,
+      };
+    }
+    const parsed = DispatchPayload.safeParse(payload);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return {
+        ok: false,
+        retryable: false,
+        status: null,
+        message: `${COMPONENT} dispatch of ${stepRunId} not sent: client_payload.${issue?.path.join(".") ?? ""} ${issue?.message ?? "is invalid"}; the engine built an invalid payload`,
+      };
+    }
+    try {
+      await this.octokit.rest.repos.createDispatchEvent({
+        owner: this.owner,
+        repo: this.repo,
+        event_type: DISPATCH_EVENT_TYPE,
+        client_payload: payload as unknown as Record<string, unknown>,
+      });
+      return { ok: true };
+    } catch (error) {
+      return classifyGitHubError(stepRunId, error, this.timeoutMs);
+    }
+  }
+}
