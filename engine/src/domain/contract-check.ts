@@ -1,0 +1,246 @@
+/**
+ * The contract check (DESIGN.md §2): validation of a recipe, and of the step table compiled
+ * from it, before anything runs. Every problem is reported at once, each with its path and fix,
+ * so an author fixes a recipe in one round trip rather than one error per push.
+ */
+import { CATALOGUE, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
+import type { Problem } from "./errors.ts";
+import { Recipe } from "./recipe.ts";
+import { schemaProblems } from "./schema-problems.ts";
+import type { ManifestStep, StepAction } from "./types.ts";
+
+/** Result of `checkRecipe`: the parsed recipe (defaults filled), or every problem found. */
+export type RecipeCheck = { ok: true; recipe: Recipe } | { ok: false; problems: Problem[] };
+
+/**
+ * Checks a recipe already parsed from YAML/JSON (any value). Runs the schema and the
+ * cross-field rules together, so problems of both kinds come back in one list; the
+ * cross-field rules read only the parts of `input` that are well typed. Never throws.
+ */
+export function checkRecipe(input: unknown): RecipeCheck {
+  const parsed = Recipe.safeParse(input);
+  const problems = [
+    ...(parsed.success ? [] : schemaProblems(Recipe, parsed.error.issues, input)),
+    ...crossFieldProblems(input),
+  ];
+  if (parsed.success && problems.length === 0) return { ok: true, recipe: parsed.data };
+  return { ok: false, problems };
+}
+
+function obj(v: unknown): Record<string, unknown> | undefined {
+  return v !== null && typeof v === "object" && !Array.isArray(v)
+    ? (v as Record<string, unknown>)
+    : undefined;
+}
+function arr(v: unknown): unknown[] {
+  return Array.isArray(v) ? v : [];
+}
+const isPercent = (v: unknown): v is number =>
+  typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 100;
+
+/** Rules across fields: lane ids, wave membership, traffic order, baseline weights. */
+function crossFieldProblems(input: unknown): Problem[] {
+  const root = obj(input);
+  if (!root) return [];
+  const problems: Problem[] = [];
+  const lanes = arr(root.lanes).map((l) => obj(l));
+
+  // Lane ids: unique.
+  const firstIndex = new Map<string, number>();
+  lanes.forEach((lane, i) => {
+    const id = lane?.id;
+    if (typeof id !== "string") return;
+    const j = firstIndex.get(id);
+    if (j === undefined) firstIndex.set(id, i);
+    else {
+      problems.push({
+        path: `lanes.${i}.id`,
+        message: `duplicate lane id \`${id}\` (also lanes.${j})`,
+        fix: "Give every lane its own id; to deploy one machine twice, list it once.",
+      });
+    }
+  });
+  const known = [...firstIndex.keys()];
+
+  // Baseline weights: on every lane or none; they sum to 100.
+  const weights = lanes.map((l) => l?.weight);
+  const given = weights.filter((w) => w !== undefined).length;
+  if (given > 0 && given < lanes.length) {
+    problems.push({
+      path: "lanes",
+      message: `weight is given on ${given} of ${lanes.length} lanes`,
+      fix: "Give `weight` (baseline traffic %) on every lane or on none (none = equal split).",
+    });
+  } else if (given > 0 && weights.every(isPercent)) {
+    const sum = (weights as number[]).reduce((a, b) => a + b, 0);
+    if (sum !== 100) {
+      problems.push({
+        path: "lanes",
+        message: `baseline weights sum to ${sum}, not 100`,
+        fix: "Set each lane's `weight` to the % of traffic it carries now, so that they add up to 100.",
+      });
+    }
+  }
+
+  // Waves: each known lane in exactly one wave; traffic absolute, never decreasing, ends at 100.
+  const waves = arr(obj(root.rollout)?.waves).map((w) => obj(w));
+  const waveOf = new Map<string, number>();
+  const deployed = new Set<string>();
+  let prev: { traffic: number; wave: number } | undefined;
+  waves.forEach((wave, w) => {
+    arr(wave?.lanes).forEach((id, k) => {
+      if (typeof id !== "string") return;
+      const path = `rollout.waves.${w}.lanes.${k}`;
+      if (known.length > 0 && !firstIndex.has(id)) {
+        problems.push({
+          path,
+          message: `wave ${w} names unknown lane \`${id}\``,
+          fix: `Use one of the lane ids (${known.join(", ")}), or add the lane under \`lanes\`.`,
+        });
+        return;
+      }
+      const other = waveOf.get(id);
+      if (other !== undefined) {
+        problems.push({
+          path,
+          message: `lane \`${id}\` is already in wave ${other}`,
+          fix: "Deploy each lane in exactly one wave: remove this entry or the earlier one.",
+        });
+        return;
+      }
+      waveOf.set(id, w);
+      deployed.add(id);
+    });
+    const traffic = wave?.traffic;
+    if (!isPercent(traffic)) return;
+    const isLast = w === waves.length - 1;
+    if (prev && traffic < prev.traffic) {
+      problems.push({
+        path: `rollout.waves.${w}.traffic`,
+        message: `traffic goes down from ${prev.traffic}% (wave ${prev.wave}) to ${traffic}% (wave ${w})`,
+        fix: `Traffic is absolute and may only stay or rise: use ${prev.traffic} or more here. A failed step undoes traffic by itself.`,
+      });
+    }
+    if (isLast && traffic !== 100) {
+      problems.push({
+        path: `rollout.waves.${w}.traffic`,
+        message: `the last wave sets traffic to ${traffic}%, so the rollout never completes`,
+        fix: "End the rollout with `traffic: 100` on the last wave.",
+      });
+    } else if (!isLast && known.length > 0 && deployed.size >= known.length && traffic < 100) {
+      problems.push({
+        path: `rollout.waves.${w}.traffic`,
+        message: `after wave ${w} every lane runs the new image, but ${100 - traffic}% of traffic is meant for stable lanes and none remain`,
+        fix: "Set `traffic: 100` on the wave that deploys the last lane, or move a lane to a later wave.",
+      });
+    }
+    prev = { traffic, wave: w };
+  });
+  for (const id of known) {
+    if (waves.length > 0 && !waveOf.has(id)) {
+      problems.push({
+        path: `lanes.${firstIndex.get(id)}.id`,
+        message: `lane \`${id}\` is in no wave`,
+        fix: `Add \`${id}\` to a wave under rollout.waves, or remove the lane.`,
+      });
+    }
+  }
+  return problems;
+}
+
+const ROWS = new Map(CATALOGUE.map((r) => [r.name, r]));
+
+/**
+ * Checks a compiled step table (also used on hand-made tables in tests): indexes in order,
+ * catalogue names, every mutating step has a backward step and no assertion has one, runner
+ * tools in `allowlist`, and unique operation keys (`{step}:{direction}:{target}`; the release
+ * part is the same for the whole table). Returns every problem; paths are `steps.<i>.<field>`.
+ */
+export function checkStepTable(
+  steps: readonly ManifestStep[],
+  allowlist: readonly string[] = TOOL_ALLOWLIST,
+): Problem[] {
+  const problems: Problem[] = [];
+  const keys = new Map<string, number>();
+  const effects = new Map<string, number>();
+  const checkAction = (i: number, dir: "forward" | "backward", a: StepAction) => {
+    const at = `steps.${i}.${dir}`;
+    if (a.kind === "runner" && !allowlist.includes(a.tool)) {
+      problems.push({
+        path: `${at}.tool`,
+        message: `runner tool \`${a.tool}\` is not in the allowlist`,
+        fix: `Use an allowlisted tool (${allowlist.join(", ")}), or add it to scripts/release/allowlist.json and TOOL_ALLOWLIST after review.`,
+      });
+    }
+    if (!/^[^\s]{1,200}$/.test(a.target)) {
+      problems.push({
+        path: `${at}.target`,
+        message: `operation key target \`${a.target}\` is empty, too long or has spaces`,
+        fix: "Build targets with the catalogue's action builders (e.g. `traffic=10`).",
+      });
+      return;
+    }
+    const key = `${steps[i]?.index}:${dir === "forward" ? "fwd" : "bwd"}:${a.target}`;
+    const other = keys.get(key);
+    if (other !== undefined) {
+      problems.push({
+        path: `${at}.target`,
+        message: `operation key \`<release>:${key}\` is also used by steps.${other}`,
+        fix: "Give each effect its own key: number steps uniquely and recompile the recipe.",
+      });
+    } else keys.set(key, i);
+  };
+  steps.forEach((step, i) => {
+    if (step.index !== i) {
+      problems.push({
+        path: `steps.${i}.index`,
+        message: `step at position ${i} has index ${step.index}`,
+        fix: "Number steps 0..n-1 in table order; recompile the recipe rather than editing a manifest.",
+      });
+    }
+    const row = ROWS.get(step.name as never);
+    if (!row) {
+      problems.push({
+        path: `steps.${i}.name`,
+        message: `step \`${step.name}\` is not in the catalogue`,
+        fix: `Use a catalogue step: ${STEP_NAMES.join(", ")}.`,
+      });
+    }
+    if (step.forward.kind !== step.kind) {
+      problems.push({
+        path: `steps.${i}.kind`,
+        message: `step kind \`${step.kind}\` differs from its forward action's \`${step.forward.kind}\``,
+        fix: "Set the step's kind to where its forward action runs.",
+      });
+    }
+    const assertion = step.name.startsWith("assert_");
+    if (!assertion && step.backward === null) {
+      problems.push({
+        path: `steps.${i}.backward`,
+        message: `step ${i} (\`${step.name}\`) changes state but has no backward step`,
+        fix: "Give it its compensating action from the catalogue (e.g. exclude_lane ↔ include_lane), or make it a read-only assert_* step.",
+      });
+    }
+    if (assertion && step.backward !== null) {
+      problems.push({
+        path: `steps.${i}.backward`,
+        message: `assertion step ${i} (\`${step.name}\`) has a backward step`,
+        fix: "Assertions change nothing, so they have nothing to undo: remove the backward action.",
+      });
+    }
+    checkAction(i, "forward", step.forward);
+    if (step.backward) checkAction(i, "backward", step.backward);
+    if (step.lane !== null && !assertion) {
+      const effect = `${step.forward.name}|${step.forward.target}`;
+      const j = effects.get(effect);
+      if (j !== undefined) {
+        problems.push({
+          path: `steps.${i}.forward.target`,
+          message: `step ${i} repeats the effect of step ${j} (\`${step.forward.name}\` ${step.forward.target})`,
+          fix: "Deploy each lane once per release: a lane belongs to exactly one wave.",
+        });
+      } else effects.set(effect, i);
+    }
+  });
+  return problems;
+}

@@ -1,0 +1,177 @@
+/**
+ * Turns zod issues into `Problem`s a recipe author can act on: a dotted path, a message and
+ * a fix. Fixes for well-known fields (image digests, host key pins…) come from `FIELD_FIXES`;
+ * the rest are derived from the issue code and the schema's own descriptions.
+ */
+import { z } from "zod";
+import type { Problem } from "./errors.ts";
+
+type Path = readonly PropertyKey[];
+
+const DIGEST_FIX =
+  "Pin the image by digest: look it up with `docker buildx imagetools inspect <name>:<tag>` " +
+  "(or `crane digest <name>:<tag>`) and write `<name>@sha256:<64 hex>`; a tag can move, a digest cannot.";
+const HOST_KEY_FIX =
+  "Pin the lane's host key: on a trusted network run `ssh-keyscan -p <port> <host> | ssh-keygen -lf - -E sha256` " +
+  "and paste the `SHA256:…` fingerprint (43 characters after `SHA256:`), or paste the known_hosts line.";
+
+/** Fixes by field name (the last key of the path), for format and range problems. */
+const FIELD_FIXES: Record<string, string> = {
+  image: DIGEST_FIX,
+  previous_image: DIGEST_FIX,
+  host_key: HOST_KEY_FIX,
+  health_url:
+    "Write a full http(s) URL the smoke check can reach, e.g. `http://10.0.0.5:8080/healthz`.",
+  traffic: "Use an absolute percent from 0 to 100 (e.g. 10, then 50, then 100).",
+  weight: "Use a whole percent from 0 to 100; the lanes' weights must add up to 100.",
+  tool_revision:
+    "Write the full 40-character commit sha (`git rev-parse HEAD`), or remove the field.",
+  id: "Use lowercase letters, digits, '.', '_' or '-', e.g. `lane-a`.",
+  name: "Use lowercase letters, digits, '.', '_' or '-', e.g. `summarizer-v7-rollout`.",
+  port: "Use the SSH port number, 1 to 65535 (default 22).",
+  user: "Use the POSIX user name the runner logs in as, e.g. `deploy`.",
+  host: "Use the machine's DNS name or IP address, without user or port.",
+  retries: "Use a whole number from 0 to 10.",
+  start_ms: "Use milliseconds from 10000 (10 s) to 86400000 (24 h); default 600000 (10 min).",
+  callback_ms: "Use milliseconds from 10000 (10 s) to 86400000 (24 h); default 1800000 (30 min).",
+};
+
+/** Renders a path as `lanes.1.host_key` (empty string for the root). */
+export function dotted(path: Path): string {
+  return path.map(String).join(".");
+}
+
+function valueAt(input: unknown, path: Path): unknown {
+  let cur: unknown = input;
+  for (const k of path) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[k];
+  }
+  return cur;
+}
+
+/** The schema node at `path`, unwrapping optional/default; undefined when not found. */
+function schemaAt(
+  root: z.ZodType,
+  path: Path,
+): { node: z.ZodType; description?: string } | undefined {
+  let node: z.ZodType = root;
+  let description = node.description;
+  const unwrap = () => {
+    for (let i = 0; i < 8; i++) {
+      description = node.description ?? description;
+      if (node instanceof z.ZodOptional || node instanceof z.ZodDefault) {
+        node = node.unwrap() as z.ZodType;
+      } else break;
+    }
+    description = node.description ?? description;
+  };
+  unwrap();
+  for (const k of path) {
+    description = undefined;
+    if (node instanceof z.ZodObject && typeof k === "string" && k in node.shape) {
+      node = node.shape[k] as z.ZodType;
+    } else if (node instanceof z.ZodArray && typeof k === "number") {
+      node = node.element as z.ZodType;
+    } else return undefined;
+    unwrap();
+  }
+  return { node, ...(description ? { description } : {}) };
+}
+
+/** Edit distance, for "did you mean" on unknown keys (short strings only). */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0] ?? 0;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = row[j] ?? 0;
+      row[j] = Math.min(
+        (row[j] ?? 0) + 1,
+        (row[j - 1] ?? 0) + 1,
+        prev + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+      prev = tmp;
+    }
+  }
+  return row[b.length] ?? 0;
+}
+
+/**
+ * Maps zod issues of `schema` over `input` to problems, one per issue (one per unknown key).
+ * `input` is read to tell a missing field from a wrongly typed one.
+ */
+export function schemaProblems(
+  schema: z.ZodType,
+  issues: readonly z.core.$ZodIssue[],
+  input: unknown,
+): Problem[] {
+  const out: Problem[] = [];
+  for (const issue of issues) {
+    const path = issue.path;
+    const field = [...path].reverse().find((k) => typeof k === "string") as string | undefined;
+    const at = dotted(path);
+    const label = at === "" ? "the recipe" : `\`${at}\``;
+    switch (issue.code) {
+      case "unrecognized_keys": {
+        const allowed = (() => {
+          const s = schemaAt(schema, path);
+          return s && s.node instanceof z.ZodObject ? Object.keys(s.node.shape) : [];
+        })();
+        for (const key of issue.keys) {
+          const near = allowed
+            .map((a) => ({ a, d: distance(key, a) }))
+            .filter((x) => x.d <= 2)
+            .sort((x, y) => x.d - y.d)[0];
+          out.push({
+            path: dotted([...path, key]),
+            message: `unknown field \`${key}\` in ${label}`,
+            fix:
+              (near ? `Did you mean \`${near.a}\`? ` : `Remove \`${key}\`. `) +
+              (allowed.length ? `Allowed fields here: ${allowed.join(", ")}.` : ""),
+          });
+        }
+        break;
+      }
+      case "invalid_type": {
+        const missing = valueAt(input, path) === undefined;
+        const desc = schemaAt(schema, path)?.description;
+        if (missing && field === "host_key") {
+          out.push({ path: at, message: "lane has no host key pin", fix: HOST_KEY_FIX });
+        } else if (missing) {
+          out.push({
+            path: at,
+            message: `${label} is required`,
+            fix: `Add \`${field ?? at}\`${desc ? `: ${desc}` : "."}`,
+          });
+        } else {
+          out.push({
+            path: at,
+            message: `${label}: ${issue.message.replace(/^Invalid input: /, "")}`,
+            fix:
+              (field && FIELD_FIXES[field]) ??
+              `Set ${label} to a ${issue.expected}${desc ? ` (${desc})` : ""}.`,
+          });
+        }
+        break;
+      }
+      case "invalid_value":
+        out.push({
+          path: at,
+          message: `${label}: ${issue.message.replace(/^Invalid input: /, "")}`,
+          fix: `Use one of: ${issue.values.map((v) => String(v)).join(", ")}.`,
+        });
+        break;
+      default:
+        out.push({
+          path: at,
+          message: issue.message.startsWith(field ?? "\u0000")
+            ? issue.message
+            : `${label}: ${issue.message}`,
+          fix: (field && FIELD_FIXES[field]) ?? `Correct ${label}: ${issue.message}.`,
+        });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,102 @@
+/**
+ * Reads a recipe file's text (YAML, or JSON, which is YAML 1.2) into a plain value, with
+ * parse errors that name the file, line and column instead of a stack trace.
+ */
+import { isNode, parseDocument } from "yaml";
+import { BatonError } from "../domain/errors.ts";
+
+/** Largest recipe text accepted (bytes of UTF-8): a 256-lane recipe is well under 200 KB. */
+export const RECIPE_MAX_BYTES = 1024 * 1024;
+
+/** A parsed recipe file: its value and a way to find where a path is in the text. */
+export interface ParsedRecipeText {
+  value: unknown;
+  /** 1-based line and column of the node at `path` (or its nearest present parent). */
+  locate(path: readonly (string | number)[]): { line: number; col: number } | null;
+}
+
+/**
+ * Parses `text` as YAML 1.2 (JSON included). Duplicate keys, several documents, unresolved
+ * aliases and alias bombs are errors. Throws `BatonError` `bad_request` (400) whose message is
+ * `[recipe] <filename>:<line>:<col>: <what is wrong>` and whose one problem carries the fix.
+ */
+export function parseRecipeText(text: string, filename: string): ParsedRecipeText {
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes > RECIPE_MAX_BYTES) {
+    throw bad(
+      filename,
+      null,
+      `recipe is ${bytes} bytes, over the ${RECIPE_MAX_BYTES}-byte limit`,
+      "Split the rollout into several recipes.",
+    );
+  }
+  const doc = parseDocument(text, {
+    prettyErrors: true,
+    uniqueKeys: true,
+    merge: false,
+    strict: true,
+  });
+  const err = doc.errors[0];
+  if (err) {
+    const pos = err.linePos?.[0] ?? null;
+    const what = (err.message.split("\n")[0] ?? err.message).replace(
+      / at line \d+, column \d+:?$/,
+      "",
+    );
+    const fix =
+      err.code === "DUPLICATE_KEY"
+        ? "Remove or rename the repeated key."
+        : `Fix the ${filename.endsWith(".json") ? "JSON" : "YAML"} syntax there: check the indentation (spaces, not tabs), that every key is followed by \`: \`, and that brackets and quotes are closed.`;
+    throw bad(filename, pos, what, fix);
+  }
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (e) {
+    throw bad(
+      filename,
+      null,
+      e instanceof Error ? e.message : String(e),
+      "Define each anchor (&name) before its alias (*name), and do not expand aliases recursively.",
+    );
+  }
+  const lineCounterStarts = lineStarts(text);
+  return {
+    value,
+    locate(path) {
+      for (let n = path.length; n >= 0; n--) {
+        const node = doc.getIn(path.slice(0, n), true);
+        if (isNode(node) && node.range) return position(lineCounterStarts, node.range[0]);
+      }
+      return null;
+    },
+  };
+}
+
+function lineStarts(text: string): number[] {
+  const starts = [0];
+  for (let i = 0; i < text.length; i++) if (text[i] === "\n") starts.push(i + 1);
+  return starts;
+}
+
+function position(starts: number[], offset: number): { line: number; col: number } {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if ((starts[mid] ?? 0) <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  return { line: lo + 1, col: offset - (starts[lo] ?? 0) + 1 };
+}
+
+function bad(
+  filename: string,
+  pos: { line: number; col: number } | null,
+  what: string,
+  fix: string,
+): BatonError {
+  const where = pos ? `${filename}:${pos.line}:${pos.col}` : filename;
+  const message = `[recipe] ${where}: ${what}${pos ? ` (line ${pos.line}, column ${pos.col})` : ""}`;
+  return new BatonError("bad_request", message, [{ path: "", message, fix }]);
+}
