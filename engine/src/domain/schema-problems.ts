@@ -137,7 +137,13 @@ export function schemaProblems(
       case "invalid_type": {
         const missing = valueAt(input, path) === undefined;
         const desc = schemaAt(schema, path)?.description;
-        if (missing && field === "host_key") {
+        if (path.length === 0) {
+          out.push({
+            path: at,
+            message: `the recipe must be a mapping (${issue.message.replace(/^Invalid input: /, "")})`,
+            fix: "Write the recipe as a YAML mapping with name, model, image, previous_image, lanes and rollout; see recipes/example.yaml.",
+          });
+        } else if (missing && field === "host_key") {
           out.push({ path: at, message: "lane has no host key pin", fix: HOST_KEY_FIX });
         } else if (missing) {
           out.push({
@@ -151,7 +157,7 @@ export function schemaProblems(
             message: `${label}: ${issue.message.replace(/^Invalid input: /, "")}`,
             fix:
               (field && FIELD_FIXES[field]) ??
-              `Set ${label} to a ${issue.expected}${desc ? ` (${desc})` : ""}.`,
+              `Set ${label} to ${/^[aeiou]/.test(issue.expected) ? "an" : "a"} ${issue.expected}${desc ? ` (${desc})` : ""}.`,
           });
         }
         break;

@@ -1,0 +1,255 @@
+import { describe, expect, it } from "vitest";
+import { checkRecipe } from "../../engine/src/domain/contract-check.ts";
+import type { Problem } from "../../engine/src/domain/errors.ts";
+import { goodRecipe, HOST_KEY, NEW_DIGEST } from "./recipe-fixture.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: tests break recipes in arbitrary ways
+type Mutable = Record<string, any>;
+
+/** Runs the check on a mutated copy of the good recipe and returns the problems. */
+function problemsOf(mutate: (r: Mutable) => void): Problem[] {
+  const r = structuredClone(goodRecipe()) as Mutable;
+  mutate(r);
+  const res = checkRecipe(r);
+  if (res.ok) throw new Error("expected the contract check to fail");
+  return res.problems;
+}
+
+function expectProblem(problems: Problem[], path: string, message: RegExp, fix: RegExp): void {
+  const p = problems.find((x) => x.path === path && message.test(x.message));
+  expect(
+    p,
+    `no problem at ${path} matching ${message}; got ${JSON.stringify(problems, null, 1)}`,
+  ).toBeDefined();
+  expect(p?.fix).toMatch(fix);
+}
+
+describe("checkRecipe accepts", () => {
+  it("the good recipe, filling defaults", () => {
+    const res = checkRecipe(goodRecipe());
+    expect(res.ok).toBe(true);
+    if (!res.ok) return;
+    expect(res.recipe.lanes[0]?.port).toBe(22);
+    expect(res.recipe.policy).toEqual({ on_failure: "compensate", steps: {} });
+    expect(res.recipe.deadlines).toEqual({ start_ms: 600_000, callback_ms: 1_800_000 });
+  });
+
+  it("a known_hosts line as host key, and a tag before the digest", () => {
+    const r = goodRecipe() as Mutable;
+    r.lanes[0].host_key =
+      "[gpu-0.serving.acme.internal]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
+    r.image = `ghcr.io/acme/summarizer:v7@sha256:${NEW_DIGEST}`;
+    expect(checkRecipe(r)).toMatchObject({ ok: true });
+  });
+
+  it("waves with equal consecutive traffic", () => {
+    const r = goodRecipe() as Mutable;
+    r.rollout.waves[1].traffic = 10;
+    expect(checkRecipe(r)).toMatchObject({ ok: true });
+  });
+});
+
+describe("checkRecipe refuses, naming the path and the fix", () => {
+  it("a tag-only image", () => {
+    const ps = problemsOf((r) => {
+      r.image = "ghcr.io/acme/summarizer:v7";
+    });
+    expectProblem(ps, "image", /pinned by digest/, /@sha256:<64 hex>/);
+  });
+
+  it("a tag-only previous_image", () => {
+    const ps = problemsOf((r) => {
+      r.previous_image = "ghcr.io/acme/summarizer:latest";
+    });
+    expectProblem(ps, "previous_image", /pinned by digest/, /imagetools inspect/);
+  });
+
+  it("a digest that is not 64 lowercase hex", () => {
+    const ps = problemsOf((r) => {
+      r.image = `ghcr.io/acme/summarizer@sha256:${NEW_DIGEST.slice(0, 40).toUpperCase()}`;
+    });
+    expectProblem(ps, "image", /pinned by digest/, /sha256/);
+  });
+
+  it("duplicate lane ids", () => {
+    const ps = problemsOf((r) => {
+      r.lanes[2].id = "lane-a";
+    });
+    expectProblem(ps, "lanes.2.id", /duplicate lane id `lane-a`/, /own id/);
+  });
+
+  it("a wave naming an unknown lane", () => {
+    const ps = problemsOf((r) => {
+      r.rollout.waves[1].lanes = ["lane-x"];
+    });
+    expectProblem(ps, "rollout.waves.1.lanes.0", /unknown lane `lane-x`/, /lane-a, lane-b, lane-c/);
+    // lane-b is then in no wave: reported too.
+    expectProblem(ps, "lanes.1.id", /`lane-b` is in no wave/, /Add `lane-b` to a wave/);
+  });
+
+  it("a lane in two waves", () => {
+    const ps = problemsOf((r) => {
+      r.rollout.waves[2].lanes = ["lane-c", "lane-a"];
+    });
+    expectProblem(ps, "rollout.waves.2.lanes.1", /already in wave 0/, /exactly one wave/);
+  });
+
+  it("a lane in no wave", () => {
+    const ps = problemsOf((r) => {
+      r.rollout.waves[2].lanes = ["lane-b"];
+      r.rollout.waves[1].lanes = ["lane-a"];
+      r.rollout.waves[0].lanes = ["lane-b"];
+    });
+    expectProblem(ps, "lanes.2.id", /`lane-c` is in no wave/, /rollout\.waves/);
+  });
+
+  it("traffic over 100 and under 0", () => {
+    const ps = problemsOf((r) => {
+      r.rollout.waves[0].traffic = -5;
+      r.rollout.waves[1].traffic = 150;
+    });
+    expectProblem(ps, "rollout.waves.0.traffic", /0\.\.100/, /absolute percent from 0 to 100/);
+    expectProblem(ps, "rollout.waves.1.traffic", /0\.\.100/, /absolute percent from 0 to 100/);
+  });
+
+  it("traffic that goes down across waves", () => {
+    const ps = problemsOf((r) => {
+      r.rollout.waves[1].traffic = 5;
+    });
+    expectProblem(
+      ps,
+      "rollout.waves.1.traffic",
+      /goes down from 10% \(wave 0\) to 5%/,
+      /use 10 or more/,
+    );
+  });
+
+  it("a last wave that is not 100", () => {
+    const ps = problemsOf((r) => {
+      r.rollout.waves[2].traffic = 90;
+    });
+    expectProblem(ps, "rollout.waves.2.traffic", /never completes/, /traffic: 100/);
+  });
+
+  it("a wave whose traffic needs a stable lane when none remain", () => {
+    const ps = problemsOf((r) => {
+      r.rollout.waves = [
+        { lanes: ["lane-a"], traffic: 10 },
+        { lanes: ["lane-b", "lane-c"], traffic: 50 },
+        { lanes: [], traffic: 100 },
+      ];
+    });
+    expectProblem(ps, "rollout.waves.1.traffic", /none remain/, /traffic: 100/);
+    expectProblem(ps, "rollout.waves.2.lanes", /at least one lane/, /.+/);
+  });
+
+  it("a lane without a host key pin", () => {
+    const ps = problemsOf((r) => {
+      delete r.lanes[1].host_key;
+    });
+    expectProblem(ps, "lanes.1.host_key", /no host key pin/, /ssh-keyscan.*SHA256/);
+  });
+
+  it.each([
+    ["an MD5 fingerprint", "MD5:4f:2b:9a:11:0c:77:13:5e:aa:10:02:9b:6e:ff:01:33"],
+    ["a truncated SHA256 fingerprint", HOST_KEY.slice(0, 30)],
+    ["a padded SHA256 fingerprint", `${HOST_KEY}=`],
+    [
+      "a revoked-marker known_hosts line",
+      "@revoked * ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0",
+    ],
+    ["a bare word", "yes"],
+  ])("a malformed host key pin: %s", (_label, hostKey) => {
+    const ps = problemsOf((r) => {
+      r.lanes[0].host_key = hostKey;
+    });
+    expectProblem(
+      ps,
+      "lanes.0.host_key",
+      /SHA256:… fingerprint or a known_hosts line/,
+      /ssh-keygen -lf/,
+    );
+  });
+
+  it("baseline weights not summing to 100", () => {
+    const ps = problemsOf((r) => {
+      r.lanes[0].weight = 50;
+      r.lanes[1].weight = 30;
+      r.lanes[2].weight = 10;
+    });
+    expectProblem(ps, "lanes", /sum to 90, not 100/, /add up to 100/);
+  });
+
+  it("weights on some lanes only", () => {
+    const ps = problemsOf((r) => {
+      r.lanes[0].weight = 50;
+    });
+    expectProblem(ps, "lanes", /1 of 3 lanes/, /every lane or on none/);
+  });
+
+  it("an unknown field, suggesting the near one", () => {
+    const ps = problemsOf((r) => {
+      r.lanes[0].helth_url = r.lanes[0].health_url;
+      delete r.lanes[0].health_url;
+    });
+    expectProblem(
+      ps,
+      "lanes.0.helth_url",
+      /unknown field `helth_url`/,
+      /Did you mean `health_url`\?/,
+    );
+    expectProblem(ps, "lanes.0.health_url", /is required/, /Add `health_url`: URL the smoke check/);
+  });
+
+  it("a wrong type and a bad enum value", () => {
+    const ps = problemsOf((r) => {
+      r.lanes[0].port = "22";
+      r.policy = { on_failure: "retry" };
+    });
+    expectProblem(ps, "lanes.0.port", /expected number, received string/, /port number/);
+    expectProblem(ps, "policy.on_failure", /compensate|pause/, /Use one of: compensate, pause/);
+  });
+
+  it("a per-step policy for a step not in the catalogue", () => {
+    const ps = problemsOf((r) => {
+      r.policy = { steps: { set_trafic: { retries: 1 } } };
+    });
+    expectProblem(ps, "policy.steps.set_trafic", /unknown field/, /Did you mean `set_traffic`/);
+  });
+
+  it("input that is not a mapping", () => {
+    for (const input of [null, "name: x", 42, []]) {
+      const res = checkRecipe(input);
+      expect(res.ok).toBe(false);
+      if (!res.ok) expect(res.problems[0]?.path).toBe("");
+    }
+  });
+});
+
+describe("checkRecipe reports every problem at once", () => {
+  it("several bad inputs give all their problems in one list", () => {
+    const ps = problemsOf((r) => {
+      r.image = "ghcr.io/acme/summarizer:v7";
+      r.lanes[2].id = "lane-a";
+      delete r.lanes[1].host_key;
+      r.rollout.waves[1].traffic = 5;
+      r.rollout.waves[2].traffic = 120;
+      r.tool_revision = "abc";
+    });
+    const paths = ps.map((p) => p.path).sort();
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        "image",
+        "lanes.1.host_key",
+        "lanes.2.id",
+        "rollout.waves.1.traffic",
+        "rollout.waves.2.traffic",
+        "tool_revision",
+      ]),
+    );
+    for (const p of ps) {
+      expect(p.message.length).toBeGreaterThan(0);
+      expect(p.fix.length).toBeGreaterThan(0);
+    }
+  });
+});
