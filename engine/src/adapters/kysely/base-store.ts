@@ -1,0 +1,171 @@
+/**
+ * The part of the store that is the same SQL on both dialects: reads, and single-row outbox
+ * updates. Each adapter adds `migrate`, `nextReleaseNumber`, `createRelease`, `commit` and
+ * `claimDue`, which differ in locking and round trips.
+ */
+import type { Kysely } from "kysely";
+import { sql } from "kysely";
+import type { ReleaseState } from "../../domain/states.ts";
+import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
+import type {
+  AttemptResult,
+  CommitInput,
+  CommitResult,
+  OutboxRow,
+  ReleaseSummary,
+  Store,
+} from "../../ports/store.ts";
+import { closedError } from "./errors.ts";
+import { historyColumns, toAttemptResult, toHistoryEntry, toOutboxRow, toSummary } from "./rows.ts";
+import type { BatonDatabase, JsonCodec } from "./tables.ts";
+
+export abstract class KyselyStore implements Store {
+  protected closed = false;
+
+  constructor(
+    protected readonly db: Kysely<BatonDatabase>,
+    protected readonly json: JsonCodec,
+  ) {}
+
+  abstract migrate(): Promise<void>;
+  abstract nextReleaseNumber(): Promise<number>;
+  abstract createRelease(
+    release: Release,
+    history: HistoryEntry[],
+    effects: Effect[],
+    now: number,
+  ): Promise<void>;
+  abstract commit(input: CommitInput): Promise<CommitResult>;
+  abstract claimDue(q: {
+    now: number;
+    limit: number;
+    leaseMs: number;
+    owner: string;
+  }): Promise<OutboxRow[]>;
+
+  protected live(): Kysely<BatonDatabase> {
+    if (this.closed) throw closedError();
+    return this.db;
+  }
+
+  async getRelease(id: string): Promise<Release | null> {
+    const row = await this.live()
+      .selectFrom("releases")
+      .select("doc")
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return row ? (this.json.read(row.doc) as Release) : null;
+  }
+
+  async appendHistory(entries: HistoryEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    await this.live().insertInto("history").values(entries.map(historyColumns)).execute();
+  }
+
+  async listReleases(q: {
+    state?: ReleaseState;
+    limit: number;
+    before?: number;
+  }): Promise<ReleaseSummary[]> {
+    let query = this.live()
+      .selectFrom("releases")
+      .select([
+        "id",
+        "state",
+        "recipe_name",
+        "model",
+        "high_water_mark",
+        "step_cursor",
+        "step_count",
+        "created_at",
+        "updated_at",
+      ])
+      .orderBy("created_at", "desc")
+      .orderBy("id", "desc")
+      .limit(q.limit);
+    if (q.state !== undefined) query = query.where("state", "=", q.state);
+    if (q.before !== undefined) query = query.where("created_at", "<", q.before);
+    return (await query.execute()).map(toSummary);
+  }
+
+  async getHistory(
+    releaseId: string,
+    q: { limit?: number; offset?: number } = {},
+  ): Promise<HistoryEntry[]> {
+    let query = this.live()
+      .selectFrom("history")
+      .selectAll()
+      .where("release_id", "=", releaseId)
+      .orderBy("id", "asc");
+    // SQLite accepts OFFSET only after a LIMIT, so an offset alone gets a limit that never binds.
+    if (q.limit !== undefined || q.offset !== undefined) {
+      query = query.limit(q.limit ?? Number.MAX_SAFE_INTEGER).offset(q.offset ?? 0);
+    }
+    return (await query.execute()).map((r) => toHistoryEntry(r, this.json));
+  }
+
+  async getAttemptResult(stepRunId: string, attempt: number): Promise<AttemptResult | null> {
+    const row = await this.live()
+      .selectFrom("attempt_results")
+      .selectAll()
+      .where("step_run_id", "=", stepRunId)
+      .where("attempt", "=", attempt)
+      .executeTakeFirst();
+    return row ? toAttemptResult(row, this.json) : null;
+  }
+
+  async listAttemptResults(releaseId: string): Promise<AttemptResult[]> {
+    const rows = await this.live()
+      .selectFrom("attempt_results")
+      .selectAll()
+      .where("release_id", "=", releaseId)
+      .orderBy("received_at")
+      .orderBy("step_run_id")
+      .orderBy("attempt")
+      .execute();
+    return rows.map((r) => toAttemptResult(r, this.json));
+  }
+
+  async releaseClaim(id: number, claimToken: string, dueAt: number): Promise<boolean> {
+    const res = await this.live()
+      .updateTable("outbox")
+      .set({ claim_token: null, claimed_until: null, due_at: dueAt })
+      .where("id", "=", id)
+      .where("claim_token", "=", claimToken)
+      .where("done_at", "is", null)
+      .executeTakeFirst();
+    return res.numUpdatedRows > 0n;
+  }
+
+  async completeOutbox(id: number, claimToken: string): Promise<boolean> {
+    const res = await this.live()
+      .updateTable("outbox")
+      .set({ done_at: Date.now() })
+      .where("id", "=", id)
+      .where("claim_token", "=", claimToken)
+      .where("done_at", "is", null)
+      .executeTakeFirst();
+    return res.numUpdatedRows > 0n;
+  }
+
+  async pendingOutbox(releaseId?: string): Promise<OutboxRow[]> {
+    let query = this.live()
+      .selectFrom("outbox")
+      .selectAll()
+      .where("done_at", "is", null)
+      .orderBy("due_at")
+      .orderBy("id");
+    if (releaseId !== undefined) query = query.where("release_id", "=", releaseId);
+    return (await query.execute()).map((r) => toOutboxRow(r, this.json));
+  }
+
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.live());
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.db.destroy();
+  }
+}

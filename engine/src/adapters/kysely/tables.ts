@@ -1,0 +1,91 @@
+/**
+ * Table shapes shared by the SQLite and Postgres adapters (DESIGN.md §6), as Kysely types.
+ * Times are epoch ms (INTEGER / bigint; Postgres int8 is parsed to a JS number by the pool).
+ * JSON columns are written as JSON text; SQLite returns text, Postgres jsonb returns a parsed
+ * value, so reads go through the dialect's `JsonCodec`.
+ */
+import type { ColumnType, Generated } from "kysely";
+
+/** A JSON column: written as JSON text, read back as text (SQLite) or parsed (Postgres jsonb). */
+export type JsonColumn = ColumnType<unknown, string, string>;
+
+export interface ReleasesTable {
+  id: string;
+  /** The `<number>` of `r<number>`; null for ids of another shape. */
+  number: number | null;
+  state: string;
+  generation: number;
+  resource_version: number;
+  manifest_digest: string;
+  recipe_name: string;
+  model: string;
+  high_water_mark: number;
+  step_cursor: number;
+  step_count: number;
+  /** The whole `Release`, step runs and manifest included. */
+  doc: JsonColumn;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface HistoryTable {
+  id: Generated<number>;
+  release_id: string;
+  at: number;
+  kind: string;
+  step_run_id: string | null;
+  outcome: string;
+  message: string;
+  data: JsonColumn;
+}
+
+export interface OutboxTable {
+  id: Generated<number>;
+  release_id: string;
+  effect: JsonColumn;
+  due_at: number;
+  claim_token: string | null;
+  claimed_until: number | null;
+  claims: Generated<number>;
+  done_at: number | null;
+}
+
+export interface AttemptResultsTable {
+  step_run_id: string;
+  attempt: number;
+  release_id: string;
+  received_at: number;
+  status: string;
+  overall: string;
+  /** `checks.json` as JSON text, never re-encoded by the database (text, not jsonb). */
+  checks: string;
+  log: string;
+  /** SQLite stores 0/1, Postgres boolean. */
+  log_truncated: ColumnType<number | boolean, number | boolean, number | boolean>;
+  raw_callback: string;
+  preflight: JsonColumn;
+}
+
+/** SQLite only (Postgres uses a SEQUENCE): one row per counter. */
+export interface ReleaseSequenceTable {
+  name: string;
+  value: number;
+}
+
+export interface BatonDatabase {
+  releases: ReleasesTable;
+  history: HistoryTable;
+  outbox: OutboxTable;
+  attempt_results: AttemptResultsTable;
+  release_sequence: ReleaseSequenceTable;
+}
+
+/** How a dialect hands back JSON columns. */
+export interface JsonCodec {
+  read(value: unknown): unknown;
+}
+
+/** SQLite: JSON columns come back as text. */
+export const textJson: JsonCodec = { read: (v) => JSON.parse(v as string) };
+/** Postgres jsonb: the driver already parsed it. */
+export const parsedJson: JsonCodec = { read: (v) => v };

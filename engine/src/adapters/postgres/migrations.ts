@@ -1,0 +1,70 @@
+/**
+ * Postgres schema. Differs from SQLite where Postgres does better: jsonb for documents and
+ * effects, identity columns, a SEQUENCE for release numbers, a partial index for due outbox
+ * rows. `checks` and `raw_callback` stay text so they come back byte for byte (jsonb would
+ * reorder keys and drop duplicates).
+ */
+import { RELEASE_STATES } from "../../domain/states.ts";
+import { checkIn, type SqlMigrations } from "../kysely/migrate.ts";
+
+export const postgresMigrations: SqlMigrations = {
+  "0001_initial": [
+    `CREATE TABLE releases (
+      id text PRIMARY KEY,
+      number bigint UNIQUE,
+      state text NOT NULL ${checkIn("state", RELEASE_STATES)},
+      generation integer NOT NULL,
+      resource_version bigint NOT NULL,
+      manifest_digest text NOT NULL,
+      recipe_name text NOT NULL,
+      model text NOT NULL,
+      high_water_mark integer NOT NULL,
+      step_cursor integer NOT NULL,
+      step_count integer NOT NULL,
+      doc jsonb NOT NULL,
+      created_at bigint NOT NULL,
+      updated_at bigint NOT NULL
+    )`,
+    "CREATE INDEX releases_state_created ON releases (state, created_at)",
+    "CREATE INDEX releases_created ON releases (created_at)",
+    `CREATE TABLE history (
+      id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      release_id text NOT NULL,
+      at bigint NOT NULL,
+      kind text NOT NULL,
+      step_run_id text,
+      outcome text NOT NULL ${checkIn("outcome", ["accepted", "refused"])},
+      message text NOT NULL,
+      data jsonb NOT NULL
+    )`,
+    "CREATE INDEX history_release ON history (release_id, id)",
+    `CREATE TABLE outbox (
+      id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      release_id text NOT NULL,
+      effect jsonb NOT NULL,
+      due_at bigint NOT NULL,
+      claim_token text,
+      claimed_until bigint,
+      claims integer NOT NULL DEFAULT 0,
+      done_at bigint
+    )`,
+    "CREATE INDEX outbox_due ON outbox (due_at, id) WHERE done_at IS NULL",
+    "CREATE INDEX outbox_release ON outbox (release_id) WHERE done_at IS NULL",
+    `CREATE TABLE attempt_results (
+      step_run_id text NOT NULL,
+      attempt integer NOT NULL,
+      release_id text NOT NULL,
+      received_at bigint NOT NULL,
+      status text NOT NULL,
+      overall text NOT NULL,
+      checks text NOT NULL,
+      log text NOT NULL,
+      log_truncated boolean NOT NULL,
+      raw_callback text NOT NULL,
+      preflight jsonb NOT NULL,
+      PRIMARY KEY (step_run_id, attempt)
+    )`,
+    "CREATE INDEX attempt_results_release ON attempt_results (release_id)",
+    "CREATE SEQUENCE release_number AS bigint",
+  ],
+};

@@ -1,0 +1,37 @@
+/**
+ * A `pg` Pool configured for the store: int8 columns (epoch ms, ids, counts) parsed to JS
+ * numbers (safe up to 2^53, i.e. for epoch ms until year 287396), and an optional schema put
+ * first on the search path (tests use one schema per suite so parallel files do not collide).
+ */
+import pg from "pg";
+
+const INT8_OID = 20;
+
+export interface PoolOptions {
+  /** `postgres://user:pass@host:port/db`. */
+  connectionString: string;
+  /** Schema for every table; created by `migrate()` if missing. Default: the server's search path. */
+  schema?: string;
+  /** Pool size (connections). Default 10. */
+  max?: number;
+}
+
+/** Throws `[store] …` if `schema` is not a plain identifier. */
+export function createPool(opts: PoolOptions): pg.Pool {
+  if (opts.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(opts.schema)) {
+    throw new Error(
+      `[store] schema "${opts.schema}" is not a plain identifier; use lower-case letters, digits and _`,
+    );
+  }
+  return new pg.Pool({
+    connectionString: opts.connectionString,
+    max: opts.max ?? 10,
+    ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
+    types: {
+      getTypeParser: ((oid: number, format?: string) =>
+        oid === INT8_OID
+          ? (v: string) => Number(v)
+          : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
+    },
+  });
+}

@@ -1,0 +1,95 @@
+/**
+ * Store on Postgres (DESIGN.md §6, production): many engine processes may share the database.
+ * `commit` and `claimDue` are single statements (see `commit-statement.ts`,
+ * `claim-statement.ts`); `createRelease` is a short Kysely transaction.
+ */
+import { Kysely, PostgresDialect, sql } from "kysely";
+import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
+import type { CommitInput, CommitResult, OutboxRow } from "../../ports/store.ts";
+import { KyselyStore } from "../kysely/base-store.ts";
+import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
+import { runMigrations } from "../kysely/migrate.ts";
+import { toOutboxRow } from "../kysely/rows.ts";
+import { type BatonDatabase, parsedJson } from "../kysely/tables.ts";
+import { insertHistory, insertOutbox, insertRelease } from "../kysely/writes.ts";
+import { claimStatement } from "./claim-statement.ts";
+import { commitStatement } from "./commit-statement.ts";
+import { postgresMigrations } from "./migrations.ts";
+import { createPool, type PoolOptions } from "./pool.ts";
+
+export class PostgresStore extends KyselyStore {
+  constructor(private readonly opts: PoolOptions) {
+    super(
+      new Kysely<BatonDatabase>({ dialect: new PostgresDialect({ pool: createPool(opts) }) }),
+      parsedJson,
+    );
+  }
+
+  async migrate(): Promise<void> {
+    const db = this.live();
+    if (this.opts.schema)
+      await sql.raw(`CREATE SCHEMA IF NOT EXISTS ${this.opts.schema}`).execute(db);
+    await runMigrations(db as Kysely<unknown>, postgresMigrations);
+  }
+
+  async nextReleaseNumber(): Promise<number> {
+    const { rows } = await sql<{ n: number }>`SELECT nextval('release_number') AS n`.execute(
+      this.live(),
+    );
+    return Number(rows[0]?.n);
+  }
+
+  async createRelease(
+    release: Release,
+    history: HistoryEntry[],
+    effects: Effect[],
+    now: number,
+  ): Promise<void> {
+    try {
+      await this.live()
+        .transaction()
+        .execute(async (tx) => {
+          await insertRelease(tx, release).execute();
+          if (history.length > 0) await insertHistory(tx, history).execute();
+          if (effects.length > 0) await insertOutbox(tx, release.id, effects, now).execute();
+        });
+    } catch (err) {
+      throw writeFailed(`creating release ${release.id}`, err);
+    }
+  }
+
+  async commit(input: CommitInput): Promise<CommitResult> {
+    const db = this.live();
+    checkNextVersion(input.release.id, input.expected_version, input.release.resource_version);
+    let outcome: { updated: number; claim_held: number } | undefined;
+    try {
+      ({
+        rows: [outcome],
+      } = await commitStatement(input).execute(db));
+    } catch (err) {
+      throw writeFailed(`commit of release ${input.release.id}`, err);
+    }
+    if (outcome?.updated === 1) return { ok: true };
+    if (input.complete_outbox && outcome?.claim_held !== 1) {
+      return { ok: false, conflict: "outbox_claim" };
+    }
+    return { ok: false, conflict: "resource_version" };
+  }
+
+  async claimDue(q: {
+    now: number;
+    limit: number;
+    leaseMs: number;
+    owner: string;
+  }): Promise<OutboxRow[]> {
+    const { rows } = await claimStatement(q).execute(this.live());
+    return rows
+      .map((r) => toOutboxRow(r, this.json))
+      .sort((a, b) => a.due_at - b.due_at || a.id - b.id);
+  }
+}
+
+/** Opens a Postgres store (a `pg` Pool; no connection is made until the first query). */
+export function openPostgresStore(opts: PoolOptions): PostgresStore {
+  return new PostgresStore(opts);
+}

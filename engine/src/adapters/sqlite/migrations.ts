@@ -1,0 +1,69 @@
+/**
+ * SQLite schema. STRICT tables so a wrong type is refused instead of stored; JSON as text;
+ * times as INTEGER epoch ms. The release number counter is a one-row table (no sequences).
+ */
+import { RELEASE_STATES } from "../../domain/states.ts";
+import { checkIn, type SqlMigrations } from "../kysely/migrate.ts";
+
+export const sqliteMigrations: SqlMigrations = {
+  "0001_initial": [
+    `CREATE TABLE releases (
+      id TEXT PRIMARY KEY,
+      number INTEGER UNIQUE,
+      state TEXT NOT NULL ${checkIn("state", RELEASE_STATES)},
+      generation INTEGER NOT NULL,
+      resource_version INTEGER NOT NULL,
+      manifest_digest TEXT NOT NULL,
+      recipe_name TEXT NOT NULL,
+      model TEXT NOT NULL,
+      high_water_mark INTEGER NOT NULL,
+      step_cursor INTEGER NOT NULL,
+      step_count INTEGER NOT NULL,
+      doc TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL
+    ) STRICT`,
+    "CREATE INDEX releases_state_created ON releases (state, created_at)",
+    "CREATE INDEX releases_created ON releases (created_at)",
+    `CREATE TABLE history (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      release_id TEXT NOT NULL,
+      at INTEGER NOT NULL,
+      kind TEXT NOT NULL,
+      step_run_id TEXT,
+      outcome TEXT NOT NULL ${checkIn("outcome", ["accepted", "refused"])},
+      message TEXT NOT NULL,
+      data TEXT NOT NULL
+    ) STRICT`,
+    "CREATE INDEX history_release ON history (release_id, id)",
+    `CREATE TABLE outbox (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      release_id TEXT NOT NULL,
+      effect TEXT NOT NULL,
+      due_at INTEGER NOT NULL,
+      claim_token TEXT,
+      claimed_until INTEGER,
+      claims INTEGER NOT NULL DEFAULT 0,
+      done_at INTEGER
+    ) STRICT`,
+    "CREATE INDEX outbox_due ON outbox (due_at) WHERE done_at IS NULL",
+    "CREATE INDEX outbox_release ON outbox (release_id) WHERE done_at IS NULL",
+    `CREATE TABLE attempt_results (
+      step_run_id TEXT NOT NULL,
+      attempt INTEGER NOT NULL,
+      release_id TEXT NOT NULL,
+      received_at INTEGER NOT NULL,
+      status TEXT NOT NULL,
+      overall TEXT NOT NULL,
+      checks TEXT NOT NULL,
+      log TEXT NOT NULL,
+      log_truncated INTEGER NOT NULL,
+      raw_callback TEXT NOT NULL,
+      preflight TEXT NOT NULL,
+      PRIMARY KEY (step_run_id, attempt)
+    ) STRICT`,
+    "CREATE INDEX attempt_results_release ON attempt_results (release_id)",
+    "CREATE TABLE release_sequence (name TEXT PRIMARY KEY, value INTEGER NOT NULL) STRICT",
+    "INSERT INTO release_sequence (name, value) VALUES ('release', 0)",
+  ],
+};

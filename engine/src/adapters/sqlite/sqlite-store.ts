@@ -1,0 +1,138 @@
+/**
+ * Store on SQLite (DESIGN.md §6, embedded default): one file, WAL mode, one writer at a time.
+ * Every write method is one synchronous `BEGIN IMMEDIATE` transaction (see `SyncRunner`).
+ */
+import Database from "better-sqlite3";
+import { Kysely, SqliteDialect, sql } from "kysely";
+import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
+import type { CommitInput, CommitResult, OutboxRow } from "../../ports/store.ts";
+import { KyselyStore } from "../kysely/base-store.ts";
+import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
+import { runMigrations } from "../kysely/migrate.ts";
+import { toOutboxRow } from "../kysely/rows.ts";
+import { type BatonDatabase, textJson } from "../kysely/tables.ts";
+import {
+  finishOutbox,
+  insertHistory,
+  insertOutbox,
+  insertRelease,
+  updateRelease,
+  upsertAttemptResults,
+} from "../kysely/writes.ts";
+import { sqliteMigrations } from "./migrations.ts";
+import { SyncRunner } from "./sync-runner.ts";
+
+/** How long a write waits for another process's write lock before failing (ms). */
+const BUSY_TIMEOUT_MS = 5000;
+
+class ClaimLost extends Error {}
+
+export class SqliteStore extends KyselyStore {
+  private readonly sync: SyncRunner;
+
+  constructor(raw: Database.Database) {
+    super(new Kysely<BatonDatabase>({ dialect: new SqliteDialect({ database: raw }) }), textJson);
+    this.sync = new SyncRunner(raw);
+  }
+
+  async migrate(): Promise<void> {
+    await runMigrations(this.live() as Kysely<unknown>, sqliteMigrations);
+  }
+
+  async nextReleaseNumber(): Promise<number> {
+    const q = this.live()
+      .updateTable("release_sequence")
+      .set({ value: sql`value + 1` })
+      .where("name", "=", "release")
+      .returning("value");
+    const rows = this.sync.immediate(() => this.sync.all(q));
+    return Number(rows[0]?.value);
+  }
+
+  async createRelease(
+    release: Release,
+    history: HistoryEntry[],
+    effects: Effect[],
+    now: number,
+  ): Promise<void> {
+    const db = this.live();
+    try {
+      this.sync.immediate(() => {
+        this.sync.run(insertRelease(db, release));
+        if (history.length > 0) this.sync.run(insertHistory(db, history));
+        if (effects.length > 0) this.sync.run(insertOutbox(db, release.id, effects, now));
+      });
+    } catch (err) {
+      throw writeFailed(`creating release ${release.id}`, err);
+    }
+  }
+
+  async commit(input: CommitInput): Promise<CommitResult> {
+    const db = this.live();
+    const { release, history, effects, now } = input;
+    checkNextVersion(release.id, input.expected_version, release.resource_version);
+    try {
+      return this.sync.immediate((): CommitResult => {
+        if (this.sync.run(updateRelease(db, release, input.expected_version)).changes === 0) {
+          return { ok: false, conflict: "resource_version" };
+        }
+        const done = input.complete_outbox;
+        if (done && this.sync.run(finishOutbox(db, done.id, done.claim_token, now)).changes === 0) {
+          throw new ClaimLost(); // rolls back the release update too
+        }
+        if (history.length > 0) this.sync.run(insertHistory(db, history));
+        if (effects.length > 0) this.sync.run(insertOutbox(db, release.id, effects, now));
+        const results = input.attempt_results ?? [];
+        if (results.length > 0) this.sync.run(upsertAttemptResults(db, results));
+        return { ok: true };
+      });
+    } catch (err) {
+      if (err instanceof ClaimLost) return { ok: false, conflict: "outbox_claim" };
+      throw writeFailed(`commit of release ${release.id}`, err);
+    }
+  }
+
+  async claimDue(q: {
+    now: number;
+    limit: number;
+    leaseMs: number;
+    owner: string;
+  }): Promise<OutboxRow[]> {
+    const db = this.live();
+    const due = db
+      .selectFrom("outbox")
+      .select("id")
+      .where("done_at", "is", null)
+      .where("due_at", "<=", q.now)
+      .where((eb) => eb.or([eb("claimed_until", "is", null), eb("claimed_until", "<", q.now)]))
+      .orderBy("due_at")
+      .orderBy("id")
+      .limit(q.limit);
+    const claim = db
+      .updateTable("outbox")
+      .set({
+        claim_token: sql<string>`${q.owner} || ':' || lower(hex(randomblob(12)))`,
+        claimed_until: q.now + q.leaseMs,
+        claims: sql<number>`claims + 1`,
+      })
+      .where("id", "in", due)
+      .returningAll();
+    const rows = this.sync.immediate(() => this.sync.all(claim));
+    return rows
+      .map((r) => toOutboxRow(r, this.json))
+      .sort((a, b) => a.due_at - b.due_at || a.id - b.id);
+  }
+}
+
+/**
+ * Opens (creating if needed) a SQLite database file, or `:memory:` for unit tests, in WAL
+ * mode with `synchronous=NORMAL` (a commit survives a process crash; a power cut may lose the
+ * last commits but never corrupts the file) and a busy timeout. Does not migrate.
+ */
+export function openSqliteStore(file: string): SqliteStore {
+  const raw = new Database(file);
+  raw.pragma("journal_mode = WAL");
+  raw.pragma("synchronous = NORMAL");
+  raw.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  return new SqliteStore(raw);
+}
