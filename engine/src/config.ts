@@ -1,0 +1,185 @@
+/**
+ * Engine configuration, read once from the environment at start-up and validated with zod
+ * (docs/engine.md "Configuration"; names from the shared decisions). A bad or missing value
+ * stops the engine with one message per variable naming it and the fix.
+ */
+import path from "node:path";
+import { z } from "zod";
+import { BatonError, type Problem } from "./domain/errors.ts";
+
+/** The validated configuration. Times in ms. */
+export interface EngineConfig {
+  /** `postgres://…` selects Postgres; null selects SQLite in `dataDir`. */
+  databaseUrl: string | null;
+  /** Folder of the embedded SQLite file (`baton.sqlite`). */
+  dataDir: string;
+  port: number;
+  /** Base URL of this engine as runners reach it; callback URLs are built from it. */
+  publicUrl: string;
+  /** Callback secret rotation list; the first one signs. At least one. */
+  callbackSecrets: string[];
+  operatorToken: string;
+  /** Read-only token for the dashboard and GET routes; null = operator token only. */
+  viewerToken: string | null;
+  /** Control-plane base URL; null = the reference control plane in memory. */
+  controlPlaneUrl: string | null;
+  dispatcher: "github" | "local";
+  githubRepository: string | null;
+  githubToken: string | null;
+  githubApp: { appId: string; privateKey: string; installationId: string } | null;
+  /** Reconciler interval (ms). */
+  tickMs: number;
+}
+
+const secretText = (name: string) =>
+  z
+    .string({ error: `${name} is not set` })
+    .trim()
+    .min(16, `${name} must be at least 16 characters`);
+
+const Env = z
+  .object({
+    DATABASE_URL: z
+      .string()
+      .trim()
+      .regex(
+        /^postgres(ql)?:\/\//,
+        "DATABASE_URL must start with postgres:// (unset it for SQLite)",
+      )
+      .optional(),
+    BATON_DATA_DIR: z.string().trim().min(1).default("./.baton"),
+    PORT: z.coerce
+      .number({ error: "PORT must be a number" })
+      .int("PORT must be an integer")
+      .min(1, "PORT must be 1..65535")
+      .max(65535, "PORT must be 1..65535")
+      .default(8787),
+    BATON_PUBLIC_URL: z.url({ error: "BATON_PUBLIC_URL must be an http(s) URL" }).optional(),
+    BATON_CALLBACK_SECRETS: z
+      .string({ error: "BATON_CALLBACK_SECRETS is not set" })
+      .transform((s) =>
+        s
+          .split(",")
+          .map((x) => x.trim())
+          .filter(Boolean),
+      )
+      .pipe(
+        z
+          .array(z.string().min(16, "each callback secret must be at least 16 characters"))
+          .min(1, "BATON_CALLBACK_SECRETS needs at least one secret"),
+      ),
+    BATON_OPERATOR_TOKEN: secretText("BATON_OPERATOR_TOKEN"),
+    BATON_VIEWER_TOKEN: secretText("BATON_VIEWER_TOKEN").optional(),
+    BATON_CONTROL_PLANE_URL: z
+      .url({ error: "BATON_CONTROL_PLANE_URL must be an http(s) URL" })
+      .optional(),
+    BATON_DISPATCHER: z
+      .enum(["github", "local"], { error: "BATON_DISPATCHER must be github or local" })
+      .default("local"),
+    GITHUB_REPOSITORY: z
+      .string()
+      .regex(/^[\w.-]+\/[\w.-]+$/, "GITHUB_REPOSITORY must be owner/name")
+      .optional(),
+    GITHUB_TOKEN: z.string().min(1).optional(),
+    GITHUB_APP_ID: z
+      .string()
+      .regex(/^[0-9]+$/, "GITHUB_APP_ID must be digits")
+      .optional(),
+    GITHUB_APP_PRIVATE_KEY: z.string().min(1).optional(),
+    GITHUB_APP_INSTALLATION_ID: z
+      .string()
+      .regex(/^[0-9]+$/, "GITHUB_APP_INSTALLATION_ID must be digits")
+      .optional(),
+    BATON_TICK_MS: z.coerce
+      .number({ error: "BATON_TICK_MS must be a number" })
+      .int()
+      .min(50, "BATON_TICK_MS must be at least 50")
+      .max(600_000, "BATON_TICK_MS must be at most 600000")
+      .default(1000),
+  })
+  .superRefine((e, ctx) => {
+    if (e.BATON_DISPATCHER !== "github") return;
+    if (!e.GITHUB_REPOSITORY) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["GITHUB_REPOSITORY"],
+        message: "GITHUB_REPOSITORY is required when BATON_DISPATCHER=github",
+      });
+    }
+    const app = e.GITHUB_APP_ID || e.GITHUB_APP_PRIVATE_KEY || e.GITHUB_APP_INSTALLATION_ID;
+    if (!e.GITHUB_TOKEN && !app) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["GITHUB_TOKEN"],
+        message: "BATON_DISPATCHER=github needs GITHUB_TOKEN or a GitHub App",
+      });
+    }
+    if (app && !(e.GITHUB_APP_ID && e.GITHUB_APP_PRIVATE_KEY && e.GITHUB_APP_INSTALLATION_ID)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["GITHUB_APP_ID"],
+        message:
+          "a GitHub App needs all three of GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_APP_INSTALLATION_ID",
+      });
+    }
+  });
+
+const FIX: Record<string, string> = {
+  DATABASE_URL:
+    "set postgres://user:pass@host:5432/db, or unset it to use the embedded SQLite file",
+  BATON_CALLBACK_SECRETS:
+    "set a comma-separated list of random secrets, e.g. BATON_CALLBACK_SECRETS=$(openssl rand -hex 32)",
+  BATON_OPERATOR_TOKEN: "set a random token, e.g. BATON_OPERATOR_TOKEN=$(openssl rand -hex 32)",
+  BATON_VIEWER_TOKEN: "set a random token of at least 16 characters, or unset it",
+  GITHUB_REPOSITORY: "set GITHUB_REPOSITORY=owner/name of the repository holding release-step.yml",
+  GITHUB_TOKEN:
+    "set GITHUB_TOKEN (contents: write) or GITHUB_APP_ID + GITHUB_APP_PRIVATE_KEY + GITHUB_APP_INSTALLATION_ID",
+  GITHUB_APP_ID: "set all three GitHub App variables, or none of them",
+};
+
+/**
+ * Reads and validates the engine's environment.
+ * @throws BatonError `bad_request` listing every bad variable (`problems[].path` = its name).
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): EngineConfig {
+  // Empty strings mean "unset" (a common shell accident: `export X=`).
+  const clean = Object.fromEntries(
+    Object.entries(env).filter(([, v]) => v !== undefined && v !== ""),
+  );
+  const r = Env.safeParse(clean);
+  if (!r.success) {
+    const problems: Problem[] = r.error.issues.map((i) => {
+      const name = String(i.path[0] ?? "environment");
+      return {
+        path: name,
+        message: i.message.includes(name) ? i.message : `${name}: ${i.message}`,
+        fix: FIX[name] ?? `set ${name} to a valid value (docs/engine.md, Configuration)`,
+      };
+    });
+    const lines = problems.map((p) => `  - ${p.message}; fix: ${p.fix}`).join("\n");
+    throw new BatonError("bad_request", `[engine] invalid configuration:\n${lines}`, problems);
+  }
+  const e = r.data;
+  return {
+    databaseUrl: e.DATABASE_URL ?? null,
+    dataDir: path.resolve(e.BATON_DATA_DIR),
+    port: e.PORT,
+    publicUrl: (e.BATON_PUBLIC_URL ?? `http://127.0.0.1:${e.PORT}`).replace(/\/+$/, ""),
+    callbackSecrets: e.BATON_CALLBACK_SECRETS,
+    operatorToken: e.BATON_OPERATOR_TOKEN,
+    viewerToken: e.BATON_VIEWER_TOKEN ?? null,
+    controlPlaneUrl: e.BATON_CONTROL_PLANE_URL ?? null,
+    dispatcher: e.BATON_DISPATCHER,
+    githubRepository: e.GITHUB_REPOSITORY ?? null,
+    githubToken: e.GITHUB_TOKEN ?? null,
+    githubApp:
+      e.GITHUB_APP_ID && e.GITHUB_APP_PRIVATE_KEY && e.GITHUB_APP_INSTALLATION_ID
+        ? {
+            appId: e.GITHUB_APP_ID,
+            privateKey: e.GITHUB_APP_PRIVATE_KEY,
+            installationId: e.GITHUB_APP_INSTALLATION_ID,
+          }
+        : null,
+    tickMs: e.BATON_TICK_MS,
+  };
+}

@@ -1,0 +1,171 @@
+/**
+ * Wires the engine from configuration: store → ports → service (+ reconciler) → Hono app.
+ * Used by `main-node.ts`, the CLI, the demo and tests; anything can be injected
+ * (store, dispatcher, control plane, clock) so tests run the real app on doubles.
+ */
+import type { Hono } from "hono";
+import { GitHubDispatcher } from "./adapters/github/index.ts";
+import { MemoryControlPlane } from "./adapters/memory/control-plane.ts";
+import { openStore } from "./adapters/store-factory.ts";
+import type { EngineConfig } from "./config.ts";
+import { createApp } from "./http/app.ts";
+import { type Clock, systemClock } from "./ports/clock.ts";
+import type { ControlPlane } from "./ports/control-plane.ts";
+import type { Dispatcher } from "./ports/dispatcher.ts";
+import type { Store } from "./ports/store.ts";
+import type { ReconcilerOptions } from "./service/reconciler.ts";
+import { type Logger, ReleaseService } from "./service/release-service.ts";
+
+export interface EngineOverrides {
+  store?: Store;
+  dispatcher?: Dispatcher;
+  controlPlane?: ControlPlane;
+  clock?: Clock;
+  log?: Logger;
+  reconciler?: Partial<ReconcilerOptions>;
+  /**
+   * Run the reconciler right after a commit that wrote effects (default true), so a step's
+   * next dispatch does not wait for the interval. Tests that step the reconciler by hand
+   * (fake clock) turn it off.
+   */
+  eagerReconcile?: boolean;
+  /** Mounts more routes on the app (e.g. the dashboard). */
+  extendApp?: (app: Hono) => void;
+}
+
+export interface Engine {
+  config: EngineConfig;
+  app: Hono;
+  service: ReleaseService;
+  store: Store;
+  dispatcher: Dispatcher;
+  controlPlane: ControlPlane;
+  clock: Clock;
+  /** Starts the reconciler interval (`config.tickMs`). */
+  startTicking(): void;
+  /** Stops the interval, waits for a running reconciler pass, closes the store (if owned). */
+  close(): Promise<void>;
+}
+
+/** Builds the dispatcher the configuration names. @throws Error naming the missing setting. */
+export function dispatcherFromConfig(config: EngineConfig): Dispatcher {
+  if (config.dispatcher === "github") {
+    if (!config.githubRepository) {
+      throw new Error("[engine] BATON_DISPATCHER=github needs GITHUB_REPOSITORY=owner/name");
+    }
+    const auth = config.githubApp
+      ? { kind: "app" as const, ...config.githubApp }
+      : config.githubToken
+        ? { kind: "token" as const, token: config.githubToken }
+        : null;
+    if (!auth)
+      throw new Error("[engine] BATON_DISPATCHER=github needs GITHUB_TOKEN or a GitHub App");
+    return new GitHubDispatcher({ repository: config.githubRepository, auth });
+  }
+  throw new Error(
+    "[engine] the local dispatcher must be passed to createEngine (overrides.dispatcher); set BATON_DISPATCHER=github to dispatch to GitHub",
+  );
+}
+
+/** Creates the engine. Opens (and migrates) the store unless one is injected. */
+export async function createEngine(config: EngineConfig, o: EngineOverrides = {}): Promise<Engine> {
+  const clock = o.clock ?? systemClock;
+  const log: Logger = o.log ?? {
+    info: (m) => console.log(m),
+    warn: (m) => console.warn(m),
+    error: (m, e) => console.error(m, e ?? ""),
+  };
+  const dispatcher = o.dispatcher ?? dispatcherFromConfig(config);
+  const controlPlane = o.controlPlane ?? new MemoryControlPlane({ now: () => clock.now() });
+  const ownsStore = !o.store;
+  const store =
+    o.store ??
+    (await openStore(
+      config.databaseUrl
+        ? { databaseUrl: config.databaseUrl, dataDir: config.dataDir }
+        : { dataDir: config.dataDir },
+    ));
+
+  let service: ReleaseService | null = null;
+  const kick = eagerKicker(() => service?.reconciler.runOnce(), log);
+  service = new ReleaseService({
+    store,
+    dispatcher,
+    controlPlane,
+    clock,
+    publicUrl: config.publicUrl,
+    log,
+    ...(o.reconciler ? { reconciler: o.reconciler } : {}),
+    ...(o.eagerReconcile === false ? {} : { onEffects: kick.kick }),
+  });
+  const app = createApp({
+    api: service,
+    clock,
+    callbackSecrets: config.callbackSecrets,
+    operatorToken: config.operatorToken,
+    viewerToken: config.viewerToken,
+    log,
+    ...(o.extendApp ? { extend: o.extendApp } : {}),
+  });
+
+  let timer: NodeJS.Timeout | null = null;
+  const svc = service;
+  return {
+    config,
+    app,
+    service: svc,
+    store,
+    dispatcher,
+    controlPlane,
+    clock,
+    startTicking() {
+      if (timer) return;
+      timer = setInterval(() => {
+        svc.reconciler.runOnce().catch((e) => log.error("[engine] reconciler pass failed", e));
+      }, config.tickMs);
+      timer.unref();
+    },
+    async close() {
+      if (timer) clearInterval(timer);
+      timer = null;
+      kick.stop();
+      await svc.reconciler.runOnce().catch(() => {});
+      await kick.idle();
+      if (ownsStore) await store.close();
+    },
+  };
+}
+
+/**
+ * Coalesces "effects were written" signals into reconciler runs: at most one run at a time,
+ * and one more right after it when signals arrived meanwhile (so none is left waiting for the
+ * interval).
+ */
+function eagerKicker(run: () => Promise<unknown> | undefined, log: Logger) {
+  let active: Promise<void> | null = null;
+  let again = false;
+  let stopped = false;
+  const loop = async () => {
+    do {
+      again = false;
+      await Promise.resolve(run()).catch((e) => log.error("[engine] reconciler pass failed", e));
+    } while (again && !stopped);
+    active = null;
+  };
+  return {
+    kick() {
+      if (stopped) return;
+      if (active) {
+        again = true;
+        return;
+      }
+      active = new Promise<void>((r) => setImmediate(r)).then(loop);
+    },
+    stop() {
+      stopped = true;
+    },
+    async idle() {
+      while (active) await active;
+    },
+  };
+}

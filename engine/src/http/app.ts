@@ -1,0 +1,45 @@
+/**
+ * The engine's Hono app: the HTTP API of docs/engine.md, one `onError`, JSON 404s.
+ * Transport-free: serve it with `@hono/node-server` (main-node.ts) or call `app.request`.
+ */
+import { Hono } from "hono";
+import type { Clock } from "../ports/clock.ts";
+import type { ReleaseApi } from "../service/api.ts";
+import { errorResponse, onError } from "./errors.ts";
+import { releaseRoutes } from "./routes/releases.ts";
+import { stepRunRoutes } from "./routes/step-runs.ts";
+import { systemRoutes } from "./routes/system.ts";
+
+export interface AppOptions {
+  api: ReleaseApi;
+  clock: Clock;
+  callbackSecrets: readonly string[];
+  operatorToken: string;
+  viewerToken: string | null;
+  log?: { error(msg: string, err?: unknown): void };
+  /** Mounts more routes (e.g. the dashboard under `/`) before the 404 handler. */
+  extend?: (app: Hono) => void;
+}
+
+export function createApp(o: AppOptions): Hono {
+  const app = new Hono();
+  const operatorTokens = [o.operatorToken];
+  const readTokens = o.viewerToken ? [o.operatorToken, o.viewerToken] : operatorTokens;
+  app.onError(onError(o.log ?? console));
+  app.notFound((c) =>
+    errorResponse(c, 404, "not_found", `[engine] no route ${c.req.method} ${c.req.path}`),
+  );
+  app.route("/", systemRoutes({ api: o.api, operatorTokens }));
+  app.route(
+    "/v1/releases/step-runs",
+    stepRunRoutes({
+      api: o.api,
+      clock: o.clock,
+      callbackSecrets: o.callbackSecrets,
+      operatorTokens,
+    }),
+  );
+  app.route("/v1/releases", releaseRoutes({ api: o.api, operatorTokens, readTokens }));
+  o.extend?.(app);
+  return app;
+}

@@ -1,0 +1,48 @@
+/**
+ * Bearer-token checks of the operator and read routes (docs/engine.md "Authentication").
+ * Tokens are compared in constant time over their sha256 digests (equal lengths by
+ * construction, so `timingSafeEqual` never leaks a length).
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { MiddlewareHandler } from "hono";
+import { BatonError } from "../domain/errors.ts";
+
+function digest(s: string): Buffer {
+  return createHash("sha256").update(s, "utf8").digest();
+}
+
+/** True when `given` equals one of `tokens` (every token is compared: no early exit). */
+export function tokenMatches(given: string, tokens: readonly string[]): boolean {
+  const g = digest(given);
+  let ok = false;
+  for (const t of tokens) if (timingSafeEqual(g, digest(t))) ok = true;
+  return ok;
+}
+
+function bearer(header: string | undefined): string | null {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
+  return m?.[1] ?? null;
+}
+
+/**
+ * Middleware: the request must carry `Authorization: Bearer <one of tokens>`.
+ * @param role what the token is for, named in the 401 message.
+ * @throws BatonError `unauthorized` (401).
+ */
+export function requireBearer(tokens: readonly string[], role: string): MiddlewareHandler {
+  const list = tokens.filter((t) => t.length > 0);
+  return async (c, next) => {
+    const given = bearer(c.req.header("authorization"));
+    if (!given || !tokenMatches(given, list)) {
+      throw new BatonError(
+        "unauthorized",
+        `[engine] missing or wrong bearer token: send Authorization: Bearer <${role} token>`,
+      );
+    }
+    await next();
+  };
+}
+
+/** One identical 401 body for every bad credential (forged, expired, missing, malformed). */
+export const BAD_CREDENTIAL_MESSAGE =
+  "[engine] bad credential: sign the exact request body with the callback secret (x-baton-signature, x-baton-timestamp within 5 minutes)";

@@ -1,0 +1,71 @@
+/**
+ * Error answers of the HTTP API, mapped in one place (STYLE.md §8; hono `onError`).
+ * Body: `{"error": {"code", "message", "problems"?: [{path, message, fix}]}}`.
+ * `BatonError` → its status (400 / 401 / 404 / 409 / 413 / 422); anything else → 500, logged,
+ * with no internals in the body.
+ */
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { ZodError } from "zod";
+import { BatonError, type Problem } from "../domain/errors.ts";
+
+export interface ErrorBody {
+  error: { code: string; message: string; problems?: Problem[] };
+}
+
+/** The JSON error body. */
+export function errorBody(code: string, message: string, problems?: Problem[]): ErrorBody {
+  return { error: { code, message, ...(problems && problems.length > 0 ? { problems } : {}) } };
+}
+
+/** Answers `status` with the error body. */
+export function errorResponse(
+  c: Context,
+  status: ContentfulStatusCode,
+  code: string,
+  message: string,
+  problems?: Problem[],
+): Response {
+  return c.json(errorBody(code, message, problems), status);
+}
+
+/**
+ * Turns zod issues into problems with dotted paths under `prefix` (e.g. `body`, `query`).
+ * @param fix what to do, when the schema's message does not say it.
+ */
+export function zodProblems(err: ZodError, prefix: string, fix = "see docs/engine.md"): Problem[] {
+  return err.issues.map((i) => {
+    const path = [prefix, ...i.path.map(String)].filter(Boolean).join(".");
+    return { path, message: i.message, fix };
+  });
+}
+
+/** A 400 BatonError naming every bad field. */
+export function badRequest(what: string, problems: Problem[]): BatonError {
+  const first = problems[0];
+  const detail = first ? `: ${first.path}: ${first.message}` : "";
+  return new BatonError("bad_request", `[engine] bad ${what}${detail}`, problems);
+}
+
+/** The app's `onError`. */
+export function onError(log: { error(msg: string, err?: unknown): void }) {
+  return (err: Error, c: Context): Response => {
+    if (err instanceof BatonError) {
+      return errorResponse(c, err.status, err.code, err.message, err.problems);
+    }
+    if (err instanceof HTTPException && err.status === 413) {
+      return errorResponse(c, 413, "payload_too_large", "[engine] request body too large");
+    }
+    if (err instanceof HTTPException && err.status < 500) {
+      return errorResponse(c, err.status, "bad_request", `[engine] ${err.message}`);
+    }
+    log.error(`[engine] ${c.req.method} ${c.req.path} failed`, err);
+    return errorResponse(
+      c,
+      500,
+      "internal",
+      "[engine] internal error; the engine log has the details",
+    );
+  };
+}

@@ -1,0 +1,179 @@
+/**
+ * Release routes: create (operator; recipe as JSON or YAML), list and read (viewer or
+ * operator), abort and resume (operator).
+ */
+import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { parse as parseYaml, YAMLParseError } from "yaml";
+import { z } from "zod";
+import { BatonError } from "../../domain/errors.ts";
+import { RELEASE_STATES } from "../../domain/states.ts";
+import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
+import { RELEASE_ID_PATTERN } from "../../service/ids.ts";
+import { requireBearer } from "../auth.ts";
+import { badRequest, zodProblems } from "../errors.ts";
+import { answer } from "./step-runs.ts";
+
+export interface ReleaseRouteOptions {
+  api: ReleaseApi;
+  operatorTokens: readonly string[];
+  /** Operator and viewer tokens. */
+  readTokens: readonly string[];
+}
+
+/** Recipe body cap (bytes): a recipe is a few KB; 1 MiB leaves room for large fleets. */
+export const RECIPE_MAX_BYTES = 1024 * 1024;
+
+const ListQuery = z
+  .object({
+    state: z
+      .enum(RELEASE_STATES, { error: `must be one of ${RELEASE_STATES.join(", ")}` })
+      .optional(),
+    limit: z.coerce
+      .number({ error: "must be a number" })
+      .int("must be an integer")
+      .min(1, "must be 1..200")
+      .max(200, "must be 1..200")
+      .default(50),
+    before: z.coerce.number({ error: "must be epoch ms" }).int().nonnegative().optional(),
+  })
+  .strict();
+
+const AbortBody = z
+  .object({ reason: z.string().max(1000, "must be at most 1000 characters").optional() })
+  .strict();
+
+function releaseParam(c: Context): string {
+  const id = c.req.param("id") ?? "";
+  if (!RELEASE_ID_PATTERN.test(id)) {
+    throw badRequest("release id", [
+      {
+        path: "id",
+        message: `${JSON.stringify(id.slice(0, 64))} is not a release id`,
+        fix: "use an id such as r17",
+      },
+    ]);
+  }
+  return id;
+}
+
+/** The JSON of `GET /v1/releases/:id`: the release's fields, history and attempt results. */
+export function recordJson(r: ReleaseRecord): Record<string, unknown> {
+  const { release } = r;
+  return {
+    id: release.id,
+    state: release.state,
+    generation: release.generation,
+    resource_version: release.resource_version,
+    manifest_digest: release.manifest_digest,
+    high_water_mark: release.high_water_mark,
+    cursor: release.cursor,
+    reason: release.reason,
+    created_at: release.created_at,
+    updated_at: release.updated_at,
+    step_runs: release.step_runs,
+    history: r.history,
+    attempt_results: r.attempt_results,
+    manifest: release.manifest,
+  };
+}
+
+/** Parses a recipe body by content type: YAML for `application/yaml` (or `text/yaml`), else JSON. */
+export function parseRecipeBody(text: string, contentType: string | undefined): unknown {
+  const type = (contentType ?? "application/json").split(";")[0]?.trim().toLowerCase() ?? "";
+  const isYaml = /(^|\/|\+|-)yaml$/.test(type) || type.endsWith("/yml");
+  if (!isYaml && type !== "application/json" && !type.endsWith("+json")) {
+    throw badRequest("request", [
+      {
+        path: "content-type",
+        message: `${type} is not supported`,
+        fix: "send the recipe as application/json or application/yaml",
+      },
+    ]);
+  }
+  if (text.trim() === "") {
+    throw badRequest("recipe", [{ path: "body", message: "is empty", fix: "send the recipe" }]);
+  }
+  try {
+    return isYaml ? parseYaml(text, { maxAliasCount: 100 }) : JSON.parse(text);
+  } catch (e) {
+    const where =
+      e instanceof YAMLParseError && e.linePos?.[0]
+        ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}`
+        : "";
+    throw badRequest("recipe", [
+      {
+        path: "body",
+        message: `is not valid ${isYaml ? "YAML" : "JSON"}${where}: ${(e as Error).message.split("\n")[0]}`,
+        fix: `fix the ${isYaml ? "YAML" : "JSON"} syntax`,
+      },
+    ]);
+  }
+}
+
+export function releaseRoutes(o: ReleaseRouteOptions): Hono {
+  const app = new Hono();
+  const operator = requireBearer(o.operatorTokens, "operator");
+  const reader = requireBearer(o.readTokens, "viewer or operator");
+  const limit = bodyLimit({
+    maxSize: RECIPE_MAX_BYTES,
+    onError: () => {
+      throw new BatonError("payload_too_large", `[engine] recipe over ${RECIPE_MAX_BYTES} bytes`);
+    },
+  });
+
+  app.post("/", operator, limit, async (c) => {
+    const recipe = parseRecipeBody(await c.req.text(), c.req.header("content-type"));
+    const release = await o.api.start(recipe, "operator");
+    return c.json(
+      {
+        id: release.id,
+        manifest_digest: release.manifest_digest,
+        state: release.state,
+        step_count: release.manifest.steps.length,
+      },
+      201,
+    );
+  });
+
+  app.get("/", reader, async (c) => {
+    const q = ListQuery.safeParse(c.req.query());
+    if (!q.success) throw badRequest("query", zodProblems(q.error, "query"));
+    const releases = await o.api.list(q.data);
+    return c.json({ releases });
+  });
+
+  app.get("/:id", reader, async (c) => {
+    const record = await o.api.get(releaseParam(c));
+    return c.json(recordJson(record));
+  });
+
+  app.post("/:id/abort", operator, async (c) => {
+    const id = releaseParam(c);
+    const text = await c.req.text();
+    let reason = "aborted by operator";
+    if (text.trim() !== "") {
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        throw badRequest("abort body", [
+          { path: "body", message: "is not JSON", fix: 'send {"reason": "…"} or no body' },
+        ]);
+      }
+      const b = AbortBody.safeParse(value);
+      if (!b.success) throw badRequest("abort body", zodProblems(b.error, "body"));
+      if (b.data.reason) reason = b.data.reason;
+    }
+    const r = await o.api.abort(id, "operator", reason);
+    return answer(c, r, (a) => ({ id, state: a.release.state, generation: a.release.generation }));
+  });
+
+  app.post("/:id/resume", operator, async (c) => {
+    const id = releaseParam(c);
+    const r = await o.api.resume(id, "operator");
+    return answer(c, r, (a) => ({ id, state: a.release.state }));
+  });
+
+  return app;
+}

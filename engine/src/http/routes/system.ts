@@ -1,0 +1,21 @@
+/** Liveness (`GET /healthz`, no token) and the reconciler trigger (`POST /v1/tick`, operator). */
+import { Hono } from "hono";
+import type { ReleaseApi } from "../../service/api.ts";
+import { requireBearer } from "../auth.ts";
+import { errorResponse } from "../errors.ts";
+
+export function systemRoutes(o: { api: ReleaseApi; operatorTokens: readonly string[] }): Hono {
+  const app = new Hono();
+  app.get("/healthz", async (c) => {
+    try {
+      await o.api.health();
+      return c.json({ ok: true });
+    } catch {
+      return errorResponse(c, 503, "unavailable", "[engine] the store does not answer");
+    }
+  });
+  app.post("/v1/tick", requireBearer(o.operatorTokens, "operator"), async (c) => {
+    return c.json(await o.api.tick());
+  });
+  return app;
+}

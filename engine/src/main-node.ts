@@ -1,0 +1,36 @@
+/**
+ * Node server entry: configuration → engine (store, ports, app) → HTTP server + reconciler
+ * interval. SIGTERM/SIGINT close the server, finish the reconciler pass, close the store.
+ */
+import { serve } from "@hono/node-server";
+import { loadConfig } from "./config.ts";
+import { createEngine, type EngineOverrides } from "./engine.ts";
+
+/** Starts the engine on `config.port` (127.0.0.1 unless `host` is given). Resolves once listening. */
+export async function startNodeServer(overrides: EngineOverrides = {}, host = "0.0.0.0") {
+  const engine = await createEngine(loadConfig(), overrides);
+  const server = serve({ fetch: engine.app.fetch, port: engine.config.port, hostname: host });
+  engine.startTicking();
+  console.log(
+    `[engine] listening on ${host}:${engine.config.port} (public URL ${engine.config.publicUrl})`,
+  );
+  const shutdown = (signal: string) => {
+    console.log(`[engine] ${signal}: shutting down`);
+    server.close(() => {
+      engine.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+  };
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.once("SIGINT", () => shutdown("SIGINT"));
+  return { engine, server };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  startNodeServer().catch((e: Error) => {
+    console.error(e.message);
+    process.exit(1);
+  });
+}

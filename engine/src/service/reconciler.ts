@@ -1,0 +1,251 @@
+/**
+ * The reconciler: performs the outbox (docs/state-machine.md "Persistence").
+ *
+ * One pass claims due rows (`store.claimDue`, Postgres `FOR UPDATE SKIP LOCKED` with a lease),
+ * performs each through the Dispatcher or ControlPlane port, and feeds the outcome back as an
+ * event whose commit completes the row. A deadline row performs nothing external: its outcome
+ * is the `deadline` event itself. Retries of failed calls (bound and backoff) are decided by
+ * the transition, which re-emits the same keyed effect with `not_before`; the reconciler only
+ * backs off its own failures (store unreachable, a port that threw) by giving the claim back.
+ * If the claim was lost meanwhile (lease expired, another engine took the row), the commit
+ * conflicts and the outcome is dropped: the row's new holder decides.
+ */
+import { BatonError } from "../domain/errors.ts";
+import type {
+  ControlPlaneEffect,
+  DeadlineEffect,
+  DispatchEffect,
+  ReleaseEvent,
+} from "../domain/types.ts";
+import { FaultCrash, faultPoint } from "../faults.ts";
+import type { Clock } from "../ports/clock.ts";
+import type { ControlPlane } from "../ports/control-plane.ts";
+import type { Dispatcher } from "../ports/dispatcher.ts";
+import type { OutboxRow, Store } from "../ports/store.ts";
+import { reconcilerBackoffMs } from "./backoff.ts";
+import { buildDispatchPayload } from "./payload.ts";
+import type { ApplyExtras, Logger } from "./release-service.ts";
+
+export interface ReconcilerOptions {
+  /** Rows claimed per pass. Default 64. */
+  batch: number;
+  /** Lease of a claim (ms); a crashed holder's rows are claimable again after it. Default 60 s. */
+  leaseMs: number;
+  /** Claim owner name (diagnostics). */
+  owner: string;
+  /** Passes per `runOnce` while rows keep coming due now (drains a burst). Default 1. */
+  maxPasses: number;
+}
+
+export interface ReconcilerDeps {
+  store: Store;
+  dispatcher: Dispatcher;
+  controlPlane: ControlPlane;
+  clock: Clock;
+  publicUrl: string;
+  log: Logger;
+  /** `ReleaseService.apply`. */
+  apply(releaseId: string, event: ReleaseEvent, extras: ApplyExtras): Promise<{ ok: boolean }>;
+}
+
+export class Reconciler {
+  private readonly opts: ReconcilerOptions;
+  private running: Promise<{ performed: number; failed: number }> | null = null;
+
+  constructor(
+    private readonly deps: ReconcilerDeps,
+    opts: Partial<ReconcilerOptions> = {},
+  ) {
+    this.opts = {
+      batch: opts.batch ?? 64,
+      leaseMs: opts.leaseMs ?? 60_000,
+      owner: opts.owner ?? `engine-${process.pid}`,
+      maxPasses: opts.maxPasses ?? 1,
+    };
+  }
+
+  /**
+   * One reconciler run: up to `maxPasses` passes of claim-and-perform. Concurrent calls share
+   * the run in progress. `performed` counts rows whose outcome was fed back, `failed` rows
+   * given back for a later try. Rethrows `FaultCrash` (simulated crash).
+   */
+  runOnce(): Promise<{ performed: number; failed: number }> {
+    if (!this.running) {
+      this.running = this.passes().finally(() => {
+        this.running = null;
+      });
+    }
+    return this.running;
+  }
+
+  private async passes(): Promise<{ performed: number; failed: number }> {
+    const total = { performed: 0, failed: 0 };
+    for (let i = 0; i < this.opts.maxPasses; i++) {
+      const rows = await this.deps.store.claimDue({
+        now: this.deps.clock.now(),
+        limit: this.opts.batch,
+        leaseMs: this.opts.leaseMs,
+        owner: this.opts.owner,
+      });
+      if (rows.length === 0) break;
+      const results = await Promise.all(rows.map((row) => this.performRow(row)));
+      for (const ok of results) ok ? total.performed++ : total.failed++;
+    }
+    return total;
+  }
+
+  /** Performs one claimed row; true when its outcome was fed back. */
+  private async performRow(row: OutboxRow): Promise<boolean> {
+    const token = row.claim_token;
+    if (!token) return false;
+    try {
+      const due = dueAt(row);
+      if (due > this.deps.clock.now()) {
+        // Claimed early (due_at set from an older clock): give it back until it is due.
+        await this.deps.store.releaseClaim(row.id, token, due);
+        return false;
+      }
+      const complete = { id: row.id, claim_token: token };
+      const e = row.effect;
+      switch (e.type) {
+        case "deadline":
+          await this.deps.apply(row.release_id, deadlineEvent(e), { complete_outbox: complete });
+          return true;
+        case "dispatch":
+          await this.deps.apply(row.release_id, await this.dispatch(row, e), {
+            complete_outbox: complete,
+          });
+          return true;
+        case "control_plane":
+          await this.deps.apply(row.release_id, await this.controlPlane(row, e), {
+            complete_outbox: complete,
+          });
+          return true;
+      }
+    } catch (err) {
+      if (err instanceof FaultCrash) throw err;
+      const delay = reconcilerBackoffMs(row.claims);
+      this.deps.log.error(
+        `[engine] outbox row ${row.id} (${row.effect.type} of ${row.release_id}) failed on claim ${row.claims}; retrying in ${delay} ms`,
+        err,
+      );
+      await this.deps.store
+        .releaseClaim(row.id, token, this.deps.clock.now() + delay)
+        .catch((e2) =>
+          this.deps.log.error(`[engine] could not give back outbox row ${row.id}`, e2),
+        );
+      return false;
+    }
+  }
+
+  private async dispatch(row: OutboxRow, e: DispatchEffect): Promise<ReleaseEvent> {
+    const base = { step_run_id: e.step_run_id, dispatch: e.dispatch };
+    const release = await this.deps.store.getRelease(row.release_id);
+    if (!release)
+      throw new Error(`[engine] release ${row.release_id} of outbox row ${row.id} is gone`);
+    let payload: ReturnType<typeof buildDispatchPayload>;
+    try {
+      payload = buildDispatchPayload(e, release, this.deps.publicUrl);
+    } catch (err) {
+      // F01: never send what GitHub would refuse; a definitive failure, like GitHub's 422.
+      if (err instanceof BatonError) {
+        return { type: "dispatch_failed", ...base, retryable: false, message: err.message };
+      }
+      throw err;
+    }
+    faultPoint("after_commit_before_effect", { step_run_id: e.step_run_id, effect: "dispatch" });
+    let event: ReleaseEvent;
+    try {
+      const r = await this.deps.dispatcher.dispatch(payload);
+      event = r.ok
+        ? { type: "dispatch_accepted", ...base }
+        : {
+            type: "dispatch_failed",
+            ...base,
+            retryable: r.retryable,
+            message: r.status ? `HTTP ${r.status}: ${r.message}` : r.message,
+          };
+    } catch (err) {
+      // The port promises not to throw; if it does, GitHub may or may not have it: retryable.
+      event = {
+        type: "dispatch_failed",
+        ...base,
+        retryable: true,
+        message: `[engine] dispatcher threw: ${(err as Error).message}`,
+      };
+    }
+    faultPoint("after_effect_before_outcome", { step_run_id: e.step_run_id, effect: "dispatch" });
+    return event;
+  }
+
+  private async controlPlane(row: OutboxRow, e: ControlPlaneEffect): Promise<ReleaseEvent> {
+    const ctx = {
+      operation_key: e.operation_key,
+      release_id: row.release_id,
+      generation: e.generation,
+    };
+    faultPoint("after_commit_before_effect", {
+      step_run_id: e.step_run_id,
+      effect: "control_plane",
+    });
+    let event: ReleaseEvent;
+    if (e.mode === "apply") {
+      let r: Awaited<ReturnType<ControlPlane["apply"]>>;
+      try {
+        r = await this.deps.controlPlane.apply(e.request, ctx);
+      } catch (err) {
+        r = {
+          outcome: "unknown",
+          message: `[engine] control plane threw: ${(err as Error).message}`,
+        };
+      }
+      event = {
+        type: "applied",
+        step_run_id: e.step_run_id,
+        outcome: r.outcome,
+        message:
+          r.outcome === "ok"
+            ? r.replayed
+              ? "[engine] control plane replayed the keyed write"
+              : "[engine] control plane applied the write"
+            : r.outcome === "failed"
+              ? `HTTP ${r.status}: ${r.message}`
+              : r.message,
+      };
+    } else {
+      let r: Awaited<ReturnType<ControlPlane["observe"]>>;
+      try {
+        r = await this.deps.controlPlane.observe(e.request, ctx);
+      } catch (err) {
+        r = { ok: false, message: `[engine] control plane threw: ${(err as Error).message}` };
+      }
+      event = {
+        type: "observed",
+        step_run_id: e.step_run_id,
+        matches: r.ok ? r.matches : null,
+        message: r.ok ? `[engine] control plane shows ${JSON.stringify(r.observed)}` : r.message,
+      };
+    }
+    faultPoint("after_effect_before_outcome", {
+      step_run_id: e.step_run_id,
+      effect: "control_plane",
+    });
+    return event;
+  }
+}
+
+function dueAt(row: OutboxRow): number {
+  const e = row.effect;
+  if (e.type === "deadline") return Math.max(row.due_at, e.at);
+  return Math.max(row.due_at, e.not_before ?? 0);
+}
+
+function deadlineEvent(e: DeadlineEffect): ReleaseEvent {
+  return {
+    type: "deadline",
+    step_run_id: e.step_run_id,
+    kind: e.kind,
+    dispatch: e.dispatch,
+    attempt: e.attempt,
+  };
+}

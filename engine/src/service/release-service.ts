@@ -1,0 +1,336 @@
+/**
+ * The release service: `ReleaseApi` on top of the pure transition and the store
+ * (docs/state-machine.md "Persistence"). Every event goes through `apply`: load, transition,
+ * one `store.commit` guarded by `resource_version`; on a conflict reload and re-run the
+ * transition (bounded). Refusals only append history. Effects are performed later by the
+ * reconciler, never here.
+ */
+import { BatonError } from "../domain/errors.ts";
+import type { HistoryEntry, Json, Release, ReleaseEvent } from "../domain/types.ts";
+import { faultPoint } from "../faults.ts";
+import type { Clock } from "../ports/clock.ts";
+import type { ControlPlane } from "../ports/control-plane.ts";
+import type { Dispatcher } from "../ports/dispatcher.ts";
+import type { AttemptResult, ReleaseSummary, Store } from "../ports/store.ts";
+import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
+import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "./api.ts";
+import { type Domain, defaultDomain } from "./domain.ts";
+import { RELEASE_ID_PATTERN, releaseIdOfStepRun } from "./ids.ts";
+import { capLogTail } from "./log-tail.ts";
+import { Reconciler, type ReconcilerOptions } from "./reconciler.ts";
+
+/** Minimal logger; `console` fits. */
+export interface Logger {
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string, err?: unknown): void;
+}
+
+export interface ReleaseServiceDeps {
+  store: Store;
+  dispatcher: Dispatcher;
+  controlPlane: ControlPlane;
+  clock: Clock;
+  /** Engine base URL as runners reach it (callback URLs). */
+  publicUrl: string;
+  log?: Logger;
+  /** Transition and compiler; the real domain by default. */
+  domain?: Domain;
+  reconciler?: Partial<ReconcilerOptions>;
+  /** Called after every commit that wrote effects (e.g. to run the reconciler soon). */
+  onEffects?: () => void;
+  /** Reload-and-retry bound on `resource_version` conflicts. Default 16. */
+  maxConflictRetries?: number;
+}
+
+/** What `apply` may do besides the transition, in the same transaction. */
+export interface ApplyExtras {
+  /** Completes this outbox row in the commit (the event is that row's outcome). */
+  complete_outbox?: { id: number; claim_token: string };
+  /** Attempt results to store with the commit, built from the new release state. */
+  attemptResults?: (next: Release) => AttemptResult[];
+  /** Fault point name to pass just before the commit (crash tests). */
+  beforeCommit?: () => void;
+}
+
+/** A stale outbox claim: another engine process took the row over, its outcome stands. */
+export interface StaleClaim {
+  ok: false;
+  status: 409;
+  code: "stale_claim";
+  reason: string;
+}
+
+export const silentLog: Logger = { info() {}, warn() {}, error() {} };
+
+export class ReleaseService implements ReleaseApi {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly reconciler: Reconciler;
+  private readonly domain: Domain;
+  private readonly log: Logger;
+  private readonly maxRetries: number;
+  private readonly onEffects: (() => void) | undefined;
+
+  constructor(deps: ReleaseServiceDeps) {
+    this.store = deps.store;
+    this.clock = deps.clock;
+    this.domain = deps.domain ?? defaultDomain;
+    this.log = deps.log ?? silentLog;
+    this.maxRetries = deps.maxConflictRetries ?? 16;
+    this.onEffects = deps.onEffects;
+    this.reconciler = new Reconciler(
+      {
+        store: deps.store,
+        dispatcher: deps.dispatcher,
+        controlPlane: deps.controlPlane,
+        clock: deps.clock,
+        publicUrl: deps.publicUrl,
+        log: this.log,
+        apply: (id, ev, extras) => this.apply(id, ev, extras),
+      },
+      deps.reconciler,
+    );
+  }
+
+  /**
+   * Applies one event to one release (docs/state-machine.md "Persistence").
+   * Returns the transition's answer; a refusal is appended to history. With
+   * `extras.complete_outbox`, the row is completed in the same commit, or, when the event
+   * changed nothing or was refused, completed on its own; a lost claim yields `StaleClaim`
+   * and the outcome is dropped (the row's new holder decides).
+   * @throws BatonError `conflict` when `maxConflictRetries` reloads all lost the race.
+   */
+  async apply(
+    releaseId: string,
+    event: ReleaseEvent,
+    extras: ApplyExtras = {},
+  ): Promise<Accepted | Refusal | StaleClaim> {
+    for (let round = 0; round <= this.maxRetries; round++) {
+      const release = await this.store.getRelease(releaseId);
+      if (!release) {
+        if (extras.complete_outbox) await this.completeAlone(extras.complete_outbox);
+        return notFound(`[engine] release ${releaseId} does not exist`);
+      }
+      const now = this.clock.now();
+      const r = this.domain.transition(release, event, now);
+      if (!r.ok) {
+        if (r.history.length > 0) await this.store.appendHistory(r.history);
+        if (extras.complete_outbox) await this.completeAlone(extras.complete_outbox);
+        return { ok: false, status: r.status, code: r.code, reason: r.reason };
+      }
+      if (!r.changed) {
+        if (r.history.length > 0) await this.store.appendHistory(r.history);
+        if (extras.complete_outbox) await this.completeAlone(extras.complete_outbox);
+        return { ok: true, changed: false, release: r.release, reply: r.reply };
+      }
+      extras.beforeCommit?.();
+      const res = await this.store.commit({
+        release: r.release,
+        expected_version: release.resource_version,
+        history: r.history,
+        effects: r.effects,
+        now,
+        ...(extras.attemptResults ? { attempt_results: extras.attemptResults(r.release) } : {}),
+        ...(extras.complete_outbox ? { complete_outbox: extras.complete_outbox } : {}),
+      });
+      if (res.ok) {
+        if (r.effects.length > 0) this.onEffects?.();
+        return { ok: true, changed: true, release: r.release, reply: r.reply };
+      }
+      if (res.conflict === "outbox_claim") {
+        this.log.warn(
+          `[engine] outcome of outbox row ${extras.complete_outbox?.id} for ${releaseId} dropped: the claim was taken over`,
+        );
+        return {
+          ok: false,
+          status: 409,
+          code: "stale_claim",
+          reason: `[engine] outbox row ${extras.complete_outbox?.id} is no longer held by this claim; its new holder's outcome stands`,
+        };
+      }
+      // resource_version conflict: another writer won; reload and decide again.
+    }
+    throw new BatonError(
+      "conflict",
+      `[engine] release ${releaseId} kept changing under ${this.maxRetries + 1} tries of ${event.type}; retry the request`,
+    );
+  }
+
+  private async completeAlone(row: { id: number; claim_token: string }): Promise<void> {
+    const done = await this.store.completeOutbox(row.id, row.claim_token);
+    if (!done) this.log.warn(`[engine] outbox row ${row.id}: claim lost before completion`);
+  }
+
+  async start(recipe: unknown, actor: string): Promise<Release> {
+    const compiled = this.domain.compile(recipe);
+    const number = await this.store.nextReleaseNumber();
+    const now = this.clock.now();
+    const pending = this.domain.newRelease(
+      `r${number}`,
+      compiled.manifest,
+      compiled.manifest_digest,
+      now,
+    );
+    const started = this.domain.transition(pending, { type: "start" }, now);
+    if (!started.ok) {
+      throw new BatonError(
+        "illegal_transition",
+        `[engine] could not start release: ${started.reason}`,
+      );
+    }
+    // A new release is stored once, already started: resource_version 1, its first effects.
+    const release: Release = { ...started.release, resource_version: 1 };
+    const created: HistoryEntry = {
+      release_id: release.id,
+      at: now,
+      kind: "created",
+      step_run_id: null,
+      outcome: "accepted",
+      message: `[engine] release ${release.id} created by ${actor} from recipe ${compiled.manifest.recipe_name} (${compiled.manifest.steps.length} steps)`,
+      data: { actor, manifest_digest: release.manifest_digest },
+    };
+    await this.store.createRelease(release, [created, ...started.history], started.effects, now);
+    if (started.effects.length > 0) this.onEffects?.();
+    return release;
+  }
+
+  async get(id: string): Promise<ReleaseRecord> {
+    if (!RELEASE_ID_PATTERN.test(id)) {
+      throw new BatonError(
+        "bad_request",
+        `[engine] release id ${JSON.stringify(id)} is malformed`,
+        [{ path: "id", message: "must look like r<number>", fix: "use an id such as r17" }],
+      );
+    }
+    const release = await this.store.getRelease(id);
+    if (!release) throw new BatonError("not_found", `[engine] release ${id} does not exist`);
+    const [history, attempt_results] = await Promise.all([
+      this.store.getHistory(id),
+      this.store.listAttemptResults(id),
+    ]);
+    return { release, history, attempt_results };
+  }
+
+  list(q: { state?: Release["state"]; limit: number; before?: number }): Promise<ReleaseSummary[]> {
+    return this.store.listReleases(q);
+  }
+
+  async abort(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
+    return this.operator(id, { type: "abort", actor, reason });
+  }
+
+  async resume(id: string, actor: string): Promise<Accepted | Refusal> {
+    return this.operator(id, { type: "resume", actor });
+  }
+
+  async retry(stepRunId: string, actor: string): Promise<Accepted | Refusal> {
+    const id = releaseIdOfStepRun(stepRunId);
+    if (!id) return notFound(`[engine] step run ${stepRunId} does not exist`);
+    return this.operator(id, { type: "retry", actor, step_run_id: stepRunId });
+  }
+
+  private async operator(id: string, ev: ReleaseEvent): Promise<Accepted | Refusal> {
+    const r = await this.apply(id, ev);
+    return r as Accepted | Refusal;
+  }
+
+  async preflight(stepRunId: string, req: PreflightRequest): Promise<Accepted | Refusal> {
+    const id = releaseIdOfStepRun(stepRunId);
+    if (!id) return notFound(`[engine] step run ${stepRunId} does not exist`);
+    const r = await this.apply(id, { type: "preflight", ...req, step_run_id: stepRunId });
+    return r as Accepted | Refusal;
+  }
+
+  async callback(stepRunId: string, body: CallbackBody, raw: string): Promise<Accepted | Refusal> {
+    const id = releaseIdOfStepRun(stepRunId);
+    if (!id) return notFound(`[engine] step run ${stepRunId} does not exist`);
+    const now = this.clock.now();
+    const tail = capLogTail(body.log);
+    const r = await this.apply(
+      id,
+      {
+        type: "callback",
+        step_run_id: stepRunId,
+        run_id: body.run_id,
+        run_attempt: body.run_attempt,
+        status: body.status,
+        overall: body.overall,
+      },
+      {
+        beforeCommit: () => faultPoint("in_callback_before_commit", { step_run_id: stepRunId }),
+        attemptResults: (next) => {
+          const sr = next.step_runs.find((s) => s.id === stepRunId);
+          const at = sr?.attempts.find(
+            (a) => a.run_id === body.run_id && a.run_attempt === body.run_attempt,
+          );
+          if (!at) return [];
+          return [
+            {
+              step_run_id: stepRunId,
+              attempt: at.n,
+              release_id: id,
+              received_at: now,
+              status: body.status,
+              overall: body.overall,
+              checks: (body.checks ?? null) as Json,
+              log: tail.log,
+              log_truncated: body.log_truncated || tail.cut,
+              raw_callback: raw,
+              preflight: {
+                run_id: at.run_id,
+                run_attempt: at.run_attempt,
+                sha: at.sha,
+                dispatch: at.dispatch,
+                preflight_at: at.preflight_at,
+              },
+            },
+          ];
+        },
+      },
+    );
+    if (r.ok && r.changed) faultPoint("after_callback_commit", { step_run_id: stepRunId });
+    return r as Accepted | Refusal;
+  }
+
+  async recordRefused(
+    stepRunId: string | null,
+    kind: string,
+    message: string,
+    data: Json,
+  ): Promise<void> {
+    const id = stepRunId ? releaseIdOfStepRun(stepRunId) : null;
+    if (!id) {
+      this.log.warn(`${message} (no release to record it on)`);
+      return;
+    }
+    const release = await this.store.getRelease(id);
+    if (!release?.step_runs.some((s) => s.id === stepRunId)) {
+      this.log.warn(`${message} (step run ${stepRunId} does not exist)`);
+      return;
+    }
+    await this.store.appendHistory([
+      {
+        release_id: id,
+        at: this.clock.now(),
+        kind,
+        step_run_id: stepRunId,
+        outcome: "refused",
+        message,
+        data,
+      },
+    ]);
+  }
+
+  async tick(): Promise<{ performed: number; failed: number }> {
+    return this.reconciler.runOnce();
+  }
+
+  health(): Promise<void> {
+    return this.store.ping();
+  }
+}
+
+function notFound(reason: string): Refusal {
+  return { ok: false, status: 404, code: "not_found", reason };
+}
