@@ -1,0 +1,55 @@
+/** Runs the control-plane contract suite against the in-memory double and the reference server. */
+
+import { HttpControlPlane } from "../../engine/src/adapters/http-control-plane/index.ts";
+import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
+import type { LaneState, RouteResult } from "../../engine/src/control-plane/model.ts";
+import { startControlPlane } from "../../engine/src/control-plane/server.ts";
+import { controlPlaneContract } from "../contract/control-plane.contract.ts";
+
+controlPlaneContract("in-memory double", async () => {
+  const cp = new MemoryControlPlane();
+  return {
+    cp,
+    applications: async (key) => cp.applications(key),
+    weights: async () => cp.weights(),
+    lane: async (id) => cp.lane(id),
+    route: async (n) => cp.route(n),
+    seed: async (lanes) => cp.seed(lanes),
+    close: async () => {},
+  };
+});
+
+controlPlaneContract("reference server over HTTP", async () => {
+  const server = await startControlPlane({ dataFile: ":memory:" });
+  const cp = new HttpControlPlane({ baseUrl: server.url, timeoutMs: 5000 });
+  const get = async (path: string) => {
+    const res = await fetch(`${server.url}${path}`);
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  return {
+    cp,
+    applications: async (key) =>
+      (
+        (await get(`/v1/history?operation_key=${encodeURIComponent(key)}`)).body
+          .history as unknown[]
+      ).length,
+    weights: async () => {
+      const r = await get("/v1/models/default/traffic");
+      return r.status === 404 ? {} : (r.body.weights as Record<string, number>);
+    },
+    lane: async (id) => {
+      const r = await get(`/v1/lanes/${encodeURIComponent(id)}`);
+      return r.status === 404 ? undefined : (r.body as unknown as LaneState);
+    },
+    route: async (requests) => {
+      const res = await fetch(`${server.url}/v1/route`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ requests }),
+      });
+      return (await res.json()) as RouteResult;
+    },
+    seed: async (lanes) => server.core.seed(lanes.map((l) => ({ model: "default", ...l }))),
+    close: () => server.close(),
+  };
+});
