@@ -1,0 +1,121 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { BatonError } from "../../engine/src/domain/errors.ts";
+import { compileRecipeText } from "../../engine/src/recipes/compile-text.ts";
+import { RECIPE_SCHEMA_PATH, recipeJsonSchemaText } from "../../engine/src/recipes/json-schema.ts";
+import { parseRecipeText } from "../../engine/src/recipes/parse.ts";
+import { goodRecipe } from "./recipe-fixture.ts";
+
+function thrown(f: () => unknown): BatonError {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof BatonError) return e;
+    throw new Error(`expected a BatonError, got ${String(e)}`);
+  }
+  throw new Error("expected a throw");
+}
+
+const EXAMPLE = "recipes/example.yaml";
+
+describe("recipes/example.yaml", () => {
+  it("passes the contract check and compiles: 3 lanes, canary first, 10 -> 50 -> 100", () => {
+    const c = compileRecipeText(readFileSync(EXAMPLE, "utf8"), EXAMPLE);
+    expect(c.manifest.lanes.map((l) => l.id)).toEqual(["lane-a", "lane-b", "lane-c"]);
+    expect(c.manifest.waves.map((w) => [w.lanes, w.traffic])).toEqual([
+      [["lane-a"], 10],
+      [["lane-b"], 50],
+      [["lane-c"], 100],
+    ]);
+    expect(c.manifest.steps).toHaveLength(21);
+    expect(c.manifest.tool_revision).toMatch(/^[0-9a-f]{40}$/);
+    expect(c.manifest_digest).toMatch(/^[a-f0-9]{64}$/);
+  });
+});
+
+describe("the recipe JSON Schema", () => {
+  it(`is current: ${RECIPE_SCHEMA_PATH} equals what \`npm run schema\` writes`, () => {
+    const committed = readFileSync(RECIPE_SCHEMA_PATH, "utf8");
+    expect(committed, "the recipe schema changed: run `npm run schema` and commit the file").toBe(
+      recipeJsonSchemaText(),
+    );
+  });
+
+  it("describes the fields editors need, strictly", () => {
+    const s = JSON.parse(recipeJsonSchemaText());
+    expect(s.required).toEqual(["name", "model", "image", "previous_image", "lanes", "rollout"]);
+    expect(s.additionalProperties).toBe(false);
+    expect(s.properties.lanes.items.required).toContain("host_key");
+    expect(s.properties.lanes.items.properties.port.default).toBe(22);
+    expect(new RegExp(s.properties.image.pattern).test(goodRecipe().image)).toBe(true);
+    expect(new RegExp(s.properties.image.pattern).test("ghcr.io/acme/summarizer:v7")).toBe(false);
+  });
+});
+
+describe("parseRecipeText", () => {
+  it("reads YAML and JSON to the same value", () => {
+    const yaml = parseRecipeText(readFileSync(EXAMPLE, "utf8"), EXAMPLE).value as { name: string };
+    expect(yaml.name).toBe("summarizer-v7-rollout");
+    const json = parseRecipeText(JSON.stringify(goodRecipe(), null, 2), "r.json").value;
+    expect(json).toEqual(goodRecipe());
+  });
+
+  it.each([
+    ["a YAML syntax error", "name: x\nlanes:\n  - id: a\n   host: b\n", "r.yaml", 4],
+    ["an unclosed flow sequence", "name: x\nrollout:\n  waves: [1, 2\nmodel: m\n", "r.yaml", 4],
+    ["a duplicate key", "name: x\nmodel: m\nname: y\n", "r.yaml", 3],
+    ["a JSON syntax error", '{\n  "name": "x",,\n  "model": "m"\n}\n', "r.json", 2],
+  ])("%s gives file:line:column, not a stack trace", (_label, text, file, line) => {
+    const e = thrown(() => parseRecipeText(text, file));
+    expect(e.status).toBe(400);
+    expect(e.message).toMatch(
+      new RegExp(`^\\[recipe\\] ${file.replace(".", "\\.")}:${line}:\\d+: `),
+    );
+    expect(e.message).toContain(`(line ${line}, column`);
+    expect(e.message).not.toMatch(/\n\s+at /);
+    expect(e.problems[0]?.fix).toMatch(/\S/);
+  });
+
+  it("refuses an unresolved alias and several documents", () => {
+    expect(thrown(() => parseRecipeText("a: *nope\n", "r.yaml")).message).toMatch(
+      /^\[recipe\] r\.yaml/,
+    );
+    expect(thrown(() => parseRecipeText("a: 1\n---\nb: 2\n", "r.yaml")).status).toBe(400);
+  });
+
+  it("refuses an alias bomb", () => {
+    const lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"];
+    for (let i = 0; i < 8; i++) {
+      const prev = String.fromCharCode(97 + i);
+      const cur = String.fromCharCode(98 + i);
+      lines.push(`${cur}: &${cur} [${Array(10).fill(`*${prev}`).join(", ")}]`);
+    }
+    expect(thrown(() => parseRecipeText(`${lines.join("\n")}\n`, "bomb.yaml")).status).toBe(400);
+  });
+});
+
+describe("compileRecipeText", () => {
+  it("lists every contract problem with the line of the field", () => {
+    const text = readFileSync(EXAMPLE, "utf8")
+      .replace(/^image: .*$/m, "image: ghcr.io/acme/summarizer:v7")
+      .replace("traffic: 50 ", "traffic: 5  ");
+    const e = thrown(() => compileRecipeText(text, EXAMPLE));
+    expect(e.status).toBe(422);
+    expect(e.code).toBe("contract_failed");
+    expect(e.message).toMatch(
+      /^\[recipe\] recipes\/example\.yaml failed the contract check: image: .* \(and 1 more\)$/,
+    );
+    const imageLine = text.split("\n").findIndex((l) => l.startsWith("image:")) + 1;
+    const image = e.problems.find((p) => p.path === "image");
+    expect(image?.message).toContain(`(recipes/example.yaml:${imageLine}:`);
+    expect(e.problems.find((p) => p.path === "rollout.waves.1.traffic")?.message).toMatch(
+      /goes down from 10% .* \(recipes\/example\.yaml:\d+:\d+\)/,
+    );
+  });
+
+  it("an empty file is a contract problem, not a crash", () => {
+    const e = thrown(() => compileRecipeText("", "empty.yaml"));
+    expect(e.status).toBe(422);
+    expect(e.problems[0]).toMatchObject({ path: "", fix: expect.stringMatching(/YAML mapping/) });
+  });
+});
