@@ -210,6 +210,8 @@ export interface DispatchEffect {
   operation_key: string;
   tool: string;
   args: Record<string, Json>;
+  /** Release generation when the dispatch was decided (DESIGN.md §3 rule 7); goes in `release.generation`. */
+  generation: number;
   /** Epoch ms before which the effect must not run (backoff); null = now. */
   not_before: number | null;
 }

@@ -1,0 +1,59 @@
+/**
+ * Compensation (DESIGN.md §3 rule 3; docs/state-machine.md "Compensation"): backward step
+ * runs from the high-water mark down to 0, one at a time, each durable, only for steps that
+ * have a backward action and may have taken effect. Never re-enters the forward path.
+ */
+import { type Draft, stepRunAt } from "./draft.ts";
+import { guards } from "./guards.ts";
+import { beginStepRun } from "./send.ts";
+
+/** running/paused -> compensating: `generation + 1`, cursor at the high-water mark. */
+export function beginCompensation(d: Draft, why: string): void {
+  const r = d.release;
+  r.state = "compensating";
+  r.generation += 1;
+  r.cursor = r.high_water_mark;
+  r.reason = why;
+  d.accept(
+    `[engine] release ${r.id} compensating from step ${r.high_water_mark} (generation ${r.generation}): ${why}`,
+  );
+  continueCompensation(d);
+}
+
+/**
+ * Starts the next backward step run, skipping steps with nothing to undo; `rolled_back`
+ * below step 0. Waits while a forward step run is still in flight or a backward one runs.
+ */
+export function continueCompensation(d: Draft): void {
+  const r = d.release;
+  if (r.state !== "compensating") return;
+  const flying = r.step_runs.find((sr) => sr.direction === "fwd" && guards.inFlight(sr));
+  if (flying) {
+    d.accept(
+      `[engine] compensation waits for forward step run ${flying.id} (${flying.state}) to settle`,
+      flying.id,
+    );
+    return;
+  }
+  while (r.cursor >= 0) {
+    const step = r.manifest.steps[r.cursor];
+    const fwd = stepRunAt(r, r.cursor, "fwd");
+    if (step?.backward && fwd && guards.mayHaveTakenEffect(fwd)) {
+      const bwd = stepRunAt(r, r.cursor, "bwd");
+      if (bwd?.state === "succeeded") {
+        r.cursor -= 1;
+        continue;
+      }
+      if (bwd && guards.inFlight(bwd)) return;
+      beginStepRun(d, r.cursor, "bwd");
+      return;
+    }
+    const why = !step?.backward ? "no backward action" : "its forward action never took effect";
+    d.accept(`[engine] step ${r.cursor} skipped in compensation: ${why}`, fwd?.id ?? null);
+    r.cursor -= 1;
+  }
+  r.state = "rolled_back";
+  d.accept(
+    `[engine] release ${r.id} rolled back: every step that may have taken effect was undone`,
+  );
+}

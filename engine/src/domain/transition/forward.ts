@@ -1,0 +1,27 @@
+/**
+ * The forward path: start, advance past a succeeded step, finish (docs/state-machine.md
+ * "Starting and moving forward").
+ */
+import type { Draft } from "./draft.ts";
+import { beginStepRun } from "./send.ts";
+
+/** Begins the forward step at `cursor`, or finishes the release past the last step. */
+export function beginForwardAtCursor(d: Draft): void {
+  const r = d.release;
+  if (r.cursor >= r.manifest.steps.length) {
+    r.state = "succeeded";
+    r.reason = null;
+    d.accept(`[engine] release ${r.id} succeeded: all ${r.manifest.steps.length} steps done`);
+    return;
+  }
+  beginStepRun(d, r.cursor, "fwd");
+}
+
+/** `start`: pending -> running at step 0. */
+export function start(d: Draft): void {
+  const r = d.release;
+  r.state = "running";
+  r.cursor = 0;
+  d.accept(`[engine] release ${r.id} started: ${r.manifest.steps.length} steps`);
+  beginForwardAtCursor(d);
+}

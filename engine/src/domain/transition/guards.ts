@@ -1,0 +1,47 @@
+/**
+ * Named guards of the release state machine (STYLE.md §3): small predicates the handlers
+ * reference by name, so that each rule of docs/state-machine.md lives in one place.
+ */
+import { TERMINAL_RELEASE_STATES } from "../states.ts";
+import type { Release, StepRun } from "../types.ts";
+
+const IN_FLIGHT = new Set(["dispatching", "dispatched", "running", "applying"]);
+
+export const guards = {
+  /** succeeded, rolled_back, aborted: no work of any kind. */
+  isTerminal: (r: Release): boolean => TERMINAL_RELEASE_STATES.has(r.state),
+
+  /** An action of this step run may be under way outside the engine. */
+  inFlight: (sr: StepRun): boolean => IN_FLIGHT.has(sr.state),
+
+  /**
+   * The release is driving this step run now: a forward step run at the cursor while the
+   * release is `running` or `paused`, or a backward one at the cursor while `compensating`
+   * or `needs_operator`.
+   */
+  isCurrent: (r: Release, sr: StepRun): boolean =>
+    sr.step_index === r.cursor &&
+    (sr.direction === "fwd"
+      ? r.state === "running" || r.state === "paused"
+      : r.state === "compensating" || r.state === "needs_operator"),
+
+  /** The release waits on an operator for this step run (`retry` is allowed). */
+  waitsOnOperator: (r: Release, sr: StepRun): boolean =>
+    guards.isCurrent(r, sr) &&
+    (sr.direction === "fwd" ? r.state === "paused" : r.state === "needs_operator") &&
+    (sr.state === "failed" || sr.state === "unknown" || sr.state === "dispatch_failed"),
+
+  /**
+   * Whether a forward step run's action may have reached its target, so that compensation
+   * must undo it. Runner: only if a preflight opened an attempt, since the action touches no
+   * machine without a 200 preflight (DESIGN.md §4). Control plane: once the call was made.
+   */
+  mayHaveTakenEffect: (sr: StepRun): boolean =>
+    sr.kind === "runner"
+      ? sr.attempts.length > 0
+      : sr.state !== "planned" && sr.state !== "dispatch_failed",
+
+  /** Preflight may bind a run to this step run: awaiting its dispatch, no run yet. */
+  awaitsFirstRun: (sr: StepRun): boolean =>
+    sr.bound_run_id === null && (sr.state === "dispatching" || sr.state === "dispatched"),
+} as const;

@@ -1,0 +1,168 @@
+/**
+ * Runner step runs: dispatch outcomes, callbacks and deadlines (docs/state-machine.md
+ * "Runner steps"; DESIGN.md §3 rules 2, 5, 6). Preflight is in `preflight.ts`.
+ */
+import type { CallbackEvent, ReleaseEvent, StepRun } from "../types.ts";
+import { type Draft, describe, type Refusal, stepOf } from "./draft.ts";
+import { guards } from "./guards.ts";
+import { backoffMs, DISPATCH_TRIES_MAX } from "./limits.ts";
+import { emitDispatch } from "./send.ts";
+import { settled } from "./settle.ts";
+
+type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
+
+/** GitHub answered 204 for dispatch `e.dispatch`. */
+export function dispatchAccepted(d: Draft, sr: StepRun, e: Ev<"dispatch_accepted">): void {
+  const r = d.release;
+  if (sr.state !== "dispatching" || e.dispatch !== sr.dispatch) {
+    d.ignore(
+      `[engine] dispatch ${e.dispatch} of ${sr.id} accepted, but the step run is ${sr.state} (dispatch ${sr.dispatch}); nothing to do`,
+      sr.id,
+    );
+    return;
+  }
+  const step = stepOf(r, sr);
+  sr.state = "dispatched";
+  if (sr.direction === "fwd") r.high_water_mark = Math.max(r.high_water_mark, sr.step_index);
+  d.emit({
+    type: "deadline",
+    step_run_id: sr.id,
+    kind: "start",
+    dispatch: sr.dispatch,
+    attempt: 0,
+    at: d.now + step.start_deadline_ms,
+  });
+  d.accept(
+    `[engine] ${describe(r, sr)} dispatch ${sr.dispatch} accepted by GitHub; a runner must preflight within ${step.start_deadline_ms} ms`,
+    sr.id,
+  );
+}
+
+/** GitHub (or the network) refused dispatch `e.dispatch`. */
+export function dispatchFailed(d: Draft, sr: StepRun, e: Ev<"dispatch_failed">): void {
+  const r = d.release;
+  if (sr.state !== "dispatching" || e.dispatch !== sr.dispatch) {
+    d.ignore(
+      `[engine] dispatch ${e.dispatch} of ${sr.id} failed, but the step run is ${sr.state} (dispatch ${sr.dispatch}); nothing to do`,
+      sr.id,
+    );
+    return;
+  }
+  if (e.retryable) {
+    sr.tries += 1;
+    if (sr.tries <= DISPATCH_TRIES_MAX) {
+      const wait = backoffMs(sr.tries - 1);
+      emitDispatch(d, sr, d.now + wait);
+      d.accept(
+        `[engine] dispatch ${sr.dispatch} of ${sr.id} failed (${e.message}); sending it again in ${wait} ms (try ${sr.tries} of ${DISPATCH_TRIES_MAX})`,
+        sr.id,
+      );
+      return;
+    }
+    // GitHub may have accepted one of the sends: the outcome is not known (rule 5).
+    sr.state = "unknown";
+    sr.last_error = `dispatch not confirmed after ${DISPATCH_TRIES_MAX} tries: ${e.message}`;
+    if (sr.direction === "fwd") r.high_water_mark = Math.max(r.high_water_mark, sr.step_index);
+    d.accept(`[engine] ${describe(r, sr)} is unknown: ${sr.last_error}`, sr.id);
+    settled(d, sr);
+    return;
+  }
+  // F01: a definitive refusal; nothing ran, so the high-water mark stays.
+  sr.state = "dispatch_failed";
+  sr.last_error = e.message;
+  d.accept(`[engine] ${describe(r, sr)} dispatch refused by GitHub: ${e.message}`, sr.id);
+  settled(d, sr);
+}
+
+/** A runner's result for (run id, run attempt) (rule 6; F03, F13). */
+export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | undefined {
+  const r = d.release;
+  const attempt = sr.attempts.find((a) => a.run_id === e.run_id && a.run_attempt === e.run_attempt);
+  if (!attempt) {
+    return {
+      status: 409,
+      code: "no_such_attempt",
+      reason: `[engine] step run ${sr.id} has no attempt for run ${e.run_id} attempt ${e.run_attempt}; a callback must follow an accepted preflight`,
+    };
+  }
+  const latest = sr.attempts[sr.attempts.length - 1]!;
+  if (attempt.callback_at !== null && attempt.state !== "fenced") {
+    d.ignore(
+      `[engine] duplicate callback for ${sr.id} attempt ${attempt.n}; already recorded as ${attempt.overall}`,
+      sr.id,
+    );
+    d.reply = { step_run_id: sr.id, attempt: attempt.n, state: sr.state, duplicate: true };
+    return undefined;
+  }
+  if (attempt !== latest || attempt.state === "fenced" || attempt.dispatch !== sr.dispatch) {
+    const why =
+      attempt !== latest
+        ? `attempt ${attempt.n} < current attempt ${latest.n}`
+        : `attempt ${attempt.n} belongs to dispatch ${attempt.dispatch}, the step run is on dispatch ${sr.dispatch}`;
+    return {
+      status: 409,
+      code: "fenced",
+      reason: `[engine] step run ${sr.id} is fenced: ${why}; the newer attempt's result stands`,
+    };
+  }
+  const observation = sr.direction === "fwd" && r.state === "compensating";
+  if (
+    !(guards.isCurrent(r, sr) || observation) ||
+    (sr.state !== "running" && sr.state !== "unknown")
+  ) {
+    return {
+      status: 409,
+      code: "late",
+      reason: `[engine] callback for ${sr.id} attempt ${attempt.n} is late: the step run is ${sr.state} and release ${r.id} is ${r.state} at step ${r.cursor}`,
+    };
+  }
+  const pass = e.overall === "pass";
+  attempt.state = pass ? "succeeded" : "failed";
+  attempt.callback_at = d.now;
+  attempt.status = e.status;
+  attempt.overall = e.overall;
+  const was = sr.state;
+  sr.state = pass ? "succeeded" : "failed";
+  sr.last_error = pass ? null : `the runner reported status ${e.status}`;
+  d.accept(
+    `[engine] ${describe(r, sr)} attempt ${attempt.n} reported ${e.status} (${e.overall})${was === "unknown" ? "; this settles the unknown outcome" : ""}`,
+    sr.id,
+  );
+  d.reply = { step_run_id: sr.id, attempt: attempt.n, state: sr.state };
+  settled(d, sr);
+  return undefined;
+}
+
+/** A start or callback deadline fired (rule 5: `unknown`, never success). */
+export function runnerDeadline(d: Draft, sr: StepRun, e: Ev<"deadline">): void {
+  const r = d.release;
+  if (e.kind === "start") {
+    if (guards.awaitsFirstRun(sr) && e.dispatch === sr.dispatch) {
+      sr.state = "unknown";
+      sr.last_error = `dispatch lost: no preflight before the start deadline (dispatch ${sr.dispatch})`;
+      d.accept(`[engine] ${describe(r, sr)} is unknown: ${sr.last_error}`, sr.id);
+      settled(d, sr);
+      return;
+    }
+  } else if (e.kind === "callback") {
+    const latest = sr.attempts[sr.attempts.length - 1];
+    if (
+      sr.state === "running" &&
+      latest &&
+      latest.n === e.attempt &&
+      latest.state === "running" &&
+      e.dispatch === sr.dispatch
+    ) {
+      latest.state = "unknown";
+      sr.state = "unknown";
+      sr.last_error = `no callback for attempt ${latest.n} before the callback deadline`;
+      d.accept(`[engine] ${describe(r, sr)} is unknown: ${sr.last_error}`, sr.id);
+      settled(d, sr);
+      return;
+    }
+  }
+  d.ignore(
+    `[engine] ${e.kind} deadline of ${sr.id} (dispatch ${e.dispatch}, attempt ${e.attempt}) no longer applies: the step run is ${sr.state}`,
+    sr.id,
+  );
+}
