@@ -20,12 +20,19 @@ export interface CommitOutcome {
 
 export function commitStatement(input: CommitInput): RawBuilder<CommitOutcome> {
   const r = releaseColumns(input.release);
-  const history = JSON.stringify(input.history.map(historyColumns));
-  const outbox = JSON.stringify(input.effects.map((e) => outboxColumns(r.id, e, input.now)));
+  // JSON columns travel as JSON values inside the array (not as JSON text) so that
+  // `->` yields the value itself; `checks` stays text, decoded by `->>` to its exact bytes.
+  const history = JSON.stringify(
+    input.history.map((h) => ({ ...historyColumns(h), data: h.data ?? null })),
+  );
+  const outbox = JSON.stringify(
+    input.effects.map((e) => ({ ...outboxColumns(r.id, e, input.now), effect: e })),
+  );
   const attempts = JSON.stringify(
     (input.attempt_results ?? []).map((a) => ({
       ...attemptColumns(a),
       log_truncated: a.log_truncated,
+      preflight: a.preflight ?? null,
     })),
   );
   const doneId = input.complete_outbox?.id ?? null;

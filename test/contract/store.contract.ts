@@ -1,0 +1,562 @@
+/**
+ * The store contract (engine/src/ports/store.ts), one suite run against every adapter:
+ * `test/integration/store.sqlite.test.ts` and `test/integration/store.postgres.test.ts`.
+ * Each test gets an empty database from the factory, plus a way to open a second store on
+ * the same database (another connection / Pool) for the concurrency tests.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Effect, HistoryEntry, Json, Release } from "../../engine/src/domain/types.ts";
+import type { AttemptResult, Store } from "../../engine/src/ports/store.ts";
+
+export interface StoreHarness {
+  /** A migrated store on an empty database. */
+  store: Store;
+  /** Opens (and migrates) another store on the same database. Closed by `dispose`. */
+  openPeer(): Promise<Store>;
+  /** Closes every store and removes the database. */
+  dispose(): Promise<void>;
+}
+
+export type StoreFactory = () => Promise<StoreHarness>;
+
+const T0 = 1_700_000_000_000;
+
+/** A small but complete release: one control-plane step, one step run. */
+export function makeRelease(n: number, patch: Partial<Release> = {}): Release {
+  const id = `r${n}`;
+  return {
+    id,
+    state: "running",
+    generation: 1,
+    resource_version: 1,
+    manifest_digest: `sha256:${"ab".repeat(32)}`,
+    manifest: {
+      v: 1,
+      recipe_name: "llama-canary",
+      model: "llama-3-8b",
+      image: `ghcr.io/acme/serve@sha256:${"cd".repeat(32)}`,
+      previous_image: `ghcr.io/acme/serve@sha256:${"ef".repeat(32)}`,
+      tool_revision: null,
+      lanes: [],
+      waves: [{ lanes: ["a"], traffic: 10 }],
+      steps: [
+        {
+          index: 0,
+          name: "set_traffic",
+          kind: "control_plane",
+          lane: null,
+          wave: 0,
+          forward: {
+            kind: "control_plane",
+            name: "set_traffic",
+            target: "model",
+            request: { op: "set_traffic", weights: { a: 10, b: 90 }, percent: 10 },
+          },
+          backward: null,
+          retries: 2,
+          on_failure: "compensate",
+          start_deadline_ms: 60_000,
+          callback_deadline_ms: 600_000,
+        },
+      ],
+    },
+    high_water_mark: -1,
+    cursor: 0,
+    step_runs: [
+      {
+        id: `sr_${n}_0_f`,
+        step_index: 0,
+        direction: "fwd",
+        kind: "control_plane",
+        state: "planned",
+        operation_key: `${id}/0/fwd/model`,
+        dispatch: 0,
+        bound_run_id: null,
+        attempts: [],
+        tries: 0,
+        retries_used: 0,
+        created_at: T0,
+        started_at: null,
+        finished_at: null,
+        last_error: null,
+      },
+    ],
+    reason: null,
+    created_at: T0 + n,
+    updated_at: T0 + n,
+    ...patch,
+  };
+}
+
+function note(releaseId: string, message: string, data: Json = null): HistoryEntry {
+  return {
+    release_id: releaseId,
+    at: T0,
+    kind: "transition",
+    step_run_id: null,
+    outcome: "accepted",
+    message,
+    data,
+  };
+}
+
+function deadline(stepRunId: string, at: number): Effect {
+  return { type: "deadline", step_run_id: stepRunId, kind: "start", dispatch: 1, attempt: 0, at };
+}
+
+function apply(stepRunId: string, notBefore: number | null = null): Effect {
+  return {
+    type: "control_plane",
+    step_run_id: stepRunId,
+    operation_key: `${stepRunId}/key`,
+    mode: "apply",
+    request: { op: "set_traffic", weights: { a: 10, b: 90 }, percent: 10 },
+    generation: 1,
+    not_before: notBefore,
+  };
+}
+
+/** `checks.json` text with keys out of order, which jsonb would reorder. */
+const CHECKS_TEXT =
+  '{"zeta":{"ok":true,"ms":12.5},"alpha":[3,1,2],"Ünïcode ✓":"ß","b":null,"aa":{"y":1,"x":2}}';
+
+function attemptResult(stepRunId: string, attempt: number, patch: Partial<AttemptResult> = {}) {
+  return {
+    step_run_id: stepRunId,
+    attempt,
+    release_id: "r1",
+    received_at: T0 + attempt,
+    status: "completed",
+    overall: "pass",
+    checks: JSON.parse(CHECKS_TEXT) as Json,
+    log: "line 1\nline 2 ✓\n",
+    log_truncated: false,
+    raw_callback: ' {"status": "completed",  "overall":"pass"}\n',
+    preflight: { run_id: "991", run_attempt: 1 },
+    ...patch,
+  } satisfies AttemptResult;
+}
+
+/** The release as the next transition would write it. */
+function next(r: Release, patch: Partial<Release> = {}): Release {
+  return { ...r, resource_version: r.resource_version + 1, updated_at: r.updated_at + 1, ...patch };
+}
+
+export function storeContract(name: string, factory: StoreFactory): void {
+  describe(`store contract: ${name}`, () => {
+    let h: StoreHarness;
+    let store: Store;
+
+    beforeEach(async () => {
+      h = await factory();
+      store = h.store;
+    });
+    afterEach(async () => {
+      await h.dispose();
+    });
+
+    async function created(n = 1, effects: Effect[] = []): Promise<Release> {
+      const r = makeRelease(n);
+      await store.createRelease(r, [note(r.id, "[engine] release created")], effects, T0);
+      return r;
+    }
+
+    it("migrate is idempotent", async () => {
+      await store.migrate();
+      await created();
+      await store.migrate();
+      expect(await store.getRelease("r1")).not.toBeNull();
+    });
+
+    it("nextReleaseNumber is increasing and unique across concurrent callers and stores", async () => {
+      const peer = await h.openPeer();
+      const first = await store.nextReleaseNumber();
+      const all = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => (i % 2 ? peer : store).nextReleaseNumber()),
+      );
+      expect(new Set(all).size).toBe(40);
+      expect(Math.min(...all)).toBeGreaterThan(first);
+    });
+
+    it("createRelease stores the whole release, its history and its effects", async () => {
+      const r = makeRelease(7);
+      const effects = [
+        apply("sr_7_0_f"),
+        apply("sr_7_0_f", T0 + 500),
+        deadline("sr_7_0_f", T0 + 900),
+      ];
+      await store.createRelease(r, [note(r.id, "created", { a: [1, "x"] })], effects, T0);
+      expect(await store.getRelease("r7")).toEqual(r);
+      expect(await store.getRelease("r8")).toBeNull();
+      expect(await store.getHistory("r7")).toEqual([note(r.id, "created", { a: [1, "x"] })]);
+      const pending = await store.pendingOutbox("r7");
+      expect(pending.map((p) => p.effect)).toEqual(effects);
+      // due_at = effect.not_before ?? effect.at ?? now
+      expect(pending.map((p) => p.due_at)).toEqual([T0, T0 + 500, T0 + 900]);
+      expect(pending.every((p) => p.claim_token === null && p.claims === 0)).toBe(true);
+    });
+
+    it("createRelease of an existing id fails with a [store] error and writes nothing", async () => {
+      await created(1);
+      const dup = makeRelease(1, { state: "paused" });
+      await expect(
+        store.createRelease(dup, [note("r1", "again")], [apply("sr_1_0_f")], T0),
+      ).rejects.toThrow(/^\[store\] creating release r1 failed and was rolled back/);
+      expect((await store.getRelease("r1"))?.state).toBe("running");
+      expect(await store.getHistory("r1")).toHaveLength(1);
+      expect(await store.pendingOutbox("r1")).toHaveLength(0);
+    });
+
+    it("commit writes the release, history and outbox rows together", async () => {
+      const r = await created();
+      const r2 = next(r, { state: "paused", high_water_mark: 0, cursor: 1, reason: "why" });
+      const history = [
+        note("r1", "one", { n: [1, "x"] }),
+        note("r1", "two", "text"),
+        note("r1", "three"),
+      ];
+      const res = await store.commit({
+        release: r2,
+        expected_version: 1,
+        history,
+        effects: [deadline("sr_1_0_f", T0 + 5), apply("sr_1_0_f")],
+        now: T0,
+      });
+      expect(res).toEqual({ ok: true });
+      expect(await store.getRelease("r1")).toEqual(r2);
+      expect((await store.getHistory("r1")).slice(1)).toEqual(history);
+      const pending = await store.pendingOutbox("r1");
+      expect(pending.map((p) => [p.due_at, p.effect])).toEqual([
+        [T0, apply("sr_1_0_f")],
+        [T0 + 5, deadline("sr_1_0_f", T0 + 5)],
+      ]);
+      const [summary] = await store.listReleases({ limit: 10 });
+      expect(summary).toMatchObject({ id: "r1", state: "paused", high_water_mark: 0, cursor: 1 });
+      expect(summary?.step_count).toBe(1);
+      expect(summary?.updated_at).toBe(r2.updated_at);
+    });
+
+    it("commit on a stale resource_version is a conflict and writes nothing", async () => {
+      const r = await created();
+      const ok = await store.commit({
+        release: next(r),
+        expected_version: 1,
+        history: [],
+        effects: [],
+        now: T0,
+      });
+      expect(ok.ok).toBe(true);
+      const stale = await store.commit({
+        release: next(r, { state: "aborted" }),
+        expected_version: 1,
+        history: [note("r1", "stale")],
+        effects: [apply("sr_1_0_f")],
+        now: T0,
+        attempt_results: [attemptResult("sr_1_0_f", 1)],
+      });
+      expect(stale).toEqual({ ok: false, conflict: "resource_version" });
+      expect((await store.getRelease("r1"))?.state).toBe("running");
+      expect((await store.getRelease("r1"))?.resource_version).toBe(2);
+      expect(await store.getHistory("r1")).toHaveLength(1);
+      expect(await store.pendingOutbox("r1")).toHaveLength(0);
+      expect(await store.getAttemptResult("sr_1_0_f", 1)).toBeNull();
+    });
+
+    it("commit on an unknown release is a resource_version conflict", async () => {
+      const res = await store.commit({
+        release: next(makeRelease(9)),
+        expected_version: 1,
+        history: [note("r9", "x")],
+        effects: [],
+        now: T0,
+      });
+      expect(res).toEqual({ ok: false, conflict: "resource_version" });
+      expect(await store.getHistory("r9")).toHaveLength(0);
+    });
+
+    it("commit refuses a release whose version is not expected + 1", async () => {
+      const r = await created();
+      await expect(
+        store.commit({ release: r, expected_version: 1, history: [], effects: [], now: T0 }),
+      ).rejects.toThrow(/\[store\] commit of release r1: release.resource_version must be/);
+    });
+
+    it("two writers from the same version: exactly one wins", async () => {
+      const r = await created();
+      const peer = await h.openPeer();
+      const results = await Promise.all(
+        [store, peer, store, peer].map((s, i) =>
+          s.commit({
+            release: next(r, { reason: `writer ${i}` }),
+            expected_version: 1,
+            history: [note("r1", `writer ${i}`)],
+            effects: [apply("sr_1_0_f")],
+            now: T0,
+          }),
+        ),
+      );
+      expect(results.filter((x) => x.ok)).toHaveLength(1);
+      const winner = results.findIndex((x) => x.ok);
+      expect((await store.getRelease("r1"))?.reason).toBe(`writer ${winner}`);
+      expect((await store.getHistory("r1")).map((e) => e.message)).toEqual([
+        "[engine] release created",
+        `writer ${winner}`,
+      ]);
+      expect(await store.pendingOutbox("r1")).toHaveLength(1);
+    });
+
+    it("a commit failing mid-transaction leaves no release change, history or outbox rows", async () => {
+      const r = await created();
+      // status is NOT NULL: the attempt insert fails after the update and the inserts ran.
+      const bad = attemptResult("sr_1_0_f", 1, { status: null as unknown as string });
+      await expect(
+        store.commit({
+          release: next(r, { state: "paused" }),
+          expected_version: 1,
+          history: [note("r1", "half")],
+          effects: [apply("sr_1_0_f")],
+          now: T0,
+          attempt_results: [attemptResult("sr_1_0_f", 2), bad],
+        }),
+      ).rejects.toThrow(/^\[store\] commit of release r1 failed and was rolled back; nothing/);
+      expect(await store.getRelease("r1")).toEqual(r);
+      expect(await store.getHistory("r1")).toHaveLength(1);
+      expect(await store.pendingOutbox()).toHaveLength(0);
+      expect(await store.listAttemptResults("r1")).toEqual([]);
+    });
+
+    it("attempt results round-trip verbatim and upsert by (step run, attempt)", async () => {
+      const r = await created();
+      const a1 = attemptResult("sr_1_0_f", 1, { log_truncated: true });
+      const res = await store.commit({
+        release: next(r),
+        expected_version: 1,
+        history: [],
+        effects: [],
+        now: T0,
+        attempt_results: [a1, attemptResult("sr_1_0_f", 2)],
+      });
+      expect(res.ok).toBe(true);
+      const got = await store.getAttemptResult("sr_1_0_f", 1);
+      expect(got).toEqual(a1);
+      // Byte for byte: key order and unicode as received.
+      expect(JSON.stringify(got?.checks)).toBe(CHECKS_TEXT);
+      expect(got?.raw_callback).toBe(a1.raw_callback);
+      expect(await store.getAttemptResult("sr_1_0_f", 3)).toBeNull();
+
+      const replaced = attemptResult("sr_1_0_f", 1, {
+        overall: "fail",
+        checks: [1, { z: 0, a: 1 }],
+      });
+      await store.commit({
+        release: next(next(r)),
+        expected_version: 2,
+        history: [],
+        effects: [],
+        now: T0,
+        attempt_results: [replaced],
+      });
+      const list = await store.listAttemptResults("r1");
+      expect(list.map((a) => [a.attempt, a.overall])).toEqual([
+        [1, "fail"],
+        [2, "pass"],
+      ]);
+      expect(JSON.stringify(list[0]?.checks)).toBe('[1,{"z":0,"a":1}]');
+      expect(await store.listAttemptResults("r2")).toEqual([]);
+    });
+
+    it("appendHistory appends without touching the release; getHistory pages oldest first", async () => {
+      const r = await created();
+      await store.appendHistory([]);
+      await store.appendHistory(
+        Array.from({ length: 5 }, (_, i) => ({
+          ...note("r1", `refused ${i}`),
+          outcome: "refused" as const,
+          step_run_id: "sr_1_0_f",
+        })),
+      );
+      expect(await store.getRelease("r1")).toEqual(r);
+      const all = await store.getHistory("r1");
+      expect(all.map((e) => e.message)).toEqual([
+        "[engine] release created",
+        ...[0, 1, 2, 3, 4].map((i) => `refused ${i}`),
+      ]);
+      expect(all[1]).toMatchObject({ outcome: "refused", step_run_id: "sr_1_0_f" });
+      const page = await store.getHistory("r1", { limit: 2, offset: 2 });
+      expect(page.map((e) => e.message)).toEqual(["refused 1", "refused 2"]);
+      expect((await store.getHistory("r1", { offset: 5 })).map((e) => e.message)).toEqual([
+        "refused 4",
+      ]);
+      expect(await store.getHistory("r1", { limit: 1 })).toHaveLength(1);
+    });
+
+    it("listReleases: newest first, filtered by state, paged with `before`", async () => {
+      for (let n = 1; n <= 7; n++) {
+        await store.createRelease(
+          makeRelease(n, { state: n % 3 === 0 ? "succeeded" : "running" }),
+          [],
+          [],
+          T0,
+        );
+      }
+      const firstPage = await store.listReleases({ limit: 3 });
+      expect(firstPage.map((s) => s.id)).toEqual(["r7", "r6", "r5"]);
+      const second = await store.listReleases({ limit: 3, before: firstPage[2]!.created_at });
+      expect(second.map((s) => s.id)).toEqual(["r4", "r3", "r2"]);
+      const last = await store.listReleases({ limit: 3, before: second[2]!.created_at });
+      expect(last.map((s) => s.id)).toEqual(["r1"]);
+      const done = await store.listReleases({ state: "succeeded", limit: 10 });
+      expect(done.map((s) => s.id)).toEqual(["r6", "r3"]);
+      expect(done[0]).toEqual({
+        id: "r6",
+        state: "succeeded",
+        recipe_name: "llama-canary",
+        model: "llama-3-8b",
+        high_water_mark: -1,
+        cursor: 0,
+        step_count: 1,
+        created_at: T0 + 6,
+        updated_at: T0 + 6,
+      });
+      expect(await store.listReleases({ state: "aborted", limit: 10 })).toEqual([]);
+    });
+
+    it("claimDue leases due rows in due order, up to the limit, each with its own token", async () => {
+      await created(1, [
+        deadline("sr_1_0_f", T0 + 30),
+        apply("sr_1_0_f", T0 + 10),
+        deadline("sr_1_0_f", T0 + 20),
+        deadline("sr_1_0_f", T0 + 999),
+      ]);
+      const now = T0 + 100;
+      const claimed = await store.claimDue({ now, limit: 2, leaseMs: 1000, owner: "eng-a" });
+      expect(claimed.map((c) => c.due_at)).toEqual([T0 + 10, T0 + 20]);
+      for (const c of claimed) {
+        expect(c.claim_token).toMatch(/^eng-a:/);
+        expect(c.claimed_until).toBe(now + 1000);
+        expect(c.claims).toBe(1);
+      }
+      expect(claimed[0]!.claim_token).not.toBe(claimed[1]!.claim_token);
+      const rest = await store.claimDue({ now, limit: 10, leaseMs: 1000, owner: "eng-a" });
+      expect(rest.map((c) => c.due_at)).toEqual([T0 + 30]);
+      // Held rows stay held until their lease has passed (claimed_until < now); the last row
+      // has become due by then.
+      const later = await store.claimDue({ now: now + 1000, limit: 10, leaseMs: 1000, owner: "b" });
+      expect(later.map((c) => c.due_at)).toEqual([T0 + 999]);
+      const pending = await store.pendingOutbox("r1");
+      expect(pending).toHaveLength(4);
+      expect(pending.filter((p) => p.claim_token !== null)).toHaveLength(4);
+    });
+
+    it("an expired lease can be claimed again; the old token no longer completes it", async () => {
+      await created(1, [apply("sr_1_0_f")]);
+      const [first] = await store.claimDue({ now: T0, limit: 1, leaseMs: 50, owner: "a" });
+      const [second] = await store.claimDue({ now: T0 + 51, limit: 1, leaseMs: 50, owner: "b" });
+      expect(second?.id).toBe(first?.id);
+      expect(second?.claims).toBe(2);
+      expect(second?.claim_token).toMatch(/^b:/);
+      expect(await store.completeOutbox(first!.id, first!.claim_token!)).toBe(false);
+      expect(await store.releaseClaim(first!.id, first!.claim_token!, T0)).toBe(false);
+      expect(await store.completeOutbox(second!.id, second!.claim_token!)).toBe(true);
+      expect(await store.completeOutbox(second!.id, second!.claim_token!)).toBe(false);
+      expect(await store.pendingOutbox()).toEqual([]);
+      expect(await store.claimDue({ now: T0 + 10_000, limit: 5, leaseMs: 50, owner: "c" })).toEqual(
+        [],
+      );
+    });
+
+    it("releaseClaim gives a row back, due again at the given time", async () => {
+      await created(1, [apply("sr_1_0_f")]);
+      const [c] = await store.claimDue({ now: T0, limit: 1, leaseMs: 60_000, owner: "a" });
+      expect(await store.releaseClaim(c!.id, "a:wrong", T0 + 500)).toBe(false);
+      expect(await store.releaseClaim(c!.id, c!.claim_token!, T0 + 500)).toBe(true);
+      const [row] = await store.pendingOutbox("r1");
+      expect(row).toMatchObject({ due_at: T0 + 500, claim_token: null, claimed_until: null });
+      expect(await store.claimDue({ now: T0 + 499, limit: 1, leaseMs: 10, owner: "a" })).toEqual(
+        [],
+      );
+      const [again] = await store.claimDue({ now: T0 + 500, limit: 1, leaseMs: 10, owner: "a" });
+      expect(again?.claims).toBe(2);
+    });
+
+    it("commit completes the outbox row it was caused by, in the same transaction", async () => {
+      const r = await created(1, [apply("sr_1_0_f"), deadline("sr_1_0_f", T0)]);
+      const [c] = await store.claimDue({ now: T0, limit: 1, leaseMs: 1000, owner: "a" });
+      const res = await store.commit({
+        release: next(r),
+        expected_version: 1,
+        history: [note("r1", "applied")],
+        effects: [],
+        now: T0 + 1,
+        complete_outbox: { id: c!.id, claim_token: c!.claim_token! },
+      });
+      expect(res).toEqual({ ok: true });
+      const pending = await store.pendingOutbox("r1");
+      expect(pending.map((p) => p.id)).not.toContain(c!.id);
+      expect(pending).toHaveLength(1);
+    });
+
+    it("a lost outbox claim rolls the whole commit back (conflict outbox_claim)", async () => {
+      const r = await created(1, [apply("sr_1_0_f")]);
+      const [mine] = await store.claimDue({ now: T0, limit: 1, leaseMs: 10, owner: "a" });
+      // The lease expired and another engine took the row over.
+      const [theirs] = await store.claimDue({ now: T0 + 11, limit: 1, leaseMs: 10, owner: "b" });
+      const res = await store.commit({
+        release: next(r, { state: "paused" }),
+        expected_version: 1,
+        history: [note("r1", "late outcome")],
+        effects: [deadline("sr_1_0_f", T0)],
+        now: T0 + 12,
+        attempt_results: [attemptResult("sr_1_0_f", 1)],
+        complete_outbox: { id: mine!.id, claim_token: mine!.claim_token! },
+      });
+      expect(res).toEqual({ ok: false, conflict: "outbox_claim" });
+      expect(await store.getRelease("r1")).toEqual(r);
+      expect(await store.getHistory("r1")).toHaveLength(1);
+      expect(await store.pendingOutbox("r1")).toEqual([theirs]);
+      expect(await store.getAttemptResult("sr_1_0_f", 1)).toBeNull();
+    });
+
+    it("two stores claiming in parallel never get the same row", async () => {
+      const peer = await h.openPeer();
+      const effects = Array.from({ length: 60 }, (_, i) => deadline("sr_1_0_f", T0 + (i % 7)));
+      await created(1, effects);
+      const seen: number[][] = [[], []];
+      await Promise.all(
+        [store, peer].map(async (s, who) => {
+          for (let round = 0; round < 40; round++) {
+            const got = await s.claimDue({
+              now: T0 + 100,
+              limit: 4,
+              leaseMs: 60_000,
+              owner: `e${who}`,
+            });
+            if (got.length === 0) break;
+            seen[who]!.push(...got.map((g) => g.id));
+          }
+        }),
+      );
+      const all = [...seen[0]!, ...seen[1]!];
+      expect(all).toHaveLength(60);
+      expect(new Set(all).size).toBe(60);
+    });
+
+    it("pendingOutbox lists every release's rows, or one release's", async () => {
+      await created(1, [apply("sr_1_0_f")]);
+      await created(2, [apply("sr_2_0_f"), apply("sr_2_0_f")]);
+      expect(await store.pendingOutbox()).toHaveLength(3);
+      expect((await store.pendingOutbox("r2")).every((p) => p.release_id === "r2")).toBe(true);
+      expect(await store.pendingOutbox("r3")).toEqual([]);
+    });
+
+    it("ping works while open and fails after close", async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+      const peer = await h.openPeer();
+      await peer.close();
+      await peer.close();
+      await expect(peer.ping()).rejects.toThrow(/\[store\] the store is closed/);
+      await expect(peer.getRelease("r1")).rejects.toThrow(/closed/);
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+  });
+}

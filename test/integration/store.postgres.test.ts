@@ -1,0 +1,102 @@
+/**
+ * The store contract on a real Postgres server (BATON_TEST_DATABASE_URL). Each test gets its
+ * own schema (search_path), dropped afterwards, so parallel test files never collide.
+ * Without the variable the suite is skipped with a message, unless CI=true (then it fails).
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { openPostgresStore } from "../../engine/src/adapters/postgres/postgres-store.ts";
+import { openStore } from "../../engine/src/adapters/store-factory.ts";
+import type { Store } from "../../engine/src/ports/store.ts";
+import { makeRelease, storeContract } from "../contract/store.contract.ts";
+
+const url = process.env.BATON_TEST_DATABASE_URL;
+
+if (!url) {
+  const why = "BATON_TEST_DATABASE_URL is not set; start one with scripts/ci/pg-start.sh";
+  if (process.env.CI === "true") {
+    it("Postgres store contract", () => {
+      throw new Error(`[test] ${why} (required when CI=true)`);
+    });
+  } else {
+    it.skip(`Postgres store contract skipped: ${why}`, () => {});
+  }
+} else {
+  const connectionString = url;
+
+  async function admin(statement: string): Promise<void> {
+    const client = new pg.Client({ connectionString });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  }
+
+  storeContract("postgres", async () => {
+    const schema = `baton_test_${randomBytes(6).toString("hex")}`;
+    const open = async () => {
+      const s = openPostgresStore({ connectionString, schema, max: 4 });
+      await s.migrate();
+      return s;
+    };
+    const stores: Store[] = [await open()];
+    return {
+      store: stores[0]!,
+      openPeer: async () => {
+        const s = await open();
+        stores.push(s);
+        return s;
+      },
+      dispose: async () => {
+        for (const s of stores) await s.close();
+        await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      },
+    };
+  });
+
+  describe("Postgres specifics", () => {
+    it("checks keep their key order (text, not jsonb) and the doc is jsonb", async () => {
+      const schema = `baton_test_${randomBytes(6).toString("hex")}`;
+      const store = openPostgresStore({ connectionString, schema });
+      try {
+        await store.migrate();
+        const r = makeRelease(1);
+        await store.createRelease(r, [], [], 0);
+        const client = new pg.Client({ connectionString });
+        await client.connect();
+        const { rows } = await client.query(
+          `SELECT data_type FROM information_schema.columns
+           WHERE table_schema = $1 AND table_name = $2 AND column_name = $3`,
+          [schema, "releases", "doc"],
+        );
+        await client.end();
+        expect(rows[0]?.data_type).toBe("jsonb");
+      } finally {
+        await store.close();
+        await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      }
+    });
+
+    it("openStore with a postgres:// DATABASE_URL selects Postgres", async () => {
+      const schema = `baton_test_${randomBytes(6).toString("hex")}`;
+      const withSchema = `${connectionString}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+      await admin(`CREATE SCHEMA ${schema}`);
+      try {
+        const store = await openStore({ databaseUrl: withSchema, dataDir: "/nonexistent" });
+        await store.createRelease(makeRelease(5), [], [], 0);
+        expect(await store.nextReleaseNumber()).toBe(1);
+        await store.close();
+        const client = new pg.Client({ connectionString });
+        await client.connect();
+        const { rows } = await client.query(`SELECT id FROM ${schema}.releases`);
+        await client.end();
+        expect(rows).toEqual([{ id: "r5" }]);
+      } finally {
+        await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      }
+    });
+  });
+}

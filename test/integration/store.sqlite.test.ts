@@ -1,0 +1,88 @@
+/**
+ * The store contract on SQLite (a WAL file in a temp dir, so a second store can open the
+ * same database), plus what only the SQLite path and the store factory do.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { openSqliteStore } from "../../engine/src/adapters/sqlite/sqlite-store.ts";
+import { openStore } from "../../engine/src/adapters/store-factory.ts";
+import type { Store } from "../../engine/src/ports/store.ts";
+import { makeRelease, storeContract } from "../contract/store.contract.ts";
+
+storeContract("sqlite", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "baton-store-"));
+  const open = async () => {
+    const s = openSqliteStore(join(dir, "baton.sqlite"));
+    await s.migrate();
+    return s;
+  };
+  const stores: Store[] = [await open()];
+  return {
+    store: stores[0]!,
+    openPeer: async () => {
+      const s = await open();
+      stores.push(s);
+      return s;
+    },
+    dispose: async () => {
+      for (const s of stores) await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe("openStore (SQLite and configuration)", () => {
+  it("opens ':memory:' migrated and ready", async () => {
+    const store = await openStore(":memory:");
+    await store.createRelease(makeRelease(1), [], [], 0);
+    expect((await store.getRelease("r1"))?.id).toBe("r1");
+    await store.close();
+  });
+
+  it("without DATABASE_URL creates <dataDir>/baton.sqlite in WAL mode, and keeps data across opens", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "baton-store-")), "nested", "data");
+    try {
+      const first = await openStore({ dataDir: dir });
+      await first.createRelease(makeRelease(3), [], [], 0);
+      expect(await first.nextReleaseNumber()).toBe(1);
+      await first.close();
+      const raw = new Database(join(dir, "baton.sqlite"), { readonly: true });
+      expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
+      raw.close();
+      const second = await openStore({ dataDir: dir, databaseUrl: "" });
+      expect((await second.getRelease("r3"))?.id).toBe("r3");
+      expect(await second.nextReleaseNumber()).toBe(2);
+      await second.close();
+    } finally {
+      rmSync(join(dir, "..", ".."), { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a DATABASE_URL that is not Postgres, without echoing credentials", async () => {
+    const p = openStore({ databaseUrl: "mysql://root:hunter2@db/baton", dataDir: "/nonexistent" });
+    await expect(p).rejects.toThrow(
+      /^\[store\] DATABASE_URL must start with postgres:\/\/ or postgresql:\/\/ \(got "mysql:…"\); unset it/,
+    );
+    await expect(p).rejects.not.toThrow(/hunter2/);
+  });
+
+  it("reports an unreachable Postgres as a [store] error", async () => {
+    // Port 9 on loopback: nothing listens there.
+    await expect(
+      openStore({ databaseUrl: "postgres://u@127.0.0.1:9/x", dataDir: "/nonexistent" }),
+    ).rejects.toThrow(/^\[store\] /);
+  });
+
+  it("a wrong-typed value is refused by the STRICT schema, not stored", async () => {
+    const store = await openStore(":memory:");
+    const bad = makeRelease(1, { created_at: "yesterday" as unknown as number });
+    await expect(store.createRelease(bad, [], [], 0)).rejects.toThrow(
+      /^\[store\] creating release r1 failed and was rolled back/,
+    );
+    expect(await store.getRelease("r1")).toBeNull();
+    await store.close();
+  });
+});
