@@ -1,0 +1,149 @@
+/** @jsxImportSource hono/jsx */
+/** Pages around operator actions: sign in, confirmation, result, and errors. */
+import type { Role } from "./auth.ts";
+import { Layout, State } from "./layout.tsx";
+
+/** An operator action the dashboard offers. */
+export type ActionName = "abort" | "resume" | "retry";
+
+const WHAT: Record<ActionName, (target: string) => string> = {
+  abort: (t) =>
+    `Abort release ${t}? If any forward step may have taken effect, the engine compensates: it runs the backward steps from the high-water mark down to step 0. This cannot be undone; a finished release needs a new release.`,
+  resume: (t) => `Resume release ${t}? The step run it is paused on is dispatched again.`,
+  retry: (t) =>
+    `Retry step run ${t}? It is dispatched again under a new dispatch number; older attempts are fenced out.`,
+};
+
+/** The confirmation step: a POST form with the CSRF token and an explicit confirm field. */
+export function ConfirmPage(props: {
+  action: ActionName;
+  target: string;
+  back: string;
+  csrf: string;
+  role: Role;
+  state: string;
+}) {
+  const verb = props.action[0]!.toUpperCase() + props.action.slice(1);
+  return (
+    <Layout title={`${verb} ${props.target}`} role={props.role}>
+      <h1>{`${verb} ${props.target}`}</h1>
+      <p>
+        {"Current state: "}
+        <State state={props.state} />
+      </p>
+      <p>{WHAT[props.action](props.target)}</p>
+      {props.role !== "operator" ? (
+        <p class="notice bad">
+          {props.role === "viewer"
+            ? "You are signed in with the viewer token, which only reads: the engine will refuse this action."
+            : "You are not signed in with the operator token: the engine will refuse this action."}
+        </p>
+      ) : null}
+      <form method="post" action={`${props.back}/${props.action}`}>
+        <input type="hidden" name="csrf" value={props.csrf} />
+        <input type="hidden" name="confirm" value="yes" />
+        {props.action === "abort" ? (
+          <p>
+            <label for="reason">Reason (kept in the history)</label>
+            <input
+              id="reason"
+              name="reason"
+              size={50}
+              maxlength={500}
+              value="aborted from the dashboard"
+            />
+          </p>
+        ) : null}
+        <div class="bar">
+          <button type="submit" class={props.action === "abort" ? "danger" : undefined}>
+            {`Yes, ${props.action} ${props.target}`}
+          </button>
+          <a href={props.back}>Cancel</a>
+        </div>
+      </form>
+    </Layout>
+  );
+}
+
+/** What happened after an action: accepted with the release's new state, or refused. */
+export function ResultPage(props: {
+  ok: boolean;
+  title: string;
+  message: string;
+  releaseId: string | null;
+  state: string | null;
+  back: string;
+  role: Role;
+}) {
+  return (
+    <Layout title={props.title} role={props.role}>
+      <h1>{props.title}</h1>
+      <p class={`notice ${props.ok ? "ok" : "bad"}`} role="status">
+        {props.message}
+      </p>
+      {props.state && props.releaseId ? (
+        <p>
+          {`Release ${props.releaseId} is now `}
+          <State state={props.state} />
+        </p>
+      ) : null}
+      <p>
+        <a href={props.back}>Back</a>
+      </p>
+    </Layout>
+  );
+}
+
+/** Sign in with the operator or viewer token. */
+export function LoginPage(props: { role: Role; next: string; error?: string; open: boolean }) {
+  return (
+    <Layout title="Sign in" role={props.role}>
+      <h1>Sign in</h1>
+      {props.error ? (
+        <p class="notice bad" role="alert">
+          {props.error}
+        </p>
+      ) : null}
+      {props.open ? (
+        <p class="notice">
+          No tokens are configured (BATON_OPERATOR_TOKEN, BATON_VIEWER_TOKEN): pages are readable by
+          anyone and every action is refused.
+        </p>
+      ) : null}
+      <form method="post" action="/login">
+        <input type="hidden" name="next" value={props.next} />
+        <p>
+          <label for="token">Operator or viewer token</label>
+          <input
+            id="token"
+            name="token"
+            type="password"
+            autocomplete="current-password"
+            size={40}
+            required
+          />
+        </p>
+        <button type="submit">Sign in</button>
+      </form>
+      <p class="muted small">
+        The viewer token reads; the operator token may also abort, resume and retry. The token is
+        kept in an HttpOnly cookie for this site only.
+      </p>
+    </Layout>
+  );
+}
+
+/** An error page: one clear sentence, never a stack trace. */
+export function ErrorPage(props: { title: string; message: string; role: Role }) {
+  return (
+    <Layout title={props.title} role={props.role}>
+      <h1>{props.title}</h1>
+      <p class="notice bad" role="alert">
+        {props.message}
+      </p>
+      <p>
+        <a href="/releases">All releases</a>
+      </p>
+    </Layout>
+  );
+}

@@ -1,0 +1,371 @@
+/** @jsxImportSource hono/jsx */
+/**
+ * The engine's dashboard as a Hono sub-app, mounted at `/` by the HTTP app:
+ * `/releases`, `/releases/:id`, `/step-runs/:id`, their operator actions (confirm with GET,
+ * act with POST + CSRF token + operator token), `/login`, live updates over SSE, and the
+ * stored log download. Server-rendered with Hono JSX; readable without JavaScript.
+ */
+import { type Context, Hono } from "hono";
+import { deleteCookie, setCookie } from "hono/cookie";
+import { BatonError } from "../../domain/errors.ts";
+import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
+import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "../../service/api.ts";
+import { type ActionName, ConfirmPage, ErrorPage, LoginPage, ResultPage } from "./action-pages.tsx";
+import {
+  type Caller,
+  caller,
+  csrfToken,
+  csrfValid,
+  roleOf,
+  sameOrigin,
+  TOKEN_COOKIE,
+} from "./auth.ts";
+import { releaseOfStepRun } from "./format.ts";
+import { liveStream } from "./live.ts";
+import { ReleasePage } from "./release-page.tsx";
+import { PAGE_SIZE, ReleasesPage } from "./releases-page.tsx";
+import { StepRunPage } from "./step-run-page.tsx";
+
+/** What the dashboard needs from the engine. `repository` (owner/name) enables run links. */
+export interface DashboardDeps {
+  api: ReleaseApi;
+  tokens: { operator?: string; viewer?: string };
+  publicUrl: string;
+  repository?: string;
+  /** Clock for durations of running work (epoch ms); defaults to Date.now. */
+  now?: () => number;
+}
+
+const RELEASE_ID = /^r[0-9]{1,12}$/;
+const ACTOR = "dashboard (operator token)";
+
+function int(v: string | undefined): number | undefined {
+  if (v === undefined || v === "" || !/^[0-9]{1,15}$/.test(v)) return undefined;
+  return Number(v);
+}
+function num(v: string | undefined): number | undefined {
+  if (v === undefined || v.trim() === "") return undefined;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : undefined;
+}
+/** Only same-site paths are followed after signing in. */
+function safeNext(v: unknown): string {
+  return typeof v === "string" && v.startsWith("/") && !v.startsWith("//") ? v : "/releases";
+}
+
+/**
+ * Builds the dashboard sub-app. Pages need the viewer or operator token when either is
+ * configured; actions need the operator token. Errors render as one sentence with the HTTP
+ * status of the underlying `BatonError` (404, 409, …), or 500 for anything else.
+ */
+export function dashboardApp(deps: DashboardDeps): Hono {
+  const app = new Hono();
+  const now = deps.now ?? Date.now;
+  const open = !deps.tokens.operator && !deps.tokens.viewer;
+  const secure = deps.publicUrl.startsWith("https:");
+
+  const fail = (c: Context, who: Caller, err: unknown) => {
+    const status = err instanceof BatonError ? err.status : 500;
+    const message =
+      err instanceof BatonError
+        ? err.message
+        : `[dashboard] the engine could not answer: ${(err as Error)?.message ?? String(err)}`;
+    if (!(err instanceof BatonError)) console.error(message);
+    return c.html(
+      <ErrorPage
+        title={status === 404 ? "Not found" : "Error"}
+        message={message}
+        role={who.role}
+      />,
+      status,
+    );
+  };
+
+  /** The caller if they may read; otherwise a redirect to sign in (or 401 for non-pages). */
+  const reader = (c: Context, page = true): Caller | Response => {
+    const who = caller(c, deps.tokens);
+    if (who.role !== "none") return who;
+    if (!page) return c.text("[dashboard] sign in with the viewer or operator token", 401);
+    const next = new URL(c.req.url);
+    return c.redirect(`/login?next=${encodeURIComponent(next.pathname + next.search)}`, 303);
+  };
+
+  app.get("/", (c) => c.redirect("/releases", 302));
+
+  app.get("/login", (c) => {
+    const who = caller(c, deps.tokens);
+    return c.html(<LoginPage role={who.role} next={safeNext(c.req.query("next"))} open={open} />);
+  });
+
+  app.post("/login", async (c) => {
+    const who = caller(c, deps.tokens);
+    const form = await c.req.parseBody();
+    const token = typeof form.token === "string" ? form.token.trim() : "";
+    const next = safeNext(form.next);
+    const role = roleOf(token || null, deps.tokens);
+    if (!sameOrigin(c, deps.publicUrl) || (role !== "operator" && role !== "viewer")) {
+      const error = open
+        ? "[dashboard] no tokens are configured, so there is nothing to sign in with"
+        : "[dashboard] that token is neither the operator nor the viewer token; check BATON_OPERATOR_TOKEN / BATON_VIEWER_TOKEN";
+      return c.html(<LoginPage role={who.role} next={next} open={open} error={error} />, 401);
+    }
+    setCookie(c, TOKEN_COOKIE, token, { httpOnly: true, sameSite: "Strict", path: "/", secure });
+    return c.redirect(next, 303);
+  });
+
+  app.post("/logout", (c) => {
+    deleteCookie(c, TOKEN_COOKIE, { path: "/" });
+    return c.redirect("/login", 303);
+  });
+
+  app.get("/releases", async (c) => {
+    const who = reader(c);
+    if (who instanceof Response) return who;
+    const s = c.req.query("state");
+    if (s && !RELEASE_STATES.includes(s as ReleaseState)) {
+      const msg = `[dashboard] state "${s}" is not a release state; use one of ${RELEASE_STATES.join(", ")}`;
+      return c.html(<ErrorPage title="Bad filter" message={msg} role={who.role} />, 400);
+    }
+    const state = (s || undefined) as ReleaseState | undefined;
+    const before = int(c.req.query("before"));
+    try {
+      const rows = await deps.api.list({ state, before, limit: PAGE_SIZE + 1 });
+      return c.html(
+        <ReleasesPage rows={rows} state={state} before={before} role={who.role} now={now()} />,
+      );
+    } catch (err) {
+      return fail(c, who, err);
+    }
+  });
+
+  const loadRelease = async (id: string) => {
+    if (!RELEASE_ID.test(id)) {
+      throw new BatonError(
+        "not_found",
+        `[dashboard] "${id}" is not a release id; ids look like r17`,
+      );
+    }
+    return deps.api.get(id);
+  };
+
+  app.get("/releases/:id", async (c) => {
+    const who = reader(c);
+    if (who instanceof Response) return who;
+    try {
+      const record = await loadRelease(c.req.param("id"));
+      return c.html(
+        <ReleasePage
+          record={record}
+          role={who.role}
+          now={now()}
+          repository={deps.repository}
+          events={{
+            offset: int(c.req.query("ev")) ?? 0,
+            refusedOnly: c.req.query("only") === "refused",
+          }}
+          model={{
+            step: int(c.req.query("model")),
+            p: num(c.req.query("mp")),
+            q: num(c.req.query("mq")),
+            t: int(c.req.query("mt")),
+          }}
+        />,
+      );
+    } catch (err) {
+      return fail(c, who, err);
+    }
+  });
+
+  app.get("/releases/:id/events", (c) => {
+    const who = reader(c, false);
+    if (who instanceof Response) return who;
+    const id = c.req.param("id");
+    if (!RELEASE_ID.test(id)) return c.text(`[dashboard] "${id}" is not a release id`, 404);
+    return liveStream(c, deps.api, id);
+  });
+
+  const loadStepRun = async (id: string) => {
+    const rid = releaseOfStepRun(id);
+    if (!rid) {
+      throw new BatonError(
+        "not_found",
+        `[dashboard] "${id}" is not a step run id; ids look like sr_17_6_f`,
+      );
+    }
+    const record = await loadRelease(rid);
+    const run = record.release.step_runs.find((s) => s.id === id);
+    if (!run)
+      throw new BatonError("not_found", `[dashboard] release ${rid} has no step run ${id} (yet)`);
+    return { record, run };
+  };
+
+  app.get("/step-runs/:id", async (c) => {
+    const who = reader(c);
+    if (who instanceof Response) return who;
+    try {
+      const { record, run } = await loadStepRun(c.req.param("id"));
+      return c.html(
+        <StepRunPage
+          release={record.release}
+          run={run}
+          results={record.attempt_results.filter((a) => a.step_run_id === run.id)}
+          attempt={int(c.req.query("attempt"))}
+          role={who.role}
+          repository={deps.repository}
+          now={now()}
+        />,
+      );
+    } catch (err) {
+      return fail(c, who, err);
+    }
+  });
+
+  app.get("/step-runs/:id/attempts/:n/log", async (c) => {
+    const who = reader(c, false);
+    if (who instanceof Response) return who;
+    try {
+      const { record, run } = await loadStepRun(c.req.param("id"));
+      const n = int(c.req.param("n"));
+      const result = record.attempt_results.find(
+        (a) => a.step_run_id === run.id && a.attempt === n,
+      );
+      if (!result)
+        return c.text(`[dashboard] no stored log for ${run.id} attempt ${c.req.param("n")}`, 404);
+      c.header("content-type", "text/plain; charset=utf-8");
+      c.header("content-disposition", `attachment; filename="${run.id}-attempt-${n}.log"`);
+      return c.body(result.log);
+    } catch (err) {
+      return fail(c, who, err);
+    }
+  });
+
+  // ------------------------------------------------------------ operator actions
+
+  const confirm = async (c: Context, action: ActionName, target: string) => {
+    const who = reader(c);
+    if (who instanceof Response) return who;
+    try {
+      const state =
+        action === "retry"
+          ? (await loadStepRun(target)).run.state
+          : (await loadRelease(target)).release.state;
+      const back = action === "retry" ? `/step-runs/${target}` : `/releases/${target}`;
+      return c.html(
+        <ConfirmPage
+          action={action}
+          target={target}
+          back={back}
+          csrf={csrfToken(who.token, action, target)}
+          role={who.role}
+          state={state}
+        />,
+      );
+    } catch (err) {
+      return fail(c, who, err);
+    }
+  };
+
+  const act = async (c: Context, action: ActionName, target: string) => {
+    const who = caller(c, deps.tokens);
+    const back = action === "retry" ? `/step-runs/${target}` : `/releases/${target}`;
+    const refuse = (status: 400 | 403, message: string) =>
+      c.html(
+        <ResultPage
+          ok={false}
+          title={`${action} refused`}
+          message={message}
+          releaseId={null}
+          state={null}
+          back={back}
+          role={who.role}
+        />,
+        status,
+      );
+    if (!sameOrigin(c, deps.publicUrl)) {
+      return refuse(403, "[dashboard] refused: the form was posted from another site");
+    }
+    if (who.role !== "operator" && who.role !== "viewer") {
+      return refuse(
+        403,
+        open
+          ? `[dashboard] refused: ${action} needs the operator token, and none is configured; set BATON_OPERATOR_TOKEN`
+          : `[dashboard] refused: ${action} needs the operator token; sign in with it on /login`,
+      );
+    }
+    const form = await c.req.parseBody();
+    if (!csrfValid(who.token, action, target, form.csrf)) {
+      return refuse(
+        403,
+        "[dashboard] refused: the form's CSRF token is missing or stale; open the page again and confirm",
+      );
+    }
+    if (who.role !== "operator") {
+      return refuse(
+        403,
+        `[dashboard] refused: the viewer token only reads; ${action} needs the operator token`,
+      );
+    }
+    if (form.confirm !== "yes") {
+      return refuse(
+        400,
+        `[dashboard] ${action} was not confirmed; use the confirmation page's button`,
+      );
+    }
+    let res: Accepted | Refusal;
+    let releaseId: string;
+    try {
+      if (action === "retry") {
+        releaseId = (await loadStepRun(target)).record.release.id;
+        res = await deps.api.retry(target, ACTOR);
+      } else {
+        releaseId = (await loadRelease(target)).release.id;
+        const reason =
+          typeof form.reason === "string" && form.reason.trim()
+            ? form.reason.trim().slice(0, 500)
+            : "aborted from the dashboard";
+        res =
+          action === "abort"
+            ? await deps.api.abort(target, ACTOR, reason)
+            : await deps.api.resume(target, ACTOR);
+      }
+    } catch (err) {
+      return fail(c, who, err);
+    }
+    if (!res.ok) {
+      return c.html(
+        <ResultPage
+          ok={false}
+          title={`${action} refused`}
+          message={res.reason}
+          releaseId={null}
+          state={null}
+          back={back}
+          role={who.role}
+        />,
+        res.status,
+      );
+    }
+    return c.html(
+      <ResultPage
+        ok={true}
+        title={`${action} accepted`}
+        message={`[dashboard] ${action} of ${target} accepted${res.changed ? "" : " (it was already done)"}.`}
+        releaseId={releaseId}
+        state={res.release.state}
+        back={`/releases/${releaseId}`}
+        role={who.role}
+      />,
+    );
+  };
+
+  for (const action of ["abort", "resume"] as const) {
+    app.get(`/releases/:id/${action}`, (c) => confirm(c, action, c.req.param("id")));
+    app.post(`/releases/:id/${action}`, (c) => act(c, action, c.req.param("id")));
+  }
+  app.get("/step-runs/:id/retry", (c) => confirm(c, "retry", c.req.param("id")));
+  app.post("/step-runs/:id/retry", (c) => act(c, "retry", c.req.param("id")));
+
+  return app;
+}
+
+export type { ReleaseRecord };

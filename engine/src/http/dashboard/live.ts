@@ -1,0 +1,74 @@
+/**
+ * Live updates of a running release: a server-sent events stream that says "changed" when the
+ * release's version or history grows, and a small script that then fetches the page again
+ * and swaps the parts marked `data-part` (the retry model panel keeps its own state).
+ * Without JavaScript the page carries a `<meta refresh>` inside `<noscript>` instead.
+ */
+import type { Context } from "hono";
+import { streamSSE } from "hono/streaming";
+import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
+import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
+
+/** Poll interval of the stream (ms) and its lifetime (ms); the browser reconnects after. */
+export const LIVE_POLL_MS = 1000;
+export const LIVE_MAX_MS = 10 * 60_000;
+
+/** What changes when a release moves or a refused event is recorded. */
+export function liveVersion(rec: ReleaseRecord): string {
+  return `${rec.release.resource_version}:${rec.history.length}`;
+}
+
+/**
+ * `GET /releases/:id/events?v=<liveVersion>`: emits `change` whenever the version differs
+ * from the last one sent (starting from `v`), and `end` once the release is terminal.
+ */
+export function liveStream(c: Context, api: ReleaseApi, id: string) {
+  let last = c.req.query("v") ?? "";
+  return streamSSE(c, async (stream) => {
+    let aborted = false;
+    stream.onAbort(() => {
+      aborted = true;
+    });
+    const until = Date.now() + LIVE_MAX_MS;
+    while (!aborted && Date.now() < until) {
+      let rec: ReleaseRecord;
+      try {
+        rec = await api.get(id);
+      } catch (err) {
+        await stream.writeSSE({ event: "error", data: String((err as Error).message) });
+        return;
+      }
+      const v = liveVersion(rec);
+      if (v !== last) {
+        last = v;
+        await stream.writeSSE({
+          event: "change",
+          data: JSON.stringify({ state: rec.release.state, version: v }),
+        });
+      }
+      if (TERMINAL_RELEASE_STATES.has(rec.release.state)) {
+        await stream.writeSSE({ event: "end", data: rec.release.state });
+        return;
+      }
+      await stream.sleep(LIVE_POLL_MS);
+    }
+  });
+}
+
+/** The client side: on `change`, re-fetch this page and swap every `[data-part]` by id. */
+export const LIVE_SCRIPT = `(function(){
+var live=document.getElementById("live");
+if(!live||live.getAttribute("data-live")!=="1"||!window.EventSource||!window.fetch)return;
+var id=live.getAttribute("data-release"),busy=false,again=false;
+var es=new EventSource("/releases/"+encodeURIComponent(id)+"/events?v="+encodeURIComponent(live.getAttribute("data-version")));
+function refresh(){
+if(busy){again=true;return}busy=true;
+fetch(location.href,{credentials:"same-origin"}).then(function(r){return r.text()}).then(function(html){
+var doc=new DOMParser().parseFromString(html,"text/html");
+var parts=doc.querySelectorAll("[data-part]");
+for(var i=0;i<parts.length;i++){var old=document.getElementById(parts[i].id);if(old)old.innerHTML=parts[i].innerHTML}
+var nl=doc.getElementById("live");if(nl){live.setAttribute("data-version",nl.getAttribute("data-version"));if(nl.getAttribute("data-live")!=="1")es.close()}
+}).catch(function(){}).then(function(){busy=false;if(again){again=false;refresh()}});}
+es.addEventListener("change",refresh);
+es.addEventListener("end",function(){es.close();refresh()});
+})();`;

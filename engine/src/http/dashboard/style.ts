@@ -1,0 +1,42 @@
+/** The dashboard's whole stylesheet, inlined into every page (no asset pipeline). */
+export const CSS = `
+:root{--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--bg:#fff;--soft:#f6f8fa;--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--run:#0969da;--off:#6e7781}
+*{box-sizing:border-box}
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);margin:0}
+header.top{display:flex;gap:1.5rem;align-items:center;padding:.6rem 1.2rem;border-bottom:1px solid var(--line);background:var(--soft)}
+header.top a{color:var(--fg);text-decoration:none;font-weight:600}
+header.top .who{margin-left:auto;color:var(--muted);font-size:.9em}
+main{max-width:1400px;margin:0 auto;padding:1rem 1.2rem 3rem}
+h1{font-size:1.45rem;margin:.4rem 0 .8rem}h2{font-size:1.15rem;margin:1.6rem 0 .5rem}
+a{color:#0550ae}
+table{border-collapse:collapse;width:100%;font-size:.92em}
+th,td{border-bottom:1px solid var(--line);padding:.3rem .45rem;text-align:left;vertical-align:top}
+th{background:var(--soft);font-weight:600}
+caption{text-align:left;color:var(--muted);padding:.2rem 0}
+code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em}
+pre{background:var(--soft);border:1px solid var(--line);padding:.6rem;overflow:auto;max-height:32rem;white-space:pre-wrap;word-break:break-word}
+.st{display:inline-block;padding:0 .45rem;border-radius:1rem;font-weight:600;font-size:.85em;border:1px solid currentColor;white-space:nowrap}
+.st-succeeded,.st-pass,.st-passed,.st-ok{color:var(--ok)}
+.st-failed,.st-fail,.st-dispatch_failed,.st-needs_operator,.st-aborted{color:var(--bad)}
+.st-unknown,.st-paused,.st-compensating,.st-rolled_back,.st-fenced,.st-not_run{color:var(--warn)}
+.st-running,.st-dispatching,.st-dispatched,.st-applying,.st-pending{color:var(--run)}
+.st-planned{color:var(--off)}
+tr.bwd td{background:#fff8f0}
+tr.hwm td{background:#fff1c2;border-top:3px solid var(--warn);border-bottom:3px solid var(--warn);font-weight:600}
+tr.refused td{background:#ffebe9}
+tr.failing td:first-child{border-left:4px solid var(--bad)}
+.muted{color:var(--muted)}.small{font-size:.85em}
+dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:.15rem 1rem;margin:0}
+dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;word-break:break-all}
+.bar{display:flex;flex-wrap:wrap;gap:.6rem;align-items:center;margin:.6rem 0}
+.btn,button{font:inherit;padding:.3rem .8rem;border:1px solid var(--line);border-radius:.35rem;background:var(--soft);color:var(--fg);cursor:pointer;text-decoration:none}
+.btn.danger,button.danger{border-color:var(--bad);color:var(--bad)}
+.notice{border:1px solid var(--line);border-left:5px solid var(--run);padding:.6rem .9rem;margin:.8rem 0;background:var(--soft)}
+.notice.bad{border-left-color:var(--bad)}.notice.ok{border-left-color:var(--ok)}
+.panel{border:1px solid var(--line);border-radius:.4rem;padding:.8rem 1rem;margin:1rem 0}
+input,select{font:inherit;padding:.2rem .35rem}
+label{margin-right:.3rem}
+.cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(22rem,1fr));gap:1rem}
+nav.pages{margin:.6rem 0;display:flex;gap:1rem}
+:focus-visible{outline:3px solid #0969da;outline-offset:2px}
+`;
