@@ -36,8 +36,11 @@ export interface ReleaseRecord {
 }
 
 export interface ReleaseApi {
-  /** Validates and compiles a recipe (object already parsed from YAML/JSON), creates a release. */
-  start(recipe: unknown, actor: string): Promise<Release>;
+  /**
+   * Validates and compiles a recipe (object already parsed from YAML/JSON), creates a release
+   * and starts it; with `opts.hold` it stays `pending` until `resume`.
+   */
+  start(recipe: unknown, actor: string, opts?: { hold?: boolean }): Promise<Release>;
   get(id: string): Promise<ReleaseRecord>;
   list(q: { state?: ReleaseState; limit: number; before?: number }): Promise<ReleaseSummary[]>;
   abort(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;

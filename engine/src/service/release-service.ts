@@ -162,7 +162,12 @@ export class ReleaseService implements ReleaseApi {
     if (!done) this.log.warn(`[engine] outbox row ${row.id}: claim lost before completion`);
   }
 
-  async start(recipe: unknown, actor: string): Promise<Release> {
+  /**
+   * Creates a release from a recipe and starts it (`pending` → `running`, first step begun),
+   * stored in one write. With `opts.hold` it stays `pending` until `resume` starts it.
+   * @throws BatonError `contract_failed` (422) with every problem of the recipe.
+   */
+  async start(recipe: unknown, actor: string, opts: { hold?: boolean } = {}): Promise<Release> {
     const compiled = this.domain.compile(recipe);
     const number = await this.store.nextReleaseNumber();
     const now = this.clock.now();
@@ -172,6 +177,19 @@ export class ReleaseService implements ReleaseApi {
       compiled.manifest_digest,
       now,
     );
+    const created: HistoryEntry = {
+      release_id: pending.id,
+      at: now,
+      kind: "created",
+      step_run_id: null,
+      outcome: "accepted",
+      message: `[engine] release ${pending.id} created by ${actor} from recipe ${compiled.manifest.recipe_name} (${compiled.manifest.steps.length} steps)${opts.hold ? "; held pending until resumed" : ""}`,
+      data: { actor, manifest_digest: pending.manifest_digest, hold: opts.hold === true },
+    };
+    if (opts.hold) {
+      await this.store.createRelease(pending, [created], [], now);
+      return pending;
+    }
     const started = this.domain.transition(pending, { type: "start" }, now);
     if (!started.ok) {
       throw new BatonError(
@@ -181,15 +199,6 @@ export class ReleaseService implements ReleaseApi {
     }
     // A new release is stored once, already started: resource_version 1, its first effects.
     const release: Release = { ...started.release, resource_version: 1 };
-    const created: HistoryEntry = {
-      release_id: release.id,
-      at: now,
-      kind: "created",
-      step_run_id: null,
-      outcome: "accepted",
-      message: `[engine] release ${release.id} created by ${actor} from recipe ${compiled.manifest.recipe_name} (${compiled.manifest.steps.length} steps)`,
-      data: { actor, manifest_digest: release.manifest_digest },
-    };
     await this.store.createRelease(release, [created, ...started.history], started.effects, now);
     if (started.effects.length > 0) this.onEffects?.();
     return release;
@@ -220,7 +229,10 @@ export class ReleaseService implements ReleaseApi {
     return this.operator(id, { type: "abort", actor, reason });
   }
 
+  /** Resumes a paused release; a release held `pending` (created with `hold`) starts. */
   async resume(id: string, actor: string): Promise<Accepted | Refusal> {
+    const current = await this.store.getRelease(id);
+    if (current?.state === "pending") return this.operator(id, { type: "start" });
     return this.operator(id, { type: "resume", actor });
   }
 

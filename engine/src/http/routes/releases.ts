@@ -39,6 +39,10 @@ const ListQuery = z
   })
   .strict();
 
+const CreateQuery = z
+  .object({ start: z.enum(["true", "false"], { error: "must be true or false" }).optional() })
+  .strict();
+
 const AbortBody = z
   .object({ reason: z.string().max(1000, "must be at most 1000 characters").optional() })
   .strict();
@@ -123,8 +127,10 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
   });
 
   app.post("/", operator, limit, async (c) => {
+    const q = CreateQuery.safeParse(c.req.query());
+    if (!q.success) throw badRequest("query", zodProblems(q.error, "query"));
     const recipe = parseRecipeBody(await c.req.text(), c.req.header("content-type"));
-    const release = await o.api.start(recipe, "operator");
+    const release = await o.api.start(recipe, "operator", { hold: q.data.start === "false" });
     return c.json(
       {
         id: release.id,

@@ -1,0 +1,349 @@
+/**
+ * Test harness for the engine's application layer: a real engine (`createEngine`) on a real
+ * store (SQLite in a temp dir, or Postgres in its own schema), the in-memory dispatcher and
+ * control-plane doubles, a fake clock, and a simulated runner that preflights and calls back
+ * through the HTTP app (`app.request`, in process) with signed bodies.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
+import { MemoryDispatcher } from "../../engine/src/adapters/memory/dispatcher.ts";
+import { openStore } from "../../engine/src/adapters/store-factory.ts";
+import type { EngineConfig } from "../../engine/src/config.ts";
+import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import { createEngine, type Engine } from "../../engine/src/engine.ts";
+import type { Clock } from "../../engine/src/ports/clock.ts";
+import type { Store } from "../../engine/src/ports/store.ts";
+import { signBody } from "../../engine/src/protocol/credential.ts";
+import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { IMAGE, lane, laneId, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
+
+export const SECRET = "callback-secret-0123456789abcdef";
+export const OLD_SECRET = "callback-secret-old-0123456789ab";
+export const OPERATOR = "operator-token-0123456789abcdef";
+export const VIEWER = "viewer-token-0123456789abcdefgh";
+export const T0 = 1_800_000_000_000;
+export const SHA = "34f9bae4c170320dced1664d4321610c952e4b04";
+export const PG_URL = process.env.BATON_TEST_DATABASE_URL;
+
+/** A clock tests move by hand. */
+export class FakeClock implements Clock {
+  constructor(public t = T0) {}
+  now(): number {
+    return this.t;
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+/** A recipe with `n` lanes, one wave per lane, the traffic rising to 100 in the last wave. */
+export function recipe(n = 2, extra: Partial<RecipeInput> = {}): RecipeInput {
+  const lanes = Array.from({ length: n }, (_, i) => lane(i));
+  const waves = lanes.map((l, i) => ({
+    lanes: [l.id],
+    traffic: i === n - 1 ? 100 : Math.round(((i + 1) * 100) / n / 2),
+  }));
+  return {
+    name: "svc-test",
+    model: "summarizer-v7",
+    image: IMAGE,
+    previous_image: PREVIOUS_IMAGE,
+    tool_revision: SHA,
+    lanes,
+    rollout: { waves },
+    ...extra,
+  };
+}
+
+export function config(dataDir: string, over: Partial<EngineConfig> = {}): EngineConfig {
+  return {
+    databaseUrl: null,
+    dataDir,
+    port: 8787,
+    publicUrl: "http://127.0.0.1:8787",
+    callbackSecrets: [SECRET, OLD_SECRET],
+    operatorToken: OPERATOR,
+    viewerToken: VIEWER,
+    controlPlaneUrl: null,
+    dispatcher: "local",
+    githubRepository: null,
+    githubToken: null,
+    githubApp: null,
+    tickMs: 1000,
+    ...over,
+  };
+}
+
+export type StoreKind = "sqlite" | "postgres";
+
+export interface Harness {
+  engine: Engine;
+  dispatcher: MemoryDispatcher;
+  cp: MemoryControlPlane;
+  clock: FakeClock;
+  store: Store;
+  dir: string;
+  /** Stops the engine; `keep` leaves the store open and the directory in place (restart tests). */
+  close(keep?: boolean): Promise<void>;
+}
+
+let schemaSeq = 0;
+
+/** Opens a store of `kind` (Postgres: a fresh schema). Returns null when Postgres is not configured. */
+export async function openTestStore(kind: StoreKind, dir: string): Promise<Store | null> {
+  if (kind === "sqlite") return openStore({ dataDir: dir });
+  if (!PG_URL) return null;
+  const { openPostgresStore } = await import(
+    "../../engine/src/adapters/postgres/postgres-store.ts"
+  );
+  const schema = `svc_${process.pid}_${Date.now() % 1e8}_${schemaSeq++}`;
+  const s = openPostgresStore({ connectionString: PG_URL, schema });
+  await s.migrate();
+  return s;
+}
+
+/** Lanes of `r` seeded into the control-plane double with equal baseline weights. */
+export function seedControlPlane(cp: MemoryControlPlane, r: RecipeInput): void {
+  const lanes = r.lanes ?? [];
+  const base = Math.floor(100 / lanes.length);
+  cp.seed(
+    lanes.map((l, i) => ({
+      id: l.id,
+      weight: i === 0 ? 100 - base * (lanes.length - 1) : base,
+      capabilities: [],
+      advertised: false,
+      excluded: false,
+    })),
+  );
+}
+
+/**
+ * A running engine on fresh doubles. `eager: false` (default) means the reconciler runs only
+ * when a test calls `tick`.
+ */
+export async function makeHarness(
+  o: {
+    kind?: StoreKind;
+    dir?: string;
+    store?: Store;
+    clock?: FakeClock;
+    dispatcher?: MemoryDispatcher;
+    cp?: MemoryControlPlane;
+    seed?: RecipeInput;
+    eager?: boolean;
+  } = {},
+): Promise<Harness> {
+  const dir = o.dir ?? mkdtempSync(path.join(tmpdir(), "baton-svc-"));
+  const clock = o.clock ?? new FakeClock();
+  const store = o.store ?? (await openTestStore(o.kind ?? "sqlite", dir));
+  if (!store) throw new Error("Postgres not configured: set BATON_TEST_DATABASE_URL");
+  const dispatcher = o.dispatcher ?? new MemoryDispatcher();
+  const cp = o.cp ?? new MemoryControlPlane({ model: "summarizer-v7", now: () => clock.now() });
+  if (!o.cp) seedControlPlane(cp, o.seed ?? recipe());
+  const engine = await createEngine(config(dir), {
+    store,
+    dispatcher,
+    controlPlane: cp,
+    clock,
+    eagerReconcile: o.eager ?? false,
+    reconciler: { leaseMs: 60_000 },
+    log: { info() {}, warn() {}, error() {} },
+  });
+  return {
+    engine,
+    dispatcher,
+    cp,
+    clock,
+    store,
+    dir,
+    async close(keep = false) {
+      await engine.close();
+      if (!keep) {
+        await store.close();
+        if (!o.dir) rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/** Operator request through the app. */
+export function op(
+  h: Harness,
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
+  return h.engine.app.request(url, {
+    method,
+    headers: {
+      authorization: `Bearer ${OPERATOR}`,
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+      ...headers,
+    },
+    ...(body !== undefined ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
+  });
+}
+
+/** Creates a release from `r` through the API; returns its id. */
+export async function createRelease(h: Harness, r: RecipeInput = recipe()): Promise<string> {
+  const res = await op(h, "POST", "/v1/releases", r);
+  if (res.status !== 201) throw new Error(`create failed ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { id: string }).id;
+}
+
+/** Sends exact `body` bytes signed with `secret` at the fake clock's time. */
+export function signedPost(
+  h: Harness,
+  url: string,
+  body: string | Uint8Array,
+  secret = SECRET,
+  at = h.clock.now(),
+): Promise<Response> {
+  return Promise.resolve(
+    h.engine.app.request(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...signBody(secret, body, at) },
+      body: body as BodyInit,
+    }),
+  );
+}
+
+/** Run identity of a simulated workflow run. */
+export interface RunIdentity {
+  run_id: string;
+  run_attempt: number;
+}
+
+export function preflightBody(
+  p: DispatchPayload,
+  run: RunIdentity,
+  over: Record<string, unknown> = {},
+) {
+  return JSON.stringify({
+    step_run_id: p.step_run_id,
+    release_id: p.release.id,
+    generation: p.release.generation,
+    manifest_digest: p.release.manifest_digest,
+    dispatch: p.release.dispatch,
+    run_id: run.run_id,
+    run_attempt: run.run_attempt,
+    sha: SHA,
+    tool: p.tool,
+    ...over,
+  });
+}
+
+export function callbackBody(
+  stepRunId: string,
+  run: RunIdentity,
+  overall: "pass" | "fail" = "pass",
+  over: Record<string, unknown> = {},
+) {
+  return JSON.stringify({
+    step_run_id: stepRunId,
+    run_id: run.run_id,
+    run_attempt: run.run_attempt,
+    status: overall === "pass" ? "succeeded" : "failed",
+    overall,
+    checks: [{ name: "health", status: overall === "pass" ? "passed" : "failed", exit_code: 0 }],
+    log: `ran ${stepRunId}\n`,
+    log_truncated: false,
+    timings: {},
+    ...over,
+  });
+}
+
+export const preflightUrl = (id: string) => `/v1/releases/step-runs/${id}/preflight`;
+export const callbackUrl = (id: string) => `/v1/releases/step-runs/${id}/callback`;
+
+let runSeq = 1000;
+
+/** Plays one runner for `p`: preflight, then callback with `overall`. Returns both answers. */
+export async function runStep(
+  h: Harness,
+  p: DispatchPayload,
+  overall: "pass" | "fail" = "pass",
+  run: RunIdentity = { run_id: String(runSeq++), run_attempt: 1 },
+): Promise<{ preflight: Response; callback: Response | null; run: RunIdentity }> {
+  const pre = await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run));
+  if (pre.status !== 200) return { preflight: pre, callback: null, run };
+  const cb = await signedPost(
+    h,
+    callbackUrl(p.step_run_id),
+    callbackBody(p.step_run_id, run, overall),
+  );
+  return { preflight: pre, callback: cb, run };
+}
+
+/**
+ * Drives releases: ticks the reconciler and answers every new accepted dispatch with a
+ * passing runner (or `decide`'s verdict), until nothing is left to do. Bounded.
+ */
+export async function drive(
+  h: Harness,
+  decide: (p: DispatchPayload) => "pass" | "fail" | "skip" = () => "pass",
+  maxRounds = 400,
+): Promise<void> {
+  let handled = h.dispatcher.accepted.length;
+  for (let round = 0; round < maxRounds; round++) {
+    const t = await h.engine.service.tick();
+    const fresh = h.dispatcher.accepted.slice(handled);
+    handled = h.dispatcher.accepted.length;
+    for (const p of fresh) {
+      const v = decide(p);
+      if (v !== "skip") await runStep(h, p, v);
+    }
+    if (t.performed === 0 && t.failed === 0 && fresh.length === 0) {
+      // Backoff rows wait on the clock: move it on once there is nothing due now.
+      const pending = await h.store.pendingOutbox();
+      const next = pending
+        .filter((r) => r.effect.type !== "deadline")
+        .map((r) => r.due_at)
+        .sort((a, b) => a - b)[0];
+      if (next === undefined) return;
+      h.clock.t = Math.max(h.clock.t, next);
+    }
+  }
+  throw new Error(`drive: still busy after ${maxRounds} rounds`);
+}
+
+export async function getRecord(h: Harness, id: string) {
+  const res = await op(h, "GET", `/v1/releases/${id}`);
+  return (await res.json()) as {
+    id: string;
+    state: string;
+    high_water_mark: number;
+    cursor: number;
+    generation: number;
+    step_runs: {
+      id: string;
+      state: string;
+      step_index: number;
+      direction: string;
+      dispatch: number;
+      last_error: string | null;
+      attempts: { n: number; state: string; run_attempt: number }[];
+    }[];
+    history: {
+      kind: string;
+      outcome: string;
+      step_run_id: string | null;
+      message: string;
+      data: unknown;
+    }[];
+    attempt_results: {
+      step_run_id: string;
+      attempt: number;
+      checks: unknown;
+      log: string;
+      log_truncated: boolean;
+      raw_callback: string;
+    }[];
+    manifest: { steps: { index: number; name: string; kind: string }[] };
+  };
+}
+
+export { laneId };
