@@ -1,0 +1,100 @@
+/**
+ * The standalone entry (`engine/src/control-plane/main.ts`): starts on the port and file given,
+ * and its state survives a SIGKILL of the process (WAL on its own SQLite file).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+const root = join(import.meta.dirname, "..", "..");
+const tsx = join(root, "node_modules", ".bin", "tsx");
+const children = new Set<ChildProcess>();
+
+/** Starts main.ts and resolves with its URL once it prints "listening on"; bounded to 20 s. */
+function start(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(tsx, [join(root, "engine/src/control-plane/main.ts"), ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(child);
+  return new Promise((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(
+      () => reject(new Error(`control plane did not start: ${out}`)),
+      20_000,
+    );
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1]! });
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`control plane exited with ${code}: ${out}`));
+    });
+  });
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+    else child.once("exit", (code) => resolve(code));
+  });
+}
+
+describe("control-plane standalone entry", () => {
+  const dir = mkdtempSync(join(tmpdir(), "baton-cp-main-"));
+  afterAll(() => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("serves on the given port and file, and keeps its state across a SIGKILL", async () => {
+    const data = join(dir, "nested", "cp.sqlite");
+    const first = await start(["--port", "0", "--data", data]);
+    const put = await fetch(`${first.url}/v1/models/default/traffic`, {
+      method: "PUT",
+      headers: {
+        "content-type": "application/json",
+        "Idempotency-Key": "r17:6:fwd:traffic=10",
+        "Baton-Release-Id": "r17",
+        "Baton-Generation": "1",
+      },
+      body: JSON.stringify({ weights: { old: 90, new: 10 } }),
+    });
+    expect(put.status).toBe(200);
+    first.child.kill("SIGKILL");
+    await exited(first.child);
+
+    const second = await start(["--data", data], { BATON_CP_PORT: "0" });
+    const traffic = await fetch(`${second.url}/v1/models/default/traffic`);
+    expect(await traffic.json()).toMatchObject({ weights: { old: 90, new: 10 } });
+    const faults = await fetch(`${second.url}/v1/admin/faults`);
+    expect(faults.status).toBe(404);
+    second.child.kill("SIGTERM");
+    expect(await exited(second.child)).toBe(0);
+  });
+
+  it("refuses a bad port with a clear message and exit code 2", async () => {
+    const child = spawn(tsx, [join(root, "engine/src/control-plane/main.ts"), "--port", "http"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.add(child);
+    let err = "";
+    child.stderr!.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
+    expect(await exited(child)).toBe(2);
+    expect(err).toMatch(/\[control-plane\] --port must be an integer 0–65535, got "http"/);
+  });
+});
