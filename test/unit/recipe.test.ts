@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { BatonError } from "../../engine/src/domain/errors.ts";
-import { compileRecipeText } from "../../engine/src/recipes/compile-text.ts";
+import { compileRecipeText, type LocatedProblem } from "../../engine/src/recipes/compile-text.ts";
+import { formatProblems } from "../../engine/src/recipes/format.ts";
 import { RECIPE_SCHEMA_PATH, recipeJsonSchemaText } from "../../engine/src/recipes/json-schema.ts";
-import { parseRecipeText } from "../../engine/src/recipes/parse.ts";
+import { parseRecipeText, RECIPE_MAX_BYTES } from "../../engine/src/recipes/parse.ts";
 import { goodRecipe } from "./recipe-fixture.ts";
 
 function thrown(f: () => unknown): BatonError {
@@ -117,5 +118,40 @@ describe("compileRecipeText", () => {
     const e = thrown(() => compileRecipeText("", "empty.yaml"));
     expect(e.status).toBe(422);
     expect(e.problems[0]).toMatchObject({ path: "", fix: expect.stringMatching(/YAML mapping/) });
+  });
+});
+
+describe("formatProblems", () => {
+  const text = readFileSync(EXAMPLE, "utf8").replace(/^image: .*$/m, "image: ghcr.io/acme/x:v7");
+  const problems = (() => {
+    try {
+      compileRecipeText(text, EXAMPLE);
+    } catch (e) {
+      if (e instanceof BatonError) return e.problems as LocatedProblem[];
+    }
+    throw new Error("expected a contract failure");
+  })();
+
+  it("carries the line and column of each problem", () => {
+    const imageLine = text.split("\n").findIndex((l) => l.startsWith("image:")) + 1;
+    // The value's position: `image: ` is 7 characters.
+    expect(problems[0]).toMatchObject({ path: "image", line: imageLine, column: 8 });
+  });
+
+  it("renders text and GitHub annotations", () => {
+    expect(formatProblems(problems, EXAMPLE)).toMatch(
+      /^recipes\/example\.yaml image: image must be pinned by digest.*\n {2}fix: Pin the image/,
+    );
+    const gh = formatProblems(problems, EXAMPLE, "github");
+    expect(gh).toMatch(
+      /^::error file=recipes\/example\.yaml,line=\d+,col=8,title=recipe image::image must be pinned/,
+    );
+    expect(gh.split("\n")).toHaveLength(problems.length);
+  });
+
+  it("refuses a recipe text over the size limit", () => {
+    const e = thrown(() => parseRecipeText(`# ${"x".repeat(RECIPE_MAX_BYTES)}\n`, "big.yaml"));
+    expect(e.status).toBe(400);
+    expect(e.message).toMatch(/over the 1048576-byte limit/);
   });
 });

@@ -43,17 +43,27 @@ export function compileRecipeText(text: string, filename: string): CompiledRecip
   return { recipe, manifest, canonical, manifest_digest: manifestDigest(canonical) };
 }
 
+/** A problem with the 1-based line and column of its value in the recipe file, when known. */
+export type LocatedProblem = Problem & { line?: number; column?: number };
+
 function failed(
   problems: Problem[],
   parsed: ParsedRecipeText | null,
   filename: string,
 ): BatonError {
-  const located = problems.map((p) => {
+  const located = problems.map((p): LocatedProblem => {
     if (!parsed) return p;
     const path =
       p.path === "" ? [] : p.path.split(".").map((k) => (/^\d+$/.test(k) ? Number(k) : k));
     const pos = parsed.locate(path);
-    return pos ? { ...p, message: `${p.message} (${filename}:${pos.line}:${pos.col})` } : p;
+    return pos
+      ? {
+          ...p,
+          message: `${p.message} (${filename}:${pos.line}:${pos.col})`,
+          line: pos.line,
+          column: pos.col,
+        }
+      : p;
   });
   const first = located[0];
   const more = located.length > 1 ? ` (and ${located.length - 1} more)` : "";
