@@ -80,6 +80,22 @@ if (!url) {
       }
     });
 
+    it("engines migrating the same empty schema together apply each migration once", async () => {
+      const schema = `baton_test_${randomBytes(6).toString("hex")}`;
+      const stores = [1, 2, 3].map(() => openPostgresStore({ connectionString, schema, max: 2 }));
+      try {
+        await Promise.all(stores.map((s) => s.migrate()));
+        const client = new pg.Client({ connectionString });
+        await client.connect();
+        const { rows } = await client.query(`SELECT name FROM ${schema}.baton_migration`);
+        await client.end();
+        expect(rows).toEqual([{ name: "0001_initial" }]);
+      } finally {
+        for (const s of stores) await s.close();
+        await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      }
+    });
+
     it("openStore with a postgres:// DATABASE_URL selects Postgres", async () => {
       const schema = `baton_test_${randomBytes(6).toString("hex")}`;
       const withSchema = `${connectionString}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;

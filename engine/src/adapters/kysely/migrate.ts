@@ -1,38 +1,32 @@
 /**
- * Runs one dialect's migrations with Kysely's `Migrator` (it records what ran in
- * `baton_migration` and, on Postgres, holds an advisory lock so engines starting together
- * do not race). Migrations are plain SQL, one list per dialect, kept side by side in
- * `adapters/sqlite/migrations.ts` and `adapters/postgres/migrations.ts`.
+ * Migrations: plain SQL, one ordered list per dialect, kept side by side in
+ * `adapters/sqlite/migrations.ts` and `adapters/postgres/migrations.ts`. What ran is recorded
+ * in `baton_migration` in the store's own schema. Each adapter runs `pending` + the
+ * statements inside one transaction that holds its dialect's lock, so engines starting
+ * together apply each migration once. (Kysely's `Migrator` was not used: it looks for its
+ * tables in every schema, so two stores in two schemas of one database confuse it.)
  */
-import { type Kysely, type Migration, Migrator, sql } from "kysely";
 
 /** Ordered by name: `0001_…`, `0002_…`. Each is a list of SQL statements. */
 export type SqlMigrations = Record<string, string[]>;
 
-/** Applies pending migrations. Throws `[store] migration … failed` naming the step. */
-export async function runMigrations(db: Kysely<unknown>, migrations: SqlMigrations) {
-  const provided: Record<string, Migration> = {};
-  for (const [name, statements] of Object.entries(migrations)) {
-    provided[name] = {
-      async up(tx) {
-        for (const s of statements) await sql.raw(s).execute(tx);
-      },
-    };
-  }
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => provided },
-    migrationTableName: "baton_migration",
-    migrationLockTableName: "baton_migration_lock",
+export const CREATE_MIGRATION_TABLE =
+  "CREATE TABLE IF NOT EXISTS baton_migration (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)";
+
+/** Migrations not yet applied, in order. */
+export function pending(all: SqlMigrations, applied: Iterable<string>): [string, string[]][] {
+  const done = new Set(applied);
+  return Object.entries(all)
+    .filter(([name]) => !done.has(name))
+    .sort(([a], [b]) => a.localeCompare(b));
+}
+
+/** Wraps a failure: the transaction rolled back, so the database is as before. */
+export function migrationFailed(name: string, err: unknown): Error {
+  const msg = err instanceof Error ? err.message : String(err);
+  return new Error(`[store] migration ${name} failed; the database was left as before: ${msg}`, {
+    cause: err,
   });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) {
-    const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "(setup)";
-    const msg = error instanceof Error ? error.message : String(error);
-    throw new Error(`[store] migration ${failed} failed; the database was left as before: ${msg}`, {
-      cause: error,
-    });
-  }
 }
 
 /** `CHECK (col IN ('a','b'))` from a vocabulary, so SQL and TypeScript share one list. */

@@ -8,7 +8,7 @@ import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
 import type { CommitInput, CommitResult, OutboxRow } from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
-import { runMigrations } from "../kysely/migrate.ts";
+import { CREATE_MIGRATION_TABLE, migrationFailed, pending } from "../kysely/migrate.ts";
 import { toOutboxRow } from "../kysely/rows.ts";
 import { type BatonDatabase, parsedJson } from "../kysely/tables.ts";
 import { insertHistory, insertOutbox, insertRelease } from "../kysely/writes.ts";
@@ -27,9 +27,29 @@ export class PostgresStore extends KyselyStore {
 
   async migrate(): Promise<void> {
     const db = this.live();
-    if (this.opts.schema)
-      await sql.raw(`CREATE SCHEMA IF NOT EXISTS ${this.opts.schema}`).execute(db);
-    await runMigrations(db as Kysely<unknown>, postgresMigrations);
+    let current = "(setup)";
+    try {
+      await db.transaction().execute(async (tx) => {
+        // Engines starting together wait here instead of racing (one lock for the database:
+        // migrations are rare and short).
+        await sql`SELECT pg_advisory_xact_lock(hashtext('baton_migration'))`.execute(tx);
+        if (this.opts.schema) {
+          await sql.raw(`CREATE SCHEMA IF NOT EXISTS ${this.opts.schema}`).execute(tx);
+        }
+        await sql.raw(CREATE_MIGRATION_TABLE).execute(tx);
+        const { rows } = await sql<{ name: string }>`SELECT name FROM baton_migration`.execute(tx);
+        for (const [name, statements] of pending(
+          postgresMigrations,
+          rows.map((r) => r.name),
+        )) {
+          current = name;
+          for (const s of statements) await sql.raw(s).execute(tx);
+          await sql`INSERT INTO baton_migration VALUES (${name}, ${Date.now()})`.execute(tx);
+        }
+      });
+    } catch (err) {
+      throw migrationFailed(current, err);
+    }
   }
 
   async nextReleaseNumber(): Promise<number> {

@@ -8,7 +8,7 @@ import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
 import type { CommitInput, CommitResult, OutboxRow } from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
-import { runMigrations } from "../kysely/migrate.ts";
+import { CREATE_MIGRATION_TABLE, migrationFailed, pending } from "../kysely/migrate.ts";
 import { toOutboxRow } from "../kysely/rows.ts";
 import { type BatonDatabase, textJson } from "../kysely/tables.ts";
 import {
@@ -36,7 +36,22 @@ export class SqliteStore extends KyselyStore {
   }
 
   async migrate(): Promise<void> {
-    await runMigrations(this.live() as Kysely<unknown>, sqliteMigrations);
+    this.live();
+    const raw = this.sync.raw;
+    let current = "(setup)";
+    try {
+      this.sync.immediate(() => {
+        raw.exec(CREATE_MIGRATION_TABLE);
+        const applied = raw.prepare("SELECT name FROM baton_migration").pluck().all() as string[];
+        for (const [name, statements] of pending(sqliteMigrations, applied)) {
+          current = name;
+          for (const s of statements) raw.exec(s);
+          raw.prepare("INSERT INTO baton_migration VALUES (?, ?)").run(name, Date.now());
+        }
+      });
+    } catch (err) {
+      throw migrationFailed(current, err);
+    }
   }
 
   async nextReleaseNumber(): Promise<number> {
