@@ -13,6 +13,7 @@ import { type Clock, systemClock } from "./ports/clock.ts";
 import type { ControlPlane } from "./ports/control-plane.ts";
 import type { Dispatcher } from "./ports/dispatcher.ts";
 import type { Store } from "./ports/store.ts";
+import type { Domain } from "./service/domain.ts";
 import type { ReconcilerOptions } from "./service/reconciler.ts";
 import { type Logger, ReleaseService } from "./service/release-service.ts";
 
@@ -31,6 +32,8 @@ export interface EngineOverrides {
   eagerReconcile?: boolean;
   /** Mounts more routes on the app (e.g. the dashboard). */
   extendApp?: (app: Hono) => void;
+  /** Transition and compiler (tests wrap them). */
+  domain?: Domain;
 }
 
 export interface Engine {
@@ -96,6 +99,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     publicUrl: config.publicUrl,
     log,
     ...(o.reconciler ? { reconciler: o.reconciler } : {}),
+    ...(o.domain ? { domain: o.domain } : {}),
     ...(o.eagerReconcile === false ? {} : { onEffects: kick.kick }),
   });
   const app = createApp({
@@ -104,6 +108,8 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     callbackSecrets: config.callbackSecrets,
     operatorToken: config.operatorToken,
     viewerToken: config.viewerToken,
+    publicUrl: config.publicUrl,
+    ...(config.githubRepository ? { repository: config.githubRepository } : {}),
     log,
     ...(o.extendApp ? { extend: o.extendApp } : {}),
   });

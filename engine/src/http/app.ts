@@ -5,6 +5,7 @@
 import { Hono } from "hono";
 import type { Clock } from "../ports/clock.ts";
 import type { ReleaseApi } from "../service/api.ts";
+import { dashboardApp } from "./dashboard/index.tsx";
 import { errorResponse, onError } from "./errors.ts";
 import { releaseRoutes } from "./routes/releases.ts";
 import { stepRunRoutes } from "./routes/step-runs.ts";
@@ -17,6 +18,9 @@ export interface AppOptions {
   operatorToken: string;
   viewerToken: string | null;
   log?: { error(msg: string, err?: unknown): void };
+  /** Dashboard: engine URL as browsers see it (CSRF origin check) and owner/name for run links. */
+  publicUrl?: string;
+  repository?: string;
   /** Mounts more routes (e.g. the dashboard under `/`) before the 404 handler. */
   extend?: (app: Hono) => void;
 }
@@ -40,6 +44,11 @@ export function createApp(o: AppOptions): Hono {
     }),
   );
   app.route("/v1/releases", releaseRoutes({ api: o.api, operatorTokens, readTokens }));
+  const tokens = { operator: o.operatorToken, ...(o.viewerToken ? { viewer: o.viewerToken } : {}) };
+  app.route(
+    "/",
+    dashboardApp({ api: o.api, tokens, publicUrl: o.publicUrl ?? "", repository: o.repository }),
+  );
   o.extend?.(app);
   return app;
 }
