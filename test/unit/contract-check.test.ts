@@ -253,3 +253,31 @@ describe("checkRecipe reports every problem at once", () => {
     }
   });
 });
+
+describe("checkRecipe: more refusals", () => {
+  it("the same digest as image and previous_image", () => {
+    const ps = problemsOf((r) => {
+      r.previous_image = r.image.replace("summarizer@", "summarizer:v6@");
+    });
+    expectProblem(ps, "previous_image", /same digest/, /digest the lanes run now/);
+  });
+
+  it("a short tool_revision, and accepts a 64-hex one", () => {
+    const ps = problemsOf((r) => {
+      r.tool_revision = "34f9bae";
+    });
+    expectProblem(ps, "tool_revision", /full commit sha/, /git rev-parse HEAD/);
+    const r = goodRecipe();
+    r.tool_revision = NEW_DIGEST;
+    expect(checkRecipe(r).ok).toBe(true);
+  });
+
+  it("a host with user or brackets", () => {
+    const ps = problemsOf((r) => {
+      r.lanes[0].host = "deploy@gpu-0";
+      r.lanes[1].host = "[::1]";
+    });
+    expectProblem(ps, "lanes.0.host", /DNS name or an IP address/, /without user or port/);
+    expectProblem(ps, "lanes.1.host", /DNS name or an IP address/, /.+/);
+  });
+});

@@ -45,6 +45,18 @@ function crossFieldProblems(input: unknown): Problem[] {
   const problems: Problem[] = [];
   const lanes = arr(root.lanes).map((l) => obj(l));
 
+  // The same digest twice is a no-op rollout, almost always a forgotten edit.
+  const digestOf = (v: unknown) =>
+    typeof v === "string" ? /@sha256:([a-f0-9]{64})$/.exec(v)?.[1] : undefined;
+  const newDigest = digestOf(root.image);
+  if (newDigest !== undefined && newDigest === digestOf(root.previous_image)) {
+    problems.push({
+      path: "previous_image",
+      message: "image and previous_image are the same digest, so the rollout changes nothing",
+      fix: "Set `image` to the new build's digest and `previous_image` to the digest the lanes run now.",
+    });
+  }
+
   // Lane ids: unique.
   const firstIndex = new Map<string, number>();
   lanes.forEach((lane, i) => {

@@ -57,7 +57,10 @@ export const RecipeLane = z
       .string()
       .min(1, "host must not be empty")
       .max(253)
-      .regex(/^[A-Za-z0-9.:[\]-]+$/, "host must be a DNS name or an IP address")
+      .regex(
+        /^[A-Za-z0-9.:-]+$/,
+        "host must be a DNS name or an IP address (IPv6 without brackets)",
+      )
       .describe("DNS name or IP address the runner connects to over SSH."),
     port: z
       .number()
@@ -141,7 +144,10 @@ export const Recipe = z
       .describe("Image the lanes run now, pinned by digest; restored on compensation."),
     tool_revision: z
       .string()
-      .regex(/^[0-9a-f]{40}$/, "tool_revision must be a full 40-hex commit sha")
+      .regex(
+        /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/,
+        "tool_revision must be a full commit sha (40 or 64 hex)",
+      )
       .optional()
       .describe("Commit sha the release tools must run from (preflight refuses others)."),
     lanes: z.array(RecipeLane).min(1, "a recipe needs at least one lane").max(256),

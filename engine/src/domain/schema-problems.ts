@@ -25,7 +25,7 @@ const FIELD_FIXES: Record<string, string> = {
   traffic: "Use an absolute percent from 0 to 100 (e.g. 10, then 50, then 100).",
   weight: "Use a whole percent from 0 to 100; the lanes' weights must add up to 100.",
   tool_revision:
-    "Write the full 40-character commit sha (`git rev-parse HEAD`), or remove the field.",
+    "Write the full commit sha (40 hex, or 64 in a SHA-256 repository) (`git rev-parse HEAD`), or remove the field.",
   id: "Use lowercase letters, digits, '.', '_' or '-', e.g. `lane-a`.",
   name: "Use lowercase letters, digits, '.', '_' or '-', e.g. `summarizer-v7-rollout`.",
   port: "Use the SSH port number, 1 to 65535 (default 22).",
