@@ -1,0 +1,258 @@
+#!/bin/sh
+# Baton target-side deploy script (POSIX sh; installed on each serving machine).
+#
+#   deploy.sh deploy|restore --lane L --image NAME@sha256:HEX --previous-image NAME@sha256:HEX \
+#             --health-url URL --operation-key KEY [--phase pull|start|health|stop-old] [--health-timeout S]
+#   deploy.sh smoke --lane L --image NAME@sha256:HEX --health-url URL [--phase running|health] [--health-timeout S]
+#
+# Phases pull -> start -> health -> stop-old, each printing one JSON line:
+#   {"phase":"pull","status":"ok|failed|skipped|not_run","exit_code":0,"duration_ms":12,"message":"..."}
+# After a failed phase the later ones print not_run, so the old container is never stopped
+# unless the new one answered its health check (field case F07).
+#
+# Absolute, not relative: "lane L runs image D". The container name is derived from the lane and
+# the digest (baton-<lane>-<first 12 hex>), so starting twice finds the running one, and stop-old
+# stops exactly one container by exact name, never by a pattern (F08).
+#
+# Idempotent per operation key: a phase that completed (ok/skipped) for the same operation key,
+# subcommand and phase is recorded in a ledger file, and a repeat prints the recorded line with
+# "replayed":true instead of doing it again. Failed phases are not recorded, so a retry retries.
+#
+# Configuration (environment, or a sh file of VAR=value lines at $BATON_DEPLOY_CONF,
+# default /etc/baton/deploy.conf):
+#   BATON_CONTAINER_CLI    container CLI (default docker; e.g. podman)
+#   BATON_LEDGER           ledger file (default /var/lib/baton/ledger)
+#   BATON_RUN_ARGS         extra arguments for `run` (word-split), e.g. "--network host --gpus all"
+#   BATON_HEALTH_TIMEOUT_S health deadline in seconds (default 60, smoke 10; --health-timeout overrides)
+#   BATON_HEALTH_INTERVAL_S seconds between health polls (default 1)
+# Exit status: 0 all phases ok/skipped, 1 a phase failed, 2 bad arguments.
+set -u
+
+conf="${BATON_DEPLOY_CONF:-/etc/baton/deploy.conf}"
+# shellcheck disable=SC1090
+if [ -r "$conf" ]; then . "$conf"; fi
+
+CLI="${BATON_CONTAINER_CLI:-docker}"
+LEDGER="${BATON_LEDGER:-/var/lib/baton/ledger}"
+RUN_ARGS="${BATON_RUN_ARGS:-}"
+HEALTH_TIMEOUT="${BATON_HEALTH_TIMEOUT_S:-}"
+HEALTH_INTERVAL="${BATON_HEALTH_INTERVAL_S:-1}"
+NL='
+'
+
+now_ms() {
+  n=$(date +%s%N 2>/dev/null)
+  case "$n" in
+    '' | *N*) echo $(($(date +%s) * 1000)) ;;
+    *) echo $((n / 1000000)) ;;
+  esac
+}
+
+# JSON string body: drop control characters (newlines become spaces), escape \ and ".
+json_str() {
+  printf '%s' "$1" | tr '\n\t\r' '   ' | tr -d '\000-\037' | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | cut -c1-400
+}
+
+# emit PHASE STATUS EXIT_CODE DURATION_MS MESSAGE
+emit() {
+  printf '{"phase":"%s","status":"%s","exit_code":%s,"duration_ms":%s,"message":"%s"}\n' \
+    "$1" "$2" "$3" "$4" "$(json_str "$5")"
+}
+
+usage_fail() {
+  emit args failed 2 0 "[deploy.sh] $1"
+  exit 2
+}
+
+# matches VALUE EXTENDED-REGEX: whole value, single line.
+matches() {
+  case "$1" in *"$NL"*) return 1 ;; esac
+  printf '%s\n' "$1" | grep -Eqx "$2"
+}
+
+sub="${1:-}"
+[ $# -gt 0 ] && shift
+LANE="" IMAGE="" PREV="" URL="" KEY="" ONLY=""
+while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || usage_fail "option $1 needs a value"
+  case "$1" in
+    --lane) LANE="$2" ;;
+    --image) IMAGE="$2" ;;
+    --previous-image) PREV="$2" ;;
+    --health-url) URL="$2" ;;
+    --operation-key) KEY="$2" ;;
+    --phase) ONLY="$2" ;;
+    --health-timeout) HEALTH_TIMEOUT="$2" ;;
+    *) usage_fail "unknown option $1; see the usage at the top of deploy.sh" ;;
+  esac
+  shift 2
+done
+
+# Smoke checks a lane that should already be healthy: a short default deadline.
+if [ -z "$HEALTH_TIMEOUT" ]; then
+  if [ "$sub" = smoke ]; then HEALTH_TIMEOUT=10; else HEALTH_TIMEOUT=60; fi
+fi
+case "$sub" in
+  deploy | restore | smoke) ;;
+  *) usage_fail "subcommand must be deploy, restore or smoke (got '$sub')" ;;
+esac
+IMAGE_RE='[a-z0-9][a-z0-9._/:-]{0,254}@sha256:[0-9a-f]{64}'
+matches "$LANE" '[a-z0-9][a-z0-9_.-]{0,62}' || usage_fail "--lane must be a lane id such as lane-a"
+matches "$IMAGE" "$IMAGE_RE" || usage_fail "--image must be pinned by digest: name@sha256:<64 hex>"
+matches "$URL" 'https?://[A-Za-z0-9._~:/?&=%+-]{1,400}' || usage_fail "--health-url must be an http(s) URL"
+matches "$HEALTH_TIMEOUT" '[0-9]{1,5}' || usage_fail "--health-timeout must be whole seconds"
+if [ "$sub" != smoke ]; then
+  matches "$KEY" '[A-Za-z0-9._:=/@+-]{1,512}' || usage_fail "--operation-key must be set (letters, digits, ._:=/@+-)"
+  [ -z "$PREV" ] || matches "$PREV" "$IMAGE_RE" || usage_fail "--previous-image must be name@sha256:<64 hex>"
+  case "$ONLY" in '' | pull | start | health | stop-old) ;; *) usage_fail "--phase must be pull, start, health or stop-old" ;; esac
+fi
+
+container_name() { # IMAGE -> baton-<lane>-<12 hex>
+  digest="${1##*@sha256:}"
+  printf 'baton-%s-%.12s' "$LANE" "$digest"
+}
+NEW_NAME=$(container_name "$IMAGE")
+OUT=$(mktemp "${TMPDIR:-/tmp}/baton-deploy.XXXXXX") || exit 1
+trap 'rm -f "$OUT"' EXIT
+
+last_line() { tail -n 3 "$OUT" | tr '\n' ' '; }
+
+is_running() { # NAME -> 0 when running; sets EXISTS=1 when the container exists at all
+  EXISTS=0
+  state=$("$CLI" inspect -f '{{.State.Running}}' "$1" 2>/dev/null) || return 1
+  EXISTS=1
+  [ "$state" = true ]
+}
+
+ledger_get() { # PHASE -> recorded JSON line (empty when none)
+  [ -r "$LEDGER" ] || return 0
+  awk -F '\t' -v k="$KEY" -v s="$sub" -v p="$1" '$1 == k && $2 == s && $3 == p { line = $4 } END { if (line != "") print line }' "$LEDGER"
+}
+
+ledger_put() { # PHASE JSON
+  mkdir -p "$(dirname "$LEDGER")" 2>/dev/null
+  printf '%s\t%s\t%s\t%s\n' "$KEY" "$sub" "$1" "$2" >>"$LEDGER"
+}
+
+phase_pull() {
+  "$CLI" pull "$IMAGE" >"$OUT" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] && MSG="pulled $IMAGE" || MSG="pull failed: $(last_line)"
+  return $rc
+}
+
+phase_start() {
+  if is_running "$NEW_NAME"; then
+    MSG="$NEW_NAME already running"
+    return 0
+  fi
+  if [ "$EXISTS" = 1 ]; then "$CLI" rm -f "$NEW_NAME" >/dev/null 2>&1; fi
+  # RUN_ARGS is word-split on purpose (operator-set configuration).
+  # shellcheck disable=SC2086
+  "$CLI" run -d --name "$NEW_NAME" --label "baton.lane=$LANE" --label "baton.operation_key=$KEY" \
+    -e "BATON_HEALTH_URL=$URL" $RUN_ARGS "$IMAGE" >"$OUT" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] && MSG="started $NEW_NAME" || MSG="start failed: $(last_line)"
+  return $rc
+}
+
+health_probe() {
+  if command -v curl >/dev/null 2>&1; then
+    curl -fsS -o /dev/null --max-time 5 "$URL" >"$OUT" 2>&1
+  else
+    wget -q -O /dev/null -T 5 "$URL" >"$OUT" 2>&1
+  fi
+}
+
+phase_health() {
+  deadline=$(($(date +%s) + HEALTH_TIMEOUT))
+  tries=0
+  while :; do
+    tries=$((tries + 1))
+    health_probe
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      MSG="$URL healthy after $tries probe(s)"
+      return 0
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      MSG="$URL not healthy within ${HEALTH_TIMEOUT}s ($tries probes): $(last_line)"
+      return $rc
+    fi
+    sleep "$HEALTH_INTERVAL"
+  done
+}
+
+phase_stop_old() {
+  if [ -z "$PREV" ] || [ "$PREV" = "$IMAGE" ]; then
+    MSG="no previous image to stop"
+    return 3 # 3 = skipped
+  fi
+  old=$(container_name "$PREV")
+  if ! is_running "$old"; then
+    MSG="$old not running"
+    return 0
+  fi
+  "$CLI" stop "$old" >"$OUT" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] && MSG="stopped $old" || MSG="stop failed: $(last_line)"
+  return $rc
+}
+
+phase_running() {
+  if is_running "$NEW_NAME"; then
+    MSG="$NEW_NAME running"
+    return 0
+  fi
+  MSG="$NEW_NAME is not running"
+  return 1
+}
+
+FAILED=0
+# run_phase NAME FUNCTION: prints one JSON line; after a failure prints not_run.
+run_phase() {
+  if [ "$FAILED" = 1 ]; then
+    emit "$1" not_run null 0 "an earlier phase failed"
+    return
+  fi
+  if [ "$sub" != smoke ]; then
+    recorded=$(ledger_get "$1")
+    if [ -n "$recorded" ]; then
+      printf '%s\n' "$recorded" | sed 's/}$/,"replayed":true}/'
+      return
+    fi
+  fi
+  MSG=""
+  t0=$(now_ms)
+  "$2"
+  rc=$?
+  dt=$(($(now_ms) - t0))
+  if [ $rc -eq 0 ]; then
+    line=$(emit "$1" ok 0 "$dt" "$MSG")
+  elif [ $rc -eq 3 ] && [ "$1" = stop-old ]; then
+    line=$(emit "$1" skipped 0 "$dt" "$MSG")
+  else
+    FAILED=1
+    emit "$1" failed "$rc" "$dt" "$MSG"
+    return
+  fi
+  [ "$sub" = smoke ] || ledger_put "$1" "$line"
+  printf '%s\n' "$line"
+}
+
+if [ "$sub" = smoke ]; then
+  case "$ONLY" in '' | running | health) ;; *) usage_fail "--phase must be running or health for smoke" ;; esac
+  { [ -z "$ONLY" ] || [ "$ONLY" = running ]; } && run_phase running phase_running
+  { [ -z "$ONLY" ] || [ "$ONLY" = health ]; } && run_phase health phase_health
+else
+  for p in pull start health stop-old; do
+    [ -z "$ONLY" ] || [ "$ONLY" = "$p" ] || continue
+    case "$p" in
+      pull) run_phase pull phase_pull ;;
+      start) run_phase start phase_start ;;
+      health) run_phase health phase_health ;;
+      stop-old) run_phase stop-old phase_stop_old ;;
+    esac
+  done
+fi
+exit "$FAILED"

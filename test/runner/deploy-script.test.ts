@@ -1,0 +1,231 @@
+// deploy.sh run by dash (`sh`) against the stand-in container CLI, locally (the SSH path is
+// covered in tools.test.ts). Phases, F07, idempotency per operation key, absolute naming.
+import { spawnSync } from "node:child_process";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { freePort } from "../support/sshd.ts";
+import {
+  containerName,
+  DEPLOY_SH,
+  image,
+  makeStandinTarget,
+  type StandinTarget,
+} from "../support/standin-target.ts";
+
+let t: StandinTarget;
+let url: string;
+beforeEach(async () => {
+  t = makeStandinTarget();
+  url = `http://127.0.0.1:${await freePort()}/healthz`;
+});
+afterEach(() => t.cleanup());
+
+const A = image("a");
+const B = image("b");
+
+function deploy(args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync("sh", [DEPLOY_SH, ...args], {
+    env: { ...process.env, ...t.env, ...env },
+    encoding: "utf8",
+    timeout: 30_000,
+  });
+  const lines = r.stdout
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  return { code: r.status, lines, stderr: r.stderr };
+}
+const full = (sub: string, img: string, prev: string, key: string, extra: string[] = []) =>
+  deploy([
+    sub,
+    "--lane",
+    "lane-a",
+    "--image",
+    img,
+    "--previous-image",
+    prev,
+    "--health-url",
+    url,
+    "--operation-key",
+    key,
+    ...extra,
+  ]);
+
+describe("deploy.sh", () => {
+  it("runs pull, start, health, stop-old and stops the old container by its exact name", () => {
+    t.seedRunning("lane-a", B, url);
+    const seeded = t.calls().length;
+    const r = full("deploy", A, B, "r1:1:fwd:lane-a");
+    expect(r.code).toBe(0);
+    expect(r.lines.map((l) => [l.phase, l.status])).toEqual([
+      ["pull", "ok"],
+      ["start", "ok"],
+      ["health", "ok"],
+      ["stop-old", "ok"],
+    ]);
+    for (const l of r.lines) expect(typeof l.duration_ms).toBe("number");
+    expect(t.container(containerName("lane-a", A))?.running).toBe(true);
+    expect(t.container(containerName("lane-a", B))?.running).toBe(false);
+    const calls = t.calls().slice(seeded);
+    const stops = calls.filter((c) => c[0] === "stop");
+    expect(stops).toEqual([["stop", containerName("lane-a", B)]]);
+    const run = calls.find((c) => c[0] === "run");
+    expect(run).toContain("-d");
+    expect(run?.[run.indexOf("--name") + 1]).toBe(containerName("lane-a", A));
+  });
+
+  it("F07: a failed pull leaves later phases not_run and never stops the old container", () => {
+    t.seedRunning("lane-a", B, url);
+    t.knob("fail-pull", "aaaa");
+    const seeded = t.calls().length;
+    const r = full("deploy", A, B, "r1:1:fwd:lane-a");
+    expect(r.code).toBe(1);
+    expect(r.lines.map((l) => [l.phase, l.status])).toEqual([
+      ["pull", "failed"],
+      ["start", "not_run"],
+      ["health", "not_run"],
+      ["stop-old", "not_run"],
+    ]);
+    expect(r.lines[0]?.exit_code).toBe(1);
+    expect(r.lines[1]?.exit_code).toBeNull();
+    expect(
+      t
+        .calls()
+        .slice(seeded)
+        .map((c) => c[0]),
+    ).toEqual(["pull"]);
+    expect(t.container(containerName("lane-a", B))?.running).toBe(true);
+  });
+
+  it("an unhealthy new container fails health and keeps the old one running", () => {
+    t.seedRunning("lane-a", B, url);
+    t.knob("fail-health", "lane-a");
+    const r = full("deploy", A, B, "r1:1:fwd:lane-a", ["--health-timeout", "1"]);
+    expect(r.code).toBe(1);
+    expect(r.lines.map((l) => l.status)).toEqual(["ok", "ok", "failed", "not_run"]);
+    expect(t.container(containerName("lane-a", B))?.running).toBe(true);
+  });
+
+  it("is idempotent per operation key: a repeat replays the recorded phases without doing them", () => {
+    expect(full("deploy", A, B, "r1:1:fwd:lane-a").code).toBe(0);
+    const before = t.calls().length;
+    const again = full("deploy", A, B, "r1:1:fwd:lane-a");
+    expect(again.code).toBe(0);
+    expect(again.lines.every((l) => l.replayed === true)).toBe(true);
+    expect(t.calls().length).toBe(before);
+    // A different key is a different operation; start finds the container already running (absolute).
+    const other = full("deploy", A, B, "r1:1:fwd:lane-a:x");
+    expect(other.lines[1]?.message).toMatch(/already running/);
+    expect(t.calls().filter((c) => c[0] === "run")).toHaveLength(1);
+  });
+
+  it("does not record failed phases, so a retry with the same key retries", () => {
+    t.knob("fail-pull", "aaaa");
+    expect(full("deploy", A, B, "k1").code).toBe(1);
+    t.knob("fail-pull", "");
+    const r = full("deploy", A, B, "k1");
+    expect(r.code).toBe(0);
+    expect(r.lines[0]?.replayed).toBeUndefined();
+  });
+
+  it("restore puts the previous image back under its exact name and stops the new one", () => {
+    t.seedRunning("lane-a", A, url);
+    const r = full("restore", B, A, "r1:1:bwd:lane-a");
+    expect(r.code).toBe(0);
+    expect(t.container(containerName("lane-a", B))?.running).toBe(true);
+    expect(t.container(containerName("lane-a", A))?.running).toBe(false);
+  });
+
+  it("runs a single phase with --phase, and smoke checks the running container", () => {
+    const r = full("deploy", A, B, "k2", ["--phase", "pull"]);
+    expect(r.lines.map((l) => l.phase)).toEqual(["pull"]);
+    full("deploy", A, B, "k2");
+    const smoke = deploy(["smoke", "--lane", "lane-a", "--image", A, "--health-url", url]);
+    expect(smoke.code).toBe(0);
+    expect(smoke.lines.map((l) => [l.phase, l.status])).toEqual([
+      ["running", "ok"],
+      ["health", "ok"],
+    ]);
+    const missing = deploy([
+      "smoke",
+      "--lane",
+      "lane-b",
+      "--image",
+      A,
+      "--health-url",
+      url,
+      "--health-timeout",
+      "1",
+    ]);
+    expect(missing.lines.map((l) => l.status)).toEqual(["failed", "not_run"]);
+  });
+
+  it.each([
+    [
+      [
+        "deploy",
+        "--lane",
+        "lane-a; rm -rf /",
+        "--image",
+        A,
+        "--health-url",
+        "http://x/",
+        "--operation-key",
+        "k",
+      ],
+      /--lane/,
+    ],
+    [
+      [
+        "deploy",
+        "--lane",
+        "lane-a",
+        "--image",
+        "acme/model:latest",
+        "--health-url",
+        "http://x/",
+        "--operation-key",
+        "k",
+      ],
+      /digest/,
+    ],
+    [
+      [
+        "deploy",
+        "--lane",
+        "lane-a",
+        "--image",
+        A,
+        "--health-url",
+        "http://x/$(id)",
+        "--operation-key",
+        "k",
+      ],
+      /--health-url/,
+    ],
+    [["deploy", "--lane", "lane-a", "--image", A, "--health-url", "http://x/"], /--operation-key/],
+    [
+      [
+        "deploy",
+        "--lane",
+        "lane-a",
+        "--image",
+        A,
+        "--health-url",
+        "http://x/",
+        "--operation-key",
+        "k",
+        "--phase",
+        "all",
+      ],
+      /--phase/,
+    ],
+    [["launch"], /subcommand/],
+  ])("refuses bad arguments with exit 2 and a JSON line naming the option (%#)", (args, re) => {
+    const r = deploy(args as string[]);
+    expect(r.code).toBe(2);
+    expect(r.lines).toHaveLength(1);
+    expect(r.lines[0]?.phase).toBe("args");
+    expect(String(r.lines[0]?.message)).toMatch(re);
+    expect(t.calls()).toEqual([]);
+  });
+});
