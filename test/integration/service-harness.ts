@@ -17,6 +17,7 @@ import type { Clock } from "../../engine/src/ports/clock.ts";
 import type { Store } from "../../engine/src/ports/store.ts";
 import { signBody } from "../../engine/src/protocol/credential.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import type { Domain } from "../../engine/src/service/domain.ts";
 import { IMAGE, lane, laneId, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
 
 export const SECRET = "callback-secret-0123456789abcdef";
@@ -133,6 +134,7 @@ export async function makeHarness(
     cp?: MemoryControlPlane;
     seed?: RecipeInput;
     eager?: boolean;
+    domain?: Domain;
   } = {},
 ): Promise<Harness> {
   const dir = o.dir ?? mkdtempSync(path.join(tmpdir(), "baton-svc-"));
@@ -148,6 +150,7 @@ export async function makeHarness(
     controlPlane: cp,
     clock,
     eagerReconcile: o.eager ?? false,
+    ...(o.domain ? { domain: o.domain } : {}),
     reconciler: { leaseMs: 60_000 },
     log: { info() {}, warn() {}, error() {} },
   });
@@ -286,16 +289,11 @@ export async function drive(
   h: Harness,
   decide: (p: DispatchPayload) => "pass" | "fail" | "skip" = () => "pass",
   maxRounds = 400,
+  beforeTick?: () => Promise<void> | void,
 ): Promise<void> {
-  let handled = h.dispatcher.accepted.length;
   for (let round = 0; round < maxRounds; round++) {
-    const t = await h.engine.service.tick();
-    const fresh = h.dispatcher.accepted.slice(handled);
-    handled = h.dispatcher.accepted.length;
-    for (const p of fresh) {
-      const v = decide(p);
-      if (v !== "skip") await runStep(h, p, v);
-    }
+    await beforeTick?.();
+    const { t, fresh } = await pumpOnce(h, decide);
     if (t.performed === 0 && t.failed === 0 && fresh.length === 0) {
       // Backoff rows wait on the clock: move it on once there is nothing due now.
       const pending = await h.store.pendingOutbox();
@@ -308,6 +306,32 @@ export async function drive(
     }
   }
   throw new Error(`drive: still busy after ${maxRounds} rounds`);
+}
+
+const handledCount = new WeakMap<Harness, number>();
+
+/**
+ * One reconciler pass, then a runner for every dispatch accepted since the last pump of this
+ * harness (each dispatch is answered once, whoever pumps).
+ */
+export async function pumpOnce(
+  h: Harness,
+  decide: (p: DispatchPayload) => "pass" | "fail" | "skip" = () => "pass",
+) {
+  const t = await h.engine.service.tick();
+  const handled = handledCount.get(h) ?? 0;
+  const fresh = h.dispatcher.accepted.slice(handled);
+  handledCount.set(h, h.dispatcher.accepted.length);
+  for (const p of fresh) {
+    const v = decide(p);
+    if (v !== "skip") await runStep(h, p, v);
+  }
+  return { t, fresh };
+}
+
+/** `rounds` pumps without moving the clock (never throws for work left). */
+export async function pump(h: Harness, rounds: number): Promise<void> {
+  for (let i = 0; i < rounds; i++) await pumpOnce(h);
 }
 
 export async function getRecord(h: Harness, id: string) {
@@ -347,3 +371,10 @@ export async function getRecord(h: Harness, id: string) {
 }
 
 export { laneId };
+
+type Rec = Awaited<ReturnType<typeof getRecord>>;
+
+/** The step run of `index` in direction `dir` (`fwd`/`bwd`), or undefined. */
+export function stepRun(rec: Rec, index: number, dir: "fwd" | "bwd" = "fwd") {
+  return rec.step_runs.find((s) => s.step_index === index && s.direction === dir);
+}
