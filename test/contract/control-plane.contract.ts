@@ -75,6 +75,11 @@ export function controlPlaneContract(name: string, make: () => Promise<ContractS
       expect((await s.cp.apply(op, ctx("k1"))).outcome).toBe("ok");
       expect(await s.weights()).toEqual({ "lane-a": 100, "lane-b": 0, "lane-c": 0 });
       expect(await s.cp.observe(op, ctx("k1"))).toMatchObject({ ok: true, matches: true });
+      // A lane unknown to the control plane takes no traffic: it matches a target of 0 only.
+      const zero = traffic({ "lane-a": 100, "lane-zz": 0 });
+      expect(await s.cp.observe(zero, ctx("k1"))).toMatchObject({ ok: true, matches: true });
+      const some = traffic({ "lane-a": 90, "lane-zz": 10 });
+      expect(await s.cp.observe(some, ctx("k1"))).toMatchObject({ ok: true, matches: false });
     });
 
     it("replays the same key with the same body: one application, replayed=true", async () => {

@@ -1,9 +1,8 @@
 /** Runs the control-plane contract suite against the in-memory double and the reference server. */
 
-import { HttpControlPlane } from "../../engine/src/adapters/http-control-plane/index.ts";
 import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
+import { startEmbeddedControlPlane } from "../../engine/src/control-plane/embedded.ts";
 import type { LaneState, RouteResult } from "../../engine/src/control-plane/model.ts";
-import { startControlPlane } from "../../engine/src/control-plane/server.ts";
 import { controlPlaneContract } from "../contract/control-plane.contract.ts";
 
 controlPlaneContract("in-memory double", async () => {
@@ -20,8 +19,9 @@ controlPlaneContract("in-memory double", async () => {
 });
 
 controlPlaneContract("reference server over HTTP", async () => {
-  const server = await startControlPlane({ dataFile: ":memory:" });
-  const cp = new HttpControlPlane({ baseUrl: server.url, timeoutMs: 5000 });
+  const { handle: server, controlPlane: cp } = await startEmbeddedControlPlane({
+    dataDir: ":memory:",
+  });
   const get = async (path: string) => {
     const res = await fetch(`${server.url}${path}`);
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -49,7 +49,18 @@ controlPlaneContract("reference server over HTTP", async () => {
       });
       return (await res.json()) as RouteResult;
     },
-    seed: async (lanes) => server.core.seed(lanes.map((l) => ({ model: "default", ...l }))),
+    // Seeded through the contract itself (a keyed traffic write), as it would be on any service.
+    seed: async (lanes) => {
+      const r = await cp.apply(
+        {
+          op: "set_traffic",
+          weights: Object.fromEntries(lanes.map((l) => [l.id, l.weight ?? 0])),
+          percent: 0,
+        },
+        { operation_key: "seed:traffic", release_id: "seed", generation: 0 },
+      );
+      if (r.outcome !== "ok") throw new Error(`seed failed: ${JSON.stringify(r)}`);
+    },
     close: () => server.close(),
   };
 });
