@@ -1,0 +1,303 @@
+/**
+ * Bad input for every route of the HTTP API: 400 naming the field (or 401/404/409/413/422),
+ * never a 500, and one error body shape. Also: forged credentials are recorded as refused,
+ * the log tail is cut with the marker, checks are stored verbatim, YAML recipes are accepted.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify as toYaml } from "yaml";
+import { signBody } from "../../engine/src/protocol/credential.ts";
+import { LOG_TRUNCATED_MARKER } from "../../engine/src/protocol/messages.ts";
+import {
+  callbackBody,
+  callbackUrl,
+  createRelease,
+  getRecord,
+  type Harness,
+  makeHarness,
+  OPERATOR,
+  op,
+  preflightBody,
+  preflightUrl,
+  recipe,
+  SECRET,
+  signedPost,
+  VIEWER,
+} from "./service-harness.ts";
+
+let h: Harness;
+let id: string;
+beforeAll(async () => {
+  h = await makeHarness({ seed: recipe(2) });
+  id = await createRelease(h, recipe(2));
+  for (let i = 0; i < 3; i++) await h.engine.service.tick();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+interface ErrBody {
+  error: {
+    code: string;
+    message: string;
+    problems?: { path: string; message: string; fix: string }[];
+  };
+}
+
+async function expectError(res: Response, status: number, path?: string): Promise<ErrBody> {
+  expect(res.status).toBe(status);
+  const body = (await res.json()) as ErrBody;
+  expect(typeof body.error.code).toBe("string");
+  expect(body.error.message).toMatch(/^\[(engine|recipe)\]/);
+  if (path) expect(body.error.problems?.map((p) => p.path)).toContain(path);
+  for (const p of body.error.problems ?? []) expect(p.fix.length).toBeGreaterThan(0);
+  return body;
+}
+
+const req = (method: string, url: string, init: RequestInit = {}) =>
+  Promise.resolve(h.engine.app.request(url, { method, ...init }));
+
+describe("authentication of operator and read routes", () => {
+  it("missing, wrong or viewer token on an operator route: 401", async () => {
+    await expectError(await req("POST", "/v1/releases", { body: "{}" }), 401);
+    await expectError(
+      await req("POST", "/v1/releases", { headers: { authorization: "Bearer nope" }, body: "{}" }),
+      401,
+    );
+    await expectError(
+      await req("POST", `/v1/releases/${id}/abort`, {
+        headers: { authorization: `Bearer ${VIEWER}` },
+      }),
+      401,
+    );
+    await expectError(await req("POST", "/v1/tick"), 401);
+  });
+  it("reads accept the viewer token and the operator token", async () => {
+    for (const t of [VIEWER, OPERATOR]) {
+      const r = await req("GET", `/v1/releases/${id}`, {
+        headers: { authorization: `Bearer ${t}` },
+      });
+      expect(r.status).toBe(200);
+    }
+    await expectError(await req("GET", "/v1/releases"), 401);
+  });
+});
+
+describe("POST /v1/releases", () => {
+  it("bad JSON, bad YAML, unsupported content type, empty body: 400 naming the field", async () => {
+    await expectError(await op(h, "POST", "/v1/releases", "{nope"), 400, "body");
+    await expectError(
+      await op(h, "POST", "/v1/releases", "name: [unclosed", {
+        "content-type": "application/yaml",
+      }),
+      400,
+      "body",
+    );
+    await expectError(
+      await op(h, "POST", "/v1/releases", "x", { "content-type": "text/plain" }),
+      400,
+      "content-type",
+    );
+    await expectError(await op(h, "POST", "/v1/releases", ""), 400, "body");
+    await expectError(
+      await op(h, "POST", "/v1/releases?start=maybe", recipe(2)),
+      400,
+      "query.start",
+    );
+  });
+  it("a recipe failing its contract: 422 with every problem", async () => {
+    const bad = { ...recipe(2), image: "ghcr.io/acme/summarizer:latest", lanes: [] };
+    const body = await expectError(await op(h, "POST", "/v1/releases", bad), 422);
+    expect(body.error.problems!.length).toBeGreaterThanOrEqual(2);
+    expect(body.error.problems!.map((p) => p.path)).toContain("image");
+  });
+  it("YAML with content-type application/yaml: 201 with id and manifest_digest", async () => {
+    const res = await op(h, "POST", "/v1/releases", toYaml(recipe(2)), {
+      "content-type": "application/yaml",
+    });
+    expect(res.status).toBe(201);
+    const b = (await res.json()) as { id: string; manifest_digest: string };
+    expect(b.id).toMatch(/^r[0-9]+$/);
+    expect(b.manifest_digest).toMatch(/^[0-9a-f]{64}$/);
+  });
+  it("a body over 1 MiB: 413", async () => {
+    await expectError(
+      await op(h, "POST", "/v1/releases", `"${"x".repeat(1024 * 1024 + 10)}"`),
+      413,
+    );
+  });
+});
+
+describe("GET /v1/releases and /v1/releases/:id", () => {
+  it("bad query values: 400 naming them", async () => {
+    await expectError(await op(h, "GET", "/v1/releases?state=bogus"), 400, "query.state");
+    await expectError(await op(h, "GET", "/v1/releases?limit=0"), 400, "query.limit");
+    await expectError(await op(h, "GET", "/v1/releases?limit=abc"), 400, "query.limit");
+    await expectError(await op(h, "GET", "/v1/releases?colour=red"), 400, "query");
+    const ok = await op(h, "GET", "/v1/releases?state=running&limit=5");
+    expect(ok.status).toBe(200);
+    expect(
+      ((await ok.json()) as { releases: { id: string }[] }).releases.map((r) => r.id),
+    ).toContain(id);
+  });
+  it("a malformed id is 400 naming id, an unknown one 404", async () => {
+    await expectError(await op(h, "GET", "/v1/releases/bogus"), 400, "id");
+    await expectError(await op(h, "GET", "/v1/releases/r99999"), 404);
+  });
+  it("the record carries state, hwm, step runs with attempts, history", async () => {
+    const rec = await getRecord(h, id);
+    expect(rec.state).toBe("running");
+    expect(typeof rec.high_water_mark).toBe("number");
+    expect(rec.step_runs.length).toBeGreaterThan(0);
+    expect(rec.history[0]?.kind).toBe("created");
+  });
+});
+
+describe("operator actions", () => {
+  it("abort: bad id, bad body, unknown field, unknown release", async () => {
+    await expectError(await op(h, "POST", "/v1/releases/x1/abort"), 400, "id");
+    await expectError(await op(h, "POST", "/v1/releases/r1/abort", "not json"), 400, "body");
+    await expectError(
+      await op(h, "POST", `/v1/releases/${id}/abort`, { reason: 5 }),
+      400,
+      "body.reason",
+    );
+    await expectError(await op(h, "POST", `/v1/releases/${id}/abort`, { why: "x" }), 400, "body");
+    await expectError(await op(h, "POST", "/v1/releases/r99999/abort"), 404);
+  });
+  it("resume: bad id 400, unknown 404, a running release 409", async () => {
+    await expectError(await op(h, "POST", "/v1/releases/%20/resume"), 400, "id");
+    await expectError(await op(h, "POST", "/v1/releases/r99999/resume"), 404);
+    await expectError(await op(h, "POST", `/v1/releases/${id}/resume`), 409);
+  });
+  it("retry: bad step run id 400, unknown 404, a step run not waiting 409", async () => {
+    await expectError(await op(h, "POST", "/v1/releases/step-runs/sr_x/retry"), 400, "id");
+    await expectError(await op(h, "POST", "/v1/releases/step-runs/sr_99999_0_f/retry"), 404);
+    await expectError(
+      await op(h, "POST", `/v1/releases/step-runs/sr_${id.slice(1)}_0_f/retry`),
+      409,
+    );
+  });
+  it("tick and healthz answer; unknown routes are JSON 404s", async () => {
+    expect((await op(h, "POST", "/v1/tick")).status).toBe(200);
+    const hz = await req("GET", "/healthz");
+    expect(hz.status).toBe(200);
+    expect(await hz.json()).toEqual({ ok: true });
+    await expectError(await req("GET", "/v1/nothing-here"), 404);
+  });
+});
+
+describe("preflight and callback", () => {
+  const sr = () => `sr_${id.slice(1)}_1_f`;
+
+  it("bad credentials get one identical 401 body and are recorded as refused", async () => {
+    const body = callbackBody(sr(), { run_id: "1", run_attempt: 1 });
+    const now = h.clock.now();
+    const variants: Record<string, string>[] = [
+      {},
+      signBody("wrong-secret-0123456789abcdef", body, now),
+      signBody(SECRET, body, now - 10 * 60 * 1000), // expired (replayed later)
+      { "x-baton-signature": "sha256=zz", "x-baton-timestamp": "1" },
+    ];
+    const texts = new Set<string>();
+    for (const headers of variants) {
+      for (const url of [callbackUrl(sr()), preflightUrl(sr())]) {
+        const res = await req("POST", url, { headers, body });
+        expect(res.status).toBe(401);
+        texts.add(await res.text());
+      }
+    }
+    expect(texts.size).toBe(1);
+    const rec = await getRecord(h, id);
+    const refused = rec.history.filter(
+      (x) => x.outcome === "refused" && /bad credential/.test(x.message),
+    );
+    expect(refused.length).toBe(variants.length * 2);
+  });
+
+  it("signed but malformed bodies: 400 naming the field", async () => {
+    await expectError(await signedPost(h, callbackUrl(sr()), "{not json"), 400, "body");
+    await expectError(
+      await signedPost(h, callbackUrl(sr()), new Uint8Array([0x7b, 0xff, 0x7d])),
+      400,
+      "body",
+    );
+    await expectError(
+      await signedPost(
+        h,
+        callbackUrl(sr()),
+        JSON.stringify({ step_run_id: sr(), overall: "pass" }),
+      ),
+      400,
+      "body.run_id",
+    );
+    await expectError(
+      await signedPost(
+        h,
+        callbackUrl(sr()),
+        callbackBody(sr(), { run_id: "1", run_attempt: 1 }, "pass", { overall: "maybe" }),
+      ),
+      400,
+      "body.overall",
+    );
+    await expectError(
+      await signedPost(h, preflightUrl(sr()), JSON.stringify({ step_run_id: sr(), extra: 1 })),
+      400,
+      "body.release_id",
+    );
+    await expectError(
+      await signedPost(
+        h,
+        callbackUrl(sr()),
+        callbackBody(`sr_${id.slice(1)}_2_f`, { run_id: "1", run_attempt: 1 }),
+      ),
+      400,
+      "body.step_run_id",
+    );
+    await expectError(await signedPost(h, callbackUrl("sr_bad"), "{}"), 400, "id");
+  });
+
+  it("unknown step run: 404; a callback with no attempt: 409", async () => {
+    const p = h.dispatcher.accepted[0]!;
+    const pre = JSON.parse(preflightBody(p, { run_id: "1", run_attempt: 1 }));
+    const unknown = JSON.stringify({ ...pre, step_run_id: "sr_99999_1_f", release_id: "r99999" });
+    await expectError(await signedPost(h, preflightUrl("sr_99999_1_f"), unknown), 404);
+    await expectError(
+      await signedPost(
+        h,
+        callbackUrl(sr()),
+        callbackBody(sr(), { run_id: "424242", run_attempt: 1 }),
+      ),
+      409,
+    );
+  });
+
+  it("callback bodies over 1 MiB: 413", async () => {
+    const big = callbackBody(sr(), { run_id: "1", run_attempt: 1 }, "pass", {
+      log: "x".repeat(1024 * 1024),
+    });
+    await expectError(await signedPost(h, callbackUrl(sr()), big), 413);
+  });
+
+  it("a log over 256 KiB is cut with the marker; checks are stored verbatim", async () => {
+    const p = h.dispatcher.accepted[0]!;
+    const run = { run_id: "9191", run_attempt: 1 };
+    expect((await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run))).status).toBe(
+      200,
+    );
+    const checks = { weird: [1, "two", { three: null }], ünï: true };
+    const log = `${"a".repeat(300 * 1024)}\nTHE END é\n`;
+    const res = await signedPost(
+      h,
+      callbackUrl(p.step_run_id),
+      callbackBody(p.step_run_id, run, "pass", { checks, log }),
+    );
+    expect(res.status).toBe(200);
+    const rec = await getRecord(h, id);
+    const ar = rec.attempt_results.find((a) => a.step_run_id === p.step_run_id)!;
+    expect(ar.checks).toEqual(checks);
+    expect(ar.log_truncated).toBe(true);
+    expect(ar.log.startsWith(LOG_TRUNCATED_MARKER)).toBe(true);
+    expect(ar.log.endsWith("THE END é\n")).toBe(true);
+    expect(Buffer.byteLength(ar.log, "utf8")).toBeLessThanOrEqual(256 * 1024);
+  });
+});
