@@ -1,0 +1,19 @@
+/** Local-runner adapter of the dispatcher port. */
+export { parseCommandFile, stateToEnv } from "./command-files.ts";
+export {
+  type ActionInputs,
+  inputEnv,
+  type RunnerContext,
+  repositoryDispatchEvent,
+  runnerEnv,
+} from "./environment.ts";
+export { MaskingLineWriter, MaskSet } from "./mask.ts";
+export {
+  headSha,
+  type LocalRun,
+  type LocalRunConclusion,
+  type LocalRunEvent,
+  LocalRunner,
+  type LocalRunnerOptions,
+  type LocalRunState,
+} from "./runner.ts";
