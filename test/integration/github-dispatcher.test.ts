@@ -261,6 +261,23 @@ describe("GitHub dispatcher as a GitHub App installation", () => {
     expect(standin.accepted[0]?.authorization).toBe(`token ${standin.issuedTokens[0]}`);
   });
 
+  it("accepts a private key pasted on one line with escaped newlines", async () => {
+    standin = await startGitHubStandin({
+      app: { appId: "4242", publicKeyPem: keys.publicKey, installationId: "99" },
+    });
+    const dispatcher = new GitHubDispatcher({
+      repository: "acme/models",
+      auth: {
+        kind: "app",
+        appId: "4242",
+        privateKey: keys.privateKey.replace(/\n/g, "\\n"),
+        installationId: "99",
+      },
+      baseUrl: standin.baseUrl,
+    });
+    expect(await dispatcher.dispatch(payload())).toEqual({ ok: true });
+  });
+
   it("a wrong App key is refused at the token exchange: 401, not retryable, said so", async () => {
     const other = generateKeyPairSync("rsa", {
       modulusLength: 2048,

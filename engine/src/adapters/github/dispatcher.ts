@@ -164,7 +164,8 @@ export class GitHubDispatcher implements Dispatcher {
             authStrategy: createAppAuth,
             auth: {
               appId: auth.appId,
-              privateKey: auth.privateKey,
+              // One-line env files often carry the PEM with literal "\n"; restore the newlines.
+              privateKey: auth.privateKey.replace(/\\n/g, "\n"),
               installationId: auth.installationId,
             },
           });
