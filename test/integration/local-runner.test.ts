@@ -20,6 +20,7 @@ import {
   runnerEnv,
   stateToEnv,
 } from "../../engine/src/adapters/local-runner/index.ts";
+import { generateEd25519 } from "../../engine/src/embedded-target/index.ts";
 import { verifyBody } from "../../engine/src/protocol/credential.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 
@@ -424,10 +425,53 @@ const BUNDLE = join(REPO, "actions/release-step/dist/index.js");
 describe.skipIf(!existsSync(BUNDLE) && process.env.CI !== "true")(
   "local runner with the real action bundle",
   () => {
-    it("is present (CI must have the committed bundle)", () => {
+    it("runs the noop tool: preflight and callback arrive with the run id and attempt; re-run is attempt 2", async () => {
       expect(existsSync(BUNDLE), `${BUNDLE} is missing; build the action (npm run build)`).toBe(
         true,
       );
+      const key = generateEd25519("runner-test");
+      const r = makeRunner({
+        actionDir: join(REPO, "actions/release-step"),
+        inputs: { "engine-url": engine.url, "callback-secret": SECRET, "ssh-key": key.privateKey },
+        runTimeoutMs: 60_000,
+      });
+      expect(await r.dispatch(payload("sr_5_20_f", { lane: { id: "lane-a" } }))).toEqual({
+        ok: true,
+      });
+      await r.idle();
+      const first = r.list()[0]!;
+      const log1 = readFileSync(first.logFile, "utf8");
+      expect(first.conclusion, log1).toBe("success");
+      expect(first.outputs).toMatchObject({
+        status: "succeeded",
+        overall: "pass",
+        "step-run-id": "sr_5_20_f",
+      });
+      expect(engine.received.map((x) => [x.kind, x.body.run_id, x.body.run_attempt])).toEqual([
+        ["preflight", first.runId, 1],
+        ["callback", first.runId, 1],
+      ]);
+      const cb = engine.received[1]!.body;
+      expect(cb).toMatchObject({ step_run_id: "sr_5_20_f", status: "succeeded", overall: "pass" });
+      expect(cb.checks).toEqual([expect.objectContaining({ name: "noop" })]);
+      // The key never reaches the log, and the post step removed it.
+      for (const line of key.privateKey
+        .split("\n")
+        .filter((l) => l.length > 20 && !l.startsWith("-----"))) {
+        expect(log1).not.toContain(line);
+      }
+      expect(first.post?.code).toBe(0);
+
+      expect(r.rerun(first.runId).attempt).toBe(2);
+      await r.idle();
+      const second = r.runsOf("sr_5_20_f")[1]!;
+      expect(second.conclusion, readFileSync(second.logFile, "utf8")).toBe("success");
+      expect(
+        engine.received.slice(2).map((x) => [x.kind, x.body.run_id, x.body.run_attempt]),
+      ).toEqual([
+        ["preflight", first.runId, 2],
+        ["callback", first.runId, 2],
+      ]);
     });
   },
 );
