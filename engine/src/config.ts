@@ -37,92 +37,91 @@ const secretText = (name: string) =>
     .trim()
     .min(16, `${name} must be at least 16 characters`);
 
-const Env = z
-  .object({
-    DATABASE_URL: z
-      .string()
-      .trim()
-      .regex(
-        /^postgres(ql)?:\/\//,
-        "DATABASE_URL must start with postgres:// (unset it for SQLite)",
-      )
-      .optional(),
-    BATON_DATA_DIR: z.string().trim().min(1).default("./.baton"),
-    PORT: z.coerce
-      .number({ error: "PORT must be a number" })
-      .int("PORT must be an integer")
-      .min(1, "PORT must be 1..65535")
-      .max(65535, "PORT must be 1..65535")
-      .default(8787),
-    BATON_PUBLIC_URL: z.url({ error: "BATON_PUBLIC_URL must be an http(s) URL" }).optional(),
-    BATON_CALLBACK_SECRETS: z
-      .string({ error: "BATON_CALLBACK_SECRETS is not set" })
-      .transform((s) =>
-        s
-          .split(",")
-          .map((x) => x.trim())
-          .filter(Boolean),
-      )
-      .pipe(
-        z
-          .array(z.string().min(16, "each callback secret must be at least 16 characters"))
-          .min(1, "BATON_CALLBACK_SECRETS needs at least one secret"),
-      ),
-    BATON_OPERATOR_TOKEN: secretText("BATON_OPERATOR_TOKEN"),
-    BATON_VIEWER_TOKEN: secretText("BATON_VIEWER_TOKEN").optional(),
-    BATON_CONTROL_PLANE_URL: z
-      .url({ error: "BATON_CONTROL_PLANE_URL must be an http(s) URL" })
-      .optional(),
-    BATON_DISPATCHER: z
-      .enum(["github", "local"], { error: "BATON_DISPATCHER must be github or local" })
-      .default("local"),
-    GITHUB_REPOSITORY: z
-      .string()
-      .regex(/^[\w.-]+\/[\w.-]+$/, "GITHUB_REPOSITORY must be owner/name")
-      .optional(),
-    GITHUB_TOKEN: z.string().min(1).optional(),
-    GITHUB_APP_ID: z
-      .string()
-      .regex(/^[0-9]+$/, "GITHUB_APP_ID must be digits")
-      .optional(),
-    GITHUB_APP_PRIVATE_KEY: z.string().min(1).optional(),
-    GITHUB_APP_INSTALLATION_ID: z
-      .string()
-      .regex(/^[0-9]+$/, "GITHUB_APP_INSTALLATION_ID must be digits")
-      .optional(),
-    BATON_TICK_MS: z.coerce
-      .number({ error: "BATON_TICK_MS must be a number" })
-      .int()
-      .min(50, "BATON_TICK_MS must be at least 50")
-      .max(600_000, "BATON_TICK_MS must be at most 600000")
-      .default(1000),
-  })
-  .superRefine((e, ctx) => {
-    if (e.BATON_DISPATCHER !== "github") return;
-    if (!e.GITHUB_REPOSITORY) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["GITHUB_REPOSITORY"],
-        message: "GITHUB_REPOSITORY is required when BATON_DISPATCHER=github",
-      });
-    }
-    const app = e.GITHUB_APP_ID || e.GITHUB_APP_PRIVATE_KEY || e.GITHUB_APP_INSTALLATION_ID;
-    if (!e.GITHUB_TOKEN && !app) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["GITHUB_TOKEN"],
-        message: "BATON_DISPATCHER=github needs GITHUB_TOKEN or a GitHub App",
-      });
-    }
-    if (app && !(e.GITHUB_APP_ID && e.GITHUB_APP_PRIVATE_KEY && e.GITHUB_APP_INSTALLATION_ID)) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["GITHUB_APP_ID"],
-        message:
-          "a GitHub App needs all three of GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_APP_INSTALLATION_ID",
-      });
-    }
-  });
+const Env = z.object({
+  DATABASE_URL: z
+    .string()
+    .trim()
+    .regex(/^postgres(ql)?:\/\//, "DATABASE_URL must start with postgres:// (unset it for SQLite)")
+    .optional(),
+  BATON_DATA_DIR: z.string().trim().min(1).default("./.baton"),
+  PORT: z.coerce
+    .number({ error: "PORT must be a number" })
+    .int("PORT must be an integer")
+    .min(1, "PORT must be 1..65535")
+    .max(65535, "PORT must be 1..65535")
+    .default(8787),
+  BATON_PUBLIC_URL: z.url({ error: "BATON_PUBLIC_URL must be an http(s) URL" }).optional(),
+  BATON_CALLBACK_SECRETS: z
+    .string({ error: "BATON_CALLBACK_SECRETS is not set" })
+    .transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z
+        .array(z.string().min(16, "each callback secret must be at least 16 characters"))
+        .min(1, "BATON_CALLBACK_SECRETS needs at least one secret"),
+    ),
+  BATON_OPERATOR_TOKEN: secretText("BATON_OPERATOR_TOKEN"),
+  BATON_VIEWER_TOKEN: secretText("BATON_VIEWER_TOKEN").optional(),
+  BATON_CONTROL_PLANE_URL: z
+    .url({ error: "BATON_CONTROL_PLANE_URL must be an http(s) URL" })
+    .optional(),
+  BATON_DISPATCHER: z
+    .enum(["github", "local"], { error: "BATON_DISPATCHER must be github or local" })
+    .default("local"),
+  GITHUB_REPOSITORY: z
+    .string()
+    .regex(/^[\w.-]+\/[\w.-]+$/, "GITHUB_REPOSITORY must be owner/name")
+    .optional(),
+  GITHUB_TOKEN: z.string().min(1).optional(),
+  GITHUB_APP_ID: z
+    .string()
+    .regex(/^[0-9]+$/, "GITHUB_APP_ID must be digits")
+    .optional(),
+  GITHUB_APP_PRIVATE_KEY: z.string().min(1).optional(),
+  GITHUB_APP_INSTALLATION_ID: z
+    .string()
+    .regex(/^[0-9]+$/, "GITHUB_APP_INSTALLATION_ID must be digits")
+    .optional(),
+  BATON_TICK_MS: z.coerce
+    .number({ error: "BATON_TICK_MS must be a number" })
+    .int()
+    .min(50, "BATON_TICK_MS must be at least 50")
+    .max(600_000, "BATON_TICK_MS must be at most 600000")
+    .default(1000),
+});
+
+/** Cross-field rules of the GitHub dispatcher, checked even when other variables are bad. */
+function githubProblems(
+  e: Record<string, string | undefined>,
+): { path: string; message: string }[] {
+  if (e.BATON_DISPATCHER !== "github") return [];
+  const out: { path: string; message: string }[] = [];
+  if (!e.GITHUB_REPOSITORY) {
+    out.push({
+      path: "GITHUB_REPOSITORY",
+      message: "GITHUB_REPOSITORY is required when BATON_DISPATCHER=github",
+    });
+  }
+  const app = e.GITHUB_APP_ID || e.GITHUB_APP_PRIVATE_KEY || e.GITHUB_APP_INSTALLATION_ID;
+  if (!e.GITHUB_TOKEN && !app) {
+    out.push({
+      path: "GITHUB_TOKEN",
+      message: "BATON_DISPATCHER=github needs GITHUB_TOKEN or a GitHub App",
+    });
+  }
+  if (app && !(e.GITHUB_APP_ID && e.GITHUB_APP_PRIVATE_KEY && e.GITHUB_APP_INSTALLATION_ID)) {
+    out.push({
+      path: "GITHUB_APP_ID",
+      message:
+        "a GitHub App needs all three of GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_APP_INSTALLATION_ID",
+    });
+  }
+  return out;
+}
 
 const FIX: Record<string, string> = {
   DATABASE_URL:
@@ -147,18 +146,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     Object.entries(env).filter(([, v]) => v !== undefined && v !== ""),
   );
   const r = Env.safeParse(clean);
-  if (!r.success) {
-    const problems: Problem[] = r.error.issues.map((i) => {
-      const name = String(i.path[0] ?? "environment");
-      return {
-        path: name,
-        message: i.message.includes(name) ? i.message : `${name}: ${i.message}`,
-        fix: FIX[name] ?? `set ${name} to a valid value (docs/engine.md, Configuration)`,
-      };
-    });
+  const raw = [
+    ...(r.success
+      ? []
+      : r.error.issues.map((i) => ({
+          path: String(i.path[0] ?? "environment"),
+          message: i.message,
+        }))),
+    ...githubProblems(clean),
+  ];
+  if (!r.success || raw.length > 0) {
+    const problems: Problem[] = raw.map(({ path: name, message }) => ({
+      path: name,
+      message: message.includes(name) ? message : `${name}: ${message}`,
+      fix: FIX[name] ?? `set ${name} to a valid value (docs/engine.md, Configuration)`,
+    }));
     const lines = problems.map((p) => `  - ${p.message}; fix: ${p.fix}`).join("\n");
     throw new BatonError("bad_request", `[engine] invalid configuration:\n${lines}`, problems);
   }
+  if (!r.success) throw new Error("unreachable");
   const e = r.data;
   return {
     databaseUrl: e.DATABASE_URL ?? null,
