@@ -1,0 +1,255 @@
+/**
+ * What each `baton` command does. Every function resolves to an exit code or throws a
+ * `CliError`; printing goes through `io` so that tests and the program share one path.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { BatonError } from "../domain/errors.ts";
+import type { ReleaseState } from "../domain/states.ts";
+import { RELEASE_STATES } from "../domain/states.ts";
+import type { ReleaseSummary } from "../ports/store.ts";
+import { type Connection, EngineClient } from "./client.ts";
+import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
+import { type RecordJson, releaseSummary, releasesTable, statusJson } from "./output.ts";
+import { watch } from "./watch.ts";
+
+export interface Io {
+  out: { write(s: string): unknown; isTTY?: boolean };
+  err: { write(s: string): unknown };
+}
+
+const RELEASE_ID = /^r[0-9]{1,12}$/;
+const STEP_RUN_ID = /^sr_[0-9]{1,12}_[0-9]{1,4}_[fb]$/;
+
+/** @throws CliError (usage) unless `id` looks like `r17`. */
+export function releaseId(id: string): string {
+  if (!RELEASE_ID.test(id))
+    throw usage(
+      `[cli] ${JSON.stringify(id)} is not a release id; ids look like r17 (see baton status)`,
+    );
+  return id;
+}
+
+/** @throws CliError (usage) unless `id` looks like `sr_17_6_f`. */
+export function stepRunId(id: string): string {
+  if (!STEP_RUN_ID.test(id)) {
+    throw usage(
+      `[cli] ${JSON.stringify(id)} is not a step run id; ids look like sr_17_6_f (see baton status <release>)`,
+    );
+  }
+  return id;
+}
+
+function readRecipe(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw usage(
+      `[cli] cannot read recipe file ${file} (${code}); give the path of a recipe YAML file`,
+    );
+  }
+}
+
+const print = (io: Io, lines: string[]) => io.out.write(`${lines.join("\n")}\n`);
+const printJson = (io: Io, v: unknown) => io.out.write(`${JSON.stringify(v, null, 2)}\n`);
+
+/** `check <recipe…>`: contract check and compile, locally; exit 1 when any recipe fails. */
+export async function check(files: string[], o: { json: boolean }, io: Io): Promise<ExitCode> {
+  const { compileRecipeText } = await import("../recipes/compile-text.ts");
+  const results = files.map((file) => {
+    const text = readRecipe(file);
+    try {
+      const c = compileRecipeText(text, file);
+      return {
+        file,
+        ok: true as const,
+        steps: c.manifest.steps.length,
+        waves: c.manifest.waves.length,
+        manifest_digest: c.manifest_digest,
+      };
+    } catch (err) {
+      if (!(err instanceof BatonError)) throw err;
+      return { file, ok: false as const, message: err.message, problems: err.problems };
+    }
+  });
+  if (o.json) printJson(io, { recipes: results });
+  else {
+    for (const r of results) {
+      if (r.ok)
+        print(io, [
+          `ok    ${r.file}: ${r.steps} steps in ${r.waves} waves, manifest ${r.manifest_digest}`,
+        ]);
+      else
+        print(io, [
+          `FAIL  ${r.file}`,
+          ...errorLines(new CliError(r.message, EXIT.failed, r.problems)).map((l) => `      ${l}`),
+        ]);
+    }
+  }
+  return results.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
+}
+
+/** `start <recipe>`: sends the recipe (YAML or JSON by extension) to the engine. */
+export async function start(
+  conn: Connection,
+  file: string,
+  o: { json: boolean; hold: boolean },
+  io: Io,
+): Promise<ExitCode> {
+  const text = readRecipe(file);
+  const type = /\.json$/i.test(file) ? "application/json" : "application/yaml";
+  const res = await new EngineClient(conn).call<{
+    id: string;
+    state: string;
+    step_count: number;
+    manifest_digest: string;
+  }>("POST", `/v1/releases${o.hold ? "?start=false" : ""}`, text, type);
+  if (o.json) printJson(io, res);
+  else {
+    print(io, [
+      `started ${res.id}: ${res.step_count} steps, state ${res.state}, manifest ${res.manifest_digest}`,
+      `  follow it: baton watch ${res.id}   dashboard: ${conn.engine}/releases/${res.id}`,
+    ]);
+  }
+  return EXIT.ok;
+}
+
+/** `status [id]`: the releases table, or one release's summary. */
+export async function status(
+  conn: Connection,
+  id: string | undefined,
+  o: { json: boolean; state?: string; limit?: string },
+  io: Io,
+): Promise<ExitCode> {
+  const client = new EngineClient(conn);
+  if (id !== undefined) {
+    const rec = await client.call<RecordJson>("GET", `/v1/releases/${releaseId(id)}`);
+    if (o.json) printJson(io, statusJson(rec));
+    else print(io, releaseSummary(rec, Date.now()));
+    return EXIT.ok;
+  }
+  const q = new URLSearchParams();
+  if (o.state !== undefined) {
+    if (!RELEASE_STATES.includes(o.state as ReleaseState)) {
+      throw usage(
+        `[cli] --state ${JSON.stringify(o.state)} is not a release state; use one of ${RELEASE_STATES.join(", ")}`,
+      );
+    }
+    q.set("state", o.state);
+  }
+  if (o.limit !== undefined) {
+    const n = Number(o.limit);
+    if (!Number.isInteger(n) || n < 1 || n > 200)
+      throw usage(`[cli] --limit must be a whole number 1..200; got ${JSON.stringify(o.limit)}`);
+    q.set("limit", String(n));
+  }
+  const qs = q.toString();
+  const res = await client.call<{ releases: ReleaseSummary[] }>(
+    "GET",
+    `/v1/releases${qs ? `?${qs}` : ""}`,
+  );
+  if (o.json) printJson(io, res);
+  else print(io, releasesTable(res.releases, Date.now()));
+  return EXIT.ok;
+}
+
+/** `watch <id>`. */
+export async function watchCommand(
+  conn: Connection,
+  id: string,
+  o: { json: boolean; interval: string; timeout: string },
+  io: Io,
+): Promise<ExitCode> {
+  const interval = Number(o.interval);
+  const timeout = Number(o.timeout);
+  if (!Number.isFinite(interval) || interval < 100 || interval > 60_000) {
+    throw usage(`[cli] --interval must be 100..60000 ms; got ${JSON.stringify(o.interval)}`);
+  }
+  if (!Number.isFinite(timeout) || timeout <= 0) {
+    throw usage(
+      `[cli] --timeout must be a positive number of seconds; got ${JSON.stringify(o.timeout)}`,
+    );
+  }
+  return watch(new EngineClient(conn), releaseId(id), {
+    intervalMs: interval,
+    timeoutMs: timeout * 1000,
+    json: o.json,
+    out: io.out,
+  });
+}
+
+/** `abort <id>`, `resume <id>`, `retry <step-run>`: operator actions; refusals exit 1. */
+export async function act(
+  conn: Connection,
+  action: "abort" | "resume" | "retry",
+  target: string,
+  o: { json: boolean; reason?: string },
+  io: Io,
+): Promise<ExitCode> {
+  const client = new EngineClient(conn);
+  let path: string;
+  let body: string | undefined;
+  if (action === "retry") path = `/v1/releases/step-runs/${stepRunId(target)}/retry`;
+  else path = `/v1/releases/${releaseId(target)}/${action}`;
+  if (action === "abort" && o.reason !== undefined) body = JSON.stringify({ reason: o.reason });
+  const res = await client.call<{ state?: string; release_state?: string; generation?: number }>(
+    "POST",
+    path,
+    body,
+  );
+  if (o.json) printJson(io, res);
+  else {
+    const state = res.state ?? res.release_state ?? "?";
+    const release = action === "retry" ? `r${target.split("_")[1]}` : target;
+    print(io, [
+      `${action} accepted: ${release} is now ${state}${res.generation !== undefined ? ` (generation ${res.generation})` : ""}`,
+    ]);
+  }
+  return EXIT.ok;
+}
+
+/** `record <id>`: the full record as JSON, as the engine keeps it. */
+export async function record(conn: Connection, id: string, io: Io): Promise<ExitCode> {
+  const rec = await new EngineClient(conn).call<RecordJson>("GET", `/v1/releases/${releaseId(id)}`);
+  printJson(io, rec);
+  return EXIT.ok;
+}
+
+/** `serve`: the Node server (engine/src/main-node.ts), configured from the environment. */
+export async function serve(o: { port?: string; host: string }): Promise<ExitCode> {
+  if (o.port !== undefined) {
+    const n = Number(o.port);
+    if (!Number.isInteger(n) || n < 1 || n > 65535)
+      throw usage(`[cli] --port must be 1..65535; got ${JSON.stringify(o.port)}`);
+    process.env.PORT = String(n);
+  }
+  const { startNodeServer } = await import("../main-node.ts");
+  try {
+    await startNodeServer({}, o.host);
+  } catch (err) {
+    if (err instanceof BatonError) throw new CliError(err.message, EXIT.usage, []);
+    throw err;
+  }
+  return EXIT.ok;
+}
+
+const DEMO = new URL("../demo/main.ts", import.meta.url);
+
+/**
+ * `demo`: delegates to engine/src/demo/main.ts (loaded lazily). The module may export
+ * `main(args)` (or a default function) resolving to an exit code; otherwise it runs on import.
+ */
+export async function demo(args: string[]): Promise<ExitCode> {
+  if (!existsSync(fileURLToPath(DEMO))) {
+    throw new CliError(
+      "[cli] the demo is not part of this build (engine/src/demo/main.ts is missing); run `baton serve` and `baton start <recipe>` instead",
+    );
+  }
+  const mod = (await import(DEMO.href)) as { main?: (a: string[]) => unknown; default?: unknown };
+  const fn =
+    mod.main ??
+    (typeof mod.default === "function" ? (mod.default as (a: string[]) => unknown) : undefined);
+  const code = fn ? await fn(args) : undefined;
+  return code === EXIT.failed || code === EXIT.usage ? code : EXIT.ok;
+}

@@ -1,0 +1,169 @@
+/**
+ * The `baton` command line (commander). Global options: `--engine <url>` (env
+ * BATON_ENGINE_URL), `--token <token>` (env BATON_TOKEN). Read commands take `--json`.
+ * Exit codes: 0 ok, 1 failed or refused, 2 usage (docs/cli.md).
+ */
+import { Command, CommanderError, Option } from "commander";
+import { connection } from "./client.ts";
+import * as cmd from "./commands.ts";
+import { CliError, EXIT, type ExitCode, errorLines } from "./errors.ts";
+
+type Globals = { engine?: string; token?: string };
+
+/**
+ * Runs the CLI on `argv` (without node and script). Resolves to the exit code; never throws.
+ * `serve` resolves once the server listens (the process then stays up).
+ */
+export async function runCli(
+  argv: string[],
+  io: cmd.Io = { out: process.stdout, err: process.stderr },
+): Promise<ExitCode> {
+  let code: ExitCode = EXIT.ok;
+  const program = new Command("baton")
+    .description("Baton: roll a model out to a fleet from GitHub, one durable step at a time.")
+    .option("--engine <url>", "engine URL (env BATON_ENGINE_URL, default http://127.0.0.1:8787)")
+    .option("--token <token>", "operator or viewer token (env BATON_TOKEN)")
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => io.out.write(s),
+      writeErr: (s) => io.err.write(s),
+      outputError: (s, write) =>
+        write(`[cli] ${s.replace(/^error: /, "").trim()} (see baton --help)\n`),
+    });
+  const conn = (c: Command) => connection(c.optsWithGlobals<Globals>());
+  const json = () => new Option("--json", "print JSON instead of text");
+
+  program
+    .command("check")
+    .description("contract-check and compile recipe files locally (no engine needed)")
+    .argument("<recipe...>", "recipe YAML files")
+    .addOption(json())
+    .action(async (files: string[], o: { json?: boolean }) => {
+      code = await cmd.check(files, { json: Boolean(o.json) }, io);
+    });
+
+  program
+    .command("start")
+    .description("start a release of a recipe")
+    .argument("<recipe>", "recipe YAML (or .json) file")
+    .option("--hold", "create the release but keep it pending until `baton resume`")
+    .addOption(json())
+    .action(async (file: string, o: { json?: boolean; hold?: boolean }, c: Command) => {
+      code = await cmd.start(conn(c), file, { json: Boolean(o.json), hold: Boolean(o.hold) }, io);
+    });
+
+  program
+    .command("status")
+    .description("list releases, or show one release's step runs")
+    .argument("[id]", "release id, e.g. r17")
+    .option("--state <state>", "only releases in this state (list)")
+    .option("--limit <n>", "at most n releases (list, 1..200)")
+    .addOption(json())
+    .action(
+      async (
+        id: string | undefined,
+        o: { json?: boolean; state?: string; limit?: string },
+        c: Command,
+      ) => {
+        code = await cmd.status(conn(c), id, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
+
+  program
+    .command("watch")
+    .description("follow a release: each step as it happens; exit 0 when it succeeds")
+    .argument("<id>", "release id")
+    .option("--interval <ms>", "poll interval in ms", "1000")
+    .option("--timeout <s>", "give up after this many seconds", "21600")
+    .addOption(json())
+    .action(
+      async (id: string, o: { json?: boolean; interval: string; timeout: string }, c: Command) => {
+        code = await cmd.watchCommand(conn(c), id, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
+
+  program
+    .command("abort")
+    .description("abort a release (compensates whatever may have taken effect)")
+    .argument("<id>", "release id")
+    .option("--reason <text>", "why, kept in the history")
+    .addOption(json())
+    .action(async (id: string, o: { json?: boolean; reason?: string }, c: Command) => {
+      code = await cmd.act(conn(c), "abort", id, { ...o, json: Boolean(o.json) }, io);
+    });
+
+  program
+    .command("resume")
+    .description("resume a paused (or held) release")
+    .argument("<id>", "release id")
+    .addOption(json())
+    .action(async (id: string, o: { json?: boolean }, c: Command) => {
+      code = await cmd.act(conn(c), "resume", id, { json: Boolean(o.json) }, io);
+    });
+
+  program
+    .command("retry")
+    .description("retry the step run a paused release waits on")
+    .argument("<step-run>", "step run id, e.g. sr_17_6_f")
+    .addOption(json())
+    .action(async (id: string, o: { json?: boolean }, c: Command) => {
+      code = await cmd.act(conn(c), "retry", id, { json: Boolean(o.json) }, io);
+    });
+
+  program
+    .command("record")
+    .description("print a release's full record as JSON (release, history, attempt results)")
+    .argument("<id>", "release id")
+    .action(async (id: string, _o: unknown, c: Command) => {
+      code = await cmd.record(conn(c), id, io);
+    });
+
+  program
+    .command("serve")
+    .description(
+      "run the engine (HTTP API, dashboard, reconciler), configured from the environment",
+    )
+    .option("--port <port>", "listen port (overrides PORT)")
+    .option("--host <host>", "listen address", "0.0.0.0")
+    .action(async (o: { port?: string; host: string }) => {
+      code = await cmd.serve(o);
+    });
+
+  program
+    .command("demo")
+    .description("run the local demo (engine, runner and fleet stand-ins)")
+    .allowExcessArguments(true)
+    .allowUnknownOption(true)
+    .action(async (_o: unknown, c: Command) => {
+      code = await cmd.demo(c.args);
+    });
+
+  try {
+    if (argv.length === 0) {
+      program.outputHelp();
+      return EXIT.usage;
+    }
+    await program.parseAsync(argv, { from: "user" });
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (
+        err.code === "commander.helpDisplayed" ||
+        err.code === "commander.help" ||
+        err.code === "commander.version"
+      ) {
+        return EXIT.ok;
+      }
+      return EXIT.usage;
+    }
+    const e =
+      err instanceof CliError
+        ? err
+        : new CliError(
+            `[cli] ${String((err as Error)?.message ?? err).split("\n")[0]}`,
+            EXIT.failed,
+          );
+    io.err.write(`${errorLines(e).join("\n")}\n`);
+    return e.exitCode;
+  }
+}

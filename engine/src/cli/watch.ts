@@ -1,0 +1,115 @@
+/**
+ * `baton watch <id>`: polls the release and prints each step run as it changes state, each
+ * refused event as it is recorded, and (on a terminal) a progress line for the running step
+ * run, redrawn in place. Ends when the release is terminal (exit 0 only for `succeeded`) or
+ * waits for an operator (exit 1), or after `timeoutMs`.
+ */
+import { duration, time } from "../http/dashboard/format.ts";
+import type { EngineClient } from "./client.ts";
+import { CliError, EXIT, type ExitCode } from "./errors.ts";
+import { type RecordJson, stepRunLine, TERMINAL, WAITING } from "./output.ts";
+
+export interface WatchOptions {
+  intervalMs: number;
+  timeoutMs: number;
+  json: boolean;
+  /** Where lines go; `tty` enables the in-place progress line. */
+  out: { write(s: string): unknown; isTTY?: boolean };
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const SPIN = ["|", "/", "-", "\\"];
+
+/** Watches release `id`; resolves to the exit code. @throws CliError from the client. */
+export async function watch(client: EngineClient, id: string, o: WatchOptions): Promise<ExitCode> {
+  const now = o.now ?? Date.now;
+  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const tty = Boolean(o.out.isTTY) && !o.json;
+  const seen = new Map<string, string>();
+  let historySeen = 0;
+  let lastState = "";
+  let progress = false;
+  const until = now() + o.timeoutMs;
+  const line = (s: string) => {
+    if (progress) o.out.write("\r\x1b[2K");
+    progress = false;
+    o.out.write(`${s}\n`);
+  };
+  const emit = (event: Record<string, unknown>, text: string) =>
+    o.json ? line(JSON.stringify(event)) : line(text);
+
+  for (let tick = 0; ; tick++) {
+    const rec = await client.call<RecordJson>("GET", `/v1/releases/${encodeURIComponent(id)}`);
+    if (rec.state !== lastState) {
+      emit(
+        { type: "release", id: rec.id, state: rec.state, reason: rec.reason, at: rec.updated_at },
+        `${time(rec.updated_at)} release ${rec.id} ${rec.state}${rec.reason ? `: ${rec.reason}` : ""}`,
+      );
+      lastState = rec.state;
+    }
+    for (const sr of rec.step_runs) {
+      const a = sr.attempts.at(-1);
+      const key = `${sr.state}:${sr.attempts.length}:${a?.state ?? ""}`;
+      if (seen.get(sr.id) === key) continue;
+      seen.set(sr.id, key);
+      emit(
+        {
+          type: "step_run",
+          id: sr.id,
+          step_index: sr.step_index,
+          direction: sr.direction,
+          state: sr.state,
+          attempt: a
+            ? { n: a.n, run_id: a.run_id, run_attempt: a.run_attempt, state: a.state }
+            : null,
+          last_error: sr.last_error,
+        },
+        `${time(sr.finished_at ?? sr.started_at ?? sr.created_at)} ${sr.id} ${stepRunLine(rec, sr)}`,
+      );
+    }
+    for (const h of rec.history.slice(historySeen)) {
+      if (h.outcome !== "refused") continue;
+      emit(
+        { type: "refused", kind: h.kind, step_run_id: h.step_run_id, message: h.message, at: h.at },
+        `${time(h.at)} refused ${h.kind}${h.step_run_id ? ` for ${h.step_run_id}` : ""}: ${h.message}`,
+      );
+    }
+    historySeen = rec.history.length;
+
+    if (TERMINAL.has(rec.state)) {
+      return rec.state === "succeeded" ? EXIT.ok : EXIT.failed;
+    }
+    if (WAITING.has(rec.state)) {
+      line(
+        o.json
+          ? JSON.stringify({ type: "waiting", id: rec.id, state: rec.state, reason: rec.reason })
+          : `release ${rec.id} is ${rec.state} and waits for an operator: baton resume ${rec.id}, baton retry <step-run> or baton abort ${rec.id}`,
+      );
+      return EXIT.failed;
+    }
+    if (now() >= until) {
+      throw new CliError(
+        `[cli] still ${rec.state} after ${duration(o.timeoutMs)}; watch again or raise --timeout`,
+      );
+    }
+    if (tty) {
+      const running = [...rec.step_runs]
+        .reverse()
+        .find(
+          (s) =>
+            !["succeeded", "failed", "unknown", "dispatch_failed", "planned"].includes(s.state),
+        );
+      const done = rec.step_runs.filter(
+        (s) => s.direction === "fwd" && s.state === "succeeded",
+      ).length;
+      const total = rec.manifest.steps.length;
+      const what = running
+        ? `${running.id} ${running.state} for ${duration(now() - (running.started_at ?? running.created_at))}`
+        : rec.state;
+      o.out.write(`\r\x1b[2K${SPIN[tick % SPIN.length]} ${done}/${total} steps done · ${what}`);
+      progress = true;
+    }
+    await sleep(o.intervalMs);
+  }
+}
