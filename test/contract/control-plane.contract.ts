@@ -100,6 +100,19 @@ export function controlPlaneContract(name: string, make: () => Promise<ContractS
       expect(await s.weights()).toEqual({ "lane-a": 25, "lane-b": 25, "lane-c": 50 });
     });
 
+    it("handles lane ids that are names of Object properties", async () => {
+      await s.cp.apply(traffic({ constructor: 60, toString: 40 }), ctx("p1"));
+      const op = traffic({ "lane-a": 100 });
+      expect((await s.cp.apply(op, ctx("p2"))).outcome).toBe("ok");
+      expect(await s.weights()).toMatchObject({ constructor: 0, toString: 0, "lane-a": 100 });
+      expect(await s.cp.observe(op, ctx("p2"))).toMatchObject({ ok: true, matches: true });
+      expect((await s.route(10)).counts).toMatchObject({
+        constructor: 0,
+        toString: 0,
+        "lane-a": 10,
+      });
+    });
+
     it("treats a replay as the same request whatever the key order of the weights", async () => {
       await s.cp.apply(traffic({ "lane-a": 45, "lane-b": 45, "lane-c": 10 }), ctx("k"));
       const again = await s.cp.apply(

@@ -192,7 +192,8 @@ export class ControlPlaneCore {
         }
         const before = weightsOf(current);
         for (const lane of current) {
-          if (!(lane.id in action.weights)) s.putLane({ ...lane, weight: 0, updated_at: at });
+          if (!Object.hasOwn(action.weights, lane.id))
+            s.putLane({ ...lane, weight: 0, updated_at: at });
         }
         for (const [id, weight] of Object.entries(action.weights)) {
           const lane = s.getLane(id) ?? newLane(id, at);

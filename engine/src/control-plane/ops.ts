@@ -35,7 +35,9 @@ export function weightsMatch(
   target: Record<string, number>,
 ): boolean {
   const ids = new Set([...Object.keys(observed), ...Object.keys(target)]);
-  for (const id of ids) if ((observed[id] ?? 0) !== (target[id] ?? 0)) return false;
+  // Own properties only: a lane may be called `constructor` or `toString`.
+  const at = (w: Record<string, number>, id: string) => (Object.hasOwn(w, id) ? w[id] : 0);
+  for (const id of ids) if (at(observed, id) !== at(target, id)) return false;
   return true;
 }
 
