@@ -58,22 +58,27 @@ if (!url) {
   });
 
   describe("Postgres specifics", () => {
-    it("checks keep their key order (text, not jsonb) and the doc is jsonb", async () => {
+    it("column types: checks and raw callback as text (verbatim), doc as json, effects as jsonb", async () => {
       const schema = `baton_test_${randomBytes(6).toString("hex")}`;
       const store = openPostgresStore({ connectionString, schema });
       try {
         await store.migrate();
-        const r = makeRelease(1);
-        await store.createRelease(r, [], [], 0);
         const client = new pg.Client({ connectionString });
         await client.connect();
         const { rows } = await client.query(
-          `SELECT data_type FROM information_schema.columns
-           WHERE table_schema = $1 AND table_name = $2 AND column_name = $3`,
-          [schema, "releases", "doc"],
+          `SELECT table_name || '.' || column_name AS col, data_type FROM information_schema.columns
+           WHERE table_schema = $1 AND column_name IN ('doc', 'checks', 'raw_callback', 'effect', 'data')
+           ORDER BY 1`,
+          [schema],
         );
         await client.end();
-        expect(rows[0]?.data_type).toBe("jsonb");
+        expect(Object.fromEntries(rows.map((r) => [r.col, r.data_type]))).toEqual({
+          "attempt_results.checks": "text",
+          "attempt_results.raw_callback": "text",
+          "history.data": "jsonb",
+          "outbox.effect": "jsonb",
+          "releases.doc": "json",
+        });
       } finally {
         await store.close();
         await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

@@ -48,7 +48,7 @@ WITH claim AS (
     state = ${r.state}, generation = ${r.generation}, resource_version = ${r.resource_version},
     manifest_digest = ${r.manifest_digest}, high_water_mark = ${r.high_water_mark},
     step_cursor = ${r.step_cursor}, step_count = ${r.step_count},
-    doc = ${r.doc}::jsonb, updated_at = ${r.updated_at}
+    doc = ${r.doc}::json, updated_at = ${r.updated_at}
   WHERE id = ${r.id} AND resource_version = ${input.expected_version}
     AND (${doneId}::bigint IS NULL OR EXISTS (SELECT 1 FROM claim))
   RETURNING id
