@@ -68,13 +68,13 @@ export class MemoryControlPlane implements ControlPlane {
 
   async apply(op: ControlPlaneOp, ctx: WriteContext): Promise<ApplyResult> {
     const result = this.applyNow(op, ctx);
-    this.calls.push({ method: "apply", op, ctx, result, at: this.now() });
+    this.calls.push(structuredClone({ method: "apply", op, ctx, result, at: this.now() }));
     return result;
   }
 
   async observe(op: ControlPlaneOp, ctx: WriteContext): Promise<ObserveResult> {
     const result = this.observeNow(op);
-    this.calls.push({ method: "observe", op, ctx, result, at: this.now() });
+    this.calls.push(structuredClone({ method: "observe", op, ctx, result, at: this.now() }));
     return result;
   }
 
