@@ -465,6 +465,18 @@ export function storeContract(name: string, factory: StoreFactory): void {
       );
     });
 
+    it("fractional times (backoff with jitter) are rounded up to whole ms, not refused", async () => {
+      await created(1, [apply("sr_1_0_f", T0 + 10.4)]);
+      expect((await store.pendingOutbox("r1"))[0]?.due_at).toBe(T0 + 11);
+      expect(await store.claimDue({ now: T0 + 10.9, limit: 1, leaseMs: 5, owner: "a" })).toEqual(
+        [],
+      );
+      const [c] = await store.claimDue({ now: T0 + 11.5, limit: 1, leaseMs: 0.2, owner: "a" });
+      expect(c?.claimed_until).toBe(T0 + 12);
+      expect(await store.releaseClaim(c!.id, c!.claim_token!, T0 + 20.1)).toBe(true);
+      expect((await store.pendingOutbox("r1"))[0]?.due_at).toBe(T0 + 21);
+    });
+
     it("releaseClaim gives a row back, due again at the given time", async () => {
       await created(1, [apply("sr_1_0_f")]);
       const [c] = await store.claimDue({ now: T0, limit: 1, leaseMs: 60_000, owner: "a" });

@@ -18,6 +18,7 @@ import type {
 import { closedError } from "./errors.ts";
 import { historyColumns, toAttemptResult, toHistoryEntry, toOutboxRow, toSummary } from "./rows.ts";
 import type { BatonDatabase, JsonCodec } from "./tables.ts";
+import { finishOutbox } from "./writes.ts";
 
 export abstract class KyselyStore implements Store {
   protected closed = false;
@@ -129,7 +130,7 @@ export abstract class KyselyStore implements Store {
   async releaseClaim(id: number, claimToken: string, dueAt: number): Promise<boolean> {
     const res = await this.live()
       .updateTable("outbox")
-      .set({ claim_token: null, claimed_until: null, due_at: dueAt })
+      .set({ claim_token: null, claimed_until: null, due_at: Math.ceil(dueAt) })
       .where("id", "=", id)
       .where("claim_token", "=", claimToken)
       .where("done_at", "is", null)
@@ -138,13 +139,7 @@ export abstract class KyselyStore implements Store {
   }
 
   async completeOutbox(id: number, claimToken: string): Promise<boolean> {
-    const res = await this.live()
-      .updateTable("outbox")
-      .set({ done_at: Date.now() })
-      .where("id", "=", id)
-      .where("claim_token", "=", claimToken)
-      .where("done_at", "is", null)
-      .executeTakeFirst();
+    const res = await finishOutbox(this.live(), id, claimToken, Date.now()).executeTakeFirst();
     return res.numUpdatedRows > 0n;
   }
 

@@ -12,10 +12,12 @@ export function releaseNumber(id: string): number | null {
   return m ? Number(m[1]) : null;
 }
 
-/** When an outbox row becomes due (epoch ms): the effect's own time, else `now`. */
+/**
+ * When an outbox row becomes due (epoch ms): the effect's own time, else `now`. Rounded up to
+ * a whole ms, because backoff with jitter yields fractions and the column is an integer.
+ */
 export function dueAt(effect: Effect, now: number): number {
-  if (effect.type === "deadline") return effect.at;
-  return effect.not_before ?? now;
+  return Math.ceil(effect.type === "deadline" ? effect.at : (effect.not_before ?? now));
 }
 
 /** Columns of `releases` derived from a release (the doc plus what queries filter on). */

@@ -11,18 +11,19 @@ export function claimStatement(q: {
   leaseMs: number;
   owner: string;
 }): RawBuilder<Record<string, unknown>> {
+  const now = Math.floor(q.now); // due_at is whole ms: due_at <= floor(now) <=> due_at <= now
   return sql`
 WITH due AS MATERIALIZED (
   SELECT id FROM outbox
-  WHERE done_at IS NULL AND due_at <= ${q.now}
-    AND (claimed_until IS NULL OR claimed_until < ${q.now})
+  WHERE done_at IS NULL AND due_at <= ${now}
+    AND (claimed_until IS NULL OR claimed_until < ${now})
   ORDER BY due_at, id
   LIMIT ${q.limit}
   FOR UPDATE SKIP LOCKED
 )
 UPDATE outbox SET
   claim_token = ${q.owner}::text || ':' || gen_random_uuid()::text,
-  claimed_until = ${q.now + q.leaseMs},
+  claimed_until = ${Math.ceil(q.now + q.leaseMs)},
   claims = outbox.claims + 1
 FROM due WHERE outbox.id = due.id
 RETURNING outbox.*`;

@@ -114,12 +114,13 @@ export class SqliteStore extends KyselyStore {
     owner: string;
   }): Promise<OutboxRow[]> {
     const db = this.live();
+    const now = Math.floor(q.now); // due_at is whole ms: due_at <= floor(now) <=> due_at <= now
     const due = db
       .selectFrom("outbox")
       .select("id")
       .where("done_at", "is", null)
-      .where("due_at", "<=", q.now)
-      .where((eb) => eb.or([eb("claimed_until", "is", null), eb("claimed_until", "<", q.now)]))
+      .where("due_at", "<=", now)
+      .where((eb) => eb.or([eb("claimed_until", "is", null), eb("claimed_until", "<", now)]))
       .orderBy("due_at")
       .orderBy("id")
       .limit(q.limit);
@@ -127,7 +128,7 @@ export class SqliteStore extends KyselyStore {
       .updateTable("outbox")
       .set({
         claim_token: sql<string>`${q.owner} || ':' || lower(hex(randomblob(12)))`,
-        claimed_until: q.now + q.leaseMs,
+        claimed_until: Math.ceil(q.now + q.leaseMs),
         claims: sql<number>`claims + 1`,
       })
       .where("id", "in", due)

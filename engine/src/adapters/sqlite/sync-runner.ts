@@ -7,6 +7,8 @@
 import type { Database, RunResult, Statement } from "better-sqlite3";
 import type { Compilable } from "kysely";
 
+const MAX_CACHED = 256;
+
 export class SyncRunner {
   private readonly cache = new Map<string, Statement>();
 
@@ -15,6 +17,8 @@ export class SyncRunner {
   private prepare(sql: string): Statement {
     let stmt = this.cache.get(sql);
     if (!stmt) {
+      // Multi-row inserts make one text per row count; a cap keeps the cache bounded.
+      if (this.cache.size >= MAX_CACHED) this.cache.clear();
       stmt = this.raw.prepare(sql);
       this.cache.set(sql, stmt);
     }
