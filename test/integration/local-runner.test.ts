@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -20,7 +20,7 @@ import {
   runnerEnv,
   stateToEnv,
 } from "../../engine/src/adapters/local-runner/index.ts";
-import { generateEd25519 } from "../../engine/src/embedded-target/index.ts";
+import { generateEd25519, startEmbeddedTarget } from "../../engine/src/embedded-target/index.ts";
 import { verifyBody } from "../../engine/src/protocol/credential.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 
@@ -165,6 +165,17 @@ afterEach(async () => {
   runner = undefined;
   engine.received.length = 0;
 });
+
+/** A free TCP port on 127.0.0.1 (bound, then released). */
+function freePort(): Promise<number> {
+  return new Promise((ok) => {
+    const srv = createTcpServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => ok(port));
+    });
+  });
+}
 
 function payload(stepRunId: string, args: Record<string, unknown> = {}): DispatchPayload {
   return {
@@ -472,6 +483,54 @@ describe.skipIf(!existsSync(BUNDLE) && process.env.CI !== "true")(
         ["preflight", first.runId, 2],
         ["callback", first.runId, 2],
       ]);
+    });
+
+    it("runs attach-queue-lane over SSH to the embedded target: deploy.sh phases pass", async () => {
+      const target = await startEmbeddedTarget({
+        sandboxDir: join(dir, "lane-a"),
+        env: { BATON_HEALTH_INTERVAL_S: "0.2", BATON_STANDIN_SERVER_MAX_S: "120" },
+      });
+      try {
+        const healthPort = await freePort();
+        const image = `reg.example/acme/model@sha256:${"d".repeat(64)}`;
+        const r = makeRunner({
+          actionDir: join(REPO, "actions/release-step"),
+          inputs: {
+            "engine-url": engine.url,
+            "callback-secret": SECRET,
+            "ssh-key": target.clientPrivateKey,
+          },
+          env: { BATON_DEPLOY_SCRIPT: target.deployScript },
+          runTimeoutMs: 90_000,
+        });
+        const args = {
+          lane: {
+            id: "lane-a",
+            host: target.host,
+            port: target.port,
+            user: target.user,
+            host_key: target.hostKeyPin,
+            queue: "q-a",
+            health_url: `http://127.0.0.1:${healthPort}/healthz`,
+          },
+          image,
+          previous_image: `reg.example/acme/model@sha256:${"e".repeat(64)}`,
+        };
+        const p = { ...payload("sr_5_21_f", args), tool: "attach-queue-lane" };
+        expect(await r.dispatch(p)).toEqual({ ok: true });
+        await r.idle();
+        const run = r.list()[0]!;
+        const log = readFileSync(run.logFile, "utf8");
+        expect(run.conclusion, log).toBe("success");
+        const cb = engine.received.find((x) => x.kind === "callback")!.body;
+        expect(cb, log).toMatchObject({ status: "succeeded", overall: "pass" });
+        const names = (cb.checks as { name: string }[]).map((c) => c.name);
+        expect(names).toEqual(expect.arrayContaining(["connect", "pull", "start", "health"]));
+        expect(target.commands.some((c) => c.includes(target.deployScript))).toBe(true);
+        expect(log).not.toContain(target.clientPrivateKey.split("\n")[1]!);
+      } finally {
+        await target.close();
+      }
     });
   },
 );

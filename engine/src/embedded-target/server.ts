@@ -5,7 +5,7 @@
  * PATH starts with the container CLI stand-in, and installs `deploy.sh` into the sandbox.
  * No pty, no shell, no port forwarding: only what the release tools use.
  */
-import { copyFileSync, existsSync, mkdirSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -49,6 +49,8 @@ export interface EmbeddedTarget {
   clientPrivateKey: string;
   clientPublicKey: string;
   sandboxDir: string;
+  /** Absolute path of the installed deploy script (the tools' `BATON_DEPLOY_SCRIPT`). */
+  deployScript: string;
   /** Commands run so far (for tests and the demo's log), oldest first. */
   commands: string[];
   /** Stops listening, ends sessions and kills running commands. */
@@ -67,8 +69,15 @@ export async function startEmbeddedTarget(options: EmbeddedTargetOptions): Promi
   const binDir = join(sandboxDir, "bin");
   mkdirSync(binDir, { recursive: true });
   const deployScript = join(REPO_ROOT, "scripts/target/deploy.sh");
-  // Installed on the machine, as the README tells operators to do on real lanes.
-  if (existsSync(deployScript)) copyFileSync(deployScript, join(binDir, "deploy.sh"));
+  // Installed on the machine as the README tells operators to (the tools' default path is
+  // /usr/local/bin/baton-deploy; point them here with BATON_DEPLOY_SCRIPT=<deployScript>).
+  const installedDeploy = join(binDir, "baton-deploy");
+  if (existsSync(deployScript)) {
+    for (const name of ["baton-deploy", "deploy.sh"]) {
+      copyFileSync(deployScript, join(binDir, name));
+      chmodSync(join(binDir, name), 0o755);
+    }
+  }
   const user = options.user ?? "baton";
   const host = generateEd25519("baton-embedded-target");
   const client = generateEd25519(`${user}@baton-embedded`, options.clientKeyPassphrase);
@@ -164,11 +173,28 @@ export async function startEmbeddedTarget(options: EmbeddedTargetOptions): Promi
     clientPrivateKey: client.privateKey,
     clientPublicKey: client.publicKey,
     sandboxDir,
+    deployScript: installedDeploy,
     commands,
     async close() {
       for (const r of running) r.kill("SIGKILL");
       for (const c of connections) c.end();
+      stopStandinServers(env.BATON_STANDIN_DIR!);
       await new Promise<void>((ok) => server.close(() => ok()));
     },
   };
+}
+
+/** Stops the stand-in containers' health servers (they outlive the SSH session, like containers). */
+function stopStandinServers(standinDir: string): void {
+  const dir = join(standinDir, "servers");
+  if (!existsSync(dir)) return;
+  for (const f of readdirSync(dir).filter((n) => n.endsWith(".pid"))) {
+    const pid = Number(readFileSync(join(dir, f), "utf8").trim());
+    if (!Number.isInteger(pid) || pid <= 1) continue;
+    try {
+      process.kill(pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+  }
 }
