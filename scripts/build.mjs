@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+// Bundles the release-step action (dist/index.js, dist/post.js) and the release tools
+// (scripts/release/dist/<tool>.mjs) with esbuild: ESM, Node 20, everything inlined so a runner
+// needs no `npm install`. Output is deterministic (no timestamps, no absolute paths), which is
+// what lets scripts/check-dist.mjs compare a fresh build with the committed one.
+//   node scripts/build.mjs [--out <dir>]   (default: write in place)
+import { chmodSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** Entry points: [source, output path relative to the repo root, executable]. */
+export function entries() {
+  const tools = readdirSync(join(root, "scripts/release"))
+    .filter((f) => f.endsWith(".ts"))
+    .sort()
+    .map((f) => [
+      `scripts/release/${f}`,
+      `scripts/release/dist/${f.replace(/\.ts$/, ".mjs")}`,
+      true,
+    ]);
+  return [
+    ["actions/release-step/src/index.ts", "actions/release-step/dist/index.js", false],
+    ["actions/release-step/src/post.ts", "actions/release-step/dist/post.js", false],
+    ...tools,
+  ];
+}
+
+// ESM output needs `require`, `__filename` and `__dirname` for bundled CommonJS dependencies
+// (ssh2, @actions/* internals).
+const banner = [
+  'import { createRequire as __batonCreateRequire } from "node:module";',
+  'import { fileURLToPath as __batonFileURLToPath } from "node:url";',
+  'import { dirname as __batonDirname } from "node:path";',
+  "const require = __batonCreateRequire(import.meta.url);",
+  "const __filename = __batonFileURLToPath(import.meta.url);",
+  "const __dirname = __batonDirname(__filename);",
+].join("\n");
+
+/** Builds every bundle under `outRoot` (a repo-shaped tree). Returns the written paths (relative). */
+export async function buildAll(outRoot = root) {
+  const written = [];
+  for (const dir of ["actions/release-step/dist", "scripts/release/dist"]) {
+    rmSync(join(outRoot, dir), { recursive: true, force: true });
+    mkdirSync(join(outRoot, dir), { recursive: true });
+  }
+  for (const [src, out, executable] of entries()) {
+    const target = join(outRoot, out);
+    await build({
+      absWorkingDir: root,
+      entryPoints: [src],
+      outfile: target,
+      bundle: true,
+      platform: "node",
+      target: "node20",
+      format: "esm",
+      minify: true,
+      legalComments: "none",
+      charset: "utf8",
+      // ssh2's optional native helpers: loaded in try/catch, pure-JS fallbacks otherwise.
+      external: ["*.node", "cpu-features"],
+      banner: { js: executable ? `#!/usr/bin/env node\n${banner}` : banner },
+      logLevel: "warning",
+    });
+    if (executable) chmodSync(target, 0o755);
+    written.push(out);
+  }
+  // The action's .js bundles are ES modules wherever the action is checked out.
+  writeFileSync(join(outRoot, "actions/release-step/dist/package.json"), '{ "type": "module" }\n');
+  written.push("actions/release-step/dist/package.json");
+  return written;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const at = process.argv.indexOf("--out");
+  const outRoot = at > 0 ? resolve(process.argv[at + 1]) : root;
+  const files = await buildAll(outRoot);
+  console.log(`[build] wrote ${files.length} files under ${outRoot}`);
+}
