@@ -1,0 +1,46 @@
+/** The action's inputs (action.yml), parsed once. Secrets are masked as soon as they are read. */
+import * as core from "@actions/core";
+
+export interface Inputs {
+  /** Engine base URL without a trailing slash, e.g. `https://baton.example.org`. */
+  engineUrl: string;
+  engineOrigin: string;
+  callbackSecret: string;
+  /** Raw key text as pasted (normalised later, when provisioned). */
+  sshKey: string;
+  sshPassphrase: string;
+  /** Allowlist file path relative to the workspace (or absolute). */
+  allowlist: string;
+}
+
+/** Reads the inputs. Throws `Error("[action] …")` naming the input and the fix. */
+export function readInputs(): Inputs {
+  const engineRaw = core.getInput("engine-url").trim();
+  const callbackSecret = core.getInput("callback-secret");
+  if (callbackSecret) core.setSecret(callbackSecret);
+  const sshPassphrase = core.getInput("ssh-passphrase");
+  if (sshPassphrase) core.setSecret(sshPassphrase);
+  let url: URL;
+  try {
+    url = new URL(engineRaw);
+  } catch {
+    throw new Error(
+      `[action] input engine-url '${engineRaw}' is not a URL; set it to the engine's base URL, e.g. https://baton.example.org`,
+    );
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    throw new Error("[action] input engine-url must be an http(s) URL");
+  }
+  if (!callbackSecret)
+    throw new Error(
+      "[action] input callback-secret is empty; pass the secret shared with the engine (BATON_CALLBACK_SECRETS)",
+    );
+  return {
+    engineUrl: `${url.origin}${url.pathname.replace(/\/+$/, "")}`,
+    engineOrigin: url.origin,
+    callbackSecret,
+    sshKey: core.getInput("ssh-key"),
+    sshPassphrase,
+    allowlist: core.getInput("allowlist").trim() || "scripts/release/allowlist.json",
+  };
+}

@@ -1,0 +1,396 @@
+/**
+ * The release-step action's main step: phases 1–7 of DESIGN.md §5, in order, each in its own
+ * log group and recorded. The job fails (exit 1) whenever `overall` is not `pass`, except for a
+ * preflight 409 (a fenced or duplicate delivery is not a failure: it ends cleanly, touching nothing).
+ */
+
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import * as core from "@actions/core";
+import { PreflightAccepted, type PreflightRequest } from "../../../engine/src/protocol/messages.ts";
+import {
+  appendLog,
+  type Check,
+  readResults,
+  seedResults,
+  writeChecks,
+  writeOutcome,
+} from "../../../scripts/lib/result.ts";
+import { resolveTool, toolProblem } from "./allowlist.ts";
+import { errorMessage, postSigned, retryPolicy } from "./engine-client.ts";
+import { PayloadError, readDispatch } from "./event.ts";
+import { type Inputs, readInputs } from "./inputs.ts";
+import { makeKeyDir, maskKey, provisionKey, removeKeyDir } from "./key-file.ts";
+import { sendCallback, writeSummary } from "./report.ts";
+import { currentTool, runTool, type ToolExit } from "./run-tool.ts";
+import { type CallbackTarget, STATE, save } from "./state.ts";
+
+/** One recorded phase (name, outcome word, duration in ms). */
+interface PhaseRecord {
+  name: string;
+  outcome: string;
+  ms: number;
+}
+
+const DEFAULT_TOOL_TIMEOUT_MS = 20 * 60_000;
+
+/** Records a failure of the action itself into the result files (the tool did not decide it). */
+function actionFailure(dir: string, status: string, check: Check, keepChecks: boolean): void {
+  const current = readResults(dir);
+  const existing = keepChecks && Array.isArray(current.checks) ? (current.checks as Check[]) : [];
+  writeChecks(dir, [...existing, check]);
+  writeOutcome(dir, status, "fail");
+  appendLog(dir, check.message ?? status);
+}
+
+/** Classifies a tool run that did not end cleanly; null when the files stand as written. */
+function judgeToolExit(exit: ToolExit, dir: string): { status: string; check: Check } | null {
+  const base = {
+    name: "tool",
+    exit_code: exit.exitCode,
+    signal: exit.signal?.replace(/^SIG/, "") ?? null,
+    duration_ms: exit.finishedAt - exit.startedAt,
+  };
+  if (exit.spawnError || exit.exitCode === 127 || exit.exitCode === 126) {
+    return {
+      status: "failed",
+      check: {
+        ...base,
+        status: "failed",
+        class: "tool_not_found",
+        message: `[action] the tool could not be executed (${exit.spawnError ?? `exit ${exit.exitCode}`})`,
+      },
+    };
+  }
+  if (exit.timedOut) {
+    return {
+      status: "timeout",
+      check: {
+        ...base,
+        status: "timeout",
+        class: "tool_timeout",
+        message: "[action] the tool exceeded its overall deadline and was stopped",
+      },
+    };
+  }
+  const files = readResults(dir);
+  if (exit.exitCode === 0 && exit.signal === null) return null;
+  if (files.status !== "not_run" && files.overall === "fail") return null; // the tool reported its own failure
+  return {
+    status: "failed",
+    check: {
+      ...base,
+      status: "failed",
+      class: "tool_crashed",
+      message: `[action] the tool ended with ${exit.signal ? `signal ${exit.signal}` : `exit ${exit.exitCode}`} without reporting a failure; treated as failed`,
+    },
+  };
+}
+
+/** Entry point of dist/index.js. Never throws; ends with process.exitCode set. */
+export async function run(): Promise<void> {
+  const env = process.env;
+  const timings: Record<string, number> = { started_at: Date.now() };
+  const phases: PhaseRecord[] = [];
+  let stepRunId = "";
+  let inputs: Inputs | undefined;
+  let keyDir: string | undefined;
+  const phase = async <T>(
+    name: string,
+    fn: () => Promise<T> | T,
+    outcome: (v: T) => string = () => "ok",
+  ): Promise<T> => {
+    const t0 = Date.now();
+    try {
+      const v = await core.group(name, async () => fn());
+      phases.push({ name, outcome: outcome(v), ms: Date.now() - t0 });
+      return v;
+    } catch (e) {
+      phases.push({ name, outcome: "failed", ms: Date.now() - t0 });
+      throw e;
+    }
+  };
+
+  // Cancellation (runner sends SIGINT, then SIGTERM): stop the tool, remove the key, leave the
+  // report to the post step, which sends what the files say if no callback was acknowledged.
+  const onSignal = (sig: NodeJS.Signals) => {
+    core.warning(
+      `[action] received ${sig}: stopping the tool; the post step removes the key and reports`,
+    );
+    currentTool()?.kill("SIGTERM");
+    removeKeyDir(keyDir);
+    setTimeout(() => process.exit(1), 1_500).unref();
+    if (!currentTool()) process.exit(1);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  try {
+    const runId = env.GITHUB_RUN_ID ?? "";
+    const runAttempt = Number(env.GITHUB_RUN_ATTEMPT ?? "1");
+    const runnerTemp = env.RUNNER_TEMP || "/tmp";
+
+    // 1. A fresh directory per run attempt, seeded not_run before anything else happens.
+    const attemptDir = await phase("1. seed result files", () => {
+      mkdirSync(runnerTemp, { recursive: true });
+      const dir = mkdtempSync(join(runnerTemp, `baton-${runId || "local"}-${runAttempt}-`));
+      seedResults(join(dir, "results"));
+      core.info(`result files in ${join(dir, "results")}`);
+      return dir;
+    });
+    const resultDir = join(attemptDir, "results");
+
+    // 2. Inputs, event, payload, allowlist. Any failure here ends the job: nothing provisioned or run.
+    let payload: ReturnType<typeof readDispatch>;
+    let toolPath: string;
+    try {
+      ({ payload, toolPath } = await phase("2. validate event and payload", () => {
+        inputs = readInputs();
+        maskKey(inputs.sshKey);
+        const p = readDispatch(env, inputs.engineUrl, inputs.engineOrigin);
+        stepRunId = p.step_run_id;
+        const t = resolveTool(env.GITHUB_WORKSPACE || process.cwd(), inputs.allowlist, p.tool);
+        core.info(`step run ${p.step_run_id}, tool ${p.tool} -> ${t}`);
+        return { payload: p, toolPath: t };
+      }));
+    } catch (e) {
+      const problems = e instanceof PayloadError ? e.problems : [];
+      core.error((e as Error).message);
+      for (const p of problems) core.error(p);
+      await safeSummary({
+        stepRunId,
+        engineUrl: inputs?.engineUrl ?? "",
+        note: [(e as Error).message, ...problems].join("\n\n"),
+        phases,
+      });
+      core.setOutput("status", "invalid");
+      core.setOutput("overall", "fail");
+      core.setOutput("step-run-id", stepRunId);
+      process.exitCode = 1;
+      return;
+    }
+    const cfg = inputs as Inputs;
+    core.setOutput("step-run-id", payload.step_run_id);
+
+    // 3. The tool file must be there and executable (F06); the outcome is reported after preflight.
+    const missing = await phase(
+      "3. verify tool file",
+      () => {
+        const problem = toolProblem(toolPath);
+        if (problem) core.error(problem);
+        return problem;
+      },
+      (p) => (p ? "tool_not_found" : "ok"),
+    );
+
+    // 4. Preflight: may this (run id, run attempt) proceed? Only 200 goes on.
+    const request: PreflightRequest = {
+      step_run_id: payload.step_run_id,
+      release_id: payload.release.id,
+      generation: payload.release.generation,
+      manifest_digest: payload.release.manifest_digest,
+      dispatch: payload.release.dispatch,
+      run_id: runId,
+      run_attempt: runAttempt,
+      sha: env.GITHUB_SHA ?? "",
+      tool: payload.tool,
+    };
+    const preflightUrl = `${cfg.engineUrl}/v1/releases/step-runs/${payload.step_run_id}/preflight`;
+    const pre = await phase(
+      "4. preflight",
+      () =>
+        postSigned(
+          preflightUrl,
+          JSON.stringify(request),
+          cfg.callbackSecret,
+          retryPolicy(env),
+          (l) => core.info(l),
+        ),
+      (r) => String(r.status || "unreachable"),
+    );
+    if (pre.status === 409) {
+      const reason = errorMessage(pre.text);
+      core.notice(
+        `[action] the engine declined this run (409): ${reason}. Nothing was touched; this is not a failure.`,
+      );
+      await safeSummary({
+        stepRunId,
+        engineUrl: cfg.engineUrl,
+        note: `Preflight declined (409): ${reason}\n\nNothing was touched.`,
+        phases,
+      });
+      core.setOutput("status", "declined");
+      core.setOutput("overall", "fail");
+      return;
+    }
+    const accepted =
+      pre.status === 200 ? PreflightAccepted.safeParse(safeJson(pre.text)) : undefined;
+    if (!accepted?.success) {
+      const why =
+        pre.status === 0
+          ? `engine unreachable: ${pre.error}`
+          : `HTTP ${pre.status}: ${errorMessage(pre.text)}`;
+      const fix =
+        pre.status === 401
+          ? " (check that callback-secret matches the engine's BATON_CALLBACK_SECRETS)"
+          : "";
+      core.error(`[action] preflight failed, ${why}${fix}; nothing was provisioned or run`);
+      await safeSummary({
+        stepRunId,
+        engineUrl: cfg.engineUrl,
+        note: `Preflight failed: ${why}${fix}`,
+        phases,
+      });
+      core.setOutput("status", "preflight_failed");
+      core.setOutput("overall", "fail");
+      process.exitCode = 1;
+      return;
+    }
+    const target: CallbackTarget = {
+      url: payload.callback_url,
+      step_run_id: payload.step_run_id,
+      run_id: runId,
+      run_attempt: runAttempt,
+      attempt: accepted.data.attempt,
+      result_dir: resultDir,
+      engine_url: cfg.engineUrl,
+    };
+    // From here on the post step can report if this step is cut short.
+    save(STATE.callback, JSON.stringify(target));
+    save(STATE.timings, JSON.stringify(timings));
+
+    let ready = !missing;
+    if (missing)
+      actionFailure(
+        resultDir,
+        "failed",
+        { name: "tool", status: "failed", class: "tool_not_found", message: missing },
+        false,
+      );
+
+    // 5. The SSH key: 0600 file, normalised, masked; encrypted without passphrase stops here.
+    let keyPath = "";
+    if (ready) {
+      const prov = await phase(
+        "5. provision SSH key",
+        () => {
+          keyDir = makeKeyDir(runnerTemp);
+          save(STATE.keyDir, keyDir);
+          return provisionKey(keyDir, cfg.sshKey, cfg.sshPassphrase);
+        },
+        (p) => (p.ok ? "ok" : p.errorClass),
+      );
+      if (prov.ok) keyPath = prov.keyPath;
+      else {
+        core.error(prov.message);
+        actionFailure(
+          resultDir,
+          "failed",
+          { name: "ssh-key", status: "failed", class: prov.errorClass, message: prov.message },
+          false,
+        );
+        ready = false;
+      }
+    }
+
+    // 6. The tool, with an overall deadline that leaves time for the report.
+    if (ready) {
+      const argsPath = join(attemptDir, "args.json");
+      writeFileSync(argsPath, JSON.stringify(payload.args));
+      const timeoutMs =
+        Number(env.BATON_TOOL_TIMEOUT_MS) > 0
+          ? Number(env.BATON_TOOL_TIMEOUT_MS)
+          : DEFAULT_TOOL_TIMEOUT_MS;
+      const exit = await phase(
+        "6. run tool",
+        async () => {
+          timings.tool_started_at = Date.now();
+          save(STATE.timings, JSON.stringify(timings));
+          const r = await runTool(
+            toolPath,
+            [
+              "--args",
+              argsPath,
+              "--key",
+              keyPath,
+              "--result-dir",
+              resultDir,
+              "--operation-key",
+              payload.release.operation_key,
+            ],
+            { ...env, BATON_SSH_PASSPHRASE: cfg.sshPassphrase },
+            timeoutMs,
+          );
+          timings.tool_finished_at = r.finishedAt;
+          save(STATE.timings, JSON.stringify(timings));
+          removeKeyDir(keyDir); // the key is needed by nothing after the tool
+          return r;
+        },
+        (r) => (r.timedOut ? "timeout" : r.signal ? `signal ${r.signal}` : `exit ${r.exitCode}`),
+      );
+      const verdict = judgeToolExit(exit, resultDir);
+      if (verdict) {
+        core.error(verdict.check.message as string);
+        actionFailure(
+          resultDir,
+          verdict.status,
+          verdict.check,
+          verdict.check.class !== "tool_not_found",
+        );
+      }
+    }
+
+    // 7. Report.
+    const { results, delivery } = await phase(
+      "7. report",
+      async () => {
+        const r = await sendCallback(target, cfg.callbackSecret, timings, secretsOf(cfg));
+        if (r.delivery.acked) save(STATE.acked, "true");
+        timings.callback_acked_at = Date.now();
+        core.info(`[action] ${r.delivery.message}`);
+        core.info(`[action] timings ${JSON.stringify(timings)}`);
+        return r;
+      },
+      (r) => (r.delivery.acked ? `acked ${r.delivery.status}` : `not acked ${r.delivery.status}`),
+    );
+    await safeSummary({ stepRunId, engineUrl: cfg.engineUrl, results, delivery, phases });
+    core.setOutput("status", results.status);
+    core.setOutput("overall", results.overall);
+    if (!delivery.acked)
+      core.error(`[action] ${delivery.message}; the post step will try once more`);
+    if (results.overall !== "pass") {
+      core.setFailed(
+        `[action] step run ${stepRunId} ${results.status} (overall ${results.overall}); use "Re-run failed jobs" to retry`,
+      );
+    }
+  } catch (e) {
+    core.setFailed(`[action] unexpected error: ${(e as Error).message}`);
+  } finally {
+    removeKeyDir(keyDir);
+    core.info(`[action] phases: ${phases.map((p) => `${p.name}=${p.outcome}`).join(", ")}`);
+  }
+}
+
+function secretsOf(cfg: Inputs): string[] {
+  const lines = cfg.sshKey
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l.length >= 8 && !l.startsWith("-----"));
+  return [cfg.callbackSecret, cfg.sshPassphrase, ...lines].filter(Boolean);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+async function safeSummary(opts: Parameters<typeof writeSummary>[0]): Promise<void> {
+  try {
+    await writeSummary(opts);
+  } catch (e) {
+    core.info(`[action] no job summary written: ${(e as Error).message}`);
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * The post step (always runs, also after cancellation or a failed main step): remove the key
+ * directory; if a preflight was accepted but no callback was acknowledged, send what the
+ * result files say (`not_run`, partial, or the tool's real result when only the report was cut
+ * short, F04).
+ */
+import * as core from "@actions/core";
+import { readInputs } from "./inputs.ts";
+import { removeKeyDir } from "./key-file.ts";
+import { sendCallback } from "./report.ts";
+import { type CallbackTarget, load, STATE } from "./state.ts";
+
+/** Entry point of dist/post.js. Never throws. */
+export async function runPost(): Promise<void> {
+  try {
+    const keyDir = load(STATE.keyDir);
+    if (keyDir) {
+      removeKeyDir(keyDir);
+      core.info("[action] SSH key directory removed");
+    }
+    const targetText = load(STATE.callback);
+    if (!targetText) {
+      core.info("[action] no accepted preflight: nothing to report");
+      return;
+    }
+    if (load(STATE.acked) === "true") {
+      core.info("[action] the callback was already acknowledged");
+      return;
+    }
+    const target = JSON.parse(targetText) as CallbackTarget;
+    const inputs = readInputs();
+    let timings: Record<string, number> = {};
+    try {
+      timings = JSON.parse(load(STATE.timings) || "{}");
+    } catch {}
+    core.info(
+      `[action] the main step did not deliver a callback for ${target.step_run_id}; sending what the result files say`,
+    );
+    const { results, delivery } = await sendCallback(
+      target,
+      inputs.callbackSecret,
+      { ...timings, from_post: 1 },
+      [inputs.callbackSecret, inputs.sshPassphrase],
+    );
+    core.info(
+      `[action] post callback: status ${results.status}, overall ${results.overall}; ${delivery.message}`,
+    );
+    if (!delivery.acked)
+      core.setFailed(
+        `[action] ${delivery.message}; the engine will mark the step run unknown at its deadline`,
+      );
+  } catch (e) {
+    core.setFailed(`[action] post step error: ${(e as Error).message}`);
+  }
+}

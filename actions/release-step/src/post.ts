@@ -1,0 +1,3 @@
+import { runPost } from "./post-main.ts";
+
+void runPost();

@@ -1,0 +1,171 @@
+/**
+ * Phase 7 (and the post step's fallback): read the four result files, POST the signed callback,
+ * write the job summary and the outputs. Used by main and post alike.
+ */
+import * as core from "@actions/core";
+import {
+  CALLBACK_BODY_MAX_BYTES,
+  CALLBACK_LOG_MAX_BYTES,
+  type CallbackBody,
+  LOG_TRUNCATED_MARKER,
+} from "../../../engine/src/protocol/messages.ts";
+import { type Results, readResults } from "../../../scripts/lib/result.ts";
+import { errorMessage, postSigned, retryPolicy } from "./engine-client.ts";
+import type { CallbackTarget } from "./state.ts";
+
+/** Cuts `log` to its last `maxBytes` UTF-8 bytes (on a character boundary), marker first. */
+export function logTail(
+  log: string,
+  maxBytes = CALLBACK_LOG_MAX_BYTES,
+): { log: string; truncated: boolean } {
+  const bytes = Buffer.from(log, "utf8");
+  if (bytes.length <= maxBytes) return { log, truncated: false };
+  const marker = Buffer.byteLength(LOG_TRUNCATED_MARKER);
+  let start = bytes.length - (maxBytes - marker);
+  // Skip UTF-8 continuation bytes so the tail starts on a whole character.
+  while (start < bytes.length && ((bytes[start] ?? 0) & 0xc0) === 0x80) start++;
+  return { log: LOG_TRUNCATED_MARKER + bytes.subarray(start).toString("utf8"), truncated: true };
+}
+
+/** Replaces every secret occurrence in `text` with `***` (defence in depth; tools should never print them). */
+export function redact(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (s.length >= 4) out = out.split(s).join("***");
+  return out;
+}
+
+/** Builds the callback body text from the result files (checks verbatim; null when not JSON). */
+export function callbackText(
+  target: CallbackTarget,
+  results: Results,
+  timings: Record<string, number>,
+  secrets: readonly string[],
+): string {
+  const tail = logTail(redact(results.log, secrets));
+  const body: CallbackBody & Record<string, unknown> = {
+    step_run_id: target.step_run_id,
+    run_id: target.run_id,
+    run_attempt: target.run_attempt,
+    attempt: target.attempt,
+    status: results.status,
+    overall: results.overall,
+    checks: results.checksValid ? results.checks : null,
+    log: tail.log,
+    log_truncated: tail.truncated,
+    timings,
+  };
+  let text = JSON.stringify(body);
+  if (Buffer.byteLength(text) > CALLBACK_BODY_MAX_BYTES) {
+    body.checks = null;
+    body.checks_dropped = "checks.json exceeded the callback size cap";
+    text = JSON.stringify(body);
+  }
+  return text;
+}
+
+/** Outcome of sending the callback. `acked` = the engine decided (2xx, or 409: already decided/fenced). */
+export interface Delivery {
+  acked: boolean;
+  status: number;
+  message: string;
+}
+
+/** Reads the files and sends the callback. Logs a note when checks.json is not JSON. */
+export async function sendCallback(
+  target: CallbackTarget,
+  secret: string,
+  timings: Record<string, number>,
+  secrets: readonly string[],
+): Promise<{ results: Results; delivery: Delivery }> {
+  const results = readResults(target.result_dir);
+  if (!results.checksValid)
+    core.warning(
+      "[action] checks.json is not valid JSON; sending checks as null (the log has the tool's output)",
+    );
+  const text = callbackText(target, results, { ...timings, reported_at: Date.now() }, secrets);
+  const res = await postSigned(target.url, text, secret, retryPolicy(process.env), (l) =>
+    core.info(l),
+  );
+  let delivery: Delivery;
+  if (res.status >= 200 && res.status < 300)
+    delivery = { acked: true, status: res.status, message: "callback acknowledged" };
+  else if (res.status === 409)
+    delivery = {
+      acked: true,
+      status: 409,
+      message: `engine refused this attempt's result: ${errorMessage(res.text)}`,
+    };
+  else if (res.status === 0)
+    delivery = {
+      acked: false,
+      status: 0,
+      message: `engine unreachable after ${res.attempts} attempts: ${res.error}`,
+    };
+  else
+    delivery = {
+      acked: false,
+      status: res.status,
+      message: `engine answered ${res.status}: ${errorMessage(res.text)}`,
+    };
+  return { results, delivery };
+}
+
+function cell(v: unknown): string {
+  // An empty cell renders as an unclosed <td> in core.summary's table; use a dash.
+  if (v === undefined || v === null || v === "") return "–";
+  return String(v).replace(/\|/g, "\\|").replace(/\n/g, " ").slice(0, 300);
+}
+
+/** Job summary: outcome, the checks as a table, the phases, and a link to the engine's page. */
+export async function writeSummary(opts: {
+  stepRunId: string;
+  engineUrl: string;
+  results?: Results;
+  delivery?: Delivery;
+  note?: string;
+  phases: readonly { name: string; outcome: string; ms: number }[];
+}): Promise<void> {
+  const s = core.summary.addHeading(`Release step ${opts.stepRunId || "(invalid payload)"}`, 2);
+  if (opts.note) s.addRaw(`${opts.note}\n\n`, true);
+  if (opts.results) {
+    s.addRaw(
+      `**status** \`${opts.results.status}\` · **overall** \`${opts.results.overall}\`\n\n`,
+      true,
+    );
+    const rows = Array.isArray(opts.results.checks)
+      ? (opts.results.checks as Record<string, unknown>[])
+      : [];
+    if (rows.length > 0) {
+      s.addTable([
+        [
+          { data: "check", header: true },
+          { data: "status", header: true },
+          { data: "exit code", header: true },
+          { data: "signal", header: true },
+          { data: "ms", header: true },
+          { data: "message", header: true },
+        ],
+        ...rows.map((c) => [
+          cell(c.name),
+          cell(c.status),
+          cell(c.exit_code),
+          cell(c.signal),
+          cell(c.duration_ms),
+          cell(c.message),
+        ]),
+      ]);
+    } else {
+      s.addRaw(
+        opts.results.checksValid
+          ? "No checks were recorded.\n\n"
+          : "checks.json was not valid JSON.\n\n",
+        true,
+      );
+    }
+  }
+  if (opts.delivery) s.addRaw(`Callback: ${opts.delivery.message}\n\n`, true);
+  s.addList(opts.phases.map((p) => `${p.name}: ${p.outcome} (${p.ms} ms)`));
+  if (opts.stepRunId)
+    s.addLink("Open this step run in the engine", `${opts.engineUrl}/step-runs/${opts.stepRunId}`);
+  await s.write();
+}

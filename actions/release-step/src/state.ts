@@ -1,0 +1,36 @@
+/**
+ * What the main step hands to the post step (core.saveState -> STATE_* env). Saved as soon as
+ * each fact is known, so a cancelled main step still leaves the post step enough to clean up
+ * (key directory) and report (callback target, result directory).
+ */
+import * as core from "@actions/core";
+
+export const STATE = {
+  /** Directory holding the key file; removed by post. */
+  keyDir: "key_dir",
+  /** JSON of {@link CallbackTarget}; present once preflight said 200. */
+  callback: "callback",
+  /** "true" once the engine acknowledged a callback (2xx, or 409 = already decided). */
+  acked: "callback_acked",
+  /** JSON timings (epoch ms). */
+  timings: "timings",
+} as const;
+
+/** Where and as whom to call back. */
+export interface CallbackTarget {
+  url: string;
+  step_run_id: string;
+  run_id: string;
+  run_attempt: number;
+  attempt: number;
+  result_dir: string;
+  engine_url: string;
+}
+
+export function save(name: (typeof STATE)[keyof typeof STATE], value: string): void {
+  core.saveState(name, value);
+}
+
+export function load(name: (typeof STATE)[keyof typeof STATE]): string {
+  return core.getState(name);
+}
