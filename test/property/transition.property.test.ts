@@ -6,8 +6,13 @@
  * are checked after every run. Runs: 1,000 per property when CI=true, else
  * BATON_PROPERTY_RUNS (default 150).
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { newRelease } from "../../engine/src/domain/transition.ts";
+import type { Release } from "../../engine/src/domain/types.ts";
+import { compileRecipeText } from "../../engine/src/recipes/compile-text.ts";
 import { f15Specs, type StepSpec, waveSpecs } from "../support/manifest-fixture.ts";
 import { release, T0 } from "../support/sim/drive.ts";
 import { finalViolations } from "../support/sim/invariants.ts";
@@ -23,13 +28,20 @@ const command: fc.Arbitrary<Command> = fc.record({
   b: fc.nat({ max: 1000 }),
 });
 
-const tables: Record<string, (o: Partial<StepSpec>) => StepSpec[]> = {
-  wave: (o) => waveSpecs(10, o),
-  f15: (o) => f15Specs().map((s) => ({ ...s, ...o })),
+const example = compileRecipeText(
+  readFileSync(join(import.meta.dirname, "../../recipes/example.yaml"), "utf8"),
+  "example.yaml",
+);
+
+/** Step tables: hand-built (policy varied by the generator) and the compiled example recipe. */
+const tables: Record<string, (o: Partial<StepSpec>) => Release> = {
+  wave: (o) => release(waveSpecs(10, o)),
+  f15: (o) => release(f15Specs().map((s) => ({ ...s, ...o }))),
+  example: () => newRelease("r17", 17, example.manifest, example.manifest_digest, T0),
 };
 
 const scenario = fc.record({
-  table: fc.constantFrom("wave", "f15"),
+  table: fc.constantFrom("wave", "f15", "example"),
   retries: fc.constantFrom(0, 0, 1),
   on_failure: fc.constantFrom<"compensate" | "pause">("compensate", "compensate", "pause"),
   commands: fc.array(command, { minLength: 10, maxLength: 160, size: "max" }),
@@ -38,8 +50,7 @@ const scenario = fc.record({
 type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
 
 function simulate(s: Scenario) {
-  const specs = tables[s.table]!({ retries: s.retries, on_failure: s.on_failure });
-  const w = new World(release(specs), T0);
+  const w = new World(tables[s.table]!({ retries: s.retries, on_failure: s.on_failure }), T0);
   w.commit({ type: "start" });
   for (const c of s.commands) w.apply(c);
   const steps = w.drain(DRAIN_STEPS);

@@ -84,9 +84,21 @@ export function finalViolations(w: World): string[] {
     const order = w.log.filter((a) => a.direction === "bwd").map((a) => a.step_index);
     if (order.some((v, i) => i > 0 && v >= order[i - 1]!))
       out.push(`backward writes out of order: ${order.join(",")}`);
-    if (w.log.some((a) => a.operation_key.endsWith("traffic=10") && a.direction === "fwd")) {
-      if (w.cp.weights.l1 !== 0)
-        out.push(`rolled back but the new lane keeps ${w.cp.weights.l1}% of traffic`);
+    // Traffic ends where it was before the first traffic step that took effect (absolute).
+    const firstTraffic = w.log.find(
+      (a) =>
+        a.direction === "fwd" &&
+        r.manifest.steps[a.step_index]?.forward.target.startsWith("traffic="),
+    );
+    const back = firstTraffic ? r.manifest.steps[firstTraffic.step_index]?.backward : null;
+    if (
+      back?.kind === "control_plane" &&
+      back.request.op === "set_traffic" &&
+      !w.cp.matches(back.request)
+    ) {
+      out.push(
+        `rolled back but traffic is ${JSON.stringify(w.cp.weights)}, want ${JSON.stringify(back.request.weights)}`,
+      );
     }
   }
   return out;

@@ -80,6 +80,9 @@ export class World {
   constructor(release: Release, now: number) {
     this.release = release;
     this.now = now;
+    this.cp.weights = Object.fromEntries(
+      release.manifest.lanes.map((l) => [l.id, l.baseline_weight]),
+    );
   }
 
   // ------------------------------------------------------------------ the engine side
@@ -243,7 +246,7 @@ export class World {
         dispatch: e.dispatch,
         run_id: run.run_id,
         run_attempt: run.run_attempt,
-        sha: "abc1234",
+        sha: this.release.manifest.tool_revision ?? "abc1234",
         tool: action?.kind === "runner" ? action.tool : e.tool,
       });
       if (res.ok && res.reply.proceed === true) {

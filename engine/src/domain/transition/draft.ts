@@ -37,7 +37,9 @@ export class Draft {
     readonly event: ReleaseEvent,
     readonly now: number,
   ) {
-    this.release = structuredClone(original) as Release;
+    // The manifest is immutable and never written by a handler, so it is shared; everything
+    // else a handler may change is copied (the input may be deep-frozen).
+    this.release = { ...original, step_runs: structuredClone(original.step_runs) } as Release;
   }
 
   /** Records an accepted change; `message` must start with `[engine]`. */
