@@ -21,11 +21,13 @@ const op: ControlPlaneOp = {
   percent: 10,
 };
 const ctx = { operation_key: "r17:6:fwd:traffic=10", release_id: "r17", generation: 1 };
+/** Short timeout, only for calls the server is told to hang on; everything else gets 10 s. */
 const TIMEOUT_MS = 300;
 
 describe("HTTP control-plane adapter: classification", () => {
   let server: ControlPlaneHandle;
   let cp: HttpControlPlane;
+  let short: HttpControlPlane;
   const applications = (key: string) => server.core.history({ operation_key: key }).length;
 
   beforeEach(async () => {
@@ -34,7 +36,8 @@ describe("HTTP control-plane adapter: classification", () => {
       { id: "lane-a", model: "default", weight: 100 },
       { id: "lane-b", model: "default", weight: 0 },
     ]);
-    cp = new HttpControlPlane({ baseUrl: server.url, timeoutMs: TIMEOUT_MS });
+    cp = new HttpControlPlane({ baseUrl: server.url, timeoutMs: 10_000 });
+    short = new HttpControlPlane({ baseUrl: server.url, timeoutMs: TIMEOUT_MS });
   });
   afterEach(() => server.close());
 
@@ -57,7 +60,7 @@ describe("HTTP control-plane adapter: classification", () => {
 
   it("a hang past the timeout is unknown and applies nothing", async () => {
     server.faults!.arm({ mode: "hang", hang_ms: 5000 });
-    const r = await cp.apply(op, ctx);
+    const r = await short.apply(op, ctx);
     expect(r).toMatchObject({ outcome: "unknown" });
     expect(r.outcome === "unknown" && r.message).toMatch(/timed out after 300 ms/);
     expect(applications(ctx.operation_key)).toBe(0);
@@ -66,7 +69,7 @@ describe("HTTP control-plane adapter: classification", () => {
 
   it("apply-then-timeout is unknown; observe matches; the re-send is a replay (one application)", async () => {
     server.faults!.arm({ mode: "apply_then_hang", hang_ms: 5000 });
-    expect(await cp.apply(op, ctx)).toMatchObject({ outcome: "unknown" });
+    expect(await short.apply(op, ctx)).toMatchObject({ outcome: "unknown" });
     expect(await cp.observe(op, ctx)).toEqual({
       ok: true,
       matches: true,
@@ -123,7 +126,7 @@ describe("HTTP control-plane adapter: classification", () => {
       marker: "excluded",
       present: false,
     };
-    const r = await cp.observe(marker, ctx);
+    const r = await short.observe(marker, ctx);
     expect(r).toMatchObject({ ok: false });
     expect(!r.ok && r.message).toMatch(/timed out/);
     // assert_traffic's read failing is unknown, never failed.
@@ -152,7 +155,7 @@ describe("HTTP control-plane adapter: answers that are not the reference server'
     await new Promise<void>((r) => stand.listen(0, "127.0.0.1", r));
     try {
       const url = `http://127.0.0.1:${(stand.address() as AddressInfo).port}`;
-      const cp = new HttpControlPlane({ baseUrl: url, timeoutMs: TIMEOUT_MS });
+      const cp = new HttpControlPlane({ baseUrl: url, timeoutMs: 10_000 });
       const r = await cp.apply(op, ctx);
       expect(r).toMatchObject({ outcome: "unknown" });
       expect(r.outcome === "unknown" && r.message).toMatch(/HTTP 502: <html>bad gateway/);
