@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
+import { reasonOf } from "../../engine/src/http/dashboard/release-page.tsx";
 import type { ReleaseRecord } from "../../engine/src/service/api.ts";
 import {
   compensatedRecord,
@@ -383,5 +384,42 @@ describe("sign-in and operator actions", () => {
     expect(res.status).toBe(403);
     expect(await res.text()).toContain("none is configured; set BATON_OPERATOR_TOKEN");
     expect(api.calls).toEqual([]);
+  });
+});
+
+describe("refusal reasons", () => {
+  const base = {
+    release_id: "r1",
+    at: 0,
+    kind: "callback",
+    step_run_id: "sr_1_1_f",
+    outcome: "refused" as const,
+  };
+  it("reads data.reason first, then a word of the engine's message", () => {
+    expect(reasonOf({ ...base, message: "x", data: { reason: "bad signature" } })).toBe(
+      "bad signature",
+    );
+    expect(
+      reasonOf({
+        ...base,
+        message: "[engine] callback for sr_1_1_f attempt 1 is late: the step run is unknown",
+        data: {},
+      }),
+    ).toBe("late");
+    expect(
+      reasonOf({
+        ...base,
+        message: "[engine] step run sr_1_1_f is fenced: attempt 1 < 2",
+        data: {},
+      }),
+    ).toBe("fenced");
+    expect(
+      reasonOf({
+        ...base,
+        message: "[engine] deadline for sr_1_1_b ignored: release r1 is rolled_back",
+        data: {},
+      }),
+    ).toBe("ignored");
+    expect(reasonOf({ ...base, message: "something else", data: null })).toBe("refused");
   });
 });

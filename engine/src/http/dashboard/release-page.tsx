@@ -65,7 +65,8 @@ function RunRow(props: {
   direction: "forward" | "backward";
   repository: string | undefined;
   now: number;
-  chance: number;
+  /** Chance of completing within the allowed attempts; null when nothing was observed. */
+  chance: number | null;
 }) {
   const { run } = props;
   return (
@@ -90,8 +91,15 @@ function RunRow(props: {
       </td>
       <td>
         {props.direction === "forward" ? (
-          <a href={`?model=${props.index}#retry-model`} title="Open this step in the retry model">
-            {`${Math.round(props.chance * 100)} %`}
+          <a
+            href={`?model=${props.index}#retry-model`}
+            title={
+              props.chance === null
+                ? "No attempt observed yet: open the retry model"
+                : "Open this step in the retry model"
+            }
+          >
+            {props.chance === null ? "model" : `${Math.round(props.chance * 100)} %`}
           </a>
         ) : null}
       </td>
@@ -120,7 +128,7 @@ function StepTable(props: { release: Release; repository: string | undefined; no
   for (const step of r.manifest.steps) {
     const fwd = runs.get(`${step.index}:fwd`);
     const bwd = runs.get(`${step.index}:bwd`);
-    const p = observedSuccessRate(r, step.index) ?? 0.5;
+    const p = observedSuccessRate(r, step.index);
     rows.push(
       <RunRow
         release={r}
@@ -131,7 +139,7 @@ function StepTable(props: { release: Release; repository: string | undefined; no
         direction="forward"
         repository={props.repository}
         now={props.now}
-        chance={probCompleted(p, 0, step.retries + 1)}
+        chance={p === null ? null : probCompleted(p, 0, step.retries + 1)}
       />,
     );
     if (bwd) {
@@ -145,7 +153,7 @@ function StepTable(props: { release: Release; repository: string | undefined; no
           direction="backward"
           repository={props.repository}
           now={props.now}
-          chance={0}
+          chance={null}
         />,
       );
     }
@@ -176,13 +184,26 @@ function StepTable(props: { release: Release; repository: string | undefined; no
   );
 }
 
-function reasonOf(e: HistoryEntry): string {
+const REASON_WORDS = [
+  "late",
+  "fenced",
+  "duplicate",
+  "stale",
+  "bad credential",
+  "forged",
+  "ignored",
+  "no longer applies",
+];
+
+/** Why an event was refused: `data.reason` / `data.code` when given, else a word of its message. */
+export function reasonOf(e: HistoryEntry): string {
   const d = e.data;
   if (d && typeof d === "object" && !Array.isArray(d)) {
     const v: Json | undefined = d.reason ?? d.code;
     if (typeof v === "string" && v) return v;
   }
-  return "refused";
+  const m = e.message.toLowerCase();
+  return REASON_WORDS.find((w) => m.includes(w)) ?? "refused";
 }
 
 function Timeline(props: {

@@ -13,6 +13,7 @@ table{border-collapse:collapse;width:100%;font-size:.92em}
 th,td{border-bottom:1px solid var(--line);padding:.3rem .45rem;text-align:left;vertical-align:top}
 th{background:var(--soft);font-weight:600}
 caption{text-align:left;color:var(--muted);padding:.2rem 0}
+td.mono{white-space:nowrap}
 code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em}
 pre{background:var(--soft);border:1px solid var(--line);padding:.6rem;overflow:auto;max-height:32rem;white-space:pre-wrap;word-break:break-word}
 .st{display:inline-block;padding:0 .45rem;border-radius:1rem;font-weight:600;font-size:.85em;border:1px solid currentColor;white-space:nowrap}
