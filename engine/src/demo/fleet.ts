@@ -1,0 +1,170 @@
+/**
+ * The embedded fleet of the demo and the e2e tests: the reference control plane (its own
+ * SQLite file, seeded with the lanes' baseline weights) and one embedded SSH target standing in
+ * for every lane's machine (deploy.sh installed, the container stand-in on PATH, each lane's
+ * previous image running and answering its own health URL on 127.0.0.1).
+ *
+ * It also owns the health-check knob: `failHealthOf(lane)` makes that lane's health URL answer
+ * 503 (the stand-in's `fail-health` file, read per request) until `clearFailHealth()`.
+ */
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { shQuote } from "../../../scripts/lib/shell-quote.ts";
+import { connect } from "../../../scripts/lib/ssh.ts";
+import type { HttpControlPlane } from "../adapters/http-control-plane/index.ts";
+import { startEmbeddedControlPlane } from "../control-plane/embedded.ts";
+import type { ControlPlaneHandle } from "../control-plane/server.ts";
+import type { Manifest } from "../domain/types.ts";
+import { type EmbeddedTarget, startEmbeddedTarget } from "../embedded-target/index.ts";
+
+/** Repository root (this file is engine/src/demo/fleet.ts). */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+
+export interface FleetOptions {
+  /** Folder for the control plane's SQLite file and the target's sandbox. */
+  dir: string;
+  /** Lane ids to give a health port each. */
+  laneIds: readonly string[];
+  /** Model the control plane's HTTP adapter addresses (the recipe's `model`). */
+  model: string;
+  /** Seconds deploy.sh waits for a health URL before failing the phase (default 2). */
+  healthTimeoutS?: number;
+}
+
+/** Where one lane lives on the embedded target. */
+export interface FleetLane {
+  id: string;
+  healthPort: number;
+  healthUrl: string;
+}
+
+export interface Fleet {
+  controlPlane: HttpControlPlane;
+  cp: ControlPlaneHandle;
+  target: EmbeddedTarget;
+  lanes: Map<string, FleetLane>;
+  /** Absolute path of deploy.sh on the target (what BATON_DEPLOY_SCRIPT must name). */
+  deployScript: string;
+  /** Puts the lanes in their pre-release state: control-plane baseline + previous image running. */
+  prepare(manifest: Manifest): Promise<void>;
+  /** From now on, the lane's health URL answers 503 (until `clearFailHealth`). */
+  failHealthOf(laneId: string): void;
+  clearFailHealth(): void;
+  close(): Promise<void>;
+}
+
+/** A free TCP port on 127.0.0.1 (bound then released; the OS does not hand it out again soon). */
+export async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once("error", fail);
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address();
+      const port = typeof a === "object" && a ? a.port : 0;
+      s.close(() => ok(port));
+    });
+  });
+}
+
+/**
+ * Starts the control plane and the target. Throws when a port or folder is unusable.
+ * Call `prepare(manifest)` once the recipe is compiled.
+ */
+export async function startFleet(o: FleetOptions): Promise<Fleet> {
+  const dir = resolve(o.dir);
+  const sandboxDir = join(dir, "target");
+  mkdirSync(sandboxDir, { recursive: true });
+  // deploy.sh reads this file on the machine (scripts/target/deploy.sh "Configuration"):
+  // short health deadlines keep a failing health check to a couple of seconds.
+  writeFileSync(
+    join(sandboxDir, "deploy.conf"),
+    `BATON_CONTAINER_CLI=docker\nBATON_HEALTH_TIMEOUT_S=${o.healthTimeoutS ?? 2}\nBATON_HEALTH_INTERVAL_S=0.2\n`,
+  );
+  const { controlPlane, handle } = await startEmbeddedControlPlane({
+    dataDir: join(dir, "control-plane"),
+    model: o.model,
+  });
+  let target: EmbeddedTarget;
+  try {
+    target = await startEmbeddedTarget({ sandboxDir });
+  } catch (e) {
+    await handle.close();
+    throw e;
+  }
+  const lanes = new Map<string, FleetLane>();
+  for (const id of o.laneIds) {
+    const healthPort = await freePort();
+    lanes.set(id, { id, healthPort, healthUrl: `http://127.0.0.1:${healthPort}/healthz` });
+  }
+  const standinDir = join(sandboxDir, "standin");
+  const failFile = join(standinDir, "fail-health");
+  const deployScript = target.deployScript;
+
+  return {
+    controlPlane,
+    cp: handle,
+    target,
+    lanes,
+    deployScript,
+    async prepare(manifest) {
+      // The fleet before any release: baseline weights, no marker, capabilities not advertised
+      // (what every backward step restores).
+      handle.core.seed(
+        manifest.lanes.map((l) => ({
+          id: l.id,
+          model: manifest.model,
+          weight: l.baseline_weight,
+          excluded: false,
+          capabilities: [...l.capabilities].sort(),
+          advertised: false,
+        })),
+      );
+      // Each lane runs its previous image: deployed over SSH like any machine's first install.
+      const session = await connect(
+        { host: target.host, port: target.port, user: target.user, hostKey: target.hostKeyPin },
+        { privateKey: target.clientPrivateKey, connectTimeoutMs: 20_000 },
+      );
+      try {
+        for (const l of manifest.lanes) {
+          const cmd = [
+            deployScript,
+            "deploy",
+            "--lane",
+            l.id,
+            "--image",
+            manifest.previous_image,
+            "--health-url",
+            l.health_url,
+            "--operation-key",
+            `bootstrap:${l.id}`,
+          ]
+            .map(shQuote)
+            .join(" ");
+          const r = await session.exec(cmd, 60_000);
+          if (r.exit_code !== 0) {
+            throw new Error(
+              `[demo] could not start the previous image on lane ${l.id}: ${(r.stdout + r.stderr).trim().slice(-400)}`,
+            );
+          }
+        }
+      } finally {
+        session.close();
+      }
+    },
+    failHealthOf(laneId) {
+      mkdirSync(standinDir, { recursive: true });
+      writeFileSync(failFile, `${laneId}\n`);
+    },
+    clearFailHealth() {
+      rmSync(failFile, { force: true });
+    },
+    async close() {
+      await target.close().catch(() => {});
+      await handle.close().catch(() => {});
+      // The stand-in's health servers exit once their state folder is gone (health-server.cjs).
+      rmSync(standinDir, { recursive: true, force: true });
+    },
+  };
+}

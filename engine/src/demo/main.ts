@@ -1,0 +1,168 @@
+/**
+ * `npm run demo` / `baton demo`: the embedded default end to end (docs/demo.md). Starts the
+ * engine on SQLite, the reference control plane, the embedded SSH target and the local runner;
+ * starts a release from recipes/example.yaml aimed at them; prints each step run as it ends;
+ * exits 0 only when the release `succeeded`.
+ *
+ *   demo [--fail-at <step>] [--recipe <file>] [--data-dir <dir>] [--serve] [--timeout <s>]
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
+import { ProgressPrinter, resolveStep, stepLabel } from "./progress.ts";
+import { EXAMPLE_RECIPE, loadRecipe, type Stack, startStack } from "./stack.ts";
+
+const USAGE = `usage: npm run demo -- [options]
+  --fail-at <step>   make that runner step's health check fail, to show compensation:
+                     a step index (e.g. 7) or name:lane (e.g. attach_queue_lane:lane-b)
+  --recipe <file>    recipe to roll out (default recipes/example.yaml)
+  --data-dir <dir>   keep the engine's SQLite file, the control plane and the sandbox here
+                     (default: a temporary folder, removed at the end)
+  --serve            keep the engine and dashboard up after the release ends (Ctrl-C stops)
+  --timeout <s>      give up after this many seconds (default 600)`;
+
+/** Same as `runDemo` (the CLI's `demo` command looks for `main`). */
+export const main = (argv: string[]) => runDemo(argv);
+
+/**
+ * Runs the demo. Resolves to the exit code: 0 when the release succeeded, 1 when it ended any
+ * other way (or timed out), 2 for bad arguments. Prints to stdout; never throws.
+ */
+export async function runDemo(argv: string[]): Promise<number> {
+  const t0 = Date.now();
+  let args: ReturnType<typeof parse>;
+  try {
+    args = parse(argv);
+  } catch (e) {
+    console.error(`[demo] ${(e as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (args.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const dir = args.dataDir ?? mkdtempSync(join(tmpdir(), "baton-demo-"));
+  let stack: Stack | null = null;
+  try {
+    const recipe = loadRecipe(args.recipe);
+    console.log(
+      "[demo] starting the control plane, the SSH target, the local runner and the engine…",
+    );
+    stack = await startStack({ dir, recipe });
+    const { manifest } = stack;
+    const failStep = args.failAt ? resolveStep(manifest, args.failAt) : null;
+    if (failStep) stack.failHealthAt(failStep.index);
+    const t = stack.fleet.target;
+    console.log(`[demo] engine         ${stack.url} (SQLite in ${join(dir, "engine")})`);
+    console.log(`[demo] control plane  ${stack.fleet.cp.url} (model ${manifest.model})`);
+    console.log(`[demo] SSH target     ${t.user}@${t.host}:${t.port} host key ${t.hostKeyPin}`);
+    console.log(
+      `[demo] lanes          ${manifest.lanes.map((l) => `${l.id} ${l.baseline_weight}%`).join(", ")} (running ${manifest.previous_image.split("@")[0]})`,
+    );
+    if (failStep) {
+      console.log(
+        `[demo] --fail-at: the health check of step ${failStep.index} (${stepLabel(failStep)}) will fail`,
+      );
+    }
+
+    const started = Date.now();
+    const res = await stack.api("/v1/releases", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(stack.recipe),
+    });
+    const body = (await res.json()) as { id?: string; error?: { message: string } };
+    if (res.status !== 201 || !body.id) {
+      throw new Error(
+        `[demo] the engine refused the recipe (HTTP ${res.status}): ${body.error?.message ?? JSON.stringify(body)}`,
+      );
+    }
+    const id = body.id;
+    console.log(
+      `[demo] release ${id}: ${manifest.recipe_name}, ${manifest.steps.length} steps, ${manifest.lanes.length} lanes, tool revision ${manifest.tool_revision?.slice(0, 12) ?? "(not pinned)"}`,
+    );
+    console.log(`   #  step                               dir  attempt  result     duration`);
+
+    const printer = new ProgressPrinter();
+    const deadline = started + args.timeoutS * 1000;
+    let state = "";
+    for (;;) {
+      const record = await stack.engine.service.get(id);
+      for (const line of printer.update(record.release)) console.log(line);
+      state = record.release.state;
+      if (TERMINAL_RELEASE_STATES.has(record.release.state as never)) break;
+      if (state === "needs_operator" || state === "paused") break;
+      if (Date.now() > deadline) {
+        console.log(`[demo] gave up after ${args.timeoutS} s; release ${id} is ${state}`);
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const releaseMs = Date.now() - started;
+    console.log(
+      `[demo] release ${id} ended ${state} in ${(releaseMs / 1000).toFixed(1)} s (wall time ${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+    );
+    console.log(`[demo] dashboard      ${stack.url}/releases/${id}`);
+    console.log(
+      `[demo] API            curl -H 'Authorization: Bearer ${stack.operatorToken}' ${stack.url}/v1/releases/${id}`,
+    );
+    const weights = stack.fleet.cp.core.lanes(manifest.model).map((l) => `${l.id} ${l.weight}%`);
+    console.log(`[demo] control plane  weights now ${weights.join(", ")}`);
+    if (args.serve) {
+      console.log("[demo] serving until Ctrl-C");
+      await new Promise<void>((r) => process.once("SIGINT", () => r()));
+    }
+    return state === "succeeded" ? 0 : 1;
+  } catch (e) {
+    console.error(
+      (e as Error).message.startsWith("[")
+        ? (e as Error).message
+        : `[demo] ${(e as Error).message}`,
+    );
+    return 1;
+  } finally {
+    await stack?.close();
+    if (!args.dataDir) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function parse(argv: string[]) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      "fail-at": { type: "string" },
+      recipe: { type: "string" },
+      "data-dir": { type: "string" },
+      serve: { type: "boolean", default: false },
+      timeout: { type: "string", default: "600" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  const timeoutS = Number(values.timeout);
+  if (!Number.isFinite(timeoutS) || timeoutS <= 0) {
+    throw new Error(`--timeout must be a positive number of seconds (got ${values.timeout})`);
+  }
+  return {
+    failAt: values["fail-at"],
+    recipe: values.recipe ? resolve(values.recipe) : EXAMPLE_RECIPE,
+    dataDir: values["data-dir"] ? resolve(values["data-dir"]) : undefined,
+    serve: values.serve === true,
+    timeoutS,
+    help: values.help === true,
+  };
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  runDemo(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e: Error) => {
+      console.error(e.message);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,104 @@
+/**
+ * Prints a release as it happens: one line per step run when it ends (step, direction,
+ * attempt, result, duration), and one line per change of the release's state. Pure over the
+ * release records it is given, so the demo and the e2e tests can both use it.
+ */
+import type { Manifest, ManifestStep, Release, StepRun } from "../domain/types.ts";
+
+const ENDED = new Set(["succeeded", "failed", "unknown", "dispatch_failed"]);
+
+/** `attach_queue_lane:lane-b`, `set_traffic(10%)`; backward steps by their backward action. */
+export function stepLabel(step: ManifestStep, direction: "fwd" | "bwd" = "fwd"): string {
+  const action = direction === "bwd" && step.backward ? step.backward : step.forward;
+  if (step.lane) return `${action.name}:${step.lane}`;
+  const req = action.kind === "control_plane" ? action.request : null;
+  return req && "percent" in req ? `${action.name}(${req.percent}%)` : action.name;
+}
+
+/**
+ * Resolves `--fail-at`: a step index (`7`) or `name:lane` of a forward runner step
+ * (`attach_queue_lane:lane-b`, `assert_smoke_passed:lane-a`).
+ * @throws Error listing the accepted values when `spec` names no runner step.
+ */
+export function resolveStep(manifest: Manifest, spec: string): ManifestStep {
+  const runnerSteps = manifest.steps.filter((s) => s.kind === "runner" && s.lane);
+  const accepted = runnerSteps.map((s) => `${s.index} (${stepLabel(s)})`).join(", ");
+  const found = /^\d+$/.test(spec)
+    ? manifest.steps[Number(spec)]
+    : manifest.steps.find((s) => stepLabel(s) === spec);
+  if (found?.kind !== "runner" || !found.lane) {
+    throw new Error(
+      `[demo] --fail-at ${spec}: not a runner step of a lane (only those run a health check); use one of: ${accepted}`,
+    );
+  }
+  return found;
+}
+
+/** Milliseconds a step run took: started (or created) to finished. */
+export function stepRunDuration(sr: StepRun): number | null {
+  if (sr.finished_at === null) return null;
+  return sr.finished_at - (sr.started_at ?? sr.created_at);
+}
+
+/** The attempt number a line shows: the runner's latest attempt, or the control-plane tries. */
+export function attemptOf(sr: StepRun): number {
+  return sr.attempts.at(-1)?.n ?? Math.max(1, sr.tries);
+}
+
+/** One ended step run, as printed. */
+export interface StepLine {
+  index: number;
+  label: string;
+  direction: "fwd" | "bwd";
+  attempt: number;
+  result: string;
+  duration_ms: number | null;
+  text: string;
+}
+
+export function formatStepLine(manifest: Manifest, sr: StepRun): StepLine {
+  const step = manifest.steps[sr.step_index]!;
+  const direction = sr.direction as "fwd" | "bwd";
+  const label = stepLabel(step, direction);
+  const attempt = attemptOf(sr);
+  const d = stepRunDuration(sr);
+  const text = `  ${String(sr.step_index).padStart(2)}  ${label.padEnd(34)} ${direction}  attempt ${attempt}  ${sr.state.padEnd(10)} ${d === null ? "" : `${d} ms`}`;
+  return {
+    index: sr.step_index,
+    label,
+    direction,
+    attempt,
+    result: sr.state,
+    duration_ms: d,
+    text,
+  };
+}
+
+/** Remembers what was printed; `update` returns the new lines for a fresher record. */
+export class ProgressPrinter {
+  private readonly printed = new Map<string, string>();
+  private lastState = "";
+  readonly lines: StepLine[] = [];
+
+  update(release: Release): string[] {
+    const out: string[] = [];
+    const ended = release.step_runs
+      .filter((sr) => ENDED.has(sr.state))
+      .sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
+    for (const sr of ended) {
+      // A step run that ends again (a retry, a re-run) prints again.
+      const key = `${sr.state}:${attemptOf(sr)}:${sr.dispatch}:${sr.finished_at}`;
+      if (this.printed.get(sr.id) === key) continue;
+      this.printed.set(sr.id, key);
+      const line = formatStepLine(release.manifest, sr);
+      this.lines.push(line);
+      out.push(line.text);
+    }
+    if (release.state !== this.lastState) {
+      this.lastState = release.state;
+      const why = release.reason ? `: ${release.reason}` : "";
+      out.push(`[demo] release ${release.id} is ${release.state}${why}`);
+    }
+    return out;
+  }
+}

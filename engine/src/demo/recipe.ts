@@ -1,0 +1,65 @@
+/**
+ * Points a recipe at the embedded fleet: every lane's host, port, user, host-key pin and
+ * health URL are rewritten to the embedded SSH target, and `tool_revision` is set to the commit
+ * the local runner reports as GITHUB_SHA (so the preflight's revision check runs for real).
+ * Everything else (images, waves, policy) is the recipe as written.
+ */
+import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
+import type { RecipeInput } from "../domain/recipe.ts";
+import type { EmbeddedTarget } from "../embedded-target/index.ts";
+import type { FleetLane } from "./fleet.ts";
+
+/** Reads a recipe file (YAML or JSON). @throws Error naming the file when it cannot be read or parsed. */
+export function readRecipeFile(file: string): RecipeInput {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new Error(`[demo] cannot read recipe ${file}: ${(e as Error).message}`);
+  }
+  try {
+    const value = parseYaml(text) as unknown;
+    if (!value || typeof value !== "object" || Array.isArray(value))
+      throw new Error("not a mapping");
+    return value as RecipeInput;
+  } catch (e) {
+    throw new Error(`[demo] recipe ${file} is not a YAML mapping: ${(e as Error).message}`);
+  }
+}
+
+/** Lane ids of a recipe, in order (empty when it has none). */
+export function laneIdsOf(recipe: RecipeInput): string[] {
+  return (recipe.lanes ?? []).map((l) => String((l as { id?: unknown }).id ?? ""));
+}
+
+/**
+ * A copy of `recipe` aimed at the embedded target.
+ * @param toolRevision commit sha the local runner reports (GITHUB_SHA), or null to drop the pin.
+ * @param deadlines optional `deadlines` override (ms), e.g. short start deadlines in tests.
+ */
+export function pointRecipeAtFleet(
+  recipe: RecipeInput,
+  target: Pick<EmbeddedTarget, "host" | "port" | "user" | "hostKeyPin">,
+  lanes: ReadonlyMap<string, FleetLane>,
+  toolRevision: string | null,
+  deadlines?: { start_ms?: number; callback_ms?: number },
+): RecipeInput {
+  const out = structuredClone(recipe) as RecipeInput & Record<string, unknown>;
+  out.lanes = (recipe.lanes ?? []).map((l) => {
+    const lane = lanes.get(String(l.id));
+    if (!lane) throw new Error(`[demo] lane ${String(l.id)} has no place on the embedded target`);
+    return {
+      ...l,
+      host: target.host,
+      port: target.port,
+      user: target.user,
+      host_key: target.hostKeyPin,
+      health_url: lane.healthUrl,
+    };
+  });
+  if (toolRevision) out.tool_revision = toolRevision;
+  else delete out.tool_revision;
+  if (deadlines) out.deadlines = { ...(recipe.deadlines ?? {}), ...deadlines };
+  return out;
+}

@@ -1,0 +1,243 @@
+/**
+ * The whole embedded default in one process: the fleet (reference control plane + embedded SSH
+ * target), the local runner (runs the bundled release-step action as a GitHub runner would),
+ * and the engine (SQLite, or Postgres with `databaseUrl`) serving its HTTP app on 127.0.0.1.
+ * Used by `npm run demo` and by the e2e harness.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync } from "node:fs";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join, resolve } from "node:path";
+import { serve } from "@hono/node-server";
+import { type LocalRunEvent, LocalRunner } from "../adapters/local-runner/index.ts";
+import type { EngineConfig } from "../config.ts";
+import type { RecipeInput } from "../domain/recipe.ts";
+import type { Manifest } from "../domain/types.ts";
+import { createEngine, type Engine } from "../engine.ts";
+import { compileRecipeInput } from "../recipes/compile-text.ts";
+import type { Logger } from "../service/release-service.ts";
+import { type Fleet, REPO_ROOT, startFleet } from "./fleet.ts";
+import { laneIdsOf, pointRecipeAtFleet, readRecipeFile } from "./recipe.ts";
+
+/** Default recipe of the demo. */
+export const EXAMPLE_RECIPE = join(REPO_ROOT, "recipes/example.yaml");
+
+export interface StackOptions {
+  /** Working folder: engine SQLite file, control-plane file, target sandbox, runner folders. */
+  dir: string;
+  /** `postgres://…` to run the engine on Postgres instead of SQLite. */
+  databaseUrl?: string | null;
+  /** The recipe to aim at the fleet (already read); its lanes decide the fleet's health ports. */
+  recipe: RecipeInput;
+  /** Reconciler interval, ms (default 200). */
+  tickMs?: number;
+  /** Deadline overrides written into the recipe (ms). */
+  deadlines?: { start_ms?: number; callback_ms?: number };
+  /** Engine log (default: warnings and errors to stderr). */
+  log?: Logger;
+  /** More environment for the runner's steps (the action and the tools). */
+  runnerEnv?: Record<string, string>;
+  /** Told about every local-runner event (after the stack's own handling). */
+  onRunEvent?: (e: LocalRunEvent) => void;
+}
+
+/** How a health fault ends: at the next run of any other step run, or at the very next run. */
+export type HealthFaultUntil = "other_step_run" | "next_run";
+
+export interface Stack {
+  engine: Engine;
+  runner: LocalRunner;
+  fleet: Fleet;
+  /** Engine base URL (API and dashboard), e.g. http://127.0.0.1:40123. */
+  url: string;
+  operatorToken: string;
+  callbackSecret: string;
+  /** The recipe aimed at the fleet, and its compiled manifest (what the fleet was prepared for). */
+  recipe: RecipeInput;
+  manifest: Manifest;
+  /**
+   * Makes the health check of forward step `stepIndex` fail: when a run of that step run is
+   * queued, its lane's health URL starts answering 503; it answers 200 again when a run of
+   * another step run is queued (`other_step_run`, so engine retries fail too) or when any next
+   * run is queued (`next_run`, e.g. a re-run from the Actions UI).
+   */
+  failHealthAt(stepIndex: number, until?: HealthFaultUntil): void;
+  /** Authorised fetch against the engine. */
+  api(path: string, init?: RequestInit): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** Environment the runner's steps need to reach the embedded target. */
+export function runnerEnvFor(fleet: Fleet): Record<string, string> {
+  return {
+    BATON_DEPLOY_SCRIPT: fleet.deployScript,
+    BATON_CONNECT_TIMEOUT_MS: "10000",
+  };
+}
+
+/** Bundles the action and the tools when `dist/` is missing (a fresh clone before `npm run build`). */
+export async function ensureBundles(): Promise<void> {
+  const needed = [
+    join(REPO_ROOT, "actions/release-step/dist/index.js"),
+    join(REPO_ROOT, "scripts/release/dist/attach-queue-lane.mjs"),
+  ];
+  if (needed.every((f) => existsSync(f))) return;
+  const build = (await import(join(REPO_ROOT, "scripts/build.mjs"))) as {
+    buildAll(): Promise<string[]>;
+  };
+  await build.buildAll();
+}
+
+const quietLog: Logger = {
+  info: () => {},
+  warn: (m) => console.warn(m),
+  error: (m, e) => console.error(m, e instanceof Error ? e.message : (e ?? "")),
+};
+
+/**
+ * Starts fleet, runner and engine, and prepares the fleet for the recipe (baseline weights in
+ * the control plane, previous image running on every lane). Does not start a release.
+ * @throws Error (prefixed with its component) when a part cannot start; started parts are closed.
+ */
+export async function startStack(o: StackOptions): Promise<Stack> {
+  const dir = resolve(o.dir);
+  mkdirSync(dir, { recursive: true });
+  await ensureBundles();
+  const model = String(o.recipe.model ?? "default");
+  const fleet = await startFleet({ dir, laneIds: laneIdsOf(o.recipe), model });
+  const closers: (() => Promise<unknown>)[] = [() => fleet.close()];
+  const closeAll = async () => {
+    for (const c of closers.reverse()) await c().catch(() => {});
+  };
+  try {
+    // The engine's HTTP server first (port 0), so its URL can go into the runner's inputs.
+    let fetcher: ((req: Request) => Response | Promise<Response>) | null = null;
+    const server = await new Promise<Server>((ok, fail) => {
+      const s = serve(
+        {
+          fetch: (req) => (fetcher ? fetcher(req) : new Response("starting", { status: 503 })),
+          port: 0,
+          hostname: "127.0.0.1",
+        },
+        () => ok(s as Server),
+      );
+      (s as Server).once("error", fail);
+    });
+    closers.push(
+      () =>
+        new Promise<void>((ok) => {
+          server.closeAllConnections();
+          server.close(() => ok());
+        }),
+    );
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const callbackSecret = randomBytes(24).toString("hex");
+    const operatorToken = randomBytes(24).toString("hex");
+
+    let fault: { stepIndex: number; until: HealthFaultUntil; lane: string } | null = null;
+    let active: { stepRunId: string; until: HealthFaultUntil } | null = null;
+    let manifest: Manifest | null = null;
+    const onEvent = (e: LocalRunEvent) => {
+      if (e.type === "queued") {
+        const m = /^sr_\d+_(\d+)_f$/.exec(e.run.stepRunId);
+        if (active) {
+          const same = e.run.stepRunId === active.stepRunId;
+          if (active.until === "next_run" || !same) {
+            fleet.clearFailHealth();
+            active = null;
+          }
+        }
+        if (fault && m && Number(m[1]) === fault.stepIndex) {
+          fleet.failHealthOf(fault.lane);
+          active = { stepRunId: e.run.stepRunId, until: fault.until };
+          fault = null;
+        }
+      }
+      o.onRunEvent?.(e);
+    };
+    const runner = new LocalRunner({
+      repoRoot: REPO_ROOT,
+      workDir: join(dir, "runner"),
+      inputs: {
+        "engine-url": url,
+        "callback-secret": callbackSecret,
+        "ssh-key": fleet.target.clientPrivateKey,
+      },
+      env: { ...runnerEnvFor(fleet), ...o.runnerEnv },
+      runTimeoutMs: 120_000,
+      onEvent,
+    });
+    closers.push(() => runner.close());
+
+    const recipe = pointRecipeAtFleet(
+      o.recipe,
+      fleet.target,
+      fleet.lanes,
+      runner.commitSha,
+      o.deadlines,
+    );
+    manifest = compileRecipeInput(recipe).manifest;
+    await fleet.prepare(manifest);
+
+    const config: EngineConfig = {
+      databaseUrl: o.databaseUrl ?? null,
+      dataDir: join(dir, "engine"),
+      port: Number(new URL(url).port),
+      publicUrl: url,
+      callbackSecrets: [callbackSecret],
+      operatorToken,
+      viewerToken: null,
+      controlPlaneUrl: fleet.cp.url,
+      dispatcher: "local",
+      githubRepository: null,
+      githubToken: null,
+      githubApp: null,
+      tickMs: o.tickMs ?? 200,
+    };
+    const engine = await createEngine(config, {
+      dispatcher: runner,
+      controlPlane: fleet.controlPlane,
+      log: o.log ?? quietLog,
+      reconciler: { leaseMs: 5_000 },
+    });
+    closers.push(() => engine.close());
+    fetcher = engine.app.fetch;
+    engine.startTicking();
+
+    const m = manifest;
+    return {
+      engine,
+      runner,
+      fleet,
+      url,
+      operatorToken,
+      callbackSecret,
+      recipe,
+      manifest: m,
+      failHealthAt(stepIndex, until = "other_step_run") {
+        const step = m.steps[stepIndex];
+        if (step?.kind !== "runner" || !step.lane) {
+          throw new Error(
+            `[demo] step ${stepIndex} is not a runner step of a lane; only those have a health check`,
+          );
+        }
+        fault = { stepIndex, until, lane: step.lane };
+      },
+      api(path, init = {}) {
+        const headers = new Headers(init.headers);
+        if (!headers.has("authorization")) headers.set("authorization", `Bearer ${operatorToken}`);
+        return fetch(`${url}${path}`, { ...init, headers });
+      },
+      close: closeAll,
+    };
+  } catch (e) {
+    await closeAll();
+    throw e;
+  }
+}
+
+/** Reads the example recipe (or `file`). */
+export function loadRecipe(file = EXAMPLE_RECIPE): RecipeInput {
+  return readRecipeFile(file);
+}
