@@ -315,4 +315,35 @@ describe("compensation walks", () => {
     expect(r.state).toBe("rolled_back");
     expect(order).toEqual([5, 4, 3, 1, 0]);
   });
+
+  it("a crash mid-compensation resumes at the first backward step not yet done; re-performed effects are replays", () => {
+    let r = advanceTo(release(waveSpecs(10)), 6);
+    r = ok(r, {
+      type: "applied",
+      step_run_id: "sr_17_6_f",
+      outcome: "failed",
+      message: "weights differ",
+    }).release;
+    r = finishCurrent(r, "pass"); // step 5 undone
+    // Crash: the store hands back the release as JSON; the outbox still holds step 5's row,
+    // whose effect is performed again and reported again.
+    const stored = JSON.parse(JSON.stringify(r)) as Release;
+    const again = ok(stored, {
+      type: "applied",
+      step_run_id: "sr_17_5_b",
+      outcome: "ok",
+      message: "replayed",
+    });
+    expect([again.changed, again.effects]).toEqual([false, []]);
+    expect(stored.cursor).toBe(4);
+    expect(sr(stored, 4, "bwd").state).toBe("applying");
+    let cur = stored;
+    while (cur.state === "compensating") cur = finishCurrent(cur, "pass");
+    expect(cur.state).toBe("rolled_back");
+    expect(
+      cur.step_runs
+        .filter((s) => s.direction === "fwd")
+        .every((s) => s.state === "succeeded" || s.step_index === 6),
+    ).toBe(true);
+  });
 });

@@ -4,8 +4,9 @@
  * each row is (setup, event, expected state and effects) or (setup, event, refusal).
  */
 import { describe, expect, it } from "vitest";
-import { transition } from "../../engine/src/domain/transition.ts";
+import { newRelease, transition } from "../../engine/src/domain/transition.ts";
 import type { Release, ReleaseEvent } from "../../engine/src/domain/types.ts";
+import { stepRunId } from "../../engine/src/protocol/messages.ts";
 import {
   CALLBACK_DEADLINE_MS,
   START_DEADLINE_MS,
@@ -404,3 +405,34 @@ function bound0(specs: StepSpec[]): Release {
   const r = started(specs);
   return ok(r, preflightOf(r, "sr_17_0_f")).release;
 }
+
+describe("newRelease", () => {
+  it("is pending with hwm -1, cursor 0, resource_version 1, generation 1 and no step runs", () => {
+    const r = release(cpOnly, 42);
+    expect(r).toMatchObject({
+      id: "r42",
+      state: "pending",
+      high_water_mark: -1,
+      cursor: 0,
+      resource_version: 1,
+      generation: 1,
+      step_runs: [],
+      reason: null,
+      created_at: T0,
+      updated_at: T0,
+    });
+  });
+  it("refuses an id that does not match the release number", () => {
+    expect(() => newRelease("r1", 2, release(cpOnly).manifest, "d".repeat(64), T0)).toThrow(
+      /\[engine\] release id r1 must be r<number>/,
+    );
+    expect(() => newRelease("x2", 2, release(cpOnly).manifest, "d".repeat(64), T0)).toThrow(
+      RangeError,
+    );
+  });
+  it("step-run ids follow stepRunId: sr_<release>_<step>_<f|b>", () => {
+    const r = ok(release(cpOnly, 42), { type: "start" }).release;
+    expect(r.step_runs.map((s) => s.id)).toEqual([stepRunId(42, 0, false)]);
+    expect(r.step_runs[0]!.id).toBe("sr_42_0_f");
+  });
+});
