@@ -529,6 +529,29 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect(await store.getAttemptResult("sr_1_0_f", 1)).toBeNull();
     });
 
+    it("a stale version with a held claim is a resource_version conflict; the row stays held", async () => {
+      const r = await created(1, [apply("sr_1_0_f")]);
+      const [c] = await store.claimDue({ now: T0, limit: 1, leaseMs: 1000, owner: "a" });
+      await store.commit({
+        release: next(r),
+        expected_version: 1,
+        history: [],
+        effects: [],
+        now: T0,
+      });
+      const res = await store.commit({
+        release: next(r),
+        expected_version: 1,
+        history: [note("r1", "stale")],
+        effects: [],
+        now: T0,
+        complete_outbox: { id: c!.id, claim_token: c!.claim_token! },
+      });
+      expect(res).toEqual({ ok: false, conflict: "resource_version" });
+      expect(await store.pendingOutbox("r1")).toEqual([c]);
+      expect(await store.getHistory("r1")).toHaveLength(1);
+    });
+
     it("two stores claiming in parallel never get the same row", async () => {
       const peer = await h.openPeer();
       const effects = Array.from({ length: 60 }, (_, i) => deadline("sr_1_0_f", T0 + (i % 7)));
