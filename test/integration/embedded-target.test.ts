@@ -11,6 +11,7 @@ import ssh2 from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type EmbeddedTarget,
+  generateEd25519,
   sha256Fingerprint,
   startEmbeddedTarget,
 } from "../../engine/src/embedded-target/index.ts";
@@ -236,6 +237,28 @@ describe("embedded SSH target", () => {
       expect(b).toMatchObject({ code: 0, stdout: "rsa\n" });
     } finally {
       await second.close();
+    }
+  });
+
+  it("several targets (one per lane) can share one client key, each with its own host key", async () => {
+    const shared = generateEd25519("fleet-deploy-key");
+    const a = await startEmbeddedTarget({ sandboxDir: join(dir, "lane-a"), clientKey: shared });
+    const b = await startEmbeddedTarget({ sandboxDir: join(dir, "lane-b"), clientKey: shared });
+    try {
+      expect(a.hostKeyPin).not.toBe(b.hostKeyPin);
+      for (const t of [a, b]) {
+        expect(await sshExec(t, "pwd", { privateKey: shared.privateKey })).toMatchObject({
+          code: 0,
+          stdout: `${t.sandboxDir}\n`,
+        });
+      }
+      // A client pinned to lane a's host key refuses lane b.
+      await expect(sshExec(b, "true", { pin: a.hostKeyPin })).rejects.toThrow(
+        /verification failed/i,
+      );
+    } finally {
+      await a.close();
+      await b.close();
     }
   });
 });

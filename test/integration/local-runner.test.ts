@@ -12,6 +12,7 @@ import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   LocalRunner,
+  localRunnerForEmbeddedTarget,
   MaskingLineWriter,
   MaskSet,
   parseCommandFile,
@@ -493,16 +494,15 @@ describe.skipIf(!existsSync(BUNDLE) && process.env.CI !== "true")(
       try {
         const healthPort = await freePort();
         const image = `reg.example/acme/model@sha256:${"d".repeat(64)}`;
-        const r = makeRunner({
-          actionDir: join(REPO, "actions/release-step"),
-          inputs: {
-            "engine-url": engine.url,
-            "callback-secret": SECRET,
-            "ssh-key": target.clientPrivateKey,
-          },
-          env: { BATON_DEPLOY_SCRIPT: target.deployScript },
+        const r = localRunnerForEmbeddedTarget({
+          repoRoot: REPO,
+          workDir: mkdtempSync(join(dir, "work-")),
+          engineUrl: engine.url,
+          callbackSecret: SECRET,
+          target,
           runTimeoutMs: 90_000,
         });
+        runner = r;
         const args = {
           lane: {
             id: "lane-a",

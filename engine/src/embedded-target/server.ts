@@ -11,7 +11,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import ssh2 from "ssh2";
 import { type RunningExec, runExec } from "./exec.ts";
-import { generateEd25519, parsePublicKey, sha256Fingerprint } from "./keys.ts";
+import { generateEd25519, parsePublicKey, type SshKeyPair, sha256Fingerprint } from "./keys.ts";
 
 const { Server } = ssh2;
 
@@ -25,6 +25,11 @@ export interface EmbeddedTargetOptions {
   user?: string;
   /** Encrypts the generated client key with this passphrase (field case F09). */
   clientKeyPassphrase?: string;
+  /**
+   * Use this client key instead of generating one: several targets (one per lane) then accept
+   * the one key the action is given, as a fleet's machines share the deploy user's key.
+   */
+  clientKey?: SshKeyPair;
   /** More authorised public keys (OpenSSH `.pub` lines or PEM), e.g. an RSA key for F09. */
   extraAuthorizedKeys?: string[];
   /** Folders put first on PATH; default the container CLI stand-in `scripts/target/standin`. */
@@ -49,7 +54,12 @@ export interface EmbeddedTarget {
   clientPrivateKey: string;
   clientPublicKey: string;
   sandboxDir: string;
-  /** Absolute path of the installed deploy script (the tools' `BATON_DEPLOY_SCRIPT`). */
+  /** The container CLI stand-in's state folder (knob files such as `fail-health` go here). */
+  standinDir: string;
+  /**
+   * The installed deploy script as the tools should call it (their `BATON_DEPLOY_SCRIPT`):
+   * `baton-deploy`, found on the target's PATH, so one value serves every embedded target.
+   */
   deployScript: string;
   /** Commands run so far (for tests and the demo's log), oldest first. */
   commands: string[];
@@ -71,7 +81,6 @@ export async function startEmbeddedTarget(options: EmbeddedTargetOptions): Promi
   const deployScript = join(REPO_ROOT, "scripts/target/deploy.sh");
   // Installed on the machine as the README tells operators to (the tools' default path is
   // /usr/local/bin/baton-deploy; point them here with BATON_DEPLOY_SCRIPT=<deployScript>).
-  const installedDeploy = join(binDir, "baton-deploy");
   if (existsSync(deployScript)) {
     for (const name of ["baton-deploy", "deploy.sh"]) {
       copyFileSync(deployScript, join(binDir, name));
@@ -80,7 +89,8 @@ export async function startEmbeddedTarget(options: EmbeddedTargetOptions): Promi
   }
   const user = options.user ?? "baton";
   const host = generateEd25519("baton-embedded-target");
-  const client = generateEd25519(`${user}@baton-embedded`, options.clientKeyPassphrase);
+  const client =
+    options.clientKey ?? generateEd25519(`${user}@baton-embedded`, options.clientKeyPassphrase);
   const authorized = [client.publicKey, ...(options.extraAuthorizedKeys ?? [])].map((k) =>
     parsePublicKey(k),
   );
@@ -173,7 +183,8 @@ export async function startEmbeddedTarget(options: EmbeddedTargetOptions): Promi
     clientPrivateKey: client.privateKey,
     clientPublicKey: client.publicKey,
     sandboxDir,
-    deployScript: installedDeploy,
+    deployScript: "baton-deploy",
+    standinDir: env.BATON_STANDIN_DIR!,
     commands,
     async close() {
       for (const r of running) r.kill("SIGKILL");

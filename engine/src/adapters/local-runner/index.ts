@@ -7,6 +7,7 @@ export {
   repositoryDispatchEvent,
   runnerEnv,
 } from "./environment.ts";
+export { type EmbeddedRunnerOptions, localRunnerForEmbeddedTarget } from "./for-embedded-target.ts";
 export { MaskingLineWriter, MaskSet } from "./mask.ts";
 export {
   headSha,
