@@ -9,7 +9,11 @@
  * In-process tests cannot survive a SIGKILL, so they may call `setFaultAction("throw")`: the
  * point then throws `FaultCrash`, which the reconciler lets propagate (it never treats a
  * simulated crash as an ordinary failure of the effect).
+ *
+ * With `BATON_FAULT_TRACE=<file>`, every call appends `{"name","detail"}` as one JSON line to
+ * that file (test/chaos enumerates the kill points from an uninjected run this way).
  */
+import { appendFileSync } from "node:fs";
 
 /** The points the engine calls, in the order a callback-driven step passes them. */
 export const FAULT_POINTS = [
@@ -66,6 +70,9 @@ export function faultPoint(
   name: FaultPointName,
   detail: Record<string, string | number> = {},
 ): void {
+  // Crash harness (test/chaos): a dry run records every call so the kill points can be enumerated.
+  const trace = process.env.BATON_FAULT_TRACE;
+  if (trace) appendFileSync(trace, `${JSON.stringify({ name, detail })}\n`);
   const spec = parseFaultSpec(override === undefined ? process.env.BATON_FAULT : override);
   if (!spec || spec.name !== name) return;
   for (const [k, v] of Object.entries(spec.match)) {
