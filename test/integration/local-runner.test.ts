@@ -421,6 +421,20 @@ describe("local runner with a protocol-following action", () => {
     expect(run.post?.code).toBe(0);
   });
 
+  it("fails a run, saying how to fix it, when the action bundle is missing", async () => {
+    const empty = join(dir, "no-bundle");
+    mkdirSync(empty, { recursive: true });
+    const r = makeRunner({ actionDir: empty });
+    expect(await r.dispatch(payload("sr_5_12_f"))).toEqual({ ok: true });
+    await r.idle();
+    const run = r.list()[0]!;
+    expect(run.conclusion).toBe("failure");
+    expect(readFileSync(run.logFile, "utf8")).toContain(
+      "is missing; build the bundle with npm run build",
+    );
+    expect(engine.received).toHaveLength(0);
+  });
+
   it("refuses like GitHub (422) a payload over the limits or off the schema", async () => {
     const r = makeRunner();
     const big = await r.dispatch(payload("sr_5_11_f", { blob: "x".repeat(70 * 1024) }));

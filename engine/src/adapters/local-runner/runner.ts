@@ -371,6 +371,14 @@ export class LocalRunner implements Dispatcher {
     );
     log(`${COMPONENT} main: node ${meta.main}\n`);
     const mainFile = join(this.actionDir, meta.main);
+    if (!existsSync(mainFile)) {
+      // What GitHub shows when an action's entry file is missing; say how to produce it.
+      log(
+        `${COMPONENT} the action's main file ${mainFile} is missing; build the bundle with npm run build\n`,
+      );
+      run.conclusion = "failure";
+      return;
+    }
     const [mo, me] = writers();
     slot.step = startStep(
       mainFile,
