@@ -139,6 +139,51 @@ describe("embedded SSH target", () => {
     expect(r.stdout).toBe("before\n");
   });
 
+  it("forwards a client's signal request, and hangs up a command whose client went away", async () => {
+    const conn = new Client();
+    await new Promise<void>((ok, fail) => {
+      conn.once("ready", () => ok());
+      conn.once("error", fail);
+      conn.connect({
+        host: target.host,
+        port: target.port,
+        username: target.user,
+        privateKey: target.clientPrivateKey,
+        hostVerifier: () => true,
+      });
+    });
+    const startSleeper = () =>
+      new Promise<{ pid: number; stream: ssh2.ClientChannel }>((ok, fail) => {
+        conn.exec("echo $$; exec sleep 30", (err, stream) => {
+          if (err) return fail(err);
+          stream.once("data", (d: Buffer) => ok({ pid: Number(d.toString().trim()), stream }));
+        });
+      });
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    // 1. signal request: the command dies by TERM and the client is told so.
+    const a = await startSleeper();
+    const exited = new Promise<unknown[]>((ok) =>
+      a.stream.once("exit", (...args: unknown[]) => ok(args)),
+    );
+    a.stream.signal("TERM");
+    const [code, signal] = await exited;
+    expect(code).toBeNull();
+    expect(signal).toBe("SIGTERM");
+    // 2. the client goes away: the command is hung up on (bounded wait: 100 x 50 ms).
+    const b = await startSleeper();
+    expect(alive(b.pid)).toBe(true);
+    conn.end();
+    for (let i = 0; i < 100 && alive(b.pid); i++) await new Promise((ok) => setTimeout(ok, 50));
+    expect(alive(b.pid)).toBe(false);
+  });
+
   it("streams stdin to the command and passes BATON_* environment requests only", async () => {
     const r = await sshExec(
       target,
