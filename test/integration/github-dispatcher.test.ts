@@ -195,6 +195,24 @@ describe("GitHub dispatcher with a token", () => {
     expect(await dispatcher.dispatch(payload())).toEqual({ ok: true });
   });
 
+  it("rate limits (429, or 403 with retry-after / no remaining quota) are retryable", async () => {
+    const { standin, dispatcher } = await tokenSetup();
+    const limits: { status: number; headers: Record<string, string> }[] = [
+      { status: 429, headers: { "retry-after": "1" } },
+      { status: 403, headers: { "retry-after": "60" } },
+      { status: 403, headers: { "x-ratelimit-remaining": "0" } },
+    ];
+    for (const l of limits) {
+      standin.behave(
+        { kind: "status", message: "You have exceeded a secondary rate limit", ...l },
+        1,
+      );
+      const r = await dispatcher.dispatch(payload());
+      expect(r).toMatchObject({ ok: false, retryable: true, status: l.status });
+      if (!r.ok) expect(r.message).toContain("secondary rate limit");
+    }
+  });
+
   it("a request that never gets an answer times out as retryable", async () => {
     const { standin, dispatcher } = await tokenSetup(300);
     standin.behave({ kind: "hang" }, 1);

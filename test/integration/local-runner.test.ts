@@ -116,6 +116,8 @@ const pre = await post(env["INPUT_ENGINE-URL"] + "/v1/releases/step-runs/" + p.s
   manifest_digest: p.release.manifest_digest, dispatch: p.release.dispatch, ...run, sha: env.GITHUB_SHA, tool: p.tool });
 fs.appendFileSync(env.GITHUB_STATE, "callback_sent<<ghadelimiter_1\\nyes\\nmultiline\\nghadelimiter_1\\n");
 fs.appendFileSync(env.GITHUB_STATE, "key_path=" + env.RUNNER_TEMP + "/key\\n");
+fs.appendFileSync(env.GITHUB_ENV, "FROM_MAIN=exported\\n");
+fs.appendFileSync(env.GITHUB_PATH, "/opt/added-by-main\\n");
 fs.appendFileSync(env.GITHUB_OUTPUT, "status=succeeded\\noverall=pass\\nstep-run-id=" + p.step_run_id + "\\n");
 fs.appendFileSync(env.GITHUB_STEP_SUMMARY, "| check | status |\\n");
 await post(p.callback_url, { step_run_id: p.step_run_id, ...run, status: "succeeded", overall: "pass", checks: [], log: "" });
@@ -126,6 +128,8 @@ process.exit(p.args.exit_code ?? 0);
 const FAKE_POST = `
 import fs from "node:fs";
 const state = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("STATE_")));
+state.FROM_MAIN = process.env.FROM_MAIN;
+state.PATH_FIRST = process.env.PATH.split(":")[0];
 fs.writeFileSync(process.env.RUNNER_TEMP + "/post-state.json", JSON.stringify(state));
 console.log("post ran");
 `;
@@ -309,7 +313,12 @@ describe("local runner with a protocol-following action", () => {
     expect(engine.received[0]!.body.sha).toBe(r.commitSha);
     const temp = join(run.dir, "temp");
     const post = JSON.parse(readFileSync(join(temp, "post-state.json"), "utf8"));
-    expect(post).toEqual({ STATE_callback_sent: "yes\nmultiline", STATE_key_path: `${temp}/key` });
+    expect(post).toEqual({
+      STATE_callback_sent: "yes\nmultiline",
+      STATE_key_path: `${temp}/key`,
+      FROM_MAIN: "exported",
+      PATH_FIRST: "/opt/added-by-main",
+    });
     const seen = JSON.parse(readFileSync(join(temp, "seen-env.json"), "utf8")) as Record<
       string,
       string
@@ -358,6 +367,22 @@ describe("local runner with a protocol-following action", () => {
       [first!.runId, 1],
       [first!.runId, 2],
     ]);
+  });
+
+  it("runs at most maxConcurrentRuns at once; the rest wait queued", async () => {
+    const r = makeRunner({ maxConcurrentRuns: 1 });
+    const gate = join(dir, "gate-4");
+    await r.dispatch(payload("sr_5_13_f", { gate }));
+    await r.dispatch(payload("sr_5_14_f"));
+    const [first, second] = r.list();
+    for (let i = 0; i < 200 && first!.state !== "running"; i++)
+      await new Promise((ok) => setTimeout(ok, 10));
+    expect(first!.state).toBe("running");
+    expect(second!.state).toBe("queued");
+    writeFileSync(gate, "");
+    await r.idle();
+    expect([first!.conclusion, second!.conclusion]).toEqual(["success", "success"]);
+    expect(second!.startedAt!).toBeGreaterThanOrEqual(first!.finishedAt!);
   });
 
   it("refuses to re-run an unknown run or one still running", async () => {

@@ -20,7 +20,7 @@ import { checkDispatchLimits } from "../../engine/src/adapters/github/limits.ts"
 
 export type StandinBehaviour =
   | { kind: "accept" }
-  | { kind: "status"; status: number; message?: string }
+  | { kind: "status"; status: number; message?: string; headers?: Record<string, string> }
   | { kind: "hang" }
   | { kind: "accept_never_run" };
 
@@ -193,6 +193,7 @@ export async function startGitHubStandin(
       return;
     }
     if (b.kind === "status") {
+      for (const [k, v] of Object.entries(b.headers ?? {})) res.setHeader(k, v);
       return answer(b.status, { message: b.message ?? "Server Error", documentation_url: DOCS });
     }
     const d: AcceptedDispatch = {

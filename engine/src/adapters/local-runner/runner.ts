@@ -394,9 +394,17 @@ export class LocalRunner implements Dispatcher {
 
     if (meta.post) {
       // The post step gets the main step's saved state as STATE_*, and its exported env.
+      const exported = safeParseFile(ctx.envFile, log);
+      const addedPath = existsSync(ctx.pathFile)
+        ? readFileSync(ctx.pathFile, "utf8")
+            .split(/\r?\n/)
+            .filter((l) => l.trim() !== "")
+        : [];
       const postEnv: Record<string, string> = {
         ...env,
-        ...safeParseFile(ctx.envFile, log),
+        ...exported,
+        // GITHUB_PATH lines go first on PATH for later steps, newest first (runner behaviour).
+        PATH: [...addedPath.reverse(), exported.PATH ?? env.PATH ?? ""].filter(Boolean).join(":"),
         ...stateToEnv(safeParseFile(ctx.stateFile, log)),
         GITHUB_OUTPUT: `${ctx.outputFile}.post`,
         GITHUB_STATE: `${ctx.stateFile}.post`,
