@@ -16,10 +16,7 @@ export interface Fixture {
   target: StandinTarget;
   runnerTemp: string;
   /** A new step run known to the engine, with its payload (unique release, lane and port). */
-  stepRun(opts?: {
-    tool?: string;
-    previous?: boolean;
-  }): Promise<{
+  stepRun(opts?: { tool?: string; previous?: boolean }): Promise<{
     payload: DispatchPayload;
     lane: string;
     healthUrl: string;

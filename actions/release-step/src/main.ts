@@ -22,7 +22,7 @@ import { PayloadError, readDispatch } from "./event.ts";
 import { type Inputs, readInputs } from "./inputs.ts";
 import { makeKeyDir, maskKey, provisionKey, removeKeyDir } from "./key-file.ts";
 import { sendCallback, writeSummary } from "./report.ts";
-import { currentTool, runTool, type ToolExit } from "./run-tool.ts";
+import { runTool, stopCurrentTool, type ToolExit } from "./run-tool.ts";
 import { type CallbackTarget, STATE, save } from "./state.ts";
 
 /** One recorded phase (name, outcome word, duration in ms). */
@@ -117,10 +117,11 @@ export async function run(): Promise<void> {
     core.warning(
       `[action] received ${sig}: stopping the tool; the post step removes the key and reports`,
     );
-    currentTool()?.kill("SIGTERM");
+    const running = stopCurrentTool("SIGTERM");
     removeKeyDir(keyDir);
-    setTimeout(() => process.exit(1), 1_500).unref();
-    if (!currentTool()) process.exit(1);
+    if (!running) process.exit(1);
+    // Give the tool a moment to record what it saw; the runner's own grace period is 7.5 s.
+    setTimeout(() => process.exit(1), 2_000).unref();
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
@@ -345,7 +346,7 @@ export async function run(): Promise<void> {
       "7. report",
       async () => {
         const r = await sendCallback(target, cfg.callbackSecret, timings, secretsOf(cfg));
-        if (r.delivery.acked) save(STATE.acked, "true");
+        if (r.delivery.final) save(STATE.acked, "true");
         timings.callback_acked_at = Date.now();
         core.info(`[action] ${r.delivery.message}`);
         core.info(`[action] timings ${JSON.stringify(timings)}`);
@@ -356,8 +357,9 @@ export async function run(): Promise<void> {
     await safeSummary({ stepRunId, engineUrl: cfg.engineUrl, results, delivery, phases });
     core.setOutput("status", results.status);
     core.setOutput("overall", results.overall);
-    if (!delivery.acked)
+    if (!delivery.final)
       core.error(`[action] ${delivery.message}; the post step will try once more`);
+    else if (!delivery.acked) core.setFailed(`[action] callback refused: ${delivery.message}`);
     if (results.overall !== "pass") {
       core.setFailed(
         `[action] step run ${stepRunId} ${results.status} (overall ${results.overall}); use "Re-run failed jobs" to retry`,

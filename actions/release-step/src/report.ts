@@ -63,9 +63,13 @@ export function callbackText(
   return text;
 }
 
-/** Outcome of sending the callback. `acked` = the engine decided (2xx, or 409: already decided/fenced). */
+/**
+ * Outcome of sending the callback. `acked` = the engine decided (2xx, or 409: already decided or
+ * fenced). `final` = a non-retryable answer (any 2xx/4xx): the post step must not send it again.
+ */
 export interface Delivery {
   acked: boolean;
+  final: boolean;
   status: number;
   message: string;
 }
@@ -86,27 +90,16 @@ export async function sendCallback(
   const res = await postSigned(target.url, text, secret, retryPolicy(process.env), (l) =>
     core.info(l),
   );
-  let delivery: Delivery;
-  if (res.status >= 200 && res.status < 300)
-    delivery = { acked: true, status: res.status, message: "callback acknowledged" };
+  const final = res.status >= 200 && res.status < 500;
+  const acked = (res.status >= 200 && res.status < 300) || res.status === 409;
+  let message: string;
+  if (res.status >= 200 && res.status < 300) message = "callback acknowledged";
   else if (res.status === 409)
-    delivery = {
-      acked: true,
-      status: 409,
-      message: `engine refused this attempt's result: ${errorMessage(res.text)}`,
-    };
+    message = `engine refused this attempt's result: ${errorMessage(res.text)}`;
   else if (res.status === 0)
-    delivery = {
-      acked: false,
-      status: 0,
-      message: `engine unreachable after ${res.attempts} attempts: ${res.error}`,
-    };
-  else
-    delivery = {
-      acked: false,
-      status: res.status,
-      message: `engine answered ${res.status}: ${errorMessage(res.text)}`,
-    };
+    message = `engine unreachable after ${res.attempts} attempts: ${res.error}`;
+  else message = `engine answered ${res.status}: ${errorMessage(res.text)}`;
+  const delivery: Delivery = { acked, final, status: res.status, message };
   return { results, delivery };
 }
 

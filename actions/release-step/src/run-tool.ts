@@ -18,9 +18,20 @@ export interface ToolExit {
 
 let current: ChildProcess | undefined;
 
-/** The running tool, if any (the main step's signal handler forwards cancellation to it). */
-export function currentTool(): ChildProcess | undefined {
-  return current;
+/** Sends `signal` to the tool's whole process group (falls back to the tool alone). */
+export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    if (child.pid) process.kill(-child.pid, signal);
+  } catch {
+    child.kill(signal);
+  }
+}
+
+/** Forwards a cancellation to the running tool, if any. Returns whether one was running. */
+export function stopCurrentTool(signal: NodeJS.Signals = "SIGTERM"): boolean {
+  if (!current) return false;
+  killGroup(current, signal);
+  return true;
 }
 
 /** Runs the tool; output is streamed to this step's log. Never rejects. */
@@ -35,14 +46,20 @@ export function runTool(
     const startedAt = Date.now();
     let timedOut = false;
     let killTimer: NodeJS.Timeout | undefined;
-    const child = spawn(toolPath, [...cliArgs], { env, stdio: ["ignore", "pipe", "pipe"] });
+    // Own process group, so a deadline or a cancellation reaches the tool's children too
+    // (a grandchild holding the output pipes open would otherwise outlive the tool).
+    const child = spawn(toolPath, [...cliArgs], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
     current = child;
     child.stdout?.on("data", (d: Buffer) => process.stdout.write(d));
     child.stderr?.on("data", (d: Buffer) => process.stdout.write(d));
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill("SIGTERM");
-      killTimer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      killGroup(child, "SIGTERM");
+      killTimer = setTimeout(() => killGroup(child, "SIGKILL"), graceMs);
     }, timeoutMs);
     let spawnError: string | undefined;
     let done = false;
@@ -60,5 +77,7 @@ export function runTool(
       setTimeout(() => finish(null, null), 100);
     });
     child.on("close", (code, signal) => finish(code, signal));
+    // If something still holds the pipes after the tool exited, do not wait for it for long.
+    child.on("exit", (code, signal) => setTimeout(() => finish(code, signal), 1_000).unref());
   });
 }

@@ -10,7 +10,7 @@ export const STATE = {
   keyDir: "key_dir",
   /** JSON of {@link CallbackTarget}; present once preflight said 200. */
   callback: "callback",
-  /** "true" once the engine acknowledged a callback (2xx, or 409 = already decided). */
+  /** "true" once the engine gave a final answer to a callback (2xx or 4xx; 5xx/network are retried). */
   acked: "callback_acked",
   /** JSON timings (epoch ms). */
   timings: "timings",

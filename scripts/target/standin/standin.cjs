@@ -8,6 +8,9 @@ const path = require("node:path");
 const net = require("node:net");
 const { spawn } = require("node:child_process");
 
+// Test targets are shared by several users (the test runner seeds state as itself, deploy.sh runs
+// as the SSH login user): everything the stand-in creates is world-writable.
+process.umask(0);
 const dir =
   process.env.BATON_STANDIN_DIR || path.join(process.env.TMPDIR || "/tmp", "baton-standin");
 const containersDir = path.join(dir, "containers");
