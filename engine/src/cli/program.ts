@@ -10,6 +10,17 @@ import { CliError, EXIT, type ExitCode, errorLines } from "./errors.ts";
 
 type Globals = { engine?: string; token?: string };
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matches ANSI colour escapes
+const ANSI = /\x1b\[[0-9;]*m/g;
+
+function oneLine(s: string): string {
+  return s
+    .replace(ANSI, "")
+    .replace(/^error: /, "")
+    .replace(/\s*\n\s*/g, " ")
+    .trim();
+}
+
 /**
  * Runs the CLI on `argv` (without node and script). Resolves to the exit code; never throws.
  * `serve` resolves once the server listens (the process then stays up).
@@ -27,8 +38,8 @@ export async function runCli(
     .configureOutput({
       writeOut: (s) => io.out.write(s),
       writeErr: (s) => io.err.write(s),
-      outputError: (s, write) =>
-        write(`[cli] ${s.replace(/^error: /, "").trim()} (see baton --help)\n`),
+      // One line, no colour codes: commander's suggestions come on a second line, inverted.
+      outputError: (s, write) => write(`[cli] ${oneLine(s)} (see baton --help)\n`),
     });
   const conn = (c: Command) => connection(c.optsWithGlobals<Globals>());
   const json = () => new Option("--json", "print JSON instead of text");

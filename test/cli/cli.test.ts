@@ -1,0 +1,352 @@
+/**
+ * Every `baton` command against a running engine (real HTTP on 127.0.0.1, real releases made
+ * through the signed runner protocol), including bad inputs: exit codes 0 ok, 1 failed or
+ * refused, 2 usage; errors as one line without a stack trace.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { createRelease, drive, recipe } from "../integration/service-harness.ts";
+import {
+  type LiveEngine,
+  OPERATOR,
+  pausedRelease,
+  startLiveEngine,
+  VIEWER,
+} from "./live-engine.ts";
+import { BIN, baton, cleanEnv, ROOT } from "./run-baton.ts";
+
+let live: LiveEngine;
+let dir: string;
+let good: string;
+let bad: string;
+const env = (token: string | undefined = OPERATOR) => ({
+  BATON_ENGINE_URL: live.url,
+  BATON_TOKEN: token,
+});
+const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+:\d+:\d+/);
+
+beforeAll(async () => {
+  live = await startLiveEngine();
+  dir = mkdtempSync(path.join(tmpdir(), "baton-cli-"));
+  good = path.join(dir, "good.yaml");
+  bad = path.join(dir, "bad.yaml");
+  writeFileSync(good, stringify(recipe(2)));
+  writeFileSync(bad, stringify({ ...recipe(2), image: "registry/x:latest" }));
+});
+afterAll(async () => {
+  await live?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("usage", () => {
+  it("prints help (0), and refuses no command, unknown commands and missing arguments (2)", async () => {
+    const help = await baton(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("watch [options] <id>");
+    expect((await baton([])).code).toBe(2);
+    const unknown = await baton(["deploy"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
+    expect(unknown.stderr).toMatch(/^\[cli\] unknown command 'deploy'.* \(see baton --help\)$/m);
+    const missing = await baton(["watch"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("missing required argument 'id'");
+  });
+
+  it("works from any working directory (tsconfig found next to the bin)", async () => {
+    const r = await baton(["check", path.join(ROOT, "recipes/example.yaml")], {}, { cwd: dir });
+    expect(r.code).toBe(0);
+  });
+
+  it("refuses a bad engine URL (2) and reports an unreachable engine in one line (1)", async () => {
+    const badUrl = await baton(["status", "--engine", "ftp://x"]);
+    expect(badUrl.code).toBe(2);
+    expect(badUrl.stderr).toContain("--engine must be an http(s) URL");
+    const down = await baton(["status"], { BATON_ENGINE_URL: "http://127.0.0.1:9" });
+    expect(down.code).toBe(1);
+    expect(down.stderr.trim().split("\n")).toHaveLength(1);
+    expect(down.stderr).toContain("[cli] cannot reach the engine at http://127.0.0.1:9");
+  });
+});
+
+describe("check", () => {
+  it("passes a good recipe and fails a bad one with the field and the fix", async () => {
+    const ok = await baton(["check", good, path.join(ROOT, "recipes/example.yaml")]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/^ok {4}.*good\.yaml: 14 steps in 2 waves, manifest [0-9a-f]{64}$/m);
+    const fail = await baton(["check", good, bad]);
+    expect(fail.code).toBe(1);
+    expect(fail.stdout).toContain("FAIL  ");
+    expect(fail.stdout).toMatch(/- image: .*fix: /);
+    noStack(fail.stdout + fail.stderr);
+    const json = await baton(["check", bad, "--json"]);
+    const parsed = JSON.parse(json.stdout) as {
+      recipes: { ok: boolean; problems: { path: string }[] }[];
+    };
+    expect(parsed.recipes[0]?.ok).toBe(false);
+    expect(parsed.recipes[0]?.problems[0]?.path).toBe("image");
+  });
+
+  it("refuses a missing file as usage (2)", async () => {
+    const r = await baton(["check", path.join(dir, "nope.yaml")]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("cannot read recipe file");
+    expect(r.stderr).toContain("ENOENT");
+  });
+});
+
+describe("start, status, record", () => {
+  it("starts a release and shows it", async () => {
+    const r = await baton(["start", good], env());
+    expect(r.code).toBe(0);
+    const id = /^started (r\d+): 14 steps/.exec(r.stdout)?.[1];
+    expect(id).toBeDefined();
+    const list = await baton(["status"], env(VIEWER));
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(new RegExp(`^${id}\\s+running\\s+svc-test`, "m"));
+    const held = await baton(["start", good, "--hold", "--json"], env());
+    expect(JSON.parse(held.stdout)).toMatchObject({ state: "pending", step_count: 14 });
+  });
+
+  it("refuses a bad recipe with the engine's problems, and a missing or read-only token", async () => {
+    const badRes = await baton(["start", bad], env());
+    expect(badRes.code).toBe(1);
+    expect(badRes.stderr).toContain("image");
+    noStack(badRes.stderr);
+    const none = await baton(["start", good], env(""));
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain("pass --token <token> or set BATON_TOKEN");
+    const viewer = await baton(["start", good], env(VIEWER));
+    expect(viewer.code).toBe(1);
+    expect(viewer.stderr).toContain("the token given was refused");
+  });
+
+  it("lists by state, shows one release with its refused events, and as JSON", async () => {
+    const rb = await baton(["status", "--state", "rolled_back", "--json"], env(VIEWER));
+    const ids = (JSON.parse(rb.stdout) as { releases: { id: string }[] }).releases.map((r) => r.id);
+    expect(ids).toContain(live.ids.compensated);
+    expect(ids).toContain(live.ids.late);
+    expect(ids).not.toContain(live.ids.paused);
+    const one = await baton(["status", live.ids.late], env(VIEWER));
+    expect(one.code).toBe(0);
+    expect(one.stdout).toContain(`${live.ids.late}  rolled_back`);
+    expect(one.stdout).toContain("high-water mark: step 1");
+    expect(one.stdout).toMatch(/← step 1 restore_queue_lane \(lane-a\): succeeded/);
+    expect(one.stdout).toMatch(/refused events: \d+/);
+    const js = JSON.parse((await baton(["status", live.ids.late, "--json"], env(VIEWER))).stdout);
+    expect(js).toMatchObject({ id: live.ids.late, state: "rolled_back", high_water_mark: 1 });
+    expect(js.refused_events).toBeGreaterThan(0);
+  });
+
+  it("refuses bad status arguments (2) and unknown releases (1)", async () => {
+    expect((await baton(["status", "--state", "exploded"], env())).code).toBe(2);
+    expect((await baton(["status", "--limit", "0"], env())).code).toBe(2);
+    expect((await baton(["status", "release-1"], env())).code).toBe(2);
+    const missing = await baton(["status", "r999"], env());
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("r999");
+    noStack(missing.stderr);
+  });
+
+  it("prints the full record as JSON, including the refused late callback", async () => {
+    const r = await baton(["record", live.ids.late], env(VIEWER));
+    expect(r.code).toBe(0);
+    const rec = JSON.parse(r.stdout) as {
+      id: string;
+      history: { kind: string; outcome: string; message: string }[];
+      attempt_results: unknown[];
+    };
+    expect(rec.id).toBe(live.ids.late);
+    expect(
+      rec.history.some(
+        (h) => h.kind === "callback" && h.outcome === "refused" && h.message.includes("late"),
+      ),
+    ).toBe(true);
+    expect(Array.isArray(rec.attempt_results)).toBe(true);
+    expect((await baton(["record", "x"], env())).code).toBe(2);
+  });
+});
+
+describe("watch", () => {
+  it("follows a release step by step until it succeeds (0)", async () => {
+    const id = await createRelease(live.h, recipe(2));
+    let seen: () => void = () => {};
+    const first = new Promise<void>((r) => {
+      seen = r;
+    });
+    const watching = baton(["watch", id, "--interval", "200", "--timeout", "60"], env(VIEWER), {
+      onStdout: (all) => {
+        if (all.includes(`release ${id} running`)) seen();
+      },
+    });
+    await Promise.race([first, watching]);
+    await drive(live.h);
+    const r = await watching;
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`release ${id} running`);
+    expect(r.stdout).toContain(`release ${id} succeeded`);
+    expect(r.stdout).toMatch(/→ step 0 exclude_lane \(lane-a\): succeeded/);
+    expect(r.stdout).toMatch(/→ step 13 assert_traffic_observed: succeeded/);
+    expect(r.stdout.indexOf("→ step 0 ")).toBeLessThan(r.stdout.indexOf("→ step 13 "));
+  });
+
+  it("ends with 1 for a rolled-back release and prints NDJSON with --json", async () => {
+    const r = await baton(["watch", live.ids.compensated, "--json"], env(VIEWER));
+    expect(r.code).toBe(1);
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; state?: string; direction?: string });
+    expect(events[0]).toMatchObject({ type: "release", state: "rolled_back" });
+    expect(events.some((e) => e.type === "step_run" && e.direction === "bwd")).toBe(true);
+  });
+
+  it("ends with 1 when the release waits for an operator or was aborted, and refuses bad options (2)", async () => {
+    const id = await pausedRelease(live.h);
+    const paused = await baton(["watch", id, "--timeout", "30"], env(VIEWER));
+    expect(paused.code).toBe(1);
+    expect(paused.stdout).toContain(`release ${id} is paused and waits for an operator`);
+    const held = JSON.parse((await baton(["start", good, "--hold", "--json"], env())).stdout) as {
+      id: string;
+    };
+    expect((await baton(["abort", held.id], env())).code).toBe(0);
+    const aborted = await baton(["watch", held.id, "--timeout", "30"], env(VIEWER));
+    expect(aborted.code).toBe(1);
+    expect(aborted.stdout).toContain(`release ${held.id} aborted`);
+    expect((await baton(["watch", id, "--interval", "5"], env())).code).toBe(2);
+    expect((await baton(["watch", id, "--timeout", "-1"], env())).code).toBe(2);
+  });
+});
+
+describe("operator actions", () => {
+  it("aborts a held release, then refuses a second abort (1)", async () => {
+    const held = JSON.parse((await baton(["start", good, "--hold", "--json"], env())).stdout) as {
+      id: string;
+    };
+    const a = await baton(["abort", held.id, "--reason", "wrong image"], env());
+    expect(a.code).toBe(0);
+    expect(a.stdout).toContain(`abort accepted: ${held.id} is now aborted`);
+    const again = await baton(["abort", held.id], env());
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^\[engine\] .*aborted/);
+    const viewer = await baton(["abort", live.ids.paused], env(VIEWER));
+    expect(viewer.code).toBe(1);
+  });
+
+  it("resumes a held release and refuses to resume a finished one", async () => {
+    const held = JSON.parse((await baton(["start", good, "--hold", "--json"], env())).stdout) as {
+      id: string;
+    };
+    const r = await baton(["resume", held.id, "--json"], env());
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ id: held.id, state: "running" });
+    const done = await baton(["resume", live.ids.compensated], env());
+    expect(done.code).toBe(1);
+    expect((await baton(["resume", "17"], env())).code).toBe(2);
+  });
+
+  it("retries the step run a paused release waits on, and refuses what does not wait", async () => {
+    const rec = JSON.parse((await baton(["record", live.ids.paused], env())).stdout) as {
+      step_runs: { id: string; state: string }[];
+    };
+    const waiting = rec.step_runs.find((s) => s.state === "unknown");
+    expect(waiting).toBeDefined();
+    const r = await baton(["retry", waiting!.id], env());
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`retry accepted: ${live.ids.paused} is now running`);
+    const again = await baton(["retry", waiting!.id], env());
+    expect(again.code).toBe(1);
+    noStack(again.stderr);
+    expect((await baton(["retry", "sr_bad"], env())).code).toBe(2);
+  });
+});
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe("serve and demo", () => {
+  it("serves the API and the dashboard, and stops on SIGTERM", async () => {
+    const port = await freePort();
+    const data = mkdtempSync(path.join(tmpdir(), "baton-serve-"));
+    const child = spawn(
+      process.execPath,
+      [BIN, "serve", "--port", String(port), "--host", "127.0.0.1"],
+      {
+        cwd: dir,
+        env: cleanEnv({
+          BATON_DATA_DIR: data,
+          BATON_CALLBACK_SECRETS: "serve-test-secret-0123456789",
+          BATON_OPERATOR_TOKEN: "serve-operator-token-0123",
+          BATON_DISPATCHER: "github",
+          GITHUB_REPOSITORY: "acme/models",
+          GITHUB_TOKEN: "not-used-in-this-test",
+        }),
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    try {
+      let out = "";
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`[test] serve did not listen: ${out}`)),
+          30_000,
+        );
+        child.stdout.on("data", (d) => {
+          out += d;
+          if (out.includes("listening")) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        child.on("close", () => reject(new Error(`[test] serve exited: ${out}`)));
+      });
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      expect(health.status).toBe(200);
+      const page = await fetch(`http://127.0.0.1:${port}/releases`, { redirect: "manual" });
+      expect(page.status).toBe(303);
+      const status = await baton(["status", "--json"], {
+        BATON_ENGINE_URL: `http://127.0.0.1:${port}`,
+        BATON_TOKEN: "serve-operator-token-0123",
+      });
+      expect(JSON.parse(status.stdout)).toEqual({ releases: [] });
+      const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+      rmSync(data, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a bad configuration with the variable and the fix (2)", async () => {
+    const r = await baton(["serve"], { BATON_OPERATOR_TOKEN: "short" });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("BATON_CALLBACK_SECRETS");
+    expect(r.stderr).toContain("BATON_OPERATOR_TOKEN must be at least 16 characters");
+    noStack(r.stderr);
+    expect((await baton(["serve", "--port", "99999"])).code).toBe(2);
+  });
+
+  it("delegates demo to engine/src/demo/main.ts, or says clearly that it is missing", async () => {
+    const { existsSync } = await import("node:fs");
+    if (existsSync(path.join(ROOT, "engine/src/demo/main.ts"))) return; // covered by the demo's own tests
+    const r = await baton(["demo"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toBe(
+      "[cli] the demo is not part of this build (engine/src/demo/main.ts is missing); run `baton serve` and `baton start <recipe>` instead",
+    );
+  });
+});
