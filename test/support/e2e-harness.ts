@@ -1,0 +1,370 @@
+/**
+ * E2E harness: everything one test needs, on real parts — the engine (SQLite in a temp dir, or
+ * a fresh Postgres database on BATON_TEST_DATABASE_URL), the reference control plane (its own
+ * SQLite file), the embedded SSH target (deploy.sh, container stand-in) and the local runner
+ * running the bundled release-step action. Two modes:
+ * - `startInProcess`: the demo's stack (engine in this process, HTTP on 127.0.0.1);
+ * - `startSplit`: the engine as a separate process (engine/src/demo/engine-process.ts) that a
+ *   test can SIGKILL and restart on the same store, while the control plane and the target keep
+ *   running in the test process.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { describe } from "vitest";
+import { headSha } from "../../engine/src/adapters/local-runner/index.ts";
+import { type Fleet, freePort, REPO_ROOT, startFleet } from "../../engine/src/demo/fleet.ts";
+import { laneIdsOf, pointRecipeAtFleet } from "../../engine/src/demo/recipe.ts";
+import {
+  ensureBundles,
+  loadRecipe,
+  runnerEnvFor,
+  type Stack,
+  type StackOptions,
+  startStack,
+} from "../../engine/src/demo/stack.ts";
+import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import type { HistoryEntry, Manifest, StepRun } from "../../engine/src/domain/types.ts";
+import type { AttemptResult } from "../../engine/src/ports/store.ts";
+import { compileRecipeInput } from "../../engine/src/recipes/compile-text.ts";
+
+export type StoreKind = "sqlite" | "postgres";
+export const PG_URL = process.env.BATON_TEST_DATABASE_URL;
+
+/** `GET /v1/releases/:id` as the tests read it. */
+export interface RecordJson {
+  id: string;
+  state: string;
+  generation: number;
+  high_water_mark: number;
+  reason: string | null;
+  step_runs: StepRun[];
+  history: HistoryEntry[];
+  attempt_results: AttemptResult[];
+  manifest: Manifest;
+}
+
+/**
+ * A describe block per store. Postgres without BATON_TEST_DATABASE_URL is skipped with a
+ * message, except under CI=true where a missing database is a failure.
+ */
+export function describeStore(kind: StoreKind, name: string, fn: () => void): void {
+  if (kind === "postgres" && !PG_URL) {
+    if (process.env.CI === "true") {
+      describe(name, () => {
+        throw new Error(
+          "[e2e] BATON_TEST_DATABASE_URL is not set under CI=true; .ci/run starts Postgres and exports it",
+        );
+      });
+      return;
+    }
+    console.warn(
+      `[e2e] skipping "${name}" on Postgres: set BATON_TEST_DATABASE_URL=postgres://… (scripts/ci/pg-start.sh starts one)`,
+    );
+    describe.skip(name, fn);
+    return;
+  }
+  describe(name, fn);
+}
+
+let dbSeq = 0;
+
+/** A fresh database on the test server; `drop()` removes it (connections forced out). */
+export async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  if (!PG_URL) throw new Error("[e2e] BATON_TEST_DATABASE_URL is not set");
+  const name = `baton_e2e_${process.pid}_${Date.now() % 1e7}_${dbSeq++}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(PG_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+/** Polls `read` until `done` holds; throws with `describe(last)` after `timeoutMs`. */
+export async function waitUntil<T>(
+  read: () => Promise<T>,
+  done: (v: T) => boolean,
+  what: string,
+  timeoutMs = 90_000,
+  describeLast: (v: T) => string = (v) => JSON.stringify(v).slice(0, 500),
+): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let last: T | undefined;
+  for (let i = 0; Date.now() < until && i < 10_000; i++) {
+    try {
+      last = await read();
+      if (done(last)) return last;
+    } catch {
+      // the engine may be restarting; read again
+    }
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  throw new Error(
+    `[e2e] timed out after ${timeoutMs} ms waiting for ${what}; last: ${last === undefined ? "(no answer)" : describeLast(last)}`,
+  );
+}
+
+/** One line per step run, for failure messages. */
+export function summarize(r: RecordJson): string {
+  return `${r.id} ${r.state} (${r.reason ?? ""}) ${r.step_runs.map((s) => `${s.id}=${s.state}`).join(" ")}`;
+}
+
+/** What both modes offer the tests. */
+export interface E2EBase {
+  kind: StoreKind;
+  dir: string;
+  fleet: Fleet;
+  manifest: Manifest;
+  recipe: RecipeInput;
+  operatorToken: string;
+  callbackSecret: string;
+  url(): string;
+  /** Authorised (operator) request to the engine. */
+  api(path: string, init?: RequestInit): Promise<Response>;
+  /** POSTs the fleet-aimed recipe; returns the release id. */
+  startRelease(opts?: { hold?: boolean }): Promise<string>;
+  record(id: string): Promise<RecordJson>;
+  waitFor(
+    id: string,
+    done: (r: RecordJson) => boolean,
+    what: string,
+    timeoutMs?: number,
+  ): Promise<RecordJson>;
+  close(): Promise<void>;
+}
+
+function baseApi(get: () => { url: string; token: string }) {
+  const api = (path: string, init: RequestInit = {}) => {
+    const { url, token } = get();
+    const headers = new Headers(init.headers);
+    if (!headers.has("authorization")) headers.set("authorization", `Bearer ${token}`);
+    return fetch(`${url}${path}`, { ...init, headers });
+  };
+  const record = async (id: string) => {
+    const res = await api(`/v1/releases/${id}`);
+    if (res.status !== 200) throw new Error(`[e2e] GET /v1/releases/${id}: HTTP ${res.status}`);
+    return (await res.json()) as RecordJson;
+  };
+  return {
+    api,
+    record,
+    waitFor: (id: string, done: (r: RecordJson) => boolean, what: string, timeoutMs = 120_000) =>
+      waitUntil(() => record(id), done, what, timeoutMs, summarize),
+  };
+}
+
+async function postRecipe(
+  api: (p: string, i?: RequestInit) => Promise<Response>,
+  recipe: RecipeInput,
+  hold = false,
+): Promise<string> {
+  const res = await api(`/v1/releases${hold ? "?start=false" : ""}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(recipe),
+  });
+  const body = (await res.json()) as { id?: string };
+  if (res.status !== 201 || !body.id) {
+    throw new Error(`[e2e] POST /v1/releases: HTTP ${res.status} ${JSON.stringify(body)}`);
+  }
+  return body.id;
+}
+
+export interface InProcessOptions {
+  recipe?: RecipeInput;
+  deadlines?: StackOptions["deadlines"];
+}
+
+export interface InProcess extends E2EBase {
+  stack: Stack;
+}
+
+/** The engine in this process (the demo's stack). */
+export async function startInProcess(
+  kind: StoreKind,
+  o: InProcessOptions = {},
+): Promise<InProcess> {
+  const dir = mkdtempSync(join(tmpdir(), `baton-e2e-${kind}-`));
+  const db = kind === "postgres" ? await freshDatabase() : null;
+  let stack: Stack;
+  try {
+    stack = await startStack({
+      dir,
+      databaseUrl: db?.url ?? null,
+      recipe: o.recipe ?? loadRecipe(),
+      tickMs: 100,
+      ...(o.deadlines ? { deadlines: o.deadlines } : {}),
+      log: { info: () => {}, warn: () => {}, error: (m) => console.error(m) },
+    });
+  } catch (e) {
+    await db?.drop().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+  const s = stack;
+  const base = baseApi(() => ({ url: s.url, token: s.operatorToken }));
+  return {
+    kind,
+    dir,
+    stack: s,
+    fleet: s.fleet,
+    manifest: s.manifest,
+    recipe: s.recipe,
+    operatorToken: s.operatorToken,
+    callbackSecret: s.callbackSecret,
+    url: () => s.url,
+    ...base,
+    startRelease: (opts = {}) => postRecipe(base.api, s.recipe, opts.hold),
+    async close() {
+      await s.close();
+      await db?.drop().catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A running engine process. */
+export interface EngineProc {
+  child: ChildProcess;
+  /** stdout + stderr so far. */
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export interface Split extends E2EBase {
+  /** Starts the engine process (again) on the same store; resolves once it listens. */
+  startEngine(env?: Record<string, string>): Promise<EngineProc>;
+  /** The current engine process, if any. */
+  engine(): EngineProc | null;
+  /** SIGKILLs the current engine process and waits for it to die. */
+  killEngine(): Promise<void>;
+}
+
+/** The engine as a separate process; the fleet stays in this process across engine restarts. */
+export async function startSplit(
+  kind: StoreKind,
+  o: { recipe?: RecipeInput } = {},
+): Promise<Split> {
+  await ensureBundles();
+  const dir = mkdtempSync(join(tmpdir(), `baton-e2e-split-${kind}-`));
+  const db = kind === "postgres" ? await freshDatabase() : null;
+  const source = o.recipe ?? loadRecipe();
+  const fleet = await startFleet({ dir, laneIds: laneIdsOf(source), model: String(source.model) });
+  const recipe = pointRecipeAtFleet(source, fleet.target, fleet.lanes, headSha(REPO_ROOT));
+  const manifest = compileRecipeInput(recipe).manifest;
+  await fleet.prepare(manifest);
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const operatorToken = randomBytes(24).toString("hex");
+  const callbackSecret = randomBytes(24).toString("hex");
+  const keyFile = join(dir, "runner-ssh-key");
+  writeFileSync(keyFile, fleet.target.clientPrivateKey, { mode: 0o600 });
+  mkdirSync(join(dir, "engine"), { recursive: true });
+  let current: EngineProc | null = null;
+  const all: EngineProc[] = [];
+
+  const startEngine = async (extra: Record<string, string> = {}): Promise<EngineProc> => {
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? dir,
+      PORT: String(port),
+      BATON_PUBLIC_URL: url,
+      BATON_CALLBACK_SECRETS: callbackSecret,
+      BATON_OPERATOR_TOKEN: operatorToken,
+      BATON_CONTROL_PLANE_URL: fleet.cp.url,
+      BATON_CONTROL_PLANE_MODEL: manifest.model,
+      BATON_DISPATCHER: "local",
+      BATON_TICK_MS: "100",
+      BATON_LEASE_MS: "1500",
+      BATON_LOCAL_SSH_KEY_FILE: keyFile,
+      BATON_LOCAL_WORK_DIR: join(dir, "runner"),
+      BATON_LOCAL_RUNNER_ENV: JSON.stringify(runnerEnvFor(fleet)),
+      ...(db ? { DATABASE_URL: db.url } : { BATON_DATA_DIR: join(dir, "engine") }),
+      ...extra,
+    };
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(REPO_ROOT, "engine/src/demo/engine-process.ts")],
+      { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let out = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((ok) =>
+      child.once("exit", (code, signal) => ok({ code, signal })),
+    );
+    const proc: EngineProc = { child, output: () => out, exited };
+    current = proc;
+    all.push(proc);
+    let gone = false;
+    void exited.then(() => {
+      gone = true;
+    });
+    await waitUntil(
+      async () => {
+        if (gone) throw new Error("exited");
+        return (await fetch(`${url}/healthz`)).status;
+      },
+      (s) => s === 200 || gone,
+      "the engine process to listen",
+      30_000,
+    );
+    if (gone) throw new Error(`[e2e] the engine process exited at start:\n${out}`);
+    return proc;
+  };
+
+  const base = baseApi(() => ({ url, token: operatorToken }));
+  return {
+    kind,
+    dir,
+    fleet,
+    manifest,
+    recipe,
+    operatorToken,
+    callbackSecret,
+    url: () => url,
+    ...base,
+    startRelease: (opts = {}) => postRecipe(base.api, recipe, opts.hold),
+    startEngine,
+    engine: () => current,
+    async killEngine() {
+      const p = current;
+      if (!p) return;
+      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
+      await p.exited;
+      current = null;
+    },
+    async close() {
+      for (const p of all) {
+        if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
+        await p.exited;
+      }
+      await fleet.close();
+      await db?.drop().catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
