@@ -89,9 +89,8 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
         : { dataDir: config.dataDir },
     ));
 
-  let service: ReleaseService | null = null;
-  const kick = eagerKicker(() => service?.reconciler.runOnce(), log);
-  service = new ReleaseService({
+  let kick: () => void = () => {};
+  const service = new ReleaseService({
     store,
     dispatcher,
     controlPlane,
@@ -100,7 +99,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     log,
     ...(o.reconciler ? { reconciler: o.reconciler } : {}),
     ...(o.domain ? { domain: o.domain } : {}),
-    ...(o.eagerReconcile === false ? {} : { onEffects: kick.kick }),
+    ...(o.eagerReconcile === false ? {} : { onEffects: () => kick() }),
   });
   const app = createApp({
     api: service,
@@ -114,6 +113,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     ...(o.extendApp ? { extend: o.extendApp } : {}),
   });
 
+  kick = () => service.reconciler.kick();
   let timer: NodeJS.Timeout | null = null;
   const svc = service;
   return {
@@ -134,44 +134,8 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     async close() {
       if (timer) clearInterval(timer);
       timer = null;
-      kick.stop();
-      await svc.reconciler.runOnce().catch(() => {});
-      await kick.idle();
+      await svc.reconciler.stop();
       if (ownsStore) await store.close();
-    },
-  };
-}
-
-/**
- * Coalesces "effects were written" signals into reconciler runs: at most one run at a time,
- * and one more right after it when signals arrived meanwhile (so none is left waiting for the
- * interval).
- */
-function eagerKicker(run: () => Promise<unknown> | undefined, log: Logger) {
-  let active: Promise<void> | null = null;
-  let again = false;
-  let stopped = false;
-  const loop = async () => {
-    do {
-      again = false;
-      await Promise.resolve(run()).catch((e) => log.error("[engine] reconciler pass failed", e));
-    } while (again && !stopped);
-    active = null;
-  };
-  return {
-    kick() {
-      if (stopped) return;
-      if (active) {
-        again = true;
-        return;
-      }
-      active = new Promise<void>((r) => setImmediate(r)).then(loop);
-    },
-    stop() {
-      stopped = true;
-    },
-    async idle() {
-      while (active) await active;
     },
   };
 }

@@ -61,6 +61,9 @@ export interface StaleClaim {
   reason: string;
 }
 
+/** Releases kept in the read cache (each a few tens of KB). */
+const RELEASE_CACHE_MAX = 2_000;
+
 export const silentLog: Logger = { info() {}, warn() {}, error() {} };
 
 export class ReleaseService implements ReleaseApi {
@@ -71,6 +74,8 @@ export class ReleaseService implements ReleaseApi {
   private readonly log: Logger;
   private readonly maxRetries: number;
   private readonly onEffects: (() => void) | undefined;
+  /** Last known state per release id, oldest first (insertion order). */
+  private readonly cache = new Map<string, Release>();
 
   constructor(deps: ReleaseServiceDeps) {
     this.store = deps.store;
@@ -88,6 +93,7 @@ export class ReleaseService implements ReleaseApi {
         publicUrl: deps.publicUrl,
         log: this.log,
         apply: (id, ev, extras) => this.apply(id, ev, extras),
+        loadRelease: (id) => this.recentRelease(id),
       },
       deps.reconciler,
     );
@@ -106,14 +112,22 @@ export class ReleaseService implements ReleaseApi {
     event: ReleaseEvent,
     extras: ApplyExtras = {},
   ): Promise<Accepted | Refusal | StaleClaim> {
+    // Round 0 may use the cached copy; any doubt (conflict, or an answer other than an
+    // accepted change) is settled against a fresh read before it counts.
+    let fresh = false;
     for (let round = 0; round <= this.maxRetries; round++) {
-      const release = await this.store.getRelease(releaseId);
+      const release = await this.load(releaseId, fresh);
       if (!release) {
         if (extras.complete_outbox) await this.completeAlone(extras.complete_outbox);
         return notFound(`[engine] release ${releaseId} does not exist`);
       }
       const now = this.clock.now();
       const r = this.domain.transition(release, event, now);
+      if ((!r.ok || !r.changed) && !fresh && this.cache.get(releaseId) === release) {
+        fresh = true;
+        round--; // not a conflict: re-decide on the stored state, uncounted
+        continue;
+      }
       if (!r.ok) {
         if (r.history.length > 0) await this.store.appendHistory(r.history);
         if (extras.complete_outbox) await this.completeAlone(extras.complete_outbox);
@@ -135,6 +149,7 @@ export class ReleaseService implements ReleaseApi {
         ...(extras.complete_outbox ? { complete_outbox: extras.complete_outbox } : {}),
       });
       if (res.ok) {
+        this.remember(r.release);
         if (r.effects.length > 0) this.onEffects?.();
         return { ok: true, changed: true, release: r.release, reply: r.reply };
       }
@@ -150,11 +165,45 @@ export class ReleaseService implements ReleaseApi {
         };
       }
       // resource_version conflict: another writer won; reload and decide again.
+      this.cache.delete(releaseId);
+      fresh = true;
     }
     throw new BatonError(
       "conflict",
       `[engine] release ${releaseId} kept changing under ${this.maxRetries + 1} tries of ${event.type}; retry the request`,
     );
+  }
+
+  /**
+   * The release, from the cache unless `fresh`. The cache only saves a read: every write is
+   * still conditional on `resource_version`, so a stale copy (another engine process wrote)
+   * costs one conflict and a reload, never a wrong state.
+   */
+  private async load(id: string, fresh: boolean): Promise<Release | null> {
+    if (!fresh) {
+      const hit = this.cache.get(id);
+      if (hit) return hit;
+    }
+    const r = await this.store.getRelease(id);
+    if (r) this.remember(r);
+    else this.cache.delete(id);
+    return r;
+  }
+
+  private remember(r: Release): void {
+    const held = this.cache.get(r.id);
+    if (held && held.resource_version > r.resource_version) return;
+    this.cache.delete(r.id);
+    this.cache.set(r.id, r);
+    if (this.cache.size > RELEASE_CACHE_MAX) {
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.cache.delete(oldest);
+    }
+  }
+
+  /** A recent copy of the release (cached), for reads that need only immutable fields. */
+  recentRelease(id: string): Promise<Release | null> {
+    return this.load(id, false);
   }
 
   private async completeAlone(row: { id: number; claim_token: string }): Promise<void> {
@@ -200,6 +249,7 @@ export class ReleaseService implements ReleaseApi {
     // A new release is stored once, already started: resource_version 1, its first effects.
     const release: Release = { ...started.release, resource_version: 1 };
     await this.store.createRelease(release, [created, ...started.history], started.effects, now);
+    this.remember(release);
     if (started.effects.length > 0) this.onEffects?.();
     return release;
   }
