@@ -86,6 +86,7 @@ describe.skipIf(!have)("dashboard in Chromium", () => {
       "high-water mark: step 2",
     );
     await page.screenshot({ path: "test-results/dashboard-release.png", fullPage: true });
+    await page.screenshot({ path: "test-results/dashboard-release-top.png" });
 
     const failed = page.locator("#part-steps tr", { hasText: "assert_smoke_passed" }).first();
     await expect(failed.textContent()).resolves.toContain("failed");

@@ -35,6 +35,8 @@ export interface LiveEngine {
 }
 
 const HOUR = 3_600_000;
+/** Each reconciler round takes 3 s of fake time, so durations on the pages are not all 0. */
+const pace = (h: Harness) => () => h.clock.advance(3_000);
 
 async function state(h: Harness, id: string): Promise<string> {
   const res = await op(h, "GET", `/v1/releases/${id}`);
@@ -48,7 +50,12 @@ function expectState(actual: string, want: string, what: string) {
 /** Release whose first smoke check fails: compensated back to `rolled_back`. */
 export async function compensatedRelease(h: Harness): Promise<string> {
   const id = await createRelease(h, recipe(2));
-  await drive(h, (p) => (p.release.id === id && p.tool === "run-smoke" ? "fail" : "pass"));
+  await drive(
+    h,
+    (p) => (p.release.id === id && p.tool === "run-smoke" ? "fail" : "pass"),
+    400,
+    pace(h),
+  );
   expectState(await state(h, id), "rolled_back", "compensated release");
   return id;
 }
@@ -61,23 +68,28 @@ export async function compensatedRelease(h: Harness): Promise<string> {
 export async function lateCallbackRelease(h: Harness): Promise<string> {
   const id = await createRelease(h, recipe(2));
   let stuck: DispatchPayload | undefined;
-  await drive(h, (p) => {
-    if (p.release.id === id && !stuck && p.tool === "attach-queue-lane") {
-      stuck = p;
-      return "skip";
-    }
-    return "pass";
-  });
+  await drive(
+    h,
+    (p) => {
+      if (p.release.id === id && !stuck && p.tool === "attach-queue-lane") {
+        stuck = p;
+        return "skip";
+      }
+      return "pass";
+    },
+    400,
+    pace(h),
+  );
   if (!stuck) throw new Error("[test] no attach-queue-lane dispatch");
   const run = { run_id: "424242", run_attempt: 1 };
   const pre = await signedPost(h, preflightUrl(stuck.step_run_id), preflightBody(stuck, run));
   if (pre.status !== 200) throw new Error(`[test] preflight answered ${pre.status}`);
   h.clock.advance(2 * HOUR);
-  await drive(h);
+  await drive(h, undefined, 400, pace(h));
   expectState(await state(h, id), "paused", "late-callback release after the deadline");
   const abort = await op(h, "POST", `/v1/releases/${id}/abort`, { reason: "runner went silent" });
   if (abort.status !== 200) throw new Error(`[test] abort answered ${abort.status}`);
-  await drive(h);
+  await drive(h, undefined, 400, pace(h));
   expectState(await state(h, id), "rolled_back", "late-callback release after abort");
   const late = await signedPost(
     h,
