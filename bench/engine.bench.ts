@@ -103,6 +103,7 @@ function config(dataDir: string): EngineConfig {
     githubToken: null,
     githubApp: null,
     tickMs: 1000,
+    sshKey: null,
   };
 }
 

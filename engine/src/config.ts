@@ -3,6 +3,7 @@
  * (docs/engine.md "Configuration"; names from the shared decisions). A bad or missing value
  * stops the engine with one message per variable naming it and the fix.
  */
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { BatonError, type Problem } from "./domain/errors.ts";
@@ -29,6 +30,8 @@ export interface EngineConfig {
   githubApp: { appId: string; privateKey: string; installationId: string } | null;
   /** Reconciler interval (ms). */
   tickMs: number;
+  /** Local dispatcher: the SSH private key the runner's tools use (BATON_SSH_KEY_FILE). */
+  sshKey: string | null;
 }
 
 const secretText = (name: string) =>
@@ -86,6 +89,7 @@ const Env = z.object({
     .string()
     .regex(/^[0-9]+$/, "GITHUB_APP_INSTALLATION_ID must be digits")
     .optional(),
+  BATON_SSH_KEY_FILE: z.string().min(1).optional(),
   BATON_TICK_MS: z.coerce
     .number({ error: "BATON_TICK_MS must be a number" })
     .int()
@@ -135,6 +139,25 @@ const FIX: Record<string, string> = {
     "set GITHUB_TOKEN (contents: write) or GITHUB_APP_ID + GITHUB_APP_PRIVATE_KEY + GITHUB_APP_INSTALLATION_ID",
   GITHUB_APP_ID: "set all three GitHub App variables, or none of them",
 };
+
+function readKey(file: string | undefined): string | null {
+  if (!file) return null;
+  try {
+    return readFileSync(file, "utf8");
+  } catch (err) {
+    throw new BatonError(
+      "bad_request",
+      `[engine] invalid configuration:\n  - BATON_SSH_KEY_FILE: cannot read ${file} (${(err as Error).message}); fix: point it at the runner's SSH private key file, or unset it`,
+      [
+        {
+          path: "BATON_SSH_KEY_FILE",
+          message: `cannot read ${file}`,
+          fix: "point it at a readable private key file, or unset it",
+        },
+      ],
+    );
+  }
+}
 
 /**
  * Reads and validates the engine's environment.
@@ -187,5 +210,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           }
         : null,
     tickMs: e.BATON_TICK_MS,
+    sshKey: readKey(e.BATON_SSH_KEY_FILE),
   };
 }

@@ -3,17 +3,22 @@
  * Used by `main-node.ts`, the CLI, the demo and tests; anything can be injected
  * (store, dispatcher, control plane, clock) so tests run the real app on doubles.
  */
+import { join } from "node:path";
 import type { Hono } from "hono";
 import { GitHubDispatcher } from "./adapters/github/index.ts";
-import { MemoryControlPlane } from "./adapters/memory/control-plane.ts";
+import { HttpControlPlane } from "./adapters/http-control-plane/index.ts";
+import { LocalRunner } from "./adapters/local-runner/index.ts";
 import { openStore } from "./adapters/store-factory.ts";
 import type { EngineConfig } from "./config.ts";
+import { startEmbeddedControlPlane } from "./control-plane/embedded.ts";
 import { createApp } from "./http/app.ts";
+import { dashboardApp } from "./http/dashboard/index.tsx";
 import { type Clock, systemClock } from "./ports/clock.ts";
 import type { ControlPlane } from "./ports/control-plane.ts";
 import type { Dispatcher } from "./ports/dispatcher.ts";
 import type { Store } from "./ports/store.ts";
 import type { Domain } from "./service/domain.ts";
+import { ModelRoutedControlPlane } from "./service/model-routed-control-plane.ts";
 import type { ReconcilerOptions } from "./service/reconciler.ts";
 import { type Logger, ReleaseService } from "./service/release-service.ts";
 
@@ -34,6 +39,8 @@ export interface EngineOverrides {
   extendApp?: (app: Hono) => void;
   /** Transition and compiler (tests wrap them). */
   domain?: Domain;
+  /** Mount the dashboard under `/` (default true). */
+  dashboard?: boolean;
 }
 
 export interface Engine {
@@ -65,9 +72,17 @@ export function dispatcherFromConfig(config: EngineConfig): Dispatcher {
       throw new Error("[engine] BATON_DISPATCHER=github needs GITHUB_TOKEN or a GitHub App");
     return new GitHubDispatcher({ repository: config.githubRepository, auth });
   }
-  throw new Error(
-    "[engine] the local dispatcher must be passed to createEngine (overrides.dispatcher); set BATON_DISPATCHER=github to dispatch to GitHub",
-  );
+  // The local runner plays GitHub Actions on this machine: it runs the release-step action
+  // of this checkout for each dispatch (docs/engine.md, "Dispatchers").
+  return new LocalRunner({
+    repoRoot: process.cwd(),
+    workDir: join(config.dataDir, "runner"),
+    inputs: {
+      "engine-url": config.publicUrl,
+      "callback-secret": config.callbackSecrets[0] ?? "",
+      ...(config.sshKey ? { "ssh-key": config.sshKey } : {}),
+    },
+  });
 }
 
 /** Creates the engine. Opens (and migrates) the store unless one is injected. */
@@ -79,7 +94,26 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     error: (m, e) => console.error(m, e ?? ""),
   };
   const dispatcher = o.dispatcher ?? dispatcherFromConfig(config);
-  const controlPlane = o.controlPlane ?? new MemoryControlPlane({ now: () => clock.now() });
+  const closers: (() => Promise<void>)[] = [];
+  let modelOf: (id: string) => Promise<string | null> = async () => null;
+  let controlPlane: ControlPlane;
+  if (o.controlPlane) {
+    controlPlane = o.controlPlane;
+  } else {
+    // The port's traffic ops carry no model; route each write by its release's model.
+    let baseUrl = config.controlPlaneUrl;
+    if (!baseUrl) {
+      const embedded = await startEmbeddedControlPlane({ dataDir: config.dataDir });
+      baseUrl = embedded.handle.url;
+      closers.push(() => embedded.handle.close());
+      log.info(`[engine] embedded control plane at ${baseUrl}`);
+    }
+    const url = baseUrl;
+    controlPlane = new ModelRoutedControlPlane(
+      (model) => new HttpControlPlane({ baseUrl: url, model }),
+      (id) => modelOf(id),
+    );
+  }
   const ownsStore = !o.store;
   const store =
     o.store ??
@@ -101,6 +135,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     ...(o.domain ? { domain: o.domain } : {}),
     ...(o.eagerReconcile === false ? {} : { onEffects: () => kick() }),
   });
+  modelOf = async (id) => (await service.recentRelease(id))?.manifest.model ?? null;
   const app = createApp({
     api: service,
     clock,
@@ -110,7 +145,23 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     publicUrl: config.publicUrl,
     ...(config.githubRepository ? { repository: config.githubRepository } : {}),
     log,
-    ...(o.extendApp ? { extend: o.extendApp } : {}),
+    extend: (a) => {
+      o.extendApp?.(a);
+      if (o.dashboard !== false) {
+        const tokens: { operator?: string; viewer?: string } = { operator: config.operatorToken };
+        if (config.viewerToken) tokens.viewer = config.viewerToken;
+        a.route(
+          "/",
+          dashboardApp({
+            api: service,
+            tokens,
+            publicUrl: config.publicUrl,
+            now: () => clock.now(),
+            ...(config.githubRepository ? { repository: config.githubRepository } : {}),
+          }),
+        );
+      }
+    },
   });
 
   kick = () => service.reconciler.kick();
@@ -135,6 +186,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       if (timer) clearInterval(timer);
       timer = null;
       await svc.reconciler.stop();
+      for (const c of closers) await c().catch(() => {});
       if (ownsStore) await store.close();
     },
   };

@@ -73,6 +73,7 @@ export function config(dataDir: string, over: Partial<EngineConfig> = {}): Engin
     githubToken: null,
     githubApp: null,
     tickMs: 1000,
+    sshKey: null,
     ...over,
   };
 }
