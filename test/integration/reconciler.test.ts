@@ -240,3 +240,39 @@ describe("rules 6 and 7", () => {
     expect((await getRecord(h, id)).state).toBe("rolled_back");
   });
 });
+
+describe("two engines share one database", () => {
+  it("each decides on fresh state when its cached copy is stale; every key applied once", async () => {
+    const clock = new FakeClock();
+    const dispatcher = new MemoryDispatcher();
+    const cp = new MemoryControlPlane({ model: "summarizer-v7", now: () => clock.now() });
+    seedControlPlane(cp, recipe(2));
+    const a = await harness({ clock, dispatcher, cp });
+    const b = await harness({ clock, dispatcher, cp, dir: a.dir }); // second connection, same file
+    const id = await createRelease(a, recipe(2));
+    const engines = [a, b];
+    let handled = 0;
+    for (let round = 0; round < 200; round++) {
+      const x = engines[round % 2]!;
+      const y = engines[(round + 1) % 2]!;
+      await x.engine.service.tick();
+      for (const p of dispatcher.accepted.slice(handled)) {
+        handled++;
+        const run = { run_id: String(900 + handled), run_attempt: 1 };
+        // Preflight through one engine, callback through the other: each holds a stale copy.
+        expect(
+          (await signedPost(y, preflightUrl(p.step_run_id), preflightBody(p, run))).status,
+        ).toBe(200);
+        expect(
+          (await signedPost(x, callbackUrl(p.step_run_id), callbackBody(p.step_run_id, run)))
+            .status,
+        ).toBe(200);
+      }
+      if ((await a.store.getRelease(id))?.state === "succeeded") break;
+    }
+    const rec = await getRecord(b, id);
+    expect(rec.state).toBe("succeeded");
+    for (const [key, n] of Object.entries(cp.applicationCounts())) expect(n, key).toBe(1);
+    for (const [key, n] of dispatcher.acceptedByKey) expect(n, key).toBe(1);
+  });
+});
