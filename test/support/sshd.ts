@@ -104,11 +104,25 @@ export const TEST_USER = "batontest";
  */
 export function ensureTestUser(): string {
   if (process.getuid?.() !== 0) return userInfo().username;
-  try {
-    execFileSync("id", [TEST_USER], { stdio: "ignore" });
-  } catch {
-    execFileSync("useradd", ["-M", "-d", "/tmp", "-s", "/bin/sh", TEST_USER], { stdio: "ignore" });
-    execFileSync("usermod", ["-p", "*", TEST_USER], { stdio: "ignore" });
+  const exists = () => {
+    try {
+      execFileSync("id", [TEST_USER], { stdio: "ignore" });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!exists()) {
+    try {
+      execFileSync("useradd", ["-M", "-d", "/tmp", "-s", "/bin/sh", TEST_USER], {
+        stdio: "ignore",
+      });
+      // Unlocked (no password, but not "!"), or sshd refuses key logins for the account.
+      execFileSync("usermod", ["-p", "*", TEST_USER], { stdio: "ignore" });
+    } catch (e) {
+      // Another test worker may have created it at the same moment.
+      if (!exists()) throw e;
+    }
   }
   return TEST_USER;
 }
