@@ -359,8 +359,13 @@ export async function startSplit(
     },
     async close() {
       for (const p of all) {
-        if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
-        await p.exited;
+        // Graceful first (the engine closes its runner and store), then SIGKILL after 10 s.
+        if (p.child.exitCode === null && p.child.signalCode === null) {
+          p.child.kill("SIGTERM");
+          const t = setTimeout(() => p.child.kill("SIGKILL"), 10_000);
+          await p.exited;
+          clearTimeout(t);
+        }
       }
       await fleet.close();
       await db?.drop().catch(() => {});

@@ -11,7 +11,10 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import type { RecipeInput } from "../domain/recipe.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
+import type { ManifestStep } from "../domain/types.ts";
+import { compileRecipeInput } from "../recipes/compile-text.ts";
 import { ProgressPrinter, resolveStep, stepLabel } from "./progress.ts";
 import { EXAMPLE_RECIPE, loadRecipe, type Stack, startStack } from "./stack.ts";
 
@@ -44,16 +47,25 @@ export async function runDemo(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
+  // Check the recipe and --fail-at before starting anything (labels do not depend on hosts).
+  let recipe: RecipeInput;
+  let failStep: ManifestStep | null = null;
+  try {
+    recipe = loadRecipe(args.recipe);
+    const planned = compileRecipeInput(recipe).manifest;
+    if (args.failAt) failStep = resolveStep(planned, args.failAt);
+  } catch (e) {
+    console.error(describe(e));
+    return 2;
+  }
   const dir = args.dataDir ?? mkdtempSync(join(tmpdir(), "baton-demo-"));
   let stack: Stack | null = null;
   try {
-    const recipe = loadRecipe(args.recipe);
     console.log(
       "[demo] starting the control plane, the SSH target, the local runner and the engine…",
     );
     stack = await startStack({ dir, recipe });
     const { manifest } = stack;
-    const failStep = args.failAt ? resolveStep(manifest, args.failAt) : null;
     if (failStep) stack.failHealthAt(failStep.index);
     const t = stack.fleet.target;
     console.log(`[demo] engine         ${stack.url} (SQLite in ${join(dir, "engine")})`);
@@ -117,16 +129,22 @@ export async function runDemo(argv: string[]): Promise<number> {
     }
     return state === "succeeded" ? 0 : 1;
   } catch (e) {
-    console.error(
-      (e as Error).message.startsWith("[")
-        ? (e as Error).message
-        : `[demo] ${(e as Error).message}`,
-    );
+    console.error(describe(e));
     return 1;
   } finally {
     await stack?.close();
     if (!args.dataDir) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** An error as one line for people: BatonError problems listed with their fix. */
+function describe(e: unknown): string {
+  const err = e as Error & { problems?: { path: string; message: string; fix?: string }[] };
+  const msg = err.message?.startsWith("[") ? err.message : `[demo] ${err.message ?? String(e)}`;
+  const problems = (err.problems ?? []).map(
+    (p) => `  - ${p.path}: ${p.message}${p.fix ? `; fix: ${p.fix}` : ""}`,
+  );
+  return [msg, ...problems].join("\n");
 }
 
 function parse(argv: string[]) {

@@ -12,7 +12,11 @@ export function stepLabel(step: ManifestStep, direction: "fwd" | "bwd" = "fwd"):
   const action = direction === "bwd" && step.backward ? step.backward : step.forward;
   if (step.lane) return `${action.name}:${step.lane}`;
   const req = action.kind === "control_plane" ? action.request : null;
-  return req && "percent" in req ? `${action.name}(${req.percent}%)` : action.name;
+  if (!req || !("percent" in req)) return action.name;
+  // Backward to before the first wave: the lanes' baseline weights, not "0%".
+  return direction === "bwd" && req.percent === 0
+    ? `${action.name}(baseline)`
+    : `${action.name}(${req.percent}%)`;
 }
 
 /**

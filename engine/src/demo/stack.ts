@@ -194,6 +194,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       githubToken: null,
       githubApp: null,
       tickMs: o.tickMs ?? 200,
+      sshKey: fleet.target.clientPrivateKey,
     };
     const engine = await createEngine(config, {
       dispatcher: runner,

@@ -1,0 +1,126 @@
+/**
+ * `npm run demo` as a new user runs it (a child process, real parts, SQLite in a temp dir):
+ * exit 0 and `succeeded`; with `--fail-at` exit 1 and `rolled_back` with the backward steps
+ * printed in reverse. Plus bad arguments (exit 2, nothing started) and the step labels.
+ */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it, vi } from "vitest";
+import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
+import { runDemo } from "../../engine/src/demo/main.ts";
+import { resolveStep, stepLabel } from "../../engine/src/demo/progress.ts";
+import { loadRecipe } from "../../engine/src/demo/stack.ts";
+import { compileRecipeInput } from "../../engine/src/recipes/compile-text.ts";
+
+const manifest = compileRecipeInput(loadRecipe()).manifest;
+
+/** Runs the demo through the npm script's command; resolves with exit code and output. */
+function demo(args: string[]): Promise<{ code: number | null; out: string }> {
+  return new Promise((ok) => {
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(REPO_ROOT, "engine/src/cli/main.ts"), "demo", ...args],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), 200_000);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      ok({ code, out });
+    });
+  });
+}
+
+/** Step lines as printed: [index, label, direction, attempt, result]. */
+function stepLines(out: string): [number, string, string, number, string][] {
+  const re = /^\s+(\d+)\s+(\S+)\s+(fwd|bwd)\s+attempt (\d+)\s+(\w+)\s+\d+ ms$/gm;
+  return [...out.matchAll(re)].map((m) => [Number(m[1]), m[2]!, m[3]!, Number(m[4]), m[5]!]);
+}
+
+describe("npm run demo", () => {
+  it.concurrent("runs recipes/example.yaml to succeeded, prints every step, exits 0", async () => {
+    const { code, out } = await demo([]);
+    expect(code, out).toBe(0);
+    const lines = stepLines(out);
+    expect(lines.map((l) => l[0])).toEqual(manifest.steps.map((s) => s.index));
+    for (const l of lines) expect(l.slice(2), out).toEqual(["fwd", 1, "succeeded"]);
+    expect(out).toMatch(/release r1 ended succeeded in [\d.]+ s/);
+    expect(out).toMatch(/dashboard\s+http:\/\/127\.0\.0\.1:\d+\/releases\/r1/);
+  }, 240_000);
+
+  it.concurrent("--fail-at attach_queue_lane:lane-b shows compensation and exits 1", async () => {
+    const { code, out } = await demo(["--fail-at", "attach_queue_lane:lane-b"]);
+    expect(code, out).toBe(1);
+    const lines = stepLines(out);
+    expect(lines.find((l) => l[1] === "attach_queue_lane:lane-b")?.[4]).toBe("failed");
+    const backward = lines.filter((l) => l[2] === "bwd");
+    expect(backward.map((l) => `${l[0]} ${l[1]}`)).toEqual([
+      "8 restore_queue_lane:lane-b",
+      "7 include_lane:lane-b",
+      "5 set_traffic(baseline)",
+      "4 exclude_lane:lane-a",
+      "3 withdraw_capabilities:lane-a",
+      "1 restore_queue_lane:lane-a",
+      "0 include_lane:lane-a",
+    ]);
+    for (const l of backward) expect(l[4]).toBe("succeeded");
+    expect(out).toMatch(/release r1 ended rolled_back/);
+  }, 240_000);
+});
+
+describe("demo arguments", () => {
+  const quiet = () => {
+    const err = vi.spyOn(console, "error").mockImplementation(() => {});
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    return {
+      text: () => err.mock.calls.flat().join("\n"),
+      restore: () => {
+        err.mockRestore();
+        log.mockRestore();
+      },
+    };
+  };
+
+  it("refuses an unknown --fail-at step with the accepted values, before starting anything (exit 2)", async () => {
+    const q = quiet();
+    try {
+      expect(await runDemo(["--fail-at", "set_traffic"])).toBe(2);
+      expect(q.text()).toContain("--fail-at set_traffic: not a runner step of a lane");
+      expect(q.text()).toContain("8 (attach_queue_lane:lane-b)");
+      expect(q.text()).not.toContain("starting the control plane");
+    } finally {
+      q.restore();
+    }
+  });
+
+  it("refuses unknown options, a bad --timeout and a missing recipe (exit 2)", async () => {
+    const q = quiet();
+    try {
+      expect(await runDemo(["--bogus"])).toBe(2);
+      expect(q.text()).toMatch(/bogus/);
+      expect(await runDemo(["--timeout", "soon"])).toBe(2);
+      expect(q.text()).toContain("--timeout must be a positive number of seconds");
+      expect(await runDemo(["--recipe", "/nonexistent/recipe.yaml"])).toBe(2);
+      expect(q.text()).toContain("[demo] cannot read recipe /nonexistent/recipe.yaml");
+    } finally {
+      q.restore();
+    }
+  });
+
+  it("resolves steps by index or name:lane; labels wave steps by percent", () => {
+    expect(resolveStep(manifest, "8").index).toBe(8);
+    expect(resolveStep(manifest, "assert_smoke_passed:lane-c").index).toBe(16);
+    expect(() => resolveStep(manifest, "5")).toThrow(/not a runner step/);
+    expect(() => resolveStep(manifest, "99")).toThrow(/not a runner step/);
+    expect(stepLabel(manifest.steps[5]!)).toBe("set_traffic(10%)");
+    expect(stepLabel(manifest.steps[12]!, "bwd")).toBe("set_traffic(10%)");
+    expect(stepLabel(manifest.steps[5]!, "bwd")).toBe("set_traffic(baseline)");
+    expect(stepLabel(manifest.steps[0]!, "bwd")).toBe("include_lane:lane-a");
+  });
+});
