@@ -1,10 +1,12 @@
 // F09 (key formats) and F10 (pasted key text) through the bundled action, plus the other two
 // tools (run-smoke, restore-queue-lane) end to end over SSH.
-import { readFileSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, copyFileSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { callbacksOf, type Fixture, startFixture } from "../support/action-fixture.ts";
 import { generateKey, sharedTempDir } from "../support/sshd.ts";
-import { containerName } from "../support/standin-target.ts";
+import { containerName, DEPLOY_SH, REPO } from "../support/standin-target.ts";
 
 let f: Fixture;
 let keys: string;
@@ -151,5 +153,40 @@ describe("the other tools end to end", () => {
     expect(r.main.code, r.main.stdout).toBe(0);
     expect(f.target.container(containerName(s.lane, s.prev))?.running).toBe(true);
     expect(f.target.container(containerName(s.lane, s.img))?.running).toBe(false);
+  });
+
+  it("a bundled tool copied away from the repo (no node_modules anywhere above it) still runs", async () => {
+    const s = await smokeRun();
+    const d = sharedTempDir("baton-nomods-");
+    try {
+      const tool = join(d, "run-smoke.mjs");
+      copyFileSync(join(REPO, "scripts/release/dist/run-smoke.mjs"), tool);
+      chmodSync(tool, 0o755);
+      writeFileSync(join(d, "args.json"), JSON.stringify(s.payload.args));
+      writeFileSync(join(d, "key"), f.sshd.clientKey, { mode: 0o600 });
+      const r = spawnSync(
+        tool,
+        [
+          "--args",
+          join(d, "args.json"),
+          "--key",
+          join(d, "key"),
+          "--result-dir",
+          d,
+          "--operation-key",
+          "k1",
+        ],
+        {
+          cwd: d,
+          env: { PATH: process.env.PATH, BATON_DEPLOY_SCRIPT: DEPLOY_SH },
+          encoding: "utf8",
+          timeout: 60_000,
+        },
+      );
+      expect(r.status, r.stderr).toBe(0);
+      expect(readFileSync(join(d, "overall"), "utf8").trim()).toBe("pass");
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
   });
 });
