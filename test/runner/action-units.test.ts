@@ -1,0 +1,259 @@
+// Pure parts of the action and tools, table-driven: phase outcomes (F08), the allowlist (F05),
+// payload validation, log tail cutting, retry bounds.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { resolveTool, toolProblem } from "../../actions/release-step/src/allowlist.ts";
+import { postSigned } from "../../actions/release-step/src/engine-client.ts";
+import { PayloadError, readDispatch } from "../../actions/release-step/src/event.ts";
+import { logTail, redact } from "../../actions/release-step/src/report.ts";
+import { LOG_TRUNCATED_MARKER } from "../../engine/src/protocol/messages.ts";
+import { phaseCheck, remoteCommand } from "../../scripts/lib/deploy-tool.ts";
+import type { ExecResult } from "../../scripts/lib/ssh.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "baton-units-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const exec = (p: Partial<ExecResult>): ExecResult => ({
+  exit_code: 0,
+  signal: null,
+  stdout: "",
+  stderr: "",
+  timed_out: false,
+  duration_ms: 5,
+  ...p,
+});
+const line = (status: string, extra = "") =>
+  `{"phase":"pull","status":"${status}","exit_code":0,"duration_ms":3,"message":"m"${extra}}\n`;
+
+describe("phaseCheck: no falsy value turns into success (F08)", () => {
+  it.each([
+    ["ok line, exit 0", exec({ stdout: line("ok") }), "ok"],
+    ["skipped line, exit 0", exec({ stdout: line("skipped") }), "skipped"],
+    ["ok line but exit 1", exec({ stdout: line("ok"), exit_code: 1 }), "failed"],
+    ["failed line, exit 0", exec({ stdout: line("failed") }), "failed"],
+    ["killed by TERM", exec({ exit_code: null, signal: "TERM", stdout: line("ok") }), "failed"],
+    [
+      "no exit status at all",
+      exec({ exit_code: null, signal: null, stdout: line("ok") }),
+      "failed",
+    ],
+    ["deadline passed", exec({ exit_code: null, timed_out: true }), "timeout"],
+    ["no JSON line", exec({ stdout: "garbage\n" }), "failed"],
+    [
+      "a line for another phase",
+      exec({ stdout: line("ok").replace('"pull"', '"start"') }),
+      "failed",
+    ],
+  ])("%s -> %s", (_n, r, status) => {
+    const c = phaseCheck("pull", r);
+    expect(c.status).toBe(status);
+    expect(c.exit_code).toBe(r.exit_code);
+    expect(c.signal).toBe(r.signal);
+  });
+  it("records exit_code null and signal TERM verbatim", () => {
+    expect(phaseCheck("start", exec({ exit_code: null, signal: "TERM" }))).toMatchObject({
+      exit_code: null,
+      signal: "TERM",
+      status: "failed",
+    });
+  });
+});
+
+describe("remoteCommand", () => {
+  it("single-quotes every argument and execs deploy.sh for one phase", () => {
+    const args = {
+      lane: {
+        id: "lane-a",
+        host: "h",
+        port: 22,
+        user: "deploy",
+        host_key: "x",
+        health_url: "http://127.0.0.1:1/h",
+      },
+      image: `a/b@sha256:${"1".repeat(64)}`,
+      previous_image: `a/b@sha256:${"2".repeat(64)}`,
+    };
+    const cmd = remoteCommand(
+      { name: "t", subcommand: "deploy", phases: [] },
+      "/opt/it's/deploy.sh",
+      args,
+      "r1:2:fwd:lane-a",
+      "pull",
+      undefined,
+    );
+    expect(cmd).toBe(
+      `exec '/opt/it'\\''s/deploy.sh' 'deploy' '--lane' 'lane-a' '--image' '${args.image}' '--health-url' 'http://127.0.0.1:1/h' '--operation-key' 'r1:2:fwd:lane-a' '--previous-image' '${args.previous_image}' '--phase' 'pull'`,
+    );
+  });
+});
+
+describe("allowlist (F05, F06)", () => {
+  const ws = join(dir, "ws");
+  mkdirSync(join(ws, "tools"), { recursive: true });
+  writeFileSync(
+    join(ws, "allow.json"),
+    JSON.stringify({ "attach-queue-lane": "tools/a", escape: "../outside" }),
+  );
+  writeFileSync(join(ws, "tools/a"), "#!/bin/sh\n", { mode: 0o755 });
+  writeFileSync(join(ws, "tools/b"), "#!/bin/sh\n", { mode: 0o644 });
+
+  it("resolves an exact name inside the workspace", () => {
+    expect(resolveTool(ws, "allow.json", "attach-queue-lane")).toBe(join(ws, "tools/a"));
+  });
+  it.each([
+    "attach-queue-lane ",
+    "ATTACH-QUEUE-LANE",
+    "__proto__",
+    "constructor",
+    "toString",
+    "attach",
+    "",
+  ])("refuses %j", (name) => {
+    expect(() => resolveTool(ws, "allow.json", name)).toThrow(/not in the allowlist/);
+  });
+  it("refuses an entry that points outside the workspace", () => {
+    expect(() => resolveTool(ws, "allow.json", "escape")).toThrow(/outside the workspace/);
+  });
+  it("tells missing from not executable", () => {
+    expect(toolProblem(join(ws, "tools/a"))).toBeNull();
+    expect(toolProblem(join(ws, "tools/missing"))).toMatch(/missing/);
+    expect(toolProblem(join(ws, "tools/b"))).toMatch(/not executable/);
+    expect(toolProblem(join(ws, "tools"))).toMatch(/not a regular file/);
+  });
+});
+
+describe("readDispatch (F02b, F05)", () => {
+  const engine = "https://baton.example.org";
+  const good = {
+    v: 1,
+    step_run_id: "sr_17_6_f",
+    tool: "attach-queue-lane",
+    args: {},
+    callback_url: `${engine}/v1/releases/step-runs/sr_17_6_f/callback`,
+    release: {
+      id: "r17",
+      generation: 2,
+      manifest_digest: "e".repeat(64),
+      dispatch: 1,
+      operation_key: "r17:6:fwd:lane-a",
+    },
+  };
+  const read = (name: string, event: unknown) => {
+    const p = join(dir, `event-${Math.random()}.json`);
+    writeFileSync(p, JSON.stringify(event));
+    return readDispatch({ GITHUB_EVENT_NAME: name, GITHUB_EVENT_PATH: p }, engine, engine);
+  };
+  it("accepts repository_dispatch release-step and a matching workflow_dispatch", () => {
+    expect(
+      read("repository_dispatch", { action: "release-step", client_payload: good }).step_run_id,
+    ).toBe("sr_17_6_f");
+    expect(
+      read("workflow_dispatch", {
+        inputs: { step_run_id: "sr_17_6_f", payload: JSON.stringify(good) },
+      }).tool,
+    ).toBe("attach-queue-lane");
+  });
+  it.each([
+    ["push", { client_payload: good }],
+    ["repository_dispatch", { action: "nightly-report", client_payload: good }],
+    ["workflow_dispatch", { inputs: { step_run_id: "sr_17_7_f", payload: JSON.stringify(good) } }],
+    ["workflow_dispatch", { inputs: { step_run_id: "sr_17_6_f", payload: "{not json" } }],
+    ["repository_dispatch", { action: "release-step", client_payload: { ...good, extra: 1 } }],
+    [
+      "repository_dispatch",
+      {
+        action: "release-step",
+        client_payload: {
+          ...good,
+          callback_url: `${engine}/v1/releases/step-runs/sr_17_6_f/callback?x=1`,
+        },
+      },
+    ],
+    [
+      "repository_dispatch",
+      {
+        action: "release-step",
+        client_payload: {
+          ...good,
+          callback_url: `http://baton.example.org/v1/releases/step-runs/sr_17_6_f/callback`,
+        },
+      },
+    ],
+    [
+      "repository_dispatch",
+      {
+        action: "release-step",
+        client_payload: { ...good, release: { ...good.release, manifest_digest: "zz" } },
+      },
+    ],
+  ])("refuses %s %j", (name, event) => {
+    expect(() => read(name, event)).toThrow(PayloadError);
+  });
+});
+
+describe("logTail and redact", () => {
+  it("keeps short logs, cuts long ones at a character boundary with the marker first", () => {
+    expect(logTail("short", 100)).toEqual({ log: "short", truncated: false });
+    const long = `${"é".repeat(200)}END`;
+    const cut = logTail(long, 101);
+    expect(cut.truncated).toBe(true);
+    expect(cut.log.startsWith(LOG_TRUNCATED_MARKER)).toBe(true);
+    expect(cut.log.endsWith("END")).toBe(true);
+    expect(Buffer.byteLength(cut.log)).toBeLessThanOrEqual(101);
+    expect(cut.log).not.toContain("\uFFFD");
+  });
+  it("replaces secrets", () => {
+    expect(redact("key=abcd1234 pass=hunter22", ["abcd1234", "hunter22", "xy"])).toBe(
+      "key=*** pass=***",
+    );
+  });
+});
+
+describe("postSigned retry bounds", () => {
+  it("retries 5xx up to the attempt bound, never a 4xx, and keeps the body bytes", async () => {
+    const seen: { status: number; body: string }[] = [];
+    let answer = 503;
+    const server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d) => {
+        body += d;
+      });
+      req.on("end", () => {
+        seen.push({ status: answer, body });
+        res.writeHead(answer).end("{}");
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/cb`;
+    const policy = { attempts: 3, totalMs: 10_000, baseDelayMs: 10, requestTimeoutMs: 2_000 };
+    try {
+      const r = await postSigned(url, '{"a": "caf\\u00e9"}', "s", policy, () => {});
+      expect(r).toMatchObject({ status: 503, attempts: 3 });
+      expect(seen.map((s) => s.body)).toEqual(Array(3).fill('{"a": "caf\\u00e9"}'));
+      seen.length = 0;
+      answer = 400;
+      expect((await postSigned(url, "{}", "s", policy, () => {})).attempts).toBe(1);
+      expect(seen).toHaveLength(1);
+      // The time budget bounds retries too: a budget below the first backoff allows one attempt.
+      seen.length = 0;
+      answer = 500;
+      await postSigned(
+        url,
+        "{}",
+        "s",
+        { ...policy, attempts: 10, baseDelayMs: 500, totalMs: 100 },
+        () => {},
+      );
+      expect(seen).toHaveLength(1);
+    } finally {
+      server.close();
+    }
+    // Network errors count as retryable: nothing listens on the closed port.
+    const down = await postSigned(url, "{}", "s", policy, () => {});
+    expect(down.status).toBe(0);
+    expect(down.attempts).toBe(3);
+  });
+});
