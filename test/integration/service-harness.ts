@@ -79,6 +79,40 @@ export function config(dataDir: string, over: Partial<EngineConfig> = {}): Engin
 }
 
 export type StoreKind = "sqlite" | "postgres";
+export const STORE_KINDS: StoreKind[] = ["sqlite", "postgres"];
+
+/**
+ * True when the suite for `kind` must be skipped: Postgres without BATON_TEST_DATABASE_URL.
+ * In CI (CI=true) that is an error instead: the Postgres half must run there.
+ */
+export function skipStore(kind: StoreKind): boolean {
+  if (kind !== "postgres" || PG_URL) return false;
+  if (process.env.CI === "true") {
+    throw new Error(
+      "[test] BATON_TEST_DATABASE_URL is not set in CI: the Postgres suites must run",
+    );
+  }
+  console.warn(
+    "[test] skipping Postgres suites: set BATON_TEST_DATABASE_URL (scripts/ci/pg-start.sh)",
+  );
+  return true;
+}
+
+const pgSchemas = new WeakMap<Store, string>();
+
+/** Drops the schema of a Postgres test store (no-op for SQLite). */
+async function dropTestSchema(store: Store): Promise<void> {
+  const schema = pgSchemas.get(store);
+  if (!schema || !PG_URL) return;
+  const { default: pg } = await import("pg");
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await c.end();
+  }
+}
 
 export interface Harness {
   engine: Engine;
@@ -103,6 +137,7 @@ export async function openTestStore(kind: StoreKind, dir: string): Promise<Store
   const schema = `svc_${process.pid}_${Date.now() % 1e8}_${schemaSeq++}`;
   const s = openPostgresStore({ connectionString: PG_URL, schema });
   await s.migrate();
+  pgSchemas.set(s, schema);
   return s;
 }
 
@@ -166,6 +201,7 @@ export async function makeHarness(
       await engine.close();
       if (!keep) {
         await store.close();
+        await dropTestSchema(store).catch(() => {});
         if (!o.dir) rmSync(dir, { recursive: true, force: true });
       }
     },

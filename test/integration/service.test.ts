@@ -9,20 +9,13 @@ import {
   getRecord,
   type Harness,
   makeHarness,
-  PG_URL,
   recipe,
-  type StoreKind,
+  STORE_KINDS,
+  skipStore,
 } from "./service-harness.ts";
 
-const kinds: StoreKind[] = ["sqlite", "postgres"];
-if (!PG_URL && process.env.CI === "true") {
-  throw new Error(
-    "BATON_TEST_DATABASE_URL is not set in CI: the Postgres half of this suite must run",
-  );
-}
-
-describe.each(kinds)("release service on %s", (kind) => {
-  const skip = kind === "postgres" && !PG_URL;
+describe.each(STORE_KINDS)("release service on %s", (kind) => {
+  const skip = skipStore(kind);
   let h: Harness | null = null;
   afterEach(async () => {
     await h?.close();
