@@ -1,0 +1,187 @@
+/**
+ * The crash scenario of `npm run test:chaos`: dry runs, kill-point enumeration, chained and
+ * isolated kill runs, each judged against the uncrashed run of its scenario.
+ */
+import { join } from "node:path";
+import {
+  type CaseResult,
+  distinctPoints,
+  type Expected,
+  expectedOf,
+  judge,
+  type KillPoint,
+  killSpec,
+  runCase,
+} from "./crash.ts";
+import { pool, type Row } from "./table.ts";
+
+/** Forward runner step whose health check fails in the compensation scenario (attach lane-b). */
+export const FAIL_AT = 8;
+
+interface Job {
+  label: string;
+  failAt: number | null;
+  chain: KillPoint[];
+  scenario: "forward" | "compensation";
+}
+
+export interface CrashOutcome {
+  rows: Row[];
+  killPoints: number;
+  reached: number;
+  duplicates: number;
+  wrongTerminal: number;
+  problems: string[];
+}
+
+/** Class of a kill point for the isolated subset: point × effect × direction. */
+function classOf(k: KillPoint): string {
+  const dir = String(k.detail.step_run_id ?? "").endsWith("_b") ? "bwd" : "fwd";
+  return `${k.name}/${k.detail.effect ?? "callback"}/${dir}`;
+}
+
+/** The middle member of each class, in enumeration order (deterministic). */
+function oneOfEachClass(points: KillPoint[]): KillPoint[] {
+  const by = new Map<string, KillPoint[]>();
+  for (const p of points) by.set(classOf(p), [...(by.get(classOf(p)) ?? []), p]);
+  return [...by.values()].map((ps) => ps[Math.floor((ps.length - 1) / 2)]!);
+}
+
+function strideChains(points: KillPoint[], n: number): KillPoint[][] {
+  return Array.from({ length: n }, (_, i) => points.filter((_, j) => j % n === i)).filter(
+    (c) => c.length > 0,
+  );
+}
+
+/**
+ * Runs the whole crash scenario under `root`. `deadline`: epoch ms after which no new isolated
+ * run starts (chained runs always run: they are the coverage of every kill point).
+ */
+export async function crashScenario(root: string, deadline: number): Promise<CrashOutcome> {
+  const log = (s: string) => console.log(`[chaos] ${s}`);
+  log("crash: dry runs of the example release (forward, and compensation with step 8 failing)");
+  const [fwd, comp] = (await pool(2, [
+    () =>
+      runCase({
+        label: "dry forward",
+        dir: join(root, "dry-fwd"),
+        failAt: null,
+        chain: [],
+        traceFile: join(root, "trace-fwd.jsonl"),
+      }),
+    () =>
+      runCase({
+        label: "dry compensation",
+        dir: join(root, "dry-comp"),
+        failAt: FAIL_AT,
+        chain: [],
+        traceFile: join(root, "trace-comp.jsonl"),
+      }),
+  ])) as [CaseResult, CaseResult];
+  const problems: string[] = [];
+  if (fwd.release.state !== "succeeded")
+    problems.push(`dry forward run ended ${fwd.release.state}, expected succeeded`);
+  if (comp.release.state !== "rolled_back")
+    problems.push(`dry compensation run ended ${comp.release.state}, expected rolled_back`);
+  const expected: Record<Job["scenario"], Expected> = {
+    forward: { ...expectedOf(fwd), state: "succeeded" },
+    compensation: { ...expectedOf(comp), state: "rolled_back" },
+  };
+  const fwdPoints = distinctPoints(fwd.trace);
+  const compTrace = distinctPoints(comp.trace);
+  const failCallback = compTrace.findIndex(
+    (k) => k.name === "in_callback_before_commit" && k.detail.step_run_id === `sr_1_${FAIL_AT}_f`,
+  );
+  const compPoints = failCallback < 0 ? [] : compTrace.slice(failCallback);
+  const total = fwdPoints.length + compPoints.length;
+  const isolated = [
+    ...oneOfEachClass(fwdPoints).map((k) => ({ k, scenario: "forward" as const })),
+    ...oneOfEachClass(compPoints).map((k) => ({ k, scenario: "compensation" as const })),
+  ];
+  log(
+    `crash: ${fwd.trace.length} + ${comp.trace.length} fault-point calls in the dry runs; kill points: ${fwdPoints.length} forward + ${compPoints.length} during compensation = ${total}`,
+  );
+  log(
+    `crash: every kill point in chained releases (one SIGKILL after another), and ${isolated.length} alone (one per fault point × effect × direction)`,
+  );
+
+  const jobs: Job[] = [
+    ...strideChains(fwdPoints, 3).map((chain, i) => ({
+      label: `forward chain ${i + 1}`,
+      failAt: null,
+      chain,
+      scenario: "forward" as const,
+    })),
+    ...strideChains(compPoints, 2).map((chain, i) => ({
+      label: `compensation chain ${i + 1}`,
+      failAt: FAIL_AT,
+      chain,
+      scenario: "compensation" as const,
+    })),
+  ];
+  const isolatedJobs: Job[] = isolated.map(({ k, scenario }) => ({
+    label: `alone ${killSpec(k)}`,
+    failAt: scenario === "forward" ? null : FAIL_AT,
+    chain: [k],
+    scenario,
+  }));
+
+  const rows: Row[] = [];
+  const reachedSpecs = new Set<string>();
+  let duplicates = 0;
+  let wrongTerminal = 0;
+  let skipped = 0;
+  const runJob = (job: Job, n: number) => async () => {
+    if (job.chain.length === 1 && Date.now() > deadline) {
+      skipped += 1;
+      return;
+    }
+    let r: CaseResult;
+    try {
+      r = await runCase({ ...job, dir: join(root, `job-${n}`) });
+    } catch (e) {
+      wrongTerminal += 1;
+      problems.push(`${job.label}: ${(e as Error).message.slice(0, 800)}`);
+      rows.push({
+        scenario: `crash ${job.label}`,
+        tried: job.chain.length,
+        releases: 1,
+        effects: 0,
+        duplicates: 0,
+        wrong: 1,
+      });
+      return;
+    }
+    const v = judge(r, expected[job.scenario]);
+    for (const k of r.killed) reachedSpecs.add(`${job.scenario}:${killSpec(k)}`);
+    duplicates += v.duplicates;
+    if (v.wrongTerminal) wrongTerminal += 1;
+    for (const p of v.problems) problems.push(`${job.label}: ${p}`);
+    if (r.missed.length > 0) log(`${job.label}: not reached: ${r.missed.map(killSpec).join(" ")}`);
+    log(
+      `${job.label}: ${r.killed.length} kills, ${r.release.state}, ${v.applied} effects, ${v.duplicates} duplicates, ${v.redeliveries} fenced redeliveries, ${(r.ms / 1000).toFixed(1)} s${v.problems.length ? ` — ${v.problems.length} problems` : ""}`,
+    );
+    rows.push({
+      scenario: `crash ${job.label}`,
+      tried: r.killed.length,
+      releases: 1,
+      effects: v.applied,
+      duplicates: v.duplicates,
+      wrong: v.wrongTerminal ? 1 : 0,
+    });
+  };
+  await pool(
+    2,
+    [...jobs, ...isolatedJobs].map((j, n) => runJob(j, n)),
+  );
+  if (skipped > 0) log(`crash: ${skipped} isolated runs skipped: the time budget was used`);
+  log(`crash: ${reachedSpecs.size} of ${total} kill points reached`);
+  return {
+    rows,
+    killPoints: total,
+    reached: reachedSpecs.size,
+    duplicates,
+    wrongTerminal,
+    problems,
+  };
+}

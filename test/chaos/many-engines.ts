@@ -1,0 +1,397 @@
+/**
+ * Several engines, one database (issue 6): three engine processes on one Postgres database,
+ * 100 concurrent releases of a one-lane recipe, dispatched through the GitHub stand-in to a
+ * driver that plays the runners: it preflights and calls back over HTTP to RANDOM instances,
+ * duplicates 10% of the callbacks (the same body to two instances at once), reorders 10%
+ * (the callback is held back, then an older message — the preflight — is delivered after it),
+ * and makes GitHub deliver 10% of the dispatches twice (a second run id, fenced at preflight).
+ * One instance is SIGSTOPped for longer than the outbox lease, then SIGCONTed.
+ *
+ * Checked: every release `succeeded` with every step run succeeded and its lane at weight
+ * 100, included and advertised; no (step run, dispatch seq) dispatched twice or admitted two
+ * runs; no operation key applied twice at the control plane; and the stale instance's writes
+ * refused (conditional-update and outbox-claim conflicts counted by each instance).
+ */
+import { randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import pg from "pg";
+import { openStore } from "../../engine/src/adapters/store-factory.ts";
+import { startEmbeddedControlPlane } from "../../engine/src/control-plane/embedded.ts";
+import { freePort } from "../../engine/src/demo/fleet.ts";
+import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import { signBody } from "../../engine/src/protocol/credential.ts";
+import { type EngineProcess, spawnEngine } from "../support/chaos-process.ts";
+import { startGitHubStandin } from "../support/github-standin.ts";
+import type { Row } from "./table.ts";
+
+const RELEASES = 100;
+const ENGINES = 3;
+const LEASE_MS = 1_500;
+const STOP_MS = 4 * LEASE_MS;
+
+export interface EnginesOutcome {
+  rows: Row[];
+  duplicates: number;
+  wrongTerminal: number;
+  problems: string[];
+  releases: number;
+}
+
+/** A random generator with a seed (xorshift32), so a failing run can be replayed. */
+function rng(seed: number) {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 4_294_967_296;
+  };
+}
+
+function recipeFor(i: number): RecipeInput {
+  return {
+    name: `chaos-${i}`,
+    model: `chaos-model-${i}`,
+    image: `ghcr.io/acme/chaos:v2@sha256:${"b".repeat(64)}`,
+    previous_image: `ghcr.io/acme/chaos:v1@sha256:${"a".repeat(64)}`,
+    lanes: [
+      {
+        id: `p${i}-a`,
+        host: "127.0.0.1",
+        user: "deploy",
+        host_key: "SHA256:q4YbKWRnplKrKDOS5J7OTZmJqlBWdVB4z5qRddVIgJ4",
+        queue: `q${i}`,
+        capabilities: ["summarize"],
+        health_url: "http://127.0.0.1:9/healthz",
+      },
+    ],
+    rollout: { waves: [{ lanes: [`p${i}-a`], traffic: 100 }] },
+  } as unknown as RecipeInput;
+}
+
+async function freshDatabase(base: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `baton_chaos_${process.pid}_${Date.now() % 1e8}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+/** Runs the scenario; `databaseUrl` is the test server (a fresh database is made on it). */
+export async function manyEnginesScenario(
+  root: string,
+  databaseUrl: string,
+  seed = Date.now() % 100_000,
+): Promise<EnginesOutcome> {
+  const log = (s: string) => console.log(`[chaos] engines: ${s}`);
+  const t0 = Date.now();
+  const random = rng(seed);
+  mkdirSync(root, { recursive: true });
+  const db = await freshDatabase(databaseUrl);
+  const { handle: cp } = await startEmbeddedControlPlane({ dataDir: join(root, "cp") });
+  const secret = randomBytes(24).toString("hex");
+  const operatorToken = randomBytes(24).toString("hex");
+  const token = `ghp_${randomBytes(18).toString("hex")}`;
+  const engines: EngineProcess[] = [];
+  const counts = {
+    preflight200: 0,
+    preflight409: 0,
+    callbacks: 0,
+    duplicated: 0,
+    reordered: 0,
+    redelivered: 0,
+    retriedElsewhere: 0,
+    server5xx: 0,
+  };
+  const inflight = new Set<Promise<unknown>>();
+  let stopped: EngineProcess | null = null;
+  const pick = () => engines[Math.floor(random() * engines.length)]!;
+
+  /** POSTs a signed body to a random instance; on no answer / 5xx, another one (bounded). */
+  const post = async (path: string, body: unknown, first?: EngineProcess) => {
+    const bytes = Buffer.from(JSON.stringify(body));
+    let target = first ?? pick();
+    for (let i = 0; i < 12; i++) {
+      try {
+        const res = await fetch(`${target.url}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...signBody(secret, bytes) },
+          body: bytes,
+          signal: AbortSignal.timeout(2_000),
+        });
+        const text = await res.text();
+        if (res.status < 500) return { status: res.status, text };
+        counts.server5xx += 1;
+      } catch {
+        // hung (the stopped instance) or refused: the request may still be processed later
+      }
+      counts.retriedElsewhere += 1;
+      await new Promise((r) => setTimeout(r, 100 * (i + 1)));
+      target = pick();
+    }
+    return { status: 0, text: "" };
+  };
+
+  let runSeq = 1000;
+  const playRun = async (p: Record<string, unknown>) => {
+    const release = p.release as Record<string, unknown>;
+    const runId = String(++runSeq);
+    const srId = String(p.step_run_id);
+    const pre = {
+      step_run_id: srId,
+      release_id: release.id,
+      generation: release.generation,
+      manifest_digest: release.manifest_digest,
+      dispatch: release.dispatch,
+      run_id: runId,
+      run_attempt: 1,
+      sha: "0000000",
+      tool: p.tool,
+    };
+    const prePath = `/v1/releases/step-runs/${srId}/preflight`;
+    const r = await post(prePath, pre);
+    if (r.status === 409) {
+      counts.preflight409 += 1;
+      return;
+    }
+    if (r.status !== 200)
+      throw new Error(`[chaos] preflight of ${srId}: HTTP ${r.status} ${r.text}`);
+    counts.preflight200 += 1;
+    await new Promise((res) => setTimeout(res, random() * 30));
+    const cb = {
+      step_run_id: srId,
+      run_id: runId,
+      run_attempt: 1,
+      status: "succeeded",
+      overall: "pass",
+      checks: [{ name: String(p.tool), status: "ok" }],
+      log: `chaos driver ran ${String(p.tool)}\n`,
+    };
+    const cbPath = `/v1/releases/step-runs/${srId}/callback`;
+    const reorder = random() < 0.1;
+    const duplicate = random() < 0.1;
+    if (reorder) {
+      counts.reordered += 1;
+      await new Promise((res) => setTimeout(res, 200 + random() * 800));
+    }
+    const sends = [post(cbPath, cb)];
+    if (duplicate) {
+      counts.duplicated += 1;
+      sends.push(post(cbPath, cb));
+    }
+    const answers = await Promise.all(sends);
+    counts.callbacks += 1;
+    if (!answers.some((a) => a.status === 200))
+      throw new Error(
+        `[chaos] callback of ${srId}: ${answers.map((a) => `${a.status} ${a.text}`).join(" | ")}`,
+      );
+    // An older message arriving after a newer one: the preflight again, after the callback.
+    if (reorder) await post(prePath, pre);
+  };
+
+  const github = await startGitHubStandin({
+    tokens: [token],
+    onAccepted: (d) => {
+      const copies = random() < 0.1 ? 2 : 1;
+      if (copies === 2) counts.redelivered += 1;
+      for (let c = 0; c < copies; c++) {
+        const task = playRun(d.client_payload).catch((e: Error) => problems.push(e.message));
+        inflight.add(task);
+        void task.finally(() => inflight.delete(task));
+      }
+    },
+  });
+  const problems: string[] = [];
+  try {
+    for (let i = 0; i < ENGINES; i++) {
+      const port = await freePort();
+      engines.push(
+        await spawnEngine(port, {
+          DATABASE_URL: db.url,
+          BATON_CALLBACK_SECRETS: secret,
+          BATON_OPERATOR_TOKEN: operatorToken,
+          BATON_CONTROL_PLANE_URL: cp.url,
+          GITHUB_REPOSITORY: "acme/models",
+          GITHUB_TOKEN: token,
+          CHAOS_GITHUB_API_URL: github.baseUrl,
+          CHAOS_MODEL_PER_RELEASE: "1",
+          CHAOS_LEASE_MS: String(LEASE_MS),
+          CHAOS_OWNER: `engine-${i + 1}`,
+          BATON_TICK_MS: "100",
+        }),
+      );
+    }
+    log(
+      `${ENGINES} engines on one Postgres database; starting ${RELEASES} releases (seed ${seed})`,
+    );
+    const ids: string[] = [];
+    const creators = Array.from({ length: RELEASES }, (_, i) => i);
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        while (creators.length > 0) {
+          const i = creators.shift()!;
+          const e = pick();
+          const res = await fetch(`${e.url}/v1/releases`, {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              authorization: `Bearer ${operatorToken}`,
+            },
+            body: JSON.stringify(recipeFor(i)),
+          });
+          const body = (await res.json()) as { id?: string };
+          if (res.status !== 201 || !body.id)
+            throw new Error(
+              `[chaos] POST /v1/releases: HTTP ${res.status} ${JSON.stringify(body)}`,
+            );
+          ids.push(body.id);
+        }
+      }),
+    );
+    // Pause one instance while it works, for longer than the lease, then let it go on stale.
+    stopped = engines[2]!;
+    stopped.child.kill("SIGSTOP");
+    log(`engine-3 SIGSTOPped for ${STOP_MS} ms (lease ${LEASE_MS} ms)`);
+    await new Promise((r) => setTimeout(r, STOP_MS));
+    stopped.child.kill("SIGCONT");
+    log("engine-3 SIGCONTed");
+
+    const until = Date.now() + 180_000;
+    const reader = engines[0]!;
+    let states: Record<string, string> = {};
+    for (let i = 0; i < 2_000 && Date.now() < until; i++) {
+      const res = await fetch(`${reader.url}/v1/releases?limit=500`, {
+        headers: { authorization: `Bearer ${operatorToken}` },
+      }).catch(() => null);
+      if (res?.status === 200) {
+        const body = (await res.json()) as { releases: { id: string; state: string }[] };
+        states = Object.fromEntries(body.releases.map((r) => [r.id, r.state]));
+        const ended = ids.filter((id) =>
+          ["succeeded", "rolled_back", "aborted", "needs_operator", "paused"].includes(
+            states[id] ?? "",
+          ),
+        );
+        if (ended.length === ids.length && inflight.size === 0) break;
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const stats = await Promise.all(
+      engines.map(async (e) => {
+        const res = await fetch(`${e.url}/chaos/stats`).catch(() => null);
+        return (res ? await res.json() : {}) as Record<string, number>;
+      }),
+    );
+    for (const e of engines) await e.stop();
+
+    // Verdict from the store, the stand-in and the control plane.
+    const store = await openStore({ databaseUrl: db.url, dataDir: root });
+    let wrongTerminal = 0;
+    let doubleRuns = 0;
+    try {
+      for (const id of ids) {
+        const r = await store.getRelease(id);
+        if (!r) {
+          wrongTerminal += 1;
+          problems.push(`release ${id} is missing`);
+          continue;
+        }
+        const bad = r.step_runs.filter((s) => s.state !== "succeeded");
+        const lane = cp.core.lanes(`m-${id}`)[0];
+        const laneOk = lane && lane.weight === 100 && !lane.excluded && lane.advertised;
+        if (r.state !== "succeeded" || bad.length > 0 || !laneOk) {
+          wrongTerminal += 1;
+          problems.push(
+            `release ${id} ended ${r.state} (${r.reason ?? ""}); ${bad.map((s) => `${s.id}=${s.state}`).join(" ")}; lane ${JSON.stringify(lane ?? null)}`,
+          );
+        }
+        for (const sr of r.step_runs) {
+          const byDispatch = new Map<number, Set<string>>();
+          for (const a of sr.attempts) {
+            byDispatch.set(a.dispatch, (byDispatch.get(a.dispatch) ?? new Set()).add(a.run_id));
+          }
+          for (const [d, runs] of byDispatch) {
+            if (runs.size > 1) {
+              doubleRuns += runs.size - 1;
+              problems.push(`step run ${sr.id} dispatch ${d} admitted ${runs.size} runs`);
+            }
+          }
+        }
+      }
+    } finally {
+      await store.close();
+    }
+    const sent = new Map<string, number>();
+    for (const d of github.accepted) {
+      const p = d.client_payload as { step_run_id: string; release: { dispatch: number } };
+      const k = `${p.step_run_id}#${p.release.dispatch}`;
+      sent.set(k, (sent.get(k) ?? 0) + 1);
+    }
+    let doubleDispatches = 0;
+    for (const [k, n] of sent) {
+      if (n > 1) {
+        doubleDispatches += n - 1;
+        problems.push(`step run ${k.replace("#", " dispatch ")} was dispatched ${n} times`);
+      }
+    }
+    let cpTwice = 0;
+    let cpApplied = 0;
+    for (const [key, n] of Object.entries(cp.core.applicationCounts())) {
+      cpApplied += n;
+      if (n > 1) {
+        cpTwice += n - 1;
+        problems.push(`control plane applied ${key} ${n} times`);
+      }
+    }
+    const sum = (k: string) => stats.reduce((a, s) => a + (s[k] ?? 0), 0);
+    log(
+      `${ids.length} releases in ${((Date.now() - t0) / 1000).toFixed(1)} s; ${github.accepted.length} dispatches, ${counts.preflight200} runs admitted, ${counts.preflight409} refused at preflight (${counts.redelivered} GitHub redeliveries), ${counts.callbacks} callbacks (${counts.duplicated} duplicated, ${counts.reordered} reordered), ${counts.retriedElsewhere} requests retried at another instance`,
+    );
+    log(
+      `refused writes per instance: ${stats.map((s, i) => `engine-${i + 1} resource_version ${s.resource_version ?? 0}, outbox_claim ${s.outbox_claim ?? 0}, control-plane 409 ${s.cp_409 ?? 0}`).join("; ")}`,
+    );
+    log(
+      `stale instance engine-3: ${stats[2]?.outbox_claim ?? 0} outcomes refused (claim lost), ${stats[2]?.resource_version ?? 0} conditional updates lost; total conflicts ${sum("resource_version")} + ${sum("outbox_claim")}`,
+    );
+    const duplicates = doubleDispatches + doubleRuns + cpTwice;
+    return {
+      rows: [
+        {
+          scenario: `${ENGINES} engines, 1 Postgres, SIGSTOP`,
+          tried: github.accepted.length + counts.callbacks,
+          releases: ids.length,
+          effects: cpApplied,
+          duplicates,
+          wrong: wrongTerminal,
+        },
+      ],
+      duplicates,
+      wrongTerminal,
+      problems,
+      releases: ids.length,
+    };
+  } finally {
+    stopped?.child.kill("SIGCONT");
+    for (const e of engines) await e.kill();
+    await github.close();
+    await cp.close();
+    await db.drop().catch(() => {});
+  }
+}

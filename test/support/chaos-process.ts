@@ -1,0 +1,130 @@
+/**
+ * Engine processes for the chaos harness: spawn `test/support/chaos-engine.ts` with an
+ * environment, wait until `/healthz` answers, SIGKILL / SIGSTOP / SIGCONT / SIGTERM it, and
+ * know how it ended (a fault point's SIGKILL shows as `signal: "SIGKILL"`).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { build } from "esbuild";
+import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
+
+/** One engine process. */
+export interface EngineProcess {
+  child: ChildProcess;
+  url: string;
+  /** stdout + stderr so far (last 64 KB). */
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  alive(): boolean;
+  /** SIGKILLs it (if alive) and waits for the exit. */
+  kill(): Promise<void>;
+  /** SIGTERM, then SIGKILL after `graceMs` (default 5000). */
+  stop(graceMs?: number): Promise<void>;
+}
+
+const ENTRY = join(REPO_ROOT, "test/support/chaos-engine.ts");
+let bundled: Promise<string> | null = null;
+
+/**
+ * Bundles the chaos engine (our sources only; packages stay in node_modules) once per process:
+ * a restart then takes ~0.3 s instead of ~2 s of on-the-fly TypeScript, so a harness can afford
+ * a restart per kill point. Returns the bundle's path.
+ */
+export function bundleChaosEngine(): Promise<string> {
+  bundled ??= (async () => {
+    // Under node_modules so that the bundle resolves packages from the repository's node_modules.
+    const dir = join(REPO_ROOT, "node_modules/.cache/baton-chaos");
+    mkdirSync(dir, { recursive: true });
+    const outfile = join(dir, `engine-${process.pid}.mjs`);
+    await build({
+      entryPoints: [ENTRY],
+      outfile,
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      packages: "external",
+      logLevel: "error",
+    });
+    return outfile;
+  })();
+  return bundled;
+}
+
+/**
+ * Starts an engine process on `port`. Resolves once `/healthz` answers 200 (or when a fault point
+ * SIGKILLed it during start: check `alive()`); rejects with the process output when it exits
+ * otherwise or does not answer within `timeoutMs` (default 30 s).
+ */
+export async function spawnEngine(
+  port: number,
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+): Promise<EngineProcess> {
+  const url = `http://127.0.0.1:${port}`;
+  // Imported from `-e`, so that no bundled module's "am I the main file?" check fires.
+  const bundle = await bundleChaosEngine();
+  const code = `const m = await import(${JSON.stringify(pathToFileURL(bundle).href)}); await m.startChaosEngine();`;
+  const child = spawn(process.execPath, ["--input-type=module", "-e", code], {
+    cwd: REPO_ROOT,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? "/tmp",
+      PORT: String(port),
+      BATON_PUBLIC_URL: url,
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  const keep = (d: Buffer) => {
+    out = (out + d.toString()).slice(-65_536);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  let gone = false;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((ok) =>
+    child.once("exit", (code, signal) => {
+      gone = true;
+      ok({ code, signal });
+    }),
+  );
+  const proc: EngineProcess = {
+    child,
+    url,
+    output: () => out,
+    exited,
+    alive: () => !gone,
+    async kill() {
+      if (!gone) child.kill("SIGKILL");
+      await exited;
+    },
+    async stop(graceMs = 5_000) {
+      if (gone) return;
+      child.kill("SIGCONT");
+      child.kill("SIGTERM");
+      const t = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (gone) {
+      // A fault point may fire in the first reconciler pass: that is a kill, not a start failure.
+      if ((await exited).signal === "SIGKILL") return proc;
+      throw new Error(`[chaos] the engine process exited at start:\n${out.slice(-4000)}`);
+    }
+    try {
+      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });
+      if (res.status === 200) return proc;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await proc.kill();
+  throw new Error(`[chaos] the engine process did not answer /healthz in ${timeoutMs} ms:\n${out}`);
+}
