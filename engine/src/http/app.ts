@@ -5,7 +5,6 @@
 import { Hono } from "hono";
 import type { Clock } from "../ports/clock.ts";
 import type { ReleaseApi } from "../service/api.ts";
-import { dashboardApp } from "./dashboard/index.tsx";
 import { errorResponse, onError } from "./errors.ts";
 import { releaseRoutes } from "./routes/releases.ts";
 import { stepRunRoutes } from "./routes/step-runs.ts";
@@ -18,7 +17,10 @@ export interface AppOptions {
   operatorToken: string;
   viewerToken: string | null;
   log?: { error(msg: string, err?: unknown): void };
-  /** Dashboard: engine URL as browsers see it (CSRF origin check) and owner/name for run links. */
+  /**
+   * Engine URL as browsers see it and owner/name for run links; the dashboard itself is
+   * mounted by `createEngine` through `extend` (engine.ts), with the same values.
+   */
   publicUrl?: string;
   repository?: string;
   /** Mounts more routes (e.g. the dashboard under `/`) before the 404 handler. */
@@ -44,11 +46,6 @@ export function createApp(o: AppOptions): Hono {
     }),
   );
   app.route("/v1/releases", releaseRoutes({ api: o.api, operatorTokens, readTokens }));
-  const tokens = { operator: o.operatorToken, ...(o.viewerToken ? { viewer: o.viewerToken } : {}) };
-  app.route(
-    "/",
-    dashboardApp({ api: o.api, tokens, publicUrl: o.publicUrl ?? "", repository: o.repository }),
-  );
   o.extend?.(app);
   return app;
 }
