@@ -232,6 +232,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
       if (!result)
         return c.text(`[dashboard] no stored log for ${run.id} attempt ${c.req.param("n")}`, 404);
       c.header("content-type", "text/plain; charset=utf-8");
+      c.header("x-content-type-options", "nosniff");
       c.header("content-disposition", `attachment; filename="${run.id}-attempt-${n}.log"`);
       return c.body(result.log);
     } catch (err) {
