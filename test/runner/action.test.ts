@@ -243,6 +243,27 @@ describe("release-step action, bundled, as a runner runs it", () => {
     }
   });
 
+  it("a wrong host-key pin fails the connect with host_key_mismatch before authentication; nothing runs on the lane", async () => {
+    const { payload } = await f.stepRun();
+    (payload.args as { lane: { host_key: string } }).lane.host_key =
+      `ssh-ed25519 SHA256:${"B".repeat(43)}`;
+    const calls = f.target.calls().length;
+    const logBefore = readFileSync(f.sshd.logFile, "utf8").length;
+    const r = await f.run(payload);
+    expect(r.main.code).toBe(1);
+    const checks = callbacksOf(f.engine, payload.step_run_id)[0]?.body.checks as Checks;
+    expect(checks[0]).toMatchObject({
+      name: "connect",
+      status: "failed",
+      class: "host_key_mismatch",
+    });
+    expect(checks.slice(1).every((c) => c.status === "not_run")).toBe(true);
+    expect(readFileSync(f.sshd.logFile, "utf8").slice(logBefore)).not.toMatch(
+      /Accepted publickey|Failed publickey/,
+    );
+    expect(f.target.calls().length).toBe(calls);
+  });
+
   it("a tool that exceeds the overall deadline is stopped and reported as timeout", async () => {
     const { payload } = await f.stepRun();
     const ws = f.workspaceWithTool("#!/bin/sh\nsleep 30\n");

@@ -111,6 +111,23 @@ describe("workflows", () => {
   });
 });
 
+describe("release-step.yml uses the action's interface", () => {
+  it("passes only inputs that action.yml declares, and every required one", () => {
+    const wf = parse(readFileSync(join(WF_DIR, "release-step.yml"), "utf8")) as {
+      jobs: Record<string, { steps: { uses?: string; with?: Record<string, string> }[] }>;
+    };
+    const action = parse(readFileSync(join(REPO, "actions/release-step/action.yml"), "utf8")) as {
+      inputs: Record<string, { required?: boolean }>;
+    };
+    const step = Object.values(wf.jobs)
+      .flatMap((j) => j.steps)
+      .find((s) => s.uses === "./actions/release-step");
+    const given = Object.keys(step?.with ?? {});
+    for (const k of given) expect(Object.keys(action.inputs)).toContain(k);
+    for (const [k, v] of Object.entries(action.inputs)) if (v.required) expect(given).toContain(k);
+  });
+});
+
 const Input = z
   .object({
     description: z.string().min(1),
