@@ -339,6 +339,10 @@ export function mainJobSuite(kind: StoreKind): void {
           JSON.stringify(after.history.filter((h) => h.step_run_id === srId)),
         ).toBeGreaterThan(0);
         expect(after.step_runs.find((s) => s.id === srId)?.state).toBe("succeeded");
+        // The dashboard's release page lists it too.
+        const page = await e.api(`/releases/${id}`);
+        expect(page.status).toBe(200);
+        expect(await page.text()).toContain("refused");
       },
       T,
     );
@@ -380,7 +384,8 @@ export function mainJobSuite(kind: StoreKind): void {
         expect(stack.runner.runsOf(srId).map((x) => x.state)).toEqual(["never_ran"]);
         // Shown as such on the step run's page.
         const page = await e.api(`/step-runs/${srId}`);
-        if (page.status === 200) expect(await page.text()).toContain("unknown");
+        expect(page.status).toBe(200);
+        expect(await page.text()).toContain("unknown");
         // Stays unknown (never success) until someone acts.
         await new Promise((r) => setTimeout(r, 500));
         expect((await e.record(id)).step_runs.find((s) => s.id === srId)?.state).toBe("unknown");
