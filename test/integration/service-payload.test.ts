@@ -44,7 +44,7 @@ describe("dispatch payload builder", () => {
         ["fwd", step.forward],
         ["bwd", step.backward],
       ] as const) {
-        if (!action || action.kind !== "runner") continue;
+        if (action?.kind !== "runner") continue;
         const effect: DispatchEffect = {
           type: "dispatch",
           step_run_id: `sr_999999999999_${step.index}_${dir === "fwd" ? "f" : "b"}`,
