@@ -61,8 +61,8 @@ export interface StaleClaim {
   reason: string;
 }
 
-/** Releases kept in the read cache (each a few tens of KB). */
-const RELEASE_CACHE_MAX = 2_000;
+/** Releases kept in the read cache (each a few tens of KB: ~25 MB at most). */
+const RELEASE_CACHE_MAX = 500;
 
 export const silentLog: Logger = { info() {}, warn() {}, error() {} };
 
