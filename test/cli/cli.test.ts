@@ -342,11 +342,18 @@ describe("serve and demo", () => {
 
   it("delegates demo to engine/src/demo/main.ts, or says clearly that it is missing", async () => {
     const { existsSync } = await import("node:fs");
-    if (existsSync(path.join(ROOT, "engine/src/demo/main.ts"))) return; // covered by the demo's own tests
-    const r = await baton(["demo"]);
-    expect(r.code).toBe(1);
-    expect(r.stderr.trim()).toBe(
-      "[cli] the demo is not part of this build (engine/src/demo/main.ts is missing); run `baton serve` and `baton start <recipe>` instead",
-    );
+    if (!existsSync(path.join(ROOT, "engine/src/demo/main.ts"))) {
+      const r = await baton(["demo"]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain("[cli] the demo is not part of this build");
+      return;
+    }
+    // Arguments and --help reach the demo; a bad --fail-at is refused before anything starts.
+    const help = await baton(["demo", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("--fail-at <step>");
+    const bad = await baton(["demo", "--fail-at", "999"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("[demo] --fail-at 999");
   });
 });

@@ -145,6 +145,7 @@ export async function runCli(
     .description("run the local demo (engine, runner and fleet stand-ins)")
     .allowExcessArguments(true)
     .allowUnknownOption(true)
+    .helpOption(false) // `baton demo --help` shows the demo's own usage
     .action(async (_o: unknown, c: Command) => {
       code = await cmd.demo(c.args);
     });
