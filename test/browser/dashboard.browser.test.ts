@@ -102,6 +102,7 @@ describe.skipIf(!have)("dashboard in Chromium", () => {
     ).resolves.toBe(1);
     await expect(page.getByRole("heading", { name: "Raw callback" }).count()).resolves.toBe(1);
     await expect(page.getByRole("heading", { name: "Preflight record" }).count()).resolves.toBe(1);
+    await page.screenshot({ path: "test-results/dashboard-step-run.png", fullPage: true });
   });
 
   it("shows the refused late callback in the timeline", async () => {

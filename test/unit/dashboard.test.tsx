@@ -423,3 +423,15 @@ describe("refusal reasons", () => {
     expect(reasonOf({ ...base, message: "something else", data: null })).toBe("refused");
   });
 });
+
+describe("retry is offered only where the release waits", () => {
+  it("hides retry on a failed step run of a finished release and shows it on a paused one", async () => {
+    const { get } = setup();
+    expect(await (await get("/step-runs/sr_3_2_f")).text()).not.toContain(
+      "/step-runs/sr_3_2_f/retry",
+    );
+    expect(await (await get("/step-runs/sr_5_1_f")).text()).toContain(
+      'href="/step-runs/sr_5_1_f/retry"',
+    );
+  });
+});

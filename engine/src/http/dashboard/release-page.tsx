@@ -10,7 +10,7 @@ import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { HistoryEntry, Json, Release, StepRun } from "../../domain/types.ts";
 import type { ReleaseRecord } from "../../service/api.ts";
 import type { Role } from "./auth.ts";
-import { duration, runLink, span, time } from "./format.ts";
+import { awaitsRetry, duration, runLink, span, time } from "./format.ts";
 import { Layout, State } from "./layout.tsx";
 import { LIVE_SCRIPT, liveVersion } from "./live.ts";
 import { MarkovPanel, type MarkovQuery, observedSuccessRate } from "./markov-panel.tsx";
@@ -348,12 +348,7 @@ function ManifestSummary(props: { release: Release }) {
 function Actions(props: { release: Release }) {
   const r = props.release;
   const canAbort = ["pending", "running", "paused"].includes(r.state);
-  const waiting = r.step_runs.filter(
-    (s) =>
-      ["failed", "unknown", "dispatch_failed"].includes(s.state) &&
-      ((s.direction === "fwd" && r.state === "paused") ||
-        (s.direction === "bwd" && r.state === "needs_operator")),
-  );
+  const waiting = r.step_runs.filter((s) => awaitsRetry(r.state, s));
   if (!canAbort && r.state !== "paused" && waiting.length === 0) return null;
   return (
     <nav class="bar" aria-label="Operator actions">

@@ -7,7 +7,7 @@
 import type { Release, StepRun } from "../../domain/types.ts";
 import type { AttemptResult } from "../../ports/store.ts";
 import type { Role } from "./auth.ts";
-import { checkRows, prettyJson, runLink, span, tail, time } from "./format.ts";
+import { awaitsRetry, checkRows, prettyJson, runLink, span, tail, time } from "./format.ts";
 import { Layout, State } from "./layout.tsx";
 
 /** Lines of the log shown on the page; the download has all of it. */
@@ -130,7 +130,7 @@ export function StepRunPage(props: StepRunPageProps) {
     props.attempt !== undefined
       ? props.results.find((x) => x.attempt === props.attempt)
       : latestWithResult;
-  const retryable = ["failed", "unknown", "dispatch_failed"].includes(run.state);
+  const retryable = awaitsRetry(r.state, run);
   return (
     <Layout title={`Step run ${run.id}`} role={props.role}>
       <p class="small">
