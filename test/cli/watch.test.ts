@@ -1,0 +1,67 @@
+/**
+ * `watch` on a terminal: each step run printed once per change, and a progress line for the
+ * running step run redrawn in place (`\r`), cleared before the next printed line.
+ */
+import { describe, expect, it } from "vitest";
+import { EngineClient } from "../../engine/src/cli/client.ts";
+import type { RecordJson } from "../../engine/src/cli/output.ts";
+import { watch } from "../../engine/src/cli/watch.ts";
+import { runningRecord, succeededRecord } from "../support/dashboard-fixtures.ts";
+
+function asJson(rec: ReturnType<typeof runningRecord>): RecordJson {
+  const r = rec.release;
+  return { ...r, history: rec.history, attempt_results: rec.attempt_results };
+}
+
+class Scripted extends EngineClient {
+  calls = 0;
+  constructor(private readonly frames: RecordJson[]) {
+    super({ engine: "http://127.0.0.1:1", token: undefined });
+  }
+  override async call<T>(): Promise<T> {
+    const f = this.frames[Math.min(this.calls, this.frames.length - 1)]!;
+    this.calls++;
+    return structuredClone(f) as T;
+  }
+}
+
+describe("watch", () => {
+  it("prints changes once and draws a progress line for the running step run on a TTY", async () => {
+    const running = asJson(runningRecord());
+    const done = asJson(succeededRecord());
+    done.id = running.id;
+    let out = "";
+    const client = new Scripted([running, running, done]);
+    const code = await watch(client, running.id, {
+      intervalMs: 1,
+      timeoutMs: 60_000,
+      json: false,
+      out: { write: (s: string) => (out += s), isTTY: true },
+      now: () => running.updated_at + 42_000,
+      sleep: async () => {},
+    });
+    expect(code).toBe(0);
+    expect(client.calls).toBe(3);
+    // The running step run's progress line: spinner, steps done, which step run, for how long.
+    expect(out).toContain("\r\u001b[2K");
+    expect(out).toMatch(/[|/\\-] 1\/14 steps done · sr_4_1_f running for \d+ m \d+ s/);
+    // Printed once although it was seen in two polls.
+    expect(out.match(/sr_4_0_f → step 0/g)).toHaveLength(1);
+    expect(out).toContain("release r4 succeeded");
+  });
+
+  it("gives up after the timeout with a one-line error", async () => {
+    const running = asJson(runningRecord());
+    let t = 0;
+    await expect(
+      watch(new Scripted([running]), running.id, {
+        intervalMs: 1,
+        timeoutMs: 5_000,
+        json: true,
+        out: { write: () => true },
+        now: () => (t += 1_000),
+        sleep: async () => {},
+      }),
+    ).rejects.toThrow("[cli] still running after 5 s; watch again or raise --timeout");
+  });
+});
