@@ -12,6 +12,9 @@ import { inspectKey } from "./key.ts";
 // ssh2 is CommonJS: named imports type-check but fail at run time under ESM (TOOLCHAIN.md).
 const { Client } = ssh2;
 
+/** Most characters of stdout and of stderr kept per remote command (the tail). */
+export const MAX_CAPTURE_CHARS = 1_000_000;
+
 /** Failure classes reported in checks.json (`class`). */
 export type SshErrorClass =
   | "host_key_invalid"
@@ -241,11 +244,12 @@ function session(client: InstanceType<typeof Client>): SshSession {
             return;
           }
           channel = stream;
+          // Bounded capture: keep the last MAX_CAPTURE_CHARS of each stream.
           stream.on("data", (d: Buffer) => {
-            stdout += d.toString("utf8");
+            stdout = (stdout + d.toString("utf8")).slice(-MAX_CAPTURE_CHARS);
           });
           stream.stderr.on("data", (d: Buffer) => {
-            stderr += d.toString("utf8");
+            stderr = (stderr + d.toString("utf8")).slice(-MAX_CAPTURE_CHARS);
           });
           stream.on("exit", (code: number | null, sig?: string) => {
             exitCode = typeof code === "number" ? code : null;

@@ -107,6 +107,16 @@ if [ "$sub" != smoke ]; then
   case "$ONLY" in '' | pull | start | health | stop-old) ;; *) usage_fail "--phase must be pull, start, health or stop-old" ;; esac
 fi
 
+# Idempotency depends on the ledger: refuse to act when it cannot be written.
+if [ "$sub" != smoke ]; then
+  mkdir -p "$(dirname "$LEDGER")" 2>/dev/null
+  # A subshell: a failed redirection on the special built-in `:` would end this shell (POSIX).
+  if ! (: >>"$LEDGER") 2>/dev/null; then
+    emit ledger failed 2 0 "[deploy.sh] ledger $LEDGER is not writable by $(id -un); create it for the deploy user (docs/runner.md)"
+    exit 2
+  fi
+fi
+
 container_name() { # IMAGE -> baton-<lane>-<12 hex>
   digest="${1##*@sha256:}"
   printf 'baton-%s-%.12s' "$LANE" "$digest"

@@ -159,6 +159,16 @@ describe("deploy.sh", () => {
     expect(missing.lines.map((l) => l.status)).toEqual(["failed", "not_run"]);
   });
 
+  it("refuses to act when the ledger cannot be written (idempotency would be lost)", () => {
+    const blocked = deploy(
+      ["deploy", "--lane", "lane-a", "--image", A, "--health-url", url, "--operation-key", "k10"],
+      { BATON_LEDGER: "/proc/baton-no-ledger/ledger" },
+    );
+    expect(blocked.code).toBe(2);
+    expect(blocked.lines).toEqual([expect.objectContaining({ phase: "ledger", status: "failed" })]);
+    expect(t.calls()).toEqual([]);
+  });
+
   it.each([
     [
       [
