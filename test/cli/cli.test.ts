@@ -299,6 +299,9 @@ describe("serve and demo", () => {
     );
     try {
       let out = "";
+      child.stderr.on("data", (d) => {
+        out += d;
+      });
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(
           () => reject(new Error(`[test] serve did not listen: ${out}`)),
