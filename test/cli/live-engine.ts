@@ -88,7 +88,9 @@ export async function lateCallbackRelease(h: Harness): Promise<string> {
   await drive(h, undefined, 400, pace(h));
   expectState(await state(h, id), "paused", "late-callback release after the deadline");
   const abort = await op(h, "POST", `/v1/releases/${id}/abort`, { reason: "runner went silent" });
-  if (abort.status !== 200) throw new Error(`[test] abort answered ${abort.status}`);
+  if (abort.status !== 200) {
+    throw new Error(`[test] abort answered ${abort.status}: ${await abort.text()}`);
+  }
   await drive(h, undefined, 400, pace(h));
   expectState(await state(h, id), "rolled_back", "late-callback release after abort");
   const late = await signedPost(
