@@ -57,7 +57,6 @@ function Attempts(props: { run: StepRun; repository: string | undefined }) {
 }
 
 function RunRow(props: {
-  release: Release;
   index: number;
   name: string;
   lane: string | null;
@@ -131,7 +130,6 @@ function StepTable(props: { release: Release; repository: string | undefined; no
     const p = observedSuccessRate(r, step.index);
     rows.push(
       <RunRow
-        release={r}
         index={step.index}
         name={step.name}
         lane={step.lane}
@@ -145,7 +143,6 @@ function StepTable(props: { release: Release; repository: string | undefined; no
     if (bwd) {
       rows.push(
         <RunRow
-          release={r}
           index={step.index}
           name={step.backward?.name ?? step.name}
           lane={step.lane}
