@@ -215,6 +215,12 @@ export class Reconciler {
       }
     } catch (err) {
       if (err instanceof FaultCrash) throw err;
+      if (err instanceof LeaseLapsed) {
+        // Another engine may hold the row by now: do not perform; give it back if still ours.
+        this.deps.log.warn(err.message);
+        await this.deps.store.releaseClaim(row.id, token, this.deps.clock.now()).catch(() => {});
+        return false;
+      }
       const delay = reconcilerBackoffMs(row.claims);
       this.deps.log.error(
         `[engine] outbox row ${row.id} (${row.effect.type} of ${row.release_id}) failed on claim ${row.claims}; retrying in ${delay} ms`,
@@ -226,6 +232,23 @@ export class Reconciler {
           this.deps.log.error(`[engine] could not give back outbox row ${row.id}`, e2),
         );
       return false;
+    }
+  }
+
+  /**
+   * Refuses to perform an effect whose claim lapsed (or lapses within the margin) before it is
+   * sent: once the lease ran out another engine may have claimed the row and sent it, so a
+   * paused or slow engine must not send it again (it would be a second dispatch of the same step
+   * run). @throws LeaseLapsed
+   */
+  private assertLeaseHeld(row: OutboxRow): void {
+    if (row.claimed_until === null) return;
+    const margin = Math.min(1_000, this.opts.leaseMs / 4);
+    const now = this.deps.clock.now();
+    if (now > row.claimed_until - margin) {
+      throw new LeaseLapsed(
+        `[engine] outbox row ${row.id} (${row.effect.type} of ${row.release_id}): the claim's lease ended at ${row.claimed_until} and it is ${now}; not performing it, another engine may hold it now`,
+      );
     }
   }
 
@@ -244,6 +267,7 @@ export class Reconciler {
       }
       throw err;
     }
+    this.assertLeaseHeld(row);
     faultPoint("after_commit_before_effect", { step_run_id: e.step_run_id, effect: "dispatch" });
     let event: ReleaseEvent;
     try {
@@ -275,6 +299,7 @@ export class Reconciler {
       release_id: row.release_id,
       generation: e.generation,
     };
+    this.assertLeaseHeld(row);
     faultPoint("after_commit_before_effect", {
       step_run_id: e.step_run_id,
       effect: "control_plane",
@@ -324,6 +349,9 @@ export class Reconciler {
     return event;
   }
 }
+
+/** The claim's lease ran out (or nearly) before the effect was sent (e.g. the process was paused). */
+class LeaseLapsed extends Error {}
 
 function dueAt(row: OutboxRow): number {
   const e = row.effect;
