@@ -207,7 +207,7 @@ describe("release-step action, bundled, as a runner runs it", () => {
   it("F11: a start phase that never returns times out; the files, callback and key removal still happen", async () => {
     const { payload } = await f.stepRun();
     f.target.knob("hang", "run");
-    const r = await f.run(payload, { env: { BATON_PHASE_TIMEOUT_MS: "2500" } });
+    const r = await f.run(payload, { env: { BATON_PHASE_TIMEOUT_MS: "6000" } });
     expect(r.main.code).toBe(1);
     const body = callbacksOf(f.engine, payload.step_run_id)[0]?.body as Record<string, unknown>;
     expect(statuses(body.checks)).toEqual([
@@ -347,7 +347,10 @@ describe("release-step action, bundled, as a runner runs it", () => {
     f.target.knob("fail-health", (payload.args as { lane: { id: string } }).lane.id);
     // Attempt 1 fails its health check; its callback cannot get through yet (engine 503s), and its post step is delayed.
     f.engine.failNext("callback", 503, 100);
-    const first = await f.run(payload, { post: false, env: { BATON_HTTP_ATTEMPTS: "2" } });
+    const first = await f.run(payload, {
+      post: false,
+      env: { BATON_HTTP_ATTEMPTS: "2", BATON_HEALTH_TIMEOUT_S: "2" },
+    });
     expect(first.main.code).toBe(1);
     f.engine.failNext("callback", 503, 0);
     f.target.knob("fail-health", "");

@@ -36,8 +36,9 @@ let counter = 0;
 
 export const ACTION_ENV = (deployScript = DEPLOY_SH): Record<string, string> => ({
   BATON_DEPLOY_SCRIPT: deployScript,
-  BATON_HEALTH_TIMEOUT_S: "3",
-  BATON_CONNECT_TIMEOUT_MS: "5000",
+  // Generous deadlines: the suite shares two cores with the rest of CI.
+  BATON_HEALTH_TIMEOUT_S: "10",
+  BATON_CONNECT_TIMEOUT_MS: "10000",
   BATON_HTTP_BASE_DELAY_MS: "50",
   BATON_HTTP_ATTEMPTS: "4",
 });
