@@ -94,7 +94,7 @@ if (!url) {
         await client.connect();
         const { rows } = await client.query(`SELECT name FROM ${schema}.baton_migration`);
         await client.end();
-        expect(rows).toEqual([{ name: "0001_initial" }]);
+        expect(rows).toEqual([{ name: "0001_initial" }, { name: "0002_manifests" }]);
       } finally {
         for (const s of stores) await s.close();
         await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

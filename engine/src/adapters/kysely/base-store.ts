@@ -6,7 +6,7 @@
 import type { Kysely } from "kysely";
 import { sql } from "kysely";
 import type { ReleaseState } from "../../domain/states.ts";
-import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
+import type { Effect, HistoryEntry, Manifest, Release } from "../../domain/types.ts";
 import type {
   AttemptResult,
   CommitInput,
@@ -16,12 +16,22 @@ import type {
   Store,
 } from "../../ports/store.ts";
 import { closedError } from "./errors.ts";
-import { historyColumns, toAttemptResult, toHistoryEntry, toOutboxRow, toSummary } from "./rows.ts";
+import { ManifestCache } from "./manifest-cache.ts";
+import {
+  historyColumns,
+  toAttemptResult,
+  toHistoryEntry,
+  toOutboxRow,
+  toRelease,
+  toSummary,
+} from "./rows.ts";
 import type { BatonDatabase, JsonCodec } from "./tables.ts";
 import { finishOutbox } from "./writes.ts";
 
 export abstract class KyselyStore implements Store {
   protected closed = false;
+  /** Manifests written or read by this store (they never change after creation). */
+  protected readonly manifests = new ManifestCache();
 
   constructor(
     protected readonly db: Kysely<BatonDatabase>,
@@ -49,13 +59,28 @@ export abstract class KyselyStore implements Store {
     return this.db;
   }
 
+  /** The release with its manifest: the doc alone when the manifest is cached, else joined. */
   async getRelease(id: string): Promise<Release | null> {
+    const cached = this.manifests.get(id);
+    if (cached) {
+      const row = await this.live()
+        .selectFrom("releases")
+        .select("doc")
+        .where("id", "=", id)
+        .executeTakeFirst();
+      return row ? toRelease(this.json.read(row.doc) as Release, cached) : null;
+    }
     const row = await this.live()
       .selectFrom("releases")
-      .select("doc")
-      .where("id", "=", id)
+      .leftJoin("manifests", "manifests.release_id", "releases.id")
+      .select(["releases.doc", "manifests.manifest"])
+      .where("releases.id", "=", id)
       .executeTakeFirst();
-    return row ? (this.json.read(row.doc) as Release) : null;
+    if (!row) return null;
+    const manifest = row.manifest == null ? null : (this.json.read(row.manifest) as Manifest);
+    const release = toRelease(this.json.read(row.doc) as Release, manifest);
+    this.manifests.set(id, release.manifest);
+    return release;
   }
 
   async appendHistory(entries: HistoryEntry[]): Promise<void> {
@@ -161,6 +186,7 @@ export abstract class KyselyStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.manifests.clear();
     await this.db.destroy();
   }
 }

@@ -22,10 +22,21 @@ export interface ReleasesTable {
   high_water_mark: number;
   step_cursor: number;
   step_count: number;
-  /** The whole `Release`, step runs and manifest included. */
+  /**
+   * The `Release` without its manifest (step runs, attempts, reason…), rewritten on every
+   * commit. The manifest never changes after creation and lives in `manifests` (written once).
+   * Rows written before migration 0002 were moved there by that migration.
+   */
   doc: JsonColumn;
   created_at: number;
   updated_at: number;
+}
+
+/** One row per release, written once by `createRelease`: the release's compiled manifest. */
+export interface ManifestsTable {
+  release_id: string;
+  /** The `Manifest` as JSON (SQLite text, Postgres `json`). */
+  manifest: JsonColumn;
 }
 
 export interface HistoryTable {
@@ -74,6 +85,7 @@ export interface ReleaseSequenceTable {
 
 export interface BatonDatabase {
   releases: ReleasesTable;
+  manifests: ManifestsTable;
   history: HistoryTable;
   outbox: OutboxTable;
   attempt_results: AttemptResultsTable;

@@ -6,13 +6,24 @@
 import type { Kysely } from "kysely";
 import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
 import type { AttemptResult } from "../../ports/store.ts";
-import { attemptColumns, historyColumns, outboxColumns, releaseColumns } from "./rows.ts";
+import {
+  attemptColumns,
+  historyColumns,
+  manifestColumns,
+  outboxColumns,
+  releaseColumns,
+} from "./rows.ts";
 import type { BatonDatabase } from "./tables.ts";
 
 type Db = Kysely<BatonDatabase>;
 
 export function insertRelease(db: Db, release: Release) {
   return db.insertInto("releases").values(releaseColumns(release));
+}
+
+/** The release's manifest, written once at creation (commits never touch it). */
+export function insertManifest(db: Db, release: Release) {
+  return db.insertInto("manifests").values(manifestColumns(release));
 }
 
 /** The conditional update: touches the row only if nobody changed it since `expected`. */

@@ -12,14 +12,18 @@ import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
 import { CREATE_MIGRATION_TABLE, migrationFailed, pending } from "../kysely/migrate.ts";
 import { toOutboxRow } from "../kysely/rows.ts";
 import { type BatonDatabase, parsedJson } from "../kysely/tables.ts";
-import { insertHistory, insertOutbox, insertRelease } from "../kysely/writes.ts";
+import { insertHistory, insertManifest, insertOutbox, insertRelease } from "../kysely/writes.ts";
 import { claimStatement } from "./claim-statement.ts";
 import { commitStatement } from "./commit-statement.ts";
 import { postgresMigrations } from "./migrations.ts";
 import { createPool, type PoolOptions } from "./pool.ts";
 
 export class PostgresStore extends KyselyStore {
-  private readonly pool: pg.Pool;
+  /**
+   * The store's own connection pool. Exposed for the engine benchmark, which times a raw
+   * conditional UPDATE on the same connections the store commits on; not for writing data.
+   */
+  readonly pool: pg.Pool;
 
   constructor(private readonly opts: PoolOptions) {
     const pool = createPool(opts);
@@ -82,12 +86,14 @@ export class PostgresStore extends KyselyStore {
         .transaction()
         .execute(async (tx) => {
           await insertRelease(tx, release).execute();
+          await insertManifest(tx, release).execute();
           if (history.length > 0) await insertHistory(tx, history).execute();
           if (effects.length > 0) await insertOutbox(tx, release.id, effects, now).execute();
         });
     } catch (err) {
       throw writeFailed(`creating release ${release.id}`, err);
     }
+    this.manifests.set(release.id, release.manifest);
   }
 
   async commit(input: CommitInput): Promise<CommitResult> {

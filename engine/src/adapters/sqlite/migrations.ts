@@ -1,6 +1,9 @@
 /**
  * SQLite schema. STRICT tables so a wrong type is refused instead of stored; JSON as text;
  * times as INTEGER epoch ms. The release number counter is a one-row table (no sequences).
+ * 0002: the manifest (~20 KB, never changed after creation) moves out of `releases.doc` into
+ * `manifests`, written once: SQLite rewrites a whole row (overflow pages included) on any
+ * update, so keeping it in `releases` would rewrite it on every commit.
  */
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { checkIn, type SqlMigrations } from "../kysely/migrate.ts";
@@ -65,5 +68,16 @@ export const sqliteMigrations: SqlMigrations = {
     "CREATE INDEX attempt_results_release ON attempt_results (release_id)",
     "CREATE TABLE release_sequence (name TEXT PRIMARY KEY, value INTEGER NOT NULL) STRICT",
     "INSERT INTO release_sequence (name, value) VALUES ('release', 0)",
+  ],
+  "0002_manifests": [
+    `CREATE TABLE manifests (
+      release_id TEXT PRIMARY KEY,
+      manifest TEXT NOT NULL
+    ) STRICT`,
+    `INSERT INTO manifests (release_id, manifest)
+       SELECT id, json_extract(doc, '$.manifest') FROM releases
+       WHERE json_type(doc, '$.manifest') = 'object'`,
+    `UPDATE releases SET doc = json_remove(doc, '$.manifest')
+       WHERE json_type(doc, '$.manifest') = 'object'`,
   ],
 };

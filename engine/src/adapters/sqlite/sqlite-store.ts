@@ -14,6 +14,7 @@ import { type BatonDatabase, textJson } from "../kysely/tables.ts";
 import {
   finishOutbox,
   insertHistory,
+  insertManifest,
   insertOutbox,
   insertRelease,
   updateRelease,
@@ -33,6 +34,14 @@ export class SqliteStore extends KyselyStore {
   constructor(raw: Database.Database) {
     super(new Kysely<BatonDatabase>({ dialect: new SqliteDialect({ database: raw }) }), textJson);
     this.sync = new SyncRunner(raw);
+  }
+
+  /**
+   * The store's own better-sqlite3 connection. Exposed for the engine benchmark, which times
+   * a raw conditional UPDATE on the same connection the store commits on; not for writing data.
+   */
+  get database(): Database.Database {
+    return this.sync.raw;
   }
 
   async migrate(): Promise<void> {
@@ -74,12 +83,14 @@ export class SqliteStore extends KyselyStore {
     try {
       this.sync.immediate(() => {
         this.sync.run(insertRelease(db, release));
+        this.sync.run(insertManifest(db, release));
         if (history.length > 0) this.sync.run(insertHistory(db, history));
         if (effects.length > 0) this.sync.run(insertOutbox(db, release.id, effects, now));
       });
     } catch (err) {
       throw writeFailed(`creating release ${release.id}`, err);
     }
+    this.manifests.set(release.id, release.manifest);
   }
 
   async commit(input: CommitInput): Promise<CommitResult> {
