@@ -58,6 +58,21 @@ export function answer(
   return c.json(ok(r), 200);
 }
 
+/** Deepest nesting of arrays/objects accepted in a preflight or callback body. */
+const MAX_BODY_DEPTH = 64;
+
+/** True when `value` nests arrays/objects deeper than `max`; iterative, so it cannot overflow. */
+function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  for (let n = 0; stack.length > 0 && n < 1_000_000; n++) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (depth >= max) return true;
+    for (const child of Object.values(v as object)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 export function stepRunRoutes(o: StepRunRouteOptions): Hono {
   const app = new Hono();
   const limit = bodyLimit({ maxSize: CALLBACK_BODY_MAX_BYTES, onError: tooLarge });
@@ -102,6 +117,17 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
           path: "body",
           message: `is not JSON (${(e as Error).message})`,
           fix: "send a JSON object",
+        },
+      ]);
+    }
+    // Hostile nesting (e.g. checks.json of 5,000 nested arrays) overflowed the stack while the
+    // store serialised it: a 500. Refuse it here, naming the field.
+    if (nestedDeeperThan(value, MAX_BODY_DEPTH)) {
+      throw badRequest(`${kind} body`, [
+        {
+          path: "body",
+          message: `nests deeper than ${MAX_BODY_DEPTH} levels`,
+          fix: "send checks.json as an array of flat check records",
         },
       ]);
     }
