@@ -17,6 +17,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fuzzEngine } from "../support/chaos-fuzz.ts";
 import { crashScenario } from "./crash-scenario.ts";
 import { manyEnginesScenario } from "./many-engines.ts";
 import { formatTable, type Row } from "./table.ts";
@@ -31,7 +32,7 @@ async function main(): Promise<number> {
   let killPoints = 0;
   let duplicates = 0;
   let wrongTerminal = 0;
-  const fuzzCases = 0;
+  let fuzzCases = 0;
   try {
     if (only.has("crash")) {
       // Isolated kill runs stop starting once 45% of the budget is used (engines and fuzz follow).
@@ -63,6 +64,20 @@ async function main(): Promise<number> {
           "[chaos] engines: skipped: set BATON_TEST_DATABASE_URL=postgres://… (scripts/ci/pg-start.sh starts one)",
         );
       }
+    }
+    if (only.has("fuzz")) {
+      const f = await fuzzEngine(Number(process.env.BATON_CHAOS_FUZZ_RUNS ?? 500));
+      fuzzCases += f.cases;
+      rows.push({
+        scenario: "hostile input (fast-check)",
+        tried: f.cases,
+        releases: 0,
+        effects: 0,
+        duplicates: 0,
+        wrong: 0,
+      });
+      problems.push(...f.problems.map((p) => `fuzz: ${p}`));
+      console.log(`[chaos] fuzz: ${f.cases} cases, ${f.problems.length} problems`);
     }
   } catch (e) {
     problems.push(`harness error: ${(e as Error).stack ?? String(e)}`);
