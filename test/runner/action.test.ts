@@ -371,6 +371,7 @@ describe("release-step action, bundled, as a runner runs it", () => {
     const checks2 = accepted.get(2)?.checks as Checks;
     expect(checks2.map((c) => c.name)).toEqual(["tool"]);
     expect(checks2[0]).toMatchObject({ class: "tool_crashed", exit_code: 3 });
+    expect(accepted.get(2)?.log).toContain("crashing");
     // Attempt 1's post step now delivers its (older) result: refused, attempt 2's result stands.
     const late = await first.runPost();
     expect(late.code).toBe(0);

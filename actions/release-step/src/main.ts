@@ -22,7 +22,7 @@ import { PayloadError, readDispatch } from "./event.ts";
 import { type Inputs, readInputs } from "./inputs.ts";
 import { makeKeyDir, maskKey, provisionKey, removeKeyDir } from "./key-file.ts";
 import { sendCallback, writeSummary } from "./report.ts";
-import { runTool, stopCurrentTool, type ToolExit } from "./run-tool.ts";
+import { OUTPUT_TAIL_CHARS, runTool, stopCurrentTool, type ToolExit } from "./run-tool.ts";
 import { type CallbackTarget, STATE, save } from "./state.ts";
 
 /** One recorded phase (name, outcome word, duration in ms). */
@@ -332,6 +332,12 @@ export async function run(): Promise<void> {
       const verdict = judgeToolExit(exit, resultDir);
       if (verdict) {
         core.error(verdict.check.message as string);
+        // The tool did not record this ending itself: keep what it printed (e.g. a stack trace).
+        if (exit.outputTail.trim())
+          appendLog(
+            resultDir,
+            `--- tool output (last ${OUTPUT_TAIL_CHARS} characters) ---\n${exit.outputTail}`,
+          );
         actionFailure(
           resultDir,
           verdict.status,

@@ -12,11 +12,16 @@ export interface ToolExit {
   signal: NodeJS.Signals | null;
   timedOut: boolean;
   spawnError?: string;
+  /** Last OUTPUT_TAIL_CHARS of the tool's stdout + stderr (for the log when it ends abnormally). */
+  outputTail: string;
   startedAt: number;
   finishedAt: number;
 }
 
 let current: ChildProcess | undefined;
+
+/** How much of the tool's own output is kept for the log (characters). */
+export const OUTPUT_TAIL_CHARS = 16 * 1024;
 
 /** Sends `signal` to the tool's whole process group (falls back to the tool alone). */
 export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
@@ -54,8 +59,13 @@ export function runTool(
       detached: true,
     });
     current = child;
-    child.stdout?.on("data", (d: Buffer) => process.stdout.write(d));
-    child.stderr?.on("data", (d: Buffer) => process.stdout.write(d));
+    let outputTail = "";
+    const onOutput = (d: Buffer) => {
+      process.stdout.write(d);
+      outputTail = (outputTail + d.toString("utf8")).slice(-OUTPUT_TAIL_CHARS);
+    };
+    child.stdout?.on("data", onOutput);
+    child.stderr?.on("data", onOutput);
     const timer = setTimeout(() => {
       timedOut = true;
       killGroup(child, "SIGTERM");
@@ -69,7 +79,15 @@ export function runTool(
       clearTimeout(timer);
       clearTimeout(killTimer);
       current = undefined;
-      resolve({ exitCode: code, signal, timedOut, spawnError, startedAt, finishedAt: Date.now() });
+      resolve({
+        exitCode: code,
+        signal,
+        timedOut,
+        spawnError,
+        outputTail,
+        startedAt,
+        finishedAt: Date.now(),
+      });
     };
     child.on("error", (e: NodeJS.ErrnoException) => {
       spawnError = e.code ?? e.message;
