@@ -336,6 +336,9 @@ describe("release-step action, bundled, as a runner runs it", () => {
     expect(r.main.code).toBe(0);
     const body = callbacksOf(f.engine, payload.step_run_id)[0]?.body as Record<string, unknown>;
     expect(body.checks).toBeNull();
+    expect(
+      String(body.log).endsWith("[action] checks.json is not valid JSON; checks sent as null\n"),
+    ).toBe(true);
     expect(body.log_truncated).toBe(true);
     expect(String(body.log).startsWith("[baton] log truncated")).toBe(true);
     expect(Buffer.byteLength(String(body.log))).toBeLessThanOrEqual(256 * 1024);

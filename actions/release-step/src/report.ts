@@ -41,7 +41,10 @@ export function callbackText(
   timings: Record<string, number>,
   secrets: readonly string[],
 ): string {
-  const tail = logTail(redact(results.log, secrets));
+  const note = results.checksValid
+    ? ""
+    : "[action] checks.json is not valid JSON; checks sent as null\n";
+  const tail = logTail(redact(results.log, secrets) + note);
   const body: CallbackBody & Record<string, unknown> = {
     step_run_id: target.step_run_id,
     run_id: target.run_id,
