@@ -10,5 +10,4 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
   },
-  esbuild: { jsx: "automatic", jsxImportSource: "hono/jsx" },
 });
