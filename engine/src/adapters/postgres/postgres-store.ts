@@ -14,7 +14,7 @@ import { toOutboxRow } from "../kysely/rows.ts";
 import { type BatonDatabase, parsedJson } from "../kysely/tables.ts";
 import { insertHistory, insertManifest, insertOutbox, insertRelease } from "../kysely/writes.ts";
 import { claimStatement } from "./claim-statement.ts";
-import { commitStatement } from "./commit-statement.ts";
+import { type CommitOutcome, commitQuery } from "./commit-statement.ts";
 import { postgresMigrations } from "./migrations.ts";
 import { createPool, type PoolOptions } from "./pool.ts";
 
@@ -99,9 +99,10 @@ export class PostgresStore extends KyselyStore {
   async commit(input: CommitInput): Promise<CommitResult> {
     this.live();
     checkNextVersion(input.release.id, input.expected_version, input.release.resource_version);
-    let outcome: { updated: number; claim_held: number } | undefined;
+    let outcome: CommitOutcome | undefined;
     try {
-      [outcome] = await this.prepared("baton_commit", commitStatement(input));
+      const res = await this.pool.query<CommitOutcome>(commitQuery(input));
+      outcome = res.rows[0];
     } catch (err) {
       throw writeFailed(`commit of release ${input.release.id}`, err);
     }
