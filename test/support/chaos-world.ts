@@ -96,7 +96,8 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
     dir,
     laneIds: laneIdsOf(source),
     model: String(source.model),
-    healthTimeoutS: 1,
+    // Generous enough for a loaded CI machine: a spurious health failure would compensate.
+    healthTimeoutS: 3,
   });
   const closers: (() => Promise<unknown>)[] = [() => fleet.close()];
   const closeAll = async () => {
