@@ -216,7 +216,10 @@ export function judge(r: CaseResult, expected: Expected): Verdict {
     JSON.stringify(runningImages(ev.dockerCalls)) !== expected.images;
   if (r.release.state !== expected.state)
     problems.push(
-      `ended ${r.release.state} (${r.release.reason ?? ""}), expected ${expected.state}`,
+      `ended ${r.release.state} (${r.release.reason ?? ""}), expected ${expected.state}; ${r.release.step_runs
+        .filter((s) => s.state !== "succeeded")
+        .map((s) => `${s.id}=${s.state}${s.last_error ? ` (${s.last_error.slice(0, 300)})` : ""}`)
+        .join("; ")}`,
     );
   if (laneFingerprint(ev) !== expected.lanes)
     problems.push(`control plane ended ${laneFingerprint(ev)}, expected ${expected.lanes}`);
