@@ -16,6 +16,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await f?.close();
+  if (keys) rmSync(keys, { recursive: true, force: true });
 });
 afterEach(() => {
   expect(f.keyDirs()).toEqual([]);

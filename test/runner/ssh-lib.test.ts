@@ -1,6 +1,6 @@
 // scripts/lib/ssh.ts against a real OpenSSH sshd on 127.0.0.1: host-key pinning (wrong pin fails
 // before authentication), exit codes and signals (F08), deadlines (F11), key formats (F09).
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fingerprintOf, hostKeyAlgorithms, parseHostKeyPin } from "../../scripts/lib/hostkey.ts";
@@ -15,6 +15,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await sshd?.stop();
+  if (keysDir) rmSync(keysDir, { recursive: true, force: true });
 });
 
 const target = (hostKey = sshd.hostKeyPin) => ({
