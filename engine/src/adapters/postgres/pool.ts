@@ -39,6 +39,10 @@ export function createPool(opts: PoolOptions): pg.Pool {
   // five runs on every new connection (custom plans, ~0.3 ms each for the commit); the pool
   // opens connections again after idle periods, so that cost recurs. Queued before the
   // connection's first query (node-postgres runs a client's queries in order).
+  // An idle client whose server went away (restart, failover) is reported here; unhandled, the
+  // 'error' event would kill the engine process. The pool drops that client and the next query
+  // connects afresh; queries in flight fail on their own and are retried by their callers.
+  pool.on("error", () => {});
   pool.on("connect", (client) => {
     client.query("SET plan_cache_mode = force_generic_plan").catch(() => {});
   });
