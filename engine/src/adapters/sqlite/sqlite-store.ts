@@ -11,15 +11,8 @@ import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
 import { CREATE_MIGRATION_TABLE, migrationFailed, pending } from "../kysely/migrate.ts";
 import { toOutboxRow } from "../kysely/rows.ts";
 import { type BatonDatabase, textJson } from "../kysely/tables.ts";
-import {
-  finishOutbox,
-  insertHistory,
-  insertManifest,
-  insertOutbox,
-  insertRelease,
-  updateRelease,
-  upsertAttemptResults,
-} from "../kysely/writes.ts";
+import { insertHistory, insertManifest, insertOutbox, insertRelease } from "../kysely/writes.ts";
+import { CommitStatements } from "./commit-statements.ts";
 import { sqliteMigrations } from "./migrations.ts";
 import { SyncRunner } from "./sync-runner.ts";
 
@@ -30,6 +23,8 @@ class ClaimLost extends Error {}
 
 export class SqliteStore extends KyselyStore {
   private readonly sync: SyncRunner;
+  /** Prepared on first commit (the tables exist only after `migrate`). */
+  private statements: CommitStatements | null = null;
 
   constructor(raw: Database.Database) {
     super(new Kysely<BatonDatabase>({ dialect: new SqliteDialect({ database: raw }) }), textJson);
@@ -94,22 +89,23 @@ export class SqliteStore extends KyselyStore {
   }
 
   async commit(input: CommitInput): Promise<CommitResult> {
-    const db = this.live();
+    this.live();
     const { release, history, effects, now } = input;
     checkNextVersion(release.id, input.expected_version, release.resource_version);
     try {
+      this.statements ??= new CommitStatements(this.sync.raw);
+      const st = this.statements;
       return this.sync.immediate((): CommitResult => {
-        if (this.sync.run(updateRelease(db, release, input.expected_version)).changes === 0) {
+        if (st.updateRelease(release, input.expected_version) === 0) {
           return { ok: false, conflict: "resource_version" };
         }
         const done = input.complete_outbox;
-        if (done && this.sync.run(finishOutbox(db, done.id, done.claim_token, now)).changes === 0) {
+        if (done && st.finishOutbox(done.id, done.claim_token, now) === 0) {
           throw new ClaimLost(); // rolls back the release update too
         }
-        if (history.length > 0) this.sync.run(insertHistory(db, history));
-        if (effects.length > 0) this.sync.run(insertOutbox(db, release.id, effects, now));
-        const results = input.attempt_results ?? [];
-        if (results.length > 0) this.sync.run(upsertAttemptResults(db, results));
+        st.insertHistory(history);
+        st.insertOutbox(release.id, effects, now);
+        st.upsertAttempts(input.attempt_results ?? []);
         return { ok: true };
       });
     } catch (err) {
