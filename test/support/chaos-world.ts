@@ -23,6 +23,7 @@ import type { HistoryEntry, Manifest, Release } from "../../engine/src/domain/ty
 import type { AttemptResult, OutboxRow } from "../../engine/src/ports/store.ts";
 import { compileRecipeInput } from "../../engine/src/recipes/compile-text.ts";
 import { type EngineProcess, spawnEngine } from "./chaos-process.ts";
+import { type ChaosProxy, startChaosProxy } from "./chaos-proxy.ts";
 import { type GitHubStandin, startGitHubStandin } from "./github-standin.ts";
 
 export interface CrashWorldOptions {
@@ -32,6 +33,10 @@ export interface CrashWorldOptions {
   /** Postgres URL for the engine; default a SQLite file under `dir`. */
   databaseUrl?: string | null;
   recipe?: RecipeInput;
+  /** Put a `ChaosProxy` between the runners and the engine (it becomes the engine's public URL). */
+  proxy?: boolean;
+  /** Extra environment for the action and tools (e.g. `BATON_HTTP_ATTEMPTS`). */
+  runnerEnv?: Record<string, string>;
 }
 
 /** A stand-in `docker` call as the target recorded it (`standin/calls.jsonl`). */
@@ -72,6 +77,8 @@ export interface CrashWorld {
   recipe: RecipeInput;
   url: string;
   operatorToken: string;
+  /** The proxy runners reach the engine through, when asked for. */
+  proxy: ChaosProxy | null;
   /** Environment of the engine process (plus `extra`, e.g. BATON_FAULT). */
   engineEnv(extra?: Record<string, string>): Record<string, string>;
   startEngine(extra?: Record<string, string>): Promise<EngineProcess>;
@@ -106,6 +113,9 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
   try {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
+    const proxy = o.proxy ? await startChaosProxy(url) : null;
+    if (proxy) closers.push(() => proxy.close());
+    const runnerUrl = proxy?.url ?? url;
     const token = `ghp_${randomBytes(18).toString("hex")}`;
     const callbackSecret = randomBytes(24).toString("hex");
     const operatorToken = randomBytes(24).toString("hex");
@@ -134,7 +144,7 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
       repoRoot: REPO_ROOT,
       workDir: join(dir, "runner"),
       inputs: {
-        "engine-url": url,
+        "engine-url": runnerUrl,
         "callback-secret": callbackSecret,
         "ssh-key": fleet.target.clientPrivateKey,
       },
@@ -143,6 +153,7 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
         ...runnerEnvFor(fleet),
         BATON_HTTP_ATTEMPTS: "10",
         BATON_HTTP_BUDGET_MS: "60000",
+        ...o.runnerEnv,
       },
       runTimeoutMs: 120_000,
       maxConcurrentRuns: 4,
@@ -174,6 +185,7 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
       CHAOS_MODEL: manifest.model,
       CHAOS_LEASE_MS: "1500",
       BATON_TICK_MS: "100",
+      ...(proxy ? { BATON_PUBLIC_URL: proxy.url } : {}),
       ...(o.databaseUrl ? { DATABASE_URL: o.databaseUrl } : { BATON_DATA_DIR: engineDir }),
       ...extra,
     });
@@ -196,6 +208,7 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
       recipe,
       url,
       operatorToken,
+      proxy,
       engineEnv,
       async startEngine(extra = {}) {
         const p = await spawnEngine(port, engineEnv(extra));
