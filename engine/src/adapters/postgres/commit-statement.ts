@@ -13,7 +13,8 @@
  * is one fixed text with positional parameters, built once per process and run as a named
  * prepared statement (planned once per connection); a commit only fills the values. Parts
  * with nothing to write are left out of the text, so Postgres neither parses an empty array
- * nor runs an empty insert.
+ * nor runs an empty insert. Only `u` returns rows: the other parts' results are never read
+ * (data-modifying CTEs run to completion whether or not they are referenced).
  */
 import type { CommitInput } from "../../ports/store.ts";
 import { attemptColumns, dueAt, historyColumns, releaseDoc } from "../kysely/rows.ts";
@@ -66,7 +67,6 @@ function commitText(s: Shape): string {
     ctes.push(`done AS (
   UPDATE outbox SET done_at = ${now}::bigint
   FROM claim, u WHERE outbox.id = claim.id
-  RETURNING outbox.id
 )`);
   } else {
     ctes.push(`u AS (
@@ -84,7 +84,6 @@ function commitText(s: Shape): string {
          e.v->>'outcome', e.v->>'message', e.v->'data'
   FROM u, jsonb_array_elements(${p()}::jsonb) WITH ORDINALITY AS e(v, ord)
   ORDER BY e.ord
-  RETURNING id
 )`);
   }
   if (s.outbox) {
@@ -93,7 +92,6 @@ function commitText(s: Shape): string {
   SELECT u.id, e.v->'effect', (e.v->>'due_at')::bigint
   FROM u, jsonb_array_elements(${p()}::jsonb) WITH ORDINALITY AS e(v, ord)
   ORDER BY e.ord
-  RETURNING id
 )`);
   }
   if (s.attempts) {
@@ -109,7 +107,6 @@ function commitText(s: Shape): string {
     status = excluded.status, overall = excluded.overall, checks = excluded.checks,
     log = excluded.log, log_truncated = excluded.log_truncated,
     raw_callback = excluded.raw_callback, preflight = excluded.preflight
-  RETURNING step_run_id
 )`);
   }
   return `WITH ${ctes.join(", ")}
