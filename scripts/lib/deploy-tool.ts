@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { appendLog, type Check, writeChecks, writeOutcome } from "./result.ts";
 import { shQuote } from "./shell-quote.ts";
 import { connect, type ExecResult, SshError, type SshSession } from "./ssh.ts";
-import { parseToolCli, readToolArgs, type ToolArgs } from "./tool-args.ts";
+import { parseToolCli, type ReleaseStamp, readToolArgs, type ToolArgs } from "./tool-args.ts";
 
 /** One tool: the deploy.sh subcommand it runs and the phases it reports, in order. */
 export interface DeployToolSpec {
@@ -33,7 +33,10 @@ function envMs(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   return Number.isFinite(v) && v > 0 ? v : fallback;
 }
 
-/** The remote command line for one phase. Every argument is validated and single-quoted. */
+/**
+ * The remote command line for one phase. Every argument is validated and single-quoted.
+ * `release` (deploy/restore only) turns on deploy.sh's generation fence.
+ */
 export function remoteCommand(
   spec: DeployToolSpec,
   script: string,
@@ -41,6 +44,7 @@ export function remoteCommand(
   operationKey: string,
   phase: string,
   healthTimeoutS: string | undefined,
+  release?: ReleaseStamp,
 ): string {
   const parts = [
     script,
@@ -55,6 +59,7 @@ export function remoteCommand(
   if (spec.subcommand !== "smoke") {
     parts.push("--operation-key", operationKey);
     if (args.previous_image) parts.push("--previous-image", args.previous_image);
+    if (release) parts.push("--release", release.id, "--generation", String(release.generation));
   }
   parts.push("--phase", phase);
   if (healthTimeoutS) parts.push("--health-timeout", healthTimeoutS);
@@ -89,7 +94,19 @@ export function phaseCheck(phase: string, r: ExecResult): Check {
         line = parsed;
         break;
       }
+      // deploy.sh refused before any phase ran (generation fence, lane lock): that line speaks for it.
+      if (parsed && (parsed.phase === "fence" || parsed.phase === "lock")) line ??= parsed;
     } catch {}
+  }
+  if (line && line.phase !== phase) {
+    const refused = line.phase === "fence" && line.status === "refused";
+    return {
+      ...base,
+      status: "failed",
+      class: refused ? "stale_generation" : line.phase === "lock" ? "lane_busy" : "target_refused",
+      remote_exit_code: typeof line.exit_code === "number" ? line.exit_code : null,
+      message: typeof line.message === "string" ? line.message : `deploy.sh ${String(line.phase)}`,
+    };
   }
   if (!line) {
     return {
@@ -122,7 +139,7 @@ export async function runDeployTool(
 ): Promise<number> {
   let cli: ReturnType<typeof parseToolCli>;
   try {
-    cli = parseToolCli(argv);
+    cli = parseToolCli(argv, env);
   } catch (e) {
     process.stderr.write(`${(e as Error).message}\n`);
     return 2;
@@ -164,8 +181,11 @@ export async function runDeployTool(
   }
   const script = env.BATON_DEPLOY_SCRIPT || "/usr/local/bin/baton-deploy";
   const connectTimeoutMs = envMs(env, "BATON_CONNECT_TIMEOUT_MS", 20_000);
+  const stamp = cli.release
+    ? ` release ${cli.release.id} generation ${cli.release.generation}`
+    : " (no release generation: the target's generation fence is off)";
   log(
-    `[${spec.name}] lane ${args.lane.id} (${args.lane.user}@${args.lane.host}:${args.lane.port}) image ${args.image}`,
+    `[${spec.name}] lane ${args.lane.id} (${args.lane.user}@${args.lane.host}:${args.lane.port}) image ${args.image}${spec.subcommand === "smoke" ? "" : stamp}`,
   );
 
   const connectStarted = Date.now();
@@ -211,6 +231,7 @@ export async function runDeployTool(
         cli.operationKey,
         check.name,
         env.BATON_HEALTH_TIMEOUT_S,
+        cli.release,
       );
       const timeout = envMs(env, "BATON_PHASE_TIMEOUT_MS", PHASE_TIMEOUT_MS[check.name] ?? 120_000);
       const result = await sessionRef.exec(cmd, timeout);

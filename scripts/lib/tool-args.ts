@@ -1,7 +1,10 @@
 /**
  * Command line and arguments file of a release tool (docs/runner.md, shared decisions):
  *   <tool> --args <args.json> --key <ssh key path> --result-dir <dir> --operation-key <key>
- * with the SSH passphrase in env BATON_SSH_PASSPHRASE.
+ *          [--release-id <id> --generation <n>]
+ * with the SSH passphrase in env BATON_SSH_PASSPHRASE. The release id and generation (for the
+ * target's generation fence, DESIGN.md §3 rule 7) may also come from env BATON_RELEASE_ID and
+ * BATON_RELEASE_GENERATION, which is how the action passes them; flags win over env.
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -33,16 +36,53 @@ export const ToolArgs = z.object({
 });
 export type ToolArgs = z.infer<typeof ToolArgs>;
 
-/** Parsed command line. */
+/** The writer's release and generation, sent to deploy.sh for its generation fence. */
+export interface ReleaseStamp {
+  id: string;
+  generation: number;
+}
+
+/** Parsed command line. `release` is absent when neither flags nor env name one (unfenced). */
 export interface ToolCli {
   argsPath: string;
   keyPath: string;
   resultDir: string;
   operationKey: string;
+  release?: ReleaseStamp;
 }
 
-/** Parses the tool command line. Throws `Error("[tool] …")` naming the missing option. */
-export function parseToolCli(argv: readonly string[]): ToolCli {
+const RELEASE_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+// No leading zeros and at most 9 digits: deploy.sh compares generations with sh arithmetic.
+const GENERATION_RE = /^(0|[1-9][0-9]{0,8})$/;
+
+/**
+ * Release id and generation from `--release-id`/`--generation`, else env BATON_RELEASE_ID /
+ * BATON_RELEASE_GENERATION. Both or neither; throws `Error("[tool] …")` naming the bad one.
+ */
+export function releaseStamp(
+  flagId: string | undefined,
+  flagGeneration: string | undefined,
+  env: NodeJS.ProcessEnv,
+): ReleaseStamp | undefined {
+  const id = flagId ?? env.BATON_RELEASE_ID ?? "";
+  const gen = flagGeneration ?? env.BATON_RELEASE_GENERATION ?? "";
+  if (!id && !gen) return undefined;
+  if (!RELEASE_ID_RE.test(id))
+    throw new Error(
+      "[tool] --release-id (or BATON_RELEASE_ID) must be the release id such as r12, given together with --generation",
+    );
+  if (!GENERATION_RE.test(gen))
+    throw new Error(
+      "[tool] --generation (or BATON_RELEASE_GENERATION) must be the release generation, a whole number without leading zeros, given together with --release-id",
+    );
+  return { id, generation: Number(gen) };
+}
+
+/**
+ * Parses the tool command line (release stamp falling back to `env`). Throws
+ * `Error("[tool] …")` naming the missing or bad option.
+ */
+export function parseToolCli(argv: readonly string[], env: NodeJS.ProcessEnv = {}): ToolCli {
   const { values } = parseArgs({
     args: [...argv],
     options: {
@@ -50,6 +90,8 @@ export function parseToolCli(argv: readonly string[]): ToolCli {
       key: { type: "string" },
       "result-dir": { type: "string" },
       "operation-key": { type: "string" },
+      "release-id": { type: "string" },
+      generation: { type: "string" },
     },
     strict: true,
   });
@@ -62,11 +104,13 @@ export function parseToolCli(argv: readonly string[]): ToolCli {
   if (!/^[A-Za-z0-9._:=/@+-]{1,512}$/.test(values["operation-key"] as string)) {
     throw new Error("[tool] --operation-key may contain only letters, digits and ._:=/@+-");
   }
+  const release = releaseStamp(values["release-id"], values.generation, env);
   return {
     argsPath: values.args as string,
     keyPath: values.key as string,
     resultDir: values["result-dir"] as string,
     operationKey: values["operation-key"] as string,
+    ...(release ? { release } : {}),
   };
 }
 

@@ -2,7 +2,8 @@
 # Baton target-side deploy script (POSIX sh; installed on each serving machine).
 #
 #   deploy.sh deploy|restore --lane L --image NAME@sha256:HEX --previous-image NAME@sha256:HEX \
-#             --health-url URL --operation-key KEY [--phase pull|start|health|stop-old] [--health-timeout S]
+#             --health-url URL --operation-key KEY [--release ID --generation N] \
+#             [--phase pull|start|health|stop-old] [--health-timeout S]
 #   deploy.sh smoke --lane L --image NAME@sha256:HEX --health-url URL [--phase running|health] [--health-timeout S]
 #
 # Phases pull -> start -> health -> stop-old, each printing one JSON line:
@@ -18,6 +19,15 @@
 # subcommand and phase is recorded in a ledger file, and a repeat prints the recorded line with
 # "replayed":true instead of doing it again. Failed phases are not recorded, so a retry retries.
 #
+# Generation fence (DESIGN.md §3 rule 7): with --release and --generation, the highest generation
+# seen per release on this lane is kept in $BATON_LEDGER.gen-<lane>, and a deploy/restore from a
+# lower generation is refused before any phase runs: one line
+#   {"phase":"fence","status":"refused","exit_code":3,...}
+# and exit status 3. This stops a runner that outlived its callback deadline (step run
+# `unknown`) from landing its forward deploy after the compensating restore of the same lane.
+# Every deploy/restore holds the lane's lock ($BATON_LEDGER.lock-<lane>) while it runs, so the
+# ledger lookup, the fence and the phase are one step with respect to other writers on the lane.
+#
 # Configuration (environment, or a sh file of VAR=value lines at $BATON_DEPLOY_CONF,
 # default /etc/baton/deploy.conf):
 #   BATON_CONTAINER_CLI    container CLI (default docker; e.g. podman)
@@ -25,7 +35,9 @@
 #   BATON_RUN_ARGS         extra arguments for `run` (word-split), e.g. "--network host --gpus all"
 #   BATON_HEALTH_TIMEOUT_S health deadline in seconds (default 60, smoke 10; --health-timeout overrides)
 #   BATON_HEALTH_INTERVAL_S seconds between health polls (default 1)
-# Exit status: 0 all phases ok/skipped, 1 a phase failed, 2 bad arguments.
+#   BATON_LANE_LOCK_WAIT_S how long to wait for another deploy/restore on the same lane (default 900)
+# Exit status: 0 all phases ok/skipped, 1 a phase failed (or the lane lock stayed busy),
+# 2 bad arguments, 3 refused by the generation fence.
 set -u
 
 conf="${BATON_DEPLOY_CONF:-/etc/baton/deploy.conf}"
@@ -37,6 +49,7 @@ LEDGER="${BATON_LEDGER:-/var/lib/baton/ledger}"
 RUN_ARGS="${BATON_RUN_ARGS:-}"
 HEALTH_TIMEOUT="${BATON_HEALTH_TIMEOUT_S:-}"
 HEALTH_INTERVAL="${BATON_HEALTH_INTERVAL_S:-1}"
+LOCK_WAIT="${BATON_LANE_LOCK_WAIT_S:-900}"
 NL='
 '
 
@@ -72,7 +85,7 @@ matches() {
 
 sub="${1:-}"
 [ $# -gt 0 ] && shift
-LANE="" IMAGE="" PREV="" URL="" KEY="" ONLY=""
+LANE="" IMAGE="" PREV="" URL="" KEY="" ONLY="" RELEASE="" GEN=""
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage_fail "option $1 needs a value"
   case "$1" in
@@ -82,6 +95,8 @@ while [ $# -gt 0 ]; do
     --health-url) URL="$2" ;;
     --operation-key) KEY="$2" ;;
     --phase) ONLY="$2" ;;
+    --release) RELEASE="$2" ;;
+    --generation) GEN="$2" ;;
     --health-timeout) HEALTH_TIMEOUT="$2" ;;
     *) usage_fail "unknown option $1; see the usage at the top of deploy.sh" ;;
   esac
@@ -106,6 +121,12 @@ if [ "$sub" != smoke ]; then
   [ -z "$PREV" ] || matches "$PREV" "$IMAGE_RE" || usage_fail "--previous-image must be name@sha256:<64 hex>"
   case "$ONLY" in '' | pull | start | health | stop-old) ;; *) usage_fail "--phase must be pull, start, health or stop-old" ;; esac
 fi
+# Both or neither: a release without a generation cannot be fenced, and the reverse means nothing.
+if [ -n "$RELEASE$GEN" ]; then
+  matches "$RELEASE" '[A-Za-z0-9][A-Za-z0-9._-]{0,63}' || usage_fail "--release must be the release id (e.g. r12) and comes with --generation"
+  # No leading zeros: one spelling per generation, and sh arithmetic would read 010 as octal.
+  matches "$GEN" '0|[1-9][0-9]{0,8}' || usage_fail "--generation must be the release generation (a whole number) and comes with --release"
+fi
 
 # Idempotency depends on the ledger: refuse to act when it cannot be written.
 if [ "$sub" != smoke ]; then
@@ -123,7 +144,11 @@ container_name() { # IMAGE -> baton-<lane>-<12 hex>
 }
 NEW_NAME=$(container_name "$IMAGE")
 OUT=$(mktemp "${TMPDIR:-/tmp}/baton-deploy.XXXXXX") || exit 1
-trap 'rm -f "$OUT"' EXIT
+LOCK="" LOCKED=0
+# The lock is released on a normal exit; a shell killed by a signal leaves it behind with its
+# dead pid, and the next writer breaks it (lane_lock). No TERM trap on purpose: dash would defer
+# it until the running container command returns, and a signal must end this script at once.
+trap 'rm -f "$OUT"; [ "$LOCKED" = 1 ] && rm -f "$LOCK"' EXIT
 
 last_line() { tail -n 3 "$OUT" | tr '\n' ' '; }
 
@@ -137,6 +162,64 @@ is_running() { # NAME -> 0 when running; sets EXISTS=1 when the container exists
 ledger_get() { # PHASE -> recorded JSON line (empty when none)
   [ -r "$LEDGER" ] || return 0
   awk -F '\t' -v k="$KEY" -v s="$sub" -v p="$1" '$1 == k && $2 == s && $3 == p { line = $4 } END { if (line != "") print line }' "$LEDGER"
+}
+
+ledger_has_all() { # -> 0 when every phase this run would do is already recorded for the key
+  for p in pull start health stop-old; do
+    [ -z "$ONLY" ] || [ "$ONLY" = "$p" ] || continue
+    [ -n "$(ledger_get "$p")" ] || return 1
+  done
+  return 0
+}
+
+pid_alive() { # PID -> 0 when a process with that pid exists
+  if [ -d /proc/1 ]; then [ -d "/proc/$1" ]; else kill -0 "$1" 2>/dev/null; fi
+}
+
+# Takes the lane lock: a file created by `ln` (atomic, fails when it exists) holding our pid.
+# A lock whose pid is gone (a deploy killed by a signal) is broken. Bounded by LOCK_WAIT seconds.
+lane_lock() {
+  LOCK="$LEDGER.lock-$LANE"
+  mine="$LOCK.$$"
+  printf '%s\n' "$$" >"$mine" || return 1
+  deadline=$(($(date +%s) + LOCK_WAIT))
+  while :; do
+    if ln "$mine" "$LOCK" 2>/dev/null; then
+      rm -f "$mine"
+      LOCKED=1
+      return 0
+    fi
+    owner=$(cat "$LOCK" 2>/dev/null)
+    if [ -n "$owner" ] && ! pid_alive "$owner"; then
+      # Rename first so that of two writers breaking the same stale lock only one removes it.
+      mv "$LOCK" "$LOCK.stale.$$" 2>/dev/null && rm -f "$LOCK.stale.$$"
+      continue
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      rm -f "$mine"
+      LOCK_OWNER="$owner"
+      return 1
+    fi
+    sleep 1
+  done
+}
+
+gen_file() { printf '%s.gen-%s' "$LEDGER" "$LANE"; }
+
+gen_seen() { # -> highest generation recorded for RELEASE on this lane (empty when none); 1 = unreadable
+  f=$(gen_file)
+  [ -e "$f" ] || return 0
+  { [ -f "$f" ] && [ -r "$f" ]; } || return 1
+  awk -F '\t' -v r="$RELEASE" '$1 == r { g = $2 } END { if (g != "") print g }' "$f"
+}
+
+gen_record() { # writes GEN as the release's highest generation on this lane (temp file + rename)
+  f=$(gen_file)
+  tmp="$f.tmp.$$"
+  {
+    [ -r "$f" ] && awk -F '\t' -v r="$RELEASE" '$1 != r' "$f"
+    printf '%s\t%s\n' "$RELEASE" "$GEN"
+  } >"$tmp" && mv -f "$tmp" "$f" && [ "$(gen_seen)" = "$GEN" ]
 }
 
 ledger_put() { # PHASE JSON
@@ -249,6 +332,35 @@ run_phase() {
   [ "$sub" = smoke ] || ledger_put "$1" "$line"
   printf '%s\n' "$line"
 }
+
+if [ "$sub" != smoke ]; then
+  if ! lane_lock; then
+    emit lock failed 1 0 "[deploy.sh] lane $LANE is busy: another deploy/restore (pid ${LOCK_OWNER:-?}) held $LOCK for more than ${LOCK_WAIT}s; retry the step when it has finished"
+    exit 1
+  fi
+  # Ledger first, then fence. A key whose phases are all recorded is a replay: it does nothing
+  # new, so it gets its recorded answer even from an old generation (refusing it would report as
+  # failed a write that did happen, and the engine would lose that it took effect). Anything not
+  # yet recorded would be a NEW effect on the lane, and from an older generation than one the lane
+  # already obeyed that is exactly the stale writer rule 7 must stop. Both checks and the phases
+  # run under the lane lock, so no newer writer can slip in between the check and the effect.
+  if [ -n "$RELEASE" ] && ! ledger_has_all; then
+    # Fail closed: a record that cannot be read or written would silently turn the fence off.
+    if ! seen=$(gen_seen); then
+      emit fence failed 2 0 "[deploy.sh] cannot read $(gen_file) as $(id -un); the generation fence needs it to be a readable file next to the ledger (docs/runner.md)"
+      exit 2
+    fi
+    if [ -n "$seen" ] && [ "$GEN" -lt "$seen" ]; then
+      emit fence refused 3 0 "[deploy.sh] release $RELEASE generation $GEN is stale: lane $LANE already took generation $seen of it (the release was aborted or is compensating); nothing was done. Do not retry this step run: the newer generation's steps own this lane"
+      exit 3
+    fi
+    if [ "$seen" != "$GEN" ] && ! gen_record; then
+      rm -f "$(gen_file).tmp.$$"
+      emit fence failed 2 0 "[deploy.sh] cannot write $(gen_file) as $(id -un); the generation fence needs it writable next to the ledger (docs/runner.md)"
+      exit 2
+    fi
+  fi
+fi
 
 if [ "$sub" = smoke ]; then
   case "$ONLY" in '' | running | health) ;; *) usage_fail "--phase must be running or health for smoke" ;; esac

@@ -319,7 +319,14 @@ export async function run(): Promise<void> {
               "--operation-key",
               payload.release.operation_key,
             ],
-            { ...env, BATON_SSH_PASSPHRASE: cfg.sshPassphrase },
+            {
+              ...env,
+              BATON_SSH_PASSPHRASE: cfg.sshPassphrase,
+              // For the target's generation fence (rule 7); env, so the documented command
+              // line of every allowlisted tool stays as it is.
+              BATON_RELEASE_ID: payload.release.id,
+              BATON_RELEASE_GENERATION: String(payload.release.generation),
+            },
             timeoutMs,
           );
           timings.tool_finished_at = r.finishedAt;

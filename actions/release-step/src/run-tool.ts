@@ -1,7 +1,8 @@
 /**
  * Phase 6: the tool as a child process:
  *   <tool> --args <args.json> --key <key> --result-dir <dir> --operation-key <key>
- * with BATON_SSH_PASSPHRASE in its environment, under an overall deadline (ms). On expiry the
+ * with BATON_SSH_PASSPHRASE, BATON_RELEASE_ID and BATON_RELEASE_GENERATION (the payload's
+ * `release.id` / `release.generation`, for the target's generation fence) in its environment, under an overall deadline (ms). On expiry the
  * tool gets SIGTERM (it records what it saw), then SIGKILL after a grace period.
  */
 import { type ChildProcess, spawn } from "node:child_process";
