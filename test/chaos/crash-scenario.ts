@@ -120,7 +120,7 @@ export async function crashScenario(root: string, deadline: number): Promise<Cra
     })),
   ];
   const isolatedJobs: Job[] = isolated.map(({ k, scenario }) => ({
-    label: `alone ${killSpec(k)}`,
+    label: `alone (${scenario}) ${killSpec(k)}`,
     failAt: scenario === "forward" ? null : FAIL_AT,
     chain: [k],
     scenario,
@@ -175,7 +175,10 @@ export async function crashScenario(root: string, deadline: number): Promise<Cra
     [...jobs, ...isolatedJobs].map((j, n) => runJob(j, n)),
   );
   if (skipped > 0) log(`crash: ${skipped} isolated runs skipped: the time budget was used`);
-  log(`crash: ${reachedSpecs.size} of ${total} kill points reached`);
+  const kills = rows.reduce((a, r) => a + r.tried, 0);
+  log(
+    `crash: ${reachedSpecs.size} of ${total} kill points reached; ${kills} SIGKILLs in ${rows.length} releases`,
+  );
   return {
     rows,
     killPoints: total,
