@@ -209,6 +209,7 @@ export async function manyEnginesScenario(
     if (reorder) await post(prePath, pre);
   };
 
+  const problems: string[] = [];
   const github = await startGitHubStandin({
     tokens: [token],
     onAccepted: (d) => {
@@ -221,7 +222,6 @@ export async function manyEnginesScenario(
       }
     },
   });
-  const problems: string[] = [];
   try {
     for (let i = 0; i < ENGINES; i++) {
       const port = await freePort();

@@ -5,7 +5,7 @@
  * rows, then the clock jumps past the lease. Without the lease check the reconciler went on
  * and sent the effect, which another engine could already have claimed and sent.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -22,7 +22,10 @@ import {
 
 const open: Harness[] = [];
 afterEach(async () => {
-  for (const h of open.splice(0)) await h.close().catch(() => {});
+  for (const h of open.splice(0)) {
+    await h.close().catch(() => {});
+    rmSync(h.dir, { recursive: true, force: true });
+  }
 });
 
 describe("outbox lease", () => {

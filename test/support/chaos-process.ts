@@ -4,7 +4,7 @@
  * know how it ended (a fault point's SIGKILL shows as `signal: "SIGKILL"`).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
@@ -48,6 +48,7 @@ export function bundleChaosEngine(): Promise<string> {
       packages: "external",
       logLevel: "error",
     });
+    process.once("exit", () => rmSync(outfile, { force: true }));
     return outfile;
   })();
   return bundled;
