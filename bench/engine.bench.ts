@@ -32,7 +32,11 @@
  *    The reconciler's work (dispatches, control-plane steps) triggered by the callbacks runs
  *    during the bursts and competes for the same CPU. `drive_wall_ms` and
  *    `end_to_end_callbacks_per_s` cover the whole drive, control-plane steps and preflights
- *    included.
+ *    included. `node_cpu_ms_per_callback` = CPU time (user + system) of this Node process over
+ *    the whole drive ÷ callbacks: the engine's own CPU cost per callback with everything it
+ *    does for it (HTTP, preflights, dispatches, control-plane steps), plus the simulated
+ *    runners' and control plane's share; the database server's CPU is not in it. It depends
+ *    far less on other load on the machine than the rates do.
  *
  * `load_avg_1m` is the machine's 1-minute load average when the store's run ended: the
  * machine (2 cores) may be shared, so read the figures with it.
@@ -333,6 +337,7 @@ async function load(store: Store, dir: string) {
     }
   })();
   const before = (await store.listReleases({ state: "succeeded", limit: 1000 })).length;
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await Promise.all(Array.from({ length: RELEASES }, () => createRelease(engine)));
   await waitAll(store, before + RELEASES, 300_000);
@@ -340,9 +345,10 @@ async function load(store: Store, dir: string) {
   await coordinator;
   await Promise.all(inflight);
   const wall = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
   const stats = engine.service.reconciler.stats;
   await engine.close();
-  return { lat, burstMs, bursts, wall, stats };
+  return { lat, burstMs, bursts, wall, stats, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
 async function bench(
@@ -371,6 +377,7 @@ async function bench(
     sequential_samples: seq.callbackMs.length,
     drive_wall_ms: Math.round(l.wall),
     end_to_end_callbacks_per_s: Math.round(l.lat.length / (l.wall / 1000)),
+    node_cpu_ms_per_callback: round(l.cpuMs / l.lat.length, 3),
     transport: "in-process app.request",
     load_avg_1m: round(loadavg()[0] ?? Number.NaN, 2),
   };

@@ -13,8 +13,11 @@ export function capLogTail(
   log: string,
   maxBytes: number = CALLBACK_LOG_MAX_BYTES,
 ): { log: string; cut: boolean } {
+  // Every UTF-16 code unit is at most 3 bytes of UTF-8: most logs fit without being encoded.
+  if (log.length * 3 <= maxBytes || Buffer.byteLength(log, "utf8") <= maxBytes) {
+    return { log, cut: false };
+  }
   const bytes = Buffer.from(log, "utf8");
-  if (bytes.length <= maxBytes) return { log, cut: false };
   const marker = Buffer.from(LOG_TRUNCATED_MARKER, "utf8");
   let start = bytes.length - (maxBytes - marker.length);
   // Skip UTF-8 continuation bytes (10xxxxxx) so the tail starts on a character boundary.
