@@ -234,7 +234,6 @@ export async function manyEnginesScenario(
           GITHUB_REPOSITORY: "acme/models",
           GITHUB_TOKEN: token,
           CHAOS_GITHUB_API_URL: github.baseUrl,
-          CHAOS_MODEL_PER_RELEASE: "1",
           CHAOS_LEASE_MS: String(LEASE_MS),
           CHAOS_OWNER: `engine-${i + 1}`,
           BATON_TICK_MS: "100",
@@ -245,6 +244,7 @@ export async function manyEnginesScenario(
       `${ENGINES} engines on one Postgres database; starting ${RELEASES} releases (seed ${seed})`,
     );
     const ids: string[] = [];
+    const modelOf = new Map<string, string>();
     const creators = Array.from({ length: RELEASES }, (_, i) => i);
     await Promise.all(
       Array.from({ length: 10 }, async () => {
@@ -265,6 +265,7 @@ export async function manyEnginesScenario(
               `[chaos] POST /v1/releases: HTTP ${res.status} ${JSON.stringify(body)}`,
             );
           ids.push(body.id);
+          modelOf.set(body.id, `chaos-model-${i}`);
         }
       }),
     );
@@ -308,6 +309,7 @@ export async function manyEnginesScenario(
     const store = await openStore({ databaseUrl: db.url, dataDir: root });
     let wrongTerminal = 0;
     let doubleRuns = 0;
+    let cp409 = 0;
     try {
       for (const id of ids) {
         const r = await store.getRelease(id);
@@ -317,13 +319,16 @@ export async function manyEnginesScenario(
           continue;
         }
         const bad = r.step_runs.filter((s) => s.state !== "succeeded");
-        const lane = cp.core.lanes(`m-${id}`)[0];
+        const lane = cp.core.lanes(modelOf.get(id))[0];
         const laneOk = lane && lane.weight === 100 && !lane.excluded && lane.advertised;
         if (r.state !== "succeeded" || bad.length > 0 || !laneOk) {
           wrongTerminal += 1;
           problems.push(
             `release ${id} ended ${r.state} (${r.reason ?? ""}); ${bad.map((s) => `${s.id}=${s.state}`).join(" ")}; lane ${JSON.stringify(lane ?? null)}`,
           );
+        }
+        for (const e of await store.getHistory(id, { limit: 10_000 })) {
+          if (e.kind === "applied" && /HTTP 409/.test(e.message)) cp409 += 1;
         }
         for (const sr of r.step_runs) {
           const byDispatch = new Map<number, Set<string>>();
@@ -365,10 +370,10 @@ export async function manyEnginesScenario(
       `${ids.length} releases in ${((Date.now() - t0) / 1000).toFixed(1)} s; ${github.accepted.length} dispatches, ${counts.preflight200} runs admitted, ${counts.preflight409} refused at preflight (${counts.redelivered} GitHub redeliveries), ${counts.callbacks} callbacks (${counts.duplicated} duplicated, ${counts.reordered} reordered), ${counts.retriedElsewhere} requests retried at another instance`,
     );
     log(
-      `refused writes per instance: ${stats.map((s, i) => `engine-${i + 1} resource_version ${s.resource_version ?? 0}, outbox_claim ${s.outbox_claim ?? 0}, control-plane 409 ${s.cp_409 ?? 0}`).join("; ")}`,
+      `refused writes per instance: ${stats.map((s, i) => `engine-${i + 1} resource_version ${s.resource_version ?? 0}, outbox_claim ${s.outbox_claim ?? 0}`).join("; ")}`,
     );
     log(
-      `stale instance engine-3: ${stats[2]?.outbox_claim ?? 0} outcomes refused (claim lost), ${stats[2]?.resource_version ?? 0} conditional updates lost; total conflicts ${sum("resource_version")} + ${sum("outbox_claim")}`,
+      `stale instance engine-3: ${stats[2]?.outbox_claim ?? 0} outcomes refused (claim lost), ${stats[2]?.resource_version ?? 0} conditional updates lost; total conflicts ${sum("resource_version")} + ${sum("outbox_claim")}; control-plane writes refused 409 (stale generation): ${cp409}`,
     );
     log(
       `engine-sent dispatches repeated for the same (step run, dispatch seq): ${redundantDispatches} (all fenced at preflight: ${doubleRuns} second runs admitted)`,

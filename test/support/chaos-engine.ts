@@ -1,7 +1,8 @@
 /**
  * The engine as its own process for the chaos harness, dispatching through GitHub's REST API
  * (the GitHub stand-in, whose accepted dispatches the harness hands to a local runner that
- * lives OUTSIDE this process, as GitHub's runners do) and writing to a control plane over HTTP.
+ * lives OUTSIDE this process, as GitHub's runners do) and writing to the control plane at
+ * BATON_CONTROL_PLANE_URL through the engine's own wiring (HTTP adapter per release model).
  * A SIGKILL of this process therefore loses nothing a real crash would not: runs already
  * dispatched keep running and post their callbacks to whichever engine answers next.
  *
@@ -10,25 +11,18 @@
  * `BATON_CONTROL_PLANE_URL`, `GITHUB_REPOSITORY`, `GITHUB_TOKEN`, `BATON_TICK_MS`,
  * `BATON_FAULT`) plus
  *   CHAOS_GITHUB_API_URL   REST API root of the stand-in (required)
- *   CHAOS_MODEL            model the control-plane adapter addresses
  *   CHAOS_LEASE_MS         outbox claim lease, ms (default 1500)
- *   CHAOS_CP_TIMEOUT_MS    control-plane request timeout, ms (default 5000)
  *   CHAOS_OWNER            claim owner name (diagnostics)
- *   CHAOS_MODEL_PER_RELEASE  "1": each release addresses its own model `m-<release id>` (the HTTP
- *                          adapter addresses one model; many concurrent releases need one each)
  *
  * `GET /chaos/stats` answers what this process saw refused: store commits that lost the
- * conditional update (`resource_version`) or their outbox claim, and control-plane writes
- * answered 409 (stale generation).
+ * conditional update (`resource_version`) or their outbox claim.
  */
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { GitHubDispatcher } from "../../engine/src/adapters/github/index.ts";
-import { HttpControlPlane } from "../../engine/src/adapters/http-control-plane/index.ts";
 import { openStore } from "../../engine/src/adapters/store-factory.ts";
 import { loadConfig } from "../../engine/src/config.ts";
 import { startNodeServer } from "../../engine/src/main-node.ts";
-import type { ControlPlane } from "../../engine/src/ports/control-plane.ts";
 
 function need(name: string): string {
   const v = process.env[name];
@@ -49,33 +43,7 @@ export async function startChaosEngine(): Promise<void> {
     baseUrl: need("CHAOS_GITHUB_API_URL"),
     timeoutMs: 3_000,
   });
-  const stats = { resource_version: 0, outbox_claim: 0, cp_409: 0, cp_unknown: 0 };
-  const adapters = new Map<string, HttpControlPlane>();
-  const adapterFor = (releaseId: string) => {
-    const model =
-      process.env.CHAOS_MODEL_PER_RELEASE === "1"
-        ? `m-${releaseId}`
-        : (process.env.CHAOS_MODEL ?? "default");
-    let a = adapters.get(model);
-    if (!a) {
-      a = new HttpControlPlane({
-        baseUrl: need("BATON_CONTROL_PLANE_URL"),
-        timeoutMs: positive("CHAOS_CP_TIMEOUT_MS", 5_000),
-        model,
-      });
-      adapters.set(model, a);
-    }
-    return a;
-  };
-  const controlPlane: ControlPlane = {
-    async apply(op, ctx) {
-      const r = await adapterFor(ctx.release_id).apply(op, ctx);
-      if (r.outcome === "failed" && r.status === 409) stats.cp_409 += 1;
-      if (r.outcome === "unknown") stats.cp_unknown += 1;
-      return r;
-    },
-    observe: (op, ctx) => adapterFor(ctx.release_id).observe(op, ctx),
-  };
+  const stats = { resource_version: 0, outbox_claim: 0 };
   const config = loadConfig();
   const store = await openStore(
     config.databaseUrl
@@ -92,7 +60,6 @@ export async function startChaosEngine(): Promise<void> {
     {
       store,
       dispatcher,
-      controlPlane,
       extendApp: (app) => {
         app.get("/chaos/stats", (c) => c.json(stats));
       },

@@ -182,7 +182,6 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
       GITHUB_REPOSITORY: REPOSITORY,
       GITHUB_TOKEN: token,
       CHAOS_GITHUB_API_URL: github.baseUrl,
-      CHAOS_MODEL: manifest.model,
       CHAOS_LEASE_MS: "1500",
       BATON_TICK_MS: "100",
       ...(proxy ? { BATON_PUBLIC_URL: proxy.url } : {}),
