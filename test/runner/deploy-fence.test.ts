@@ -277,6 +277,17 @@ describe("deploy.sh lane lock", () => {
   });
 });
 
+it("deploy.sh says so at once when the lane lock cannot be created with ln (no hard links)", () => {
+  const bin = `${t.dir}/fakebin`;
+  mkdirSync(bin);
+  writeFileSync(`${bin}/ln`, "#!/bin/sh\nexit 1\n", { mode: 0o755 });
+  const r = op("deploy", { gen: 1, key: "k" }, { PATH: `${bin}:${process.env.PATH}` });
+  expect(r.code).toBe(2);
+  expect(r.lines).toEqual([expect.objectContaining({ phase: "lock", status: "failed" })]);
+  expect(String(r.lines[0]?.message)).toMatch(/hard links/);
+  expect(t.calls()).toEqual([]);
+});
+
 async function waitFor(cond: () => boolean): Promise<void> {
   for (let i = 0; i < 200; i++) {
     if (cond()) return;
