@@ -14,12 +14,24 @@ export interface SshKeyPair {
   publicKey: string;
 }
 
-/** Generates an ed25519 pair; with `passphrase` the private key is encrypted (aes256-ctr). */
+/**
+ * Generates an ed25519 pair; with `passphrase` the private key is encrypted (aes256-ctr).
+ * ssh2 1.17 writes about 1 pair in 256 with a 31-byte key (a leading zero byte dropped) that it
+ * then cannot parse ("Malformed OpenSSH private key"); such a pair is generated again.
+ * @throws Error if 20 pairs in a row are unusable.
+ */
 export function generateEd25519(comment: string, passphrase?: string): SshKeyPair {
-  const pair = passphrase
-    ? utils.generateKeyPairSync("ed25519", { comment, passphrase, cipher: "aes256-ctr" })
-    : utils.generateKeyPairSync("ed25519", { comment });
-  return { privateKey: pair.private, publicKey: pair.public };
+  for (let i = 0; i < 20; i++) {
+    const pair = passphrase
+      ? utils.generateKeyPairSync("ed25519", { comment, passphrase, cipher: "aes256-ctr" })
+      : utils.generateKeyPairSync("ed25519", { comment });
+    const priv = utils.parseKey(pair.private, passphrase);
+    const pub = utils.parseKey(pair.public);
+    if (!(priv instanceof Error) && !(pub instanceof Error)) {
+      return { privateKey: pair.private, publicKey: pair.public };
+    }
+  }
+  throw new Error("[embedded-target] could not generate a usable ed25519 key pair");
 }
 
 /**
