@@ -24,6 +24,7 @@ import { releaseOfStepRun } from "./format.ts";
 import { liveStream } from "./live.ts";
 import { ReleasePage } from "./release-page.tsx";
 import { PAGE_SIZE, ReleasesPage } from "./releases-page.tsx";
+import { safeNext } from "./safe-next.ts";
 import { StepRunPage } from "./step-run-page.tsx";
 
 /** What the dashboard needs from the engine. `repository` (owner/name) enables run links. */
@@ -47,10 +48,6 @@ function num(v: string | undefined): number | undefined {
   if (v === undefined || v.trim() === "") return undefined;
   const n = Number(v);
   return Number.isFinite(n) ? n : undefined;
-}
-/** Only same-site paths are followed after signing in. */
-function safeNext(v: unknown): string {
-  return typeof v === "string" && v.startsWith("/") && !v.startsWith("//") ? v : "/releases";
 }
 
 /**
