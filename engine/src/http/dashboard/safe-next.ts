@@ -19,7 +19,10 @@ export function safeNext(v: unknown): string {
   if (v.includes("\\")) return DEFAULT_NEXT;
   // Control characters (C0, DEL, C1) and any whitespace: browsers drop some of them
   // while parsing, which could turn `/\t/evil` into `//evil`.
-  if (/[\u0000-\u0020\u007f-\u009f\s]/u.test(v)) return DEFAULT_NEXT;
+  for (const ch of v) {
+    const code = ch.codePointAt(0) ?? 0;
+    if (code <= 0x20 || (code >= 0x7f && code <= 0x9f) || /\s/u.test(ch)) return DEFAULT_NEXT;
+  }
   // Percent-encoded slashes/backslashes at the start may be decoded by a proxy.
   if (/^\/(%2f|%5c)/i.test(v)) return DEFAULT_NEXT;
   // Belt and braces: resolved against a dummy origin it must stay on that origin.
