@@ -1,6 +1,8 @@
 /**
  * The standalone entry (`engine/src/control-plane/main.ts`): starts on the port and file given,
  * and its state survives a SIGKILL of the process (WAL on its own SQLite file).
+ * The server runs as `node --import tsx main.ts`, so the pid we SIGKILL is the server itself
+ * (a `tsx` wrapper would die and leave its server child running).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -9,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 
 const root = join(import.meta.dirname, "..", "..");
-const tsx = join(root, "node_modules", ".bin", "tsx");
+const mainTs = join(root, "engine/src/control-plane/main.ts");
 const children = new Set<ChildProcess>();
 
 /** Starts main.ts and resolves with its URL once it prints "listening on"; bounded to 20 s. */
@@ -17,7 +19,8 @@ function start(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(tsx, [join(root, "engine/src/control-plane/main.ts"), ...args], {
+  const child = spawn(process.execPath, ["--import", "tsx", mainTs, ...args], {
+    cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -45,6 +48,27 @@ function start(
   });
 }
 
+/** True while a process with this pid exists (signal 0 only checks). */
+function alive(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** True when nothing accepts a connection at `url` any more. */
+async function refuses(url: string): Promise<boolean> {
+  try {
+    await fetch(`${url}/v1/models/default/traffic`, { signal: AbortSignal.timeout(2_000) });
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
@@ -54,8 +78,11 @@ function exited(child: ChildProcess): Promise<number | null> {
 
 describe("control-plane standalone entry", () => {
   const dir = mkdtempSync(join(tmpdir(), "baton-cp-main-"));
-  afterAll(() => {
+  afterAll(async () => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+    await Promise.all([...children].map((c) => exited(c)));
+    // No server is left behind: every pid this file started is gone.
+    for (const c of children) expect(alive(c.pid)).toBe(false);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -75,6 +102,10 @@ describe("control-plane standalone entry", () => {
     expect(put.status).toBe(200);
     first.child.kill("SIGKILL");
     await exited(first.child);
+    // The killed pid was the server: its process is gone and its port refuses.
+    expect(first.child.signalCode).toBe("SIGKILL");
+    expect(alive(first.child.pid)).toBe(false);
+    expect(await refuses(first.url)).toBe(true);
 
     const second = await start(["--data", data], { BATON_CP_PORT: "0" });
     const traffic = await fetch(`${second.url}/v1/models/default/traffic`);
@@ -83,10 +114,13 @@ describe("control-plane standalone entry", () => {
     expect(faults.status).toBe(404);
     second.child.kill("SIGTERM");
     expect(await exited(second.child)).toBe(0);
+    expect(alive(second.child.pid)).toBe(false);
+    expect(await refuses(second.url)).toBe(true);
   });
 
   it("refuses a bad port with a clear message and exit code 2", async () => {
-    const child = spawn(tsx, [join(root, "engine/src/control-plane/main.ts"), "--port", "http"], {
+    const child = spawn(process.execPath, ["--import", "tsx", mainTs, "--port", "http"], {
+      cwd: root,
       stdio: ["ignore", "pipe", "pipe"],
     });
     children.add(child);
