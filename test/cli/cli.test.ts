@@ -123,7 +123,7 @@ describe("start, status, record", () => {
     expect(none.stderr).toContain("pass --token <token> or set BATON_TOKEN");
     const viewer = await baton(["start", good], env(VIEWER));
     expect(viewer.code).toBe(1);
-    expect(viewer.stderr).toContain("the token given was refused");
+    expect(viewer.stderr).toContain("the viewer token only reads");
   });
 
   it("lists by state, shows one release with its refused events, and as JSON", async () => {
@@ -237,6 +237,10 @@ describe("operator actions", () => {
     expect(again.stderr).toMatch(/^\[engine\] .*aborted/);
     const viewer = await baton(["abort", live.ids.paused], env(VIEWER));
     expect(viewer.code).toBe(1);
+    expect(viewer.stderr).toMatch(
+      /^\[engine\] the viewer token only reads; abort needs the operator token \(BATON_OPERATOR_TOKEN\)/,
+    );
+    noStack(viewer.stderr);
   });
 
   it("resumes a held release and refuses to resume a finished one", async () => {

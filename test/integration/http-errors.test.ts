@@ -57,18 +57,42 @@ const req = (method: string, url: string, init: RequestInit = {}) =>
   Promise.resolve(h.engine.app.request(url, { method, ...init }));
 
 describe("authentication of operator and read routes", () => {
-  it("missing, wrong or viewer token on an operator route: 401", async () => {
+  it("missing or wrong token on an operator route: 401; the viewer token: 403 forbidden", async () => {
     await expectError(await req("POST", "/v1/releases", { body: "{}" }), 401);
-    await expectError(
+    const wrong = await expectError(
       await req("POST", "/v1/releases", { headers: { authorization: "Bearer nope" }, body: "{}" }),
       401,
     );
-    await expectError(
+    expect(wrong.error.code).toBe("unauthorized");
+    expect(wrong.error.message).toContain("BATON_OPERATOR_TOKEN");
+    const viewer = await expectError(
       await req("POST", `/v1/releases/${id}/abort`, {
         headers: { authorization: `Bearer ${VIEWER}` },
       }),
-      401,
+      403,
     );
+    expect(viewer.error).toEqual({
+      code: "forbidden",
+      message:
+        "[engine] the viewer token only reads; abort needs the operator token (BATON_OPERATOR_TOKEN)",
+    });
+    for (const action of ["resume"]) {
+      const r = await expectError(
+        await req("POST", `/v1/releases/${id}/${action}`, {
+          headers: { authorization: `Bearer ${VIEWER}` },
+        }),
+        403,
+      );
+      expect(r.error.message).toContain(`${action} needs the operator token`);
+    }
+    const start = await expectError(
+      await req("POST", "/v1/releases", {
+        headers: { authorization: `Bearer ${VIEWER}` },
+        body: "{}",
+      }),
+      403,
+    );
+    expect(start.error.message).toContain("POST /v1/releases needs the operator token");
     await expectError(await req("POST", "/v1/tick"), 401);
   });
   it("reads accept the viewer token and the operator token", async () => {

@@ -99,6 +99,7 @@ export class EngineClient {
         ? "; the token given was refused: check --token / BATON_TOKEN"
         : "; pass --token <token> or set BATON_TOKEN";
     }
+    if (res.status === 403) message += "; pass the operator token with --token or BATON_TOKEN";
     throw new CliError(message, EXIT.failed, err?.problems ?? []);
   }
 }

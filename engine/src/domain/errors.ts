@@ -5,6 +5,7 @@
 export type ErrorCode =
   | "bad_request"
   | "unauthorized"
+  | "forbidden"
   | "not_found"
   | "conflict"
   | "fenced"
@@ -13,9 +14,11 @@ export type ErrorCode =
   | "illegal_transition"
   | "contract_failed";
 
-const STATUS: Record<ErrorCode, 400 | 401 | 404 | 409 | 413 | 422> = {
+const STATUS: Record<ErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 422> = {
   bad_request: 400,
   unauthorized: 401,
+  // A known token that may not do this (the viewer token on an operator route).
+  forbidden: 403,
   not_found: 404,
   conflict: 409,
   fenced: 409,
@@ -35,7 +38,7 @@ export interface Problem {
 
 /** An error a caller can act on. `status` is its HTTP status; `problems` lists bad fields. */
 export class BatonError extends Error {
-  readonly status: 400 | 401 | 404 | 409 | 413 | 422;
+  readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 422;
   constructor(
     readonly code: ErrorCode,
     message: string,

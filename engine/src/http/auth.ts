@@ -24,19 +24,40 @@ function bearer(header: string | undefined): string | null {
   return m?.[1] ?? null;
 }
 
+/** The operator action a path names (`abort`, `resume`, `retry`, `tick`), else `METHOD path`. */
+function actionOf(method: string, path: string): string {
+  return /\/(abort|resume|retry|tick)$/.exec(path)?.[1] ?? `${method} ${path}`;
+}
+
 /**
  * Middleware: the request must carry `Authorization: Bearer <one of tokens>`.
  * @param role what the token is for, named in the 401 message.
- * @throws BatonError `unauthorized` (401).
+ * @param readOnly tokens that are known but only read (the viewer token): they get a 403
+ *   saying so instead of the 401 of an unknown token.
+ * @throws BatonError `unauthorized` (401) for a missing or unknown token; `forbidden` (403)
+ *   for a read-only token on this route.
  */
-export function requireBearer(tokens: readonly string[], role: string): MiddlewareHandler {
+export function requireBearer(
+  tokens: readonly string[],
+  role: string,
+  readOnly: readonly string[] = [],
+): MiddlewareHandler {
   const list = tokens.filter((t) => t.length > 0);
+  const viewers = readOnly.filter((t) => t.length > 0 && !list.includes(t));
   return async (c, next) => {
     const given = bearer(c.req.header("authorization"));
+    if (given && !tokenMatches(given, list) && tokenMatches(given, viewers)) {
+      throw new BatonError(
+        "forbidden",
+        `[engine] the viewer token only reads; ${actionOf(c.req.method, c.req.path)} needs the operator token (BATON_OPERATOR_TOKEN)`,
+      );
+    }
     if (!given || !tokenMatches(given, list)) {
+      const hint =
+        role === "operator" ? " (BATON_OPERATOR_TOKEN; the viewer token only reads)" : "";
       throw new BatonError(
         "unauthorized",
-        `[engine] missing or wrong bearer token: send Authorization: Bearer <${role} token>`,
+        `[engine] missing or wrong bearer token: send Authorization: Bearer <${role} token>${hint}`,
       );
     }
     await next();

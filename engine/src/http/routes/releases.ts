@@ -117,7 +117,8 @@ export function parseRecipeBody(text: string, contentType: string | undefined): 
 
 export function releaseRoutes(o: ReleaseRouteOptions): Hono {
   const app = new Hono();
-  const operator = requireBearer(o.operatorTokens, "operator");
+  // Read tokens are passed so the viewer token gets a 403 naming the operator token.
+  const operator = requireBearer(o.operatorTokens, "operator", o.readTokens);
   const reader = requireBearer(o.readTokens, "viewer or operator");
   const limit = bodyLimit({
     maxSize: RECIPE_MAX_BYTES,
