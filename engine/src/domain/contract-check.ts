@@ -3,6 +3,8 @@
  * from it, before anything runs. Every problem is reported at once, each with its path and fix,
  * so an author fixes a recipe in one round trip rather than one error per push.
  */
+
+import { GITHUB_DISPATCH_LIMITS } from "../protocol/messages.ts";
 import { CATALOGUE, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
 import type { Problem } from "./errors.ts";
 import { Recipe } from "./recipe.ts";
@@ -22,6 +24,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
   const problems = [
     ...(parsed.success ? [] : schemaProblems(Recipe, parsed.error.issues, input)),
     ...crossFieldProblems(input),
+    ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),
   ];
   if (parsed.success && problems.length === 0) return { ok: true, recipe: parsed.data };
   return { ok: false, problems };
@@ -160,6 +163,58 @@ function crossFieldProblems(input: unknown): Problem[] {
   return problems;
 }
 
+/**
+ * Bytes a dispatch payload holds besides the runner `args`: version, release id, step run id,
+ * operation key, callback and preflight URLs, tool name, deadlines, dispatch sequence. 2 KiB
+ * is several times what those take with the engine's ids and a 200-character public URL.
+ */
+export const DISPATCH_OVERHEAD_BYTES = 2048;
+/** Largest runner `args` JSON (bytes, UTF-8) that keeps a dispatch under GitHub's 64 KiB. */
+export const MAX_RUNNER_ARGS_BYTES =
+  GITHUB_DISPATCH_LIMITS.client_payload_max_bytes - DISPATCH_OVERHEAD_BYTES;
+
+const utf8 = new TextEncoder();
+const bytes = (v: unknown) => utf8.encode(JSON.stringify(v) ?? "").length;
+
+/**
+ * Every runner step of a lane carries `{lane: {id, host, port, user, host_key, queue,
+ * health_url}, image, previous_image}` (catalogue `runnerArgs`) in its dispatch payload; GitHub
+ * refuses a `client_payload` over 64 KiB (GITHUB_DISPATCH_LIMITS), which would surface only as
+ * `dispatch_failed` mid-rollout. Names the largest field of each lane whose args are too big.
+ */
+function dispatchSizeProblems(recipe: Recipe): Problem[] {
+  const problems: Problem[] = [];
+  recipe.lanes.forEach((lane, i) => {
+    const fields: Record<string, unknown> = {
+      id: lane.id,
+      host: lane.host,
+      port: lane.port,
+      user: lane.user,
+      host_key: lane.host_key,
+      queue: lane.queue,
+      health_url: lane.health_url,
+    };
+    const size = bytes({
+      lane: fields,
+      image: recipe.image,
+      previous_image: recipe.previous_image,
+    });
+    if (size <= MAX_RUNNER_ARGS_BYTES) return;
+    const candidates: [string, number][] = [
+      ...Object.entries(fields).map(([k, v]): [string, number] => [`lanes.${i}.${k}`, bytes(v)]),
+      ["image", bytes(recipe.image)],
+      ["previous_image", bytes(recipe.previous_image)],
+    ];
+    const [path, largest] = candidates.reduce((a, b) => (b[1] > a[1] ? b : a));
+    problems.push({
+      path,
+      message: `lane \`${lane.id}\`'s runner steps would dispatch ${size + DISPATCH_OVERHEAD_BYTES} bytes, over GitHub's ${GITHUB_DISPATCH_LIMITS.client_payload_max_bytes}-byte client_payload limit; \`${path}\` alone is ${largest} bytes`,
+      fix: `Shorten \`${path}\`: a lane's fields and both images must stay under ${MAX_RUNNER_ARGS_BYTES} bytes of JSON together.`,
+    });
+  });
+  return problems;
+}
+
 const ROWS = new Map(CATALOGUE.map((r) => [r.name, r]));
 
 /**
@@ -183,6 +238,16 @@ export function checkStepTable(
         message: `runner tool \`${a.tool}\` is not in the allowlist`,
         fix: `Use an allowlisted tool (${allowlist.join(", ")}), or add it to scripts/release/allowlist.json and TOOL_ALLOWLIST after review.`,
       });
+    }
+    if (a.kind === "runner") {
+      const size = bytes(a.args) + DISPATCH_OVERHEAD_BYTES;
+      if (size > GITHUB_DISPATCH_LIMITS.client_payload_max_bytes) {
+        problems.push({
+          path: `${at}.args`,
+          message: `the dispatch payload would be about ${size} bytes, over GitHub's ${GITHUB_DISPATCH_LIMITS.client_payload_max_bytes}-byte client_payload limit`,
+          fix: "Shorten the lane's fields or the image references in the recipe.",
+        });
+      }
     }
     if (!/^[^\s]{1,200}$/.test(a.target)) {
       problems.push({

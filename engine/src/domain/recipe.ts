@@ -21,6 +21,26 @@ export const HOST_KEY_PATTERN = new RegExp(
 /** Lane ids appear in operation keys (`lane=<id>:…`), so no `:`, `=` or spaces. */
 export const LANE_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
+/**
+ * Length limits (characters). Beyond them a field is a typo or a paste accident, and every
+ * runner step carries the lane's fields in its dispatch payload (GitHub caps it at 64 KiB), so
+ * an oversize field would only surface as `dispatch_failed` mid-rollout. Sources: host — DNS
+ * name ≤ 253 (RFC 1035 §2.3.4); URL — 2048, the practical limit of browsers and proxies.
+ */
+export const RECIPE_LIMITS = {
+  name: 128,
+  model: 128,
+  lane_id: 64,
+  host: 253,
+  user: 64,
+  queue: 128,
+  capability: 64,
+  capabilities: 64,
+  health_url: 2048,
+  host_key: 16_384,
+  lanes: 256,
+} as const;
+
 /** Default ms from dispatch accepted to preflight before a runner step run is `unknown`. */
 export const DEFAULT_START_DEADLINE_MS = 10 * 60_000;
 /** Default ms from preflight accepted to callback before a runner step run is `unknown`. */
@@ -51,12 +71,13 @@ export const RecipeLane = z
   .object({
     id: z
       .string()
+      .max(RECIPE_LIMITS.lane_id, `lane id must be at most ${RECIPE_LIMITS.lane_id} characters`)
       .regex(LANE_ID_PATTERN, "lane id must be lowercase letters, digits, '.', '_' or '-'")
       .describe("Lane id, unique in the recipe, e.g. lane-a."),
     host: z
       .string()
       .min(1, "host must not be empty")
-      .max(253)
+      .max(RECIPE_LIMITS.host, `host must be at most ${RECIPE_LIMITS.host} characters`)
       .regex(
         /^[A-Za-z0-9.:-]+$/,
         "host must be a DNS name or an IP address (IPv6 without brackets)",
@@ -71,10 +92,12 @@ export const RecipeLane = z
       .describe("SSH port (default 22)."),
     user: z
       .string()
+      .max(RECIPE_LIMITS.user, `user must be at most ${RECIPE_LIMITS.user} characters`)
       .regex(/^[a-z_][a-z0-9_-]{0,31}$/, "user must be a POSIX user name")
       .describe("SSH user on the machine."),
     host_key: z
       .string()
+      .max(RECIPE_LIMITS.host_key, `host_key must be at most ${RECIPE_LIMITS.host_key} characters`)
       .regex(
         HOST_KEY_PATTERN,
         "host_key must be an OpenSSH SHA256:… fingerprint or a known_hosts line",
@@ -82,14 +105,33 @@ export const RecipeLane = z
       .describe(
         "Pinned host key: `SHA256:<43 base64 chars>` as `ssh-keygen -l -E sha256` prints, or a known_hosts line.",
       ),
-    queue: z.string().min(1, "queue must not be empty").max(200).describe("Queue the lane serves."),
+    queue: z
+      .string()
+      .min(1, "queue must not be empty")
+      .max(RECIPE_LIMITS.queue, `queue must be at most ${RECIPE_LIMITS.queue} characters`)
+      .describe("Queue the lane serves."),
     capabilities: z
-      .array(z.string().min(1).max(100))
-      .max(64)
+      .array(
+        z
+          .string()
+          .min(1, "a capability must not be empty")
+          .max(
+            RECIPE_LIMITS.capability,
+            `a capability must be at most ${RECIPE_LIMITS.capability} characters`,
+          ),
+      )
+      .max(
+        RECIPE_LIMITS.capabilities,
+        `a lane advertises at most ${RECIPE_LIMITS.capabilities} capabilities`,
+      )
       .default([])
       .describe("Capabilities advertised once the lane runs the new image."),
     health_url: z
       .url({ protocol: /^https?$/, error: "health_url must be an http(s) URL" })
+      .max(
+        RECIPE_LIMITS.health_url,
+        `health_url must be at most ${RECIPE_LIMITS.health_url} characters`,
+      )
       .describe("URL the smoke check probes on the lane."),
     weight: z
       .number()
@@ -106,8 +148,9 @@ export type RecipeLane = z.infer<typeof RecipeLane>;
 export const RecipeWave = z
   .object({
     lanes: z
-      .array(z.string())
+      .array(z.string().max(RECIPE_LIMITS.lane_id, "a wave names lane ids (at most 64 characters)"))
       .min(1, "a wave must name at least one lane")
+      .max(RECIPE_LIMITS.lanes, `a wave names at most ${RECIPE_LIMITS.lanes} lanes`)
       .describe("Lane ids deployed in this wave."),
     traffic: z
       .number()
@@ -125,14 +168,14 @@ export const Recipe = z
     name: z
       .string()
       .regex(
-        /^[a-z0-9][a-z0-9._-]{0,99}$/,
-        "name must be lowercase letters, digits, '.', '_' or '-'",
+        /^[a-z0-9][a-z0-9._-]{0,127}$/,
+        "name must be 1–128 lowercase letters, digits, '.', '_' or '-'",
       )
       .describe("Recipe name, e.g. summarizer-v7-rollout."),
     model: z
       .string()
       .min(1, "model must not be empty")
-      .max(200)
+      .max(RECIPE_LIMITS.model, `model must be at most ${RECIPE_LIMITS.model} characters`)
       .describe("Model being rolled out."),
     image: z
       .string()
@@ -150,7 +193,10 @@ export const Recipe = z
       )
       .optional()
       .describe("Commit sha the release tools must run from (preflight refuses others)."),
-    lanes: z.array(RecipeLane).min(1, "a recipe needs at least one lane").max(256),
+    lanes: z
+      .array(RecipeLane)
+      .min(1, "a recipe needs at least one lane")
+      .max(RECIPE_LIMITS.lanes, `a recipe has at most ${RECIPE_LIMITS.lanes} lanes`),
     rollout: z
       .object({
         waves: z.array(RecipeWave).min(1, "a rollout needs at least one wave").max(64),

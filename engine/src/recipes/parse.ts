@@ -2,7 +2,7 @@
  * Reads a recipe file's text (YAML, or JSON, which is YAML 1.2) into a plain value, with
  * parse errors that name the file, line and column instead of a stack trace.
  */
-import { isNode, parseDocument } from "yaml";
+import { isNode, parseAllDocuments, parseDocument } from "yaml";
 import { BatonError } from "../domain/errors.ts";
 
 /** Largest recipe text accepted (bytes of UTF-8): a 256-lane recipe is well under 200 KB. */
@@ -29,6 +29,14 @@ export function parseRecipeText(text: string, filename: string): ParsedRecipeTex
       `recipe is ${bytes} bytes, over the ${RECIPE_MAX_BYTES}-byte limit`,
       "Split the rollout into several recipes.",
     );
+  }
+  // Count documents first: `parseDocument` reports a second one as "use
+  // YAML.parseAllDocuments()", which reads like a bug in Baton rather than in the file.
+  const docs = parseAllDocuments(text, { merge: false });
+  const count = Array.isArray(docs) ? docs.length : 0;
+  if (count > 1) {
+    const message = `[recipe] ${filename} holds ${count} YAML documents; a recipe file holds exactly one (remove the \`---\` separators)`;
+    return throwMulti(message);
   }
   const doc = parseDocument(text, {
     prettyErrors: true,
@@ -71,6 +79,16 @@ export function parseRecipeText(text: string, filename: string): ParsedRecipeTex
       return null;
     },
   };
+}
+
+function throwMulti(message: string): never {
+  throw new BatonError("bad_request", message, [
+    {
+      path: "",
+      message,
+      fix: "Keep one recipe per file: delete the `---` lines (and split other rollouts into their own files).",
+    },
+  ]);
 }
 
 function lineStarts(text: string): number[] {
