@@ -15,6 +15,11 @@ export interface EngineConfig {
   /** Folder of the embedded SQLite file (`baton.sqlite`). */
   dataDir: string;
   port: number;
+  /**
+   * Listen address (BATON_HOST). `loadConfig` fills it (default 127.0.0.1: loopback only,
+   * matching the default public URL); optional so hand-built configs need not name it.
+   */
+  host?: string;
   /** Base URL of this engine as runners reach it; callback URLs are built from it. */
   publicUrl: string;
   /** Callback secret rotation list; the first one signs. At least one. */
@@ -53,6 +58,14 @@ const Env = z.object({
     .min(1, "PORT must be 1..65535")
     .max(65535, "PORT must be 1..65535")
     .default(8787),
+  BATON_HOST: z
+    .string()
+    .trim()
+    .regex(
+      /^[A-Za-z0-9.:-]+$/,
+      "BATON_HOST must be an address to listen on, e.g. 127.0.0.1, 0.0.0.0 or ::",
+    )
+    .default("127.0.0.1"),
   BATON_PUBLIC_URL: z.url({ error: "BATON_PUBLIC_URL must be an http(s) URL" }).optional(),
   BATON_CALLBACK_SECRETS: z
     .string({ error: "BATON_CALLBACK_SECRETS is not set" })
@@ -128,6 +141,8 @@ function githubProblems(
 }
 
 const FIX: Record<string, string> = {
+  BATON_HOST:
+    "set BATON_HOST to 127.0.0.1 (this machine only) or 0.0.0.0 (every interface; then set BATON_PUBLIC_URL and the tokens)",
   DATABASE_URL:
     "set postgres://user:pass@host:5432/db, or unset it to use the embedded SQLite file",
   BATON_CALLBACK_SECRETS:
@@ -193,6 +208,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: e.DATABASE_URL ?? null,
     dataDir: path.resolve(e.BATON_DATA_DIR),
     port: e.PORT,
+    host: e.BATON_HOST,
     publicUrl: (e.BATON_PUBLIC_URL ?? `http://127.0.0.1:${e.PORT}`).replace(/\/+$/, ""),
     callbackSecrets: e.BATON_CALLBACK_SECRETS,
     operatorToken: e.BATON_OPERATOR_TOKEN,

@@ -6,9 +6,13 @@ import { serve } from "@hono/node-server";
 import { loadConfig } from "./config.ts";
 import { createEngine, type EngineOverrides } from "./engine.ts";
 
-/** Starts the engine on `config.port` (127.0.0.1 unless `host` is given). Resolves once listening. */
-export async function startNodeServer(overrides: EngineOverrides = {}, host = "0.0.0.0") {
+/**
+ * Starts the engine on `config.port` and `host` (default BATON_HOST, itself 127.0.0.1 by
+ * default). Resolves once listening.
+ */
+export async function startNodeServer(overrides: EngineOverrides = {}, hostArg?: string) {
   const engine = await createEngine(loadConfig(), overrides);
+  const host = hostArg ?? engine.config.host ?? "127.0.0.1";
   const server = serve({ fetch: engine.app.fetch, port: engine.config.port, hostname: host });
   engine.startTicking();
   console.log(

@@ -217,7 +217,7 @@ export async function record(conn: Connection, id: string, io: Io): Promise<Exit
 }
 
 /** `serve`: the Node server (engine/src/main-node.ts), configured from the environment. */
-export async function serve(o: { port?: string; host: string }): Promise<ExitCode> {
+export async function serve(o: { port?: string; host?: string }): Promise<ExitCode> {
   if (o.port !== undefined) {
     const n = Number(o.port);
     if (!Number.isInteger(n) || n < 1 || n > 65535)

@@ -135,8 +135,8 @@ export async function runCli(
       "run the engine (HTTP API, dashboard, reconciler), configured from the environment",
     )
     .option("--port <port>", "listen port (overrides PORT)")
-    .option("--host <host>", "listen address", "0.0.0.0")
-    .action(async (o: { port?: string; host: string }) => {
+    .option("--host <host>", "listen address (overrides BATON_HOST; default 127.0.0.1)")
+    .action(async (o: { port?: string; host?: string }) => {
       code = await cmd.serve(o);
     });
 
