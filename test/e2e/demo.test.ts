@@ -51,7 +51,9 @@ describe("npm run demo", () => {
     expect(lines.map((l) => l[0])).toEqual(manifest.steps.map((s) => s.index));
     for (const l of lines) expect(l.slice(2), out).toEqual(["fwd", 1, "succeeded"]);
     expect(out).toMatch(/release r1 ended succeeded in [\d.]+ s/);
-    expect(out).toMatch(/dashboard\s+http:\/\/127\.0\.0\.1:\d+\/releases\/r1/);
+    // Without --serve the engine stops at the end, so no dead dashboard/API URLs are printed.
+    expect(out).not.toMatch(/dashboard\s+http:\/\/127\.0\.0\.1/);
+    expect(out).toContain("[demo] (run with --serve to keep the dashboard up)");
   }, 240_000);
 
   it.concurrent("--fail-at attach_queue_lane:lane-b shows compensation and exits 1", async () => {
@@ -96,6 +98,23 @@ describe("demo arguments", () => {
       expect(q.text()).not.toContain("starting the control plane");
     } finally {
       q.restore();
+    }
+  });
+
+  it("--help names only step indexes that --fail-at accepts", async () => {
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runDemo(["--help"])).toBe(0);
+      const help = log.mock.calls.flat().join("\n");
+      const listed = /recipe ([\d, or]+)\)/.exec(help.replace(/\s+/g, " "))?.[1] ?? "";
+      const indexes = listed.match(/\d+/g) ?? [];
+      expect(indexes.length).toBeGreaterThan(0);
+      for (const i of indexes) expect(resolveStep(manifest, i).index).toBe(Number(i));
+      expect(stepLabel(resolveStep(manifest, "attach_queue_lane:lane-b"))).toBe(
+        "attach_queue_lane:lane-b",
+      );
+    } finally {
+      log.mockRestore();
     }
   });
 

@@ -20,7 +20,8 @@ import { EXAMPLE_RECIPE, loadRecipe, type Stack, startStack } from "./stack.ts";
 
 const USAGE = `usage: npm run demo -- [options]
   --fail-at <step>   make that runner step's health check fail, to show compensation:
-                     a step index (e.g. 7) or name:lane (e.g. attach_queue_lane:lane-b)
+                     the index of a lane's runner step (with the example recipe 1, 2, 8,
+                     9, 15 or 16) or name:lane (e.g. attach_queue_lane:lane-b)
   --recipe <file>    recipe to roll out (default recipes/example.yaml)
   --data-dir <dir>   keep the engine's SQLite file, the control plane and the sandbox here
                      (default: a temporary folder, removed at the end)
@@ -117,13 +118,15 @@ export async function runDemo(argv: string[]): Promise<number> {
     console.log(
       `[demo] release ${id} ended ${state} in ${(releaseMs / 1000).toFixed(1)} s (wall time ${((Date.now() - t0) / 1000).toFixed(1)} s)`,
     );
-    console.log(`[demo] dashboard      ${stack.url}/releases/${id}`);
-    console.log(
-      `[demo] API            curl -H 'Authorization: Bearer ${stack.operatorToken}' ${stack.url}/v1/releases/${id}`,
-    );
     const weights = stack.fleet.cp.core.lanes(manifest.model).map((l) => `${l.id} ${l.weight}%`);
     console.log(`[demo] control plane  weights now ${weights.join(", ")}`);
+    // The URLs only help while the engine is up: without --serve it stops right after this.
+    if (!args.serve) console.log("[demo] (run with --serve to keep the dashboard up)");
     if (args.serve) {
+      console.log(`[demo] dashboard      ${stack.url}/releases/${id}`);
+      console.log(
+        `[demo] API            curl -H 'Authorization: Bearer ${stack.operatorToken}' ${stack.url}/v1/releases/${id}`,
+      );
       console.log("[demo] serving until Ctrl-C");
       await new Promise<void>((r) => process.once("SIGINT", () => r()));
     }
