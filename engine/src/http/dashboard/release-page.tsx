@@ -7,10 +7,11 @@
 
 import { probCompleted } from "../../domain/markov.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
-import type { HistoryEntry, Json, Release, StepRun } from "../../domain/types.ts";
+import type { HistoryEntry, Release, StepRun } from "../../domain/types.ts";
 import type { ReleaseRecord } from "../../service/api.ts";
 import type { Role } from "./auth.ts";
 import { awaitsRetry, duration, runLink, span, time } from "./format.ts";
+import { historyLabel, readOnce, refusalReason } from "./history-label.ts";
 import { Layout, State } from "./layout.tsx";
 import { LIVE_SCRIPT, liveVersion } from "./live.ts";
 import { MarkovPanel, type MarkovQuery, observedSuccessRate } from "./markov-panel.tsx";
@@ -181,26 +182,12 @@ function StepTable(props: { release: Release; repository: string | undefined; no
   );
 }
 
-const REASON_WORDS = [
-  "late",
-  "fenced",
-  "duplicate",
-  "stale",
-  "bad credential",
-  "forged",
-  "ignored",
-  "no longer applies",
-];
-
-/** Why an event was refused: `data.reason` / `data.code` when given, else a word of its message. */
+/**
+ * Why an event was refused, or `refused` when nothing says (kept for callers and tests; the
+ * timeline uses `historyLabel`).
+ */
 export function reasonOf(e: HistoryEntry): string {
-  const d = e.data;
-  if (d && typeof d === "object" && !Array.isArray(d)) {
-    const v: Json | undefined = d.reason ?? d.code;
-    if (typeof v === "string" && v) return v;
-  }
-  const m = e.message.toLowerCase();
-  return REASON_WORDS.find((w) => m.includes(w)) ?? "refused";
+  return refusalReason(e) ?? "refused";
 }
 
 function Timeline(props: {
@@ -263,12 +250,12 @@ function Timeline(props: {
               </td>
               <td>
                 {e.outcome === "refused" ? (
-                  <strong class="st st-failed">{`refused: ${reasonOf(e)}`}</strong>
+                  <strong class="st st-failed">{historyLabel(e)}</strong>
                 ) : (
                   <span class="muted">accepted</span>
                 )}
               </td>
-              <td>{e.message}</td>
+              <td>{readOnce(e.message)}</td>
             </tr>
           ))}
         </tbody>
@@ -386,7 +373,7 @@ export function ReleasePage(props: ReleasePageProps) {
             </span>
           </h1>
           {props.notice ? <p class={`notice ${props.notice.kind}`}>{props.notice.text}</p> : null}
-          {r.reason ? <p class="notice bad">{r.reason}</p> : null}
+          {r.reason ? <p class="notice bad">{readOnce(r.reason)}</p> : null}
           <p class="muted">
             {`${r.manifest.recipe_name} / ${r.manifest.model} · started ${time(r.created_at)} · `}
             {`${live ? "running for" : "took"} ${span(r.created_at, live ? null : r.updated_at, props.now)}`}

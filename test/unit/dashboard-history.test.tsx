@@ -1,0 +1,98 @@
+/**
+ * History labels on the release page: built from the entry's outcome and kind, never
+ * "refused: refused", never the operator's own abort reason as a refusal reason, and a reason
+ * that repeats itself ("aborted by operator: aborted by operator") read once.
+ */
+import { describe, expect, it } from "vitest";
+import type { HistoryEntry } from "../../engine/src/domain/types.ts";
+import {
+  historyLabel,
+  readOnce,
+  refusalReason,
+} from "../../engine/src/http/dashboard/history-label.ts";
+import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
+import { compensatedRecord, fakeApi } from "../support/dashboard-fixtures.ts";
+
+const BASE = "http://127.0.0.1:8787";
+const base: Omit<HistoryEntry, "kind" | "message" | "data" | "outcome"> = {
+  release_id: "r3",
+  at: Date.UTC(2026, 10, 29, 6, 0, 0),
+  step_run_id: null,
+};
+const refusedAbort: HistoryEntry = {
+  ...base,
+  kind: "abort",
+  outcome: "refused",
+  message: "[engine] release r3 is rolled_back; undoing a finished release is a new release",
+  data: { type: "abort", actor: "operator", reason: "aborted by operator" },
+};
+const refusedSilent: HistoryEntry = {
+  ...base,
+  kind: "tick",
+  outcome: "refused",
+  message: "[engine] something the dashboard has no word for",
+  data: {},
+};
+
+describe("historyLabel", () => {
+  it("derives the label from outcome and kind", () => {
+    expect(historyLabel({ ...refusedAbort, outcome: "accepted" })).toBe("accepted");
+    expect(historyLabel(refusedAbort)).toBe("abort refused");
+    expect(historyLabel(refusedSilent)).toBe("tick refused");
+    expect(historyLabel(refusedSilent)).not.toMatch(/refused: refused/);
+    expect(
+      historyLabel({
+        ...refusedSilent,
+        kind: "callback",
+        message: "[engine] step run sr_3_2_f is fenced: attempt 1 < 2",
+      }),
+    ).toBe("callback refused: fenced");
+    expect(
+      historyLabel({ ...refusedSilent, kind: "callback", data: { reason: "bad signature" } }),
+    ).toBe("callback refused: bad signature");
+  });
+
+  it("never reports the operator's abort reason as the refusal reason", () => {
+    expect(refusalReason(refusedAbort)).toBeNull();
+    expect(historyLabel(refusedAbort)).not.toContain("aborted by operator");
+  });
+});
+
+describe("readOnce", () => {
+  it("reads a repeated reason once and keeps a real one", () => {
+    expect(readOnce("aborted by operator: aborted by operator")).toBe("aborted by operator");
+    expect(
+      readOnce("[engine] release r3 aborted (by operator: aborted by operator); nothing to undo"),
+    ).toBe("[engine] release r3 aborted (by operator); nothing to undo");
+    expect(readOnce("aborted by operator: wrong image")).toBe("aborted by operator: wrong image");
+    expect(readOnce("late: late")).toBe("late");
+  });
+});
+
+describe("release page timeline", () => {
+  it("shows the labels and the reason once", async () => {
+    const rec = compensatedRecord();
+    rec.release.reason = "aborted by operator: aborted by operator";
+    rec.history.push(
+      { ...refusedAbort, release_id: rec.release.id },
+      { ...refusedSilent, release_id: rec.release.id },
+    );
+    const app = dashboardApp({
+      api: fakeApi([rec]),
+      tokens: {},
+      publicUrl: BASE,
+      repository: "acme/models",
+      now: () => Date.UTC(2026, 10, 29, 12, 0, 0),
+    });
+    const html = await (await app.request(`${BASE}/releases/${rec.release.id}`)).text();
+    expect(html).toContain("abort refused");
+    expect(html).toContain("tick refused");
+    expect(html).not.toContain("refused: refused");
+    expect(html).not.toContain("refused: aborted by operator");
+    expect(html).not.toContain("aborted by operator: aborted by operator");
+    expect(html).toContain("aborted by operator");
+    // The existing refusals keep their reasons.
+    expect(html).toContain("refused: late");
+    expect(html).toContain("refused: fenced");
+  });
+});
