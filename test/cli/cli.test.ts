@@ -20,6 +20,10 @@ import {
 } from "./live-engine.ts";
 import { BIN, baton, cleanEnv, ROOT } from "./run-baton.ts";
 
+// These tests stack releases of one recipe on one lane set; the one-release-per-lane rule
+// is tested in test/integration/lane-claims.test.ts.
+process.env.BATON_EXCLUSIVE_LANES = "off";
+
 let live: LiveEngine;
 let dir: string;
 let good: string;

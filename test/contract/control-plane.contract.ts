@@ -148,6 +148,34 @@ export function controlPlaneContract(name: string, make: () => Promise<ContractS
       expect((await s.lane("lane-b"))?.excluded).toBe(false);
     });
 
+    it("refuses the same key and body from another release uid (422), applying nothing", async () => {
+      // Two engine databases number releases alike: r16 of the second is not r16 of the first.
+      const key = "r16:0:fwd:lane=lane-c:excluded=true";
+      const first = { ...ctx(key, 1, "r16"), release_uid: "aaaaaaaaaaaaaaaa" };
+      const other = { ...ctx(key, 1, "r16"), release_uid: "bbbbbbbbbbbbbbbb" };
+      expect((await s.cp.apply(exclude("lane-c", true), first)).outcome).toBe("ok");
+      expect((await s.cp.apply(exclude("lane-c", false), ctx("undo", 1, "r99"))).outcome).toBe(
+        "ok",
+      );
+      const r = await s.cp.apply(exclude("lane-c", true), other);
+      expect(r).toMatchObject({ outcome: "failed", status: 422 });
+      const message = (r as { message: string }).message;
+      expect(message).toContain("was already used by another release r16 (uid aaaaaaaaaaaaaaaa)");
+      expect(message).toContain("two engine databases are writing to one control plane");
+      expect(await s.applications(key)).toBe(1);
+      expect((await s.lane("lane-c"))?.excluded).toBe(false);
+      // The same uid is a replay; a write without a uid keeps the old rule (body only).
+      expect(await s.cp.apply(exclude("lane-c", true), first)).toEqual({
+        outcome: "ok",
+        replayed: true,
+      });
+      expect(await s.cp.apply(exclude("lane-c", true), ctx(key, 1, "r16"))).toEqual({
+        outcome: "ok",
+        replayed: true,
+      });
+      expect(await s.applications(key)).toBe(1);
+    });
+
     it("refuses a stale generation (409) and changes nothing; equal and higher pass", async () => {
       expect((await s.cp.apply(exclude("lane-a", true), ctx("g2", 2))).outcome).toBe("ok");
       const stale = await s.cp.apply(exclude("lane-a", false), ctx("g1", 1));

@@ -24,6 +24,10 @@ import {
   VIEWER,
 } from "./service-harness.ts";
 
+// These tests stack releases of one recipe on one lane set; the one-release-per-lane rule
+// is tested in test/integration/lane-claims.test.ts.
+process.env.BATON_EXCLUSIVE_LANES = "off";
+
 let h: Harness;
 let id: string;
 beforeAll(async () => {

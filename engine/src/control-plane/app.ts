@@ -1,7 +1,7 @@
 /**
  * The reference control plane's HTTP contract (docs/control-plane.openapi.yaml) as a Hono app.
  * Writes are PUTs of absolute state, identified by the headers `Idempotency-Key` (the operation
- * key), `Baton-Release-Id` and `Baton-Generation`; the body is the desired state only, so the
+ * key), `Baton-Release-Id`, `Baton-Generation` and optional `Baton-Release-Uid`; the body is the desired state only, so the
  * ledger compares bodies by meaning. Errors: `{"error": {"code", "message", "problems"?}}`.
  */
 
@@ -34,6 +34,7 @@ export const HEADERS = {
   operationKey: "Idempotency-Key",
   releaseId: "Baton-Release-Id",
   generation: "Baton-Generation",
+  releaseUid: "Baton-Release-Uid",
 } as const;
 
 export interface AppDeps {
@@ -80,6 +81,7 @@ function identityOf(c: Context): WriteIdentity {
       operation_key: c.req.header(HEADERS.operationKey),
       release_id: c.req.header(HEADERS.releaseId),
       generation: c.req.header(HEADERS.generation),
+      release_uid: c.req.header(HEADERS.releaseUid),
     },
     "header",
   );

@@ -4,8 +4,10 @@
  * every applied change, reads and the deterministic router. DESIGN.md §3 rules 4, 5, 7.
  *
  * Order of checks for a write, inside one transaction:
- * 1. the operation key is in the ledger: same request -> replay the stored answer (nothing
- *    applied again), other request -> 422. A replay is answered even for an older generation:
+ * 1. the operation key is in the ledger: written by another release uid (both known) -> 422
+ *    (two engine databases share this control plane and number releases alike); same request
+ *    -> replay the stored answer (nothing applied again), other request -> 422. A write without
+ *    a uid (old client), or a ledger row without one, is matched on the request alone. A replay is answered even for an older generation:
  *    it applies nothing, and refusing it would tell an engine that re-sends an applied-but-unknown
  *    write that it failed when it took effect (rule 5).
  * 2. generation < highest applied for the release id -> 409 (stale writer, rule 7).
@@ -147,6 +149,7 @@ export class ControlPlaneCore {
         operation_key: identity.operation_key,
         request_hash: hash,
         release_id: identity.release_id,
+        release_uid: identity.release_uid ?? null,
         generation: identity.generation,
         action,
         response,
@@ -157,6 +160,12 @@ export class ControlPlaneCore {
   }
 
   private replay(prior: LedgerEntry, hash: string, identity: WriteIdentity): WriteResult {
+    if (prior.release_uid && identity.release_uid && prior.release_uid !== identity.release_uid) {
+      throw new CpError(
+        "operation_key_reused",
+        `[control-plane] operation key ${identity.operation_key} was already used by another release ${prior.release_id} (uid ${prior.release_uid}); this write comes from release ${identity.release_id} (uid ${identity.release_uid}): two engine databases are writing to one control plane — give each engine its own control plane or share one database`,
+      );
+    }
     if (prior.request_hash !== hash) {
       throw new CpError(
         "operation_key_reused",

@@ -25,6 +25,8 @@ export interface WriteIdentity {
   operation_key: string;
   release_id: string;
   generation: number;
+  /** Random identity of the release (header `Baton-Release-Uid`); optional for old clients. */
+  release_uid?: string;
 }
 
 /** One absolute write. Canonicalised before hashing (capabilities sorted). */
@@ -62,6 +64,8 @@ export interface LedgerEntry {
   /** sha256 (hex) of the canonical JSON of the action. */
   request_hash: string;
   release_id: string;
+  /** Uid of the release that first used the key; null when that write carried none. */
+  release_uid: string | null;
   generation: number;
   action: CpAction;
   /** The answer of the first application; replays return it with `replayed: true`. */

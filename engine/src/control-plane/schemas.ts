@@ -69,6 +69,13 @@ export const Identity = z.object({
       message: "header Baton-Generation must be a non-negative integer",
     })
     .transform(Number),
+  /** Optional (older clients send none): then a repeated key is matched on the body alone. */
+  release_uid: z
+    .string({ message: "header Baton-Release-Uid must be a string" })
+    .regex(/^[0-9A-Za-z_-]{1,64}$/, {
+      message: "header Baton-Release-Uid must be 1–64 letters, digits, _ or -",
+    })
+    .optional(),
 });
 
 const FIX: Record<string, string> = {
@@ -80,6 +87,8 @@ const FIX: Record<string, string> = {
   model: NAME_FIX,
   requests: "send a non-negative integer",
   operation_key: "send the operation key in the Idempotency-Key header",
+  release_uid:
+    "send the release's uid (e.g. 16 hex digits) in Baton-Release-Uid, or omit the header",
   release_id: "send the release id in the Baton-Release-Id header",
   generation: "send the release generation in the Baton-Generation header",
 };

@@ -13,7 +13,7 @@ CREATE TABLE IF NOT EXISTS cp_lanes (
   capabilities TEXT NOT NULL, advertised INTEGER NOT NULL, updated_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS cp_ledger (
   operation_key TEXT PRIMARY KEY, request_hash TEXT NOT NULL, release_id TEXT NOT NULL,
-  generation INTEGER NOT NULL, action TEXT NOT NULL, response TEXT NOT NULL, at INTEGER NOT NULL);
+  release_uid TEXT, generation INTEGER NOT NULL, action TEXT NOT NULL, response TEXT NOT NULL, at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS cp_ledger_release ON cp_ledger (release_id);
 CREATE TABLE IF NOT EXISTS cp_generations (release_id TEXT PRIMARY KEY, generation INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS cp_history (
@@ -37,6 +37,7 @@ interface LedgerRow {
   request_hash: string;
   release_id: string;
   generation: number;
+  release_uid: string | null;
   action: string;
   response: string;
   at: number;
@@ -84,6 +85,12 @@ export class SqliteCpStore implements CpStore {
     this.db.pragma("synchronous = NORMAL");
     this.db.pragma("busy_timeout = 5000");
     this.db.exec(SCHEMA);
+    // Ledger files written before release uids existed lack the column; add it (rows get NULL:
+    // matched on the request alone, the old behaviour).
+    const cols = this.db.pragma("table_info(cp_ledger)") as { name: string }[];
+    if (!cols.some((c) => c.name === "release_uid")) {
+      this.db.exec("ALTER TABLE cp_ledger ADD COLUMN release_uid TEXT");
+    }
   }
 
   transaction<T>(fn: () => T): T {
@@ -127,13 +134,14 @@ export class SqliteCpStore implements CpStore {
   putLedger(e: LedgerEntry) {
     this.db
       .prepare(
-        `INSERT INTO cp_ledger (operation_key, request_hash, release_id, generation, action, response, at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO cp_ledger (operation_key, request_hash, release_id, release_uid, generation, action, response, at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         e.operation_key,
         e.request_hash,
         e.release_id,
+        e.release_uid ?? null,
         e.generation,
         JSON.stringify(e.action),
         JSON.stringify(e.response),

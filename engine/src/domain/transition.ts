@@ -25,6 +25,7 @@ export function newRelease(
   manifest: Manifest,
   manifestDigest: string,
   now: number,
+  uid?: string,
 ): Release {
   if (id !== `r${releaseNumber}` || !Number.isSafeInteger(releaseNumber) || releaseNumber < 0) {
     throw new RangeError(
@@ -33,6 +34,7 @@ export function newRelease(
   }
   return {
     id,
+    ...(uid === undefined ? {} : { uid }),
     state: "pending",
     generation: 1,
     resource_version: 1,

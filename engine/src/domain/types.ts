@@ -119,6 +119,12 @@ export interface StepRun {
 export interface Release {
   /** `r<number>`, e.g. `r17`. */
   id: string;
+  /**
+   * Random identity (16 hex), unique across engine databases; sent to the control plane with
+   * every write so a key reused by another database's `r<number>` is refused, not replayed.
+   * Absent on releases stored before it existed (their writes carry no uid).
+   */
+  uid?: string;
   state: ReleaseState;
   generation: number;
   resource_version: number;

@@ -11,6 +11,13 @@ export interface WriteContext {
   operation_key: string;
   release_id: string;
   generation: number;
+  /**
+   * The release's random identity (`Release.uid`). The control plane keeps it in the ledger:
+   * the same key from another uid (another engine database numbering releases from r1 again)
+   * is refused 422, never replayed. Absent for releases stored before uids existed: then a
+   * repeated key is matched on the body alone (the old behaviour).
+   */
+  release_uid?: string;
 }
 
 export type ApplyResult =

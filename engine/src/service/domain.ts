@@ -12,8 +12,14 @@ export interface Domain {
    * @throws BatonError `contract_failed` (422) listing every problem with path and fix.
    */
   compile(recipe: unknown): { manifest: Manifest; manifest_digest: string };
-  /** A `pending` release `id` (`r<N>`) of `manifest`, resource_version 1. */
-  newRelease(id: string, manifest: Manifest, manifestDigest: string, now: number): Release;
+  /** A `pending` release `id` (`r<N>`) of `manifest`, resource_version 1, identity `uid`. */
+  newRelease(
+    id: string,
+    manifest: Manifest,
+    manifestDigest: string,
+    now: number,
+    uid?: string,
+  ): Release;
   transition(release: Release, event: ReleaseEvent, now: number): TransitionResult;
 }
 
@@ -22,7 +28,7 @@ export const defaultDomain: Domain = {
     const c = compileRecipeInput(recipe);
     return { manifest: c.manifest, manifest_digest: c.manifest_digest };
   },
-  newRelease: (id, manifest, digest, now) =>
-    newRelease(id, Number(id.slice(1)), manifest, digest, now),
+  newRelease: (id, manifest, digest, now, uid) =>
+    newRelease(id, Number(id.slice(1)), manifest, digest, now, uid),
   transition,
 };

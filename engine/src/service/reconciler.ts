@@ -20,7 +20,7 @@ import type {
 } from "../domain/types.ts";
 import { FaultCrash, faultPoint } from "../faults.ts";
 import type { Clock } from "../ports/clock.ts";
-import type { ControlPlane } from "../ports/control-plane.ts";
+import type { ControlPlane, WriteContext } from "../ports/control-plane.ts";
 import type { Dispatcher } from "../ports/dispatcher.ts";
 import type { OutboxRow, Store } from "../ports/store.ts";
 import { reconcilerBackoffMs } from "./backoff.ts";
@@ -294,10 +294,12 @@ export class Reconciler {
   }
 
   private async controlPlane(row: OutboxRow, e: ControlPlaneEffect): Promise<ReleaseEvent> {
-    const ctx = {
+    const uid = (await this.deps.loadRelease(row.release_id))?.uid;
+    const ctx: WriteContext = {
       operation_key: e.operation_key,
       release_id: row.release_id,
       generation: e.generation,
+      ...(uid ? { release_uid: uid } : {}),
     };
     this.assertLeaseHeld(row);
     faultPoint("after_commit_before_effect", {

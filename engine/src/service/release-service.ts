@@ -5,6 +5,7 @@
  * transition (bounded). Refusals only append history. Effects are performed later by the
  * reconciler, never here.
  */
+import { randomBytes } from "node:crypto";
 import { BatonError } from "../domain/errors.ts";
 import type { HistoryEntry, Json, Release, ReleaseEvent } from "../domain/types.ts";
 import { faultPoint } from "../faults.ts";
@@ -16,6 +17,7 @@ import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "./api.ts";
 import { type Domain, defaultDomain } from "./domain.ts";
 import { RELEASE_ID_PATTERN, releaseIdOfStepRun } from "./ids.ts";
+import { assertLanesFree } from "./lane-claims.ts";
 import { capLogTail } from "./log-tail.ts";
 import { Reconciler, type ReconcilerOptions } from "./reconciler.ts";
 
@@ -39,6 +41,11 @@ export interface ReleaseServiceDeps {
   reconciler?: Partial<ReconcilerOptions>;
   /** Called after every commit that wrote effects (e.g. to run the reconciler soon). */
   onEffects?: () => void;
+  /**
+   * Refuse a release whose lanes a non-terminal release owns (lane-claims.ts). Default true;
+   * env `BATON_EXCLUSIVE_LANES=off` turns it off (tests that stack releases of one recipe).
+   */
+  exclusiveLanes?: boolean;
   /** Reload-and-retry bound on `resource_version` conflicts. Default 16. */
   maxConflictRetries?: number;
 }
@@ -74,6 +81,9 @@ export class ReleaseService implements ReleaseApi {
   private readonly log: Logger;
   private readonly maxRetries: number;
   private readonly onEffects: (() => void) | undefined;
+  private readonly exclusiveLanes: boolean;
+  /** Tail of the `start` queue: starts run one at a time so the lane check cannot interleave. */
+  private starting: Promise<unknown> = Promise.resolve();
   /** Last known state per release id, oldest first (insertion order). */
   private readonly cache = new Map<string, Release>();
 
@@ -84,6 +94,7 @@ export class ReleaseService implements ReleaseApi {
     this.log = deps.log ?? silentLog;
     this.maxRetries = deps.maxConflictRetries ?? 16;
     this.onEffects = deps.onEffects;
+    this.exclusiveLanes = deps.exclusiveLanes ?? process.env.BATON_EXCLUSIVE_LANES !== "off";
     this.reconciler = new Reconciler(
       {
         store: deps.store,
@@ -215,9 +226,20 @@ export class ReleaseService implements ReleaseApi {
    * Creates a release from a recipe and starts it (`pending` → `running`, first step begun),
    * stored in one write. With `opts.hold` it stays `pending` until `resume` starts it.
    * @throws BatonError `contract_failed` (422) with every problem of the recipe.
+   * @throws BatonError `conflict` (409) when a non-terminal release owns one of its lanes
+   *   (same model and lane id, or same host:port); nothing is written then.
    */
-  async start(recipe: unknown, actor: string, opts: { hold?: boolean } = {}): Promise<Release> {
+  start(recipe: unknown, actor: string, opts: { hold?: boolean } = {}): Promise<Release> {
+    // Serialised within this process: check-then-create must not interleave with another
+    // start (several engines on one database can still race; see lane-claims.ts).
+    const run = this.starting.then(() => this.startNow(recipe, actor, opts));
+    this.starting = run.catch(() => undefined);
+    return run;
+  }
+
+  private async startNow(recipe: unknown, actor: string, opts: { hold?: boolean }) {
     const compiled = this.domain.compile(recipe);
+    if (this.exclusiveLanes) await assertLanesFree(this.store, compiled.manifest);
     const number = await this.store.nextReleaseNumber();
     const now = this.clock.now();
     const pending = this.domain.newRelease(
@@ -225,6 +247,7 @@ export class ReleaseService implements ReleaseApi {
       compiled.manifest,
       compiled.manifest_digest,
       now,
+      randomBytes(8).toString("hex"),
     );
     const created: HistoryEntry = {
       release_id: pending.id,

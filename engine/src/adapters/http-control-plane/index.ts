@@ -70,6 +70,7 @@ export class HttpControlPlane implements ControlPlane {
       "Idempotency-Key": ctx.operation_key,
       "Baton-Release-Id": ctx.release_id,
       "Baton-Generation": String(ctx.generation),
+      ...(ctx.release_uid ? { "Baton-Release-Uid": ctx.release_uid } : {}),
     });
     if (reply.kind === "unknown") return { outcome: "unknown", message: reply.message };
     if (reply.status >= 200 && reply.status < 300) {
