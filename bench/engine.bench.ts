@@ -43,6 +43,7 @@
  * BENCH_STORES=sqlite|postgres runs one store only (e.g. for a CPU profile).
  * Last lines: `RESULT {"store":"sqlite",…}` and `RESULT {"store":"postgres",…}`.
  */
+
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -62,6 +63,7 @@ import {
   type DispatchPayload,
   PreflightRequest,
 } from "../engine/src/protocol/messages.ts";
+import { payloadDigestOf } from "../engine/src/service/payload-digest.ts";
 
 const RELEASES = 100;
 const LANES = 4;
@@ -159,6 +161,7 @@ function runnerBodies(p: DispatchPayload): { preflight: string; callback: string
     ...run,
     sha: SHA,
     tool: p.tool,
+    payload_digest: payloadDigestOf(p),
   });
   const callback = JSON.stringify({
     step_run_id: p.step_run_id,

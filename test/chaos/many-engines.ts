@@ -14,6 +14,7 @@
  * for the same (step run, dispatch seq) — a paused engine whose send went out before its pause,
  * exactly like GitHub delivering twice — are counted and printed, and must all be fenced.
  */
+
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -23,8 +24,10 @@ import { startEmbeddedControlPlane } from "../../engine/src/control-plane/embedd
 import { freePort } from "../../engine/src/demo/fleet.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { signBody } from "../../engine/src/protocol/credential.ts";
+import { payloadDigestOf } from "../../engine/src/service/payload-digest.ts";
 import { type EngineProcess, spawnEngine } from "../support/chaos-process.ts";
 import { startGitHubStandin } from "../support/github-standin.ts";
+import type { PayloadLike } from "../support/preflight-request.ts";
 import type { Row } from "./table.ts";
 
 const RELEASES = 100;
@@ -167,6 +170,7 @@ export async function manyEnginesScenario(
       run_attempt: 1,
       sha: "0000000",
       tool: p.tool,
+      payload_digest: payloadDigestOf(p as unknown as PayloadLike),
     };
     const prePath = `/v1/releases/step-runs/${srId}/preflight`;
     const r = await post(prePath, pre);

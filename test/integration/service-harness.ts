@@ -4,6 +4,7 @@
  * control-plane doubles, a fake clock, and a simulated runner that preflights and calls back
  * through the HTTP app (`app.request`, in process) with signed bodies.
  */
+
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -18,6 +19,7 @@ import type { Store } from "../../engine/src/ports/store.ts";
 import { signBody } from "../../engine/src/protocol/credential.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import type { Domain } from "../../engine/src/service/domain.ts";
+import { preflightRequestFor } from "../support/preflight-request.ts";
 import { IMAGE, lane, laneId, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
 
 export const SECRET = "callback-secret-0123456789abcdef";
@@ -262,18 +264,7 @@ export function preflightBody(
   run: RunIdentity,
   over: Record<string, unknown> = {},
 ) {
-  return JSON.stringify({
-    step_run_id: p.step_run_id,
-    release_id: p.release.id,
-    generation: p.release.generation,
-    manifest_digest: p.release.manifest_digest,
-    dispatch: p.release.dispatch,
-    run_id: run.run_id,
-    run_attempt: run.run_attempt,
-    sha: SHA,
-    tool: p.tool,
-    ...over,
-  });
+  return JSON.stringify(preflightRequestFor(p, run, SHA, over));
 }
 
 export function callbackBody(

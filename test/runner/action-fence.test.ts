@@ -3,9 +3,11 @@
 // (step run `unknown`) sends its forward deploy (generation 1) after compensation restored the
 // lane (generation 2): deploy.sh refuses it, the lane keeps the restored image, and the callback
 // reports the step run failed with a check of class `stale_generation` (DESIGN.md §3 rule 7).
+
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { payloadDigestOf } from "../../engine/src/service/payload-digest.ts";
 import { callbacksOf, type Fixture, startFixture } from "../support/action-fixture.ts";
 import { containerName } from "../support/standin-target.ts";
 
@@ -41,6 +43,7 @@ function restoreOf(fwd: DispatchPayload, generation: number): DispatchPayload {
     generation,
     manifest_digest: bwd.release.manifest_digest,
     dispatch: 1,
+    payload_digest: payloadDigestOf(bwd),
   });
   return bwd;
 }

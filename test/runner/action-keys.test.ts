@@ -1,9 +1,11 @@
 // F09 (key formats) and F10 (pasted key text) through the bundled action, plus the other two
 // tools (run-smoke, restore-queue-lane) end to end over SSH.
+
 import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { payloadDigestOf } from "../../engine/src/service/payload-digest.ts";
 import { callbacksOf, type Fixture, startFixture } from "../support/action-fixture.ts";
 import { generateKey, sharedTempDir } from "../support/sshd.ts";
 import { containerName, DEPLOY_SH, REPO } from "../support/standin-target.ts";
@@ -150,6 +152,7 @@ describe("the other tools end to end", () => {
     const args = s.payload.args as { image: string; previous_image: string };
     args.image = s.prev;
     args.previous_image = s.img;
+    f.engine.setPayloadDigest(s.payload.step_run_id, payloadDigestOf(s.payload));
     const r = await f.run(s.payload);
     expect(r.main.code, r.main.stdout).toBe(0);
     expect(f.target.container(containerName(s.lane, s.prev))?.running).toBe(true);

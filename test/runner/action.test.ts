@@ -1,10 +1,12 @@
 // The bundled release-step action run as a runner runs it (main, then post), against a real
 // sshd on 127.0.0.1 whose sessions use the stand-in container CLI, and the engine stand-in.
 // Field cases F02(b), F03, F04, F05, F06, F07, F08, F11; the key never outlives the job.
+
 import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { payloadDigestOf } from "../../engine/src/service/payload-digest.ts";
 import { callbacksOf, type Fixture, startFixture } from "../support/action-fixture.ts";
 import { containerName } from "../support/standin-target.ts";
 
@@ -229,6 +231,7 @@ describe("release-step action, bundled, as a runner runs it", () => {
       (payload.args as { lane: { port: number } }).lane.port = (
         silent.address() as { port: number }
       ).port;
+      f.engine.setPayloadDigest(payload.step_run_id, payloadDigestOf(payload));
       const r = await f.run(payload, { env: { BATON_CONNECT_TIMEOUT_MS: "1000" } });
       expect(r.main.code).toBe(1);
       const checks = callbacksOf(f.engine, payload.step_run_id)[0]?.body.checks as Checks;
@@ -247,6 +250,7 @@ describe("release-step action, bundled, as a runner runs it", () => {
     const { payload } = await f.stepRun();
     (payload.args as { lane: { host_key: string } }).lane.host_key =
       `ssh-ed25519 SHA256:${"B".repeat(43)}`;
+    f.engine.setPayloadDigest(payload.step_run_id, payloadDigestOf(payload));
     const calls = f.target.calls().length;
     const logBefore = readFileSync(f.sshd.logFile, "utf8").length;
     const r = await f.run(payload);

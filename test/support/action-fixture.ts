@@ -2,9 +2,11 @@
  * Everything an action test needs: a real sshd whose sessions see the stand-in container CLI,
  * the engine stand-in, a RUNNER_TEMP, and builders for payloads, events and inputs.
  */
+
 import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { payloadDigestOf } from "../../engine/src/service/payload-digest.ts";
 import { type EngineStandin, startEngineStandin } from "./engine-standin.ts";
 import { type ActionRun, type RunActionOptions, runAction } from "./run-action.ts";
 import { freePort, type Sshd, sharedTempDir, startSshd } from "./sshd.ts";
@@ -96,6 +98,7 @@ export async function startFixture(): Promise<Fixture> {
         generation: 1,
         manifest_digest: "c".repeat(64),
         dispatch: 1,
+        payload_digest: payloadDigestOf(payload),
       });
       return { payload, lane, healthUrl, img, prev };
     },

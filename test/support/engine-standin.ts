@@ -20,6 +20,12 @@ export interface StepRunSeed {
   generation: number;
   manifest_digest: string;
   dispatch: number;
+  /**
+   * The digest of the dispatched work (`payloadDigestOf(payload)`), as the engine computes it
+   * from its record; a preflight whose `payload_digest` differs answers 409 payload_mismatch.
+   * Omitted (bench/action.bench.ts seeds): the field's format is still checked, not its value.
+   */
+  payload_digest?: string;
   /** `awaiting` (default) accepts a preflight; anything else answers 409 with this as the reason. */
   state?: string;
 }
@@ -44,6 +50,11 @@ export interface EngineStandin {
   url: string;
   secret: string;
   addStepRun(seed: StepRunSeed): void;
+  /**
+   * The engine dispatched other work for step run `id` (a test that edits a payload before
+   * running it): preflights must now carry `digest` (`payloadDigestOf` of the edited payload).
+   */
+  setPayloadDigest(id: string, digest: string): void;
   /** Requests that passed the credential check, in order (also the refused ones). */
   received: Received[];
   /** Accepted callback bodies per step run, keyed by attempt. */
@@ -111,6 +122,16 @@ export async function startEngineStandin(
           record(409);
           return c.json(
             err("stale", `[engine] step run ${id} belongs to another release generation`),
+            409,
+          );
+        }
+        if (run.payload_digest !== undefined && q.payload_digest !== run.payload_digest) {
+          record(409);
+          return c.json(
+            err(
+              "payload_mismatch",
+              `[engine] preflight for ${id}: the payload's tool/args/operation key differ from what the engine dispatched (digest ${q.payload_digest.slice(0, 12)}… ≠ ${run.payload_digest.slice(0, 12)}…); run only payloads the engine dispatched — copy it from the step-run page`,
+            ),
             409,
           );
         }
@@ -209,6 +230,11 @@ export async function startEngineStandin(
     url: `http://127.0.0.1:${port}`,
     secret,
     received,
+    setPayloadDigest: (id, digest) => {
+      const run = runs.get(id);
+      if (!run) throw new Error(`[test] the stand-in has no step run ${id}`);
+      run.payload_digest = digest;
+    },
     addStepRun: (seed) =>
       runs.set(seed.id, {
         state: "awaiting",

@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as core from "@actions/core";
 import { PreflightAccepted, type PreflightRequest } from "../../../engine/src/protocol/messages.ts";
+import { payloadDigestOf } from "../../../engine/src/service/payload-digest.ts";
 import {
   appendLog,
   type Check,
@@ -195,6 +196,9 @@ export async function run(): Promise<void> {
       run_attempt: runAttempt,
       sha: env.GITHUB_SHA ?? "",
       tool: payload.tool,
+      // Binds the attempt to this exact work: the engine refuses (409 payload_mismatch) a
+      // payload whose tool, args or operation key it did not dispatch.
+      payload_digest: payloadDigestOf(payload),
     };
     const preflightUrl = `${cfg.engineUrl}/v1/releases/step-runs/${payload.step_run_id}/preflight`;
     const pre = await phase(

@@ -155,6 +155,14 @@ export interface PreflightEvent {
   run_attempt: number;
   sha: string;
   tool: string;
+  /** sha256 hex of the payload's canonical `{tool, args, operation_key}`, sent by the runner. */
+  payload_digest: string;
+  /**
+   * The same digest computed by the service from the engine's own record of the step run
+   * (engine/src/service/payload-digest.ts) before the transition runs; never taken from the
+   * request. Missing (a caller that did not compute it) refuses the preflight: fail closed.
+   */
+  expected_payload_digest?: string;
 }
 
 /** Runner callback, after the credential was verified over the raw body. */

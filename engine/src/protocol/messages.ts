@@ -65,6 +65,11 @@ export const PreflightRequest = z
     run_attempt: z.number().int().positive(),
     sha: z.string().regex(/^[0-9a-f]{7,64}$/, "must be the commit sha (hex)"),
     tool: z.string().min(1).max(64),
+    /**
+     * sha256 hex of the canonical JSON of the payload's `{tool, args, operation_key}`
+     * (engine/src/service/payload-digest.ts): binds the attempt to the work the engine dispatched.
+     */
+    payload_digest: z.string().regex(/^[a-f0-9]{64}$/, "must be the sha256 hex payload digest"),
   })
   .strict();
 export type PreflightRequest = z.infer<typeof PreflightRequest>;

@@ -5,6 +5,7 @@
 import { newRelease, transition } from "../domain/transition.ts";
 import type { Manifest, Release, ReleaseEvent, TransitionResult } from "../domain/types.ts";
 import { compileRecipeInput } from "../recipes/compile-text.ts";
+import { withExpectedPayloadDigest } from "./payload-digest.ts";
 
 export interface Domain {
   /**
@@ -30,5 +31,6 @@ export const defaultDomain: Domain = {
   },
   newRelease: (id, manifest, digest, now, uid) =>
     newRelease(id, Number(id.slice(1)), manifest, digest, now, uid),
-  transition,
+  // The preflight check needs the engine's payload digest; the service computes it (sha256).
+  transition: withExpectedPayloadDigest(transition),
 };

@@ -13,6 +13,7 @@ import type {
   StepRun,
   TransitionResult,
 } from "../../../engine/src/domain/types.ts";
+import { expectedPayloadDigest } from "../../../engine/src/service/payload-digest.ts";
 import { DIGEST, manifestOf, type StepSpec } from "../manifest-fixture.ts";
 
 export const T0 = 1_800_000_000_000;
@@ -56,6 +57,8 @@ export function preflightOf(
   const s = r.step_runs.find((x) => x.id === id);
   const step = s ? r.manifest.steps[s.step_index] : undefined;
   const action = s?.direction === "bwd" ? step?.backward : step?.forward;
+  // The genuine payload's digest, and the engine's own (as the service computes it).
+  const digest = s ? expectedPayloadDigest(r, s) : undefined;
   return {
     type: "preflight",
     step_run_id: id,
@@ -67,6 +70,8 @@ export function preflightOf(
     run_attempt: 1,
     sha: "abc1234",
     tool: action?.kind === "runner" ? action.tool : "attach-queue-lane",
+    payload_digest: digest ?? "0".repeat(64),
+    ...(digest === undefined ? {} : { expected_payload_digest: digest }),
     ...o,
   };
 }

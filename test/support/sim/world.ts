@@ -11,14 +11,21 @@
  */
 
 import { guards } from "../../../engine/src/domain/transition/guards.ts";
-import { transition } from "../../../engine/src/domain/transition.ts";
+import { transition as pureTransition } from "../../../engine/src/domain/transition.ts";
 import type {
   Effect,
   Release,
   ReleaseEvent,
   TransitionResult,
 } from "../../../engine/src/domain/types.ts";
+import {
+  payloadDigest,
+  withExpectedPayloadDigest,
+} from "../../../engine/src/service/payload-digest.ts";
 import { type Application, KeyedReceiver, SimControlPlane } from "./receivers.ts";
+
+/** The transition as the service runs it: preflights carry the engine's payload digest. */
+const transition = withExpectedPayloadDigest(pureTransition);
 
 export interface Command {
   /** What happens next (see `World.apply`). */
@@ -248,6 +255,12 @@ export class World {
         run_attempt: run.run_attempt,
         sha: this.release.manifest.tool_revision ?? "abc1234",
         tool: action?.kind === "runner" ? action.tool : e.tool,
+        // What the runner received: the dispatch effect's work.
+        payload_digest: payloadDigest({
+          tool: e.tool,
+          args: e.args,
+          operation_key: e.operation_key,
+        }),
       });
       if (res.ok && res.reply.proceed === true) {
         if (this.leftForward && e.step_run_id.endsWith("_f"))

@@ -35,6 +35,15 @@ export function preflight(d: Draft, sr: StepRun, e: PreflightEvent): Refusal | u
       reason: `[engine] ${sr.id} is a control-plane step run; runners never preflight it`,
     };
   }
+  // The work itself (tool, args, operation key) must be what the engine dispatched: a payload
+  // edited by hand (workflow_dispatch, forged repository_dispatch) never opens an attempt.
+  if (e.expected_payload_digest === undefined || e.payload_digest !== e.expected_payload_digest) {
+    const expected = e.expected_payload_digest ?? "(not computed)";
+    return conflict(
+      "payload_mismatch",
+      `[engine] preflight for ${sr.id}: the payload's tool/args/operation key differ from what the engine dispatched (digest ${e.payload_digest.slice(0, 12)}… ≠ ${expected.slice(0, 12)}…); run only payloads the engine dispatched — copy it from the step-run page`,
+    );
+  }
   if (e.tool !== action.tool) {
     return conflict(
       "wrong_tool",
