@@ -79,6 +79,10 @@ let runSeq = 5000;
 export async function fuzzEngine(numRuns: number): Promise<FuzzReport> {
   const problems: string[] = [];
   let cases = 0;
+  // The fuzz cases need a fresh dispatched runner step each, so they stack releases of one
+  // recipe on the same lanes; the one-release-per-lane rule has its own tests
+  // (test/integration/lane-claims.test.ts).
+  process.env.BATON_EXCLUSIVE_LANES = "off";
   const h = await makeHarness({ seed: recipe(2) });
   const dir = mkdtempSync(join(tmpdir(), "baton-fuzz-"));
   try {
