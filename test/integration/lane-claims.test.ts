@@ -76,19 +76,22 @@ describe("start refuses a release whose lanes a release in flight owns", () => {
     expect(rows.every((row) => row.release_id === first)).toBe(true);
   });
 
-  it("refuses by host:port across models too, and allows disjoint lanes", async () => {
+  it("refuses a lane id owned in another model too; lanes sharing a machine are allowed", async () => {
     const h = await harness();
     const first = await createRelease(h, recipe(2));
-    // Another model, other lane ids, but lane 1's host and port: refused.
-    const sameHost = otherLanes({ model: "other-model" });
-    sameHost.lanes = [lane(2), { ...lane(3), host: lane(1).host }];
-    const refused = await post(h, sameHost);
+    // Another model naming lane 1's id: the control plane knows one lane by that id: refused.
+    const sameId = otherLanes({ model: "other-model" });
+    sameId.lanes = [lane(2), { ...lane(3), id: lane(1).id }];
+    sameId.rollout = { waves: [{ lanes: [lane(2).id, lane(1).id], traffic: 100 }] };
+    const refused = await post(h, sameId);
     expect(refused.status).toBe(409);
     expect((refused.body.error as { message: string }).message).toContain(
-      `release ${first} (model summarizer-v7, state running) still owns lanes ${lane(3).id};`,
+      `release ${first} (model summarizer-v7, state running) still owns lanes ${lane(1).id};`,
     );
-    // Disjoint ids and hosts: allowed while the first runs.
-    const ok = await post(h, otherLanes(), true);
+    // Other lane ids on the same machine (host and port) as lane 1: allowed while the first runs.
+    const sameHost = otherLanes({ model: "other-model" });
+    sameHost.lanes = [lane(2), { ...lane(3), host: lane(1).host, port: lane(1).port }];
+    const ok = await post(h, sameHost, true);
     expect(ok.status).toBe(201);
   });
 

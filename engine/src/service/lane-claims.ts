@@ -1,8 +1,10 @@
 /**
  * Lane ownership check for `start` (one release at a time per lane). Two releases writing the
  * same lanes at once undo each other: one's compensation restores the old image while the
- * other reports success. A new release is refused (409 `conflict`) when one of its lanes, by
- * lane id within the same model or by `host:port`, belongs to a release not yet terminal.
+ * other reports success. A new release is refused (409 `conflict`) when one of its lane ids
+ * belongs to a release not yet terminal, in any model: the control plane names lanes by id
+ * alone, so one lane id in two models is one lane there. Several lanes may share a machine
+ * (same SSH host:port); deploy.sh serialises work per lane on it.
  *
  * Scope: exact for one engine process (the service serialises `start`, so check-then-create
  * cannot interleave). Several engines on one database can still race: two starts at the same
@@ -47,15 +49,10 @@ async function releasesInFlight(store: Store): Promise<Release[]> {
   return out;
 }
 
-/** Lanes of `mine` that `other` also owns: same model and lane id, or same host:port. */
+/** Lane ids of `mine` that `other` also owns (whatever the model). */
 export function overlappingLanes(mine: Manifest, other: Manifest): string[] {
   const ids = new Set(other.lanes.map((l) => l.id));
-  const endpoints = new Set(other.lanes.map((l) => `${l.host}:${l.port}`));
-  return mine.lanes
-    .filter(
-      (l) => (mine.model === other.model && ids.has(l.id)) || endpoints.has(`${l.host}:${l.port}`),
-    )
-    .map((l) => l.id);
+  return mine.lanes.filter((l) => ids.has(l.id)).map((l) => l.id);
 }
 
 /**
