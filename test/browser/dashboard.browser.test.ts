@@ -18,6 +18,10 @@ import {
   signedPost,
 } from "../integration/service-harness.ts";
 
+// These tests stack releases of one recipe on one lane set; the one-release-per-lane rule
+// is tested in test/integration/lane-claims.test.ts.
+process.env.BATON_EXCLUSIVE_LANES = "off";
+
 const CHROMIUM = "/usr/bin/chromium";
 const FLAGS = [
   "--headless",
