@@ -76,6 +76,10 @@ const HOST_KEY = "SHA256:q4YbKWRnplKrKDOS5J7OTZmJqlBWdVB4z5qRddVIgJ4";
 const IMAGE = `ghcr.io/acme/summarizer@sha256:${"6b".repeat(32)}`;
 const PREVIOUS = `ghcr.io/acme/summarizer@sha256:${"dd".repeat(32)}`;
 
+// The benchmark drives 100 concurrent releases of one recipe (each with its own in-memory
+// control plane), so the one-release-per-lane rule, which a real fleet needs, is off here.
+process.env.BATON_EXCLUSIVE_LANES = "off";
+
 function recipe() {
   const lanes = Array.from({ length: LANES }, (_, i) => ({
     id: `lane-${i}`,
