@@ -128,8 +128,21 @@ function needLane(ctx: StepContext, action: ActionName): ManifestLane {
   return ctx.lane;
 }
 
-/** Runner args (shared decision): the lane, the image to run after, the image before. */
-function runnerArgs(lane: ManifestLane, image: string, previous: string): Record<string, Json> {
+/** The lane fields a runner step carries in its dispatch payload. */
+export type RunnerLane = Pick<
+  ManifestLane,
+  "id" | "host" | "port" | "user" | "host_key" | "queue" | "health_url"
+>;
+
+/**
+ * Runner args (shared decision): the lane, the image to run after, the image before.
+ * Also sizes dispatch payloads in the contract check, so both read one shape.
+ */
+export function runnerArgs(
+  lane: RunnerLane,
+  image: string,
+  previous: string,
+): Record<string, Json> {
   return {
     lane: {
       id: lane.id,

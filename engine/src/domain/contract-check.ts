@@ -5,7 +5,7 @@
  */
 
 import { GITHUB_DISPATCH_LIMITS } from "../protocol/messages.ts";
-import { CATALOGUE, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
+import { CATALOGUE, runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
 import type { Problem } from "./errors.ts";
 import { Recipe } from "./recipe.ts";
 import { schemaProblems } from "./schema-problems.ts";
@@ -185,20 +185,9 @@ const bytes = (v: unknown) => utf8.encode(JSON.stringify(v) ?? "").length;
 function dispatchSizeProblems(recipe: Recipe): Problem[] {
   const problems: Problem[] = [];
   recipe.lanes.forEach((lane, i) => {
-    const fields: Record<string, unknown> = {
-      id: lane.id,
-      host: lane.host,
-      port: lane.port,
-      user: lane.user,
-      host_key: lane.host_key,
-      queue: lane.queue,
-      health_url: lane.health_url,
-    };
-    const size = bytes({
-      lane: fields,
-      image: recipe.image,
-      previous_image: recipe.previous_image,
-    });
+    const args = runnerArgs(lane, recipe.image, recipe.previous_image);
+    const fields = args.lane as Record<string, unknown>;
+    const size = bytes(args);
     if (size <= MAX_RUNNER_ARGS_BYTES) return;
     const candidates: [string, number][] = [
       ...Object.entries(fields).map(([k, v]): [string, number] => [`lanes.${i}.${k}`, bytes(v)]),
