@@ -40,15 +40,7 @@ function settledForward(d: Draft, sr: StepRun): void {
     return;
   }
   const why = `${describe(r, sr)} ended ${sr.state}${sr.last_error ? `: ${sr.last_error}` : ""}`;
-  if ((sr.state === "failed" || sr.state === "dispatch_failed") && sr.retries_used < step.retries) {
-    sr.retries_used += 1;
-    sendAction(d, sr, d.now + backoffMs(sr.retries_used));
-    d.accept(
-      `[engine] ${why}; retry ${sr.retries_used} of ${step.retries} with the same operation key`,
-      sr.id,
-    );
-    return;
-  }
+  if (retriedWithinBudget(d, sr, step.retries, why)) return;
   if (sr.kind === "runner" && sr.state === "unknown") {
     // F04: an unobserved runner outcome is never success and never a blind compensation.
     pause(d, `${why}; observe the lane, then retry the step run or abort`);
@@ -73,18 +65,27 @@ function settledBackward(d: Draft, sr: StepRun): void {
     return;
   }
   const why = `${describe(r, sr)} ended ${sr.state}${sr.last_error ? `: ${sr.last_error}` : ""}`;
-  if ((sr.state === "failed" || sr.state === "dispatch_failed") && sr.retries_used < step.retries) {
-    sr.retries_used += 1;
-    sendAction(d, sr, d.now + backoffMs(sr.retries_used));
-    d.accept(
-      `[engine] ${why}; retry ${sr.retries_used} of ${step.retries} with the same operation key`,
-      sr.id,
-    );
-    return;
-  }
+  if (retriedWithinBudget(d, sr, step.retries, why)) return;
   r.state = "needs_operator";
   r.reason = `${why}; fix the lane by hand, then retry the step run`;
   d.accept(`[engine] release ${r.id} needs an operator: ${r.reason}`, sr.id);
+}
+
+/**
+ * Re-sends a failed step run's action (same operation key, backoff) while `retries` allows,
+ * for either direction. Returns false when the step run is not retryable or the budget is spent.
+ */
+function retriedWithinBudget(d: Draft, sr: StepRun, retries: number, why: string): boolean {
+  if (!(sr.state === "failed" || sr.state === "dispatch_failed") || sr.retries_used >= retries) {
+    return false;
+  }
+  sr.retries_used += 1;
+  sendAction(d, sr, d.now + backoffMs(sr.retries_used));
+  d.accept(
+    `[engine] ${why}; retry ${sr.retries_used} of ${retries} with the same operation key`,
+    sr.id,
+  );
+  return true;
 }
 
 function pause(d: Draft, reason: string): void {
