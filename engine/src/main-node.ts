@@ -13,7 +13,13 @@ import { createEngine, type EngineOverrides } from "./engine.ts";
 export async function startNodeServer(overrides: EngineOverrides = {}, hostArg?: string) {
   const engine = await createEngine(loadConfig(), overrides);
   const host = hostArg ?? engine.config.host ?? "127.0.0.1";
-  const server = serve({ fetch: engine.app.fetch, port: engine.config.port, hostname: host });
+  // Say "listening" only once the socket is bound: scripts and tests wait for that line.
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve({ fetch: engine.app.fetch, port: engine.config.port, hostname: host }, () =>
+      resolve(s),
+    );
+    s.once("error", reject);
+  });
   engine.startTicking();
   console.log(
     `[engine] listening on ${host}:${engine.config.port} (public URL ${engine.config.publicUrl})`,
