@@ -1,0 +1,205 @@
+/**
+ * The recipe's `analysis:` section: the gate a wave must pass before exposure widens
+ * (docs/gate.md). Predeclared before the release and part of the manifest digest.
+ * The schema is the type; cross-field rules (a wave's override, traffic 0 or 100 on a gated
+ * wave) live in `contract-check.ts`.
+ */
+import { z } from "zod";
+
+/** What is sticky to one arm for the whole wave. */
+export const AssignmentUnit = {
+  request: "request",
+  session: "session",
+  user: "user",
+  tenant: "tenant",
+} as const;
+export type AssignmentUnit = (typeof AssignmentUnit)[keyof typeof AssignmentUnit];
+
+/** Default level of every test in the gate (SRM and the confidence sequences). */
+export const DEFAULT_ALPHA = 0.05;
+/** Defaults of the timing fields, ms. */
+export const DEFAULT_BAKE_MS = 60_000;
+export const DEFAULT_INTERVAL_MS = 10_000;
+export const DEFAULT_MAX_WAIT_MS = 30 * 60_000;
+export const DEFAULT_MIN_SAMPLES = 1000;
+
+const METRIC_NAME = /^[a-z][a-z0-9_-]{0,62}$/;
+/** A PromQL template: `$lane`, `$arm`, `$release`, `$image`, `$model` are filled in. */
+const PromQl = z
+  .string()
+  .min(1, "a query must not be empty")
+  .max(4096, "a query must be at most 4096 characters");
+
+/** The non-inferiority margin δ: absolute (in the metric's unit) or relative to the control. */
+export const Margin = z.union([
+  z
+    .object({
+      absolute: z
+        .number()
+        .min(0, "margin.absolute must be ≥ 0")
+        .max(1, "margin.absolute must be ≤ 1 (metrics are shares)")
+        .describe("δ in the metric's unit, e.g. 0.005 = half a percentage point."),
+    })
+    .strict(),
+  z
+    .object({
+      relative: z
+        .number()
+        .min(0, "margin.relative must be ≥ 0")
+        .max(10, "margin.relative must be ≤ 10")
+        .describe("δ as a fraction of the control's value, e.g. 0.1 = 10% worse at most."),
+    })
+    .strict(),
+]);
+export type Margin = z.infer<typeof Margin>;
+
+const Common = {
+  name: z
+    .string()
+    .regex(METRIC_NAME, "metric name must be lowercase letters, digits, '_' or '-' (≤ 63)")
+    .describe("Metric name, unique in the section, e.g. error-rate."),
+  margin: Margin.describe("Non-inferiority margin δ: pass needs lower bound ≥ −δ."),
+  slo: z
+    .number()
+    .min(0, "slo must be a share in 0..1")
+    .max(1, "slo must be a share in 0..1")
+    .optional()
+    .describe("Absolute limit on the candidate's value, whatever the control does."),
+  required: z
+    .boolean()
+    .default(true)
+    .describe(
+      "true: primary, must be shown non-inferior to promote; false: guardrail, only its breach counts, and it is watched through every later wave.",
+    ),
+};
+
+/** A ratio of counts, such as errors / requests. */
+export const RatioMetric = z
+  .object({
+    ...Common,
+    kind: z.literal("ratio"),
+    better: z
+      .enum(["lower", "higher"])
+      .describe("Which direction is better: lower for error rates, higher for success rates."),
+    query: z
+      .object({
+        numerator: PromQl.describe("PromQL giving the numerator count of one arm."),
+        denominator: PromQl.describe("PromQL giving the denominator count of one arm."),
+      })
+      .strict()
+      .optional()
+      .describe("Prometheus templates; default: the reference router's request counters."),
+  })
+  .strict();
+
+/** A latency distribution from histogram buckets: the share of requests slower than a bound. */
+export const LatencyMetric = z
+  .object({
+    ...Common,
+    kind: z.literal("latency"),
+    threshold_ms: z
+      .number()
+      .positive("threshold_ms must be > 0")
+      .describe("A bucket bound (le) in ms; the metric is the share of requests slower than it."),
+    query: z
+      .object({
+        buckets: PromQl.describe(
+          "PromQL giving the cumulative bucket counts (with an `le` label) of one arm.",
+        ),
+      })
+      .strict()
+      .optional()
+      .describe("Prometheus template; default: the reference router's latency histogram."),
+  })
+  .strict();
+
+/** One metric of the gate. */
+export const GateMetric = z.discriminatedUnion("kind", [RatioMetric, LatencyMetric]);
+export type GateMetric = z.infer<typeof GateMetric>;
+
+const fields = {
+  assignment_unit: z
+    .enum(["request", "session", "user", "tenant"])
+    .describe("Unit sticky to one arm for the whole wave."),
+  alpha: z
+    .number()
+    .gt(0, "alpha must be in (0, 0.5]")
+    .max(0.5, "alpha must be in (0, 0.5]")
+    .describe("Error level of every test (default 0.05)."),
+  min_samples: z
+    .number()
+    .int("min_samples must be a whole number")
+    .min(1, "min_samples must be ≥ 1")
+    .max(1e9, "min_samples must be ≤ 1e9")
+    .describe("Minimum denominator count per arm of every primary metric before a pass."),
+  bake_ms: z
+    .number()
+    .int("bake_ms must be a whole number of ms")
+    .min(0, "bake_ms must be ≥ 0")
+    .max(7 * 86_400_000, "bake_ms must be ≤ 7 days")
+    .describe("Minimum time a wave is observed before it may pass."),
+  interval_ms: z
+    .number()
+    .int("interval_ms must be a whole number of ms")
+    .min(1000, "interval_ms must be ≥ 1000")
+    .max(3_600_000, "interval_ms must be ≤ 1 h")
+    .describe("Time between evaluations."),
+  max_wait_ms: z
+    .number()
+    .int("max_wait_ms must be a whole number of ms")
+    .min(1000, "max_wait_ms must be ≥ 1000")
+    .max(7 * 86_400_000, "max_wait_ms must be ≤ 7 days")
+    .describe("After this long without a decision the gate is inconclusive (operator decides)."),
+  metrics: z
+    .array(GateMetric)
+    .min(1, "analysis needs at least one metric")
+    .max(32, "analysis has at most 32 metrics"),
+};
+
+/** The recipe-level section; every wave with 0 < traffic < 100 is gated by it. */
+export const Analysis = z
+  .object({
+    assignment_unit: fields.assignment_unit.default(AssignmentUnit.request),
+    alpha: fields.alpha.default(DEFAULT_ALPHA),
+    min_samples: fields.min_samples.default(DEFAULT_MIN_SAMPLES),
+    bake_ms: fields.bake_ms.default(DEFAULT_BAKE_MS),
+    interval_ms: fields.interval_ms.default(DEFAULT_INTERVAL_MS),
+    max_wait_ms: fields.max_wait_ms.default(DEFAULT_MAX_WAIT_MS),
+    metrics: fields.metrics,
+  })
+  .strict()
+  .describe("Evidence gate: a canary against a concurrent control (docs/gate.md).");
+export type Analysis = z.infer<typeof Analysis>;
+
+/**
+ * A wave's override: fields given replace the recipe's (metrics as a whole list);
+ * `false` leaves the wave ungated (guardrails are still watched).
+ */
+export const WaveAnalysis = z.union([
+  z.literal(false),
+  z
+    .object({
+      assignment_unit: fields.assignment_unit.optional(),
+      alpha: fields.alpha.optional(),
+      min_samples: fields.min_samples.optional(),
+      bake_ms: fields.bake_ms.optional(),
+      interval_ms: fields.interval_ms.optional(),
+      max_wait_ms: fields.max_wait_ms.optional(),
+      metrics: fields.metrics.optional(),
+    })
+    .strict(),
+]);
+export type WaveAnalysis = z.infer<typeof WaveAnalysis>;
+
+/** The analysis in force for one wave, or null when the wave is not gated. */
+export function analysisForWave(
+  recipe: Analysis | undefined,
+  wave: WaveAnalysis | undefined,
+): Analysis | null {
+  if (wave === false) return null;
+  if (wave === undefined) return recipe ?? null;
+  const base = recipe;
+  const metrics = wave.metrics ?? base?.metrics;
+  if (!metrics) return null;
+  return Analysis.parse({ ...(base ?? {}), ...wave, metrics });
+}
