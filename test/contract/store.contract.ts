@@ -584,6 +584,40 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect(await store.pendingOutbox("r3")).toEqual([]);
     });
 
+    it("NUL and lone surrogates in any written string come back as U+FFFD, on every store", async () => {
+      const bad = "a\u0000b\ud800c\udc00";
+      const good = "a\ufffdb\ufffdc\ufffd";
+      const r = makeRelease(3, { reason: bad });
+      await store.createRelease(r, [note(r.id, bad, { [bad]: [bad] })], [apply("sr_3_0_f")], T0);
+      expect((await store.getRelease("r3"))?.reason).toBe(good);
+      expect(await store.getHistory("r3")).toEqual([note(r.id, good, { [good]: [good] })]);
+      const res = await store.commit({
+        release: next(r, { reason: `${bad}!` }),
+        expected_version: 1,
+        history: [note(r.id, bad, bad)],
+        effects: [],
+        now: T0,
+        attempt_results: [
+          attemptResult("sr_3_0_f", 1, {
+            release_id: "r3",
+            log: bad,
+            checks: [{ [bad]: bad }],
+            preflight: { run_id: bad, run_attempt: 1 },
+          }),
+        ],
+      });
+      expect(res).toEqual({ ok: true });
+      expect((await store.getRelease("r3"))?.reason).toBe(`${good}!`);
+      const a = await store.getAttemptResult("sr_3_0_f", 1);
+      expect([a?.log, a?.checks, a?.preflight]).toEqual([
+        good,
+        [{ [good]: good }],
+        { run_id: good, run_attempt: 1 },
+      ]);
+      await store.appendHistory([note(r.id, bad, { x: bad })]);
+      expect((await store.getHistory("r3")).at(-1)).toEqual(note(r.id, good, { x: good }));
+    });
+
     it("ping works while open and fails after close", async () => {
       await expect(store.ping()).resolves.toBeUndefined();
       const peer = await h.openPeer();

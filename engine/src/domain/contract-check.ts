@@ -9,6 +9,7 @@ import { CATALOGUE, runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.t
 import type { Problem } from "./errors.ts";
 import { Recipe } from "./recipe.ts";
 import { schemaProblems } from "./schema-problems.ts";
+import { unstorablePaths } from "./storable-text.ts";
 import type { ManifestStep, StepAction } from "./types.ts";
 
 /** Result of `checkRecipe`: the parsed recipe (defaults filled), or every problem found. */
@@ -22,6 +23,12 @@ export type RecipeCheck = { ok: true; recipe: Recipe } | { ok: false; problems: 
 export function checkRecipe(input: unknown): RecipeCheck {
   const parsed = Recipe.safeParse(input);
   const problems = [
+    ...unstorablePaths(input).map((path) => ({
+      path,
+      message:
+        "holds a NUL character or a lone UTF-16 surrogate, which no store can keep as written",
+      fix: "Remove the control character (recipes are plain UTF-8 text).",
+    })),
     ...(parsed.success ? [] : schemaProblems(Recipe, parsed.error.issues, input)),
     ...crossFieldProblems(input),
     ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),

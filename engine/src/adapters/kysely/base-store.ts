@@ -6,6 +6,7 @@
 import type { Kysely } from "kysely";
 import { sql } from "kysely";
 import type { ReleaseState } from "../../domain/states.ts";
+import { storableValue } from "../../domain/storable-text.ts";
 import type { Effect, HistoryEntry, Manifest, Release } from "../../domain/types.ts";
 import type {
   AttemptResult,
@@ -85,7 +86,8 @@ export abstract class KyselyStore implements Store {
 
   async appendHistory(entries: HistoryEntry[]): Promise<void> {
     if (entries.length === 0) return;
-    await this.live().insertInto("history").values(entries.map(historyColumns)).execute();
+    const rows = storableValue(entries).map(historyColumns);
+    await this.live().insertInto("history").values(rows).execute();
   }
 
   async listReleases(q: {

@@ -6,6 +6,7 @@
  */
 import { Kysely, PostgresDialect, type RawBuilder, sql } from "kysely";
 import type pg from "pg";
+import { storableValue } from "../../domain/storable-text.ts";
 import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
 import type { CommitInput, CommitResult, OutboxRow } from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
@@ -78,11 +79,13 @@ export class PostgresStore extends KyselyStore {
   }
 
   async createRelease(
-    release: Release,
-    history: HistoryEntry[],
-    effects: Effect[],
+    dirty: Release,
+    dirtyHistory: HistoryEntry[],
+    dirtyEffects: Effect[],
     now: number,
   ): Promise<void> {
+    // NUL and lone surrogates become U+FFFD on every store (domain/storable-text.ts).
+    const [release, history, effects] = storableValue([dirty, dirtyHistory, dirtyEffects] as const);
     try {
       await this.live()
         .transaction()
@@ -98,8 +101,9 @@ export class PostgresStore extends KyselyStore {
     this.manifests.set(release.id, release.manifest);
   }
 
-  async commit(input: CommitInput): Promise<CommitResult> {
+  async commit(dirty: CommitInput): Promise<CommitResult> {
     this.live();
+    const input = storableValue(dirty);
     checkNextVersion(input.release.id, input.expected_version, input.release.resource_version);
     let outcome: CommitOutcome | undefined;
     try {

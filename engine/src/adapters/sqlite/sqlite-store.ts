@@ -4,6 +4,7 @@
  */
 import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, sql } from "kysely";
+import { storableValue } from "../../domain/storable-text.ts";
 import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
 import type { CommitInput, CommitResult, OutboxRow } from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
@@ -69,11 +70,13 @@ export class SqliteStore extends KyselyStore {
   }
 
   async createRelease(
-    release: Release,
-    history: HistoryEntry[],
-    effects: Effect[],
+    dirty: Release,
+    dirtyHistory: HistoryEntry[],
+    dirtyEffects: Effect[],
     now: number,
   ): Promise<void> {
+    // NUL and lone surrogates become U+FFFD on every store (domain/storable-text.ts).
+    const [release, history, effects] = storableValue([dirty, dirtyHistory, dirtyEffects] as const);
     const db = this.live();
     try {
       this.sync.immediate(() => {
@@ -88,8 +91,9 @@ export class SqliteStore extends KyselyStore {
     this.manifests.set(release.id, release.manifest);
   }
 
-  async commit(input: CommitInput): Promise<CommitResult> {
+  async commit(dirty: CommitInput): Promise<CommitResult> {
     this.live();
+    const input = storableValue(dirty);
     const { release, history, effects, now } = input;
     checkNextVersion(release.id, input.expected_version, release.resource_version);
     try {

@@ -1,0 +1,112 @@
+/**
+ * Issue 14 item 1: strings Postgres cannot hold (NUL, lone UTF-16 surrogates) in a runner's
+ * log and checks, an operator's reason, or a recipe field. The same answer on SQLite and
+ * Postgres: a callback is accepted and stored with U+FFFD in their place (deterministic), a
+ * recipe field is refused with a 422 naming it. Never a 500, never a stranded release.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  callbackBody,
+  callbackUrl,
+  createRelease,
+  getRecord,
+  type Harness,
+  makeHarness,
+  op,
+  preflightBody,
+  preflightUrl,
+  recipe,
+  STORE_KINDS,
+  signedPost,
+  skipStore,
+} from "./service-harness.ts";
+
+let h: Harness | null = null;
+afterEach(async () => {
+  await h?.close();
+  h = null;
+});
+
+async function dispatched(x: Harness) {
+  for (let i = 0; i < 50 && x.dispatcher.accepted.length === 0; i++) {
+    await x.engine.service.tick();
+  }
+  const p = x.dispatcher.accepted[0];
+  if (!p) throw new Error("no dispatch");
+  return p;
+}
+
+const NUL = "\u0000";
+const LONE_HIGH = "\ud800";
+const LONE_LOW = "\udc00";
+
+describe.each(STORE_KINDS)("hostile strings on %s", (kind) => {
+  if (skipStore(kind)) {
+    it.skip("Postgres: BATON_TEST_DATABASE_URL is not set", () => {});
+    return;
+  }
+
+  it("a callback whose log and checks hold NUL and lone surrogates is stored (U+FFFD), the release moves on", async () => {
+    h = await makeHarness({ kind, seed: recipe(2) });
+    const id = await createRelease(h, recipe(2));
+    const p = await dispatched(h);
+    const run = { run_id: "9001", run_attempt: 1 };
+    expect((await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run))).status).toBe(
+      200,
+    );
+    const body = callbackBody(p.step_run_id, run, "pass", {
+      log: `banner${NUL}binary ${LONE_HIGH}x${LONE_LOW}\n`,
+      checks: [{ name: `h${NUL}${LONE_LOW}`, status: "passed", [`k${NUL}`]: `v${LONE_HIGH}` }],
+    });
+    const res = await signedPost(h, callbackUrl(p.step_run_id), body);
+    expect(res.status, await res.clone().text()).toBe(200);
+    const stored = await h.store.getAttemptResult(p.step_run_id, 1);
+    expect(stored?.log).toBe("banner\ufffdbinary \ufffdx\ufffd\n");
+    expect(stored?.checks).toEqual([
+      { name: "h\ufffd\ufffd", status: "passed", "k\ufffd": "v\ufffd" },
+    ]);
+    // The raw callback is kept byte for byte (escapes are plain ASCII in JSON text).
+    expect(stored?.raw_callback).toBe(body);
+    const rec = await getRecord(h, id);
+    expect(rec.state).toBe("running");
+    expect(rec.step_runs.find((s) => s.id === p.step_run_id)?.state).toBe("succeeded");
+  });
+
+  it("a recipe field holding NUL or a lone surrogate is a 422 naming the field, on either store", async () => {
+    h = await makeHarness({ kind, seed: recipe(2) });
+    for (const bad of [`m${NUL}x`, `m${LONE_HIGH}`]) {
+      const res = await op(h, "POST", "/v1/releases", { ...recipe(2), name: bad });
+      expect(res.status).toBe(422);
+      const b = (await res.json()) as { error: { problems: { path: string }[] } };
+      expect(b.error.problems.map((x) => x.path)).toContain("name");
+    }
+    const res = await op(h, "POST", "/v1/releases", { ...recipe(2), model: `m${NUL}` });
+    expect(res.status).toBe(422);
+    expect(await h.store.listReleases({ limit: 10 })).toEqual([]);
+  });
+
+  it("an abort reason with NUL and a lone surrogate is stored with U+FFFD", async () => {
+    h = await makeHarness({ kind, seed: recipe(2) });
+    const id = await createRelease(h, recipe(2));
+    const res = await op(h, "POST", `/v1/releases/${id}/abort`, {
+      reason: `stop${NUL}now${LONE_LOW}`,
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const rec = await getRecord(h, id);
+    expect(JSON.stringify(rec)).not.toContain("\\u0000");
+    expect(rec.history.some((e) => e.message.includes("stop\ufffdnow\ufffd"))).toBe(true);
+  });
+
+  it("history data from a refused request with hostile strings is stored", async () => {
+    h = await makeHarness({ kind, seed: recipe(2) });
+    await createRelease(h, recipe(2));
+    const p = await dispatched(h);
+    await h.engine.service.recordRefused(p.step_run_id, "callback", `bad${NUL}`, {
+      reason: `x${NUL}${LONE_HIGH}`,
+    });
+    const hist = await h.store.getHistory(p.release.id);
+    const last = hist.at(-1);
+    expect(last?.message).toBe("bad\ufffd");
+    expect(last?.data).toEqual({ reason: "x\ufffd\ufffd" });
+  });
+});
