@@ -9,8 +9,10 @@
  */
 
 /** A NUL, or any surrogate (paired ones are filtered out by `LONE`). Cheap pre-test. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this module is about
 const SUSPECT = /[\u0000\ud800-\udfff]/;
 /** NUL, or a surrogate not part of a high+low pair. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this module is about
 const LONE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /** True when `s` holds a NUL or a lone surrogate. */
