@@ -124,6 +124,8 @@ export function phaseCheck(phase: string, r: ExecResult): Check {
     remote_exit_code: typeof line.exit_code === "number" ? line.exit_code : null,
     remote_duration_ms: typeof line.duration_ms === "number" ? line.duration_ms : undefined,
     message: typeof line.message === "string" ? line.message : "",
+    // The image the container runs as the runtime reports it (name@sha256:…): the running digest.
+    ...(typeof line.image === "string" && line.image ? { image: line.image } : {}),
     ...(line.replayed === true ? { replayed: true } : {}),
   };
 }

@@ -35,6 +35,11 @@
 #   BATON_RUN_ARGS         extra arguments for `run` (word-split), e.g. "--network host --gpus all"
 #   BATON_HEALTH_TIMEOUT_S health deadline in seconds (default 60, smoke 10; --health-timeout overrides)
 #   BATON_HEALTH_INTERVAL_S seconds between health polls (default 1)
+#   BATON_HEALTH_TARGET    url (default): probe the health URL as given (host networking, or a
+#                          router that already sends traffic to the newest container);
+#                          container: probe the URL's port and path at the NEW container's own
+#                          address (bridge networking), so an old container answering the same
+#                          URL can never pass the new one's health check
 #   BATON_LANE_LOCK_WAIT_S how long to wait for another deploy/restore on the same lane (default 900)
 # Exit status: 0 all phases ok/skipped, 1 a phase failed (or the lane lock stayed busy),
 # 2 bad arguments, 3 refused by the generation fence.
@@ -49,6 +54,7 @@ LEDGER="${BATON_LEDGER:-/var/lib/baton/ledger}"
 RUN_ARGS="${BATON_RUN_ARGS:-}"
 HEALTH_TIMEOUT="${BATON_HEALTH_TIMEOUT_S:-}"
 HEALTH_INTERVAL="${BATON_HEALTH_INTERVAL_S:-1}"
+HEALTH_TARGET="${BATON_HEALTH_TARGET:-url}"
 LOCK_WAIT="${BATON_LANE_LOCK_WAIT_S:-900}"
 NL='
 '
@@ -66,10 +72,13 @@ json_str() {
   printf '%s' "$1" | tr '\n\t\r' '   ' | tr -d '\000-\037' | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | cut -c1-400
 }
 
-# emit PHASE STATUS EXIT_CODE DURATION_MS MESSAGE
+# emit PHASE STATUS EXIT_CODE DURATION_MS MESSAGE [RUNNING_IMAGE]
+# RUNNING_IMAGE (name@sha256:…, as the runtime reports the container's image) adds "image".
 emit() {
-  printf '{"phase":"%s","status":"%s","exit_code":%s,"duration_ms":%s,"message":"%s"}\n' \
-    "$1" "$2" "$3" "$4" "$(json_str "$5")"
+  extra=""
+  [ -n "${6:-}" ] && extra=$(printf ',"image":"%s"' "$(json_str "$6")")
+  printf '{"phase":"%s","status":"%s","exit_code":%s,"duration_ms":%s,"message":"%s"%s}\n' \
+    "$1" "$2" "$3" "$4" "$(json_str "$5")" "$extra"
 }
 
 usage_fail() {
@@ -107,6 +116,7 @@ done
 if [ -z "$HEALTH_TIMEOUT" ]; then
   if [ "$sub" = smoke ]; then HEALTH_TIMEOUT=10; else HEALTH_TIMEOUT=60; fi
 fi
+case "$HEALTH_TARGET" in url | container) ;; *) usage_fail "BATON_HEALTH_TARGET must be url or container" ;; esac
 case "$sub" in
   deploy | restore | smoke) ;;
   *) usage_fail "subcommand must be deploy, restore or smoke (got '$sub')" ;;
@@ -248,6 +258,7 @@ phase_pull() {
 phase_start() {
   if is_running "$NEW_NAME"; then
     MSG="$NEW_NAME already running"
+    IMG_NOW=$(running_image "$NEW_NAME")
     return 0
   fi
   if [ "$EXISTS" = 1 ]; then "$CLI" rm -f "$NEW_NAME" >/dev/null 2>&1; fi
@@ -257,14 +268,49 @@ phase_start() {
     -e "BATON_HEALTH_URL=$URL" $RUN_ARGS "$IMAGE" >"$OUT" 2>&1
   rc=$?
   [ $rc -eq 0 ] && MSG="started $NEW_NAME" || MSG="start failed: $(last_line)"
+  [ $rc -eq 0 ] && IMG_NOW=$(running_image "$NEW_NAME")
   return $rc
 }
 
-health_probe() {
+# The image the container runs, as the runtime reports it (name@sha256:… when started by digest).
+running_image() { # NAME
+  "$CLI" inspect -f '{{.Config.Image}}' "$1" 2>/dev/null | head -n 1
+}
+
+# Why a container stopped: its exit code and the tail of its log (best effort).
+exit_reason() { # NAME
+  code=$("$CLI" inspect -f '{{.State.ExitCode}}' "$1" 2>/dev/null | head -n 1)
+  logs=$("$CLI" logs --tail 5 "$1" 2>&1 | tail -n 5 | tr '\n' ' ')
+  printf 'exit code %s%s' "${code:-?}" "${logs:+; last log lines: $logs}"
+}
+
+# The URL to probe: as given, or its port and path at the new container's address.
+probe_url() {
+  [ "$HEALTH_TARGET" = container ] || {
+    printf '%s' "$URL"
+    return 0
+  }
+  ip=$("$CLI" inspect -f '{{.NetworkSettings.IPAddress}}' "$NEW_NAME" 2>/dev/null | head -n 1)
+  [ -n "$ip" ] || return 1
+  scheme="${URL%%://*}"
+  rest="${URL#*://}"
+  hostport="${rest%%/*}"
+  path="/${rest#*/}"
+  [ "$rest" = "$hostport" ] && path="/"
+  case "$hostport" in
+    \[*\]:*) port="${hostport##*]:}" ;;
+    \[*) port="" ;;
+    *:*) port="${hostport##*:}" ;;
+    *) port="" ;;
+  esac
+  printf '%s://%s%s%s' "$scheme" "$ip" "${port:+:$port}" "$path"
+}
+
+health_probe() { # URL
   if command -v curl >/dev/null 2>&1; then
-    curl -fsS -o /dev/null --max-time 5 "$URL" >"$OUT" 2>&1
+    curl -fsS -o /dev/null --max-time 5 "$1" >"$OUT" 2>&1
   else
-    wget -q -O /dev/null -T 5 "$URL" >"$OUT" 2>&1
+    wget -q -O /dev/null -T 5 "$1" >"$OUT" 2>&1
   fi
 }
 
@@ -273,14 +319,27 @@ phase_health() {
   tries=0
   while :; do
     tries=$((tries + 1))
-    health_probe
-    rc=$?
+    # A new container that has stopped can never become healthy: fail now, with its reason,
+    # instead of waiting out the deadline (or passing on an old container's answer).
+    if [ "$sub" != smoke ] && ! is_running "$NEW_NAME"; then
+      MSG="$NEW_NAME is not running (it exited before answering $URL): $(exit_reason "$NEW_NAME")"
+      return 1
+    fi
+    if target=$(probe_url); then
+      health_probe "$target"
+      rc=$?
+    else
+      printf 'no address for %s\n' "$NEW_NAME" >"$OUT"
+      rc=1
+    fi
     if [ $rc -eq 0 ]; then
-      MSG="$URL healthy after $tries probe(s)"
+      MSG="$target healthy after $tries probe(s)"
+      [ "$target" = "$URL" ] || MSG="$MSG (container $NEW_NAME for $URL)"
+      IMG_NOW=$(running_image "$NEW_NAME")
       return 0
     fi
     if [ "$(date +%s)" -ge "$deadline" ]; then
-      MSG="$URL not healthy within ${HEALTH_TIMEOUT}s ($tries probes): $(last_line)"
+      MSG="${target:-$URL} not healthy within ${HEALTH_TIMEOUT}s ($tries probes): $(last_line)"
       return $rc
     fi
     sleep "$HEALTH_INTERVAL"
@@ -306,6 +365,7 @@ phase_stop_old() {
 phase_running() {
   if is_running "$NEW_NAME"; then
     MSG="$NEW_NAME running"
+    IMG_NOW=$(running_image "$NEW_NAME")
     return 0
   fi
   MSG="$NEW_NAME is not running"
@@ -326,13 +386,13 @@ run_phase() {
       return
     fi
   fi
-  MSG=""
+  MSG="" IMG_NOW=""
   t0=$(now_ms)
   "$2"
   rc=$?
   dt=$(($(now_ms) - t0))
   if [ $rc -eq 0 ]; then
-    line=$(emit "$1" ok 0 "$dt" "$MSG")
+    line=$(emit "$1" ok 0 "$dt" "$MSG" "$IMG_NOW")
   elif [ $rc -eq 3 ] && [ "$1" = stop-old ]; then
     line=$(emit "$1" skipped 0 "$dt" "$MSG")
   else

@@ -22,11 +22,13 @@ import { join } from "node:path";
 
 /** A running sshd. `hostKeyPin` is `SHA256:…` as `ssh-keygen -l -E sha256` prints it. */
 export interface Sshd {
-  host: "127.0.0.1";
+  host: string;
   port: number;
   user: string;
   dir: string;
   hostKeyPin: string;
+  /** Pin (`SHA256:…`) of each host key the server offers, by type (ed25519 always). */
+  hostKeyPins: Partial<Record<HostKeyType, string>>;
   /** `[127.0.0.1]:port ssh-ed25519 AAAA…` as ssh-keyscan prints it. */
   knownHostsLine: string;
   clientKeyPath: string;
@@ -35,6 +37,21 @@ export interface Sshd {
   /** Authorises one more public key (OpenSSH `.pub` line). */
   authorize(publicKeyLine: string): void;
   stop(): Promise<void>;
+}
+
+/** Host key types a test sshd can offer (ssh-keygen -t names). */
+export type HostKeyType = "ed25519" | "rsa" | "ecdsa";
+
+/** Options of {@link startSshd}. */
+export interface SshdOptions {
+  /** Host keys offered (default only ed25519); ed25519 is always included. */
+  hostKeyTypes?: HostKeyType[];
+  /** Log in as root instead of the test user (for a rootful container runtime, CI only). */
+  root?: boolean;
+  /** Listen address (default 127.0.0.1; any 127.0.0.0/8 address works on Linux). */
+  listenAddress?: string;
+  /** Extra sshd_config lines (e.g. `AllowUsers`, `Match` blocks; they go last). */
+  extraConfig?: string[];
 }
 
 /** Free TCP port on 127.0.0.1 (ephemeral bind, then released). */
@@ -74,10 +91,10 @@ export function generateKey(
   return [path, readFileSync(`${path}.pub`, "utf8").trim()];
 }
 
-function waitForBanner(port: number, deadlineMs: number): Promise<void> {
+function waitForBanner(port: number, deadlineMs: number, host = "127.0.0.1"): Promise<void> {
   return new Promise((resolve, reject) => {
     const attempt = () => {
-      const sock = tcpConnect({ host: "127.0.0.1", port });
+      const sock = tcpConnect({ host, port });
       sock.once("data", (d) => {
         sock.destroy();
         if (d.toString().startsWith("SSH-")) resolve();
@@ -135,26 +152,30 @@ export function sharedTempDir(prefix: string): string {
 }
 
 /** Starts sshd; call `stop()` in afterAll. Throws when sshd does not come up within 10 s. */
-export async function startSshd(env: Record<string, string> = {}): Promise<Sshd> {
+export async function startSshd(
+  env: Record<string, string> = {},
+  opts: SshdOptions = {},
+): Promise<Sshd> {
   mkdirSync("/run/sshd", { recursive: true, mode: 0o755 });
-  const user = ensureTestUser();
+  const user = opts.root ? "root" : ensureTestUser();
+  const listen = opts.listenAddress ?? "127.0.0.1";
   const dir = mkdtempSync(join(tmpdir(), "baton-sshd-"));
   // sshd reads authorized_keys as the login user.
   chmodSync(dir, 0o755);
-  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(dir, "host_ed25519")], {
-    stdio: "ignore",
-  });
+  const types = [...new Set<HostKeyType>(["ed25519", ...(opts.hostKeyTypes ?? [])])];
+  const hostKeyPins: Partial<Record<HostKeyType, string>> = {};
+  for (const t of types) {
+    const f = join(dir, `host_${t}`);
+    execFileSync("ssh-keygen", ["-q", "-t", t, "-N", "", "-f", f], { stdio: "ignore" });
+    hostKeyPins[t] = execFileSync("ssh-keygen", ["-l", "-E", "sha256", "-f", `${f}.pub`], {
+      encoding: "utf8",
+    }).split(/\s+/)[1] as string;
+  }
   const [clientKeyPath, clientPub] = generateKey(dir, "client_ed25519");
   const authorized = join(dir, "authorized_keys");
   writeFileSync(authorized, `${clientPub}\n`, { mode: 0o644 });
   const hostPub = readFileSync(join(dir, "host_ed25519.pub"), "utf8").trim().split(/\s+/);
-  const hostKeyPin = execFileSync(
-    "ssh-keygen",
-    ["-l", "-E", "sha256", "-f", join(dir, "host_ed25519.pub")],
-    {
-      encoding: "utf8",
-    },
-  ).split(/\s+/)[1] as string;
+  const hostKeyPin = hostKeyPins.ed25519 as string;
   const setEnv = Object.entries({ PATH: process.env.PATH ?? "/usr/bin:/bin", ...env })
     .map(([k, v]) => `${k}=${v}`)
     .join(" ");
@@ -165,19 +186,20 @@ export async function startSshd(env: Record<string, string> = {}): Promise<Sshd>
       join(dir, "sshd_config"),
       [
         `Port ${port}`,
-        "ListenAddress 127.0.0.1",
-        `HostKey ${join(dir, "host_ed25519")}`,
+        `ListenAddress ${listen}`,
+        ...types.map((t) => `HostKey ${join(dir, `host_${t}`)}`),
         `PidFile ${join(dir, "sshd.pid")}`,
         `AuthorizedKeysFile ${authorized}`,
         "PubkeyAuthentication yes",
         "PasswordAuthentication no",
         "KbdInteractiveAuthentication no",
-        "PermitRootLogin no",
+        opts.root ? "PermitRootLogin prohibit-password" : "PermitRootLogin no",
         "StrictModes no",
         "UsePAM no",
         "LogLevel VERBOSE",
         "MaxStartups 50",
         `SetEnv ${setEnv}`,
+        ...(opts.extraConfig ?? []),
         "",
       ].join("\n"),
     );
@@ -186,19 +208,20 @@ export async function startSshd(env: Record<string, string> = {}): Promise<Sshd>
       stdio: ["ignore", log, log],
     });
     try {
-      await waitForBanner(port, Date.now() + 10_000);
+      await waitForBanner(port, Date.now() + 10_000, listen);
     } catch (e) {
       child.kill("SIGKILL");
       if (tries === 2) throw e;
       continue;
     }
     return {
-      host: "127.0.0.1",
+      host: listen,
       port,
       user,
       dir,
       hostKeyPin,
-      knownHostsLine: `[127.0.0.1]:${port} ${hostPub[0]} ${hostPub[1]}`,
+      hostKeyPins,
+      knownHostsLine: `[${listen}]:${port} ${hostPub[0]} ${hostPub[1]}`,
       clientKeyPath,
       clientKey: readFileSync(clientKeyPath, "utf8"),
       logFile,

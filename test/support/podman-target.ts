@@ -1,0 +1,246 @@
+/**
+ * A real container target for tests and the deploy benchmark: Debian's rootful `podman` (runc,
+ * cgroupfs, fixed ulimits, file events log; TOOLCHAIN.md) with a private image store, and
+ * Debian's `docker-registry` on 127.0.0.1 serving images over plain HTTP.
+ *
+ * Images are built locally from `busybox-static` (no registry access needed), pushed to the
+ * loopback registry from a separate "builder" store, and referred to by their manifest digest
+ * (`127.0.0.1:<port>/baton/app@sha256:…`), so the target's `pull` really fetches from the
+ * registry. Each image serves `/healthz` with busybox httpd on port 8080 inside its own network
+ * namespace (podman's default bridge network); deploy.sh probes the new container at its own
+ * address (`BATON_HEALTH_TARGET=container`).
+ */
+import { execFile, execFileSync, spawn } from "node:child_process";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { freePort } from "./sshd.ts";
+
+const run = promisify(execFile);
+
+/** What an image does when started. */
+export type ImageBehaviour =
+  /** serves 200 on /healthz (body = the image's tag) */
+  | "healthy"
+  /** exits with status 3 at once */
+  | "exits"
+  /** keeps running but never listens */
+  | "silent";
+
+/** Whether this machine can run the real-runtime tests (podman, runc, docker-registry, busybox, root). */
+export function podmanAvailable(): boolean {
+  return (
+    process.getuid?.() === 0 &&
+    ["/usr/bin/podman", "/usr/sbin/runc", "/usr/bin/docker-registry", "/bin/busybox"].every((f) =>
+      existsSync(f),
+    )
+  );
+}
+
+/** A loopback registry plus a private podman store for the target. */
+export interface PodmanWorld {
+  dir: string;
+  /** `127.0.0.1:<port>` */
+  registry: string;
+  /** Environment deploy.sh needs on the target (also sshd SetEnv). */
+  env: Record<string, string>;
+  /** Builds an image from busybox-static, pushes it, returns `<registry>/baton/app@sha256:…`. */
+  image(tag: string, behaviour?: ImageBehaviour): Promise<string>;
+  /** Runs `podman` against the target's store; returns stdout (trimmed). */
+  podman(args: string[]): Promise<string>;
+  /** GET http://<container ip>:8080/healthz; the body, or null when nothing answers. */
+  probe(container: string): Promise<string | null>;
+  /** Stops and removes everything; kills the registry. */
+  cleanup(): Promise<void>;
+}
+
+function writeConf(dir: string, name: string, storeRoot: string, registry: string) {
+  mkdirSync(join(dir, name), { recursive: true });
+  const conf = join(dir, name, "containers.conf");
+  writeFileSync(
+    conf,
+    [
+      "[containers]",
+      'default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]',
+      "[engine]",
+      'runtime = "runc"',
+      'cgroup_manager = "cgroupfs"',
+      'events_logger = "file"',
+      `events_logfile_path = "${join(dir, name, "events.log")}"`,
+      "",
+    ].join("\n"),
+  );
+  const storage = join(dir, name, "storage.conf");
+  // vfs: no overlay mounts left behind if a test is killed; the images are a few MB.
+  writeFileSync(
+    storage,
+    `[storage]\ndriver = "vfs"\ngraphroot = "${join(storeRoot, "graph")}"\nrunroot = "${join(storeRoot, "run")}"\n`,
+  );
+  const registries = join(dir, name, "registries.conf");
+  writeFileSync(registries, `[[registry]]\nlocation = "${registry}"\ninsecure = true\n`);
+  return {
+    CONTAINERS_CONF: conf,
+    CONTAINERS_STORAGE_CONF: storage,
+    CONTAINERS_REGISTRIES_CONF: registries,
+  };
+}
+
+async function waitHttp(url: string, deadlineMs: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      await fetch(url, { signal: AbortSignal.timeout(1000) });
+      return;
+    } catch {
+      if (Date.now() > deadlineMs) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error(`[test] ${url} did not answer in time`);
+}
+
+/** Starts the registry and writes the podman configuration. Call `cleanup()` in afterAll. */
+export async function startPodmanWorld(): Promise<PodmanWorld> {
+  const dir = mkdtempSync(join(tmpdir(), "baton-podman-"));
+  chmodSync(dir, 0o755);
+  let registry = "";
+  let child: ReturnType<typeof spawn> | undefined;
+  for (let tries = 0; tries < 3 && !registry; tries++) {
+    const port = await freePort();
+    const cfg = join(dir, "registry.yml");
+    writeFileSync(
+      cfg,
+      [
+        "version: 0.1",
+        "log:",
+        "  level: warn",
+        "storage:",
+        "  filesystem:",
+        `    rootdirectory: ${join(dir, "registry")}`,
+        "http:",
+        `  addr: 127.0.0.1:${port}`,
+        "",
+      ].join("\n"),
+    );
+    const log = openSync(join(dir, "registry.log"), "a");
+    child = spawn("/usr/bin/docker-registry", ["serve", cfg], {
+      stdio: ["ignore", log, log],
+    });
+    try {
+      await waitHttp(`http://127.0.0.1:${port}/v2/`, Date.now() + 10_000);
+      registry = `127.0.0.1:${port}`;
+    } catch {
+      child.kill("SIGKILL");
+    }
+  }
+  if (!registry) throw new Error("[test] docker-registry did not start");
+  const builderEnv = writeConf(dir, "builder", join(dir, "builder-store"), registry);
+  const targetEnv = writeConf(dir, "target", join(dir, "target-store"), registry);
+  const env: Record<string, string> = {
+    ...targetEnv,
+    BATON_CONTAINER_CLI: "podman",
+    BATON_HEALTH_TARGET: "container",
+    BATON_HEALTH_INTERVAL_S: "0.2",
+    BATON_LEDGER: join(dir, "ledger", "ledger"),
+    BATON_DEPLOY_CONF: join(dir, "none.conf"),
+  };
+  const podmanAs = async (which: Record<string, string>, args: string[], input?: Buffer) => {
+    if (input) {
+      return execFileSync("podman", args, {
+        env: { ...process.env, ...which },
+        input,
+        encoding: "utf8",
+        stdio: ["pipe", "pipe", "pipe"],
+        timeout: 120_000,
+      }).trim();
+    }
+    const r = await run("podman", args, {
+      env: { ...process.env, ...which },
+      timeout: 120_000,
+      maxBuffer: 8 << 20,
+    });
+    return r.stdout.trim();
+  };
+  let built = 0;
+  return {
+    dir,
+    registry,
+    env,
+    podman: (args) => podmanAs(targetEnv, args),
+    image: async (tag, behaviour = "healthy") => {
+      const root = join(dir, `rootfs-${built++}`);
+      mkdirSync(join(root, "bin"), { recursive: true });
+      mkdirSync(join(root, "www"), { recursive: true });
+      copyFileSync("/bin/busybox", join(root, "bin", "busybox"));
+      chmodSync(join(root, "bin", "busybox"), 0o755);
+      writeFileSync(join(root, "www", "healthz"), `${tag}\n`);
+      // busybox sh as PID 1 ends on TERM (a bare httpd as PID 1 would ignore it and make
+      // `podman stop` wait 10 s; TOOLCHAIN.md).
+      const script = {
+        healthy: 'trap "exit 0" TERM; /bin/busybox httpd -f -p 8080 -h /www & wait',
+        exits: "echo starting; echo configuration missing >&2; exit 3",
+        silent: 'trap "exit 0" TERM; /bin/busybox sleep 3600 & wait',
+      }[behaviour];
+      const tar = execFileSync("tar", ["-C", root, "-c", "."], { maxBuffer: 64 << 20 });
+      const local = `localhost/baton-build/app:${tag}`;
+      await podmanAs(
+        builderEnv,
+        [
+          "import",
+          "--change",
+          `CMD ${JSON.stringify(["/bin/busybox", "sh", "-c", script])}`,
+          "-",
+          local,
+        ],
+        tar,
+      );
+      const digestFile = join(dir, `digest-${tag}`);
+      await podmanAs(builderEnv, [
+        "push",
+        "-q",
+        "--tls-verify=false",
+        "--digestfile",
+        digestFile,
+        local,
+        `${registry}/baton/app:${tag}`,
+      ]);
+      rmSync(root, { recursive: true, force: true });
+      const digest = readFileSync(digestFile, "utf8").trim();
+      if (!/^sha256:[0-9a-f]{64}$/.test(digest))
+        throw new Error(`[test] push printed no digest: ${digest}`);
+      return `${registry}/baton/app@${digest}`;
+    },
+    probe: async (container) => {
+      const ip = await podmanAs(targetEnv, [
+        "inspect",
+        "-f",
+        "{{.NetworkSettings.IPAddress}}",
+        container,
+      ]).catch(() => "");
+      if (!ip) return null;
+      try {
+        const res = await fetch(`http://${ip}:8080/healthz`, {
+          signal: AbortSignal.timeout(2000),
+        });
+        return res.ok ? (await res.text()).trim() : null;
+      } catch {
+        return null;
+      }
+    },
+    cleanup: async () => {
+      await podmanAs(targetEnv, ["rm", "-a", "-f", "-t", "0"]).catch(() => "");
+      child?.kill("SIGTERM");
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
