@@ -10,6 +10,7 @@ import { canonicalJson } from "./canonical-json.ts";
 import { ACTIONS, CATALOGUE, type StepContext, type TrafficState } from "./catalogue.ts";
 import { checkRecipe, checkStepTable } from "./contract-check.ts";
 import { BatonError, type Problem } from "./errors.ts";
+import { analysisForWave } from "./gate/analysis.ts";
 import { DEFAULT_CONTROL_PLANE_RETRIES, DEFAULT_RUNNER_RETRIES, type Recipe } from "./recipe.ts";
 import type { Manifest, ManifestLane, ManifestStep } from "./types.ts";
 import { equalBaseline, trafficWeights } from "./weights.ts";
@@ -87,7 +88,10 @@ export function compileRecipe(recipe: Recipe): Compiled {
     previous_image: r.previous_image,
     tool_revision: r.tool_revision ?? null,
     lanes,
-    waves: r.rollout.waves.map((w) => ({ lanes: [...w.lanes], traffic: w.traffic })),
+    waves: r.rollout.waves.map((w) => {
+      const gate = analysisForWave(r.analysis, w.analysis, w.traffic);
+      return { lanes: [...w.lanes], traffic: w.traffic, ...(gate ? { analysis: gate } : {}) };
+    }),
     steps,
   };
   return { manifest, canonical: canonicalJson(manifest) };

@@ -5,6 +5,7 @@
  */
 
 import { GITHUB_DISPATCH_LIMITS } from "../protocol/messages.ts";
+import { analysisProblems } from "./analysis-check.ts";
 import { CATALOGUE, runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
 import type { Problem } from "./errors.ts";
 import { Recipe } from "./recipe.ts";
@@ -31,6 +32,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     })),
     ...(parsed.success ? [] : schemaProblems(Recipe, parsed.error.issues, input)),
     ...crossFieldProblems(input),
+    ...analysisProblems(input),
     ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),
   ];
   if (parsed.success && problems.length === 0) return { ok: true, recipe: parsed.data };

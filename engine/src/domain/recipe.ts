@@ -5,6 +5,7 @@
  * increasing traffic, weight sums) live in `contract-check.ts`.
  */
 import { z } from "zod";
+import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { FailurePolicy } from "./states.ts";
 
 /** `name@sha256:<64 lowercase hex>`; a tag before the digest is allowed and ignored by pulls. */
@@ -158,6 +159,9 @@ export const RecipeWave = z
       .min(0, "traffic must be 0..100 (a percent)")
       .max(100, "traffic must be 0..100 (a percent)")
       .describe("Absolute % of the model's traffic on all lanes deployed so far."),
+    analysis: WaveAnalysis.optional().describe(
+      "This wave's gate: fields replacing the recipe's `analysis`, or false for no gate.",
+    ),
   })
   .strict();
 export type RecipeWave = z.infer<typeof RecipeWave>;
@@ -202,6 +206,9 @@ export const Recipe = z
         waves: z.array(RecipeWave).min(1, "a rollout needs at least one wave").max(64),
       })
       .strict(),
+    analysis: Analysis.optional().describe(
+      "Evidence gate for every wave with 0 < traffic < 100 (docs/gate.md).",
+    ),
     policy: z
       .object({
         retries: Retries.optional(),

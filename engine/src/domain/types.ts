@@ -2,6 +2,7 @@
  * The shared shapes of the domain: manifest, release, step runs, events, effects, history.
  * Pure data; no I/O. Times are epoch milliseconds (number). Percents are integers 0–100.
  */
+import type { Analysis } from "./gate/analysis.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -69,7 +70,8 @@ export interface Manifest {
   /** Commit sha the tools must run from, or null when not pinned. */
   tool_revision: string | null;
   lanes: ManifestLane[];
-  waves: { lanes: string[]; traffic: number }[];
+  /** `analysis`: the gate in force for the wave (defaults filled), only on gated waves. */
+  waves: { lanes: string[]; traffic: number; analysis?: Analysis }[];
   steps: ManifestStep[];
 }
 

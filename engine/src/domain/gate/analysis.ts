@@ -31,26 +31,32 @@ const PromQl = z
   .max(4096, "a query must be at most 4096 characters");
 
 /** The non-inferiority margin δ: absolute (in the metric's unit) or relative to the control. */
-export const Margin = z.union([
-  z
-    .object({
-      absolute: z
-        .number()
-        .min(0, "margin.absolute must be ≥ 0")
-        .max(1, "margin.absolute must be ≤ 1 (metrics are shares)")
-        .describe("δ in the metric's unit, e.g. 0.005 = half a percentage point."),
-    })
-    .strict(),
-  z
-    .object({
-      relative: z
-        .number()
-        .min(0, "margin.relative must be ≥ 0")
-        .max(10, "margin.relative must be ≤ 10")
-        .describe("δ as a fraction of the control's value, e.g. 0.1 = 10% worse at most."),
-    })
-    .strict(),
-]);
+export const Margin = z.union(
+  [
+    z
+      .object({
+        absolute: z
+          .number()
+          .min(0, "margin.absolute must be ≥ 0")
+          .max(1, "margin.absolute must be ≤ 1 (metrics are shares)")
+          .describe("δ in the metric's unit, e.g. 0.005 = half a percentage point."),
+      })
+      .strict(),
+    z
+      .object({
+        relative: z
+          .number()
+          .min(0, "margin.relative must be ≥ 0")
+          .max(10, "margin.relative must be ≤ 10")
+          .describe("δ as a fraction of the control's value, e.g. 0.1 = 10% worse at most."),
+      })
+      .strict(),
+  ],
+  {
+    error:
+      "margin must be one of {absolute: δ} (e.g. {absolute: 0.005}) or {relative: fraction of the control} (e.g. {relative: 0.1})",
+  },
+);
 export type Margin = z.infer<typeof Margin>;
 
 const Common = {
@@ -191,13 +197,18 @@ export const WaveAnalysis = z.union([
 ]);
 export type WaveAnalysis = z.infer<typeof WaveAnalysis>;
 
-/** The analysis in force for one wave, or null when the wave is not gated. */
+/**
+ * The analysis in force for one wave, or null when the wave is not gated: a wave is gated by
+ * its own override, or by the recipe's section when 0 < traffic < 100 (a gate needs both a
+ * candidate and a concurrent control; the contract check refuses an override without them).
+ */
 export function analysisForWave(
   recipe: Analysis | undefined,
   wave: WaveAnalysis | undefined,
+  traffic: number,
 ): Analysis | null {
   if (wave === false) return null;
-  if (wave === undefined) return recipe ?? null;
+  if (wave === undefined) return traffic > 0 && traffic < 100 ? (recipe ?? null) : null;
   const base = recipe;
   const metrics = wave.metrics ?? base?.metrics;
   if (!metrics) return null;

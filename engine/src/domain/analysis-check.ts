@@ -1,0 +1,125 @@
+/**
+ * Contract-check rules of the `analysis:` section (docs/gate.md) across fields: which waves a
+ * gate can apply to, timing that could never pass, duplicate metric names, unknown template
+ * variables. Reads only the parts of the raw input that are well typed (the schema reports
+ * the rest); every problem has a path and a fix.
+ */
+import type { Problem } from "./errors.ts";
+import { DEFAULT_BAKE_MS, DEFAULT_INTERVAL_MS, DEFAULT_MAX_WAIT_MS } from "./gate/analysis.ts";
+
+/** Variables a PromQL template may use; filled per lane, arm and release at query time. */
+export const QUERY_VARIABLES = ["lane", "arm", "release", "image", "model", "window"] as const;
+
+const obj = (v: unknown): Record<string, unknown> | undefined =>
+  v !== null && typeof v === "object" && !Array.isArray(v)
+    ? (v as Record<string, unknown>)
+    : undefined;
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const num = (v: unknown, d: number): number =>
+  typeof v === "number" && Number.isFinite(v) ? v : d;
+
+function sectionProblems(section: Record<string, unknown>, at: string): Problem[] {
+  const problems: Problem[] = [];
+  const seen = new Map<string, number>();
+  arr(section.metrics).forEach((m, i) => {
+    const metric = obj(m);
+    const name = metric?.name;
+    if (typeof name === "string") {
+      const j = seen.get(name);
+      if (j !== undefined) {
+        problems.push({
+          path: `${at}.metrics.${i}.name`,
+          message: `duplicate metric name \`${name}\` (also ${at}.metrics.${j})`,
+          fix: "Give every metric of a gate its own name; evidence is stored per name.",
+        });
+      } else seen.set(name, i);
+    }
+    for (const [field, text] of Object.entries(obj(metric?.query) ?? {})) {
+      if (typeof text !== "string") continue;
+      for (const match of text.matchAll(/\$([A-Za-z_]\w*)/g)) {
+        const v = match[1] as string;
+        if (!(QUERY_VARIABLES as readonly string[]).includes(v)) {
+          problems.push({
+            path: `${at}.metrics.${i}.query.${field}`,
+            message: `query uses unknown variable \`$${v}\``,
+            fix: `Use only ${QUERY_VARIABLES.map((q) => `$${q}`).join(", ")}; write other values literally.`,
+          });
+        }
+      }
+    }
+  });
+  return problems;
+}
+
+/** Every problem of the recipe's and the waves' `analysis`. Never throws. */
+export function analysisProblems(input: unknown): Problem[] {
+  const root = obj(input);
+  if (!root) return [];
+  const problems: Problem[] = [];
+  const top = root.analysis === undefined ? undefined : obj(root.analysis);
+  if (top) problems.push(...sectionProblems(top, "analysis"));
+  const waves = arr(obj(root.rollout)?.waves).map((w) => obj(w));
+  let gated = 0;
+  waves.forEach((wave, w) => {
+    const traffic = wave?.traffic;
+    if (typeof traffic !== "number") return;
+    const raw = wave?.analysis;
+    if (raw === false) return;
+    const own = obj(raw);
+    const at = `rollout.waves.${w}.analysis`;
+    if (own) {
+      problems.push(...sectionProblems(own, at));
+      if (traffic === 100 || traffic === 0) {
+        problems.push({
+          path: at,
+          message:
+            traffic === 100
+              ? `wave ${w} sets traffic to 100%, so no control serves beside the candidate and a gate has nothing to compare`
+              : `wave ${w} sets traffic to 0%, so the candidate serves nothing and a gate could never pass`,
+          fix: "Gate a wave with traffic between 1 and 99, or remove `analysis` from this wave.",
+        });
+        return;
+      }
+      if (own.metrics === undefined && !top) {
+        problems.push({
+          path: `${at}.metrics`,
+          message: `wave ${w}'s analysis names no metrics and the recipe has no \`analysis\` section`,
+          fix: "List `metrics` in this wave's analysis, or declare them in the recipe's `analysis`.",
+        });
+      }
+    } else if (!top || traffic === 0 || traffic === 100) return;
+    gated++;
+    const eff = { ...(top ?? {}), ...(own ?? {}) };
+    const mine = (field: string) => own !== undefined && field in own;
+    const where = (field: string) => (mine(field) ? `${at}.${field}` : `analysis.${field}`);
+    const who = (field: string) => (mine(field) ? `wave ${w}: ` : "");
+    const bake = num(eff.bake_ms, DEFAULT_BAKE_MS);
+    const maxWait = num(eff.max_wait_ms, DEFAULT_MAX_WAIT_MS);
+    const interval = num(eff.interval_ms, DEFAULT_INTERVAL_MS);
+    if (bake > maxWait) {
+      problems.push({
+        path: where("bake_ms"),
+        message: `${who("bake_ms")}bake_ms ${bake} is longer than max_wait_ms ${maxWait}, so the gate would be inconclusive before it could pass`,
+        fix: "Make max_wait_ms at least bake_ms (a few evaluation intervals more is better).",
+      });
+    }
+    if (interval > maxWait) {
+      problems.push({
+        path: where("interval_ms"),
+        message: `${who("interval_ms")}interval_ms ${interval} is longer than max_wait_ms ${maxWait}, so the gate is never evaluated before it times out`,
+        fix: "Make interval_ms shorter than max_wait_ms.",
+      });
+    }
+  });
+  if (top && gated === 0 && waves.length > 0) {
+    problems.push({
+      path: "analysis",
+      message: "the analysis gates no wave: every wave sets traffic to 0% or 100% (or opts out)",
+      fix: "Add a canary wave with traffic between 1 and 99 (e.g. 10) before the 100% wave.",
+    });
+  }
+  // A problem reported once per wave for the recipe's own field is one problem.
+  return problems.filter(
+    (p, i) => problems.findIndex((q) => q.path === p.path && q.message === p.message) === i,
+  );
+}

@@ -1,0 +1,157 @@
+/**
+ * The recipe's `analysis:` section: parsed with defaults, compiled per wave into the manifest
+ * (so it is part of the digest), and refused with path and fix where it could never work.
+ */
+import { describe, expect, it } from "vitest";
+import { checkAndCompile } from "../../../engine/src/domain/compile.ts";
+import type { Problem } from "../../../engine/src/domain/errors.ts";
+import { manifestDigest } from "../../../engine/src/recipes/digest.ts";
+import { goodRecipe } from "../recipe-fixture.ts";
+
+const errorRate = {
+  name: "error-rate",
+  kind: "ratio",
+  better: "lower",
+  margin: { absolute: 0.01 },
+};
+
+// biome-ignore lint/suspicious/noExplicitAny: recipes under test are raw YAML-shaped values
+function gated(analysis: unknown = { metrics: [errorRate] }): any {
+  return { ...goodRecipe(), analysis };
+}
+
+function problems(input: unknown): Problem[] {
+  const r = checkAndCompile(input);
+  if (r.ok) throw new Error("expected problems");
+  return r.problems;
+}
+
+describe("analysis section", () => {
+  it("gates every wave with 0 < traffic < 100, with defaults filled, and is part of the digest", () => {
+    const r = checkAndCompile(gated());
+    if (!r.ok) throw new Error(JSON.stringify(r.problems));
+    const waves = r.manifest.waves;
+    expect(waves[0]?.analysis).toMatchObject({
+      assignment_unit: "request",
+      alpha: 0.05,
+      min_samples: 1000,
+      metrics: [{ ...errorRate, required: true }],
+    });
+    expect(waves[1]?.analysis).toBeDefined();
+    expect(waves[2]).not.toHaveProperty("analysis");
+    const plain = checkAndCompile(goodRecipe());
+    if (!plain.ok) throw new Error("plain recipe must compile");
+    expect(plain.canonical).not.toMatch(/analysis/);
+    expect(manifestDigest(r.canonical)).not.toBe(manifestDigest(plain.canonical));
+    const other = gated({ metrics: [{ ...errorRate, margin: { absolute: 0.02 } }] });
+    const r2 = checkAndCompile(other);
+    expect(r2.ok && manifestDigest(r2.canonical)).not.toBe(manifestDigest(r.canonical));
+  });
+
+  it("a wave overrides fields, or opts out with false", () => {
+    const input = gated({ bake_ms: 120_000, max_wait_ms: 600_000, metrics: [errorRate] });
+    input.rollout.waves[0].analysis = { min_samples: 50, bake_ms: 5000 };
+    input.rollout.waves[1].analysis = false;
+    const r = checkAndCompile(input);
+    if (!r.ok) throw new Error(JSON.stringify(r.problems));
+    expect(r.manifest.waves[0]?.analysis).toMatchObject({
+      min_samples: 50,
+      bake_ms: 5000,
+      max_wait_ms: 600_000,
+    });
+    expect(r.manifest.waves[1]).not.toHaveProperty("analysis");
+  });
+
+  it.each([
+    [
+      "a gate on the 100% wave",
+      (x: ReturnType<typeof gated>) => {
+        x.rollout.waves[2].analysis = { bake_ms: 1000 };
+      },
+      "rollout.waves.2.analysis",
+      /no control serves beside the candidate/,
+    ],
+    [
+      "bake longer than max wait",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.bake_ms = 700_000;
+        x.analysis.max_wait_ms = 600_000;
+      },
+      "analysis.bake_ms",
+      /inconclusive before it could pass/,
+    ],
+    [
+      "duplicate metric names",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.metrics.push({ ...errorRate });
+      },
+      "analysis.metrics.1.name",
+      /duplicate metric name `error-rate`/,
+    ],
+    [
+      "an unknown query variable",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.metrics[0] = {
+          ...errorRate,
+          query: { numerator: 'sum(errors{arm="$side"})', denominator: "sum(requests)" },
+        };
+      },
+      "analysis.metrics.0.query.numerator",
+      /unknown variable `\$side`/,
+    ],
+    [
+      "no gated wave",
+      (x: ReturnType<typeof gated>) => {
+        x.rollout.waves = [{ lanes: ["lane-a", "lane-b", "lane-c"], traffic: 100 }];
+      },
+      "analysis",
+      /gates no wave/,
+    ],
+    [
+      "a metric without a margin",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.metrics[0] = { name: "error-rate", kind: "ratio", better: "lower" };
+      },
+      "analysis.metrics.0.margin",
+      /./,
+    ],
+    [
+      "alpha above 0.5",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.alpha = 0.7;
+      },
+      "analysis.alpha",
+      /alpha must be in \(0, 0\.5\]/,
+    ],
+    [
+      "a wave override without metrics anywhere",
+      (x: ReturnType<typeof gated>) => {
+        delete x.analysis;
+        x.rollout.waves[0].analysis = { bake_ms: 1000 };
+      },
+      "rollout.waves.0.analysis.metrics",
+      /names no metrics/,
+    ],
+  ])("refuses %s with path and fix", (_, mutate, path, message) => {
+    const input = gated({ metrics: [{ ...errorRate }] });
+    mutate(input);
+    const found = problems(input).find((p) => p.path === path);
+    expect(found, JSON.stringify(problems(input))).toBeDefined();
+    expect(found?.message).toMatch(message);
+    expect(found?.fix.length).toBeGreaterThan(10);
+  });
+});
+
+describe("recipes/gated.yaml", () => {
+  it("compiles, gating the 10% and 50% waves", async () => {
+    const { readFileSync } = await import("node:fs");
+    const { parse } = await import("yaml");
+    const r = checkAndCompile(parse(readFileSync("recipes/gated.yaml", "utf8")));
+    if (!r.ok) throw new Error(JSON.stringify(r.problems));
+    expect(r.manifest.waves.map((w) => w.analysis?.metrics.map((m) => m.name) ?? null)).toEqual([
+      ["error-rate", "slow-requests"],
+      ["error-rate", "slow-requests"],
+      null,
+    ]);
+  });
+});
