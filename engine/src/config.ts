@@ -33,6 +33,11 @@ export interface EngineConfig {
   githubRepository: string | null;
   githubToken: string | null;
   githubApp: { appId: string; privateKey: string; installationId: string } | null;
+  /**
+   * Dispatch budgets of this engine process (GitHub's secondary limits by default: 80 per
+   * minute, 500 per hour, 100 at once); optional so hand-built configs need not name it.
+   */
+  githubPacing?: { perMinute: number; perHour: number; maxConcurrent: number };
   /** Reconciler interval (ms). */
   tickMs: number;
   /** Local dispatcher: the SSH private key the runner's tools use (BATON_SSH_KEY_FILE). */
@@ -102,6 +107,24 @@ const Env = z.object({
     .string()
     .regex(/^[0-9]+$/, "GITHUB_APP_INSTALLATION_ID must be digits")
     .optional(),
+  BATON_GITHUB_DISPATCH_PER_MINUTE: z.coerce
+    .number({ error: "BATON_GITHUB_DISPATCH_PER_MINUTE must be a number" })
+    .int("BATON_GITHUB_DISPATCH_PER_MINUTE must be an integer")
+    .min(1, "BATON_GITHUB_DISPATCH_PER_MINUTE must be at least 1")
+    .max(100000, "BATON_GITHUB_DISPATCH_PER_MINUTE must be at most 100000")
+    .default(80),
+  BATON_GITHUB_DISPATCH_PER_HOUR: z.coerce
+    .number({ error: "BATON_GITHUB_DISPATCH_PER_HOUR must be a number" })
+    .int("BATON_GITHUB_DISPATCH_PER_HOUR must be an integer")
+    .min(1, "BATON_GITHUB_DISPATCH_PER_HOUR must be at least 1")
+    .max(1000000, "BATON_GITHUB_DISPATCH_PER_HOUR must be at most 1000000")
+    .default(500),
+  BATON_GITHUB_MAX_CONCURRENT: z.coerce
+    .number({ error: "BATON_GITHUB_MAX_CONCURRENT must be a number" })
+    .int("BATON_GITHUB_MAX_CONCURRENT must be an integer")
+    .min(1, "BATON_GITHUB_MAX_CONCURRENT must be at least 1")
+    .max(100, "BATON_GITHUB_MAX_CONCURRENT must be at most 100")
+    .default(100),
   BATON_SSH_KEY_FILE: z.string().min(1).optional(),
   BATON_TICK_MS: z.coerce
     .number({ error: "BATON_TICK_MS must be a number" })
@@ -225,6 +248,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
             installationId: e.GITHUB_APP_INSTALLATION_ID,
           }
         : null,
+    githubPacing: {
+      perMinute: e.BATON_GITHUB_DISPATCH_PER_MINUTE,
+      perHour: e.BATON_GITHUB_DISPATCH_PER_HOUR,
+      maxConcurrent: e.BATON_GITHUB_MAX_CONCURRENT,
+    },
     tickMs: e.BATON_TICK_MS,
     sshKey: readKey(e.BATON_SSH_KEY_FILE),
   };

@@ -70,7 +70,11 @@ export function dispatcherFromConfig(config: EngineConfig): Dispatcher {
         : null;
     if (!auth)
       throw new Error("[engine] BATON_DISPATCHER=github needs GITHUB_TOKEN or a GitHub App");
-    return new GitHubDispatcher({ repository: config.githubRepository, auth });
+    return new GitHubDispatcher({
+      repository: config.githubRepository,
+      auth,
+      ...(config.githubPacing ? { pacing: config.githubPacing } : {}),
+    });
   }
   // The local runner plays GitHub Actions on this machine: it runs the release-step action
   // of this checkout for each dispatch (docs/engine.md, "Dispatchers").

@@ -215,6 +215,7 @@ export async function manyEnginesScenario(
 
   const problems: string[] = [];
   const github = await startGitHubStandin({
+    rateLimits: { perMinute: 100_000, perHour: 1_000_000, maxConcurrent: 100 },
     tokens: [token],
     onAccepted: (d) => {
       const copies = random() < 0.1 ? 2 : 1;
@@ -237,6 +238,10 @@ export async function manyEnginesScenario(
           BATON_CONTROL_PLANE_URL: cp.url,
           GITHUB_REPOSITORY: "acme/models",
           GITHUB_TOKEN: token,
+          // These scenarios test crashes and contention, not GitHub's rate limits
+          // (test/integration/github-pacing.test.ts does): lift the budgets on both sides.
+          BATON_GITHUB_DISPATCH_PER_MINUTE: "100000",
+          BATON_GITHUB_DISPATCH_PER_HOUR: "1000000",
           CHAOS_GITHUB_API_URL: github.baseUrl,
           CHAOS_LEASE_MS: String(LEASE_MS),
           CHAOS_OWNER: `engine-${i + 1}`,

@@ -196,13 +196,15 @@ describe("GitHub dispatcher with a token", () => {
   });
 
   it("rate limits (429, or 403 with retry-after / no remaining quota) are retryable", async () => {
-    const { standin, dispatcher } = await tokenSetup();
     const limits: { status: number; headers: Record<string, string> }[] = [
       { status: 429, headers: { "retry-after": "1" } },
       { status: 403, headers: { "retry-after": "60" } },
       { status: 403, headers: { "x-ratelimit-remaining": "0" } },
     ];
     for (const l of limits) {
+      // A fresh dispatcher each time: after a rate limit the dispatcher holds every dispatch
+      // back until GitHub's retry time (tested in github-pacing.test.ts).
+      const { standin, dispatcher } = await tokenSetup();
       standin.behave(
         { kind: "status", message: "You have exceeded a secondary rate limit", ...l },
         1,
@@ -210,6 +212,8 @@ describe("GitHub dispatcher with a token", () => {
       const r = await dispatcher.dispatch(payload());
       expect(r).toMatchObject({ ok: false, retryable: true, status: l.status });
       if (!r.ok) expect(r.message).toContain("secondary rate limit");
+      if (!r.ok) expect(r.retry_at).toBeGreaterThan(Date.now() - 1000);
+      await standin.close();
     }
   });
 

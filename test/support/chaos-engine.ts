@@ -42,6 +42,7 @@ export async function startChaosEngine(): Promise<void> {
     auth: { kind: "token", token: need("GITHUB_TOKEN") },
     baseUrl: need("CHAOS_GITHUB_API_URL"),
     timeoutMs: 3_000,
+    ...(loadConfig().githubPacing ? { pacing: loadConfig().githubPacing } : {}),
   });
   const stats = { resource_version: 0, outbox_claim: 0 };
   const config = loadConfig();

@@ -161,6 +161,7 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
     });
     closers.push(() => runner.close());
     const github = await startGitHubStandin({
+      rateLimits: { perMinute: 100_000, perHour: 1_000_000, maxConcurrent: 100 },
       repository: REPOSITORY,
       tokens: [token],
       onAccepted: (d) => {
@@ -181,6 +182,10 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
       BATON_CONTROL_PLANE_URL: fleet.cp.url,
       GITHUB_REPOSITORY: REPOSITORY,
       GITHUB_TOKEN: token,
+      // These scenarios test crashes and contention, not GitHub's rate limits
+      // (test/integration/github-pacing.test.ts does): lift the budgets on both sides.
+      BATON_GITHUB_DISPATCH_PER_MINUTE: "100000",
+      BATON_GITHUB_DISPATCH_PER_HOUR: "1000000",
       CHAOS_GITHUB_API_URL: github.baseUrl,
       CHAOS_LEASE_MS: "1500",
       BATON_TICK_MS: "100",

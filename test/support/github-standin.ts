@@ -11,6 +11,12 @@
  *
  * Behaviour for the next dispatches can be switched to 5xx, hang (never answer), or
  * accept-but-never-run (204, recorded, but the `onAccepted` hook is not called).
+ *
+ * Secondary rate limits (GitHub REST docs, "Rate limits for the REST API"): at most 100
+ * concurrent requests, 80 content-creating requests per minute and 500 per hour. A dispatch over
+ * a limit is answered 403 "You have exceeded a secondary rate limit" with `retry-after`
+ * (seconds) and `x-ratelimit-*` headers, and is neither recorded as accepted nor run. The
+ * clock is injectable so tests can drive hours of pacing in seconds.
  */
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -41,6 +47,10 @@ export interface SeenRequest {
   path: string;
   authorization: string | undefined;
   status: number | "hung";
+  /** The stand-in's clock when the request was answered (epoch ms). */
+  at: number;
+  /** `retry-after` sent with the answer (seconds), if any. */
+  retry_after?: number;
 }
 
 export interface GitHubStandinOptions {
@@ -52,6 +62,10 @@ export interface GitHubStandinOptions {
   app?: { appId: string; publicKeyPem: string; installationId: string };
   /** Called for each accepted dispatch that should run (e.g. to hand it to a local runner). */
   onAccepted?: (d: AcceptedDispatch) => void;
+  /** Secondary limits enforced on dispatches; default GitHub's documented ones. */
+  rateLimits?: { perMinute: number; perHour: number; maxConcurrent: number };
+  /** Clock (epoch ms) for the rate-limit windows; default `Date.now`. */
+  now?: () => number;
 }
 
 export interface GitHubStandin {
@@ -61,6 +75,10 @@ export interface GitHubStandin {
   seen: SeenRequest[];
   /** Installation tokens issued so far. */
   issuedTokens: string[];
+  /** Dispatches answered 403 for a secondary rate limit. */
+  rateLimited: number;
+  /** Highest number of dispatch requests seen in flight at once. */
+  maxConcurrentSeen: number;
   /** Sets the behaviour for the next `times` dispatches (default: until changed). */
   behave(b: StandinBehaviour, times?: number): void;
   close(): Promise<void>;
@@ -107,6 +125,38 @@ export async function startGitHubStandin(
   let behaviour: StandinBehaviour = { kind: "accept" };
   let remaining = Number.POSITIVE_INFINITY;
   const appKey = options.app ? await importSPKI(options.app.publicKeyPem, "RS256") : null;
+  const limits = options.rateLimits ?? { perMinute: 80, perHour: 500, maxConcurrent: 100 };
+  const clock = options.now ?? Date.now;
+  /** Times (epoch ms) of dispatch requests counted against the windows, ascending. */
+  const counted: number[] = [];
+  let inFlight = 0;
+  const stats = { rateLimited: 0, maxConcurrentSeen: 0 };
+
+  /** Seconds until a request would fit, or 0 when it fits now (and is then counted). */
+  const overLimit = (): { retryAfterS: number; reason: string } | null => {
+    const now = clock();
+    while (counted.length > 0 && (counted[0] ?? 0) <= now - 3_600_000) counted.shift();
+    if (inFlight > limits.maxConcurrent) {
+      return { retryAfterS: 1, reason: `more than ${limits.maxConcurrent} concurrent requests` };
+    }
+    const inMinute = counted.filter((t) => t > now - 60_000);
+    if (inMinute.length >= limits.perMinute) {
+      const oldest = inMinute[inMinute.length - limits.perMinute] ?? now;
+      return {
+        retryAfterS: Math.max(1, Math.ceil((oldest + 60_000 - now) / 1000)),
+        reason: `more than ${limits.perMinute} content-creating requests per minute`,
+      };
+    }
+    if (counted.length >= limits.perHour) {
+      const oldest = counted[counted.length - limits.perHour] ?? now;
+      return {
+        retryAfterS: Math.max(1, Math.ceil((oldest + 3_600_000 - now) / 1000)),
+        reason: `more than ${limits.perHour} content-creating requests per hour`,
+      };
+    }
+    counted.push(now);
+    return null;
+  };
 
   const nextBehaviour = (): StandinBehaviour => {
     const b = behaviour;
@@ -121,8 +171,17 @@ export async function startGitHubStandin(
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const authorization = req.headers.authorization;
-    const record = (status: number | "hung") =>
-      seen.push({ method: req.method ?? "", path: url.pathname, authorization, status });
+    const record = (status: number | "hung") => {
+      const retryAfter = res.getHeader("retry-after");
+      seen.push({
+        method: req.method ?? "",
+        path: url.pathname,
+        authorization,
+        status,
+        at: clock(),
+        ...(retryAfter !== undefined ? { retry_after: Number(retryAfter) } : {}),
+      });
+    };
     const answer = (status: number, body?: unknown) => {
       record(status);
       send(res, status, body);
@@ -186,6 +245,22 @@ export async function startGitHubStandin(
         status: "422",
       });
     }
+    const limited = overLimit();
+    if (limited) {
+      stats.rateLimited += 1;
+      res.setHeader("retry-after", String(limited.retryAfterS));
+      res.setHeader("x-ratelimit-limit", String(limits.perHour));
+      res.setHeader("x-ratelimit-remaining", "0");
+      res.setHeader("x-ratelimit-used", String(limits.perHour));
+      res.setHeader("x-ratelimit-reset", String(Math.ceil(clock() / 1000) + limited.retryAfterS));
+      res.setHeader("x-ratelimit-resource", "core");
+      return answer(403, {
+        message: `You have exceeded a secondary rate limit (${limited.reason}). Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.`,
+        documentation_url:
+          "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+        status: "403",
+      });
+    }
     const b = nextBehaviour();
     if (b.kind === "hang") {
       record("hung");
@@ -210,6 +285,14 @@ export async function startGitHubStandin(
   }
 
   const server = createServer((req, res) => {
+    const isDispatch = req.method === "POST" && /\/dispatches$/.test(req.url ?? "");
+    if (isDispatch) {
+      inFlight += 1;
+      stats.maxConcurrentSeen = Math.max(stats.maxConcurrentSeen, inFlight);
+      res.on("close", () => {
+        inFlight -= 1;
+      });
+    }
     handle(req, res).catch((err) => {
       if (!res.headersSent) send(res, 500, { message: `stand-in error: ${String(err)}` });
     });
@@ -221,6 +304,12 @@ export async function startGitHubStandin(
     accepted,
     seen,
     issuedTokens,
+    get rateLimited() {
+      return stats.rateLimited;
+    },
+    get maxConcurrentSeen() {
+      return stats.maxConcurrentSeen;
+    },
     behave(b, times) {
       behaviour = b;
       remaining = times ?? Number.POSITIVE_INFINITY;

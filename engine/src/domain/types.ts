@@ -187,6 +187,11 @@ export type ReleaseEvent =
       /** true: network error / 5xx, retry the same step run; false: 4xx, definitive. */
       retryable: boolean;
       message: string;
+      /**
+       * Throttled (paced, or GitHub's 403/429 rate limit): not sent or not accepted. The same
+       * dispatch goes again at this epoch ms and it does not count as a try.
+       */
+      throttled_until?: number;
     }
   | PreflightEvent
   | CallbackEvent

@@ -279,6 +279,7 @@ export class Reconciler {
             ...base,
             retryable: r.retryable,
             message: r.status ? `HTTP ${r.status}: ${r.message}` : r.message,
+            ...(r.retry_at !== undefined ? { throttled_until: r.retry_at } : {}),
           };
     } catch (err) {
       // The port promises not to throw; if it does, GitHub may or may not have it: retryable.

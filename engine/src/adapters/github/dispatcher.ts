@@ -10,12 +10,24 @@
  * - 5xx, 429, 403 rate limits, network errors and timeouts -> retryable (send the same step
  *   run again; a duplicate delivery is fenced at preflight).
  * A payload over GitHub's limits is refused locally and never sent (field case F01).
+ *
+ * Pacing (pacer.ts): dispatches are paced under GitHub's secondary rate limits; one without a
+ * free slot is not sent and comes back as a throttled failure with `retry_at` (its slot), and a
+ * 403/429 rate-limit answer blocks every dispatch until GitHub's `retry-after` /
+ * `x-ratelimit-reset`. A throttled dispatch was not accepted by GitHub: the step run stays
+ * `dispatching` and is sent at `retry_at` (it never counts as a failed try).
  */
 import { createAppAuth } from "@octokit/auth-app";
 import { Octokit } from "@octokit/rest";
 import type { Dispatcher, DispatchResult } from "../../ports/dispatcher.ts";
 import { DISPATCH_EVENT_TYPE, DispatchPayload } from "../../protocol/messages.ts";
 import { checkDispatchLimits } from "./limits.ts";
+import {
+  DispatchPacer,
+  GITHUB_SECONDARY_LIMITS,
+  type PacingLimits,
+  rateLimitedUntil,
+} from "./pacer.ts";
 
 /** How the dispatcher authenticates to GitHub. */
 export type GitHubAuth =
@@ -32,6 +44,10 @@ export interface GitHubDispatcherOptions {
   baseUrl?: string;
   /** Per HTTP request timeout in ms (token exchange and dispatch each), default 10,000. */
   timeoutMs?: number;
+  /** Budgets for dispatches; default GitHub's documented secondary limits (80/min, 500/h, 100 at once). */
+  pacing?: PacingLimits;
+  /** Clock for pacing (epoch ms); tests pass a fake one. Default `Date.now`. */
+  now?: () => number;
 }
 
 /** Default per-request timeout (ms). */
@@ -70,6 +86,7 @@ export function classifyGitHubError(
   stepRunId: string,
   error: unknown,
   timeoutMs: number,
+  now: number = Date.now(),
 ): DispatchResult & { ok: false } {
   const err = (error ?? {}) as ErrorLike;
   const during = err.request?.url?.includes("/access_tokens")
@@ -90,10 +107,17 @@ export function classifyGitHubError(
   const status = res.status;
   const msg = githubMessage(err);
   const headers = res.headers ?? {};
-  const rateLimited =
-    status === 429 ||
-    (status === 403 && (headers["x-ratelimit-remaining"] === "0" || !!headers["retry-after"]));
-  if (status >= 500 || rateLimited) {
+  const limitedUntil = rateLimitedUntil(status, headers, now);
+  if (limitedUntil !== null) {
+    return {
+      ok: false,
+      retryable: true,
+      status,
+      retry_at: limitedUntil,
+      message: `${COMPONENT} dispatch of ${stepRunId} rate-limited by GitHub${during} (HTTP ${status}): ${msg}; it will be sent again at ${new Date(limitedUntil).toISOString()}`,
+    };
+  }
+  if (status >= 500) {
     return {
       ok: false,
       retryable: true,
@@ -128,6 +152,11 @@ export class GitHubDispatcher implements Dispatcher {
   readonly repo: string;
   private readonly octokit: Octokit;
   private readonly timeoutMs: number;
+  /** Books send slots under the rate limits (exposed for diagnostics and tests). */
+  readonly pacer: DispatchPacer;
+  private readonly now: () => number;
+  private inFlight = 0;
+  private readonly waiters: (() => void)[] = [];
 
   /** @throws Error when `repository` is not `owner/name`. */
   constructor(options: GitHubDispatcherOptions) {
@@ -140,6 +169,8 @@ export class GitHubDispatcher implements Dispatcher {
     this.owner = m[1]!;
     this.repo = m[2]!;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_GITHUB_TIMEOUT_MS;
+    this.now = options.now ?? Date.now;
+    this.pacer = new DispatchPacer(options.pacing ?? GITHUB_SECONDARY_LIMITS, this.now);
     const timeoutMs = this.timeoutMs;
     // One timeout for every request Octokit makes, the App token exchange included.
     const timedFetch: typeof fetch = (input, init) =>
@@ -195,6 +226,18 @@ export class GitHubDispatcher implements Dispatcher {
         message: `${COMPONENT} dispatch of ${stepRunId} not sent: client_payload.${issue?.path.join(".") ?? ""} ${issue?.message ?? "is invalid"}; the engine built an invalid payload`,
       };
     }
+    const dispatchSeq = (payload as { release?: { dispatch?: unknown } }).release?.dispatch;
+    const slot = this.pacer.take(`${stepRunId}#${String(dispatchSeq)}`);
+    if (!slot.now) {
+      return {
+        ok: false,
+        retryable: true,
+        status: null,
+        retry_at: slot.at,
+        message: `${COMPONENT} dispatch of ${stepRunId} held back: ${slot.why}; its slot is at ${new Date(slot.at).toISOString()}`,
+      };
+    }
+    await this.takePlace();
     try {
       await this.octokit.rest.repos.createDispatchEvent({
         owner: this.owner,
@@ -204,7 +247,26 @@ export class GitHubDispatcher implements Dispatcher {
       });
       return { ok: true };
     } catch (error) {
-      return classifyGitHubError(stepRunId, error, this.timeoutMs);
+      const result = classifyGitHubError(stepRunId, error, this.timeoutMs, this.now());
+      if (result.retry_at !== undefined) this.pacer.block(result.retry_at, result.message);
+      return result;
+    } finally {
+      this.givePlace();
     }
+  }
+
+  /** Waits for one of `maxConcurrent` request places (GitHub: at most 100 at once). */
+  private async takePlace(): Promise<void> {
+    if (this.inFlight < this.pacer.limits.maxConcurrent) {
+      this.inFlight++;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  private givePlace(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.inFlight--;
   }
 }

@@ -48,6 +48,16 @@ export function dispatchFailed(d: Draft, sr: StepRun, e: Ev<"dispatch_failed">):
     );
     return;
   }
+  if (e.retryable && e.throttled_until !== undefined) {
+    // Never sent or refused for rate: not a try, no deadline yet; it keeps its place.
+    const at = Math.max(e.throttled_until, d.now);
+    emitDispatch(d, sr, at);
+    d.accept(
+      `[engine] dispatch ${sr.dispatch} of ${sr.id} throttled (${e.message}); it stays dispatching and is sent at ${new Date(at).toISOString()}`,
+      sr.id,
+    );
+    return;
+  }
   if (e.retryable) {
     sr.tries += 1;
     if (sr.tries <= DISPATCH_TRIES_MAX) {
