@@ -187,7 +187,7 @@ export async function runDeployTool(
     ? ` release ${cli.release.id} generation ${cli.release.generation}`
     : " (no release generation: the target's generation fence is off)";
   log(
-    `[${spec.name}] lane ${args.lane.id} (${args.lane.user}@${args.lane.host}:${args.lane.port}) image ${args.image}${spec.subcommand === "smoke" ? "" : stamp}`,
+    `[${spec.name}] lane ${args.lane.id} (${args.lane.user}@${args.lane.host}:${args.lane.port}${args.lane.jump ? ` via bastion ${args.lane.jump.user}@${args.lane.jump.host}:${args.lane.jump.port}` : ""}) image ${args.image}${spec.subcommand === "smoke" ? "" : stamp}`,
   );
 
   const connectStarted = Date.now();
@@ -198,6 +198,16 @@ export async function runDeployTool(
         port: args.lane.port,
         user: args.lane.user,
         hostKey: args.lane.host_key,
+        ...(args.lane.jump
+          ? {
+              jump: {
+                host: args.lane.jump.host,
+                port: args.lane.jump.port,
+                user: args.lane.jump.user,
+                hostKey: args.lane.jump.host_key,
+              },
+            }
+          : {}),
       },
       {
         privateKey: readFileSync(cli.keyPath, "utf8"),

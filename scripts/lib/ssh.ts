@@ -38,15 +38,24 @@ export class SshError extends Error {
   }
 }
 
-/** Where to connect. `hostKey` is a pin: `SHA256:…` (optionally type-prefixed) or a known_hosts line. */
-export interface SshTarget {
+/**
+ * One SSH hop. `hostKey` is a pin: `SHA256:…` (optionally type-prefixed, e.g.
+ * `ssh-rsa SHA256:…`) or a known_hosts line.
+ */
+export interface SshHop {
   host: string;
   port: number;
   user: string;
   hostKey: string;
 }
 
-/** Credentials and the connect deadline (ms, covers TCP, banner, key exchange and auth). */
+/** Where to connect; with `jump`, through that bastion (OpenSSH ProxyJump), both keys pinned. */
+export interface SshTarget extends SshHop {
+  jump?: SshHop;
+}
+
+/** Credentials and the connect deadline (ms, covers TCP, banner, key exchange and auth; with a
+ * jump host, both hops together). The same key authenticates at the bastion and the target. */
 export interface ConnectOptions {
   privateKey: string;
   passphrase?: string;
@@ -70,53 +79,188 @@ export interface SshSession {
   close(): void;
 }
 
+type Client = InstanceType<typeof ssh2.Client>;
+
 /**
- * Connects and authenticates. Rejects with {@link SshError}: `host_key_invalid` (unparseable pin),
- * `key_encrypted_no_passphrase` (checked before any connection), `key_invalid`,
- * `host_key_mismatch` (before authentication), `connect_timeout`, `connect_failed`, `auth_failed`.
+ * Host key types in the order ssh2 prefers them. A bare `SHA256:` pin cannot say its type, and
+ * the server presents only the one key type negotiated, so a bare pin of (say) the RSA key of a
+ * host that also has ed25519 is tried again with the types not yet seen, each attempt aborted
+ * before authentication, until the pinned key is presented or every type was seen.
  */
-export function connect(target: SshTarget, opts: ConnectOptions): Promise<SshSession> {
-  let pin: ReturnType<typeof parseHostKeyPin>;
-  try {
-    pin = parseHostKeyPin(target.hostKey);
-  } catch (e) {
-    return Promise.reject(new SshError("host_key_invalid", (e as Error).message));
+const KEY_TYPE_ORDER = [
+  "ssh-ed25519",
+  "ecdsa-sha2-nistp256",
+  "ecdsa-sha2-nistp384",
+  "ecdsa-sha2-nistp521",
+  "ssh-rsa",
+] as const;
+
+/** Key type named inside a host key blob (RFC 4253 §6.6), e.g. `ssh-ed25519`. */
+function blobType(key: Buffer): string {
+  const len = key.length >= 4 ? key.readUInt32BE(0) : 0;
+  return key.subarray(4, 4 + Math.min(len, 64)).toString("latin1");
+}
+
+/** Raised inside one attempt when the presented key is not the pin; carries its type. */
+class PinMismatch extends Error {
+  constructor(readonly presentedType: string) {
+    super("host key mismatch");
+  }
+}
+
+/**
+ * Connects and authenticates (through `target.jump` when set). Rejects with {@link SshError}:
+ * `host_key_invalid` (unparseable pin), `key_encrypted_no_passphrase` (checked before any
+ * connection), `key_invalid`, `host_key_mismatch` (before authentication), `connect_timeout`,
+ * `connect_failed`, `auth_failed`. Messages name the hop (`bastion …` or the target).
+ */
+export async function connect(target: SshTarget, opts: ConnectOptions): Promise<SshSession> {
+  const pins: ReturnType<typeof parseHostKeyPin>[] = [];
+  for (const [hop, label] of [
+    [target, "host_key"],
+    ...(target.jump ? [[target.jump, "jump.host_key"] as const] : []),
+  ] as const) {
+    try {
+      pins.push(parseHostKeyPin(hop.hostKey));
+    } catch (e) {
+      throw new SshError(
+        "host_key_invalid",
+        (e as Error).message.replace("host_key", label === "host_key" ? "host_key" : label),
+      );
+    }
   }
   const info = inspectKey(opts.privateKey);
   if (info.encrypted && !opts.passphrase) {
-    return Promise.reject(
-      new SshError(
-        "key_encrypted_no_passphrase",
-        "[ssh] the SSH private key is encrypted and no passphrase is configured; set the ssh-passphrase input (secret) or use a key without a passphrase",
-      ),
+    throw new SshError(
+      "key_encrypted_no_passphrase",
+      "[ssh] the SSH private key is encrypted and no passphrase is configured; set the ssh-passphrase input (secret) or use a key without a passphrase",
     );
   }
   const parsed = ssh2.utils.parseKey(opts.privateKey, opts.passphrase);
   if (parsed instanceof Error) {
     const bad = /passphrase|decrypt|bad/i.test(parsed.message) && info.encrypted;
-    return Promise.reject(
-      new SshError(
-        "key_invalid",
-        bad
-          ? "[ssh] the SSH private key could not be decrypted with the configured passphrase; check the ssh-passphrase secret"
-          : `[ssh] the SSH private key could not be read (${parsed.message}); paste an OpenSSH or PEM private key`,
-      ),
+    throw new SshError(
+      "key_invalid",
+      bad
+        ? "[ssh] the SSH private key could not be decrypted with the configured passphrase; check the ssh-passphrase secret"
+        : `[ssh] the SSH private key could not be read (${parsed.message}); paste an OpenSSH or PEM private key`,
     );
   }
+  const deadline = Date.now() + opts.connectTimeoutMs;
+  if (!target.jump) {
+    const client = await connectPinned(target, "", opts, deadline);
+    return session(client, []);
+  }
+  const jump = target.jump;
+  const bastion = await connectPinned(jump, "bastion ", opts, deadline);
+  try {
+    const where = `${target.user}@${target.host}:${target.port}`;
+    const client = await connectPinned(target, "", opts, deadline, () =>
+      forwardOut(bastion, target.host, target.port, where, jump, deadline),
+    );
+    return session(client, [bastion]);
+  } catch (e) {
+    bastion.end();
+    throw e;
+  }
+}
 
+/** A TCP channel from the bastion to host:port (the `direct-tcpip` request ProxyJump makes). */
+function forwardOut(
+  bastion: Client,
+  host: string,
+  port: number,
+  where: string,
+  jump: SshHop,
+  deadline: number,
+): Promise<import("node:stream").Duplex> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(
+          new SshError(
+            "connect_timeout",
+            `[ssh] the bastion ${jump.host}:${jump.port} did not open a channel to ${where} in time`,
+          ),
+        ),
+      Math.max(1, deadline - Date.now()),
+    );
+    bastion.forwardOut("127.0.0.1", 0, host, port, (err, stream) => {
+      clearTimeout(timer);
+      if (err) {
+        reject(
+          new SshError(
+            "connect_failed",
+            `[ssh] the bastion ${jump.user}@${jump.host}:${jump.port} could not reach ${where}: ${err.message}; check that the bastion can reach the target's SSH port and allows TCP forwarding (AllowTcpForwarding)`,
+          ),
+        );
+      } else resolve(stream);
+    });
+  });
+}
+
+/**
+ * Connects one hop with its pin, retrying with other host key types for a bare fingerprint
+ * (see KEY_TYPE_ORDER). `sock` opens the transport (a channel through the bastion).
+ */
+async function connectPinned(
+  hop: SshHop,
+  label: "" | "bastion ",
+  opts: ConnectOptions,
+  deadline: number,
+  sock?: () => Promise<import("node:stream").Duplex>,
+): Promise<Client> {
+  const pin = parseHostKeyPin(hop.hostKey);
+  const where = `${label}${hop.user}@${hop.host}:${hop.port}`;
+  const seen: string[] = [];
+  let algorithms = hostKeyAlgorithms(pin.keyType);
+  for (let attempt = 0; attempt < KEY_TYPE_ORDER.length; attempt++) {
+    try {
+      return await connectOnce(hop, where, pin.fingerprint, opts, deadline, algorithms, sock);
+    } catch (e) {
+      const noFormat =
+        e instanceof SshError &&
+        e.errorClass === "connect_failed" &&
+        /host key format|no matching/i.test(e.message);
+      if (!(e instanceof PinMismatch) && !(noFormat && seen.length > 0)) throw e;
+      if (e instanceof PinMismatch) seen.push(e.presentedType);
+      const rest = KEY_TYPE_ORDER.filter((t) => !seen.includes(t));
+      // A typed pin names the one type to ask for; a bare pin tries the types not yet seen.
+      if (pin.keyType || noFormat || rest.length === 0) {
+        throw new SshError(
+          "host_key_mismatch",
+          `[ssh] host key of ${where} does not match the pinned ${pin.fingerprint} (it presented ${seen.join(", ")}); if the machine was rebuilt, update the lane's ${label ? "jump." : ""}host_key (ssh-keyscan + ssh-keygen -l -E sha256)`,
+          false,
+        );
+      }
+      algorithms = rest.flatMap((t) => hostKeyAlgorithms(t) ?? []);
+    }
+  }
+  throw new SshError("host_key_mismatch", `[ssh] host key of ${where} does not match the pin`);
+}
+
+function connectOnce(
+  hop: SshHop,
+  where: string,
+  fingerprint: string,
+  opts: ConnectOptions,
+  deadline: number,
+  algorithms: string[] | undefined,
+  sock?: () => Promise<import("node:stream").Duplex>,
+): Promise<Client> {
   return new Promise((resolve, reject) => {
     const client = new Client();
     let settled = false;
-    let hostKeyRejected = false;
+    let presented: string | undefined;
     let authAttempted = false;
-    const fail = (err: SshError) => {
+    const fail = (err: Error) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       client.destroy();
       reject(err);
     };
-    const where = `${target.user}@${target.host}:${target.port}`;
+    const budget = Math.max(1, deadline - Date.now());
     const timer = setTimeout(
       () =>
         fail(
@@ -126,28 +270,22 @@ export function connect(target: SshTarget, opts: ConnectOptions): Promise<SshSes
             authAttempted,
           ),
         ),
-      opts.connectTimeoutMs,
+      budget,
     );
     client.on("ready", () => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve(session(client));
+      resolve(client);
     });
     client.on("error", (err: Error & { level?: string }) => {
-      if (hostKeyRejected) {
-        fail(
-          new SshError(
-            "host_key_mismatch",
-            `[ssh] host key of ${where} does not match the pinned ${pin.fingerprint}; if the machine was rebuilt, update the lane's host_key (ssh-keyscan + ssh-keygen -l -E sha256)`,
-            false,
-          ),
-        );
+      if (presented !== undefined) {
+        fail(new PinMismatch(presented));
       } else if (err.level === "client-authentication") {
         fail(
           new SshError(
             "auth_failed",
-            `[ssh] ${where} refused the key for user ${target.user}; add the public key to that user's authorized_keys`,
+            `[ssh] ${where} refused the key for user ${hop.user}; add the public key to that user's authorized_keys`,
             true,
           ),
         );
@@ -163,39 +301,42 @@ export function connect(target: SshTarget, opts: ConnectOptions): Promise<SshSes
     });
     client.on("close", () =>
       fail(
-        new SshError(
-          "connect_failed",
-          `[ssh] ${where} closed the connection during setup`,
-          authAttempted,
-        ),
+        presented !== undefined
+          ? new PinMismatch(presented)
+          : new SshError(
+              "connect_failed",
+              `[ssh] ${where} closed the connection during setup`,
+              authAttempted,
+            ),
       ),
     );
-    const algorithms = hostKeyAlgorithms(pin.keyType);
-    client.connect({
-      host: target.host,
-      port: target.port,
-      username: target.user,
-      privateKey: opts.privateKey,
-      passphrase: opts.passphrase,
-      readyTimeout: opts.connectTimeoutMs,
-      ...(algorithms ? { algorithms: { serverHostKey: algorithms as never } } : {}),
-      hostVerifier: (key: Buffer) => {
-        const ok = fingerprintMatches(key, pin.fingerprint);
-        if (!ok) hostKeyRejected = true;
-        return ok;
-      },
-      authHandler: (_methodsLeft, _partial, next) => {
-        // Only the configured key; recording that auth began lets tests prove a wrong pin stops earlier.
-        if (authAttempted) return next(false as never);
-        authAttempted = true;
-        next({
-          type: "publickey",
-          username: target.user,
-          key: opts.privateKey,
-          passphrase: opts.passphrase,
-        } as never);
-      },
-    });
+    const start = (stream?: import("node:stream").Duplex) =>
+      client.connect({
+        ...(stream ? { sock: stream as never } : { host: hop.host, port: hop.port }),
+        username: hop.user,
+        privateKey: opts.privateKey,
+        passphrase: opts.passphrase,
+        readyTimeout: budget,
+        ...(algorithms ? { algorithms: { serverHostKey: algorithms as never } } : {}),
+        hostVerifier: (key: Buffer) => {
+          const ok = fingerprintMatches(key, fingerprint);
+          if (!ok) presented = blobType(key);
+          return ok;
+        },
+        authHandler: (_methodsLeft, _partial, next) => {
+          // Only the configured key; recording that auth began lets tests prove a wrong pin stops earlier.
+          if (authAttempted) return next(false as never);
+          authAttempted = true;
+          next({
+            type: "publickey",
+            username: hop.user,
+            key: opts.privateKey,
+            passphrase: opts.passphrase,
+          } as never);
+        },
+      });
+    if (sock) sock().then(start, fail);
+    else start();
   });
 }
 
@@ -204,9 +345,12 @@ function fingerprintMatches(key: Buffer, fingerprint: string): boolean {
   return fingerprintOf(key) === fingerprint;
 }
 
-function session(client: InstanceType<typeof Client>): SshSession {
+function session(client: Client, hops: Client[]): SshSession {
   return {
-    close: () => client.end(),
+    close: () => {
+      client.end();
+      for (const h of hops) h.end();
+    },
     exec: (command, timeoutMs) =>
       new Promise<ExecResult>((resolve) => {
         const started = Date.now();

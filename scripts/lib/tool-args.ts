@@ -18,14 +18,28 @@ export const ImageRef = z
     "must be pinned by digest: name@sha256:<64 hex>",
   );
 
+const Host = z.string().regex(/^[A-Za-z0-9.:_-]{1,253}$/, "must be a host name or IP address");
+const Port = z.number().int().min(1).max(65535).default(22);
+const User = z.string().regex(/^[a-z_][a-z0-9_.-]{0,31}$/, "must be a login user name");
+const HostKey = z
+  .string()
+  .min(1, "must be the pinned host key (SHA256:…, <type> SHA256:… or a known_hosts line)");
+
+/** A bastion (OpenSSH ProxyJump) in front of a lane: the tool reaches the lane through it. */
+export const JumpHost = z
+  .object({ host: Host, port: Port, user: User, host_key: HostKey })
+  .strict();
+export type JumpHost = z.infer<typeof JumpHost>;
+
 /** `args` of a runner step: the lane, the image it must run after the step, and before it. */
 export const ToolArgs = z.object({
   lane: z.object({
     id: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,62}$/, "must be a lane id such as lane-a"),
-    host: z.string().regex(/^[A-Za-z0-9.:_-]{1,253}$/, "must be a host name or IP address"),
-    port: z.number().int().min(1).max(65535).default(22),
-    user: z.string().regex(/^[a-z_][a-z0-9_.-]{0,31}$/, "must be a login user name"),
-    host_key: z.string().min(1, "must be the pinned host key (SHA256:… or a known_hosts line)"),
+    host: Host,
+    port: Port,
+    user: User,
+    host_key: HostKey,
+    jump: JumpHost.optional(),
     queue: z.string().optional(),
     health_url: z
       .string()

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { type RunnerLane, runnerArgs } from "../../engine/src/domain/catalogue.ts";
 import { checkRecipe } from "../../engine/src/domain/contract-check.ts";
 import type { Problem } from "../../engine/src/domain/errors.ts";
+import { parseHostKeyPin } from "../../scripts/lib/hostkey.ts";
 import { goodRecipe, HOST_KEY, NEW_DIGEST } from "./recipe-fixture.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: tests break recipes in arbitrary ways
@@ -40,6 +42,38 @@ describe("checkRecipe accepts", () => {
       "[gpu-0.serving.acme.internal]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
     r.image = `ghcr.io/acme/summarizer:v7@sha256:${NEW_DIGEST}`;
     expect(checkRecipe(r)).toMatchObject({ ok: true });
+  });
+
+  it.each([["ssh-rsa"], ["ssh-ed25519"], ["ecdsa-sha2-nistp256"]])(
+    "a typed fingerprint pin (%s SHA256:…), which the SSH tool accepts too",
+    (type) => {
+      const r = goodRecipe() as Mutable;
+      r.lanes[0].host_key = `${type} ${HOST_KEY}`;
+      expect(checkRecipe(r)).toMatchObject({ ok: true });
+      expect(parseHostKeyPin(r.lanes[0].host_key)).toEqual({
+        fingerprint: HOST_KEY,
+        keyType: type,
+      });
+    },
+  );
+
+  it("a lane behind a jump host, carried into the runner step args", () => {
+    const r = goodRecipe() as Mutable;
+    r.lanes[0].jump = {
+      host: "bastion.acme.internal",
+      user: "jump",
+      host_key: `ssh-rsa ${HOST_KEY}`,
+    };
+    const res = checkRecipe(r);
+    expect(res).toMatchObject({ ok: true });
+    if (!res.ok) return;
+    expect(res.recipe.lanes[0]?.jump).toEqual({ ...r.lanes[0].jump, port: 22 });
+    const args = runnerArgs(
+      { ...(res.recipe.lanes[0] as RunnerLane) },
+      `img@sha256:${NEW_DIGEST}`,
+      `img@sha256:${NEW_DIGEST}`,
+    ) as { lane: Record<string, unknown> };
+    expect(args.lane.jump).toEqual({ ...r.lanes[0].jump, port: 22 });
   });
 
   it("waves with equal consecutive traffic", () => {
@@ -169,6 +203,20 @@ describe("checkRecipe refuses, naming the path and the fix", () => {
       /SHA256:… fingerprint or a known_hosts line/,
       /ssh-keygen -lf/,
     );
+  });
+
+  it("a jump host with a malformed pin or an unknown key", () => {
+    const ps = problemsOf((r) => {
+      r.lanes[0].jump = { host: "bastion", user: "jump", host_key: "yes" };
+      r.lanes[1].jump = { host: "bastion", user: "jump", host_key: HOST_KEY, proxy: "x" };
+    });
+    expectProblem(
+      ps,
+      "lanes.0.jump.host_key",
+      /SHA256:… fingerprint or a known_hosts line/,
+      /ssh-keygen -lf/,
+    );
+    expect(ps.some((p) => p.path.startsWith("lanes.1.jump"))).toBe(true);
   });
 
   it("baseline weights not summing to 100", () => {

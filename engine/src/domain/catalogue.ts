@@ -132,7 +132,8 @@ function needLane(ctx: StepContext, action: ActionName): ManifestLane {
 export type RunnerLane = Pick<
   ManifestLane,
   "id" | "host" | "port" | "user" | "host_key" | "queue" | "health_url"
->;
+> &
+  Partial<Pick<ManifestLane, "jump">>;
 
 /**
  * Runner args (shared decision): the lane, the image to run after, the image before.
@@ -150,6 +151,7 @@ export function runnerArgs(
       port: lane.port,
       user: lane.user,
       host_key: lane.host_key,
+      ...(lane.jump ? { jump: { ...lane.jump } } : {}),
       queue: lane.queue,
       health_url: lane.health_url,
     },

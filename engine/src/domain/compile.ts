@@ -41,6 +41,7 @@ export function compileRecipe(recipe: Recipe): Compiled {
     port: l.port,
     user: l.user,
     host_key: l.host_key,
+    ...(l.jump ? { jump: { ...l.jump } } : {}),
     queue: l.queue,
     capabilities: [...l.capabilities],
     health_url: l.health_url,

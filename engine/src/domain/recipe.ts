@@ -10,8 +10,13 @@ import { FailurePolicy } from "./states.ts";
 
 /** `name@sha256:<64 lowercase hex>`; a tag before the digest is allowed and ignored by pulls. */
 export const IMAGE_PATTERN = /^[a-z0-9][A-Za-z0-9._/:-]*@sha256:[a-f0-9]{64}$/;
-/** OpenSSH fingerprint as `ssh-keygen -l -E sha256` prints it: 43 base64 chars, no padding. */
-export const HOST_KEY_FINGERPRINT_PATTERN = /^SHA256:[A-Za-z0-9+/]{43}$/;
+/**
+ * OpenSSH fingerprint as `ssh-keygen -l -E sha256` prints it (43 base64 chars, no padding),
+ * optionally prefixed by the key type (`ssh-rsa SHA256:…`), which lets the runner ask the host
+ * for exactly that key type (a bare fingerprint is tried against each type the host offers).
+ */
+export const HOST_KEY_FINGERPRINT_PATTERN =
+  /^(?:(?:ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)) )?SHA256:[A-Za-z0-9+/]{43}$/;
 /** A known_hosts line (`[hosts] <type> <base64> [comment]`), hosts optional; no markers. */
 export const HOST_KEY_LINE_PATTERN =
   /^(?:[^\s@#][^\s]*\s+)?(?:ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com)\s+AAAA[A-Za-z0-9+/]+={0,3}(?:\s+\S.*)?$/;
@@ -67,6 +72,43 @@ export const StepPolicy = z
   .strict();
 export type StepPolicy = z.infer<typeof StepPolicy>;
 
+const HostKeyPin = z
+  .string()
+  .max(RECIPE_LIMITS.host_key, `host_key must be at most ${RECIPE_LIMITS.host_key} characters`)
+  .regex(
+    HOST_KEY_PATTERN,
+    "host_key must be an OpenSSH SHA256:… fingerprint or a known_hosts line (a fingerprint may follow its key type: ssh-rsa SHA256:…)",
+  )
+  .describe(
+    "Pinned host key: `SHA256:<43 base64 chars>` as `ssh-keygen -l -E sha256` prints (optionally after its type, e.g. `ssh-rsa SHA256:…`), or a known_hosts line.",
+  );
+const SshHost = z
+  .string()
+  .min(1, "host must not be empty")
+  .max(RECIPE_LIMITS.host, `host must be at most ${RECIPE_LIMITS.host} characters`)
+  .regex(/^[A-Za-z0-9.:-]+$/, "host must be a DNS name or an IP address (IPv6 without brackets)");
+const SshPort = z
+  .number()
+  .int("port must be a whole number")
+  .min(1, "port must be 1..65535")
+  .max(65535, "port must be 1..65535")
+  .default(22);
+const SshUser = z
+  .string()
+  .max(RECIPE_LIMITS.user, `user must be at most ${RECIPE_LIMITS.user} characters`)
+  .regex(/^[a-z_][a-z0-9_-]{0,31}$/, "user must be a POSIX user name");
+
+/** A bastion in front of a lane (OpenSSH ProxyJump): host, port, user and its pinned host key. */
+export const JumpHost = z
+  .object({
+    host: SshHost.describe("DNS name or IP address of the bastion."),
+    port: SshPort.describe("SSH port of the bastion (default 22)."),
+    user: SshUser.describe("SSH user on the bastion (the runner's key must be authorised)."),
+    host_key: HostKeyPin,
+  })
+  .strict();
+export type JumpHost = z.infer<typeof JumpHost>;
+
 /** One serving unit: a machine attached to a queue, advertising capabilities. */
 export const RecipeLane = z
   .object({
@@ -96,16 +138,10 @@ export const RecipeLane = z
       .max(RECIPE_LIMITS.user, `user must be at most ${RECIPE_LIMITS.user} characters`)
       .regex(/^[a-z_][a-z0-9_-]{0,31}$/, "user must be a POSIX user name")
       .describe("SSH user on the machine."),
-    host_key: z
-      .string()
-      .max(RECIPE_LIMITS.host_key, `host_key must be at most ${RECIPE_LIMITS.host_key} characters`)
-      .regex(
-        HOST_KEY_PATTERN,
-        "host_key must be an OpenSSH SHA256:… fingerprint or a known_hosts line",
-      )
-      .describe(
-        "Pinned host key: `SHA256:<43 base64 chars>` as `ssh-keygen -l -E sha256` prints, or a known_hosts line.",
-      ),
+    host_key: HostKeyPin,
+    jump: JumpHost.optional().describe(
+      "Bastion (OpenSSH ProxyJump) the runner connects through; omit when the lane is reachable directly.",
+    ),
     queue: z
       .string()
       .min(1, "queue must not be empty")

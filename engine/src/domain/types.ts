@@ -17,6 +17,8 @@ export interface ManifestLane {
   user: string;
   /** OpenSSH `SHA256:…` fingerprint or a known_hosts line. */
   host_key: string;
+  /** Bastion the runner connects through (OpenSSH ProxyJump); absent = direct. */
+  jump?: { host: string; port: number; user: string; host_key: string };
   queue: string;
   capabilities: string[];
   health_url: string;
