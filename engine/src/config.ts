@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { BatonError, type Problem } from "./domain/errors.ts";
+import { NOTICE_KINDS, type NoticeKind } from "./domain/notifications.ts";
 
 /** The validated configuration. Times in ms. */
 export interface EngineConfig {
@@ -42,6 +43,22 @@ export interface EngineConfig {
   tickMs: number;
   /** Local dispatcher: the SSH private key the runner's tools use (BATON_SSH_KEY_FILE). */
   sshKey: string | null;
+  /** Notifications (docs/engine.md "Notifications"); absent = none. */
+  notify?: NotifyConfig;
+}
+
+/** Who is told, from `BATON_NOTIFY_*`. Channels absent are off. */
+export interface NotifyConfig {
+  /** Signed JSON notices (the `Notice` shape) to this URL. */
+  webhook: { url: string; secret: string } | null;
+  /** Slack incoming-webhook shape to this URL (signed too when a secret is set). */
+  slack: { url: string; secret: string | null } | null;
+  /** Commit comments through the engine's GitHub token. */
+  github: boolean;
+  events: NoticeKind[];
+  /** First retry delay (ms; doubles, capped at 5 min) and tries in all. */
+  retryBaseMs: number;
+  maxTries: number;
 }
 
 const secretText = (name: string) =>
@@ -126,6 +143,48 @@ const Env = z.object({
     .max(100, "BATON_GITHUB_MAX_CONCURRENT must be at most 100")
     .default(100),
   BATON_SSH_KEY_FILE: z.string().min(1).optional(),
+  BATON_NOTIFY_WEBHOOK_URL: z
+    .url({ error: "BATON_NOTIFY_WEBHOOK_URL must be an http(s) URL" })
+    .optional(),
+  BATON_NOTIFY_WEBHOOK_SECRET: secretText("BATON_NOTIFY_WEBHOOK_SECRET").optional(),
+  BATON_NOTIFY_SLACK_URL: z
+    .url({ error: "BATON_NOTIFY_SLACK_URL must be an http(s) URL" })
+    .optional(),
+  BATON_NOTIFY_GITHUB: z
+    .enum(["commit_comment", "off"], {
+      error: "BATON_NOTIFY_GITHUB must be commit_comment or off",
+    })
+    .default("off"),
+  BATON_NOTIFY_EVENTS: z
+    .string()
+    .transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z
+        .array(
+          z.enum(NOTICE_KINDS, {
+            error: `BATON_NOTIFY_EVENTS lists notice kinds: ${NOTICE_KINDS.join(", ")}`,
+          }),
+        )
+        .min(1, "BATON_NOTIFY_EVENTS needs at least one kind (unset it for all)"),
+    )
+    .optional(),
+  BATON_NOTIFY_RETRY_MS: z.coerce
+    .number({ error: "BATON_NOTIFY_RETRY_MS must be a number" })
+    .int()
+    .min(10, "BATON_NOTIFY_RETRY_MS must be at least 10")
+    .max(300_000, "BATON_NOTIFY_RETRY_MS must be at most 300000")
+    .default(5_000),
+  BATON_NOTIFY_MAX_TRIES: z.coerce
+    .number({ error: "BATON_NOTIFY_MAX_TRIES must be a number" })
+    .int()
+    .min(1, "BATON_NOTIFY_MAX_TRIES must be 1..50")
+    .max(50, "BATON_NOTIFY_MAX_TRIES must be 1..50")
+    .default(8),
   BATON_TICK_MS: z.coerce
     .number({ error: "BATON_TICK_MS must be a number" })
     .int()
@@ -133,6 +192,27 @@ const Env = z.object({
     .max(600_000, "BATON_TICK_MS must be at most 600000")
     .default(1000),
 });
+
+/** Cross-field rules of notifications, checked even when other variables are bad. */
+function notifyProblems(
+  e: Record<string, string | undefined>,
+): { path: string; message: string }[] {
+  const out: { path: string; message: string }[] = [];
+  if (e.BATON_NOTIFY_WEBHOOK_URL && !e.BATON_NOTIFY_WEBHOOK_SECRET) {
+    out.push({
+      path: "BATON_NOTIFY_WEBHOOK_SECRET",
+      message:
+        "BATON_NOTIFY_WEBHOOK_SECRET is required with BATON_NOTIFY_WEBHOOK_URL (notices are signed)",
+    });
+  }
+  if (e.BATON_NOTIFY_GITHUB === "commit_comment" && (!e.GITHUB_REPOSITORY || !e.GITHUB_TOKEN)) {
+    out.push({
+      path: "BATON_NOTIFY_GITHUB",
+      message: "BATON_NOTIFY_GITHUB=commit_comment needs GITHUB_REPOSITORY and GITHUB_TOKEN",
+    });
+  }
+  return out;
+}
 
 /** Cross-field rules of the GitHub dispatcher, checked even when other variables are bad. */
 function githubProblems(
@@ -176,6 +256,10 @@ const FIX: Record<string, string> = {
   GITHUB_TOKEN:
     "set GITHUB_TOKEN (contents: write) or GITHUB_APP_ID + GITHUB_APP_PRIVATE_KEY + GITHUB_APP_INSTALLATION_ID",
   GITHUB_APP_ID: "set all three GitHub App variables, or none of them",
+  BATON_NOTIFY_WEBHOOK_SECRET:
+    "set a random secret of at least 16 characters, e.g. $(openssl rand -hex 32); the receiver verifies x-baton-signature with it",
+  BATON_NOTIFY_GITHUB:
+    "set GITHUB_REPOSITORY=owner/name and GITHUB_TOKEN, or unset BATON_NOTIFY_GITHUB",
 };
 
 function readKey(file: string | undefined): string | null {
@@ -215,6 +299,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           message: i.message,
         }))),
     ...githubProblems(clean),
+    ...notifyProblems(clean),
   ];
   if (!r.success || raw.length > 0) {
     const problems: Problem[] = raw.map(({ path: name, message }) => ({
@@ -255,5 +340,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     tickMs: e.BATON_TICK_MS,
     sshKey: readKey(e.BATON_SSH_KEY_FILE),
+    notify: {
+      webhook:
+        e.BATON_NOTIFY_WEBHOOK_URL && e.BATON_NOTIFY_WEBHOOK_SECRET
+          ? { url: e.BATON_NOTIFY_WEBHOOK_URL, secret: e.BATON_NOTIFY_WEBHOOK_SECRET }
+          : null,
+      slack: e.BATON_NOTIFY_SLACK_URL
+        ? { url: e.BATON_NOTIFY_SLACK_URL, secret: e.BATON_NOTIFY_WEBHOOK_SECRET ?? null }
+        : null,
+      github: e.BATON_NOTIFY_GITHUB === "commit_comment",
+      events: e.BATON_NOTIFY_EVENTS ?? [...NOTICE_KINDS],
+      retryBaseMs: e.BATON_NOTIFY_RETRY_MS,
+      maxTries: e.BATON_NOTIFY_MAX_TRIES,
+    },
   };
 }

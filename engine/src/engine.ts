@@ -8,14 +8,17 @@ import type { Hono } from "hono";
 import { GitHubDispatcher } from "./adapters/github/index.ts";
 import { HttpControlPlane } from "./adapters/http-control-plane/index.ts";
 import { LocalRunner } from "./adapters/local-runner/index.ts";
+import { notifiersFromConfig } from "./adapters/notifier/index.ts";
 import { openStore } from "./adapters/store-factory.ts";
 import type { EngineConfig } from "./config.ts";
 import { startEmbeddedControlPlane } from "./control-plane/embedded.ts";
+import { NOTICE_KINDS } from "./domain/notifications.ts";
 import { createApp } from "./http/app.ts";
 import { dashboardApp } from "./http/dashboard/index.tsx";
 import { type Clock, systemClock } from "./ports/clock.ts";
 import type { ControlPlane } from "./ports/control-plane.ts";
 import type { Dispatcher } from "./ports/dispatcher.ts";
+import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
 import type { Domain } from "./service/domain.ts";
 import { ModelRoutedControlPlane } from "./service/model-routed-control-plane.ts";
@@ -41,6 +44,8 @@ export interface EngineOverrides {
   domain?: Domain;
   /** Mount the dashboard under `/` (default true). */
   dashboard?: boolean;
+  /** Notifiers instead of those `config.notify` names (tests). */
+  notifiers?: Notifier[];
 }
 
 export interface Engine {
@@ -138,6 +143,14 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     ...(o.reconciler ? { reconciler: o.reconciler } : {}),
     ...(o.domain ? { domain: o.domain } : {}),
     ...(o.eagerReconcile === false ? {} : { onEffects: () => kick() }),
+    notify: {
+      notifiers: o.notifiers ?? notifiersFromConfig(config),
+      events: new Set(config.notify?.events ?? NOTICE_KINDS),
+      retry: {
+        baseMs: config.notify?.retryBaseMs ?? 5_000,
+        maxTries: config.notify?.maxTries ?? 8,
+      },
+    },
   });
   modelOf = async (id) => (await service.recentRelease(id))?.manifest.model ?? null;
   const app = createApp({

@@ -15,6 +15,7 @@ import type { EngineConfig } from "../../engine/src/config.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { createEngine, type Engine } from "../../engine/src/engine.ts";
 import type { Clock } from "../../engine/src/ports/clock.ts";
+import type { Notifier } from "../../engine/src/ports/notifier.ts";
 import type { Store } from "../../engine/src/ports/store.ts";
 import { signBody } from "../../engine/src/protocol/credential.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
@@ -173,6 +174,9 @@ export async function makeHarness(
     seed?: RecipeInput;
     eager?: boolean;
     domain?: Domain;
+    /** Notifiers of the engine (none by default) and config overrides (e.g. `notify`). */
+    notifiers?: Notifier[];
+    config?: Partial<EngineConfig>;
   } = {},
 ): Promise<Harness> {
   const dir = o.dir ?? mkdtempSync(path.join(tmpdir(), "baton-svc-"));
@@ -182,8 +186,9 @@ export async function makeHarness(
   const dispatcher = o.dispatcher ?? new MemoryDispatcher();
   const cp = o.cp ?? new MemoryControlPlane({ model: "summarizer-v7", now: () => clock.now() });
   if (!o.cp) seedControlPlane(cp, o.seed ?? recipe());
-  const engine = await createEngine(config(dir), {
+  const engine = await createEngine(config(dir, o.config), {
     store,
+    ...(o.notifiers ? { notifiers: o.notifiers } : {}),
     dispatcher,
     controlPlane: cp,
     clock,

@@ -94,6 +94,8 @@ export function compileRecipe(recipe: Recipe): Compiled {
       return { lanes: [...w.lanes], traffic: w.traffic, ...(gate ? { analysis: gate } : {}) };
     }),
     steps,
+    // Only when the recipe says so: manifests (and digests) of other recipes are unchanged.
+    ...(r.notify ? { notify: { ...r.notify } } : {}),
   };
   return { manifest, canonical: canonicalJson(manifest) };
 }

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
+import { NOTICE_KINDS } from "./notifications.ts";
 import { FailurePolicy } from "./states.ts";
 
 /** `name@sha256:<64 lowercase hex>`; a tag before the digest is allowed and ignored by pulls. */
@@ -284,6 +285,30 @@ export const Recipe = z
         start_ms: DEFAULT_START_DEADLINE_MS,
         callback_ms: DEFAULT_CALLBACK_DEADLINE_MS,
       }),
+    notify: z
+      .object({
+        on: z
+          .array(
+            z.enum(NOTICE_KINDS, {
+              error: `notify.on lists notice kinds: ${NOTICE_KINDS.join(", ")}`,
+            }),
+          )
+          .max(NOTICE_KINDS.length)
+          .optional()
+          .describe("Notice kinds sent for this recipe's releases (default: the engine's list)."),
+        channels: z
+          .array(
+            z.enum(["webhook", "slack", "github"], {
+              error: "notify.channels lists engine channels: webhook, slack, github",
+            }),
+          )
+          .max(3)
+          .optional()
+          .describe("Engine channels used for this recipe (default: every configured one)."),
+      })
+      .strict()
+      .optional()
+      .describe("Who is told about this recipe's releases; the channels are set on the engine."),
   })
   .strict()
   .describe("A Baton recipe: one model rollout over lanes in waves.");

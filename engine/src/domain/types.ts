@@ -3,6 +3,7 @@
  * Pure data; no I/O. Times are epoch milliseconds (number). Percents are integers 0–100.
  */
 import type { Analysis } from "./gate/analysis.ts";
+import type { Notice, NoticeKind } from "./notifications.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -75,6 +76,8 @@ export interface Manifest {
   /** `analysis`: the gate in force for the wave (defaults filled), only on gated waves. */
   waves: { lanes: string[]; traffic: number; analysis?: Analysis }[];
   steps: ManifestStep[];
+  /** The recipe's `notify` (kinds and channels); absent = the engine's settings. */
+  notify?: { on?: NoticeKind[]; channels?: ("webhook" | "slack" | "github")[] };
 }
 
 // ---------------------------------------------------------------- release
@@ -260,8 +263,24 @@ export interface DeadlineEffect {
   at: number;
 }
 
+/**
+ * A notice for one channel (webhook, slack, github). Never emitted by the transition: the
+ * service adds it beside the transition's effects, in the same commit (domain/notifications.ts).
+ */
+export interface NotifyEffect {
+  type: "notify";
+  channel: string;
+  /** Stable delivery id (`<release>.<uid>.v<resource_version>.<kind>.<channel>`), for dedup. */
+  delivery: string;
+  notice: Notice;
+  not_before: number | null;
+}
+
 /** Effects are data (DESIGN.md §3): written to the outbox in the transition's transaction. */
 export type Effect = DispatchEffect | ControlPlaneEffect | DeadlineEffect;
+
+/** What an outbox row holds: a transition's effect, or a notice the service added. */
+export type OutboxEffect = Effect | NotifyEffect;
 
 // ---------------------------------------------------------------- history
 

@@ -9,13 +9,13 @@
  */
 
 import type { ReleaseState } from "../domain/states.ts";
-import type { Effect, HistoryEntry, Json, Release } from "../domain/types.ts";
+import type { HistoryEntry, Json, OutboxEffect, Release } from "../domain/types.ts";
 
 /** A pending effect in the outbox. */
 export interface OutboxRow {
   id: number;
   release_id: string;
-  effect: Effect;
+  effect: OutboxEffect;
   /** Epoch ms when the effect becomes due. */
   due_at: number;
   /** Set while claimed: who holds the lease and until when (epoch ms). */
@@ -48,7 +48,7 @@ export interface CommitInput {
   release: Release;
   expected_version: number;
   history: HistoryEntry[];
-  effects: Effect[];
+  effects: OutboxEffect[];
   /** Epoch ms used for `due_at` of effects with no time of their own. */
   now: number;
   attempt_results?: AttemptResult[];
@@ -82,7 +82,7 @@ export interface Store {
   createRelease(
     release: Release,
     history: HistoryEntry[],
-    effects: Effect[],
+    effects: OutboxEffect[],
     now: number,
   ): Promise<void>;
   getRelease(id: string): Promise<Release | null>;

@@ -15,6 +15,8 @@ import type {
   ControlPlaneEffect,
   DeadlineEffect,
   DispatchEffect,
+  Json,
+  NotifyEffect,
   Release,
   ReleaseEvent,
 } from "../domain/types.ts";
@@ -22,8 +24,9 @@ import { FaultCrash, faultPoint } from "../faults.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { ControlPlane, WriteContext } from "../ports/control-plane.ts";
 import type { Dispatcher } from "../ports/dispatcher.ts";
+import type { Notifier } from "../ports/notifier.ts";
 import type { OutboxRow, Store } from "../ports/store.ts";
-import { reconcilerBackoffMs } from "./backoff.ts";
+import { notifyBackoffMs, reconcilerBackoffMs } from "./backoff.ts";
 import { buildDispatchPayload } from "./payload.ts";
 import type { ApplyExtras, Logger } from "./release-service.ts";
 
@@ -54,6 +57,10 @@ export interface ReconcilerDeps {
   log: Logger;
   /** A recent copy of a release (only its immutable fields are used: id, manifest digest). */
   loadRelease(id: string): Promise<Release | null>;
+  /** Notifiers by channel name (`notify` rows); a row for a missing channel is dropped. */
+  notifiers?: ReadonlyMap<string, Notifier>;
+  /** Retry schedule of notices: first delay (ms, doubling, capped at 5 min) and tries in all. */
+  notifyRetry?: { baseMs: number; maxTries: number };
   /** `ReleaseService.apply`. */
   apply(releaseId: string, event: ReleaseEvent, extras: ApplyExtras): Promise<{ ok: boolean }>;
 }
@@ -212,7 +219,10 @@ export class Reconciler {
             complete_outbox: complete,
           });
           return true;
+        case "notify":
+          return await this.notify(row, e, token);
       }
+      return false;
     } catch (err) {
       if (err instanceof FaultCrash) throw err;
       if (err instanceof LeaseLapsed) {
@@ -350,6 +360,91 @@ export class Reconciler {
       effect: "control_plane",
     });
     return event;
+  }
+
+  /**
+   * Sends one notice. Its outcome feeds no transition: delivered or given up, the row is
+   * completed on its own and one history line says so; a retryable failure gives the claim
+   * back with backoff until `maxTries` claims were spent.
+   */
+  private async notify(row: OutboxRow, e: NotifyEffect, token: string): Promise<boolean> {
+    const { store, clock, log } = this.deps;
+    const retry = this.deps.notifyRetry ?? { baseMs: 5_000, maxTries: 8 };
+    const notifier = this.deps.notifiers?.get(e.channel);
+    const note = async (outcome: "accepted" | "refused", message: string, data: Json) => {
+      await store
+        .appendHistory([
+          {
+            release_id: row.release_id,
+            at: clock.now(),
+            kind: "notice",
+            step_run_id: null,
+            outcome,
+            message,
+            data: {
+              channel: e.channel,
+              delivery: e.delivery,
+              notice: e.notice.kind,
+              ...(data as object),
+            },
+          },
+        ])
+        .catch((err) => log.error(`[notifier] could not record delivery ${e.delivery}`, err));
+    };
+    if (!notifier) {
+      log.warn(
+        `[notifier] no ${e.channel} channel is configured now; notice ${e.delivery} dropped`,
+      );
+      await store.completeOutbox(row.id, token);
+      await note(
+        "refused",
+        `[notifier] ${e.notice.kind} notice not sent: no ${e.channel} channel is configured`,
+        {},
+      );
+      return true;
+    }
+    this.assertLeaseHeld(row);
+    faultPoint("after_commit_before_effect", { release_id: row.release_id, effect: "notify" });
+    let r: Awaited<ReturnType<Notifier["send"]>>;
+    try {
+      r = await notifier.send(e.notice, e.delivery);
+    } catch (err) {
+      r = {
+        ok: false,
+        retryable: true,
+        status: null,
+        message: `notifier threw: ${(err as Error).message}`,
+      };
+    }
+    faultPoint("after_effect_before_outcome", { release_id: row.release_id, effect: "notify" });
+    const tries = row.claims;
+    if (r.ok) {
+      if (await store.completeOutbox(row.id, token)) {
+        await note(
+          "accepted",
+          `[notifier] ${e.notice.kind} notice sent to ${e.channel}${r.status ? ` (HTTP ${r.status})` : ""}${tries > 1 ? ` on try ${tries}` : ""}`,
+          { tries, status: r.status },
+        );
+      }
+      return true;
+    }
+    if (r.retryable && tries < retry.maxTries) {
+      const delay = notifyBackoffMs(tries, retry.baseMs);
+      log.warn(
+        `[notifier] ${e.channel} ${e.delivery} try ${tries} of ${retry.maxTries} failed (${r.message}); next try in ${delay} ms`,
+      );
+      await store.releaseClaim(row.id, token, clock.now() + delay);
+      return false;
+    }
+    log.error(`[notifier] ${e.channel} ${e.delivery} given up after ${tries} tries: ${r.message}`);
+    if (await store.completeOutbox(row.id, token)) {
+      await note(
+        "refused",
+        `[notifier] ${e.notice.kind} notice to ${e.channel} given up after ${tries} ${tries === 1 ? "try" : "tries"}: ${r.message}`,
+        { tries, status: r.status },
+      );
+    }
+    return true;
   }
 }
 

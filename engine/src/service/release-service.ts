@@ -7,11 +7,20 @@
  */
 import { randomBytes } from "node:crypto";
 import { BatonError } from "../domain/errors.ts";
-import type { HistoryEntry, Json, Release, ReleaseEvent } from "../domain/types.ts";
+import { buildNotice, type NoticeKind, noticeKindFor } from "../domain/notifications.ts";
+import type {
+  HistoryEntry,
+  Json,
+  NotifyEffect,
+  OutboxEffect,
+  Release,
+  ReleaseEvent,
+} from "../domain/types.ts";
 import { faultPoint } from "../faults.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { ControlPlane } from "../ports/control-plane.ts";
 import type { Dispatcher } from "../ports/dispatcher.ts";
+import type { Notifier } from "../ports/notifier.ts";
 import type { AttemptResult, ReleaseSummary, Store } from "../ports/store.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "./api.ts";
@@ -48,6 +57,19 @@ export interface ReleaseServiceDeps {
   exclusiveLanes?: boolean;
   /** Reload-and-retry bound on `resource_version` conflicts. Default 16. */
   maxConflictRetries?: number;
+  /** Who is told what (docs/engine.md "Notifications"); none when absent or empty. */
+  notify?: NotifyPolicy;
+}
+
+/** The engine's notification settings. */
+export interface NotifyPolicy {
+  notifiers: Notifier[];
+  /** Notice kinds sent (a recipe's `notify.on` narrows them per release). */
+  events: ReadonlySet<NoticeKind>;
+  /** Retry schedule: first delay (ms, doubling, capped at 5 min) and tries in all. */
+  retry: { baseMs: number; maxTries: number };
+  /** Dashboard base URL for the release link (the public URL by default). */
+  dashboardUrl?: string;
 }
 
 /** What `apply` may do besides the transition, in the same transaction. */
@@ -82,6 +104,8 @@ export class ReleaseService implements ReleaseApi {
   private readonly maxRetries: number;
   private readonly onEffects: (() => void) | undefined;
   private readonly exclusiveLanes: boolean;
+  private readonly notify: NotifyPolicy | null;
+  private readonly publicUrl: string;
   /** Tail of the `start` queue: starts run one at a time so the lane check cannot interleave. */
   private starting: Promise<unknown> = Promise.resolve();
   /** Last known state per release id, oldest first (insertion order). */
@@ -95,6 +119,8 @@ export class ReleaseService implements ReleaseApi {
     this.maxRetries = deps.maxConflictRetries ?? 16;
     this.onEffects = deps.onEffects;
     this.exclusiveLanes = deps.exclusiveLanes ?? process.env.BATON_EXCLUSIVE_LANES !== "off";
+    this.notify = deps.notify && deps.notify.notifiers.length > 0 ? deps.notify : null;
+    this.publicUrl = deps.publicUrl;
     this.reconciler = new Reconciler(
       {
         store: deps.store,
@@ -105,6 +131,12 @@ export class ReleaseService implements ReleaseApi {
         log: this.log,
         apply: (id, ev, extras) => this.apply(id, ev, extras),
         loadRelease: (id) => this.recentRelease(id),
+        ...(this.notify
+          ? {
+              notifiers: new Map(this.notify.notifiers.map((n) => [n.channel, n])),
+              notifyRetry: this.notify.retry,
+            }
+          : {}),
       },
       deps.reconciler,
     );
@@ -150,18 +182,22 @@ export class ReleaseService implements ReleaseApi {
         return { ok: true, changed: false, release: r.release, reply: r.reply };
       }
       extras.beforeCommit?.();
+      const effects: OutboxEffect[] = [
+        ...r.effects,
+        ...this.notices(release, r.release, event, now),
+      ];
       const res = await this.store.commit({
         release: r.release,
         expected_version: release.resource_version,
         history: r.history,
-        effects: r.effects,
+        effects,
         now,
         ...(extras.attemptResults ? { attempt_results: extras.attemptResults(r.release) } : {}),
         ...(extras.complete_outbox ? { complete_outbox: extras.complete_outbox } : {}),
       });
       if (res.ok) {
         this.remember(r.release);
-        if (r.effects.length > 0) this.onEffects?.();
+        if (effects.length > 0) this.onEffects?.();
         return { ok: true, changed: true, release: r.release, reply: r.reply };
       }
       if (res.conflict === "outbox_claim") {
@@ -183,6 +219,37 @@ export class ReleaseService implements ReleaseApi {
       "conflict",
       `[engine] release ${releaseId} kept changing under ${this.maxRetries + 1} tries of ${event.type}; retry the request`,
     );
+  }
+
+  /**
+   * The notices a committed change deserves, one per channel (domain/notifications.ts), to be
+   * written to the outbox in the same commit. A recipe's `notify` narrows kinds and channels.
+   */
+  private notices(
+    before: Release,
+    after: Release,
+    event: ReleaseEvent,
+    now: number,
+  ): NotifyEffect[] {
+    if (!this.notify) return [];
+    const kind = noticeKindFor(before, after, event);
+    if (!kind) return [];
+    const wanted = after.manifest.notify;
+    if (!(wanted?.on ? wanted.on.includes(kind) : this.notify.events.has(kind))) return [];
+    const base = (this.notify.dashboardUrl ?? this.publicUrl).replace(/\/+$/, "");
+    const notice = buildNotice(kind, before, after, {
+      url: `${base}/releases/${encodeURIComponent(after.id)}`,
+      at: now,
+    });
+    return this.notify.notifiers
+      .filter((n) => !wanted?.channels || (wanted.channels as string[]).includes(n.channel))
+      .map((n) => ({
+        type: "notify",
+        channel: n.channel,
+        delivery: `${after.id}.${after.uid ?? "0"}.v${after.resource_version}.${kind}.${n.channel}`,
+        notice,
+        not_before: null,
+      }));
   }
 
   /**

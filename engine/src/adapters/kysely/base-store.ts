@@ -7,7 +7,7 @@ import type { Kysely } from "kysely";
 import { sql } from "kysely";
 import type { ReleaseState } from "../../domain/states.ts";
 import { storableValue } from "../../domain/storable-text.ts";
-import type { Effect, HistoryEntry, Manifest, Release } from "../../domain/types.ts";
+import type { HistoryEntry, Manifest, OutboxEffect, Release } from "../../domain/types.ts";
 import type {
   AttemptResult,
   CommitInput,
@@ -44,7 +44,7 @@ export abstract class KyselyStore implements Store {
   abstract createRelease(
     release: Release,
     history: HistoryEntry[],
-    effects: Effect[],
+    effects: OutboxEffect[],
     now: number,
   ): Promise<void>;
   abstract commit(input: CommitInput): Promise<CommitResult>;

@@ -2,7 +2,7 @@
  * Mapping between domain values and table rows, the same for both dialects.
  */
 import type { ReleaseState } from "../../domain/states.ts";
-import type { Effect, HistoryEntry, Json, Manifest, Release } from "../../domain/types.ts";
+import type { HistoryEntry, Json, Manifest, OutboxEffect, Release } from "../../domain/types.ts";
 import type { AttemptResult, OutboxRow, ReleaseSummary } from "../../ports/store.ts";
 import type { JsonCodec } from "./tables.ts";
 
@@ -16,7 +16,7 @@ export function releaseNumber(id: string): number | null {
  * When an outbox row becomes due (epoch ms): the effect's own time, else `now`. Rounded up to
  * a whole ms, because backoff with jitter yields fractions and the column is an integer.
  */
-export function dueAt(effect: Effect, now: number): number {
+export function dueAt(effect: OutboxEffect, now: number): number {
   return Math.ceil(effect.type === "deadline" ? effect.at : (effect.not_before ?? now));
 }
 
@@ -92,7 +92,7 @@ export function historyColumns(h: HistoryEntry) {
   };
 }
 
-export function outboxColumns(releaseId: string, effect: Effect, now: number) {
+export function outboxColumns(releaseId: string, effect: OutboxEffect, now: number) {
   return { release_id: releaseId, effect: JSON.stringify(effect), due_at: dueAt(effect, now) };
 }
 
@@ -131,7 +131,7 @@ export function toOutboxRow(row: Row, json: JsonCodec): OutboxRow {
   return {
     id: Number(row.id),
     release_id: row.release_id,
-    effect: json.read(row.effect) as Effect,
+    effect: json.read(row.effect) as OutboxEffect,
     due_at: Number(row.due_at),
     claim_token: row.claim_token,
     claimed_until: row.claimed_until === null ? null : Number(row.claimed_until),

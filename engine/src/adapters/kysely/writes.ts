@@ -5,7 +5,7 @@
  * fixed statements per dialect (`sqlite/commit-statements.ts`, `postgres/commit-statement.ts`).
  */
 import type { Kysely } from "kysely";
-import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
+import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
 import { historyColumns, manifestColumns, outboxColumns, releaseColumns } from "./rows.ts";
 import type { BatonDatabase } from "./tables.ts";
 
@@ -24,7 +24,7 @@ export function insertHistory(db: Db, entries: HistoryEntry[]) {
   return db.insertInto("history").values(entries.map(historyColumns));
 }
 
-export function insertOutbox(db: Db, releaseId: string, effects: Effect[], now: number) {
+export function insertOutbox(db: Db, releaseId: string, effects: OutboxEffect[], now: number) {
   return db.insertInto("outbox").values(effects.map((e) => outboxColumns(releaseId, e, now)));
 }
 

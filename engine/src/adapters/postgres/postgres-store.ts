@@ -7,7 +7,7 @@
 import { Kysely, PostgresDialect, type RawBuilder, sql } from "kysely";
 import type pg from "pg";
 import { storableValue } from "../../domain/storable-text.ts";
-import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
+import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
 import type { CommitInput, CommitResult, OutboxRow } from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
@@ -81,7 +81,7 @@ export class PostgresStore extends KyselyStore {
   async createRelease(
     dirty: Release,
     dirtyHistory: HistoryEntry[],
-    dirtyEffects: Effect[],
+    dirtyEffects: OutboxEffect[],
     now: number,
   ): Promise<void> {
     // NUL and lone surrogates become U+FFFD on every store (domain/storable-text.ts).

@@ -5,7 +5,7 @@
  * statement per row, in order (no round trips in SQLite), so history ids keep event order.
  */
 import type { Database, Statement } from "better-sqlite3";
-import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
+import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
 import type { AttemptResult } from "../../ports/store.ts";
 import { attemptColumns, dueAt, historyColumns, releaseDoc } from "../kysely/rows.ts";
 
@@ -70,7 +70,7 @@ export class CommitStatements {
     }
   }
 
-  insertOutbox(releaseId: string, effects: Effect[], now: number): void {
+  insertOutbox(releaseId: string, effects: OutboxEffect[], now: number): void {
     for (const e of effects) this.outbox.run(releaseId, JSON.stringify(e), dueAt(e, now));
   }
 

@@ -5,7 +5,7 @@
 import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, sql } from "kysely";
 import { storableValue } from "../../domain/storable-text.ts";
-import type { Effect, HistoryEntry, Release } from "../../domain/types.ts";
+import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
 import type { CommitInput, CommitResult, OutboxRow } from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
@@ -72,7 +72,7 @@ export class SqliteStore extends KyselyStore {
   async createRelease(
     dirty: Release,
     dirtyHistory: HistoryEntry[],
-    dirtyEffects: Effect[],
+    dirtyEffects: OutboxEffect[],
     now: number,
   ): Promise<void> {
     // NUL and lone surrogates become U+FFFD on every store (domain/storable-text.ts).

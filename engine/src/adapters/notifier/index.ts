@@ -1,0 +1,29 @@
+/** Notifier adapters and the wiring from configuration (docs/engine.md "Notifications"). */
+import type { EngineConfig } from "../../config.ts";
+import type { Notifier } from "../../ports/notifier.ts";
+import { GitHubCommitCommentNotifier } from "./github.ts";
+import { WebhookNotifier } from "./webhook.ts";
+
+export { GitHubCommitCommentNotifier } from "./github.ts";
+export { slackBody, WebhookNotifier } from "./webhook.ts";
+
+/** The notifiers `config.notify` turns on, in channel order webhook, slack, github. */
+export function notifiersFromConfig(config: EngineConfig): Notifier[] {
+  const n = config.notify;
+  if (!n) return [];
+  const out: Notifier[] = [];
+  if (n.webhook) {
+    out.push(new WebhookNotifier({ channel: "webhook", template: "baton", ...n.webhook }));
+  }
+  if (n.slack) out.push(new WebhookNotifier({ channel: "slack", template: "slack", ...n.slack }));
+  if (n.github && config.githubRepository && config.githubToken) {
+    out.push(
+      new GitHubCommitCommentNotifier({
+        repository: config.githubRepository,
+        token: config.githubToken,
+        ...(process.env.GITHUB_API_URL ? { baseUrl: process.env.GITHUB_API_URL } : {}),
+      }),
+    );
+  }
+  return out;
+}

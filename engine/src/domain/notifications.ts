@@ -1,0 +1,194 @@
+/**
+ * Which state changes people are told about, and what the notice says (docs/engine.md
+ * "Notifications"). Pure: the service calls `noticeFor(before, after, …)` on every accepted
+ * commit and writes one `notify` outbox row per configured channel in the same transaction.
+ */
+import type { ReleaseState } from "./states.ts";
+import { TERMINAL_RELEASE_STATES } from "./states.ts";
+import type { Release, ReleaseEvent, StepRun } from "./types.ts";
+
+/** What a notice is about. `waiting`/`ended` cover release states added after this table. */
+export const NoticeKind = {
+  failed: "failed",
+  paused: "paused",
+  waiting: "waiting",
+  needs_operator: "needs_operator",
+  succeeded: "succeeded",
+  rolled_back: "rolled_back",
+  aborted: "aborted",
+  ended: "ended",
+} as const;
+export type NoticeKind = (typeof NoticeKind)[keyof typeof NoticeKind];
+export const NOTICE_KINDS = Object.values(NoticeKind) as [NoticeKind, ...NoticeKind[]];
+
+/** The step a notice points at (numbers for people: 1-based). */
+export interface NoticeStep {
+  /** Step number, 1-based (the step table's index + 1). */
+  number: number;
+  name: string;
+  lane: string | null;
+  /** Wave number, 1-based. */
+  wave: number;
+  direction: "forward" | "backward";
+  state: StepRun["state"];
+  error: string | null;
+}
+
+/** One notice, as stored in the outbox and rendered by each channel's template. */
+export interface Notice {
+  v: 1;
+  kind: NoticeKind;
+  release_id: string;
+  state: ReleaseState;
+  previous_state: ReleaseState;
+  recipe_name: string;
+  model: string;
+  image: string;
+  previous_image: string;
+  /** Why, as the release says it (kept through compensation), or null. */
+  reason: string | null;
+  /** Operator abort or a step's failure, when the release is undoing or undone. */
+  cause: "operator_abort" | "failure" | null;
+  step: NoticeStep | null;
+  /** The commit the runner ran the tools from (latest attempt), or the pinned revision. */
+  commit_sha: string | null;
+  /** The release page on the dashboard. */
+  url: string;
+  /** Epoch ms of the transition. */
+  at: number;
+  /** One line for people, e.g. `r17 rolled back: step 9 (health_check, lane b) failed: …`. */
+  summary: string;
+}
+
+const BAD: ReadonlySet<StepRun["state"]> = new Set(["failed", "unknown", "dispatch_failed"]);
+
+/**
+ * The kind of notice a committed change deserves, or null. Only state changes notify; an
+ * operator's own abort into compensation does not (the rollback's end does).
+ */
+export function noticeKindFor(
+  before: Release,
+  after: Release,
+  event: ReleaseEvent | null,
+): NoticeKind | null {
+  if (before.state === after.state) return null;
+  const s: string = after.state;
+  switch (s) {
+    case "succeeded":
+    case "rolled_back":
+    case "aborted":
+    case "paused":
+    case "needs_operator":
+      return s;
+    case "compensating":
+      return event?.type === "abort" ? null : "failed";
+    case "running":
+    case "pending":
+      return null;
+    default:
+      return TERMINAL_RELEASE_STATES.has(after.state) ? "ended" : "waiting";
+  }
+}
+
+/** The latest step run that ended badly in `direction` (a cancelled-by-abort one excluded). */
+function lastBad(r: Release, direction: "fwd" | "bwd"): StepRun | null {
+  let best: StepRun | null = null;
+  for (const sr of r.step_runs) {
+    if (sr.direction !== direction || !BAD.has(sr.state)) continue;
+    if (sr.last_error?.startsWith("cancelled by abort")) continue;
+    if (!best || (sr.finished_at ?? 0) >= (best.finished_at ?? 0)) best = sr;
+  }
+  return best;
+}
+
+/** Operator abort or failure: why a release left the forward path (null while it has not). */
+export function causeOf(r: Release): Notice["cause"] {
+  if (r.reason?.startsWith("aborted by")) return "operator_abort";
+  if (lastBad(r, "fwd")) return "failure";
+  if (r.state === "compensating" || r.state === "rolled_back" || r.state === "aborted") {
+    return "operator_abort";
+  }
+  return null;
+}
+
+/** The step a notice of `kind` is about: the failed one, else the one at the cursor. */
+export function noticeStep(r: Release, kind: NoticeKind): StepRun | null {
+  if (kind === "succeeded") return null;
+  const bad = kind === "needs_operator" ? lastBad(r, "bwd") : lastBad(r, "fwd");
+  if (bad) return bad;
+  const dir = r.state === "compensating" || r.state === "needs_operator" ? "bwd" : "fwd";
+  return r.step_runs.find((sr) => sr.step_index === r.cursor && sr.direction === dir) ?? null;
+}
+
+function stepOf(r: Release, sr: StepRun): NoticeStep {
+  const m = r.manifest.steps[sr.step_index];
+  return {
+    number: sr.step_index + 1,
+    name: m?.name ?? "step",
+    lane: m?.lane ?? null,
+    wave: (m?.wave ?? 0) + 1,
+    direction: sr.direction === "fwd" ? "forward" : "backward",
+    state: sr.state,
+    error: sr.last_error,
+  };
+}
+
+const HEADLINE: Record<NoticeKind, string> = {
+  failed: "failed; undoing",
+  paused: "paused",
+  waiting: "is waiting",
+  needs_operator: "needs an operator",
+  succeeded: "succeeded",
+  rolled_back: "rolled back",
+  aborted: "aborted",
+  ended: "ended",
+};
+
+/** A short text of a step for people: `step 9 (health_check, lane b, wave 2)`. */
+export function stepLabel(s: NoticeStep): string {
+  const where = [s.name, s.lane ? `lane ${s.lane}` : null, `wave ${s.wave}`].filter(Boolean);
+  return `step ${s.number} (${where.join(", ")})${s.direction === "backward" ? " undo" : ""}`;
+}
+
+/** Builds the notice of `kind` for the change `before` → `after`. */
+export function buildNotice(
+  kind: NoticeKind,
+  before: Release,
+  after: Release,
+  o: { url: string; at: number },
+): Notice {
+  const sr = noticeStep(after, kind);
+  const step = sr ? stepOf(after, sr) : null;
+  const cause = causeOf(after);
+  const sha =
+    [...after.step_runs.flatMap((s) => s.attempts)].sort(
+      (a, b) => b.preflight_at - a.preflight_at,
+    )[0]?.sha ??
+    after.manifest.tool_revision ??
+    null;
+  let headline = `${after.id} ${HEADLINE[kind]}`;
+  if (kind === "waiting" || kind === "ended") headline += ` (${after.state})`;
+  if (kind === "rolled_back" && cause === "operator_abort") headline += " after an operator abort";
+  const parts = [headline];
+  if (step && kind !== "succeeded") {
+    parts.push(`${stepLabel(step)} ${step.state}${step.error ? `: ${step.error}` : ""}`);
+  } else if (after.reason) parts.push(after.reason);
+  return {
+    v: 1,
+    kind,
+    release_id: after.id,
+    state: after.state,
+    previous_state: before.state,
+    recipe_name: after.manifest.recipe_name,
+    model: after.manifest.model,
+    image: after.manifest.image,
+    previous_image: after.manifest.previous_image,
+    reason: after.reason,
+    cause,
+    step,
+    commit_sha: sha,
+    url: o.url,
+    at: o.at,
+    summary: `${parts.join(": ")} [${after.manifest.model}]`.slice(0, 1000),
+  };
+}

@@ -1,0 +1,247 @@
+/**
+ * Notifications end to end (docs/engine.md "Notifications"): a real engine on each store, the
+ * in-memory dispatcher and control plane, and the webhook notifier POSTing to a loopback
+ * receiver. One delivery per notice, retried on 5xx with the same delivery id, signed so the
+ * receiver verifies it, given up on a 4xx, never holding a release up.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { WebhookNotifier } from "../../engine/src/adapters/notifier/webhook.ts";
+import type { Notice } from "../../engine/src/domain/notifications.ts";
+import { verifyBody } from "../../engine/src/protocol/credential.ts";
+import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
+import {
+  createRelease,
+  drive,
+  getRecord,
+  type Harness,
+  makeHarness,
+  op,
+  pumpOnce,
+  recipe,
+  STORE_KINDS,
+  skipStore,
+} from "./service-harness.ts";
+
+const HOOK_SECRET = "hook-secret-0123456789abcdef";
+const RETRY = { retryBaseMs: 1_000, maxTries: 4 };
+
+function notifyConfig(maxTries = RETRY.maxTries) {
+  return {
+    webhook: null,
+    slack: null,
+    github: false,
+    events: [
+      "failed",
+      "paused",
+      "waiting",
+      "needs_operator",
+      "succeeded",
+      "rolled_back",
+      "aborted",
+      "ended",
+    ] as Notice["kind"][],
+    retryBaseMs: RETRY.retryBaseMs,
+    maxTries,
+  };
+}
+
+function bodies(rx: WebhookReceiver): Notice[] {
+  return rx.received
+    .filter((r) => r.status < 300)
+    .map((r) => JSON.parse(r.raw.toString()) as Notice);
+}
+
+describe.each(STORE_KINDS)("notifications on %s", (kind) => {
+  const skip = skipStore(kind);
+  let h: Harness | null = null;
+  let rx: WebhookReceiver | null = null;
+  afterEach(async () => {
+    await h?.close();
+    await rx?.close();
+    h = null;
+    rx = null;
+  });
+
+  async function setUp(
+    script: number[] = [],
+    maxTries?: number,
+    template: "baton" | "slack" = "baton",
+  ) {
+    rx = await startWebhookReceiver(script);
+    const notifier = new WebhookNotifier({
+      channel: template === "slack" ? "slack" : "webhook",
+      url: rx.url,
+      secret: HOOK_SECRET,
+      template,
+      timeoutMs: 5_000,
+    });
+    h = await makeHarness({
+      kind,
+      notifiers: [notifier],
+      config: { notify: notifyConfig(maxTries) },
+    });
+    return { h, rx };
+  }
+
+  /** Index of the first runner step of a 2-lane recipe (fails on every try in these tests). */
+  async function firstRunnerStep(hh: Harness, id: string): Promise<number> {
+    const rec = await getRecord(hh, id);
+    const s = rec.manifest.steps.find((x) => x.kind === "runner");
+    if (!s) throw new Error("no runner step");
+    return s.index;
+  }
+
+  it.skipIf(skip)(
+    "a failed release: one signed delivery for failed, one for rolled back",
+    async () => {
+      const { h, rx } = await setUp();
+      const id = await createRelease(h, recipe(2));
+      const bad = await firstRunnerStep(h, id);
+      await drive(h, (p) => (p.step_run_id.endsWith(`_${bad}_f`) ? "fail" : "pass"));
+      const rec = await getRecord(h, id);
+      expect(rec.state).toBe("rolled_back");
+      // What the receiver got, not what the engine wrote.
+      const got = bodies(rx);
+      expect(got.map((n) => n.kind)).toEqual(["failed", "rolled_back"]);
+      expect(rx.received).toHaveLength(2);
+      for (const r of rx.received) {
+        const v = verifyBody(
+          [HOOK_SECRET],
+          r.raw,
+          r.headers["x-baton-signature"] as string,
+          r.headers["x-baton-timestamp"] as string,
+        );
+        expect(v).toEqual({ ok: true });
+        expect(
+          verifyBody(
+            ["another-secret-0123456789"],
+            r.raw,
+            r.headers["x-baton-signature"] as string,
+            r.headers["x-baton-timestamp"] as string,
+          ).ok,
+        ).toBe(false);
+        expect(r.headers["x-baton-event"]).toBe(JSON.parse(r.raw.toString()).kind);
+      }
+      const ids = rx.received.map((r) => r.headers["x-baton-delivery"]);
+      expect(new Set(ids).size).toBe(2);
+      const failed = got[0]!;
+      expect(failed.release_id).toBe(id);
+      expect(failed.state).toBe("compensating");
+      expect(failed.cause).toBe("failure");
+      expect(failed.step?.number).toBe(bad + 1);
+      expect(failed.step?.direction).toBe("forward");
+      expect(failed.url).toBe(`http://127.0.0.1:8787/releases/${id}`);
+      expect(failed.summary).toContain(`step ${bad + 1}`);
+      expect(got[1]!.cause).toBe("failure");
+      expect(got[1]!.step?.number).toBe(bad + 1);
+      // Each delivery is one history line; nothing is left in the outbox but stale deadlines.
+      const notes = rec.history.filter((x) => x.kind === "notice");
+      expect(notes.map((x) => x.outcome)).toEqual(["accepted", "accepted"]);
+      const left = await h.store.pendingOutbox(id);
+      expect(left.filter((r) => r.effect.type === "notify")).toEqual([]);
+    },
+  );
+
+  it.skipIf(skip)("a succeeded release: exactly one delivery", async () => {
+    const { h, rx } = await setUp();
+    const id = await createRelease(h, recipe(2));
+    await drive(h);
+    expect((await getRecord(h, id)).state).toBe("succeeded");
+    expect(bodies(rx).map((n) => [n.kind, n.step])).toEqual([["succeeded", null]]);
+    expect(rx.received).toHaveLength(1);
+  });
+
+  it.skipIf(skip)("retries on 5xx with the same delivery id, then delivers once", async () => {
+    const { h, rx } = await setUp([503, 502]);
+    const id = await createRelease(h, recipe(2));
+    await drive(h);
+    expect((await getRecord(h, id)).state).toBe("succeeded");
+    expect(rx.received.map((r) => r.status)).toEqual([503, 502, 200]);
+    expect(new Set(rx.received.map((r) => r.headers["x-baton-delivery"])).size).toBe(1);
+    const note = (await getRecord(h, id)).history.filter((x) => x.kind === "notice");
+    expect(note).toHaveLength(1);
+    expect(note[0]!.message).toContain("on try 3");
+  });
+
+  it.skipIf(skip)(
+    "gives up on a 4xx after one try, and on 5xx after maxTries; the release is never held",
+    async () => {
+      const { h, rx } = await setUp([404]);
+      const id = await createRelease(h, recipe(2));
+      await drive(h);
+      expect(rx.received.map((r) => r.status)).toEqual([404]);
+      const notes = (await getRecord(h, id)).history.filter((x) => x.kind === "notice");
+      expect(notes.map((n) => n.outcome)).toEqual(["refused"]);
+      expect(notes[0]!.message).toMatch(/given up after 1 try: .*HTTP 404/);
+
+      rx.fallback = 500;
+      await op(h, "POST", `/v1/releases/${id}/abort`, { reason: "x" });
+      const id2 = await createRelease(h, recipe(2));
+      await drive(h);
+      expect((await getRecord(h, id2)).state).toBe("succeeded");
+      const tries = rx.received.filter((r) =>
+        r.headers["x-baton-delivery"]?.toString().startsWith(`${id2}.`),
+      );
+      expect(tries.map((r) => r.status)).toEqual([500, 500, 500, 500]);
+      const n2 = (await getRecord(h, id2)).history.filter((x) => x.kind === "notice");
+      expect(n2[0]!.message).toContain("given up after 4 tries");
+    },
+  );
+
+  it.skipIf(skip)(
+    "a release moves on while the receiver is down (the notice waits in the outbox)",
+    async () => {
+      const { h, rx } = await setUp([], 10);
+      rx.fallback = 503;
+      const id = await createRelease(h, recipe(2));
+      const bad = await firstRunnerStep(h, id);
+      // Drive the release, moving the clock only for its own rows (never to a notice's retry).
+      const decide = (p: { step_run_id: string }) =>
+        (p.step_run_id.endsWith(`_${bad}_f`) ? "fail" : "pass") as "fail" | "pass";
+      for (let round = 0; round < 400; round++) {
+        const { t, fresh } = await pumpOnce(h, decide);
+        if (t.performed > 0 || t.failed > 0 || fresh.length > 0) continue;
+        const next = (await h.store.pendingOutbox())
+          .filter((r) => r.effect.type !== "deadline" && r.effect.type !== "notify")
+          .map((r) => r.due_at)
+          .sort((a, b) => a - b)[0];
+        if (next === undefined) break;
+        h.clock.t = Math.max(h.clock.t, next);
+      }
+      const rec = await getRecord(h, id);
+      expect(rec.state).toBe("rolled_back");
+      const waiting = (await h.store.pendingOutbox(id)).filter((r) => r.effect.type === "notify");
+      expect(waiting.length).toBeGreaterThanOrEqual(1);
+      expect(rx.received.every((r) => r.status === 503)).toBe(true);
+    },
+  );
+
+  it.skipIf(skip)("a recipe's notify.on narrows what is sent", async () => {
+    const { h, rx } = await setUp();
+    const id = await createRelease(h, recipe(2, { notify: { on: ["rolled_back"] } }));
+    const bad = await firstRunnerStep(h, id);
+    await drive(h, (p) => (p.step_run_id.endsWith(`_${bad}_f`) ? "fail" : "pass"));
+    expect(bodies(rx).map((n) => n.kind)).toEqual(["rolled_back"]);
+  });
+
+  it.skipIf(skip)("an operator abort is told apart from a failure", async () => {
+    const { h, rx } = await setUp();
+    const res = await op(h, "POST", "/v1/releases?start=false", recipe(2));
+    const id = ((await res.json()) as { id: string }).id;
+    await op(h, "POST", `/v1/releases/${id}/abort`, { reason: "wrong image" });
+    await drive(h);
+    const got = bodies(rx);
+    expect(got.map((n) => [n.kind, n.cause])).toEqual([["aborted", "operator_abort"]]);
+    expect(got[0]!.summary).toContain("aborted by");
+  });
+
+  it.skipIf(skip)("the slack template sends text and blocks", async () => {
+    const { h, rx } = await setUp([], undefined, "slack");
+    const id = await createRelease(h, recipe(2));
+    await drive(h);
+    const body = JSON.parse(rx.received[0]!.raw.toString()) as { text: string; blocks: unknown[] };
+    expect(body.text).toContain(`${id} succeeded`);
+    expect(body.blocks.length).toBeGreaterThan(1);
+    expect(JSON.stringify(body.blocks)).toContain(`/releases/${id}`);
+  });
+});
