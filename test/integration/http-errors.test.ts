@@ -217,7 +217,7 @@ describe("operator actions", () => {
 describe("preflight and callback", () => {
   const sr = () => `sr_${id.slice(1)}_1_f`;
 
-  it("bad credentials get one identical 401 body and are recorded as refused", async () => {
+  it("bad credentials get one identical 401 body and are recorded as refused, once a minute per kind", async () => {
     const body = callbackBody(sr(), { run_id: "1", run_attempt: 1 });
     const now = h.clock.now();
     const variants: Record<string, string>[] = [
@@ -239,7 +239,16 @@ describe("preflight and callback", () => {
     const refused = rec.history.filter(
       (x) => x.outcome === "refused" && /bad credential/.test(x.message),
     );
-    expect(refused.length).toBe(variants.length * 2);
+    // One row per kind a minute (refusal-log.ts), each counting what it stands for.
+    expect(refused.length).toBe(2);
+    expect(refused.map((x) => (x.data as { requests: number }).requests)).toEqual([1, 1]);
+    h.clock.advance(60_000);
+    await req("POST", callbackUrl(sr()), { headers: variants[1]!, body });
+    const again = (await getRecord(h, id)).history.filter(
+      (x) => x.outcome === "refused" && /bad credential/.test(x.message),
+    );
+    expect(again.length).toBe(3);
+    expect((again.at(-1)?.data as { requests: number }).requests).toBe(variants.length);
   });
 
   it("signed but malformed bodies: 400 naming the field", async () => {

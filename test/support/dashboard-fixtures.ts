@@ -603,6 +603,16 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
     async get(id) {
       return structuredClone(get(id));
     },
+    async liveMark(id) {
+      const r = byId.get(id);
+      return r ? `${r.release.resource_version}:${r.history.length}` : null;
+    },
+    async liveState(id) {
+      const r = byId.get(id);
+      return r
+        ? { mark: `${r.release.resource_version}:${r.history.length}`, state: r.release.state }
+        : null;
+    },
     async list(q) {
       return [...byId.values()]
         .map((r) => r.release)

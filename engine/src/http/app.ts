@@ -35,7 +35,7 @@ export function createApp(o: AppOptions): Hono {
   app.notFound((c) =>
     errorResponse(c, 404, "not_found", `[engine] no route ${c.req.method} ${c.req.path}`),
   );
-  app.route("/", systemRoutes({ api: o.api, operatorTokens }));
+  app.route("/", systemRoutes({ api: o.api, operatorTokens, readTokens }));
   app.route(
     "/v1/releases/step-runs",
     stepRunRoutes({
@@ -43,6 +43,7 @@ export function createApp(o: AppOptions): Hono {
       clock: o.clock,
       callbackSecrets: o.callbackSecrets,
       operatorTokens,
+      readTokens,
     }),
   );
   app.route("/v1/releases", releaseRoutes({ api: o.api, operatorTokens, readTokens }));

@@ -73,6 +73,13 @@ export interface ReleaseSummary {
   updated_at: number;
 }
 
+/** A cheap fingerprint of a release: it changes whenever the release or its history does. */
+export interface ReleaseMark {
+  state: ReleaseState;
+  resource_version: number;
+  history_count: number;
+}
+
 export interface Store {
   /** Creates tables if needed. Idempotent. */
   migrate(): Promise<void>;
@@ -96,6 +103,11 @@ export interface Store {
     limit: number;
     before?: number;
   }): Promise<ReleaseSummary[]>;
+  /**
+   * What the live dashboard polls: the release's state, `resource_version` and number of
+   * history rows, in one indexed query (no document read). Null when the release is unknown.
+   */
+  releaseMark(id: string): Promise<ReleaseMark | null>;
   /** Oldest first. */
   getHistory(releaseId: string, q?: { limit?: number; offset?: number }): Promise<HistoryEntry[]>;
   getAttemptResult(stepRunId: string, attempt: number): Promise<AttemptResult | null>;

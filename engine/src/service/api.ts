@@ -42,6 +42,14 @@ export interface ReleaseApi {
    */
   start(recipe: unknown, actor: string, opts?: { hold?: boolean }): Promise<Release>;
   get(id: string): Promise<ReleaseRecord>;
+  /**
+   * `"<resource_version>:<history count>"` of a release (null when unknown) and whether it
+   * is terminal: what the live dashboard polls. One indexed query, shared by concurrent
+   * callers within `LIVE_MARK_SHARE_MS`; never the whole record.
+   */
+  liveMark(id: string): Promise<string | null>;
+  /** Like `liveMark`, with the release state. */
+  liveState(id: string): Promise<{ mark: string; state: ReleaseState } | null>;
   list(q: { state?: ReleaseState; limit: number; before?: number }): Promise<ReleaseSummary[]>;
   abort(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   resume(id: string, actor: string): Promise<Accepted | Refusal>;

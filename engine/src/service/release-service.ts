@@ -29,6 +29,7 @@ import { RELEASE_ID_PATTERN, releaseIdOfStepRun } from "./ids.ts";
 import { assertLanesFree } from "./lane-claims.ts";
 import { capLogTail } from "./log-tail.ts";
 import { Reconciler, type ReconcilerOptions } from "./reconciler.ts";
+import { RefusalLog } from "./refusal-log.ts";
 
 /** Minimal logger; `console` fits. */
 export interface Logger {
@@ -90,6 +91,12 @@ export interface StaleClaim {
   reason: string;
 }
 
+/**
+ * How long (ms) one read of a release mark answers every tab polling it: with any number of
+ * tabs open, the live dashboard costs at most one indexed query per release per this period.
+ */
+export const LIVE_MARK_SHARE_MS = 500;
+
 /** Releases kept in the read cache (each a few tens of KB: ~25 MB at most). */
 const RELEASE_CACHE_MAX = 500;
 
@@ -108,6 +115,13 @@ export class ReleaseService implements ReleaseApi {
   private readonly publicUrl: string;
   /** Tail of the `start` queue: starts run one at a time so the lane check cannot interleave. */
   private starting: Promise<unknown> = Promise.resolve();
+  /** Live marks being read or read recently, shared by the dashboard tabs polling them. */
+  private readonly marks = new Map<
+    string,
+    { at: number; value: Promise<{ mark: string; state: Release["state"] } | null> }
+  >();
+  /** Bounds the rows refused preflights and callbacks write (refusal-log.ts). */
+  private readonly refusals = new RefusalLog();
   /** Last known state per release id, oldest first (insertion order). */
   private readonly cache = new Map<string, Release>();
 
@@ -172,12 +186,12 @@ export class ReleaseService implements ReleaseApi {
         continue;
       }
       if (!r.ok) {
-        if (r.history.length > 0) await this.store.appendHistory(r.history);
+        await this.appendRefused(event, r.code, r.history, now);
         if (extras.complete_outbox) await this.completeAlone(extras.complete_outbox);
         return { ok: false, status: r.status, code: r.code, reason: r.reason };
       }
       if (!r.changed) {
-        if (r.history.length > 0) await this.store.appendHistory(r.history);
+        await this.appendRefused(event, "repeat", r.history, now);
         if (extras.complete_outbox) await this.completeAlone(extras.complete_outbox);
         return { ok: true, changed: false, release: r.release, reply: r.reply };
       }
@@ -284,6 +298,27 @@ export class ReleaseService implements ReleaseApi {
     return this.load(id, false);
   }
 
+  /**
+   * Appends the history of an event that changed nothing. Preflights and callbacks (which
+   * anyone can repeat) go through the refusal log: at most one row per (step run, kind, code)
+   * per minute, carrying the count of the requests it stands for (refusal-log.ts).
+   */
+  private async appendRefused(
+    event: ReleaseEvent,
+    code: string,
+    history: HistoryEntry[],
+    now: number,
+  ): Promise<void> {
+    if (history.length === 0) return;
+    if (event.type !== "preflight" && event.type !== "callback") {
+      await this.store.appendHistory(history);
+      return;
+    }
+    const requests = this.refusals.admit(`${event.step_run_id}|${event.type}|${code}`, now);
+    if (requests === null) return;
+    await this.store.appendHistory(history.map((h) => withRequests(h, requests)));
+  }
+
   private async completeAlone(row: { id: number; claim_token: string }): Promise<void> {
     const done = await this.store.completeOutbox(row.id, row.claim_token);
     if (!done) this.log.warn(`[engine] outbox row ${row.id}: claim lost before completion`);
@@ -359,6 +394,27 @@ export class ReleaseService implements ReleaseApi {
       this.store.listAttemptResults(id),
     ]);
     return { release, history, attempt_results };
+  }
+
+  async liveMark(id: string): Promise<string | null> {
+    return (await this.liveState(id))?.mark ?? null;
+  }
+
+  liveState(id: string): Promise<{ mark: string; state: Release["state"] } | null> {
+    const now = performance.now();
+    const held = this.marks.get(id);
+    if (held && now - held.at < LIVE_MARK_SHARE_MS) return held.value;
+    const value = this.store
+      .releaseMark(id)
+      .then((m) =>
+        m ? { mark: `${m.resource_version}:${m.history_count}`, state: m.state } : null,
+      );
+    this.marks.set(id, { at: now, value });
+    value.catch(() => this.marks.delete(id));
+    if (this.marks.size > 1000) {
+      for (const [k, v] of this.marks) if (now - v.at >= LIVE_MARK_SHARE_MS) this.marks.delete(k);
+    }
+    return value;
   }
 
   list(q: { state?: Release["state"]; limit: number; before?: number }): Promise<ReleaseSummary[]> {
@@ -452,25 +508,32 @@ export class ReleaseService implements ReleaseApi {
     data: Json,
   ): Promise<void> {
     const id = stepRunId ? releaseIdOfStepRun(stepRunId) : null;
+    const now = this.clock.now();
+    // Counted before anything is read: a flood costs one read and one row per key a minute.
+    const requests = this.refusals.admit(`${stepRunId}|${kind}|bad_credential`, now);
+    if (requests === null) return;
     if (!id) {
       this.log.warn(`${message} (no release to record it on)`);
       return;
     }
-    const release = await this.store.getRelease(id);
+    const release = await this.load(id, false);
     if (!release?.step_runs.some((s) => s.id === stepRunId)) {
       this.log.warn(`${message} (step run ${stepRunId} does not exist)`);
       return;
     }
     await this.store.appendHistory([
-      {
-        release_id: id,
-        at: this.clock.now(),
-        kind,
-        step_run_id: stepRunId,
-        outcome: "refused",
-        message,
-        data,
-      },
+      withRequests(
+        {
+          release_id: id,
+          at: now,
+          kind,
+          step_run_id: stepRunId,
+          outcome: "refused",
+          message,
+          data,
+        },
+        requests,
+      ),
     ]);
   }
 
@@ -481,6 +544,15 @@ export class ReleaseService implements ReleaseApi {
   health(): Promise<void> {
     return this.store.ping();
   }
+}
+
+/** `h` with `requests` (how many refusals the row stands for) in its data. */
+function withRequests(h: HistoryEntry, requests: number): HistoryEntry {
+  const base =
+    h.data !== null && typeof h.data === "object" && !Array.isArray(h.data)
+      ? h.data
+      : { value: h.data };
+  return { ...h, data: { ...base, requests } };
 }
 
 function notFound(reason: string): Refusal {

@@ -13,6 +13,7 @@ import type {
   CommitInput,
   CommitResult,
   OutboxRow,
+  ReleaseMark,
   ReleaseSummary,
   Store,
 } from "../../ports/store.ts";
@@ -114,6 +115,28 @@ export abstract class KyselyStore implements Store {
     if (q.state !== undefined) query = query.where("state", "=", q.state);
     if (q.before !== undefined) query = query.where("created_at", "<", q.before);
     return (await query.execute()).map(toSummary);
+  }
+
+  async releaseMark(id: string): Promise<ReleaseMark | null> {
+    const row = await this.live()
+      .selectFrom("releases")
+      .select((eb) => [
+        "state",
+        "resource_version",
+        eb
+          .selectFrom("history")
+          .select((h) => h.fn.countAll<number>().as("n"))
+          .where("history.release_id", "=", id)
+          .as("history_count"),
+      ])
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row) return null;
+    return {
+      state: row.state as ReleaseState,
+      resource_version: Number(row.resource_version),
+      history_count: Number(row.history_count),
+    };
   }
 
   async getHistory(

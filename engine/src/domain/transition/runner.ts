@@ -96,6 +96,18 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
     };
   }
   const latest = sr.attempts[sr.attempts.length - 1]!;
+  if (
+    attempt.callback_at !== null &&
+    attempt.state !== "fenced" &&
+    (attempt.overall !== e.overall || attempt.status !== e.status)
+  ) {
+    // A second, different verdict for one attempt: the first stands; say so (not a replay).
+    return {
+      status: 409,
+      code: "conflicting_callback",
+      reason: `[engine] step run ${sr.id} attempt ${attempt.n} already reported ${attempt.status} (${attempt.overall}); a different result (${e.status}, ${e.overall}) for the same attempt is refused; the first result stands`,
+    };
+  }
   if (attempt.callback_at !== null && attempt.state !== "fenced") {
     d.ignore(
       `[engine] duplicate callback for ${sr.id} attempt ${attempt.n}; already recorded as ${attempt.overall}`,

@@ -13,7 +13,10 @@ import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 export const LIVE_POLL_MS = 1000;
 export const LIVE_MAX_MS = 10 * 60_000;
 
-/** What changes when a release moves or a refused event is recorded. */
+/**
+ * What changes when a release moves or a refused event is recorded; the same string as
+ * `ReleaseApi.liveMark` (version and history count).
+ */
 export function liveVersion(rec: ReleaseRecord): string {
   return `${rec.release.resource_version}:${rec.history.length}`;
 }
@@ -31,23 +34,29 @@ export function liveStream(c: Context, api: ReleaseApi, id: string) {
     });
     const until = Date.now() + LIVE_MAX_MS;
     while (!aborted && Date.now() < until) {
-      let rec: ReleaseRecord;
+      // The mark (state, version, history count), not the record: one indexed query shared
+      // by every tab watching this release (ReleaseApi.liveState).
+      let live: { mark: string; state: string } | null;
       try {
-        rec = await api.get(id);
-      } catch (err) {
-        await stream.writeSSE({ event: "error", data: String((err as Error).message) });
+        live = await api.liveState(id);
+      } catch {
+        await stream.writeSSE({ event: "error", data: "[dashboard] the store does not answer" });
         return;
       }
-      const v = liveVersion(rec);
+      if (!live) {
+        await stream.writeSSE({ event: "error", data: `[dashboard] release ${id} does not exist` });
+        return;
+      }
+      const v = live.mark;
       if (v !== last) {
         last = v;
         await stream.writeSSE({
           event: "change",
-          data: JSON.stringify({ state: rec.release.state, version: v }),
+          data: JSON.stringify({ state: live.state, version: v }),
         });
       }
-      if (TERMINAL_RELEASE_STATES.has(rec.release.state)) {
-        await stream.writeSSE({ event: "end", data: rec.release.state });
+      if (TERMINAL_RELEASE_STATES.has(live.state as ReleaseRecord["release"]["state"])) {
+        await stream.writeSSE({ event: "end", data: live.state });
         return;
       }
       await stream.sleep(LIVE_POLL_MS);

@@ -24,6 +24,8 @@ export interface StepRunRouteOptions {
   clock: Clock;
   callbackSecrets: readonly string[];
   operatorTokens: readonly string[];
+  /** Operator and viewer tokens: the viewer token gets 403 naming the operator token. */
+  readTokens?: readonly string[];
 }
 
 const tooLarge = (): never => {
@@ -180,7 +182,7 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
     }));
   });
 
-  app.post("/:id/retry", requireBearer(o.operatorTokens, "operator"), async (c) => {
+  app.post("/:id/retry", requireBearer(o.operatorTokens, "operator", o.readTokens), async (c) => {
     const id = stepRunParam(c);
     const r = await o.api.retry(id, "operator");
     return answer(c, r, (a) => ({ step_run_id: id, release_state: a.release.state }));

@@ -4,7 +4,12 @@ import type { ReleaseApi } from "../../service/api.ts";
 import { requireBearer } from "../auth.ts";
 import { errorResponse } from "../errors.ts";
 
-export function systemRoutes(o: { api: ReleaseApi; operatorTokens: readonly string[] }): Hono {
+export function systemRoutes(o: {
+  api: ReleaseApi;
+  operatorTokens: readonly string[];
+  /** Operator and viewer tokens: the viewer token gets 403 naming the operator token. */
+  readTokens?: readonly string[];
+}): Hono {
   const app = new Hono();
   app.get("/healthz", async (c) => {
     try {
@@ -14,7 +19,7 @@ export function systemRoutes(o: { api: ReleaseApi; operatorTokens: readonly stri
       return errorResponse(c, 503, "unavailable", "[engine] the store does not answer");
     }
   });
-  app.post("/v1/tick", requireBearer(o.operatorTokens, "operator"), async (c) => {
+  app.post("/v1/tick", requireBearer(o.operatorTokens, "operator", o.readTokens), async (c) => {
     return c.json(await o.api.tick());
   });
   return app;
