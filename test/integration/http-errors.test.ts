@@ -248,7 +248,7 @@ describe("preflight and callback", () => {
       (x) => x.outcome === "refused" && /bad credential/.test(x.message),
     );
     expect(again.length).toBe(3);
-    expect((again.at(-1)?.data as { requests: number }).requests).toBe(variants.length);
+    expect((again.at(-1)!.data as { requests: number }).requests).toBe(variants.length);
   });
 
   it("signed but malformed bodies: 400 naming the field", async () => {
