@@ -107,6 +107,6 @@ describe.each(STORE_KINDS)("hostile strings on %s", (kind) => {
     const hist = await h.store.getHistory(p.release.id);
     const last = hist.at(-1);
     expect(last?.message).toBe("bad\ufffd");
-    expect(last?.data).toEqual({ reason: "x\ufffd\ufffd" });
+    expect(last?.data).toEqual({ reason: "x\ufffd\ufffd", requests: 1 });
   });
 });
