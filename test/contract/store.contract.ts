@@ -168,6 +168,16 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect(await store.getRelease("r1")).not.toBeNull();
     });
 
+    it("stores and lists a release in every state, abandoned included", async () => {
+      const states = ["pending", "paused", "needs_operator", "abandoned"] as const;
+      for (const [i, state] of states.entries()) {
+        await store.createRelease(makeRelease(i + 1, { state }), [], [], T0 + i);
+      }
+      expect((await store.getRelease("r4"))?.state).toBe("abandoned");
+      const listed = await store.listReleases({ state: "abandoned", limit: 10 });
+      expect(listed.map((r) => r.id)).toEqual(["r4"]);
+    });
+
     it("nextReleaseNumber is increasing and unique across concurrent callers and stores", async () => {
       const peer = await h.openPeer();
       const first = await store.nextReleaseNumber();

@@ -94,7 +94,11 @@ if (!url) {
         await client.connect();
         const { rows } = await client.query(`SELECT name FROM ${schema}.baton_migration`);
         await client.end();
-        expect(rows).toEqual([{ name: "0001_initial" }, { name: "0002_manifests" }]);
+        expect(rows).toEqual([
+          { name: "0001_initial" },
+          { name: "0002_manifests" },
+          { name: "0003_release_state_abandoned" },
+        ]);
       } finally {
         for (const s of stores) await s.close();
         await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { sqliteMigrations } from "../../engine/src/adapters/sqlite/migrations.ts";
 import { openSqliteStore } from "../../engine/src/adapters/sqlite/sqlite-store.ts";
 import { openStore } from "../../engine/src/adapters/store-factory.ts";
 import type { Store } from "../../engine/src/ports/store.ts";
@@ -74,6 +75,35 @@ describe("openStore (SQLite and configuration)", () => {
     await expect(
       openStore({ databaseUrl: "postgres://u@127.0.0.1:9/x", dataDir: "/nonexistent" }),
     ).rejects.toThrow(/^\[store\] /);
+  });
+
+  it("0003 upgrades a database made by 0001–0002: rows kept, `abandoned` accepted", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "baton-store-"));
+    const file = join(dir, "baton.sqlite");
+    try {
+      const old = new Database(file);
+      old.exec("CREATE TABLE baton_migration (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)");
+      for (const name of ["0001_initial", "0002_manifests"] as const) {
+        for (const sql of sqliteMigrations[name] ?? []) old.exec(sql);
+        old.prepare("INSERT INTO baton_migration (name, applied_at) VALUES (?, 0)").run(name);
+      }
+      old.close();
+      const before = openSqliteStore(file);
+      // Not migrated yet: the old CHECK refuses the new state.
+      await expect(
+        before.createRelease(makeRelease(1, { state: "abandoned" }), [], [], 0),
+      ).rejects.toThrow();
+      await before.createRelease(makeRelease(2, { state: "needs_operator" }), [], [], 0);
+      await before.migrate();
+      await before.createRelease(makeRelease(3, { state: "abandoned" }), [], [], 0);
+      expect((await before.getRelease("r2"))?.state).toBe("needs_operator");
+      expect((await before.getRelease("r3"))?.state).toBe("abandoned");
+      const list = await before.listReleases({ state: "abandoned", limit: 5 });
+      expect(list.map((r) => r.id)).toEqual(["r3"]);
+      await before.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("a wrong-typed value is refused by the STRICT schema, not stored", async () => {

@@ -561,7 +561,7 @@ function summary(r: Release): ReleaseSummary {
 
 /** Calls made to the fake's operator methods, for assertions. */
 export interface FakeCall {
-  method: "abort" | "resume" | "retry";
+  method: "abort" | "resume" | "retry" | "resolve" | "abandon";
   target: string;
   actor: string;
 }
@@ -656,6 +656,14 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
       sr.state = "dispatching";
       r.release.state = "running";
       return accept(r);
+    },
+    async resolve(stepRunId, actor) {
+      calls.push({ method: "resolve", target: stepRunId, actor });
+      return refuse(`[fake] resolve of ${stepRunId} is not modelled`);
+    },
+    async abandon(id, actor) {
+      calls.push({ method: "abandon", target: id, actor });
+      return refuse(`[fake] abandon of ${id} is not modelled`);
     },
     async preflight() {
       return unsupported();

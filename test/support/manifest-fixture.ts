@@ -26,6 +26,8 @@ export interface StepSpec {
   backward: boolean;
   retries?: number;
   on_failure?: FailurePolicy;
+  /** Runner steps: the re-run window in ms (absent: none, compensate at once). */
+  rerun_window_ms?: number;
   lane?: string;
   wave?: number;
   /** control-plane steps: the request; defaults to a marker write on the lane. */
@@ -145,6 +147,7 @@ function buildStep(spec: StepSpec, index: number): ManifestStep {
     on_failure: spec.on_failure ?? "compensate",
     start_deadline_ms: START_DEADLINE_MS,
     callback_deadline_ms: CALLBACK_DEADLINE_MS,
+    ...(spec.rerun_window_ms === undefined ? {} : { rerun_window_ms: spec.rerun_window_ms }),
   };
 }
 

@@ -123,13 +123,17 @@ const rows: Row[] = [
     refused: { status: 409, code: "not_wanted", reason: /already succeeded/ },
   },
   {
-    name: "preflight 2: a forward step run while compensating -> 409",
+    name: "preflight 0: a re-run of a forward step run while compensating -> 409 rerun_declined",
     setup: () => {
       const r = bound();
       return ok(r, { type: "abort", actor: "ops", reason: "" }).release;
     },
     event: (r) => preflightOf(r, S0, { run_attempt: 2 }),
-    refused: { status: 409, code: "not_wanted" },
+    refused: {
+      status: 409,
+      code: "rerun_declined",
+      reason: /is declined: release r17 is compensating/,
+    },
   },
   {
     name: "preflight 2: a backward step run while not compensating -> 409",

@@ -3,7 +3,12 @@
  * Reused for SQL columns, `z.enum` and exhaustive switches.
  */
 
-/** Release states (DESIGN.md §3). Terminal: succeeded, rolled_back, aborted. */
+/**
+ * Release states (DESIGN.md §3). Terminal: succeeded, rolled_back, aborted, abandoned
+ * (an operator gave up on compensation after confirming what each lane runs). Every
+ * non-terminal state has an exit an operator can take: `availableActions` in
+ * `transition/exits.ts`, documented in docs/state-machine.md "Ways out".
+ */
 export const ReleaseState = {
   pending: "pending",
   running: "running",
@@ -13,6 +18,7 @@ export const ReleaseState = {
   succeeded: "succeeded",
   rolled_back: "rolled_back",
   aborted: "aborted",
+  abandoned: "abandoned",
 } as const;
 export type ReleaseState = (typeof ReleaseState)[keyof typeof ReleaseState];
 export const RELEASE_STATES = Object.values(ReleaseState) as [ReleaseState, ...ReleaseState[]];
@@ -20,6 +26,7 @@ export const TERMINAL_RELEASE_STATES: ReadonlySet<ReleaseState> = new Set([
   ReleaseState.succeeded,
   ReleaseState.rolled_back,
   ReleaseState.aborted,
+  ReleaseState.abandoned,
 ]);
 
 /**

@@ -9,7 +9,7 @@ import { applied, observed } from "./transition/control-plane.ts";
 import { Draft, eventData, findStepRun, type Refusal } from "./transition/draft.ts";
 import { start } from "./transition/forward.ts";
 import { guards } from "./transition/guards.ts";
-import { abort, resume, retry } from "./transition/operator.ts";
+import { abandon, abort, resolve, resume, retry } from "./transition/operator.ts";
 import { preflight } from "./transition/preflight.ts";
 import { callback, dispatchAccepted, dispatchFailed, runnerDeadline } from "./transition/runner.ts";
 import type { Manifest, Release, ReleaseEvent, TransitionResult } from "./types.ts";
@@ -112,6 +112,8 @@ function route(d: Draft): Refusal | undefined {
       return abort(d, e);
     case "resume":
       return resume(d, e);
+    case "abandon":
+      return abandon(d, e);
     default:
       break;
   }
@@ -138,6 +140,8 @@ function route(d: Draft): Refusal | undefined {
       return wrongKind("runner") ?? callback(d, sr, e);
     case "retry":
       return retry(d, sr, e);
+    case "resolve":
+      return resolve(d, sr, e);
     default:
       break;
   }

@@ -61,6 +61,12 @@ export interface ManifestStep {
   start_deadline_ms: number;
   /** Runner steps: ms from preflight accepted to callback before the step run is `unknown`. */
   callback_deadline_ms: number;
+  /**
+   * Runner steps: ms the release waits, paused, for a re-run of a failed forward step run from
+   * the Actions UI before it compensates (recipe `policy.rerun_window_minutes`). 0 or absent
+   * (manifests compiled before it existed): compensate at once.
+   */
+  rerun_window_ms?: number;
 }
 
 /** The compiled, immutable plan of one release. `manifest_digest` = sha256 of canonical JSON. */
@@ -120,6 +126,17 @@ export interface StepRun {
   started_at: number | null;
   finished_at: number | null;
   last_error: string | null;
+  /** Set by `resolve`: an operator did this backward step run's effect by hand. */
+  resolved?: { actor: string; reason: string; at: number };
+}
+
+/** What an operator confirmed when abandoning a release (docs/state-machine.md "Ways out"). */
+export interface Abandonment {
+  actor: string;
+  reason: string;
+  at: number;
+  /** Lane id -> image the operator confirms the lane runs now, for every lane of the manifest. */
+  lanes: Record<string, string>;
 }
 
 /** The release aggregate, persisted as one row with a conditional update on `resource_version`. */
@@ -144,6 +161,13 @@ export interface Release {
   step_runs: StepRun[];
   /** Why the release is paused / needs an operator / failed, for people. */
   reason: string | null;
+  /**
+   * Epoch ms until which a `paused` release waits for a re-run of its failed forward runner
+   * step run before it compensates (the re-run window); null/absent otherwise.
+   */
+  rerun_deadline?: number | null;
+  /** Set when the release was `abandoned`. */
+  abandoned?: Abandonment;
   created_at: number;
   updated_at: number;
 }
@@ -217,14 +241,35 @@ export type ReleaseEvent =
   | {
       type: "deadline";
       step_run_id: string;
-      kind: "start" | "callback" | "retry";
+      kind: DeadlineKind;
       /** Dispatch sequence / attempt the deadline was set for; stale deadlines are ignored. */
       dispatch: number;
       attempt: number;
     }
   | { type: "abort"; actor: string; reason: string }
   | { type: "resume"; actor: string }
-  | { type: "retry"; actor: string; step_run_id: string };
+  | { type: "retry"; actor: string; step_run_id: string }
+  | {
+      /** needs_operator: the operator did this backward step run's effect by hand. */
+      type: "resolve";
+      actor: string;
+      step_run_id: string;
+      reason: string;
+    }
+  | {
+      /** needs_operator -> abandoned, once the operator confirms what every lane runs. */
+      type: "abandon";
+      actor: string;
+      reason: string;
+      /** Lane id -> image it runs now, as the operator checked on the machine. */
+      lanes: Record<string, string>;
+    };
+
+/**
+ * Deadlines: `start` (dispatch -> preflight), `callback` (preflight -> callback), `rerun`
+ * (the end of the re-run window of a failed forward runner step run), `retry` (reserved).
+ */
+export type DeadlineKind = "start" | "callback" | "retry" | "rerun";
 
 // ---------------------------------------------------------------- effects
 
@@ -256,7 +301,7 @@ export interface ControlPlaneEffect {
 export interface DeadlineEffect {
   type: "deadline";
   step_run_id: string;
-  kind: "start" | "callback" | "retry";
+  kind: DeadlineKind;
   dispatch: number;
   attempt: number;
   /** Epoch ms when the deadline fires. */

@@ -54,6 +54,18 @@ export interface ReleaseApi {
   abort(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   resume(id: string, actor: string): Promise<Accepted | Refusal>;
   retry(stepRunId: string, actor: string): Promise<Accepted | Refusal>;
+  /** needs_operator: the operator did this backward step run's effect by hand (reason required). */
+  resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal>;
+  /**
+   * needs_operator -> abandoned, with the image (or `none`) the operator confirms for every
+   * lane of the release; 422 naming the lanes not confirmed.
+   */
+  abandon(
+    id: string,
+    actor: string,
+    reason: string,
+    lanes: Record<string, string>,
+  ): Promise<Accepted | Refusal>;
   /** Body already authenticated and parsed. */
   preflight(stepRunId: string, req: PreflightRequest): Promise<Accepted | Refusal>;
   /** Body already authenticated (over `raw`) and parsed from those same bytes. */

@@ -427,9 +427,22 @@ export class ReleaseService implements ReleaseApi {
 
   /** Resumes a paused release; a release held `pending` (created with `hold`) starts. */
   async resume(id: string, actor: string): Promise<Accepted | Refusal> {
-    const current = await this.store.getRelease(id);
-    if (current?.state === "pending") return this.operator(id, { type: "start" });
     return this.operator(id, { type: "resume", actor });
+  }
+
+  async resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal> {
+    const id = releaseIdOfStepRun(stepRunId);
+    if (!id) return notFound(`[engine] step run ${stepRunId} does not exist`);
+    return this.operator(id, { type: "resolve", actor, step_run_id: stepRunId, reason });
+  }
+
+  async abandon(
+    id: string,
+    actor: string,
+    reason: string,
+    lanes: Record<string, string>,
+  ): Promise<Accepted | Refusal> {
+    return this.operator(id, { type: "abandon", actor, reason, lanes });
   }
 
   async retry(stepRunId: string, actor: string): Promise<Accepted | Refusal> {

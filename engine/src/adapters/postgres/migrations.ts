@@ -15,12 +15,27 @@
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { checkIn, type SqlMigrations } from "../kysely/migrate.ts";
 
+/**
+ * Release states as 0001 wrote them into the CHECK constraint. Frozen: a migration that ran
+ * must mean the same thing forever; later states are added by later migrations (0003).
+ */
+const STATES_0001 = [
+  "pending",
+  "running",
+  "paused",
+  "compensating",
+  "needs_operator",
+  "succeeded",
+  "rolled_back",
+  "aborted",
+] as const;
+
 export const postgresMigrations: SqlMigrations = {
   "0001_initial": [
     `CREATE TABLE releases (
       id text PRIMARY KEY,
       number bigint UNIQUE,
-      state text NOT NULL ${checkIn("state", RELEASE_STATES)},
+      state text NOT NULL ${checkIn("state", STATES_0001)},
       generation integer NOT NULL,
       resource_version bigint NOT NULL,
       manifest_digest text NOT NULL,
@@ -93,5 +108,10 @@ export const postgresMigrations: SqlMigrations = {
     `INSERT INTO manifests (release_id, manifest)
        SELECT id, doc->'manifest' FROM releases WHERE doc->'manifest' IS NOT NULL`,
     `UPDATE releases SET doc = (doc::jsonb - 'manifest')::json WHERE doc->'manifest' IS NOT NULL`,
+  ],
+  // `abandoned` (docs/state-machine.md "Ways out"): the state CHECK follows the vocabulary.
+  "0003_release_state_abandoned": [
+    "ALTER TABLE releases DROP CONSTRAINT IF EXISTS releases_state_check",
+    `ALTER TABLE releases ADD CONSTRAINT releases_state_check ${checkIn("state", RELEASE_STATES)}`,
   ],
 };

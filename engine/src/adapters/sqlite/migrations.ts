@@ -8,12 +8,27 @@
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { checkIn, type SqlMigrations } from "../kysely/migrate.ts";
 
+/**
+ * Release states as 0001 wrote them into the CHECK constraint. Frozen: a migration that ran
+ * must mean the same thing forever; later states are added by later migrations (0003).
+ */
+const STATES_0001 = [
+  "pending",
+  "running",
+  "paused",
+  "compensating",
+  "needs_operator",
+  "succeeded",
+  "rolled_back",
+  "aborted",
+] as const;
+
 export const sqliteMigrations: SqlMigrations = {
   "0001_initial": [
     `CREATE TABLE releases (
       id TEXT PRIMARY KEY,
       number INTEGER UNIQUE,
-      state TEXT NOT NULL ${checkIn("state", RELEASE_STATES)},
+      state TEXT NOT NULL ${checkIn("state", STATES_0001)},
       generation INTEGER NOT NULL,
       resource_version INTEGER NOT NULL,
       manifest_digest TEXT NOT NULL,
@@ -79,5 +94,33 @@ export const sqliteMigrations: SqlMigrations = {
        WHERE json_type(doc, '$.manifest') = 'object'`,
     `UPDATE releases SET doc = json_remove(doc, '$.manifest')
        WHERE json_type(doc, '$.manifest') = 'object'`,
+  ],
+  // `abandoned` (docs/state-machine.md "Ways out"). SQLite cannot alter a CHECK constraint,
+  // so the table is rebuilt with the current vocabulary (same columns, same rows, same indexes).
+  "0003_release_state_abandoned": [
+    `CREATE TABLE releases_0003 (
+      id TEXT PRIMARY KEY,
+      number INTEGER UNIQUE,
+      state TEXT NOT NULL ${checkIn("state", RELEASE_STATES)},
+      generation INTEGER NOT NULL,
+      resource_version INTEGER NOT NULL,
+      manifest_digest TEXT NOT NULL,
+      recipe_name TEXT NOT NULL,
+      model TEXT NOT NULL,
+      high_water_mark INTEGER NOT NULL,
+      step_cursor INTEGER NOT NULL,
+      step_count INTEGER NOT NULL,
+      doc TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL
+    ) STRICT`,
+    `INSERT INTO releases_0003 (id, number, state, generation, resource_version, manifest_digest,
+       recipe_name, model, high_water_mark, step_cursor, step_count, doc, created_at, updated_at)
+     SELECT id, number, state, generation, resource_version, manifest_digest, recipe_name, model,
+       high_water_mark, step_cursor, step_count, doc, created_at, updated_at FROM releases`,
+    "DROP TABLE releases",
+    "ALTER TABLE releases_0003 RENAME TO releases",
+    "CREATE INDEX releases_state_created ON releases (state, created_at)",
+    "CREATE INDEX releases_created ON releases (created_at)",
   ],
 };

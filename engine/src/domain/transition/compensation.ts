@@ -14,6 +14,7 @@ export function beginCompensation(d: Draft, why: string): void {
   r.generation += 1;
   r.cursor = r.high_water_mark;
   r.reason = why;
+  r.rerun_deadline = null;
   d.accept(
     `[engine] release ${r.id} compensating from step ${r.high_water_mark} (generation ${r.generation}): ${why}`,
   );

@@ -1,13 +1,21 @@
 /**
- * Operator events: abort, resume, retry a step run (docs/state-machine.md "Operator events";
- * field case F14).
+ * Operator events: abort, resume, retry, resolve a step run, abandon (docs/state-machine.md
+ * "Operator events" and "Ways out"; field case F14). Each is guarded here and only here:
+ * `availableActions` (exits.ts) asks these same handlers what they would accept.
  */
+import { IMAGE_PATTERN } from "../recipe.ts";
 import type { ReleaseEvent, StepRun } from "../types.ts";
 import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepRunAt } from "./draft.ts";
-import { beginForwardAtCursor } from "./forward.ts";
+import { beginForwardAtCursor, start } from "./forward.ts";
 import { guards } from "./guards.ts";
 import { sendAction } from "./send.ts";
+import { settled } from "./settle.ts";
+
+/** Longest reason kept in history (characters). */
+export const OPERATOR_REASON_MAX = 1000;
+/** What `abandon` accepts for a lane that runs no image at all. */
+export const LANE_RUNS_NOTHING = "none";
 
 type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
 
@@ -62,16 +70,23 @@ export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
 
 export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
   const r = d.release;
+  if (r.state === "pending") {
+    // A release created on hold starts when resumed.
+    d.accept(`[engine] release ${r.id} resumed by ${e.actor} before it started`);
+    start(d);
+    return undefined;
+  }
   if (r.state !== "paused") {
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] release ${r.id} is ${r.state}; only a paused release resumes`,
+      reason: `[engine] release ${r.id} is ${r.state}; only a paused or pending release resumes`,
     };
   }
   const sr = stepRunAt(r, r.cursor, "fwd");
   r.state = "running";
   r.reason = null;
+  r.rerun_deadline = null;
   d.accept(`[engine] release ${r.id} resumed by ${e.actor} at step ${r.cursor}`);
   if (!sr) {
     beginForwardAtCursor(d);
@@ -93,10 +108,133 @@ export function retry(d: Draft, sr: StepRun, e: Ev<"retry">): Refusal | undefine
   }
   r.state = sr.direction === "fwd" ? "running" : "compensating";
   r.reason = null;
+  r.rerun_deadline = null;
   sendAction(d, sr, null);
   d.accept(
     `[engine] ${describe(r, sr)} retried by ${e.actor} with the same operation key; release ${r.id} is ${r.state} again`,
     sr.id,
+  );
+  return undefined;
+}
+
+/** A reason is required for resolve and abandon: the history must say why. */
+function reasonProblem(reason: string): Refusal | undefined {
+  if (reason.trim() === "") {
+    return {
+      status: 422,
+      code: "reason_required",
+      reason:
+        '[engine] reason is required: say what was done by hand and why (e.g. --reason "restored lane-a to the old image with deploy.sh on the host")',
+    };
+  }
+  if (reason.length > OPERATOR_REASON_MAX) {
+    return {
+      status: 422,
+      code: "reason_too_long",
+      reason: `[engine] reason is ${reason.length} characters; keep it to ${OPERATOR_REASON_MAX}`,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * `resolve`: the operator did the waited-on backward step run's effect by hand. It counts as
+ * succeeded and compensation continues below it. Only the step run a `needs_operator`
+ * release waits on; a reason is required.
+ */
+export function resolve(d: Draft, sr: StepRun, e: Ev<"resolve">): Refusal | undefined {
+  const r = d.release;
+  if (r.state !== "needs_operator" || sr.direction !== "bwd" || !guards.waitsOnOperator(r, sr)) {
+    const waited = stepRunAt(r, r.cursor, "bwd");
+    const hint =
+      r.state === "needs_operator" && waited
+        ? `; the release waits on ${waited.id}`
+        : "; only the backward step run a needs_operator release waits on can be resolved";
+    return {
+      status: 409,
+      code: "conflict",
+      reason: `[engine] ${sr.id} cannot be resolved: it is ${sr.state} (${sr.direction}) and release ${r.id} is ${r.state} at step ${r.cursor}${hint}`,
+    };
+  }
+  const bad = reasonProblem(e.reason);
+  if (bad) return bad;
+  const was = sr.state;
+  sr.state = "succeeded";
+  sr.resolved = { actor: e.actor, reason: e.reason, at: d.now };
+  sr.last_error = `resolved by ${e.actor} (was ${was}): ${e.reason}`;
+  d.accept(
+    `[engine] ${describe(r, sr)} resolved by ${e.actor}: ${e.reason}; it counts as done (it was ${was}) and compensation continues`,
+    sr.id,
+    { actor: e.actor, reason: e.reason, was },
+  );
+  settled(d, sr);
+  return undefined;
+}
+
+/**
+ * `abandon`: needs_operator -> abandoned (terminal). The operator gives up on compensation and
+ * confirms, for every lane of the release, the image it runs now (`none` for nothing); only
+ * then are the lanes free for a new release. The generation moves on, so nothing dispatched
+ * for this release can act any more.
+ */
+export function abandon(d: Draft, e: Ev<"abandon">): Refusal | undefined {
+  const r = d.release;
+  if (r.state !== "needs_operator") {
+    const what = guards.isTerminal(r)
+      ? "it has already ended"
+      : "only a release that needs an operator can be abandoned; abort it, or wait for compensation to end";
+    return {
+      status: 409,
+      code: "conflict",
+      reason: `[engine] release ${r.id} is ${r.state}; ${what}`,
+    };
+  }
+  const flying = r.step_runs.find((s) => guards.inFlight(s));
+  if (flying) {
+    return {
+      status: 409,
+      code: "conflict",
+      reason: `[engine] release ${r.id} cannot be abandoned while ${flying.id} is ${flying.state}; wait for it to settle`,
+    };
+  }
+  const bad = reasonProblem(e.reason);
+  if (bad) return bad;
+  const ids = r.manifest.lanes.map((l) => l.id);
+  const given = e.lanes ?? {};
+  const missing = ids.filter((id) => !(id in given));
+  const unknown = Object.keys(given).filter((id) => !ids.includes(id));
+  const malformed = ids.filter(
+    (id) =>
+      id in given &&
+      !(given[id] === LANE_RUNS_NOTHING || IMAGE_PATTERN.test(String(given[id] ?? ""))),
+  );
+  if (missing.length > 0 || unknown.length > 0 || malformed.length > 0) {
+    const parts = [
+      missing.length > 0
+        ? `confirm what lanes ${missing.join(", ")} run now (every lane of the release: ${ids.join(", ")})`
+        : "",
+      unknown.length > 0 ? `lanes ${unknown.join(", ")} are not lanes of release ${r.id}` : "",
+      malformed.length > 0
+        ? `lanes ${malformed.join(", ")}: give the image pinned by digest (name@sha256:<64 hex>) or "${LANE_RUNS_NOTHING}"`
+        : "",
+    ].filter(Boolean);
+    return {
+      status: 422,
+      code: "lanes_unconfirmed",
+      reason: `[engine] release ${r.id} is not abandoned: ${parts.join("; ")}`,
+    };
+  }
+  const lanes = Object.fromEntries(ids.map((id) => [id, String(given[id])]));
+  r.state = "abandoned";
+  r.generation += 1;
+  r.rerun_deadline = null;
+  r.abandoned = { actor: e.actor, reason: e.reason, at: d.now, lanes };
+  r.reason = `abandoned by ${e.actor}: ${e.reason}`;
+  const confirmed = ids.map((id) => `${id} runs ${lanes[id]}`).join(", ");
+  d.accept(
+    `[engine] release ${r.id} abandoned by ${e.actor} (generation ${r.generation}): ${e.reason}; the operator confirms ${confirmed}; its lanes are free`,
+    null,
+    { actor: e.actor, reason: e.reason, lanes },
   );
   return undefined;
 }

@@ -2,7 +2,7 @@
  * Preflight: "may attempt N of step run X proceed?" (DESIGN.md §4). This is where attempts
  * are numbered and fenced; checks run in the order of docs/state-machine.md "Runner steps".
  */
-import type { Attempt, PreflightEvent, StepRun } from "../types.ts";
+import type { Attempt, PreflightEvent, Release, StepRun } from "../types.ts";
 import { actionOf, type Draft, describe, type Refusal, stepOf } from "./draft.ts";
 import { guards } from "./guards.ts";
 
@@ -10,6 +10,10 @@ const conflict = (code: string, reason: string): Refusal => ({ status: 409, code
 
 export function preflight(d: Draft, sr: StepRun, e: PreflightEvent): Refusal | undefined {
   const r = d.release;
+  // 0. a re-run from the Actions UI (same run, later run attempt) of a forward step run whose
+  // release has moved on: declined, saying why, before the generation check words it "stale".
+  const declined = rerunDeclined(r, sr, e);
+  if (declined) return declined;
   // 1. identity (rule 1): evidence from another release, generation or manifest never counts.
   if (
     e.release_id !== r.id ||
@@ -127,6 +131,27 @@ export function preflight(d: Draft, sr: StepRun, e: PreflightEvent): Refusal | u
   );
 }
 
+function rerunDeclined(r: Release, sr: StepRun, e: PreflightEvent): Refusal | undefined {
+  const latest = sr.attempts[sr.attempts.length - 1];
+  if (
+    e.release_id !== r.id ||
+    sr.direction !== "fwd" ||
+    sr.bound_run_id !== e.run_id ||
+    e.dispatch !== sr.dispatch ||
+    !latest ||
+    e.run_attempt <= latest.run_attempt ||
+    r.state === "running" ||
+    r.state === "paused"
+  ) {
+    return undefined;
+  }
+  const why = r.reason ? ` (${r.reason})` : "";
+  return conflict(
+    "rerun_declined",
+    `[engine] re-run ${e.run_attempt} of run ${e.run_id} is declined: release ${r.id} is ${r.state}${why}; ${sr.id} will not run again and this job touched nothing`,
+  );
+}
+
 function openAttempt(d: Draft, sr: StepRun, e: PreflightEvent, how: string): undefined {
   const r = d.release;
   const step = stepOf(r, sr);
@@ -164,6 +189,7 @@ function openAttempt(d: Draft, sr: StepRun, e: PreflightEvent, how: string): und
   if (r.state === "paused") {
     r.state = "running";
     r.reason = null;
+    r.rerun_deadline = null;
     d.accept(`[engine] release ${r.id} running again: ${sr.id} was re-run`, sr.id);
   }
   d.reply = accepted(d, sr, attempt);

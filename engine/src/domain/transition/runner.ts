@@ -3,11 +3,12 @@
  * "Runner steps"; DESIGN.md §3 rules 2, 5, 6). Preflight is in `preflight.ts`.
  */
 import type { CallbackEvent, ReleaseEvent, StepRun } from "../types.ts";
+import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepOf } from "./draft.ts";
 import { guards } from "./guards.ts";
 import { backoffMs, DISPATCH_TRIES_MAX } from "./limits.ts";
 import { emitDispatch } from "./send.ts";
-import { settled } from "./settle.ts";
+import { runnerAdvice, settled, utcMinute } from "./settle.ts";
 
 type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
 
@@ -150,8 +151,15 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
     `[engine] ${describe(r, sr)} attempt ${attempt.n} reported ${e.status} (${e.overall})${was === "unknown" ? "; this settles the unknown outcome" : ""}`,
     sr.id,
   );
-  d.reply = { step_run_id: sr.id, attempt: attempt.n, state: sr.state };
   settled(d, sr);
+  const advice = runnerAdvice(r, sr, d.now);
+  d.reply = {
+    step_run_id: sr.id,
+    attempt: attempt.n,
+    state: sr.state,
+    rerun_deadline: r.rerun_deadline ?? null,
+    ...(advice ? { advice } : {}),
+  };
   return undefined;
 }
 
@@ -164,6 +172,21 @@ export function runnerDeadline(d: Draft, sr: StepRun, e: Ev<"deadline">): void {
       sr.last_error = `dispatch lost: no preflight before the start deadline (dispatch ${sr.dispatch})`;
       d.accept(`[engine] ${describe(r, sr)} is unknown: ${sr.last_error}`, sr.id);
       settled(d, sr);
+      return;
+    }
+  } else if (e.kind === "rerun") {
+    if (
+      r.state === "paused" &&
+      typeof r.rerun_deadline === "number" &&
+      guards.isCurrent(r, sr) &&
+      sr.state === "failed" &&
+      e.dispatch === sr.dispatch &&
+      e.attempt === sr.attempts.length
+    ) {
+      beginCompensation(
+        d,
+        `${describe(r, sr)} failed and was not re-run before the window closed at ${utcMinute(r.rerun_deadline, d.now)}`,
+      );
       return;
     }
   } else if (e.kind === "callback") {

@@ -3,7 +3,7 @@
  * move forward, retry, pause, compensate, or hand over to an operator
  * (docs/state-machine.md "Failure handling").
  */
-import type { StepRun } from "../types.ts";
+import type { Release, StepRun } from "../types.ts";
 import { beginCompensation, continueCompensation } from "./compensation.ts";
 import { type Draft, describe, stepOf } from "./draft.ts";
 import { beginForwardAtCursor } from "./forward.ts";
@@ -50,7 +50,66 @@ function settledForward(d: Draft, sr: StepRun): void {
     pause(d, `${why}; the step's policy is pause: retry the step run or abort`);
     return;
   }
+  const window = step.rerun_window_ms ?? 0;
+  if (sr.kind === "runner" && sr.state === "failed" && sr.attempts.length > 0 && window > 0) {
+    awaitRerun(d, sr, window, why);
+    return;
+  }
   beginCompensation(d, why);
+}
+
+/**
+ * The re-run window (docs/state-machine.md "The re-run window"): a failed forward runner step
+ * run waits, paused, for a re-run of its job from the Actions UI (the same run id, run attempt
+ * N+1) until `now + window`; a durable `rerun` deadline compensates if none came.
+ */
+function awaitRerun(d: Draft, sr: StepRun, window: number, why: string): void {
+  const r = d.release;
+  const until = d.now + window;
+  r.state = "paused";
+  r.rerun_deadline = until;
+  r.reason = `${why}; re-run the failed job before ${utcMinute(until, d.now)}, or the release compensates`;
+  d.emit({
+    type: "deadline",
+    step_run_id: sr.id,
+    kind: "rerun",
+    dispatch: sr.dispatch,
+    attempt: sr.attempts.length,
+    at: until,
+  });
+  d.accept(
+    `[engine] release ${r.id} paused for a re-run of ${sr.id} until ${new Date(until).toISOString()}: ${r.reason}`,
+    sr.id,
+    { rerun_deadline: until },
+  );
+}
+
+/**
+ * `15:32 UTC`, or `2026-12-02 00:15 UTC` when not on the UTC day of `now`. Rounded down to the
+ * minute, so the time people read is never later than the real deadline.
+ */
+export function utcMinute(at: number, now: number): string {
+  const iso = new Date(at).toISOString();
+  const sameDay = iso.slice(0, 10) === new Date(now).toISOString().slice(0, 10);
+  return `${sameDay ? "" : `${iso.slice(0, 10)} `}${iso.slice(11, 16)} UTC`;
+}
+
+/**
+ * What the runner that reported `sr` should tell people, in one sentence, given the release
+ * after its callback: the failed job's summary and error print it (issue 9 item 6).
+ */
+export function runnerAdvice(r: Release, sr: StepRun, now: number): string | null {
+  if (sr.state === "succeeded") return null;
+  if (r.state === "paused" && typeof r.rerun_deadline === "number") {
+    return `re-run this job before ${utcMinute(r.rerun_deadline, now)}, or release ${r.id} compensates`;
+  }
+  if (r.state === "paused") {
+    return `release ${r.id} is paused on ${sr.id}: re-run this job, or an operator retries (baton retry ${sr.id}) or aborts (baton abort ${r.id})`;
+  }
+  if ((r.state === "running" || r.state === "compensating") && guards.inFlight(sr)) {
+    return `the engine retries ${sr.id} itself (dispatch ${sr.dispatch}); a re-run of this job will be declined`;
+  }
+  return `release ${r.id} is ${r.state === "needs_operator" ? "waiting for an operator" : r.state}; a re-run of this job will be declined`;
 }
 
 function settledBackward(d: Draft, sr: StepRun): void {

@@ -8,10 +8,12 @@ import { parse as parseYaml, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
+import { availableActions } from "../../domain/transition/exits.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { RELEASE_ID_PATTERN } from "../../service/ids.ts";
 import { requireBearer } from "../auth.ts";
 import { badRequest, zodProblems } from "../errors.ts";
+import { ActorField, actorOf, jsonBody } from "./operator-body.ts";
 import { answer } from "./step-runs.ts";
 
 export interface ReleaseRouteOptions {
@@ -47,6 +49,18 @@ const AbortBody = z
   .object({ reason: z.string().max(1000, "must be at most 1000 characters").optional() })
   .strict();
 
+const AbandonBody = z
+  .object({
+    reason: z.string().max(1000, "must be at most 1000 characters").default(""),
+    actor: ActorField,
+    lanes: z
+      .record(z.string().max(64), z.string().max(512, "must be at most 512 characters"), {
+        error: 'must be an object {"<lane id>": "<image it runs now, or none>"}',
+      })
+      .default({}),
+  })
+  .strict();
+
 function releaseParam(c: Context): string {
   const id = c.req.param("id") ?? "";
   if (!RELEASE_ID_PATTERN.test(id)) {
@@ -73,6 +87,9 @@ export function recordJson(r: ReleaseRecord): Record<string, unknown> {
     high_water_mark: release.high_water_mark,
     cursor: release.cursor,
     reason: release.reason,
+    rerun_deadline: release.rerun_deadline ?? null,
+    abandoned: release.abandoned ?? null,
+    available_actions: availableActions(release),
     created_at: release.created_at,
     updated_at: release.updated_at,
     step_runs: release.step_runs,
@@ -174,6 +191,18 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     }
     const r = await o.api.abort(id, "operator", reason);
     return answer(c, r, (a) => ({ id, state: a.release.state, generation: a.release.generation }));
+  });
+
+  app.post("/:id/abandon", operator, async (c) => {
+    const id = releaseParam(c);
+    const b = await jsonBody(c, "abandon body", AbandonBody);
+    const r = await o.api.abandon(id, actorOf(b.actor), b.reason, b.lanes);
+    return answer(c, r, (a) => ({
+      id,
+      state: a.release.state,
+      generation: a.release.generation,
+      lanes: a.release.abandoned?.lanes ?? {},
+    }));
   });
 
   app.post("/:id/resume", operator, async (c) => {

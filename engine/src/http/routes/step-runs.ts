@@ -5,6 +5,7 @@
  */
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import type { Json } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
@@ -18,6 +19,14 @@ import {
 import type { Accepted, Refusal, ReleaseApi } from "../../service/api.ts";
 import { BAD_CREDENTIAL_MESSAGE, requireBearer } from "../auth.ts";
 import { badRequest, errorResponse, zodProblems } from "../errors.ts";
+import { ActorField, actorOf, jsonBody } from "./operator-body.ts";
+
+const ResolveBody = z
+  .object({
+    reason: z.string().max(1000, "must be at most 1000 characters").default(""),
+    actor: ActorField,
+  })
+  .strict();
 
 export interface StepRunRouteOptions {
   api: ReleaseApi;
@@ -185,6 +194,13 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
   app.post("/:id/retry", requireBearer(o.operatorTokens, "operator", o.readTokens), async (c) => {
     const id = stepRunParam(c);
     const r = await o.api.retry(id, "operator");
+    return answer(c, r, (a) => ({ step_run_id: id, release_state: a.release.state }));
+  });
+
+  app.post("/:id/resolve", requireBearer(o.operatorTokens, "operator"), async (c) => {
+    const id = stepRunParam(c);
+    const b = await jsonBody(c, "resolve body", ResolveBody);
+    const r = await o.api.resolve(id, actorOf(b.actor), b.reason);
     return answer(c, r, (a) => ({ step_run_id: id, release_state: a.release.state }));
   });
 

@@ -1,0 +1,106 @@
+/**
+ * The ways out of a release's current state (docs/state-machine.md "Ways out"). One source of
+ * truth: each candidate operator event is put to `transition` itself, and only those it would
+ * accept are offered. The API (`GET /v1/releases/:id` → `available_actions`), the CLI
+ * (`baton status` suggestions) and the dashboard (buttons) show exactly this list.
+ */
+import { transition } from "../transition.ts";
+import type { Release, ReleaseEvent } from "../types.ts";
+import { LANE_RUNS_NOTHING } from "./operator.ts";
+
+/** Operator actions, as the API, CLI and dashboard name them. */
+export type OperatorAction = "abort" | "resume" | "retry" | "resolve" | "abandon";
+
+/** One exit the engine would accept now. */
+export interface AvailableAction {
+  action: OperatorAction;
+  /** Release id (abort, resume, abandon) or step run id (retry, resolve). */
+  target: string;
+  /** Whether the request must carry a reason (resolve, abandon). */
+  needs_reason: boolean;
+  /** abandon: lane ids whose current image the operator must confirm. */
+  lanes?: string[];
+  /** One sentence: what the engine does when it is taken. */
+  effect: string;
+  /** The CLI command line that takes it. */
+  command: string;
+}
+
+/** Placeholders only for probing; never stored (the probe's result is thrown away). */
+const PROBE_ACTOR = "probe";
+const PROBE_REASON = "probe";
+
+/**
+ * The operator exits `transition` accepts from `release` as it is: a pure function of the
+ * release (the probes' results are discarded). Empty for terminal releases. A `running` or
+ * `compensating` release also moves on by itself (deadlines bound every step run).
+ */
+export function availableActions(release: Release): AvailableAction[] {
+  const now = release.updated_at;
+  const accepts = (e: ReleaseEvent) => {
+    const res = transition(release, e, now);
+    return res.ok && res.changed;
+  };
+  const id = release.id;
+  const out: AvailableAction[] = [];
+  if (accepts({ type: "resume", actor: PROBE_ACTOR })) {
+    out.push({
+      action: "resume",
+      target: id,
+      needs_reason: false,
+      effect:
+        release.state === "pending"
+          ? "starts the release at step 0"
+          : "sends the step run the release is paused on again (a new dispatch) and runs forward",
+      command: `baton resume ${id}`,
+    });
+  }
+  for (const sr of release.step_runs) {
+    if (accepts({ type: "retry", actor: PROBE_ACTOR, step_run_id: sr.id })) {
+      out.push({
+        action: "retry",
+        target: sr.id,
+        needs_reason: false,
+        effect: `sends ${sr.id} again with the same operation key (a new dispatch; older attempts fenced)`,
+        command: `baton retry ${sr.id}`,
+      });
+    }
+    if (
+      accepts({ type: "resolve", actor: PROBE_ACTOR, step_run_id: sr.id, reason: PROBE_REASON })
+    ) {
+      out.push({
+        action: "resolve",
+        target: sr.id,
+        needs_reason: true,
+        effect: `records that you did ${sr.id}'s backward effect by hand; it counts as done and compensation continues`,
+        command: `baton resolve ${sr.id} --reason "<what you did>"`,
+      });
+    }
+  }
+  if (accepts({ type: "abort", actor: PROBE_ACTOR, reason: PROBE_REASON })) {
+    out.push({
+      action: "abort",
+      target: id,
+      needs_reason: false,
+      effect:
+        release.high_water_mark < 0
+          ? "ends the release aborted (nothing took effect)"
+          : "compensates: undoes every step that may have taken effect, from the high-water mark down",
+      command: `baton abort ${id} --reason "<why>"`,
+    });
+  }
+  const lanes = release.manifest.lanes.map((l) => l.id);
+  const confirmAll = Object.fromEntries(lanes.map((l) => [l, LANE_RUNS_NOTHING]));
+  if (accepts({ type: "abandon", actor: PROBE_ACTOR, reason: PROBE_REASON, lanes: confirmAll })) {
+    out.push({
+      action: "abandon",
+      target: id,
+      needs_reason: true,
+      lanes,
+      effect:
+        "ends the release abandoned without further compensation, once you confirm what every lane runs; its lanes become free",
+      command: `baton abandon ${id} --reason "<why>" ${lanes.map((l) => `--lane ${l}=<image|none>`).join(" ")}`,
+    });
+  }
+  return out;
+}
