@@ -28,6 +28,7 @@ import {
   SetTrafficBody,
   SetWeightBody,
 } from "./schemas.ts";
+import type { TrafficGenerator } from "./traffic.ts";
 
 /** Header names of the write identity (see the OpenAPI file). */
 export const HEADERS = {
@@ -42,6 +43,8 @@ export interface AppDeps {
   /** null: fault injection disabled (the admin routes answer 404). */
   faults: FaultPlan | null;
   hangs: Hangs;
+  /** The traffic generator whose counters `GET /metrics` exposes; absent: 404. */
+  traffic?: TrafficGenerator | null;
 }
 
 const Paging = z.object({
@@ -91,7 +94,7 @@ const laneParam = (c: Context) => parseOrThrow(LaneId, c.req.param("lane"), "pat
 const modelParam = (c: Context) => parseOrThrow(ModelName, c.req.param("model"), "path.model");
 
 /** Builds the app. Every write goes through `keyedWrite` (identity, faults, core). */
-export function createControlPlaneApp({ core, faults, hangs }: AppDeps): Hono {
+export function createControlPlaneApp({ core, faults, hangs, traffic }: AppDeps): Hono {
   const app = new Hono();
   app.use(
     "*",
@@ -169,6 +172,11 @@ export function createControlPlaneApp({ core, faults, hangs }: AppDeps): Hono {
   }
 
   app.get("/healthz", (c) => c.json({ ok: true }));
+  if (traffic) {
+    app.get("/metrics", (c) =>
+      c.body(traffic.metricsText(), 200, { "content-type": "text/plain; version=0.0.4" }),
+    );
+  }
 
   app.get("/v1/lanes", (c) => {
     const model = c.req.query("model");

@@ -10,6 +10,7 @@ import { ControlPlaneCore } from "./core.ts";
 import { FaultPlan } from "./faults.ts";
 import { Hangs } from "./hangs.ts";
 import { SqliteCpStore } from "./sqlite-store.ts";
+import { TrafficGenerator, type TrafficOptions } from "./traffic.ts";
 
 export interface ControlPlaneOptions {
   /** TCP port; 0 (default) picks a free one. */
@@ -22,6 +23,8 @@ export interface ControlPlaneOptions {
   faults?: boolean;
   /** Clock, epoch ms. Default `Date.now`. */
   now?: () => number;
+  /** Runs the router as a traffic generator for this model (exposed at `GET /metrics`). */
+  traffic?: TrafficOptions;
 }
 
 export interface ControlPlaneHandle {
@@ -32,6 +35,8 @@ export interface ControlPlaneHandle {
   core: ControlPlaneCore;
   /** The fault plan, or null when fault injection is disabled. */
   faults: FaultPlan | null;
+  /** The traffic generator, or null when not asked for. */
+  traffic: TrafficGenerator | null;
   /** Releases injected hangs, stops listening, drops connections, closes the SQLite file. */
   close(): Promise<void>;
 }
@@ -45,7 +50,8 @@ export async function startControlPlane(
   const core = new ControlPlaneCore(store, options.now);
   const faults = options.faults ? new FaultPlan() : null;
   const hangs = new Hangs();
-  const app = createControlPlaneApp({ core, faults, hangs });
+  const traffic = options.traffic ? new TrafficGenerator(core, options.traffic) : null;
+  const app = createControlPlaneApp({ core, faults, hangs, traffic });
 
   const { server, info } = await new Promise<{
     server: ReturnType<typeof serve>;
@@ -69,9 +75,11 @@ export async function startControlPlane(
     port: info.port,
     core,
     faults,
+    traffic,
     async close() {
       if (closed) return;
       closed = true;
+      traffic?.stop();
       hangs.releaseAll();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

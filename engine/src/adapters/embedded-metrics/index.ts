@@ -1,0 +1,84 @@
+/**
+ * The embedded default of the metrics-source port: reads the reference router's traffic
+ * generator (engine/src/control-plane/traffic.ts) in process. Counts are taken since the
+ * first read of a wave (keyed by release and `sinceMs`): the counters at that read are
+ * subtracted from later ones, as a rate over the wave's window would.
+ */
+
+import type { ArmCounters, TrafficGenerator } from "../../control-plane/traffic.ts";
+import { LATENCY_BUCKETS_MS } from "../../control-plane/traffic.ts";
+import type { GateObservations } from "../../domain/gate/decide.ts";
+import type { Bucket } from "../../domain/gate/observations.ts";
+import type { GateQuery, MetricsSource } from "../../ports/metrics-source.ts";
+
+interface Totals {
+  units: number;
+  requests: number;
+  errors: number;
+  buckets: number[];
+}
+
+function totals(rows: ArmCounters[], image: string): Totals {
+  const t: Totals = {
+    units: 0,
+    requests: 0,
+    errors: 0,
+    buckets: new Array(LATENCY_BUCKETS_MS.length + 1).fill(0),
+  };
+  for (const r of rows) {
+    if (r.image !== image) continue;
+    t.units += r.units;
+    t.requests += r.requests;
+    t.errors += r.errors;
+    r.buckets.forEach((v, i) => {
+      t.buckets[i] = (t.buckets[i] ?? 0) + v;
+    });
+  }
+  return t;
+}
+
+const minus = (a: Totals, b: Totals): Totals => ({
+  units: a.units - b.units,
+  requests: a.requests - b.requests,
+  errors: a.errors - b.errors,
+  buckets: a.buckets.map((v, i) => v - (b.buckets[i] ?? 0)),
+});
+
+/** See the module comment. */
+export class EmbeddedMetricsSource implements MetricsSource {
+  private readonly starts = new Map<string, ArmCounters[]>();
+
+  constructor(private readonly generator: TrafficGenerator) {}
+
+  async observe(q: GateQuery): Promise<GateObservations> {
+    const key = `${q.releaseId}\u0000${q.sinceMs}`;
+    const now = this.generator.snapshot();
+    const start = this.starts.get(key) ?? now;
+    this.starts.set(key, start);
+    const arm = (image: string) => minus(totals(now, image), totals(start, image));
+    const c = arm(q.candidateImage);
+    const b = arm(q.controlImage);
+    const hist = (t: Totals): Bucket[] =>
+      t.buckets.map((count, i) => ({
+        le: LATENCY_BUCKETS_MS[i] ?? Number.POSITIVE_INFINITY,
+        count,
+      }));
+    const metrics: GateObservations["metrics"] = {};
+    for (const m of q.analysis.metrics) {
+      if (m.query) {
+        metrics[m.name] = { missing: "a PromQL query needs the Prometheus metrics source" };
+      } else if (m.kind === "ratio") {
+        metrics[m.name] = {
+          candidate: { kind: "ratio", counts: { numerator: c.errors, denominator: c.requests } },
+          control: { kind: "ratio", counts: { numerator: b.errors, denominator: b.requests } },
+        };
+      } else {
+        metrics[m.name] = {
+          candidate: { kind: "latency", buckets: hist(c) },
+          control: { kind: "latency", buckets: hist(b) },
+        };
+      }
+    }
+    return { assignments: { candidate: c.units, control: b.units }, metrics };
+  }
+}

@@ -1,0 +1,209 @@
+/**
+ * The router as a traffic generator (docs/gate.md "Where the numbers come from"): for the demo
+ * and the tests it draws assignment units, routes each stickily to a lane by a hash of its id
+ * over the model's current weights (so a unit stays on one lane, hence one arm, for as long as
+ * the weights hold), and records per-lane, per-image outcomes from error rates and latency
+ * distributions that can be set per image. It exposes the counters and a latency histogram in
+ * the Prometheus text format (`GET /metrics`), so the Prometheus adapter reads it like any
+ * service, and the embedded metrics source reads the same counters in process.
+ *
+ * Latency is log-normal: exp(N(log median, σ²)) ms. Seeded, so a run can be replayed.
+ */
+import { createHash } from "node:crypto";
+import normalRandom from "@stdlib/random-base-normal";
+import uniformRandom from "@stdlib/random-base-uniform";
+import type { ControlPlaneCore } from "./core.ts";
+
+/** Outcome model of one image. */
+export interface ImageProfile {
+  /** Share of requests that fail, 0..1. */
+  errorRate: number;
+  /** Median latency, ms (> 0). */
+  latencyMedianMs: number;
+  /** σ of log latency (≥ 0). */
+  latencySigma: number;
+}
+
+/** Default outcome model: 1% errors, 80 ms median latency. */
+export const DEFAULT_PROFILE: ImageProfile = {
+  errorRate: 0.01,
+  latencyMedianMs: 80,
+  latencySigma: 0.6,
+};
+
+/** Upper bounds (ms) of the latency histogram's buckets; `+Inf` is implied. */
+export const LATENCY_BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000] as const;
+
+/** Cumulative counts of one lane and image since the generator started. */
+export interface ArmCounters {
+  lane: string;
+  image: string;
+  units: number;
+  requests: number;
+  errors: number;
+  /** Per bound of LATENCY_BUCKETS_MS, then +Inf: cumulative counts. */
+  buckets: number[];
+  latencySumMs: number;
+}
+
+export interface TrafficOptions {
+  model: string;
+  /** Requests each unit makes (1 for `request` assignment). Default 1. */
+  requestsPerUnit?: number;
+  seed?: number;
+}
+
+const escapeLabel = (v: string) =>
+  v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+
+/** Hash of a unit id to [0, 1): the sticky assignment. */
+export function unitPosition(unitId: string): number {
+  return createHash("sha256").update(unitId).digest().readUInt32BE(0) / 2 ** 32;
+}
+
+/** See the module comment. */
+export class TrafficGenerator {
+  private readonly laneImages = new Map<string, string>();
+  private readonly profiles = new Map<string, ImageProfile>();
+  private readonly counters = new Map<string, ArmCounters>();
+  private candidate: string | null = null;
+  private nextUnit = 0;
+  private readonly uniform: () => number;
+  private readonly normal: () => number;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly core: ControlPlaneCore,
+    private readonly o: TrafficOptions,
+  ) {
+    const seed = o.seed ?? 1;
+    const u = uniformRandom.factory(0, 1, { seed });
+    const n = normalRandom.factory(0, 1, { seed: seed + 1 });
+    this.uniform = () => u();
+    this.normal = () => n();
+  }
+
+  /** The image lane `lane` serves now; opens its counters at 0 (so rates see the start). */
+  setLaneImage(lane: string, image: string): void {
+    this.laneImages.set(lane, image);
+    this.arm(lane, image);
+  }
+
+  /** The image labelled `arm="candidate"`; every other image is `control`. */
+  setCandidate(image: string | null): void {
+    this.candidate = image;
+  }
+
+  /** Outcome model of `image` (DEFAULT_PROFILE unless set). */
+  setProfile(image: string, profile: Partial<ImageProfile>): void {
+    this.profiles.set(image, { ...(this.profiles.get(image) ?? DEFAULT_PROFILE), ...profile });
+  }
+
+  private arm(lane: string, image: string): ArmCounters {
+    const key = `${lane}\u0000${image}`;
+    let c = this.counters.get(key);
+    if (!c) {
+      c = {
+        lane,
+        image,
+        units: 0,
+        requests: 0,
+        errors: 0,
+        buckets: new Array(LATENCY_BUCKETS_MS.length + 1).fill(0),
+        latencySumMs: 0,
+      };
+      this.counters.set(key, c);
+    }
+    return c;
+  }
+
+  /**
+   * Sends `units` new units through the model's current weights. Units on a lane with no
+   * known image, or when no lane takes traffic, are dropped (counted nowhere).
+   */
+  send(units: number): void {
+    const lanes = this.core
+      .lanes(this.o.model)
+      .filter((l) => !l.excluded && l.weight > 0)
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+    const total = lanes.reduce((s, l) => s + l.weight, 0);
+    if (total === 0) return;
+    const perUnit = this.o.requestsPerUnit ?? 1;
+    for (let i = 0; i < units; i++) {
+      const x = unitPosition(`${this.o.model}/${this.nextUnit++}`) * total;
+      let acc = 0;
+      let lane = lanes[lanes.length - 1]!;
+      for (const l of lanes) {
+        acc += l.weight;
+        if (x < acc) {
+          lane = l;
+          break;
+        }
+      }
+      const image = this.laneImages.get(lane.id);
+      if (!image) continue;
+      const c = this.arm(lane.id, image);
+      const p = this.profiles.get(image) ?? DEFAULT_PROFILE;
+      c.units++;
+      for (let r = 0; r < perUnit; r++) {
+        c.requests++;
+        if (this.uniform() < p.errorRate) c.errors++;
+        const ms = Math.exp(Math.log(p.latencyMedianMs) + p.latencySigma * this.normal());
+        c.latencySumMs += ms;
+        for (let b = 0; b < LATENCY_BUCKETS_MS.length; b++) {
+          if (ms <= LATENCY_BUCKETS_MS[b]!) c.buckets[b]!++;
+        }
+        c.buckets[LATENCY_BUCKETS_MS.length]!++;
+      }
+    }
+  }
+
+  /** Sends `unitsPerTick` units every `tickMs` until `stop()`. The timer does not hold the process. */
+  start(unitsPerTick: number, tickMs = 100): void {
+    this.stop();
+    this.timer = setInterval(() => this.send(unitsPerTick), tickMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** A copy of every lane's and image's counters. */
+  snapshot(): ArmCounters[] {
+    return [...this.counters.values()].map((c) => ({ ...c, buckets: [...c.buckets] }));
+  }
+
+  /** The counters in the Prometheus text exposition format (version 0.0.4). */
+  metricsText(): string {
+    const rows = this.snapshot();
+    const labels = (c: ArmCounters) =>
+      `model="${escapeLabel(this.o.model)}",lane="${escapeLabel(c.lane)}",image="${escapeLabel(c.image)}",arm="${c.image === this.candidate ? "candidate" : "control"}"`;
+    const out: string[] = [];
+    const counter = (name: string, help: string, v: (c: ArmCounters) => number) => {
+      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
+      for (const c of rows) out.push(`${name}{${labels(c)}} ${v(c)}`);
+    };
+    counter(
+      "baton_arm_units_total",
+      "Assignment units routed, by the lane and image that served them.",
+      (c) => c.units,
+    );
+    counter("baton_arm_requests_total", "Requests served, by lane and image.", (c) => c.requests);
+    counter("baton_arm_errors_total", "Requests that failed, by lane and image.", (c) => c.errors);
+    out.push(
+      "# HELP baton_arm_latency_ms Request latency in ms, by lane and image.",
+      "# TYPE baton_arm_latency_ms histogram",
+    );
+    for (const c of rows) {
+      LATENCY_BUCKETS_MS.forEach((le, b) => {
+        out.push(`baton_arm_latency_ms_bucket{${labels(c)},le="${le}"} ${c.buckets[b]}`);
+      });
+      out.push(`baton_arm_latency_ms_bucket{${labels(c)},le="+Inf"} ${c.requests}`);
+      out.push(`baton_arm_latency_ms_sum{${labels(c)}} ${c.latencySumMs.toFixed(3)}`);
+      out.push(`baton_arm_latency_ms_count{${labels(c)}} ${c.requests}`);
+    }
+    return `${out.join("\n")}\n`;
+  }
+}

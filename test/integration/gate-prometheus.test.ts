@@ -1,0 +1,162 @@
+/**
+ * The gate read through a real Prometheus server scraping the reference router's traffic
+ * generator (GET /metrics): a good candidate passes, a candidate with errors well above the
+ * margin fails naming the metric, its bound and the margin, a split other than the planned
+ * one fails the SRM check, a candidate with no traffic never passes, and an unreachable
+ * Prometheus is missing evidence (wait, never pass). Loops are bounded in count and time.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PrometheusMetricsSource } from "../../engine/src/adapters/prometheus/index.ts";
+import {
+  type ControlPlaneHandle,
+  startControlPlane,
+} from "../../engine/src/control-plane/server.ts";
+import { Analysis } from "../../engine/src/domain/gate/analysis.ts";
+import { decideGate, type GateEvaluation } from "../../engine/src/domain/gate/decide.ts";
+import type { MetricsSource } from "../../engine/src/ports/metrics-source.ts";
+import { type PrometheusHandle, startPrometheus } from "../support/prometheus.ts";
+
+const CANDIDATE = `ghcr.io/acme/summarizer@sha256:${"a".repeat(64)}`;
+const BASELINE = `ghcr.io/acme/summarizer@sha256:${"b".repeat(64)}`;
+
+const analysis = Analysis.parse({
+  min_samples: 1500,
+  bake_ms: 3000,
+  interval_ms: 1000,
+  max_wait_ms: 60_000,
+  metrics: [
+    { name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.02 } },
+    {
+      name: "slow-requests",
+      kind: "latency",
+      threshold_ms: 250,
+      margin: { absolute: 0.05 },
+      required: false,
+    },
+  ],
+});
+
+interface Fleet {
+  cp: ControlPlaneHandle;
+  model: string;
+  startedAt: number;
+}
+
+/** A router for `model`: lane-a runs the candidate at `candidateWeight`%, lane-b the baseline. */
+async function fleet(
+  model: string,
+  candidateWeight: number,
+  candidateErrorRate = 0.01,
+): Promise<Fleet> {
+  const cp = await startControlPlane({ traffic: { model, seed: 7 } });
+  cp.core.seed([
+    { id: "lane-a", model, weight: candidateWeight },
+    { id: "lane-b", model, weight: 100 - candidateWeight },
+  ]);
+  const t = cp.traffic!;
+  t.setCandidate(CANDIDATE);
+  t.setLaneImage("lane-a", CANDIDATE);
+  t.setLaneImage("lane-b", BASELINE);
+  t.setProfile(CANDIDATE, { errorRate: candidateErrorRate });
+  t.start(60, 50); // 1,200 units/s
+  return { cp, model, startedAt: Date.now() };
+}
+
+/** Evaluates every second until a decision other than wait (at most 60 looks). */
+async function gate(
+  source: MetricsSource,
+  f: Fleet,
+  plannedShare = 0.2,
+  maxLooks = 60,
+): Promise<GateEvaluation[]> {
+  const seen: GateEvaluation[] = [];
+  for (let look = 0; look < maxLooks; look++) {
+    const now = Date.now();
+    const obs = await source.observe({
+      model: f.model,
+      releaseId: "rel_1",
+      analysis,
+      candidateImage: CANDIDATE,
+      controlImage: BASELINE,
+      lanes: ["lane-a", "lane-b"],
+      sinceMs: f.startedAt,
+      nowMs: now,
+    });
+    const e = decideGate(
+      {
+        analysis,
+        plannedCandidateShare: plannedShare,
+        elapsedMs: now - f.startedAt,
+        phase: "gate",
+      },
+      obs,
+    );
+    seen.push(e);
+    if (e.decision !== "wait") return seen;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  return seen;
+}
+
+describe("gate through a real Prometheus", () => {
+  let prom: PrometheusHandle;
+  const fleets: Record<string, Fleet> = {};
+  let source: PrometheusMetricsSource;
+
+  beforeAll(async () => {
+    fleets.good = await fleet("good", 20);
+    fleets.bad = await fleet("bad", 20, 0.2);
+    fleets.skew = await fleet("skew", 35);
+    fleets.dark = await fleet("dark", 0);
+    prom = await startPrometheus(Object.values(fleets).map((f) => `127.0.0.1:${f.cp.port}`));
+    source = new PrometheusMetricsSource({ baseUrl: prom.url, timeoutMs: 2000 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await prom?.close();
+    for (const f of Object.values(fleets)) await f.cp.close();
+  });
+
+  it("passes a candidate as good as the baseline, after waiting for the first scrapes", async () => {
+    const looks = await gate(source, fleets.good!);
+    const last = looks.at(-1)!;
+    expect(last.decision, last.reason).toBe("pass");
+    expect(looks.some((e) => e.decision === "wait")).toBe(true);
+    // The router really served both images.
+    const text = fleets.good!.cp.traffic!.metricsText();
+    expect(text).toMatch(
+      new RegExp(
+        `baton_arm_requests_total\\{model="good",lane="lane-a",image="${CANDIDATE}",arm="candidate"\\} [1-9]`,
+      ),
+    );
+    expect(last.arms!.candidate).toBeGreaterThan(1000);
+  }, 90_000);
+
+  it("fails a candidate with errors well above the margin, naming metric, bound and margin", async () => {
+    const last = (await gate(source, fleets.bad!)).at(-1)!;
+    expect(last.decision).toBe("fail");
+    expect(last.reason).toMatch(
+      /metric error-rate is worse than its margin: upper bound of Δ -0\.\d+ < −δ -0\.0200/,
+    );
+  }, 90_000);
+
+  it("fails a split other than the planned one on the SRM check", async () => {
+    const last = (await gate(source, fleets.skew!)).at(-1)!;
+    expect(last.decision).toBe("fail");
+    expect(last.reason).toMatch(/sample ratio mismatch: planned 20\.00%\/80\.00%/);
+  }, 90_000);
+
+  it("never passes a candidate that gets no traffic", async () => {
+    const looks = await gate(source, fleets.dark!, 0.2, 15);
+    expect(looks.every((e) => e.decision !== "pass")).toBe(true);
+  }, 90_000);
+
+  it("an unreachable Prometheus is missing evidence: wait, never pass", async () => {
+    const down = new PrometheusMetricsSource({ baseUrl: "http://127.0.0.1:9", timeoutMs: 500 });
+    const looks = await gate(down, fleets.good!, 0.2, 2);
+    expect(looks.every((e) => e.decision === "wait")).toBe(true);
+    expect(looks[0]!.reason).toMatch(
+      /assignment counts missing \(candidate: prometheus unreachable/,
+    );
+  }, 30_000);
+});

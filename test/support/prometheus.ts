@@ -1,0 +1,70 @@
+/**
+ * A real Prometheus server (Debian's `prometheus`) for tests: its own config, TSDB folder and
+ * loopback port, scraping the given targets every second. Ready when `/-/ready` answers; the
+ * first scrape still comes a few seconds later, so callers poll for data, never sleep.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort } from "../../engine/src/demo/fleet.ts";
+
+export interface PrometheusHandle {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** The binary, or null when it is not installed (the test then says so and fails). */
+export const PROMETHEUS_BIN = process.env.BATON_PROMETHEUS_BIN ?? "/usr/bin/prometheus";
+
+/** Starts Prometheus scraping `targets` (`host:port`) every second. Throws after 30 s unready. */
+export async function startPrometheus(targets: string[]): Promise<PrometheusHandle> {
+  const dir = mkdtempSync(join(tmpdir(), "baton-prom-"));
+  const port = await freePort();
+  writeFileSync(
+    join(dir, "prometheus.yml"),
+    [
+      "global:",
+      "  scrape_interval: 1s",
+      "  evaluation_interval: 1s",
+      "scrape_configs:",
+      "  - job_name: baton-router",
+      "    static_configs:",
+      `      - targets: [${targets.map((t) => JSON.stringify(t)).join(", ")}]`,
+      "",
+    ].join("\n"),
+  );
+  const child: ChildProcess = spawn(
+    PROMETHEUS_BIN,
+    [
+      `--config.file=${join(dir, "prometheus.yml")}`,
+      `--storage.tsdb.path=${join(dir, "data")}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+    ],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  let log = "";
+  child.stderr?.on("data", (d: Buffer) => {
+    log = (log + d.toString()).slice(-4000);
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const close = async () => {
+    if (child.exitCode === null) {
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) break;
+    const ok = await fetch(`${url}/-/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return { url, close };
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await close();
+  throw new Error(`[test] prometheus did not become ready on ${url}: ${log.slice(-1500)}`);
+}
