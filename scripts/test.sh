@@ -24,6 +24,19 @@ if [ "$need" = 1 ]; then
   fi
 fi
 
+# The evidence gate's e2e reads a real Prometheus (docs/gate.md).
+if [ ! -x /usr/bin/prometheus ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "[test] installing Debian package prometheus"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends prometheus >/tmp/baton-apt-prom.log 2>&1 \
+      || { tail -20 /tmp/baton-apt-prom.log; echo "[test] apt-get install prometheus failed"; exit 1; }
+  else
+    echo "[test] missing Debian package; run as root: apt-get install -y --no-install-recommends prometheus" >&2
+    exit 1
+  fi
+fi
+
 if [ -z "${BATON_TEST_DATABASE_URL:-}" ]; then
   eval "$(scripts/ci/pg-start.sh "${BATON_TEST_PG_PORT:-55433}")" || { echo "[test] could not start Postgres"; exit 1; }
   trap 'scripts/ci/pg-stop.sh "$BATON_PG_DIR"' EXIT

@@ -10,6 +10,7 @@ import { createControlPlaneApp } from "../../engine/src/control-plane/app.ts";
 import { ControlPlaneCore } from "../../engine/src/control-plane/core.ts";
 import { Hangs } from "../../engine/src/control-plane/hangs.ts";
 import { MemoryCpStore } from "../../engine/src/control-plane/memory-store.ts";
+import { TrafficGenerator } from "../../engine/src/control-plane/traffic.ts";
 
 const doc = parse(
   readFileSync(join(import.meta.dirname, "../../docs/control-plane.openapi.yaml"), "utf8"),
@@ -26,10 +27,13 @@ describe("control-plane OpenAPI document", () => {
           .map((m) => `${m.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ":$1")}`),
       )
       .sort();
+    const core = new ControlPlaneCore(new MemoryCpStore());
     const app = createControlPlaneApp({
-      core: new ControlPlaneCore(new MemoryCpStore()),
+      core,
       faults: null,
       hangs: new Hangs(),
+      // GET /metrics is served when the router runs as a traffic generator.
+      traffic: new TrafficGenerator(core, { model: "m" }),
     });
     const served = [
       ...new Set(app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method} ${r.path}`)),
