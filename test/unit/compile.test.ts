@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { canonicalJson } from "../../engine/src/domain/canonical-json.ts";
 import { STEP_NAMES, TOOL_ALLOWLIST } from "../../engine/src/domain/catalogue.ts";
 import { checkAndCompile, compileRecipe } from "../../engine/src/domain/compile.ts";
 import { Recipe, type RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { ManifestStep } from "../../engine/src/domain/types.ts";
+import { canonicalJson } from "../../engine/src/protocol/canonical-json.ts";
 import { compileRecipeInput } from "../../engine/src/recipes/compile-text.ts";
 import { manifestDigest } from "../../engine/src/recipes/digest.ts";
 import {

@@ -6,7 +6,7 @@
  * order (exclude_lane, attach_queue_lane, assert_smoke_passed, advertise_capabilities,
  * include_lane); then the wave rows (set_traffic(p), assert_traffic_observed(p)).
  */
-import { canonicalJson } from "./canonical-json.ts";
+import { canonicalJson } from "../protocol/canonical-json.ts";
 import { ACTIONS, CATALOGUE, type StepContext, type TrafficState } from "./catalogue.ts";
 import { checkRecipe, checkStepTable } from "./contract-check.ts";
 import { BatonError, type Problem } from "./errors.ts";
