@@ -63,7 +63,7 @@ import {
   type DispatchPayload,
   PreflightRequest,
 } from "../engine/src/protocol/messages.ts";
-import { payloadDigestOf } from "../engine/src/service/payload-digest.ts";
+import { payloadDigestOf } from "../engine/src/protocol/payload-digest.ts";
 
 const RELEASES = 100;
 const LANES = 4;

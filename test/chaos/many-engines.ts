@@ -24,7 +24,7 @@ import { startEmbeddedControlPlane } from "../../engine/src/control-plane/embedd
 import { freePort } from "../../engine/src/demo/fleet.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { signBody } from "../../engine/src/protocol/credential.ts";
-import { payloadDigestOf } from "../../engine/src/service/payload-digest.ts";
+import { payloadDigestOf } from "../../engine/src/protocol/payload-digest.ts";
 import { type EngineProcess, spawnEngine } from "../support/chaos-process.ts";
 import { startGitHubStandin } from "../support/github-standin.ts";
 import type { PayloadLike } from "../support/preflight-request.ts";

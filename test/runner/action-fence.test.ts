@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
-import { payloadDigestOf } from "../../engine/src/service/payload-digest.ts";
+import { payloadDigestOf } from "../../engine/src/protocol/payload-digest.ts";
 import { callbacksOf, type Fixture, startFixture } from "../support/action-fixture.ts";
 import { containerName } from "../support/standin-target.ts";
 

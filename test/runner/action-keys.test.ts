@@ -5,7 +5,7 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { payloadDigestOf } from "../../engine/src/service/payload-digest.ts";
+import { payloadDigestOf } from "../../engine/src/protocol/payload-digest.ts";
 import { callbacksOf, type Fixture, startFixture } from "../support/action-fixture.ts";
 import { generateKey, sharedTempDir } from "../support/sshd.ts";
 import { containerName, DEPLOY_SH, REPO } from "../support/standin-target.ts";

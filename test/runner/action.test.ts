@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { payloadDigestOf } from "../../engine/src/service/payload-digest.ts";
+import { payloadDigestOf } from "../../engine/src/protocol/payload-digest.ts";
 import { callbacksOf, type Fixture, startFixture } from "../support/action-fixture.ts";
 import { containerName } from "../support/standin-target.ts";
 

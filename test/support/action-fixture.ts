@@ -6,7 +6,7 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
-import { payloadDigestOf } from "../../engine/src/service/payload-digest.ts";
+import { payloadDigestOf } from "../../engine/src/protocol/payload-digest.ts";
 import { type EngineStandin, startEngineStandin } from "./engine-standin.ts";
 import { type ActionRun, type RunActionOptions, runAction } from "./run-action.ts";
 import { freePort, type Sshd, sharedTempDir, startSshd } from "./sshd.ts";

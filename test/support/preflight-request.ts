@@ -1,10 +1,10 @@
 /**
  * A correct preflight request for a dispatch payload, as the release-step action builds it:
  * the payload's identity fields echoed, plus `payload_digest` of the payload's work
- * (engine/src/service/payload-digest.ts). Tests that hand-sign preflights use this so the
+ * (engine/src/protocol/payload-digest.ts). Tests that hand-sign preflights use this so the
  * engine's payload binding (409 payload_mismatch) sees the genuine digest.
  */
-import { payloadDigestOf } from "../../engine/src/service/payload-digest.ts";
+import { payloadDigestOf } from "../../engine/src/protocol/payload-digest.ts";
 
 /** The payload fields a preflight echoes (a `DispatchPayload`, or its parsed JSON). */
 export interface PayloadLike {

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { newRelease, transition } from "../../engine/src/domain/transition.ts";
 import type { Release, ReleaseEvent } from "../../engine/src/domain/types.ts";
-import { stepRunId } from "../../engine/src/protocol/messages.ts";
+import { stepRunId } from "../../engine/src/protocol/ids.ts";
 import {
   CALLBACK_DEADLINE_MS,
   START_DEADLINE_MS,

@@ -5,8 +5,9 @@
 import { describe, expect, it } from "vitest";
 import { transition } from "../../engine/src/domain/transition.ts";
 import type { DispatchEffect } from "../../engine/src/domain/types.ts";
+import { payloadDigestOf } from "../../engine/src/protocol/payload-digest.ts";
 import { buildDispatchPayload } from "../../engine/src/service/payload.ts";
-import { expectedPayloadDigest, payloadDigestOf } from "../../engine/src/service/payload-digest.ts";
+import { expectedPayloadDigest } from "../../engine/src/service/payload-digest.ts";
 import type { StepSpec } from "../support/manifest-fixture.ts";
 import { release as newRelease, ok, preflightOf, sr } from "../support/sim/drive.ts";
 

@@ -5,11 +5,8 @@
  * point at the configured engine (same origin, this step run's callback path) (F05).
  */
 import { readFileSync } from "node:fs";
-import {
-  DISPATCH_EVENT_TYPE,
-  DispatchPayload,
-  StepRunId,
-} from "../../../engine/src/protocol/messages.ts";
+import { StepRunId } from "../../../engine/src/protocol/ids.ts";
+import { DISPATCH_EVENT_TYPE, DispatchPayload } from "../../../engine/src/protocol/messages.ts";
 
 /** Validation failure: `problems` are `path: message` lines for the log and summary. */
 export class PayloadError extends Error {

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as core from "@actions/core";
 import { PreflightAccepted, type PreflightRequest } from "../../../engine/src/protocol/messages.ts";
-import { payloadDigestOf } from "../../../engine/src/service/payload-digest.ts";
+import { payloadDigestOf } from "../../../engine/src/protocol/payload-digest.ts";
 import {
   appendLog,
   type Check,

@@ -8,6 +8,7 @@ import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import { RELEASE_STATES } from "../domain/states.ts";
 import type { ReleaseSummary } from "../ports/store.ts";
+import { isReleaseId, isStepRunId } from "../protocol/ids.ts";
 import { type Connection, EngineClient } from "./client.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { type RecordJson, releaseSummary, releasesTable, statusJson } from "./output.ts";
@@ -18,12 +19,9 @@ export interface Io {
   err: { write(s: string): unknown };
 }
 
-const RELEASE_ID = /^r[0-9]{1,12}$/;
-const STEP_RUN_ID = /^sr_[0-9]{1,12}_[0-9]{1,4}_[fb]$/;
-
 /** @throws CliError (usage) unless `id` looks like `r17`. */
 export function releaseId(id: string): string {
-  if (!RELEASE_ID.test(id))
+  if (!isReleaseId(id))
     throw usage(
       `[cli] ${JSON.stringify(id)} is not a release id; ids look like r17 (see baton status)`,
     );
@@ -32,7 +30,7 @@ export function releaseId(id: string): string {
 
 /** @throws CliError (usage) unless `id` looks like `sr_17_6_f`. */
 export function stepRunId(id: string): string {
-  if (!STEP_RUN_ID.test(id)) {
+  if (!isStepRunId(id)) {
     throw usage(
       `[cli] ${JSON.stringify(id)} is not a step run id; ids look like sr_17_6_f (see baton status <release>)`,
     );

@@ -14,7 +14,8 @@
  * 3. apply, append history, record the ledger row and the generation.
  */
 import type { Json } from "../domain/types.ts";
-import { fingerprint } from "./canonical.ts";
+import { canonicalJson } from "../protocol/canonical-json.ts";
+import { sha256Hex } from "../protocol/sha256.ts";
 import { CpError } from "./errors.ts";
 import type {
   ChangeRecord,
@@ -111,7 +112,8 @@ export class ControlPlaneCore {
     parseOrThrow(Identity, { ...identity, generation: String(identity.generation) }, "");
     validateAction(input);
     const action = canonicalAction(input);
-    const hash = fingerprint({ release_id: identity.release_id, action });
+    // Same bytes as before for any validated action (sorted keys, no whitespace).
+    const hash = sha256Hex(canonicalJson({ release_id: identity.release_id, action }));
     return this.store.transaction(() => {
       const prior = this.store.getLedger(identity.operation_key);
       if (prior) return this.replay(prior, hash, identity);

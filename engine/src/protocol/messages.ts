@@ -4,17 +4,7 @@
  * `safeParse` at the edge.
  */
 import { z } from "zod";
-
-/** `sr_<release number>_<step index>_<f|b>`, e.g. `sr_17_6_f`. */
-export const STEP_RUN_ID_PATTERN = /^sr_[0-9]{1,12}_[0-9]{1,4}_[fb]$/;
-export const StepRunId = z
-  .string()
-  .regex(STEP_RUN_ID_PATTERN, "must look like sr_<release>_<step>_<f|b>, e.g. sr_17_6_f");
-
-/** Builds a step-run id from its parts. */
-export function stepRunId(releaseNumber: number, stepIndex: number, backward: boolean): string {
-  return `sr_${releaseNumber}_${stepIndex}_${backward ? "b" : "f"}`;
-}
+import { ReleaseIdText, StepRunIdText } from "./ids.ts";
 
 /** Event type of every dispatch (`repository_dispatch` action). */
 export const DISPATCH_EVENT_TYPE = "release-step";
@@ -33,7 +23,7 @@ export const GITHUB_DISPATCH_LIMITS = {
 export const DispatchPayload = z
   .object({
     v: z.literal(1),
-    step_run_id: StepRunId,
+    step_run_id: StepRunIdText,
     tool: z
       .string()
       .regex(/^[a-z][a-z0-9-]{0,63}$/, "must be a tool name such as attach-queue-lane"),
@@ -41,7 +31,7 @@ export const DispatchPayload = z
     callback_url: z.string().url(),
     release: z
       .object({
-        id: z.string().regex(/^r[0-9]{1,12}$/),
+        id: ReleaseIdText,
         generation: z.number().int().nonnegative(),
         manifest_digest: z.string().regex(/^[a-f0-9]{64}$/),
         dispatch: z.number().int().positive(),
@@ -55,9 +45,9 @@ export type DispatchPayload = z.infer<typeof DispatchPayload>;
 /** Body of `POST /v1/releases/step-runs/:id/preflight`. */
 export const PreflightRequest = z
   .object({
-    step_run_id: StepRunId,
+    step_run_id: StepRunIdText,
     /** Echoed from the dispatch payload's `release` object (DESIGN.md §3 rule 1). */
-    release_id: z.string().regex(/^r[0-9]{1,12}$/),
+    release_id: ReleaseIdText,
     generation: z.number().int().nonnegative(),
     manifest_digest: z.string().regex(/^[a-f0-9]{64}$/),
     dispatch: z.number().int().positive(),
@@ -67,7 +57,7 @@ export const PreflightRequest = z
     tool: z.string().min(1).max(64),
     /**
      * sha256 hex of the canonical JSON of the payload's `{tool, args, operation_key}`
-     * (engine/src/service/payload-digest.ts): binds the attempt to the work the engine dispatched.
+     * (engine/src/protocol/payload-digest.ts): binds the attempt to the work the engine dispatched.
      */
     payload_digest: z.string().regex(/^[a-f0-9]{64}$/, "must be the sha256 hex payload digest"),
   })
@@ -77,7 +67,7 @@ export type PreflightRequest = z.infer<typeof PreflightRequest>;
 /** 200 answer of a preflight: proceed as attempt `attempt`. */
 export const PreflightAccepted = z.object({
   proceed: z.literal(true),
-  step_run_id: StepRunId,
+  step_run_id: StepRunIdText,
   attempt: z.number().int().positive(),
   release_id: z.string(),
   generation: z.number().int(),
@@ -107,7 +97,7 @@ export const LOG_TRUNCATED_MARKER = "[baton] log truncated: earlier output omitt
 /** Body of `POST /v1/releases/step-runs/:id/callback`; signed over its raw bytes. */
 export const CallbackBody = z
   .object({
-    step_run_id: StepRunId,
+    step_run_id: StepRunIdText,
     run_id: z.string().regex(/^[0-9]{1,20}$/),
     run_attempt: z.number().int().positive(),
     status: z.string().regex(/^[a-z_]{1,40}$/, "must be one word such as succeeded or failed"),

@@ -1,9 +1,9 @@
-import { createHash } from "node:crypto";
+import { sha256Hex } from "../protocol/sha256.ts";
 
 /**
- * `manifest_digest` (DESIGN.md §2): sha256 of the manifest's canonical JSON
- * (`domain/canonical-json.ts`) as UTF-8 bytes, 64 lowercase hex characters.
+ * `manifest_digest`: sha256 of the manifest's canonical JSON (`protocol/canonical-json.ts`) as
+ * UTF-8 bytes, 64 lowercase hex characters (docs/glossary.md "release record").
  */
 export function manifestDigest(canonical: string): string {
-  return createHash("sha256").update(canonical, "utf8").digest("hex");
+  return sha256Hex(canonical);
 }

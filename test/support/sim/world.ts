@@ -18,10 +18,8 @@ import type {
   ReleaseEvent,
   TransitionResult,
 } from "../../../engine/src/domain/types.ts";
-import {
-  payloadDigest,
-  withExpectedPayloadDigest,
-} from "../../../engine/src/service/payload-digest.ts";
+import { payloadDigest } from "../../../engine/src/protocol/payload-digest.ts";
+import { withExpectedPayloadDigest } from "../../../engine/src/service/payload-digest.ts";
 import { type Application, KeyedReceiver, SimControlPlane } from "./receivers.ts";
 
 /** The transition as the service runs it: preflights carry the engine's payload digest. */

@@ -3,7 +3,7 @@
  * place, plus the effects, history and reply they produce. The input release is never
  * touched (it may be frozen); `transition.ts` turns a draft into a `TransitionResult`.
  */
-import { stepRunId } from "../../protocol/messages.ts";
+import { stepRunId } from "../../protocol/ids.ts";
 import type { Direction } from "../states.ts";
 import type {
   Effect,

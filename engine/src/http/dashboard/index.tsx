@@ -9,6 +9,7 @@ import { type Context, Hono } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import { BatonError } from "../../domain/errors.ts";
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
+import { isReleaseId } from "../../protocol/ids.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { type ActionName, ConfirmPage, ErrorPage, LoginPage, ResultPage } from "./action-pages.tsx";
 import {
@@ -37,7 +38,6 @@ export interface DashboardDeps {
   now?: () => number;
 }
 
-const RELEASE_ID = /^r[0-9]{1,12}$/;
 const ACTOR = "dashboard (operator token)";
 
 function int(v: string | undefined): number | undefined {
@@ -136,7 +136,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
   });
 
   const loadRelease = async (id: string) => {
-    if (!RELEASE_ID.test(id)) {
+    if (!isReleaseId(id)) {
       throw new BatonError(
         "not_found",
         `[dashboard] "${id}" is not a release id; ids look like r17`,
@@ -177,7 +177,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     const who = reader(c, false);
     if (who instanceof Response) return who;
     const id = c.req.param("id");
-    if (!RELEASE_ID.test(id)) return c.text(`[dashboard] "${id}" is not a release id`, 404);
+    if (!isReleaseId(id)) return c.text(`[dashboard] "${id}" is not a release id`, 404);
     return liveStream(c, deps.api, id);
   });
 

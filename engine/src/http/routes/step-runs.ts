@@ -10,11 +10,11 @@ import { BatonError } from "../../domain/errors.ts";
 import type { Json } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBody } from "../../protocol/credential.ts";
+import { STEP_RUN_ID_PATTERN } from "../../protocol/ids.ts";
 import {
   CALLBACK_BODY_MAX_BYTES,
   CallbackBody,
   PreflightRequest,
-  STEP_RUN_ID_PATTERN,
 } from "../../protocol/messages.ts";
 import type { Accepted, Refusal, ReleaseApi } from "../../service/api.ts";
 import { BAD_CREDENTIAL_MESSAGE, requireBearer } from "../auth.ts";

@@ -1,0 +1,52 @@
+/**
+ * Identities on the wire, one pattern each: a release id (`r<N>`) and a step-run id
+ * (`sr_<release>_<step>_<f|b>`). The schemas are branded zod types: a value typed
+ * `ReleaseId`/`StepRunId` has been checked. The engine, the dashboard, the CLI and the action
+ * all take the patterns from here.
+ */
+import { z } from "zod";
+
+/** `r<N>`: a release id, e.g. `r17` (N up to 12 digits). */
+export const RELEASE_ID_PATTERN = /^r[0-9]{1,12}$/;
+/** `sr_<release number>_<step index>_<f|b>`, e.g. `sr_17_6_f`. */
+export const STEP_RUN_ID_PATTERN = /^sr_[0-9]{1,12}_[0-9]{1,4}_[fb]$/;
+
+/**
+ * A release id on the wire (plain string type, for message schemas whose values code builds
+ * from strings); `ReleaseId` is the same check, branded.
+ */
+export const ReleaseIdText = z
+  .string()
+  .regex(RELEASE_ID_PATTERN, "must look like r<number>, e.g. r17");
+/** A checked release id (branded). */
+export const ReleaseId = ReleaseIdText.brand<"ReleaseId">();
+export type ReleaseId = z.infer<typeof ReleaseId>;
+
+/** A step-run id on the wire (plain string type); `StepRunId` is the same check, branded. */
+export const StepRunIdText = z
+  .string()
+  .regex(STEP_RUN_ID_PATTERN, "must look like sr_<release>_<step>_<f|b>, e.g. sr_17_6_f");
+/** A checked step-run id (branded). */
+export const StepRunId = StepRunIdText.brand<"StepRunId">();
+export type StepRunId = z.infer<typeof StepRunId>;
+
+/** Whether `s` is a release id. */
+export function isReleaseId(s: string): s is ReleaseId {
+  return RELEASE_ID_PATTERN.test(s);
+}
+
+/** Whether `s` is a step-run id. */
+export function isStepRunId(s: string): s is StepRunId {
+  return STEP_RUN_ID_PATTERN.test(s);
+}
+
+/** Builds a step-run id from its parts (`stepRunId(17, 6, false)` → `sr_17_6_f`). */
+export function stepRunId(releaseNumber: number, stepIndex: number, backward: boolean): string {
+  return `sr_${releaseNumber}_${stepIndex}_${backward ? "b" : "f"}`;
+}
+
+/** Release id of a step-run id (`sr_17_6_f` → `r17`), or null when the id is malformed. */
+export function releaseIdOfStepRun(id: string): string | null {
+  if (!STEP_RUN_ID_PATTERN.test(id)) return null;
+  return `r${id.split("_")[1]}`;
+}
