@@ -10,7 +10,7 @@
  */
 import { DEFAULT_MODEL } from "../../control-plane/core.ts";
 import type { LaneState } from "../../control-plane/model.ts";
-import { actionOf, laneMatches, weightsMatch } from "../../control-plane/ops.ts";
+import { actionOf, laneMatches, weightsMatch } from "../../protocol/control-plane.ts";
 import type { ControlPlaneOp } from "../../domain/types.ts";
 import type {
   ApplyResult,

@@ -31,7 +31,7 @@ import type {
   LedgerEntry,
   RouteResult,
 } from "../../control-plane/model.ts";
-import { actionOf, laneMatches, weightsMatch } from "../../control-plane/ops.ts";
+import { actionOf, laneMatches, weightsMatch } from "../../protocol/control-plane.ts";
 import type { ControlPlaneOp } from "../../domain/types.ts";
 import type {
   ApplyResult,

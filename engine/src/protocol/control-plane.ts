@@ -4,7 +4,7 @@
  * judge `observe` (rule 5: resolve `unknown` by reading) the same way.
  */
 import type { ControlPlaneOp } from "../domain/types.ts";
-import type { CpAction, LaneState } from "./model.ts";
+import type { CpAction, LaneState } from "../control-plane/model.ts";
 
 /** The write an op asks for; `assert_traffic` is a read and has none. */
 export function actionOf(op: ControlPlaneOp, model: string): CpAction | null {
