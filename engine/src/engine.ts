@@ -21,7 +21,6 @@ import type { Dispatcher } from "./ports/dispatcher.ts";
 import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
 import type { Domain } from "./service/domain.ts";
-import { ModelRoutedControlPlane } from "./service/model-routed-control-plane.ts";
 import type { ReconcilerOptions } from "./service/reconciler.ts";
 import { type Logger, ReleaseService } from "./service/release-service.ts";
 
@@ -104,12 +103,11 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
   };
   const dispatcher = o.dispatcher ?? dispatcherFromConfig(config);
   const closers: (() => Promise<void>)[] = [];
-  let modelOf: (id: string) => Promise<string | null> = async () => null;
   let controlPlane: ControlPlane;
   if (o.controlPlane) {
     controlPlane = o.controlPlane;
   } else {
-    // The port's traffic ops carry no model; route each write by its release's model.
+    // Every write names its release's model in its context: one adapter serves every model.
     let baseUrl = config.controlPlaneUrl;
     if (!baseUrl) {
       const embedded = await startEmbeddedControlPlane({ dataDir: config.dataDir });
@@ -117,11 +115,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       closers.push(() => embedded.handle.close());
       log.info(`[engine] embedded control plane at ${baseUrl}`);
     }
-    const url = baseUrl;
-    controlPlane = new ModelRoutedControlPlane(
-      (model) => new HttpControlPlane({ baseUrl: url, model }),
-      (id) => modelOf(id),
-    );
+    controlPlane = new HttpControlPlane({ baseUrl });
   }
   const ownsStore = !o.store;
   const store =
@@ -152,7 +146,6 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       },
     },
   });
-  modelOf = async (id) => (await service.recentRelease(id))?.manifest.model ?? null;
   const app = createApp({
     api: service,
     clock,

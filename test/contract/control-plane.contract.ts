@@ -25,6 +25,7 @@ const ctx = (operation_key: string, generation = 1, release_id = "r17"): WriteCo
   operation_key,
   release_id,
   generation,
+  model: "default",
 });
 const traffic = (weights: Record<string, number>, percent = 0): ControlPlaneOp => ({
   op: "set_traffic",

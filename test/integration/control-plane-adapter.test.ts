@@ -20,7 +20,12 @@ const op: ControlPlaneOp = {
   weights: { "lane-a": 90, "lane-b": 10 },
   percent: 10,
 };
-const ctx = { operation_key: "r17:6:fwd:traffic=10", release_id: "r17", generation: 1 };
+const ctx = {
+  operation_key: "r17:6:fwd:traffic=10",
+  release_id: "r17",
+  generation: 1,
+  model: "default",
+};
 /** Short timeout, only for calls the server is told to hang on; everything else gets 10 s. */
 const TIMEOUT_MS = 300;
 

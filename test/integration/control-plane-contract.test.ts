@@ -1,5 +1,6 @@
 /** Runs the control-plane contract suite against the in-memory double and the reference server. */
 
+import { HttpControlPlane } from "../../engine/src/adapters/http-control-plane/index.ts";
 import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
 import { startEmbeddedControlPlane } from "../../engine/src/control-plane/embedded.ts";
 import type { LaneState, RouteResult } from "../../engine/src/control-plane/model.ts";
@@ -19,9 +20,8 @@ controlPlaneContract("in-memory double", async () => {
 });
 
 controlPlaneContract("reference server over HTTP", async () => {
-  const { handle: server, controlPlane: cp } = await startEmbeddedControlPlane({
-    dataDir: ":memory:",
-  });
+  const { handle: server } = await startEmbeddedControlPlane({ dataDir: ":memory:" });
+  const cp = new HttpControlPlane({ baseUrl: server.url });
   const get = async (path: string) => {
     const res = await fetch(`${server.url}${path}`);
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -57,7 +57,7 @@ controlPlaneContract("reference server over HTTP", async () => {
           weights: Object.fromEntries(lanes.map((l) => [l.id, l.weight ?? 0])),
           percent: 0,
         },
-        { operation_key: "seed:traffic", release_id: "seed", generation: 0 },
+        { operation_key: "seed:traffic", release_id: "seed", generation: 0, model: "default" },
       );
       if (r.outcome !== "ok") throw new Error(`seed failed: ${JSON.stringify(r)}`);
     },

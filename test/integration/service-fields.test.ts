@@ -342,7 +342,12 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
             tampered = true;
             await h!.cp.apply(
               { op: "set_traffic", weights: { "lane-a": 0, "lane-b": 100 }, percent: 0 },
-              { operation_key: "someone-else:1", release_id: "r999", generation: 1 },
+              {
+                operation_key: "someone-else:1",
+                release_id: "r999",
+                generation: 1,
+                model: "summarizer-v7",
+              },
             );
           }
         },

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { HttpControlPlane } from "../../engine/src/adapters/http-control-plane/index.ts";
 import type { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
 import { startEmbeddedControlPlane } from "../../engine/src/control-plane/embedded.ts";
 import type { ControlPlaneHandle } from "../../engine/src/control-plane/server.ts";
@@ -29,12 +30,8 @@ afterEach(async () => {
 async function world(): Promise<{ h: Harness; cp: ControlPlaneHandle }> {
   const dir = mkdtempSync(join(tmpdir(), "baton-cpf-"));
   cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
-  const { controlPlane, handle } = await startEmbeddedControlPlane({
-    dataDir: join(dir, "cp"),
-    model: "summarizer-v7",
-    faults: true,
-    timeoutMs: 300,
-  });
+  const { handle } = await startEmbeddedControlPlane({ dataDir: join(dir, "cp"), faults: true });
+  const controlPlane = new HttpControlPlane({ baseUrl: handle.url, timeoutMs: 300 });
   cleanups.push(() => handle.close());
   const r = recipe(2);
   handle.core.seed(

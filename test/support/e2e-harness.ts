@@ -291,7 +291,6 @@ export async function startSplit(
       BATON_CALLBACK_SECRETS: callbackSecret,
       BATON_OPERATOR_TOKEN: operatorToken,
       BATON_CONTROL_PLANE_URL: fleet.cp.url,
-      BATON_CONTROL_PLANE_MODEL: manifest.model,
       BATON_DISPATCHER: "local",
       BATON_TICK_MS: "100",
       BATON_LEASE_MS: "1500",

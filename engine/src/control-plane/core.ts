@@ -38,8 +38,8 @@ import {
 } from "./schemas.ts";
 import type { CpStore, HistoryFilter } from "./store.ts";
 
-/** Default model name when a client names none (HTTP adapter option `model`). */
-export const DEFAULT_MODEL = "default";
+/** Default model name when a client names none (from the wire contract). */
+export { DEFAULT_MODEL } from "../protocol/control-plane.ts";
 
 /** Sorted, de-duplicated capabilities; keys of weights sorted (via canonical JSON). */
 export function canonicalAction(action: CpAction): CpAction {

@@ -1,30 +1,26 @@
 /**
  * The embedded default: the reference control plane in the engine's process, on its own SQLite
- * file in the data directory, reached through the real HTTP adapter (so timeouts and replays
- * behave as they would against a remote control plane, and its state survives an engine crash).
+ * file in the data directory. The engine reaches it through its real HTTP adapter (built by the
+ * caller from `handle.url`), so timeouts and replays behave as they would against a remote
+ * control plane, and its state survives an engine crash. The reference server never imports an
+ * engine adapter: both sides share only the wire contract (protocol/control-plane.ts).
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { HttpControlPlane } from "../adapters/http-control-plane/index.ts";
 import { type ControlPlaneHandle, startControlPlane } from "./server.ts";
 
 export interface EmbeddedControlPlane {
-  /** The port implementation to give the engine. */
-  controlPlane: HttpControlPlane;
   /** The running server (url, core, faults, close). */
   handle: ControlPlaneHandle;
 }
 
 /**
  * Starts the reference server on `127.0.0.1:port` (0 = any) with `<dataDir>/control-plane.sqlite`
- * (or `:memory:` when `dataDir` is `:memory:`), and an HTTP adapter pointed at it.
- * `timeoutMs`: the adapter's request timeout (default 5000). Throws if the port or file is unusable.
+ * (or `:memory:` when `dataDir` is `:memory:`). Throws if the port or file is unusable.
  */
 export async function startEmbeddedControlPlane(o: {
   dataDir: string;
   port?: number;
-  timeoutMs?: number;
-  model?: string;
   faults?: boolean;
 }): Promise<EmbeddedControlPlane> {
   let dataFile = ":memory:";
@@ -37,10 +33,5 @@ export async function startEmbeddedControlPlane(o: {
     dataFile,
     faults: o.faults ?? false,
   });
-  const controlPlane = new HttpControlPlane({
-    baseUrl: handle.url,
-    timeoutMs: o.timeoutMs ?? 5000,
-    model: o.model,
-  });
-  return { controlPlane, handle };
+  return { handle };
 }

@@ -5,20 +5,10 @@
  */
 import type { Json } from "../domain/types.ts";
 
-/** The control plane's view of one lane. A lane with `model: null` carries no model's traffic yet. */
-export interface LaneState {
-  id: string;
-  /** Model whose traffic this lane serves; set by a traffic write or a lane declaration. */
-  model: string | null;
-  /** Absolute share (%) of the model's traffic. */
-  weight: number;
-  /** Marker `excluded`: true takes the lane out of routing (its share goes to the others). */
-  excluded: boolean;
-  /** Sorted, de-duplicated capability names. */
-  capabilities: string[];
-  advertised: boolean;
-  updated_at: number;
-}
+import type { CpAction, LaneState } from "../protocol/control-plane.ts";
+
+/** Wire shapes live in protocol/control-plane.ts; re-exported for the server's modules. */
+export type { CpAction, LaneState };
 
 /** Identity of a write (port `WriteContext`): carried as headers over HTTP. */
 export interface WriteIdentity {
@@ -28,17 +18,6 @@ export interface WriteIdentity {
   /** Random identity of the release (header `Baton-Release-Uid`); optional for old clients. */
   release_uid?: string;
 }
-
-/** One absolute write. Canonicalised before hashing (capabilities sorted). */
-export type CpAction =
-  /** All lanes of `model` at once; lanes of the model not named get 0. Weights sum to 100. */
-  | { kind: "set_traffic"; model: string; weights: Record<string, number> }
-  /** One lane's absolute weight (no sum check: use `set_traffic` for a consistent model). */
-  | { kind: "set_weight"; lane: string; weight: number }
-  | { kind: "set_marker"; lane: string; marker: "excluded"; present: boolean }
-  | { kind: "set_capabilities"; lane: string; capabilities: string[]; advertised: boolean }
-  /** Declares a lane (creates it if absent) and assigns it to `model`. */
-  | { kind: "declare_lane"; lane: string; model: string };
 
 /** One applied change, as `GET /v1/history` lists it. Replays add no entry. */
 export interface ChangeRecord {

@@ -8,7 +8,6 @@
  *   BATON_LOCAL_SSH_KEY_FILE   private key the runner's action uses (input `ssh-key`)
  *   BATON_LOCAL_WORK_DIR       per-attempt folders of the local runner
  *   BATON_LOCAL_RUNNER_ENV     JSON object of extra environment for the action and tools
- *   BATON_CONTROL_PLANE_MODEL  model the control-plane adapter addresses (default `default`)
  *   BATON_LEASE_MS             outbox claim lease (ms, default 60000): how long a crashed
  *                              process's claimed effect waits before a restart takes it over
  *
@@ -55,7 +54,6 @@ export async function startEngineProcess(): Promise<void> {
   const controlPlane = new HttpControlPlane({
     baseUrl: need("BATON_CONTROL_PLANE_URL"),
     timeoutMs: 5_000,
-    model: process.env.BATON_CONTROL_PLANE_MODEL ?? "default",
   });
   const leaseMs = Number(process.env.BATON_LEASE_MS ?? 60_000);
   await startNodeServer(

@@ -13,7 +13,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { shQuote } from "../../../scripts/lib/shell-quote.ts";
 import { connect } from "../../../scripts/lib/ssh.ts";
-import type { HttpControlPlane } from "../adapters/http-control-plane/index.ts";
+import { HttpControlPlane } from "../adapters/http-control-plane/index.ts";
 import { startEmbeddedControlPlane } from "../control-plane/embedded.ts";
 import type { ControlPlaneHandle } from "../control-plane/server.ts";
 import type { Manifest } from "../domain/types.ts";
@@ -27,7 +27,7 @@ export interface FleetOptions {
   dir: string;
   /** Lane ids to give a health port each. */
   laneIds: readonly string[];
-  /** Model the control plane's HTTP adapter addresses (the recipe's `model`). */
+  /** Model of the recipe (writes name it in their context; kept for callers' records). */
   model: string;
   /** Seconds deploy.sh waits for a health URL before failing the phase (default 2). */
   healthTimeoutS?: number;
@@ -82,10 +82,8 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
     join(sandboxDir, "deploy.conf"),
     `BATON_CONTAINER_CLI=docker\nBATON_HEALTH_TIMEOUT_S=${o.healthTimeoutS ?? 2}\nBATON_HEALTH_INTERVAL_S=0.2\n`,
   );
-  const { controlPlane, handle } = await startEmbeddedControlPlane({
-    dataDir: join(dir, "control-plane"),
-    model: o.model,
-  });
+  const { handle } = await startEmbeddedControlPlane({ dataDir: join(dir, "control-plane") });
+  const controlPlane = new HttpControlPlane({ baseUrl: handle.url });
   let target: EmbeddedTarget;
   try {
     target = await startEmbeddedTarget({ sandboxDir });

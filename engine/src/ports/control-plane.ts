@@ -5,20 +5,10 @@
  * a stale generation (409).
  */
 import type { ControlPlaneOp } from "../domain/types.ts";
+import type { WriteContext } from "../protocol/control-plane.ts";
 
-/** Identity of a write, sent with every request. */
-export interface WriteContext {
-  operation_key: string;
-  release_id: string;
-  generation: number;
-  /**
-   * The release's random identity (`Release.uid`). The control plane keeps it in the ledger:
-   * the same key from another uid (another engine database numbering releases from r1 again)
-   * is refused 422, never replayed. Absent for releases stored before uids existed: then a
-   * repeated key is matched on the body alone (the old behaviour).
-   */
-  release_uid?: string;
-}
+/** Identity of a write (with its model); defined by the wire contract. */
+export type { WriteContext };
 
 export type ApplyResult =
   /** Applied now, or replayed from an earlier identical request with the same key. */

@@ -1,10 +1,67 @@
 /**
- * The port's `ControlPlaneOp` in the control plane's terms: which write it is, and whether a
- * state read back matches its target. Shared by the HTTP adapter and the test double so both
- * judge `observe` (rule 5: resolve `unknown` by reading) the same way.
+ * The control-plane wire contract (docs/control-plane.openapi.yaml), shared by the engine's
+ * adapters, the test double and the reference control plane: the identity every write carries
+ * (`WriteContext`, with the model the write addresses), the header names it travels in, the
+ * shapes of a lane and of one absolute write, and how the port's `ControlPlaneOp` maps onto a
+ * write and is judged against a state read back (rule: resolve `unknown` by reading).
  */
 import type { ControlPlaneOp } from "../domain/types.ts";
-import type { CpAction, LaneState } from "../control-plane/model.ts";
+
+/** Model name when a client names none. */
+export const DEFAULT_MODEL = "default";
+
+/** Header names of a keyed write. */
+export const WRITE_HEADERS = {
+  operation_key: "Idempotency-Key",
+  release_id: "Baton-Release-Id",
+  generation: "Baton-Generation",
+  release_uid: "Baton-Release-Uid",
+} as const;
+
+/** Identity of a write, sent with every request (over HTTP: `WRITE_HEADERS`). */
+export interface WriteContext {
+  operation_key: string;
+  release_id: string;
+  generation: number;
+  /**
+   * The model the write addresses (the release's `manifest.model`): traffic is per model, and
+   * the op itself names none. One adapter therefore serves releases of every model.
+   */
+  model: string;
+  /**
+   * The release's random identity (`Release.uid`). The control plane keeps it in the ledger:
+   * the same key from another uid (another engine database numbering releases from r1 again)
+   * is refused 422, never replayed. Absent for releases stored before uids existed: then a
+   * repeated key is matched on the body alone.
+   */
+  release_uid?: string;
+}
+
+/** The control plane's view of one lane. A lane with `model: null` carries no model's traffic yet. */
+export interface LaneState {
+  id: string;
+  /** Model whose traffic this lane serves; set by a traffic write or a lane declaration. */
+  model: string | null;
+  /** Absolute share (%) of the model's traffic. */
+  weight: number;
+  /** Marker `excluded`: true takes the lane out of routing (its share goes to the others). */
+  excluded: boolean;
+  /** Sorted, de-duplicated capability names. */
+  capabilities: string[];
+  advertised: boolean;
+  updated_at: number;
+}
+
+/** One absolute write. Canonicalised before hashing (capabilities sorted). */
+export type CpAction =
+  /** All lanes of `model` at once; lanes of the model not named get 0. Weights sum to 100. */
+  | { kind: "set_traffic"; model: string; weights: Record<string, number> }
+  /** One lane's absolute weight (no sum check: use `set_traffic` for a consistent model). */
+  | { kind: "set_weight"; lane: string; weight: number }
+  | { kind: "set_marker"; lane: string; marker: "excluded"; present: boolean }
+  | { kind: "set_capabilities"; lane: string; capabilities: string[]; advertised: boolean }
+  /** Declares a lane (creates it if absent) and assigns it to `model`. */
+  | { kind: "declare_lane"; lane: string; model: string };
 
 /** The write an op asks for; `assert_traffic` is a read and has none. */
 export function actionOf(op: ControlPlaneOp, model: string): CpAction | null {

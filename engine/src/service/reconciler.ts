@@ -26,6 +26,7 @@ import type { ControlPlane, WriteContext } from "../ports/control-plane.ts";
 import type { Dispatcher } from "../ports/dispatcher.ts";
 import type { Notifier } from "../ports/notifier.ts";
 import type { OutboxRow, Store } from "../ports/store.ts";
+import { DEFAULT_MODEL } from "../protocol/control-plane.ts";
 import { notifyBackoffMs, reconcilerBackoffMs } from "./backoff.ts";
 import { buildDispatchPayload } from "./payload.ts";
 import type { ApplyExtras, Logger } from "./release-service.ts";
@@ -305,11 +306,14 @@ export class Reconciler {
   }
 
   private async controlPlane(row: OutboxRow, e: ControlPlaneEffect): Promise<ReleaseEvent> {
-    const uid = (await this.deps.loadRelease(row.release_id))?.uid;
+    const release = await this.deps.loadRelease(row.release_id);
+    const uid = release?.uid;
+    // Every write names its model: traffic is per model and the op carries none.
     const ctx: WriteContext = {
       operation_key: e.operation_key,
       release_id: row.release_id,
       generation: e.generation,
+      model: release?.manifest.model ?? DEFAULT_MODEL,
       ...(uid ? { release_uid: uid } : {}),
     };
     this.assertLeaseHeld(row);

@@ -1,6 +1,9 @@
 /**
  * HTTP client adapter of the `ControlPlane` port for the contract in
  * docs/control-plane.openapi.yaml (the reference server, or a user's own service).
+ * It imports only the wire contract (`protocol/control-plane.ts`), never the reference server.
+ * Every write names its model in the context (`WriteContext.model`), so one adapter serves
+ * releases of every model.
  *
  * Classification of a write (DESIGN.md §3 rule 5: a timeout is `unknown` until observed):
  * - 2xx -> `ok`, `replayed` from the server's answer;
@@ -8,24 +11,22 @@
  * - 5xx, timeout, network error -> `unknown` (resolve with `observe`, or re-send the same key).
  * The adapter does not retry: the engine re-sends the identical keyed request when it decides to.
  */
-import { DEFAULT_MODEL } from "../../control-plane/core.ts";
-import type { LaneState } from "../../control-plane/model.ts";
-import { actionOf, laneMatches, weightsMatch } from "../../protocol/control-plane.ts";
 import type { ControlPlaneOp } from "../../domain/types.ts";
-import type {
-  ApplyResult,
-  ControlPlane,
-  ObserveResult,
-  WriteContext,
-} from "../../ports/control-plane.ts";
+import type { ApplyResult, ControlPlane, ObserveResult } from "../../ports/control-plane.ts";
+import {
+  actionOf,
+  type LaneState,
+  laneMatches,
+  WRITE_HEADERS,
+  type WriteContext,
+  weightsMatch,
+} from "../../protocol/control-plane.ts";
 
 export interface HttpControlPlaneOptions {
   /** Base URL of the control plane, e.g. `http://127.0.0.1:8788` (BATON_CONTROL_PLANE_URL). */
   baseUrl: string;
   /** Per-request timeout, ms, covering the answer's body too. Default 5000. */
   timeoutMs?: number;
-  /** Model the port's traffic ops address (the ops carry none). Default `default`. */
-  model?: string;
   /** Extra headers on every request, e.g. `{Authorization: "Bearer …"}` for a user's own service. */
   headers?: Record<string, string>;
   /** fetch implementation (tests). Default the global `fetch`. */
@@ -40,22 +41,20 @@ type Reply =
 export class HttpControlPlane implements ControlPlane {
   private readonly base: string;
   private readonly timeoutMs: number;
-  private readonly model: string;
 
   constructor(private readonly options: HttpControlPlaneOptions) {
     this.base = options.baseUrl.replace(/\/+$/, "");
     this.timeoutMs = options.timeoutMs ?? 5000;
-    this.model = options.model ?? DEFAULT_MODEL;
   }
 
   async apply(op: ControlPlaneOp, ctx: WriteContext): Promise<ApplyResult> {
-    const action = actionOf(op, this.model);
+    const action = actionOf(op, ctx.model);
     if (action === null)
-      return this.assertTraffic(op as Extract<ControlPlaneOp, { op: "assert_traffic" }>);
+      return this.assertTraffic(op as Extract<ControlPlaneOp, { op: "assert_traffic" }>, ctx);
     const lane = "lane" in action ? `/v1/lanes/${encodeURIComponent(action.lane)}` : "";
     const [path, body] =
       action.kind === "set_traffic"
-        ? [this.trafficPath(), { weights: action.weights }]
+        ? [trafficPath(ctx.model), { weights: action.weights }]
         : action.kind === "set_marker"
           ? [`${lane}/markers/${action.marker}`, { present: action.present }]
           : action.kind === "set_capabilities"
@@ -67,10 +66,10 @@ export class HttpControlPlane implements ControlPlane {
               ? [`${lane}/weight`, { weight: action.weight }]
               : [lane, { model: action.model }];
     const reply = await this.send("PUT", path, body, {
-      "Idempotency-Key": ctx.operation_key,
-      "Baton-Release-Id": ctx.release_id,
-      "Baton-Generation": String(ctx.generation),
-      ...(ctx.release_uid ? { "Baton-Release-Uid": ctx.release_uid } : {}),
+      [WRITE_HEADERS.operation_key]: ctx.operation_key,
+      [WRITE_HEADERS.release_id]: ctx.release_id,
+      [WRITE_HEADERS.generation]: String(ctx.generation),
+      ...(ctx.release_uid ? { [WRITE_HEADERS.release_uid]: ctx.release_uid } : {}),
     });
     if (reply.kind === "unknown") return { outcome: "unknown", message: reply.message };
     if (reply.status >= 200 && reply.status < 300) {
@@ -82,13 +81,13 @@ export class HttpControlPlane implements ControlPlane {
     return { outcome: "unknown", message: messageOf(reply, `PUT ${path}`) };
   }
 
-  async observe(op: ControlPlaneOp, _ctx: WriteContext): Promise<ObserveResult> {
+  async observe(op: ControlPlaneOp, ctx: WriteContext): Promise<ObserveResult> {
     if (op.op === "set_traffic" || op.op === "assert_traffic") {
-      const reply = await this.send("GET", this.trafficPath());
+      const reply = await this.send("GET", trafficPath(ctx.model));
       if (reply.kind === "unknown") return { ok: false, message: reply.message };
       if (reply.status === 404) return { ok: true, matches: false, observed: null };
       if (reply.status !== 200)
-        return { ok: false, message: messageOf(reply, `GET ${this.trafficPath()}`) };
+        return { ok: false, message: messageOf(reply, `GET ${trafficPath(ctx.model)}`) };
       const weights = (reply.body as { weights?: Record<string, number> }).weights ?? {};
       return { ok: true, matches: weightsMatch(weights, op.weights), observed: weights };
     }
@@ -103,19 +102,16 @@ export class HttpControlPlane implements ControlPlane {
 
   private async assertTraffic(
     op: Extract<ControlPlaneOp, { op: "assert_traffic" }>,
+    ctx: WriteContext,
   ): Promise<ApplyResult> {
-    const seen = await this.observe(op, { operation_key: "", release_id: "", generation: 0 });
+    const seen = await this.observe(op, ctx);
     if (!seen.ok) return { outcome: "unknown", message: seen.message };
     if (seen.matches) return { outcome: "ok", replayed: false };
     return {
       outcome: "failed",
       status: 409,
-      message: `[control-plane] traffic of model ${this.model} is ${JSON.stringify(seen.observed)}, expected ${JSON.stringify(op.weights)}`,
+      message: `[control-plane] traffic of model ${ctx.model} is ${JSON.stringify(seen.observed)}, expected ${JSON.stringify(op.weights)}`,
     };
-  }
-
-  private trafficPath(): string {
-    return `/v1/models/${encodeURIComponent(this.model)}/traffic`;
   }
 
   private async send(
@@ -159,6 +155,10 @@ export class HttpControlPlane implements ControlPlane {
       };
     }
   }
+}
+
+function trafficPath(model: string): string {
+  return `/v1/models/${encodeURIComponent(model)}/traffic`;
 }
 
 function messageOf(reply: Extract<Reply, { kind: "answer" }>, what: string): string {

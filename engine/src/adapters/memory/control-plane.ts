@@ -31,7 +31,6 @@ import type {
   LedgerEntry,
   RouteResult,
 } from "../../control-plane/model.ts";
-import { actionOf, laneMatches, weightsMatch } from "../../protocol/control-plane.ts";
 import type { ControlPlaneOp } from "../../domain/types.ts";
 import type {
   ApplyResult,
@@ -39,6 +38,7 @@ import type {
   ObserveResult,
   WriteContext,
 } from "../../ports/control-plane.ts";
+import { actionOf, laneMatches, weightsMatch } from "../../protocol/control-plane.ts";
 
 /** One recorded call of the port. `at` is the double's clock (epoch ms). */
 export type RecordedCall =
@@ -46,7 +46,7 @@ export type RecordedCall =
   | { method: "observe"; op: ControlPlaneOp; ctx: WriteContext; result: ObserveResult; at: number };
 
 export interface MemoryControlPlaneOptions {
-  /** Model the port's traffic ops address (the port's ops carry none). Default `default`. */
+  /** Model that reads (`weights()`, `route()`) and `seed` default to; writes name theirs in the context. Default `default`. */
   model?: string;
   /** Clock, epoch ms. Default `Date.now`. */
   now?: () => number;
@@ -73,23 +73,23 @@ export class MemoryControlPlane implements ControlPlane {
   }
 
   async observe(op: ControlPlaneOp, ctx: WriteContext): Promise<ObserveResult> {
-    const result = this.observeNow(op);
+    const result = this.observeNow(op, ctx.model);
     this.calls.push(structuredClone({ method: "observe", op, ctx, result, at: this.now() }));
     return result;
   }
 
   private applyNow(op: ControlPlaneOp, ctx: WriteContext): ApplyResult {
-    const action = actionOf(op, this.model);
+    const action = actionOf(op, ctx.model);
     if (action === null) {
       // assert_traffic: a read; ok when the weights match, failed when they do not.
-      const seen = this.observeNow(op);
+      const seen = this.observeNow(op, ctx.model);
       if (!seen.ok) return { outcome: "unknown", message: seen.message };
       return seen.matches
         ? { outcome: "ok", replayed: false }
         : {
             outcome: "failed",
             status: 409,
-            message: `[control-plane] traffic of model ${this.model} is ${JSON.stringify(seen.observed)}, expected ${JSON.stringify((op as { weights: unknown }).weights)}`,
+            message: `[control-plane] traffic of model ${ctx.model} is ${JSON.stringify(seen.observed)}, expected ${JSON.stringify((op as { weights: unknown }).weights)}`,
           };
     }
     const fault = this.faults.take("write", ctx.operation_key);
@@ -118,17 +118,17 @@ export class MemoryControlPlane implements ControlPlane {
     }
   }
 
-  private observeNow(op: ControlPlaneOp): ObserveResult {
+  private observeNow(op: ControlPlaneOp, model: string): ObserveResult {
     const fault = this.faults.take(
       "read",
       op.op === "set_traffic" || op.op === "assert_traffic"
-        ? `/v1/models/${this.model}/traffic`
+        ? `/v1/models/${model}/traffic`
         : `/v1/lanes/${op.lane}`,
     );
     if (fault)
       return { ok: false, message: `[control-plane] read failed (injected fault: ${fault.mode})` };
     if (op.op === "set_traffic" || op.op === "assert_traffic") {
-      const observed = this.weights();
+      const observed = this.weights(model);
       return { ok: true, matches: weightsMatch(observed, op.weights), observed };
     }
     const lane = this.lane(op.lane);
