@@ -8,6 +8,7 @@ import path from "node:path";
 import { z } from "zod";
 import { BatonError, type Problem } from "./domain/errors.ts";
 import { NOTICE_KINDS, type NoticeKind } from "./domain/notifications.ts";
+import { DEFAULT_RETENTION, type RetentionPolicy } from "./service/retention.ts";
 
 /** The validated configuration. Times in ms. */
 export interface EngineConfig {
@@ -39,6 +40,8 @@ export interface EngineConfig {
    * minute, 500 per hour, 100 at once); optional so hand-built configs need not name it.
    */
   githubPacing?: { perMinute: number; perHour: number; maxConcurrent: number };
+  /** Retention of finished releases (service/retention.ts); optional, default 7 days. */
+  retention?: RetentionPolicy;
   /** Reconciler interval (ms). */
   tickMs: number;
   /** Local dispatcher: the SSH private key the runner's tools use (BATON_SSH_KEY_FILE). */
@@ -142,6 +145,11 @@ const Env = z.object({
     .min(1, "BATON_GITHUB_MAX_CONCURRENT must be at least 1")
     .max(100, "BATON_GITHUB_MAX_CONCURRENT must be at most 100")
     .default(100),
+  BATON_RETENTION_DAYS: z.coerce
+    .number({ error: "BATON_RETENTION_DAYS must be a number" })
+    .min(0, "BATON_RETENTION_DAYS must be 0 (off) or more")
+    .max(36_500, "BATON_RETENTION_DAYS must be at most 36500")
+    .default(7),
   BATON_SSH_KEY_FILE: z.string().min(1).optional(),
   BATON_NOTIFY_WEBHOOK_URL: z
     .url({ error: "BATON_NOTIFY_WEBHOOK_URL must be an http(s) URL" })
@@ -337,6 +345,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       perMinute: e.BATON_GITHUB_DISPATCH_PER_MINUTE,
       perHour: e.BATON_GITHUB_DISPATCH_PER_HOUR,
       maxConcurrent: e.BATON_GITHUB_MAX_CONCURRENT,
+    },
+    retention: {
+      ...DEFAULT_RETENTION,
+      compactAfterMs: Math.round(e.BATON_RETENTION_DAYS * 86_400_000),
     },
     tickMs: e.BATON_TICK_MS,
     sshKey: readKey(e.BATON_SSH_KEY_FILE),

@@ -136,6 +136,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     log,
     ...(o.reconciler ? { reconciler: o.reconciler } : {}),
     ...(o.domain ? { domain: o.domain } : {}),
+    ...(config.retention ? { retention: config.retention } : {}),
     ...(o.eagerReconcile === false ? {} : { onEffects: () => kick() }),
     notify: {
       notifiers: o.notifiers ?? notifiersFromConfig(config),
@@ -188,7 +189,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     startTicking() {
       if (timer) return;
       timer = setInterval(() => {
-        svc.reconciler.runOnce().catch((e) => log.error("[engine] reconciler pass failed", e));
+        svc.tick().catch((e) => log.error("[engine] reconciler pass failed", e));
       }, config.tickMs);
       timer.unref();
     },

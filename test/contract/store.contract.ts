@@ -628,6 +628,144 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect((await store.getHistory("r3")).at(-1)).toEqual(note(r.id, good, { x: good }));
     });
 
+    describe("retention (compactFinished)", () => {
+      const refused = (releaseId: string, kind: string, i: number): HistoryEntry => ({
+        release_id: releaseId,
+        at: T0 + i,
+        kind,
+        step_run_id: null,
+        outcome: "refused",
+        message: `[engine] forged ${kind} ${i}`,
+        data: { i },
+      });
+
+      /** r1 finished (rolled_back) with noise; r2 still running with the same noise. */
+      async function twoReleases() {
+        const r1 = await created(1, [apply("sr_1_0_f"), deadline("sr_1_0_f", T0 + 9_000)]);
+        const r2 = await created(2, [apply("sr_2_0_f")]);
+        const long = `${"x".repeat(10_000)}THE END`;
+        for (const [r, state] of [
+          [r1, "rolled_back"],
+          [r2, "running"],
+        ] as const) {
+          const done = next(r, { state, reason: "health check failed: 503" });
+          expect(
+            await store.commit({
+              release: done,
+              expected_version: r.resource_version,
+              history: [note(r.id, "[engine] step 0 failed")],
+              effects: [],
+              now: T0 + 10,
+              attempt_results: [
+                attemptResult(`sr_${r.id.slice(1)}_0_f`, 1, { release_id: r.id, log: long }),
+              ],
+            }),
+          ).toEqual({ ok: true });
+          await store.appendHistory(
+            Array.from({ length: 30 }, (_, i) =>
+              refused(r.id, i % 3 ? "callback" : "preflight", i),
+            ),
+          );
+        }
+        // r1's apply row is performed (done); its deadline row stays pending.
+        const rows = await store.claimDue({ now: T0 + 1, limit: 10, leaseMs: 60_000, owner: "t" });
+        const mine = rows.find((x) => x.release_id === "r1" && x.effect.type === "control_plane");
+        expect(await store.completeOutbox(mine?.id ?? -1, mine?.claim_token ?? "")).toBe(true);
+        return { r1, r2, long };
+      }
+
+      it("compacts a finished release and keeps what its record needs", async () => {
+        const { r1, long } = await twoReleases();
+        const before = await store.getRelease("r1");
+        const accepted = (await store.getHistory("r1")).filter((x) => x.outcome === "accepted");
+        const res = await store.compactFinished({
+          before: T0 + 1_000_000,
+          now: T0 + 2_000_000,
+          limit: 10,
+          logTailChars: 100,
+        });
+        expect(res).toEqual({
+          releases: 1,
+          history_rows_removed: 30,
+          outbox_rows_removed: 2,
+          attempt_results_shortened: 1,
+        });
+        // The release, its manifest and every accepted entry are as they were.
+        expect(await store.getRelease("r1")).toEqual(before);
+        const history = await store.getHistory("r1");
+        expect(history.filter((x) => x.outcome === "refused")).toEqual([]);
+        expect(history.slice(0, accepted.length)).toEqual(accepted);
+        const summary = history.at(-1);
+        expect(summary).toMatchObject({ kind: "retention", outcome: "accepted" });
+        expect(summary?.message).toContain("30 refused requests");
+        expect(summary?.data).toEqual({ refused: 30, by_kind: { callback: 20, preflight: 10 } });
+        const a = await store.getAttemptResult("sr_1_0_f", 1);
+        expect(a?.log).toBe(long.slice(-100));
+        expect(a?.log.endsWith("THE END")).toBe(true);
+        expect(a?.log_truncated).toBe(true);
+        expect(a?.raw_callback).toBe("");
+        expect(a?.checks).toEqual(JSON.parse(CHECKS_TEXT));
+        expect(a?.status).toBe("completed");
+        expect(await store.pendingOutbox("r1")).toEqual([]);
+        expect(r1.id).toBe("r1");
+      });
+
+      it("never touches a release that is not finished, nor one finished too recently", async () => {
+        await twoReleases();
+        const r2 = await store.getRelease("r2");
+        const h2 = await store.getHistory("r2");
+        const recent = await store.compactFinished({
+          before: T0, // r1 was last updated after T0: too recent
+          now: T0 + 2_000_000,
+          limit: 10,
+          logTailChars: 100,
+        });
+        expect(recent.releases).toBe(0);
+        await store.compactFinished({
+          before: T0 + 1_000_000,
+          now: T0 + 2_000_000,
+          limit: 10,
+          logTailChars: 100,
+        });
+        expect(await store.getRelease("r2")).toEqual(r2);
+        expect(await store.getHistory("r2")).toEqual(h2);
+        expect((await store.getAttemptResult("sr_2_0_f", 1))?.raw_callback).not.toBe("");
+        expect(await store.pendingOutbox("r2")).toHaveLength(1);
+      });
+
+      it("is idempotent: a second pass finds nothing, and a late refused request stays visible", async () => {
+        await twoReleases();
+        const q = { before: T0 + 1_000_000, now: T0 + 2_000_000, limit: 10, logTailChars: 100 };
+        expect((await store.compactFinished(q)).releases).toBe(1);
+        const once = await store.getHistory("r1");
+        expect(await store.compactFinished(q)).toEqual({
+          releases: 0,
+          history_rows_removed: 0,
+          outbox_rows_removed: 0,
+          attempt_results_shortened: 0,
+        });
+        expect(await store.getHistory("r1")).toEqual(once);
+      });
+
+      it("a peer store compacting at the same time does not compact a release twice", async () => {
+        await twoReleases();
+        const peer = await h.openPeer();
+        const q = { before: T0 + 1_000_000, now: T0 + 2_000_000, limit: 10, logTailChars: 100 };
+        const results = await Promise.allSettled([
+          store.compactFinished(q),
+          peer.compactFinished(q),
+        ]);
+        expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled"]);
+        const done = results.reduce(
+          (n, r) => n + (r.status === "fulfilled" ? r.value.releases : 0),
+          0,
+        );
+        expect(done).toBe(1);
+        const summaries = (await store.getHistory("r1")).filter((x) => x.kind === "retention");
+        expect(summaries).toHaveLength(1);
+      });
+    });
+
     it("ping works while open and fails after close", async () => {
       await expect(store.ping()).resolves.toBeUndefined();
       const peer = await h.openPeer();

@@ -98,6 +98,7 @@ if (!url) {
           { name: "0001_initial" },
           { name: "0002_manifests" },
           { name: "0003_release_state_abandoned" },
+          { name: "0004_release_retention" },
         ]);
       } finally {
         for (const s of stores) await s.close();

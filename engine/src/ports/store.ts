@@ -123,6 +123,24 @@ export interface Store {
   completeOutbox(id: number, claimToken: string): Promise<boolean>;
   /** Pending (not done) outbox rows of a release, for diagnostics and tests. */
   pendingOutbox(releaseId?: string): Promise<OutboxRow[]>;
+  /**
+   * Retention: compacts up to `limit` finished (terminal) releases last updated before `before`
+   * (epoch ms) that were not compacted yet. Keeps the release document, the manifest, every
+   * accepted history entry and each attempt's status, checks and log tail (`logTailChars`);
+   * removes refused history entries (one summary entry counts them), outbox rows that are done
+   * or deadlines, and raw callback bodies. Never touches a non-terminal release.
+   */
+  compactFinished(q: {
+    before: number;
+    now: number;
+    limit: number;
+    logTailChars: number;
+  }): Promise<{
+    releases: number;
+    history_rows_removed: number;
+    outbox_rows_removed: number;
+    attempt_results_shortened: number;
+  }>;
   /** Cheap liveness check of the database (`select 1`). Throws when unreachable. */
   ping(): Promise<void>;
   close(): Promise<void>;

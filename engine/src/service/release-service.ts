@@ -30,6 +30,7 @@ import { assertLanesFree } from "./lane-claims.ts";
 import { capLogTail } from "./log-tail.ts";
 import { Reconciler, type ReconcilerOptions } from "./reconciler.ts";
 import { RefusalLog } from "./refusal-log.ts";
+import { DEFAULT_RETENTION, Retention, type RetentionPolicy } from "./retention.ts";
 
 /** Minimal logger; `console` fits. */
 export interface Logger {
@@ -58,6 +59,8 @@ export interface ReleaseServiceDeps {
   exclusiveLanes?: boolean;
   /** Reload-and-retry bound on `resource_version` conflicts. Default 16. */
   maxConflictRetries?: number;
+  /** Retention of finished releases, run from `tick` (retention.ts). Default `DEFAULT_RETENTION`. */
+  retention?: RetentionPolicy;
   /** Who is told what (docs/engine.md "Notifications"); none when absent or empty. */
   notify?: NotifyPolicy;
 }
@@ -113,6 +116,7 @@ export class ReleaseService implements ReleaseApi {
   private readonly exclusiveLanes: boolean;
   private readonly notify: NotifyPolicy | null;
   private readonly publicUrl: string;
+  private readonly retention: Retention;
   /** Tail of the `start` queue: starts run one at a time so the lane check cannot interleave. */
   private starting: Promise<unknown> = Promise.resolve();
   /** Live marks being read or read recently, shared by the dashboard tabs polling them. */
@@ -135,6 +139,12 @@ export class ReleaseService implements ReleaseApi {
     this.exclusiveLanes = deps.exclusiveLanes ?? process.env.BATON_EXCLUSIVE_LANES !== "off";
     this.notify = deps.notify && deps.notify.notifiers.length > 0 ? deps.notify : null;
     this.publicUrl = deps.publicUrl;
+    this.retention = new Retention(
+      deps.store,
+      deps.clock,
+      deps.retention ?? DEFAULT_RETENTION,
+      this.log,
+    );
     this.reconciler = new Reconciler(
       {
         store: deps.store,
@@ -551,7 +561,9 @@ export class ReleaseService implements ReleaseApi {
   }
 
   async tick(): Promise<{ performed: number; failed: number }> {
-    return this.reconciler.runOnce();
+    const done = await this.reconciler.runOnce();
+    await this.retention.maybeRun();
+    return done;
   }
 
   health(): Promise<void> {

@@ -5,7 +5,7 @@
  */
 import type { Kysely } from "kysely";
 import { sql } from "kysely";
-import type { ReleaseState } from "../../domain/states.ts";
+import { type ReleaseState, TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import { storableValue } from "../../domain/storable-text.ts";
 import type { HistoryEntry, Manifest, OutboxEffect, Release } from "../../domain/types.ts";
 import type {
@@ -19,6 +19,7 @@ import type {
 } from "../../ports/store.ts";
 import { closedError } from "./errors.ts";
 import { ManifestCache } from "./manifest-cache.ts";
+import { type CompactionPlan, type CompactionResult, compactionPlan } from "./retention.ts";
 import {
   historyColumns,
   toAttemptResult,
@@ -55,6 +56,91 @@ export abstract class KyselyStore implements Store {
     leaseMs: number;
     owner: string;
   }): Promise<OutboxRow[]>;
+
+  /**
+   * Writes one release's `release_retention` row and its compaction plan in one transaction
+   * (each dialect has its own way to run one). Returns false, writing nothing, when the row
+   * exists already (another engine compacted the release meanwhile).
+   */
+  protected abstract applyCompaction(
+    releaseId: string,
+    plan: CompactionPlan,
+    now: number,
+  ): Promise<boolean>;
+
+  /**
+   * Retention (docs/engine.md "Retention"): compacts up to `limit` finished releases (terminal
+   * state) last updated before `before` (epoch ms) and not compacted yet, oldest first; see
+   * `kysely/retention.ts` for what is removed and what is kept. Each release is one transaction;
+   * a non-terminal release is never touched. Logs keep their last `logTailChars` characters.
+   */
+  async compactFinished(q: {
+    before: number;
+    now: number;
+    limit: number;
+    logTailChars: number;
+  }): Promise<CompactionResult> {
+    const db = this.live();
+    const candidates = await db
+      .selectFrom("releases")
+      .select("id")
+      .where("state", "in", [...TERMINAL_RELEASE_STATES])
+      .where("updated_at", "<", q.before)
+      .where("id", "not in", db.selectFrom("release_retention").select("release_id"))
+      .orderBy("updated_at")
+      .orderBy("id")
+      .limit(q.limit)
+      .execute();
+    const out: CompactionResult = {
+      releases: 0,
+      history_rows_removed: 0,
+      outbox_rows_removed: 0,
+      attempt_results_shortened: 0,
+    };
+    for (const { id } of candidates) {
+      const [history, outbox, attempts] = await Promise.all([
+        db
+          .selectFrom("history")
+          .select(["id", "kind", "outcome"])
+          .where("release_id", "=", id)
+          .execute(),
+        db
+          .selectFrom("outbox")
+          .select(["id", "done_at", "effect"])
+          .where("release_id", "=", id)
+          .execute(),
+        db
+          .selectFrom("attempt_results")
+          .select(["step_run_id", "attempt", "log", "log_truncated", "raw_callback"])
+          .where("release_id", "=", id)
+          .execute(),
+      ]);
+      const plan = compactionPlan({
+        release_id: id,
+        history: history.map((h) => ({ id: Number(h.id), kind: h.kind, outcome: h.outcome })),
+        outbox: outbox.map((o) => ({
+          id: Number(o.id),
+          done: o.done_at !== null,
+          type: String((this.json.read(o.effect) as { type?: unknown } | null)?.type ?? ""),
+        })),
+        attempts: attempts.map((a) => ({
+          step_run_id: a.step_run_id,
+          attempt: a.attempt,
+          log: a.log,
+          log_truncated: Boolean(a.log_truncated),
+          raw_len: a.raw_callback.length,
+        })),
+        logTailChars: q.logTailChars,
+        now: q.now,
+      });
+      if (!(await this.applyCompaction(id, plan, q.now))) continue;
+      out.releases += 1;
+      out.history_rows_removed += plan.deleteHistoryIds.length;
+      out.outbox_rows_removed += plan.deleteOutboxIds.length;
+      out.attempt_results_shortened += plan.attempts.length;
+    }
+    return out;
+  }
 
   protected live(): Kysely<BatonDatabase> {
     if (this.closed) throw closedError();

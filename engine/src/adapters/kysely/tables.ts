@@ -90,6 +90,13 @@ export interface BatonDatabase {
   outbox: OutboxTable;
   attempt_results: AttemptResultsTable;
   release_sequence: ReleaseSequenceTable;
+  release_retention: ReleaseRetentionTable;
+}
+
+/** Finished releases already compacted by the retention policy (`Store.compactFinished`). */
+export interface ReleaseRetentionTable {
+  release_id: string;
+  compacted_at: number;
 }
 
 /** How a dialect hands back JSON columns. */

@@ -114,4 +114,10 @@ export const postgresMigrations: SqlMigrations = {
     "ALTER TABLE releases DROP CONSTRAINT IF EXISTS releases_state_check",
     `ALTER TABLE releases ADD CONSTRAINT releases_state_check ${checkIn("state", RELEASE_STATES)}`,
   ],
+  "0004_release_retention": [
+    `CREATE TABLE release_retention (
+      release_id TEXT PRIMARY KEY,
+      compacted_at BIGINT NOT NULL
+    )`,
+  ],
 };

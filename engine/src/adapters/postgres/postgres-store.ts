@@ -12,7 +12,8 @@ import type { CommitInput, CommitResult, OutboxRow } from "../../ports/store.ts"
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
 import { CREATE_MIGRATION_TABLE, migrationFailed, pending } from "../kysely/migrate.ts";
-import { toOutboxRow } from "../kysely/rows.ts";
+import { type CompactionPlan, chunks } from "../kysely/retention.ts";
+import { historyColumns, toOutboxRow } from "../kysely/rows.ts";
 import { type BatonDatabase, parsedJson } from "../kysely/tables.ts";
 import { insertHistory, insertManifest, insertOutbox, insertRelease } from "../kysely/writes.ts";
 import { claimStatement } from "./claim-statement.ts";
@@ -117,6 +118,43 @@ export class PostgresStore extends KyselyStore {
       return { ok: false, conflict: "outbox_claim" };
     }
     return { ok: false, conflict: "resource_version" };
+  }
+
+  protected async applyCompaction(
+    releaseId: string,
+    plan: CompactionPlan,
+    now: number,
+  ): Promise<boolean> {
+    // Postgres compresses large values itself (TOAST), so the manifest stays as it is.
+    return this.live()
+      .transaction()
+      .execute(async (tx) => {
+        // A concurrent compaction of the same release waits here, then finds the row taken.
+        const claimed = await tx
+          .insertInto("release_retention")
+          .values({ release_id: releaseId, compacted_at: now })
+          .onConflict((oc) => oc.column("release_id").doNothing())
+          .returning("release_id")
+          .execute();
+        if (claimed.length === 0) return false;
+        for (const ids of chunks(plan.deleteHistoryIds)) {
+          await tx.deleteFrom("history").where("id", "in", ids).execute();
+        }
+        if (plan.summary)
+          await tx.insertInto("history").values(historyColumns(plan.summary)).execute();
+        for (const ids of chunks(plan.deleteOutboxIds)) {
+          await tx.deleteFrom("outbox").where("id", "in", ids).execute();
+        }
+        for (const a of plan.attempts) {
+          await tx
+            .updateTable("attempt_results")
+            .set({ log: a.log, log_truncated: a.log_truncated, raw_callback: "" })
+            .where("step_run_id", "=", a.step_run_id)
+            .where("attempt", "=", a.attempt)
+            .execute();
+        }
+        return true;
+      });
   }
 
   async claimDue(q: {

@@ -123,4 +123,10 @@ export const sqliteMigrations: SqlMigrations = {
     "CREATE INDEX releases_state_created ON releases (state, created_at)",
     "CREATE INDEX releases_created ON releases (created_at)",
   ],
+  "0004_release_retention": [
+    `CREATE TABLE release_retention (
+      release_id TEXT PRIMARY KEY,
+      compacted_at INTEGER NOT NULL
+    ) STRICT`,
+  ],
 };

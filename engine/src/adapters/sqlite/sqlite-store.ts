@@ -10,10 +10,12 @@ import type { CommitInput, CommitResult, OutboxRow } from "../../ports/store.ts"
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
 import { CREATE_MIGRATION_TABLE, migrationFailed, pending } from "../kysely/migrate.ts";
-import { toOutboxRow } from "../kysely/rows.ts";
-import { type BatonDatabase, textJson } from "../kysely/tables.ts";
+import { type CompactionPlan, chunks } from "../kysely/retention.ts";
+import { historyColumns, toOutboxRow } from "../kysely/rows.ts";
+import type { BatonDatabase } from "../kysely/tables.ts";
 import { insertHistory, insertManifest, insertOutbox, insertRelease } from "../kysely/writes.ts";
 import { CommitStatements } from "./commit-statements.ts";
+import { deflateJson, isDeflated, sqliteJson } from "./json-codec.ts";
 import { sqliteMigrations } from "./migrations.ts";
 import { SyncRunner } from "./sync-runner.ts";
 
@@ -28,7 +30,7 @@ export class SqliteStore extends KyselyStore {
   private statements: CommitStatements | null = null;
 
   constructor(raw: Database.Database) {
-    super(new Kysely<BatonDatabase>({ dialect: new SqliteDialect({ database: raw }) }), textJson);
+    super(new Kysely<BatonDatabase>({ dialect: new SqliteDialect({ database: raw }) }), sqliteJson);
     this.sync = new SyncRunner(raw);
   }
 
@@ -116,6 +118,53 @@ export class SqliteStore extends KyselyStore {
       if (err instanceof ClaimLost) return { ok: false, conflict: "outbox_claim" };
       throw writeFailed(`commit of release ${release.id}`, err);
     }
+  }
+
+  protected async applyCompaction(
+    releaseId: string,
+    plan: CompactionPlan,
+    now: number,
+  ): Promise<boolean> {
+    const db = this.live();
+    return this.sync.immediate(() => {
+      const claimed = this.sync.run(
+        db
+          .insertInto("release_retention")
+          .values({ release_id: releaseId, compacted_at: now })
+          .onConflict((oc) => oc.column("release_id").doNothing()),
+      );
+      if (claimed.changes === 0) return false;
+      for (const ids of chunks(plan.deleteHistoryIds)) {
+        this.sync.run(db.deleteFrom("history").where("id", "in", ids));
+      }
+      if (plan.summary)
+        this.sync.run(db.insertInto("history").values(historyColumns(plan.summary)));
+      for (const ids of chunks(plan.deleteOutboxIds)) {
+        this.sync.run(db.deleteFrom("outbox").where("id", "in", ids));
+      }
+      for (const a of plan.attempts) {
+        this.sync.run(
+          db
+            .updateTable("attempt_results")
+            .set({ log: a.log, log_truncated: a.log_truncated ? 1 : 0, raw_callback: "" })
+            .where("step_run_id", "=", a.step_run_id)
+            .where("attempt", "=", a.attempt),
+        );
+      }
+      // SQLite stores text as is: the manifest (~20 KB of repetitive JSON) is kept deflated.
+      const row = this.sync.all(
+        db.selectFrom("manifests").select("manifest").where("release_id", "=", releaseId),
+      )[0] as { manifest?: string } | undefined;
+      if (row?.manifest && !isDeflated(row.manifest)) {
+        this.sync.run(
+          db
+            .updateTable("manifests")
+            .set({ manifest: deflateJson(row.manifest) })
+            .where("release_id", "=", releaseId),
+        );
+      }
+      return true;
+    });
   }
 
   async claimDue(q: {
