@@ -97,8 +97,8 @@ function step(
   });
 }
 
-/** Runs main, then (by default) post. */
-export async function runAction(o: RunActionOptions): Promise<ActionRun> {
+/** The job's files and the main step's environment, as a runner prepares them. */
+export function prepareJob(o: RunActionOptions) {
   const jobDir = mkdtempSync(join(o.runnerTemp, "job-"));
   const files = {
     event: join(jobDir, "event.json"),
@@ -132,6 +132,12 @@ export async function runAction(o: RunActionOptions): Promise<ActionRun> {
     ...inputs,
     ...o.env,
   };
+  return { jobDir, files, base };
+}
+
+/** Runs main, then (by default) post. */
+export async function runAction(o: RunActionOptions): Promise<ActionRun> {
+  const { jobDir, files, base } = prepareJob(o);
   const main = await step(ACTION_MAIN, base, o.cancel);
   const state = parseFileCommands(readFileSync(files.state, "utf8"));
   const stateEnv = Object.fromEntries(Object.entries(state).map(([k, v]) => [`STATE_${k}`, v]));

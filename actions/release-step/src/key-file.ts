@@ -18,9 +18,22 @@ export function maskKey(raw: string): void {
   }
 }
 
-/** Creates the key directory (call saveState with it before writing the key). */
+const live = new Set<string>();
+
+/**
+ * Creates the key directory (call saveState with it before writing the key). It is also
+ * removed when this process exits for any reason it can observe (normal end, uncaught error,
+ * process.exit), so an action orphaned by a dead runner or engine never leaves the key behind;
+ * only SIGKILL escapes this, and the post step removes the directory then.
+ */
 export function makeKeyDir(runnerTemp: string): string {
-  return mkdtempSync(join(runnerTemp, "baton-key-"));
+  const dir = mkdtempSync(join(runnerTemp, "baton-key-"));
+  if (live.size === 0)
+    process.once("exit", () => {
+      for (const d of [...live]) removeKeyDir(d);
+    });
+  live.add(dir);
+  return dir;
 }
 
 /** Outcome of provisioning. `problem` carries a failure class and message when unusable. */
@@ -60,6 +73,7 @@ export function provisionKey(dir: string, raw: string, passphrase: string): Prov
 /** Removes the key directory; never throws. Returns whether something was removed. */
 export function removeKeyDir(dir: string | undefined): boolean {
   if (!dir) return false;
+  live.delete(dir);
   try {
     rmSync(dir, { recursive: true, force: true });
     return true;

@@ -23,7 +23,13 @@ import { PayloadError, readDispatch } from "./event.ts";
 import { type Inputs, readInputs } from "./inputs.ts";
 import { makeKeyDir, maskKey, provisionKey, removeKeyDir } from "./key-file.ts";
 import { sendCallback, writeSummary } from "./report.ts";
-import { OUTPUT_TAIL_CHARS, runTool, stopCurrentTool, type ToolExit } from "./run-tool.ts";
+import {
+  OUTPUT_TAIL_CHARS,
+  runTool,
+  stopCurrentTool,
+  type ToolExit,
+  toolEnvironment,
+} from "./run-tool.ts";
 import { type CallbackTarget, STATE, save } from "./state.ts";
 
 /** One recorded phase (name, outcome word, duration in ms). */
@@ -323,14 +329,13 @@ export async function run(): Promise<void> {
               "--operation-key",
               payload.release.operation_key,
             ],
-            {
-              ...env,
+            toolEnvironment(env, {
               BATON_SSH_PASSPHRASE: cfg.sshPassphrase,
               // For the target's generation fence (rule 7); env, so the documented command
               // line of every allowlisted tool stays as it is.
               BATON_RELEASE_ID: payload.release.id,
               BATON_RELEASE_GENERATION: String(payload.release.generation),
-            },
+            }),
             timeoutMs,
           );
           timings.tool_finished_at = r.finishedAt;

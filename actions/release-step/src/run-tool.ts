@@ -40,6 +40,24 @@ export function stopCurrentTool(signal: NodeJS.Signals = "SIGTERM"): boolean {
   return true;
 }
 
+/**
+ * Environment variables the tool must not inherit: every action input (`INPUT_*`: the callback
+ * secret, the SSH key text, tokens) and the runner's own credentials (OIDC token request, the
+ * runtime token). The tool gets the key as a file and the passphrase as BATON_SSH_PASSPHRASE.
+ */
+const WITHHELD =
+  /^(INPUT_|ACTIONS_ID_TOKEN_REQUEST_|ACTIONS_RUNTIME_TOKEN$|ACTIONS_RESULTS_URL$|ACTIONS_CACHE_URL$)/i;
+
+/** The tool's environment: the step's, minus {@link WITHHELD}, plus `extra`. */
+export function toolEnvironment(
+  env: NodeJS.ProcessEnv,
+  extra: Record<string, string>,
+): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(env)) if (!WITHHELD.test(k)) out[k] = v;
+  return { ...out, ...extra };
+}
+
 /** Runs the tool; output is streamed to this step's log. Never rejects. */
 export function runTool(
   toolPath: string,
