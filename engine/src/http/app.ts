@@ -5,6 +5,7 @@
 import { Hono } from "hono";
 import type { Clock } from "../ports/clock.ts";
 import type { ReleaseApi } from "../service/api.ts";
+import { bodyLimits } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
 import { releaseRoutes } from "./routes/releases.ts";
 import { stepRunRoutes } from "./routes/step-runs.ts";
@@ -32,6 +33,8 @@ export function createApp(o: AppOptions): Hono {
   const operatorTokens = [o.operatorToken];
   const readTokens = o.viewerToken ? [o.operatorToken, o.viewerToken] : operatorTokens;
   app.onError(onError(o.log ?? console));
+  // Before every route (the dashboard's too, mounted by `extend`): no handler reads past it.
+  app.use("*", bodyLimits());
   app.notFound((c) =>
     errorResponse(c, 404, "not_found", `[engine] no route ${c.req.method} ${c.req.path}`),
   );

@@ -51,6 +51,11 @@ export function badRequest(what: string, problems: Problem[]): BatonError {
 /** The app's `onError`. */
 export function onError(log: { error(msg: string, err?: unknown): void }) {
   return (err: Error, c: Context): Response => {
+    if (err instanceof BatonError || (err instanceof HTTPException && err.status === 413)) {
+      // The rest of an oversize body is never read: close the connection rather than take
+      // it for the next request (the client sees the 413, then the close).
+      if (err.status === 413) c.header("Connection", "close");
+    }
     if (err instanceof BatonError) {
       return errorResponse(c, err.status, err.code, err.message, err.problems);
     }
