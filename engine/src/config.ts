@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { type AdmissionConfig, admissionFromEnv } from "./admission/policy.ts";
 import { BatonError, type Problem } from "./domain/errors.ts";
 import { NOTICE_KINDS, type NoticeKind } from "./domain/notifications.ts";
 import { DEFAULT_RETENTION, type RetentionPolicy } from "./service/retention.ts";
@@ -48,6 +49,12 @@ export interface EngineConfig {
   sshKey: string | null;
   /** Notifications (docs/engine.md "Notifications"); absent = none. */
   notify?: NotifyConfig;
+  /**
+   * How manifests are admitted (docs/trust.md): `BATON_TRUST_POLICY` enforces a policy;
+   * `BATON_ADMISSION=off` skips the checks; neither refuses every start as unsigned.
+   * `loadConfig` always fills it; a config built by hand without it runs with admission off.
+   */
+  admission?: AdmissionConfig;
 }
 
 /** Who is told, from `BATON_NOTIFY_*`. Channels absent are off. */
@@ -320,6 +327,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (!r.success) throw new Error("unreachable");
   const e = r.data;
+  // Validated at start-up: a bad policy stops the engine with one line per field.
+  const admission = admissionFromEnv(clean);
   return {
     databaseUrl: e.DATABASE_URL ?? null,
     dataDir: path.resolve(e.BATON_DATA_DIR),
@@ -365,5 +374,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       retryBaseMs: e.BATON_NOTIFY_RETRY_MS,
       maxTries: e.BATON_NOTIFY_MAX_TRIES,
     },
+    admission,
   };
 }

@@ -134,6 +134,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     clock,
     publicUrl: config.publicUrl,
     log,
+    ...(config.admission ? { admission: config.admission } : {}),
     ...(o.reconciler ? { reconciler: o.reconciler } : {}),
     ...(o.domain ? { domain: o.domain } : {}),
     ...(config.retention ? { retention: config.retention } : {}),
@@ -147,6 +148,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       },
     },
   });
+  log.info(admissionLine(config));
   const app = createApp({
     api: service,
     clock,
@@ -201,4 +203,17 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       if (ownsStore) await store.close();
     },
   };
+}
+
+/** One start-up line saying how manifests are admitted (docs/trust.md "Modes"). */
+function admissionLine(config: EngineConfig): string {
+  const a = config.admission ?? { mode: "off" as const };
+  if (a.mode === "enforce") {
+    const s = a.policy.manifest.signers;
+    return `[engine] admission: enforcing the trust policy (${s.keys.length} key(s), ${s.identities.length} identity(ies) may sign manifests; provenance ${a.policy.images.provenance}, sbom ${a.policy.images.sbom})`;
+  }
+  if (a.mode === "unconfigured") {
+    return "[engine] admission: no trust policy (BATON_TRUST_POLICY unset): every start is refused as unsigned; set BATON_ADMISSION=off for local use only";
+  }
+  return "[engine] admission: off: manifests are not verified (local use only)";
 }

@@ -235,6 +235,7 @@ export async function manyEnginesScenario(
           DATABASE_URL: db.url,
           BATON_CALLBACK_SECRETS: secret,
           BATON_OPERATOR_TOKEN: operatorToken,
+          BATON_ADMISSION: "off",
           BATON_CONTROL_PLANE_URL: cp.url,
           GITHUB_REPOSITORY: "acme/models",
           GITHUB_TOKEN: token,

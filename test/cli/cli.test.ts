@@ -298,6 +298,7 @@ describe("serve and demo", () => {
           BATON_DATA_DIR: data,
           BATON_CALLBACK_SECRETS: "serve-test-secret-0123456789",
           BATON_OPERATOR_TOKEN: "serve-operator-token-0123",
+          BATON_ADMISSION: "off",
           BATON_DISPATCHER: "github",
           GITHUB_REPOSITORY: "acme/models",
           GITHUB_TOKEN: "not-used-in-this-test",

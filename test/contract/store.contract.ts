@@ -217,6 +217,29 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect(await store.pendingOutbox("r1")).toHaveLength(0);
     });
 
+    it("createRelease raises the model's admission mark, never lowers it, and rolls back with the release", async () => {
+      expect(await store.getAdmissionMark("llama-3-8b")).toBeNull();
+      const mark = (n: number, issued_at: number) => ({
+        model: "llama-3-8b",
+        issued_at,
+        manifest_digest: String(n).repeat(64).slice(0, 64),
+        release_id: `r${n}`,
+      });
+      await store.createRelease(makeRelease(1), [], [], T0, { admissionMark: mark(1, T0) });
+      expect(await store.getAdmissionMark("llama-3-8b")).toEqual(mark(1, T0));
+      // An older manifest (an explicit rollback) leaves the mark where it was.
+      await store.createRelease(makeRelease(2), [], [], T0, { admissionMark: mark(2, T0 - 1) });
+      expect(await store.getAdmissionMark("llama-3-8b")).toEqual(mark(1, T0));
+      await store.createRelease(makeRelease(3), [], [], T0, { admissionMark: mark(3, T0 + 1) });
+      expect(await store.getAdmissionMark("llama-3-8b")).toEqual(mark(3, T0 + 1));
+      // A failed create (duplicate id) does not move the mark.
+      await expect(
+        store.createRelease(makeRelease(3), [], [], T0, { admissionMark: mark(4, T0 + 9) }),
+      ).rejects.toThrow(/^\[store\]/);
+      expect(await store.getAdmissionMark("llama-3-8b")).toEqual(mark(3, T0 + 1));
+      expect(await store.getAdmissionMark("another-model")).toBeNull();
+    });
+
     it("commit writes the release, history and outbox rows together", async () => {
       const r = await created();
       const r2 = next(r, { state: "paused", high_water_mark: 0, cursor: 1, reason: "why" });

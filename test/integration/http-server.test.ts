@@ -41,6 +41,7 @@ beforeAll(async () => {
     PORT: String(port),
     BATON_CALLBACK_SECRETS: SECRET,
     BATON_OPERATOR_TOKEN: OPERATOR,
+    BATON_ADMISSION: "off",
     BATON_TICK_MS: "50",
   });
   delete process.env.DATABASE_URL;

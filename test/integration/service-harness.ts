@@ -11,6 +11,7 @@ import path from "node:path";
 import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
 import { MemoryDispatcher } from "../../engine/src/adapters/memory/dispatcher.ts";
 import { openStore } from "../../engine/src/adapters/store-factory.ts";
+import type { AdmissionConfig } from "../../engine/src/admission/policy.ts";
 import type { EngineConfig } from "../../engine/src/config.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { createEngine, type Engine } from "../../engine/src/engine.ts";
@@ -177,6 +178,8 @@ export async function makeHarness(
     /** Notifiers of the engine (none by default) and config overrides (e.g. `notify`). */
     notifiers?: Notifier[];
     config?: Partial<EngineConfig>;
+    /** Admission mode (default off: a config built by hand). */
+    admission?: AdmissionConfig;
   } = {},
 ): Promise<Harness> {
   const dir = o.dir ?? mkdtempSync(path.join(tmpdir(), "baton-svc-"));
@@ -186,17 +189,20 @@ export async function makeHarness(
   const dispatcher = o.dispatcher ?? new MemoryDispatcher();
   const cp = o.cp ?? new MemoryControlPlane({ model: "summarizer-v7", now: () => clock.now() });
   if (!o.cp) seedControlPlane(cp, o.seed ?? recipe());
-  const engine = await createEngine(config(dir, o.config), {
-    store,
-    ...(o.notifiers ? { notifiers: o.notifiers } : {}),
-    dispatcher,
-    controlPlane: cp,
-    clock,
-    eagerReconcile: o.eager ?? false,
-    ...(o.domain ? { domain: o.domain } : {}),
-    reconciler: { leaseMs: 60_000 },
-    log: { info() {}, warn() {}, error() {} },
-  });
+  const engine = await createEngine(
+    config(dir, { ...o.config, ...(o.admission ? { admission: o.admission } : {}) }),
+    {
+      store,
+      ...(o.notifiers ? { notifiers: o.notifiers } : {}),
+      dispatcher,
+      controlPlane: cp,
+      clock,
+      eagerReconcile: o.eager ?? false,
+      ...(o.domain ? { domain: o.domain } : {}),
+      reconciler: { leaseMs: 60_000 },
+      log: { info() {}, warn() {}, error() {} },
+    },
+  );
   return {
     engine,
     dispatcher,

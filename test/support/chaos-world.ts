@@ -179,6 +179,7 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
     const engineEnv = (extra: Record<string, string> = {}) => ({
       BATON_CALLBACK_SECRETS: callbackSecret,
       BATON_OPERATOR_TOKEN: operatorToken,
+      BATON_ADMISSION: "off",
       BATON_CONTROL_PLANE_URL: fleet.cp.url,
       GITHUB_REPOSITORY: REPOSITORY,
       GITHUB_TOKEN: token,

@@ -290,6 +290,7 @@ export async function startSplit(
       BATON_PUBLIC_URL: url,
       BATON_CALLBACK_SECRETS: callbackSecret,
       BATON_OPERATOR_TOKEN: operatorToken,
+      BATON_ADMISSION: "off",
       BATON_CONTROL_PLANE_URL: fleet.cp.url,
       BATON_DISPATCHER: "local",
       BATON_TICK_MS: "100",

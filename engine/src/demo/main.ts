@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import type { AdmissionReport } from "../domain/admission.ts";
 import type { RecipeInput } from "../domain/recipe.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { ManifestStep } from "../domain/types.ts";
@@ -65,7 +66,7 @@ export async function runDemo(argv: string[]): Promise<number> {
     console.log(
       "[demo] starting the control plane, the SSH target, the local runner and the engine…",
     );
-    stack = await startStack({ dir, recipe });
+    stack = await startStack({ dir, recipe, admission: "sign" });
     const { manifest } = stack;
     if (failStep) stack.failHealthAt(failStep.index);
     const t = stack.fleet.target;
@@ -85,15 +86,20 @@ export async function runDemo(argv: string[]): Promise<number> {
     const res = await stack.api("/v1/releases", {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify(stack.recipe),
+      body: await stack.startBody(),
     });
-    const body = (await res.json()) as { id?: string; error?: { message: string } };
+    const body = (await res.json()) as {
+      id?: string;
+      error?: { message: string };
+      admission?: AdmissionReport;
+    };
     if (res.status !== 201 || !body.id) {
       throw new Error(
         `[demo] the engine refused the recipe (HTTP ${res.status}): ${body.error?.message ?? JSON.stringify(body)}`,
       );
     }
     const id = body.id;
+    if (body.admission) for (const line of admissionLines(body.admission)) console.log(line);
     console.log(
       `[demo] release ${id}: ${manifest.recipe_name}, ${manifest.steps.length} steps, ${manifest.lanes.length} lanes, tool revision ${manifest.tool_revision?.slice(0, 12) ?? "(not pinned)"}`,
     );
@@ -138,6 +144,15 @@ export async function runDemo(argv: string[]): Promise<number> {
     await stack?.close();
     if (!args.dataDir) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The admission checks as the demo prints them: one line each. */
+function admissionLines(a: AdmissionReport): string[] {
+  const who = a.signer?.kind === "key" ? `key ${a.signer.key_id}` : (a.signer?.san ?? "nobody");
+  return [
+    `[demo] admission      ${a.ok ? "passed" : "refused"}: manifest signed by ${who} (a key generated for this demo; docs/trust.md)`,
+    ...a.checks.map((c) => `[demo]   ${c.outcome.padEnd(7)} ${c.check.padEnd(19)} ${c.message}`),
+  ];
 }
 
 /** An error as one line for people: BatonError problems listed with their fix. */

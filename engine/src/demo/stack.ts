@@ -5,12 +5,20 @@
  * Used by `npm run demo` and by the e2e harness.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { serve } from "@hono/node-server";
 import { type LocalRunEvent, LocalRunner } from "../adapters/local-runner/index.ts";
+import { parseTrustPolicy, type TrustPolicy } from "../admission/policy.ts";
+import {
+  generateSigningKey,
+  type SigningKey,
+  signManifest,
+  signWithKey,
+} from "../admission/sign.ts";
+import { GITHUB_HOSTED_BUILDER, provenanceStatement } from "../admission/statement.ts";
 import type { EngineConfig } from "../config.ts";
 import type { RecipeInput } from "../domain/recipe.ts";
 import type { Manifest } from "../domain/types.ts";
@@ -40,6 +48,20 @@ export interface StackOptions {
   runnerEnv?: Record<string, string>;
   /** Told about every local-runner event (after the stack's own handling). */
   onRunEvent?: (e: LocalRunEvent) => void;
+  /**
+   * `sign` (the demo): the stack generates a signing key, the engine enforces a trust policy
+   * allowing only that key, and `startBody` signs the manifest and the image's provenance.
+   * `off` (default): admission off, as for local use (BATON_ADMISSION=off).
+   */
+  admission?: "sign" | "off";
+}
+
+/** The demo's own trust: a generated key and the policy that allows only it. */
+export interface DemoTrust {
+  key: SigningKey;
+  policy: TrustPolicy;
+  /** The source repository the demo's provenance names. */
+  repository: string;
 }
 
 /** How a health fault ends: at the next run of any other step run, or at the very next run. */
@@ -65,6 +87,13 @@ export interface Stack {
   failHealthAt(stepIndex: number, until?: HealthFaultUntil): void;
   /** Authorised fetch against the engine. */
   api(path: string, init?: RequestInit): Promise<Response>;
+  /** The demo's trust (admission `sign`), else null. */
+  trust: DemoTrust | null;
+  /**
+   * The JSON body that starts a release of `recipe` (default: the stack's recipe): with
+   * admission `sign`, the recipe with its signed manifest and the image's provenance.
+   */
+  startBody(recipe?: RecipeInput): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -180,6 +209,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     manifest = compileRecipeInput(recipe).manifest;
     await fleet.prepare(manifest);
 
+    const trust = o.admission === "sign" ? demoTrust(dir) : null;
     const config: EngineConfig = {
       databaseUrl: o.databaseUrl ?? null,
       dataDir: join(dir, "engine"),
@@ -195,6 +225,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       githubApp: null,
       tickMs: o.tickMs ?? 200,
       sshKey: fleet.target.clientPrivateKey,
+      admission: trust ? { mode: "enforce", policy: trust.policy } : { mode: "off" },
     };
     const engine = await createEngine(config, {
       dispatcher: runner,
@@ -230,12 +261,53 @@ export async function startStack(o: StackOptions): Promise<Stack> {
         if (!headers.has("authorization")) headers.set("authorization", `Bearer ${operatorToken}`);
         return fetch(`${url}${path}`, { ...init, headers });
       },
+      trust,
+      async startBody(r = recipe) {
+        if (!trust) return JSON.stringify(r);
+        const c = compileRecipeInput(r);
+        const bundle = await signManifest(c, { key: trust.key });
+        const provenance = await signWithKey(
+          provenanceStatement(c.manifest.image, {
+            builder: GITHUB_HOSTED_BUILDER,
+            repository: trust.repository,
+          }),
+          trust.key,
+        );
+        return JSON.stringify({ recipe: r, bundle, attestations: [provenance] });
+      },
       close: closeAll,
     };
   } catch (e) {
     await closeAll();
     throw e;
   }
+}
+
+/**
+ * A fresh ECDSA key and a trust policy allowing only it, for manifests and image
+ * provenance (built by GitHub-hosted runners from the demo's repository). The public key is
+ * also written to `<dir>/trust/demo-key.pub` so people can look at it.
+ */
+function demoTrust(dir: string): DemoTrust {
+  const pair = generateSigningKey();
+  const keyId = `demo-${randomBytes(4).toString("hex")}`;
+  const repository = "https://github.com/baton-demo/models";
+  const trustDir = join(dir, "trust");
+  mkdirSync(trustDir, { recursive: true });
+  writeFileSync(join(trustDir, "demo-key.pub"), pair.public_key_pem);
+  const policy = parseTrustPolicy(
+    {
+      version: 1,
+      manifest: { signers: { keys: [{ key_id: keyId, public_key_file: "demo-key.pub" }] } },
+      images: {
+        provenance: "required",
+        builders: [GITHUB_HOSTED_BUILDER],
+        source_repositories: [repository],
+      },
+    },
+    trustDir,
+  );
+  return { key: { key_id: keyId, private_key_pem: pair.private_key_pem }, policy, repository };
 }
 
 /** Reads the example recipe (or `file`). */

@@ -12,7 +12,8 @@ export type ErrorCode =
   | "stale"
   | "payload_too_large"
   | "illegal_transition"
-  | "contract_failed";
+  | "contract_failed"
+  | "admission_refused";
 
 const STATUS: Record<ErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 422> = {
   bad_request: 400,
@@ -26,6 +27,8 @@ const STATUS: Record<ErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 422> = {
   payload_too_large: 413,
   illegal_transition: 422,
   contract_failed: 422,
+  // A manifest that failed an admission check (docs/trust.md); problems name the checks.
+  admission_refused: 422,
 };
 
 /** One problem found in input, with where it is and how to fix it. */

@@ -2,6 +2,7 @@
  * The shared shapes of the domain: manifest, release, step runs, events, effects, history.
  * Pure data; no I/O. Times are epoch milliseconds (number). Percents are integers 0–100.
  */
+import type { AdmissionReport } from "./admission.ts";
 import type { Analysis } from "./gate/analysis.ts";
 import type { Notice, NoticeKind } from "./notifications.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
@@ -168,6 +169,11 @@ export interface Release {
   rerun_deadline?: number | null;
   /** Set when the release was `abandoned`. */
   abandoned?: Abandonment;
+  /**
+   * Admission evidence: the named checks passed before any step ran (docs/trust.md).
+   * Absent on releases stored before admission existed.
+   */
+  admission?: AdmissionReport;
   created_at: number;
   updated_at: number;
 }

@@ -80,6 +80,23 @@ export interface ReleaseMark {
   history_count: number;
 }
 
+/**
+ * Per model, the newest signed manifest admitted: the high-water mark of the freeze /
+ * rollback check (docs/trust.md). Times are epoch ms.
+ */
+export interface AdmissionMark {
+  model: string;
+  issued_at: number;
+  manifest_digest: string;
+  release_id: string;
+}
+
+/** What `createRelease` writes besides the release, in the same transaction. */
+export interface CreateExtras {
+  /** Raise the model's admission mark (never lowers it). */
+  admissionMark?: AdmissionMark;
+}
+
 export interface Store {
   /** Creates tables if needed. Idempotent. */
   migrate(): Promise<void>;
@@ -91,7 +108,10 @@ export interface Store {
     history: HistoryEntry[],
     effects: OutboxEffect[],
     now: number,
+    extras?: CreateExtras,
   ): Promise<void>;
+  /** The model's admission mark, or null before its first signed manifest. */
+  getAdmissionMark(model: string): Promise<AdmissionMark | null>;
   getRelease(id: string): Promise<Release | null>;
   /** Applies one transition atomically; see `CommitInput`. */
   commit(input: CommitInput): Promise<CommitResult>;

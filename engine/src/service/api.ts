@@ -40,7 +40,11 @@ export interface ReleaseApi {
    * Validates and compiles a recipe (object already parsed from YAML/JSON), creates a release
    * and starts it; with `opts.hold` it stays `pending` until `resume`.
    */
-  start(recipe: unknown, actor: string, opts?: { hold?: boolean }): Promise<Release>;
+  start(
+    recipe: unknown,
+    actor: string,
+    opts?: { hold?: boolean; bundle?: unknown; attestations?: unknown[]; rollback?: boolean },
+  ): Promise<Release>;
   get(id: string): Promise<ReleaseRecord>;
   /**
    * `"<resource_version>:<history count>"` of a release (null when unknown) and whether it

@@ -6,6 +6,10 @@
  * reconciler, never here.
  */
 import { randomBytes } from "node:crypto";
+import { admit } from "../admission/admit.ts";
+import type { AdmissionConfig } from "../admission/policy.ts";
+import { BundleVerifier, describeSigner } from "../admission/verify.ts";
+import type { AdmissionReport } from "../domain/admission.ts";
 import { BatonError } from "../domain/errors.ts";
 import { buildNotice, type NoticeKind, noticeKindFor } from "../domain/notifications.ts";
 import type {
@@ -63,6 +67,24 @@ export interface ReleaseServiceDeps {
   retention?: RetentionPolicy;
   /** Who is told what (docs/engine.md "Notifications"); none when absent or empty. */
   notify?: NotifyPolicy;
+  /**
+   * How manifests are admitted (docs/trust.md). Default `off`: code that builds the service
+   * by hand decides; the engine's environment (`loadConfig`) refuses unsigned manifests
+   * unless `BATON_ADMISSION=off` is set.
+   */
+  admission?: AdmissionConfig;
+}
+
+/** What a start carries besides the recipe (docs/trust.md "Sending the bundle"). */
+export interface StartOptions {
+  /** Create the release `pending`; `resume` starts it. */
+  hold?: boolean;
+  /** The manifest's Sigstore bundle (JSON), as `baton sign` or the recipe workflow wrote it. */
+  bundle?: unknown;
+  /** Image attestation bundles (provenance, SBOM). */
+  attestations?: unknown[];
+  /** An explicit rollback: a manifest older than the model's last admitted one is allowed. */
+  rollback?: boolean;
 }
 
 /** The engine's notification settings. */
@@ -117,6 +139,8 @@ export class ReleaseService implements ReleaseApi {
   private readonly notify: NotifyPolicy | null;
   private readonly publicUrl: string;
   private readonly retention: Retention;
+  private readonly admission: AdmissionConfig;
+  private readonly verifier: BundleVerifier | null;
   /** Tail of the `start` queue: starts run one at a time so the lane check cannot interleave. */
   private starting: Promise<unknown> = Promise.resolve();
   /** Live marks being read or read recently, shared by the dashboard tabs polling them. */
@@ -145,6 +169,9 @@ export class ReleaseService implements ReleaseApi {
       deps.retention ?? DEFAULT_RETENTION,
       this.log,
     );
+    this.admission = deps.admission ?? { mode: "off" };
+    this.verifier =
+      this.admission.mode === "enforce" ? new BundleVerifier(this.admission.policy) : null;
     this.reconciler = new Reconciler(
       {
         store: deps.store,
@@ -337,11 +364,14 @@ export class ReleaseService implements ReleaseApi {
   /**
    * Creates a release from a recipe and starts it (`pending` → `running`, first step begun),
    * stored in one write. With `opts.hold` it stays `pending` until `resume` starts it.
+   * Admission runs first (docs/trust.md); its checks are stored on the release.
    * @throws BatonError `contract_failed` (422) with every problem of the recipe.
+   * @throws BatonError `admission_refused` (422), one problem per failed check (path = check
+   *   name, with its fix); nothing is written then.
    * @throws BatonError `conflict` (409) when a non-terminal release owns one of its lanes
    *   (same model and lane id, or same host:port); nothing is written then.
    */
-  start(recipe: unknown, actor: string, opts: { hold?: boolean } = {}): Promise<Release> {
+  start(recipe: unknown, actor: string, opts: StartOptions = {}): Promise<Release> {
     // Serialised within this process: check-then-create must not interleave with another
     // start (several engines on one database can still race; see lane-claims.ts).
     const run = this.starting.then(() => this.startNow(recipe, actor, opts));
@@ -349,18 +379,41 @@ export class ReleaseService implements ReleaseApi {
     return run;
   }
 
-  private async startNow(recipe: unknown, actor: string, opts: { hold?: boolean }) {
+  private async startNow(recipe: unknown, actor: string, opts: StartOptions) {
     const compiled = this.domain.compile(recipe);
+    const report = admit(this.admission, this.verifier, {
+      manifest: compiled.manifest,
+      manifest_digest: compiled.manifest_digest,
+      bundle: opts.bundle,
+      attestations: opts.attestations ?? [],
+      rollback: opts.rollback === true,
+      mark: await this.store.getAdmissionMark(compiled.manifest.model),
+      now: this.clock.now(),
+    });
+    if (!report.ok) {
+      const failed = report.checks.filter((c) => c.outcome === "fail");
+      this.log.warn(
+        `[engine] admission refused a release of ${compiled.manifest.model} (manifest sha256:${compiled.manifest_digest}) for ${actor}: ${failed.map((c) => c.check).join(", ")}`,
+      );
+      throw new BatonError(
+        "admission_refused",
+        `[admission] refused: ${failed.map((c) => `${c.check}: ${c.message}`).join("; ")}`,
+        failed.map((c) => ({ path: c.check, message: c.message, fix: c.fix ?? "" })),
+      );
+    }
     if (this.exclusiveLanes) await assertLanesFree(this.store, compiled.manifest);
     const number = await this.store.nextReleaseNumber();
     const now = this.clock.now();
-    const pending = this.domain.newRelease(
-      `r${number}`,
-      compiled.manifest,
-      compiled.manifest_digest,
-      now,
-      randomBytes(8).toString("hex"),
-    );
+    const pending: Release = {
+      ...this.domain.newRelease(
+        `r${number}`,
+        compiled.manifest,
+        compiled.manifest_digest,
+        now,
+        randomBytes(8).toString("hex"),
+      ),
+      admission: report,
+    };
     const created: HistoryEntry = {
       release_id: pending.id,
       at: now,
@@ -370,8 +423,28 @@ export class ReleaseService implements ReleaseApi {
       message: `[engine] release ${pending.id} created by ${actor} from recipe ${compiled.manifest.recipe_name} (${compiled.manifest.steps.length} steps)${opts.hold ? "; held pending until resumed" : ""}`,
       data: { actor, manifest_digest: pending.manifest_digest, hold: opts.hold === true },
     };
+    const admitted: HistoryEntry = {
+      release_id: pending.id,
+      at: now,
+      kind: "admission",
+      step_run_id: null,
+      outcome: "accepted",
+      message: admissionMessage(report),
+      data: report as unknown as Json,
+    };
+    const extras =
+      report.mode === "enforce" && report.issued_at !== null
+        ? {
+            admissionMark: {
+              model: compiled.manifest.model,
+              issued_at: report.issued_at,
+              manifest_digest: compiled.manifest_digest,
+              release_id: pending.id,
+            },
+          }
+        : {};
     if (opts.hold) {
-      await this.store.createRelease(pending, [created], [], now);
+      await this.store.createRelease(pending, [created, admitted], [], now, extras);
       return pending;
     }
     const started = this.domain.transition(pending, { type: "start" }, now);
@@ -383,7 +456,13 @@ export class ReleaseService implements ReleaseApi {
     }
     // A new release is stored once, already started: resource_version 1, its first effects.
     const release: Release = { ...started.release, resource_version: 1 };
-    await this.store.createRelease(release, [created, ...started.history], started.effects, now);
+    await this.store.createRelease(
+      release,
+      [created, admitted, ...started.history],
+      started.effects,
+      now,
+      extras,
+    );
     this.remember(release);
     if (started.effects.length > 0) this.onEffects?.();
     return release;
@@ -578,6 +657,12 @@ function withRequests(h: HistoryEntry, requests: number): HistoryEntry {
       ? h.data
       : { value: h.data };
   return { ...h, data: { ...base, requests } };
+}
+
+function admissionMessage(r: AdmissionReport): string {
+  if (r.mode === "off") return "[admission] off (BATON_ADMISSION=off): no check ran";
+  const signer = r.signer ? describeSigner(r.signer) : "nobody";
+  return `[admission] passed ${r.checks.filter((c) => c.outcome === "pass").length} checks (${r.checks.map((c) => `${c.check} ${c.outcome}`).join(", ")}); signed by ${signer}${r.rollback ? "; explicit rollback" : ""}`;
 }
 
 function notFound(reason: string): Refusal {

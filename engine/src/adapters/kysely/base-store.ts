@@ -9,6 +9,7 @@ import { type ReleaseState, TERMINAL_RELEASE_STATES } from "../../domain/states.
 import { storableValue } from "../../domain/storable-text.ts";
 import type { HistoryEntry, Manifest, OutboxEffect, Release } from "../../domain/types.ts";
 import type {
+  AdmissionMark,
   AttemptResult,
   CommitInput,
   CommitResult,
@@ -169,6 +170,21 @@ export abstract class KyselyStore implements Store {
     const release = toRelease(this.json.read(row.doc) as Release, manifest);
     this.manifests.set(id, release.manifest);
     return release;
+  }
+
+  async getAdmissionMark(model: string): Promise<AdmissionMark | null> {
+    const row = await this.live()
+      .selectFrom("admission_marks")
+      .selectAll()
+      .where("model", "=", model)
+      .executeTakeFirst();
+    if (!row) return null;
+    return {
+      model: row.model,
+      issued_at: Number(row.issued_at),
+      manifest_digest: row.manifest_digest,
+      release_id: row.release_id,
+    };
   }
 
   async appendHistory(entries: HistoryEntry[]): Promise<void> {

@@ -77,6 +77,18 @@ export interface AttemptResultsTable {
   preflight: JsonColumn;
 }
 
+/**
+ * Per model, the newest signed manifest admitted (docs/trust.md, manifest_freshness): raised
+ * with the release's creation, never lowered (a rollback does not lower it).
+ */
+export interface AdmissionMarksTable {
+  model: string;
+  /** Signed issue time of the manifest, epoch ms. */
+  issued_at: number;
+  manifest_digest: string;
+  release_id: string;
+}
+
 /** SQLite only (Postgres uses a SEQUENCE): one row per counter. */
 export interface ReleaseSequenceTable {
   name: string;
@@ -91,6 +103,7 @@ export interface BatonDatabase {
   attempt_results: AttemptResultsTable;
   release_sequence: ReleaseSequenceTable;
   release_retention: ReleaseRetentionTable;
+  admission_marks: AdmissionMarksTable;
 }
 
 /** Finished releases already compacted by the retention policy (`Store.compactFinished`). */

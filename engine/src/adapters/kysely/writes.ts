@@ -4,8 +4,9 @@
  * transaction; Postgres: in a Kysely transaction). The commit, the hot path, has its own
  * fixed statements per dialect (`sqlite/commit-statements.ts`, `postgres/commit-statement.ts`).
  */
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
+import type { AdmissionMark } from "../../ports/store.ts";
 import { historyColumns, manifestColumns, outboxColumns, releaseColumns } from "./rows.ts";
 import type { BatonDatabase } from "./tables.ts";
 
@@ -36,4 +37,21 @@ export function finishOutbox(db: Db, id: number, claimToken: string, at: number)
     .where("id", "=", id)
     .where("claim_token", "=", claimToken)
     .where("done_at", "is", null);
+}
+
+/** Raises the model's admission mark to `mark`; an older or equal mark leaves it as is. */
+export function raiseAdmissionMark(db: Db, mark: AdmissionMark) {
+  return db
+    .insertInto("admission_marks")
+    .values({ ...mark })
+    .onConflict((oc) =>
+      oc
+        .column("model")
+        .doUpdateSet({
+          issued_at: (eb) => eb.ref("excluded.issued_at"),
+          manifest_digest: (eb) => eb.ref("excluded.manifest_digest"),
+          release_id: (eb) => eb.ref("excluded.release_id"),
+        })
+        .where(sql<boolean>`excluded.issued_at > admission_marks.issued_at`),
+    );
 }

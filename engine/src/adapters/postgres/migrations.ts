@@ -120,4 +120,12 @@ export const postgresMigrations: SqlMigrations = {
       compacted_at BIGINT NOT NULL
     )`,
   ],
+  "0005_admission_marks": [
+    `CREATE TABLE admission_marks (
+      model text PRIMARY KEY,
+      issued_at bigint NOT NULL,
+      manifest_digest text NOT NULL,
+      release_id text NOT NULL
+    )`,
+  ],
 };

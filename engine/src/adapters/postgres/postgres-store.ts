@@ -8,14 +8,20 @@ import { Kysely, PostgresDialect, type RawBuilder, sql } from "kysely";
 import type pg from "pg";
 import { storableValue } from "../../domain/storable-text.ts";
 import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
-import type { CommitInput, CommitResult, OutboxRow } from "../../ports/store.ts";
+import type { CommitInput, CommitResult, CreateExtras, OutboxRow } from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
 import { CREATE_MIGRATION_TABLE, migrationFailed, pending } from "../kysely/migrate.ts";
 import { type CompactionPlan, chunks } from "../kysely/retention.ts";
 import { historyColumns, toOutboxRow } from "../kysely/rows.ts";
 import { type BatonDatabase, parsedJson } from "../kysely/tables.ts";
-import { insertHistory, insertManifest, insertOutbox, insertRelease } from "../kysely/writes.ts";
+import {
+  insertHistory,
+  insertManifest,
+  insertOutbox,
+  insertRelease,
+  raiseAdmissionMark,
+} from "../kysely/writes.ts";
 import { claimStatement } from "./claim-statement.ts";
 import { type CommitOutcome, commitQuery } from "./commit-statement.ts";
 import { postgresMigrations } from "./migrations.ts";
@@ -84,6 +90,7 @@ export class PostgresStore extends KyselyStore {
     dirtyHistory: HistoryEntry[],
     dirtyEffects: OutboxEffect[],
     now: number,
+    extras: CreateExtras = {},
   ): Promise<void> {
     // NUL and lone surrogates become U+FFFD on every store (domain/storable-text.ts).
     const [release, history, effects] = storableValue([dirty, dirtyHistory, dirtyEffects] as const);
@@ -95,6 +102,7 @@ export class PostgresStore extends KyselyStore {
           await insertManifest(tx, release).execute();
           if (history.length > 0) await insertHistory(tx, history).execute();
           if (effects.length > 0) await insertOutbox(tx, release.id, effects, now).execute();
+          if (extras.admissionMark) await raiseAdmissionMark(tx, extras.admissionMark).execute();
         });
     } catch (err) {
       throw writeFailed(`creating release ${release.id}`, err);

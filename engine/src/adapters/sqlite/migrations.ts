@@ -129,4 +129,12 @@ export const sqliteMigrations: SqlMigrations = {
       compacted_at INTEGER NOT NULL
     ) STRICT`,
   ],
+  "0005_admission_marks": [
+    `CREATE TABLE admission_marks (
+      model TEXT PRIMARY KEY,
+      issued_at INTEGER NOT NULL,
+      manifest_digest TEXT NOT NULL,
+      release_id TEXT NOT NULL
+    ) STRICT`,
+  ],
 };

@@ -6,14 +6,20 @@ import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, sql } from "kysely";
 import { storableValue } from "../../domain/storable-text.ts";
 import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
-import type { CommitInput, CommitResult, OutboxRow } from "../../ports/store.ts";
+import type { CommitInput, CommitResult, CreateExtras, OutboxRow } from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
 import { CREATE_MIGRATION_TABLE, migrationFailed, pending } from "../kysely/migrate.ts";
 import { type CompactionPlan, chunks } from "../kysely/retention.ts";
 import { historyColumns, toOutboxRow } from "../kysely/rows.ts";
 import type { BatonDatabase } from "../kysely/tables.ts";
-import { insertHistory, insertManifest, insertOutbox, insertRelease } from "../kysely/writes.ts";
+import {
+  insertHistory,
+  insertManifest,
+  insertOutbox,
+  insertRelease,
+  raiseAdmissionMark,
+} from "../kysely/writes.ts";
 import { CommitStatements } from "./commit-statements.ts";
 import { deflateJson, isDeflated, sqliteJson } from "./json-codec.ts";
 import { sqliteMigrations } from "./migrations.ts";
@@ -76,6 +82,7 @@ export class SqliteStore extends KyselyStore {
     dirtyHistory: HistoryEntry[],
     dirtyEffects: OutboxEffect[],
     now: number,
+    extras: CreateExtras = {},
   ): Promise<void> {
     // NUL and lone surrogates become U+FFFD on every store (domain/storable-text.ts).
     const [release, history, effects] = storableValue([dirty, dirtyHistory, dirtyEffects] as const);
@@ -86,6 +93,7 @@ export class SqliteStore extends KyselyStore {
         this.sync.run(insertManifest(db, release));
         if (history.length > 0) this.sync.run(insertHistory(db, history));
         if (effects.length > 0) this.sync.run(insertOutbox(db, release.id, effects, now));
+        if (extras.admissionMark) this.sync.run(raiseAdmissionMark(db, extras.admissionMark));
       });
     } catch (err) {
       throw writeFailed(`creating release ${release.id}`, err);

@@ -45,6 +45,50 @@ const CreateQuery = z
   .object({ start: z.enum(["true", "false"], { error: "must be true or false" }).optional() })
   .strict();
 
+/**
+ * A signed start (docs/trust.md "Sending the bundle"): the recipe (an object, or YAML/JSON
+ * text) with the manifest's Sigstore bundle and the image attestations. A plain recipe body
+ * has no `recipe` key (the recipe schema is strict), so the two cannot be confused.
+ */
+const SignedStart = z
+  .object({
+    recipe: z.union([z.string().min(1), z.record(z.string(), z.unknown())], {
+      error: "must be the recipe object or its YAML text",
+    }),
+    bundle: z
+      .record(z.string(), z.unknown(), { error: "must be a Sigstore bundle object" })
+      .optional(),
+    attestations: z
+      .array(z.record(z.string(), z.unknown()), { error: "must be an array of Sigstore bundles" })
+      .max(16, "at most 16 attestations")
+      .default([]),
+    rollback: z.boolean({ error: "must be true or false" }).default(false),
+  })
+  .strict();
+
+/** The start request: a plain recipe, or a signed start (`{recipe, bundle, attestations}`). */
+export function parseStartBody(
+  text: string,
+  contentType: string | undefined,
+): { recipe: unknown; bundle?: unknown; attestations: unknown[]; rollback: boolean } {
+  const value = parseRecipeBody(text, contentType);
+  if (value === null || typeof value !== "object" || Array.isArray(value) || !("recipe" in value)) {
+    return { recipe: value, attestations: [], rollback: false };
+  }
+  const b = SignedStart.safeParse(value);
+  if (!b.success) throw badRequest("signed start", zodProblems(b.error, "body"));
+  const recipe =
+    typeof b.data.recipe === "string"
+      ? parseRecipeBody(b.data.recipe, "application/yaml")
+      : b.data.recipe;
+  return {
+    recipe,
+    ...(b.data.bundle ? { bundle: b.data.bundle } : {}),
+    attestations: b.data.attestations,
+    rollback: b.data.rollback,
+  };
+}
+
 const AbortBody = z
   .object({ reason: z.string().max(1000, "must be at most 1000 characters").optional() })
   .strict();
@@ -90,6 +134,7 @@ export function recordJson(r: ReleaseRecord): Record<string, unknown> {
     rerun_deadline: release.rerun_deadline ?? null,
     abandoned: release.abandoned ?? null,
     available_actions: availableActions(release),
+    admission: release.admission ?? null,
     created_at: release.created_at,
     updated_at: release.updated_at,
     step_runs: release.step_runs,
@@ -147,14 +192,20 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
   app.post("/", operator, limit, async (c) => {
     const q = CreateQuery.safeParse(c.req.query());
     if (!q.success) throw badRequest("query", zodProblems(q.error, "query"));
-    const recipe = parseRecipeBody(await c.req.text(), c.req.header("content-type"));
-    const release = await o.api.start(recipe, "operator", { hold: q.data.start === "false" });
+    const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
+    const release = await o.api.start(body.recipe, "operator", {
+      hold: q.data.start === "false",
+      ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
+      attestations: body.attestations,
+      rollback: body.rollback,
+    });
     return c.json(
       {
         id: release.id,
         manifest_digest: release.manifest_digest,
         state: release.state,
         step_count: release.manifest.steps.length,
+        admission: release.admission ?? null,
       },
       201,
     );
