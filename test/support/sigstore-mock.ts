@@ -36,6 +36,11 @@ export async function startMockSigstore(): Promise<MockSigstore> {
   const ctLog = await initializeCTLog(ctKeys);
   const ca = await initializeCA(ec(), ctLog);
   const tsa = await initializeTSA(ec());
+  // The mock writes genTime with milliseconds, trimming trailing zeros (".12Z"), which
+  // sigstore-js's parser (exactly three digits) refuses about one time in ten: stamp whole
+  // seconds instead. `getCurrentTime` is the mock's own clock hook (an instance property).
+  (tsa as unknown as { getCurrentTime: () => Date }).getCurrentTime = () =>
+    new Date(Math.floor(Date.now() / 1000) * 1000);
   const handlers = [fulcioHandler(ca), tsaHandler(tsa)];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
