@@ -1,0 +1,139 @@
+/**
+ * Evidence (DESIGN.md §2): one stored gate evaluation, bound to the release id, generation,
+ * manifest digest and wave it was taken for. A guard asks `evidenceSatisfies(evidence,
+ * binding)`: evidence from another release, generation, manifest or wave never satisfies it,
+ * whatever its decision. The record is plain JSON (no NaN or ±Infinity: those become null) so
+ * both stores and canonical JSON can carry it.
+ */
+import type { GateDecision, GateEvaluation, GatePhase, MetricResult } from "./decide.ts";
+
+/** What an evaluation is about. */
+export interface EvidenceBinding {
+  release_id: string;
+  generation: number;
+  manifest_digest: string;
+  /** 0-based wave index in the manifest. */
+  wave: number;
+}
+
+/** One metric's numbers in an evidence record. */
+export interface MetricEvidence {
+  name: string;
+  required: boolean;
+  verdict: MetricResult["verdict"];
+  missing: string | null;
+  candidate: { x: number; n: number } | null;
+  control: { x: number; n: number } | null;
+  /** Δ (oriented: positive is better) and its confidence-sequence bounds. */
+  estimate: number | null;
+  lower: number | null;
+  upper: number | null;
+  /** δ ≥ 0; pass needs lower ≥ −δ. */
+  margin: number | null;
+  slo: { limit: number; lower: number | null; upper: number | null } | null;
+}
+
+/** One stored gate evaluation. */
+export interface GateEvidence extends EvidenceBinding {
+  /** 1-based evaluation number within the (release, generation, wave). */
+  seq: number;
+  /** Epoch ms of the evaluation. */
+  at: number;
+  phase: GatePhase;
+  decision: GateDecision;
+  reason: string;
+  alpha: number;
+  elapsed_ms: number;
+  arms: { candidate: number; control: number } | null;
+  srm: {
+    planned: number[];
+    observed: number[];
+    log_bayes_factor: number | null;
+    p_value: number | null;
+    mismatch: boolean;
+  } | null;
+  metrics: MetricEvidence[];
+}
+
+const fin = (v: number | undefined): number | null =>
+  v !== undefined && Number.isFinite(v) ? v : null;
+
+/** The evidence record of `evaluation` (JSON-safe). */
+export function toEvidence(
+  binding: EvidenceBinding,
+  seq: number,
+  at: number,
+  e: GateEvaluation,
+): GateEvidence {
+  return {
+    release_id: binding.release_id,
+    generation: binding.generation,
+    manifest_digest: binding.manifest_digest,
+    wave: binding.wave,
+    seq,
+    at,
+    phase: e.phase,
+    decision: e.decision,
+    reason: e.reason,
+    alpha: e.alpha,
+    elapsed_ms: e.elapsedMs,
+    arms: e.arms ? { ...e.arms } : null,
+    srm: e.srm
+      ? {
+          planned: [...e.srm.planned],
+          observed: [...e.srm.observed],
+          log_bayes_factor: fin(e.srm.logBayesFactor),
+          p_value: fin(e.srm.pValue),
+          mismatch: e.srm.mismatch,
+        }
+      : null,
+    metrics: e.metrics.map((m) => ({
+      name: m.name,
+      required: m.required,
+      verdict: m.verdict,
+      missing: m.missing,
+      candidate: m.candidate ? { ...m.candidate } : null,
+      control: m.control ? { ...m.control } : null,
+      estimate: fin(m.difference?.estimate),
+      lower: fin(m.difference?.lower),
+      upper: fin(m.difference?.upper),
+      margin: fin(m.margin ?? undefined),
+      slo: m.slo ? { limit: m.slo.limit, lower: fin(m.slo.lower), upper: fin(m.slo.upper) } : null,
+    })),
+  };
+}
+
+/** True when `e` is about exactly this release, generation, manifest and wave. */
+export function boundTo(e: EvidenceBinding, b: EvidenceBinding): boolean {
+  return (
+    e.release_id === b.release_id &&
+    e.generation === b.generation &&
+    e.manifest_digest === b.manifest_digest &&
+    e.wave === b.wave
+  );
+}
+
+/**
+ * The guard of a gated wave's promotion: a `pass` of the gate phase, bound to `binding`.
+ * Anything else (another release, generation, manifest or wave; a watch-phase pass; wait,
+ * fail, inconclusive; no evidence) does not satisfy it.
+ */
+export function evidenceSatisfies(e: GateEvidence | undefined, binding: EvidenceBinding): boolean {
+  return e !== undefined && e.phase === "gate" && e.decision === "pass" && boundTo(e, binding);
+}
+
+/**
+ * The gate's state for `binding` from a list of evidence (any order, any bindings): the
+ * decision of its latest bound evaluation (highest seq), or `pending` when there is none.
+ */
+export function latestDecision(
+  evidence: readonly GateEvidence[],
+  binding: EvidenceBinding,
+  phase: GatePhase = "gate",
+): GateDecision | "pending" {
+  let best: GateEvidence | undefined;
+  for (const e of evidence) {
+    if (e.phase === phase && boundTo(e, binding) && (!best || e.seq > best.seq)) best = e;
+  }
+  return best ? best.decision : "pending";
+}

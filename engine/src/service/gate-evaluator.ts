@@ -1,0 +1,77 @@
+/**
+ * One gate evaluation of a release's wave: read the metrics source, decide (pure domain), and
+ * return the evidence record bound to the release, generation, manifest digest and wave.
+ * What runs it on `interval_ms` and what the transition does with the decision is the
+ * caller's (docs/gate.md).
+ */
+import type { Analysis } from "../domain/gate/analysis.ts";
+import { decideGate, type GatePhase } from "../domain/gate/decide.ts";
+import { type EvidenceBinding, type GateEvidence, toEvidence } from "../domain/gate/evidence.ts";
+import type { Manifest } from "../domain/types.ts";
+import type { MetricsSource } from "../ports/metrics-source.ts";
+
+/**
+ * The gate in force at wave `wave`: its own analysis (phase `gate`), else the analysis of the
+ * latest earlier gated wave read for guardrails only (phase `watch`, when it has any), else
+ * null. A wave at 0% or 100% has no pair of arms, so it has no gate and no watch here.
+ */
+export function gateAt(
+  manifest: Manifest,
+  wave: number,
+): { analysis: Analysis; phase: GatePhase } | null {
+  const w = manifest.waves[wave];
+  if (!w || w.traffic <= 0 || w.traffic >= 100) return null;
+  if (w.analysis) return { analysis: w.analysis, phase: "gate" };
+  for (let i = wave - 1; i >= 0; i--) {
+    const a = manifest.waves[i]?.analysis;
+    if (a) return a.metrics.some((m) => !m.required) ? { analysis: a, phase: "watch" } : null;
+  }
+  return null;
+}
+
+/** Input of one evaluation. */
+export interface GateRun {
+  manifest: Manifest;
+  binding: EvidenceBinding;
+  /** 1-based evaluation number within the binding. */
+  seq: number;
+  /** Epoch ms the wave's exposure was observed at the router. */
+  waveStartedAt: number;
+  now: number;
+  /** The model's baseline image as observed at release start (default: previous_image). */
+  controlImage?: string;
+}
+
+/**
+ * Evaluates once; null when the wave has no gate. Never throws for a failing source (that is
+ * missing evidence inside the record).
+ */
+export async function evaluateGate(
+  source: MetricsSource,
+  run: GateRun,
+): Promise<GateEvidence | null> {
+  const { manifest, binding } = run;
+  const gate = gateAt(manifest, binding.wave);
+  if (!gate) return null;
+  const wave = manifest.waves[binding.wave] as Manifest["waves"][number];
+  const observations = await source.observe({
+    model: manifest.model,
+    releaseId: binding.release_id,
+    analysis: gate.analysis,
+    candidateImage: manifest.image,
+    controlImage: run.controlImage ?? manifest.previous_image,
+    lanes: manifest.lanes.map((l) => l.id),
+    sinceMs: run.waveStartedAt,
+    nowMs: run.now,
+  });
+  const evaluation = decideGate(
+    {
+      analysis: gate.analysis,
+      plannedCandidateShare: wave.traffic / 100,
+      elapsedMs: Math.max(0, run.now - run.waveStartedAt),
+      phase: gate.phase,
+    },
+    observations,
+  );
+  return toEvidence(binding, run.seq, run.now, evaluation);
+}
