@@ -8,7 +8,6 @@ import { EmbeddedMetricsSource } from "../../../engine/src/adapters/embedded-met
 import { ControlPlaneCore } from "../../../engine/src/control-plane/core.ts";
 import { MemoryCpStore } from "../../../engine/src/control-plane/memory-store.ts";
 import { TrafficGenerator } from "../../../engine/src/control-plane/traffic.ts";
-import { canonicalJson } from "../../../engine/src/domain/canonical-json.ts";
 import { checkAndCompile } from "../../../engine/src/domain/compile.ts";
 import {
   type EvidenceBinding,
@@ -17,6 +16,7 @@ import {
   latestDecision,
 } from "../../../engine/src/domain/gate/evidence.ts";
 import type { Manifest } from "../../../engine/src/domain/types.ts";
+import { canonicalJson } from "../../../engine/src/protocol/canonical-json.ts";
 import { evaluateGate, gateAt } from "../../../engine/src/service/gate-evaluator.ts";
 import { goodRecipe } from "../recipe-fixture.ts";
 
