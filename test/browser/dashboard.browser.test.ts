@@ -87,12 +87,12 @@ describe.skipIf(!have)("dashboard in Chromium", () => {
     const backward = page.locator("#part-steps tr.bwd");
     expect(await backward.count()).toBeGreaterThan(0);
     await expect(page.locator("#part-steps tr.hwm").textContent()).resolves.toContain(
-      "high-water mark: step 2",
+      "high-water mark: step 3",
     );
     await page.screenshot({ path: "test-results/dashboard-release.png", fullPage: true });
     await page.screenshot({ path: "test-results/dashboard-release-top.png" });
 
-    const failed = page.locator("#part-steps tr", { hasText: "assert_smoke_passed" }).first();
+    const failed = page.locator("#part-steps tr", { hasText: "assert smoke passed" }).first();
     await expect(failed.textContent()).resolves.toContain("failed");
     await failed.getByRole("link", { name: /^sr_\d+_2_f$/ }).click();
     const firstCheck = page
@@ -111,6 +111,9 @@ describe.skipIf(!have)("dashboard in Chromium", () => {
 
   it("shows the refused late callback in the timeline", async () => {
     await page.goto(`${live.url}/releases/${live.ids.late}`);
+    // Hidden by default (noise at 2am): the filter shows them.
+    await expect(page.locator("#part-history tr.refused").count()).resolves.toBe(0);
+    await page.getByRole("link", { name: "Refused only" }).click();
     const row = page
       .locator("#part-history tr.refused", { hasText: "callback" })
       .filter({ hasText: "is late" });
@@ -149,6 +152,8 @@ describe.skipIf(!have)("dashboard in Chromium", () => {
 
   it("runs the retry model: set p and q, Step, Play, Pause, Reset", async () => {
     await page.goto(`${live.url}/releases/${live.ids.compensated}`);
+    // Folded by default (it is not a 2am question); one click opens it.
+    await page.getByText("Retry model: the chance each step completes").click();
     const out = page.locator("#mk-out-t");
     await page.getByLabel("p, P(0→1) per attempt").fill("0.25");
     await page.getByLabel("q, P(1→0)").fill("0");

@@ -335,7 +335,7 @@ export function compensatedRecord(): ReleaseRecord {
       high_water_mark: 2,
       cursor: -1,
       generation: 2,
-      reason: "step 2 assert_smoke_passed failed: smoke check health_endpoint failed",
+      reason: "step 3 assert_smoke_passed failed: smoke check health_endpoint failed",
       updated_at: s + 262_000,
     },
   );
@@ -454,7 +454,7 @@ export function pausedRecord(): ReleaseRecord {
     {
       high_water_mark: 1,
       cursor: 1,
-      reason: "step 1 attach_queue_lane is unknown: dispatch lost",
+      reason: "step 2 attach_queue_lane is unknown: dispatch lost",
     },
   );
   return {

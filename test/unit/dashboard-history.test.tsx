@@ -84,7 +84,7 @@ describe("release page timeline", () => {
       repository: "acme/models",
       now: () => Date.UTC(2026, 10, 29, 12, 0, 0),
     });
-    const html = await (await app.request(`${BASE}/releases/${rec.release.id}`)).text();
+    const html = await (await app.request(`${BASE}/releases/${rec.release.id}?only=all`)).text();
     expect(html).toContain("abort refused");
     expect(html).toContain("tick refused");
     expect(html).not.toContain("refused: refused");

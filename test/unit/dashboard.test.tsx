@@ -104,14 +104,17 @@ describe("release page", () => {
     expect(html).toContain(rec.release.manifest.image);
     expect(html).toContain("lane-1");
     expect(html).toContain('href="/step-runs/sr_3_1_b"');
-    expect(html).toContain("← backward");
+    expect(html).toContain("← Undo");
+    expect(html).toContain('<tr class="bwd" id="step-2">');
     expect(html).toContain("https://github.com/acme/models/actions/runs/9002/attempts/2");
     expect(html).toContain("https://github.com/acme/models/actions/runs/9002/attempts/1");
-    expect(html).toMatch(/class="hwm"><td colspan="8">▲ high-water mark: step 2/);
+    expect(html).toMatch(/class="hwm"><td colspan="5">▲ high-water mark: step 3/);
     // The high-water mark row sits after step 2's row and before step 3's.
     const hwm = html.indexOf('class="hwm"');
     expect(html.indexOf('href="/step-runs/sr_3_2_f"')).toBeLessThan(hwm);
-    expect(html.indexOf("advertise_capabilities")).toBeGreaterThan(hwm);
+    expect(html.indexOf("advertise capabilities", html.indexOf('id="part-steps"'))).toBeGreaterThan(
+      hwm,
+    );
     expect(html).toContain("1 m 49 s"); // sr_3_2_f: 91 s .. 200 s
   });
 
@@ -124,7 +127,11 @@ describe("release page", () => {
 
   it("labels refused events with their reason in the timeline", async () => {
     const { get } = setup();
-    const html = await (await get("/releases/r3")).text();
+    // Refused events are hidden by default (noise at 2am); `only=all` shows them.
+    const main = await (await get("/releases/r3")).text();
+    expect(main).not.toContain("refused: late");
+    expect(main).toContain("refused events are hidden");
+    const html = await (await get("/releases/r3?only=all")).text();
     expect(html).toContain("refused: late");
     expect(html).toContain(LATE_REASON);
     expect(html).toContain("refused: fenced");

@@ -126,9 +126,13 @@ export function actionOf(release: Release, sr: StepRun): StepAction {
   return action;
 }
 
-/** Words for a step run in messages, e.g. `step run sr_17_3_f (step 3 set_traffic, forward)`. */
+/**
+ * Words for a step run in messages, e.g. `step run sr_17_3_f (step 4 set_traffic, forward)`:
+ * the step number is for people (index + 1, as the dashboard and CLI show it); the id keeps
+ * the index.
+ */
 export function describe(release: Release, sr: StepRun): string {
   const action = actionOf(release, sr);
   const dir = sr.direction === "fwd" ? "forward" : "backward";
-  return `step run ${sr.id} (step ${sr.step_index} ${action.name}, ${dir})`;
+  return `step run ${sr.id} (step ${sr.step_index + 1} ${action.name}, ${dir})`;
 }

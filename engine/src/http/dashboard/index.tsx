@@ -23,7 +23,7 @@ import {
 } from "./auth.ts";
 import { releaseOfStepRun } from "./format.ts";
 import { liveStream } from "./live.ts";
-import { ReleasePage } from "./release-page.tsx";
+import { HISTORY_FILTERS, type HistoryFilter, ReleasePage } from "./release-page.tsx";
 import { PAGE_SIZE, ReleasesPage } from "./releases-page.tsx";
 import { safeNext } from "./safe-next.ts";
 import { StepRunPage } from "./step-run-page.tsx";
@@ -158,7 +158,9 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           repository={deps.repository}
           events={{
             offset: int(c.req.query("ev")) ?? 0,
-            refusedOnly: c.req.query("only") === "refused",
+            filter: HISTORY_FILTERS.includes(c.req.query("only") as HistoryFilter)
+              ? (c.req.query("only") as HistoryFilter)
+              : "main",
           }}
           model={{
             step: int(c.req.query("model")),

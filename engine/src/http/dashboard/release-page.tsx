@@ -1,8 +1,10 @@
 /** @jsxImportSource hono/jsx */
 /**
- * Release page: manifest summary, step table (forward and backward rows, attempts with
- * GitHub run links, durations, the high-water mark), the retry model panel and the history
- * timeline (newest first, paginated; refused events labelled with their reason).
+ * Release page. First screen (first-screen.tsx): state and why, the accepted actions with what
+ * each does, the failed step with its failing check and evidence, undo and live-now. Below:
+ * the step table by wave (forward and undo runs side by side, attempts with GitHub run links,
+ * the high-water mark), the history (newest first, paginated, filterable; refused events
+ * hidden by default, operator decisions marked), the manifest, and the retry model folded.
  */
 
 import { probCompleted } from "../../domain/markov.ts";
@@ -10,11 +12,14 @@ import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { HistoryEntry, Release, StepRun } from "../../domain/types.ts";
 import type { ReleaseRecord } from "../../service/api.ts";
 import type { Role } from "./auth.ts";
-import { awaitsRetry, duration, runLink, span, time } from "./format.ts";
+import { FirstScreen } from "./first-screen.tsx";
+import { duration, runLink, span, time } from "./format.ts";
 import { historyLabel, readOnce, refusalReason } from "./history-label.ts";
 import { Layout, State } from "./layout.tsx";
 import { LIVE_SCRIPT, liveVersion } from "./live.ts";
 import { MarkovPanel, type MarkovQuery, observedSuccessRate } from "./markov-panel.tsx";
+import { offers } from "./offers.ts";
+import { OPERATOR_EVENTS, stepAction, summarize } from "./summary.ts";
 
 /** History entries per timeline page. */
 export const TIMELINE_PAGE = 100;
@@ -24,8 +29,8 @@ export interface ReleasePageProps {
   role: Role;
   now: number;
   repository: string | undefined;
-  /** Timeline offset from the newest event, and whether to show refused events only. */
-  events: { offset: number; refusedOnly: boolean };
+  /** Timeline offset from the newest event, and which events to show. */
+  events: { offset: number; filter: HistoryFilter };
   model: MarkovQuery;
   notice?: { kind: "ok" | "bad"; text: string } | undefined;
 }
@@ -57,128 +62,146 @@ function Attempts(props: { run: StepRun; repository: string | undefined }) {
   );
 }
 
-function RunRow(props: {
-  index: number;
-  name: string;
-  lane: string | null;
+function RunCell(props: {
   run: StepRun | undefined;
-  direction: "forward" | "backward";
   repository: string | undefined;
   now: number;
-  /** Chance of completing within the allowed attempts; null when nothing was observed. */
-  chance: number | null;
+  attempts: boolean;
 }) {
   const { run } = props;
+  if (!run) return <State state="planned" />;
   return (
-    <tr class={props.direction === "backward" ? "bwd" : undefined}>
-      <td>{props.index}</td>
-      <td>
-        {props.name}
-        {props.lane ? <span class="muted"> · {props.lane}</span> : null}
-      </td>
-      <td>{props.direction === "forward" ? "→ forward" : "← backward"}</td>
-      <td>{run ? <State state={run.state} /> : <State state="planned" />}</td>
-      <td>
-        {run ? <Attempts run={run} repository={props.repository} /> : <span class="muted">—</span>}
-      </td>
-      <td>{run ? span(run.started_at, run.finished_at, props.now) : "—"}</td>
-      <td>
-        {run ? (
-          <a href={`/step-runs/${run.id}`}>{run.id}</a>
-        ) : (
-          <span class="muted">not started</span>
-        )}
-      </td>
-      <td>
-        {props.direction === "forward" ? (
-          <a
-            href={`?model=${props.index}#retry-model`}
-            title={
-              props.chance === null
-                ? "No attempt observed yet: open the retry model"
-                : "Open this step in the retry model"
-            }
-          >
-            {props.chance === null ? "model" : `${Math.round(props.chance * 100)} %`}
-          </a>
-        ) : null}
-      </td>
-    </tr>
+    <>
+      <State state={run.state} /> <a href={`/step-runs/${run.id}`}>{run.id}</a>
+      <span class="muted small"> {span(run.started_at, run.finished_at, props.now)} </span>
+      {props.attempts ? <Attempts run={run} repository={props.repository} /> : null}
+    </>
   );
 }
 
 function HwmRow(props: { hwm: number }) {
   return (
     <tr class="hwm">
-      <td colspan={8}>
+      <td colspan={5}>
         {props.hwm < 0
           ? "▼ high-water mark: none yet — no forward action has taken effect"
-          : `▲ high-water mark: step ${props.hwm} — forward actions of steps 0 to ${props.hwm} may have taken effect; compensation starts here`}
+          : `▲ high-water mark: step ${props.hwm + 1} — forward actions of steps 1 to ${props.hwm + 1} may have taken effect; undoing starts here`}
       </td>
     </tr>
   );
 }
 
+/**
+ * The step table grouped by wave: one row per step with its forward run and, beside it, its
+ * backward (undo) run; the high-water mark as a row. Numbers count from 1.
+ */
 function StepTable(props: { release: Release; repository: string | undefined; now: number }) {
   const r = props.release;
   const runs = new Map<string, StepRun>();
   for (const sr of r.step_runs) runs.set(`${sr.step_index}:${sr.direction}`, sr);
-  const rows = [];
-  if (r.high_water_mark < 0) rows.push(<HwmRow hwm={r.high_water_mark} />);
+  const groups: { wave: number; rows: unknown[] }[] = [];
+  if (r.high_water_mark < 0) groups.push({ wave: -1, rows: [<HwmRow hwm={r.high_water_mark} />] });
   for (const step of r.manifest.steps) {
+    let g = groups.at(-1);
+    if (!g || g.wave !== step.wave) {
+      g = { wave: step.wave, rows: [] };
+      groups.push(g);
+    }
     const fwd = runs.get(`${step.index}:fwd`);
     const bwd = runs.get(`${step.index}:bwd`);
     const p = observedSuccessRate(r, step.index);
-    rows.push(
-      <RunRow
-        index={step.index}
-        name={step.name}
-        lane={step.lane}
-        run={fwd}
-        direction="forward"
-        repository={props.repository}
-        now={props.now}
-        chance={p === null ? null : probCompleted(p, 0, step.retries + 1)}
-      />,
+    const chance = p === null ? null : probCompleted(p, 0, step.retries + 1);
+    const bad = (s: StepRun | undefined) =>
+      s !== undefined && ["failed", "unknown", "dispatch_failed"].includes(s.state);
+    const cls = [bwd ? "bwd" : "", bad(fwd) || bad(bwd) ? "failing" : ""].join(" ").trim();
+    g.rows.push(
+      <tr class={cls || undefined} id={`step-${step.index + 1}`}>
+        <td>{String(step.index + 1)}</td>
+        <td>
+          {stepAction(step)}
+          <span class="muted small">
+            {step.kind === "runner" ? " · runner" : " · control plane"}
+          </span>
+        </td>
+        <td>
+          <RunCell run={fwd} repository={props.repository} now={props.now} attempts={true} />
+        </td>
+        <td>
+          {bwd ? (
+            <>
+              {"← "}
+              <RunCell
+                run={bwd}
+                repository={props.repository}
+                now={props.now}
+                attempts={bwd.kind === "runner"}
+              />
+            </>
+          ) : (
+            <span class="muted small">{step.backward ? "—" : "check only"}</span>
+          )}
+        </td>
+        <td class="wide">
+          <a
+            href={`?model=${step.index}#retry-model`}
+            title={
+              chance === null
+                ? "No attempt observed yet: open the retry model"
+                : "Open this step in the retry model"
+            }
+          >
+            {chance === null ? "model" : `${Math.round(chance * 100)}%`}
+          </a>
+        </td>
+      </tr>,
     );
-    if (bwd) {
-      rows.push(
-        <RunRow
-          index={step.index}
-          name={step.backward?.name ?? step.name}
-          lane={step.lane}
-          run={bwd}
-          direction="backward"
-          repository={props.repository}
-          now={props.now}
-          chance={null}
-        />,
-      );
-    }
-    if (step.index === r.high_water_mark) rows.push(<HwmRow hwm={r.high_water_mark} />);
+    if (step.index === r.high_water_mark) g.rows.push(<HwmRow hwm={r.high_water_mark} />);
   }
+  const m = r.manifest;
   return (
-    <table>
-      <caption>
-        Step table: every step's forward run and, after a failure, its backward (compensating) run.
-        Cursor at step {r.cursor}.
-      </caption>
-      <thead>
-        <tr>
-          <th scope="col">#</th>
-          <th scope="col">Step</th>
-          <th scope="col">Direction</th>
-          <th scope="col">State</th>
-          <th scope="col">Attempts</th>
-          <th scope="col">Duration</th>
-          <th scope="col">Step run</th>
-          <th scope="col" title="Retry model: chance of completing within its allowed attempts">
-            Completes (est.)
-          </th>
-        </tr>
-      </thead>
-      <tbody>{rows}</tbody>
-    </table>
+    <div class="scroll">
+      <table class="steps">
+        <caption>
+          {`Steps by wave: each step's forward run and, beside it, its undo run. ${
+            r.cursor >= 0 && r.cursor < m.steps.length
+              ? `${r.state === "compensating" || r.state === "needs_operator" ? "Undoing at" : "At"} step ${r.cursor + 1} of ${m.steps.length}.`
+              : `${m.steps.length} steps.`
+          }`}
+        </caption>
+        <thead>
+          <tr>
+            <th scope="col">#</th>
+            <th scope="col">Step</th>
+            <th scope="col">→ Forward</th>
+            <th scope="col">← Undo</th>
+            <th
+              scope="col"
+              class="wide"
+              title="Retry model: chance of completing within its allowed attempts"
+            >
+              Completes (est.)
+            </th>
+          </tr>
+        </thead>
+        {groups.map((g) => {
+          const w = m.waves[g.wave];
+          return (
+            <tbody>
+              {g.wave >= 0 ? (
+                <tr class="wave">
+                  <th colspan={5} scope="rowgroup">
+                    {w
+                      ? `Wave ${g.wave + 1} · lanes ${w.lanes.join(", ")} · traffic ${w.traffic}%`
+                      : `Wave ${g.wave + 1}`}
+                  </th>
+                </tr>
+              ) : null}
+              {g.rows}
+            </tbody>
+          );
+        })}
+      </table>
+    </div>
   );
 }
 
@@ -190,27 +213,41 @@ export function reasonOf(e: HistoryEntry): string {
   return refusalReason(e) ?? "refused";
 }
 
+/** History filters: `main` hides refused events (the default), `decisions` shows only operators'. */
+export type HistoryFilter = "main" | "all" | "refused" | "decisions";
+export const HISTORY_FILTERS: readonly HistoryFilter[] = ["main", "all", "refused", "decisions"];
+
+function keep(e: HistoryEntry, f: HistoryFilter): boolean {
+  if (f === "all") return true;
+  if (f === "refused") return e.outcome === "refused";
+  if (f === "decisions") return e.outcome === "accepted" && OPERATOR_EVENTS.has(e.kind);
+  return e.outcome !== "refused";
+}
+
+const FILTER_WORDS: Record<HistoryFilter, string> = {
+  main: "Accepted",
+  all: "All",
+  refused: "Refused only",
+  decisions: "Operator decisions",
+};
+
 function Timeline(props: {
   id: string;
   history: HistoryEntry[];
   offset: number;
-  refusedOnly: boolean;
+  filter: HistoryFilter;
 }) {
-  const all = props.refusedOnly
-    ? props.history.filter((e) => e.outcome === "refused")
-    : props.history;
+  const all = props.history.filter((e) => keep(e, props.filter));
   const total = all.length;
-  const refusedCount = props.refusedOnly
-    ? total
-    : props.history.reduce((n, e) => n + (e.outcome === "refused" ? 1 : 0), 0);
+  const refusedCount = props.history.reduce((n, e) => n + (e.outcome === "refused" ? 1 : 0), 0);
   // Newest first: index 0 of the page is the newest event not yet shown.
   const end = Math.max(0, total - props.offset);
   const start = Math.max(0, end - TIMELINE_PAGE);
   const page = all.slice(start, end).reverse();
-  const link = (offset: number, refused: boolean) => {
+  const link = (offset: number, filter: HistoryFilter) => {
     const p = new URLSearchParams();
     if (offset > 0) p.set("ev", String(offset));
-    if (refused) p.set("only", "refused");
+    if (filter !== "main") p.set("only", filter);
     const s = p.toString();
     return `/releases/${props.id}${s ? `?${s}` : ""}#history`;
   };
@@ -218,56 +255,72 @@ function Timeline(props: {
     <section aria-labelledby="history">
       <h2 id="history">History</h2>
       <p class="muted small">
-        {`${props.history.length} events, ${refusedCount} refused (late, duplicate, fenced or forged messages change nothing and are kept for the record). `}
-        {props.refusedOnly ? (
-          <a href={link(0, false)}>Show all events</a>
-        ) : (
-          <a href={link(0, true)}>Show refused events only</a>
-        )}
+        {`${props.history.length} events, ${refusedCount} refused (late, duplicate, fenced or forged messages change nothing and are kept for the record)`}
+        {props.filter === "main" && refusedCount > 0 ? "; refused events are hidden. " : ". "}
       </p>
-      <table>
-        <caption>
-          {total === 0
-            ? "No events."
-            : `Events ${total - end + 1}–${total - start} of ${total}, newest first`}
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col">Time</th>
-            <th scope="col">Event</th>
-            <th scope="col">Step run</th>
-            <th scope="col">Outcome</th>
-            <th scope="col">Message</th>
-          </tr>
-        </thead>
-        <tbody>
-          {page.map((e) => (
-            <tr class={e.outcome === "refused" ? "refused" : undefined}>
-              <td class="mono">{time(e.at)}</td>
-              <td>{e.kind}</td>
-              <td>
-                {e.step_run_id ? <a href={`/step-runs/${e.step_run_id}`}>{e.step_run_id}</a> : "—"}
-              </td>
-              <td>
-                {e.outcome === "refused" ? (
-                  <strong class="st st-failed">{historyLabel(e)}</strong>
-                ) : (
-                  <span class="muted">accepted</span>
-                )}
-              </td>
-              <td>{readOnce(e.message)}</td>
+      <nav class="filters small" aria-label="History filter">
+        {HISTORY_FILTERS.map((f) =>
+          f === props.filter ? (
+            <strong aria-current="true">{FILTER_WORDS[f]}</strong>
+          ) : (
+            <a href={link(0, f)}>{FILTER_WORDS[f]}</a>
+          ),
+        )}
+      </nav>
+      <div class="scroll">
+        <table class="history">
+          <caption>
+            {total === 0
+              ? "No events."
+              : `Events ${total - end + 1}–${total - start} of ${total}, newest first`}
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Time</th>
+              <th scope="col">Event</th>
+              <th scope="col" class="wide">
+                Step run
+              </th>
+              <th scope="col" class="wide">
+                Outcome
+              </th>
+              <th scope="col">Message</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {page.map((e) => {
+              const decision = e.outcome === "accepted" && OPERATOR_EVENTS.has(e.kind);
+              return (
+                <tr class={e.outcome === "refused" ? "refused" : decision ? "op" : undefined}>
+                  <td class="mono">{time(e.at).slice(11)}</td>
+                  <td>{decision ? <strong>{`operator ${e.kind}`}</strong> : e.kind}</td>
+                  <td class="wide">
+                    {e.step_run_id ? (
+                      <a href={`/step-runs/${e.step_run_id}`}>{e.step_run_id}</a>
+                    ) : (
+                      "—"
+                    )}
+                  </td>
+                  <td class="wide">
+                    {e.outcome === "refused" ? (
+                      <strong class="st st-failed">{historyLabel(e)}</strong>
+                    ) : (
+                      <span class="muted">accepted</span>
+                    )}
+                  </td>
+                  <td class="wrap">{readOnce(e.message)}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
       <nav class="pages" aria-label="History pages">
         {props.offset > 0 ? (
-          <a href={link(Math.max(0, props.offset - TIMELINE_PAGE), props.refusedOnly)}>
-            ← Newer events
-          </a>
+          <a href={link(Math.max(0, props.offset - TIMELINE_PAGE), props.filter)}>← Newer events</a>
         ) : null}
         {start > 0 ? (
-          <a href={link(props.offset + TIMELINE_PAGE, props.refusedOnly)}>Older events →</a>
+          <a href={link(props.offset + TIMELINE_PAGE, props.filter)}>Older events →</a>
         ) : null}
       </nav>
     </section>
@@ -316,9 +369,9 @@ function ManifestSummary(props: { release: Release }) {
               return (
                 <tr>
                   <td>{l.id}</td>
-                  <td class="mono">{`${l.user}@${l.host}:${l.port}`}</td>
+                  <td class="mono wrap">{`${l.user}@${l.host}:${l.port}`}</td>
                   <td>{l.queue}</td>
-                  <td>{w < 0 ? "—" : `${w} (traffic ${m.waves[w]!.traffic} %)`}</td>
+                  <td>{w < 0 ? "—" : `${w + 1} (traffic ${m.waves[w]!.traffic}%)`}</td>
                 </tr>
               );
             })}
@@ -329,34 +382,11 @@ function ManifestSummary(props: { release: Release }) {
   );
 }
 
-function Actions(props: { release: Release }) {
-  const r = props.release;
-  const canAbort = ["pending", "running", "paused"].includes(r.state);
-  const waiting = r.step_runs.filter((s) => awaitsRetry(r.state, s));
-  if (!canAbort && r.state !== "paused" && waiting.length === 0) return null;
-  return (
-    <nav class="bar" aria-label="Operator actions">
-      {canAbort ? (
-        <a class="btn danger" href={`/releases/${r.id}/abort`}>
-          Abort release…
-        </a>
-      ) : null}
-      {r.state === "paused" ? (
-        <a class="btn" href={`/releases/${r.id}/resume`}>
-          Resume release…
-        </a>
-      ) : null}
-      {waiting.map((s) => (
-        <a class="btn" href={`/step-runs/${s.id}/retry`}>{`Retry ${s.id}…`}</a>
-      ))}
-    </nav>
-  );
-}
-
 /** The whole release page. */
 export function ReleasePage(props: ReleasePageProps) {
   const r = props.record.release;
   const live = !TERMINAL_RELEASE_STATES.has(r.state);
+  const facts = summarize(r, props.record.history, props.record.attempt_results);
   return (
     <Layout title={`Release ${r.id}`} role={props.role} refreshSeconds={live ? 10 : undefined}>
       <div
@@ -371,30 +401,30 @@ export function ReleasePage(props: ReleasePageProps) {
             <span role="status" aria-live="polite">
               <State state={r.state} />
             </span>
+            <span class="sub">
+              {`${r.manifest.recipe_name} · ${r.manifest.model} · started ${time(r.created_at)} · ${live ? "running for" : "took"} ${span(r.created_at, live ? null : r.updated_at, props.now)}`}
+            </span>
           </h1>
           {props.notice ? <p class={`notice ${props.notice.kind}`}>{props.notice.text}</p> : null}
-          {r.reason ? <p class="notice bad">{readOnce(r.reason)}</p> : null}
-          <p class="muted">
-            {`${r.manifest.recipe_name} / ${r.manifest.model} · started ${time(r.created_at)} · `}
-            {`${live ? "running for" : "took"} ${span(r.created_at, live ? null : r.updated_at, props.now)}`}
-            {live ? " · this page updates itself" : ""}
-          </p>
-          <Actions release={r} />
+          <FirstScreen release={r} facts={facts} offers={offers(r)} />
         </div>
-        <ManifestSummary release={r} />
         <h2 id="steps">Steps</h2>
         <div id="part-steps" data-part>
           <StepTable release={r} repository={props.repository} now={props.now} />
         </div>
-        <MarkovPanel release={r} query={props.model} />
         <div id="part-history" data-part>
           <Timeline
             id={r.id}
             history={props.record.history}
             offset={props.events.offset}
-            refusedOnly={props.events.refusedOnly}
+            filter={props.events.filter}
           />
         </div>
+        <ManifestSummary release={r} />
+        <details class="panel" id="retry-model-box" open={props.model.step !== undefined}>
+          <summary>Retry model: the chance each step completes within its allowed attempts</summary>
+          <MarkovPanel release={r} query={props.model} />
+        </details>
       </div>
       {live ? <script dangerouslySetInnerHTML={{ __html: LIVE_SCRIPT }} /> : null}
     </Layout>

@@ -3,7 +3,7 @@ export const CSS = `
 :root{--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--bg:#fff;--soft:#f6f8fa;--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--run:#0969da;--off:#6e7781}
 *{box-sizing:border-box}
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);margin:0}
-header.top{display:flex;gap:1.5rem;align-items:center;padding:.6rem 1.2rem;border-bottom:1px solid var(--line);background:var(--soft)}
+header.top{display:flex;flex-wrap:wrap;gap:.4rem 1.5rem;align-items:center;padding:.6rem 1.2rem;border-bottom:1px solid var(--line);background:var(--soft)}
 header.top a{color:var(--fg);text-decoration:none;font-weight:600}
 header.top .who{margin-left:auto;color:var(--muted);font-size:.9em}
 main{max-width:1400px;margin:0 auto;padding:1rem 1.2rem 3rem}
@@ -37,7 +37,36 @@ dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;word-break:break-all}
 .panel{border:1px solid var(--line);border-radius:.4rem;padding:.8rem 1rem;margin:1rem 0}
 input,select{font:inherit;padding:.2rem .35rem}
 label{margin-right:.3rem}
-.cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(22rem,1fr));gap:1rem}
+.cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(22rem,100%),1fr));gap:1rem}
 nav.pages{margin:.6rem 0;display:flex;gap:1rem}
 :focus-visible{outline:3px solid #0969da;outline-offset:2px}
+h1 .sub{display:block;font-size:.85rem;font-weight:400;color:var(--muted);margin-top:.15rem}
+.headline{font-size:1.1rem;font-weight:600;margin:.2rem 0 .3rem}
+.why{margin:.2rem 0 .5rem;border-left:5px solid var(--bad);padding:.3rem .7rem;background:#fff5f5;overflow-wrap:anywhere}
+.tag{display:inline-block;margin-left:.5rem;padding:0 .4rem;border-radius:.3rem;font-size:.8em;font-weight:600;border:1px solid currentColor}
+.tag.op{color:#8250df}.tag.bad{color:var(--bad)}
+ul.offers{list-style:none;padding:0;margin:.4rem 0;display:grid;gap:.35rem}
+ul.offers li{display:flex;flex-wrap:wrap;gap:.2rem .6rem;align-items:baseline}
+.panel.bad{border-left:5px solid var(--bad);padding:.4rem .8rem;margin:.5rem 0}
+.panel h2{margin:.1rem 0 .3rem;font-size:1.05rem}
+.panel p{margin:.2rem 0}
+pre.excerpt{margin:0;max-height:6rem}
+.scroll{overflow-x:auto;max-width:100%}
+.wrap{overflow-wrap:anywhere;word-break:break-word}
+table.compact td,table.compact th{padding:.15rem .4rem}
+.cols.tight{gap:0 1.2rem}.cols.tight h2{margin:.5rem 0 .2rem;font-size:1rem}.cols.tight p{margin:.2rem 0}
+tr.wave th{background:#eef3f8;font-weight:600}
+tr.op td{background:#f5f0ff}
+nav.filters{display:flex;flex-wrap:wrap;gap:.3rem 1rem;margin:.3rem 0}
+details>summary{cursor:pointer;font-weight:600}
+@media (max-width:640px){
+ main{padding:.6rem .6rem 2rem}
+ .wide{display:none}
+ .cols{grid-template-columns:1fr}
+ table{font-size:.85em}
+ th,td{padding:.25rem .3rem}
+ td.mono{white-space:normal}
+ dl.kv{grid-template-columns:1fr}
+ header.top .who{margin-left:0}
+}
 `;

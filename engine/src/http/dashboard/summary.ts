@@ -1,0 +1,309 @@
+/**
+ * What the first screen of a release page (and `baton status`) says, as data: the state and
+ * why, the step that failed with its failing check and evidence, what was undone and what is
+ * still to undo, what Baton last set the lanes to, and who decided (an operator's abort or a
+ * step's failure). Pure; built from the release record (release, history, attempt results).
+ * Numbers are for people: steps and waves count from 1.
+ */
+import { causeOf } from "../../domain/notifications.ts";
+import type { HistoryEntry, Json, ManifestStep, Release, StepRun } from "../../domain/types.ts";
+import type { AttemptResult } from "../../ports/store.ts";
+import { type CheckRow, checkRows } from "./format.ts";
+import { readOnce } from "./history-label.ts";
+
+/** The step run states that end a step run badly. */
+const BAD = new Set(["failed", "unknown", "dispatch_failed"]);
+
+/** `set traffic 10%`, `exclude lane lane-b`: a step's action in words, with its percent. */
+export function stepAction(step: ManifestStep, direction: "fwd" | "bwd" = "fwd"): string {
+  const a = direction === "fwd" ? step.forward : (step.backward ?? step.forward);
+  const name = a.name.replaceAll("_", " ");
+  if (a.kind === "control_plane") {
+    const r = a.request;
+    if (r.op === "set_traffic" || r.op === "assert_traffic") {
+      return `${name} ${r.percent}% (${weightsText(r.weights)})`;
+    }
+  }
+  return `${name}${step.lane ? ` · ${step.lane}` : ""}`;
+}
+
+/** `lane-a 90%, lane-b 10%`. */
+export function weightsText(w: Record<string, number>): string {
+  return Object.entries(w)
+    .map(([k, v]) => `${k} ${v}%`)
+    .join(", ");
+}
+
+/** `step 9 (wave 2)`: a step for people. */
+export function stepWords(step: ManifestStep): string {
+  return `step ${step.index + 1} (wave ${step.wave + 1})`;
+}
+
+/** Evidence of one failing check, as the runner's checks.json recorded it. */
+export interface CheckEvidence {
+  check: CheckRow;
+  /** A response body excerpt (`body`/`response`/`response_body`/`excerpt`), if the tool kept one. */
+  excerpt: string | null;
+  /** HTTP status of the probe, if recorded. */
+  http_status: string | null;
+}
+
+/** The step that failed, where, and what proves it. */
+export interface FailedStep {
+  run: StepRun;
+  step: ManifestStep;
+  /** `step 9 (wave 2) attach queue lane · lane-b` */
+  title: string;
+  error: string | null;
+  attempt: AttemptResult | null;
+  evidence: CheckEvidence | null;
+}
+
+/** An operator decision taken from history (abort, resume, retry …). */
+export interface Decision {
+  kind: string;
+  actor: string;
+  reason: string | null;
+  at: number;
+}
+
+export interface ReleaseSummaryFacts {
+  /** One line: `Rolled back after a failure at step 9 (wave 2)`. */
+  headline: string;
+  /** Why, in the engine's words, read once (kept after the release ended). */
+  why: string | null;
+  cause: "operator_abort" | "failure" | null;
+  /** The operator's abort, when one was accepted. */
+  abort: Decision | null;
+  /** The forward step that failed (or the undo step an operator must fix). */
+  failed: FailedStep | null;
+  /** needs_operator: the lane to fix by hand and the undo step waiting on it. */
+  operator: { lane: string | null; run: StepRun; step: ManifestStep } | null;
+  /** Undo steps that succeeded, newest first. */
+  undone: { step: ManifestStep; run: StepRun }[];
+  /** Steps still to undo (compensating / needs_operator), in the order they will run. */
+  toUndo: ManifestStep[];
+  /** Per lane, the image and traffic Baton last set (not a read of the fleet). */
+  lanes: { id: string; image: "new" | "previous"; weight: number | null; wave: number }[];
+  /** Traffic as last written and read back, or null when no traffic step ran. */
+  traffic: { weights: Record<string, number>; percent: number; by: string } | null;
+}
+
+function str(v: Json | undefined): string | null {
+  return typeof v === "string" && v.trim() ? v : typeof v === "number" ? String(v) : null;
+}
+
+/** The first failing check of an attempt's checks.json, with any body excerpt it carries. */
+export function failingEvidence(result: AttemptResult | null): CheckEvidence | null {
+  if (!result) return null;
+  const rows = checkRows(result.checks);
+  const raw = Array.isArray(result.checks) ? result.checks : [];
+  const check =
+    rows?.find((r) => r.failing && r.status !== "not_run") ?? rows?.find((r) => r.failing);
+  if (!check) return null;
+  const rec = raw.find(
+    (c) => c && typeof c === "object" && !Array.isArray(c) && (c.name ?? c.phase) === check.name,
+  ) as Record<string, Json> | undefined;
+  const excerpt =
+    str(rec?.body) ?? str(rec?.response) ?? str(rec?.response_body) ?? str(rec?.excerpt) ?? null;
+  const http = str(rec?.http_status) ?? str(rec?.status_code) ?? null;
+  return { check, excerpt: excerpt ? excerpt.slice(0, 600) : null, http_status: http };
+}
+
+function latestResult(results: AttemptResult[], run: StepRun): AttemptResult | null {
+  let best: AttemptResult | null = null;
+  for (const a of results) {
+    if (a.step_run_id === run.id && (!best || a.attempt > best.attempt)) best = a;
+  }
+  return best;
+}
+
+function lastBad(r: Release, dir: "fwd" | "bwd"): StepRun | null {
+  let best: StepRun | null = null;
+  for (const sr of r.step_runs) {
+    if (sr.direction !== dir || !BAD.has(sr.state)) continue;
+    if (sr.last_error?.startsWith("cancelled by abort")) continue;
+    if (!best || (sr.finished_at ?? 0) >= (best.finished_at ?? 0)) best = sr;
+  }
+  return best;
+}
+
+function failedStep(r: Release, run: StepRun, results: AttemptResult[]): FailedStep | null {
+  const step = r.manifest.steps[run.step_index];
+  if (!step) return null;
+  const attempt = latestResult(results, run);
+  return {
+    run,
+    step,
+    title: `${stepWords(step)} ${run.direction === "bwd" ? "undo " : ""}${stepAction(step, run.direction)}`,
+    error: run.last_error,
+    attempt,
+    evidence: failingEvidence(attempt),
+  };
+}
+
+/** Operator decisions in history (accepted abort / resume / retry …), oldest first. */
+export function decisions(history: HistoryEntry[]): Decision[] {
+  const out: Decision[] = [];
+  for (const e of history) {
+    if (e.outcome !== "accepted" || !OPERATOR_EVENTS.has(e.kind)) continue;
+    const d = e.data && typeof e.data === "object" && !Array.isArray(e.data) ? e.data : {};
+    out.push({
+      kind: e.kind,
+      actor: str(d.actor) ?? "operator",
+      reason: str(d.reason),
+      at: e.at,
+    });
+  }
+  return out;
+}
+
+/** History kinds that are an operator's decision (not the engine's). */
+export const OPERATOR_EVENTS: ReadonlySet<string> = new Set([
+  "abort",
+  "resume",
+  "retry",
+  "resolve",
+  "abandon",
+]);
+
+/** The first-screen facts of a release. */
+export function summarize(
+  r: Release,
+  history: HistoryEntry[],
+  results: AttemptResult[],
+): ReleaseSummaryFacts {
+  const steps = r.manifest.steps;
+  const abort = decisions(history).find((d) => d.kind === "abort") ?? null;
+  const fwdBad = lastBad(r, "fwd");
+  const bwdBad = lastBad(r, "bwd");
+  // An accepted abort is the operator's decision, whatever failed before it.
+  const ended = ["compensating", "rolled_back", "aborted"].includes(r.state);
+  const cause = abort && ended ? "operator_abort" : causeOf(r);
+  const failed =
+    r.state === "needs_operator" && bwdBad
+      ? failedStep(r, bwdBad, results)
+      : fwdBad && r.state !== "succeeded"
+        ? failedStep(r, fwdBad, results)
+        : null;
+
+  const undone = r.step_runs
+    .filter((s) => s.direction === "bwd" && s.state === "succeeded")
+    .sort((a, b) => (b.finished_at ?? 0) - (a.finished_at ?? 0))
+    .flatMap((run) => {
+      const step = steps[run.step_index];
+      return step ? [{ step, run }] : [];
+    });
+
+  const toUndo: ManifestStep[] = [];
+  if (r.state === "compensating" || r.state === "needs_operator") {
+    for (let i = Math.min(r.cursor, steps.length - 1); i >= 0; i--) {
+      const step = steps[i]!;
+      const fwd = r.step_runs.find((s) => s.step_index === i && s.direction === "fwd");
+      const bwd = r.step_runs.find((s) => s.step_index === i && s.direction === "bwd");
+      if (!step.backward || !fwd || fwd.state === "planned" || bwd?.state === "succeeded") continue;
+      if (fwd.state === "failed" && fwd.attempts.length === 0 && fwd.kind === "runner") continue;
+      toUndo.push(step);
+    }
+  }
+
+  let operator: ReleaseSummaryFacts["operator"] = null;
+  if (r.state === "needs_operator" && bwdBad) {
+    const step = steps[bwdBad.step_index];
+    if (step) operator = { lane: step.lane, run: bwdBad, step };
+  }
+
+  // What Baton last set: the latest succeeded traffic write, and per lane its image.
+  let traffic: ReleaseSummaryFacts["traffic"] = null;
+  let latest = -1;
+  for (const sr of r.step_runs) {
+    if (sr.state !== "succeeded" || sr.kind !== "control_plane") continue;
+    const step = steps[sr.step_index];
+    const a = sr.direction === "fwd" ? step?.forward : step?.backward;
+    if (!a || a.kind !== "control_plane" || a.request.op !== "set_traffic") continue;
+    if ((sr.finished_at ?? 0) >= latest) {
+      latest = sr.finished_at ?? 0;
+      traffic = {
+        weights: a.request.weights,
+        percent: a.request.percent,
+        by: `${stepWords(step!)}${sr.direction === "bwd" ? " undo" : ""}`,
+      };
+    }
+  }
+  const lanes = r.manifest.lanes.map((l) => {
+    const deployed = r.step_runs.some((sr) => {
+      const step = steps[sr.step_index];
+      return (
+        step?.lane === l.id &&
+        step.kind === "runner" &&
+        sr.direction === "fwd" &&
+        sr.state === "succeeded" &&
+        step.backward !== null &&
+        !r.step_runs.some(
+          (b) => b.step_index === sr.step_index && b.direction === "bwd" && b.state === "succeeded",
+        )
+      );
+    });
+    const wave = r.manifest.waves.findIndex((w) => w.lanes.includes(l.id));
+    return {
+      id: l.id,
+      image: deployed ? ("new" as const) : ("previous" as const),
+      weight: traffic ? (traffic.weights[l.id] ?? 0) : null,
+      wave: wave + 1,
+    };
+  });
+
+  const why = r.reason ? readOnce(r.reason) : null;
+  return {
+    headline: headline(r, cause, failed, operator, abort),
+    why,
+    cause,
+    abort,
+    failed,
+    operator,
+    undone,
+    toUndo,
+    lanes,
+    traffic,
+  };
+}
+
+function headline(
+  r: Release,
+  cause: ReleaseSummaryFacts["cause"],
+  failed: FailedStep | null,
+  operator: ReleaseSummaryFacts["operator"],
+  abort: Decision | null,
+): string {
+  const at = failed ? ` at ${stepWords(failed.step)}` : "";
+  const by = abort ? ` by ${abort.actor}${abort.reason ? `: ${readOnce(abort.reason)}` : ""}` : "";
+  const total = r.manifest.steps.length;
+  switch (r.state) {
+    case "succeeded":
+      return `Succeeded: all ${total} steps done`;
+    case "rolled_back":
+      return cause === "operator_abort"
+        ? `Rolled back after an operator abort${by}`
+        : `Rolled back after a failure${at}`;
+    case "compensating":
+      return cause === "operator_abort"
+        ? `Undoing after an operator abort${by}`
+        : `Undoing after a failure${at}`;
+    case "aborted":
+      return `Aborted${by} before anything took effect`;
+    case "needs_operator":
+      return operator
+        ? `Needs an operator: undoing ${stepWords(operator.step)} failed${operator.lane ? ` on lane ${operator.lane}` : ""}`
+        : "Needs an operator";
+    case "paused":
+      return `Paused${at}`;
+    case "pending":
+      return "Pending: held until resumed";
+    case "running": {
+      const cur = r.manifest.steps[r.cursor];
+      return cur ? `Running ${stepWords(cur)} of ${total}: ${stepAction(cur)}` : "Running";
+    }
+    default:
+      return `${String(r.state).replaceAll("_", " ")}${at}`;
+  }
+}
