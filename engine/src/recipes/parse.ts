@@ -2,11 +2,48 @@
  * Reads a recipe file's text (YAML, or JSON, which is YAML 1.2) into a plain value, with
  * parse errors that name the file, line and column instead of a stack trace.
  */
-import { isNode, parseAllDocuments, parseDocument } from "yaml";
+import { isNode, Lexer, parseAllDocuments, parseDocument } from "yaml";
 import { BatonError } from "../domain/errors.ts";
 
 /** Largest recipe text accepted (bytes of UTF-8): a 256-lane recipe is well under 200 KB. */
 export const RECIPE_MAX_BYTES = 1024 * 1024;
+
+/** Deepest nesting of `[` / `{` accepted in a recipe (a real one nests 4 levels). */
+export const RECIPE_MAX_NESTING = 64;
+
+/**
+ * Refuses text whose flow collections (`[`, `{`; JSON is YAML flow) nest deeper than
+ * `RECIPE_MAX_NESTING`, before any parser builds a tree of it: 100,000 nested `[` (a 200 KB
+ * file) ran the YAML library out of memory. Uses the YAML lexer (a flat token stream, so
+ * brackets inside quoted strings are not counted) and stops at the first level too deep.
+ * Block nesting needs indentation, which the size limit already bounds.
+ * @throws BatonError `contract_failed` (422) with one problem naming line and column.
+ */
+export function assertRecipeNesting(text: string, filename: string): void {
+  let depth = 0;
+  let offset = 0;
+  for (const token of new Lexer().lex(text)) {
+    if (token === "[" || token === "{") {
+      depth++;
+      if (depth > RECIPE_MAX_NESTING) {
+        const pos = position(lineStarts(text), offset);
+        const message = `[recipe] ${filename}:${pos.line}:${pos.col}: brackets are nested deeper than ${RECIPE_MAX_NESTING} levels (line ${pos.line}, column ${pos.col})`;
+        throw new BatonError("contract_failed", message, [
+          {
+            path: "",
+            message,
+            fix: `Close the brackets: a recipe nests a few levels (lanes, waves); more than ${RECIPE_MAX_NESTING} is not a recipe.`,
+          },
+        ]);
+      }
+    } else if (token === "]" || token === "}") {
+      depth = Math.max(0, depth - 1);
+    }
+    // The lexer adds one-character control tokens (document start, scalar) not in the text.
+    const control = token.length === 1 && token.charCodeAt(0) < 0x20 && !/[\t\n\r]/.test(token);
+    if (!control) offset += token.length;
+  }
+}
 
 /** A parsed recipe file: its value and a way to find where a path is in the text. */
 export interface ParsedRecipeText {
@@ -30,6 +67,7 @@ export function parseRecipeText(text: string, filename: string): ParsedRecipeTex
       "Split the rollout into several recipes.",
     );
   }
+  assertRecipeNesting(text, filename);
   // Count documents first: `parseDocument` reports a second one as "use
   // YAML.parseAllDocuments()", which reads like a bug in Baton rather than in the file.
   const docs = parseAllDocuments(text, { merge: false });

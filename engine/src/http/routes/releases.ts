@@ -10,6 +10,7 @@ import { BatonError } from "../../domain/errors.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
+import { assertRecipeNesting } from "../../recipes/parse.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { requireBearer } from "../auth.ts";
 import { badRequest, zodProblems } from "../errors.ts";
@@ -160,6 +161,7 @@ export function parseRecipeBody(text: string, contentType: string | undefined): 
   if (text.trim() === "") {
     throw badRequest("recipe", [{ path: "body", message: "is empty", fix: "send the recipe" }]);
   }
+  assertRecipeNesting(text, "request body");
   try {
     return isYaml ? parseYaml(text, { maxAliasCount: 100 }) : JSON.parse(text);
   } catch (e) {

@@ -1,0 +1,50 @@
+/**
+ * Issue 14 item 4: a recipe nested deeper than the limit (100,000 `[`, a 200 KB file) gets a
+ * clear problem, never an out-of-memory crash: 422 from the engine (which stays up), exit 1
+ * from `baton check` (never 134).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { baton } from "../cli/run-baton.ts";
+import { type Harness, makeHarness, OPERATOR, recipe } from "./service-harness.ts";
+
+const DEEP_YAML = `name: x\nmodel: ${"[".repeat(100_000)}\n`;
+const DEEP_JSON = `{"name": "x", "model": ${"[".repeat(100_000)}}`;
+const dir = mkdtempSync(path.join(tmpdir(), "baton-deep-"));
+let h: Harness | null = null;
+afterAll(async () => {
+  await h?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("deeply nested recipes", () => {
+  it("the engine answers 422 naming the nesting, for YAML and JSON, and stays up", async () => {
+    h = await makeHarness({ seed: recipe(2) });
+    for (const [text, type] of [
+      [DEEP_YAML, "application/yaml"],
+      [DEEP_JSON, "application/json"],
+    ] as const) {
+      const res = await h.engine.app.request("/v1/releases", {
+        method: "POST",
+        headers: { authorization: `Bearer ${OPERATOR}`, "content-type": type },
+        body: text,
+      });
+      expect(res.status, type).toBe(422);
+      const b = (await res.json()) as { error: { message: string; problems: { fix: string }[] } };
+      expect(b.error.message).toMatch(/nest(s|ed|ing) deeper than 64/);
+      expect(b.error.problems[0]?.fix).toBeTruthy();
+    }
+    expect((await h.engine.app.request("/healthz")).status).toBe(200);
+  });
+
+  it("baton check lists the problem and exits 1", async () => {
+    const file = path.join(dir, "deep.yaml");
+    writeFileSync(file, DEEP_YAML);
+    const r = await baton(["check", file]);
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toMatch(/nest(s|ed|ing) deeper than 64/);
+    expect(r.stdout + r.stderr).not.toMatch(/FATAL|out of memory|\n\s+at /);
+  }, 60_000);
+});
