@@ -5,6 +5,7 @@
  * the same database (another connection / Pool) for the concurrency tests.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { GateEvidence } from "../../engine/src/domain/gate/evidence.ts";
 import type { Effect, HistoryEntry, Json, Release } from "../../engine/src/domain/types.ts";
 import type { AttemptResult, Store } from "../../engine/src/ports/store.ts";
 
@@ -238,6 +239,64 @@ export function storeContract(name: string, factory: StoreFactory): void {
       ).rejects.toThrow(/^\[store\]/);
       expect(await store.getAdmissionMark("llama-3-8b")).toEqual(mark(3, T0 + 1));
       expect(await store.getAdmissionMark("another-model")).toBeNull();
+    });
+
+    it("gate evidence: the first write of a (release, generation, wave, seq) stands; listed in order, per release", async () => {
+      await created(1);
+      const ev = (patch: Partial<GateEvidence>): GateEvidence => ({
+        release_id: "r1",
+        generation: 1,
+        manifest_digest: "d".repeat(64),
+        wave: 0,
+        seq: 1,
+        at: T0,
+        phase: "gate",
+        decision: "wait",
+        reason: "baking: 10 s of 60 s — ok ✓",
+        alpha: 0.05,
+        elapsed_ms: 10_000,
+        arms: { candidate: 120, control: 480 },
+        srm: {
+          planned: [0.2, 0.8],
+          observed: [120, 480],
+          log_bayes_factor: -2.5,
+          p_value: 1,
+          mismatch: false,
+        },
+        metrics: [
+          {
+            name: "error-rate",
+            required: true,
+            verdict: "undecided",
+            missing: null,
+            candidate: { x: 1, n: 120 },
+            control: { x: 5, n: 480 },
+            estimate: 0.002,
+            lower: -0.03,
+            upper: 0.03,
+            margin: 0.01,
+            slo: null,
+          },
+        ],
+        ...patch,
+      });
+      expect(await store.listEvidence("r1")).toEqual([]);
+      expect(await store.appendEvidence(ev({ seq: 2, decision: "pass", at: T0 + 2 }))).toBe(true);
+      expect(await store.appendEvidence(ev({}))).toBe(true);
+      expect(await store.appendEvidence(ev({ wave: 1, seq: 1, decision: "fail" }))).toBe(true);
+      expect(await store.appendEvidence(ev({ generation: 2, seq: 1 }))).toBe(true);
+      // A repeat of a key (a retried write after a crash) changes nothing.
+      expect(await store.appendEvidence(ev({ decision: "fail", reason: "other" }))).toBe(false);
+      expect(await store.appendEvidence(ev({ release_id: "r9", seq: 1 }))).toBe(true);
+      const listed = await store.listEvidence("r1");
+      expect(listed.map((e) => [e.generation, e.wave, e.seq, e.decision])).toEqual([
+        [1, 0, 1, "wait"],
+        [1, 0, 2, "pass"],
+        [1, 1, 1, "fail"],
+        [2, 0, 1, "wait"],
+      ]);
+      expect(listed[0]).toEqual(ev({}));
+      expect(await store.listEvidence("r9")).toHaveLength(1);
     });
 
     it("commit writes the release, history and outbox rows together", async () => {

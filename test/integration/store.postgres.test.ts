@@ -76,6 +76,7 @@ if (!url) {
         expect(Object.fromEntries(rows.map((r) => [r.col, r.data_type]))).toEqual({
           "attempt_results.checks": "text",
           "attempt_results.raw_callback": "text",
+          "gate_evidence.doc": "jsonb",
           "history.data": "jsonb",
           "outbox.effect": "jsonb",
           "releases.doc": "json",

@@ -8,6 +8,7 @@
  * the outbox row whose outcome caused it — all in one transaction.
  */
 
+import type { GateEvidence } from "../domain/gate/evidence.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import type { HistoryEntry, Json, OutboxEffect, Release } from "../domain/types.ts";
 
@@ -113,6 +114,13 @@ export interface Store {
   /** The model's admission mark, or null before its first signed manifest. */
   getAdmissionMark(model: string): Promise<AdmissionMark | null>;
   getRelease(id: string): Promise<Release | null>;
+  /**
+   * Stores one gate evaluation (docs/gate.md). Idempotent on (release_id, generation, wave,
+   * seq): the first write stands; a repeat returns false and changes nothing.
+   */
+  appendEvidence(evidence: GateEvidence): Promise<boolean>;
+  /** A release's evidence ordered by generation, wave, seq. */
+  listEvidence(releaseId: string): Promise<GateEvidence[]>;
   /** Applies one transition atomically; see `CommitInput`. */
   commit(input: CommitInput): Promise<CommitResult>;
   /** Appends history without touching the release (refused events). */

@@ -5,6 +5,7 @@
  */
 import type { Kysely } from "kysely";
 import { sql } from "kysely";
+import type { GateEvidence } from "../../domain/gate/evidence.ts";
 import { type ReleaseState, TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import { storableValue } from "../../domain/storable-text.ts";
 import type { HistoryEntry, Manifest, OutboxEffect, Release } from "../../domain/types.ts";
@@ -170,6 +171,36 @@ export abstract class KyselyStore implements Store {
     const release = toRelease(this.json.read(row.doc) as Release, manifest);
     this.manifests.set(id, release.manifest);
     return release;
+  }
+
+  async appendEvidence(e: GateEvidence): Promise<boolean> {
+    const r = await this.live()
+      .insertInto("gate_evidence")
+      .values({
+        release_id: e.release_id,
+        generation: e.generation,
+        wave: e.wave,
+        seq: e.seq,
+        manifest_digest: e.manifest_digest,
+        at: e.at,
+        decision: e.decision,
+        doc: JSON.stringify(storableValue(e)),
+      })
+      .onConflict((oc) => oc.columns(["release_id", "generation", "wave", "seq"]).doNothing())
+      .executeTakeFirst();
+    return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
+  }
+
+  async listEvidence(releaseId: string): Promise<GateEvidence[]> {
+    const rows = await this.live()
+      .selectFrom("gate_evidence")
+      .select("doc")
+      .where("release_id", "=", releaseId)
+      .orderBy("generation")
+      .orderBy("wave")
+      .orderBy("seq")
+      .execute();
+    return rows.map((r) => this.json.read(r.doc) as GateEvidence);
   }
 
   async getAdmissionMark(model: string): Promise<AdmissionMark | null> {

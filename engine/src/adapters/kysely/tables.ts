@@ -90,6 +90,18 @@ export interface AdmissionMarksTable {
 }
 
 /** SQLite only (Postgres uses a SEQUENCE): one row per counter. */
+/** One gate evaluation (docs/gate.md); `doc` is the whole `GateEvidence` record. */
+export interface GateEvidenceTable {
+  release_id: string;
+  generation: number;
+  wave: number;
+  seq: number;
+  manifest_digest: string;
+  at: number;
+  decision: string;
+  doc: JsonColumn;
+}
+
 export interface ReleaseSequenceTable {
   name: string;
   value: number;
@@ -104,6 +116,7 @@ export interface BatonDatabase {
   release_sequence: ReleaseSequenceTable;
   release_retention: ReleaseRetentionTable;
   admission_marks: AdmissionMarksTable;
+  gate_evidence: GateEvidenceTable;
 }
 
 /** Finished releases already compacted by the retention policy (`Store.compactFinished`). */

@@ -128,4 +128,17 @@ export const postgresMigrations: SqlMigrations = {
       release_id text NOT NULL
     )`,
   ],
+  "0006_gate_evidence": [
+    `CREATE TABLE gate_evidence (
+      release_id text NOT NULL,
+      generation integer NOT NULL,
+      wave integer NOT NULL,
+      seq integer NOT NULL,
+      manifest_digest text NOT NULL,
+      at bigint NOT NULL,
+      decision text NOT NULL,
+      doc jsonb NOT NULL,
+      PRIMARY KEY (release_id, generation, wave, seq)
+    )`,
+  ],
 };

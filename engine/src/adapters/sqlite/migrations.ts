@@ -137,4 +137,17 @@ export const sqliteMigrations: SqlMigrations = {
       release_id TEXT NOT NULL
     ) STRICT`,
   ],
+  "0006_gate_evidence": [
+    `CREATE TABLE gate_evidence (
+      release_id TEXT NOT NULL,
+      generation INTEGER NOT NULL,
+      wave INTEGER NOT NULL,
+      seq INTEGER NOT NULL,
+      manifest_digest TEXT NOT NULL,
+      at INTEGER NOT NULL,
+      decision TEXT NOT NULL,
+      doc TEXT NOT NULL,
+      PRIMARY KEY (release_id, generation, wave, seq)
+    ) STRICT`,
+  ],
 };
