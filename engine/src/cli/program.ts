@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from "commander";
 import { connection } from "./client.ts";
 import * as cmd from "./commands.ts";
 import { CliError, EXIT, type ExitCode, errorLines } from "./errors.ts";
+import { startPending } from "./start-pending.ts";
 
 type Globals = { engine?: string; token?: string };
 
@@ -61,6 +62,23 @@ export async function runCli(
     .addOption(json())
     .action(async (file: string, o: { json?: boolean; hold?: boolean }, c: Command) => {
       code = await cmd.start(conn(c), file, { json: Boolean(o.json), hold: Boolean(o.hold) }, io);
+    });
+
+  program
+    .command("start-pending")
+    .description(
+      "start every recipe whose manifest digest has no release yet (the recipe workflow's start)",
+    )
+    .argument("<recipe...>", "recipe YAML (or .json) files, e.g. every file in recipes/")
+    .option("--dry-run", "only print what would be started")
+    .addOption(json())
+    .action(async (files: string[], o: { json?: boolean; dryRun?: boolean }, c: Command) => {
+      code = await startPending(
+        conn(c),
+        files,
+        { json: Boolean(o.json), dryRun: Boolean(o.dryRun) },
+        io,
+      );
     });
 
   program

@@ -1,0 +1,149 @@
+/**
+ * `baton start-pending <recipe…>`: starts every recipe whose manifest digest has no release
+ * yet, and nothing else. This is what the recipe workflow runs on the default branch: it looks
+ * at every recipe in the tree, not at a `before..HEAD` diff, so a run GitHub cancelled, a
+ * force-push or a zero `before` (new branch) cannot lose a merged recipe, and a recipe that
+ * already has a release (any state) is never started twice. A recipe that fails the contract
+ * check, an engine that cannot be listed, or a start the engine refuses fails the command
+ * (exit 1) after the other recipes were handled; nothing is skipped silently.
+ */
+import { readFileSync } from "node:fs";
+import type { ReleaseSummary } from "../ports/store.ts";
+import { type Connection, EngineClient } from "./client.ts";
+import type { Io } from "./commands.ts";
+import { EXIT, type ExitCode } from "./errors.ts";
+
+/** One line: the error's message and each of its problems (path: message). */
+function describe(e: unknown): string {
+  const err = e as Error & { problems?: { path?: string; message?: string }[] };
+  const problems = (err.problems ?? []).map((p) => `${p.path ?? ""}: ${p.message ?? ""}`);
+  return [err.message, ...problems].join("; ");
+}
+
+/** Most list pages read (200 releases each) before giving up loudly. */
+const MAX_PAGES = 500;
+
+/** One recipe's outcome. `release` is the existing or new release id. */
+export interface PendingOutcome {
+  file: string;
+  recipe_name?: string;
+  manifest_digest?: string;
+  outcome: "already_released" | "started" | "would_start" | "failed";
+  release?: string;
+  message: string;
+}
+
+async function allReleases(client: EngineClient): Promise<ReleaseSummary[]> {
+  const out: ReleaseSummary[] = [];
+  let before: number | undefined;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const q = new URLSearchParams({ limit: "200" });
+    // `before` is exclusive: releases created in the same millisecond as the page's last one
+    // are re-read by asking for before+1 and dropping the ids already seen.
+    if (before !== undefined) q.set("before", String(before + 1));
+    const res = await client.call<{ releases: ReleaseSummary[] }>("GET", `/v1/releases?${q}`);
+    const seen = new Set(out.map((r) => r.id));
+    const fresh = res.releases.filter((r) => !seen.has(r.id));
+    out.push(...fresh);
+    if (res.releases.length < 200 || fresh.length === 0) return out;
+    before = Math.min(...res.releases.map((r) => r.created_at));
+  }
+  throw new Error(
+    `[cli] more than ${MAX_PAGES * 200} releases; cannot tell which recipes have one`,
+  );
+}
+
+/** Runs the command; exit 1 when any recipe failed (the others are still handled). */
+export async function startPending(
+  conn: Connection,
+  files: string[],
+  o: { json: boolean; dryRun: boolean },
+  io: Io,
+): Promise<ExitCode> {
+  const { compileRecipeText } = await import("../recipes/compile-text.ts");
+  const client = new EngineClient(conn);
+  const outcomes: PendingOutcome[] = [];
+  const compiled: { file: string; text: string; name: string; digest: string }[] = [];
+  for (const file of files) {
+    try {
+      const text = readFileSync(file, "utf8");
+      const c = compileRecipeText(text, file);
+      compiled.push({ file, text, name: c.manifest.recipe_name, digest: c.manifest_digest });
+    } catch (e) {
+      outcomes.push({
+        file,
+        outcome: "failed",
+        message: describe(e),
+      });
+    }
+  }
+  let releases: ReleaseSummary[] = [];
+  try {
+    releases = compiled.length ? await allReleases(client) : [];
+  } catch (e) {
+    for (const c of compiled)
+      outcomes.push({
+        file: c.file,
+        recipe_name: c.name,
+        manifest_digest: c.digest,
+        outcome: "failed",
+        message: `cannot list the engine's releases: ${describe(e)}`,
+      });
+    compiled.length = 0;
+  }
+  const digests = new Map<string, string>(); // release id -> manifest digest (fetched lazily)
+  for (const c of compiled) {
+    const base = { file: c.file, recipe_name: c.name, manifest_digest: c.digest };
+    try {
+      let existing: string | undefined;
+      // Oldest first, so the answer names the release that first took this digest.
+      const candidates = releases
+        .filter((r) => r.recipe_name === c.name)
+        .sort((a, b) => a.created_at - b.created_at);
+      for (const r of candidates) {
+        if (!digests.has(r.id)) {
+          const rec = await client.call<{ manifest_digest: string }>("GET", `/v1/releases/${r.id}`);
+          digests.set(r.id, rec.manifest_digest);
+        }
+        if (digests.get(r.id) === c.digest) {
+          existing = r.id;
+          break;
+        }
+      }
+      if (existing) {
+        outcomes.push({
+          ...base,
+          outcome: "already_released",
+          release: existing,
+          message: `manifest ${c.digest.slice(0, 12)} already has release ${existing}`,
+        });
+        continue;
+      }
+      if (o.dryRun) {
+        outcomes.push({ ...base, outcome: "would_start", message: "no release has this manifest" });
+        continue;
+      }
+      const type = /\.json$/i.test(c.file) ? "application/json" : "application/yaml";
+      const res = await client.call<{ id: string; state: string }>(
+        "POST",
+        "/v1/releases",
+        c.text,
+        type,
+      );
+      outcomes.push({
+        ...base,
+        outcome: "started",
+        release: res.id,
+        message: `started ${res.id} (state ${res.state})`,
+      });
+    } catch (e) {
+      outcomes.push({ ...base, outcome: "failed", message: describe(e) });
+    }
+  }
+  if (o.json) io.out.write(`${JSON.stringify({ recipes: outcomes }, null, 2)}\n`);
+  else {
+    for (const r of outcomes) io.out.write(`${r.outcome.padEnd(16)} ${r.file}: ${r.message}\n`);
+    if (files.length === 0) io.out.write("no recipe files given\n");
+  }
+  return outcomes.some((r) => r.outcome === "failed") ? EXIT.failed : EXIT.ok;
+}

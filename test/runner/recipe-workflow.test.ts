@@ -1,0 +1,186 @@
+// The recipe workflow's start logic (the `run:` script of recipe.yml's start job, executed as
+// GitHub does: bash -e -o pipefail) against a throwaway git history and a real engine over
+// HTTP: a first merge, three quick merges whose middle run GitHub cancelled, a force-push and
+// a run with a zero `before`. Every merged recipe is started exactly once, asserted on the
+// engine's releases; a recipe failing its check or an unreachable engine fails the job.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { serve } from "@hono/node-server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
+import { type Harness, makeHarness, OPERATOR, recipe } from "../integration/service-harness.ts";
+import { REPO } from "../support/standin-target.ts";
+
+type Step = { name?: string; run?: string };
+const workflow = parse(readFileSync(join(REPO, ".github/workflows/recipe.yml"), "utf8")) as {
+  jobs: { start: { steps: Step[] } };
+};
+const START = workflow.jobs.start.steps.find((s) => s.run?.includes("start-pending"))
+  ?.run as string;
+
+let h: Harness;
+let server: ReturnType<typeof serve>;
+let url: string;
+let dir: string;
+beforeAll(async () => {
+  h = await makeHarness({ kind: "sqlite" });
+  server = serve({ fetch: h.engine.app.fetch, port: 0, hostname: "127.0.0.1" });
+  await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  dir = mkdtempSync(join(tmpdir(), "baton-recipe-wf-"));
+});
+afterAll(async () => {
+  await new Promise<void>((resolve) => server?.close(() => resolve()));
+  await h?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A recipe on its own lane (so releases of different recipes never share lanes). */
+function recipeText(k: number, model = "summarizer-v7"): string {
+  const r = recipe(1, { name: `svc-${k}`, model });
+  const l = { ...(r.lanes?.[0] as object), id: `lane-${k}`, port: 2200 + k };
+  return stringify({
+    ...r,
+    lanes: [l],
+    rollout: { waves: [{ lanes: [`lane-${k}`], traffic: 100 }] },
+  });
+}
+
+function git(repo: string, ...args: string[]): string {
+  return execFileSync("git", ["-C", repo, ...args], {
+    encoding: "utf8",
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: "t",
+      GIT_AUTHOR_EMAIL: "t@example.com",
+      GIT_COMMITTER_NAME: "t",
+      GIT_COMMITTER_EMAIL: "t@example.com",
+    },
+  }).trim();
+}
+
+/** One run of the start job at `sha` (a fresh checkout, like actions/checkout). Async: the
+ * engine answers from this process. */
+async function runStart(origin: string, sha: string, env: Record<string, string> = {}) {
+  const checkout = mkdtempSync(join(dir, "checkout-"));
+  execFileSync("git", ["clone", "-q", origin, checkout]);
+  git(checkout, "checkout", "-q", sha);
+  const summary = join(checkout, "summary.md");
+  const child = spawn("bash", ["--noprofile", "--norc", "-e", "-o", "pipefail", "-c", START], {
+    cwd: checkout,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      BATON_BIN: join(REPO, "bin/baton.mjs"),
+      BATON_ENGINE_URL: url,
+      BATON_TOKEN: OPERATOR,
+      GITHUB_STEP_SUMMARY: summary,
+      GITHUB_EVENT_BEFORE: "0000000000000000000000000000000000000000",
+      ...env,
+    },
+  });
+  let out = "";
+  child.stdout.on("data", (d) => {
+    out += d;
+  });
+  child.stderr.on("data", (d) => {
+    out += d;
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
+  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  clearTimeout(timer);
+  return { code, out, summary: readFileSync(summary, "utf8") };
+}
+
+async function releasesByRecipe(): Promise<Record<string, number>> {
+  const res = await fetch(`${url}/v1/releases?limit=200`, {
+    headers: { authorization: `Bearer ${OPERATOR}` },
+  });
+  const { releases } = (await res.json()) as { releases: { recipe_name: string }[] };
+  const out: Record<string, number> = {};
+  for (const r of releases) out[r.recipe_name] = (out[r.recipe_name] ?? 0) + 1;
+  return out;
+}
+
+describe("recipe.yml start job", () => {
+  it("extracts the start script from the workflow", () => {
+    expect(START).toContain("start-pending");
+    expect(START).not.toMatch(/git diff/);
+  });
+
+  it("starts every merged recipe exactly once across cancelled runs, a force-push and a zero before", async () => {
+    const origin = join(dir, "origin");
+    mkdirSync(join(origin, "recipes"), { recursive: true });
+    git(origin, "init", "-q", "-b", "main");
+    writeFileSync(join(origin, "README"), "fleet\n");
+    git(origin, "add", ".");
+    git(origin, "commit", "-q", "-m", "init");
+    const merge = (k: number) => {
+      writeFileSync(join(origin, "recipes", `svc-${k}.yaml`), recipeText(k));
+      git(origin, "add", ".");
+      git(origin, "commit", "-q", "-m", `recipe ${k}`);
+      return git(origin, "rev-parse", "HEAD");
+    };
+    // Merge 1, its run starts svc-1.
+    const first = await runStart(origin, merge(1));
+    expect(first.code, first.out).toBe(0);
+    expect(await releasesByRecipe()).toEqual({ "svc-1": 1 });
+    // Three quick merges; GitHub cancelled the middle run (it never ran).
+    const m2 = merge(2);
+    const m3 = merge(3);
+    const m4 = merge(4);
+    const r2 = await runStart(origin, m2);
+    expect(r2.code, r2.out).toBe(0);
+    void m3; // cancelled: no run at m3
+    const r4 = await runStart(origin, m4);
+    expect(r4.code, r4.out).toBe(0);
+    expect(r4.out).toMatch(/already_released\s+recipes\/svc-1\.yaml/);
+    expect(await releasesByRecipe()).toEqual({ "svc-1": 1, "svc-2": 1, "svc-3": 1, "svc-4": 1 });
+    // Force-push: history rewritten (the old `before` is unknown), recipe 5 added on top.
+    git(origin, "reset", "-q", "--hard", m2);
+    writeFileSync(join(origin, "recipes", "svc-3.yaml"), recipeText(3));
+    writeFileSync(join(origin, "recipes", "svc-4.yaml"), recipeText(4));
+    writeFileSync(join(origin, "recipes", "svc-5.yaml"), recipeText(5));
+    git(origin, "add", ".");
+    git(origin, "commit", "-q", "-m", "rewritten: 3, 4, 5 squashed");
+    const forced = await runStart(origin, git(origin, "rev-parse", "HEAD"), {
+      GITHUB_EVENT_BEFORE: m4,
+    });
+    expect(forced.code, forced.out).toBe(0);
+    // A re-run with a zero before (new branch / first push) starts nothing new.
+    const again = await runStart(origin, git(origin, "rev-parse", "HEAD"));
+    expect(again.code, again.out).toBe(0);
+    expect(again.out).not.toMatch(/\bstarted\b/);
+    expect(again.summary).toContain("already_released");
+    expect(await releasesByRecipe()).toEqual({
+      "svc-1": 1,
+      "svc-2": 1,
+      "svc-3": 1,
+      "svc-4": 1,
+      "svc-5": 1,
+    });
+  }, 240_000);
+
+  it("fails loudly on a recipe that fails its check and on an unreachable engine", async () => {
+    const origin = join(dir, "origin-bad");
+    mkdirSync(join(origin, "recipes"), { recursive: true });
+    git(origin, "init", "-q", "-b", "main");
+    writeFileSync(join(origin, "recipes", "svc-8.yaml"), recipeText(8));
+    writeFileSync(join(origin, "recipes", "broken.yaml"), "name: broken\nlanes: 3\n");
+    git(origin, "add", ".");
+    git(origin, "commit", "-q", "-m", "one good, one broken");
+    const sha = git(origin, "rev-parse", "HEAD");
+    const bad = await runStart(origin, sha);
+    expect(bad.code).toBe(1);
+    expect(bad.out).toMatch(/failed\s+recipes\/broken\.yaml/);
+    // The good recipe was still started.
+    expect((await releasesByRecipe())["svc-8"]).toBe(1);
+    const down = await runStart(origin, sha, { BATON_ENGINE_URL: "http://127.0.0.1:9" });
+    expect(down.code).toBe(1);
+    expect(down.out).toMatch(/127\.0\.0\.1:9/);
+  }, 120_000);
+});
