@@ -257,3 +257,30 @@ describe("postSigned retry bounds", () => {
     expect(down.attempts).toBe(3);
   });
 });
+
+describe("network errors name the URL and the cause", () => {
+  it("spells out undici's cause chain and the request timeout", async () => {
+    const { networkError, postSigned } = await import(
+      "../../actions/release-step/src/engine-client.ts"
+    );
+    // A port nothing listens on: bound, then closed.
+    const srv = createServer();
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
+    const port = (srv.address() as { port: number }).port;
+    await new Promise((r) => srv.close(r));
+    const res = await postSigned(
+      `http://127.0.0.1:${port}/v1/releases/step-runs/sr_1_1_f/preflight`,
+      "{}",
+      "s".repeat(32),
+      { attempts: 1, baseDelayMs: 1, totalMs: 1000, requestTimeoutMs: 5000 },
+      () => {},
+    );
+    expect(res.status).toBe(0);
+    expect(res.error).toMatch(new RegExp(`^fetch failed: .*ECONNREFUSED.*127\\.0\\.0\\.1:${port}`));
+    const timeout = new Error("aborted");
+    timeout.name = "TimeoutError";
+    expect(networkError(timeout, { requestTimeoutMs: 250 })).toBe(
+      "no answer within 250 ms (request timeout)",
+    );
+  });
+});

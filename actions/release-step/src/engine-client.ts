@@ -60,7 +60,7 @@ export async function postSigned(
       last = { status: res.status, text: await res.text(), attempts: attempt };
       if (res.status < 500) return last;
     } catch (e) {
-      last = { status: 0, text: "", attempts: attempt, error: (e as Error).message };
+      last = { status: 0, text: "", attempts: attempt, error: networkError(e, policy) };
     }
     const delay = Math.min(policy.baseDelayMs * 2 ** (attempt - 1), 4_000);
     if (attempt === policy.attempts || Date.now() - started + delay > policy.totalMs) break;
@@ -70,6 +70,25 @@ export async function postSigned(
     await new Promise((r) => setTimeout(r, delay));
   }
   return last;
+}
+
+/**
+ * One line for a failed request: undici's "fetch failed" alone says nothing, so the cause
+ * chain is spelled out (e.g. `fetch failed: connect ECONNREFUSED 127.0.0.1:9 (ECONNREFUSED)`),
+ * and a deadline says which one.
+ */
+export function networkError(e: unknown, policy?: Pick<RetryPolicy, "requestTimeoutMs">): string {
+  const err = e as Error & { code?: string; cause?: unknown };
+  if (err?.name === "TimeoutError" || err?.name === "AbortError")
+    return `no answer within ${policy?.requestTimeoutMs ?? "?"} ms (request timeout)`;
+  const parts: string[] = [err?.message ?? String(e)];
+  let cause = err?.cause as (Error & { code?: string; cause?: unknown }) | undefined;
+  for (let i = 0; cause && i < 4; i++) {
+    const text = cause.message || String(cause);
+    parts.push(cause.code && !text.includes(cause.code) ? `${text} (${cause.code})` : text);
+    cause = cause.cause as typeof cause;
+  }
+  return parts.join(": ");
 }
 
 /** The engine's error message from an error body `{"error":{"message"}}`, else the raw text. */

@@ -239,8 +239,8 @@ export async function run(): Promise<void> {
     if (!accepted?.success) {
       const why =
         pre.status === 0
-          ? `engine unreachable: ${pre.error}`
-          : `HTTP ${pre.status}: ${errorMessage(pre.text)}`;
+          ? `engine unreachable at ${preflightUrl} after ${pre.attempts} attempt(s): ${pre.error}`
+          : `HTTP ${pre.status} from ${preflightUrl}: ${errorMessage(pre.text)}`;
       const fix =
         pre.status === 401
           ? " (check that callback-secret matches the engine's BATON_CALLBACK_SECRETS)"

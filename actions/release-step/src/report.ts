@@ -100,8 +100,8 @@ export async function sendCallback(
   else if (res.status === 409)
     message = `engine refused this attempt's result: ${errorMessage(res.text)}`;
   else if (res.status === 0)
-    message = `engine unreachable after ${res.attempts} attempts: ${res.error}`;
-  else message = `engine answered ${res.status}: ${errorMessage(res.text)}`;
+    message = `engine unreachable at ${target.url} after ${res.attempts} attempts: ${res.error}`;
+  else message = `engine answered ${res.status} at ${target.url}: ${errorMessage(res.text)}`;
   const delivery: Delivery = { acked, final, status: res.status, message };
   return { results, delivery };
 }
