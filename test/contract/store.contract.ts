@@ -758,8 +758,19 @@ export function storeContract(name: string, factory: StoreFactory): void {
 
       it("compacts a finished release and keeps what its record needs", async () => {
         const { r1, long } = await twoReleases();
+        const decided: HistoryEntry = {
+          ...note(r1.id, "[engine] abort by alice: wrong image", { actor: "alice", reason: "x" }),
+          kind: "abort",
+        };
+        const automatic: HistoryEntry = {
+          ...note(r1.id, "[engine] step 0 applied", { outcome: "ok" }),
+          kind: "applied",
+        };
+        await store.appendHistory([decided, automatic]);
         const before = await store.getRelease("r1");
-        const accepted = (await store.getHistory("r1")).filter((x) => x.outcome === "accepted");
+        const accepted = (await store.getHistory("r1"))
+          .filter((x) => x.outcome === "accepted")
+          .map((x) => (x.kind === "applied" ? { ...x, data: null } : x));
         const res = await store.compactFinished({
           before: T0 + 1_000_000,
           now: T0 + 2_000_000,
@@ -776,13 +787,20 @@ export function storeContract(name: string, factory: StoreFactory): void {
         expect(await store.getRelease("r1")).toEqual(before);
         const history = await store.getHistory("r1");
         expect(history.filter((x) => x.outcome === "refused")).toEqual([]);
+        // Every accepted entry stays; an automatic one loses its event data, a decision keeps it.
         expect(history.slice(0, accepted.length)).toEqual(accepted);
+        expect(history.find((x) => x.kind === "abort")?.data).toEqual({
+          actor: "alice",
+          reason: "x",
+        });
+        expect(history.find((x) => x.kind === "applied")?.data).toBeNull();
         const summary = history.at(-1);
         expect(summary).toMatchObject({ kind: "retention", outcome: "accepted" });
         expect(summary?.message).toContain("30 refused requests");
         expect(summary?.data).toEqual({ refused: 30, by_kind: { callback: 20, preflight: 10 } });
         const a = await store.getAttemptResult("sr_1_0_f", 1);
-        expect(a?.log).toBe(long.slice(-100));
+        // A passing attempt keeps a quarter of the tail a failed one keeps.
+        expect(a?.log).toBe(long.slice(-25));
         expect(a?.log.endsWith("THE END")).toBe(true);
         expect(a?.log_truncated).toBe(true);
         expect(a?.raw_callback).toBe("");

@@ -103,7 +103,7 @@ export abstract class KyselyStore implements Store {
       const [history, outbox, attempts] = await Promise.all([
         db
           .selectFrom("history")
-          .select(["id", "kind", "outcome"])
+          .select(["id", "kind", "outcome", "data"])
           .where("release_id", "=", id)
           .execute(),
         db
@@ -113,13 +113,18 @@ export abstract class KyselyStore implements Store {
           .execute(),
         db
           .selectFrom("attempt_results")
-          .select(["step_run_id", "attempt", "log", "log_truncated", "raw_callback"])
+          .select(["step_run_id", "attempt", "overall", "log", "log_truncated", "raw_callback"])
           .where("release_id", "=", id)
           .execute(),
       ]);
       const plan = compactionPlan({
         release_id: id,
-        history: history.map((h) => ({ id: Number(h.id), kind: h.kind, outcome: h.outcome })),
+        history: history.map((h) => ({
+          id: Number(h.id),
+          kind: h.kind,
+          outcome: h.outcome,
+          has_data: this.json.read(h.data) !== null,
+        })),
         outbox: outbox.map((o) => ({
           id: Number(o.id),
           done: o.done_at !== null,
@@ -131,6 +136,7 @@ export abstract class KyselyStore implements Store {
           log: a.log,
           log_truncated: Boolean(a.log_truncated),
           raw_len: a.raw_callback.length,
+          passed: a.overall === "pass",
         })),
         logTailChars: q.logTailChars,
         now: q.now,

@@ -2,22 +2,42 @@
  * Retention of finished releases (docs/engine.md "Retention"): what compaction removes from a
  * release that is terminal and old enough, as a pure plan both store adapters execute in one
  * transaction. What a release record needs is kept: the release document (step runs,
- * attempts, high-water mark, reason), the manifest, every accepted history entry, and each
- * attempt's status, overall, checks and the tail of its log. Removed: refused history entries
- * (late, duplicate, forged requests; replaced by one counted summary entry), outbox rows that
- * are done or are deadlines (a terminal release ignores deadlines), and the raw callback bodies
- * (their content is already stored parsed), with logs cut to their tail.
+ * attempts, high-water mark, reason), the manifest, every accepted history entry (its message;
+ * its event data too when a person or an admission decided it), and each attempt's status,
+ * overall, checks and the tail of its log. Removed: refused history entries (late, duplicate,
+ * forged requests; replaced by one counted summary entry), the event data of automatic
+ * entries (the message and the release document say what happened), outbox rows that are done
+ * or are deadlines (a terminal release ignores deadlines), and the raw callback bodies (their
+ * content is already stored parsed), with logs cut to their tail: `logTailChars` for a failed
+ * attempt, a quarter of it for a passing one.
  */
 import type { HistoryEntry } from "../../domain/types.ts";
 
 /** Default: logs of compacted attempts keep their last 4,096 characters. */
 export const DEFAULT_LOG_TAIL_CHARS = 4096;
 
+/** History kinds whose event data is kept: decisions of people (and admission), not automatic steps. */
+export const KEEP_DATA_KINDS: ReadonlySet<string> = new Set([
+  "start",
+  "abort",
+  "resume",
+  "retry",
+  "resolve",
+  "abandon",
+  "accept",
+  "promote",
+  "pause",
+  "rollback",
+  "roll_forward",
+  "admission",
+  "retention",
+]);
+
 /** The rows of one finished release that compaction looks at. */
 export interface CompactionInput {
   release_id: string;
   /** History rows of the release: id, kind and outcome. */
-  history: { id: number; kind: string; outcome: string }[];
+  history: { id: number; kind: string; outcome: string; has_data: boolean }[];
   /** Outbox rows: id, whether done, and the effect's type. */
   outbox: { id: number; done: boolean; type: string }[];
   /** Attempt results: key, log, whether already truncated, raw callback length (chars). */
@@ -27,6 +47,7 @@ export interface CompactionInput {
     log: string;
     log_truncated: boolean;
     raw_len: number;
+    passed: boolean;
   }[];
   logTailChars: number;
   now: number;
@@ -35,6 +56,8 @@ export interface CompactionInput {
 /** What to write: deletions, one summary history entry, and attempt rows to shorten. */
 export interface CompactionPlan {
   deleteHistoryIds: number[];
+  /** Accepted automatic entries whose event data is dropped (set to null). */
+  clearDataIds: number[];
   summary: HistoryEntry | null;
   deleteOutboxIds: number[];
   attempts: { step_run_id: string; attempt: number; log: string; log_truncated: boolean }[];
@@ -63,16 +86,20 @@ export function compactionPlan(input: CompactionInput): CompactionPlan {
         };
   return {
     deleteHistoryIds: refused.map((h) => h.id),
+    clearDataIds: input.history
+      .filter((h) => h.outcome === "accepted" && h.has_data && !KEEP_DATA_KINDS.has(h.kind))
+      .map((h) => h.id),
     summary,
     deleteOutboxIds: input.outbox.filter((o) => o.done || o.type === "deadline").map((o) => o.id),
     attempts: input.attempts
-      .filter((a) => a.raw_len > 0 || a.log.length > input.logTailChars)
-      .map((a) => {
-        const cut = a.log.length > input.logTailChars;
+      .map((a) => ({ a, keep: a.passed ? Math.floor(input.logTailChars / 4) : input.logTailChars }))
+      .filter(({ a, keep }) => a.raw_len > 0 || a.log.length > keep)
+      .map(({ a, keep }) => {
+        const cut = a.log.length > keep;
         return {
           step_run_id: a.step_run_id,
           attempt: a.attempt,
-          log: cut ? a.log.slice(a.log.length - input.logTailChars) : a.log,
+          log: cut ? a.log.slice(a.log.length - keep) : a.log,
           log_truncated: a.log_truncated || cut,
         };
       }),

@@ -148,6 +148,9 @@ export class PostgresStore extends KyselyStore {
         for (const ids of chunks(plan.deleteHistoryIds)) {
           await tx.deleteFrom("history").where("id", "in", ids).execute();
         }
+        for (const ids of chunks(plan.clearDataIds)) {
+          await tx.updateTable("history").set({ data: "null" }).where("id", "in", ids).execute();
+        }
         if (plan.summary)
           await tx.insertInto("history").values(historyColumns(plan.summary)).execute();
         for (const ids of chunks(plan.deleteOutboxIds)) {

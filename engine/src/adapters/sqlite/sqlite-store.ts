@@ -145,6 +145,9 @@ export class SqliteStore extends KyselyStore {
       for (const ids of chunks(plan.deleteHistoryIds)) {
         this.sync.run(db.deleteFrom("history").where("id", "in", ids));
       }
+      for (const ids of chunks(plan.clearDataIds)) {
+        this.sync.run(db.updateTable("history").set({ data: "null" }).where("id", "in", ids));
+      }
       if (plan.summary)
         this.sync.run(db.insertInto("history").values(historyColumns(plan.summary)));
       for (const ids of chunks(plan.deleteOutboxIds)) {
