@@ -86,6 +86,9 @@ describe("GitHub dispatcher pacing", () => {
       repository: "acme/models",
       auth: { kind: "token", token: "ghp_test" },
       baseUrl: standin.baseUrl,
+      // A loaded CI machine may take seconds per request: a timeout here would be a network
+      // failure, not the pacing under test.
+      timeoutMs: 120_000,
       now: () => clock.t,
     });
     const payloads = Array.from({ length: 1000 }, (_, i) => payload(i + 1));
@@ -121,6 +124,9 @@ describe("GitHub dispatcher pacing", () => {
       repository: "acme/models",
       auth: { kind: "token", token: "ghp_test" },
       baseUrl: standin.baseUrl,
+      // A loaded CI machine may take seconds per request: a timeout here would be a network
+      // failure, not the pacing under test.
+      timeoutMs: 120_000,
       now: () => clock.t,
     });
     const out = await drain(
@@ -149,6 +155,9 @@ describe("GitHub dispatcher pacing", () => {
       repository: "acme/models",
       auth: { kind: "token", token: "ghp_test" },
       baseUrl: standin.baseUrl,
+      // A loaded CI machine may take seconds per request: a timeout here would be a network
+      // failure, not the pacing under test.
+      timeoutMs: 120_000,
       now: () => clock.t,
     });
     const r = await d.dispatch(payload(1));
