@@ -3,6 +3,7 @@
  * Transport-free: serve it with `@hono/node-server` (main-node.ts) or call `app.request`.
  */
 import { Hono } from "hono";
+import { secureHeaders } from "hono/secure-headers";
 import type { Clock } from "../ports/clock.ts";
 import type { ReleaseApi } from "../service/api.ts";
 import { bodyLimits } from "./body-limit.ts";
@@ -35,6 +36,28 @@ export function createApp(o: AppOptions): Hono {
   app.onError(onError(o.log ?? console));
   // Before every route (the dashboard's too, mounted by `extend`): no handler reads past it.
   app.use("*", bodyLimits());
+  // CSP and frame headers on every answer (the dashboard's pages above all): no framing
+  // (clickjacking of the abort/resume forms), no plugins, forms post only here. The pages'
+  // small inline scripts and styles still need 'unsafe-inline' (everything they print is
+  // escaped; XSS in every field is tested).
+  app.use(
+    "*",
+    secureHeaders({
+      contentSecurityPolicy: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'", "'unsafe-inline'"],
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", "data:"],
+        objectSrc: ["'none'"],
+        baseUri: ["'none'"],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"],
+      },
+      xFrameOptions: "DENY",
+      referrerPolicy: "same-origin",
+      strictTransportSecurity: false,
+    }),
+  );
   app.notFound((c) =>
     errorResponse(c, 404, "not_found", `[engine] no route ${c.req.method} ${c.req.path}`),
   );

@@ -65,6 +65,15 @@ export function onError(log: { error(msg: string, err?: unknown): void }) {
     if (err instanceof HTTPException && err.status < 500) {
       return errorResponse(c, err.status, "bad_request", `[engine] ${err.message}`);
     }
+    if (storeUnavailable(err)) {
+      c.header("Retry-After", "5");
+      return errorResponse(
+        c,
+        503,
+        "unavailable",
+        "[engine] the store does not answer (database down, full or closed); nothing was changed; retry in a few seconds",
+      );
+    }
     log.error(`[engine] ${c.req.method} ${c.req.path} failed`, err);
     return errorResponse(
       c,
@@ -73,4 +82,43 @@ export function onError(log: { error(msg: string, err?: unknown): void }) {
       "[engine] internal error; the engine log has the details",
     );
   };
+}
+
+/** Driver error codes meaning "the database is not there or cannot write now". */
+const UNAVAILABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now
+  "08000",
+  "08001",
+  "08003",
+  "08006", // connection failures
+  "53100", // disk_full
+  "53200", // out_of_memory
+  "53300", // too_many_connections
+  "SQLITE_FULL",
+  "SQLITE_IOERR",
+  "SQLITE_BUSY",
+  "SQLITE_READONLY",
+  "SQLITE_CANTOPEN",
+]);
+
+/**
+ * True when `err` (or a cause of it) says the store is unavailable: a `[store]` error (closed,
+ * or a write rolled back) or a driver error of `UNAVAILABLE_CODES`. Answered 503, not 500.
+ */
+export function storeUnavailable(err: unknown): boolean {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e instanceof Error; i++) {
+    if (e.message.startsWith("[store]")) return true;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && UNAVAILABLE_CODES.has(code)) return true;
+    if (/Connection terminated|connect ECONNREFUSED/.test(e.message)) return true;
+    e = e.cause;
+  }
+  return false;
 }

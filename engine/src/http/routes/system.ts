@@ -16,6 +16,7 @@ export function systemRoutes(o: {
       await o.api.health();
       return c.json({ ok: true });
     } catch {
+      c.header("Retry-After", "5");
       return errorResponse(c, 503, "unavailable", "[engine] the store does not answer");
     }
   });
