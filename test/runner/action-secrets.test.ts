@@ -124,3 +124,31 @@ describe("engine killed during a runner step (local runner)", () => {
     expect(cbs.at(-1)?.body).toMatchObject({ overall: "pass" });
   }, 120_000);
 });
+
+describe("annotations", () => {
+  it("a payload with many problems gives at most 10 error annotations; the rest are in the log", async () => {
+    const bad = {
+      v: 2,
+      step_run_id: "nope nope",
+      tool: 5,
+      args: {
+        lane: { id: "UPPER CASE", host: "", port: 0, user: 1, host_key: 2, health_url: 3 },
+        image: 4,
+        previous_image: 5,
+      },
+      callback_url: "ftp://x",
+      release: { id: 1, generation: "x", manifest_digest: 2, dispatch: "y", operation_key: 3 },
+      extra1: 1,
+      extra2: 2,
+      extra3: 3,
+    };
+    const r = await f.run(bad);
+    const errors = r.main.stdout.split("\n").filter((l) => l.startsWith("::error"));
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors.length).toBeLessThanOrEqual(10);
+    if (/^\[error\] /m.test(r.main.stdout))
+      expect(r.main.stdout).toMatch(/more error\(s\) are in the step log/);
+    // The number of problems was over the cap, or this test proves nothing.
+    expect(r.main.stdout.match(/^(::error|\[error\] )/gm)?.length ?? 0).toBeGreaterThan(10);
+  });
+});

@@ -18,6 +18,7 @@ import {
   writeOutcome,
 } from "../../../scripts/lib/result.ts";
 import { resolveTool, toolProblem } from "./allowlist.ts";
+import { annotateError, flushAnnotations } from "./annotate.ts";
 import { errorMessage, postSigned, retryPolicy } from "./engine-client.ts";
 import { PayloadError, readDispatch } from "./event.ts";
 import { type Inputs, readInputs } from "./inputs.ts";
@@ -163,8 +164,8 @@ export async function run(): Promise<void> {
       }));
     } catch (e) {
       const problems = e instanceof PayloadError ? e.problems : [];
-      core.error((e as Error).message);
-      for (const p of problems) core.error(p);
+      annotateError((e as Error).message);
+      for (const p of problems) annotateError(p);
       await safeSummary({
         stepRunId,
         engineUrl: inputs?.engineUrl ?? "",
@@ -185,7 +186,7 @@ export async function run(): Promise<void> {
       "3. verify tool file",
       () => {
         const problem = toolProblem(toolPath);
-        if (problem) core.error(problem);
+        if (problem) annotateError(problem);
         return problem;
       },
       (p) => (p ? "tool_not_found" : "ok"),
@@ -245,7 +246,7 @@ export async function run(): Promise<void> {
         pre.status === 401
           ? " (check that callback-secret matches the engine's BATON_CALLBACK_SECRETS)"
           : "";
-      core.error(`[action] preflight failed, ${why}${fix}; nothing was provisioned or run`);
+      annotateError(`[action] preflight failed, ${why}${fix}; nothing was provisioned or run`);
       await safeSummary({
         stepRunId,
         engineUrl: cfg.engineUrl,
@@ -293,7 +294,7 @@ export async function run(): Promise<void> {
       );
       if (prov.ok) keyPath = prov.keyPath;
       else {
-        core.error(prov.message);
+        annotateError(prov.message);
         actionFailure(
           resultDir,
           "failed",
@@ -347,7 +348,7 @@ export async function run(): Promise<void> {
       );
       const verdict = judgeToolExit(exit, resultDir);
       if (verdict) {
-        core.error(verdict.check.message as string);
+        annotateError(verdict.check.message as string);
         // The tool did not record this ending itself: keep what it printed (e.g. a stack trace).
         if (exit.outputTail.trim())
           appendLog(
@@ -380,7 +381,7 @@ export async function run(): Promise<void> {
     core.setOutput("status", results.status);
     core.setOutput("overall", results.overall);
     if (!delivery.final)
-      core.error(`[action] ${delivery.message}; the post step will try once more`);
+      annotateError(`[action] ${delivery.message}; the post step will try once more`);
     else if (!delivery.acked) core.setFailed(`[action] callback refused: ${delivery.message}`);
     if (results.overall !== "pass") {
       core.setFailed(
@@ -391,6 +392,7 @@ export async function run(): Promise<void> {
     core.setFailed(`[action] unexpected error: ${(e as Error).message}`);
   } finally {
     removeKeyDir(keyDir);
+    flushAnnotations();
     core.info(`[action] phases: ${phases.map((p) => `${p.name}=${p.outcome}`).join(", ")}`);
   }
 }
