@@ -139,8 +139,12 @@ describe("start, status, record", () => {
     const one = await baton(["status", live.ids.late], env(VIEWER));
     expect(one.code).toBe(0);
     expect(one.stdout).toContain(`${live.ids.late}  rolled_back`);
-    expect(one.stdout).toContain("high-water mark: step 1");
-    expect(one.stdout).toMatch(/← step 1 restore_queue_lane \(lane-a\): succeeded/);
+    expect(one.stdout).toContain("high-water mark: step 2 (steps 1 to 2 may have taken effect)");
+    expect(one.stdout).toMatch(/← undo step 2 \(wave 1\) restore queue lane · lane-a: succeeded/);
+    // No internal numbers: no negative cursor, no "cursor", and no action for an ended release.
+    expect(one.stdout).not.toMatch(/step -1|cursor/);
+    expect(one.stdout).toMatch(/Rolled back after a failure at step \d+ \(wave \d+\)/);
+    expect(one.stdout).not.toContain("what you can do");
     expect(one.stdout).toMatch(/refused events: \d+/);
     const js = JSON.parse((await baton(["status", live.ids.late, "--json"], env(VIEWER))).stdout);
     expect(js).toMatchObject({ id: live.ids.late, state: "rolled_back", high_water_mark: 1 });
@@ -195,9 +199,16 @@ describe("watch", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`release ${id} running`);
     expect(r.stdout).toContain(`release ${id} succeeded`);
-    expect(r.stdout).toMatch(/→ step 0 exclude_lane \(lane-a\): succeeded/);
-    expect(r.stdout).toMatch(/→ step 13 assert_traffic_observed: succeeded/);
-    expect(r.stdout.indexOf("→ step 0 ")).toBeLessThan(r.stdout.indexOf("→ step 13 "));
+    expect(r.stdout).toMatch(/→ step 1 \(wave 1\) exclude lane · lane-a: succeeded/);
+    expect(r.stdout).toMatch(/→ step 14 \(wave 2\) assert traffic observed \d+% \(.*\): succeeded/);
+    expect(r.stdout).toMatch(
+      /→ step \d+ \(wave \d\) set traffic \d+% \(lane-a \d+%, lane-b \d+%\)/,
+    );
+    expect(r.stdout.indexOf("→ step 1 ")).toBeLessThan(r.stdout.indexOf("→ step 14 "));
+    // The final line comes after the last step run's line.
+    expect(r.stdout.indexOf("→ step 14 ")).toBeLessThan(
+      r.stdout.indexOf(`release ${id} succeeded`),
+    );
   });
 
   it("ends with 1 for a rolled-back release and prints NDJSON with --json", async () => {
@@ -207,7 +218,7 @@ describe("watch", () => {
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l) as { type: string; state?: string; direction?: string });
-    expect(events[0]).toMatchObject({ type: "release", state: "rolled_back" });
+    expect(events.at(-1)).toMatchObject({ type: "release", state: "rolled_back" });
     expect(events.some((e) => e.type === "step_run" && e.direction === "bwd")).toBe(true);
   });
 
@@ -216,6 +227,10 @@ describe("watch", () => {
     const paused = await baton(["watch", id, "--timeout", "30"], env(VIEWER));
     expect(paused.code).toBe(1);
     expect(paused.stdout).toContain(`release ${id} is paused and waits for an operator`);
+    // Only what the engine accepts: retry of the waiting step run, resume, abort.
+    expect(paused.stdout).toMatch(/baton retry sr_\d+_\d+_f {2}# sends sr_/);
+    expect(paused.stdout).toContain(`baton abort ${id}`);
+    expect(paused.stdout).not.toContain("<step-run>");
     const held = JSON.parse((await baton(["start", good, "--hold", "--json"], env())).stdout) as {
       id: string;
     };

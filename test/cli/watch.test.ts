@@ -44,9 +44,9 @@ describe("watch", () => {
     expect(client.calls).toBe(3);
     // The running step run's progress line: spinner, steps done, which step run, for how long.
     expect(out).toContain("\r\u001b[2K");
-    expect(out).toMatch(/[|/\\-] 1\/14 steps done · sr_4_1_f running for \d+ m \d+ s/);
+    expect(out).toMatch(/[|/\\-] 1\/14 steps done · step 2 running for \d+ m \d+ s/);
     // Printed once although it was seen in two polls.
-    expect(out.match(/sr_4_0_f → step 0/g)).toHaveLength(1);
+    expect(out.match(/sr_4_0_f → step 1 /g)).toHaveLength(1);
     expect(out).toContain("release r4 succeeded");
   });
 

@@ -3,9 +3,11 @@
  * `watch` prints. Pure functions of the engine's JSON (`GET /v1/releases[/:id]`).
  */
 import type { ReleaseState } from "../domain/states.ts";
-import type { HistoryEntry, Manifest, StepRun } from "../domain/types.ts";
+import type { HistoryEntry, Manifest, Release, StepRun } from "../domain/types.ts";
 import { duration, time } from "../http/dashboard/format.ts";
-import type { ReleaseSummary } from "../ports/store.ts";
+import { offers } from "../http/dashboard/offers.ts";
+import { stepAction, summarize, weightsText } from "../http/dashboard/summary.ts";
+import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 
 /** `GET /v1/releases/:id` as the engine answers it. */
 export interface RecordJson {
@@ -46,42 +48,92 @@ export function releasesTable(rows: ReleaseSummary[], now: number): string[] {
       r.state,
       r.recipe_name,
       r.model,
-      `${Math.max(0, Math.min(r.cursor, r.step_count))}/${r.step_count}`,
+      `${Math.max(0, Math.min(r.cursor + 1, r.step_count))}/${r.step_count}`,
       time(r.created_at),
       duration((TERMINAL.has(r.state) ? r.updated_at : now) - r.created_at),
     ]),
   ]);
 }
 
-function stepName(rec: RecordJson, sr: StepRun): string {
-  const step = rec.manifest.steps[sr.step_index];
-  const action = sr.direction === "fwd" ? step?.forward : step?.backward;
-  return `${action?.name ?? step?.name ?? "?"}${step?.lane ? ` (${step.lane})` : ""}`;
+/** The record as the domain's `Release` (the JSON is the release plus history and results). */
+function asRelease(rec: RecordJson): Release {
+  return rec as unknown as Release;
 }
 
-/** One line for a step run: index, direction, name, state, latest attempt. */
+/**
+ * One line for a step run, in the dashboard's words: `→ step 7 (wave 2) set traffic 10%
+ * (lane-a 90%, lane-b 10%): succeeded, attempt 1 (run 9002/1)`. Steps and waves count from 1.
+ */
 export function stepRunLine(rec: RecordJson, sr: StepRun): string {
+  const step = rec.manifest.steps[sr.step_index];
   const a = sr.attempts.at(-1);
   const att = a ? `, attempt ${a.n} (run ${a.run_id}/${a.run_attempt})` : "";
   const err = sr.last_error && !["succeeded"].includes(sr.state) ? ` — ${sr.last_error}` : "";
-  const dir = sr.direction === "fwd" ? "→" : "←";
-  return `${dir} step ${sr.step_index} ${stepName(rec, sr)}: ${sr.state}${att}${err}`;
+  const dir = sr.direction === "fwd" ? "→" : "← undo";
+  const what = step
+    ? `step ${step.index + 1} (wave ${step.wave + 1}) ${stepAction(step, sr.direction)}`
+    : `step ${sr.step_index + 1}`;
+  return `${dir} ${what}: ${sr.state}${att}${err}`;
 }
 
-/** A release's summary: header, reason, step runs in order, the last refused events. */
+/** The CLI commands of the actions the engine accepts now (none for an ended release). */
+export function acceptedCommands(rec: RecordJson): string[] {
+  return offers(asRelease(rec)).map((o) => `${o.command}  # ${o.effect}`);
+}
+
+/**
+ * A release's summary: the dashboard's first screen as text (state and why, the failed step
+ * and its failing check, undo, what Baton last set), the accepted actions, step runs, and the
+ * last refused events.
+ */
 export function releaseSummary(rec: RecordJson, now: number): string[] {
   const live = !TERMINAL.has(rec.state);
+  const f = summarize(asRelease(rec), rec.history, rec.attempt_results as AttemptResult[]);
+  const total = rec.manifest.steps.length;
   const lines = [
     `${rec.id}  ${rec.state}  ${rec.manifest.recipe_name} / ${rec.manifest.model}`,
+    `  ${f.headline}${f.cause === "operator_abort" ? " [operator abort]" : f.cause === "failure" ? " [failure]" : ""}`,
+  ];
+  if (f.why && !f.headline.includes(f.why)) lines.push(`  why: ${f.why}`);
+  if (f.failed) {
+    lines.push(
+      `  failed: ${f.failed.title}: ${f.failed.run.state}${f.failed.error ? ` — ${f.failed.error}` : ""}`,
+    );
+    const ev = f.failed.evidence;
+    if (ev) {
+      lines.push(
+        `  failing check: ${ev.check.name} ${ev.check.status}, exit code ${ev.check.exit_code}${ev.http_status ? `, HTTP ${ev.http_status}` : ""}${ev.check.message ? `: ${ev.check.message}` : ""}`,
+      );
+      if (ev.excerpt) lines.push(`  response: ${ev.excerpt.replace(/\s+/g, " ").slice(0, 200)}`);
+    }
+  }
+  if (f.operator) {
+    lines.push(
+      `  fix lane ${f.operator.lane ?? "(none)"} by hand so that its ${stepAction(f.operator.step, "bwd")} holds, then retry the undo of step ${f.operator.step.index + 1}`,
+    );
+  }
+  if (f.toUndo.length > 0) {
+    lines.push(`  still to undo: ${f.toUndo.map((s) => `step ${s.index + 1}`).join(", ")}`);
+  }
+  if (f.undone.length > 0) {
+    lines.push(
+      `  undone: ${f.undone.map((u) => `step ${u.step.index + 1} ${stepAction(u.step, "bwd")}`).join("; ")}`,
+    );
+  }
+  lines.push(
+    f.traffic
+      ? `  traffic now: ${f.traffic.percent}% on the new image (${weightsText(f.traffic.weights)}), set by ${f.traffic.by}`
+      : "  traffic now: the baseline (no traffic step has run)",
+  );
+  lines.push(
     `  started ${time(rec.created_at)}, ${live ? "running for" : "took"} ${duration((live ? now : rec.updated_at) - rec.created_at)}`,
     `  manifest ${rec.manifest_digest}, image ${rec.manifest.image}`,
-    `  high-water mark: ${rec.high_water_mark < 0 ? "none" : `step ${rec.high_water_mark}`}, cursor ${rec.cursor} of ${rec.manifest.steps.length} steps, generation ${rec.generation}`,
-  ];
-  if (rec.reason) lines.push(`  reason: ${rec.reason}`);
-  if (WAITING.has(rec.state)) {
-    lines.push(
-      `  waiting for an operator: baton resume ${rec.id}, baton retry <step-run>, or baton abort ${rec.id}`,
-    );
+    `  high-water mark: ${rec.high_water_mark < 0 ? "none (nothing has taken effect)" : `step ${rec.high_water_mark + 1} (steps 1 to ${rec.high_water_mark + 1} may have taken effect)`}; ${total} steps, generation ${rec.generation}`,
+  );
+  const cmds = acceptedCommands(rec);
+  if (cmds.length > 0) {
+    lines.push("what you can do:");
+    for (const c of cmds) lines.push(`  ${c}`);
   }
   lines.push("step runs:");
   if (rec.step_runs.length === 0) lines.push("  (none yet)");
@@ -92,6 +144,12 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     for (const h of refused.slice(-3)) lines.push(`  ${time(h.at)} ${h.kind}: ${h.message}`);
   }
   return lines;
+}
+
+/** `release r17 rolled_back: Rolled back after a failure at step 9 (wave 2)`. */
+export function releaseLine(rec: RecordJson): string {
+  const f = summarize(asRelease(rec), rec.history, rec.attempt_results as AttemptResult[]);
+  return `release ${rec.id} ${rec.state}: ${f.headline}${f.why && !f.headline.includes(f.why) ? ` — ${f.why}` : ""}`;
 }
 
 /** The compact `status <id> --json` shape. */

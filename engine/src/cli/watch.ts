@@ -7,7 +7,14 @@
 import { duration, time } from "../http/dashboard/format.ts";
 import type { EngineClient } from "./client.ts";
 import { CliError, EXIT, type ExitCode } from "./errors.ts";
-import { type RecordJson, stepRunLine, TERMINAL, WAITING } from "./output.ts";
+import {
+  acceptedCommands,
+  type RecordJson,
+  releaseLine,
+  stepRunLine,
+  TERMINAL,
+  WAITING,
+} from "./output.ts";
 
 export interface WatchOptions {
   intervalMs: number;
@@ -41,13 +48,6 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
 
   for (let tick = 0; ; tick++) {
     const rec = await client.call<RecordJson>("GET", `/v1/releases/${encodeURIComponent(id)}`);
-    if (rec.state !== lastState) {
-      emit(
-        { type: "release", id: rec.id, state: rec.state, reason: rec.reason, at: rec.updated_at },
-        `${time(rec.updated_at)} release ${rec.id} ${rec.state}${rec.reason ? `: ${rec.reason}` : ""}`,
-      );
-      lastState = rec.state;
-    }
     for (const sr of rec.step_runs) {
       const a = sr.attempts.at(-1);
       const key = `${sr.state}:${sr.attempts.length}:${a?.state ?? ""}`;
@@ -76,6 +76,15 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
       );
     }
     historySeen = rec.history.length;
+    // The release line comes after the step runs of the same poll, so `succeeded` (or any
+    // final line) is printed after the last step run, never before it.
+    if (rec.state !== lastState) {
+      emit(
+        { type: "release", id: rec.id, state: rec.state, reason: rec.reason, at: rec.updated_at },
+        `${time(rec.updated_at)} ${releaseLine(rec)}`,
+      );
+      lastState = rec.state;
+    }
 
     if (TERMINAL.has(rec.state)) {
       return rec.state === "succeeded" ? EXIT.ok : EXIT.failed;
@@ -84,7 +93,10 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
       line(
         o.json
           ? JSON.stringify({ type: "waiting", id: rec.id, state: rec.state, reason: rec.reason })
-          : `release ${rec.id} is ${rec.state} and waits for an operator: baton resume ${rec.id}, baton retry <step-run> or baton abort ${rec.id}`,
+          : [
+              `release ${rec.id} is ${rec.state.replace("_", " ")} and waits for an operator; the engine accepts:`,
+              ...acceptedCommands(rec).map((c) => `  ${c}`),
+            ].join("\n"),
       );
       return EXIT.failed;
     }
@@ -105,7 +117,7 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
       ).length;
       const total = rec.manifest.steps.length;
       const what = running
-        ? `${running.id} ${running.state} for ${duration(now() - (running.started_at ?? running.created_at))}`
+        ? `step ${running.step_index + 1}${running.direction === "bwd" ? " undo" : ""} ${running.state} for ${duration(now() - (running.started_at ?? running.created_at))}`
         : rec.state;
       o.out.write(`\r\x1b[2K${SPIN[tick % SPIN.length]} ${done}/${total} steps done · ${what}`);
       progress = true;

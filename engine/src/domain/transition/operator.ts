@@ -11,6 +11,7 @@ import { beginForwardAtCursor, start } from "./forward.ts";
 import { guards } from "./guards.ts";
 import { sendAction } from "./send.ts";
 import { settled } from "./settle.ts";
+import { whereIs } from "./where.ts";
 
 /** Longest reason kept in history (characters). */
 export const OPERATOR_REASON_MAX = 1000;
@@ -87,7 +88,7 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
   r.state = "running";
   r.reason = null;
   r.rerun_deadline = null;
-  d.accept(`[engine] release ${r.id} resumed by ${e.actor} at step ${r.cursor}`);
+  d.accept(`[engine] release ${r.id} resumed by ${e.actor} at step ${r.cursor + 1}`);
   if (!sr) {
     beginForwardAtCursor(d);
   } else if (sr.state !== "succeeded" && !guards.inFlight(sr)) {
@@ -103,7 +104,7 @@ export function retry(d: Draft, sr: StepRun, e: Ev<"retry">): Refusal | undefine
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] ${sr.id} cannot be retried: it is ${sr.state} and release ${r.id} is ${r.state} at step ${r.cursor}; only the step run a paused or needs_operator release waits on can be retried`,
+      reason: `[engine] ${sr.id} cannot be retried: it is ${sr.state} and release ${r.id} is ${whereIs(r)}; only the step run a paused or needs_operator release waits on can be retried`,
     };
   }
   r.state = sr.direction === "fwd" ? "running" : "compensating";
@@ -153,7 +154,7 @@ export function resolve(d: Draft, sr: StepRun, e: Ev<"resolve">): Refusal | unde
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] ${sr.id} cannot be resolved: it is ${sr.state} (${sr.direction}) and release ${r.id} is ${r.state} at step ${r.cursor}${hint}`,
+      reason: `[engine] ${sr.id} cannot be resolved: it is ${sr.state} (${sr.direction}) and release ${r.id} is ${whereIs(r)}${hint}`,
     };
   }
   const bad = reasonProblem(e.reason);

@@ -5,6 +5,7 @@
 import type { Attempt, PreflightEvent, Release, StepRun } from "../types.ts";
 import { actionOf, type Draft, describe, type Refusal, stepOf } from "./draft.ts";
 import { guards } from "./guards.ts";
+import { whereIs } from "./where.ts";
 
 const conflict = (code: string, reason: string): Refusal => ({ status: 409, code, reason });
 
@@ -68,9 +69,7 @@ export function preflight(d: Draft, sr: StepRun, e: PreflightEvent): Refusal | u
       : r.cursor === sr.step_index && r.state === "compensating";
   if (!wanted || sr.state === "succeeded") {
     const why =
-      sr.state === "succeeded"
-        ? "it already succeeded"
-        : `release ${r.id} is ${r.state} at step ${r.cursor}`;
+      sr.state === "succeeded" ? "it already succeeded" : `release ${r.id} is ${whereIs(r)}`;
     return conflict("not_wanted", `[engine] ${sr.id} may not proceed: ${why}`);
   }
   // 3. an older dispatch of this step run (an engine or operator retry replaced it).

@@ -9,6 +9,7 @@ import { guards } from "./guards.ts";
 import { backoffMs, DISPATCH_TRIES_MAX } from "./limits.ts";
 import { emitDispatch } from "./send.ts";
 import { runnerAdvice, settled, utcMinute } from "./settle.ts";
+import { whereIs } from "./where.ts";
 
 type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
 
@@ -136,7 +137,7 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
     return {
       status: 409,
       code: "late",
-      reason: `[engine] callback for ${sr.id} attempt ${attempt.n} is late: the step run is ${sr.state} and release ${r.id} is ${r.state} at step ${r.cursor}`,
+      reason: `[engine] callback for ${sr.id} attempt ${attempt.n} is late: the step run is ${sr.state} and release ${r.id} is ${whereIs(r)}`,
     };
   }
   const pass = e.overall === "pass";

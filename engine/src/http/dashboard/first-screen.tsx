@@ -29,9 +29,13 @@ function Offers(props: { release: Release; offers: Offer[] }) {
     <ul class="offers" id="offers" aria-label="Actions the engine accepts now">
       {props.offers.map((o) => (
         <li>
-          <a class={o.danger ? "btn danger" : "btn"} href={o.href}>
-            {o.label}
-          </a>{" "}
+          {o.href ? (
+            <a class={o.danger ? "btn danger" : "btn"} href={o.href}>
+              {o.label}
+            </a>
+          ) : (
+            <code class="wrap">{o.command}</code>
+          )}{" "}
           <span class="small">{o.effect}</span>
         </li>
       ))}

@@ -1,85 +1,95 @@
 /**
- * The operator actions the release page offers, each with what it will do. The rule of which
- * actions the engine accepts is the one the page always used (`awaitsRetry`, abort before
- * compensation, resume when paused); it moves to the domain's `availableActions` once that
- * lands, so the dashboard and CLI never offer what the engine would refuse.
+ * The operator actions the release page and `baton status` offer, each with what it will do:
+ * exactly the domain's `availableActions` (domain/transition/exits.ts, which asks the
+ * transition itself), so neither offers what the engine would refuse. Abort, resume and retry
+ * have confirmation pages; resolve and abandon (which need a reason and lane confirmations)
+ * are shown with their CLI command.
  */
+import { type AvailableAction, availableActions } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
-import { awaitsRetry } from "./format.ts";
 import { stepWords } from "./summary.ts";
 
-/** One action the page offers. */
+/** One action offered. */
 export interface Offer {
-  action: "abort" | "resume" | "retry";
+  action: AvailableAction["action"];
   /** Release id or step run id. */
   target: string;
   /** Button text. */
   label: string;
   /** What the engine will do, in one sentence. */
   effect: string;
-  /** The confirmation page. */
-  href: string;
+  /** The dashboard's confirmation page, or null when the CLI takes it. */
+  href: string | null;
   danger: boolean;
   /** The CLI command that does the same. */
   command: string;
 }
 
+const ORDER: Record<AvailableAction["action"], number> = {
+  retry: 0,
+  resume: 1,
+  resolve: 2,
+  abort: 3,
+  abandon: 4,
+};
+
 /** The actions the engine accepts for `r` now, most useful first. */
 export function offers(r: Release): Offer[] {
-  const out: Offer[] = [];
   const steps = r.manifest.steps;
-  for (const s of r.step_runs.filter((x) => awaitsRetry(r.state, x))) {
-    const step = steps[s.step_index];
-    const where = step ? stepWords(step) : s.id;
-    out.push({
-      action: "retry",
-      target: s.id,
-      label: s.direction === "bwd" ? `Retry the undo of ${where}…` : `Retry ${where}…`,
-      effect:
-        s.direction === "bwd"
-          ? `sends the undo of ${where} again with the same operation key; when it succeeds, undoing continues down to step 1`
-          : `sends ${where} again with the same operation key (older attempts are fenced out); the release runs forward if it succeeds`,
-      href: `/step-runs/${s.id}/retry`,
-      danger: false,
-      command: `baton retry ${s.id}`,
+  const where = (target: string) => {
+    const sr = r.step_runs.find((s) => s.id === target);
+    const step = sr ? steps[sr.step_index] : undefined;
+    return { sr, words: step ? stepWords(step) : target };
+  };
+  return [...availableActions(r)]
+    .sort((a, b) => ORDER[a.action] - ORDER[b.action])
+    .map((a): Offer => {
+      const { sr, words } = where(a.target);
+      const undo = sr?.direction === "bwd";
+      switch (a.action) {
+        case "retry":
+          return {
+            action: a.action,
+            target: a.target,
+            label: undo ? `Retry the undo of ${words}…` : `Retry ${words}…`,
+            effect: a.effect,
+            href: `/step-runs/${a.target}/retry`,
+            danger: false,
+            command: a.command,
+          };
+        case "resume":
+          return {
+            action: a.action,
+            target: a.target,
+            label: r.state === "pending" ? "Start release…" : "Resume release…",
+            effect: a.effect,
+            href: `/releases/${a.target}/resume`,
+            danger: false,
+            command: a.command,
+          };
+        case "abort":
+          return {
+            action: a.action,
+            target: a.target,
+            label: "Abort release…",
+            effect:
+              r.high_water_mark < 0
+                ? a.effect
+                : `undoes every step that may have taken effect, from step ${r.high_water_mark + 1} down to step 1, then ends rolled back`,
+            href: `/releases/${a.target}/abort`,
+            danger: true,
+            command: a.command,
+          };
+        default:
+          return {
+            action: a.action,
+            target: a.target,
+            label: a.action === "resolve" ? `Resolve the undo of ${words} (CLI)` : "Abandon (CLI)",
+            effect: a.effect,
+            href: null,
+            danger: a.action === "abandon",
+            command: a.command,
+          };
+      }
     });
-  }
-  if (r.state === "paused") {
-    out.push({
-      action: "resume",
-      target: r.id,
-      label: "Resume release…",
-      effect: "runs forward again from the step the release is paused on",
-      href: `/releases/${r.id}/resume`,
-      danger: false,
-      command: `baton resume ${r.id}`,
-    });
-  }
-  if (r.state === "pending") {
-    out.push({
-      action: "resume",
-      target: r.id,
-      label: "Start release…",
-      effect: "starts the release at step 1",
-      href: `/releases/${r.id}/resume`,
-      danger: false,
-      command: `baton resume ${r.id}`,
-    });
-  }
-  if (["pending", "running", "paused"].includes(r.state)) {
-    const hwm = r.high_water_mark;
-    out.push({
-      action: "abort",
-      target: r.id,
-      label: "Abort release…",
-      effect:
-        hwm < 0
-          ? "ends the release aborted: nothing has taken effect, so nothing is undone"
-          : `undoes every step that may have taken effect, from step ${hwm + 1} down to step 1, then ends rolled back`,
-      href: `/releases/${r.id}/abort`,
-      danger: true,
-      command: `baton abort ${r.id} --reason "<why>"`,
-    });
-  }
-  return out;
 }
