@@ -275,7 +275,7 @@ async function sequential(store: Store, dir: string, raw: RawUpdater) {
   const drive = async (timed: boolean) => {
     const id = await createRelease(engine);
     for (let i = 0; i < 200; i++) {
-      await service.tick();
+      await engine.tick();
       const batch = pending;
       pending = [];
       for (const p of batch) {
@@ -353,7 +353,7 @@ async function load(store: Store, dir: string) {
   await Promise.all(inflight);
   const wall = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
-  const stats = engine.service.reconciler.stats;
+  const stats = engine.reconciler.stats;
   await engine.close();
   return { lat, burstMs, bursts, wall, stats, cpuMs: (cpu.user + cpu.system) / 1000 };
 }

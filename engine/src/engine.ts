@@ -1,7 +1,8 @@
 /**
- * Wires the engine from configuration: store → ports → service (+ reconciler) → Hono app.
- * Used by `main-node.ts`, the CLI, the demo and tests; anything can be injected
- * (store, dispatcher, control plane, clock) so tests run the real app on doubles.
+ * The Node composition: configuration → Node adapters (SQLite or Postgres store, local runner or
+ * GitHub dispatcher, embedded or remote control plane) → the portable core (core.ts) → an
+ * interval ticker. Used by `main-node.ts`, the CLI, the demo and tests; anything can be
+ * injected (store, dispatcher, control plane, clock) so tests run the real app on doubles.
  */
 import { join } from "node:path";
 import type { Hono } from "hono";
@@ -10,19 +11,21 @@ import { HttpControlPlane } from "./adapters/http-control-plane/index.ts";
 import { LocalRunner } from "./adapters/local-runner/index.ts";
 import { notifiersFromConfig } from "./adapters/notifier/index.ts";
 import { openStore } from "./adapters/store-factory.ts";
+import { BundleVerifier } from "./admission/verify.ts";
 import type { EngineConfig } from "./config.ts";
 import { startEmbeddedControlPlane } from "./control-plane/embedded.ts";
+import { createCore } from "./core.ts";
 import { NOTICE_KINDS } from "./domain/notifications.ts";
-import { createApp } from "./http/app.ts";
-import { dashboardApp } from "./http/dashboard/index.tsx";
+import { installFaultHost } from "./faults.ts";
+import { nodeFaultHost } from "./node/fault-host.ts";
 import { type Clock, systemClock } from "./ports/clock.ts";
 import type { ControlPlane } from "./ports/control-plane.ts";
 import type { Dispatcher } from "./ports/dispatcher.ts";
 import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
 import type { Domain } from "./service/domain.ts";
-import type { ReconcilerOptions } from "./service/reconciler.ts";
-import { type Logger, ReleaseService } from "./service/release-service.ts";
+import type { Reconciler, ReconcilerOptions } from "./service/reconciler.ts";
+import type { Logger, ReleaseService } from "./service/release-service.ts";
 
 export interface EngineOverrides {
   store?: Store;
@@ -51,6 +54,9 @@ export interface Engine {
   config: EngineConfig;
   app: Hono;
   service: ReleaseService;
+  reconciler: Reconciler;
+  /** One reconciler pass (what the interval calls). */
+  tick(): Promise<{ performed: number; failed: number }>;
   store: Store;
   dispatcher: Dispatcher;
   controlPlane: ControlPlane;
@@ -126,64 +132,50 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
         : { dataDir: config.dataDir },
     ));
 
-  let kick: () => void = () => {};
-  const service = new ReleaseService({
-    store,
-    dispatcher,
-    controlPlane,
-    clock,
-    publicUrl: config.publicUrl,
-    log,
-    ...(config.admission ? { admission: config.admission } : {}),
-    ...(o.reconciler ? { reconciler: o.reconciler } : {}),
-    ...(o.domain ? { domain: o.domain } : {}),
-    ...(config.retention ? { retention: config.retention } : {}),
-    ...(o.eagerReconcile === false ? {} : { onEffects: () => kick() }),
-    notify: {
-      notifiers: o.notifiers ?? notifiersFromConfig(config),
-      events: new Set(config.notify?.events ?? NOTICE_KINDS),
-      retry: {
-        baseMs: config.notify?.retryBaseMs ?? 5_000,
-        maxTries: config.notify?.maxTries ?? 8,
+  installFaultHost(nodeFaultHost);
+  const core = createCore(
+    {
+      store,
+      dispatcher,
+      controlPlane,
+      clock,
+      log,
+      notify: {
+        notifiers: o.notifiers ?? notifiersFromConfig(config),
+        events: new Set(config.notify?.events ?? NOTICE_KINDS),
+        retry: {
+          baseMs: config.notify?.retryBaseMs ?? 5_000,
+          maxTries: config.notify?.maxTries ?? 8,
+        },
       },
     },
-  });
-  log.info(admissionLine(config));
-  const app = createApp({
-    api: service,
-    clock,
-    callbackSecrets: config.callbackSecrets,
-    operatorToken: config.operatorToken,
-    viewerToken: config.viewerToken,
-    publicUrl: config.publicUrl,
-    ...(config.githubRepository ? { repository: config.githubRepository } : {}),
-    log,
-    extend: (a) => {
-      o.extendApp?.(a);
-      if (o.dashboard !== false) {
-        const tokens: { operator?: string; viewer?: string } = { operator: config.operatorToken };
-        if (config.viewerToken) tokens.viewer = config.viewerToken;
-        a.route(
-          "/",
-          dashboardApp({
-            api: service,
-            tokens,
-            publicUrl: config.publicUrl,
-            now: () => clock.now(),
-            ...(config.githubRepository ? { repository: config.githubRepository } : {}),
-          }),
-        );
-      }
+    {
+      publicUrl: config.publicUrl,
+      callbackSecrets: config.callbackSecrets,
+      operatorToken: config.operatorToken,
+      viewerToken: config.viewerToken,
+      ...(config.githubRepository ? { repository: config.githubRepository } : {}),
+      ...(o.dashboard === false ? { dashboard: false } : {}),
+      ...(o.reconciler ? { reconciler: o.reconciler } : {}),
+      ...(o.eagerReconcile === false ? { eagerReconcile: false } : {}),
+      ...(o.domain ? { domain: o.domain } : {}),
+      ...(o.extendApp ? { extendApp: o.extendApp } : {}),
+      exclusiveLanes: process.env.BATON_EXCLUSIVE_LANES !== "off",
+      ...(config.admission ? { admission: config.admission } : {}),
+      ...(config.admission?.mode === "enforce"
+        ? { admissionVerifier: new BundleVerifier(config.admission.policy) }
+        : {}),
+      ...(config.retention ? { retention: config.retention } : {}),
     },
-  });
-
-  kick = () => service.reconciler.kick();
+  );
+  log.info(admissionLine(config));
   let timer: NodeJS.Timeout | null = null;
-  const svc = service;
   return {
     config,
-    app,
-    service: svc,
+    app: core.app,
+    service: core.service,
+    reconciler: core.reconciler,
+    tick: core.tick,
     store,
     dispatcher,
     controlPlane,
@@ -191,14 +183,14 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     startTicking() {
       if (timer) return;
       timer = setInterval(() => {
-        svc.tick().catch((e) => log.error("[engine] reconciler pass failed", e));
+        core.tick().catch((e) => log.error("[engine] reconciler pass failed", e));
       }, config.tickMs);
       timer.unref();
     },
     async close() {
       if (timer) clearInterval(timer);
       timer = null;
-      await svc.reconciler.stop();
+      await core.stop();
       for (const c of closers) await c().catch(() => {});
       if (ownsStore) await store.close();
     },

@@ -12,8 +12,25 @@
  *
  * With `BATON_FAULT_TRACE=<file>`, every call appends `{"name","detail"}` as one JSON line to
  * that file (test/chaos enumerates the kill points from an uninjected run this way).
+ *
+ * Portable: the environment, the trace file and the kill come from a `FaultHost` the Node entry
+ * installs (node/fault-host.ts); on a runtime without one, only `setFault` + `throw` act.
  */
-import { appendFileSync } from "node:fs";
+
+/** What a fault point needs from its process: the environment, a trace file, a hard kill. */
+export interface FaultHost {
+  env(name: string): string | undefined;
+  appendTrace(file: string, line: string): void;
+  /** Ends the process at once (SIGKILL), after saying so on stderr. */
+  kill(point: string): void;
+}
+
+let host: FaultHost | null = null;
+
+/** Installs the process's fault host (the Node entry does; nothing else needs to). */
+export function installFaultHost(h: FaultHost | null): void {
+  host = h;
+}
 
 /** The points the engine calls, in the order a callback-driven step passes them. */
 export const FAULT_POINTS = [
@@ -71,14 +88,13 @@ export function faultPoint(
   detail: Record<string, string | number> = {},
 ): void {
   // Crash harness (test/chaos): a dry run records every call so the kill points can be enumerated.
-  const trace = process.env.BATON_FAULT_TRACE;
-  if (trace) appendFileSync(trace, `${JSON.stringify({ name, detail })}\n`);
-  const spec = parseFaultSpec(override === undefined ? process.env.BATON_FAULT : override);
+  const trace = host?.env("BATON_FAULT_TRACE");
+  if (trace) host?.appendTrace(trace, `${JSON.stringify({ name, detail })}\n`);
+  const spec = parseFaultSpec(override === undefined ? host?.env("BATON_FAULT") : override);
   if (!spec || spec.name !== name) return;
   for (const [k, v] of Object.entries(spec.match)) {
     if (String(detail[k]) !== v) return;
   }
-  if (action === "throw") throw new FaultCrash(name);
-  process.stderr.write(`[engine] fault point ${name} reached: killing process ${process.pid}\n`);
-  process.kill(process.pid, "SIGKILL");
+  if (action === "throw" || !host) throw new FaultCrash(name);
+  host.kill(name);
 }

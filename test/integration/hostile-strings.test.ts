@@ -29,7 +29,7 @@ afterEach(async () => {
 
 async function dispatched(x: Harness) {
   for (let i = 0; i < 50 && x.dispatcher.accepted.length === 0; i++) {
-    await x.engine.service.tick();
+    await x.engine.tick();
   }
   const p = x.dispatcher.accepted[0];
   if (!p) throw new Error("no dispatch");

@@ -33,7 +33,7 @@ let id: string;
 beforeAll(async () => {
   h = await makeHarness({ seed: recipe(2) });
   id = await createRelease(h, recipe(2));
-  for (let i = 0; i < 3; i++) await h.engine.service.tick();
+  for (let i = 0; i < 3; i++) await h.engine.tick();
 });
 afterAll(async () => {
   await h.close();

@@ -36,7 +36,7 @@ describe("preflight binds the dispatched work", () => {
     const h = await makeHarness({ seed: recipe(2) });
     open.push(h);
     const id = await createRelease(h, recipe(2));
-    for (let i = 0; i < 3; i++) await h.engine.service.tick();
+    for (let i = 0; i < 3; i++) await h.engine.tick();
     const p = h.dispatcher.accepted[0];
     if (!p) throw new Error("[test] no runner dispatch");
     const run = { run_id: "31337", run_attempt: 1 };
@@ -74,7 +74,7 @@ describe("preflight binds the dispatched work", () => {
     const h = await makeHarness({ seed: recipe(2) });
     open.push(h);
     await createRelease(h, recipe(2));
-    for (let i = 0; i < 3; i++) await h.engine.service.tick();
+    for (let i = 0; i < 3; i++) await h.engine.tick();
     const p = h.dispatcher.accepted[0];
     if (!p) throw new Error("[test] no runner dispatch");
     const body = JSON.parse(preflightBody(p, { run_id: "7", run_attempt: 1 }));

@@ -92,7 +92,7 @@ describe("crash between commit and effect", () => {
       const h = await harness({ seed: recipe(2) });
       const id = await createRelease(h, recipe(2));
       await pump(h, 1);
-      await h.engine.service.tick();
+      await h.engine.tick();
       const p = h.dispatcher.accepted[0]!;
       const run = { run_id: "31337", run_attempt: 1 };
       expect((await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run))).status).toBe(
@@ -180,7 +180,7 @@ describe("rules 6 and 7", () => {
   it("rule 6: a callback or preflight from another run id is refused (duplicate delivery)", async () => {
     const h = await harness({ seed: recipe(2) });
     await createRelease(h, recipe(2));
-    for (let i = 0; i < 3; i++) await h.engine.service.tick();
+    for (let i = 0; i < 3; i++) await h.engine.tick();
     const p = h.dispatcher.accepted[0]!;
     const runA = { run_id: "100", run_attempt: 1 };
     const runB = { run_id: "200", run_attempt: 1 };
@@ -202,7 +202,7 @@ describe("rules 6 and 7", () => {
   it("rule 7: every effect carries release id and generation; an old generation's preflight is stale", async () => {
     const h = await harness({ seed: recipe(2) });
     const id = await createRelease(h, recipe(2));
-    for (let i = 0; i < 3; i++) await h.engine.service.tick();
+    for (let i = 0; i < 3; i++) await h.engine.tick();
     const p = h.dispatcher.accepted[0]!;
     const run = { run_id: "300", run_attempt: 1 };
     expect((await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run))).status).toBe(
@@ -211,7 +211,7 @@ describe("rules 6 and 7", () => {
     expect(
       (await signedPost(h, callbackUrl(p.step_run_id), callbackBody(p.step_run_id, run))).status,
     ).toBe(200);
-    for (let i = 0; i < 3; i++) await h.engine.service.tick();
+    for (let i = 0; i < 3; i++) await h.engine.tick();
     expect(h.dispatcher.accepted).toHaveLength(2);
     const before = await getRecord(h, id);
     expect((await op(h, "POST", `/v1/releases/${id}/abort`, { reason: "test" })).status).toBe(200);
@@ -255,7 +255,7 @@ describe("two engines share one database", () => {
     for (let round = 0; round < 200; round++) {
       const x = engines[round % 2]!;
       const y = engines[(round + 1) % 2]!;
-      await x.engine.service.tick();
+      await x.engine.tick();
       for (const p of dispatcher.accepted.slice(handled)) {
         handled++;
         const run = { run_id: String(900 + handled), run_attempt: 1 };

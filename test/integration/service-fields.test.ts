@@ -37,7 +37,7 @@ afterEach(async () => {
 
 /** Ticks until the dispatcher accepted `n` dispatches in total (bounded). */
 async function untilDispatched(x: Harness, n: number) {
-  for (let i = 0; i < 50 && x.dispatcher.accepted.length < n; i++) await x.engine.service.tick();
+  for (let i = 0; i < 50 && x.dispatcher.accepted.length < n; i++) await x.engine.tick();
   expect(x.dispatcher.accepted.length).toBe(n);
   return x.dispatcher.accepted[n - 1]!;
 }
@@ -56,7 +56,7 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
         h,
         recipe(2, { policy: { steps: { attach_queue_lane: { retries: 0 } } } }),
       );
-      for (let i = 0; i < 3; i++) await h.engine.service.tick();
+      for (let i = 0; i < 3; i++) await h.engine.tick();
       const rec = await getRecord(h, id);
       const sr = stepRun(rec, 1)!;
       expect(sr.state).toBe("dispatch_failed");
@@ -92,7 +92,7 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
         h,
         recipe(2, { policy: { steps: { attach_queue_lane: { retries: 0 } } } }),
       );
-      for (let i = 0; i < 3; i++) await h.engine.service.tick();
+      for (let i = 0; i < 3; i++) await h.engine.tick();
       const rec = await getRecord(h, id);
       expect(h.dispatcher.calls.filter((c) => c.step_run_id === `sr_${id.slice(1)}_1_f`)).toEqual(
         [],
@@ -250,7 +250,7 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
         expect(((await second.json()) as { replay: boolean }).replay).toBe(true);
 
       const p2 = await untilDispatched(h, 2);
-      for (let i = 0; i < 3; i++) await h.engine.service.tick();
+      for (let i = 0; i < 3; i++) await h.engine.tick();
       expect(h.dispatcher.accepted.filter((x) => x.step_run_id === p2.step_run_id)).toHaveLength(1);
       let rec = await getRecord(h, p1.release.id);
       expect(rec.high_water_mark).toBe(2);
@@ -273,7 +273,7 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
           .map(async (a) => ((await a.json()) as { replay: boolean }).replay),
       );
       expect(replays.filter((x) => !x)).toHaveLength(1);
-      for (let i = 0; i < 6; i++) await h.engine.service.tick();
+      for (let i = 0; i < 6; i++) await h.engine.tick();
       rec = await getRecord(h, p1.release.id);
       for (const sr of [p1.step_run_id, p2.step_run_id]) {
         const accepted = rec.history.filter(

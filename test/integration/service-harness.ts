@@ -357,7 +357,7 @@ export async function pumpOnce(
   h: Harness,
   decide: (p: DispatchPayload) => "pass" | "fail" | "skip" = () => "pass",
 ) {
-  const t = await h.engine.service.tick();
+  const t = await h.engine.tick();
   const handled = handledCount.get(h) ?? 0;
   const fresh = h.dispatcher.accepted.slice(handled);
   handledCount.set(h, h.dispatcher.accepted.length);

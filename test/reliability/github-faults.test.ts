@@ -49,7 +49,7 @@ const payloads = (gh: GitHubStandin) =>
 /** Ticks (moving the fake clock over backoffs) until GitHub accepted `n` dispatches. */
 async function untilAccepted(h: Harness, gh: GitHubStandin, n: number): Promise<void> {
   for (let i = 0; i < 60 && gh.accepted.length < n; i++) {
-    await h.engine.service.tick();
+    await h.engine.tick();
     h.clock.advance(2_000);
   }
   expect(gh.accepted.length).toBeGreaterThanOrEqual(n);

@@ -50,14 +50,14 @@ describe("outbox lease", () => {
     const writes = () => cp.calls.filter((c) => c.method === "apply").length;
 
     pauseAfterClaim = true;
-    await h.engine.service.reconciler.runOnce();
+    await h.engine.reconciler.runOnce();
     expect(writes()).toBe(0);
     const pending = await store.pendingOutbox();
     expect(pending.length).toBeGreaterThan(0);
 
     // The next claim (this engine's or another's) performs it, once.
     pauseAfterClaim = false;
-    await h.engine.service.reconciler.runOnce();
+    await h.engine.reconciler.runOnce();
     expect(writes()).toBe(1);
     for (const [key, n] of Object.entries(cp.applicationCounts())) expect(n, key).toBe(1);
   });

@@ -74,8 +74,7 @@ describe.skipIf(!usable && process.env.CI !== "true")("Postgres restarted mid-re
 
   it("unhealthy while down, 5xx to runners (retried), healthy again, the release finishes", async () => {
     const id = await createRelease(h, recipe(2));
-    for (let i = 0; i < 10 && h.dispatcher.accepted.length === 0; i++)
-      await h.engine.service.tick();
+    for (let i = 0; i < 10 && h.dispatcher.accepted.length === 0; i++) await h.engine.tick();
     const p = h.dispatcher.accepted[0]!;
     const run = { run_id: "4242", run_attempt: 1 };
     expect((await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run))).status).toBe(
@@ -88,7 +87,7 @@ describe.skipIf(!usable && process.env.CI !== "true")("Postgres restarted mid-re
     // The runner's callback meets the outage: a 5xx (the action retries those), never a crash.
     const cb = await signedPost(h, callbackUrl(p.step_run_id), callbackBody(p.step_run_id, run));
     expect(cb.status).toBeGreaterThanOrEqual(500);
-    await h.engine.service.tick().catch(() => {});
+    await h.engine.tick().catch(() => {});
 
     pgCtl(
       "-w",

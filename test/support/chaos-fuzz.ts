@@ -66,7 +66,7 @@ async function runnerStepReady(h: Harness): Promise<DispatchPayload> {
   const before = h.dispatcher.accepted.length;
   await createRelease(h, recipe(2));
   for (let i = 0; i < 20 && h.dispatcher.accepted.length === before; i++) {
-    await h.engine.service.tick();
+    await h.engine.tick();
   }
   const p = h.dispatcher.accepted.at(-1);
   if (!p || h.dispatcher.accepted.length === before) throw new Error("[chaos] no dispatch came");

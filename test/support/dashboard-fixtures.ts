@@ -672,9 +672,6 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
       return unsupported();
     },
     async recordRefused() {},
-    async tick() {
-      return { performed: 0, failed: 0 };
-    },
     async health() {},
   };
 }

@@ -15,6 +15,7 @@ import {
 import type { Manifest } from "../domain/types.ts";
 import type { AdmissionMark } from "../ports/store.ts";
 import type { AdmissionConfig } from "./policy.ts";
+import { describeSigner } from "./signer.ts";
 import {
   imageDigest,
   MANIFEST_PREDICATE_TYPE,
@@ -24,7 +25,7 @@ import {
   SlsaProvenance,
   type Statement,
 } from "./statement.ts";
-import { type BundleVerifier, describeSigner } from "./verify.ts";
+import type { BundleVerifier } from "./verify.ts";
 
 export type { AdmissionMark } from "../ports/store.ts";
 

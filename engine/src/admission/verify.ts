@@ -35,10 +35,7 @@ const EMPTY_ROOT = {
   timestampAuthorities: [],
 };
 
-/** Renders a signer for people: `key release-2026` or the workflow URL. */
-export function describeSigner(s: SignerIdentity): string {
-  return s.kind === "key" ? `key ${s.key_id}` : `${s.san} (issuer ${s.issuer})`;
-}
+export { describeSigner } from "./signer.ts";
 
 /** Verifies bundles against one policy; build once at start-up (parses the trusted root). */
 export class BundleVerifier {

@@ -14,6 +14,8 @@ import { systemRoutes } from "./routes/system.ts";
 
 export interface AppOptions {
   api: ReleaseApi;
+  /** One reconciler pass (`POST /v1/tick`): the core's `tick`. */
+  tick: () => Promise<{ performed: number; failed: number }>;
   clock: Clock;
   callbackSecrets: readonly string[];
   operatorToken: string;
@@ -61,7 +63,7 @@ export function createApp(o: AppOptions): Hono {
   app.notFound((c) =>
     errorResponse(c, 404, "not_found", `[engine] no route ${c.req.method} ${c.req.path}`),
   );
-  app.route("/", systemRoutes({ api: o.api, operatorTokens, readTokens }));
+  app.route("/", systemRoutes({ api: o.api, tick: o.tick, operatorTokens, readTokens }));
   app.route(
     "/v1/releases/step-runs",
     stepRunRoutes({

@@ -1,21 +1,17 @@
 /**
  * Bearer-token checks of the operator and read routes (docs/engine.md "Authentication").
  * Tokens are compared in constant time over their sha256 digests (equal lengths by
- * construction, so `timingSafeEqual` never leaks a length).
+ * construction, so the compare never leaks a length).
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import { BatonError } from "../domain/errors.ts";
-
-function digest(s: string): Buffer {
-  return createHash("sha256").update(s, "utf8").digest();
-}
+import { constantTimeEqual, sha256Hex } from "../protocol/sha256.ts";
 
 /** True when `given` equals one of `tokens` (every token is compared: no early exit). */
 export function tokenMatches(given: string, tokens: readonly string[]): boolean {
-  const g = digest(given);
+  const g = sha256Hex(given);
   let ok = false;
-  for (const t of tokens) if (timingSafeEqual(g, digest(t))) ok = true;
+  for (const t of tokens) if (constantTimeEqual(g, sha256Hex(t))) ok = true;
   return ok;
 }
 

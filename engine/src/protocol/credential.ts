@@ -1,20 +1,21 @@
 /**
- * The HMAC credential of preflight and callback requests (DESIGN.md §4).
+ * The HMAC credential of preflight and callback requests (docs/engine.md "Authentication").
  *
  * signature = hex(HMAC-SHA256(secret, `${timestamp}.` + rawBody)), sent as
  * `x-baton-signature: sha256=<hex>` with `x-baton-timestamp: <unix seconds>`.
  * Verified over the raw bytes before parsing, in constant time, against every secret in a
- * rotation list (octokit/webhooks-methods `verify` shape: length guard, then timingSafeEqual).
+ * rotation list (octokit/webhooks-methods `verify` shape: length guard, then a constant-time
+ * compare). Portable: no `node:` import (HMAC from protocol/sha256.ts).
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { constantTimeEqual, hmacSha256Hex } from "./sha256.ts";
 
 export const SIGNATURE_HEADER = "x-baton-signature";
 export const TIMESTAMP_HEADER = "x-baton-timestamp";
 /** Default replay window: a credential older or newer than this (ms) is refused. */
 export const DEFAULT_REPLAY_WINDOW_MS = 5 * 60 * 1000;
 
-function mac(secret: string, timestamp: string, body: Uint8Array): string {
-  return createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest("hex");
+function mac(secret: string, timestamp: string, body: string | Uint8Array): string {
+  return hmacSha256Hex(secret, `${timestamp}.`, body);
 }
 
 /**
@@ -26,10 +27,9 @@ export function signBody(
   body: string | Uint8Array,
   nowMs: number = Date.now(),
 ): Record<string, string> {
-  const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
   const timestamp = String(Math.floor(nowMs / 1000));
   return {
-    [SIGNATURE_HEADER]: `sha256=${mac(secret, timestamp, bytes)}`,
+    [SIGNATURE_HEADER]: `sha256=${mac(secret, timestamp, body)}`,
     [TIMESTAMP_HEADER]: timestamp,
   };
 }
@@ -56,12 +56,11 @@ export function verifyBody(
   }
   if (Math.abs(nowMs - Number(timestamp) * 1000) > windowMs)
     return { ok: false, reason: "expired" };
-  const given = Buffer.from(signature.slice("sha256=".length), "hex");
+  const given = signature.slice("sha256=".length);
   let matched = false;
   for (const secret of secrets) {
-    const expected = Buffer.from(mac(secret, timestamp, body), "hex");
     // Compare against every secret (no early exit) so timing does not reveal which one matched.
-    if (expected.length === given.length && timingSafeEqual(expected, given)) matched = true;
+    if (constantTimeEqual(mac(secret, timestamp, body), given)) matched = true;
   }
   return matched ? { ok: true } : { ok: false, reason: "mismatch" };
 }

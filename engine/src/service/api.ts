@@ -76,8 +76,6 @@ export interface ReleaseApi {
   callback(stepRunId: string, body: CallbackBody, raw: string): Promise<Accepted | Refusal>;
   /** Records a refused request that never reached a release (e.g. forged credential). */
   recordRefused(stepRunId: string | null, kind: string, message: string, data: Json): Promise<void>;
-  /** Runs one reconciler pass: fires due deadlines, performs due effects. */
-  tick(): Promise<{ performed: number; failed: number }>;
   /** Throws when the store is unreachable. */
   health(): Promise<void>;
 }

@@ -56,14 +56,24 @@ export interface ReconcilerDeps {
   clock: Clock;
   publicUrl: string;
   log: Logger;
-  /** A recent copy of a release (only its immutable fields are used: id, manifest digest). */
-  loadRelease(id: string): Promise<Release | null>;
+  /** The commit side (ReleaseService): feeds each outcome back, reads recent releases. */
+  releases: ReleaseCommits;
   /** Notifiers by channel name (`notify` rows); a row for a missing channel is dropped. */
   notifiers?: ReadonlyMap<string, Notifier>;
   /** Retry schedule of notices: first delay (ms, doubling, capped at 5 min) and tries in all. */
   notifyRetry?: { baseMs: number; maxTries: number };
-  /** `ReleaseService.apply`. */
+}
+
+/** What the reconciler needs of the release service (implemented by `ReleaseService`). */
+export interface ReleaseCommits {
+  /** Applies an outcome event (with the outbox row to complete in the same commit). */
   apply(releaseId: string, event: ReleaseEvent, extras: ApplyExtras): Promise<{ ok: boolean }>;
+  /** A recent copy of a release (only its immutable fields are used: id, manifest digest). */
+  recentRelease(id: string): Promise<Release | null>;
+}
+
+function randomOwner(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(4)), (x) => x.toString(16)).join("");
 }
 
 export class Reconciler {
@@ -79,7 +89,7 @@ export class Reconciler {
     this.opts = {
       batch: opts.batch ?? 64,
       leaseMs: opts.leaseMs ?? 60_000,
-      owner: opts.owner ?? `engine-${process.pid}`,
+      owner: opts.owner ?? `engine-${globalThis.process?.pid ?? randomOwner()}`,
       maxPasses: opts.maxPasses ?? 1,
       maxInFlight: opts.maxInFlight ?? 256,
       kickIntervalMs: opts.kickIntervalMs ?? 5,
@@ -147,6 +157,17 @@ export class Reconciler {
     }
   }
 
+  /**
+   * Resolves when no claim runs and no row is in flight (bounded: at most 1000 waits). A
+   * serverless entry hands this to `waitUntil` so effects a request started finish.
+   */
+  async idle(): Promise<void> {
+    for (let i = 0; i < 1000 && (this.claiming || this.inflight.size > 0); i++) {
+      if (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+      else await new Promise((r) => setTimeout(r, 1));
+    }
+  }
+
   /** Stops `kick` mode and waits (bounded by the rows in flight) for performing rows to end. */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -208,15 +229,17 @@ export class Reconciler {
       const e = row.effect;
       switch (e.type) {
         case "deadline":
-          await this.deps.apply(row.release_id, deadlineEvent(e), { complete_outbox: complete });
+          await this.deps.releases.apply(row.release_id, deadlineEvent(e), {
+            complete_outbox: complete,
+          });
           return true;
         case "dispatch":
-          await this.deps.apply(row.release_id, await this.dispatch(row, e), {
+          await this.deps.releases.apply(row.release_id, await this.dispatch(row, e), {
             complete_outbox: complete,
           });
           return true;
         case "control_plane":
-          await this.deps.apply(row.release_id, await this.controlPlane(row, e), {
+          await this.deps.releases.apply(row.release_id, await this.controlPlane(row, e), {
             complete_outbox: complete,
           });
           return true;
@@ -265,7 +288,7 @@ export class Reconciler {
 
   private async dispatch(row: OutboxRow, e: DispatchEffect): Promise<ReleaseEvent> {
     const base = { step_run_id: e.step_run_id, dispatch: e.dispatch };
-    const release = await this.deps.loadRelease(row.release_id);
+    const release = await this.deps.releases.recentRelease(row.release_id);
     if (!release)
       throw new Error(`[engine] release ${row.release_id} of outbox row ${row.id} is gone`);
     let payload: ReturnType<typeof buildDispatchPayload>;
@@ -306,7 +329,7 @@ export class Reconciler {
   }
 
   private async controlPlane(row: OutboxRow, e: ControlPlaneEffect): Promise<ReleaseEvent> {
-    const release = await this.deps.loadRelease(row.release_id);
+    const release = await this.deps.releases.recentRelease(row.release_id);
     const uid = release?.uid;
     // Every write names its model: traffic is per model and the op carries none.
     const ctx: WriteContext = {

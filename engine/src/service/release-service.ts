@@ -5,10 +5,10 @@
  * transition (bounded). Refusals only append history. Effects are performed later by the
  * reconciler, never here.
  */
-import { randomBytes } from "node:crypto";
 import { admit } from "../admission/admit.ts";
 import type { AdmissionConfig } from "../admission/policy.ts";
-import { BundleVerifier, describeSigner } from "../admission/verify.ts";
+import { describeSigner } from "../admission/signer.ts";
+import type { BundleVerifier } from "../admission/verify.ts";
 import type { AdmissionReport } from "../domain/admission.ts";
 import { BatonError } from "../domain/errors.ts";
 import { buildNotice, type NoticeKind, noticeKindFor } from "../domain/notifications.ts";
@@ -22,17 +22,15 @@ import type {
 } from "../domain/types.ts";
 import { faultPoint } from "../faults.ts";
 import type { Clock } from "../ports/clock.ts";
-import type { ControlPlane } from "../ports/control-plane.ts";
-import type { Dispatcher } from "../ports/dispatcher.ts";
 import type { Notifier } from "../ports/notifier.ts";
 import type { AttemptResult, ReleaseSummary, Store } from "../ports/store.ts";
 import { RELEASE_ID_PATTERN, releaseIdOfStepRun } from "../protocol/ids.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "./api.ts";
 import { type Domain, defaultDomain } from "./domain.ts";
+import type { EffectsDue } from "./effects-due.ts";
 import { assertLanesFree } from "./lane-claims.ts";
 import { capLogTail } from "./log-tail.ts";
-import { Reconciler, type ReconcilerOptions } from "./reconciler.ts";
 import { RefusalLog } from "./refusal-log.ts";
 import { DEFAULT_RETENTION, Retention, type RetentionPolicy } from "./retention.ts";
 
@@ -45,20 +43,20 @@ export interface Logger {
 
 export interface ReleaseServiceDeps {
   store: Store;
-  dispatcher: Dispatcher;
-  controlPlane: ControlPlane;
   clock: Clock;
   /** Engine base URL as runners reach it (callback URLs). */
   publicUrl: string;
   log?: Logger;
   /** Transition and compiler; the real domain by default. */
   domain?: Domain;
-  reconciler?: Partial<ReconcilerOptions>;
-  /** Called after every commit that wrote effects (e.g. to run the reconciler soon). */
-  onEffects?: () => void;
+  /**
+   * Told after every commit that wrote effects (the core connects it to the reconciler's
+   * `kick`). The service never sees the reconciler: it commits, the reconciler performs.
+   */
+  effectsDue?: EffectsDue;
   /**
    * Refuse a release whose lanes a non-terminal release owns (lane-claims.ts). Default true;
-   * env `BATON_EXCLUSIVE_LANES=off` turns it off (tests that stack releases of one recipe).
+   * the Node entry turns it off on `BATON_EXCLUSIVE_LANES=off` (tests that stack releases).
    */
   exclusiveLanes?: boolean;
   /** Reload-and-retry bound on `resource_version` conflicts. Default 16. */
@@ -73,6 +71,8 @@ export interface ReleaseServiceDeps {
    * unless `BATON_ADMISSION=off` is set.
    */
   admission?: AdmissionConfig;
+  /** Bundle verifier for `enforce` mode, built by the entry from the policy (admission/verify.ts). */
+  admissionVerifier?: BundleVerifier;
 }
 
 /** What a start carries besides the recipe (docs/trust.md "Sending the bundle"). */
@@ -125,16 +125,21 @@ export const LIVE_MARK_SHARE_MS = 500;
 /** Releases kept in the read cache (each a few tens of KB: ~25 MB at most). */
 const RELEASE_CACHE_MAX = 500;
 
+/** `bytes` random bytes as lowercase hex (Web Crypto: every runtime has it). */
+function randomHex(bytes: number): string {
+  const b = crypto.getRandomValues(new Uint8Array(bytes));
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
 export const silentLog: Logger = { info() {}, warn() {}, error() {} };
 
 export class ReleaseService implements ReleaseApi {
   readonly store: Store;
   readonly clock: Clock;
-  readonly reconciler: Reconciler;
   private readonly domain: Domain;
   private readonly log: Logger;
   private readonly maxRetries: number;
-  private readonly onEffects: (() => void) | undefined;
+  private readonly effectsDue: EffectsDue | undefined;
   private readonly exclusiveLanes: boolean;
   private readonly notify: NotifyPolicy | null;
   private readonly publicUrl: string;
@@ -159,8 +164,8 @@ export class ReleaseService implements ReleaseApi {
     this.domain = deps.domain ?? defaultDomain;
     this.log = deps.log ?? silentLog;
     this.maxRetries = deps.maxConflictRetries ?? 16;
-    this.onEffects = deps.onEffects;
-    this.exclusiveLanes = deps.exclusiveLanes ?? process.env.BATON_EXCLUSIVE_LANES !== "off";
+    this.effectsDue = deps.effectsDue;
+    this.exclusiveLanes = deps.exclusiveLanes ?? true;
     this.notify = deps.notify && deps.notify.notifiers.length > 0 ? deps.notify : null;
     this.publicUrl = deps.publicUrl;
     this.retention = new Retention(
@@ -170,27 +175,8 @@ export class ReleaseService implements ReleaseApi {
       this.log,
     );
     this.admission = deps.admission ?? { mode: "off" };
-    this.verifier =
-      this.admission.mode === "enforce" ? new BundleVerifier(this.admission.policy) : null;
-    this.reconciler = new Reconciler(
-      {
-        store: deps.store,
-        dispatcher: deps.dispatcher,
-        controlPlane: deps.controlPlane,
-        clock: deps.clock,
-        publicUrl: deps.publicUrl,
-        log: this.log,
-        apply: (id, ev, extras) => this.apply(id, ev, extras),
-        loadRelease: (id) => this.recentRelease(id),
-        ...(this.notify
-          ? {
-              notifiers: new Map(this.notify.notifiers.map((n) => [n.channel, n])),
-              notifyRetry: this.notify.retry,
-            }
-          : {}),
-      },
-      deps.reconciler,
-    );
+    // The verifier (sigstore, Node-only) is built by the entry and injected.
+    this.verifier = this.admission.mode === "enforce" ? (deps.admissionVerifier ?? null) : null;
   }
 
   /**
@@ -248,7 +234,7 @@ export class ReleaseService implements ReleaseApi {
       });
       if (res.ok) {
         this.remember(r.release);
-        if (effects.length > 0) this.onEffects?.();
+        if (effects.length > 0) this.effectsDue?.notify();
         return { ok: true, changed: true, release: r.release, reply: r.reply };
       }
       if (res.conflict === "outbox_claim") {
@@ -410,7 +396,7 @@ export class ReleaseService implements ReleaseApi {
         compiled.manifest,
         compiled.manifest_digest,
         now,
-        randomBytes(8).toString("hex"),
+        randomHex(8),
       ),
       admission: report,
     };
@@ -464,7 +450,7 @@ export class ReleaseService implements ReleaseApi {
       extras,
     );
     this.remember(release);
-    if (started.effects.length > 0) this.onEffects?.();
+    if (started.effects.length > 0) this.effectsDue?.notify();
     return release;
   }
 
@@ -639,10 +625,9 @@ export class ReleaseService implements ReleaseApi {
     ]);
   }
 
-  async tick(): Promise<{ performed: number; failed: number }> {
-    const done = await this.reconciler.runOnce();
+  /** Housekeeping run after each reconciler pass (the core's `tick`): retention of finished releases. */
+  async maintain(): Promise<void> {
     await this.retention.maybeRun();
-    return done;
   }
 
   health(): Promise<void> {

@@ -10,9 +10,9 @@
  * so a page on another site cannot forge it without the token; POSTs whose `Origin` is another
  * site are refused too.
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
+import { constantTimeEqual, hmacSha256Hex, sha256Hex } from "../../protocol/sha256.ts";
 
 export const TOKEN_COOKIE = "baton_token";
 
@@ -30,10 +30,9 @@ export interface Caller {
   token: string | null;
 }
 
+/** Constant-time equality over sha256 digests (equal lengths, so no length leaks). */
 function same(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
+  return constantTimeEqual(sha256Hex(a), sha256Hex(b));
 }
 
 /** Reads the caller's token (Bearer header first, then the cookie) and maps it to a role. */
@@ -55,7 +54,7 @@ export function roleOf(token: string | null, tokens: DashboardTokens): Role {
 /** The CSRF token for `action` on `target`, bound to the caller's token; "" without a token. */
 export function csrfToken(token: string | null, action: string, target: string): string {
   if (!token) return "";
-  return createHmac("sha256", token).update(`baton-csrf:${action}:${target}`).digest("hex");
+  return hmacSha256Hex(token, `baton-csrf:${action}:${target}`);
 }
 
 /** Whether `sent` is the CSRF token for this caller, action and target (constant time). */

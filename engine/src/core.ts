@@ -1,0 +1,167 @@
+/**
+ * The portable core: ports in, `{ app, tick }` out. It imports no Node-only module (CI bundles
+ * it for a neutral platform and fails on any `node:` import or native module:
+ * scripts/check-portable.mjs), so the same core runs under Node (engine.ts, main-node.ts), on
+ * Cloudflare Workers (entries/worker.ts) and on AWS Lambda (entries/lambda.ts).
+ *
+ * Wiring, once and in one direction:
+ *   EffectsDue ← ReleaseService (commits; notifies when a commit wrote effects)
+ *   Reconciler → ReleaseService (performs the outbox, feeds outcomes back through `apply`)
+ *   EffectsDue → Reconciler.kick (the core connects the two; neither knows the other)
+ *   app → service (+ `tick` for `POST /v1/tick`)
+ * The entry decides what drives `tick()`: an interval (Node), a Cron Trigger (Workers), an
+ * EventBridge schedule (Lambda). Work a request starts (a kick) is handed to
+ * `scheduler.defer`, which a serverless entry maps to `waitUntil`.
+ */
+import type { Hono } from "hono";
+import type { AdmissionConfig } from "./admission/policy.ts";
+import type { BundleVerifier } from "./admission/verify.ts";
+import { createApp } from "./http/app.ts";
+import { dashboardApp } from "./http/dashboard/index.tsx";
+import type { Clock } from "./ports/clock.ts";
+import type { ControlPlane } from "./ports/control-plane.ts";
+import type { Dispatcher } from "./ports/dispatcher.ts";
+import type { Notifier } from "./ports/notifier.ts";
+import type { Store } from "./ports/store.ts";
+import type { Domain } from "./service/domain.ts";
+import { EffectsDue } from "./service/effects-due.ts";
+import { Reconciler, type ReconcilerOptions } from "./service/reconciler.ts";
+import { type Logger, type NotifyPolicy, ReleaseService } from "./service/release-service.ts";
+import type { RetentionPolicy } from "./service/retention.ts";
+
+/** How work started by a request outlives the response (Workers: `ctx.waitUntil`). */
+export interface Scheduler {
+  /** Keeps the runtime alive until `work` settles. Node needs nothing (the process lives on). */
+  defer(work: Promise<unknown>): void;
+}
+
+/** The ports the core runs on; every one is an interface with adapters per platform. */
+export interface CorePorts {
+  store: Store;
+  dispatcher: Dispatcher;
+  controlPlane: ControlPlane;
+  clock: Clock;
+  log: Logger;
+  /** Default: nothing to do (a long-lived process). */
+  scheduler?: Scheduler;
+  /** Notifiers and what they are told; none by default. */
+  notify?: NotifyPolicy;
+}
+
+/** The settings the core needs (the rest of EngineConfig is for entries and adapters). */
+export interface CoreSettings {
+  /** Engine URL as runners and browsers reach it (callback URLs, links). */
+  publicUrl: string;
+  /** HMAC secrets of preflight/callback credentials (rotation list). */
+  callbackSecrets: readonly string[];
+  operatorToken: string;
+  viewerToken: string | null;
+  /** owner/name, for run links. */
+  repository?: string;
+  /** Mount the dashboard under `/` (default true). */
+  dashboard?: boolean;
+  reconciler?: Partial<ReconcilerOptions>;
+  /** Kick the reconciler right after a commit that wrote effects (default true). */
+  eagerReconcile?: boolean;
+  /** One release per lane (default true). */
+  exclusiveLanes?: boolean;
+  /** Admission policy of new releases (admission/policy.ts); off by default. */
+  admission?: AdmissionConfig;
+  /** Its bundle verifier in `enforce` mode (Node entry: `new BundleVerifier(policy)`). */
+  admissionVerifier?: BundleVerifier;
+  /** Retention of finished releases, run from `tick` (service/retention.ts). */
+  retention?: RetentionPolicy;
+  /** Transition and compiler (tests wrap them). */
+  domain?: Domain;
+  /** Mounts more routes on the app before the dashboard. */
+  extendApp?: (app: Hono) => void;
+}
+
+export interface Core {
+  /** The Hono app: serve it with any adapter (`app.fetch`). */
+  app: Hono;
+  /** One reconciler pass: fires due deadlines, performs due effects. Concurrent calls share one. */
+  tick(): Promise<{ performed: number; failed: number }>;
+  service: ReleaseService;
+  reconciler: Reconciler;
+  /** Stops kicking and waits (bounded) for effects in flight. */
+  stop(): Promise<void>;
+}
+
+/** Builds the core from its ports. Pure wiring: opens nothing, starts no timer. */
+export function createCore(ports: CorePorts, s: CoreSettings): Core {
+  const { store, dispatcher, controlPlane, clock, log } = ports;
+  const effectsDue = new EffectsDue();
+  const service = new ReleaseService({
+    store,
+    clock,
+    publicUrl: s.publicUrl,
+    log,
+    effectsDue,
+    ...(s.domain ? { domain: s.domain } : {}),
+    ...(s.exclusiveLanes === undefined ? {} : { exclusiveLanes: s.exclusiveLanes }),
+    ...(s.admission ? { admission: s.admission } : {}),
+    ...(s.admissionVerifier ? { admissionVerifier: s.admissionVerifier } : {}),
+    ...(s.retention ? { retention: s.retention } : {}),
+    ...(ports.notify ? { notify: ports.notify } : {}),
+  });
+  const notify = ports.notify && ports.notify.notifiers.length > 0 ? ports.notify : null;
+  const reconciler = new Reconciler(
+    {
+      store,
+      dispatcher,
+      controlPlane,
+      clock,
+      publicUrl: s.publicUrl,
+      log,
+      releases: service,
+      ...(notify
+        ? {
+            notifiers: new Map<string, Notifier>(notify.notifiers.map((n) => [n.channel, n])),
+            notifyRetry: notify.retry,
+          }
+        : {}),
+    },
+    s.reconciler,
+  );
+  if (s.eagerReconcile !== false) {
+    effectsDue.listen(() => {
+      reconciler.kick();
+      ports.scheduler?.defer(reconciler.idle());
+    });
+  }
+  const tick = async () => {
+    const done = await reconciler.runOnce();
+    await service.maintain();
+    return done;
+  };
+  const app = createApp({
+    api: service,
+    tick,
+    clock,
+    callbackSecrets: s.callbackSecrets,
+    operatorToken: s.operatorToken,
+    viewerToken: s.viewerToken,
+    publicUrl: s.publicUrl,
+    ...(s.repository ? { repository: s.repository } : {}),
+    log,
+    extend: (a) => {
+      s.extendApp?.(a);
+      if (s.dashboard !== false) {
+        const tokens: { operator?: string; viewer?: string } = { operator: s.operatorToken };
+        if (s.viewerToken) tokens.viewer = s.viewerToken;
+        a.route(
+          "/",
+          dashboardApp({
+            api: service,
+            tokens,
+            publicUrl: s.publicUrl,
+            now: () => clock.now(),
+            ...(s.repository ? { repository: s.repository } : {}),
+          }),
+        );
+      }
+    },
+  });
+  return { app, tick, service, reconciler, stop: () => reconciler.stop() };
+}
