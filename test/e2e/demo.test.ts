@@ -51,8 +51,16 @@ describe("npm run demo", () => {
     expect(lines.map((l) => l[0])).toEqual(manifest.steps.map((s) => s.index));
     for (const l of lines) expect(l.slice(2), out).toEqual(["fwd", 1, "succeeded"]);
     expect(out).toMatch(/release r1 ended succeeded in [\d.]+ s/);
-    // Without --serve the engine stops at the end, so no dead dashboard/API URLs are printed.
-    expect(out).not.toMatch(/dashboard\s+http:\/\/127\.0\.0\.1/);
+    // The dashboard URL and the sign-in link come first, before the release starts, so a new
+    // user can watch it live; without --serve the engine stops at the end (said so at the end).
+    const dash = out.search(/\[demo\] dashboard\s+http:\/\/127\.0\.0\.1:\d+\/releases/);
+    const signIn = out.search(
+      /\[demo\] sign in\s+http:\/\/127\.0\.0\.1:\d+\/login\?next=\/releases {2}with the operator token \S{16,}/,
+    );
+    expect(dash, out).toBeGreaterThanOrEqual(0);
+    expect(signIn, out).toBeGreaterThan(dash);
+    expect(signIn).toBeLessThan(out.indexOf("[demo] release r1:"));
+    expect(out).toMatch(/\[demo\] watch live\s+http:\/\/127\.0\.0\.1:\d+\/releases\/r1/);
     expect(out).toContain("[demo] (run with --serve to keep the dashboard up)");
   }, 240_000);
 

@@ -70,6 +70,11 @@ export async function runDemo(argv: string[]): Promise<number> {
     const { manifest } = stack;
     if (failStep) stack.failHealthAt(failStep.index);
     const t = stack.fleet.target;
+    // First, so that a new user can open the release live while it runs.
+    console.log(`[demo] dashboard      ${stack.url}/releases  (open it now to watch live)`);
+    console.log(
+      `[demo] sign in        ${stack.url}/login?next=/releases  with the operator token ${stack.operatorToken}`,
+    );
     console.log(`[demo] engine         ${stack.url} (SQLite in ${join(dir, "engine")})`);
     console.log(`[demo] control plane  ${stack.fleet.cp.url} (model ${manifest.model})`);
     console.log(`[demo] SSH target     ${t.user}@${t.host}:${t.port} host key ${t.hostKeyPin}`);
@@ -100,6 +105,7 @@ export async function runDemo(argv: string[]): Promise<number> {
     }
     const id = body.id;
     if (body.admission) for (const line of admissionLines(body.admission)) console.log(line);
+    console.log(`[demo] watch live     ${stack.url}/releases/${id}`);
     console.log(
       `[demo] release ${id}: ${manifest.recipe_name}, ${manifest.steps.length} steps, ${manifest.lanes.length} lanes, tool revision ${manifest.tool_revision?.slice(0, 12) ?? "(not pinned)"}`,
     );
