@@ -1,0 +1,190 @@
+/**
+ * The 2am first screen in Chromium (issue 16): for a failed (undoing), a rolled-back, an
+ * operator-aborted, a paused and a needs-operator release, the headline, why, failing step and
+ * check, and the accepted actions are inside the first 1280×800 screen; at 390 px the page
+ * does not scroll sideways; axe-core finds no serious or critical violation. Screenshots go
+ * to test-results/ (first-screen-<kind>-<width>.png).
+ */
+import { existsSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import { serve } from "@hono/node-server";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
+import type { ReleaseRecord } from "../../engine/src/service/api.ts";
+import { compensatedRecord, fakeApi, pausedRecord } from "../support/dashboard-fixtures.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const AXE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
+const have = existsSync(CHROMIUM);
+if (!have && process.env.CI === "true")
+  throw new Error("[test] /usr/bin/chromium is missing in CI; .ci/run installs it");
+
+function withId(rec: ReleaseRecord, n: number): ReleaseRecord {
+  const r = structuredClone(rec);
+  const old = r.release.id;
+  const re = new RegExp(`\\b(sr_)${old.slice(1)}_`, "g");
+  const text = JSON.stringify(r).replace(re, `$1${n}_`).replaceAll(`"${old}"`, `"r${n}"`);
+  return JSON.parse(text) as ReleaseRecord;
+}
+
+/** The five releases an on-call engineer meets. */
+function records(): Record<string, ReleaseRecord> {
+  const rolled = compensatedRecord(); // r3: step 3's smoke check failed, undone
+  const failed = withId(compensatedRecord(), 11);
+  failed.release.state = "compensating";
+  failed.release.cursor = 1;
+  failed.release.step_runs = failed.release.step_runs.filter(
+    (s) => !(s.direction === "bwd" && s.step_index === 0),
+  );
+  const sr1b = failed.release.step_runs.find((s) => s.step_index === 1 && s.direction === "bwd")!;
+  sr1b.state = "running";
+  const aborted = withId(compensatedRecord(), 12);
+  aborted.release.reason = "aborted by alice: wrong image digest";
+  for (const s of aborted.release.step_runs)
+    if (s.direction === "fwd" && s.state === "failed") {
+      s.state = "failed";
+      s.last_error = "cancelled by abort before a runner started it";
+    }
+  aborted.history.push({
+    release_id: "r12",
+    at: aborted.release.updated_at - 300_000,
+    kind: "abort",
+    step_run_id: null,
+    outcome: "accepted",
+    message:
+      "[engine] release r12 compensating from step 3 (generation 2): aborted by alice: wrong image digest",
+    data: { actor: "alice", reason: "wrong image digest" },
+  });
+  const stuck = withId(compensatedRecord(), 13);
+  stuck.release.state = "needs_operator";
+  stuck.release.cursor = 1;
+  stuck.release.reason =
+    "step run sr_13_1_b (step 2 restore_queue_lane, backward) ended failed: ssh: connect timed out; fix the lane by hand, then retry the step run";
+  stuck.release.step_runs = stuck.release.step_runs.filter(
+    (s) => !(s.direction === "bwd" && s.step_index === 0),
+  );
+  const b = stuck.release.step_runs.find((s) => s.step_index === 1 && s.direction === "bwd")!;
+  b.state = "failed";
+  b.last_error = "ssh: connect timed out";
+  return {
+    failed,
+    "rolled-back": rolled,
+    aborted,
+    paused: pausedRecord(),
+    "needs-operator": stuck,
+  };
+}
+
+describe.skipIf(!have)("first screen in Chromium", () => {
+  const recs = records();
+  let browser: Browser;
+  let url = "";
+  let close = () => {};
+
+  beforeAll(async () => {
+    mkdirSync("test-results", { recursive: true });
+    const app = dashboardApp({
+      api: fakeApi(Object.values(recs)),
+      tokens: {},
+      publicUrl: "http://127.0.0.1",
+      now: () => Date.UTC(2026, 10, 29, 9, 0, 0),
+    });
+    const s = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
+    await new Promise((r) => s.once("listening", r));
+    url = `http://127.0.0.1:${(s.address() as { port: number }).port}`;
+    close = () => s.close();
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
+      headless: true,
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    close();
+  });
+
+  /** The element's box is entirely inside the first screen (no scrolling). */
+  async function onFirstScreen(page: Page, selector: string): Promise<void> {
+    const box = await page.locator(selector).first().boundingBox();
+    expect(box, selector).not.toBeNull();
+    expect(box!.y + box!.height, `${selector} bottom`).toBeLessThanOrEqual(800);
+    expect(box!.x + box!.width, `${selector} right`).toBeLessThanOrEqual(1280);
+  }
+
+  for (const kind of ["failed", "rolled-back", "aborted", "paused", "needs-operator"]) {
+    it(`${kind}: why, failing step and check, actions on the first screen; phone; axe`, async () => {
+      const rec = recs[kind]!;
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      await page.goto(`${url}/releases/${rec.release.id}`);
+      const headline = (await page.locator("#headline").textContent()) ?? "";
+      await onFirstScreen(page, "#headline");
+      await onFirstScreen(page, "#offers");
+      if (kind === "aborted") {
+        expect(headline).toContain("Rolled back after an operator abort by alice");
+        expect(headline).toContain("operator abort");
+      } else {
+        await onFirstScreen(page, "#failed h2");
+        await onFirstScreen(page, "#failed");
+      }
+      if (kind === "rolled-back" || kind === "failed") {
+        expect(headline).toMatch(/after a failure at step 3 \(wave 1\)/);
+        const failed = (await page.locator("#failed").textContent()) ?? "";
+        expect(failed).toContain("health_endpoint");
+        expect(failed).toContain("exit code 7");
+        expect(failed).toContain("GET /health answered 503");
+      }
+      if (kind === "paused") {
+        await onFirstScreen(page, "#why");
+        await expect(
+          page.getByRole("link", { name: /^Retry step 2 \(wave 1\)/ }).count(),
+        ).resolves.toBe(1);
+        await expect(page.getByRole("link", { name: "Abort release…" }).count()).resolves.toBe(1);
+      }
+      if (kind === "needs-operator") {
+        expect(headline).toContain(
+          "Needs an operator: undoing step 2 (wave 1) failed on lane lane-1",
+        );
+        await onFirstScreen(page, "#undo-part");
+        await expect(page.locator("#undo-part").textContent()).resolves.toContain(
+          "Fix lane lane-1 by hand",
+        );
+      }
+      if (kind === "rolled-back" || kind === "aborted") {
+        await expect(page.locator("#offers").textContent()).resolves.toContain(
+          "no action is accepted",
+        );
+      }
+      await page.screenshot({ path: `test-results/first-screen-${kind}-1280.png` });
+
+      // axe-core: no serious or critical violation.
+      await page.addScriptTag({ path: AXE });
+      const violations = (await page.evaluate(async () => {
+        const axe = (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } })
+          .axe;
+        return (await axe.run()).violations;
+      })) as { id: string; impact: string; nodes: { target: string[] }[] }[];
+      const bad = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+      expect(
+        bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
+      ).toEqual([]);
+
+      // Keyboard: the first action is reachable by Tab and shows a focus ring.
+      await page.keyboard.press("Tab");
+      const focused = await page.evaluate(() => document.activeElement?.tagName);
+      expect(focused).toBe("A");
+
+      // Phone: no sideways scrolling, headline and actions still there.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.goto(`${url}/releases/${rec.release.id}`);
+      const overflow = await page.evaluate(
+        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      );
+      expect(overflow).toBe(0);
+      await expect(page.locator("#headline").isVisible()).resolves.toBe(true);
+      await page.screenshot({ path: `test-results/first-screen-${kind}-390.png`, fullPage: true });
+      await page.close();
+    });
+  }
+});
