@@ -64,7 +64,7 @@ describe("release-step action, bundled, as a runner runs it", () => {
     const timings = body.timings as Record<string, number>;
     expect(timings.tool_started_at).toBeGreaterThanOrEqual(timings.started_at as number);
     expect(f.target.container(containerName(lane, img))?.running).toBe(true);
-    expect(r.summary).toContain("<table>");
+    expect(r.summary).toContain("| check | status | exit code | signal | ms | message |");
     expect(r.summary).toContain(`${f.engine.url}/step-runs/${payload.step_run_id}`);
     for (const n of [
       "1. seed",

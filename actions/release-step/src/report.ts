@@ -106,62 +106,83 @@ export async function sendCallback(
   return { results, delivery };
 }
 
-function cell(v: unknown): string {
-  // An empty cell renders as an unclosed <td> in core.summary's table; use a dash.
-  if (v === undefined || v === null || v === "") return "–";
-  return String(v).replace(/\|/g, "\\|").replace(/\n/g, " ").slice(0, 300);
+/** GitHub refuses a step summary over 1 MiB; stay well below it. */
+export const SUMMARY_MAX_BYTES = 900 * 1024;
+/** Most check rows shown in the summary table. */
+export const SUMMARY_MAX_ROWS = 200;
+
+/** Text as inert GFM inline content: markdown and HTML specials escaped, one line. */
+export function mdText(v: unknown, max = 300): string {
+  const t = String(v).replace(/\s+/g, " ").trim().slice(0, max);
+  return t.replace(/&/g, "&amp;").replace(/[\\`*_[\]<>|#~!]/g, (c) => `\\${c}`);
 }
 
-/** Job summary: outcome, the checks as a table, the phases, and a link to the engine's page. */
-export async function writeSummary(opts: {
+function cell(v: unknown): string {
+  if (v === undefined || v === null || v === "") return "–";
+  return mdText(v);
+}
+
+/**
+ * Job summary in plain GFM (what github.com renders with cmark-gfm): heading, outcome, the
+ * checks as a GFM table (at most SUMMARY_MAX_ROWS rows, and under SUMMARY_MAX_BYTES in all,
+ * with a note of what was cut), the phases, and a link to the engine's page.
+ */
+export function summaryMarkdown(opts: {
   stepRunId: string;
   engineUrl: string;
   results?: Results;
   delivery?: Delivery;
   note?: string;
   phases: readonly { name: string; outcome: string; ms: number }[];
-}): Promise<void> {
-  const s = core.summary.addHeading(`Release step ${opts.stepRunId || "(invalid payload)"}`, 2);
-  if (opts.note) s.addRaw(`${opts.note}\n\n`, true);
-  if (opts.results) {
-    s.addRaw(
-      `**status** \`${opts.results.status}\` · **overall** \`${opts.results.overall}\`\n\n`,
-      true,
+}): string {
+  const out: string[] = [`## Release step ${mdText(opts.stepRunId || "(invalid payload)")}`, ""];
+  if (opts.note) out.push(mdText(opts.note, 4000), "");
+  const tail: string[] = [];
+  if (opts.delivery) tail.push(`Callback: ${mdText(opts.delivery.message, 1000)}`, "");
+  for (const p of opts.phases) tail.push(`- ${mdText(p.name)}: ${mdText(p.outcome)} (${p.ms} ms)`);
+  tail.push("");
+  if (opts.stepRunId)
+    tail.push(
+      `[Open this step run in the engine](<${`${opts.engineUrl}/step-runs/${opts.stepRunId}`.replace(/[<>\s]/g, encodeURIComponent)}>)`,
+      "",
     );
+  if (opts.results) {
+    out.push(`**status** \`${opts.results.status}\` · **overall** \`${opts.results.overall}\``, "");
     const rows = Array.isArray(opts.results.checks)
       ? (opts.results.checks as Record<string, unknown>[])
       : [];
     if (rows.length > 0) {
-      s.addTable([
-        [
-          { data: "check", header: true },
-          { data: "status", header: true },
-          { data: "exit code", header: true },
-          { data: "signal", header: true },
-          { data: "ms", header: true },
-          { data: "message", header: true },
-        ],
-        ...rows.map((c) => [
-          cell(c.name),
-          cell(c.status),
-          cell(c.exit_code),
-          cell(c.signal),
-          cell(c.duration_ms),
-          cell(c.message),
-        ]),
-      ]);
+      out.push(
+        "| check | status | exit code | signal | ms | message |",
+        "|---|---|---|---|---|---|",
+      );
+      let size = Buffer.byteLength([...out, ...tail].join("\n"));
+      let shown = 0;
+      for (const c of rows) {
+        const line = `| ${[c.name, c.status, c.exit_code, c.signal, c.duration_ms, c.message].map(cell).join(" | ")} |`;
+        const bytes = Buffer.byteLength(line) + 1;
+        if (shown >= SUMMARY_MAX_ROWS || size + bytes > SUMMARY_MAX_BYTES - 1024) break;
+        out.push(line);
+        size += bytes;
+        shown++;
+      }
+      out.push("");
+      if (shown < rows.length)
+        out.push(
+          `${rows.length - shown} of ${rows.length} checks are not shown here (summary size limit); all are in checks.json, the step log and the engine's step-run page.`,
+          "",
+        );
     } else {
-      s.addRaw(
-        opts.results.checksValid
-          ? "No checks were recorded.\n\n"
-          : "checks.json was not valid JSON.\n\n",
-        true,
+      out.push(
+        opts.results.checksValid ? "No checks were recorded." : "checks.json was not valid JSON.",
+        "",
       );
     }
   }
-  if (opts.delivery) s.addRaw(`Callback: ${opts.delivery.message}\n\n`, true);
-  s.addList(opts.phases.map((p) => `${p.name}: ${p.outcome} (${p.ms} ms)`));
-  if (opts.stepRunId)
-    s.addLink("Open this step run in the engine", `${opts.engineUrl}/step-runs/${opts.stepRunId}`);
-  await s.write();
+  return `${[...out, ...tail].join("\n")}\n`;
+}
+
+/** Writes {@link summaryMarkdown} to the job summary. */
+export async function writeSummary(opts: Parameters<typeof summaryMarkdown>[0]): Promise<void> {
+  await core.summary.addRaw(summaryMarkdown(opts)).write();
 }
