@@ -48,3 +48,17 @@ describe("deeply nested recipes", () => {
     expect(r.stdout + r.stderr).not.toMatch(/FATAL|out of memory|\n\s+at /);
   }, 60_000);
 });
+
+describe("duplicate keys", () => {
+  it("a JSON recipe with a key twice is 400 naming the key", async () => {
+    h ??= await makeHarness({ seed: recipe(2) });
+    const text = JSON.stringify(recipe(2)).replace(/^\{/, '{"image":"first",');
+    const res = await h.engine.app.request("/v1/releases", {
+      method: "POST",
+      headers: { authorization: `Bearer ${OPERATOR}`, "content-type": "application/json" },
+      body: text,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toMatch(/duplicate key \\"image\\"/);
+  });
+});

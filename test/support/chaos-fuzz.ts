@@ -35,12 +35,28 @@ import {
 export interface FuzzReport {
   cases: number;
   problems: string[];
+  /** Answers with a 5xx status. */
+  serverErrors: number;
+  /** Releases or attempt results that did not read back whole after the run. */
+  halfWritten: number;
 }
+
+/** Hostile string values for every string field (issue 14 item 8). */
+export const HOSTILE_STRINGS: readonly string[] = [
+  "a\u0000b",
+  "lone \ud800 high",
+  "lone \udc00 low",
+  "\u001b[31mred\u001b[0m\u001b]0;title\u0007",
+  "x".repeat(1024 * 1024),
+];
 
 const ALLOWED = new Set([200, 201, 400, 401, 404, 409, 413, 415, 422]);
 
+let serverErrors = 0;
+
 async function expectClean(res: Response, what: string, problems: string[]): Promise<number> {
   const text = await res.text();
+  if (res.status >= 500) serverErrors++;
   if (!ALLOWED.has(res.status)) {
     problems.push(`${what}: HTTP ${res.status} ${text.slice(0, 300)}`);
     return res.status;
@@ -76,14 +92,19 @@ async function runnerStepReady(h: Harness): Promise<DispatchPayload> {
 let runSeq = 5000;
 
 /** Runs every fuzz property with `numRuns` cases each (plus fixed hostile cases). */
-export async function fuzzEngine(numRuns: number): Promise<FuzzReport> {
+export async function fuzzEngine(
+  numRuns: number,
+  kind: "sqlite" | "postgres" = "sqlite",
+): Promise<FuzzReport> {
   const problems: string[] = [];
   let cases = 0;
+  let halfWritten = 0;
+  serverErrors = 0;
   // The fuzz cases need a fresh dispatched runner step each, so they stack releases of one
   // recipe on the same lanes; the one-release-per-lane rule has its own tests
   // (test/integration/lane-claims.test.ts).
   process.env.BATON_EXCLUSIVE_LANES = "off";
-  const h = await makeHarness({ seed: recipe(2) });
+  const h = await makeHarness({ kind, seed: recipe(2) });
   const dir = mkdtempSync(join(tmpdir(), "baton-fuzz-"));
   try {
     const op = (method: string, url: string, body: string | Uint8Array, type: string) =>
@@ -95,6 +116,7 @@ export async function fuzzEngine(numRuns: number): Promise<FuzzReport> {
         }),
       );
     let created = 0;
+    let hostileReleases = 0;
 
     // 1. Recipes: any JSON value, a valid recipe with one field replaced, any YAML text.
     const valid = recipe(2) as unknown as Record<string, unknown>;
@@ -294,6 +316,76 @@ export async function fuzzEngine(numRuns: number): Promise<FuzzReport> {
       }
     }
 
+    // 4b. Every string field with NUL, lone surrogates, ANSI and a 1 MiB value, and duplicate
+    //     keys: recipes (top level and lane fields) and callbacks. A clean answer each; an
+    //     accepted callback must be stored.
+    const laneKeys = Object.keys((valid.lanes as Record<string, unknown>[])[0] ?? {});
+    for (const bad of HOSTILE_STRINGS) {
+      for (const key of Object.keys(valid)) {
+        cases++;
+        const res = await op(
+          "POST",
+          "/v1/releases?start=false",
+          JSON.stringify({ ...valid, [key]: bad }),
+          "application/json",
+        );
+        if ((await expectClean(res, `recipe ${key} hostile`, problems)) === 201) created++;
+      }
+      for (const key of laneKeys) {
+        cases++;
+        const lanes = (valid.lanes as Record<string, unknown>[]).map((l, i) =>
+          i === 0 ? { ...l, [key]: bad } : l,
+        );
+        const res = await op(
+          "POST",
+          "/v1/releases?start=false",
+          JSON.stringify({ ...valid, lanes }),
+          "application/json",
+        );
+        if ((await expectClean(res, `recipe lanes.0.${key} hostile`, problems)) === 201) created++;
+      }
+    }
+    for (const key of ["name", "model"]) {
+      cases++;
+      const text = JSON.stringify(valid).replace(/^\{/, `{"${key}":"first",`);
+      await expectClean(
+        await op("POST", "/v1/releases?start=false", text, "application/json"),
+        `recipe duplicate key ${key}`,
+        problems,
+      );
+    }
+    for (const bad of HOSTILE_STRINGS) {
+      for (const field of ["log", "status", "run_id", "checks"] as const) {
+        cases++;
+        const q = await runnerStepReady(h);
+        hostileReleases++;
+        const r = { run_id: String(++runSeq), run_attempt: 1 };
+        const pre = await signedPost(h, preflightUrl(q.step_run_id), preflightBody(q, r));
+        if (pre.status !== 200) {
+          problems.push(`hostile ${field}: preflight HTTP ${pre.status}`);
+          continue;
+        }
+        const over =
+          field === "checks"
+            ? { checks: [{ name: bad, status: "passed", [bad.slice(0, 64)]: bad }] }
+            : { [field]: bad };
+        const status = await expectClean(
+          await signedPost(
+            h,
+            callbackUrl(q.step_run_id),
+            callbackBody(q.step_run_id, r, "pass", over),
+          ),
+          `callback ${field} hostile`,
+          problems,
+        );
+        const stored = await h.store.getAttemptResult(q.step_run_id, 1);
+        if (status === 200 && !stored) {
+          halfWritten++;
+          problems.push(`callback ${field} hostile: accepted but no result stored`);
+        }
+      }
+    }
+
     // 5. Dispatch payloads as the action receives them: its own validation (phase 2) must
     //    refuse with a PayloadError naming the field, never throw anything else.
     const engineUrl = "http://127.0.0.1:8787";
@@ -331,12 +423,13 @@ export async function fuzzEngine(numRuns: number): Promise<FuzzReport> {
     // The store after all of it: every release reads back whole; attempt results only for
     // attempts that called back; as many releases as 201 answers (+ the set-up ones).
     const list = await h.store.listReleases({ limit: 10_000 });
-    const expectedCount = created + 1 + hostile.length;
+    const expectedCount = created + 1 + hostile.length + hostileReleases;
     if (list.length !== expectedCount)
       problems.push(`${list.length} releases in the store, expected ${expectedCount}`);
     for (const s of list) {
       const r = await h.store.getRelease(s.id);
       if (!r || r.manifest.steps.length !== s.step_count) {
+        halfWritten++;
         problems.push(`release ${s.id} does not read back whole`);
         continue;
       }
@@ -346,6 +439,7 @@ export async function fuzzEngine(numRuns: number): Promise<FuzzReport> {
         ),
       );
       for (const ar of await h.store.listAttemptResults(s.id)) {
+        if (!called.has(`${ar.step_run_id}#${ar.attempt}`)) halfWritten++;
         if (!called.has(`${ar.step_run_id}#${ar.attempt}`))
           problems.push(
             `attempt result ${ar.step_run_id}#${ar.attempt} has no callback in the release`,
@@ -356,5 +450,5 @@ export async function fuzzEngine(numRuns: number): Promise<FuzzReport> {
     await h.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { cases, problems };
+  return { cases, problems, serverErrors, halfWritten };
 }

@@ -4,7 +4,7 @@
  */
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { parse as parseYaml, YAMLParseError } from "yaml";
+import { parseDocument, parse as parseYaml, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
@@ -162,6 +162,7 @@ export function parseRecipeBody(text: string, contentType: string | undefined): 
     throw badRequest("recipe", [{ path: "body", message: "is empty", fix: "send the recipe" }]);
   }
   assertRecipeNesting(text, "request body");
+  if (!isYaml) refuseDuplicateKeys(text);
   try {
     return isYaml ? parseYaml(text, { maxAliasCount: 100 }) : JSON.parse(text);
   } catch (e) {
@@ -177,6 +178,27 @@ export function parseRecipeBody(text: string, contentType: string | undefined): 
       },
     ]);
   }
+}
+
+/**
+ * JSON.parse keeps the last of two equal keys silently; a recipe with `"image"` twice is
+ * ambiguous. JSON is YAML, so the YAML parser (unique keys) finds them.
+ * @throws BatonError 400 naming the key and its line.
+ */
+function refuseDuplicateKeys(text: string): void {
+  const doc = parseDocument(text, { uniqueKeys: true });
+  const dup = doc.errors.find((e) => e.code === "DUPLICATE_KEY");
+  if (!dup) return;
+  const at = dup.pos[0];
+  const key = /^"((?:[^"\\]|\\.){0,200})"/.exec(text.slice(at))?.[1] ?? text.slice(at, at + 40);
+  const line = dup.linePos?.[0]?.line ?? 0;
+  throw badRequest("recipe", [
+    {
+      path: "body",
+      message: `duplicate key "${key}" at line ${line}`,
+      fix: "give every key once; JSON keeps only the last of equal keys, so the meaning is ambiguous",
+    },
+  ]);
 }
 
 export function releaseRoutes(o: ReleaseRouteOptions): Hono {
