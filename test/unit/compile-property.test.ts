@@ -57,22 +57,29 @@ describe("compile properties", () => {
         if (!res.ok) throw new Error(JSON.stringify(res.problems));
         const { steps, lanes, waves } = res.manifest;
         expect(checkStepTable(steps)).toEqual([]);
-        expect(steps).toHaveLength(lanes.length * 5 + waves.length * 2);
+        // One drain_wave per wave, except a first wave that takes every lane out at once.
+        const outage = waves[0]!.lanes.length === lanes.length ? 1 : 0;
+        expect(steps).toHaveLength(lanes.length * 5 + waves.length * 3 - outage);
         const baseline = Object.fromEntries(lanes.map((l) => [l.id, l.baseline_weight]));
         expect(Object.values(baseline).reduce((a, b) => a + b, 0)).toBe(100);
         let before = baseline;
         const deployed = new Set<string>();
         for (const s of steps) {
           if (s.name === "attach_queue_lane" && s.lane) deployed.add(s.lane);
-          if (s.name !== "set_traffic") continue;
+          if (s.name !== "set_traffic" && s.name !== "drain_wave") continue;
           if (s.forward.kind !== "control_plane" || s.forward.request.op !== "set_traffic")
             throw new Error();
           if (s.backward?.kind !== "control_plane" || s.backward.request.op !== "set_traffic")
             throw new Error();
           const after = s.forward.request.weights;
           expect(Object.values(after).reduce((a, b) => a + b, 0)).toBe(100);
+          // The candidate image's share is exactly the step's percent, never above the
+          // declared percent of the wave in force; lanes being redeployed carry 0.
           const onNew = [...deployed].reduce((a, id) => a + (after[id] ?? 0), 0);
           expect(onNew).toBe(s.forward.request.percent);
+          expect(s.forward.request.percent).toBeLessThanOrEqual(waves[s.wave]!.traffic);
+          if (s.name === "drain_wave")
+            for (const id of waves[s.wave]!.lanes) expect(after[id]).toBe(0);
           expect(s.backward.request.weights).toEqual(before);
           before = after;
         }

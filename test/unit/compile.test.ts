@@ -40,29 +40,34 @@ describe("compileRecipe: the step table of 3 lanes, waves 10 -> 50 -> 100", () =
     expect(
       steps.map((s) => (s.lane ? `${s.name}(${s.lane})` : `${s.name}(${s.forward.target})`)),
     ).toEqual([
+      "drain_wave(drain:traffic=0)",
       ...lane("lane-a"),
       "set_traffic(traffic=10)",
       "assert_traffic_observed(traffic=10)",
+      "drain_wave(drain:traffic=10)",
       ...lane("lane-b"),
       "set_traffic(traffic=50)",
       "assert_traffic_observed(traffic=50)",
+      // No lane on the previous image would serve while lane-c redeploys: 100% moves first.
+      "drain_wave(drain:traffic=100)",
       ...lane("lane-c"),
       "set_traffic(traffic=100)",
       "assert_traffic_observed(traffic=100)",
     ]);
     expect(steps.map((s) => s.index)).toEqual(steps.map((_, i) => i));
     expect(steps.map((s) => s.wave)).toEqual([
-      ...Array(7).fill(0),
-      ...Array(7).fill(1),
-      ...Array(7).fill(2),
+      ...Array(8).fill(0),
+      ...Array(8).fill(1),
+      ...Array(8).fill(2),
     ]);
   });
 
   it("pairs every mutating step with its backward action; assertions have none", () => {
     const pairs = Object.fromEntries(
-      steps.slice(0, 7).map((s) => [s.name, s.backward?.name ?? null]),
+      steps.slice(0, 8).map((s) => [s.name, s.backward?.name ?? null]),
     );
     expect(pairs).toEqual({
+      drain_wave: "set_traffic",
       exclude_lane: "include_lane",
       attach_queue_lane: "restore_queue_lane",
       assert_smoke_passed: null,
@@ -80,15 +85,36 @@ describe("compileRecipe: the step table of 3 lanes, waves 10 -> 50 -> 100", () =
       { "lane-a": 25, "lane-b": 25, "lane-c": 50 },
       { "lane-a": 34, "lane-b": 33, "lane-c": 33 },
     ]);
+    // Backward, each set_traffic restores the drained state right before it.
     expect(traffic.map((s) => weights(s.backward))).toEqual([
-      { "lane-a": 34, "lane-b": 33, "lane-c": 33 }, // the baseline
-      { "lane-a": 10, "lane-b": 45, "lane-c": 45 },
-      { "lane-a": 25, "lane-b": 25, "lane-c": 50 },
+      { "lane-a": 0, "lane-b": 50, "lane-c": 50 },
+      { "lane-a": 10, "lane-b": 0, "lane-c": 90 },
+      { "lane-a": 51, "lane-b": 49, "lane-c": 0 },
     ]);
     expect(traffic.map((s) => s.backward?.target)).toEqual([
       "traffic=0",
       "traffic=10",
-      "traffic=50",
+      "traffic=100",
+    ]);
+    for (const s of steps.filter((x) => x.name === "assert_traffic_observed")) {
+      expect(s.forward.kind === "control_plane" && s.forward.request.op).toBe("assert_traffic");
+    }
+  });
+
+  it("drains each wave's lanes first: their share goes to lanes of the same image only", () => {
+    const drains = steps.filter((s) => s.name === "drain_wave");
+    expect(drains.map((s) => weights(s.forward))).toEqual([
+      // canary wave: lane-a out, its 34% to lane-b and lane-c (previous image); 0% candidate
+      { "lane-a": 0, "lane-b": 50, "lane-c": 50 },
+      // wave 1: lane-a (new image) keeps the 10% in force, lane-b out, lane-c carries 90%
+      { "lane-a": 10, "lane-b": 0, "lane-c": 90 },
+      // wave 2 declares 100% and no previous-image lane would remain: its traffic moves first
+      { "lane-a": 51, "lane-b": 49, "lane-c": 0 },
+    ]);
+    expect(drains.map((s) => weights(s.backward))).toEqual([
+      { "lane-a": 34, "lane-b": 33, "lane-c": 33 }, // the baseline
+      { "lane-a": 10, "lane-b": 45, "lane-c": 45 },
+      { "lane-a": 25, "lane-b": 25, "lane-c": 50 },
     ]);
     for (const s of steps.filter((x) => x.name === "assert_traffic_observed")) {
       expect(s.forward.kind === "control_plane" && s.forward.request.op).toBe("assert_traffic");
@@ -96,7 +122,7 @@ describe("compileRecipe: the step table of 3 lanes, waves 10 -> 50 -> 100", () =
   });
 
   it("builds short, deterministic operation-key targets", () => {
-    expect(steps.slice(0, 5).map((s) => [s.forward.target, s.backward?.target ?? null])).toEqual([
+    expect(steps.slice(1, 6).map((s) => [s.forward.target, s.backward?.target ?? null])).toEqual([
       ["lane=lane-a:excluded=true", "lane=lane-a:excluded=false"],
       [
         `lane=lane-a:image=${NEW_DIGEST.slice(0, 12)}`,
@@ -109,7 +135,7 @@ describe("compileRecipe: the step table of 3 lanes, waves 10 -> 50 -> 100", () =
   });
 
   it("gives runner steps allowlisted tools and the shared args shape", () => {
-    const attach = steps[1]!;
+    const attach = steps[2]!;
     expect(attach.kind).toBe("runner");
     if (attach.forward.kind !== "runner" || attach.backward?.kind !== "runner")
       throw new Error("runner");
@@ -131,7 +157,7 @@ describe("compileRecipe: the step table of 3 lanes, waves 10 -> 50 -> 100", () =
     // The backward step runs the previous image again.
     expect(attach.backward.args.image).toBe(PREVIOUS_IMAGE);
     expect(attach.backward.args.previous_image).toBe(IMAGE);
-    const smoke = steps[2]!.forward;
+    const smoke = steps[3]!.forward;
     expect(smoke.kind === "runner" && smoke.tool).toBe("run-smoke");
     for (const s of steps) {
       for (const a of [s.forward, s.backward]) {
@@ -192,8 +218,11 @@ describe("compileRecipe: policy, deadlines, weights", () => {
     r.lanes[1]!.weight = 50;
     r.lanes[2]!.weight = 30;
     const { manifest } = compile(r);
+    const drain = manifest.steps.find((s) => s.name === "drain_wave")!;
+    expect(weights(drain.backward)).toEqual({ "lane-a": 20, "lane-b": 50, "lane-c": 30 });
+    expect(weights(drain.forward)).toEqual({ "lane-a": 0, "lane-b": 63, "lane-c": 37 });
     const first = manifest.steps.find((s) => s.name === "set_traffic")!;
-    expect(weights(first.backward)).toEqual({ "lane-a": 20, "lane-b": 50, "lane-c": 30 });
+    expect(weights(first.backward)).toEqual({ "lane-a": 0, "lane-b": 63, "lane-c": 37 });
     expect(weights(first.forward)).toEqual({ "lane-a": 10, "lane-b": 56, "lane-c": 34 });
   });
 
@@ -262,7 +291,7 @@ describe("large recipes", () => {
     if (!res.ok) throw new Error(JSON.stringify(res.problems));
     const { manifest, canonical } = res;
     expect(manifest.lanes).toHaveLength(64);
-    expect(manifest.steps).toHaveLength(64 * 5 + 2 * 2);
+    expect(manifest.steps).toHaveLength(64 * 5 + 2 * 3);
     let runner = 0;
     for (const s of manifest.steps) {
       for (const a of [s.forward, s.backward]) {

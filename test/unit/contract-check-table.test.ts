@@ -18,11 +18,11 @@ describe("checkStepTable", () => {
 
   it("refuses a mutating step with no backward step", () => {
     const steps = table();
-    steps[5]!.backward = null; // set_traffic(10)
+    steps[6]!.backward = null; // set_traffic(10)
     const ps = checkStepTable(steps);
     expect(ps).toHaveLength(1);
     expect(ps[0]).toMatchObject({
-      path: "steps.5.backward",
+      path: "steps.6.backward",
       message: expect.stringMatching(/`set_traffic`\) changes state but has no backward step/),
       fix: expect.stringMatching(/compensating action/),
     });
@@ -30,15 +30,15 @@ describe("checkStepTable", () => {
 
   it("refuses an assertion step with a backward step", () => {
     const steps = table();
-    steps[2]!.backward = steps[1]!.backward; // assert_smoke_passed given restore_queue_lane
+    steps[3]!.backward = steps[2]!.backward; // assert_smoke_passed given restore_queue_lane
     const ps = checkStepTable(steps);
-    expect(ps.map((p) => p.path)).toContain("steps.2.backward");
+    expect(ps.map((p) => p.path)).toContain("steps.3.backward");
   });
 
   it("refuses a runner tool not in the allowlist, forward or backward", () => {
     const steps = table();
-    const fwd = steps[1]!.forward;
-    const bwd = steps[8]!.backward;
+    const fwd = steps[2]!.forward;
+    const bwd = steps[10]!.backward;
     if (fwd.kind !== "runner" || bwd?.kind !== "runner") throw new Error("expected runner steps");
     fwd.tool = "deploy; curl x | sh";
     bwd.tool = "rm-rf";
@@ -46,47 +46,47 @@ describe("checkStepTable", () => {
     expect(ps).toEqual(
       expect.arrayContaining([
         expect.objectContaining({
-          path: "steps.1.forward.tool",
+          path: "steps.2.forward.tool",
           message: expect.stringMatching(/not in the allowlist/),
           fix: expect.stringMatching(/attach-queue-lane, restore-queue-lane, run-smoke/),
         }),
-        expect.objectContaining({ path: "steps.8.backward.tool" }),
+        expect.objectContaining({ path: "steps.10.backward.tool" }),
       ]),
     );
   });
 
   it("uses the allowlist it is given", () => {
     expect(checkStepTable(table(), ["attach-queue-lane"]).map((p) => p.path)).toEqual(
-      expect.arrayContaining(["steps.1.backward.tool", "steps.2.forward.tool"]),
+      expect.arrayContaining(["steps.2.backward.tool", "steps.3.forward.tool"]),
     );
   });
 
   it("refuses duplicate operation keys (two steps with one index)", () => {
     const steps = table();
-    steps[6] = { ...structuredClone(steps[5]!), index: 5 };
+    steps[7] = { ...structuredClone(steps[6]!), index: 6 };
     const ps = checkStepTable(steps);
     expect(ps).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ path: "steps.6.index" }),
+        expect.objectContaining({ path: "steps.7.index" }),
         expect.objectContaining({
-          path: "steps.6.forward.target",
-          message: expect.stringMatching(/`<release>:5:fwd:traffic=10` is also used by steps\.5/),
+          path: "steps.7.forward.target",
+          message: expect.stringMatching(/`<release>:6:fwd:traffic=10` is also used by steps\.6/),
         }),
-        expect.objectContaining({ path: "steps.6.backward.target" }),
+        expect.objectContaining({ path: "steps.7.backward.target" }),
       ]),
     );
   });
 
   it("refuses the same lane effect planned twice", () => {
     const steps = table();
-    // Step 8 (attach lane-b) rewritten to attach lane-a again.
-    steps[8]!.forward = structuredClone(steps[1]!.forward);
+    // Step 10 (attach lane-b) rewritten to attach lane-a again.
+    steps[10]!.forward = structuredClone(steps[2]!.forward);
     const ps = checkStepTable(steps);
     expect(ps).toEqual(
       expect.arrayContaining([
         expect.objectContaining({
-          path: "steps.8.forward.target",
-          message: expect.stringMatching(/repeats the effect of step 1/),
+          path: "steps.10.forward.target",
+          message: expect.stringMatching(/repeats the effect of step 2/),
         }),
       ]),
     );

@@ -2,6 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   equalBaseline,
+  exposureOf,
+  groupWeights,
   largestRemainder,
   trafficWeights,
 } from "../../engine/src/domain/weights.ts";
@@ -99,5 +101,66 @@ describe("trafficWeights", () => {
   it("equalBaseline splits 100 over n lanes", () => {
     expect(equalBaseline(3)).toEqual([34, 33, 33]);
     expect(equalBaseline(64).reduce((a, b) => a + b, 0)).toBe(100);
+  });
+});
+
+describe("groupWeights (per-version groups)", () => {
+  const ls = lanes([34, 33, 33]);
+  it("gives the candidate group p, the baseline group 100 - p, lanes out of service 0", () => {
+    const group = (id: string) => (id === "l0" ? "candidate" : id === "l1" ? "out" : "baseline");
+    expect(groupWeights(ls, group, 10)).toEqual({ l0: 10, l1: 0, l2: 90 });
+  });
+
+  it("splits inside a group by baseline weight, equally when they are all 0", () => {
+    expect(
+      groupWeights(lanes([0, 0, 100]), (id) => (id === "l2" ? "baseline" : "candidate"), 9),
+    ).toEqual({ l0: 5, l1: 4, l2: 91 });
+  });
+
+  it("refuses a group that must carry traffic but has no lane, naming the image", () => {
+    expect(() => groupWeights(ls, () => "candidate", 90)).toThrow(/previous image; none serves/);
+    expect(() => groupWeights(ls, () => "baseline", 10)).toThrow(/new image; none serves/);
+  });
+
+  it("the candidate group carries exactly p whatever the split, out lanes 0 (property)", () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            w: fc.integer({ min: 0, max: 100 }),
+            g: fc.constantFrom<"candidate" | "baseline" | "out">("candidate", "baseline", "out"),
+          }),
+          { minLength: 1, maxLength: 12 },
+        ),
+        fc.integer({ min: 0, max: 100 }),
+        (spec, p) => {
+          const ls2 = lanes(spec.map((x) => x.w));
+          const group = (id: string) => spec[Number(id.slice(1))]!.g;
+          const hasC = spec.some((x) => x.g === "candidate");
+          const hasB = spec.some((x) => x.g === "baseline");
+          if ((p > 0 && !hasC) || (p < 100 && !hasB)) {
+            expect(() => groupWeights(ls2, group, p)).toThrow(RangeError);
+            return;
+          }
+          const w = groupWeights(ls2, group, p);
+          expect(Object.values(w).reduce((a, b) => a + b, 0)).toBe(100);
+          const cands = new Set(ls2.filter((l) => group(l.id) === "candidate").map((l) => l.id));
+          expect(exposureOf(w, cands)).toBe(p);
+          for (const l of ls2) if (group(l.id) === "out") expect(w[l.id]).toBe(0);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+describe("exposureOf", () => {
+  it("is the candidates' share over lanes that can take traffic", () => {
+    expect(exposureOf({ a: 10, b: 45, c: 45 }, new Set(["a"]))).toBe(10);
+    // An excluded lane's share is spread over the others, candidates included (issue 9).
+    expect(exposureOf({ a: 34, b: 33, c: 33 }, new Set(["a"]), new Set(["c"]))).toBeCloseTo(
+      (34 * 100) / 67,
+    );
+    expect(exposureOf({ a: 0, b: 0 }, new Set(["a"]))).toBe(0);
   });
 });

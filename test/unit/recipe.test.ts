@@ -28,7 +28,7 @@ describe("recipes/example.yaml", () => {
       [["lane-b"], 50],
       [["lane-c"], 100],
     ]);
-    expect(c.manifest.steps).toHaveLength(21);
+    expect(c.manifest.steps).toHaveLength(24);
     // No pin: a made-up sha would have every preflight refused; the pin is shown commented out.
     expect(c.manifest.tool_revision).toBeNull();
     expect(readFileSync(EXAMPLE, "utf8")).toMatch(/^# tool_revision: /m);

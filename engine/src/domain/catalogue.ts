@@ -26,15 +26,27 @@ export interface TrafficState {
   weights: Record<string, number>;
 }
 
+/**
+ * A lane as the control plane showed it when the release started (the observed baseline):
+ * what compensation restores. Weight is in `ManifestLane.baseline_weight`.
+ */
+export interface LaneBaseline {
+  excluded: boolean;
+  capabilities: string[];
+  advertised: boolean;
+}
+
 /** What an action builder needs to know about its place in the table. */
 export interface StepContext {
   /** The lane of a lane-scoped step, null for wave-scoped steps. */
   lane: ManifestLane | null;
+  /** The lane's observed baseline (lane-scoped steps): backward actions restore it. */
+  baseline: LaneBaseline | null;
   image: string;
   previous_image: string;
-  /** Traffic after this wave's `set_traffic`. */
+  /** Traffic this step establishes forward (`drain_wave`, `set_traffic`, the assertion). */
   traffic: TrafficState;
-  /** Traffic before this wave (the previous wave's, or the baseline with percent 0). */
+  /** Traffic right before this step: what its backward write restores. */
   previous_traffic: TrafficState;
 }
 
@@ -47,10 +59,12 @@ export type ActionName =
   | "advertise_capabilities"
   | "withdraw_capabilities"
   | "set_traffic"
+  | "drain_wave"
   | "assert_traffic_observed";
 
 /** Forward step names, in the order they appear per lane and then per wave. */
 export type StepName =
+  | "drain_wave"
   | "exclude_lane"
   | "attach_queue_lane"
   | "assert_smoke_passed"
@@ -59,17 +73,27 @@ export type StepName =
   | "set_traffic"
   | "assert_traffic_observed";
 
-/** One row of the catalogue. `scope: lane` rows repeat for each lane of a wave, in order. */
+/**
+ * One row of the catalogue. Per wave: the `wave_start` rows, then the `lane` rows for each lane
+ * of the wave in order, then the `wave` rows.
+ */
 export interface CatalogueRow {
   name: StepName;
   kind: StepKind;
-  scope: "lane" | "wave";
+  scope: "wave_start" | "lane" | "wave";
   forward: ActionName;
   backward?: ActionName;
 }
 
 /** The table compiled for every wave: lane rows for each lane, then the wave rows. */
 export const CATALOGUE: readonly CatalogueRow[] = [
+  {
+    name: "drain_wave",
+    kind: "control_plane",
+    scope: "wave_start",
+    forward: "drain_wave",
+    backward: "set_traffic",
+  },
   {
     name: "exclude_lane",
     kind: "control_plane",
@@ -170,7 +194,12 @@ function marker(ctx: StepContext, name: ActionName, present: boolean): StepActio
   };
 }
 
-function capabilities(ctx: StepContext, name: ActionName, advertised: boolean): StepAction {
+function capabilities(
+  ctx: StepContext,
+  name: ActionName,
+  advertised: boolean,
+  list: readonly string[] = needLane(ctx, name).capabilities,
+): StepAction {
   const lane = needLane(ctx, name);
   return {
     kind: "control_plane",
@@ -179,7 +208,7 @@ function capabilities(ctx: StepContext, name: ActionName, advertised: boolean): 
     request: {
       op: "set_capabilities",
       lane: lane.id,
-      capabilities: [...lane.capabilities],
+      capabilities: [...list],
       advertised,
     },
   };
@@ -187,14 +216,22 @@ function capabilities(ctx: StepContext, name: ActionName, advertised: boolean): 
 
 /**
  * Action builders by name. `direction` says which traffic state `set_traffic` establishes:
- * forward the wave's, backward the one before it (absolute, never a relative change).
+ * forward the step's, backward the one right before it (absolute, never a relative change).
+ * Backward `include_lane` and `withdraw_capabilities` restore the lane's observed baseline
+ * (`ctx.baseline`: its marker, its capabilities and whether they were advertised), not values
+ * derived from the recipe.
  */
 export const ACTIONS: Record<
   ActionName,
   (ctx: StepContext, direction: "forward" | "backward") => StepAction
 > = {
   exclude_lane: (ctx) => marker(ctx, "exclude_lane", true),
-  include_lane: (ctx) => marker(ctx, "include_lane", false),
+  include_lane: (ctx, direction) =>
+    marker(
+      ctx,
+      "include_lane",
+      direction === "backward" ? (ctx.baseline?.excluded ?? false) : false,
+    ),
   attach_queue_lane: (ctx) => {
     const lane = needLane(ctx, "attach_queue_lane");
     return {
@@ -226,7 +263,25 @@ export const ACTIONS: Record<
     };
   },
   advertise_capabilities: (ctx) => capabilities(ctx, "advertise_capabilities", true),
-  withdraw_capabilities: (ctx) => capabilities(ctx, "withdraw_capabilities", false),
+  withdraw_capabilities: (ctx) =>
+    ctx.baseline
+      ? capabilities(
+          ctx,
+          "withdraw_capabilities",
+          ctx.baseline.advertised,
+          [...new Set(ctx.baseline.capabilities)].sort(),
+        )
+      : capabilities(ctx, "withdraw_capabilities", false),
+  drain_wave: (ctx) => ({
+    kind: "control_plane",
+    name: "drain_wave",
+    target: `drain:traffic=${ctx.traffic.percent}`,
+    request: {
+      op: "set_traffic",
+      weights: { ...ctx.traffic.weights },
+      percent: ctx.traffic.percent,
+    },
+  }),
   set_traffic: (ctx, direction) => {
     const t = direction === "forward" ? ctx.traffic : ctx.previous_traffic;
     return {

@@ -2,18 +2,30 @@
  * The manifest compiler: recipe -> manifest (the immutable plan of one release) -> canonical
  * JSON. Pure; the digest (sha256) is taken in `engine/src/recipes/digest.ts`.
  *
- * Table per wave (docs/recipes.md): for each lane of the wave, the catalogue's lane rows in
- * order (exclude_lane, attach_queue_lane, assert_smoke_passed, advertise_capabilities,
+ * Table per wave (docs/recipes.md): drain_wave (the wave's lanes to weight 0, their share to
+ * lanes of the same image), then for each lane of the wave the catalogue's lane rows in order
+ * (exclude_lane, attach_queue_lane, assert_smoke_passed, advertise_capabilities,
  * include_lane); then the wave rows (set_traffic(p), assert_traffic_observed(p)).
+ *
+ * Traffic follows the exposure rule (docs/state-machine.md "Exposure"): per-version groups,
+ * the candidate group carries the percent in force, the baseline group the rest, lanes out of
+ * service carry 0 (`groupWeights`). The candidate image's share at the router is therefore
+ * never above the declared percent of the wave in force, forward or backward.
  */
 import { canonicalJson } from "../protocol/canonical-json.ts";
-import { ACTIONS, CATALOGUE, type StepContext, type TrafficState } from "./catalogue.ts";
+import {
+  ACTIONS,
+  CATALOGUE,
+  type LaneBaseline,
+  type StepContext,
+  type TrafficState,
+} from "./catalogue.ts";
 import { checkRecipe, checkStepTable } from "./contract-check.ts";
 import { BatonError, type Problem } from "./errors.ts";
 import { analysisForWave } from "./gate/analysis.ts";
 import { DEFAULT_CONTROL_PLANE_RETRIES, DEFAULT_RUNNER_RETRIES, type Recipe } from "./recipe.ts";
 import type { Manifest, ManifestLane, ManifestStep } from "./types.ts";
-import { equalBaseline, trafficWeights } from "./weights.ts";
+import { equalBaseline, groupWeights, type LaneGroup } from "./weights.ts";
 
 /** A compiled recipe: the manifest and its canonical JSON (the bytes its digest is over). */
 export interface Compiled {
@@ -21,20 +33,33 @@ export interface Compiled {
   canonical: string;
 }
 
+/** One lane of the observed baseline: the control plane's state of it at release start. */
+export interface ObservedLane extends LaneBaseline {
+  id: string;
+  weight: number;
+}
+
 /**
  * Compiles a checked recipe into its manifest and canonical JSON. Pure and deterministic:
- * the same recipe (whatever its key order) gives the same bytes.
+ * the same recipe (whatever its key order) and baseline give the same bytes.
+ * `baseline` is the observed baseline (one entry per recipe lane, read from the control plane
+ * at start): its weights replace the recipe's, and backward actions restore its markers and
+ * capabilities. Without it (offline `baton check`), the recipe's weights (or an equal split)
+ * stand in, lanes not excluded, capabilities not advertised.
  * Throws `BatonError` `contract_failed` (422) with every problem when the recipe or the
  * compiled step table fails the contract check.
  */
-export function compileRecipe(recipe: Recipe): Compiled {
+export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]): Compiled {
   const checked = checkRecipe(recipe);
   if (!checked.ok) throw contractFailed(checked.problems);
   const r = checked.recipe;
 
-  const baselines = r.lanes.every((l) => l.weight !== undefined)
-    ? r.lanes.map((l) => l.weight ?? 0)
-    : equalBaseline(r.lanes.length);
+  const observed = new Map((baseline ?? []).map((l) => [l.id, l]));
+  const baselines = baseline
+    ? r.lanes.map((l) => observed.get(l.id)?.weight ?? 0)
+    : r.lanes.every((l) => l.weight !== undefined)
+      ? r.lanes.map((l) => l.weight ?? 0)
+      : equalBaseline(r.lanes.length);
   const lanes: ManifestLane[] = r.lanes.map((l, i) => ({
     id: l.id,
     host: l.host,
@@ -48,35 +73,100 @@ export function compileRecipe(recipe: Recipe): Compiled {
     baseline_weight: baselines[i] ?? 0,
   }));
   const byId = new Map(lanes.map((l) => [l.id, l]));
+  const baselineOf = (id: string): LaneBaseline => {
+    const o = observed.get(id);
+    if (o)
+      return { excluded: o.excluded, capabilities: [...o.capabilities], advertised: o.advertised };
+    return {
+      excluded: false,
+      capabilities: [...(byId.get(id)?.capabilities ?? [])],
+      advertised: false,
+    };
+  };
+  // Lanes excluded when the release starts serve nothing until their wave includes them.
+  const outAtStart = new Set(lanes.filter((l) => baselineOf(l.id).excluded).map((l) => l.id));
 
   const steps: ManifestStep[] = [];
+  const planProblems: Problem[] = [];
   let previous: TrafficState = {
     percent: 0,
     weights: Object.fromEntries(lanes.map((l) => [l.id, l.baseline_weight])),
   };
   const deployed = new Set<string>();
   r.rollout.waves.forEach((wave, w) => {
+    const inWave = new Set(wave.lanes);
+    // drain_wave: the wave's lanes out of service; the percent in force stays on the lanes
+    // already on the new image, the rest on the lanes still serving the previous image. When
+    // none of those is left and the wave declares 100%, the wave's traffic moves first.
+    const groupBefore = (id: string): LaneGroup =>
+      deployed.has(id) ? "candidate" : inWave.has(id) || outAtStart.has(id) ? "out" : "baseline";
+    const anyBaseline = lanes.some((l) => groupBefore(l.id) === "baseline");
+    const anyCandidate = lanes.some((l) => groupBefore(l.id) === "candidate");
+    let drainPercent = previous.percent;
+    // A 100% wave that takes out every lane serving the model (e.g. a one-lane model) has no
+    // lane to drain to: it has no drain_wave, its lanes are excluded with no lane serving
+    // (the router sends nothing anywhere, exposure 0) until they come back on the new image.
+    let outage = false;
+    if (!anyBaseline && drainPercent < 100) {
+      if (wave.traffic === 100 && anyCandidate) drainPercent = 100;
+      else if (wave.traffic === 100) outage = true;
+      else {
+        planProblems.push({
+          path: `rollout.waves.${w}.traffic`,
+          message: `while and after wave ${w} redeploys, ${100 - drainPercent}% of traffic is meant for lanes on the previous image, but no such lane would be serving (the others are in this or earlier waves, or excluded on the control plane)`,
+          fix: `Keep a serving lane on the previous image out of wave ${w}, or declare \`traffic: 100\` on wave ${w}.`,
+        });
+        return;
+      }
+    }
+    const drain: TrafficState = outage
+      ? previous
+      : { percent: drainPercent, weights: groupWeights(lanes, groupBefore, drainPercent) };
     for (const id of wave.lanes) deployed.add(id);
+    const groupAfter = (id: string): LaneGroup =>
+      deployed.has(id) ? "candidate" : outAtStart.has(id) ? "out" : "baseline";
+    if (wave.traffic < 100 && !lanes.some((l) => groupAfter(l.id) === "baseline")) {
+      planProblems.push({
+        path: `rollout.waves.${w}.traffic`,
+        message: `after wave ${w}, ${100 - wave.traffic}% of traffic is meant for lanes on the previous image, but none is serving (the others are excluded on the control plane)`,
+        fix: `Set \`traffic: 100\` on wave ${w}, or include a lane on the previous image on the control plane first.`,
+      });
+      return;
+    }
     const traffic: TrafficState = {
       percent: wave.traffic,
-      weights: trafficWeights(lanes, deployed, wave.traffic),
+      weights: groupWeights(lanes, groupAfter, wave.traffic),
     };
-    const base = {
-      image: r.image,
-      previous_image: r.previous_image,
-      traffic,
-      previous_traffic: previous,
-    };
+    const common = { image: r.image, previous_image: r.previous_image };
+    for (const row of CATALOGUE.filter((c) => c.scope === "wave_start" && !outage)) {
+      const ctx = {
+        ...common,
+        lane: null,
+        baseline: null,
+        traffic: drain,
+        previous_traffic: previous,
+      };
+      steps.push(makeStep(r, row, ctx, w, steps.length));
+    }
     for (const id of wave.lanes) {
       for (const row of CATALOGUE.filter((c) => c.scope === "lane")) {
-        steps.push(makeStep(r, row, { ...base, lane: byId.get(id) ?? null }, w, steps.length));
+        const ctx = {
+          ...common,
+          lane: byId.get(id) ?? null,
+          baseline: baselineOf(id),
+          traffic,
+          previous_traffic: drain,
+        };
+        steps.push(makeStep(r, row, ctx, w, steps.length));
       }
     }
     for (const row of CATALOGUE.filter((c) => c.scope === "wave")) {
-      steps.push(makeStep(r, row, { ...base, lane: null }, w, steps.length));
+      const ctx = { ...common, lane: null, baseline: null, traffic, previous_traffic: drain };
+      steps.push(makeStep(r, row, ctx, w, steps.length));
     }
     previous = traffic;
   });
+  if (planProblems.length > 0) throw contractFailed(planProblems);
 
   const tableProblems = checkStepTable(steps);
   if (tableProblems.length > 0) throw contractFailed(tableProblems);
@@ -144,11 +234,14 @@ export type ContractResult =
  * The whole contract check over an untrusted value: recipe rules, then the compiled step
  * table. Never throws for bad input; problems carry path, message and fix.
  */
-export function checkAndCompile(input: unknown): ContractResult {
+export function checkAndCompile(
+  input: unknown,
+  baseline?: readonly ObservedLane[],
+): ContractResult {
   const checked = checkRecipe(input);
   if (!checked.ok) return checked;
   try {
-    return { ok: true, recipe: checked.recipe, ...compileRecipe(checked.recipe) };
+    return { ok: true, recipe: checked.recipe, ...compileRecipe(checked.recipe, baseline) };
   } catch (e) {
     if (e instanceof BatonError && e.problems.length > 0)
       return { ok: false, problems: e.problems };

@@ -252,6 +252,7 @@ export const Recipe = z
         on_failure: OnFailure.default(FailurePolicy.compensate),
         steps: z
           .object({
+            drain_wave: StepPolicy.optional(),
             exclude_lane: StepPolicy.optional(),
             attach_queue_lane: StepPolicy.optional(),
             assert_smoke_passed: StepPolicy.optional(),

@@ -91,6 +91,83 @@ export function trafficWeights(
   return out;
 }
 
+/**
+ * Which group a lane is in at one point of a release (docs/state-machine.md "Exposure"):
+ * `candidate` serves the new image, `baseline` serves the image it ran before the release,
+ * `out` takes no traffic (being redeployed, or excluded when the release started).
+ */
+export type LaneGroup = "candidate" | "baseline" | "out";
+
+/**
+ * Per-version group weights: the candidate group carries `percent`, the baseline group
+ * `100 - percent`, each split over its lanes by baseline weight (largest remainder, equal split
+ * when a group's baselines are all 0); `out` lanes carry 0. So the candidate image's share of
+ * the model's traffic at the router is exactly `percent` (the router routes over lanes that are
+ * not excluded and have weight > 0, and those weights sum to 100).
+ * Returns lane id -> integer %, keys in `lanes` order, summing to 100.
+ * Throws `RangeError` when `percent` is outside 0..100 or a group that must carry traffic
+ * has no lane.
+ */
+export function groupWeights(
+  lanes: readonly WeightedLane[],
+  groupOf: (id: string) => LaneGroup,
+  percent: number,
+): Record<string, number> {
+  if (!Number.isInteger(percent) || percent < 0 || percent > 100) {
+    throw new RangeError(`[recipe] traffic percent must be an integer 0..100, got ${percent}`);
+  }
+  const cand = lanes.filter((l) => groupOf(l.id) === "candidate");
+  const base = lanes.filter((l) => groupOf(l.id) === "baseline");
+  if (cand.length === 0 && percent > 0) {
+    throw new RangeError(
+      `[recipe] ${percent}% of traffic needs a lane on the new image; none serves`,
+    );
+  }
+  if (base.length === 0 && percent < 100) {
+    throw new RangeError(
+      `[recipe] ${100 - percent}% of traffic needs a lane on the previous image; none serves`,
+    );
+  }
+  const a = largestRemainder(
+    percent,
+    cand.map((l) => l.baseline_weight),
+  );
+  const b = largestRemainder(
+    100 - percent,
+    base.map((l) => l.baseline_weight),
+  );
+  const byId = new Map<string, number>();
+  cand.forEach((l, i) => {
+    byId.set(l.id, a[i] ?? 0);
+  });
+  base.forEach((l, i) => {
+    byId.set(l.id, b[i] ?? 0);
+  });
+  const out: Record<string, number> = {};
+  for (const l of lanes) out[l.id] = byId.get(l.id) ?? 0;
+  return out;
+}
+
+/**
+ * Exposure of a weights map: the % of the model's traffic the router sends to `candidates`,
+ * over the lanes that can take traffic (not in `excluded`, weight > 0). 0 when none can.
+ * Exact rational as a number (e.g. 10 for 1,000 of 10,000).
+ */
+export function exposureOf(
+  weights: Record<string, number>,
+  candidates: ReadonlySet<string>,
+  excluded: ReadonlySet<string> = new Set(),
+): number {
+  let total = 0;
+  let cand = 0;
+  for (const [id, w] of Object.entries(weights)) {
+    if (excluded.has(id) || w <= 0) continue;
+    total += w;
+    if (candidates.has(id)) cand += w;
+  }
+  return total === 0 ? 0 : (cand * 100) / total;
+}
+
 /** Baseline weights when the recipe gives none: 100 split equally over `n` lanes. */
 export function equalBaseline(n: number): number[] {
   return largestRemainder(
