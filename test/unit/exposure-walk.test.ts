@@ -33,7 +33,6 @@ function fleet(m: Manifest) {
     })),
   );
   const image = new Map(m.lanes.map((l) => [l.id, m.previous_image]));
-  let n = 0;
   const run = (a: StepAction, dir: "fwd" | "bwd", index: number) => {
     if (a.kind === "runner") {
       if (a.tool !== "run-smoke")
@@ -50,7 +49,6 @@ function fleet(m: Manifest) {
         },
         action,
       );
-    n++;
   };
   /** Requests (of 10,000) the router sends to lanes running the new image. */
   const candidateRequests = () => {
