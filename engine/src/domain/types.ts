@@ -103,6 +103,12 @@ export interface Attempt {
   callback_at: number | null;
   status: string | null;
   overall: "pass" | "fail" | null;
+  /**
+   * True when this attempt's result files prove that no remote command ran (connect failed,
+   * host key mismatch, authentication failed, bad arguments; every phase `not_run`): its
+   * action did not take effect. Absent = may have taken effect.
+   */
+  nothing_ran?: boolean;
 }
 
 /** One execution of one step in one direction (DESIGN.md §2 step run). */
@@ -210,6 +216,11 @@ export interface CallbackEvent {
   run_attempt: number;
   status: string;
   overall: "pass" | "fail";
+  /**
+   * Set by the service from checks.json (`provesNothingRan`): the result files prove no remote
+   * command ran. Absent or false = the action may have taken effect.
+   */
+  nothing_ran?: boolean;
 }
 
 export type ReleaseEvent =

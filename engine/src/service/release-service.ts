@@ -12,6 +12,7 @@ import type { BundleVerifier } from "../admission/verify.ts";
 import type { AdmissionReport } from "../domain/admission.ts";
 import { BatonError } from "../domain/errors.ts";
 import { buildNotice, type NoticeKind, noticeKindFor } from "../domain/notifications.ts";
+import { provesNothingRan } from "../domain/result-evidence.ts";
 import type {
   HistoryEntry,
   Json,
@@ -552,6 +553,7 @@ export class ReleaseService implements ReleaseApi {
         run_attempt: body.run_attempt,
         status: body.status,
         overall: body.overall,
+        ...(provesNothingRan(body.overall, body.checks) ? { nothing_ran: true } : {}),
       },
       {
         beforeCommit: () => faultPoint("in_callback_before_commit", { step_run_id: stepRunId }),

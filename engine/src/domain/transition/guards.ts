@@ -34,11 +34,14 @@ export const guards = {
   /**
    * Whether a forward step run's action may have reached its target, so that compensation
    * must undo it. Runner: only if a preflight opened an attempt, since the action touches no
-   * machine without a 200 preflight (DESIGN.md §4). Control plane: once the call was made.
+   * machine without a 200 preflight (DESIGN.md §4), and not when every attempt's result files
+   * prove no remote command ran (`Attempt.nothing_ran`: connect, host key or authentication
+   * failed; any attempt without that proof counts as taken effect). Control plane: once the
+   * call was made.
    */
   mayHaveTakenEffect: (sr: StepRun): boolean =>
     sr.kind === "runner"
-      ? sr.attempts.length > 0
+      ? sr.attempts.length > 0 && !sr.attempts.every((a) => a.nothing_ran === true)
       : sr.state !== "planned" && sr.state !== "dispatch_failed",
 
   /** Preflight may bind a run to this step run: awaiting its dispatch, no run yet. */

@@ -145,9 +145,21 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
   attempt.callback_at = d.now;
   attempt.status = e.status;
   attempt.overall = e.overall;
+  if (!pass && e.nothing_ran === true) attempt.nothing_ran = true;
   const was = sr.state;
   sr.state = pass ? "succeeded" : "failed";
-  sr.last_error = pass ? null : `the runner reported status ${e.status}`;
+  sr.last_error = pass
+    ? null
+    : `the runner reported status ${e.status}${attempt.nothing_ran ? " (no remote command ran)" : ""}`;
+  if (
+    !pass &&
+    sr.direction === "fwd" &&
+    r.high_water_mark === sr.step_index &&
+    !guards.mayHaveTakenEffect(sr)
+  ) {
+    // Nothing of this step run reached the machine: the high-water mark does not cover it.
+    r.high_water_mark = sr.step_index - 1;
+  }
   d.accept(
     `[engine] ${describe(r, sr)} attempt ${attempt.n} reported ${e.status} (${e.overall})${was === "unknown" ? "; this settles the unknown outcome" : ""}`,
     sr.id,
