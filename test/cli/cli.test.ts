@@ -82,7 +82,7 @@ describe("check", () => {
   it("passes a good recipe and fails a bad one with the field and the fix", async () => {
     const ok = await baton(["check", good, path.join(ROOT, "recipes/example.yaml")]);
     expect(ok.code).toBe(0);
-    expect(ok.stdout).toMatch(/^ok {4}.*good\.yaml: 14 steps in 2 waves, manifest [0-9a-f]{64}$/m);
+    expect(ok.stdout).toMatch(/^ok {4}.*good\.yaml: 16 steps in 2 waves, manifest [0-9a-f]{64}$/m);
     const fail = await baton(["check", good, bad]);
     expect(fail.code).toBe(1);
     expect(fail.stdout).toContain("FAIL  ");
@@ -108,7 +108,7 @@ describe("start, status, record", () => {
   it("starts a release and shows it", async () => {
     const r = await baton(["start", good], env());
     expect(r.code).toBe(0);
-    const id = /^started (r\d+): 14 steps/.exec(r.stdout)?.[1];
+    const id = /^started (r\d+): 16 steps/.exec(r.stdout)?.[1];
     expect(id).toBeDefined();
     const list = await baton(["status"], env(VIEWER));
     expect(list.code).toBe(0);
@@ -139,8 +139,8 @@ describe("start, status, record", () => {
     const one = await baton(["status", live.ids.late], env(VIEWER));
     expect(one.code).toBe(0);
     expect(one.stdout).toContain(`${live.ids.late}  rolled_back`);
-    expect(one.stdout).toContain("high-water mark: step 2 (steps 1 to 2 may have taken effect)");
-    expect(one.stdout).toMatch(/← undo step 2 \(wave 1\) restore queue lane · lane-a: succeeded/);
+    expect(one.stdout).toContain("high-water mark: step 3 (steps 1 to 3 may have taken effect)");
+    expect(one.stdout).toMatch(/← undo step 3 \(wave 1\) restore queue lane · lane-a: succeeded/);
     // No internal numbers: no negative cursor, no "cursor", and no action for an ended release.
     expect(one.stdout).not.toMatch(/step -1|cursor/);
     // This release paused on an unknown step and was then aborted: an operator abort, not a failure.
@@ -148,7 +148,7 @@ describe("start, status, record", () => {
     expect(one.stdout).not.toContain("what you can do");
     expect(one.stdout).toMatch(/refused events: \d+/);
     const js = JSON.parse((await baton(["status", live.ids.late, "--json"], env(VIEWER))).stdout);
-    expect(js).toMatchObject({ id: live.ids.late, state: "rolled_back", high_water_mark: 1 });
+    expect(js).toMatchObject({ id: live.ids.late, state: "rolled_back", high_water_mark: 2 });
     expect(js.refused_events).toBeGreaterThan(0);
   });
 

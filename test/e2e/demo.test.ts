@@ -71,13 +71,15 @@ describe("npm run demo", () => {
     expect(lines.find((l) => l[1] === "attach_queue_lane:lane-b")?.[4]).toBe("failed");
     const backward = lines.filter((l) => l[2] === "bwd");
     expect(backward.map((l) => `${l[0]} ${l[1]}`)).toEqual([
-      "8 restore_queue_lane:lane-b",
-      "7 include_lane:lane-b",
-      "5 set_traffic(baseline)",
-      "4 exclude_lane:lane-a",
-      "3 withdraw_capabilities:lane-a",
-      "1 restore_queue_lane:lane-a",
-      "0 include_lane:lane-a",
+      "10 restore_queue_lane:lane-b",
+      "9 include_lane:lane-b",
+      "8 set_traffic(10%)",
+      "6 set_traffic(0%)",
+      "5 exclude_lane:lane-a",
+      "4 withdraw_capabilities:lane-a",
+      "2 restore_queue_lane:lane-a",
+      "1 include_lane:lane-a",
+      "0 set_traffic(baseline)",
     ]);
     for (const l of backward) expect(l[4]).toBe("succeeded");
     expect(out).toMatch(/release r1 ended rolled_back/);
@@ -102,7 +104,7 @@ describe("demo arguments", () => {
     try {
       expect(await runDemo(["--fail-at", "set_traffic"])).toBe(2);
       expect(q.text()).toContain("--fail-at set_traffic: not a runner step of a lane");
-      expect(q.text()).toContain("8 (attach_queue_lane:lane-b)");
+      expect(q.text()).toContain("10 (attach_queue_lane:lane-b)");
       expect(q.text()).not.toContain("starting the control plane");
     } finally {
       q.restore();
@@ -141,13 +143,17 @@ describe("demo arguments", () => {
   });
 
   it("resolves steps by index or name:lane; labels wave steps by percent", () => {
-    expect(resolveStep(manifest, "8").index).toBe(8);
-    expect(resolveStep(manifest, "assert_smoke_passed:lane-c").index).toBe(16);
+    expect(resolveStep(manifest, "10").index).toBe(10);
+    expect(resolveStep(manifest, "assert_smoke_passed:lane-c").index).toBe(19);
     expect(() => resolveStep(manifest, "5")).toThrow(/not a runner step/);
+    expect(() => resolveStep(manifest, "8")).toThrow(/not a runner step/);
     expect(() => resolveStep(manifest, "99")).toThrow(/not a runner step/);
-    expect(stepLabel(manifest.steps[5]!)).toBe("set_traffic(10%)");
-    expect(stepLabel(manifest.steps[12]!, "bwd")).toBe("set_traffic(10%)");
-    expect(stepLabel(manifest.steps[5]!, "bwd")).toBe("set_traffic(baseline)");
-    expect(stepLabel(manifest.steps[0]!, "bwd")).toBe("include_lane:lane-a");
+    expect(stepLabel(manifest.steps[0]!)).toBe("drain_wave(0%)");
+    expect(stepLabel(manifest.steps[6]!)).toBe("set_traffic(10%)");
+    expect(stepLabel(manifest.steps[14]!, "bwd")).toBe("set_traffic(10%)");
+    // Backward of the first set_traffic: the drained state; of the first drain: the baseline.
+    expect(stepLabel(manifest.steps[6]!, "bwd")).toBe("set_traffic(0%)");
+    expect(stepLabel(manifest.steps[0]!, "bwd")).toBe("set_traffic(baseline)");
+    expect(stepLabel(manifest.steps[1]!, "bwd")).toBe("include_lane:lane-a");
   });
 });

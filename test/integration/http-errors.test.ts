@@ -215,7 +215,7 @@ describe("operator actions", () => {
 });
 
 describe("preflight and callback", () => {
-  const sr = () => `sr_${id.slice(1)}_1_f`;
+  const sr = () => `sr_${id.slice(1)}_2_f`;
 
   it("bad credentials get one identical 401 body and are recorded as refused, once a minute per kind", async () => {
     const body = callbackBody(sr(), { run_id: "1", run_attempt: 1 });

@@ -91,8 +91,9 @@ describe("crash between commit and effect", () => {
     async (point) => {
       const h = await harness({ seed: recipe(2) });
       const id = await createRelease(h, recipe(2));
-      await pump(h, 1);
-      await h.engine.tick();
+      // The control-plane steps before the first runner step, then its dispatch.
+      for (let i = 0; i < 50 && h.dispatcher.accepted.length === 0; i++)
+        await h.engine.tick();
       const p = h.dispatcher.accepted[0]!;
       const run = { run_id: "31337", run_attempt: 1 };
       expect((await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run))).status).toBe(
@@ -159,17 +160,22 @@ describe("outbox claims", () => {
   it("the reconciler gives a row back with backoff when a port throws, and retries it", async () => {
     const h = await harness({ seed: recipe(2) });
     const id = await createRelease(h, recipe(2));
-    await pump(h, 1); // step 0 (cp)
+    // Control-plane steps 0 and 1, until the first runner step (2) is planned.
+    for (let i = 0; i < 50; i++) {
+      const r = await getRecord(h, id);
+      if (r.step_runs.some((s) => s.step_index === 2)) break;
+      await pump(h, 1);
+    }
     h.dispatcher.failNext({ kind: "throw", message: "socket hang up" }, 2);
     await pump(h, 1);
     let rec = await getRecord(h, id);
     // A thrown dispatch is retryable: same step run, same key, later (backoff), not a new one.
-    expect(rec.step_runs.find((s) => s.step_index === 1)?.state).toBe("dispatching");
+    expect(rec.step_runs.find((s) => s.step_index === 2)?.state).toBe("dispatching");
     await drive(h);
     rec = await getRecord(h, id);
     expect(rec.state).toBe("succeeded");
     const keys = h.dispatcher.calls
-      .filter((c) => c.step_run_id.endsWith("_1_f"))
+      .filter((c) => c.step_run_id.endsWith("_2_f"))
       .map((c) => c.release.operation_key);
     expect(new Set(keys).size).toBe(1);
     expect(keys.length).toBe(3);

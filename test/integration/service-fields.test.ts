@@ -58,17 +58,18 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
       );
       for (let i = 0; i < 3; i++) await h.engine.tick();
       const rec = await getRecord(h, id);
-      const sr = stepRun(rec, 1)!;
+      const sr = stepRun(rec, 2)!;
       expect(sr.state).toBe("dispatch_failed");
       expect(sr.last_error).toContain(msg);
-      expect(rec.high_water_mark).toBe(0); // step 0 (cp) applied; the refused dispatch never counts
+      expect(rec.high_water_mark).toBe(1); // steps 0, 1 (cp) applied; the refused dispatch never counts
       expect(sr.attempts).toEqual([]);
       expect(rec.step_runs.some((s) => s.state === "running")).toBe(false);
       // Compensation skips the refused step (it cannot have taken effect) and undoes step 0.
       await drive(h);
       const end = await getRecord(h, id);
       expect(end.state).toBe("rolled_back");
-      expect(stepRun(end, 1, "bwd")).toBeUndefined();
+      expect(stepRun(end, 2, "bwd")).toBeUndefined();
+      expect(stepRun(end, 1, "bwd")?.state).toBe("succeeded");
       expect(stepRun(end, 0, "bwd")?.state).toBe("succeeded");
     });
 
@@ -80,7 +81,7 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
           const res = transition(r, e, now);
           if (!res.ok) return res;
           const effects = res.effects.map((x) =>
-            x.type === "dispatch" && x.step_run_id.endsWith("_1_f")
+            x.type === "dispatch" && x.step_run_id.endsWith("_2_f")
               ? { ...x, args: { ...x.args, notes: "x".repeat(70_000) } }
               : x,
           );
@@ -94,13 +95,13 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
       );
       for (let i = 0; i < 3; i++) await h.engine.tick();
       const rec = await getRecord(h, id);
-      expect(h.dispatcher.calls.filter((c) => c.step_run_id === `sr_${id.slice(1)}_1_f`)).toEqual(
+      expect(h.dispatcher.calls.filter((c) => c.step_run_id === `sr_${id.slice(1)}_2_f`)).toEqual(
         [],
       );
-      const sr = stepRun(rec, 1)!;
+      const sr = stepRun(rec, 2)!;
       expect(sr.state).toBe("dispatch_failed");
       expect(sr.last_error).toMatch(/bytes; GitHub allows less than 65536/);
-      expect(rec.high_water_mark).toBe(0);
+      expect(rec.high_water_mark).toBe(1);
     });
   });
 
@@ -253,7 +254,7 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
       for (let i = 0; i < 3; i++) await h.engine.tick();
       expect(h.dispatcher.accepted.filter((x) => x.step_run_id === p2.step_run_id)).toHaveLength(1);
       let rec = await getRecord(h, p1.release.id);
-      expect(rec.high_water_mark).toBe(2);
+      expect(rec.high_water_mark).toBe(3);
 
       // Concurrently: both at the same moment.
       const run2 = { run_id: "8002", run_attempt: 1 };
@@ -281,10 +282,10 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
         );
         expect(accepted, sr).toHaveLength(1);
       }
-      // Step 3..6 are control-plane steps; the next runner step (8) was dispatched exactly once.
-      const next = h.dispatcher.accepted.filter((x) => x.step_run_id.endsWith("_8_f"));
+      // Steps 4..9 are control-plane steps; the next runner step (10) was dispatched exactly once.
+      const next = h.dispatcher.accepted.filter((x) => x.step_run_id.endsWith("_10_f"));
       expect(next).toHaveLength(1);
-      expect(rec.high_water_mark).toBe(8);
+      expect(rec.high_water_mark).toBe(10);
       expect(rec.attempt_results.filter((a) => a.step_run_id === p2.step_run_id)).toHaveLength(1);
     });
   });
@@ -325,7 +326,7 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
   });
 
   describe("F15 compensation undoes every step up to the high-water mark", () => {
-    it("traffic check fails after the traffic call succeeded: backward 5,4,3,1,0, traffic absolute baseline", async () => {
+    it("traffic check fails after the traffic call succeeded: backward 6,5,4,2,1,0, traffic absolute baseline", async () => {
       h = await makeHarness({ kind, seed: recipe(2) });
       const id = await createRelease(
         h,
@@ -337,8 +338,8 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
         () => "pass",
         400,
         async () => {
-          // Someone else moves traffic between set_traffic (5) and its check (6).
-          if (!tampered && h!.cp.applications(`${id}:5:fwd:traffic=25`) === 1) {
+          // Someone else moves traffic between set_traffic (6) and its check (7).
+          if (!tampered && h!.cp.applications(`${id}:6:fwd:traffic=25`) === 1) {
             tampered = true;
             await h!.cp.apply(
               { op: "set_traffic", weights: { "lane-a": 0, "lane-b": 100 }, percent: 0 },
@@ -355,9 +356,9 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
       expect(tampered).toBe(true);
       const rec = await getRecord(h, id);
       expect(rec.state).toBe("rolled_back");
-      expect(stepRun(rec, 6)?.state).toBe("failed");
+      expect(stepRun(rec, 7)?.state).toBe("failed");
       const backward = rec.step_runs.filter((s) => s.direction === "bwd");
-      expect(backward.map((s) => s.step_index)).toEqual([5, 4, 3, 1, 0]);
+      expect(backward.map((s) => s.step_index)).toEqual([6, 5, 4, 2, 1, 0]);
       expect(backward.every((s) => s.state === "succeeded")).toBe(true);
       // Order in history: each backward step run appears, highest first.
       const firstSeen = backward.map((s) => rec.history.findIndex((x) => x.step_run_id === s.id));
@@ -365,7 +366,7 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
       expect([...firstSeen].sort((a, b) => a - b)).toEqual(firstSeen);
       expect(h.cp.weights()).toEqual({ "lane-a": 50, "lane-b": 50 });
       expect(h.cp.lane("lane-a")?.advertised).toBe(false);
-      const restore = h.dispatcher.accepted.find((x) => x.step_run_id === `sr_${id.slice(1)}_1_b`);
+      const restore = h.dispatcher.accepted.find((x) => x.step_run_id === `sr_${id.slice(1)}_2_b`);
       expect(restore?.tool).toBe("restore-queue-lane");
       expect((restore?.args as { image: string } | undefined)?.image).toBe(PREVIOUS_IMAGE);
     });
@@ -378,23 +379,23 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
         h,
         recipe(2, { policy: { steps: { advertise_capabilities: { retries: 0 } } } }),
       );
-      h.cp.faults.arm({ mode: "error", count: 1000, match: `${id}:3:fwd:` });
-      // Runner steps 1 and 2 pass; then step 3 keeps failing while the reconciler runs 5 times.
+      h.cp.faults.arm({ mode: "error", count: 1000, match: `${id}:4:fwd:` });
+      // Runner steps 2 and 3 pass; then step 4 keeps failing while the reconciler runs 5 times.
       await pump(h, 6);
-      expect(h.cp.calls.some((c) => c.ctx.operation_key.startsWith(`${id}:3:fwd:`))).toBe(true);
+      expect(h.cp.calls.some((c) => c.ctx.operation_key.startsWith(`${id}:4:fwd:`))).toBe(true);
       for (let run = 0; run < 5; run++) {
         h.clock.advance(30_000); // past the longest backoff (30 s cap)
         await pump(h, 2);
       }
       await drive(h);
       const rec = await getRecord(h, id);
-      for (const i of [1, 2]) {
+      for (const i of [2, 3]) {
         expect(
           h.dispatcher.accepted.filter((x) => x.step_run_id === `sr_${id.slice(1)}_${i}_f`),
         ).toHaveLength(1);
       }
       const applies = h.cp.calls.filter(
-        (c) => c.method === "apply" && c.ctx.operation_key.startsWith(`${id}:3:fwd:`),
+        (c) => c.method === "apply" && c.ctx.operation_key.startsWith(`${id}:4:fwd:`),
       );
       expect(applies.length).toBeGreaterThan(1);
       expect(applies.length).toBeLessThanOrEqual(5);
@@ -407,8 +408,8 @@ describe.each(STORE_KINDS)("on %s", (kind) => {
         ),
       ).toHaveLength(1);
       expect(rec.state).toBe("rolled_back");
-      expect(stepRun(rec, 3)?.state).toBe("failed");
-      expect(stepRun(rec, 1, "bwd")?.state).toBe("succeeded");
+      expect(stepRun(rec, 4)?.state).toBe("failed");
+      expect(stepRun(rec, 2, "bwd")?.state).toBe("succeeded");
     });
   });
 });

@@ -26,7 +26,7 @@ describe("engine unreachable during the callback", () => {
       runnerEnv: { BATON_HTTP_ATTEMPTS: "2", BATON_HTTP_BASE_DELAY_MS: "100" },
     });
     const proxy = world.proxy!;
-    const sr = "sr_1_1_f"; // attach_queue_lane:lane-a, the first runner step of r1
+    const sr = "sr_1_2_f"; // attach_queue_lane:lane-a, the first runner step of r1
     proxy.dropCallbacks(sr, 2);
     await world.startEngine();
     const id = await world.startRelease();

@@ -21,8 +21,8 @@ import { EXAMPLE_RECIPE, loadRecipe, type Stack, startStack } from "./stack.ts";
 
 const USAGE = `usage: npm run demo -- [options]
   --fail-at <step>   make that runner step's health check fail, to show compensation:
-                     the index of a lane's runner step (with the example recipe 1, 2, 8,
-                     9, 15 or 16) or name:lane (e.g. attach_queue_lane:lane-b)
+                     the index of a lane's runner step (with the example recipe 2, 3, 10,
+                     11, 18 or 19) or name:lane (e.g. attach_queue_lane:lane-b)
   --recipe <file>    recipe to roll out (default recipes/example.yaml)
   --data-dir <dir>   keep the engine's SQLite file, the control plane and the sandbox here
                      (default: a temporary folder, removed at the end)

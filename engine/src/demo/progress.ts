@@ -13,8 +13,8 @@ export function stepLabel(step: ManifestStep, direction: "fwd" | "bwd" = "fwd"):
   if (step.lane) return `${action.name}:${step.lane}`;
   const req = action.kind === "control_plane" ? action.request : null;
   if (!req || !("percent" in req)) return action.name;
-  // Backward to before the first wave: the lanes' baseline weights, not "0%".
-  return direction === "bwd" && req.percent === 0
+  // Backward to before the first wave (the first drain_wave's undo): the observed baseline.
+  return direction === "bwd" && step.name === "drain_wave" && step.wave === 0
     ? `${action.name}(baseline)`
     : `${action.name}(${req.percent}%)`;
 }
