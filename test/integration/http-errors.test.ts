@@ -33,7 +33,8 @@ let id: string;
 beforeAll(async () => {
   h = await makeHarness({ seed: recipe(2) });
   id = await createRelease(h, recipe(2));
-  for (let i = 0; i < 3; i++) await h.engine.tick();
+  // The control-plane steps before the first runner step, then its dispatch.
+  for (let i = 0; i < 50 && h.dispatcher.accepted.length === 0; i++) await h.engine.tick();
 });
 afterAll(async () => {
   await h.close();
@@ -285,7 +286,7 @@ describe("preflight and callback", () => {
       await signedPost(
         h,
         callbackUrl(sr()),
-        callbackBody(`sr_${id.slice(1)}_2_f`, { run_id: "1", run_attempt: 1 }),
+        callbackBody(`sr_${id.slice(1)}_3_f`, { run_id: "1", run_attempt: 1 }),
       ),
       400,
       "body.step_run_id",
