@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ControlPlaneCore } from "../../engine/src/control-plane/core.ts";
 import { MemoryCpStore } from "../../engine/src/control-plane/memory-store.ts";
-import { actionOf } from "../../engine/src/protocol/control-plane.ts";
 import type { Manifest, StepAction } from "../../engine/src/domain/types.ts";
+import { actionOf } from "../../engine/src/protocol/control-plane.ts";
 import { compileRecipeText } from "../../engine/src/recipes/compile-text.ts";
 
 const REQUESTS = 10_000;
