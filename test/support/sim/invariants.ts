@@ -85,11 +85,11 @@ export function finalViolations(w: World): string[] {
     if (order.some((v, i) => i > 0 && v >= order[i - 1]!))
       out.push(`backward writes out of order: ${order.join(",")}`);
     // Traffic ends where it was before the first traffic step that took effect (absolute).
-    const firstTraffic = w.log.find(
-      (a) =>
-        a.direction === "fwd" &&
-        r.manifest.steps[a.step_index]?.forward.target.startsWith("traffic="),
-    );
+    // (drain_wave and set_traffic are both absolute traffic writes.)
+    const firstTraffic = w.log.find((a) => {
+      const f = r.manifest.steps[a.step_index]?.forward;
+      return a.direction === "fwd" && f?.kind === "control_plane" && f.request.op === "set_traffic";
+    });
     const back = firstTraffic ? r.manifest.steps[firstTraffic.step_index]?.backward : null;
     if (
       back?.kind === "control_plane" &&
