@@ -200,14 +200,14 @@ describe("watch", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`release ${id} running`);
     expect(r.stdout).toContain(`release ${id} succeeded`);
-    expect(r.stdout).toMatch(/→ step 1 \(wave 1\) exclude lane · lane-a: succeeded/);
-    expect(r.stdout).toMatch(/→ step 14 \(wave 2\) assert traffic observed \d+% \(.*\): succeeded/);
+    expect(r.stdout).toMatch(/→ step 2 \(wave 1\) exclude lane · lane-a: succeeded/);
+    expect(r.stdout).toMatch(/→ step 16 \(wave 2\) assert traffic observed \d+% \(.*\): succeeded/);
     expect(r.stdout).toMatch(
       /→ step \d+ \(wave \d\) set traffic \d+% \(lane-a \d+%, lane-b \d+%\)/,
     );
-    expect(r.stdout.indexOf("→ step 1 ")).toBeLessThan(r.stdout.indexOf("→ step 14 "));
+    expect(r.stdout.indexOf("→ step 2 ")).toBeLessThan(r.stdout.indexOf("→ step 16 "));
     // The final line comes after the last step run's line.
-    expect(r.stdout.indexOf("→ step 14 ")).toBeLessThan(
+    expect(r.stdout.indexOf("→ step 16 ")).toBeLessThan(
       r.stdout.indexOf(`release ${id} succeeded`),
     );
   });
