@@ -7,3 +7,8 @@ import { RECIPE_SCHEMA_PATH, recipeJsonSchemaText } from "../engine/src/recipes/
 
 writeFileSync(RECIPE_SCHEMA_PATH, recipeJsonSchemaText());
 console.log(`[schema] wrote ${RECIPE_SCHEMA_PATH}`);
+
+import { RECORD_SCHEMA_PATH, recordJsonSchemaText } from "../engine/src/record/schema.ts";
+
+writeFileSync(RECORD_SCHEMA_PATH, recordJsonSchemaText());
+console.log(`[schema] wrote ${RECORD_SCHEMA_PATH}`);

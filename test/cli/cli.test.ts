@@ -163,7 +163,7 @@ describe("start, status, record", () => {
   });
 
   it("prints the full record as JSON, including the refused late callback", async () => {
-    const r = await baton(["record", live.ids.late], env(VIEWER));
+    const r = await baton(["record", "--raw", live.ids.late], env(VIEWER));
     expect(r.code).toBe(0);
     const rec = JSON.parse(r.stdout) as {
       id: string;
@@ -276,7 +276,7 @@ describe("operator actions", () => {
   });
 
   it("retries the step run a paused release waits on, and refuses what does not wait", async () => {
-    const rec = JSON.parse((await baton(["record", live.ids.paused], env())).stdout) as {
+    const rec = JSON.parse((await baton(["record", "--raw", live.ids.paused], env())).stdout) as {
       step_runs: { id: string; state: string }[];
     };
     const waiting = rec.step_runs.find((s) => s.state === "unknown");

@@ -603,6 +603,12 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
     async get(id) {
       return structuredClone(get(id));
     },
+    async releaseRecord() {
+      return unsupported();
+    },
+    async accept() {
+      return unsupported();
+    },
     async liveMark(id) {
       const r = byId.get(id);
       return r ? `${r.release.resource_version}:${r.history.length}` : null;

@@ -2,7 +2,7 @@
  * What each `baton` command does. Every function resolves to an exit code or throws a
  * `CliError`; printing goes through `io` so that tests and the program share one path.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
@@ -92,11 +92,28 @@ export async function check(files: string[], o: { json: boolean }, io: Io): Prom
 export async function start(
   conn: Connection,
   file: string,
-  o: { json: boolean; hold: boolean },
+  o: { json: boolean; hold: boolean; bundle?: string; attestation?: string[]; rollback?: boolean },
   io: Io,
 ): Promise<ExitCode> {
-  const text = readRecipe(file);
-  const type = /\.json$/i.test(file) ? "application/json" : "application/yaml";
+  let text = readRecipe(file);
+  let type = /\.json$/i.test(file) ? "application/json" : "application/yaml";
+  if (o.bundle || o.attestation?.length || o.rollback) {
+    // A signed start (docs/trust.md): the recipe text, its manifest bundle, the attestations.
+    const readJson = (f: string) => {
+      try {
+        return JSON.parse(readFileSync(f, "utf8")) as unknown;
+      } catch (e) {
+        throw usage(`[cli] cannot read ${f} as JSON (${(e as Error).message.split("\n")[0]})`);
+      }
+    };
+    text = JSON.stringify({
+      recipe: text,
+      ...(o.bundle ? { bundle: readJson(o.bundle) } : {}),
+      attestations: (o.attestation ?? []).map(readJson),
+      rollback: Boolean(o.rollback),
+    });
+    type = "application/json";
+  }
   const res = await new EngineClient(conn).call<{
     id: string;
     state: string;
@@ -207,10 +224,104 @@ export async function act(
   return EXIT.ok;
 }
 
-/** `record <id>`: the full record as JSON, as the engine keeps it. */
-export async function record(conn: Connection, id: string, io: Io): Promise<ExitCode> {
-  const rec = await new EngineClient(conn).call<RecordJson>("GET", `/v1/releases/${releaseId(id)}`);
-  printJson(io, rec);
+/**
+ * `record <id>`: the release record document (docs/record.md), to stdout or `--out FILE`;
+ * `--raw`: the engine's full state of the release instead (release, history, attempt results).
+ */
+export async function record(
+  conn: Connection,
+  id: string,
+  o: { raw?: boolean; out?: string },
+  io: Io,
+): Promise<ExitCode> {
+  const path = `/v1/releases/${releaseId(id)}${o.raw ? "" : "/record"}`;
+  const rec = await new EngineClient(conn).call<RecordJson>("GET", path);
+  if (o.out) {
+    writeFileSync(o.out, `${JSON.stringify(rec, null, 2)}\n`);
+    print(io, [`wrote ${o.raw ? "the full state" : "the release record"} of ${id} to ${o.out}`]);
+  } else printJson(io, rec);
+  return EXIT.ok;
+}
+
+/** `accept <id> --by <owner>`: the owner accepts a closed release's final state. */
+export async function accept(
+  conn: Connection,
+  id: string,
+  o: { by: string; expires?: string; note?: string; digest?: string; json: boolean },
+  io: Io,
+): Promise<ExitCode> {
+  const body = {
+    by: o.by,
+    ...(o.expires ? { expires_at: o.expires } : {}),
+    ...(o.note ? { note: o.note } : {}),
+    ...(o.digest ? { record_digest: o.digest } : {}),
+  };
+  const res = await new EngineClient(conn).call<{ id: string; record_digest: string }>(
+    "POST",
+    `/v1/releases/${releaseId(id)}/accept`,
+    JSON.stringify(body),
+    "application/json",
+  );
+  if (o.json) printJson(io, res);
+  else print(io, [`accepted ${id} by ${o.by}: record sha256:${res.record_digest}`]);
+  return EXIT.ok;
+}
+
+/** `keygen <prefix>`: an ECDSA P-256 signing key (`<prefix>.key`, mode 0600) and `<prefix>.pub`. */
+export async function keygen(prefix: string, io: Io): Promise<ExitCode> {
+  const { generateSigningKey } = await import("../admission/sign.ts");
+  const k = generateSigningKey();
+  writeFileSync(`${prefix}.key`, k.private_key_pem, { mode: 0o600 });
+  writeFileSync(`${prefix}.pub`, k.public_key_pem);
+  print(io, [
+    `wrote ${prefix}.key (private, keep it secret) and ${prefix}.pub`,
+    `  list ${prefix}.pub under manifest.signers.keys in the engine's trust policy (docs/trust.md)`,
+  ]);
+  return EXIT.ok;
+}
+
+/**
+ * `sign <recipe>`: compiles the recipe locally and signs its manifest: with `--key` (and
+ * `--key-id`), or keylessly in GitHub Actions (`--keyless`, needs `id-token: write`).
+ * Writes the Sigstore bundle to `--out` (or stdout); prints the digest to stderr.
+ */
+export async function sign(
+  file: string,
+  o: { key?: string; keyId?: string; keyless?: boolean; out?: string; validFor?: string },
+  io: Io,
+): Promise<ExitCode> {
+  if (Boolean(o.key) === Boolean(o.keyless)) {
+    throw usage("[cli] give exactly one of --key <file> (with --key-id) or --keyless");
+  }
+  if (o.key && !o.keyId)
+    throw usage("[cli] --key needs --key-id <id> (the id the trust policy lists)");
+  let validMs: number | undefined;
+  if (o.validFor) {
+    const m = /^(\d+)([hd])$/.exec(o.validFor);
+    if (!m) throw usage("[cli] --valid-for must be hours or days, e.g. 12h or 7d");
+    validMs = Number(m[1]) * (m[2] === "h" ? 3_600_000 : 86_400_000);
+  }
+  const { compileRecipeText } = await import("../recipes/compile-text.ts");
+  const { signManifest } = await import("../admission/sign.ts");
+  const c = compileRecipeText(readRecipe(file), file);
+  let keyPem = "";
+  if (o.key) {
+    try {
+      keyPem = readFileSync(o.key, "utf8");
+    } catch (e) {
+      throw usage(`[cli] cannot read key file ${o.key} (${(e as NodeJS.ErrnoException).code})`);
+    }
+  }
+  const bundle = await signManifest(c, {
+    ...(o.key ? { key: { key_id: o.keyId ?? "", private_key_pem: keyPem } } : { keyless: {} }),
+    ...(validMs ? { valid_for_ms: validMs } : {}),
+  });
+  const text = `${JSON.stringify(bundle)}\n`;
+  if (o.out) writeFileSync(o.out, text);
+  else io.out.write(text);
+  io.err.write(
+    `signed manifest sha256:${c.manifest_digest} of ${file}${o.out ? ` -> ${o.out}` : ""}\n`,
+  );
   return EXIT.ok;
 }
 

@@ -59,9 +59,65 @@ export async function runCli(
     .description("start a release of a recipe")
     .argument("<recipe>", "recipe YAML (or .json) file")
     .option("--hold", "create the release but keep it pending until `baton resume`")
+    .option("--bundle <file>", "the manifest's Sigstore bundle (baton sign)")
+    .option(
+      "--attestation <file>",
+      "an image attestation bundle (provenance, SBOM); repeatable",
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
+    .option("--rollback", "an explicit rollback: admit a manifest older than the last admitted")
     .addOption(json())
-    .action(async (file: string, o: { json?: boolean; hold?: boolean }, c: Command) => {
-      code = await cmd.start(conn(c), file, { json: Boolean(o.json), hold: Boolean(o.hold) }, io);
+    .action(
+      async (
+        file: string,
+        o: {
+          json?: boolean;
+          hold?: boolean;
+          bundle?: string;
+          attestation?: string[];
+          rollback?: boolean;
+        },
+        c: Command,
+      ) => {
+        code = await cmd.start(
+          conn(c),
+          file,
+          {
+            json: Boolean(o.json),
+            hold: Boolean(o.hold),
+            ...(o.bundle ? { bundle: o.bundle } : {}),
+            ...(o.attestation ? { attestation: o.attestation } : {}),
+            rollback: Boolean(o.rollback),
+          },
+          io,
+        );
+      },
+    );
+
+  program
+    .command("sign")
+    .description("sign a recipe's compiled manifest (Sigstore bundle) for admission")
+    .argument("<recipe>", "recipe YAML (or .json) file")
+    .option("--key <file>", "PEM private key (baton keygen)")
+    .option("--key-id <id>", "the key's id in the engine's trust policy")
+    .option("--keyless", "sign with the GitHub Actions OIDC identity (Fulcio)")
+    .option("--valid-for <duration>", "validity, e.g. 12h or 7d (default 7d)")
+    .option("--out <file>", "write the bundle here instead of stdout")
+    .action(
+      async (
+        file: string,
+        o: { key?: string; keyId?: string; keyless?: boolean; out?: string; validFor?: string },
+      ) => {
+        code = await cmd.sign(file, o, io);
+      },
+    );
+
+  program
+    .command("keygen")
+    .description("write a new signing key pair: <prefix>.key and <prefix>.pub")
+    .argument("<prefix>", "file name prefix, e.g. release-key")
+    .action(async (prefix: string) => {
+      code = await cmd.keygen(prefix, io);
     });
 
   program
@@ -80,6 +136,25 @@ export async function runCli(
         io,
       );
     });
+
+  program
+    .command("accept")
+    .description("accept a closed release's final state as its owner")
+    .argument("<id>", "release id")
+    .requiredOption("--by <owner>", "who accepts (e.g. email or GitHub login)")
+    .option("--expires <time>", "acceptance valid until (ISO 8601)")
+    .option("--note <text>", "why, kept in the record")
+    .option("--digest <sha256>", "the record digest you reviewed (refused if it changed)")
+    .addOption(json())
+    .action(
+      async (
+        id: string,
+        o: { by: string; expires?: string; note?: string; digest?: string; json?: boolean },
+        c: Command,
+      ) => {
+        code = await cmd.accept(conn(c), id, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
 
   program
     .command("status")
@@ -141,10 +216,12 @@ export async function runCli(
 
   program
     .command("record")
-    .description("print a release's full record as JSON (release, history, attempt results)")
+    .description("print a release's record (docs/record.md) as JSON")
     .argument("<id>", "release id")
-    .action(async (id: string, _o: unknown, c: Command) => {
-      code = await cmd.record(conn(c), id, io);
+    .option("--out <file>", "write it to this file")
+    .option("--raw", "the engine's full state instead (release, history, attempt results)")
+    .action(async (id: string, o: { out?: string; raw?: boolean }, c: Command) => {
+      code = await cmd.record(conn(c), id, o, io);
     });
 
   program

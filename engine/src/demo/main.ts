@@ -6,7 +6,7 @@
  *
  *   demo [--fail-at <step>] [--recipe <file>] [--data-dir <dir>] [--serve] [--timeout <s>]
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -27,7 +27,8 @@ const USAGE = `usage: npm run demo -- [options]
   --data-dir <dir>   keep the engine's SQLite file, the control plane and the sandbox here
                      (default: a temporary folder, removed at the end)
   --serve            keep the engine and dashboard up after the release ends (Ctrl-C stops)
-  --timeout <s>      give up after this many seconds (default 600)`;
+  --timeout <s>      give up after this many seconds (default 600)
+  --record <file>    write the finished release's record (docs/record.md) to this file`;
 
 /** Same as `runDemo` (the CLI's `demo` command looks for `main`). */
 export const main = (argv: string[]) => runDemo(argv);
@@ -130,6 +131,13 @@ export async function runDemo(argv: string[]): Promise<number> {
     console.log(
       `[demo] release ${id} ended ${state} in ${(releaseMs / 1000).toFixed(1)} s (wall time ${((Date.now() - t0) / 1000).toFixed(1)} s)`,
     );
+    if (args.record) {
+      const doc = await stack.engine.service.releaseRecord(id);
+      writeFileSync(args.record, `${JSON.stringify(doc, null, 2)}\n`);
+      console.log(
+        `[demo] record         ${args.record} (digest ${doc.digest ?? "none: not closed"}; accept it with baton accept ${id} --by <owner> while serving)`,
+      );
+    }
     const weights = stack.fleet.cp.core.lanes(manifest.model).map((l) => `${l.id} ${l.weight}%`);
     console.log(`[demo] control plane  weights now ${weights.join(", ")}`);
     // The URLs only help while the engine is up: without --serve it stops right after this.
@@ -180,6 +188,7 @@ function parse(argv: string[]) {
       "data-dir": { type: "string" },
       serve: { type: "boolean", default: false },
       timeout: { type: "string", default: "600" },
+      record: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -195,6 +204,7 @@ function parse(argv: string[]) {
     dataDir: values["data-dir"] ? resolve(values["data-dir"]) : undefined,
     serve: values.serve === true,
     timeoutS,
+    record: values.record ? resolve(values.record) : undefined,
     help: values.help === true,
   };
 }

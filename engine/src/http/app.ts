@@ -74,7 +74,15 @@ export function createApp(o: AppOptions): Hono {
       readTokens,
     }),
   );
-  app.route("/v1/releases", releaseRoutes({ api: o.api, operatorTokens, readTokens }));
+  app.route(
+    "/v1/releases",
+    releaseRoutes({
+      api: o.api,
+      operatorTokens,
+      readTokens,
+      ...(o.repository ? { repository: o.repository } : {}),
+    }),
+  );
   o.extend?.(app);
   return app;
 }

@@ -11,6 +11,7 @@ import type { ReleaseState } from "../domain/states.ts";
 import type { HistoryEntry, Json, Release } from "../domain/types.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
+import type { ReleaseRecordDocument } from "../record/schema.ts";
 
 /** A protocol message the engine refused; recorded in history with `reason`. */
 export interface Refusal {
@@ -46,6 +47,14 @@ export interface ReleaseApi {
     opts?: { hold?: boolean; bundle?: unknown; attestations?: unknown[]; rollback?: boolean },
   ): Promise<Release>;
   get(id: string): Promise<ReleaseRecord>;
+  /** The release record document (docs/record.md). */
+  releaseRecord(id: string, repository?: string): Promise<ReleaseRecordDocument>;
+  /** The owner accepts a closed release (docs/record.md "Acceptance"). */
+  accept(
+    id: string,
+    by: string,
+    o?: { expires_at?: number | null; note?: string; record_digest?: string },
+  ): Promise<Accepted | Refusal>;
   /**
    * `"<resource_version>:<history count>"` of a release (null when unknown) and whether it
    * is terminal: what the live dashboard polls. One indexed query, shared by concurrent

@@ -27,6 +27,8 @@ import type { Notifier } from "../ports/notifier.ts";
 import type { AttemptResult, ReleaseSummary, Store } from "../ports/store.ts";
 import { RELEASE_ID_PATTERN, releaseIdOfStepRun } from "../protocol/ids.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
+import { ACCEPT_KIND, buildRecord } from "../record/build.ts";
+import type { ReleaseRecordDocument } from "../record/schema.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "./api.ts";
 import { type Domain, defaultDomain } from "./domain.ts";
 import type { EffectsDue } from "./effects-due.ts";
@@ -491,6 +493,71 @@ export class ReleaseService implements ReleaseApi {
       for (const [k, v] of this.marks) if (now - v.at >= LIVE_MARK_SHARE_MS) this.marks.delete(k);
     }
     return value;
+  }
+
+  /**
+   * The release record document (docs/record.md); `repository` (owner/name) builds the run
+   * links. @throws BatonError `not_found` / `bad_request` as `get`.
+   */
+  async releaseRecord(id: string, repository?: string): Promise<ReleaseRecordDocument> {
+    const { release, history } = await this.get(id);
+    return buildRecord(release, history, repository ? { repository } : {});
+  }
+
+  /**
+   * The owner accepts a closed release's final state: an audited history entry naming who,
+   * when, until when, and the record digest accepted. Refused (409) while the release is open
+   * or when `record_digest` is given and is not the record's digest.
+   */
+  async accept(
+    id: string,
+    by: string,
+    o: { expires_at?: number | null; note?: string; record_digest?: string } = {},
+  ): Promise<Accepted | Refusal> {
+    const { release, history } = await this.get(id);
+    const rec = buildRecord(release, history);
+    if (!rec.release.closed || !rec.digest) {
+      return {
+        ok: false,
+        status: 409,
+        code: "not_closed",
+        reason: `[engine] release ${id} is ${release.state}; only a closed release (succeeded, rolled_back, aborted, abandoned) can be accepted`,
+      };
+    }
+    if (o.record_digest && o.record_digest !== rec.digest) {
+      return {
+        ok: false,
+        status: 409,
+        code: "record_changed",
+        reason: `[engine] release ${id}'s record digest is ${rec.digest}, not ${o.record_digest}; read the record again (baton record ${id}) and accept what it says`,
+      };
+    }
+    const now = this.clock.now();
+    if (o.expires_at != null && o.expires_at <= now) {
+      return {
+        ok: false,
+        status: 422,
+        code: "bad_expiry",
+        reason: `[engine] expires_at ${new Date(o.expires_at).toISOString()} is not in the future`,
+      };
+    }
+    await this.store.appendHistory([
+      {
+        release_id: id,
+        at: now,
+        kind: ACCEPT_KIND,
+        step_run_id: null,
+        outcome: "accepted",
+        message: `[engine] ${by} accepted the final state of ${id} (${release.state}, record sha256:${rec.digest.slice(0, 12)}…)${o.expires_at != null ? ` until ${new Date(o.expires_at).toISOString()}` : ""}${o.note ? `: ${o.note}` : ""}`,
+        data: {
+          actor: by,
+          expires_at: o.expires_at ?? null,
+          note: o.note ?? "",
+          record_digest: rec.digest,
+        },
+      },
+    ]);
+    return { ok: true, changed: true, release, reply: { record_digest: rec.digest } };
   }
 
   list(q: { state?: Release["state"]; limit: number; before?: number }): Promise<ReleaseSummary[]> {

@@ -18,6 +18,8 @@ import { ActorField, actorOf, jsonBody } from "./operator-body.ts";
 import { answer } from "./step-runs.ts";
 
 export interface ReleaseRouteOptions {
+  /** owner/name for run links in the release record. */
+  repository?: string;
   api: ReleaseApi;
   operatorTokens: readonly string[];
   /** Operator and viewer tokens. */
@@ -89,6 +91,24 @@ export function parseStartBody(
     rollback: b.data.rollback,
   };
 }
+
+const AcceptBody = z
+  .object({
+    by: z
+      .string({ error: "must name the owner accepting, e.g. an email or GitHub login" })
+      .trim()
+      .min(1, "must not be empty")
+      .max(200, "must be at most 200 characters"),
+    expires_at: z.iso
+      .datetime({ offset: true, error: "must be an ISO 8601 time, e.g. 2027-01-31T00:00:00Z" })
+      .optional(),
+    note: z.string().max(2000, "must be at most 2000 characters").optional(),
+    record_digest: z
+      .string()
+      .regex(/^[a-f0-9]{64}$/, "must be the record's sha256 (64 hex), as GET …/record shows it")
+      .optional(),
+  })
+  .strict();
 
 const AbortBody = z
   .object({ reason: z.string().max(1000, "must be at most 1000 characters").optional() })
@@ -278,6 +298,30 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
       generation: a.release.generation,
       lanes: a.release.abandoned?.lanes ?? {},
     }));
+  });
+
+  app.get("/:id/record", reader, async (c) => {
+    return c.json(await o.api.releaseRecord(releaseParam(c), o.repository));
+  });
+
+  app.post("/:id/accept", operator, async (c) => {
+    const id = releaseParam(c);
+    let value: unknown;
+    try {
+      value = JSON.parse((await c.req.text()) || "null");
+    } catch {
+      throw badRequest("accept body", [
+        { path: "body", message: "is not JSON", fix: 'send {"by": "owner@example.com"}' },
+      ]);
+    }
+    const b = AcceptBody.safeParse(value);
+    if (!b.success) throw badRequest("accept body", zodProblems(b.error, "body"));
+    const r = await o.api.accept(id, b.data.by, {
+      ...(b.data.expires_at ? { expires_at: Date.parse(b.data.expires_at) } : {}),
+      ...(b.data.note ? { note: b.data.note } : {}),
+      ...(b.data.record_digest ? { record_digest: b.data.record_digest } : {}),
+    });
+    return answer(c, r, (a) => ({ id, state: a.release.state, ...a.reply }));
   });
 
   app.post("/:id/resume", operator, async (c) => {

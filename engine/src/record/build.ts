@@ -1,0 +1,225 @@
+/**
+ * Builds the release record (schema.ts) from what the engine keeps: the release, its history
+ * and attempt results. Pure except for the digest (sha256 of canonical JSON).
+ */
+import { createHash } from "node:crypto";
+import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
+import type { HistoryEntry, Release } from "../domain/types.ts";
+import { canonicalJson } from "../protocol/canonical-json.ts";
+import type { ReleaseRecordDocument } from "./schema.ts";
+
+/** History kind of an owner's acceptance (appended by `accept`). */
+export const ACCEPT_KIND = "accepted_by_owner";
+
+/**
+ * History kinds that are decisions: operator verbs (their data names the actor), the engine's
+ * own follow-on moves (`transition`: compensate, pause, succeed…), deadlines that turned a
+ * step run `unknown`, and refusals by GitHub. Protocol traffic (preflight, callback, applied)
+ * is what ran, not a decision.
+ */
+const DECISION_KINDS = new Set([
+  "created",
+  "start",
+  "abort",
+  "resume",
+  "retry",
+  "resolve",
+  "abandon",
+  "transition",
+  "deadline",
+  "dispatch_failed",
+]);
+
+function runUrl(repository: string | undefined, runId: string, attempt: number): string | null {
+  if (!repository || !/^[\w.-]+\/[\w.-]+$/.test(repository)) return null;
+  return `https://github.com/${repository}/actions/runs/${encodeURIComponent(runId)}/attempts/${attempt}`;
+}
+
+function actorOf(h: HistoryEntry): string | null {
+  const d = h.data;
+  if (d && typeof d === "object" && !Array.isArray(d) && typeof d.actor === "string")
+    return d.actor;
+  return null;
+}
+
+/** The sha256 hex a closed record is fixed by (acceptance and refused_events excluded). */
+export function recordDigest(
+  r: Omit<ReleaseRecordDocument, "digest" | "acceptance" | "refused_events">,
+): string {
+  return createHash("sha256").update(canonicalJson(r), "utf8").digest("hex");
+}
+
+export function buildRecord(
+  release: Release,
+  history: HistoryEntry[],
+  o: { repository?: string } = {},
+): ReleaseRecordDocument {
+  const m = release.manifest;
+  const closed = TERMINAL_RELEASE_STATES.has(release.state);
+  const stepName = (i: number) => m.steps[i]?.name ?? `step ${i}`;
+  const accepted = history.filter((h) => h.outcome === "accepted" && h.kind !== ACCEPT_KIND);
+  const decisions = accepted
+    .filter((h) => DECISION_KINDS.has(h.kind))
+    .map((h) => {
+      const actor = actorOf(h);
+      return {
+        at: h.at,
+        kind: h.kind,
+        by: actor ?? "engine",
+        automatic: actor === null,
+        why: h.message,
+      };
+    });
+  const backward = release.step_runs.filter((s) => s.direction === "bwd");
+  const bStarts = backward.map((s) => s.started_at ?? s.created_at);
+  const bEnds = backward.map((s) => s.finished_at).filter((x): x is number => x !== null);
+  const recStart = bStarts.length ? Math.min(...bStarts) : null;
+  const recEnd = backward.length && bEnds.length === backward.length ? Math.max(...bEnds) : null;
+
+  const deviations: ReleaseRecordDocument["deviations"] = [];
+  for (const s of release.step_runs) {
+    const label = `${s.id} (${stepName(s.step_index)} ${s.direction})`;
+    if (s.retries_used > 0)
+      deviations.push({
+        at: s.finished_at,
+        what: `${label} was retried ${s.retries_used} time(s)`,
+      });
+    if (s.attempts.length > 1)
+      deviations.push({
+        at: s.finished_at,
+        what: `${label} ran ${s.attempts.length} attempts (re-runs)`,
+      });
+    if (s.state !== "succeeded" && s.state !== "planned")
+      deviations.push({
+        at: s.finished_at,
+        what: `${label} ended ${s.state}${s.last_error ? `: ${s.last_error}` : ""}`,
+      });
+  }
+  if (backward.length > 0)
+    deviations.push({
+      at: recStart,
+      what: `compensation ran ${backward.length} backward step run(s)`,
+    });
+  if (release.admission?.rollback)
+    deviations.push({
+      at: release.admission.at,
+      what: "admitted as an explicit rollback (manifest older than the last admitted one)",
+    });
+
+  const known_gaps: string[] = [];
+  if (!release.admission) known_gaps.push("no admission evidence: the release predates admission");
+  else if (release.admission.mode !== "enforce")
+    known_gaps.push(
+      `admission was ${release.admission.mode}: the manifest's signer and the image's provenance were not verified`,
+    );
+  known_gaps.push("recovery class: the recipe cannot declare one yet");
+  known_gaps.push("observed lane states: the engine records no observed baseline yet");
+  if (!closed) known_gaps.push(`the release is ${release.state}: this record is not final`);
+
+  const body = {
+    record_version: 1 as const,
+    release: {
+      id: release.id,
+      uid: release.uid ?? null,
+      state: release.state,
+      generation: release.generation,
+      created_at: release.created_at,
+      updated_at: release.updated_at,
+      closed,
+    },
+    intended: {
+      manifest_digest: release.manifest_digest,
+      model: m.model,
+      recipe_name: m.recipe_name,
+      image: m.image,
+      previous_image: m.previous_image,
+      signer: release.admission?.signer ?? null,
+      recovery_class: null,
+      rollout_policy: {
+        waves: m.waves,
+        steps: m.steps.map((s) => ({
+          index: s.index,
+          name: s.name,
+          lane: s.lane,
+          wave: s.wave,
+          retries: s.retries,
+          on_failure: s.on_failure,
+        })),
+      },
+    },
+    ran: {
+      high_water_mark: release.high_water_mark,
+      step_runs: release.step_runs.map((s) => ({
+        id: s.id,
+        step_index: s.step_index,
+        name: stepName(s.step_index),
+        direction: s.direction,
+        state: s.state,
+        operation_key: s.operation_key,
+        dispatches: s.dispatch,
+        started_at: s.started_at,
+        finished_at: s.finished_at,
+        last_error: s.last_error,
+        attempts: s.attempts.map((a) => ({
+          n: a.n,
+          run_id: a.run_id,
+          run_attempt: a.run_attempt,
+          sha: a.sha,
+          state: a.state,
+          status: a.status,
+          overall: a.overall,
+          run_url: runUrl(o.repository, a.run_id, a.run_attempt),
+        })),
+      })),
+      observed_lanes: [],
+    },
+    evidence: {
+      admission: release.admission
+        ? {
+            mode: release.admission.mode,
+            ok: release.admission.ok,
+            at: release.admission.at,
+            checks: release.admission.checks,
+            issued_at: release.admission.issued_at,
+            expires_at: release.admission.expires_at,
+            rollback: release.admission.rollback,
+          }
+        : null,
+      gates: [],
+    },
+    decisions,
+    deviations,
+    known_gaps,
+    recovery: {
+      exercised: backward.length > 0,
+      started_at: recStart,
+      finished_at: recEnd,
+      rto_ms: recStart !== null && recEnd !== null ? recEnd - recStart : null,
+    },
+  };
+  const digest = closed ? recordDigest(body) : null;
+  const acc = [...history]
+    .reverse()
+    .find((h) => h.kind === ACCEPT_KIND && h.outcome === "accepted");
+  const ad = (acc?.data ?? null) as {
+    actor?: string;
+    expires_at?: number | null;
+    note?: string;
+    record_digest?: string;
+  } | null;
+  return {
+    ...body,
+    refused_events: history.filter((h) => h.outcome === "refused").length,
+    digest,
+    acceptance:
+      acc && ad
+        ? {
+            by: ad.actor ?? "operator",
+            at: acc.at,
+            expires_at: ad.expires_at ?? null,
+            note: ad.note ?? "",
+            record_digest: ad.record_digest ?? "",
+          }
+        : null,
+  };
+}

@@ -1,0 +1,163 @@
+/**
+ * The deployment release record (docs/record.md): one JSON document per release: what was
+ * intended, what ran, the evidence, every decision, deviations and known gaps, recovery
+ * time, and the owner's acceptance. The schema is the type; its JSON Schema is published at
+ * engine/schema/release-record.schema.json (`npm run schema`; a test keeps it current).
+ */
+import { z } from "zod";
+import { RELEASE_STATES } from "../domain/states.ts";
+
+/** Where the generated JSON Schema of the record lives, relative to the repository root. */
+export const RECORD_SCHEMA_PATH = "engine/schema/release-record.schema.json";
+
+const Ms = z.number().int().describe("epoch milliseconds");
+const Signer = z.union([
+  z.object({ kind: z.literal("key"), key_id: z.string() }),
+  z.object({ kind: z.literal("keyless"), san: z.string(), issuer: z.string() }),
+]);
+const Check = z.object({
+  check: z.string(),
+  outcome: z.enum(["pass", "fail", "skipped"]),
+  message: z.string(),
+  fix: z.string().nullable(),
+});
+
+export const ReleaseRecordDocument = z
+  .object({
+    record_version: z.literal(1),
+    release: z.object({
+      id: z.string(),
+      uid: z.string().nullable(),
+      state: z.enum(RELEASE_STATES),
+      generation: z.number().int(),
+      created_at: Ms,
+      updated_at: Ms,
+      closed: z.boolean().describe("true once the release is terminal: the digest is then fixed"),
+    }),
+    intended: z.object({
+      manifest_digest: z.string(),
+      model: z.string(),
+      recipe_name: z.string(),
+      image: z.string(),
+      previous_image: z.string(),
+      signer: Signer.nullable().describe("who signed the manifest (null: admission off)"),
+      recovery_class: z
+        .enum(["reversible", "recoverable", "roll_forward_only"])
+        .nullable()
+        .describe("null: the recipe declares none (recovery classes are not implemented yet)"),
+      rollout_policy: z.object({
+        waves: z.array(z.object({ lanes: z.array(z.string()), traffic: z.number() })),
+        steps: z.array(
+          z.object({
+            index: z.number().int(),
+            name: z.string(),
+            lane: z.string().nullable(),
+            wave: z.number().int(),
+            retries: z.number().int(),
+            on_failure: z.string(),
+          }),
+        ),
+      }),
+    }),
+    ran: z.object({
+      high_water_mark: z.number().int(),
+      step_runs: z.array(
+        z.object({
+          id: z.string(),
+          step_index: z.number().int(),
+          name: z.string(),
+          direction: z.enum(["fwd", "bwd"]),
+          state: z.string(),
+          operation_key: z.string(),
+          dispatches: z.number().int(),
+          started_at: Ms.nullable(),
+          finished_at: Ms.nullable(),
+          last_error: z.string().nullable(),
+          attempts: z.array(
+            z.object({
+              n: z.number().int(),
+              run_id: z.string(),
+              run_attempt: z.number().int(),
+              sha: z.string(),
+              state: z.string(),
+              status: z.string().nullable(),
+              overall: z.enum(["pass", "fail"]).nullable(),
+              run_url: z
+                .string()
+                .nullable()
+                .describe("the GitHub Actions run attempt, when the repository is known"),
+            }),
+          ),
+        }),
+      ),
+      observed_lanes: z
+        .array(z.object({ lane: z.string(), observed: z.record(z.string(), z.unknown()) }))
+        .describe(
+          "lane states the engine observed (control-plane reads); empty until baselines are recorded",
+        ),
+    }),
+    evidence: z.object({
+      admission: z
+        .object({
+          mode: z.enum(["enforce", "off", "unconfigured"]),
+          ok: z.boolean(),
+          at: Ms,
+          checks: z.array(Check),
+          issued_at: Ms.nullable(),
+          expires_at: Ms.nullable(),
+          rollback: z.boolean(),
+        })
+        .nullable(),
+      gates: z
+        .array(z.record(z.string(), z.unknown()))
+        .describe("gate evaluations, when the release has any"),
+    }),
+    decisions: z.array(
+      z.object({
+        at: Ms,
+        kind: z.string(),
+        by: z.string().describe("`engine` for automatic decisions, else the operator"),
+        automatic: z.boolean(),
+        why: z.string(),
+      }),
+    ),
+    deviations: z.array(z.object({ at: Ms.nullable(), what: z.string() })),
+    known_gaps: z.array(z.string()),
+    recovery: z.object({
+      exercised: z.boolean().describe("whether any backward (compensating) step ran"),
+      started_at: Ms.nullable(),
+      finished_at: Ms.nullable(),
+      rto_ms: z
+        .number()
+        .int()
+        .nullable()
+        .describe("measured recovery time: first backward step started to last one finished"),
+    }),
+    refused_events: z
+      .number()
+      .int()
+      .describe("refused messages in history (late, duplicate, forged…); not digested"),
+    digest: z
+      .string()
+      .nullable()
+      .describe(
+        "sha256 hex of the canonical JSON of the record without digest, acceptance and refused_events; null while open",
+      ),
+    acceptance: z
+      .object({
+        by: z.string(),
+        at: Ms,
+        expires_at: Ms.nullable(),
+        note: z.string(),
+        record_digest: z.string().describe("the digest the owner accepted"),
+      })
+      .nullable(),
+  })
+  .describe("A Baton deployment release record.");
+export type ReleaseRecordDocument = z.infer<typeof ReleaseRecordDocument>;
+
+/** The JSON Schema text committed at `RECORD_SCHEMA_PATH`. */
+export function recordJsonSchemaText(): string {
+  const schema = z.toJSONSchema(ReleaseRecordDocument, { target: "draft-2020-12" });
+  return `${JSON.stringify({ $schema: schema.$schema, title: "Baton release record", ...schema }, null, 2)}\n`;
+}

@@ -1,0 +1,141 @@
+/**
+ * The release record through the API on both stores: it validates against the published
+ * schema, carries the admission checks, the decisions and the recovery time; its digest is
+ * fixed once the release is closed; the owner's acceptance is refused while open and recorded
+ * (who, until when, which digest) after.
+ */
+import { readFileSync } from "node:fs";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { recordDigest } from "../../engine/src/record/build.ts";
+import {
+  RECORD_SCHEMA_PATH,
+  ReleaseRecordDocument,
+  recordJsonSchemaText,
+} from "../../engine/src/record/schema.ts";
+import { makeTrust, type Trust } from "../support/admission-fixture.ts";
+import { IMAGE } from "../unit/recipe-fixture.ts";
+import {
+  drive,
+  type Harness,
+  makeHarness,
+  op,
+  recipe,
+  STORE_KINDS,
+  skipStore,
+  T0,
+} from "./service-harness.ts";
+
+let trust: Trust;
+beforeAll(async () => {
+  trust = await makeTrust();
+});
+afterAll(async () => {
+  await trust?.close();
+});
+
+it("the published JSON Schema is the one the record type generates (npm run schema)", () => {
+  expect(readFileSync(RECORD_SCHEMA_PATH, "utf8")).toBe(recordJsonSchemaText());
+});
+
+describe.each(STORE_KINDS)("release record on %s", (kind) => {
+  const skip = skipStore(kind);
+  let h: Harness | null = null;
+  afterEach(async () => {
+    await h?.close();
+    h = null;
+  });
+
+  async function start(hh: Harness): Promise<string> {
+    const res = await op(hh, "POST", "/v1/releases", {
+      recipe: recipe(2),
+      bundle: await trust.sign(recipe(2), { issued_at: new Date(T0) }),
+      attestations: [await trust.provenance(IMAGE)],
+    });
+    expect(res.status).toBe(201);
+    return ((await res.json()) as { id: string }).id;
+  }
+  const record = async (hh: Harness, id: string) =>
+    ReleaseRecordDocument.parse(await (await op(hh, "GET", `/v1/releases/${id}/record`)).json());
+
+  it.skipIf(skip)(
+    "a succeeded release: schema-valid, admission evidence, decisions, fixed digest, acceptance",
+    async () => {
+      h = await makeHarness({ kind, admission: trust.admission });
+      const id = await start(h);
+      const open = await record(h, id);
+      expect(open.release.closed).toBe(false);
+      expect(open.digest).toBeNull();
+      const early = await op(h, "POST", `/v1/releases/${id}/accept`, { by: "owner@acme.example" });
+      expect(early.status).toBe(409);
+      expect(((await early.json()) as { error: { code: string } }).error.code).toBe("not_closed");
+
+      await drive(h);
+      const rec = await record(h, id);
+      expect(rec.release.state).toBe("succeeded");
+      expect(rec.release.closed).toBe(true);
+      expect(rec.intended.signer).toEqual({ kind: "key", key_id: "release-key-1" });
+      expect(rec.evidence.admission?.checks.map((c) => c.check)).toContain("image_provenance");
+      expect(rec.ran.step_runs.length).toBe(rec.intended.rollout_policy.steps.length);
+      expect(rec.decisions[0]).toMatchObject({ kind: "created", by: "operator", automatic: false });
+      expect(rec.recovery).toEqual({
+        exercised: false,
+        started_at: null,
+        finished_at: null,
+        rto_ms: null,
+      });
+      const { digest, acceptance: _a, refused_events: _r, ...body } = rec;
+      expect(digest).toBe(recordDigest(body));
+
+      const wrong = await op(h, "POST", `/v1/releases/${id}/accept`, {
+        by: "owner@acme.example",
+        record_digest: "0".repeat(64),
+      });
+      expect(wrong.status).toBe(409);
+      const bad = await op(h, "POST", `/v1/releases/${id}/accept`, { expires_at: "tomorrow" });
+      expect(bad.status).toBe(400);
+      const ok = await op(h, "POST", `/v1/releases/${id}/accept`, {
+        by: "owner@acme.example",
+        expires_at: new Date(T0 + 30 * 86_400_000).toISOString(),
+        note: "v7 serves all traffic",
+        record_digest: digest,
+      });
+      expect(ok.status).toBe(200);
+      const after = await record(h, id);
+      expect(after.digest).toBe(digest); // acceptance does not move the digest
+      expect(after.acceptance).toEqual({
+        by: "owner@acme.example",
+        at: h.clock.now(),
+        expires_at: T0 + 30 * 86_400_000,
+        note: "v7 serves all traffic",
+        record_digest: digest,
+      });
+    },
+  );
+
+  it.skipIf(skip)(
+    "a compensated release records its recovery time (RTO) and the deviation",
+    async () => {
+      h = await makeHarness({ kind, admission: trust.admission });
+      const id = await start(h);
+      const rec0 = await record(h, id);
+      const bad = rec0.intended.rollout_policy.steps.filter(
+        (s) => s.name === "attach_queue_lane",
+      )[1]?.index;
+      await drive(
+        h,
+        (p) => (p.step_run_id.endsWith(`_${bad}_f`) ? "fail" : "pass"),
+        400,
+        () => h?.clock.advance(1000),
+      );
+      const rec = await record(h, id);
+      expect(rec.release.state).toBe("rolled_back");
+      expect(rec.recovery.exercised).toBe(true);
+      expect(rec.recovery.rto_ms).toBeGreaterThan(0);
+      expect(rec.recovery.rto_ms).toBe(
+        (rec.recovery.finished_at ?? 0) - (rec.recovery.started_at ?? 0),
+      );
+      expect(rec.deviations.some((d) => /compensation ran/.test(d.what))).toBe(true);
+      expect(rec.decisions.some((d) => d.automatic && d.by === "engine")).toBe(true);
+    },
+  );
+});
