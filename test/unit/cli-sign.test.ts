@@ -1,0 +1,66 @@
+/**
+ * `baton keygen` and `baton sign` (no engine): the bundle they write verifies under a trust
+ * policy listing the generated public key, and its subject is the recipe's manifest digest.
+ */
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { parseTrustPolicy } from "../../engine/src/admission/policy.ts";
+import { BundleVerifier } from "../../engine/src/admission/verify.ts";
+import { runCli } from "../../engine/src/cli/program.ts";
+import { compileRecipeInput } from "../../engine/src/recipes/compile-text.ts";
+import { goodRecipe } from "./recipe-fixture.ts";
+
+function io() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return {
+    out,
+    err,
+    io: { out: { write: (s: string) => out.push(s) }, err: { write: (s: string) => err.push(s) } },
+  };
+}
+
+describe("baton keygen and sign", () => {
+  it("signs a recipe's manifest with a generated key; the bundle verifies and names the digest", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "baton-sign-"));
+    try {
+      const recipeFile = join(dir, "r.yaml");
+      writeFileSync(recipeFile, stringify(goodRecipe()));
+      const k = io();
+      expect(await runCli(["keygen", join(dir, "rk")], k.io)).toBe(0);
+      expect(statSync(join(dir, "rk.key")).mode & 0o777).toBe(0o600);
+      const s = io();
+      const out = join(dir, "b.json");
+      expect(
+        await runCli(
+          ["sign", recipeFile, "--key", join(dir, "rk.key"), "--key-id", "rk", "--out", out],
+          s.io,
+        ),
+      ).toBe(0);
+      const digest = compileRecipeInput(goodRecipe()).manifest_digest;
+      expect(s.err.join("")).toContain(digest);
+      const policy = parseTrustPolicy(
+        {
+          version: 1,
+          manifest: { signers: { keys: [{ key_id: "rk", public_key_file: "rk.pub" }] } },
+          images: { provenance: "off" },
+        },
+        dir,
+      );
+      const v = new BundleVerifier(policy).verify(
+        JSON.parse(readFileSync(out, "utf8")),
+        policy.manifest.signers,
+      );
+      expect(v.ok).toBe(true);
+      if (v.ok) expect(v.statement.subject[0]?.digest.sha256).toBe(digest);
+      // Usage errors: neither or both of --key / --keyless, --key without --key-id.
+      expect(await runCli(["sign", recipeFile], io().io)).toBe(2);
+      expect(await runCli(["sign", recipeFile, "--key", join(dir, "rk.key")], io().io)).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
