@@ -2,10 +2,10 @@
  * Builds the release record (schema.ts) from what the engine keeps: the release, its history
  * and attempt results. Pure except for the digest (sha256 of canonical JSON).
  */
-import { createHash } from "node:crypto";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { HistoryEntry, Release } from "../domain/types.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
+import { sha256Hex } from "../protocol/sha256.ts";
 import type { ReleaseRecordDocument } from "./schema.ts";
 
 /** History kind of an owner's acceptance (appended by `accept`). */
@@ -46,7 +46,7 @@ function actorOf(h: HistoryEntry): string | null {
 export function recordDigest(
   r: Omit<ReleaseRecordDocument, "digest" | "acceptance" | "refused_events">,
 ): string {
-  return createHash("sha256").update(canonicalJson(r), "utf8").digest("hex");
+  return sha256Hex(canonicalJson(r));
 }
 
 export function buildRecord(
