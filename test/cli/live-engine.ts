@@ -49,7 +49,8 @@ function expectState(actual: string, want: string, what: string) {
 
 /** Release whose first smoke check fails: compensated back to `rolled_back`. */
 export async function compensatedRelease(h: Harness): Promise<string> {
-  const id = await createRelease(h, recipe(2));
+  // No re-run window: the failed smoke check compensates at once.
+  const id = await createRelease(h, recipe(2, { policy: { rerun_window_minutes: 0 } }));
   await drive(
     h,
     (p) => (p.release.id === id && p.tool === "run-smoke" ? "fail" : "pass"),

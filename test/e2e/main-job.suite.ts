@@ -144,7 +144,12 @@ export function mainJobSuite(kind: StoreKind): void {
     it(
       "2. lane 2's health check fails: backward steps run in reverse from the high-water mark; rolled_back; weights and markers back to the baseline",
       async () => {
-        const e = await startInProcess(kind);
+        // No re-run window: the failed step compensates at once (test/e2e/rerun-window.test.ts
+        // covers the default window).
+        const recipe = loadRecipe();
+        const e = await startInProcess(kind, {
+          recipe: { ...recipe, policy: { ...recipe.policy, rerun_window_minutes: 0 } },
+        });
         env = e;
         const m = e.manifest;
         const failing = stepIndex(m, "attach_queue_lane:lane-b");

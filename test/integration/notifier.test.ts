@@ -22,6 +22,9 @@ import {
   skipStore,
 } from "./service-harness.ts";
 
+/** Failed runner steps compensate at once here (no re-run window): these tests follow notices. */
+const noWindow = { policy: { rerun_window_minutes: 0 } };
+
 const HOOK_SECRET = "hook-secret-0123456789abcdef";
 const RETRY = { retryBaseMs: 1_000, maxTries: 4 };
 
@@ -95,7 +98,7 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
     "a failed release: one signed delivery for failed, one for rolled back",
     async () => {
       const { h, rx } = await setUp();
-      const id = await createRelease(h, recipe(2));
+      const id = await createRelease(h, recipe(2, noWindow));
       const bad = await firstRunnerStep(h, id);
       await drive(h, (p) => (p.step_run_id.endsWith(`_${bad}_f`) ? "fail" : "pass"));
       const rec = await getRecord(h, id);
@@ -144,7 +147,7 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
 
   it.skipIf(skip)("a succeeded release: exactly one delivery", async () => {
     const { h, rx } = await setUp();
-    const id = await createRelease(h, recipe(2));
+    const id = await createRelease(h, recipe(2, noWindow));
     await drive(h);
     expect((await getRecord(h, id)).state).toBe("succeeded");
     expect(bodies(rx).map((n) => [n.kind, n.step])).toEqual([["succeeded", null]]);
@@ -153,7 +156,7 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
 
   it.skipIf(skip)("retries on 5xx with the same delivery id, then delivers once", async () => {
     const { h, rx } = await setUp([503, 502]);
-    const id = await createRelease(h, recipe(2));
+    const id = await createRelease(h, recipe(2, noWindow));
     await drive(h);
     expect((await getRecord(h, id)).state).toBe("succeeded");
     expect(rx.received.map((r) => r.status)).toEqual([503, 502, 200]);
@@ -167,7 +170,7 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
     "gives up on a 4xx after one try, and on 5xx after maxTries; the release is never held",
     async () => {
       const { h, rx } = await setUp([404]);
-      const id = await createRelease(h, recipe(2));
+      const id = await createRelease(h, recipe(2, noWindow));
       await drive(h);
       expect(rx.received.map((r) => r.status)).toEqual([404]);
       const notes = (await getRecord(h, id)).history.filter((x) => x.kind === "notice");
@@ -176,7 +179,7 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
 
       rx.fallback = 500;
       await op(h, "POST", `/v1/releases/${id}/abort`, { reason: "x" });
-      const id2 = await createRelease(h, recipe(2));
+      const id2 = await createRelease(h, recipe(2, noWindow));
       await drive(h);
       expect((await getRecord(h, id2)).state).toBe("succeeded");
       const tries = rx.received.filter((r) =>
@@ -193,7 +196,7 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
     async () => {
       const { h, rx } = await setUp([], 10);
       rx.fallback = 503;
-      const id = await createRelease(h, recipe(2));
+      const id = await createRelease(h, recipe(2, noWindow));
       const bad = await firstRunnerStep(h, id);
       // Drive the release, moving the clock only for its own rows (never to a notice's retry).
       const decide = (p: { step_run_id: string }) =>
@@ -218,7 +221,7 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
 
   it.skipIf(skip)("a recipe's notify.on narrows what is sent", async () => {
     const { h, rx } = await setUp();
-    const id = await createRelease(h, recipe(2, { notify: { on: ["rolled_back"] } }));
+    const id = await createRelease(h, recipe(2, { ...noWindow, notify: { on: ["rolled_back"] } }));
     const bad = await firstRunnerStep(h, id);
     await drive(h, (p) => (p.step_run_id.endsWith(`_${bad}_f`) ? "fail" : "pass"));
     expect(bodies(rx).map((n) => n.kind)).toEqual(["rolled_back"]);
@@ -226,7 +229,7 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
 
   it.skipIf(skip)("an operator abort is told apart from a failure", async () => {
     const { h, rx } = await setUp();
-    const res = await op(h, "POST", "/v1/releases?start=false", recipe(2));
+    const res = await op(h, "POST", "/v1/releases?start=false", recipe(2, noWindow));
     const id = ((await res.json()) as { id: string }).id;
     await op(h, "POST", `/v1/releases/${id}/abort`, { reason: "wrong image" });
     await drive(h);
@@ -237,7 +240,7 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
 
   it.skipIf(skip)("the slack template sends text and blocks", async () => {
     const { h, rx } = await setUp([], undefined, "slack");
-    const id = await createRelease(h, recipe(2));
+    const id = await createRelease(h, recipe(2, noWindow));
     await drive(h);
     const body = JSON.parse(rx.received[0]!.raw.toString()) as { text: string; blocks: unknown[] };
     expect(body.text).toContain(`${id} succeeded`);

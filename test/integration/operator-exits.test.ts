@@ -44,7 +44,7 @@ describe.each(STORE_KINDS)("operator exits on %s", (kind) => {
 
   async function stuck(): Promise<{ h: Harness; id: string; waited: string }> {
     h = await makeHarness({ kind });
-    const id = await createRelease(h, recipe(2));
+    const id = await createRelease(h, recipe(2, { policy: { rerun_window_minutes: 0 } }));
     await drive(h, failRunners);
     const rec = await getRecord(h, id);
     expect(rec.state).toBe("needs_operator");

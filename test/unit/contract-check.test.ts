@@ -32,7 +32,11 @@ describe("checkRecipe accepts", () => {
     expect(res.ok).toBe(true);
     if (!res.ok) return;
     expect(res.recipe.lanes[0]?.port).toBe(22);
-    expect(res.recipe.policy).toEqual({ on_failure: "compensate", steps: {} });
+    expect(res.recipe.policy).toEqual({
+      on_failure: "compensate",
+      rerun_window_minutes: 30,
+      steps: {},
+    });
     expect(res.recipe.deadlines).toEqual({ start_ms: 600_000, callback_ms: 1_800_000 });
   });
 

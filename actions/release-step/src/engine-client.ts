@@ -92,6 +92,16 @@ export function networkError(e: unknown, policy?: Pick<RetryPolicy, "requestTime
 }
 
 /** The engine's error message from an error body `{"error":{"message"}}`, else the raw text. */
+/** The `error.code` of an engine error body, or "" when there is none. */
+export function errorCode(text: string): string {
+  try {
+    const parsed = JSON.parse(text) as { error?: { code?: string } };
+    return typeof parsed.error?.code === "string" ? parsed.error.code : "";
+  } catch {
+    return "";
+  }
+}
+
 export function errorMessage(text: string): string {
   try {
     const parsed = JSON.parse(text) as { error?: { message?: string; code?: string } };

@@ -19,7 +19,7 @@ import {
 } from "../../../scripts/lib/result.ts";
 import { resolveTool, toolProblem } from "./allowlist.ts";
 import { annotateError, flushAnnotations } from "./annotate.ts";
-import { errorMessage, postSigned, retryPolicy } from "./engine-client.ts";
+import { errorCode, errorMessage, postSigned, retryPolicy } from "./engine-client.ts";
 import { PayloadError, readDispatch } from "./event.ts";
 import { type Inputs, readInputs } from "./inputs.ts";
 import { makeKeyDir, maskKey, provisionKey, removeKeyDir } from "./key-file.ts";
@@ -220,6 +220,21 @@ export async function run(): Promise<void> {
         ),
       (r) => String(r.status || "unreachable"),
     );
+    if (pre.status === 409 && errorCode(pre.text) === "rerun_declined") {
+      // A re-run from the Actions UI that the release no longer wants: say so, as a failure,
+      // so the job does not look like a successful retry.
+      const reason = errorMessage(pre.text);
+      core.setFailed(`[action] this re-run was declined: ${reason}`);
+      await safeSummary({
+        stepRunId,
+        engineUrl: cfg.engineUrl,
+        note: `Re-run declined (409): ${reason}\n\nNothing was touched.`,
+        phases,
+      });
+      core.setOutput("status", "declined");
+      core.setOutput("overall", "fail");
+      return;
+    }
     if (pre.status === 409) {
       const reason = errorMessage(pre.text);
       core.notice(
@@ -384,8 +399,13 @@ export async function run(): Promise<void> {
       annotateError(`[action] ${delivery.message}; the post step will try once more`);
     else if (!delivery.acked) core.setFailed(`[action] callback refused: ${delivery.message}`);
     if (results.overall !== "pass") {
+      // The engine's answer says what comes next (re-run window, compensation, engine retry);
+      // without one (the callback was not acknowledged), the step-run page has the truth.
+      const next =
+        delivery.advice ??
+        `see ${cfg.engineUrl}/step-runs/${stepRunId} for what the release does next`;
       core.setFailed(
-        `[action] step run ${stepRunId} ${results.status} (overall ${results.overall}); use "Re-run failed jobs" to retry`,
+        `[action] step run ${stepRunId} ${results.status} (overall ${results.overall}); ${next}`,
       );
     }
   } catch (e) {

@@ -45,6 +45,7 @@ export async function runPost(): Promise<void> {
     core.info(
       `[action] post callback: status ${results.status}, overall ${results.overall}; ${delivery.message}`,
     );
+    if (delivery.advice) core.error(`[action] step run ${target.step_run_id}: ${delivery.advice}`);
     if (!delivery.acked)
       core.setFailed(
         `[action] ${delivery.message}; the engine will mark the step run unknown at its deadline`,

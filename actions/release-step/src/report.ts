@@ -75,6 +75,21 @@ export interface Delivery {
   final: boolean;
   status: number;
   message: string;
+  /**
+   * What the engine says comes next for a failed step (its callback answer's `advice`), e.g.
+   * "re-run this job before 15:32 UTC, or release r5 compensates"; null when it said nothing.
+   */
+  advice: string | null;
+}
+
+/** The `advice` of a 2xx callback answer, if any. */
+export function adviceOf(text: string): string | null {
+  try {
+    const v = JSON.parse(text) as { advice?: unknown };
+    return typeof v.advice === "string" && v.advice.length > 0 ? v.advice.slice(0, 500) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Reads the files and sends the callback. Logs a note when checks.json is not JSON. */
@@ -102,7 +117,8 @@ export async function sendCallback(
   else if (res.status === 0)
     message = `engine unreachable at ${target.url} after ${res.attempts} attempts: ${res.error}`;
   else message = `engine answered ${res.status} at ${target.url}: ${errorMessage(res.text)}`;
-  const delivery: Delivery = { acked, final, status: res.status, message };
+  const advice = res.status >= 200 && res.status < 300 ? adviceOf(res.text) : null;
+  const delivery: Delivery = { acked, final, status: res.status, message, advice };
   return { results, delivery };
 }
 
@@ -139,6 +155,7 @@ export function summaryMarkdown(opts: {
   if (opts.note) out.push(mdText(opts.note, 4000), "");
   const tail: string[] = [];
   if (opts.delivery) tail.push(`Callback: ${mdText(opts.delivery.message, 1000)}`, "");
+  if (opts.delivery?.advice) tail.push(`**Next:** ${mdText(opts.delivery.advice, 500)}`, "");
   for (const p of opts.phases) tail.push(`- ${mdText(p.name)}: ${mdText(p.outcome)} (${p.ms} ms)`);
   tail.push("");
   if (opts.stepRunId)

@@ -325,6 +325,69 @@ export async function sign(
   return EXIT.ok;
 }
 
+/** The caller's name for the history: `--actor`, else $USER; undefined when neither fits. */
+function actorName(given: string | undefined): string | undefined {
+  const name = given ?? process.env.USER ?? process.env.LOGNAME;
+  return name && /^[A-Za-z0-9._@ -]{1,64}$/.test(name) ? name : undefined;
+}
+
+/** `resolve <step-run> --reason`: the operator did the backward effect by hand. */
+export async function resolve(
+  conn: Connection,
+  target: string,
+  o: { json: boolean; reason: string; actor?: string },
+  io: Io,
+): Promise<ExitCode> {
+  const actor = actorName(o.actor);
+  const res = await new EngineClient(conn).call<{ release_state: string }>(
+    "POST",
+    `/v1/releases/step-runs/${stepRunId(target)}/resolve`,
+    JSON.stringify({ reason: o.reason, ...(actor ? { actor } : {}) }),
+  );
+  if (o.json) printJson(io, res);
+  else
+    print(io, [
+      `resolve accepted: ${target} counts as done; r${target.split("_")[1]} is now ${res.release_state}`,
+    ]);
+  return EXIT.ok;
+}
+
+/** `abandon <id> --reason --lane l=image…`: ends a needs_operator release as abandoned. */
+export async function abandon(
+  conn: Connection,
+  id: string,
+  o: { json: boolean; reason: string; lane?: string[]; actor?: string },
+  io: Io,
+): Promise<ExitCode> {
+  const lanes: Record<string, string> = {};
+  for (const pair of o.lane ?? []) {
+    const at = pair.indexOf("=");
+    if (at <= 0 || at === pair.length - 1) {
+      throw usage(
+        `[cli] --lane ${JSON.stringify(pair)} must be <lane id>=<image> or <lane id>=none, e.g. --lane lane-a=registry/model@sha256:…`,
+      );
+    }
+    lanes[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  const actor = actorName(o.actor);
+  const res = await new EngineClient(conn).call<{
+    state: string;
+    generation: number;
+    lanes: Record<string, string>;
+  }>(
+    "POST",
+    `/v1/releases/${releaseId(id)}/abandon`,
+    JSON.stringify({ reason: o.reason, lanes, ...(actor ? { actor } : {}) }),
+  );
+  if (o.json) printJson(io, res);
+  else
+    print(io, [
+      `abandon accepted: ${id} is now ${res.state} (generation ${res.generation}); its lanes are free`,
+      ...Object.entries(res.lanes).map(([l, img]) => `  ${l} runs ${img} (as you confirmed)`),
+    ]);
+  return EXIT.ok;
+}
+
 /** `serve`: the Node server (engine/src/main-node.ts), configured from the environment. */
 export async function serve(o: { port?: string; host?: string }): Promise<ExitCode> {
   if (o.port !== undefined) {

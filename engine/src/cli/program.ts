@@ -215,6 +215,45 @@ export async function runCli(
     });
 
   program
+    .command("resolve")
+    .description(
+      "needs_operator: record that you did the waited-on backward step run's effect by hand; compensation continues",
+    )
+    .argument("<step-run>", "the backward step run the release waits on, e.g. sr_17_3_b")
+    .requiredOption("--reason <text>", "what you did, by hand, and why (kept in the history)")
+    .option("--actor <name>", "who you are (kept in the history; default $USER)")
+    .addOption(json())
+    .action(
+      async (id: string, o: { json?: boolean; reason: string; actor?: string }, c: Command) => {
+        code = await cmd.resolve(conn(c), id, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
+
+  program
+    .command("abandon")
+    .description(
+      "needs_operator: end the release as abandoned, confirming what every lane runs now; its lanes become free",
+    )
+    .argument("<id>", "release id")
+    .requiredOption("--reason <text>", "why (kept in the history)")
+    .option(
+      "--lane <lane=image>",
+      "what a lane runs now: <lane id>=<image@sha256:…> or <lane id>=none; once per lane of the release",
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
+    .option("--actor <name>", "who you are (kept in the history; default $USER)")
+    .addOption(json())
+    .action(
+      async (
+        id: string,
+        o: { json?: boolean; reason: string; lane?: string[]; actor?: string },
+        c: Command,
+      ) => {
+        code = await cmd.abandon(conn(c), id, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
+
+  program
     .command("record")
     .description("print a release's record (docs/record.md) as JSON")
     .argument("<id>", "release id")

@@ -55,6 +55,11 @@ export async function runDemo(argv: string[]): Promise<number> {
   let failStep: ManifestStep | null = null;
   try {
     recipe = loadRecipe(args.recipe);
+    // --fail-at shows compensation: no one re-runs the failed job in a demo, so unless the
+    // recipe sets a re-run window, the release compensates at once instead of waiting 30 min.
+    if (args.failAt && recipe.policy?.rerun_window_minutes === undefined) {
+      recipe = { ...recipe, policy: { ...recipe.policy, rerun_window_minutes: 0 } };
+    }
     const planned = compileRecipeInput(recipe).manifest;
     if (args.failAt) failStep = resolveStep(planned, args.failAt);
   } catch (e) {
@@ -84,7 +89,7 @@ export async function runDemo(argv: string[]): Promise<number> {
     );
     if (failStep) {
       console.log(
-        `[demo] --fail-at: the health check of step ${failStep.index} (${stepLabel(failStep)}) will fail`,
+        `[demo] --fail-at: the health check of step ${failStep.index} (${stepLabel(failStep)}) will fail; re-run window ${recipe.policy?.rerun_window_minutes ?? 30} min`,
       );
     }
 

@@ -212,6 +212,12 @@ function makeStep(
     on_failure: override.on_failure ?? r.policy.on_failure,
     start_deadline_ms: r.deadlines.start_ms,
     callback_deadline_ms: r.deadlines.callback_ms,
+    ...(row.kind === "runner"
+      ? {
+          rerun_window_ms:
+            (override.rerun_window_minutes ?? r.policy.rerun_window_minutes) * 60_000,
+        }
+      : {}),
   };
 }
 

@@ -67,9 +67,24 @@ const OnFailure = z
   .enum([FailurePolicy.compensate, FailurePolicy.pause])
   .describe("compensate: walk the table backwards (default); pause: hold for an operator.");
 
+/** Default minutes a failed runner step waits for a re-run from the Actions UI. */
+export const DEFAULT_RERUN_WINDOW_MINUTES = 30;
+const RerunWindow = z
+  .number()
+  .int("rerun_window_minutes must be a whole number of minutes")
+  .min(0, "rerun_window_minutes must be 0 (compensate at once) or more")
+  .max(1440, "rerun_window_minutes must be at most 1440 (24 h)")
+  .describe(
+    "Minutes a failed runner step waits, paused, for a re-run of its job from the Actions UI before the release compensates; 0 = compensate at once.",
+  );
+
 /** A per-step override of the policy; keys are step names of the catalogue. */
 export const StepPolicy = z
-  .object({ retries: Retries.optional(), on_failure: OnFailure.optional() })
+  .object({
+    retries: Retries.optional(),
+    on_failure: OnFailure.optional(),
+    rerun_window_minutes: RerunWindow.optional(),
+  })
   .strict();
 export type StepPolicy = z.infer<typeof StepPolicy>;
 
@@ -250,6 +265,7 @@ export const Recipe = z
       .object({
         retries: Retries.optional(),
         on_failure: OnFailure.default(FailurePolicy.compensate),
+        rerun_window_minutes: RerunWindow.default(DEFAULT_RERUN_WINDOW_MINUTES),
         steps: z
           .object({
             drain_wave: StepPolicy.optional(),
@@ -265,7 +281,11 @@ export const Recipe = z
           .default({}),
       })
       .strict()
-      .default({ on_failure: FailurePolicy.compensate, steps: {} }),
+      .default({
+        on_failure: FailurePolicy.compensate,
+        rerun_window_minutes: DEFAULT_RERUN_WINDOW_MINUTES,
+        steps: {},
+      }),
     deadlines: z
       .object({
         start_ms: z

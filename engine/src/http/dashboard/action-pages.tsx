@@ -4,7 +4,7 @@ import type { Role } from "./auth.ts";
 import { Layout, State } from "./layout.tsx";
 
 /** An operator action the dashboard offers. */
-export type ActionName = "abort" | "resume" | "retry";
+export type ActionName = "abort" | "resume" | "retry" | "resolve" | "abandon";
 
 const WHAT: Record<ActionName, (target: string) => string> = {
   abort: (t) =>
@@ -12,6 +12,10 @@ const WHAT: Record<ActionName, (target: string) => string> = {
   resume: (t) => `Resume release ${t}? The step run it is paused on is dispatched again.`,
   retry: (t) =>
     `Retry step run ${t}? It is dispatched again under a new dispatch number; older attempts are fenced out.`,
+  resolve: (t) =>
+    `Resolve step run ${t}? Say what you did by hand: the engine records it as done (with your reason) and compensation continues with the steps below it.`,
+  abandon: (t) =>
+    `Abandon release ${t}? It ends abandoned without further compensation. Confirm, for every lane, the image it runs now (name@sha256:…, or none); the lanes are then free for a new release.`,
 };
 
 /** The confirmation step: a POST form with the CSRF token and an explicit confirm field. */
@@ -22,6 +26,10 @@ export function ConfirmPage(props: {
   csrf: string;
   role: Role;
   state: string;
+  /** Lane ids of the release (abandon asks what each runs). */
+  lanes?: string[];
+  /** Whether the engine accepts this action now (its `availableActions`). */
+  offered?: boolean;
 }) {
   const verb = props.action[0]!.toUpperCase() + props.action.slice(1);
   return (
@@ -32,6 +40,11 @@ export function ConfirmPage(props: {
         <State state={props.state} />
       </p>
       <p>{WHAT[props.action](props.target)}</p>
+      {props.offered === false ? (
+        <p class="notice bad">
+          {`The engine does not offer ${props.action} for ${props.target} now; it will refuse it and say why.`}
+        </p>
+      ) : null}
       {props.role !== "operator" ? (
         <p class="notice bad">
           {props.role === "viewer"
@@ -54,8 +67,25 @@ export function ConfirmPage(props: {
             />
           </p>
         ) : null}
+        {props.action === "resolve" || props.action === "abandon" ? (
+          <p>
+            <label for="reason">Reason (required; kept in the history with who did it)</label>
+            <input id="reason" name="reason" size={60} maxlength={1000} required />
+          </p>
+        ) : null}
+        {props.action === "abandon"
+          ? (props.lanes ?? []).map((l) => (
+              <p>
+                <label for={`lane-${l}`}>{`${l} runs now (image@sha256:… or none)`}</label>
+                <input id={`lane-${l}`} name={`lane:${l}`} size={80} maxlength={512} required />
+              </p>
+            ))
+          : null}
         <div class="bar">
-          <button type="submit" class={props.action === "abort" ? "danger" : undefined}>
+          <button
+            type="submit"
+            class={props.action === "abort" || props.action === "abandon" ? "danger" : undefined}
+          >
             {`Yes, ${props.action} ${props.target}`}
           </button>
           <a href={props.back}>Cancel</a>

@@ -101,16 +101,3 @@ export function releaseOfStepRun(stepRunId: string): string | null {
   const m = /^sr_([0-9]{1,12})_[0-9]{1,4}_[fb]$/.exec(stepRunId);
   return m ? `r${m[1]}` : null;
 }
-
-/**
- * Whether the release waits on this step run for an operator's retry (docs/state-machine.md,
- * operator events): a failed / unknown / dispatch_failed forward step run of a paused release,
- * or backward step run of a release that needs an operator.
- */
-export function awaitsRetry(
-  releaseState: string,
-  run: { state: string; direction: "fwd" | "bwd" },
-): boolean {
-  if (!["failed", "unknown", "dispatch_failed"].includes(run.state)) return false;
-  return run.direction === "fwd" ? releaseState === "paused" : releaseState === "needs_operator";
-}

@@ -5,10 +5,12 @@
  * act with POST + CSRF token + operator token), `/login`, live updates over SSE, and the
  * stored log download. Server-rendered with Hono JSX; readable without JavaScript.
  */
+
 import { type Context, Hono } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import { BatonError } from "../../domain/errors.ts";
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
+import { availableActions } from "../../domain/transition/exits.ts";
 import { isReleaseId } from "../../protocol/ids.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { type ActionName, ConfirmPage, ErrorPage, LoginPage, ResultPage } from "./action-pages.tsx";
@@ -241,15 +243,19 @@ export function dashboardApp(deps: DashboardDeps): Hono {
 
   // ------------------------------------------------------------ operator actions
 
+  const onStepRun = (action: ActionName) => action === "retry" || action === "resolve";
+
   const confirm = async (c: Context, action: ActionName, target: string) => {
     const who = reader(c);
     if (who instanceof Response) return who;
     try {
-      const state =
-        action === "retry"
-          ? (await loadStepRun(target)).run.state
-          : (await loadRelease(target)).release.state;
-      const back = action === "retry" ? `/step-runs/${target}` : `/releases/${target}`;
+      const release = onStepRun(action)
+        ? (await loadStepRun(target)).record.release
+        : (await loadRelease(target)).release;
+      const state = onStepRun(action)
+        ? (release.step_runs.find((s) => s.id === target)?.state ?? "?")
+        : release.state;
+      const back = onStepRun(action) ? `/step-runs/${target}` : `/releases/${target}`;
       return c.html(
         <ConfirmPage
           action={action}
@@ -258,6 +264,10 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           csrf={csrfToken(who.token, action, target)}
           role={who.role}
           state={state}
+          lanes={release.manifest.lanes.map((l) => l.id)}
+          offered={availableActions(release).some(
+            (a) => a.action === action && a.target === target,
+          )}
         />,
       );
     } catch (err) {
@@ -267,7 +277,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
 
   const act = async (c: Context, action: ActionName, target: string) => {
     const who = caller(c, deps.tokens);
-    const back = action === "retry" ? `/step-runs/${target}` : `/releases/${target}`;
+    const back = onStepRun(action) ? `/step-runs/${target}` : `/releases/${target}`;
     const refuse = (status: 400 | 403, message: string) =>
       c.html(
         <ResultPage
@@ -314,9 +324,22 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     let res: Accepted | Refusal;
     let releaseId: string;
     try {
+      const text = (v: unknown) => (typeof v === "string" ? v.trim().slice(0, 1000) : "");
       if (action === "retry") {
         releaseId = (await loadStepRun(target)).record.release.id;
         res = await deps.api.retry(target, ACTOR);
+      } else if (action === "resolve") {
+        releaseId = (await loadStepRun(target)).record.release.id;
+        res = await deps.api.resolve(target, ACTOR, text(form.reason));
+      } else if (action === "abandon") {
+        const release = (await loadRelease(target)).release;
+        releaseId = release.id;
+        const lanes: Record<string, string> = {};
+        for (const l of release.manifest.lanes) {
+          const v = text(form[`lane:${l.id}`]);
+          if (v) lanes[l.id] = v;
+        }
+        res = await deps.api.abandon(target, ACTOR, text(form.reason), lanes);
       } else {
         releaseId = (await loadRelease(target)).release.id;
         const reason =
@@ -358,12 +381,14 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     );
   };
 
-  for (const action of ["abort", "resume"] as const) {
+  for (const action of ["abort", "resume", "abandon"] as const) {
     app.get(`/releases/:id/${action}`, (c) => confirm(c, action, c.req.param("id")));
     app.post(`/releases/:id/${action}`, (c) => act(c, action, c.req.param("id")));
   }
   app.get("/step-runs/:id/retry", (c) => confirm(c, "retry", c.req.param("id")));
   app.post("/step-runs/:id/retry", (c) => act(c, "retry", c.req.param("id")));
+  app.get("/step-runs/:id/resolve", (c) => confirm(c, "resolve", c.req.param("id")));
+  app.post("/step-runs/:id/resolve", (c) => act(c, "resolve", c.req.param("id")));
 
   return app;
 }

@@ -4,10 +4,12 @@
  * attempt the `checks.json` table (failing checks first), the log tail with a download of the
  * full stored log, the raw callback and the preflight record.
  */
+
+import { availableActions } from "../../domain/transition/exits.ts";
 import type { Release, StepRun } from "../../domain/types.ts";
 import type { AttemptResult } from "../../ports/store.ts";
 import type { Role } from "./auth.ts";
-import { awaitsRetry, checkRows, prettyJson, runLink, span, tail, time } from "./format.ts";
+import { checkRows, prettyJson, runLink, span, tail, time } from "./format.ts";
 import { Layout, State } from "./layout.tsx";
 
 /** Lines of the log shown on the page; the download has all of it. */
@@ -130,7 +132,8 @@ export function StepRunPage(props: StepRunPageProps) {
     props.attempt !== undefined
       ? props.results.find((x) => x.attempt === props.attempt)
       : latestWithResult;
-  const retryable = awaitsRetry(r.state, run);
+  // Only what the engine would accept now for this step run (the domain's own list).
+  const exits = availableActions(r).filter((a) => a.target === run.id);
   return (
     <Layout title={`Step run ${run.id}`} role={props.role}>
       <p class="small">
@@ -141,9 +144,13 @@ export function StepRunPage(props: StepRunPageProps) {
         <State state={run.state} />
       </h1>
       {run.last_error ? <p class="notice bad">{run.last_error}</p> : null}
-      {retryable ? (
+      {exits.length > 0 ? (
         <nav class="bar" aria-label="Operator actions">
-          <a class="btn" href={`/step-runs/${run.id}/retry`}>{`Retry ${run.id}…`}</a>
+          {exits.map((a) => (
+            <a class="btn" href={`/step-runs/${run.id}/${a.action}`} title={a.effect}>
+              {`${a.action === "retry" ? "Retry" : "Resolve"} ${run.id}…`}
+            </a>
+          ))}
         </nav>
       ) : null}
       <dl class="kv">
