@@ -114,7 +114,7 @@ describe.each(STORE_KINDS)("re-run window on %s", (kind) => {
     async () => {
       const { h, id, p } = await failFirstRunner(5);
       h.clock.advance(5 * MINUTE);
-      await h.engine.service.tick();
+      await h.engine.tick();
       const rec = await getRecord(h, id);
       expect(rec.state).toBe("compensating");
       expect(rec.generation).toBe(2);
