@@ -59,7 +59,10 @@ describe("preflight binds the dispatched work", () => {
     const refused = rec.history.filter(
       (e) => e.outcome === "refused" && /payload's tool\/args\/operation key/.test(e.message),
     );
-    expect(refused.length).toBe(forgeries.length);
+    // Refusals of one step run, kind and reason within a minute are recorded once and
+    // counted (engine/src/service/refusal-log.ts): the forgeries share one history row.
+    expect(forgeries.length).toBeGreaterThan(1);
+    expect(refused.length).toBe(1);
 
     const ok = await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run));
     expect(ok.status).toBe(200);
