@@ -114,7 +114,7 @@ describe("start, status, record", () => {
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(new RegExp(`^${id}\\s+running\\s+svc-test`, "m"));
     const held = await baton(["start", good, "--hold", "--json"], env());
-    expect(JSON.parse(held.stdout)).toMatchObject({ state: "pending", step_count: 14 });
+    expect(JSON.parse(held.stdout)).toMatchObject({ state: "pending", step_count: 16 });
   });
 
   it("refuses a bad recipe with the engine's problems, and a missing or read-only token", async () => {
