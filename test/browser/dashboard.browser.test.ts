@@ -87,14 +87,15 @@ describe.skipIf(!have)("dashboard in Chromium", () => {
     const backward = page.locator("#part-steps tr.bwd");
     expect(await backward.count()).toBeGreaterThan(0);
     await expect(page.locator("#part-steps tr.hwm").textContent()).resolves.toContain(
-      "high-water mark: step 3",
+      // drain_wave is step 1 of the wave: the failed smoke check is step 4 (index 3).
+      "high-water mark: step 4",
     );
     await page.screenshot({ path: "test-results/dashboard-release.png", fullPage: true });
     await page.screenshot({ path: "test-results/dashboard-release-top.png" });
 
     const failed = page.locator("#part-steps tr", { hasText: "assert smoke passed" }).first();
     await expect(failed.textContent()).resolves.toContain("failed");
-    await failed.getByRole("link", { name: /^sr_\d+_2_f$/ }).click();
+    await failed.getByRole("link", { name: /^sr_\d+_3_f$/ }).click();
     const firstCheck = page
       .locator("table")
       .filter({ hasText: "checks.json" })
