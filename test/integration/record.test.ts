@@ -45,10 +45,10 @@ describe.each(STORE_KINDS)("release record on %s", (kind) => {
     h = null;
   });
 
-  async function start(hh: Harness): Promise<string> {
+  async function start(hh: Harness, r = recipe(2)): Promise<string> {
     const res = await op(hh, "POST", "/v1/releases", {
-      recipe: recipe(2),
-      bundle: await trust.sign(recipe(2), { issued_at: new Date(T0) }),
+      recipe: r,
+      bundle: await trust.sign(r, { issued_at: new Date(T0) }),
       attestations: [await trust.provenance(IMAGE)],
     });
     expect(res.status).toBe(201);
@@ -116,7 +116,8 @@ describe.each(STORE_KINDS)("release record on %s", (kind) => {
     "a compensated release records its recovery time (RTO) and the deviation",
     async () => {
       h = await makeHarness({ kind, admission: trust.admission });
-      const id = await start(h);
+      // No re-run window: the failed step compensates at once (docs/state-machine.md).
+      const id = await start(h, recipe(2, { policy: { rerun_window_minutes: 0 } }));
       const rec0 = await record(h, id);
       const bad = rec0.intended.rollout_policy.steps.filter(
         (s) => s.name === "attach_queue_lane",
