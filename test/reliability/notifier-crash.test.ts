@@ -66,6 +66,8 @@ describe.each(STORE_KINDS)("notices across kill -9 on %s", (kind) => {
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { BATON_DATA_DIR: dir }),
       BATON_CALLBACK_SECRETS: SECRET,
       BATON_OPERATOR_TOKEN: OPERATOR,
+      // Unsigned test recipes: admission is off for this engine (docs/trust.md).
+      BATON_ADMISSION: "off",
       BATON_CONTROL_PLANE_URL: closed,
       GITHUB_REPOSITORY: "acme/models",
       GITHUB_TOKEN: "ghs_0123456789abcdef",
