@@ -170,7 +170,13 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
     });
     closers.push(() => github.close());
 
-    const recipe = pointRecipeAtFleet(source, fleet.target, fleet.lanes, runner.commitSha);
+    const pointed = pointRecipeAtFleet(source, fleet.target, fleet.lanes, runner.commitSha);
+    // A failing step compensates at once (no re-run window), so the crash scenarios also
+    // exercise compensation (docs/state-machine.md "Re-run window").
+    const recipe: RecipeInput =
+      failStep === null
+        ? pointed
+        : { ...pointed, policy: { ...(pointed.policy ?? {}), rerun_window_minutes: 0 } };
     const manifest = compileRecipeInput(recipe).manifest;
     await fleet.prepare(manifest);
 
