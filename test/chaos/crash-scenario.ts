@@ -15,8 +15,12 @@ import {
 } from "./crash.ts";
 import { pool, type Row } from "./table.ts";
 
-/** Forward runner step whose health check fails in the compensation scenario (attach lane-b). */
-export const FAIL_AT = 8;
+/**
+ * Forward runner step whose health check fails in the compensation scenario: attach_queue_lane
+ * of lane-b (0-based index 10 of the example table; each wave starts with a drain_wave step).
+ * The chaos world refuses an index that is not a runner step.
+ */
+export const FAIL_AT = 10;
 
 interface Job {
   label: string;
@@ -59,7 +63,7 @@ function strideChains(points: KillPoint[], n: number): KillPoint[][] {
  */
 export async function crashScenario(root: string, deadline: number): Promise<CrashOutcome> {
   const log = (s: string) => console.log(`[chaos] ${s}`);
-  log("crash: dry runs of the example release (forward, and compensation with step 8 failing)");
+  log(`crash: dry runs of the example release (forward, and compensation with step ${FAIL_AT} failing)`);
   const [fwd, comp] = (await pool(2, [
     () =>
       runCase({

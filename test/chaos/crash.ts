@@ -7,7 +7,7 @@
  * every fault-point call (`BATON_FAULT_TRACE`); each distinct (point, step run, effect) is one
  * kill point, matched by `BATON_FAULT=name@step_run_id=…,effect=…` (its first occurrence).
  * Scenarios: the forward release (ends `succeeded`) and the same release with the health check
- * of step 8 failing (compensation; ends `rolled_back`), whose own kill points are those the
+ * of step `FAIL_AT` failing (compensation; ends `rolled_back`), whose own kill points are those the
  * forward run does not have (the failing step's callback and every backward step run).
  */
 import { mkdirSync, readFileSync, rmSync } from "node:fs";

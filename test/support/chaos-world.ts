@@ -178,6 +178,11 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
         ? pointed
         : { ...pointed, policy: { ...(pointed.policy ?? {}), rerun_window_minutes: 0 } };
     const manifest = compileRecipeInput(recipe).manifest;
+    if (failStep !== null && manifest.steps[failStep]?.kind !== "runner") {
+      throw new Error(
+        `failAt ${failStep} is not a runner step of the recipe (it is ${manifest.steps[failStep]?.name ?? "missing"}); a health fault only fails runner steps`,
+      );
+    }
     await fleet.prepare(manifest);
 
     const engineDir = join(dir, "engine");
