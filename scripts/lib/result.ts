@@ -1,5 +1,5 @@
 /**
- * The four result files (DESIGN.md §2): `status`, `overall`, `checks.json`, `log`.
+ * The four result files (docs/glossary.md): `status`, `overall`, `checks.json`, `log`.
  * Writes are atomic (temp file + rename) so a crash never leaves a half-written file.
  */
 import { appendFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";

@@ -3,7 +3,7 @@
  *   <tool> --args <args.json> --key <ssh key path> --result-dir <dir> --operation-key <key>
  *          [--release-id <id> --generation <n>]
  * with the SSH passphrase in env BATON_SSH_PASSPHRASE. The release id and generation (for the
- * target's generation fence, DESIGN.md §3 rule 7) may also come from env BATON_RELEASE_ID and
+ * target's generation fence, docs/state-machine.md rule 7) may also come from env BATON_RELEASE_ID and
  * BATON_RELEASE_GENERATION, which is how the action passes them; flags win over env.
  */
 import { readFileSync } from "node:fs";

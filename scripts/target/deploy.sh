@@ -9,7 +9,7 @@
 # Phases pull -> start -> health -> stop-old, each printing one JSON line:
 #   {"phase":"pull","status":"ok|failed|skipped|not_run","exit_code":0,"duration_ms":12,"message":"..."}
 # After a failed phase the later ones print not_run, so the old container is never stopped
-# unless the new one answered its health check (field case F07).
+# unless the new one answered its health check (failure case F07).
 #
 # Absolute, not relative: "lane L runs image D". The container name is derived from the lane and
 # the digest (baton-<lane>-<first 12 hex>), so starting twice finds the running one, and stop-old
@@ -19,7 +19,7 @@
 # subcommand and phase is recorded in a ledger file, and a repeat prints the recorded line with
 # "replayed":true instead of doing it again. Failed phases are not recorded, so a retry retries.
 #
-# Generation fence (DESIGN.md §3 rule 7): with --release and --generation, the highest generation
+# Generation fence (docs/state-machine.md rule 7): with --release and --generation, the highest generation
 # seen per release on this lane is kept in $BATON_LEDGER.gen-<lane>, and a deploy/restore from a
 # lower generation is refused before any phase runs: one line
 #   {"phase":"fence","status":"refused","exit_code":3,...}

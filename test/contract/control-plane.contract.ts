@@ -1,6 +1,6 @@
 /**
- * One contract suite for the `ControlPlane` port (STYLE.md 14), run against the reference server
- * through the HTTP adapter and against the in-memory double. DESIGN.md §3 rules 4, 5, 7.
+ * One contract suite for the `ControlPlane` port, run against the reference server
+ * through the HTTP adapter and against the in-memory double. docs/state-machine.md rules 4, 5, 7.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { LaneState, RouteResult } from "../../engine/src/control-plane/model.ts";

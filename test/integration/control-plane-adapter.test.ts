@@ -2,7 +2,7 @@
  * The HTTP adapter's classification against the reference server with injected faults:
  * 500 and a hang are `unknown` and apply nothing; apply-then-hang is `unknown`, then `observe`
  * finds the target state and a re-send of the same key is a replay (one application); 4xx is
- * `failed` with the server's message; a closed port is `unknown`. DESIGN.md §3 rule 5.
+ * `failed` with the server's message; a closed port is `unknown`. docs/state-machine.md rule 5.
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -1,6 +1,6 @@
 /**
  * The embedded SSH target with real SSH clients (ssh2 and OpenSSH): host key pin, public-key
- * auth, exec in the sandbox, exit status, stderr and exit-signal (field case F08).
+ * auth, exec in the sandbox, exit status, stderr and exit-signal (failure case F08).
  */
 import { execFile } from "node:child_process";
 import { createHash, generateKeyPairSync } from "node:crypto";

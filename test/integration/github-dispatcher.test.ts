@@ -1,5 +1,5 @@
 /**
- * The GitHub dispatcher against the local GitHub stand-in (field case F01; issue 4
+ * The GitHub dispatcher against the local GitHub stand-in (failure case F01; issue 4
  * "Dispatchers": 422/404/401 not retryable with GitHub's message, network/5xx retryable).
  */
 import { generateKeyPairSync } from "node:crypto";
@@ -36,7 +36,7 @@ function payload(over: Partial<DispatchPayload> = {}): DispatchPayload {
   };
 }
 
-/** 6 protocol keys + 5 extras = 11 top-level keys (field case F01). */
+/** 6 protocol keys + 5 extras = 11 top-level keys (failure case F01). */
 function elevenKeys(): DispatchPayload {
   const extras = Object.fromEntries(["e1", "e2", "e3", "e4", "e5"].map((k) => [k, k]));
   return { ...payload(), ...extras } as unknown as DispatchPayload;

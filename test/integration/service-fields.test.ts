@@ -1,5 +1,5 @@
 /**
- * Field cases at the service level (shared/cases/field-cases.md), through the HTTP app on a
+ * Failure cases at the service level (docs/failure-cases.md), through the HTTP app on a
  * real SQLite store with the in-memory doubles and a fake clock. Step table of `recipe(2)`:
  * lane-a 0 exclude (cp), 1 attach (runner), 2 smoke (runner), 3 advertise (cp), 4 include (cp),
  * 5 set_traffic 25 (cp), 6 assert_traffic_observed (cp); lane-b 7..13 the same, traffic 100.

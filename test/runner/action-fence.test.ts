@@ -2,7 +2,7 @@
 // on 127.0.0.1 to deploy.sh on the stand-in target. A runner that outlived its callback deadline
 // (step run `unknown`) sends its forward deploy (generation 1) after compensation restored the
 // lane (generation 2): deploy.sh refuses it, the lane keeps the restored image, and the callback
-// reports the step run failed with a check of class `stale_generation` (DESIGN.md §3 rule 7).
+// reports the step run failed with a check of class `stale_generation` (docs/state-machine.md rule 7).
 
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

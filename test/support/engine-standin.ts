@@ -1,5 +1,5 @@
 /**
- * A small stand-in for the engine's runner-facing routes (DESIGN.md §4), for action tests and
+ * A small stand-in for the engine's runner-facing routes (docs/runner.md), for action tests and
  * the action benchmark until they run against the real engine: preflight binds, numbers and
  * fences attempts; callback is idempotent per attempt and refuses older attempts (409). Both
  * verify the real HMAC credential over the raw body before parsing it.

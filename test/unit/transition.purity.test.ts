@@ -1,5 +1,5 @@
 /**
- * The transition is a pure function of its inputs (DESIGN.md §3; xstate test/transition.test.ts):
+ * The transition is a pure function of its inputs (docs/state-machine.md; xstate test/transition.test.ts):
  * it never mutates its input, never calls anything (no clock, randomness, network, timers),
  * and the same inputs give the same outputs.
  */

@@ -1,6 +1,6 @@
 /**
- * DESIGN.md §3 rules 1–7, one named test each, and the field cases that live at the pure
- * level (F01, F02a, F03, F13, F14, F15, F16 in ../shared/cases/field-cases.md).
+ * docs/state-machine.md rules 1–7, one named test each, and the failure cases that live at the pure
+ * level (F01, F02a, F03, F13, F14, F15, F16; docs/failure-cases.md).
  */
 import { describe, expect, it } from "vitest";
 import { transition } from "../../engine/src/domain/transition.ts";
@@ -55,7 +55,7 @@ function play(r: Release, events: ReleaseEvent[]) {
   return { release: cur, effects };
 }
 
-describe("DESIGN.md §3 rules", () => {
+describe("rules 1–7 (docs/state-machine.md)", () => {
   it("rule 1: evidence from another generation never satisfies a guard", () => {
     // Abort moves the generation on; the old dispatch's runner (generation 1) is refused
     // even for the step run compensation now wants, and so are other releases and manifests.
@@ -236,7 +236,7 @@ describe("DESIGN.md §3 rules", () => {
   });
 });
 
-describe("field cases at the pure level", () => {
+describe("failure cases at the pure level", () => {
   it("F01: a 4xx dispatch makes the step run dispatch_failed; hwm does not move; the release does not show it running", () => {
     const specs: StepSpec[] = [
       { name: "include_lane", kind: "control_plane", backward: true },

@@ -1,6 +1,6 @@
 /**
  * Preflight, callback and deadline rows for runner step runs (docs/state-machine.md "Runner
- * steps", DESIGN.md §4): every refusal listed there has a row here.
+ * steps", docs/state-machine.md): every refusal listed there has a row here.
  */
 import { describe, expect, it } from "vitest";
 import { transition } from "../../engine/src/domain/transition.ts";

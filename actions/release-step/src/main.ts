@@ -1,5 +1,5 @@
 /**
- * The release-step action's main step: phases 1–7 of DESIGN.md §5, in order, each in its own
+ * The release-step action's main step: phases 1–7 of docs/runner.md, in order, each in its own
  * log group and recorded. The job fails (exit 1) whenever `overall` is not `pass`, except for a
  * preflight 409 (a fenced or duplicate delivery is not a failure: it ends cleanly, touching nothing).
  */

@@ -1,6 +1,6 @@
 /**
  * Picks the store adapter from configuration; the only place outside the adapters that
- * knows a dialect exists (DESIGN.md §6). `DATABASE_URL=postgres://…` selects Postgres; unset
+ * knows a dialect exists (docs/storage.md). `DATABASE_URL=postgres://…` selects Postgres; unset
  * selects the embedded SQLite file `<dataDir>/baton.sqlite`; `':memory:'` is for unit tests.
  */
 import { mkdirSync } from "node:fs";

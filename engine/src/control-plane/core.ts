@@ -1,7 +1,7 @@
 /**
  * The rules of the reference control plane, over any `CpStore` (SQLite for the server, Maps for
  * the test double): keyed absolute writes with a ledger, stale-generation refusal, history of
- * every applied change, reads and the deterministic router. DESIGN.md §3 rules 4, 5, 7.
+ * every applied change, reads and the deterministic router. docs/state-machine.md rules 4, 5, 7.
  *
  * Order of checks for a write, inside one transaction:
  * 1. the operation key is in the ledger: written by another release uid (both known) -> 422

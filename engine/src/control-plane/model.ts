@@ -1,5 +1,5 @@
 /**
- * Shapes of the reference control plane (DESIGN.md §4 "Control plane"): lanes, keyed writes,
+ * Shapes of the reference control plane (docs/control-plane.md): lanes, keyed writes,
  * the ledger and the history of applied changes. Pure data. Times are epoch ms; weights are
  * integer percents 0–100.
  */

@@ -1,5 +1,5 @@
 /**
- * The step catalogue, as data (STYLE.md §3): each row names a step, where it runs, its
+ * The step catalogue, as data: each row names a step, where it runs, its
  * forward action and, when it mutates state, its backward (compensating) action. Actions are
  * referenced by name and built by the functions in `ACTIONS`, like guards in a state table.
  * A row without `backward` is an assertion (`assert_*`).

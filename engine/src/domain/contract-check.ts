@@ -1,5 +1,5 @@
 /**
- * The contract check (DESIGN.md §2): validation of a recipe, and of the step table compiled
+ * The contract check (docs/glossary.md): validation of a recipe, and of the step table compiled
  * from it, before anything runs. Every problem is reported at once, each with its path and fix,
  * so an author fixes a recipe in one round trip rather than one error per push.
  */

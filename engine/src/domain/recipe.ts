@@ -1,5 +1,5 @@
 /**
- * The recipe: what a user writes and merges, one YAML file per model rollout (DESIGN.md §2).
+ * The recipe: what a user writes and merges, one YAML file per model rollout (docs/glossary.md).
  * The schema is the type. Objects are strict: an unknown key is a problem, not ignored, so a
  * typo such as `helth_url` cannot silently drop a field. Cross-field rules (lanes in waves,
  * increasing traffic, weight sums) live in `contract-check.ts`.
@@ -218,7 +218,7 @@ export const RecipeWave = z
   .strict();
 export type RecipeWave = z.infer<typeof RecipeWave>;
 
-/** The user's rollout description (DESIGN.md §2 recipe). Input of the contract check. */
+/** The user's rollout description (docs/glossary.md recipe). Input of the contract check. */
 export const Recipe = z
   .object({
     name: z

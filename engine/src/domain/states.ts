@@ -1,10 +1,10 @@
 /**
- * State and kind vocabularies, as `const` objects with derived unions (DESIGN.md §2–§3).
+ * State and kind vocabularies, as `const` objects with derived unions (docs/glossary.md, docs/state-machine.md).
  * Reused for SQL columns, `z.enum` and exhaustive switches.
  */
 
 /**
- * Release states (DESIGN.md §3). Terminal: succeeded, rolled_back, aborted, abandoned
+ * Release states (docs/state-machine.md). Terminal: succeeded, rolled_back, aborted, abandoned
  * (an operator gave up on compensation after confirming what each lane runs). Every
  * non-terminal state has an exit an operator can take: `availableActions` in
  * `transition/exits.ts`, documented in docs/state-machine.md "Ways out".

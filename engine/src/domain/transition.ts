@@ -1,5 +1,5 @@
 /**
- * The release state machine's transition function (DESIGN.md §3; the precise contract is
+ * The release state machine's transition function (docs/state-machine.md; the precise contract is
  * docs/state-machine.md). Pure and deterministic: `(release, event, now) -> result`, no I/O,
  * no clock, no randomness; the input release is never changed (it may be deep-frozen).
  * Effects come back as data for the service to write to the outbox in the same transaction.

@@ -11,7 +11,7 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 
 // ---------------------------------------------------------------- manifest
 
-/** One serving unit (DESIGN.md §2 lane), as compiled into the manifest. */
+/** One serving unit (docs/glossary.md lane), as compiled into the manifest. */
 export interface ManifestLane {
   id: string;
   host: string;
@@ -29,7 +29,7 @@ export interface ManifestLane {
 }
 
 /**
- * A control-plane request, absolute by construction (DESIGN.md §3 rule 4).
+ * A control-plane request, absolute by construction (docs/state-machine.md rule 4).
  * `assert_traffic` is a read: it compares the control plane's weights to `weights`.
  */
 export type ControlPlaneOp =
@@ -43,7 +43,7 @@ export type StepAction =
   | { kind: "control_plane"; name: string; target: string; request: ControlPlaneOp }
   | { kind: "runner"; name: string; target: string; tool: string; args: Record<string, Json> };
 
-/** One row of the step table (DESIGN.md §2 step). No `backward` means an assertion. */
+/** One row of the step table (docs/glossary.md step). No `backward` means an assertion. */
 export interface ManifestStep {
   index: number;
   /** Catalogue name of the forward action, e.g. `set_traffic`. */
@@ -89,7 +89,7 @@ export interface Manifest {
 
 // ---------------------------------------------------------------- release
 
-/** One try of a runner step run, numbered by preflight (DESIGN.md §4). */
+/** One try of a runner step run, numbered by preflight (docs/engine.md). */
 export interface Attempt {
   /** 1-based attempt number within the step run. */
   n: number;
@@ -111,7 +111,7 @@ export interface Attempt {
   nothing_ran?: boolean;
 }
 
-/** One execution of one step in one direction (DESIGN.md §2 step run). */
+/** One execution of one step in one direction (docs/glossary.md step run). */
 export interface StepRun {
   /** `sr_<release number>_<step index>_<f|b>`, see `stepRunId`. */
   id: string;
@@ -298,7 +298,7 @@ export interface DispatchEffect {
   operation_key: string;
   tool: string;
   args: Record<string, Json>;
-  /** Release generation when the dispatch was decided (DESIGN.md §3 rule 7); goes in `release.generation`. */
+  /** Release generation when the dispatch was decided (docs/state-machine.md rule 7); goes in `release.generation`. */
   generation: number;
   /** Epoch ms before which the effect must not run (backoff); null = now. */
   not_before: number | null;
@@ -338,7 +338,7 @@ export interface NotifyEffect {
   not_before: number | null;
 }
 
-/** Effects are data (DESIGN.md §3): written to the outbox in the transition's transaction. */
+/** Effects are data (docs/state-machine.md): written to the outbox in the transition's transaction. */
 export type Effect = DispatchEffect | ControlPlaneEffect | DeadlineEffect;
 
 /** What an outbox row holds: a transition's effect, or a notice the service added. */

@@ -1,7 +1,7 @@
 /**
  * One SSH `exec` request on the embedded target: `/bin/sh -c <command>` in the sandbox, with
  * stdin, stdout and stderr streamed over the channel, then `exit-status` (normal exit) or
- * `exit-signal` (killed by a signal, field case F08) and channel close — in that order, the
+ * `exit-signal` (killed by a signal, failure case F08) and channel close — in that order, the
  * way OpenSSH's sshd does it.
  */
 import { type ChildProcess, spawn } from "node:child_process";

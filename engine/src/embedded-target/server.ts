@@ -23,7 +23,7 @@ export interface EmbeddedTargetOptions {
   sandboxDir: string;
   /** Login name the client must use; default `baton`. */
   user?: string;
-  /** Encrypts the generated client key with this passphrase (field case F09). */
+  /** Encrypts the generated client key with this passphrase (failure case F09). */
   clientKeyPassphrase?: string;
   /**
    * Use this client key instead of generating one: several targets (one per lane) then accept

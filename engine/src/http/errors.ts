@@ -1,5 +1,5 @@
 /**
- * Error answers of the HTTP API, mapped in one place (STYLE.md §8; hono `onError`).
+ * Error answers of the HTTP API, mapped in one place (hono `onError`).
  * Body: `{"error": {"code", "message", "problems"?: [{path, message, fix}]}}`.
  * `BatonError` → its status (400 / 401 / 403 / 404 / 409 / 413 / 422); anything else → 500, logged,
  * with no internals in the body.

@@ -1,5 +1,5 @@
 /**
- * Control-plane port (DESIGN.md §4): absolute traffic weights, lane markers and capabilities.
+ * Control-plane port (docs/control-plane.md): absolute traffic weights, lane markers and capabilities.
  * Every write carries an operation key plus the release id and generation; the receiver
  * replays a repeated key with the same body, refuses a reused key with another body (422) and
  * a stale generation (409).

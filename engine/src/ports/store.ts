@@ -1,5 +1,5 @@
 /**
- * Store port (DESIGN.md §6). One interface; adapters for SQLite (embedded default) and
+ * Store port (docs/storage.md). One interface; adapters for SQLite (embedded default) and
  * Postgres live in `adapters/sqlite` and `adapters/postgres`, both on Kysely, and one
  * contract suite (`test/contract/store.contract.ts`) runs against both.
  *

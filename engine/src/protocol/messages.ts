@@ -1,5 +1,5 @@
 /**
- * The step protocol's wire shapes (DESIGN.md §4), shared by the engine, the release-step
+ * The step protocol's wire shapes (docs/engine.md), shared by the engine, the release-step
  * action and the local runner. Schemas are the types (zod); untrusted input goes through
  * `safeParse` at the edge.
  */
@@ -46,7 +46,7 @@ export type DispatchPayload = z.infer<typeof DispatchPayload>;
 export const PreflightRequest = z
   .object({
     step_run_id: StepRunIdText,
-    /** Echoed from the dispatch payload's `release` object (DESIGN.md §3 rule 1). */
+    /** Echoed from the dispatch payload's `release` object (docs/state-machine.md rule 1). */
     release_id: ReleaseIdText,
     generation: z.number().int().nonnegative(),
     manifest_digest: z.string().regex(/^[a-f0-9]{64}$/),
@@ -118,7 +118,7 @@ export const CallbackBody = z
   .passthrough();
 export type CallbackBody = z.infer<typeof CallbackBody>;
 
-/** The four result files (DESIGN.md §2), seeded first thing in every attempt's directory. */
+/** The four result files (docs/glossary.md), seeded first thing in every attempt's directory. */
 export const RESULT_FILES = {
   status: "status",
   overall: "overall",

@@ -1,6 +1,6 @@
 /**
  * Cuts a callback's log to its last `CALLBACK_LOG_MAX_BYTES` bytes of UTF-8 with the marker
- * in front (DESIGN.md §4: the log tail is size-capped). The tail is what matters when a step
+ * in front (docs/engine.md: the log tail is size-capped). The tail is what matters when a step
  * fails, so the start is dropped.
  */
 import { CALLBACK_LOG_MAX_BYTES, LOG_TRUNCATED_MARKER } from "../protocol/messages.ts";

@@ -1,7 +1,7 @@
 /**
- * Builds the `client_payload` of a dispatch (DESIGN.md §4) from a dispatch effect and its
- * release, and refuses, before anything is sent, a payload GitHub would refuse (field case
- * F01): at most 10 top-level keys and less than 64 KB of JSON. Extra fields nest under `args`
+ * Builds the `client_payload` of a dispatch (docs/engine.md "Dispatch payloads") from a
+ * dispatch effect and its release, and refuses, before anything is sent, a payload GitHub would
+ * refuse (failure case F01, docs/failure-cases.md): at most 10 top-level keys and less than 64 KB of JSON. Extra fields nest under `args`
  * or `release`, so the top level is always the same six keys.
  */
 import { BatonError } from "../domain/errors.ts";

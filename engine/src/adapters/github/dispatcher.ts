@@ -9,7 +9,7 @@
  *   permission) -> not retryable, GitHub's message kept (step run becomes `dispatch_failed`);
  * - 5xx, 429, 403 rate limits, network errors and timeouts -> retryable (send the same step
  *   run again; a duplicate delivery is fenced at preflight).
- * A payload over GitHub's limits is refused locally and never sent (field case F01).
+ * A payload over GitHub's limits is refused locally and never sent (failure case F01).
  *
  * Pacing (pacer.ts): dispatches are paced under GitHub's secondary rate limits; one without a
  * free slot is not sent and comes back as a throttled failure with `retry_at` (its slot), and a

@@ -1,6 +1,6 @@
 /**
  * GitHub's documented limits for `POST /repos/{owner}/{repo}/dispatches`, checked locally so
- * an oversize dispatch is refused before it is sent (field case F01). Shared by the GitHub
+ * an oversize dispatch is refused before it is sent (failure case F01). Shared by the GitHub
  * dispatcher and the test stand-in so both apply the same rule.
  *
  * Source: GitHub REST docs, "Create a repository dispatch event": `event_type` at most 100
@@ -56,7 +56,7 @@ export function checkDispatchLimits(eventType: unknown, clientPayload: unknown):
     out.push({
       field: "client_payload",
       githubMessage: `No more than ${L.client_payload_max_top_level_keys} properties are allowed; ${keys} were supplied.`,
-      fix: "nest extra fields under `args` or `release` (DESIGN.md §4)",
+      fix: "nest extra fields under `args` or `release` (docs/engine.md, Dispatch payloads)",
     });
   }
   const bytes = clientPayloadBytes(clientPayload);

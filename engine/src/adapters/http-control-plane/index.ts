@@ -5,7 +5,7 @@
  * Every write names its model in the context (`WriteContext.model`), so one adapter serves
  * releases of every model.
  *
- * Classification of a write (DESIGN.md §3 rule 5: a timeout is `unknown` until observed):
+ * Classification of a write (docs/state-machine.md rule 5: a timeout is `unknown` until observed):
  * - 2xx -> `ok`, `replayed` from the server's answer;
  * - 4xx -> `failed` with the server's message (stale generation 409, reused key 422, bad input 400);
  * - 5xx, timeout, network error -> `unknown` (resolve with `observe`, or re-send the same key).

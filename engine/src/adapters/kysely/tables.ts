@@ -1,5 +1,5 @@
 /**
- * Table shapes shared by the SQLite and Postgres adapters (DESIGN.md §6), as Kysely types.
+ * Table shapes shared by the SQLite and Postgres adapters (docs/storage.md), as Kysely types.
  * Times are epoch ms (INTEGER / bigint; Postgres int8 is parsed to a JS number by the pool).
  * JSON columns are written as JSON text; SQLite returns text, Postgres jsonb returns a parsed
  * value, so reads go through the dialect's `JsonCodec`.

@@ -8,7 +8,7 @@
  * Like GitHub, `dispatch()` answers as soon as the run is queued (GitHub's 204); the run
  * happens in the background, bounded in time. Re-runs (`rerun`) keep the run id and raise
  * `GITHUB_RUN_ATTEMPT`. Knobs simulate what GitHub does to us: a dispatch accepted but never
- * run (field case F02a), a duplicate delivery, and a cancelled run (F04).
+ * run (failure case F02a), a duplicate delivery, and a cancelled run (F04).
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -213,7 +213,7 @@ export class LocalRunner implements Dispatcher {
     return true;
   }
 
-  /** The next `times` dispatches matching `match` answer 204 but never run (field case F02a). */
+  /** The next `times` dispatches matching `match` answer 204 but never run (failure case F02a). */
   acceptButNeverRun(match: (p: DispatchPayload) => boolean = () => true, times = 1): void {
     this.neverRunRules.push({ match, times });
   }

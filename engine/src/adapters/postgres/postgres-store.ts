@@ -1,5 +1,5 @@
 /**
- * Store on Postgres (DESIGN.md §6, production): many engine processes may share the database.
+ * Store on Postgres (docs/storage.md, production): many engine processes may share the database.
  * `commit` and `claimDue` are single statements (see `commit-statement.ts`,
  * `claim-statement.ts`); `createRelease` is a short Kysely transaction that also writes the
  * release's manifest to `manifests`, once (commits never send it again).

@@ -1,5 +1,5 @@
 /**
- * Store on SQLite (DESIGN.md §6, embedded default): one file, WAL mode, one writer at a time.
+ * Store on SQLite (docs/storage.md, embedded default): one file, WAL mode, one writer at a time.
  * Every write method is one synchronous `BEGIN IMMEDIATE` transaction (see `SyncRunner`).
  */
 import Database from "better-sqlite3";

@@ -1,5 +1,5 @@
 /**
- * Evidence (DESIGN.md §2): one stored gate evaluation, bound to the release id, generation,
+ * Evidence (docs/glossary.md): one stored gate evaluation, bound to the release id, generation,
  * manifest digest and wave it was taken for. A guard asks `evidenceSatisfies(evidence,
  * binding)`: evidence from another release, generation, manifest or wave never satisfies it,
  * whatever its decision. The record is plain JSON (no NaN or ±Infinity: those become null) so

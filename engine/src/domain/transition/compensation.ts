@@ -1,5 +1,5 @@
 /**
- * Compensation (DESIGN.md §3 rule 3; docs/state-machine.md "Compensation"): backward step
+ * Compensation (docs/state-machine.md rule 3 and "Compensation"): backward step
  * runs from the high-water mark down to 0, one at a time, each durable, only for steps that
  * have a backward action and may have taken effect. Never re-enters the forward path.
  */

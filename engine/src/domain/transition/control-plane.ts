@@ -1,6 +1,6 @@
 /**
  * Control-plane step runs: outcomes of keyed, absolute writes and of reads after `unknown`
- * (docs/state-machine.md "Control-plane steps"; DESIGN.md §3 rules 4, 5).
+ * (docs/state-machine.md "Control-plane steps", rules 4, 5).
  */
 import type { ReleaseEvent, StepRun } from "../types.ts";
 import { type Draft, describe } from "./draft.ts";

@@ -93,7 +93,7 @@ export function releaseNumber(release: Pick<Release, "id">): number {
   return Number(release.id.slice(1));
 }
 
-/** `{release}:{step}:{fwd|bwd}:{target}` (DESIGN.md §2 operation key). */
+/** `{release}:{step}:{fwd|bwd}:{target}` (docs/glossary.md operation key). */
 export function operationKey(release: Pick<Release, "id">, step: ManifestStep, dir: Direction) {
   const action = dir === "fwd" ? step.forward : step.backward;
   return `${release.id}:${step.index}:${dir}:${action?.target ?? "none"}`;

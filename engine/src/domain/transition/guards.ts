@@ -1,5 +1,5 @@
 /**
- * Named guards of the release state machine (STYLE.md §3): small predicates the handlers
+ * Named guards of the release state machine: small predicates the handlers
  * reference by name, so that each rule of docs/state-machine.md lives in one place.
  */
 import { TERMINAL_RELEASE_STATES } from "../states.ts";
@@ -34,7 +34,7 @@ export const guards = {
   /**
    * Whether a forward step run's action may have reached its target, so that compensation
    * must undo it. Runner: only if a preflight opened an attempt, since the action touches no
-   * machine without a 200 preflight (DESIGN.md §4), and not when every attempt's result files
+   * machine without a 200 preflight (docs/state-machine.md), and not when every attempt's result files
    * prove no remote command ran (`Attempt.nothing_ran`: connect, host key or authentication
    * failed; any attempt without that proof counts as taken effect). Control plane: once the
    * call was made.

@@ -1,6 +1,6 @@
 /**
  * Operator events: abort, resume, retry, resolve a step run, abandon (docs/state-machine.md
- * "Operator events" and "Ways out"; field case F14). Each is guarded here and only here:
+ * "Operator events" and "Ways out"; failure case F14). Each is guarded here and only here:
  * `availableActions` (exits.ts) asks these same handlers what they would accept.
  */
 import { IMAGE_PATTERN } from "../recipe.ts";

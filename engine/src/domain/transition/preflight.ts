@@ -1,5 +1,5 @@
 /**
- * Preflight: "may attempt N of step run X proceed?" (DESIGN.md §4). This is where attempts
+ * Preflight: "may attempt N of step run X proceed?" (docs/state-machine.md). This is where attempts
  * are numbered and fenced; checks run in the order of docs/state-machine.md "Runner steps".
  */
 import type { Attempt, PreflightEvent, Release, StepRun } from "../types.ts";

@@ -1,6 +1,6 @@
 /**
  * Runner step runs: dispatch outcomes, callbacks and deadlines (docs/state-machine.md
- * "Runner steps"; DESIGN.md §3 rules 2, 5, 6). Preflight is in `preflight.ts`.
+ * "Runner steps"; docs/state-machine.md rules 2, 5, 6). Preflight is in `preflight.ts`.
  */
 import type { CallbackEvent, ReleaseEvent, StepRun } from "../types.ts";
 import { beginCompensation } from "./compensation.ts";
