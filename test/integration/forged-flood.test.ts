@@ -11,6 +11,7 @@ import {
   callbackBody,
   callbackUrl,
   createRelease,
+  firstDispatch,
   getRecord,
   type Harness,
   makeHarness,
@@ -29,15 +30,6 @@ afterEach(async () => {
   h = null;
 });
 
-async function dispatched(x: Harness) {
-  for (let i = 0; i < 50 && x.dispatcher.accepted.length === 0; i++) {
-    await x.engine.tick();
-  }
-  const p = x.dispatcher.accepted[0];
-  if (!p) throw new Error("no dispatch");
-  return p;
-}
-
 describe.each(STORE_KINDS)("forged and repeated requests on %s", (kind) => {
   if (skipStore(kind)) {
     it.skip("Postgres: BATON_TEST_DATABASE_URL is not set", () => {});
@@ -47,7 +39,7 @@ describe.each(STORE_KINDS)("forged and repeated requests on %s", (kind) => {
   it("10,000 forged preflights and callbacks over 10 minutes add at most 2 rows a minute", async () => {
     h = await makeHarness({ kind, seed: recipe(2) });
     const id = await createRelease(h, recipe(2));
-    const p = await dispatched(h);
+    const p = await firstDispatch(h);
     const before = await getRecord(h, id);
     const sizeBefore = JSON.stringify(before).length;
     const run = { run_id: "7001", run_attempt: 1 };
@@ -96,7 +88,7 @@ describe.each(STORE_KINDS)("forged and repeated requests on %s", (kind) => {
   it("repeated duplicate callbacks add at most one refused row; the reply stays 200 replay", async () => {
     h = await makeHarness({ kind, seed: recipe(2) });
     const id = await createRelease(h, recipe(2));
-    const p = await dispatched(h);
+    const p = await firstDispatch(h);
     const run = { run_id: "7002", run_attempt: 1 };
     expect((await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run))).status).toBe(
       200,
@@ -116,7 +108,7 @@ describe.each(STORE_KINDS)("forged and repeated requests on %s", (kind) => {
   it("a conflicting second callback for an attempt already reported is 409, the first result stands", async () => {
     h = await makeHarness({ kind, seed: recipe(2) });
     const id = await createRelease(h, recipe(2));
-    const p = await dispatched(h);
+    const p = await firstDispatch(h);
     const run = { run_id: "7003", run_attempt: 1 };
     await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run));
     expect(
@@ -139,7 +131,7 @@ describe.each(STORE_KINDS)("forged and repeated requests on %s", (kind) => {
   it("the viewer token on retry and tick is 403 naming the operator token", async () => {
     h = await makeHarness({ kind, seed: recipe(2) });
     await createRelease(h, recipe(2));
-    const p = await dispatched(h);
+    const p = await firstDispatch(h);
     const viewer = { authorization: "Bearer viewer-token-0123456789abcdefgh" };
     for (const url of [`/v1/releases/step-runs/${p.step_run_id}/retry`, "/v1/tick"]) {
       const res = await h.engine.app.request(url, { method: "POST", headers: viewer });

@@ -9,6 +9,7 @@ import {
   callbackBody,
   callbackUrl,
   createRelease,
+  firstDispatch,
   getRecord,
   type Harness,
   makeHarness,
@@ -27,15 +28,6 @@ afterEach(async () => {
   h = null;
 });
 
-async function dispatched(x: Harness) {
-  for (let i = 0; i < 50 && x.dispatcher.accepted.length === 0; i++) {
-    await x.engine.tick();
-  }
-  const p = x.dispatcher.accepted[0];
-  if (!p) throw new Error("no dispatch");
-  return p;
-}
-
 const NUL = "\u0000";
 const LONE_HIGH = "\ud800";
 const LONE_LOW = "\udc00";
@@ -49,7 +41,7 @@ describe.each(STORE_KINDS)("hostile strings on %s", (kind) => {
   it("a callback whose log and checks hold NUL and lone surrogates is stored (U+FFFD), the release moves on", async () => {
     h = await makeHarness({ kind, seed: recipe(2) });
     const id = await createRelease(h, recipe(2));
-    const p = await dispatched(h);
+    const p = await firstDispatch(h);
     const run = { run_id: "9001", run_attempt: 1 };
     expect((await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run))).status).toBe(
       200,
@@ -100,7 +92,7 @@ describe.each(STORE_KINDS)("hostile strings on %s", (kind) => {
   it("history data from a refused request with hostile strings is stored", async () => {
     h = await makeHarness({ kind, seed: recipe(2) });
     await createRelease(h, recipe(2));
-    const p = await dispatched(h);
+    const p = await firstDispatch(h);
     await h.engine.service.recordRefused(p.step_run_id, "callback", `bad${NUL}`, {
       reason: `x${NUL}${LONE_HIGH}`,
     });

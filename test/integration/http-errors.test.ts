@@ -11,6 +11,7 @@ import {
   callbackBody,
   callbackUrl,
   createRelease,
+  firstDispatch,
   getRecord,
   type Harness,
   makeHarness,
@@ -33,8 +34,7 @@ let id: string;
 beforeAll(async () => {
   h = await makeHarness({ seed: recipe(2) });
   id = await createRelease(h, recipe(2));
-  // The control-plane steps before the first runner step, then its dispatch.
-  for (let i = 0; i < 50 && h.dispatcher.accepted.length === 0; i++) await h.engine.tick();
+  await firstDispatch(h);
 });
 afterAll(async () => {
   await h.close();

@@ -14,6 +14,7 @@ import {
   createRelease,
   drive,
   FakeClock,
+  firstDispatch,
   getRecord,
   type Harness,
   makeHarness,
@@ -91,9 +92,7 @@ describe("crash between commit and effect", () => {
     async (point) => {
       const h = await harness({ seed: recipe(2) });
       const id = await createRelease(h, recipe(2));
-      // The control-plane steps before the first runner step, then its dispatch.
-      for (let i = 0; i < 50 && h.dispatcher.accepted.length === 0; i++) await h.engine.tick();
-      const p = h.dispatcher.accepted[0]!;
+      const p = await firstDispatch(h);
       const run = { run_id: "31337", run_attempt: 1 };
       expect((await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run))).status).toBe(
         200,

@@ -301,6 +301,17 @@ export function callbackBody(
 export const preflightUrl = (id: string) => `/v1/releases/step-runs/${id}/preflight`;
 export const callbackUrl = (id: string) => `/v1/releases/step-runs/${id}/callback`;
 
+/**
+ * Ticks the engine (at most 50 times) until its first runner dispatch is accepted, past the
+ * control-plane steps before it; returns that dispatch. Throws when none came.
+ */
+export async function firstDispatch(h: Harness): Promise<DispatchPayload> {
+  for (let i = 0; i < 50 && h.dispatcher.accepted.length === 0; i++) await h.engine.tick();
+  const p = h.dispatcher.accepted[0];
+  if (!p) throw new Error("no runner dispatch within 50 ticks");
+  return p;
+}
+
 let runSeq = 1000;
 
 /** Plays one runner for `p`: preflight, then callback with `overall`. Returns both answers. */
