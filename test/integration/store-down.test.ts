@@ -27,6 +27,21 @@ describe("store down", () => {
       expect(res.headers.get("retry-after"), url).toBeTruthy();
     }
   });
+
+  it("dashboard pages answer 503 with a readable page, not 500, while the store is closed", async () => {
+    h = await makeHarness({ seed: recipe(2) });
+    await h.store.close();
+    const auth = { authorization: `Bearer ${OPERATOR}` };
+    for (const url of ["/releases", "/releases/r1", "/step-runs/sr_1_1_f", "/releases/r1/abort"]) {
+      const res = await h.engine.app.request(url, { headers: auth });
+      expect(res.status, url).toBe(503);
+      expect(res.headers.get("retry-after"), url).toBeTruthy();
+      expect(res.headers.get("content-type"), url).toMatch(/text\/html/);
+      const html = await res.text();
+      expect(html, url).toContain("the store does not answer");
+      expect(html, url).not.toMatch(/at .*\.ts:\d+/);
+    }
+  });
 });
 
 describe("dashboard headers", () => {

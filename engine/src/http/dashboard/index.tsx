@@ -13,6 +13,7 @@ import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import { isReleaseId } from "../../protocol/ids.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "../../service/api.ts";
+import { storeUnavailable } from "../errors.ts";
 import { type ActionName, ConfirmPage, ErrorPage, LoginPage, ResultPage } from "./action-pages.tsx";
 import {
   type Caller,
@@ -55,7 +56,8 @@ function num(v: string | undefined): number | undefined {
 /**
  * Builds the dashboard sub-app. Pages need the viewer or operator token when either is
  * configured; actions need the operator token. Errors render as one sentence with the HTTP
- * status of the underlying `BatonError` (404, 409, …), or 500 for anything else.
+ * status of the underlying `BatonError` (404, 409, …), 503 (with Retry-After) when the store
+ * does not answer, or 500 for anything else.
  */
 export function dashboardApp(deps: DashboardDeps): Hono {
   const app = new Hono();
@@ -64,6 +66,19 @@ export function dashboardApp(deps: DashboardDeps): Hono {
   const secure = deps.publicUrl.startsWith("https:");
 
   const fail = (c: Context, who: Caller, err: unknown) => {
+    if (!(err instanceof BatonError) && storeUnavailable(err)) {
+      // The database is down, full or closed: a page that says so and when to try again
+      // (503 + Retry-After), not an error with internals.
+      c.header("Retry-After", "5");
+      return c.html(
+        <ErrorPage
+          title="Store unavailable"
+          message="[dashboard] the store does not answer (database down, full or closed); nothing was changed; reload in a few seconds"
+          role={who.role}
+        />,
+        503,
+      );
+    }
     const status = err instanceof BatonError ? err.status : 500;
     const message =
       err instanceof BatonError
