@@ -20,7 +20,7 @@ export interface AppOptions {
   callbackSecrets: readonly string[];
   operatorToken: string;
   viewerToken: string | null;
-  log?: { error(msg: string, err?: unknown): void };
+  log?: { error(msg: string, err?: unknown): void; info?(msg: string): void };
   /**
    * Engine URL as browsers see it and owner/name for run links; the dashboard itself is
    * mounted by `createEngine` through `extend` (engine.ts), with the same values.

@@ -48,9 +48,33 @@ export function badRequest(what: string, problems: Problem[]): BatonError {
   return new BatonError("bad_request", `[engine] bad ${what}${detail}`, problems);
 }
 
-/** The app's `onError`. */
-export function onError(log: { error(msg: string, err?: unknown): void }) {
+/**
+ * True when the client closed its connection before the request was read to the end: the
+ * request's signal is aborted (the Node server aborts it when the socket closes) and the error
+ * is that aborted body read (`ECONNRESET` "aborted", or an `AbortError`). Nobody is left to
+ * answer, and it is no failure of the engine or the store.
+ */
+export function clientClosed(err: unknown, c: Context): boolean {
+  if (!c.req.raw.signal?.aborted) return false;
+  const e = err as { code?: unknown; name?: unknown; message?: unknown } | null;
+  return e?.code === "ECONNRESET" || e?.name === "AbortError" || e?.message === "aborted";
+}
+
+/** The app's `onError`. A request its client abandoned is one `info` line, not an error. */
+export function onError(log: {
+  error(msg: string, err?: unknown): void;
+  info?(msg: string): void;
+}) {
   return (err: Error, c: Context): Response => {
+    if (clientClosed(err, c)) {
+      const say = log.info ?? console.info;
+      say(
+        `[engine] ${c.req.method} ${c.req.path}: the client closed the connection before its request was read; nothing was changed`,
+      );
+      // Nobody reads this answer; 400 keeps it out of the 5xx figures.
+      c.header("Connection", "close");
+      return errorResponse(c, 400, "client_closed", "[engine] the client closed the connection");
+    }
     if (err instanceof BatonError || (err instanceof HTTPException && err.status === 413)) {
       // The rest of an oversize body is never read: close the connection rather than take
       // it for the next request (the client sees the 413, then the close).
