@@ -140,6 +140,20 @@ export function createControlPlaneApp({ core, faults, hangs, traffic }: AppDeps)
         503,
       );
     }
+    if (fault?.mode === "lie") {
+      // Acknowledged, dropped: no state change, no history, no ledger row.
+      return c.json(
+        {
+          applied: true,
+          replayed: false,
+          operation_key: identity.operation_key,
+          release_id: identity.release_id,
+          generation: identity.generation,
+          kind: action.kind,
+        },
+        200,
+      );
+    }
     const result = core.write(identity, action);
     if (fault?.mode === "apply_then_hang") await hangs.wait(fault.hang_ms);
     c.header("Idempotent-Replayed", String(result.replayed));

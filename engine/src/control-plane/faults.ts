@@ -3,13 +3,15 @@
  * `BATON_CP_FAULTS=1` for `main.ts`). Arms the next K matching writes (or reads) to:
  * - `error`: answer 500 without applying;
  * - `hang`: apply nothing and answer only after `hang_ms` (past the client's timeout);
- * - `apply_then_hang`: apply, then answer only after `hang_ms` (the "applied but unknown" case).
+ * - `apply_then_hang`: apply, then answer only after `hang_ms` (the "applied but unknown" case);
+ * - `lie`: answer 200 as if applied, but apply nothing and record nothing (a control plane or a
+ *   proxy that acknowledges a write it drops; only a read-back catches it).
  * The test double turns `hang` / `apply_then_hang` into an immediate `unknown` outcome.
  */
 import { z } from "zod";
 
-export const FaultMode = z.enum(["error", "hang", "apply_then_hang"], {
-  message: "mode must be one of: error, hang, apply_then_hang",
+export const FaultMode = z.enum(["error", "hang", "apply_then_hang", "lie"], {
+  message: "mode must be one of: error, hang, apply_then_hang, lie",
 });
 export type FaultMode = z.infer<typeof FaultMode>;
 

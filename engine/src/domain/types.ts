@@ -247,6 +247,14 @@ export type ReleaseEvent =
       /** ok: receiver applied (or replayed); failed: definitive refusal; unknown: not observed. */
       outcome: "ok" | "failed" | "unknown";
       message: string;
+      /**
+       * With `ok`: the read of the state the write changed, made right after the 2xx (a 2xx is
+       * not the state). `matches` false: the control plane does not show the write (the step
+       * run fails); null: the read itself failed (the step run is `unknown` and is read again).
+       * The reconciler always sends it for writes; an `ok` without it (events built by hand,
+       * `assert_traffic`, which is itself a read) counts as read.
+       */
+      read_back?: { matches: boolean | null; message: string };
     }
   | {
       type: "observed";

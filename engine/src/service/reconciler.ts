@@ -13,6 +13,7 @@
 import { BatonError } from "../domain/errors.ts";
 import type {
   ControlPlaneEffect,
+  ControlPlaneOp,
   DeadlineEffect,
   DispatchEffect,
   Json,
@@ -368,6 +369,10 @@ export class Reconciler {
               ? `HTTP ${r.status}: ${r.message}`
               : r.message,
       };
+      // A 2xx is not the state: read back what the write changed (assert_traffic is a read).
+      if (r.outcome === "ok" && e.request.op !== "assert_traffic") {
+        event.read_back = await this.readBack(e.request, ctx);
+      }
     } else {
       let r: Awaited<ReturnType<ControlPlane["observe"]>>;
       try {
@@ -379,7 +384,9 @@ export class Reconciler {
         type: "observed",
         step_run_id: e.step_run_id,
         matches: r.ok ? r.matches : null,
-        message: r.ok ? `[engine] control plane shows ${JSON.stringify(r.observed)}` : r.message,
+        message: r.ok
+          ? `[engine] control plane shows ${describeObserved(e.request, r.observed)}${r.matches ? "" : `, expected ${describeExpected(e.request)}`}`
+          : r.message,
       };
     }
     faultPoint("after_effect_before_outcome", {
@@ -387,6 +394,24 @@ export class Reconciler {
       effect: "control_plane",
     });
     return event;
+  }
+
+  /** The read-back after a 2xx write: what the control plane shows now vs the write's target. */
+  private async readBack(
+    op: ControlPlaneOp,
+    ctx: WriteContext,
+  ): Promise<{ matches: boolean | null; message: string }> {
+    let r: Awaited<ReturnType<ControlPlane["observe"]>>;
+    try {
+      r = await this.deps.controlPlane.observe(op, ctx);
+    } catch (err) {
+      r = { ok: false, message: `[engine] control plane threw: ${(err as Error).message}` };
+    }
+    if (!r.ok) return { matches: null, message: r.message };
+    const seen = describeObserved(op, r.observed);
+    return r.matches
+      ? { matches: true, message: seen }
+      : { matches: false, message: `${seen}, expected ${describeExpected(op)}` };
   }
 
   /**
@@ -472,6 +497,31 @@ export class Reconciler {
       );
     }
     return true;
+  }
+}
+
+/** What a read shows, limited to the fields the op concerns (lane id first). */
+function describeObserved(op: ControlPlaneOp, observed: unknown): string {
+  if (op.op === "set_traffic" || op.op === "assert_traffic") {
+    return `traffic ${observed === null ? "(no lane serves the model)" : JSON.stringify(observed)}`;
+  }
+  const lane = observed as { excluded?: unknown; capabilities?: unknown; advertised?: unknown };
+  if (!lane) return `no lane ${op.lane}`;
+  return op.op === "set_marker"
+    ? `lane ${op.lane} excluded=${String(lane.excluded)}`
+    : `lane ${op.lane} capabilities=${JSON.stringify(lane.capabilities)} advertised=${String(lane.advertised)}`;
+}
+
+/** The state an op asks for, in the words of `describeObserved`. */
+function describeExpected(op: ControlPlaneOp): string {
+  switch (op.op) {
+    case "set_traffic":
+    case "assert_traffic":
+      return `traffic ${JSON.stringify(op.weights)}`;
+    case "set_marker":
+      return `excluded=${op.present}`;
+    case "set_capabilities":
+      return `capabilities=${JSON.stringify([...new Set(op.capabilities)].sort())} advertised=${op.advertised}`;
   }
 }
 

@@ -11,7 +11,7 @@
  * - `weights(model?)`, `lane(id)`, `route(n)`, `history()`, `ledger()`: the state.
  * - `faults.arm({mode, count, match?, on?})`: `error` -> `unknown` without applying (a 500),
  *   `hang` -> `unknown` without applying (a timeout), `apply_then_hang` -> applies, then
- *   `unknown`. Reads (`on: "read"`) fail with `{ok: false}` for `error`/`hang`.
+ *   `unknown`, `lie` -> `ok` without applying (caught only by reading back). Reads (`on: "read"`) fail with `{ok: false}` for `error`/`hang`.
  * - `seed([{id, weight, excluded, capabilities, advertised, model}])`: starting state, no history.
  *
  * Example:
@@ -102,6 +102,7 @@ export class MemoryControlPlane implements ControlPlane {
     if (fault?.mode === "hang") {
       return { outcome: "unknown", message: "[control-plane] request timed out (injected fault)" };
     }
+    if (fault?.mode === "lie") return { outcome: "ok", replayed: false };
     try {
       const { replayed } = this.core.write(ctx, action);
       if (fault?.mode === "apply_then_hang") {

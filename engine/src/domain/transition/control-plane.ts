@@ -1,6 +1,7 @@
 /**
- * Control-plane step runs: outcomes of keyed, absolute writes and of reads after `unknown`
- * (docs/state-machine.md "Control-plane steps", rules 4, 5).
+ * Control-plane step runs: outcomes of keyed, absolute writes (with the read-back made right
+ * after every 2xx) and of reads after `unknown` (docs/state-machine.md "Control-plane steps",
+ * rules 4, 5).
  */
 import type { ReleaseEvent, StepRun } from "../types.ts";
 import { type Draft, describe } from "./draft.ts";
@@ -21,10 +22,30 @@ export function applied(d: Draft, sr: StepRun, e: Ev<"applied">): void {
     );
     return;
   }
+  if (e.outcome === "ok" && e.read_back?.matches === false) {
+    // Answered 2xx, not applied: a failed step run (forward: the failure handling compensates;
+    // backward: retried within its budget, then needs_operator with this message).
+    sr.state = "failed";
+    sr.last_error = `the control plane answered 2xx but the read-back shows ${e.read_back.message}`;
+    d.accept(`[engine] ${describe(r, sr)} failed: ${sr.last_error}`, sr.id);
+    settled(d, sr);
+    return;
+  }
+  if (e.outcome === "ok" && e.read_back?.matches === null && guards.isCurrent(r, sr)) {
+    sr.state = "unknown";
+    sr.last_error = `answered 2xx but could not be read back: ${e.read_back.message}`;
+    emitControlPlane(d, sr, "read", null);
+    d.accept(
+      `[engine] ${describe(r, sr)} ${sr.last_error}; reading the control plane's actual state`,
+      sr.id,
+    );
+    return;
+  }
   if (e.outcome === "ok") {
     sr.state = "succeeded";
     sr.last_error = null;
-    d.accept(`[engine] ${describe(r, sr)} applied (${sr.operation_key})`, sr.id);
+    const seen = e.read_back ? `; read back: ${e.read_back.message}` : "";
+    d.accept(`[engine] ${describe(r, sr)} applied (${sr.operation_key})${seen}`, sr.id);
     settled(d, sr);
     return;
   }
