@@ -17,47 +17,17 @@ import {
   sr,
   T0,
 } from "../support/sim/drive.ts";
+import {
+  boundAt0,
+  compensating,
+  needsOperator,
+  pausedUnknown,
+  runnerThenCp,
+  started,
+} from "../support/sim/scenes.ts";
 
 const abortEv: ReleaseEvent = { type: "abort", actor: "ops", reason: "bad metrics" };
-const runner2: StepSpec[] = [
-  { name: "attach_queue_lane", kind: "runner", backward: true },
-  { name: "include_lane", kind: "control_plane", backward: true },
-  { name: "assert_traffic_observed", kind: "control_plane", backward: false },
-];
-const started = (s: StepSpec[] = runner2) => ok(release(s), { type: "start" }).release;
-const boundAt0 = () => {
-  const r = ok(started(), {
-    type: "dispatch_accepted",
-    step_run_id: "sr_17_0_f",
-    dispatch: 1,
-  }).release;
-  return ok(r, preflightOf(r, "sr_17_0_f")).release;
-};
-const pausedUnknown = () =>
-  ok(boundAt0(), {
-    type: "deadline",
-    step_run_id: "sr_17_0_f",
-    kind: "callback",
-    dispatch: 1,
-    attempt: 1,
-  }).release;
-/** Step 1 (cp) refused: compensating, step 1 backward applying. */
-const compensating = () =>
-  ok(finishCurrent(started(), "pass"), {
-    type: "applied",
-    step_run_id: "sr_17_1_f",
-    outcome: "failed",
-    message: "HTTP 422",
-  }).release;
-/** Backward of step 1 refused with no retries left: needs_operator. */
-const needsOperator = () =>
-  ok(compensating(), {
-    type: "applied",
-    step_run_id: "sr_17_1_b",
-    outcome: "failed",
-    message: "HTTP 500 twice",
-  }).release;
-const succeeded = () => advanceTo(release(runner2), 3);
+const succeeded = () => advanceTo(release(runnerThenCp()), 3);
 
 interface Row {
   name: string;
@@ -72,7 +42,7 @@ interface Row {
 const rows: Row[] = [
   {
     name: "abort pending: aborted, no effects (F14a)",
-    setup: () => release(runner2),
+    setup: () => release(runnerThenCp()),
     event: () => abortEv,
     state: "aborted",
     effects: [],
@@ -108,7 +78,7 @@ const rows: Row[] = [
   },
   {
     name: "abort aborted: 409",
-    setup: () => ok(release(runner2), abortEv).release,
+    setup: () => ok(release(runnerThenCp()), abortEv).release,
     event: () => abortEv,
     refused: { status: 409, code: "conflict" },
   },
@@ -225,7 +195,7 @@ describe("compensation walks", () => {
   });
 
   it("a control-plane write in flight at abort: compensation waits for its outcome", () => {
-    let r = advanceTo(release(runner2), 1);
+    let r = advanceTo(release(runnerThenCp()), 1);
     const a = ok(r, abortEv);
     expect(a.release.state).toBe("compensating");
     expect(a.effects).toEqual([]);

@@ -8,7 +8,7 @@ import { TERMINAL_RELEASE_STATES } from "../../engine/src/domain/states.ts";
 import { availableActions } from "../../engine/src/domain/transition/exits.ts";
 import { transition } from "../../engine/src/domain/transition.ts";
 import type { Release, ReleaseEvent } from "../../engine/src/domain/types.ts";
-import { IMAGE, PREVIOUS_IMAGE, type StepSpec } from "../support/manifest-fixture.ts";
+import { IMAGE, PREVIOUS_IMAGE } from "../support/manifest-fixture.ts";
 import {
   callbackOf,
   effectTypes,
@@ -20,51 +20,15 @@ import {
   sr,
   T0,
 } from "../support/sim/drive.ts";
+import {
+  boundAt0,
+  compensating,
+  needsOperator,
+  pausedUnknown,
+  runnerThenCp,
+  started,
+} from "../support/sim/scenes.ts";
 
-const specs = (window?: number): StepSpec[] => [
-  {
-    name: "attach_queue_lane",
-    kind: "runner",
-    backward: true,
-    ...(window === undefined ? {} : { rerun_window_ms: window }),
-  },
-  { name: "include_lane", kind: "control_plane", backward: true },
-  { name: "assert_traffic_observed", kind: "control_plane", backward: false },
-];
-const started = (window?: number) => ok(release(specs(window)), { type: "start" }).release;
-/** Step 0 bound to run 9001 attempt 1 and running. */
-const running0 = (window?: number) => {
-  const r = ok(started(window), {
-    type: "dispatch_accepted",
-    step_run_id: "sr_17_0_f",
-    dispatch: 1,
-  }).release;
-  return ok(r, preflightOf(r, "sr_17_0_f")).release;
-};
-/** Step 1 forward refused: compensation writes step 1 backward. */
-const compensating = () =>
-  ok(finishCurrent(started(), "pass"), {
-    type: "applied",
-    step_run_id: "sr_17_1_f",
-    outcome: "failed",
-    message: "HTTP 422",
-  }).release;
-/** Step 1 backward refused, no retries left: needs_operator on sr_17_1_b. */
-const needsOperator = () =>
-  ok(compensating(), {
-    type: "applied",
-    step_run_id: "sr_17_1_b",
-    outcome: "failed",
-    message: "HTTP 500",
-  }).release;
-const pausedUnknown = () =>
-  ok(running0(), {
-    type: "deadline",
-    step_run_id: "sr_17_0_f",
-    kind: "callback",
-    dispatch: 1,
-    attempt: 1,
-  }).release;
 const confirmed = { l1: PREVIOUS_IMAGE };
 const abandonEv = (o: Partial<Extract<ReleaseEvent, { type: "abandon" }>> = {}): ReleaseEvent => ({
   type: "abandon",
@@ -84,7 +48,7 @@ const names = (r: Release) => availableActions(r).map((a) => `${a.action}:${a.ta
 
 describe("availableActions: an exit from every non-terminal state", () => {
   const cases: [string, () => Release, string[]][] = [
-    ["pending", () => release(specs()), ["resume:r17", "abort:r17"]],
+    ["pending", () => release(runnerThenCp()), ["resume:r17", "abort:r17"]],
     ["running", started, ["abort:r17"]],
     [
       "paused (unknown runner outcome)",
@@ -235,7 +199,8 @@ describe("abandon <release> --reason --lane …", () => {
 
 describe("the re-run window", () => {
   const WINDOW = 30 * 60_000;
-  const failed = (window = WINDOW) => ok(running0(window), callbackOf("sr_17_0_f", "fail"));
+  const failed = (window = WINDOW) =>
+    ok(boundAt0(runnerThenCp(window)), callbackOf("sr_17_0_f", "fail"));
 
   it("a failed runner step waits, paused, with a deadline; the runner is told to re-run before it", () => {
     const res = failed();

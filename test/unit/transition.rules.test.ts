@@ -23,23 +23,9 @@ import {
   sr,
   T0,
 } from "../support/sim/drive.ts";
+import { boundAt0, dispatchedAt0 } from "../support/sim/scenes.ts";
 
-const runnerThenCp: StepSpec[] = [
-  { name: "attach_queue_lane", kind: "runner", backward: true },
-  { name: "include_lane", kind: "control_plane", backward: true },
-  { name: "assert_traffic_observed", kind: "control_plane", backward: false },
-];
 const abortEv: ReleaseEvent = { type: "abort", actor: "ops", reason: "" };
-const dispatchedAt0 = () =>
-  ok(ok(release(runnerThenCp), { type: "start" }).release, {
-    type: "dispatch_accepted",
-    step_run_id: "sr_17_0_f",
-    dispatch: 1,
-  }).release;
-const boundAt0 = () => {
-  const r = dispatchedAt0();
-  return ok(r, preflightOf(r, "sr_17_0_f")).release;
-};
 
 /** Applies events in order, collecting every effect; refusals are kept as results too. */
 function play(r: Release, events: ReleaseEvent[]) {
