@@ -9,21 +9,26 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { z } from "zod";
+import {
+  HealthUrl,
+  HostKeyPin,
+  imageRef,
+  LaneId,
+  QueueName,
+  SshHost,
+  SshPort,
+  SshUser,
+} from "../../engine/src/protocol/fields.ts";
 
-/** Digest-pinned image reference `name@sha256:<64 hex>`. */
-export const ImageRef = z
-  .string()
-  .regex(
-    /^[a-z0-9][a-z0-9._/:-]{0,254}@sha256:[0-9a-f]{64}$/,
-    "must be pinned by digest: name@sha256:<64 hex>",
-  );
+/** Digest-pinned image reference `name[:tag]@sha256:<64 hex>` (the recipe's own schema). */
+export const ImageRef = imageRef("image");
 
-const Host = z.string().regex(/^[A-Za-z0-9.:_-]{1,253}$/, "must be a host name or IP address");
-const Port = z.number().int().min(1).max(65535).default(22);
-const User = z.string().regex(/^[a-z_][a-z0-9_.-]{0,31}$/, "must be a login user name");
-const HostKey = z
-  .string()
-  .min(1, "must be the pinned host key (SHA256:…, <type> SHA256:… or a known_hosts line)");
+// The lane's fields take the schemas the contract check applies to the recipe
+// (engine/src/protocol/fields.ts): what the check passed, the tool accepts.
+const Host = SshHost;
+const Port = SshPort.default(22);
+const User = SshUser;
+const HostKey = HostKeyPin;
 
 /** A bastion (OpenSSH ProxyJump) in front of a lane: the tool reaches the lane through it. */
 export const JumpHost = z
@@ -34,19 +39,17 @@ export type JumpHost = z.infer<typeof JumpHost>;
 /** `args` of a runner step: the lane, the image it must run after the step, and before it. */
 export const ToolArgs = z.object({
   lane: z.object({
-    id: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,62}$/, "must be a lane id such as lane-a"),
+    id: LaneId,
     host: Host,
     port: Port,
     user: User,
     host_key: HostKey,
     jump: JumpHost.optional(),
-    queue: z.string().optional(),
-    health_url: z
-      .string()
-      .regex(/^https?:\/\/[A-Za-z0-9._~:/?&=%+-]{1,400}$/, "must be an http(s) URL"),
+    queue: QueueName.optional(),
+    health_url: HealthUrl,
   }),
   image: ImageRef,
-  previous_image: ImageRef.optional(),
+  previous_image: imageRef("previous_image").optional(),
 });
 export type ToolArgs = z.infer<typeof ToolArgs>;
 

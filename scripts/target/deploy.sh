@@ -121,14 +121,19 @@ case "$sub" in
   deploy | restore | smoke) ;;
   *) usage_fail "subcommand must be deploy, restore or smoke (got '$sub')" ;;
 esac
-IMAGE_RE='[a-z0-9][a-z0-9._/:-]{0,254}@sha256:[0-9a-f]{64}'
-matches "$LANE" '[a-z0-9][a-z0-9_.-]{0,62}' || usage_fail "--lane must be a lane id such as lane-a"
-matches "$IMAGE" "$IMAGE_RE" || usage_fail "--image must be pinned by digest: name@sha256:<64 hex>"
-matches "$URL" 'https?://[A-Za-z0-9._~:/?&=%+-]{1,400}' || usage_fail "--health-url must be an http(s) URL"
+# The field rules of engine/src/protocol/fields.ts, verbatim (LANE_ID_PATTERN, IMAGE_PATTERN,
+# HEALTH_URL_PATTERN and its 400-character limit); test/unit/field-schemas.test.ts compares them.
+LANE_RE='[a-z0-9][a-z0-9._-]{0,63}'
+IMAGE_RE='[a-z0-9][a-z0-9._/:-]{0,254}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[a-f0-9]{64}'
+URL_RE='https?://[A-Za-z0-9._~:/?&=%+-]{1,400}'
+URL_MAX=400
+matches "$LANE" "$LANE_RE" || usage_fail "--lane must be a lane id such as lane-a"
+matches "$IMAGE" "$IMAGE_RE" || usage_fail "--image must be pinned by digest: name[:tag]@sha256:<64 hex>"
+{ matches "$URL" "$URL_RE" && [ "${#URL}" -le "$URL_MAX" ]; } || usage_fail "--health-url must be an http(s) URL of at most $URL_MAX characters"
 matches "$HEALTH_TIMEOUT" '[0-9]{1,5}' || usage_fail "--health-timeout must be whole seconds"
 if [ "$sub" != smoke ]; then
   matches "$KEY" '[A-Za-z0-9._:=/@+-]{1,512}' || usage_fail "--operation-key must be set (letters, digits, ._:=/@+-)"
-  [ -z "$PREV" ] || matches "$PREV" "$IMAGE_RE" || usage_fail "--previous-image must be name@sha256:<64 hex>"
+  [ -z "$PREV" ] || matches "$PREV" "$IMAGE_RE" || usage_fail "--previous-image must be name[:tag]@sha256:<64 hex>"
   case "$ONLY" in '' | pull | start | health | stop-old) ;; *) usage_fail "--phase must be pull, start, health or stop-old" ;; esac
 fi
 # Both or neither: a release without a generation cannot be fenced, and the reverse means nothing.

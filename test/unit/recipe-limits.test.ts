@@ -40,7 +40,7 @@ describe("recipe field limits", () => {
       "lanes.0.host",
       /at most 253/,
     ],
-    ["user", (r) => (r.lanes[0].user = "u".repeat(65)), "lanes.0.user", /at most 64/],
+    ["user", (r) => (r.lanes[0].user = "u".repeat(33)), "lanes.0.user", /at most 32/],
     ["lane id", (r) => (r.lanes[0].id = "l".repeat(65)), "lanes.0.id", /at most 64/],
     ["queue", (r) => (r.lanes[0].queue = "q".repeat(129)), "lanes.0.queue", /at most 128/],
     [
@@ -59,9 +59,9 @@ describe("recipe field limits", () => {
       "health_url (70 KB)",
       (r) => (r.lanes[0].health_url = `http://gpu-0.example/${"x".repeat(70_000)}`),
       "lanes.0.health_url",
-      /at most 2048/,
+      /at most 400/,
     ],
-    ["model", (r) => (r.model = "m".repeat(129)), "model", /at most 128/],
+    ["model", (r) => (r.model = "m".repeat(65)), "model", /at most 64/],
     ["name", (r) => (r.name = "n".repeat(129)), "name", /1–128/],
   ];
   it.each(cases)("refuses an oversize %s naming the field with a fix", (_, mutate, path, msg) => {
@@ -78,7 +78,7 @@ describe("recipe field limits", () => {
     r.model = "m".repeat(RECIPE_LIMITS.model);
     r.lanes[0].queue = "q".repeat(RECIPE_LIMITS.queue);
     r.lanes[0].capabilities = Array.from({ length: 64 }, (_, i) => `${i}`.padEnd(64, "c"));
-    r.lanes[0].health_url = `http://gpu-0.example/${"x".repeat(2048 - 21)}`;
+    r.lanes[0].health_url = `http://gpu-0.example/${"x".repeat(RECIPE_LIMITS.health_url - 21)}`;
     expect(r.lanes[0].health_url).toHaveLength(RECIPE_LIMITS.health_url);
     const res = checkRecipe(r);
     expect(res.ok, JSON.stringify(res)).toBe(true);
@@ -93,14 +93,15 @@ describe("recipe field limits", () => {
 });
 
 describe("dispatch payload size check", () => {
-  it("refuses a recipe whose runner args would pass GitHub's limit, naming the largest field", () => {
-    // The image name is not length-capped by the schema; the size check is the backstop.
+  it("refuses a 70 KB image by its length limit, naming the field", () => {
+    // Every field of the runner args is length-capped (protocol/fields.ts); the payload size
+    // check stays as the backstop (checkStepTable below).
     const huge = `ghcr.io/acme/${"s".repeat(70_000)}@sha256:${NEW_DIGEST}`;
     const ps = problemsOf((r) => (r.image = huge));
     const p = ps.find((x) => x.path === "image");
     expect(p, JSON.stringify(pathsOf(ps))).toBeDefined();
-    expect(p?.message).toMatch(/over GitHub's 65536-byte client_payload limit/);
-    expect(p?.fix).toMatch(/Shorten `image`/);
+    expect(p?.message).toMatch(/at most 456 characters/);
+    expect(p?.fix).toMatch(/Pin the image by digest/);
   });
 
   it("keeps the estimate under GitHub's limit with the overhead reserved", () => {

@@ -5,14 +5,20 @@
  */
 import { z } from "zod";
 import type { Problem } from "../domain/errors.ts";
+import {
+  ModelName as ModelNameField,
+  CONTROL_PLANE_NAME_PATTERN as NAME,
+  CONTROL_PLANE_NAME_FIX as NAME_FIX,
+} from "../protocol/fields.ts";
 import { CpError } from "./errors.ts";
 
-const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
-const NAME_FIX =
-  "use 1–64 characters: letters, digits, '.', '_', ':', '-' (starting with a letter or digit)";
-
+/**
+ * A lane name the control plane keeps: its own name rule (protocol/fields.ts), a superset of
+ * Baton's lane ids (uppercase and `:` allowed), so any lane a recipe names is accepted here.
+ */
 export const LaneId = z.string().regex(NAME, { message: `lane id is invalid; ${NAME_FIX}` });
-export const ModelName = z.string().regex(NAME, { message: `model name is invalid; ${NAME_FIX}` });
+/** A model name: the one schema the contract check also applies to a recipe's `model`. */
+export const ModelName = ModelNameField;
 export const Weight = z
   .number({ message: "weight must be a number" })
   .int({ message: "weight must be an integer percent" })

@@ -5,46 +5,49 @@
  * increasing traffic, weight sums) live in `contract-check.ts`.
  */
 import { z } from "zod";
+import {
+  FIELD_LIMITS,
+  HealthUrl,
+  HostKeyPin as HostKeyPinField,
+  imageRef,
+  LaneId,
+  ModelName,
+  QueueName,
+  SshHost as SshHostField,
+  SshPort as SshPortField,
+  SshUser as SshUserField,
+} from "../protocol/fields.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { NOTICE_KINDS } from "./notifications.ts";
 import { FailurePolicy } from "./states.ts";
 
-/** `name@sha256:<64 lowercase hex>`; a tag before the digest is allowed and ignored by pulls. */
-export const IMAGE_PATTERN = /^[a-z0-9][A-Za-z0-9._/:-]*@sha256:[a-f0-9]{64}$/;
-/**
- * OpenSSH fingerprint as `ssh-keygen -l -E sha256` prints it (43 base64 chars, no padding),
- * optionally prefixed by the key type (`ssh-rsa SHA256:…`), which lets the runner ask the host
- * for exactly that key type (a bare fingerprint is tried against each type the host offers).
- */
-export const HOST_KEY_FINGERPRINT_PATTERN =
-  /^(?:(?:ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)) )?SHA256:[A-Za-z0-9+/]{43}$/;
-/** A known_hosts line (`[hosts] <type> <base64> [comment]`), hosts optional; no markers. */
-export const HOST_KEY_LINE_PATTERN =
-  /^(?:[^\s@#][^\s]*\s+)?(?:ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com)\s+AAAA[A-Za-z0-9+/]+={0,3}(?:\s+\S.*)?$/;
-/** Either form of host key pin, as one pattern (for the JSON Schema). */
-export const HOST_KEY_PATTERN = new RegExp(
-  `${HOST_KEY_FINGERPRINT_PATTERN.source}|${HOST_KEY_LINE_PATTERN.source}`,
-);
-/** Lane ids appear in operation keys (`lane=<id>:…`), so no `:`, `=` or spaces. */
-export const LANE_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+export {
+  HOST_KEY_FINGERPRINT_PATTERN,
+  HOST_KEY_LINE_PATTERN,
+  HOST_KEY_PATTERN,
+  IMAGE_PATTERN,
+  LANE_ID_PATTERN,
+} from "../protocol/fields.ts";
 
 /**
  * Length limits (characters). Beyond them a field is a typo or a paste accident, and every
  * runner step carries the lane's fields in its dispatch payload (GitHub caps it at 64 KiB), so
- * an oversize field would only surface as `dispatch_failed` mid-rollout. Sources: host — DNS
- * name ≤ 253 (RFC 1035 §2.3.4); URL — 2048, the practical limit of browsers and proxies.
+ * an oversize field would only surface as `dispatch_failed` mid-rollout. Fields the tools or
+ * the control plane also read take their limits from protocol/fields.ts (host: DNS name ≤ 253,
+ * RFC 1035 §2.3.4; model: the control plane's 64; health URL: deploy.sh's 400).
  */
 export const RECIPE_LIMITS = {
   name: 128,
-  model: 128,
-  lane_id: 64,
-  host: 253,
-  user: 64,
-  queue: 128,
+  model: FIELD_LIMITS.model,
+  lane_id: FIELD_LIMITS.lane_id,
+  host: FIELD_LIMITS.host,
+  user: FIELD_LIMITS.user,
+  queue: FIELD_LIMITS.queue,
   capability: 64,
   capabilities: 64,
-  health_url: 2048,
-  host_key: 16_384,
+  health_url: FIELD_LIMITS.health_url,
+  host_key: FIELD_LIMITS.host_key,
+  image: FIELD_LIMITS.image,
   lanes: 256,
 } as const;
 
@@ -88,31 +91,12 @@ export const StepPolicy = z
   .strict();
 export type StepPolicy = z.infer<typeof StepPolicy>;
 
-const HostKeyPin = z
-  .string()
-  .max(RECIPE_LIMITS.host_key, `host_key must be at most ${RECIPE_LIMITS.host_key} characters`)
-  .regex(
-    HOST_KEY_PATTERN,
-    "host_key must be an OpenSSH SHA256:… fingerprint or a known_hosts line (a fingerprint may follow its key type: ssh-rsa SHA256:…)",
-  )
-  .describe(
-    "Pinned host key: `SHA256:<43 base64 chars>` as `ssh-keygen -l -E sha256` prints (optionally after its type, e.g. `ssh-rsa SHA256:…`), or a known_hosts line.",
-  );
-const SshHost = z
-  .string()
-  .min(1, "host must not be empty")
-  .max(RECIPE_LIMITS.host, `host must be at most ${RECIPE_LIMITS.host} characters`)
-  .regex(/^[A-Za-z0-9.:-]+$/, "host must be a DNS name or an IP address (IPv6 without brackets)");
-const SshPort = z
-  .number()
-  .int("port must be a whole number")
-  .min(1, "port must be 1..65535")
-  .max(65535, "port must be 1..65535")
-  .default(22);
-const SshUser = z
-  .string()
-  .max(RECIPE_LIMITS.user, `user must be at most ${RECIPE_LIMITS.user} characters`)
-  .regex(/^[a-z_][a-z0-9_-]{0,31}$/, "user must be a POSIX user name");
+const HostKeyPin = HostKeyPinField.describe(
+  "Pinned host key: `SHA256:<43 base64 chars>` as `ssh-keygen -l -E sha256` prints (optionally after its type, e.g. `ssh-rsa SHA256:…`), or a known_hosts line.",
+);
+const SshHost = SshHostField;
+const SshPort = SshPortField.default(22);
+const SshUser = SshUserField;
 
 /** A bastion in front of a lane (OpenSSH ProxyJump): host, port, user and its pinned host key. */
 export const JumpHost = z
@@ -128,41 +112,15 @@ export type JumpHost = z.infer<typeof JumpHost>;
 /** One serving unit: a machine attached to a queue, advertising capabilities. */
 export const RecipeLane = z
   .object({
-    id: z
-      .string()
-      .max(RECIPE_LIMITS.lane_id, `lane id must be at most ${RECIPE_LIMITS.lane_id} characters`)
-      .regex(LANE_ID_PATTERN, "lane id must be lowercase letters, digits, '.', '_' or '-'")
-      .describe("Lane id, unique in the recipe, e.g. lane-a."),
-    host: z
-      .string()
-      .min(1, "host must not be empty")
-      .max(RECIPE_LIMITS.host, `host must be at most ${RECIPE_LIMITS.host} characters`)
-      .regex(
-        /^[A-Za-z0-9.:-]+$/,
-        "host must be a DNS name or an IP address (IPv6 without brackets)",
-      )
-      .describe("DNS name or IP address the runner connects to over SSH."),
-    port: z
-      .number()
-      .int("port must be a whole number")
-      .min(1, "port must be 1..65535")
-      .max(65535, "port must be 1..65535")
-      .default(22)
-      .describe("SSH port (default 22)."),
-    user: z
-      .string()
-      .max(RECIPE_LIMITS.user, `user must be at most ${RECIPE_LIMITS.user} characters`)
-      .regex(/^[a-z_][a-z0-9_-]{0,31}$/, "user must be a POSIX user name")
-      .describe("SSH user on the machine."),
+    id: LaneId.describe("Lane id, unique in the recipe, e.g. lane-a."),
+    host: SshHost.describe("DNS name or IP address the runner connects to over SSH."),
+    port: SshPort.describe("SSH port (default 22)."),
+    user: SshUser.describe("SSH user on the machine."),
     host_key: HostKeyPin,
     jump: JumpHost.optional().describe(
       "Bastion (OpenSSH ProxyJump) the runner connects through; omit when the lane is reachable directly.",
     ),
-    queue: z
-      .string()
-      .min(1, "queue must not be empty")
-      .max(RECIPE_LIMITS.queue, `queue must be at most ${RECIPE_LIMITS.queue} characters`)
-      .describe("Queue the lane serves."),
+    queue: QueueName.describe("Queue the lane serves."),
     capabilities: z
       .array(
         z
@@ -179,13 +137,9 @@ export const RecipeLane = z
       )
       .default([])
       .describe("Capabilities advertised once the lane runs the new image."),
-    health_url: z
-      .url({ protocol: /^https?$/, error: "health_url must be an http(s) URL" })
-      .max(
-        RECIPE_LIMITS.health_url,
-        `health_url must be at most ${RECIPE_LIMITS.health_url} characters`,
-      )
-      .describe("URL the smoke check probes on the lane."),
+    health_url: HealthUrl.describe(
+      "URL the smoke check probes on the lane: http(s), at most 400 characters, a DNS name or IPv4 address, letters, digits and ._~:/?&=%+- (percent-encode others).",
+    ),
     weight: z
       .number()
       .int("weight must be a whole percent")
@@ -228,19 +182,15 @@ export const Recipe = z
         "name must be 1–128 lowercase letters, digits, '.', '_' or '-'",
       )
       .describe("Recipe name, e.g. summarizer-v7-rollout."),
-    model: z
-      .string()
-      .min(1, "model must not be empty")
-      .max(RECIPE_LIMITS.model, `model must be at most ${RECIPE_LIMITS.model} characters`)
-      .describe("Model being rolled out."),
-    image: z
-      .string()
-      .regex(IMAGE_PATTERN, "image must be pinned by digest: name@sha256:<64 hex>")
-      .describe("New image, pinned by digest: registry/name@sha256:<64 hex>."),
-    previous_image: z
-      .string()
-      .regex(IMAGE_PATTERN, "previous_image must be pinned by digest: name@sha256:<64 hex>")
-      .describe("Image the lanes run now, pinned by digest; restored on compensation."),
+    model: ModelName.describe(
+      "Model being rolled out, as the control plane names it: 1–64 letters, digits, '.', '_', ':' or '-'.",
+    ),
+    image: imageRef("image").describe(
+      "New image, pinned by digest: registry/name[:tag]@sha256:<64 hex> (name lowercase).",
+    ),
+    previous_image: imageRef("previous_image").describe(
+      "Image the lanes run now, pinned by digest; restored on compensation.",
+    ),
     tool_revision: z
       .string()
       .regex(

@@ -4,33 +4,28 @@
  * the rest are derived from the issue code and the schema's own descriptions.
  */
 import { z } from "zod";
+import { FIELD_FIXES as SHARED_FIELD_FIXES } from "../protocol/fields.ts";
 import type { Problem } from "./errors.ts";
 
 type Path = readonly PropertyKey[];
 
-const DIGEST_FIX =
-  "Pin the image by digest: look it up with `docker buildx imagetools inspect <name>:<tag>` " +
-  "(or `crane digest <name>:<tag>`) and write `<name>@sha256:<64 hex>`; a tag can move, a digest cannot.";
 const HOST_KEY_FIX =
   "Pin the lane's host key: on a trusted network run `ssh-keyscan -p <port> <host> | ssh-keygen -lf - -E sha256` " +
   "and paste the `SHA256:…` fingerprint (43 characters after `SHA256:`), or paste the known_hosts line.";
 
-/** Fixes by field name (the last key of the path), for format and range problems. */
+/**
+ * Fixes by field name (the last key of the path), for format and range problems. Fields the
+ * tools and the control plane also check take theirs from protocol/fields.ts.
+ */
 const FIELD_FIXES: Record<string, string> = {
-  image: DIGEST_FIX,
-  previous_image: DIGEST_FIX,
+  ...SHARED_FIELD_FIXES,
   host_key: HOST_KEY_FIX,
-  health_url:
-    "Write a full http(s) URL the smoke check can reach, e.g. `http://10.0.0.5:8080/healthz`.",
   traffic: "Use an absolute percent from 0 to 100 (e.g. 10, then 50, then 100).",
   weight: "Use a whole percent from 0 to 100; the lanes' weights must add up to 100.",
   tool_revision:
     "Write the full commit sha (40 hex, or 64 in a SHA-256 repository) (`git rev-parse HEAD`), or remove the field.",
-  id: "Use lowercase letters, digits, '.', '_' or '-', e.g. `lane-a`.",
   name: "Use lowercase letters, digits, '.', '_' or '-', e.g. `summarizer-v7-rollout`.",
   port: "Use the SSH port number, 1 to 65535 (default 22).",
-  user: "Use the POSIX user name the runner logs in as, e.g. `deploy`.",
-  host: "Use the machine's DNS name or IP address, without user or port.",
   retries: "Use a whole number from 0 to 10.",
   start_ms: "Use milliseconds from 10000 (10 s) to 86400000 (24 h); default 600000 (10 min).",
   callback_ms: "Use milliseconds from 10000 (10 s) to 86400000 (24 h); default 1800000 (30 min).",
