@@ -97,21 +97,30 @@ describe.each(STORE_KINDS)("notices across kill -9 on %s", (kind) => {
     return { rx, start, call };
   }
 
+  /**
+   * Starts an engine with `fault` set, creates a release and aborts it: the abort commits the
+   * notice, the reconciler claims it and the fault point SIGKILLs the engine (within 20 s).
+   * Returns the release id.
+   */
+  async function abortUntilKilled(w: Awaited<ReturnType<typeof world>>, fault: string) {
+    const p1 = await w.start(fault);
+    const made = await w.call("/v1/releases?start=false", recipe(2));
+    expect(made.status).toBe(201);
+    const id = made.body.id as string;
+    await w.call(`/v1/releases/${id}/abort`, { reason: "wrong image" }).catch(() => null);
+    const ended = await Promise.race([
+      p1.exited,
+      new Promise<null>((r) => setTimeout(() => r(null), 20_000)),
+    ]);
+    expect(ended?.signal).toBe("SIGKILL");
+    return id;
+  }
+
   it.skipIf(skip)(
     "killed after the commit, before the POST: the restarted engine sends it once",
     async () => {
       const w = await world();
-      const p1 = await w.start("after_commit_before_effect@effect=notify");
-      const made = await w.call("/v1/releases?start=false", recipe(2));
-      expect(made.status).toBe(201);
-      const id = made.body.id as string;
-      // The abort commits the notice; the reconciler claims it and the fault point kills.
-      await w.call(`/v1/releases/${id}/abort`, { reason: "wrong image" }).catch(() => null);
-      const ended = await Promise.race([
-        p1.exited,
-        new Promise<null>((r) => setTimeout(() => r(null), 20_000)),
-      ]);
-      expect(ended?.signal).toBe("SIGKILL");
+      const id = await abortUntilKilled(w, "after_commit_before_effect@effect=notify");
       expect(w.rx.received).toHaveLength(0);
 
       await w.start();
@@ -137,15 +146,7 @@ describe.each(STORE_KINDS)("notices across kill -9 on %s", (kind) => {
     "killed after the POST, before completion: sent again with the same delivery id",
     async () => {
       const w = await world();
-      const p1 = await w.start("after_effect_before_outcome@effect=notify");
-      const made = await w.call("/v1/releases?start=false", recipe(2));
-      const id = made.body.id as string;
-      await w.call(`/v1/releases/${id}/abort`, { reason: "wrong image" }).catch(() => null);
-      const ended = await Promise.race([
-        p1.exited,
-        new Promise<null>((r) => setTimeout(() => r(null), 20_000)),
-      ]);
-      expect(ended?.signal).toBe("SIGKILL");
+      const id = await abortUntilKilled(w, "after_effect_before_outcome@effect=notify");
       expect(w.rx.received).toHaveLength(1);
 
       await w.start();
