@@ -157,6 +157,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
             tokens,
             publicUrl: s.publicUrl,
             now: () => clock.now(),
+            controlPlane,
             ...(s.repository ? { repository: s.repository } : {}),
           }),
         );

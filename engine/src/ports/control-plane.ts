@@ -5,7 +5,7 @@
  * a stale generation (409).
  */
 import type { ControlPlaneOp } from "../domain/types.ts";
-import type { WriteContext } from "../protocol/control-plane.ts";
+import type { LaneState, WriteContext } from "../protocol/control-plane.ts";
 
 /** Identity of a write (with its model); defined by the wire contract. */
 export type { WriteContext };
@@ -22,9 +22,22 @@ export type ObserveResult =
   /** matches: the target state the op asks for is what the control plane shows now. */
   { ok: true; matches: boolean; observed: unknown } | { ok: false; message: string };
 
+/** What the control plane holds for the lanes of a model (the fleet view's "observed"). */
+export type LanesRead =
+  | { ok: true; lanes: LaneState[] }
+  /** Unreachable, timed out or answered non-2xx: the message says which. */
+  | { ok: false; message: string };
+
 export interface ControlPlane {
   /** Sends one keyed, absolute write (`assert_traffic` is answered by a read). Never throws. */
   apply(op: ControlPlaneOp, ctx: WriteContext): Promise<ApplyResult>;
   /** Reads the target state of `op` and says whether it matches. Never throws. */
   observe(op: ControlPlaneOp, ctx: WriteContext): Promise<ObserveResult>;
+  /**
+   * Reads every lane of `model` (every lane when omitted) as the control plane holds it now:
+   * weight (%), `excluded`, capabilities, and `image` when the control plane reports one.
+   * Optional: a control plane without a listing leaves the fleet view's observed side empty.
+   * Never throws.
+   */
+  lanes?(model?: string): Promise<LanesRead>;
 }

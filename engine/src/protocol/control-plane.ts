@@ -50,6 +50,11 @@ export interface LaneState {
   capabilities: string[];
   advertised: boolean;
   updated_at: number;
+  /**
+   * Image the lane serves (`name@sha256:…`), when the control plane knows it. Optional: the
+   * reference server does not report one; the fleet view then uses what the target reported.
+   */
+  image?: string | null;
 }
 
 /** One absolute write. Canonicalised before hashing (capabilities sorted). */

@@ -12,7 +12,12 @@
  * The adapter does not retry: the engine re-sends the identical keyed request when it decides to.
  */
 import type { ControlPlaneOp } from "../../domain/types.ts";
-import type { ApplyResult, ControlPlane, ObserveResult } from "../../ports/control-plane.ts";
+import type {
+  ApplyResult,
+  ControlPlane,
+  LanesRead,
+  ObserveResult,
+} from "../../ports/control-plane.ts";
 import {
   actionOf,
   type LaneState,
@@ -98,6 +103,17 @@ export class HttpControlPlane implements ControlPlane {
     if (reply.status !== 200) return { ok: false, message: messageOf(reply, `GET ${path}`) };
     const lane = reply.body as LaneState;
     return { ok: true, matches: laneMatches(op, lane), observed: lane };
+  }
+
+  /** `GET /v1/lanes[?model=]`: the lanes as the control plane holds them now. */
+  async lanes(model?: string): Promise<LanesRead> {
+    const path = `/v1/lanes${model === undefined ? "" : `?model=${encodeURIComponent(model)}`}`;
+    const reply = await this.send("GET", path);
+    if (reply.kind === "unknown") return { ok: false, message: reply.message };
+    const lanes = (reply.body as { lanes?: unknown } | null)?.lanes;
+    if (reply.status !== 200 || !Array.isArray(lanes))
+      return { ok: false, message: messageOf(reply, `GET ${path}`) };
+    return { ok: true, lanes: lanes as LaneState[] };
   }
 
   private async assertTraffic(

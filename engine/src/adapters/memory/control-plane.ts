@@ -35,6 +35,7 @@ import type { ControlPlaneOp } from "../../domain/types.ts";
 import type {
   ApplyResult,
   ControlPlane,
+  LanesRead,
   ObserveResult,
   WriteContext,
 } from "../../ports/control-plane.ts";
@@ -144,6 +145,14 @@ export class MemoryControlPlane implements ControlPlane {
   /** Operation key -> number of applications. */
   applicationCounts(): Record<string, number> {
     return this.core.applicationCounts();
+  }
+
+  /** The port's listing: lanes of `model` (all when omitted); read faults match `/v1/lanes`. */
+  async lanes(model?: string): Promise<LanesRead> {
+    const fault = this.faults.take("read", "/v1/lanes");
+    if (fault)
+      return { ok: false, message: `[control-plane] read failed (injected fault: ${fault.mode})` };
+    return { ok: true, lanes: structuredClone(this.core.lanes(model)) };
   }
 
   /** Lane id -> weight of a model's lanes ({} when none). */

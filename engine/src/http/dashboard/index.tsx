@@ -11,6 +11,7 @@ import { deleteCookie, setCookie } from "hono/cookie";
 import { BatonError } from "../../domain/errors.ts";
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
+import type { ControlPlane } from "../../ports/control-plane.ts";
 import { isReleaseId } from "../../protocol/ids.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { storeUnavailable } from "../errors.ts";
@@ -24,8 +25,10 @@ import {
   sameOrigin,
   TOKEN_COOKIE,
 } from "./auth.ts";
+import { loadFleet } from "./fleet-load.ts";
+import { FleetPage } from "./fleet-page.tsx";
 import { releaseOfStepRun } from "./format.ts";
-import { liveStream } from "./live.ts";
+import { liveStream, markStream } from "./live.ts";
 import { HISTORY_FILTERS, type HistoryFilter, ReleasePage } from "./release-page.tsx";
 import { PAGE_SIZE, ReleasesPage } from "./releases-page.tsx";
 import { safeNext } from "./safe-next.ts";
@@ -39,9 +42,14 @@ export interface DashboardDeps {
   repository?: string;
   /** Clock for durations of running work (epoch ms); defaults to Date.now. */
   now?: () => number;
+  /** The control plane the fleet page reads (its `lanes`); without it, observed is unknown. */
+  controlPlane?: Pick<ControlPlane, "lanes">;
 }
 
 const ACTOR = "dashboard (operator token)";
+
+/** How often an open fleet page's stream reads the releases list and the control plane (ms). */
+export const FLEET_POLL_MS = 2000;
 
 function int(v: string | undefined): number | undefined {
   if (v === undefined || v === "" || !/^[0-9]{1,15}$/.test(v)) return undefined;
@@ -150,6 +158,37 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     } catch (err) {
       return fail(c, who, err);
     }
+  });
+
+  app.get("/fleet", async (c) => {
+    const who = reader(c);
+    if (who instanceof Response) return who;
+    const model = c.req.query("model") || null;
+    try {
+      const fleet = await loadFleet(deps.api, deps.controlPlane, model);
+      return c.html(
+        <FleetPage
+          models={fleet.models}
+          model={model}
+          mark={fleet.mark}
+          role={who.role}
+          now={now()}
+        />,
+      );
+    } catch (err) {
+      return fail(c, who, err);
+    }
+  });
+
+  app.get("/fleet/events", (c) => {
+    const who = reader(c, false);
+    if (who instanceof Response) return who;
+    const model = c.req.query("model") || null;
+    return markStream(
+      c,
+      async () => (await loadFleet(deps.api, deps.controlPlane, model, { markOnly: true })).mark,
+      FLEET_POLL_MS,
+    );
   });
 
   const loadRelease = async (id: string) => {

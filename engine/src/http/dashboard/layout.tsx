@@ -39,6 +39,7 @@ export function Layout(props: {
           <a href="/releases">Baton</a>
           <nav aria-label="Main">
             <a href="/releases">Releases</a>
+            <a href="/fleet">Fleet</a>
           </nav>
           <span class="who">
             {ROLE_WORDS[props.role]}

@@ -64,12 +64,15 @@ export function liveStream(c: Context, api: ReleaseApi, id: string) {
   });
 }
 
-/** The client side: on `change`, re-fetch this page and swap every `[data-part]` by id. */
+/**
+ * The client side: on `change`, re-fetch this page and swap every `[data-part]` by id. The
+ * stream is `data-events` of `#live` when set (the fleet page), else the release's.
+ */
 export const LIVE_SCRIPT = `(function(){
 var live=document.getElementById("live");
 if(!live||live.getAttribute("data-live")!=="1"||!window.EventSource||!window.fetch)return;
-var id=live.getAttribute("data-release"),busy=false,again=false;
-var es=new EventSource("/releases/"+encodeURIComponent(id)+"/events?v="+encodeURIComponent(live.getAttribute("data-version")));
+var src=live.getAttribute("data-events")||"/releases/"+encodeURIComponent(live.getAttribute("data-release"))+"/events",busy=false,again=false;
+var es=new EventSource(src+(src.indexOf("?")<0?"?":"&")+"v="+encodeURIComponent(live.getAttribute("data-version")));
 function refresh(){
 if(busy){again=true;return}busy=true;
 fetch(location.href,{credentials:"same-origin"}).then(function(r){return r.text()}).then(function(html){
@@ -81,3 +84,36 @@ var nl=doc.getElementById("live");if(nl){live.setAttribute("data-version",nl.get
 es.addEventListener("change",refresh);
 es.addEventListener("end",function(){es.close();refresh()});
 })();`;
+
+/**
+ * A stream like `liveStream` for any page: polls `mark()` every `pollMs` (bounded by
+ * `LIVE_MAX_MS`), emits `change` when it differs from the last one sent (starting from `v`),
+ * and `error` when `mark` throws. Never ends by itself before its lifetime.
+ */
+export function markStream(c: Context, mark: () => Promise<string>, pollMs = LIVE_POLL_MS) {
+  let last = c.req.query("v") ?? "";
+  return streamSSE(c, async (stream) => {
+    let aborted = false;
+    stream.onAbort(() => {
+      aborted = true;
+    });
+    const until = Date.now() + LIVE_MAX_MS;
+    while (!aborted && Date.now() < until) {
+      let v: string;
+      try {
+        v = await mark();
+      } catch (err) {
+        await stream.writeSSE({
+          event: "error",
+          data: `[dashboard] the fleet could not be read: ${(err as Error)?.message ?? String(err)}`,
+        });
+        return;
+      }
+      if (v !== last) {
+        last = v;
+        await stream.writeSSE({ event: "change", data: JSON.stringify({ version: v }) });
+      }
+      await stream.sleep(pollMs);
+    }
+  });
+}

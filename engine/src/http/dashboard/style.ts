@@ -5,6 +5,7 @@ export const CSS = `
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);margin:0}
 header.top{display:flex;flex-wrap:wrap;gap:.4rem 1.5rem;align-items:center;padding:.6rem 1.2rem;border-bottom:1px solid var(--line);background:var(--soft)}
 header.top a{color:var(--fg);text-decoration:none;font-weight:600}
+header.top nav{display:flex;gap:1rem}
 header.top .who{margin-left:auto;color:var(--muted);font-size:.9em}
 main{max-width:1400px;margin:0 auto;padding:1rem 1.2rem 3rem}
 h1{font-size:1.45rem;margin:.4rem 0 .8rem}h2{font-size:1.15rem;margin:1.6rem 0 .5rem}
@@ -59,6 +60,9 @@ tr.wave th{background:#eef3f8;font-weight:600}
 tr.op td{background:#f5f0ff}
 nav.filters{display:flex;flex-wrap:wrap;gap:.3rem 1rem;margin:.3rem 0}
 details>summary{cursor:pointer;font-weight:600}
+td.differs{background:#fff5f5}
+.block{display:block}
+table.fleet td{overflow-wrap:anywhere}
 @media (max-width:640px){
  main{padding:.6rem .6rem 2rem}
  .wide{display:none}
@@ -68,5 +72,10 @@ details>summary{cursor:pointer;font-weight:600}
  td.mono{white-space:normal}
  dl.kv{grid-template-columns:1fr}
  header.top .who{margin-left:0}
+ .panel{padding:.5rem .6rem}
+ table.fleet thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+ table.fleet tr{display:block;border-bottom:2px solid var(--line);padding:.3rem 0}
+ table.fleet th,table.fleet td{display:block;border:0;padding:.15rem .3rem}
+ table.fleet td[data-label]::before{content:attr(data-label);display:block;font-weight:600;color:var(--muted);font-size:.85em}
 }
 `;

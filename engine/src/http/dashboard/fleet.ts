@@ -1,0 +1,268 @@
+/**
+ * The fleet view as data: per model and per lane, what Baton's releases declared (desired)
+ * beside what the control plane holds now and the target last reported (observed), with
+ * differences and mixed versions marked. Pure; built from release records and one control
+ * plane read per model. Weights are integer percents 0–100; times are epoch ms.
+ *
+ * Desired, per lane, comes from the newest release that names the lane and has run a step
+ * (else the newest that names it): the replay of its succeeded control-plane step runs (traffic
+ * weights, the `excluded` marker, capabilities) in the order they finished, and the image its
+ * runner steps left (the new image while a deploy of the lane stands, else the previous one;
+ * for an abandoned release, the image the operator confirmed).
+ *
+ * Observed: weight, excluded and capabilities as the control plane lists them; the image as the
+ * control plane reports it (`LaneState.image`) or else as the target last reported it in a
+ * step's result (`image` of a check in checks.json: the runtime's answer when the step ran).
+ */
+import type { Json, Release } from "../../domain/types.ts";
+import type { LanesRead } from "../../ports/control-plane.ts";
+import type { AttemptResult } from "../../ports/store.ts";
+import type { LaneState } from "../../protocol/control-plane.ts";
+import type { ReleaseRecord } from "../../service/api.ts";
+import { stepWords, summarize } from "./summary.ts";
+
+/** What Baton's newest release of a lane declared for it. */
+export interface DesiredLane {
+  release_id: string;
+  release_state: Release["state"];
+  /** Wave of the lane in that release, from 1 (0 when it is in none). */
+  wave: number;
+  /** `name@sha256:…`, and whether it is the release's new or previous image. */
+  image: string;
+  image_is: "new" | "previous" | "confirmed";
+  /** Weight (%) of the last traffic write, null when no traffic step of the release ran. */
+  weight: number | null;
+  /** `excluded` marker as last set, null when the release never set it. */
+  excluded: boolean | null;
+  /** Capabilities as last set (sorted), null when never set. */
+  capabilities: string[] | null;
+  advertised: boolean | null;
+}
+
+/** What the control plane (and the target) show for a lane now. */
+export interface ObservedLane {
+  weight: number;
+  excluded: boolean;
+  capabilities: string[];
+  advertised: boolean;
+  /** Image and where it was read: the control plane, or the target's report in a step result. */
+  image: {
+    ref: string;
+    source: "control_plane" | "target";
+    at: number;
+    step: string | null;
+  } | null;
+  updated_at: number;
+}
+
+/** Fields of a lane whose observed value differs from the desired one. */
+export type LaneField = "image" | "weight" | "excluded" | "capabilities";
+
+export interface FleetLane {
+  id: string;
+  desired: DesiredLane | null;
+  /** null: the control plane did not list the lane (or could not be read). */
+  observed: ObservedLane | null;
+  differs: LaneField[];
+}
+
+export interface FleetModel {
+  model: string;
+  lanes: FleetLane[];
+  /** The control plane's read failed: its message (observed is then unknown). */
+  readError: string | null;
+  /**
+   * Distinct images serving traffic (weight > 0, not excluded) with their lanes; more than one
+   * entry means mixed versions (expected during a canary, a problem once releases ended).
+   */
+  images: { ref: string; lanes: string[]; weight: number }[];
+  mixed: boolean;
+  /** A release of the model that has not ended (then a difference may be work in progress). */
+  active: string | null;
+}
+
+const ENDED = new Set(["succeeded", "rolled_back", "aborted", "abandoned"]);
+
+function ran(r: Release): boolean {
+  return r.step_runs.some((s) => s.state !== "planned");
+}
+
+/** Replays the succeeded control-plane writes of `r` into per-lane desired values. */
+function declared(rec: ReleaseRecord): Map<string, DesiredLane> {
+  const r = rec.release;
+  const steps = r.manifest.steps;
+  const facts = summarize(r, [], rec.attempt_results);
+  const out = new Map<string, DesiredLane>();
+  for (const l of facts.lanes) {
+    const confirmed = r.abandoned?.lanes[l.id];
+    out.set(l.id, {
+      release_id: r.id,
+      release_state: r.state,
+      wave: l.wave,
+      image: confirmed ?? (l.image === "new" ? r.manifest.image : r.manifest.previous_image),
+      image_is: confirmed ? "confirmed" : l.image,
+      weight: null,
+      excluded: null,
+      capabilities: null,
+      advertised: null,
+    });
+  }
+  const writes = r.step_runs
+    .filter((s) => s.kind === "control_plane" && s.state === "succeeded")
+    .sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
+  for (const sr of writes) {
+    const step = steps[sr.step_index];
+    const a = sr.direction === "fwd" ? step?.forward : step?.backward;
+    if (a?.kind !== "control_plane") continue;
+    const req = a.request;
+    if (req.op === "set_traffic") {
+      for (const [id, d] of out) d.weight = Object.hasOwn(req.weights, id) ? req.weights[id]! : 0;
+    } else if (req.op === "set_marker") {
+      const d = out.get(req.lane);
+      if (d) d.excluded = req.present;
+    } else if (req.op === "set_capabilities") {
+      const d = out.get(req.lane);
+      if (d) {
+        d.capabilities = [...new Set(req.capabilities)].sort();
+        d.advertised = req.advertised;
+      }
+    }
+  }
+  return out;
+}
+
+function str(v: Json | undefined): string | null {
+  return typeof v === "string" && v.trim() ? v.trim() : null;
+}
+
+/** The newest image a target reported for each lane in its step results (`image` of a check). */
+function targetImages(
+  records: ReleaseRecord[],
+): Map<string, { ref: string; at: number; step: string }> {
+  const out = new Map<string, { ref: string; at: number; step: string }>();
+  for (const rec of records) {
+    const r = rec.release;
+    const byRun = new Map(r.step_runs.map((s) => [s.id, s]));
+    for (const a of rec.attempt_results as AttemptResult[]) {
+      const sr = byRun.get(a.step_run_id);
+      const step = sr ? r.manifest.steps[sr.step_index] : undefined;
+      if (!step?.lane || !Array.isArray(a.checks)) continue;
+      let ref: string | null = null;
+      for (const c of a.checks) {
+        if (c && typeof c === "object" && !Array.isArray(c)) ref = str(c.image) ?? ref;
+      }
+      if (!ref) continue;
+      const seen = out.get(step.lane);
+      if (!seen || a.received_at >= seen.at) {
+        out.set(step.lane, {
+          ref,
+          at: a.received_at,
+          step: `${r.id} ${stepWords(step)}${sr?.direction === "bwd" ? " undo" : ""}`,
+        });
+      }
+    }
+  }
+  return out;
+}
+
+function sameList(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/**
+ * The fleet: one entry per model, from the release records (newest first or in any order)
+ * and the control plane's read of each model's lanes (absent = not read).
+ */
+export function fleetFacts(
+  records: ReleaseRecord[],
+  reads: ReadonlyMap<string, LanesRead>,
+): FleetModel[] {
+  const newestFirst = [...records].sort((a, b) => b.release.created_at - a.release.created_at);
+  const models = new Set<string>([...newestFirst.map((r) => r.release.manifest.model)]);
+  for (const [m, read] of reads) {
+    models.add(m);
+    if (read.ok) for (const l of read.lanes) if (l.model) models.add(l.model);
+  }
+  const images = targetImages(newestFirst);
+  const out: FleetModel[] = [];
+  for (const model of [...models].sort()) {
+    const recs = newestFirst.filter((r) => r.release.manifest.model === model);
+    const desired = new Map<string, DesiredLane>();
+    const decided = new Set<string>();
+    // The newest release that ran a step decides a lane; else the newest that names it.
+    for (const pass of [true, false]) {
+      for (const rec of recs) {
+        if (pass && !ran(rec.release)) continue;
+        const lanes = rec.release.manifest.lanes.map((l) => l.id).filter((id) => !decided.has(id));
+        if (lanes.length === 0) continue;
+        const d = declared(rec);
+        for (const id of lanes) {
+          const v = d.get(id);
+          if (v) {
+            desired.set(id, v);
+            decided.add(id);
+          }
+        }
+      }
+    }
+    const read = reads.get(model);
+    const listed = new Map<string, LaneState>();
+    if (read?.ok) for (const l of read.lanes) if (l.model === model) listed.set(l.id, l);
+    // Lanes Baton declared for this model but that the control plane lists under no model.
+    if (read?.ok)
+      for (const l of read.lanes) if (l.model === null && desired.has(l.id)) listed.set(l.id, l);
+    const ids = [...new Set([...desired.keys(), ...listed.keys()])].sort();
+    const lanes: FleetLane[] = ids.map((id) => {
+      const d = desired.get(id) ?? null;
+      const cp = listed.get(id);
+      const t = images.get(id);
+      const observed: ObservedLane | null = cp
+        ? {
+            weight: cp.weight,
+            excluded: cp.excluded,
+            capabilities: [...cp.capabilities].sort(),
+            advertised: cp.advertised,
+            image: str(cp.image ?? undefined)
+              ? { ref: cp.image!, source: "control_plane", at: cp.updated_at, step: null }
+              : t
+                ? { ref: t.ref, source: "target", at: t.at, step: t.step }
+                : null,
+            updated_at: cp.updated_at,
+          }
+        : null;
+      const differs: LaneField[] = [];
+      if (d && observed) {
+        if (observed.image && observed.image.ref !== d.image) differs.push("image");
+        if (d.weight !== null && observed.weight !== d.weight) differs.push("weight");
+        if (d.excluded !== null && observed.excluded !== d.excluded) differs.push("excluded");
+        if (
+          d.capabilities !== null &&
+          (!sameList(observed.capabilities, d.capabilities) || observed.advertised !== d.advertised)
+        )
+          differs.push("capabilities");
+      }
+      return { id, desired: d, observed, differs };
+    });
+    const serving = new Map<string, { lanes: string[]; weight: number }>();
+    for (const l of lanes) {
+      const weight = l.observed ? l.observed.weight : (l.desired?.weight ?? 0);
+      const excluded = l.observed ? l.observed.excluded : (l.desired?.excluded ?? false);
+      const ref = l.observed?.image?.ref ?? l.desired?.image ?? null;
+      if (!ref || weight <= 0 || excluded) continue;
+      const e = serving.get(ref) ?? { lanes: [], weight: 0 };
+      e.lanes.push(l.id);
+      e.weight += weight;
+      serving.set(ref, e);
+    }
+    const active = recs.find((r) => !ENDED.has(r.release.state))?.release.id ?? null;
+    out.push({
+      model,
+      lanes,
+      readError: read && !read.ok ? read.message : null,
+      images: [...serving].map(([ref, e]) => ({ ref, ...e })).sort((a, b) => b.weight - a.weight),
+      mixed: serving.size > 1,
+      active,
+    });
+  }
+  return out;
+}

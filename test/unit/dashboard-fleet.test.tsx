@@ -1,0 +1,169 @@
+/**
+ * The fleet view (issue 16): desired (what Baton's releases declared) against observed (the
+ * control plane's lanes, the target's image report), differences and mixed versions marked,
+ * a control plane that does not answer said so; served at /fleet through the real in-memory
+ * control plane and its HTTP adapter against the reference server.
+ */
+import { describe, expect, it } from "vitest";
+import { HttpControlPlane } from "../../engine/src/adapters/http-control-plane/index.ts";
+import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
+import { startControlPlane } from "../../engine/src/control-plane/server.ts";
+import { fleetFacts } from "../../engine/src/http/dashboard/fleet.ts";
+import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
+import type { ReleaseRecord } from "../../engine/src/service/api.ts";
+import { compensatedRecord, fakeApi, succeededRecord } from "../support/dashboard-fixtures.ts";
+
+const NEW = succeededRecord().release.manifest.image;
+const PREV = succeededRecord().release.manifest.previous_image;
+
+/** r2 succeeded on lane-1 (traffic 100%), and the target reported the new image in its deploy. */
+function succeeded(): ReleaseRecord {
+  const rec = succeededRecord();
+  const deploy = rec.release.step_runs.find(
+    (s) =>
+      s.kind === "runner" && rec.release.manifest.steps[s.step_index]!.name === "attach_queue_lane",
+  )!;
+  rec.attempt_results.push({
+    step_run_id: deploy.id,
+    attempt: 1,
+    release_id: rec.release.id,
+    received_at: deploy.finished_at!,
+    status: "succeeded",
+    overall: "pass",
+    checks: [
+      { phase: "start", status: "ok", exit_code: 0, image: NEW },
+      { phase: "health", status: "ok", exit_code: 0 },
+    ],
+    log: "",
+    log_truncated: false,
+    raw_callback: "{}",
+    preflight: {},
+  });
+  return rec;
+}
+
+function seeded(): MemoryControlPlane {
+  const cp = new MemoryControlPlane({ model: "chat-model" });
+  cp.seed([
+    { id: "lane-1", weight: 90, excluded: false, capabilities: ["chat"], advertised: true },
+    { id: "lane-2", weight: 10, excluded: false, image: PREV },
+  ]);
+  return cp;
+}
+
+describe("fleet facts", () => {
+  it("desired from the release, observed from the control plane and the target; differences and mixed versions", async () => {
+    const cp = seeded();
+    const read = await cp.lanes("chat-model");
+    const [m] = fleetFacts([succeeded()], new Map([["chat-model", read]]));
+    expect(m!.model).toBe("chat-model");
+    const l1 = m!.lanes.find((l) => l.id === "lane-1")!;
+    const l2 = m!.lanes.find((l) => l.id === "lane-2")!;
+    expect(l1.desired).toMatchObject({
+      release_id: "r2",
+      image: NEW,
+      image_is: "new",
+      weight: 100,
+    });
+    expect(l1.observed).toMatchObject({ weight: 90, excluded: false });
+    expect(l1.observed!.image).toMatchObject({ ref: NEW, source: "target" });
+    expect(l1.differs).toEqual(["weight"]);
+    expect(l2.desired).toMatchObject({ image: PREV, image_is: "previous", weight: 0 });
+    expect(l2.observed!.image).toMatchObject({ ref: PREV, source: "control_plane" });
+    expect(l2.differs).toEqual(["weight"]);
+    expect(m!.mixed).toBe(true);
+    expect(m!.images.map((i) => [i.lanes, i.weight])).toEqual([
+      [["lane-1"], 90],
+      [["lane-2"], 10],
+    ]);
+  });
+
+  it("in step: nothing differs, one version", async () => {
+    const cp = new MemoryControlPlane({ model: "chat-model" });
+    cp.seed([
+      { id: "lane-1", weight: 100, excluded: false, capabilities: ["chat"], advertised: true },
+      { id: "lane-2", weight: 0 },
+    ]);
+    const [m] = fleetFacts([succeeded()], new Map([["chat-model", await cp.lanes("chat-model")]]));
+    expect(m!.lanes.map((l) => l.differs)).toEqual([[], []]);
+    expect(m!.mixed).toBe(false);
+  });
+
+  it("a control plane that does not answer: observed unknown, the message kept", () => {
+    const [m] = fleetFacts(
+      [succeeded()],
+      new Map([
+        ["chat-model", { ok: false as const, message: "[control-plane] GET /v1/lanes timed out" }],
+      ]),
+    );
+    expect(m!.readError).toContain("timed out");
+    expect(m!.lanes.every((l) => l.observed === null && l.differs.length === 0)).toBe(true);
+  });
+
+  it("an abandoned release's desired image is the one the operator confirmed; the newest release that ran decides", () => {
+    const older = succeeded();
+    const rb = compensatedRecord();
+    rb.release.state = "abandoned";
+    rb.release.abandoned = {
+      actor: "alice",
+      reason: "fixed by hand",
+      at: rb.release.updated_at,
+      lanes: { "lane-1": "ghcr.io/acme/model@sha256:" + "d".repeat(64), "lane-2": "none" },
+    };
+    const [m] = fleetFacts([older, rb], new Map());
+    const l1 = m!.lanes.find((l) => l.id === "lane-1")!;
+    expect(l1.desired).toMatchObject({ release_id: "r3", image_is: "confirmed" });
+    expect(l1.desired!.image).toContain("ddddd");
+  });
+});
+
+describe("/fleet", () => {
+  it("renders desired and observed, marks differences and mixed versions, and a dead control plane", async () => {
+    const app = dashboardApp({
+      api: fakeApi([succeeded()]),
+      tokens: {},
+      publicUrl: "http://127.0.0.1",
+      controlPlane: seeded(),
+    });
+    const res = await app.request("/fleet?model=chat-model");
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toContain("Model chat-model");
+    expect(html).toContain("mixed versions");
+    expect(html).toContain("2 lane(s) differ");
+    expect(html).toContain("want </span>100%");
+    expect(html).toContain("now </span>90%");
+    expect(html).toContain('data-events="/fleet/events?model=chat-model"');
+
+    const dead = new MemoryControlPlane();
+    dead.faults.arm({ mode: "error", count: 1, on: "read" });
+    const app2 = dashboardApp({
+      api: fakeApi([succeeded()]),
+      tokens: {},
+      publicUrl: "http://127.0.0.1",
+      controlPlane: dead,
+    });
+    const html2 = await (await app2.request("/fleet")).text();
+    expect(html2).toContain("The control plane did not answer");
+  });
+
+  it("the HTTP adapter lists the reference server's lanes of one model", async () => {
+    const server = await startControlPlane({ port: 0, dataFile: ":memory:", faults: false });
+    try {
+      server.core.seed([
+        { id: "a", model: "m1", weight: 100 },
+        { id: "b", model: "m2", weight: 100 },
+      ]);
+      const cp = new HttpControlPlane({ baseUrl: server.url });
+      const read = await cp.lanes("m1");
+      expect(read.ok && read.lanes.map((l) => l.id)).toEqual(["a"]);
+      const all = await cp.lanes();
+      expect(all.ok && all.lanes.map((l) => l.id).sort()).toEqual(["a", "b"]);
+      const down = new HttpControlPlane({ baseUrl: "http://127.0.0.1:9", timeoutMs: 500 });
+      const bad = await down.lanes("m1");
+      expect(bad.ok).toBe(false);
+    } finally {
+      await server.close();
+    }
+  });
+});
