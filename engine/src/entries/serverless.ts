@@ -1,0 +1,147 @@
+/**
+ * What the serverless entries (worker.ts, lambda.ts) share: their settings, read from the
+ * platform's environment (Workers `env`, Lambda `process.env`) with the Node entry's variable
+ * names, and the composition of one core for one event: Postgres store, GitHub dispatcher, HTTP
+ * control plane, system clock, console log. No interval: the platform's schedule calls `tick()`.
+ *
+ * Nothing here holds a connection across events. Workers forbid I/O objects shared between
+ * requests (a pool opened by one request hangs the next), so each event opens its own small
+ * pool and closes it when the event's work, including effects it started, has settled
+ * (`EventScope.finish`).
+ */
+import { z } from "zod";
+import { GitHubDispatcher } from "../adapters/github/dispatcher.ts";
+import { HttpControlPlane } from "../adapters/http-control-plane/index.ts";
+import { PostgresStore } from "../adapters/postgres/postgres-store.ts";
+import { type Core, createCore, type Scheduler } from "../core.ts";
+import { systemClock } from "../ports/clock.ts";
+
+/** The environment a serverless entry reads: variable name → value. */
+export type ServerlessEnv = Record<string, unknown>;
+
+const url = z.string().regex(/^https?:\/\/[^\s]+$/, "must be an http(s) URL");
+const secretList = z
+  .string()
+  .transform((s) => s.split(",").map((x) => x.trim()))
+  .refine(
+    (l) => l.length > 0 && l.every((x) => x.length >= 16),
+    "each secret needs ≥ 16 characters",
+  );
+
+const Env = z.object({
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL"),
+  BATON_PUBLIC_URL: url,
+  BATON_CALLBACK_SECRETS: secretList,
+  BATON_OPERATOR_TOKEN: z.string().min(16, "needs ≥ 16 characters"),
+  BATON_VIEWER_TOKEN: z.string().min(16, "needs ≥ 16 characters").optional(),
+  BATON_CONTROL_PLANE_URL: url,
+  GITHUB_REPOSITORY: z.string().regex(/^[\w.-]+\/[\w.-]+$/, "must be owner/name"),
+  GITHUB_TOKEN: z.string().min(1),
+  /** GitHub's REST API (GitHub Enterprise Server, or a stand-in in tests). */
+  GITHUB_API_URL: url.optional(),
+  /** `off` lets releases share lanes (default one release per lane). */
+  BATON_EXCLUSIVE_LANES: z.enum(["on", "off"]).optional(),
+  /** Connections per event (default 3: a commit, a claim and a read may overlap). */
+  BATON_DB_POOL: z.coerce.number().int().min(1).max(10).optional(),
+});
+
+/** Settings of a serverless engine, validated. */
+export type ServerlessSettings = z.infer<typeof Env>;
+
+/**
+ * Validates the environment. @throws Error `[engine] invalid configuration: …` naming every bad
+ * variable and where to set it (the entries answer it as a 503 without touching the store).
+ */
+export function serverlessSettings(env: ServerlessEnv): ServerlessSettings {
+  const clean = Object.fromEntries(
+    Object.entries(env).filter(([, v]) => typeof v === "string" && v !== ""),
+  );
+  const r = Env.safeParse(clean);
+  if (r.success) return r.data;
+  const lines = r.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
+  throw new Error(
+    `[engine] invalid configuration: ${lines.join("; ")}; set these as the function's variables or secrets (docs/deploying.md)`,
+  );
+}
+
+const consoleLog = {
+  info: (m: string) => console.log(m),
+  warn: (m: string) => console.warn(m),
+  error: (m: string, e?: unknown) => console.error(m, e ?? ""),
+};
+
+/**
+ * One event's core and what it started. `defer` collects work that outlives the response
+ * (effects after a commit); `finish()` waits for it (bounded by the reconciler's own bounds),
+ * then closes the event's connections. Call `finish` exactly once per event.
+ */
+export class EventScope implements Scheduler {
+  readonly core: Core;
+  readonly store: PostgresStore;
+  private readonly pending: Promise<unknown>[] = [];
+
+  constructor(s: ServerlessSettings) {
+    this.store = new PostgresStore({ connectionString: s.DATABASE_URL, max: s.BATON_DB_POOL ?? 3 });
+    this.core = createCore(
+      {
+        store: this.store,
+        dispatcher: new GitHubDispatcher({
+          repository: s.GITHUB_REPOSITORY,
+          auth: { kind: "token", token: s.GITHUB_TOKEN },
+          ...(s.GITHUB_API_URL ? { baseUrl: s.GITHUB_API_URL } : {}),
+        }),
+        controlPlane: new HttpControlPlane({ baseUrl: s.BATON_CONTROL_PLANE_URL }),
+        clock: systemClock,
+        log: consoleLog,
+        scheduler: this,
+      },
+      {
+        publicUrl: s.BATON_PUBLIC_URL.replace(/\/+$/, ""),
+        callbackSecrets: s.BATON_CALLBACK_SECRETS,
+        operatorToken: s.BATON_OPERATOR_TOKEN,
+        viewerToken: s.BATON_VIEWER_TOKEN ?? null,
+        repository: s.GITHUB_REPOSITORY,
+        exclusiveLanes: s.BATON_EXCLUSIVE_LANES !== "off",
+      },
+    );
+  }
+
+  defer(work: Promise<unknown>): void {
+    this.pending.push(work);
+  }
+
+  /** Waits for deferred work (new work it defers too), stops the reconciler, closes the pool. */
+  async finish(): Promise<void> {
+    for (let i = 0; i < 100 && this.pending.length > 0; i++) {
+      await Promise.allSettled(this.pending.splice(0));
+    }
+    await this.core.stop();
+    await this.store.close().catch(() => {});
+  }
+}
+
+let migrated = false;
+
+/**
+ * Opens one event's scope; the first event of an isolate / execution environment migrates the
+ * store (engines starting together wait on a database lock, so this is safe to repeat).
+ */
+export async function openEvent(s: ServerlessSettings): Promise<EventScope> {
+  const scope = new EventScope(s);
+  if (!migrated) {
+    try {
+      await scope.store.migrate();
+    } catch (err) {
+      await scope.store.close().catch(() => {});
+      throw err;
+    }
+    migrated = true;
+  }
+  return scope;
+}
+
+/** The answer to an event that cannot be served because the settings are wrong. */
+export function misconfigured(err: unknown): Response {
+  const message = err instanceof Error ? err.message : String(err);
+  return Response.json({ error: { code: "misconfigured", message } }, { status: 503 });
+}

@@ -1,0 +1,48 @@
+/**
+ * Cloudflare Workers entry. `fetch` serves the core's app; a Cron Trigger (`scheduled`) runs
+ * `tick()` (deadlines, due effects, retention); effects a request commits run after the response
+ * under `ctx.waitUntil`. Store: Postgres over TCP sockets (`pg` + `pg-cloudflare`, compatibility
+ * flag `nodejs_compat`), one small pool per event, closed when the event's work has settled.
+ * Built by scripts/build-worker.mjs; set up as in docs/deploying.md.
+ */
+import { type EventScope, misconfigured, openEvent, serverlessSettings } from "./serverless.ts";
+
+/** The part of the Workers `ExecutionContext` this entry uses. */
+interface WorkerContext {
+  waitUntil(work: Promise<unknown>): void;
+}
+
+async function open(env: Record<string, unknown>): Promise<EventScope> {
+  return openEvent(serverlessSettings(env));
+}
+
+export default {
+  async fetch(req: Request, env: Record<string, unknown>, ctx: WorkerContext): Promise<Response> {
+    let scope: EventScope;
+    try {
+      scope = await open(env);
+    } catch (err) {
+      console.error(String(err));
+      return misconfigured(err);
+    }
+    try {
+      return await scope.core.app.fetch(req);
+    } finally {
+      ctx.waitUntil(scope.finish());
+    }
+  },
+
+  async scheduled(
+    _event: unknown,
+    env: Record<string, unknown>,
+    ctx: WorkerContext,
+  ): Promise<void> {
+    const scope = await open(env);
+    ctx.waitUntil(
+      scope.core
+        .tick()
+        .catch((err) => console.error("[engine] scheduled tick failed", err))
+        .finally(() => scope.finish()),
+    );
+  },
+};

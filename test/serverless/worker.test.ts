@@ -1,0 +1,127 @@
+/**
+ * The Cloudflare Workers entry on the real runtime: the bundle scripts/build-worker.mjs makes,
+ * run by workerd through miniflare 3, against a real Postgres over TCP sockets (pg +
+ * pg-cloudflare), the GitHub stand-in and the reference control plane over HTTP. A release is
+ * driven only by requests (operator, signed preflights and callbacks) and Cron Trigger events
+ * (`scheduled`); no engine process lives between them. Asserted on the control plane's state,
+ * not only on the engine's record.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Miniflare } from "miniflare";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  driveRelease,
+  MODEL,
+  type Send,
+  type ServerlessWorld,
+  startServerlessWorld,
+} from "../support/serverless-world.ts";
+
+const PG = process.env.BATON_TEST_DATABASE_URL;
+const PUBLIC_URL = "https://baton.example.workers.dev";
+
+describe.skipIf(!PG && process.env.CI !== "true")("Workers entry in workerd", () => {
+  let dir: string;
+  let world: ServerlessWorld;
+  let mf: Miniflare;
+  let send: Send;
+  let tick: () => Promise<void>;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "baton-worker-"));
+    const out = join(dir, "worker.mjs");
+    const built = spawnSync(process.execPath, ["scripts/build-worker.mjs", out], {
+      encoding: "utf8",
+    });
+    expect(built.status, built.stderr).toBe(0);
+    world = await startServerlessWorld(PUBLIC_URL);
+    mf = new Miniflare({
+      modules: [{ type: "ESModule", path: "worker.mjs", contents: readFileSync(out, "utf8") }],
+      compatibilityDate: "2024-09-23",
+      compatibilityFlags: ["nodejs_compat"],
+      bindings: world.env,
+    });
+    send = async (method, path, body, headers) => {
+      const res = await mf.dispatchFetch(`${PUBLIC_URL}${path}`, {
+        method,
+        ...(body === undefined ? {} : { body }),
+        headers: headers ?? {},
+      });
+      return { status: res.status, body: await res.text() };
+    };
+    // miniflare's Fetcher types omit `scheduled`; it is there at run time (a Cron Trigger event).
+    const worker = (await mf.getWorker()) as unknown as {
+      scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }>;
+    };
+    tick = async () => {
+      const r = await worker.scheduled({ cron: "* * * * *", scheduledTime: new Date() });
+      expect(r.outcome).toBe("ok");
+    };
+  }, 120_000);
+
+  afterAll(async () => {
+    await mf?.dispose();
+    await world?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("answers /healthz 200 and a misconfigured worker 503 naming the variable", async () => {
+    expect((await send("GET", "/healthz")).status).toBe(200);
+    const bad = new Miniflare({
+      modules: [
+        {
+          type: "ESModule",
+          path: "worker.mjs",
+          contents: readFileSync(join(dir, "worker.mjs"), "utf8"),
+        },
+      ],
+      compatibilityDate: "2024-09-23",
+      compatibilityFlags: ["nodejs_compat"],
+      bindings: { ...world.env, DATABASE_URL: "mysql://nope" },
+    });
+    try {
+      const res = await bad.dispatchFetch(`${PUBLIC_URL}/healthz`);
+      expect(res.status).toBe(503);
+      expect(await res.text()).toContain("DATABASE_URL");
+    } finally {
+      await bad.dispose();
+    }
+  });
+
+  it("a release driven by requests and scheduled ticks succeeds; traffic is on the candidate lanes' plan", async () => {
+    const r = await driveRelease(world, send, tick);
+    expect(r.state).toBe("succeeded");
+    // Every runner step run was dispatched through GitHub and answered once.
+    expect(new Set(r.answered).size).toBe(r.answered.length);
+    // The control plane holds the last wave's plan, each keyed write applied once.
+    const lanes = world.cp.core.lanes(MODEL);
+    expect(lanes.map((l) => [l.id, l.weight, l.excluded])).toEqual([
+      ["sl-0", 50, false],
+      ["sl-1", 50, false],
+    ]);
+    const counts = world.cp.core.applicationCounts();
+    expect(
+      Object.keys(counts).filter((k) => k.startsWith(`${r.id}:`) && k.endsWith("fwd:traffic=100")),
+    ).toHaveLength(1);
+    expect(Object.values(counts).every((n) => n === 1)).toBe(true);
+    expect(r.ticks).toBeGreaterThan(0);
+  }, 180_000);
+
+  it("a release whose second wave fails its runner step is rolled back to the observed baseline", async () => {
+    const weightsNow = () =>
+      Object.fromEntries(world.cp.core.lanes(MODEL).map((l) => [l.id, l.weight]));
+    const before = weightsNow();
+    const r = await driveRelease(world, send, tick, { failWave: 1 });
+    expect(r.state).toBe("rolled_back");
+    expect(r.answered.some((id) => id.endsWith("_b"))).toBe(true);
+    expect(weightsNow()).toEqual(before);
+    const counts = world.cp.core.applicationCounts();
+    expect(Object.keys(counts).some((k) => k.startsWith(`${r.id}:`) && k.includes(":bwd:"))).toBe(
+      true,
+    );
+    expect(Object.values(counts).every((n) => n === 1)).toBe(true);
+  }, 180_000);
+});
