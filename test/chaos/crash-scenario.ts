@@ -63,7 +63,9 @@ function strideChains(points: KillPoint[], n: number): KillPoint[][] {
  */
 export async function crashScenario(root: string, deadline: number): Promise<CrashOutcome> {
   const log = (s: string) => console.log(`[chaos] ${s}`);
-  log(`crash: dry runs of the example release (forward, and compensation with step ${FAIL_AT} failing)`);
+  log(
+    `crash: dry runs of the example release (forward, and compensation with step ${FAIL_AT} failing)`,
+  );
   const [fwd, comp] = (await pool(2, [
     () =>
       runCase({

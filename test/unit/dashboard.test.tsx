@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { csrfToken } from "../../engine/src/http/dashboard/auth.ts";
 import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
 import { reasonOf } from "../../engine/src/http/dashboard/release-page.tsx";
 import type { ReleaseRecord } from "../../engine/src/service/api.ts";
@@ -378,8 +379,11 @@ describe("sign-in and operator actions", () => {
 
   it("shows the engine's refusal with its status", async () => {
     const { get, post } = setup();
-    const page = await (await get("/releases/r3/abort", OP)).text();
-    const res = await post("/releases/r3/abort", { csrf: csrfOf(page), confirm: "yes" }, OP);
+    // The confirmation page offers no form for it (409); a form posted anyway (a page opened
+    // before the release ended) gets the engine's refusal.
+    expect((await get("/releases/r3/abort", OP)).status).toBe(409);
+    const csrf = csrfToken(OP, "abort", "r3");
+    const res = await post("/releases/r3/abort", { csrf, confirm: "yes" }, OP);
     expect(res.status).toBe(409);
     expect(await res.text()).toContain("a finished release cannot be aborted");
   });

@@ -18,7 +18,59 @@ const WHAT: Record<ActionName, (target: string) => string> = {
     `Abandon release ${t}? It ends abandoned without further compensation. Confirm, for every lane, the image it runs now (name@sha256:…, or none); the lanes are then free for a new release.`,
 };
 
-/** The confirmation step: a POST form with the CSRF token and an explicit confirm field. */
+/** What an action leads to, for people: steps grouped by lane, in the order they run. */
+export interface PlanWords {
+  /** `Will be undone, in this order` / `Will run, in this order` / `Will NOT be undone`. */
+  heading: string;
+  /** Lane (or `traffic (all lanes)`) -> step descriptions in run order. */
+  lanes: { lane: string; steps: string[] }[];
+  /** When nothing runs: what happens instead. */
+  empty: string;
+}
+
+/** An action the engine accepts now, as a link (the refusal page lists them). */
+export interface AcceptedLink {
+  label: string;
+  href: string | null;
+  command: string;
+}
+
+function PlanTable(props: { plan: PlanWords }) {
+  const { plan } = props;
+  return (
+    <section aria-labelledby="plan-h" id="plan">
+      <h2 id="plan-h">{plan.heading}</h2>
+      {plan.lanes.length === 0 ? (
+        <p class="muted">{plan.empty}</p>
+      ) : (
+        <div class="scroll">
+          <table class="compact">
+            <thead>
+              <tr>
+                <th scope="col">Lane</th>
+                <th scope="col">Steps, in order</th>
+              </tr>
+            </thead>
+            <tbody>
+              {plan.lanes.map((l) => (
+                <tr>
+                  <th scope="row">{l.lane}</th>
+                  <td class="wrap">{l.steps.join(" → ")}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
+
+/**
+ * The confirmation step: what the action will do (lane by lane), then a POST form with the
+ * CSRF token and an explicit confirm field. An action the engine would refuse now
+ * (`offered: false`) gets no form: the page says so and lists `accepted`.
+ */
 export function ConfirmPage(props: {
   action: ActionName;
   target: string;
@@ -30,6 +82,10 @@ export function ConfirmPage(props: {
   lanes?: string[];
   /** Whether the engine accepts this action now (its `availableActions`). */
   offered?: boolean;
+  /** What it will undo or run, by lane (`planOf`). */
+  plan?: PlanWords | null;
+  /** The actions the engine accepts now (shown when this one is not). */
+  accepted?: AcceptedLink[];
 }) {
   const verb = props.action[0]!.toUpperCase() + props.action.slice(1);
   return (
@@ -41,56 +97,83 @@ export function ConfirmPage(props: {
       </p>
       <p>{WHAT[props.action](props.target)}</p>
       {props.offered === false ? (
-        <p class="notice bad">
-          {`The engine does not offer ${props.action} for ${props.target} now; it will refuse it and say why.`}
-        </p>
-      ) : null}
-      {props.role !== "operator" ? (
-        <p class="notice bad">
-          {props.role === "viewer"
-            ? "You are signed in with the viewer token, which only reads: the engine will refuse this action."
-            : "You are not signed in with the operator token: the engine will refuse this action."}
-        </p>
-      ) : null}
-      <form method="post" action={`${props.back}/${props.action}`}>
-        <input type="hidden" name="csrf" value={props.csrf} />
-        <input type="hidden" name="confirm" value="yes" />
-        {props.action === "abort" ? (
-          <p>
-            <label for="reason">Reason (kept in the history)</label>
-            <input
-              id="reason"
-              name="reason"
-              size={50}
-              maxlength={500}
-              value="aborted from the dashboard"
-            />
+        <>
+          <p class="notice bad" role="alert">
+            {`The engine does not accept ${props.action} for ${props.target} now (it is ${props.state.replaceAll("_", " ")}); it would refuse it.`}
           </p>
-        ) : null}
-        {props.action === "resolve" || props.action === "abandon" ? (
+          {props.accepted && props.accepted.length > 0 ? (
+            <>
+              <p>It accepts:</p>
+              <ul>
+                {props.accepted.map((a) => (
+                  <li>
+                    {a.href ? <a href={a.href}>{a.label}</a> : a.label}{" "}
+                    <code class="small">{a.command}</code>
+                  </li>
+                ))}
+              </ul>
+            </>
+          ) : (
+            <p>It is finished: no action is accepted. Start a new release to change what runs.</p>
+          )}
           <p>
-            <label for="reason">Reason (required; kept in the history with who did it)</label>
-            <input id="reason" name="reason" size={60} maxlength={1000} required />
+            <a href={props.back}>Back</a>
           </p>
-        ) : null}
-        {props.action === "abandon"
-          ? (props.lanes ?? []).map((l) => (
+        </>
+      ) : null}
+      {props.offered !== false && props.plan ? <PlanTable plan={props.plan} /> : null}
+      {props.offered === false ? null : (
+        <>
+          {props.role !== "operator" ? (
+            <p class="notice bad">
+              {props.role === "viewer"
+                ? "You are signed in with the viewer token, which only reads: the engine will refuse this action."
+                : "You are not signed in with the operator token: the engine will refuse this action."}
+            </p>
+          ) : null}
+          <form method="post" action={`${props.back}/${props.action}`}>
+            <input type="hidden" name="csrf" value={props.csrf} />
+            <input type="hidden" name="confirm" value="yes" />
+            {props.action === "abort" ? (
               <p>
-                <label for={`lane-${l}`}>{`${l} runs now (image@sha256:… or none)`}</label>
-                <input id={`lane-${l}`} name={`lane:${l}`} size={80} maxlength={512} required />
+                <label for="reason">Reason (kept in the history)</label>
+                <input
+                  id="reason"
+                  name="reason"
+                  size={50}
+                  maxlength={500}
+                  value="aborted from the dashboard"
+                />
               </p>
-            ))
-          : null}
-        <div class="bar">
-          <button
-            type="submit"
-            class={props.action === "abort" || props.action === "abandon" ? "danger" : undefined}
-          >
-            {`Yes, ${props.action} ${props.target}`}
-          </button>
-          <a href={props.back}>Cancel</a>
-        </div>
-      </form>
+            ) : null}
+            {props.action === "resolve" || props.action === "abandon" ? (
+              <p>
+                <label for="reason">Reason (required; kept in the history with who did it)</label>
+                <input id="reason" name="reason" size={60} maxlength={1000} required />
+              </p>
+            ) : null}
+            {props.action === "abandon"
+              ? (props.lanes ?? []).map((l) => (
+                  <p>
+                    <label for={`lane-${l}`}>{`${l} runs now (image@sha256:… or none)`}</label>
+                    <input id={`lane-${l}`} name={`lane:${l}`} size={80} maxlength={512} required />
+                  </p>
+                ))
+              : null}
+            <div class="bar">
+              <button
+                type="submit"
+                class={
+                  props.action === "abort" || props.action === "abandon" ? "danger" : undefined
+                }
+              >
+                {`Yes, ${props.action} ${props.target}`}
+              </button>
+              <a href={props.back}>Cancel</a>
+            </div>
+          </form>
+        </>
+      )}
     </Layout>
   );
 }

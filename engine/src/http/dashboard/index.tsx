@@ -29,6 +29,7 @@ import { loadFleet } from "./fleet-load.ts";
 import { FleetPage } from "./fleet-page.tsx";
 import { releaseOfStepRun } from "./format.ts";
 import { liveStream, markStream } from "./live.ts";
+import { offers, planWords } from "./offers.ts";
 import { HISTORY_FILTERS, type HistoryFilter, ReleasePage } from "./release-page.tsx";
 import { PAGE_SIZE, ReleasesPage } from "./releases-page.tsx";
 import { safeNext } from "./safe-next.ts";
@@ -310,6 +311,9 @@ export function dashboardApp(deps: DashboardDeps): Hono {
         ? (release.step_runs.find((s) => s.id === target)?.state ?? "?")
         : release.state;
       const back = onStepRun(action) ? `/step-runs/${target}` : `/releases/${target}`;
+      const offered = availableActions(release).some(
+        (a) => a.action === action && a.target === target,
+      );
       return c.html(
         <ConfirmPage
           action={action}
@@ -319,10 +323,15 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           role={who.role}
           state={state}
           lanes={release.manifest.lanes.map((l) => l.id)}
-          offered={availableActions(release).some(
-            (a) => a.action === action && a.target === target,
-          )}
+          offered={offered}
+          plan={offered ? planWords(release, action, target) : null}
+          accepted={offers(release).map((o) => ({
+            label: o.label,
+            href: o.href,
+            command: o.command,
+          }))}
         />,
+        offered ? 200 : 409,
       );
     } catch (err) {
       return fail(c, who, err);

@@ -6,8 +6,10 @@
  * are shown with their CLI command.
  */
 import { type AvailableAction, availableActions } from "../../domain/transition/exits.ts";
+import { type PlannedStep, planOf } from "../../domain/transition/plan.ts";
 import type { Release } from "../../domain/types.ts";
-import { stepWords } from "./summary.ts";
+import type { PlanWords } from "./action-pages.tsx";
+import { stepAction, stepWords } from "./summary.ts";
 
 /** One action offered. */
 export interface Offer {
@@ -92,4 +94,45 @@ export function offers(r: Release): Offer[] {
           };
       }
     });
+}
+
+/** Lane label of steps that concern no single lane (traffic writes of the whole model). */
+const ALL_LANES = "traffic (all lanes)";
+
+function byLane(r: Release, steps: PlannedStep[]): PlanWords["lanes"] {
+  const lanes = new Map<string, string[]>();
+  for (const p of steps) {
+    const step = r.manifest.steps[p.index];
+    if (!step) continue;
+    const key = p.lane ?? ALL_LANES;
+    const list = lanes.get(key) ?? [];
+    list.push(`${stepWords(step)} ${stepAction(step, p.direction)}`);
+    lanes.set(key, list);
+  }
+  return [...lanes].map(([lane, list]) => ({ lane, steps: list }));
+}
+
+/**
+ * What taking `action` on `target` will do to `r`, lane by lane, in words (`planOf`): the undo
+ * steps (abort, resolve, retry of an undo), the steps that run (resume, retry), or for
+ * abandon the undo steps that will not run.
+ */
+export function planWords(r: Release, action: Offer["action"], target: string): PlanWords {
+  const plan = planOf(r, { action, target });
+  if (action === "abandon") {
+    return {
+      heading: "Will NOT be undone (their effect stays; you confirm what each lane runs)",
+      lanes: byLane(r, plan.leftAsIs),
+      empty: "Nothing is left to undo.",
+    };
+  }
+  const undo = plan.runs.length > 0 && plan.runs.every((p) => p.direction === "bwd");
+  return {
+    heading: undo ? "Will be undone, in this order" : "Will run, in this order",
+    lanes: byLane(r, plan.runs),
+    empty:
+      action === "abort"
+        ? "Nothing took effect: the release ends aborted and nothing is undone."
+        : "No further step runs: the release ends.",
+  };
 }

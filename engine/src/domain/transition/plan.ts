@@ -1,0 +1,83 @@
+/**
+ * What an operator action would set running: the step runs, in order, that the engine starts
+ * after accepting it (docs/state-machine.md "Ways out"). Pure; the same rules the transition
+ * applies (compensation undoes, from a step down to step 0, every step with a backward action
+ * whose forward step run may have taken effect and is not undone yet), so a confirmation page
+ * can list what will be undone or redeployed, lane by lane. Only meaningful for actions
+ * `availableActions` offers.
+ */
+import type { Release } from "../types.ts";
+import type { AvailableAction } from "./exits.ts";
+import { guards } from "./guards.ts";
+
+/** One step run the action leads to. `index` is the 0-based step index. */
+export interface PlannedStep {
+  index: number;
+  direction: "fwd" | "bwd";
+  lane: string | null;
+}
+
+/** What taking an action leads to: the steps that run, and (abandon) those left as they are. */
+export interface ActionPlan {
+  runs: PlannedStep[];
+  /** abandon: the undo steps that will NOT run (their effect stays in place). */
+  leftAsIs: PlannedStep[];
+}
+
+const at = (r: Release, i: number, dir: "fwd" | "bwd") =>
+  r.step_runs.find((s) => s.step_index === i && s.direction === dir);
+
+/** The backward steps compensation would run from step `from` down to step 0. */
+export function undoFrom(r: Release, from: number): PlannedStep[] {
+  const out: PlannedStep[] = [];
+  for (let i = Math.min(from, r.manifest.steps.length - 1); i >= 0; i--) {
+    const step = r.manifest.steps[i]!;
+    const fwd = at(r, i, "fwd");
+    if (!step.backward || !fwd || !guards.mayHaveTakenEffect(fwd)) continue;
+    if (at(r, i, "bwd")?.state === "succeeded") continue;
+    out.push({ index: i, direction: "bwd", lane: step.lane });
+  }
+  return out;
+}
+
+function forwardFrom(r: Release, from: number): PlannedStep[] {
+  return r.manifest.steps
+    .filter((s) => s.index >= from)
+    .map((s) => ({ index: s.index, direction: "fwd" as const, lane: s.lane }));
+}
+
+/**
+ * The plan of `a` on `r` as it is now:
+ * - abort: the undo steps from the high-water mark down (none when nothing took effect);
+ * - resume: the forward steps from the cursor (step 0 for a pending release) to the end;
+ * - retry: the step run again, then forward to the end (or, for an undo, the rest of the undo);
+ * - resolve: the undo steps below the resolved one;
+ * - abandon: nothing runs; `leftAsIs` lists the undo steps that will not run.
+ */
+export function planOf(r: Release, a: Pick<AvailableAction, "action" | "target">): ActionPlan {
+  const none: ActionPlan = { runs: [], leftAsIs: [] };
+  switch (a.action) {
+    case "abort":
+      return { runs: r.high_water_mark < 0 ? [] : undoFrom(r, r.high_water_mark), leftAsIs: [] };
+    case "resume":
+      return {
+        runs: forwardFrom(r, r.state === "pending" ? 0 : Math.max(r.cursor, 0)),
+        leftAsIs: [],
+      };
+    case "retry": {
+      const sr = r.step_runs.find((s) => s.id === a.target);
+      if (!sr) return none;
+      const lane = r.manifest.steps[sr.step_index]?.lane ?? null;
+      const self: PlannedStep = { index: sr.step_index, direction: sr.direction, lane };
+      return sr.direction === "fwd"
+        ? { runs: [self, ...forwardFrom(r, sr.step_index + 1)], leftAsIs: [] }
+        : { runs: [self, ...undoFrom(r, sr.step_index - 1)], leftAsIs: [] };
+    }
+    case "resolve": {
+      const sr = r.step_runs.find((s) => s.id === a.target);
+      return sr ? { runs: undoFrom(r, sr.step_index - 1), leftAsIs: [] } : none;
+    }
+    case "abandon":
+      return { runs: [], leftAsIs: undoFrom(r, Math.max(r.cursor, r.high_water_mark)) };
+  }
+}
