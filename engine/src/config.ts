@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { appPrivateKeyProblem } from "./adapters/github/app-key.ts";
 import { type AdmissionConfig, admissionFromEnv } from "./admission/policy.ts";
 import { BatonError, type Problem } from "./domain/errors.ts";
 import { NOTICE_KINDS, type NoticeKind } from "./domain/notifications.ts";
@@ -41,6 +42,13 @@ export interface EngineConfig {
    * minute, 500 per hour, 100 at once); optional so hand-built configs need not name it.
    */
   githubPacing?: { perMinute: number; perHour: number; maxConcurrent: number };
+  /**
+   * REST API root (GITHUB_API_URL): `https://api.github.com` by default; GitHub Enterprise
+   * Server: `https://HOST/api/v3`. Optional so hand-built configs need not name it.
+   */
+  githubApiUrl?: string;
+  /** Per-request timeout of GitHub calls in ms (BATON_GITHUB_TIMEOUT_MS), default 10,000. */
+  githubTimeoutMs?: number;
   /** Retention of finished releases (service/retention.ts); optional, default 7 days. */
   retention?: RetentionPolicy;
   /** Reconciler interval (ms). */
@@ -130,6 +138,18 @@ const Env = z.object({
     .regex(/^[0-9]+$/, "GITHUB_APP_ID must be digits")
     .optional(),
   GITHUB_APP_PRIVATE_KEY: z.string().min(1).optional(),
+  GITHUB_API_URL: z
+    .url({
+      protocol: /^https?$/,
+      error: "GITHUB_API_URL must be an http(s) URL, e.g. https://github.example.com/api/v3",
+    })
+    .optional(),
+  BATON_GITHUB_TIMEOUT_MS: z.coerce
+    .number({ error: "BATON_GITHUB_TIMEOUT_MS must be a number" })
+    .int("BATON_GITHUB_TIMEOUT_MS must be an integer")
+    .min(100, "BATON_GITHUB_TIMEOUT_MS must be 100..120000")
+    .max(120_000, "BATON_GITHUB_TIMEOUT_MS must be 100..120000")
+    .default(10_000),
   GITHUB_APP_INSTALLATION_ID: z
     .string()
     .regex(/^[0-9]+$/, "GITHUB_APP_INSTALLATION_ID must be digits")
@@ -255,6 +275,10 @@ function githubProblems(
         "a GitHub App needs all three of GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_APP_INSTALLATION_ID",
     });
   }
+  if (e.GITHUB_APP_PRIVATE_KEY) {
+    const why = appPrivateKeyProblem(e.GITHUB_APP_PRIVATE_KEY);
+    if (why) out.push({ path: "GITHUB_APP_PRIVATE_KEY", message: `GITHUB_APP_PRIVATE_KEY ${why}` });
+  }
   return out;
 }
 
@@ -271,6 +295,11 @@ const FIX: Record<string, string> = {
   GITHUB_TOKEN:
     "set GITHUB_TOKEN (contents: write) or GITHUB_APP_ID + GITHUB_APP_PRIVATE_KEY + GITHUB_APP_INSTALLATION_ID",
   GITHUB_APP_ID: "set all three GitHub App variables, or none of them",
+  GITHUB_APP_PRIVATE_KEY:
+    "paste the whole .pem file the App settings page generated (-----BEGIN RSA PRIVATE KEY----- ... -----END RSA PRIVATE KEY-----; literal \\n for newlines is fine)",
+  GITHUB_API_URL:
+    "set the REST API root: https://api.github.com (default), or https://HOST/api/v3 for GitHub Enterprise Server",
+  BATON_GITHUB_TIMEOUT_MS: "set milliseconds from 100 to 120000, e.g. 10000, or unset it",
   BATON_NOTIFY_WEBHOOK_SECRET:
     "set a random secret of at least 16 characters, e.g. $(openssl rand -hex 32); the receiver verifies x-baton-signature with it",
   BATON_NOTIFY_GITHUB:
@@ -350,6 +379,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
             installationId: e.GITHUB_APP_INSTALLATION_ID,
           }
         : null,
+    githubApiUrl: (e.GITHUB_API_URL ?? "https://api.github.com").replace(/\/+$/, ""),
+    githubTimeoutMs: e.BATON_GITHUB_TIMEOUT_MS,
     githubPacing: {
       perMinute: e.BATON_GITHUB_DISPATCH_PER_MINUTE,
       perHour: e.BATON_GITHUB_DISPATCH_PER_HOUR,

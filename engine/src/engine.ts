@@ -83,6 +83,8 @@ export function dispatcherFromConfig(config: EngineConfig): Dispatcher {
     return new GitHubDispatcher({
       repository: config.githubRepository,
       auth,
+      ...(config.githubApiUrl ? { baseUrl: config.githubApiUrl } : {}),
+      ...(config.githubTimeoutMs ? { timeoutMs: config.githubTimeoutMs } : {}),
       ...(config.githubPacing ? { pacing: config.githubPacing } : {}),
     });
   }

@@ -9,6 +9,10 @@
  * - `POST /app/installations/{id}/access_tokens`: needs a RS256 App JWT (`iss` = App id)
  *   signed by the App's key; answers 201 with an installation token the dispatch endpoint accepts.
  *
+ * - Every request may name `X-GitHub-Api-Version`; a version GitHub does not serve is
+ *   answered 400 like GitHub does. With `pathPrefix` (GitHub Enterprise Server: `/api/v3`) every
+ *   route lives under that prefix and a request outside it gets 404.
+ *
  * Behaviour for the next dispatches can be switched to 5xx, hang (never answer), or
  * accept-but-never-run (204, recorded, but the `onAccepted` hook is not called).
  *
@@ -51,6 +55,8 @@ export interface SeenRequest {
   at: number;
   /** `retry-after` sent with the answer (seconds), if any. */
   retry_after?: number;
+  /** The `x-github-api-version` header sent, if any. */
+  api_version?: string;
 }
 
 export interface GitHubStandinOptions {
@@ -66,10 +72,12 @@ export interface GitHubStandinOptions {
   rateLimits?: { perMinute: number; perHour: number; maxConcurrent: number };
   /** Clock (epoch ms) for the rate-limit windows; default `Date.now`. */
   now?: () => number;
+  /** Path the REST API lives under, e.g. `/api/v3` (GitHub Enterprise Server). Default none. */
+  pathPrefix?: string;
 }
 
 export interface GitHubStandin {
-  /** Octokit `baseUrl`, e.g. `http://127.0.0.1:41234`. */
+  /** Octokit `baseUrl`, e.g. `http://127.0.0.1:41234` (with `pathPrefix` appended). */
   baseUrl: string;
   accepted: AcceptedDispatch[];
   seen: SeenRequest[];
@@ -85,6 +93,8 @@ export interface GitHubStandin {
 }
 
 const DOCS = "https://docs.github.com/rest/repos/repos#create-a-repository-dispatch-event";
+/** REST API versions GitHub serves (docs.github.com, "API Versions"). */
+const SUPPORTED_API_VERSIONS = new Set(["2022-11-28", "2026-03-10"]);
 const MAX_BODY_BYTES = 1024 * 1024;
 
 function send(res: ServerResponse, status: number, body?: unknown): void {
@@ -170,16 +180,20 @@ export async function startGitHubStandin(
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    const fullPath = url.pathname;
     const authorization = req.headers.authorization;
+    const apiVersion = req.headers["x-github-api-version"];
+    const version = Array.isArray(apiVersion) ? apiVersion.join(",") : apiVersion;
     const record = (status: number | "hung") => {
       const retryAfter = res.getHeader("retry-after");
       seen.push({
         method: req.method ?? "",
-        path: url.pathname,
+        path: fullPath,
         authorization,
         status,
         at: clock(),
         ...(retryAfter !== undefined ? { retry_after: Number(retryAfter) } : {}),
+        ...(version !== undefined ? { api_version: version } : {}),
       });
     };
     const answer = (status: number, body?: unknown) => {
@@ -188,6 +202,18 @@ export async function startGitHubStandin(
     };
     const body = await readBody(req);
     if (body === null) return answer(413, { message: "Payload too large" });
+    if (version !== undefined && !SUPPORTED_API_VERSIONS.has(version)) {
+      return answer(400, {
+        message: `Unsupported 'X-GitHub-Api-Version' header: ${version}. Supported versions are: ${[...SUPPORTED_API_VERSIONS].join(", ")}`,
+        documentation_url: "https://docs.github.com/rest/overview/api-versions",
+      });
+    }
+    const prefix = options.pathPrefix ?? "";
+    if (prefix) {
+      if (!url.pathname.startsWith(`${prefix}/`))
+        return answer(404, { message: "Not Found", documentation_url: DOCS });
+      url.pathname = url.pathname.slice(prefix.length);
+    }
 
     const tokenRoute = /^\/app\/installations\/([^/]+)\/access_tokens$/.exec(url.pathname);
     if (tokenRoute && req.method === "POST") {
@@ -300,7 +326,7 @@ export async function startGitHubStandin(
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
+    baseUrl: `http://127.0.0.1:${port}${options.pathPrefix ?? ""}`,
     accepted,
     seen,
     issuedTokens,

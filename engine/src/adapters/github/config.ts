@@ -5,6 +5,7 @@
  * `BATON_GITHUB_TIMEOUT_MS`).
  */
 import { BatonError, type Problem } from "../../domain/errors.ts";
+import { appPrivateKeyProblem } from "./app-key.ts";
 import { DEFAULT_GITHUB_TIMEOUT_MS, type GitHubDispatcherOptions } from "./dispatcher.ts";
 
 /**
@@ -44,10 +45,11 @@ export function gitHubDispatcherOptionsFromEnv(
         fix: "set it to the number at the end of the installation's settings URL",
       });
     }
-    if (!privateKey || !/-----BEGIN (RSA )?PRIVATE KEY-----/.test(privateKey)) {
+    const keyProblem = privateKey ? appPrivateKeyProblem(privateKey) : "is missing";
+    if (keyProblem) {
       problems.push({
         path: "GITHUB_APP_PRIVATE_KEY",
-        message: "is missing or not a PEM private key",
+        message: keyProblem,
         fix: "paste the .pem file the App settings page generated",
       });
     }

@@ -21,6 +21,7 @@ import { createAppAuth } from "@octokit/auth-app";
 import { Octokit } from "@octokit/rest";
 import type { Dispatcher, DispatchResult } from "../../ports/dispatcher.ts";
 import { DISPATCH_EVENT_TYPE, DispatchPayload } from "../../protocol/messages.ts";
+import { GITHUB_DOT_COM_API, gitHubFetch } from "./http.ts";
 import { checkDispatchLimits } from "./limits.ts";
 import {
   DispatchPacer,
@@ -171,17 +172,10 @@ export class GitHubDispatcher implements Dispatcher {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_GITHUB_TIMEOUT_MS;
     this.now = options.now ?? Date.now;
     this.pacer = new DispatchPacer(options.pacing ?? GITHUB_SECONDARY_LIMITS, this.now);
-    const timeoutMs = this.timeoutMs;
     // One timeout for every request Octokit makes, the App token exchange included.
-    const timedFetch: typeof fetch = (input, init) =>
-      fetch(input, {
-        ...init,
-        signal: init?.signal
-          ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)])
-          : AbortSignal.timeout(timeoutMs),
-      });
+    const timedFetch = gitHubFetch(this.timeoutMs);
     const common = {
-      baseUrl: options.baseUrl ?? "https://api.github.com",
+      baseUrl: options.baseUrl ?? GITHUB_DOT_COM_API,
       userAgent: "baton-engine",
       request: { fetch: timedFetch },
       log: { debug() {}, info() {}, warn() {}, error() {} },

@@ -1,4 +1,6 @@
 /** GitHub adapter of the dispatcher port. */
+
+export { appPrivateKeyProblem } from "./app-key.ts";
 export { gitHubDispatcherOptionsFromEnv } from "./config.ts";
 export {
   classifyGitHubError,
@@ -7,4 +9,5 @@ export {
   GitHubDispatcher,
   type GitHubDispatcherOptions,
 } from "./dispatcher.ts";
+export { GITHUB_API_VERSION, GITHUB_DOT_COM_API, gitHubFetch } from "./http.ts";
 export { checkDispatchLimits, clientPayloadBytes, type LimitViolation } from "./limits.ts";

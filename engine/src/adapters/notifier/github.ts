@@ -9,6 +9,7 @@ import { Octokit } from "@octokit/rest";
 import type { Notice } from "../../domain/notifications.ts";
 import { stepLabel } from "../../domain/notifications.ts";
 import type { Notifier, NotifyResult } from "../../ports/notifier.ts";
+import { gitHubFetch } from "../github/http.ts";
 
 export interface GitHubNotifierOptions {
   /** `owner/name`. */
@@ -43,7 +44,7 @@ export class GitHubCommitCommentNotifier implements Notifier {
     this.octokit = new Octokit({
       auth: o.token,
       ...(o.baseUrl ? { baseUrl: o.baseUrl } : {}),
-      request: { timeout: o.timeoutMs ?? 10_000 },
+      request: { fetch: gitHubFetch(o.timeoutMs ?? 10_000) },
       log: { debug() {}, info() {}, warn() {}, error() {} },
     });
   }

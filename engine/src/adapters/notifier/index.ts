@@ -21,7 +21,8 @@ export function notifiersFromConfig(config: EngineConfig): Notifier[] {
       new GitHubCommitCommentNotifier({
         repository: config.githubRepository,
         token: config.githubToken,
-        ...(process.env.GITHUB_API_URL ? { baseUrl: process.env.GITHUB_API_URL } : {}),
+        ...(config.githubApiUrl ? { baseUrl: config.githubApiUrl } : {}),
+        ...(config.githubTimeoutMs ? { timeoutMs: config.githubTimeoutMs } : {}),
       }),
     );
   }
