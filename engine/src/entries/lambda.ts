@@ -1,0 +1,48 @@
+/**
+ * AWS Lambda entry. API Gateway HTTP API (payload format 2.0), REST API or a function URL
+ * invoke it with a request (served by the core's app through `hono/aws-lambda`); an EventBridge
+ * schedule rule invokes it with a "Scheduled Event", which runs `tick()` (deadlines, due
+ * effects, retention). Lambda freezes the environment once the handler returns, so effects a
+ * request commits are performed before it returns, and the event's pool is closed then too.
+ * Settings from the function's environment (docs/deploying.md, "AWS Lambda").
+ */
+import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
+import { misconfigured, openEvent, serverlessSettings } from "./serverless.ts";
+
+/** An EventBridge schedule's event (`source: aws.events`, `detail-type: Scheduled Event`). */
+export interface ScheduledEvent {
+  source: "aws.events";
+  "detail-type": "Scheduled Event";
+  time?: string;
+  resources?: string[];
+}
+
+/** True for an EventBridge schedule's event (rule or Scheduler with the rule's shape). */
+export function isScheduledEvent(e: unknown): e is ScheduledEvent {
+  const x = e as Partial<ScheduledEvent> | null;
+  return x?.source === "aws.events" && x["detail-type"] === "Scheduled Event";
+}
+
+/** The function's handler (`index.handler` in the bundle scripts/build-lambda.mjs makes). */
+export async function handler(event: LambdaEvent | ScheduledEvent, context?: LambdaContext) {
+  let scope: Awaited<ReturnType<typeof openEvent>>;
+  try {
+    scope = await openEvent(serverlessSettings(process.env));
+  } catch (err) {
+    console.error(String(err));
+    if (isScheduledEvent(event)) throw err; // the schedule's failure metric and retry see it
+    const res = misconfigured(err);
+    return {
+      statusCode: res.status,
+      headers: { "content-type": "application/json" },
+      body: await res.text(),
+      isBase64Encoded: false,
+    };
+  }
+  try {
+    if (isScheduledEvent(event)) return await scope.core.tick();
+    return await handle(scope.core.app)(event, context);
+  } finally {
+    await scope.finish();
+  }
+}
