@@ -18,6 +18,8 @@ import {
   type Send,
   type ServerlessWorld,
   startServerlessWorld,
+  startWorkerd,
+  type Workerd,
 } from "../support/serverless-world.ts";
 
 const PG = process.env.BATON_TEST_DATABASE_URL;
@@ -26,7 +28,7 @@ const PUBLIC_URL = "https://baton.example.workers.dev";
 describe.skipIf(!PG && process.env.CI !== "true")("Workers entry in workerd", () => {
   let dir: string;
   let world: ServerlessWorld;
-  let mf: Miniflare;
+  let workerd: Workerd;
   let send: Send;
   let tick: () => Promise<void>;
 
@@ -38,32 +40,13 @@ describe.skipIf(!PG && process.env.CI !== "true")("Workers entry in workerd", ()
     });
     expect(built.status, built.stderr).toBe(0);
     world = await startServerlessWorld(PUBLIC_URL);
-    mf = new Miniflare({
-      modules: [{ type: "ESModule", path: "worker.mjs", contents: readFileSync(out, "utf8") }],
-      compatibilityDate: "2024-09-23",
-      compatibilityFlags: ["nodejs_compat"],
-      bindings: world.env,
-    });
-    send = async (method, path, body, headers) => {
-      const res = await mf.dispatchFetch(`${PUBLIC_URL}${path}`, {
-        method,
-        ...(body === undefined ? {} : { body }),
-        headers: headers ?? {},
-      });
-      return { status: res.status, body: await res.text() };
-    };
-    // miniflare's Fetcher types omit `scheduled`; it is there at run time (a Cron Trigger event).
-    const worker = (await mf.getWorker()) as unknown as {
-      scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }>;
-    };
-    tick = async () => {
-      const r = await worker.scheduled({ cron: "* * * * *", scheduledTime: new Date() });
-      expect(r.outcome).toBe("ok");
-    };
+    workerd = await startWorkerd(readFileSync(out, "utf8"), world.env, PUBLIC_URL);
+    send = workerd.send;
+    tick = workerd.tick;
   }, 120_000);
 
   afterAll(async () => {
-    await mf?.dispose();
+    await workerd?.dispose();
     await world?.close();
     rmSync(dir, { recursive: true, force: true });
   });

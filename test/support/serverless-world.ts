@@ -6,6 +6,7 @@
  * and lets the platform's schedule (`tick`) do the rest: no long-lived engine process.
  */
 import { randomBytes } from "node:crypto";
+import { Miniflare } from "miniflare";
 import { startControlPlane } from "../../engine/src/control-plane/server.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { ManifestStep } from "../../engine/src/domain/types.ts";
@@ -186,4 +187,56 @@ export async function driveRelease(
     state = (JSON.parse(rec.body) as { state: string }).state;
   }
   return { id, state, answered, ticks };
+}
+
+/** The Workers bundle running in workerd (miniflare 3), with `send` and a Cron Trigger `tick`. */
+export interface Workerd {
+  send: Send;
+  tick(): Promise<void>;
+  /** ms from creating the runtime (workerd process start) to the first 200 on `/healthz`. */
+  coldStartMs: number;
+  dispose(): Promise<void>;
+}
+
+/** Starts workerd with the bundle's text and the given bindings; waits for `/healthz` 200. */
+export async function startWorkerd(
+  bundle: string,
+  env: Record<string, string>,
+  publicUrl: string,
+): Promise<Workerd> {
+  const t0 = performance.now();
+  const mf = new Miniflare({
+    modules: [{ type: "ESModule", path: "worker.mjs", contents: bundle }],
+    compatibilityDate: "2024-09-23",
+    compatibilityFlags: ["nodejs_compat"],
+    bindings: env,
+  });
+  const health = await mf.dispatchFetch(`${publicUrl}/healthz`);
+  const coldStartMs = performance.now() - t0;
+  if (health.status !== 200) {
+    const text = await health.text();
+    await mf.dispose();
+    throw new Error(`[workerd] /healthz answered ${health.status}: ${text}`);
+  }
+  await health.text();
+  // miniflare's Fetcher types omit `scheduled`; it is there at run time (a Cron Trigger event).
+  const worker = (await mf.getWorker()) as unknown as {
+    scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }>;
+  };
+  return {
+    coldStartMs,
+    send: async (method, path, body, headers) => {
+      const res = await mf.dispatchFetch(`${publicUrl}${path}`, {
+        method,
+        ...(body === undefined ? {} : { body }),
+        headers: headers ?? {},
+      });
+      return { status: res.status, body: await res.text() };
+    },
+    tick: async () => {
+      const r = await worker.scheduled({ cron: "* * * * *", scheduledTime: new Date() });
+      if (r.outcome !== "ok") throw new Error(`[workerd] scheduled event ended ${r.outcome}`);
+    },
+    dispose: () => mf.dispose(),
+  };
 }
