@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { GateEvidence } from "../../engine/src/domain/gate/evidence.ts";
 import type { Effect, HistoryEntry, Json, Release } from "../../engine/src/domain/types.ts";
-import type { AttemptResult, Store } from "../../engine/src/ports/store.ts";
+import { type AttemptResult, LanesClaimed, type Store } from "../../engine/src/ports/store.ts";
 
 export interface StoreHarness {
   /** A migrated store on an empty database. */
@@ -863,6 +863,128 @@ export function storeContract(name: string, factory: StoreFactory): void {
         expect(done).toBe(1);
         const summaries = (await store.getHistory("r1")).filter((x) => x.kind === "retention");
         expect(summaries).toHaveLength(1);
+      });
+    });
+
+    describe("lane claims (one owner per lane, G9)", () => {
+      const claims = (ids: string[]) => ({ claimLanes: ids });
+      async function refusal(p: Promise<unknown>): Promise<LanesClaimed> {
+        const err = await p.then(
+          () => new Error("expected LanesClaimed"),
+          (e: unknown) => e,
+        );
+        if (!(err instanceof LanesClaimed)) throw err;
+        return err;
+      }
+
+      it("an overlapping release writes nothing and the refusal names the owner per lane", async () => {
+        await store.createRelease(
+          makeRelease(1),
+          [note("r1", "c")],
+          [apply("sr_1_0_f")],
+          T0,
+          claims(["a", "b"]),
+        );
+        const err = await refusal(
+          store.createRelease(
+            makeRelease(2),
+            [note("r2", "c")],
+            [apply("sr_2_0_f")],
+            T0,
+            claims(["c", "b"]),
+          ),
+        );
+        expect(err.releaseId).toBe("r2");
+        expect(err.owners).toEqual([{ lane_id: "b", release_id: "r1" }]);
+        expect(await store.getRelease("r2")).toBeNull();
+        expect(await store.getHistory("r2")).toEqual([]);
+        expect((await store.pendingOutbox()).every((row) => row.release_id === "r1")).toBe(true);
+        // Not even the free lane `c` was claimed: the transaction rolled back whole.
+        expect(await store.laneClaims(["a", "b", "c"])).toEqual([
+          { lane_id: "a", release_id: "r1" },
+          { lane_id: "b", release_id: "r1" },
+        ]);
+      });
+
+      it("a claim stays while its release is not terminal and is taken over once it is", async () => {
+        const r1 = makeRelease(1);
+        await store.createRelease(r1, [], [], T0, claims(["a"]));
+        const paused = next(r1, { state: "paused" });
+        expect(
+          (
+            await store.commit({
+              release: paused,
+              expected_version: 1,
+              history: [],
+              effects: [],
+              now: T0,
+            })
+          ).ok,
+        ).toBe(true);
+        await refusal(store.createRelease(makeRelease(2), [], [], T0, claims(["a"])));
+        const done = next(paused, { state: "rolled_back" });
+        expect(
+          (
+            await store.commit({
+              release: done,
+              expected_version: 2,
+              history: [],
+              effects: [],
+              now: T0,
+            })
+          ).ok,
+        ).toBe(true);
+        await store.createRelease(makeRelease(3), [], [], T0, claims(["a"]));
+        expect(await store.laneClaims(["a"])).toEqual([{ lane_id: "a", release_id: "r3" }]);
+        expect(await store.getRelease("r2")).toBeNull();
+      });
+
+      it("without claimLanes nothing is claimed (exclusive lanes off)", async () => {
+        await store.createRelease(makeRelease(1), [], [], T0, claims(["a"]));
+        await store.createRelease(makeRelease(2), [], [], T0);
+        expect(await store.laneClaims(["a"])).toEqual([{ lane_id: "a", release_id: "r1" }]);
+      });
+
+      it("overlapping starts on four stores at the same instant: exactly one commits, every round", async () => {
+        const stores = [store, await h.openPeer(), await h.openPeer(), await h.openPeer()];
+        let n = 0;
+        for (let round = 0; round < 6; round++) {
+          // Each start claims a shared lane and one of its own, listed in varying order.
+          const starts = stores.map((s, i) => {
+            const r = makeRelease(++n);
+            const lanes = [`shared-${round % 2}`, `own-${round}-${i}`];
+            return {
+              r,
+              p: s.createRelease(
+                r,
+                [note(r.id, "c")],
+                [apply(`sr_${n}_0_f`)],
+                T0,
+                claims(i % 2 ? lanes.reverse() : lanes),
+              ),
+            };
+          });
+          const settled = await Promise.allSettled(starts.map((x) => x.p));
+          const won = starts.filter((_, i) => settled[i]?.status === "fulfilled").map((x) => x.r);
+          expect(won).toHaveLength(1);
+          for (const x of settled)
+            if (x.status === "rejected") expect(x.reason).toBeInstanceOf(LanesClaimed);
+          const winner = won[0] as Release;
+          expect(await store.laneClaims([`shared-${round % 2}`])).toEqual([
+            { lane_id: `shared-${round % 2}`, release_id: winner.id },
+          ]);
+          for (const { r } of starts)
+            expect((await store.getRelease(r.id)) !== null).toBe(r.id === winner.id);
+          // The winner finishes, so the shared lane is free for the round after next.
+          const done = next(winner, { state: "succeeded" });
+          await store.commit({
+            release: done,
+            expected_version: 1,
+            history: [],
+            effects: [],
+            now: T0,
+          });
+        }
       });
     });
 

@@ -14,6 +14,8 @@ import {
   op,
   pump,
   recipe,
+  STORE_KINDS,
+  skipStore,
   stepRun,
 } from "./service-harness.ts";
 
@@ -109,6 +111,51 @@ describe("start refuses a release whose lanes a release in flight owns", () => {
     expect((await post(h, recipe(2))).status).toBe(201);
   });
 });
+
+describe.each(STORE_KINDS)(
+  "two engines on one %s database start overlapping releases at once",
+  (kind) => {
+    it.skipIf(skipStore(kind))(
+      "exactly one is accepted; the other is 409 naming the owner and its lanes, nothing written",
+      async () => {
+        const a = await harness({ kind });
+        // A second engine on the same store (its own service, its own start serialisation).
+        const b = await makeHarness({ store: a.store, cp: a.cp, clock: a.clock });
+        open.unshift({ ...b, close: () => b.close(true) });
+        for (let round = 0; round < 4; round++) {
+          // Held (pending) releases in the first rounds, so an abort frees the lanes at once;
+          // started (running) ones in the last.
+          const hold = round < 3;
+          const [x, y] = await Promise.all([post(a, recipe(2), hold), post(b, recipe(2), hold)]);
+          const results = [x, y];
+          const won = results.filter((r) => r.status === 201);
+          const lost = results.filter((r) => r.status !== 201);
+          expect(won, JSON.stringify(results)).toHaveLength(1);
+          expect(lost[0]?.status).toBe(409);
+          const owner = won[0]?.body.id as string;
+          expect((lost[0]?.body.error as { message: string } | undefined)?.message).toMatch(
+            new RegExp(
+              `^\\[engine\\] release ${owner} \\(model summarizer-v7, state (running|pending)\\) still owns lanes ${lane(0).id}, ${lane(1).id}; wait for it to finish or abort it, then start again$`,
+            ),
+          );
+          const inFlight = (await a.store.listReleases({ limit: 100 })).filter(
+            (r) => r.state !== "aborted",
+          );
+          expect(inFlight.map((r) => r.id)).toEqual([owner]);
+          expect(await a.store.laneClaims([lane(0).id, lane(1).id])).toEqual([
+            { lane_id: lane(0).id, release_id: owner },
+            { lane_id: lane(1).id, release_id: owner },
+          ]);
+          if (!hold) break;
+          const abort = await op(a, "POST", `/v1/releases/${owner}/abort`, {
+            reason: "next round",
+          });
+          expect(abort.status).toBeLessThan(300);
+        }
+      },
+    );
+  },
+);
 
 describe("two engine databases at one control plane", () => {
   it("the second database's r1 reusing a key of the first's r1 fails its step, never succeeds", async () => {

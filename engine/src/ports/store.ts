@@ -96,6 +96,37 @@ export interface AdmissionMark {
 export interface CreateExtras {
   /** Raise the model's admission mark (never lowers it). */
   admissionMark?: AdmissionMark;
+  /**
+   * Lane ids the release claims (docs/guarantees.md G9): one owner per lane id across every
+   * engine sharing the database. A lane whose claim is held by a release not yet terminal makes
+   * `createRelease` write nothing and throw `LanesClaimed`; a claim held by a terminal release is
+   * taken over.
+   */
+  claimLanes?: readonly string[];
+}
+
+/** A lane claim: the lane id and the release that owns it. */
+export interface LaneClaim {
+  lane_id: string;
+  release_id: string;
+}
+
+/**
+ * Thrown by `createRelease` when another release not yet terminal owns some of the lanes; the
+ * transaction was rolled back (nothing written). `owners` lists each such lane and its owner.
+ */
+export class LanesClaimed extends Error {
+  constructor(
+    readonly releaseId: string,
+    readonly owners: LaneClaim[],
+  ) {
+    super(
+      `[store] release ${releaseId} was not created: lanes ${owners
+        .map((o) => `${o.lane_id} (owned by ${o.release_id})`)
+        .join(", ")} are claimed by releases in flight; nothing was written`,
+    );
+    this.name = "LanesClaimed";
+  }
 }
 
 export interface Store {
@@ -113,6 +144,8 @@ export interface Store {
   ): Promise<void>;
   /** The model's admission mark, or null before its first signed manifest. */
   getAdmissionMark(model: string): Promise<AdmissionMark | null>;
+  /** Claim rows of `laneIds` (any order; absent lanes are not listed), sorted by lane id. */
+  laneClaims(laneIds: readonly string[]): Promise<LaneClaim[]>;
   getRelease(id: string): Promise<Release | null>;
   /**
    * Stores one gate evaluation (docs/gate.md). Idempotent on (release_id, generation, wave,

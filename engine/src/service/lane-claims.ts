@@ -1,21 +1,22 @@
 /**
- * Lane ownership check for `start` (one release at a time per lane). Two releases writing the
- * same lanes at once undo each other: one's compensation restores the old image while the
- * other reports success. A new release is refused (409 `conflict`) when one of its lane ids
- * belongs to a release not yet terminal, in any model: the control plane names lanes by id
- * alone, so one lane id in two models is one lane there. Several lanes may share a machine
- * (same SSH host:port); deploy.sh serialises work per lane on it.
+ * One release per lane (docs/guarantees.md G9). Two releases writing the same lanes at once undo
+ * each other: one's compensation restores the old image while the other reports success. A new
+ * release is refused (409 `conflict`) when one of its lane ids belongs to a release not yet
+ * terminal, in any model: the control plane names lanes by id alone, so one lane id in two
+ * models is one lane there. Several lanes may share a machine (same SSH host:port); deploy.sh
+ * serialises work per lane on it.
  *
- * Scope: exact for one engine process (the service serialises `start`, so check-then-create
- * cannot interleave). Several engines on one database can still race: two starts at the same
- * instant on different engines both pass the check before either has written its row
- * (docs/engine.md "One release per lane"). Closing that needs a per-lane claim row written in
- * the store's createRelease transaction.
+ * Two layers: `assertLanesFree` reads the releases in flight before anything is reserved (the
+ * common case, with a message naming the owner's model and state), and the store's lane claims
+ * (`CreateExtras.claimLanes`), written in the transaction that creates the release under a
+ * unique key per lane id, which make it exact across engines sharing one database: of two
+ * starts at the same instant on different engines, one commits and the other writes nothing
+ * and is answered by `lanesClaimedError`.
  */
 import { BatonError } from "../domain/errors.ts";
 import { RELEASE_STATES, TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { Manifest, Release } from "../domain/types.ts";
-import type { Store } from "../ports/store.ts";
+import type { LanesClaimed, Store } from "../ports/store.ts";
 
 /** Releases read per page, and the bound on pages per state (loops stay bounded). */
 const PAGE = 500;
@@ -68,4 +69,25 @@ export async function assertLanesFree(store: Store, manifest: Manifest): Promise
       `[engine] release ${other.id} (model ${other.manifest.model}, state ${other.state}) still owns lanes ${shared.join(", ")}; wait for it to finish or abort it, then start again`,
     );
   }
+}
+
+/**
+ * The 409 for a start the store refused because other releases claim some of its lanes: names
+ * each owning release (model and state when it can be read), its lanes and what to do.
+ */
+export async function lanesClaimedError(store: Store, err: LanesClaimed): Promise<BatonError> {
+  const byOwner = new Map<string, string[]>();
+  for (const c of err.owners)
+    byOwner.set(c.release_id, [...(byOwner.get(c.release_id) ?? []), c.lane_id]);
+  const parts: string[] = [];
+  for (const [owner, lanes] of byOwner) {
+    const r = await store.getRelease(owner).catch(() => null);
+    const about = r ? ` (model ${r.manifest.model}, state ${r.state})` : "";
+    parts.push(`release ${owner}${about} still owns lanes ${lanes.join(", ")}`);
+  }
+  const who = parts.length > 0 ? parts.join("; ") : "another release in flight claims its lanes";
+  return new BatonError(
+    "conflict",
+    `[engine] ${who}; wait for it to finish or abort it, then start again`,
+  );
 }

@@ -24,7 +24,13 @@ import type {
 import { faultPoint } from "../faults.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Notifier } from "../ports/notifier.ts";
-import type { AttemptResult, ReleaseSummary, Store } from "../ports/store.ts";
+import {
+  type AttemptResult,
+  type CreateExtras,
+  LanesClaimed,
+  type ReleaseSummary,
+  type Store,
+} from "../ports/store.ts";
 import { RELEASE_ID_PATTERN, releaseIdOfStepRun } from "../protocol/ids.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
 import { ACCEPT_KIND, buildRecord } from "../record/build.ts";
@@ -32,7 +38,7 @@ import type { ReleaseRecordDocument } from "../record/schema.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "./api.ts";
 import { type Domain, defaultDomain } from "./domain.ts";
 import type { EffectsDue } from "./effects-due.ts";
-import { assertLanesFree } from "./lane-claims.ts";
+import { assertLanesFree, lanesClaimedError } from "./lane-claims.ts";
 import { capLogTail } from "./log-tail.ts";
 import { RefusalLog } from "./refusal-log.ts";
 import { DEFAULT_RETENTION, Retention, type RetentionPolicy } from "./retention.ts";
@@ -421,8 +427,8 @@ export class ReleaseService implements ReleaseApi {
       message: admissionMessage(report),
       data: report as unknown as Json,
     };
-    const extras =
-      report.mode === "enforce" && report.issued_at !== null
+    const extras: CreateExtras = {
+      ...(report.mode === "enforce" && report.issued_at !== null
         ? {
             admissionMark: {
               model: compiled.manifest.model,
@@ -431,9 +437,20 @@ export class ReleaseService implements ReleaseApi {
               release_id: pending.id,
             },
           }
-        : {};
+        : {}),
+      // One owner per lane across engines (G9): the claim commits with the release or not at all.
+      ...(this.exclusiveLanes ? { claimLanes: compiled.manifest.lanes.map((l) => l.id) } : {}),
+    };
+    const create = async (r: Release, history: HistoryEntry[], effects: OutboxEffect[]) => {
+      try {
+        await this.store.createRelease(r, history, effects, now, extras);
+      } catch (err) {
+        if (err instanceof LanesClaimed) throw await lanesClaimedError(this.store, err);
+        throw err;
+      }
+    };
     if (opts.hold) {
-      await this.store.createRelease(pending, [created, admitted], [], now, extras);
+      await create(pending, [created, admitted], []);
       return pending;
     }
     const started = this.domain.transition(pending, { type: "start" }, now);
@@ -445,13 +462,7 @@ export class ReleaseService implements ReleaseApi {
     }
     // A new release is stored once, already started: resource_version 1, its first effects.
     const release: Release = { ...started.release, resource_version: 1 };
-    await this.store.createRelease(
-      release,
-      [created, admitted, ...started.history],
-      started.effects,
-      now,
-      extras,
-    );
+    await create(release, [created, admitted, ...started.history], started.effects);
     this.remember(release);
     if (started.effects.length > 0) this.effectsDue?.notify();
     return release;

@@ -14,6 +14,7 @@ import type {
   AttemptResult,
   CommitInput,
   CommitResult,
+  LaneClaim,
   OutboxRow,
   ReleaseMark,
   ReleaseSummary,
@@ -31,7 +32,7 @@ import {
   toSummary,
 } from "./rows.ts";
 import type { BatonDatabase, JsonCodec } from "./tables.ts";
-import { finishOutbox } from "./writes.ts";
+import { finishOutbox, selectLaneClaims } from "./writes.ts";
 
 export abstract class KyselyStore implements Store {
   protected closed = false;
@@ -207,6 +208,12 @@ export abstract class KyselyStore implements Store {
       .orderBy("seq")
       .execute();
     return rows.map((r) => this.json.read(r.doc) as GateEvidence);
+  }
+
+  async laneClaims(laneIds: readonly string[]): Promise<LaneClaim[]> {
+    if (laneIds.length === 0) return [];
+    const rows = await selectLaneClaims(this.live(), laneIds).execute();
+    return rows.map((r) => ({ lane_id: r.lane_id, release_id: r.release_id }));
   }
 
   async getAdmissionMark(model: string): Promise<AdmissionMark | null> {

@@ -117,6 +117,17 @@ export interface BatonDatabase {
   release_retention: ReleaseRetentionTable;
   admission_marks: AdmissionMarksTable;
   gate_evidence: GateEvidenceTable;
+  lane_claims: LaneClaimsTable;
+}
+
+/**
+ * One row per lane id: the release that owns the lane (docs/guarantees.md G9). Written with the
+ * release; a claim whose release is terminal is taken over by the next release of the lane.
+ */
+export interface LaneClaimsTable {
+  lane_id: string;
+  release_id: string;
+  claimed_at: number;
 }
 
 /** Finished releases already compacted by the retention policy (`Store.compactFinished`). */

@@ -5,6 +5,7 @@
  * fixed statements per dialect (`sqlite/commit-statements.ts`, `postgres/commit-statement.ts`).
  */
 import { type Kysely, sql } from "kysely";
+import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
 import type { AdmissionMark } from "../../ports/store.ts";
 import { historyColumns, manifestColumns, outboxColumns, releaseColumns } from "./rows.ts";
@@ -54,4 +55,47 @@ export function raiseAdmissionMark(db: Db, mark: AdmissionMark) {
         })
         .where(sql<boolean>`excluded.issued_at > admission_marks.issued_at`),
     );
+}
+
+/**
+ * Claims `laneIds` for `releaseId` (sorted, so two concurrent claims take row locks in one
+ * order): inserts each claim, or takes over a claim whose release is terminal. Returns the lane
+ * ids claimed; a lane missing from the result is owned by a release not yet terminal (or one
+ * this transaction cannot see yet, which counts as in flight). Both SQLite and Postgres run the
+ * upsert with RETURNING.
+ */
+export function claimLanes(db: Db, releaseId: string, laneIds: readonly string[], now: number) {
+  const terminal = [...TERMINAL_RELEASE_STATES];
+  return db
+    .insertInto("lane_claims")
+    .values(
+      [...new Set(laneIds)].sort().map((lane_id) => ({
+        lane_id,
+        release_id: releaseId,
+        claimed_at: now,
+      })),
+    )
+    .onConflict((oc) =>
+      oc
+        .column("lane_id")
+        .doUpdateSet({
+          release_id: (eb) => eb.ref("excluded.release_id"),
+          claimed_at: (eb) => eb.ref("excluded.claimed_at"),
+        })
+        .where(
+          sql`(SELECT r.state FROM releases r WHERE r.id = lane_claims.release_id)`,
+          "in",
+          terminal,
+        ),
+    )
+    .returning("lane_id");
+}
+
+/** The claim rows of `laneIds`, sorted by lane id. */
+export function selectLaneClaims(db: Db, laneIds: readonly string[]) {
+  return db
+    .selectFrom("lane_claims")
+    .select(["lane_id", "release_id"])
+    .where("lane_id", "in", [...laneIds])
+    .orderBy("lane_id");
 }

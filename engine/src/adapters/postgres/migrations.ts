@@ -141,4 +141,23 @@ export const postgresMigrations: SqlMigrations = {
       PRIMARY KEY (release_id, generation, wave, seq)
     )`,
   ],
+  // One owner per lane (docs/guarantees.md G9): a claim row per lane id, written in the
+  // transaction that creates the release; the primary key makes two concurrent starts of
+  // overlapping releases fail one. Claims of releases not yet terminal are backfilled (the first
+  // release by number wins a lane two of them already shared).
+  "0007_lane_claims": [
+    `CREATE TABLE lane_claims (
+      lane_id text PRIMARY KEY,
+      release_id text NOT NULL,
+      claimed_at bigint NOT NULL
+    )`,
+    `INSERT INTO lane_claims (lane_id, release_id, claimed_at)
+       SELECT l->>'id', r.id, r.created_at
+       FROM releases r JOIN manifests m ON m.release_id = r.id,
+         json_array_elements(m.manifest->'lanes') l
+       WHERE r.state NOT IN ('succeeded', 'rolled_back', 'aborted', 'abandoned')
+         AND l->>'id' IS NOT NULL
+       ORDER BY r.number
+       ON CONFLICT (lane_id) DO NOTHING`,
+  ],
 };

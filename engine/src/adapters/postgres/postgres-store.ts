@@ -8,7 +8,13 @@ import { Kysely, PostgresDialect, type RawBuilder, sql } from "kysely";
 import type pg from "pg";
 import { storableValue } from "../../domain/storable-text.ts";
 import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
-import type { CommitInput, CommitResult, CreateExtras, OutboxRow } from "../../ports/store.ts";
+import {
+  type CommitInput,
+  type CommitResult,
+  type CreateExtras,
+  LanesClaimed,
+  type OutboxRow,
+} from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
 import { CREATE_MIGRATION_TABLE, migrationFailed, pending } from "../kysely/migrate.ts";
@@ -16,11 +22,13 @@ import { type CompactionPlan, chunks } from "../kysely/retention.ts";
 import { historyColumns, toOutboxRow } from "../kysely/rows.ts";
 import { type BatonDatabase, parsedJson } from "../kysely/tables.ts";
 import {
+  claimLanes,
   insertHistory,
   insertManifest,
   insertOutbox,
   insertRelease,
   raiseAdmissionMark,
+  selectLaneClaims,
 } from "../kysely/writes.ts";
 import { claimStatement } from "./claim-statement.ts";
 import { type CommitOutcome, commitQuery } from "./commit-statement.ts";
@@ -94,10 +102,23 @@ export class PostgresStore extends KyselyStore {
   ): Promise<void> {
     // NUL and lone surrogates become U+FFFD on every store (domain/storable-text.ts).
     const [release, history, effects] = storableValue([dirty, dirtyHistory, dirtyEffects] as const);
+    const lanes = extras.claimLanes ?? [];
     try {
       await this.live()
         .transaction()
         .execute(async (tx) => {
+          // Claims first: a start that loses a lane waits on the winner's row lock here, before
+          // it has written anything else, and then rolls back.
+          if (lanes.length > 0) {
+            const got = new Set(
+              (await claimLanes(tx, release.id, lanes, now).execute()).map((r) => r.lane_id),
+            );
+            const missing = lanes.filter((l) => !got.has(l));
+            if (missing.length > 0) {
+              // Read committed: this statement sees the winner's committed claim rows.
+              throw new LanesClaimed(release.id, await selectLaneClaims(tx, missing).execute());
+            }
+          }
           await insertRelease(tx, release).execute();
           await insertManifest(tx, release).execute();
           if (history.length > 0) await insertHistory(tx, history).execute();
@@ -105,6 +126,7 @@ export class PostgresStore extends KyselyStore {
           if (extras.admissionMark) await raiseAdmissionMark(tx, extras.admissionMark).execute();
         });
     } catch (err) {
+      if (err instanceof LanesClaimed) throw err;
       throw writeFailed(`creating release ${release.id}`, err);
     }
     this.manifests.set(release.id, release.manifest);

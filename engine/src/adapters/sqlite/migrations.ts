@@ -150,4 +150,22 @@ export const sqliteMigrations: SqlMigrations = {
       PRIMARY KEY (release_id, generation, wave, seq)
     ) STRICT`,
   ],
+  // One owner per lane (docs/guarantees.md G9): a claim row per lane id, written in the
+  // transaction that creates the release; the primary key makes two concurrent starts of
+  // overlapping releases fail one. Claims of releases not yet terminal are backfilled (the first
+  // release by number wins a lane two of them already shared).
+  "0007_lane_claims": [
+    `CREATE TABLE lane_claims (
+      lane_id TEXT PRIMARY KEY,
+      release_id TEXT NOT NULL,
+      claimed_at INTEGER NOT NULL
+    ) STRICT`,
+    `INSERT INTO lane_claims (lane_id, release_id, claimed_at)
+       SELECT json_extract(l.value, '$.id'), r.id, r.created_at
+       FROM releases r JOIN manifests m ON m.release_id = r.id, json_each(m.manifest, '$.lanes') l
+       WHERE r.state NOT IN ('succeeded', 'rolled_back', 'aborted', 'abandoned')
+         AND json_extract(l.value, '$.id') IS NOT NULL
+       ORDER BY r.number
+       ON CONFLICT (lane_id) DO NOTHING`,
+  ],
 };

@@ -6,7 +6,13 @@ import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, sql } from "kysely";
 import { storableValue } from "../../domain/storable-text.ts";
 import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
-import type { CommitInput, CommitResult, CreateExtras, OutboxRow } from "../../ports/store.ts";
+import {
+  type CommitInput,
+  type CommitResult,
+  type CreateExtras,
+  LanesClaimed,
+  type OutboxRow,
+} from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
 import { CREATE_MIGRATION_TABLE, migrationFailed, pending } from "../kysely/migrate.ts";
@@ -14,11 +20,13 @@ import { type CompactionPlan, chunks } from "../kysely/retention.ts";
 import { historyColumns, toOutboxRow } from "../kysely/rows.ts";
 import type { BatonDatabase } from "../kysely/tables.ts";
 import {
+  claimLanes,
   insertHistory,
   insertManifest,
   insertOutbox,
   insertRelease,
   raiseAdmissionMark,
+  selectLaneClaims,
 } from "../kysely/writes.ts";
 import { CommitStatements } from "./commit-statements.ts";
 import { deflateJson, isDeflated, sqliteJson } from "./json-codec.ts";
@@ -87,6 +95,7 @@ export class SqliteStore extends KyselyStore {
     // NUL and lone surrogates become U+FFFD on every store (domain/storable-text.ts).
     const [release, history, effects] = storableValue([dirty, dirtyHistory, dirtyEffects] as const);
     const db = this.live();
+    const lanes = extras.claimLanes ?? [];
     try {
       this.sync.immediate(() => {
         this.sync.run(insertRelease(db, release));
@@ -94,8 +103,23 @@ export class SqliteStore extends KyselyStore {
         if (history.length > 0) this.sync.run(insertHistory(db, history));
         if (effects.length > 0) this.sync.run(insertOutbox(db, release.id, effects, now));
         if (extras.admissionMark) this.sync.run(raiseAdmissionMark(db, extras.admissionMark));
+        if (lanes.length > 0) {
+          const got = new Set(
+            this.sync.all(claimLanes(db, release.id, lanes, now)).map((r) => r.lane_id),
+          );
+          const missing = lanes.filter((l) => !got.has(l));
+          if (missing.length > 0) {
+            // Throwing rolls the whole creation back (the immediate transaction).
+            const owners = this.sync.all(selectLaneClaims(db, missing)).map((r) => ({
+              lane_id: String(r.lane_id),
+              release_id: String(r.release_id),
+            }));
+            throw new LanesClaimed(release.id, owners);
+          }
+        }
       });
     } catch (err) {
+      if (err instanceof LanesClaimed) throw err;
       throw writeFailed(`creating release ${release.id}`, err);
     }
     this.manifests.set(release.id, release.manifest);
