@@ -33,6 +33,11 @@ export interface EngineConfig {
   viewerToken: string | null;
   /** Control-plane base URL; null = the reference control plane in memory. */
   controlPlaneUrl: string | null;
+  /**
+   * Prometheus base URL the gates read (BATON_PROMETHEUS_URL, docs/gate.md); absent = no
+   * metrics source: every gate's evidence is missing, so a gated wave ends inconclusive.
+   */
+  prometheusUrl?: string | null;
   dispatcher: "github" | "local";
   githubRepository: string | null;
   githubToken: string | null;
@@ -124,6 +129,9 @@ const Env = z.object({
   BATON_VIEWER_TOKEN: secretText("BATON_VIEWER_TOKEN").optional(),
   BATON_CONTROL_PLANE_URL: z
     .url({ error: "BATON_CONTROL_PLANE_URL must be an http(s) URL" })
+    .optional(),
+  BATON_PROMETHEUS_URL: z
+    .url({ error: "BATON_PROMETHEUS_URL must be an http(s) URL, e.g. http://127.0.0.1:9090" })
     .optional(),
   BATON_DISPATCHER: z
     .enum(["github", "local"], { error: "BATON_DISPATCHER must be github or local" })
@@ -368,6 +376,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     operatorToken: e.BATON_OPERATOR_TOKEN,
     viewerToken: e.BATON_VIEWER_TOKEN ?? null,
     controlPlaneUrl: e.BATON_CONTROL_PLANE_URL ?? null,
+    prometheusUrl: e.BATON_PROMETHEUS_URL ?? null,
     dispatcher: e.BATON_DISPATCHER,
     githubRepository: e.GITHUB_REPOSITORY ?? null,
     githubToken: e.GITHUB_TOKEN ?? null,

@@ -21,6 +21,7 @@ import { dashboardApp } from "./http/dashboard/index.tsx";
 import type { Clock } from "./ports/clock.ts";
 import type { ControlPlane } from "./ports/control-plane.ts";
 import type { Dispatcher } from "./ports/dispatcher.ts";
+import type { MetricsSource } from "./ports/metrics-source.ts";
 import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
 import type { Domain } from "./service/domain.ts";
@@ -46,6 +47,8 @@ export interface CorePorts {
   scheduler?: Scheduler;
   /** Notifiers and what they are told; none by default. */
   notify?: NotifyPolicy;
+  /** Where gates read their numbers; none: every gate's evidence is missing (docs/gate.md). */
+  metrics?: MetricsSource;
 }
 
 /** The settings the core needs (the rest of EngineConfig is for entries and adapters). */
@@ -115,6 +118,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
       publicUrl: s.publicUrl,
       log,
       releases: service,
+      ...(ports.metrics ? { metrics: ports.metrics } : {}),
       ...(notify
         ? {
             notifiers: new Map<string, Notifier>(notify.notifiers.map((n) => [n.channel, n])),

@@ -10,6 +10,7 @@ import { GitHubDispatcher } from "./adapters/github/index.ts";
 import { HttpControlPlane } from "./adapters/http-control-plane/index.ts";
 import { LocalRunner } from "./adapters/local-runner/index.ts";
 import { notifiersFromConfig } from "./adapters/notifier/index.ts";
+import { PrometheusMetricsSource } from "./adapters/prometheus/index.ts";
 import { openStore } from "./adapters/store-factory.ts";
 import { BundleVerifier } from "./admission/verify.ts";
 import type { EngineConfig } from "./config.ts";
@@ -21,6 +22,7 @@ import { nodeFaultHost } from "./node/fault-host.ts";
 import { type Clock, systemClock } from "./ports/clock.ts";
 import type { ControlPlane } from "./ports/control-plane.ts";
 import type { Dispatcher } from "./ports/dispatcher.ts";
+import type { MetricsSource } from "./ports/metrics-source.ts";
 import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
 import type { Domain } from "./service/domain.ts";
@@ -48,6 +50,11 @@ export interface EngineOverrides {
   dashboard?: boolean;
   /** Notifiers instead of those `config.notify` names (tests). */
   notifiers?: Notifier[];
+  /**
+   * Where gates read their numbers (docs/gate.md); default: Prometheus at
+   * `config.prometheusUrl`, else none (gated waves end inconclusive).
+   */
+  metrics?: MetricsSource;
 }
 
 export interface Engine {
@@ -135,6 +142,9 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     ));
 
   installFaultHost(nodeFaultHost);
+  const metrics =
+    o.metrics ??
+    (config.prometheusUrl ? new PrometheusMetricsSource({ baseUrl: config.prometheusUrl }) : null);
   const core = createCore(
     {
       store,
@@ -142,6 +152,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       controlPlane,
       clock,
       log,
+      ...(metrics ? { metrics } : {}),
       notify: {
         notifiers: o.notifiers ?? notifiersFromConfig(config),
         events: new Set(config.notify?.events ?? NOTICE_KINDS),

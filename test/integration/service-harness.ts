@@ -16,6 +16,7 @@ import type { EngineConfig } from "../../engine/src/config.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { createEngine, type Engine } from "../../engine/src/engine.ts";
 import type { Clock } from "../../engine/src/ports/clock.ts";
+import type { MetricsSource } from "../../engine/src/ports/metrics-source.ts";
 import type { Notifier } from "../../engine/src/ports/notifier.ts";
 import type { Store } from "../../engine/src/ports/store.ts";
 import { signBody } from "../../engine/src/protocol/credential.ts";
@@ -180,6 +181,8 @@ export async function makeHarness(
     config?: Partial<EngineConfig>;
     /** Admission mode (default off: a config built by hand). */
     admission?: AdmissionConfig;
+    /** Where gates read their numbers (default none). */
+    metrics?: MetricsSource;
   } = {},
 ): Promise<Harness> {
   const dir = o.dir ?? mkdtempSync(path.join(tmpdir(), "baton-svc-"));
@@ -194,6 +197,7 @@ export async function makeHarness(
     {
       store,
       ...(o.notifiers ? { notifiers: o.notifiers } : {}),
+      ...(o.metrics ? { metrics: o.metrics } : {}),
       dispatcher,
       controlPlane: cp,
       clock,

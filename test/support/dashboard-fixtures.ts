@@ -561,7 +561,7 @@ function summary(r: Release): ReleaseSummary {
 
 /** Calls made to the fake's operator methods, for assertions. */
 export interface FakeCall {
-  method: "abort" | "resume" | "retry" | "resolve" | "abandon";
+  method: "abort" | "resume" | "retry" | "resolve" | "abandon" | "promote";
   target: string;
   actor: string;
 }
@@ -644,6 +644,16 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
       const r = get(id);
       if (r.release.state !== "paused") return refuse(`[engine] release ${id} is not paused`);
       r.release.state = "running";
+      return accept(r);
+    },
+    async promote(id, actor) {
+      calls.push({ method: "promote", target: id, actor });
+      const r = get(id);
+      if (r.release.state !== "paused" || !r.release.gate) {
+        return refuse(`[engine] release ${id} is not paused at an inconclusive gate`);
+      }
+      r.release.state = "running";
+      r.release.gate = null;
       return accept(r);
     },
     async retry(stepRunId, actor) {

@@ -213,7 +213,7 @@ describe("rules 1–7 (docs/state-machine.md)", () => {
       all.push(...out.effects);
       r = s.kind === "runner" ? finishCurrent(out.release, "pass") : out.release;
     }
-    const external = all.filter((e) => e.type !== "deadline");
+    const external = all.filter((e) => e.type === "dispatch" || e.type === "control_plane");
     expect(external.length).toBeGreaterThan(2);
     for (const e of external) {
       expect(e.operation_key.startsWith("r17:")).toBe(true);

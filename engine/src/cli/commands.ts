@@ -352,6 +352,24 @@ export async function resolve(
   return EXIT.ok;
 }
 
+/** `promote <id> [--reason]`: a release paused at an inconclusive gate runs on (docs/gate.md). */
+export async function promote(
+  conn: Connection,
+  id: string,
+  o: { json: boolean; reason?: string; actor?: string },
+  io: Io,
+): Promise<ExitCode> {
+  const actor = actorName(o.actor);
+  const res = await new EngineClient(conn).call<{ state: string; generation: number }>(
+    "POST",
+    `/v1/releases/${releaseId(id)}/promote`,
+    JSON.stringify({ reason: o.reason ?? "", ...(actor ? { actor } : {}) }),
+  );
+  if (o.json) printJson(io, res);
+  else print(io, [`promote accepted: ${id} is now ${res.state}; the next wave begins`]);
+  return EXIT.ok;
+}
+
 /** `abandon <id> --reason --lane l=image…`: ends a needs_operator release as abandoned. */
 export async function abandon(
   conn: Connection,

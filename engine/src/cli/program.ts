@@ -230,6 +230,21 @@ export async function runCli(
     );
 
   program
+    .command("promote")
+    .description(
+      "paused at an inconclusive gate: accept the risk and run on into the next wave (docs/gate.md)",
+    )
+    .argument("<id>", "release id")
+    .option("--reason <text>", "why the risk is acceptable (kept in the history)")
+    .option("--actor <name>", "who you are (kept in the history; default $USER)")
+    .addOption(json())
+    .action(
+      async (id: string, o: { json?: boolean; reason?: string; actor?: string }, c: Command) => {
+        code = await cmd.promote(conn(c), id, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
+
+  program
     .command("abandon")
     .description(
       "needs_operator: end the release as abandoned, confirming what every lane runs now; its lanes become free",

@@ -8,6 +8,7 @@
 import { applied, observed } from "./transition/control-plane.ts";
 import { Draft, eventData, findStepRun, type Refusal } from "./transition/draft.ts";
 import { start } from "./transition/forward.ts";
+import { gateEvaluated, promote } from "./transition/gate.ts";
 import { guards } from "./transition/guards.ts";
 import { abandon, abort, resolve, resume, retry } from "./transition/operator.ts";
 import { preflight } from "./transition/preflight.ts";
@@ -114,6 +115,14 @@ function route(d: Draft): Refusal | undefined {
       return resume(d, e);
     case "abandon":
       return abandon(d, e);
+    case "promote":
+      return promote(d, e);
+    case "gate":
+      if (guards.isTerminal(r)) {
+        d.ignore(`[engine] gate evaluation ignored: release ${r.id} is ${r.state}`);
+        return undefined;
+      }
+      return gateEvaluated(d, e);
     default:
       break;
   }

@@ -4,6 +4,8 @@
  */
 import type { AdmissionReport } from "./admission.ts";
 import type { Analysis } from "./gate/analysis.ts";
+import type { GateDecision, GatePhase } from "./gate/decide.ts";
+import type { GateEvidence } from "./gate/evidence.ts";
 import type { Notice, NoticeKind } from "./notifications.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
 
@@ -146,6 +148,27 @@ export interface Abandonment {
   lanes: Record<string, string>;
 }
 
+/**
+ * A release held at a wave's gate (docs/gate.md "In the release"): after the wave's last step
+ * (its traffic assert) the release evaluates the gate every `interval_ms` until a decision.
+ */
+export interface GateWait {
+  /** 0-based wave index. */
+  wave: number;
+  /** `gate`: the wave's own analysis; `watch`: a later wave, guardrails only, for `bake_ms`. */
+  phase: GatePhase;
+  /** Epoch ms the wave's exposure was observed (its traffic assert succeeded). */
+  since: number;
+  /** Evaluations taken so far (the seq of the latest evidence; 0 before the first). */
+  seq: number;
+  /** Decision of the latest evaluation, `pending` before the first. */
+  decision: GateDecision | "pending";
+  /** Its reason, for people. */
+  reason: string | null;
+  /** Epoch ms of the latest evaluation, or null. */
+  at: number | null;
+}
+
 /** The release aggregate, persisted as one row with a conditional update on `resource_version`. */
 export interface Release {
   /** `r<number>`, e.g. `r17`. */
@@ -175,6 +198,11 @@ export interface Release {
   rerun_deadline?: number | null;
   /** Set when the release was `abandoned`. */
   abandoned?: Abandonment;
+  /**
+   * The gate the release is held at (running: evaluating; paused: inconclusive, waiting for
+   * an operator's promote or abort); null/absent otherwise.
+   */
+  gate?: GateWait | null;
   /**
    * Admission evidence: the named checks passed before any step ran (docs/trust.md).
    * Absent on releases stored before admission existed.
@@ -271,8 +299,22 @@ export type ReleaseEvent =
       dispatch: number;
       attempt: number;
     }
+  | {
+      /**
+       * One gate evaluation, stored as evidence before it is applied: its binding (release,
+       * generation, manifest digest, wave) must be the release's own and its seq the next.
+       */
+      type: "gate";
+      evidence: GateEvidence;
+    }
   | { type: "abort"; actor: string; reason: string }
   | { type: "resume"; actor: string }
+  | {
+      /** An operator accepts the risk of a gate that ended inconclusive: the next wave begins. */
+      type: "promote";
+      actor: string;
+      reason: string;
+    }
   | { type: "retry"; actor: string; step_run_id: string }
   | {
       /** needs_operator: the operator did this backward step run's effect by hand. */
@@ -346,8 +388,27 @@ export interface NotifyEffect {
   not_before: number | null;
 }
 
+/**
+ * Evaluate a wave's gate once (docs/gate.md): the reconciler reads the metrics source, stores
+ * the evidence and feeds it back as a `gate` event. Performs nothing external but reads.
+ */
+export interface GateEffect {
+  type: "gate";
+  /** The forward step run of the wave's last step, whose success began the gate. */
+  step_run_id: string;
+  wave: number;
+  phase: GatePhase;
+  /** The evaluation number to store (1-based within release, generation and wave). */
+  seq: number;
+  /** Epoch ms the wave's exposure was observed: counts are taken from here. */
+  since: number;
+  generation: number;
+  /** Epoch ms when the evaluation is due; null = now. */
+  not_before: number | null;
+}
+
 /** Effects are data (docs/state-machine.md): written to the outbox in the transition's transaction. */
-export type Effect = DispatchEffect | ControlPlaneEffect | DeadlineEffect;
+export type Effect = DispatchEffect | ControlPlaneEffect | DeadlineEffect | GateEffect;
 
 /** What an outbox row holds: a transition's effect, or a notice the service added. */
 export type OutboxEffect = Effect | NotifyEffect;

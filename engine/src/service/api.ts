@@ -66,6 +66,8 @@ export interface ReleaseApi {
   list(q: { state?: ReleaseState; limit: number; before?: number }): Promise<ReleaseSummary[]>;
   abort(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   resume(id: string, actor: string): Promise<Accepted | Refusal>;
+  /** A release paused at an inconclusive gate runs on into the next wave (docs/gate.md). */
+  promote(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   retry(stepRunId: string, actor: string): Promise<Accepted | Refusal>;
   /** needs_operator: the operator did this backward step run's effect by hand (reason required). */
   resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal>;

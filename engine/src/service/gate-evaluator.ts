@@ -4,30 +4,13 @@
  * What runs it on `interval_ms` and what the transition does with the decision is the
  * caller's (docs/gate.md).
  */
-import type { Analysis } from "../domain/gate/analysis.ts";
-import { decideGate, type GatePhase } from "../domain/gate/decide.ts";
+import { decideGate } from "../domain/gate/decide.ts";
 import { type EvidenceBinding, type GateEvidence, toEvidence } from "../domain/gate/evidence.ts";
+import { gateAt } from "../domain/gate/waves.ts";
 import type { Manifest } from "../domain/types.ts";
 import type { MetricsSource } from "../ports/metrics-source.ts";
 
-/**
- * The gate in force at wave `wave`: its own analysis (phase `gate`), else the analysis of the
- * latest earlier gated wave read for guardrails only (phase `watch`, when it has any), else
- * null. A wave at 0% or 100% has no pair of arms, so it has no gate and no watch here.
- */
-export function gateAt(
-  manifest: Manifest,
-  wave: number,
-): { analysis: Analysis; phase: GatePhase } | null {
-  const w = manifest.waves[wave];
-  if (!w || w.traffic <= 0 || w.traffic >= 100) return null;
-  if (w.analysis) return { analysis: w.analysis, phase: "gate" };
-  for (let i = wave - 1; i >= 0; i--) {
-    const a = manifest.waves[i]?.analysis;
-    if (a) return a.metrics.some((m) => !m.required) ? { analysis: a, phase: "watch" } : null;
-  }
-  return null;
-}
+export { gateAt };
 
 /** Input of one evaluation. */
 export interface GateRun {

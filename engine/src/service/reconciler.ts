@@ -16,6 +16,7 @@ import type {
   ControlPlaneOp,
   DeadlineEffect,
   DispatchEffect,
+  GateEffect,
   Json,
   NotifyEffect,
   Release,
@@ -25,10 +26,12 @@ import { FaultCrash, faultPoint } from "../faults.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { ControlPlane, WriteContext } from "../ports/control-plane.ts";
 import type { Dispatcher } from "../ports/dispatcher.ts";
+import type { MetricsSource } from "../ports/metrics-source.ts";
 import type { Notifier } from "../ports/notifier.ts";
 import type { OutboxRow, Store } from "../ports/store.ts";
 import { DEFAULT_MODEL } from "../protocol/control-plane.ts";
 import { notifyBackoffMs, reconcilerBackoffMs } from "./backoff.ts";
+import { evaluateGate } from "./gate-evaluator.ts";
 import { buildDispatchPayload } from "./payload.ts";
 import type { ApplyExtras, Logger } from "./release-service.ts";
 
@@ -59,6 +62,8 @@ export interface ReconcilerDeps {
   log: Logger;
   /** The commit side (ReleaseService): feeds each outcome back, reads recent releases. */
   releases: ReleaseCommits;
+  /** Where gates read their numbers; absent: every gate's evidence is missing. */
+  metrics?: MetricsSource;
   /** Notifiers by channel name (`notify` rows); a row for a missing channel is dropped. */
   notifiers?: ReadonlyMap<string, Notifier>;
   /** Retry schedule of notices: first delay (ms, doubling, capped at 5 min) and tries in all. */
@@ -244,6 +249,11 @@ export class Reconciler {
             complete_outbox: complete,
           });
           return true;
+        case "gate":
+          await this.deps.releases.apply(row.release_id, await this.gate(row, e), {
+            complete_outbox: complete,
+          });
+          return true;
         case "notify":
           return await this.notify(row, e, token);
       }
@@ -415,6 +425,46 @@ export class Reconciler {
   }
 
   /**
+   * Evaluates a gate once (docs/gate.md): reads the metrics source, decides (pure domain),
+   * stores the evidence, and returns it as the `gate` event. Idempotent per evaluation: if
+   * this evaluation was stored already (a crash after storing, a lease taken over), the stored
+   * record is the one fed back, so the release reads exactly what the store keeps.
+   */
+  private async gate(row: OutboxRow, e: GateEffect): Promise<ReleaseEvent> {
+    const release = await this.deps.releases.recentRelease(row.release_id);
+    if (!release) {
+      throw new Error(`[engine] release ${row.release_id} of outbox row ${row.id} is gone`);
+    }
+    const binding = {
+      release_id: release.id,
+      generation: e.generation,
+      manifest_digest: release.manifest_digest,
+      wave: e.wave,
+    };
+    const evidence = await evaluateGate(this.deps.metrics ?? NO_METRICS, {
+      manifest: release.manifest,
+      binding,
+      seq: e.seq,
+      waveStartedAt: e.since,
+      now: this.deps.clock.now(),
+    });
+    if (!evidence) {
+      throw new Error(`[engine] release ${release.id} wave ${e.wave} has no gate to evaluate`);
+    }
+    if (!(await this.deps.store.appendEvidence(evidence))) {
+      const kept = (await this.deps.store.listEvidence(release.id)).find(
+        (x) =>
+          x.generation === e.generation &&
+          x.wave === e.wave &&
+          x.seq === e.seq &&
+          x.manifest_digest === release.manifest_digest,
+      );
+      if (kept) return { type: "gate", evidence: kept };
+    }
+    return { type: "gate", evidence };
+  }
+
+  /**
    * Sends one notice. Its outcome feeds no transition: delivered or given up, the row is
    * completed on its own and one history line says so; a retryable failure gives the claim
    * back with backoff until `maxTries` claims were spent.
@@ -524,6 +574,16 @@ function describeExpected(op: ControlPlaneOp): string {
       return `capabilities=${JSON.stringify([...new Set(op.capabilities)].sort())} advertised=${op.advertised}`;
   }
 }
+/** No metrics source configured: every read is missing evidence, which never passes. */
+const NO_METRICS: MetricsSource = {
+  async observe(q) {
+    const why = "no metrics source is configured (set BATON_PROMETHEUS_URL; docs/gate.md)";
+    return {
+      assignments: { missing: why },
+      metrics: Object.fromEntries(q.analysis.metrics.map((m) => [m.name, { missing: why }])),
+    };
+  },
+};
 
 /** The claim's lease ran out (or nearly) before the effect was sent (e.g. the process was paused). */
 class LeaseLapsed extends Error {}

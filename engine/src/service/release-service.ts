@@ -584,6 +584,11 @@ export class ReleaseService implements ReleaseApi {
     return this.operator(id, { type: "resume", actor });
   }
 
+  /** A release paused at an inconclusive gate: the operator accepts the risk (docs/gate.md). */
+  async promote(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
+    return this.operator(id, { type: "promote", actor, reason });
+  }
+
   async resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal> {
     const id = releaseIdOfStepRun(stepRunId);
     if (!id) return notFound(`[engine] step run ${stepRunId} does not exist`);

@@ -201,7 +201,7 @@ export class World {
         matches: unreadable ? null : this.cp.matches(e.request),
         message: unreadable ? "HTTP 500" : "read",
       };
-    } else {
+    } else if (e.type === "deadline") {
       outcome = {
         type: "deadline",
         step_run_id: e.step_run_id,

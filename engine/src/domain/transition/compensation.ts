@@ -15,6 +15,7 @@ export function beginCompensation(d: Draft, why: string): void {
   r.cursor = r.high_water_mark;
   r.reason = why;
   r.rerun_deadline = null;
+  r.gate = null;
   d.accept(
     `[engine] release ${r.id} compensating from step ${r.high_water_mark} (generation ${r.generation}): ${why}`,
   );

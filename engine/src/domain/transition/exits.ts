@@ -9,7 +9,7 @@ import type { Release, ReleaseEvent } from "../types.ts";
 import { LANE_RUNS_NOTHING } from "./operator.ts";
 
 /** Operator actions, as the API, CLI and dashboard name them. */
-export type OperatorAction = "abort" | "resume" | "retry" | "resolve" | "abandon";
+export type OperatorAction = "abort" | "resume" | "retry" | "resolve" | "abandon" | "promote";
 
 /** One exit the engine would accept now. */
 export interface AvailableAction {
@@ -53,6 +53,15 @@ export function availableActions(release: Release): AvailableAction[] {
           ? "starts the release at step 0"
           : "sends the step run the release is paused on again (a new dispatch) and runs forward",
       command: `baton resume ${id}`,
+    });
+  }
+  if (accepts({ type: "promote", actor: PROBE_ACTOR, reason: PROBE_REASON })) {
+    out.push({
+      action: "promote",
+      target: id,
+      needs_reason: false,
+      effect: `accepts the risk of the inconclusive gate of wave ${(release.gate?.wave ?? 0) + 1} and runs on into the next wave`,
+      command: `baton promote ${id} --reason "<why the risk is acceptable>"`,
     });
   }
   for (const sr of release.step_runs) {

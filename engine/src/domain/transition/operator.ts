@@ -84,6 +84,13 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
       reason: `[engine] release ${r.id} is ${r.state}; only a paused or pending release resumes`,
     };
   }
+  if (r.gate) {
+    return {
+      status: 409,
+      code: "conflict",
+      reason: `[engine] release ${r.id} is paused at the gate of wave ${r.gate.wave + 1}, which was inconclusive; promote it (baton promote ${r.id}) to accept the risk, or abort it`,
+    };
+  }
   const sr = stepRunAt(r, r.cursor, "fwd");
   r.state = "running";
   r.reason = null;

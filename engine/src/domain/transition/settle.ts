@@ -7,6 +7,7 @@ import type { Release, StepRun } from "../types.ts";
 import { beginCompensation, continueCompensation } from "./compensation.ts";
 import { type Draft, describe, stepOf } from "./draft.ts";
 import { beginForwardAtCursor } from "./forward.ts";
+import { beginGate, endsGatedWave } from "./gate.ts";
 import { guards } from "./guards.ts";
 import { backoffMs } from "./limits.ts";
 import { sendAction } from "./send.ts";
@@ -36,7 +37,9 @@ function settledForward(d: Draft, sr: StepRun): void {
     }
     r.reason = null;
     r.cursor = sr.step_index + 1;
-    beginForwardAtCursor(d);
+    // A gated wave's last step (its traffic assert): held at the gate before the next wave.
+    if (endsGatedWave(d, sr)) beginGate(d, sr);
+    else beginForwardAtCursor(d);
     return;
   }
   const why = `${describe(r, sr)} ended ${sr.state}${sr.last_error ? `: ${sr.last_error}` : ""}`;

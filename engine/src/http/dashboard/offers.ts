@@ -30,9 +30,10 @@ export interface Offer {
 const ORDER: Record<AvailableAction["action"], number> = {
   retry: 0,
   resume: 1,
-  resolve: 2,
-  abort: 3,
-  abandon: 4,
+  promote: 2,
+  resolve: 3,
+  abort: 4,
+  abandon: 5,
 };
 
 /** The actions the engine accepts for `r` now, most useful first. */
@@ -86,7 +87,12 @@ export function offers(r: Release): Offer[] {
           return {
             action: a.action,
             target: a.target,
-            label: a.action === "resolve" ? `Resolve the undo of ${words} (CLI)` : "Abandon (CLI)",
+            label:
+              a.action === "resolve"
+                ? `Resolve the undo of ${words} (CLI)`
+                : a.action === "promote"
+                  ? "Promote past the inconclusive gate (CLI)"
+                  : "Abandon (CLI)",
             effect: a.effect,
             href: null,
             danger: a.action === "abandon",

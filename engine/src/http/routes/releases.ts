@@ -114,6 +114,14 @@ const AbortBody = z
   .object({ reason: z.string().max(1000, "must be at most 1000 characters").optional() })
   .strict();
 
+/** `POST /v1/releases/:id/promote`: accept the risk of an inconclusive gate. */
+const PromoteBody = z
+  .object({
+    reason: z.string().max(1000, "must be at most 1000 characters").default(""),
+    actor: ActorField,
+  })
+  .strict();
+
 const AbandonBody = z
   .object({
     reason: z.string().max(1000, "must be at most 1000 characters").default(""),
@@ -285,6 +293,13 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
       if (b.data.reason) reason = b.data.reason;
     }
     const r = await o.api.abort(id, "operator", reason);
+    return answer(c, r, (a) => ({ id, state: a.release.state, generation: a.release.generation }));
+  });
+
+  app.post("/:id/promote", operator, async (c) => {
+    const id = releaseParam(c);
+    const b = await jsonBody(c, "promote body", PromoteBody);
+    const r = await o.api.promote(id, actorOf(b.actor), b.reason);
     return answer(c, r, (a) => ({ id, state: a.release.state, generation: a.release.generation }));
   });
 

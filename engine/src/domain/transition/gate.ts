@@ -1,0 +1,198 @@
+/**
+ * The evidence gate in the release (docs/gate.md "In the release"; docs/state-machine.md
+ * "Gates"). After a gated wave's last step (its traffic assert) the release is held at the
+ * wave's gate: a `gate` effect asks the reconciler to evaluate it (read the metrics source,
+ * store the evidence); the evidence comes back as a `gate` event, which this module guards
+ * like any other event: only evidence bound to this release, generation, manifest digest and
+ * wave, with the next evaluation number, is read. pass → the next wave; fail → compensation
+ * with the decision's reason; wait → the next evaluation `interval_ms` later; inconclusive →
+ * `paused` for an operator, whose exits are `promote` and `abort`.
+ */
+import { boundTo, type EvidenceBinding, evidenceSatisfies } from "../gate/evidence.ts";
+import { gateAt, lastStepOfWave, waveLabel } from "../gate/waves.ts";
+import type { ReleaseEvent, StepRun } from "../types.ts";
+import { beginCompensation } from "./compensation.ts";
+import { type Draft, type Refusal, stepRunAt } from "./draft.ts";
+import { beginForwardAtCursor } from "./forward.ts";
+import { whereIs } from "./where.ts";
+
+type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
+
+/**
+ * Whether the forward step run `sr`, which just succeeded, ends a wave that has a gate (or a
+ * guardrail watch): then the release is held there instead of moving on.
+ */
+export function endsGatedWave(d: Draft, sr: StepRun): boolean {
+  const r = d.release;
+  const step = r.manifest.steps[sr.step_index];
+  if (!step || sr.direction !== "fwd") return false;
+  return (
+    lastStepOfWave(r.manifest, step.wave) === step.index && gateAt(r.manifest, step.wave) !== null
+  );
+}
+
+/**
+ * Holds the release at the gate of the wave `sr` ended (call with `cursor` already on the next
+ * step, not begun): exposure was observed now, so counts are taken from now, and the first
+ * evaluation is due at once (it opens the window of a source that counts from its first read).
+ */
+export function beginGate(d: Draft, sr: StepRun): void {
+  const r = d.release;
+  const wave = r.manifest.steps[sr.step_index]?.wave ?? 0;
+  const gate = gateAt(r.manifest, wave);
+  if (!gate) return;
+  r.gate = {
+    wave,
+    phase: gate.phase,
+    since: d.now,
+    seq: 0,
+    decision: "pending",
+    reason: null,
+    at: null,
+  };
+  d.emit({
+    type: "gate",
+    step_run_id: sr.id,
+    wave,
+    phase: gate.phase,
+    seq: 1,
+    since: d.now,
+    generation: r.generation,
+    not_before: null,
+  });
+  const what =
+    gate.phase === "gate"
+      ? `until its gate decides (every ${gate.analysis.interval_ms} ms, bake ${gate.analysis.bake_ms} ms, at most ${gate.analysis.max_wait_ms} ms)`
+      : `while its guardrails are watched for ${gate.analysis.bake_ms} ms (every ${gate.analysis.interval_ms} ms)`;
+  d.accept(`[engine] release ${r.id} held at ${waveLabel(r.manifest, wave)} ${what}`, sr.id, {
+    gate: { wave, phase: gate.phase, since: d.now },
+  });
+}
+
+/** The binding a piece of evidence must have to be read by this release now. */
+function bindingOf(d: Draft, wave: number): EvidenceBinding {
+  const r = d.release;
+  return {
+    release_id: r.id,
+    generation: r.generation,
+    manifest_digest: r.manifest_digest,
+    wave,
+  };
+}
+
+/** A `gate` event: one stored evaluation of the gate the release is held at. */
+export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
+  const r = d.release;
+  const ev = e.evidence;
+  const g = r.gate;
+  if (!boundTo(ev, bindingOf(d, ev.wave))) {
+    return {
+      status: 409,
+      code: "stale",
+      reason: `[engine] gate evidence for release ${ev.release_id} generation ${ev.generation} manifest ${ev.manifest_digest.slice(0, 12)} is not bound to release ${r.id} generation ${r.generation} manifest ${r.manifest_digest.slice(0, 12)}; it satisfies no guard`,
+    };
+  }
+  if (!g || g.wave !== ev.wave || r.state !== "running" || g.decision === "inconclusive") {
+    d.ignore(
+      `[engine] gate evaluation ${ev.seq} of ${waveLabel(r.manifest, ev.wave)} ignored: release ${r.id} is ${whereIs(r)}${g ? ` at the gate of ${waveLabel(r.manifest, g.wave)}` : ""}, not evaluating that gate`,
+    );
+    return undefined;
+  }
+  if (ev.seq !== g.seq + 1 || ev.phase !== g.phase) {
+    d.ignore(
+      `[engine] gate evaluation ${ev.seq} (${ev.phase}) of ${waveLabel(r.manifest, ev.wave)} ignored: the release waits for evaluation ${g.seq + 1} (${g.phase})`,
+    );
+    return undefined;
+  }
+  const gate = gateAt(r.manifest, g.wave);
+  if (!gate) throw new Error(`[engine] release ${r.id} is held at ${g.wave}, which has no gate`);
+  const label = waveLabel(r.manifest, g.wave);
+  g.seq = ev.seq;
+  g.decision = ev.decision;
+  g.reason = ev.reason;
+  g.at = ev.at;
+  const data = {
+    gate: {
+      wave: ev.wave,
+      phase: ev.phase,
+      seq: ev.seq,
+      decision: ev.decision,
+      elapsed_ms: ev.elapsed_ms,
+    },
+  };
+  const stepRun = stepRunAt(r, lastStepOfWave(r.manifest, g.wave), "fwd");
+  const srId = stepRun?.id ?? null;
+  if (ev.decision === "fail") {
+    d.accept(`[engine] gate of ${label} failed (evaluation ${ev.seq}): ${ev.reason}`, srId, data);
+    r.gate = null;
+    beginCompensation(d, `gate of ${label} failed: ${ev.reason}`);
+    return undefined;
+  }
+  if (ev.decision === "inconclusive") {
+    r.state = "paused";
+    r.reason = `gate of ${label} is inconclusive: ${ev.reason}; promote (baton promote ${r.id}) to accept the risk, or abort (baton abort ${r.id}) to compensate`;
+    d.accept(`[engine] release ${r.id} paused: ${r.reason}`, srId, data);
+    return undefined;
+  }
+  const passed =
+    ev.decision === "pass" &&
+    (g.phase === "gate"
+      ? evidenceSatisfies(ev, bindingOf(d, g.wave))
+      : ev.elapsed_ms >= gate.analysis.bake_ms);
+  if (passed) {
+    d.accept(
+      `[engine] gate of ${label} passed (evaluation ${ev.seq}, ${Math.round(ev.elapsed_ms / 1000)} s): ${ev.reason}`,
+      srId,
+      data,
+    );
+    r.gate = null;
+    r.reason = null;
+    beginForwardAtCursor(d);
+    return undefined;
+  }
+  // wait (or a watch with no breach before its bake time): evaluate again after the interval.
+  d.emit({
+    type: "gate",
+    step_run_id: srId ?? "",
+    wave: g.wave,
+    phase: g.phase,
+    seq: ev.seq + 1,
+    since: g.since,
+    generation: r.generation,
+    not_before: Math.max(ev.at, d.now) + gate.analysis.interval_ms,
+  });
+  d.accept(
+    `[engine] gate of ${label} evaluation ${ev.seq}: ${ev.decision}: ${ev.reason}`,
+    srId,
+    data,
+  );
+  return undefined;
+}
+
+/**
+ * `promote`: an operator accepts the risk of a gate that ended inconclusive (docs/gate.md
+ * "Inconclusive"); the release runs on into the next wave. Only a release paused at an
+ * inconclusive gate.
+ */
+export function promote(d: Draft, e: Ev<"promote">): Refusal | undefined {
+  const r = d.release;
+  const g = r.gate;
+  if (r.state !== "paused" || !g || g.decision !== "inconclusive") {
+    return {
+      status: 409,
+      code: "conflict",
+      reason: `[engine] release ${r.id} is ${whereIs(r)}; only a release paused at an inconclusive gate can be promoted`,
+    };
+  }
+  const label = waveLabel(r.manifest, g.wave);
+  r.state = "running";
+  r.reason = null;
+  r.gate = null;
+  d.accept(
+    `[engine] gate of ${label} promoted by ${e.actor}${e.reason ? `: ${e.reason}` : ""}; the evidence was inconclusive, the operator accepts the risk`,
+    null,
+    { actor: e.actor, reason: e.reason, wave: g.wave },
+  );
+  beginForwardAtCursor(d);
+  return undefined;
+}

@@ -1,0 +1,257 @@
+/**
+ * The evidence gate in the release state machine, on both stores, with the embedded metrics
+ * source reading the reference router's traffic generator over the control-plane double the
+ * engine writes to, and a fake clock: a gated wave is held after its traffic assert and
+ * evaluated every interval_ms; pass → the next wave, fail → compensation with a reason that
+ * names the metric, its bound and the margin; no traffic to the candidate never passes;
+ * inconclusive → paused with promote / abort as its only exits. Evidence is stored bound to
+ * the release, generation, manifest digest and wave. Every loop is bounded by `drive`.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { EmbeddedMetricsSource } from "../../engine/src/adapters/embedded-metrics/index.ts";
+import { TrafficGenerator } from "../../engine/src/control-plane/traffic.ts";
+import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import { availableActions } from "../../engine/src/domain/transition/exits.ts";
+import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { IMAGE, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
+import {
+  drive,
+  FakeClock,
+  type Harness,
+  makeHarness,
+  op,
+  recipe,
+  STORE_KINDS,
+  skipStore,
+} from "./service-harness.ts";
+
+const MODEL = "summarizer-v7";
+/** Units the router draws per second of the fake clock. */
+const UNITS_PER_S = 200;
+
+function gatedRecipe(over: Record<string, unknown> = {}): RecipeInput {
+  const r = recipe(3);
+  return {
+    ...r,
+    rollout: {
+      waves: [
+        { lanes: ["lane-a"], traffic: 20 },
+        { lanes: ["lane-b"], traffic: 50 },
+        { lanes: ["lane-c"], traffic: 100 },
+      ],
+    },
+    analysis: {
+      min_samples: 400,
+      bake_ms: 20_000,
+      interval_ms: 5_000,
+      max_wait_ms: 120_000,
+      metrics: [
+        { name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.03 } },
+        {
+          name: "slow-requests",
+          kind: "latency",
+          threshold_ms: 250,
+          margin: { absolute: 0.05 },
+          required: false,
+        },
+      ],
+      ...over,
+    },
+  } as RecipeInput;
+}
+
+interface Rig {
+  h: Harness;
+  traffic: TrafficGenerator;
+}
+
+async function rig(kind: "sqlite" | "postgres", candidateErrorRate = 0.01): Promise<Rig> {
+  const clock = new FakeClock();
+  const seed = gatedRecipe();
+  // The router draws units over the weights the engine writes to the control-plane double.
+  let source: EmbeddedMetricsSource | null = null;
+  const h = await makeHarness({
+    kind,
+    clock,
+    seed,
+    metrics: { observe: (q) => (source as EmbeddedMetricsSource).observe(q) },
+  });
+  const traffic = new TrafficGenerator(h.cp.core, { model: MODEL, seed: 11 });
+  source = new EmbeddedMetricsSource(traffic);
+  for (const l of seed.lanes ?? []) traffic.setLaneImage(String(l.id), PREVIOUS_IMAGE);
+  traffic.setCandidate(IMAGE);
+  traffic.setProfile(IMAGE, { errorRate: candidateErrorRate });
+  return { h, traffic };
+}
+
+/**
+ * Drives the release: the runner passes every step; a lane's image becomes the candidate when
+ * its attach step runs (and the previous image again when it is restored); the router sends
+ * units in proportion to the fake clock's advance.
+ */
+async function run(g: Rig, o: { deploy?: boolean; send?: boolean } = {}): Promise<void> {
+  let last = g.h.clock.now();
+  await drive(
+    g.h,
+    (p: DispatchPayload) => {
+      const lane = (p.args as { lane?: { id?: string } }).lane?.id;
+      if (lane && o.deploy !== false && p.tool === "attach-queue-lane") {
+        g.traffic.setLaneImage(lane, IMAGE);
+      }
+      if (lane && p.tool === "restore-queue-lane") g.traffic.setLaneImage(lane, PREVIOUS_IMAGE);
+      return "pass";
+    },
+    600,
+    () => {
+      const now = g.h.clock.now();
+      const units = Math.floor(((now - last) / 1000) * UNITS_PER_S);
+      last = now;
+      if (units > 0 && o.send !== false) g.traffic.send(units);
+    },
+  );
+}
+
+/** The history line that began compensation (its reason). */
+async function compensationReason(h: Harness, id: string): Promise<string> {
+  const line = (await h.store.getHistory(id)).find((x) =>
+    / compensating from step /.test(x.message),
+  );
+  return line?.message ?? "";
+}
+
+async function start(h: Harness, r: RecipeInput): Promise<string> {
+  const res = await op(h, "POST", "/v1/releases", r);
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { id: string }).id;
+}
+
+describe.each(STORE_KINDS)("gated release on %s", (kind) => {
+  const skip = skipStore(kind);
+  let g: Rig | null = null;
+  afterEach(async () => {
+    g?.traffic.stop();
+    await g?.h.close();
+    g = null;
+  });
+
+  it.skipIf(skip)("a good candidate passes each gate and the release succeeds", async () => {
+    g = await rig(kind);
+    const id = await start(g.h, gatedRecipe());
+    await run(g);
+    const release = await g.h.store.getRelease(id);
+    expect(release?.state).toBe("succeeded");
+    // The environment: the last wave's weights, every lane serving.
+    expect(g.h.cp.weights(MODEL)).toEqual({ "lane-a": 34, "lane-b": 33, "lane-c": 33 });
+    const evidence = await g.h.store.listEvidence(id);
+    const passes = evidence.filter((e) => e.decision === "pass");
+    expect(passes.map((e) => e.wave)).toEqual([0, 1]);
+    for (const e of passes) {
+      expect(e).toMatchObject({
+        release_id: id,
+        generation: 1,
+        manifest_digest: release?.manifest_digest,
+        phase: "gate",
+      });
+      expect(e.elapsed_ms).toBeGreaterThanOrEqual(20_000);
+      expect(e.arms?.candidate).toBeGreaterThan(400);
+      expect(e.srm?.mismatch).toBe(false);
+    }
+    // Evaluations every interval: seq 1, 2, … per wave, waits before the pass.
+    const wave0 = evidence.filter((e) => e.wave === 0).map((e) => e.seq);
+    expect(wave0).toEqual(wave0.map((_, i) => i + 1));
+    expect(wave0.length).toBeGreaterThan(1);
+    expect(evidence.filter((e) => e.wave === 0 && e.decision === "wait").length).toBe(
+      wave0.length - 1,
+    );
+    const messages = (await g.h.store.getHistory(id)).map((x) => x.message);
+    expect(messages.some((m) => /gate of wave 1 \(20%\) passed/.test(m))).toBe(true);
+  });
+
+  it.skipIf(skip)(
+    "a candidate with errors well above the margin rolls back, naming metric, bound and margin",
+    async () => {
+      g = await rig(kind, 0.2);
+      const id = await start(g.h, gatedRecipe());
+      await run(g);
+      const release = await g.h.store.getRelease(id);
+      expect(release?.state).toBe("rolled_back");
+      const why = await compensationReason(g.h, id);
+      expect(why).toMatch(
+        /gate of wave 1 \(20%\) failed: metric error-rate is worse than its margin: upper bound of Δ -0\.\d+ < −δ -0\.0300/,
+      );
+      // Compensation wrote the baseline back: the environment, not only the tables.
+      expect(g.h.cp.weights(MODEL)).toEqual({ "lane-a": 34, "lane-b": 33, "lane-c": 33 });
+      const evidence = await g.h.store.listEvidence(id);
+      expect(evidence.at(-1)?.decision).toBe("fail");
+      expect(evidence.some((e) => e.decision === "pass")).toBe(false);
+      // The next wave never began.
+      const wave1 = release?.step_runs.filter(
+        (sr) => sr.direction === "fwd" && release.manifest.steps[sr.step_index]?.wave === 1,
+      );
+      expect(wave1).toEqual([]);
+    },
+  );
+
+  it.skipIf(skip)("no traffic to the candidate never passes", async () => {
+    g = await rig(kind);
+    const id = await start(g.h, gatedRecipe());
+    await run(g, { deploy: false }); // lane-a keeps serving the previous image
+    const release = await g.h.store.getRelease(id);
+    const evidence = await g.h.store.listEvidence(id);
+    expect(evidence.length).toBeGreaterThan(0);
+    expect(evidence.some((e) => e.decision === "pass")).toBe(false);
+    expect(release?.state).toBe("rolled_back");
+    expect(await compensationReason(g.h, id)).toMatch(
+      /gate of wave 1 \(20%\) failed: sample ratio mismatch: planned 20\.00%\/80\.00%/,
+    );
+  });
+
+  it.skipIf(skip)(
+    "missing evidence until max_wait_ms: paused for promote or abort; promote runs on",
+    async () => {
+      g = await rig(kind);
+      const id = await start(g.h, gatedRecipe());
+      await run(g, { send: false });
+      let release = await g.h.store.getRelease(id);
+      expect(release?.state).toBe("paused");
+      expect(release?.gate?.decision).toBe("inconclusive");
+      expect(release?.reason).toMatch(/gate of wave 1 \(20%\) is inconclusive: inconclusive after/);
+      const exits = availableActions(release!).map((a) => a.action);
+      expect(exits.sort()).toEqual(["abort", "promote"]);
+      // The API offers the same, and refuses resume with the way out.
+      const got = (await (await op(g.h, "GET", `/v1/releases/${id}`)).json()) as {
+        available_actions: { action: string }[];
+      };
+      expect(got.available_actions.map((a) => a.action).sort()).toEqual(["abort", "promote"]);
+      const resume = await op(g.h, "POST", `/v1/releases/${id}/resume`);
+      expect(resume.status).toBe(409);
+      const promoted = await op(g.h, "POST", `/v1/releases/${id}/promote`, {
+        reason: "traffic dashboard shows no regression",
+        actor: "alice",
+      });
+      expect(promoted.status).toBe(200);
+      release = await g.h.store.getRelease(id);
+      expect(release?.state).toBe("running");
+      // The next wave's gate sees traffic and passes.
+      await run(g);
+      release = await g.h.store.getRelease(id);
+      expect(release?.state).toBe("succeeded");
+      const history = await g.h.store.getHistory(id);
+      expect(
+        history.some((x) => x.kind === "promote" && /promoted by .*alice/.test(x.message)),
+      ).toBe(true);
+    },
+  );
+
+  it.skipIf(skip)("abort at an inconclusive gate compensates", async () => {
+    g = await rig(kind);
+    const id = await start(g.h, gatedRecipe());
+    await run(g, { send: false });
+    expect((await g.h.store.getRelease(id))?.state).toBe("paused");
+    const res = await op(g.h, "POST", `/v1/releases/${id}/abort`, { reason: "no data" });
+    expect(res.status).toBe(200);
+    await run(g, { send: false });
+    expect((await g.h.store.getRelease(id))?.state).toBe("rolled_back");
+    expect(g.h.cp.weights(MODEL)).toEqual({ "lane-a": 34, "lane-b": 33, "lane-c": 33 });
+  });
+});
