@@ -50,6 +50,7 @@ function forwardFrom(r: Release, from: number): PlannedStep[] {
  * The plan of `a` on `r` as it is now:
  * - abort: the undo steps from the high-water mark down (none when nothing took effect);
  * - resume: the forward steps from the cursor (step 0 for a pending release) to the end;
+ * - promote: the forward steps from the cursor (the next wave, past the inconclusive gate);
  * - retry: the step run again, then forward to the end (or, for an undo, the rest of the undo);
  * - resolve: the undo steps below the resolved one;
  * - abandon: nothing runs; `leftAsIs` lists the undo steps that will not run.
@@ -60,6 +61,7 @@ export function planOf(r: Release, a: Pick<AvailableAction, "action" | "target">
     case "abort":
       return { runs: r.high_water_mark < 0 ? [] : undoFrom(r, r.high_water_mark), leftAsIs: [] };
     case "resume":
+    case "promote":
       return {
         runs: forwardFrom(r, r.state === "pending" ? 0 : Math.max(r.cursor, 0)),
         leftAsIs: [],
