@@ -6,8 +6,9 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { WebhookNotifier } from "../../engine/src/adapters/notifier/webhook.ts";
-import type { Notice } from "../../engine/src/domain/notifications.ts";
+import { NOTICE_KINDS, type Notice } from "../../engine/src/domain/notifications.ts";
 import { verifyBody } from "../../engine/src/protocol/credential.ts";
+import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 import {
   createRelease,
@@ -33,16 +34,7 @@ function notifyConfig(maxTries = RETRY.maxTries) {
     webhook: null,
     slack: null,
     github: false,
-    events: [
-      "failed",
-      "paused",
-      "waiting",
-      "needs_operator",
-      "succeeded",
-      "rolled_back",
-      "aborted",
-      "ended",
-    ] as Notice["kind"][],
+    events: [...NOTICE_KINDS],
     retryBaseMs: RETRY.retryBaseMs,
     maxTries,
   };
@@ -237,6 +229,80 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
     expect(got.map((n) => [n.kind, n.cause])).toEqual([["aborted", "operator_abort"]]);
     expect(got[0]!.summary).toContain("aborted by");
   });
+
+  it.skipIf(skip)("a step whose policy is pause: one delivery, paused", async () => {
+    const { h, rx } = await setUp();
+    const id = await createRelease(
+      h,
+      recipe(2, { policy: { rerun_window_minutes: 0, on_failure: "pause" } }),
+    );
+    const bad = await firstRunnerStep(h, id);
+    await drive(h, (p) => (p.step_run_id.endsWith(`_${bad}_f`) ? "fail" : "pass"));
+    expect((await getRecord(h, id)).state).toBe("paused");
+    const got = bodies(rx);
+    expect(got.map((n) => n.kind)).toEqual(["paused"]);
+    expect(got[0]!.step?.number).toBe(bad + 1);
+    expect(rx.received.map((r) => r.headers["x-baton-event"])).toEqual(["paused"]);
+  });
+
+  it.skipIf(skip)(
+    "a failed runner step in its re-run window: waiting_for_rerun (with the time), then failed and rolled back when the window closes",
+    async () => {
+      const { h, rx } = await setUp();
+      const id = await createRelease(h, recipe(2, { policy: { rerun_window_minutes: 30 } }));
+      const bad = await firstRunnerStep(h, id);
+      const decide = (p: DispatchPayload) =>
+        p.step_run_id.endsWith(`_${bad}_f`) ? "fail" : "pass";
+      await drive(h, decide);
+      const paused = (await getRecord(h, id)) as unknown as {
+        state: string;
+        rerun_deadline: number | null;
+      };
+      expect(paused.state).toBe("paused");
+      expect(paused.rerun_deadline).toBeTypeOf("number");
+      const first = bodies(rx);
+      expect(first.map((n) => n.kind)).toEqual(["waiting_for_rerun"]);
+      const hhmm = new Date(paused.rerun_deadline!).toISOString().slice(11, 16);
+      expect(first[0]!.summary).toContain(`waiting for a re-run until`);
+      expect(first[0]!.summary).toContain(`${hhmm} UTC`);
+      // Nobody re-ran the job: the window closes and the release compensates.
+      h.clock.t = paused.rerun_deadline! + 1;
+      await drive(h, decide);
+      expect((await getRecord(h, id)).state).toBe("rolled_back");
+      expect(bodies(rx).map((n) => n.kind)).toEqual(["waiting_for_rerun", "failed", "rolled_back"]);
+    },
+  );
+
+  it.skipIf(skip)(
+    "an undo that fails: needs_operator naming the undo step; abandoning it: abandoned with what the operator confirmed",
+    async () => {
+      const { h, rx } = await setUp();
+      const id = await createRelease(h, recipe(2, noWindow));
+      // Every runner step fails, forward and backward (smoke passes): the undo fails too.
+      await drive(h, (p) => (p.tool.includes("smoke") ? "pass" : "fail"));
+      const stuck = (await getRecord(h, id)) as unknown as {
+        state: string;
+        manifest: { lanes: { id: string }[] };
+      };
+      expect(stuck.state).toBe("needs_operator");
+      const got = bodies(rx);
+      expect(got.map((n) => n.kind)).toEqual(["failed", "needs_operator"]);
+      expect(got[1]!.step?.direction).toBe("backward");
+      const lanes = Object.fromEntries(stuck.manifest.lanes.map((l) => [l.id, "none"]));
+      const res = await op(h, "POST", `/v1/releases/${id}/abandon`, {
+        reason: "fixed lane-0 by hand",
+        lanes,
+      });
+      expect(res.status).toBe(200);
+      await drive(h);
+      const all = bodies(rx);
+      expect(all.map((n) => n.kind)).toEqual(["failed", "needs_operator", "abandoned"]);
+      expect(all[2]!.state).toBe("abandoned");
+      expect(all[2]!.summary).toContain("fixed lane-0 by hand");
+      expect(all[2]!.summary).toContain(`${stuck.manifest.lanes[0]!.id} runs none`);
+      expect(rx.received.at(-1)!.headers["x-baton-event"]).toBe("abandoned");
+    },
+  );
 
   it.skipIf(skip)("the slack template sends text and blocks", async () => {
     const { h, rx } = await setUp([], undefined, "slack");

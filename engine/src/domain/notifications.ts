@@ -7,15 +7,24 @@ import type { ReleaseState } from "./states.ts";
 import { TERMINAL_RELEASE_STATES } from "./states.ts";
 import type { Release, ReleaseEvent, StepRun } from "./types.ts";
 
-/** What a notice is about. `waiting`/`ended` cover release states added after this table. */
+/**
+ * What a notice is about. `paused` is a hold an operator must lift (a step's `pause` policy,
+ * a lost dispatch); `waiting_for_rerun` a failed runner step waiting, paused, for a re-run
+ * from the Actions UI before it compensates; `waiting_for_promotion` a gate that ended
+ * inconclusive, waiting for an operator's promote or abort. `waiting`/`ended` cover release
+ * states added after this table.
+ */
 export const NoticeKind = {
   failed: "failed",
   paused: "paused",
+  waiting_for_rerun: "waiting_for_rerun",
+  waiting_for_promotion: "waiting_for_promotion",
   waiting: "waiting",
   needs_operator: "needs_operator",
   succeeded: "succeeded",
   rolled_back: "rolled_back",
   aborted: "aborted",
+  abandoned: "abandoned",
   ended: "ended",
 } as const;
 export type NoticeKind = (typeof NoticeKind)[keyof typeof NoticeKind];
@@ -74,10 +83,15 @@ export function noticeKindFor(
   if (before.state === after.state) return null;
   const s: string = after.state;
   switch (s) {
+    case "paused":
+      if (typeof after.rerun_deadline === "number") return "waiting_for_rerun";
+      // The gate a release is held at (issue 10's `Release.gate`), read without its type.
+      if ((after as { gate?: unknown }).gate) return "waiting_for_promotion";
+      return "paused";
     case "succeeded":
     case "rolled_back":
     case "aborted":
-    case "paused":
+    case "abandoned":
     case "needs_operator":
       return s;
     case "compensating":
@@ -136,6 +150,9 @@ function stepOf(r: Release, sr: StepRun): NoticeStep {
 const HEADLINE: Record<NoticeKind, string> = {
   failed: "failed; undoing",
   paused: "paused",
+  waiting_for_rerun: "failed; waiting for a re-run",
+  waiting_for_promotion: "waits for an operator to promote or abort",
+  abandoned: "abandoned by an operator",
   waiting: "is waiting",
   needs_operator: "needs an operator",
   succeeded: "succeeded",
@@ -170,7 +187,16 @@ export function buildNotice(
   if (kind === "waiting" || kind === "ended") headline += ` (${after.state})`;
   if (kind === "rolled_back" && cause === "operator_abort") headline += " after an operator abort";
   const parts = [headline];
-  if (step && kind !== "succeeded") {
+  if (kind === "waiting_for_rerun" && typeof after.rerun_deadline === "number") {
+    parts[0] += ` until ${new Date(after.rerun_deadline).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+  }
+  if (kind === "abandoned" || kind === "waiting_for_promotion") {
+    if (after.reason) parts.push(after.reason);
+    if (after.abandoned) {
+      const lanes = Object.entries(after.abandoned.lanes);
+      parts.push(`confirmed ${lanes.map(([l, img]) => `${l} runs ${img}`).join(", ")}`);
+    }
+  } else if (step && kind !== "succeeded") {
     parts.push(`${stepLabel(step)} ${step.state}${step.error ? `: ${step.error}` : ""}`);
   } else if (after.reason) parts.push(after.reason);
   return {

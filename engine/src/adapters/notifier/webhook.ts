@@ -33,6 +33,9 @@ export interface WebhookNotifierOptions {
 const ICON: Record<Notice["kind"], string> = {
   failed: ":red_circle:",
   paused: ":double_vertical_bar:",
+  waiting_for_rerun: ":repeat:",
+  waiting_for_promotion: ":raised_hand:",
+  abandoned: ":warning:",
   waiting: ":hourglass:",
   needs_operator: ":rotating_light:",
   succeeded: ":white_check_mark:",
