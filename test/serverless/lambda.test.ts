@@ -111,6 +111,20 @@ describe.skipIf(!PG && process.env.CI !== "true")("Lambda entry", () => {
     }
   });
 
+  it("a database that does not answer is a 503 with Retry-After, not a 500; a scheduled event fails", async () => {
+    process.env.DATABASE_URL = "postgres://postgres@127.0.0.1:1/nowhere";
+    try {
+      const r = (await handler(apiGatewayV2("GET", "/healthz") as never)) as {
+        statusCode: number;
+        headers: Record<string, string>;
+      };
+      expect(r.statusCode).toBe(503);
+      await expect(handler(scheduledEvent() as never)).rejects.toThrow();
+    } finally {
+      process.env.DATABASE_URL = world.env.DATABASE_URL;
+    }
+  });
+
   it("a release driven by API Gateway events and scheduled events succeeds", async () => {
     const r = await driveRelease(world, send, tick);
     expect(r.state).toBe("succeeded");

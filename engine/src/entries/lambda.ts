@@ -7,7 +7,7 @@
  * Settings from the function's environment (docs/deploying.md, "AWS Lambda").
  */
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
-import { misconfigured, openEvent, serverlessSettings } from "./serverless.ts";
+import { openEvent, openOrAnswer, serverlessSettings } from "./serverless.ts";
 
 /** An EventBridge schedule's event (`source: aws.events`, `detail-type: Scheduled Event`). */
 export interface ScheduledEvent {
@@ -25,22 +25,29 @@ export function isScheduledEvent(e: unknown): e is ScheduledEvent {
 
 /** The function's handler (`index.handler` in the bundle scripts/build-lambda.mjs makes). */
 export async function handler(event: LambdaEvent | ScheduledEvent, context?: LambdaContext) {
-  let scope: Awaited<ReturnType<typeof openEvent>>;
-  try {
-    scope = await openEvent(serverlessSettings(process.env));
-  } catch (err) {
-    console.error(String(err));
-    if (isScheduledEvent(event)) throw err; // the schedule's failure metric and retry see it
-    const res = misconfigured(err);
+  if (isScheduledEvent(event)) {
+    // Bad settings or a database down fail the invocation: the rule's metrics and logs see it.
+    const scope = await openEvent(serverlessSettings(process.env));
+    try {
+      return await scope.core.tick();
+    } finally {
+      await scope.finish();
+    }
+  }
+  const scope = await openOrAnswer(process.env);
+  if (scope instanceof Response) {
+    const headers: Record<string, string> = {};
+    scope.headers.forEach((v, k) => {
+      headers[k] = v;
+    });
     return {
-      statusCode: res.status,
-      headers: { "content-type": "application/json" },
-      body: await res.text(),
+      statusCode: scope.status,
+      headers,
+      body: await scope.text(),
       isBase64Encoded: false,
     };
   }
   try {
-    if (isScheduledEvent(event)) return await scope.core.tick();
     return await handle(scope.core.app)(event, context);
   } finally {
     await scope.finish();

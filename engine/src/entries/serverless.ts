@@ -145,3 +145,37 @@ export function misconfigured(err: unknown): Response {
   const message = err instanceof Error ? err.message : String(err);
   return Response.json({ error: { code: "misconfigured", message } }, { status: 503 });
 }
+
+/** The answer when the store cannot be opened or migrated (database down): retry later. */
+export function storeDown(err: unknown): Response {
+  console.error("[engine] the store does not answer", err);
+  return Response.json(
+    {
+      error: {
+        code: "unavailable",
+        message:
+          "[engine] the store does not answer (database down, unreachable or refusing this login); nothing was changed; retry in a few seconds",
+      },
+    },
+    { status: 503, headers: { "retry-after": "5" } },
+  );
+}
+
+/**
+ * Opens the event's scope, or answers why not: 503 `misconfigured` for bad settings, 503
+ * `unavailable` (Retry-After) when the database cannot be reached or migrated.
+ */
+export async function openOrAnswer(env: ServerlessEnv): Promise<EventScope | Response> {
+  let settings: ServerlessSettings;
+  try {
+    settings = serverlessSettings(env);
+  } catch (err) {
+    console.error(String(err));
+    return misconfigured(err);
+  }
+  try {
+    return await openEvent(settings);
+  } catch (err) {
+    return storeDown(err);
+  }
+}

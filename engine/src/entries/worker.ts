@@ -5,26 +5,17 @@
  * flag `nodejs_compat`), one small pool per event, closed when the event's work has settled.
  * Built by scripts/build-worker.mjs; set up as in docs/deploying.md.
  */
-import { type EventScope, misconfigured, openEvent, serverlessSettings } from "./serverless.ts";
+import { openEvent, openOrAnswer, serverlessSettings } from "./serverless.ts";
 
 /** The part of the Workers `ExecutionContext` this entry uses. */
 interface WorkerContext {
   waitUntil(work: Promise<unknown>): void;
 }
 
-async function open(env: Record<string, unknown>): Promise<EventScope> {
-  return openEvent(serverlessSettings(env));
-}
-
 export default {
   async fetch(req: Request, env: Record<string, unknown>, ctx: WorkerContext): Promise<Response> {
-    let scope: EventScope;
-    try {
-      scope = await open(env);
-    } catch (err) {
-      console.error(String(err));
-      return misconfigured(err);
-    }
+    const scope = await openOrAnswer(env);
+    if (scope instanceof Response) return scope;
     try {
       return await scope.core.app.fetch(req);
     } finally {
@@ -37,7 +28,8 @@ export default {
     env: Record<string, unknown>,
     ctx: WorkerContext,
   ): Promise<void> {
-    const scope = await open(env);
+    // Bad settings or a database down fail the event, so the Cron Trigger's log shows it.
+    const scope = await openEvent(serverlessSettings(env));
     ctx.waitUntil(
       scope.core
         .tick()
