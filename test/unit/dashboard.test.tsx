@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { csrfToken } from "../../engine/src/http/dashboard/auth.ts";
+import { Sessions } from "../../engine/src/http/dashboard/auth.ts";
 import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
 import { reasonOf } from "../../engine/src/http/dashboard/release-page.tsx";
 import type { ReleaseRecord } from "../../engine/src/service/api.ts";
@@ -20,19 +20,43 @@ function setup(
     tokens?: { operator?: string; viewer?: string };
     records?: ReleaseRecord[];
     repository?: string;
+    publicUrl?: string;
   } = {},
 ) {
   const api = fakeApi(opts.records);
+  const clock = { t: Date.UTC(2026, 10, 29, 12, 0, 0) };
   const app = dashboardApp({
     api,
     tokens: opts.tokens ?? { operator: OP, viewer: VIEW },
-    publicUrl: BASE,
+    publicUrl: opts.publicUrl ?? BASE,
     repository: opts.repository ?? "acme/models",
-    now: () => Date.UTC(2026, 10, 29, 12, 0, 0),
+    now: () => clock.t,
   });
-  const get = (path: string, token: string | null = VIEW) =>
-    app.request(`${BASE}${path}`, { headers: token ? { cookie: `baton_token=${token}` } : {} });
-  const post = (
+  /** Signs in with `token` on /login and returns the session cookie (`name=value`). */
+  const signIn = async (token: string): Promise<string> => {
+    const res = await app.request(`${BASE}/login`, {
+      method: "POST",
+      body: new URLSearchParams({ token, next: "/releases" }),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    const cookie = /^(baton_session=[^;]+)/.exec(res.headers.get("set-cookie") ?? "")?.[1];
+    if (!cookie) throw new Error(`sign-in with ${token} set no session cookie`);
+    return cookie;
+  };
+  const cookies = new Map<string, Promise<string>>();
+  const sessionOf = (token: string) => {
+    let c = cookies.get(token);
+    if (!c) {
+      c = signIn(token);
+      cookies.set(token, c);
+    }
+    return c;
+  };
+  const get = async (path: string, token: string | null = VIEW) =>
+    app.request(`${BASE}${path}`, {
+      headers: token ? { cookie: await sessionOf(token) } : {},
+    });
+  const post = async (
     path: string,
     form: Record<string, string>,
     token: string | null,
@@ -43,14 +67,23 @@ function setup(
       body: new URLSearchParams(form),
       headers: {
         "content-type": "application/x-www-form-urlencoded",
-        ...(token ? { cookie: `baton_token=${token}` } : {}),
+        ...(token ? { cookie: await sessionOf(token) } : {}),
         ...headers,
       },
     });
-  return { api, app, get, post };
+  /** The CSRF token the engine would put in `token`'s session's form for `action` on `target`. */
+  const csrfFor = async (token: string, action: string, target: string) => {
+    const tokens = opts.tokens ?? { operator: OP, viewer: VIEW };
+    const sessions = new Sessions(tokens, () => clock.t);
+    const cookie = (await sessionOf(token)).replace(/^baton_session=/, "");
+    const who = await sessions.verify(cookie);
+    if (!who) throw new Error("the test's session cookie does not verify");
+    return sessions.csrfToken(who, action, target);
+  };
+  return { api, app, get, post, signIn, clock, csrfFor };
 }
 
-const csrfOf = (html: string) => /name="csrf" value="([0-9a-f]*)"/.exec(html)?.[1] ?? "";
+const csrfOf = (html: string) => /name="csrf" value="([0-9a-f.]*)"/.exec(html)?.[1] ?? "";
 
 describe("releases list", () => {
   it("shows releases newest first with state, recipe and current step", async () => {
@@ -314,9 +347,7 @@ describe("sign-in and operator actions", () => {
     const ok = await post("/login", { token: VIEW, next: "/releases/r3" }, null);
     expect(ok.status).toBe(303);
     expect(ok.headers.get("location")).toBe("/releases/r3");
-    expect(ok.headers.get("set-cookie")).toMatch(
-      /baton_token=view-secret-token;.*HttpOnly.*SameSite=Strict/,
-    );
+    expect(ok.headers.get("set-cookie")).toMatch(/baton_session=[^;]+;.*HttpOnly.*SameSite=Strict/);
     const evil = await post("/login", { token: VIEW, next: "//evil.example" }, null);
     expect(evil.headers.get("location")).toBe("/releases");
   });
@@ -356,7 +387,7 @@ describe("sign-in and operator actions", () => {
     const { get, post, api } = setup();
     const page = await (await get("/releases/r4/abort", OP)).text();
     const csrf = csrfOf(page);
-    expect(csrf).toMatch(/^[0-9a-f]{64}$/);
+    expect(csrf).toMatch(/^[0-9]+\.[0-9a-f]{64}$/);
     expect((await post("/releases/r4/abort", { confirm: "yes" }, OP)).status).toBe(403);
     // A token minted for another target does not carry over.
     expect((await post("/releases/r5/abort", { csrf, confirm: "yes" }, OP)).status).toBe(403);
@@ -378,11 +409,11 @@ describe("sign-in and operator actions", () => {
   });
 
   it("shows the engine's refusal with its status", async () => {
-    const { get, post } = setup();
+    const { get, post, csrfFor } = setup();
     // The confirmation page offers no form for it (409); a form posted anyway (a page opened
     // before the release ended) gets the engine's refusal.
     expect((await get("/releases/r3/abort", OP)).status).toBe(409);
-    const csrf = csrfToken(OP, "abort", "r3");
+    const csrf = await csrfFor(OP, "abort", "r3");
     const res = await post("/releases/r3/abort", { csrf, confirm: "yes" }, OP);
     expect(res.status).toBe(409);
     expect(await res.text()).toContain("a finished release cannot be aborted");
@@ -394,6 +425,110 @@ describe("sign-in and operator actions", () => {
     const res = await post("/releases/r4/abort", { confirm: "yes" }, null);
     expect(res.status).toBe(403);
     expect(await res.text()).toContain("none is configured; set BATON_OPERATOR_TOKEN");
+    expect(api.calls).toEqual([]);
+  });
+});
+
+describe("sessions", () => {
+  it("the cookie holds a signed session, never the token: HttpOnly, SameSite=Strict, 8 h, Secure behind https", async () => {
+    const { app } = setup({ publicUrl: "https://baton.example.org" });
+    const res = await app.request("https://baton.example.org/login", {
+      method: "POST",
+      body: new URLSearchParams({ token: OP, next: "/releases" }),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(res.status).toBe(303);
+    const set = res.headers.get("set-cookie") ?? "";
+    expect(set).toMatch(/^baton_session=/);
+    expect(set).toMatch(/HttpOnly/);
+    expect(set).toMatch(/SameSite=Strict/);
+    expect(set).toMatch(/Secure/);
+    expect(set).toMatch(/Max-Age=28800/);
+    const value = /^baton_session=([^;]+)/.exec(set)?.[1] ?? "";
+    expect(value).not.toContain(OP);
+    expect(Buffer.from(value.split(".")[1] ?? "", "base64url").toString()).not.toContain(OP);
+    // The raw token as a cookie is no longer a way in.
+    const raw = await app.request("https://baton.example.org/releases", {
+      headers: { cookie: `baton_session=${OP}; baton_token=${OP}` },
+    });
+    expect(raw.status).toBe(303);
+  });
+
+  it("two sign-ins are two sessions; signing out ends the session for the cookie's every copy", async () => {
+    const { app, signIn } = setup();
+    const a = await signIn(OP);
+    const b = await signIn(OP);
+    expect(a).not.toBe(b);
+    const page = (cookie: string, path = "/releases") =>
+      app.request(`${BASE}${path}`, { headers: { cookie } });
+    expect((await page(a)).status).toBe(200);
+    const out = await app.request(`${BASE}/logout`, { method: "POST", headers: { cookie: a } });
+    expect(out.status).toBe(303);
+    expect(out.headers.get("set-cookie")).toMatch(/baton_session=;.*Max-Age=0/);
+    // A copy of the old cookie (replayed, stolen) is refused after sign-out ...
+    const replay = await page(a);
+    expect(replay.status).toBe(303);
+    expect(replay.headers.get("location")).toMatch(/^\/login/);
+    // ... and the other session is unaffected.
+    expect((await page(b)).status).toBe(200);
+  });
+
+  it("a session and its CSRF tokens expire after 8 hours", async () => {
+    const { app, signIn, clock, api } = setup();
+    const cookie = await signIn(OP);
+    const form = await (
+      await app.request(`${BASE}/releases/r4/abort`, { headers: { cookie } })
+    ).text();
+    const csrf = csrfOf(form);
+    clock.t += 8 * 3600 * 1000 + 1000;
+    expect((await app.request(`${BASE}/releases`, { headers: { cookie } })).status).toBe(303);
+    const late = await app.request(`${BASE}/releases/r4/abort`, {
+      method: "POST",
+      body: new URLSearchParams({ csrf, confirm: "yes" }),
+      headers: { "content-type": "application/x-www-form-urlencoded", cookie },
+    });
+    expect(late.status).toBe(403);
+    expect(api.calls).toEqual([]);
+  });
+
+  it("a CSRF token is bound to its session: another session of the same token cannot use it", async () => {
+    const { app, signIn, api } = setup();
+    const a = await signIn(OP);
+    const b = await signIn(OP);
+    const csrf = csrfOf(
+      await (await app.request(`${BASE}/releases/r4/abort`, { headers: { cookie: a } })).text(),
+    );
+    const res = await app.request(`${BASE}/releases/r4/abort`, {
+      method: "POST",
+      body: new URLSearchParams({ csrf, confirm: "yes" }),
+      headers: { "content-type": "application/x-www-form-urlencoded", cookie: b },
+    });
+    expect(res.status).toBe(403);
+    expect(await res.text()).toContain("CSRF token is missing or stale");
+    expect(api.calls).toEqual([]);
+  });
+
+  it("a changed operator token ends the sessions signed under the old one", async () => {
+    const first = setup();
+    const cookie = await first.signIn(OP);
+    const rotated = setup({ tokens: { operator: "op-rotated-token", viewer: VIEW } });
+    const res = await rotated.app.request(`${BASE}/releases`, { headers: { cookie } });
+    expect(res.status).toBe(303);
+  });
+
+  it("a bearer caller's CSRF token lasts an hour", async () => {
+    const { app, clock, api } = setup();
+    const auth = { authorization: `Bearer ${OP}` };
+    const csrf = csrfOf(
+      await (await app.request(`${BASE}/releases/r4/abort`, { headers: auth })).text(),
+    );
+    clock.t += 3600 * 1000 + 1000;
+    const res = await app.request(`${BASE}/releases/r4/abort`, {
+      method: "POST",
+      body: new URLSearchParams({ csrf, confirm: "yes" }),
+      headers: { "content-type": "application/x-www-form-urlencoded", ...auth },
+    });
+    expect(res.status).toBe(403);
     expect(api.calls).toEqual([]);
   });
 });

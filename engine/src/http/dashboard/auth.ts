@@ -1,20 +1,41 @@
 /**
- * Who is looking at the dashboard, and CSRF tokens for its forms.
+ * Who is looking at the dashboard: sign-in sessions and CSRF tokens for its forms.
  *
- * A person signs in by pasting a token on `/login`; it is kept in an HttpOnly, SameSite=Strict
- * cookie. Scripts may send `Authorization: Bearer <token>` instead. The operator token may
- * act; the viewer token only reads. With no token configured at all, pages are readable by
- * anyone and every action is refused (there is nobody who may act).
+ * A person signs in by pasting a token on `/login`. The cookie does not hold that token: it
+ * holds a session, a JWT (HS256, `jose`) carrying the role, a random session id and an expiry
+ * (`SESSION_TTL_S`), signed with a key derived from the role's token (HMAC-SHA256 of
+ * "baton-session-v1" under the token). So every engine that holds the same tokens accepts it,
+ * a changed token ends every session signed under the old one, and nothing in the cookie
+ * gives the token away. The cookie is HttpOnly, SameSite=Strict, Path=/, Secure when the
+ * public URL is https, and lives as long as the session. Signing out revokes the session id on
+ * this engine (kept until the session would have expired) and clears the cookie.
  *
- * CSRF: each form carries HMAC-SHA256(key = the caller's token, "baton-csrf:<action>:<target>"),
- * so a page on another site cannot forge it without the token; POSTs whose `Origin` is another
- * site are refused too.
+ * Scripts may send `Authorization: Bearer <token>` instead. The operator token may act; the
+ * viewer token only reads. With no token configured at all, pages are readable by anyone and
+ * every action is refused (there is nobody who may act).
+ *
+ * CSRF: each form carries `<expiry>.<HMAC-SHA256(session key, session id, action, target,
+ * expiry)>`: bound to this session (a bearer caller's "session" is its token), to one action
+ * on one target, and valid until the session ends (a bearer caller's for `CSRF_BEARER_TTL_S`).
+ * A page on another site cannot forge it; POSTs whose `Origin` is another site are refused too.
  */
+
+import { hmac } from "@noble/hashes/hmac";
+import { sha256 } from "@noble/hashes/sha2";
+import { utf8ToBytes } from "@noble/hashes/utils";
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
+import { jwtVerify, SignJWT } from "jose";
 import { constantTimeEqual, hmacSha256Hex, sha256Hex } from "../../protocol/sha256.ts";
 
-export const TOKEN_COOKIE = "baton_token";
+/** Name of the session cookie. */
+export const SESSION_COOKIE = "baton_session";
+/** How long a sign-in lasts (seconds): 8 hours, then sign in again. */
+export const SESSION_TTL_S = 8 * 3600;
+/** How long a form's CSRF token lasts for a bearer caller, who has no session (seconds). */
+export const CSRF_BEARER_TTL_S = 3600;
+/** At most this many revoked sessions are remembered (the oldest-expiring go first). */
+const MAX_REVOKED = 100_000;
 
 /** Tokens the dashboard accepts; either may be absent. */
 export interface DashboardTokens {
@@ -24,23 +45,19 @@ export interface DashboardTokens {
 
 export type Role = "operator" | "viewer" | "anonymous" | "none";
 
-/** The caller: `anonymous` = no tokens configured (open reads), `none` = not signed in. */
+/**
+ * The caller: `anonymous` = no tokens configured (open reads), `none` = not signed in.
+ * `session` is the signed-in session (id and expiry, epoch seconds), or a bearer caller's
+ * stand-in (`sid` "bearer:<sha256 of the token>"); null when there is neither.
+ */
 export interface Caller {
   role: Role;
-  token: string | null;
+  session: { sid: string; exp: number } | null;
 }
 
 /** Constant-time equality over sha256 digests (equal lengths, so no length leaks). */
 function same(a: string, b: string): boolean {
   return constantTimeEqual(sha256Hex(a), sha256Hex(b));
-}
-
-/** Reads the caller's token (Bearer header first, then the cookie) and maps it to a role. */
-export function caller(c: Context, tokens: DashboardTokens): Caller {
-  const header = c.req.header("authorization");
-  const bearer = header?.startsWith("Bearer ") ? header.slice(7).trim() : undefined;
-  const token = bearer || getCookie(c, TOKEN_COOKIE) || null;
-  return { role: roleOf(token, tokens), token };
 }
 
 /** Role of a token: operator, viewer, anonymous (no tokens configured) or none. */
@@ -51,21 +68,131 @@ export function roleOf(token: string | null, tokens: DashboardTokens): Role {
   return "none";
 }
 
-/** The CSRF token for `action` on `target`, bound to the caller's token; "" without a token. */
-export function csrfToken(token: string | null, action: string, target: string): string {
-  if (!token) return "";
-  return hmacSha256Hex(token, `baton-csrf:${action}:${target}`);
+/** The session-signing key of a role's token (32 bytes). */
+function keyOf(token: string): Uint8Array {
+  return hmac(sha256, utf8ToBytes(token), utf8ToBytes("baton-session-v1"));
 }
 
-/** Whether `sent` is the CSRF token for this caller, action and target (constant time). */
-export function csrfValid(
-  token: string | null,
-  action: string,
-  target: string,
-  sent: unknown,
-): boolean {
-  if (!token || typeof sent !== "string" || sent.length === 0) return false;
-  return same(csrfToken(token, action, target), sent);
+/**
+ * Sessions of one engine process: issues and verifies session cookies, remembers revoked
+ * session ids, and mints and checks CSRF tokens. `now` is epoch ms.
+ */
+export class Sessions {
+  private readonly revoked = new Map<string, number>();
+
+  constructor(
+    private readonly tokens: DashboardTokens,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private seconds(): number {
+    return Math.floor(this.now() / 1000);
+  }
+
+  private tokenOf(role: Role): string | undefined {
+    return role === "operator"
+      ? this.tokens.operator
+      : role === "viewer"
+        ? this.tokens.viewer
+        : undefined;
+  }
+
+  /** A new session for `role` (operator or viewer): the cookie value and its lifetime (s). */
+  async issue(role: "operator" | "viewer"): Promise<{ value: string; maxAge: number }> {
+    const token = this.tokenOf(role);
+    if (!token) throw new Error(`[dashboard] no ${role} token is configured`);
+    const iat = this.seconds();
+    const sid = crypto.randomUUID();
+    const value = await new SignJWT({ role })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setJti(sid)
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + SESSION_TTL_S)
+      .setAudience("baton-dashboard")
+      .sign(keyOf(token));
+    return { value, maxAge: SESSION_TTL_S };
+  }
+
+  /** The session a cookie value stands for, or null (bad signature, expired, revoked). */
+  async verify(value: string | undefined): Promise<Caller | null> {
+    if (!value || value.length > 4096) return null;
+    for (const role of ["operator", "viewer"] as const) {
+      const token = this.tokenOf(role);
+      if (!token) continue;
+      try {
+        const { payload } = await jwtVerify(value, keyOf(token), {
+          algorithms: ["HS256"],
+          audience: "baton-dashboard",
+          currentDate: new Date(this.now()),
+          requiredClaims: ["jti", "exp", "iat"],
+        });
+        if (payload.role !== role || typeof payload.jti !== "string") return null;
+        if (this.revoked.has(payload.jti)) return null;
+        return { role, session: { sid: payload.jti, exp: payload.exp as number } };
+      } catch {
+        // Not signed under this role's key (or expired): try the next one.
+      }
+    }
+    return null;
+  }
+
+  /** Ends a session on this engine: its id is refused from now until it would have expired. */
+  revoke(session: { sid: string; exp: number }): void {
+    const now = this.seconds();
+    for (const [sid, exp] of this.revoked) if (exp <= now) this.revoked.delete(sid);
+    if (this.revoked.size >= MAX_REVOKED) {
+      const first = this.revoked.keys().next().value;
+      if (first !== undefined) this.revoked.delete(first);
+    }
+    this.revoked.set(session.sid, session.exp);
+  }
+
+  /** Reads the caller (Bearer header first, then the session cookie) and maps it to a role. */
+  async caller(c: Context): Promise<Caller> {
+    const header = c.req.header("authorization");
+    const bearer = header?.startsWith("Bearer ") ? header.slice(7).trim() : undefined;
+    if (bearer) {
+      const role = roleOf(bearer, this.tokens);
+      if (role === "operator" || role === "viewer") {
+        return {
+          role,
+          session: { sid: `bearer:${sha256Hex(bearer)}`, exp: this.seconds() + CSRF_BEARER_TTL_S },
+        };
+      }
+      return { role, session: null };
+    }
+    const signedIn = await this.verify(getCookie(c, SESSION_COOKIE));
+    if (signedIn) return signedIn;
+    return { role: roleOf(null, this.tokens), session: null };
+  }
+
+  private csrfMac(who: Caller, action: string, target: string, exp: number): string {
+    const token = this.tokenOf(who.role);
+    if (!token || !who.session) return "";
+    return hmacSha256Hex(
+      keyOf(token),
+      `baton-csrf\n${who.session.sid}\n${action}\n${target}\n${exp}`,
+    );
+  }
+
+  /** The CSRF token for `action` on `target` for this caller; "" without a session. */
+  csrfToken(who: Caller, action: string, target: string): string {
+    if (!who.session) return "";
+    const exp = who.session.exp;
+    return `${exp}.${this.csrfMac(who, action, target, exp)}`;
+  }
+
+  /** Whether `sent` is a live CSRF token for this caller, action and target (constant time). */
+  csrfValid(who: Caller, action: string, target: string, sent: unknown): boolean {
+    if (!who.session || typeof sent !== "string" || sent.length > 200) return false;
+    const m = /^([0-9]{1,12})\.([0-9a-f]{64})$/.exec(sent);
+    if (!m) return false;
+    const exp = Number(m[1]);
+    if (exp <= this.seconds()) return false;
+    // A bearer caller's tokens may outlive this request's stand-in expiry, never the hour.
+    if (exp > this.seconds() + SESSION_TTL_S) return false;
+    return same(this.csrfMac(who, action, target, exp), m[2] ?? "");
+  }
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 
 import { type Context, Hono } from "hono";
-import { deleteCookie, setCookie } from "hono/cookie";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { BatonError } from "../../domain/errors.ts";
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
@@ -16,15 +16,7 @@ import { isReleaseId } from "../../protocol/ids.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { storeUnavailable } from "../errors.ts";
 import { type ActionName, ConfirmPage, ErrorPage, LoginPage, ResultPage } from "./action-pages.tsx";
-import {
-  type Caller,
-  caller,
-  csrfToken,
-  csrfValid,
-  roleOf,
-  sameOrigin,
-  TOKEN_COOKIE,
-} from "./auth.ts";
+import { type Caller, roleOf, SESSION_COOKIE, Sessions, sameOrigin } from "./auth.ts";
 import { loadFleet } from "./fleet-load.ts";
 import { FleetPage } from "./fleet-page.tsx";
 import { releaseOfStepRun } from "./format.ts";
@@ -73,6 +65,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
   const now = deps.now ?? Date.now;
   const open = !deps.tokens.operator && !deps.tokens.viewer;
   const secure = deps.publicUrl.startsWith("https:");
+  const sessions = new Sessions(deps.tokens, now);
 
   const fail = (c: Context, who: Caller, err: unknown) => {
     if (!(err instanceof BatonError) && storeUnavailable(err)) {
@@ -105,8 +98,8 @@ export function dashboardApp(deps: DashboardDeps): Hono {
   };
 
   /** The caller if they may read; otherwise a redirect to sign in (or 401 for non-pages). */
-  const reader = (c: Context, page = true): Caller | Response => {
-    const who = caller(c, deps.tokens);
+  const reader = async (c: Context, page = true): Promise<Caller | Response> => {
+    const who = await sessions.caller(c);
     if (who.role !== "none") return who;
     if (!page) return c.text("[dashboard] sign in with the viewer or operator token", 401);
     const next = new URL(c.req.url);
@@ -115,13 +108,13 @@ export function dashboardApp(deps: DashboardDeps): Hono {
 
   app.get("/", (c) => c.redirect("/releases", 302));
 
-  app.get("/login", (c) => {
-    const who = caller(c, deps.tokens);
+  app.get("/login", async (c) => {
+    const who = await sessions.caller(c);
     return c.html(<LoginPage role={who.role} next={safeNext(c.req.query("next"))} open={open} />);
   });
 
   app.post("/login", async (c) => {
-    const who = caller(c, deps.tokens);
+    const who = await sessions.caller(c);
     const form = await c.req.parseBody();
     const token = typeof form.token === "string" ? form.token.trim() : "";
     const next = safeNext(form.next);
@@ -132,17 +125,28 @@ export function dashboardApp(deps: DashboardDeps): Hono {
         : "[dashboard] that token is neither the operator nor the viewer token; check BATON_OPERATOR_TOKEN / BATON_VIEWER_TOKEN";
       return c.html(<LoginPage role={who.role} next={next} open={open} error={error} />, 401);
     }
-    setCookie(c, TOKEN_COOKIE, token, { httpOnly: true, sameSite: "Strict", path: "/", secure });
+    // The cookie holds a signed session (role, random id, expiry), never the token itself.
+    const session = await sessions.issue(role);
+    setCookie(c, SESSION_COOKIE, session.value, {
+      httpOnly: true,
+      sameSite: "Strict",
+      path: "/",
+      secure,
+      maxAge: session.maxAge,
+    });
     return c.redirect(next, 303);
   });
 
-  app.post("/logout", (c) => {
-    deleteCookie(c, TOKEN_COOKIE, { path: "/" });
+  app.post("/logout", async (c) => {
+    // The session ends here and now, not only in this browser: its id is refused from now on.
+    const signedIn = await sessions.verify(getCookie(c, SESSION_COOKIE));
+    if (signedIn?.session) sessions.revoke(signedIn.session);
+    deleteCookie(c, SESSION_COOKIE, { path: "/", secure, httpOnly: true, sameSite: "Strict" });
     return c.redirect("/login", 303);
   });
 
   app.get("/releases", async (c) => {
-    const who = reader(c);
+    const who = await reader(c);
     if (who instanceof Response) return who;
     const s = c.req.query("state");
     if (s && !RELEASE_STATES.includes(s as ReleaseState)) {
@@ -162,7 +166,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
   });
 
   app.get("/fleet", async (c) => {
-    const who = reader(c);
+    const who = await reader(c);
     if (who instanceof Response) return who;
     const model = c.req.query("model") || null;
     try {
@@ -181,8 +185,8 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     }
   });
 
-  app.get("/fleet/events", (c) => {
-    const who = reader(c, false);
+  app.get("/fleet/events", async (c) => {
+    const who = await reader(c, false);
     if (who instanceof Response) return who;
     const model = c.req.query("model") || null;
     return markStream(
@@ -203,7 +207,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
   };
 
   app.get("/releases/:id", async (c) => {
-    const who = reader(c);
+    const who = await reader(c);
     if (who instanceof Response) return who;
     try {
       const record = await loadRelease(c.req.param("id"));
@@ -232,8 +236,8 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     }
   });
 
-  app.get("/releases/:id/events", (c) => {
-    const who = reader(c, false);
+  app.get("/releases/:id/events", async (c) => {
+    const who = await reader(c, false);
     if (who instanceof Response) return who;
     const id = c.req.param("id");
     if (!isReleaseId(id)) return c.text(`[dashboard] "${id}" is not a release id`, 404);
@@ -256,7 +260,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
   };
 
   app.get("/step-runs/:id", async (c) => {
-    const who = reader(c);
+    const who = await reader(c);
     if (who instanceof Response) return who;
     try {
       const { record, run } = await loadStepRun(c.req.param("id"));
@@ -277,7 +281,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
   });
 
   app.get("/step-runs/:id/attempts/:n/log", async (c) => {
-    const who = reader(c, false);
+    const who = await reader(c, false);
     if (who instanceof Response) return who;
     try {
       const { record, run } = await loadStepRun(c.req.param("id"));
@@ -301,7 +305,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
   const onStepRun = (action: ActionName) => action === "retry" || action === "resolve";
 
   const confirm = async (c: Context, action: ActionName, target: string) => {
-    const who = reader(c);
+    const who = await reader(c);
     if (who instanceof Response) return who;
     try {
       const release = onStepRun(action)
@@ -319,7 +323,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           action={action}
           target={target}
           back={back}
-          csrf={csrfToken(who.token, action, target)}
+          csrf={sessions.csrfToken(who, action, target)}
           role={who.role}
           state={state}
           lanes={release.manifest.lanes.map((l) => l.id)}
@@ -339,7 +343,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
   };
 
   const act = async (c: Context, action: ActionName, target: string) => {
-    const who = caller(c, deps.tokens);
+    const who = await sessions.caller(c);
     const back = onStepRun(action) ? `/step-runs/${target}` : `/releases/${target}`;
     const refuse = (status: 400 | 403, message: string) =>
       c.html(
@@ -366,7 +370,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
       );
     }
     const form = await c.req.parseBody();
-    if (!csrfValid(who.token, action, target, form.csrf)) {
+    if (!sessions.csrfValid(who, action, target, form.csrf)) {
       return refuse(
         403,
         "[dashboard] refused: the form's CSRF token is missing or stale; open the page again and confirm",
