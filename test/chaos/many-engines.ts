@@ -6,6 +6,11 @@
  * (the callback is held back, then an older message — the preflight — is delivered after it),
  * and makes GitHub deliver 10% of the dispatches twice (a second run id, fenced at preflight).
  * One instance is SIGSTOPped for longer than the outbox lease, then SIGCONTed.
+ * Overlapping starts (issue 14, G9): in each of `OVERLAP_ROUNDS` rounds every engine receives
+ * two releases at the same instant whose lanes overlap (one lane shared by all six, two-lane
+ * recipes listing it first or last); exactly one may be accepted, the rest answered 409 naming
+ * the owner, and the control plane must show one owner per lane: the shared lane carries only the
+ * winner's model, and no write of a refused release's model reached it.
  *
  * Checked: every release `succeeded` with every step run succeeded and its lane at weight
  * 100, included and advertised; no (step run, dispatch seq) admitted two runs at preflight; no
@@ -34,6 +39,7 @@ const RELEASES = 100;
 const ENGINES = 3;
 const LEASE_MS = 3_000;
 const STOP_MS = 3 * LEASE_MS;
+const OVERLAP_ROUNDS = 5;
 
 export interface EnginesOutcome {
   rows: Row[];
@@ -52,6 +58,18 @@ function rng(seed: number) {
     x ^= x << 5;
     return (x >>> 0) / 4_294_967_296;
   };
+}
+
+/** A release of `model` over `laneIds` (one wave at 100%). */
+function overlapRecipe(model: string, laneIds: string[]): RecipeInput {
+  const base = recipeFor(0) as unknown as { lanes: Record<string, unknown>[] };
+  return {
+    ...(base as unknown as RecipeInput),
+    name: model,
+    model,
+    lanes: laneIds.map((id) => ({ ...base.lanes[0], id, queue: `q-${id}` })),
+    rollout: { waves: [{ lanes: laneIds, traffic: 100 }] },
+  } as unknown as RecipeInput;
 }
 
 function recipeFor(i: number): RecipeInput {
@@ -279,6 +297,78 @@ export async function manyEnginesScenario(
         }
       }),
     );
+    // Overlapping starts on every engine at the same instant: one owner per lane.
+    const overlaps: {
+      shared: string;
+      winner: string | null;
+      winnerModel: string;
+      losers: string[];
+    }[] = [];
+    for (let round = 0; round < OVERLAP_ROUNDS; round++) {
+      const shared = `ov${round}-shared`;
+      const asks = engines.flatMap((e, k) =>
+        [0, 1].map((j) => {
+          const model = `ov-model-${round}-${k}${j}`;
+          const lanes =
+            j === 0
+              ? [shared]
+              : k % 2
+                ? [shared, `ov${round}-own-${k}`]
+                : [`ov${round}-own-${k}`, shared];
+          return { e, model, lanes };
+        }),
+      );
+      const answers = await Promise.all(
+        asks.map(async (a) => {
+          const res = await fetch(`${a.e.url}/v1/releases`, {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              authorization: `Bearer ${operatorToken}`,
+            },
+            body: JSON.stringify(overlapRecipe(a.model, a.lanes)),
+          });
+          return {
+            ...a,
+            status: res.status,
+            body: (await res.json()) as { id?: string; error?: { code: string; message: string } },
+          };
+        }),
+      );
+      const won = answers.filter((a) => a.status === 201);
+      const lost = answers.filter((a) => a.status !== 201);
+      if (won.length !== 1)
+        problems.push(
+          `overlap round ${round}: ${won.length} of ${answers.length} overlapping starts accepted (want exactly 1): ${won.map((w) => w.body.id).join(", ")}`,
+        );
+      const winner = won[0]?.body.id ?? null;
+      for (const l of lost) {
+        if (
+          l.status !== 409 ||
+          l.body.error?.code !== "conflict" ||
+          !winner ||
+          !l.body.error.message.includes(`release ${winner} `)
+        )
+          problems.push(
+            `overlap round ${round}: ${l.model} answered ${l.status} ${JSON.stringify(l.body)} (want 409 naming ${winner})`,
+          );
+      }
+      for (const w of won) {
+        if (!w.body.id) continue;
+        ids.push(w.body.id);
+        modelOf.set(w.body.id, w.model);
+      }
+      overlaps.push({
+        shared,
+        winner,
+        winnerModel: won[0]?.model ?? "",
+        losers: lost.map((l) => l.model),
+      });
+    }
+    log(
+      `${OVERLAP_ROUNDS} rounds of ${ENGINES * 2} overlapping starts at once: ${overlaps.filter((o) => o.winner).length} accepted, ${overlaps.reduce((a, o) => a + o.losers.length, 0)} refused 409`,
+    );
+
     // Pause one instance while it works, for longer than the lease, then let it go on stale.
     stopped = engines[2]!;
     stopped.child.kill("SIGSTOP");
@@ -329,8 +419,12 @@ export async function manyEnginesScenario(
           continue;
         }
         const bad = r.step_runs.filter((s) => s.state !== "succeeded");
-        const lane = cp.core.lanes(modelOf.get(id))[0];
-        const laneOk = lane && lane.weight === 100 && !lane.excluded && lane.advertised;
+        const lanes = cp.core.lanes(modelOf.get(id));
+        const lane = lanes.length === 1 ? lanes[0] : lanes;
+        const laneOk =
+          lanes.length === r.manifest.lanes.length &&
+          lanes.reduce((a, l) => a + l.weight, 0) === 100 &&
+          lanes.every((l) => !l.excluded && l.advertised);
         if (r.state !== "succeeded" || bad.length > 0 || !laneOk) {
           wrongTerminal += 1;
           problems.push(
@@ -353,9 +447,47 @@ export async function manyEnginesScenario(
           }
         }
       }
+      // A refused start wrote nothing: the database holds exactly the accepted releases.
+      const stored = await store.listReleases({ limit: 1000 });
+      if (stored.length !== ids.length)
+        problems.push(
+          `${stored.length} releases stored, ${ids.length} accepted (a refused start was half-written)`,
+        );
     } finally {
       await store.close();
     }
+    // One owner per lane, read from the control plane: the shared lane serves the winner's
+    // model only, and no write for a refused release's model ever reached it.
+    let laneOwners = 0;
+    const cpHistory = cp.core.history({ limit: 1_000_000 });
+    for (const o of overlaps) {
+      const lane = cp.core.lanes().find((l) => l.id === o.shared);
+      if (!o.winner || lane?.model !== o.winnerModel)
+        problems.push(
+          `lane ${o.shared}: control plane says model ${lane?.model ?? "none"}, want ${o.winnerModel} (release ${o.winner})`,
+        );
+      const writers = new Set(
+        cpHistory
+          .filter(
+            (c) =>
+              c.lane === o.shared ||
+              (c.kind === "set_traffic" && JSON.stringify(c.after).includes(`"${o.shared}"`)),
+          )
+          .map((c) => c.release_id),
+      );
+      if (writers.size !== 1)
+        problems.push(
+          `lane ${o.shared}: written by ${[...writers].join(", ") || "nobody"} (want one release)`,
+        );
+      else laneOwners += 1;
+      for (const m of o.losers) {
+        if (cp.core.lanes(m).length > 0 || cpHistory.some((c) => c.model === m))
+          problems.push(`refused release of model ${m} reached the control plane`);
+      }
+    }
+    log(
+      `one owner per lane at the control plane: ${laneOwners} of ${overlaps.length} shared lanes`,
+    );
     const sent = new Map<string, number>();
     for (const d of github.accepted) {
       const p = d.client_payload as { step_run_id: string; release: { dispatch: number } };
