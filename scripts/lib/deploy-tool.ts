@@ -126,6 +126,10 @@ export function phaseCheck(phase: string, r: ExecResult): Check {
     message: typeof line.message === "string" ? line.message : "",
     // The image the container runs as the runtime reports it (name@sha256:…): the running digest.
     ...(typeof line.image === "string" && line.image ? { image: line.image } : {}),
+    // A failed health check's answer: its HTTP status and the first 2 KiB of its body, as
+    // deploy.sh sanitised them (the dashboard and `baton status` show "503: <body>").
+    ...(typeof line.http_status === "number" ? { http_status: line.http_status } : {}),
+    ...(typeof line.body === "string" && line.body ? { body: line.body.slice(0, 2048) } : {}),
     ...(line.replayed === true ? { replayed: true } : {}),
   };
 }

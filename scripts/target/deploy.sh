@@ -72,11 +72,13 @@ json_str() {
   printf '%s' "$1" | tr '\n\t\r' '   ' | tr -d '\000-\037' | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | cut -c1-400
 }
 
-# emit PHASE STATUS EXIT_CODE DURATION_MS MESSAGE [RUNNING_IMAGE]
-# RUNNING_IMAGE (name@sha256:…, as the runtime reports the container's image) adds "image".
+# emit PHASE STATUS EXIT_CODE DURATION_MS MESSAGE [RUNNING_IMAGE] [EXTRA_JSON]
+# RUNNING_IMAGE (name@sha256:…, as the runtime reports the container's image) adds "image";
+# EXTRA_JSON (already escaped, starting with a comma) adds fields, e.g. a failed health check's
+# "http_status" and "body".
 emit() {
-  extra=""
-  [ -n "${6:-}" ] && extra=$(printf ',"image":"%s"' "$(json_str "$6")")
+  extra="${7:-}"
+  [ -n "${6:-}" ] && extra=$(printf ',"image":"%s"%s' "$(json_str "$6")" "$extra")
   printf '{"phase":"%s","status":"%s","exit_code":%s,"duration_ms":%s,"message":"%s"%s}\n' \
     "$1" "$2" "$3" "$4" "$(json_str "$5")" "$extra"
 }
@@ -163,7 +165,7 @@ LOCK="" LOCKED=0
 # The lock is released on a normal exit; a shell killed by a signal leaves it behind with its
 # dead pid, and the next writer breaks it (lane_lock). No TERM trap on purpose: dash would defer
 # it until the running container command returns, and a signal must end this script at once.
-trap 'rm -f "$OUT"; [ "$LOCKED" = 1 ] && rm -f "$LOCK"' EXIT
+trap 'rm -f "$OUT" "$OUT.body"; [ "$LOCKED" = 1 ] && rm -f "$LOCK"' EXIT
 
 last_line() { tail -n 3 "$OUT" | tr '\n' ' '; }
 
@@ -311,12 +313,32 @@ probe_url() {
   printf '%s://%s%s%s' "$scheme" "$ip" "${port:+:$port}" "$path"
 }
 
+# One probe. Keeps the answer's HTTP status in HTTP_CODE and its body in $OUT.body (the
+# excerpt a failed health check reports); non-zero unless the status is 2xx.
 health_probe() { # URL
+  HTTP_CODE=""
+  : >"$OUT.body"
   if command -v curl >/dev/null 2>&1; then
-    curl -fsS -o /dev/null --max-time 5 "$1" >"$OUT" 2>&1
+    HTTP_CODE=$(curl -sS -o "$OUT.body" -w '%{http_code}' --max-time 5 "$1" 2>"$OUT")
+    rc=$?
+    [ $rc -eq 0 ] || return $rc
   else
+    # wget (busybox too) keeps no body or status portably: the message says what it printed.
     wget -q -O /dev/null -T 5 "$1" >"$OUT" 2>&1
+    return $?
   fi
+  case "$HTTP_CODE" in
+    2??) return 0 ;;
+    ???) printf 'HTTP %s\n' "$HTTP_CODE" >"$OUT" ;;
+  esac
+  return 22
+}
+
+# The body excerpt of the last probe for JSON: its first 2 KiB, control characters dropped
+# (newlines and tabs become spaces), \ and " escaped.
+body_excerpt() {
+  head -c 2048 "$OUT.body" 2>/dev/null | tr '\n\t\r' '   ' | tr -d '\000-\037\177' |
+    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g'
 }
 
 phase_health() {
@@ -345,6 +367,13 @@ phase_health() {
     fi
     if [ "$(date +%s)" -ge "$deadline" ]; then
       MSG="${target:-$URL} not healthy within ${HEALTH_TIMEOUT}s ($tries probes): $(last_line)"
+      case "$HTTP_CODE" in
+        [1-9]??)
+          BODY=$(body_excerpt)
+          MSG="${target:-$URL} not healthy within ${HEALTH_TIMEOUT}s ($tries probes): $HTTP_CODE: $BODY"
+          HEALTH_EXTRA=$(printf ',"http_status":%s,"body":"%s"' "$HTTP_CODE" "$BODY")
+          ;;
+      esac
       return $rc
     fi
     sleep "$HEALTH_INTERVAL"
@@ -391,7 +420,7 @@ run_phase() {
       return
     fi
   fi
-  MSG="" IMG_NOW=""
+  MSG="" IMG_NOW="" HEALTH_EXTRA=""
   t0=$(now_ms)
   "$2"
   rc=$?
@@ -402,7 +431,7 @@ run_phase() {
     line=$(emit "$1" skipped 0 "$dt" "$MSG")
   else
     FAILED=1
-    emit "$1" failed "$rc" "$dt" "$MSG"
+    emit "$1" failed "$rc" "$dt" "$MSG" "" "$HEALTH_EXTRA"
     return
   fi
   [ "$sub" = smoke ] || ledger_put "$1" "$line"

@@ -105,6 +105,22 @@ describe("deploy.sh", () => {
     expect(t.container(containerName("lane-a", B))?.running).toBe(true);
   });
 
+  it("a failed health check keeps its HTTP status and a bounded, sanitised body excerpt", () => {
+    t.seedRunning("lane-a", B, url);
+    t.knob("fail-health", "lane-a");
+    // The stand-in answers 503 with this body (control characters and a long tail included).
+    t.knob("health-body", `model not loaded: CUDA OOM\u0007\n${"x".repeat(5000)}`);
+    const r = full("deploy", A, B, "r1:1:fwd:lane-a", ["--health-timeout", "1"]);
+    expect(r.code).toBe(1);
+    const health = r.lines.find((l) => l.phase === "health")!;
+    expect(health.status).toBe("failed");
+    expect(health.http_status).toBe(503);
+    expect(String(health.body)).toMatch(/^model not loaded: CUDA OOM x{10}/);
+    expect(String(health.body).length).toBeLessThanOrEqual(2048);
+    expect(String(health.body)).not.toMatch(/[\u0000-\u001f]/);
+    expect(String(health.message)).toContain("503: model not loaded: CUDA OOM");
+  });
+
   it("is idempotent per operation key: a repeat replays the recorded phases without doing them", () => {
     expect(full("deploy", A, B, "r1:1:fwd:lane-a").code).toBe(0);
     const before = t.calls().length;

@@ -1,7 +1,8 @@
 // Health endpoint of the stand-in containers on one port: `node health-server.cjs PORT DIR`.
 // Answers for the newest running stand-in container whose health URL uses this port:
 // 200 {"container","image","lane"} when healthy; 503 when that container's lane is listed in
-// BATON_STANDIN_FAIL_HEALTH (read at `run` time) or in the file DIR/fail-health (read per request),
+// BATON_STANDIN_FAIL_HEALTH (read at `run` time) or in the file DIR/fail-health (read per request;
+// the body is then DIR/health-body when that file exists),
 // or when no container is running. Exits by itself once no running container uses the port, the
 // state directory is gone, or after BATON_STANDIN_SERVER_MAX_S (default 3600) seconds.
 "use strict";
@@ -49,6 +50,19 @@ const server = http.createServer((_req, res) => {
   const list = running() || [];
   const c = list[0];
   const healthy = c && !c.fail_health && !failLanes().has(c.lane);
+  if (!healthy) {
+    // DIR/health-body (read per request): the body of an unhealthy answer, as a model server
+    // would explain itself ("model not loaded: CUDA OOM").
+    let body = null;
+    try {
+      body = fs.readFileSync(path.join(dir, "health-body"), "utf8");
+    } catch {}
+    if (body !== null) {
+      res.writeHead(503, { "content-type": "text/plain; charset=utf-8" });
+      res.end(body);
+      return;
+    }
+  }
   res.writeHead(healthy ? 200 : 503, { "content-type": "application/json" });
   res.end(
     JSON.stringify(
