@@ -226,12 +226,24 @@ export async function startWorkerd(
   return {
     coldStartMs,
     send: async (method, path, body, headers) => {
-      const res = await mf.dispatchFetch(`${publicUrl}${path}`, {
-        method,
-        ...(body === undefined ? {} : { body }),
-        headers: headers ?? {},
-      });
-      return { status: res.status, body: await res.text() };
+      const once = async () => {
+        const res = await mf.dispatchFetch(`${publicUrl}${path}`, {
+          method,
+          ...(body === undefined ? {} : { body }),
+          headers: headers ?? {},
+        });
+        return { status: res.status, body: await res.text() };
+      };
+      try {
+        return await once();
+      } catch (err) {
+        // miniflare's client may reuse a keep-alive socket workerd has just closed ("other side
+        // closed"): the request never reached the worker. Sent again only where a repeat is
+        // harmless: reads, and the runner's preflight/callback (idempotent per run and attempt).
+        const socket = (err as { cause?: { code?: string } }).cause?.code === "UND_ERR_SOCKET";
+        if (!socket || (method !== "GET" && !path.includes("/step-runs/"))) throw err;
+        return once();
+      }
     },
     tick: async () => {
       const r = await worker.scheduled({ cron: "* * * * *", scheduledTime: new Date() });
