@@ -316,9 +316,10 @@ export async function fuzzEngine(
       }
     }
 
-    // 4b. Every string field with NUL, lone surrogates, ANSI and a 1 MiB value, and duplicate
-    //     keys: recipes (top level and lane fields) and callbacks. A clean answer each; an
-    //     accepted callback must be stored.
+    // 4b. Every string field of a recipe (top level and lane fields) and of a callback with NUL,
+    //     lone surrogates, ANSI and a 1 MiB value, and (below) invalid UTF-8 bytes, a 5,000-deep
+    //     value and the key given twice. A clean answer each; an accepted callback must be
+    //     stored, a refused one must store nothing (counted as half-written otherwise).
     const laneKeys = Object.keys((valid.lanes as Record<string, unknown>[])[0] ?? {});
     for (const bad of HOSTILE_STRINGS) {
       for (const key of Object.keys(valid)) {
@@ -345,17 +346,107 @@ export async function fuzzEngine(
         if ((await expectClean(res, `recipe lanes.0.${key} hostile`, problems)) === 201) created++;
       }
     }
-    for (const key of ["name", "model"]) {
-      cases++;
-      const text = JSON.stringify(valid).replace(/^\{/, `{"${key}":"first",`);
-      await expectClean(
-        await op("POST", "/v1/releases?start=false", text, "application/json"),
-        `recipe duplicate key ${key}`,
-        problems,
+    // Per field, besides the strings above: invalid UTF-8 bytes inside the value, a deeply
+    // nested value (5,000 levels) and the key given twice (duplicate keys are refused).
+    const MARK = "@@HOSTILE@@";
+    const invalidUtf8 = (text: string) => {
+      const [a, b] = text.split(`"${MARK}"`) as [string, string];
+      return new Uint8Array(
+        Buffer.concat([
+          Buffer.from(`${a}"x`),
+          Buffer.from([0xc3, 0x28, 0xff, 0xa0]),
+          Buffer.from(`"${b}`),
+        ]),
       );
+    };
+    const DEEP = `${"[".repeat(5_000)}${"]".repeat(5_000)}`;
+    const recipeBodies = (key: string, lane: boolean): [string, string | Uint8Array][] => {
+      const withValue = (v: unknown) =>
+        lane
+          ? JSON.stringify({
+              ...valid,
+              lanes: (valid.lanes as Record<string, unknown>[]).map((l, i) =>
+                i === 0 ? { ...l, [key]: v } : l,
+              ),
+            })
+          : JSON.stringify({ ...valid, [key]: v });
+      const marked = withValue(MARK);
+      return [
+        ["invalid UTF-8", invalidUtf8(marked)],
+        ["deep", marked.replace(`"${MARK}"`, DEEP)],
+        [
+          "duplicate key",
+          marked.replace(`"${key}":"${MARK}"`, `"${key}":"first","${key}":"second"`),
+        ],
+      ];
+    };
+    for (const [keys, lane] of [
+      [Object.keys(valid), false],
+      [laneKeys, true],
+    ] as const) {
+      for (const key of keys) {
+        for (const [kind, body] of recipeBodies(key, lane)) {
+          cases++;
+          const res = await op("POST", "/v1/releases?start=false", body, "application/json");
+          const status = await expectClean(
+            res,
+            `recipe ${lane ? "lanes.0." : ""}${key} ${kind}`,
+            problems,
+          );
+          if (status === 201) created++;
+        }
+      }
+    }
+    const CALLBACK_FIELDS = [
+      "step_run_id",
+      "run_id",
+      "status",
+      "overall",
+      "log",
+      "checks",
+    ] as const;
+    for (const field of CALLBACK_FIELDS) {
+      for (const kind of ["invalid UTF-8", "deep", "duplicate key"] as const) {
+        cases++;
+        const q = await runnerStepReady(h);
+        hostileReleases++;
+        const r = { run_id: String(++runSeq), run_attempt: 1 };
+        const pre = await signedPost(h, preflightUrl(q.step_run_id), preflightBody(q, r));
+        if (pre.status !== 200) {
+          problems.push(`callback ${field} ${kind}: preflight HTTP ${pre.status}`);
+          continue;
+        }
+        const good = JSON.parse(callbackBody(q.step_run_id, r, "pass")) as Record<string, unknown>;
+        const marked = JSON.stringify({ ...good, [field]: MARK });
+        const body =
+          kind === "invalid UTF-8"
+            ? invalidUtf8(marked)
+            : kind === "deep"
+              ? marked.replace(`"${MARK}"`, DEEP)
+              : marked.replace(
+                  `"${field}":"${MARK}"`,
+                  `"${field}":"first","${field}":${JSON.stringify(good[field])}`,
+                );
+        const status = await expectClean(
+          await signedPost(h, callbackUrl(q.step_run_id), body),
+          `callback ${field} ${kind}`,
+          problems,
+        );
+        const stored = await h.store.getAttemptResult(q.step_run_id, 1);
+        if (status === 200 && !stored) {
+          halfWritten++;
+          problems.push(`callback ${field} ${kind}: accepted but no result stored`);
+        }
+        if (status !== 200 && stored) {
+          halfWritten++;
+          problems.push(
+            `callback ${field} ${kind}: refused (HTTP ${status}) but a result was stored`,
+          );
+        }
+      }
     }
     for (const bad of HOSTILE_STRINGS) {
-      for (const field of ["log", "status", "run_id", "checks"] as const) {
+      for (const field of CALLBACK_FIELDS) {
         cases++;
         const q = await runnerStepReady(h);
         hostileReleases++;
