@@ -14,6 +14,12 @@ export interface StoreHarness {
   store: Store;
   /** Opens (and migrates) another store on the same database. Closed by `dispose`. */
   openPeer(): Promise<Store>;
+  /**
+   * Opens a store on the same (migrated) database that refuses every write, the way a full
+   * disk or a read-only database does (SQLite opened read-only; Postgres with
+   * default_transaction_read_only). Closed by `dispose`.
+   */
+  openReadOnlyPeer(): Promise<Store>;
   /** Closes every store and removes the database. */
   dispose(): Promise<void>;
 }
@@ -986,6 +992,15 @@ export function storeContract(name: string, factory: StoreFactory): void {
           });
         }
       });
+    });
+
+    it("ping({ write: true }) proves a write: it fails on a store that refuses writes, where a plain ping passes", async () => {
+      await expect(store.ping({ write: true })).resolves.toBeUndefined();
+      await expect(store.ping({ write: true })).resolves.toBeUndefined();
+      const ro = await h.openReadOnlyPeer();
+      await expect(ro.ping()).resolves.toBeUndefined();
+      await expect(ro.ping({ write: true })).rejects.toThrow();
+      await expect(store.ping({ write: true })).resolves.toBeUndefined();
     });
 
     it("ping works while open and fails after close", async () => {

@@ -44,6 +44,7 @@ if (!url) {
       return s;
     };
     const stores: Store[] = [await open()];
+    const roles: string[] = [];
     return {
       store: stores[0]!,
       openPeer: async () => {
@@ -51,9 +52,25 @@ if (!url) {
         stores.push(s);
         return s;
       },
+      openReadOnlyPeer: async () => {
+        // A role whose every transaction is read-only, with full rights on the schema: its
+        // writes fail as a read-only (or full) database's do, not for want of a grant.
+        const role = `${schema}_ro`;
+        await admin(`CREATE ROLE ${role} LOGIN`);
+        await admin(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
+        await admin(`GRANT ALL ON SCHEMA ${schema} TO ${role}`);
+        await admin(`GRANT ALL ON ALL TABLES IN SCHEMA ${schema} TO ${role}`);
+        roles.push(role);
+        const u = new URL(connectionString);
+        u.username = role;
+        const s = openPostgresStore({ connectionString: u.toString(), schema, max: 2 });
+        stores.push(s);
+        return s;
+      },
       dispose: async () => {
         for (const s of stores) await s.close();
         await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        for (const r of roles) await admin(`DROP ROLE IF EXISTS ${r}`);
       },
     };
   });

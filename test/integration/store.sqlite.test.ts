@@ -8,7 +8,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { sqliteMigrations } from "../../engine/src/adapters/sqlite/migrations.ts";
-import { openSqliteStore } from "../../engine/src/adapters/sqlite/sqlite-store.ts";
+import { openSqliteStore, SqliteStore } from "../../engine/src/adapters/sqlite/sqlite-store.ts";
 import { openStore } from "../../engine/src/adapters/store-factory.ts";
 import type { Store } from "../../engine/src/ports/store.ts";
 import { makeRelease, storeContract } from "../contract/store.contract.ts";
@@ -25,6 +25,11 @@ storeContract("sqlite", async () => {
     store: stores[0]!,
     openPeer: async () => {
       const s = await open();
+      stores.push(s);
+      return s;
+    },
+    openReadOnlyPeer: async () => {
+      const s = new SqliteStore(new Database(join(dir, "baton.sqlite"), { readonly: true }));
       stores.push(s);
       return s;
     },

@@ -121,6 +121,7 @@ const UNAVAILABLE_CODES = new Set([
   "08001",
   "08003",
   "08006", // connection failures
+  "25006", // read_only_sql_transaction (a read-only database or replica)
   "53100", // disk_full
   "53200", // out_of_memory
   "53300", // too_many_connections

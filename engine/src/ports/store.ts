@@ -202,7 +202,12 @@ export interface Store {
     outbox_rows_removed: number;
     attempt_results_shortened: number;
   }>;
-  /** Cheap liveness check of the database (`select 1`). Throws when unreachable. */
-  ping(): Promise<void>;
+  /**
+   * Cheap liveness check of the database (`select 1`). With `write: true` it also proves a
+   * write: one row of `health_probe` is upserted with the current time (epoch ms) and
+   * committed, so a full disk, a read-only database or a failed-over replica fails it.
+   * Throws when unreachable or (with `write`) when the write is refused.
+   */
+  ping(o?: { write?: boolean }): Promise<void>;
   close(): Promise<void>;
 }

@@ -715,8 +715,23 @@ export class ReleaseService implements ReleaseApi {
     await this.retention.maybeRun();
   }
 
+  private healthProbe: { at: number; done: Promise<void> } | null = null;
+
+  /**
+   * Whether the store answers and takes a write (`Store.ping({ write: true })`). One probe at
+   * a time, and a successful one is reused for a second, so a flood of `/healthz` costs at
+   * most one tiny write a second.
+   */
   health(): Promise<void> {
-    return this.store.ping();
+    const now = Date.now();
+    const last = this.healthProbe;
+    if (last && now - last.at < 1000) return last.done;
+    const done = this.store.ping({ write: true });
+    this.healthProbe = { at: now, done };
+    done.catch(() => {
+      if (this.healthProbe?.done === done) this.healthProbe = null;
+    });
+    return done;
   }
 }
 

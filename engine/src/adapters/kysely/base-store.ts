@@ -350,8 +350,15 @@ export abstract class KyselyStore implements Store {
     return (await query.execute()).map((r) => toOutboxRow(r, this.json));
   }
 
-  async ping(): Promise<void> {
-    await sql`select 1`.execute(this.live());
+  async ping(o: { write?: boolean } = {}): Promise<void> {
+    if (!o.write) {
+      await sql`select 1`.execute(this.live());
+      return;
+    }
+    // A real, committed write (the same SQL on both dialects): a no-op write would pass on a
+    // full disk.
+    await sql`insert into health_probe (id, at) values ('probe', ${Date.now()})
+      on conflict (id) do update set at = excluded.at`.execute(this.live());
   }
 
   async close(): Promise<void> {

@@ -160,4 +160,6 @@ export const postgresMigrations: SqlMigrations = {
        ORDER BY r.number
        ON CONFLICT (lane_id) DO NOTHING`,
   ],
+  // The write probe of `/healthz` (Store.ping({ write: true })): one row, upserted.
+  "0008_health_probe": [`CREATE TABLE health_probe (id text PRIMARY KEY, at bigint NOT NULL)`],
 };

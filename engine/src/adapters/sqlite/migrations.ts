@@ -168,4 +168,8 @@ export const sqliteMigrations: SqlMigrations = {
        ORDER BY r.number
        ON CONFLICT (lane_id) DO NOTHING`,
   ],
+  // The write probe of `/healthz` (Store.ping({ write: true })): one row, upserted.
+  "0008_health_probe": [
+    `CREATE TABLE health_probe (id TEXT PRIMARY KEY, at INTEGER NOT NULL) STRICT`,
+  ],
 };
