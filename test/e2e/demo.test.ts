@@ -48,7 +48,7 @@ describe("npm run demo", () => {
     const { code, out } = await demo([]);
     expect(code, out).toBe(0);
     const lines = stepLines(out);
-    expect(lines.map((l) => l[0])).toEqual(manifest.steps.map((s) => s.index));
+    expect(lines.map((l) => l[0])).toEqual(manifest.steps.map((s) => s.index + 1));
     for (const l of lines) expect(l.slice(2), out).toEqual(["fwd", 1, "succeeded"]);
     expect(out).toMatch(/release r1 ended succeeded in [\d.]+ s/);
     // The dashboard URL and the sign-in link come first, before the release starts, so a new
@@ -71,15 +71,15 @@ describe("npm run demo", () => {
     expect(lines.find((l) => l[1] === "attach_queue_lane:lane-b")?.[4]).toBe("failed");
     const backward = lines.filter((l) => l[2] === "bwd");
     expect(backward.map((l) => `${l[0]} ${l[1]}`)).toEqual([
-      "10 restore_queue_lane:lane-b",
-      "9 include_lane:lane-b",
-      "8 set_traffic(10%)",
-      "6 set_traffic(0%)",
-      "5 exclude_lane:lane-a",
-      "4 withdraw_capabilities:lane-a",
-      "2 restore_queue_lane:lane-a",
-      "1 include_lane:lane-a",
-      "0 set_traffic(baseline)",
+      "11 restore_queue_lane:lane-b",
+      "10 include_lane:lane-b",
+      "9 set_traffic(10%)",
+      "7 set_traffic(0%)",
+      "6 exclude_lane:lane-a",
+      "5 withdraw_capabilities:lane-a",
+      "3 restore_queue_lane:lane-a",
+      "2 include_lane:lane-a",
+      "1 set_traffic(baseline)",
     ]);
     for (const l of backward) expect(l[4]).toBe("succeeded");
     expect(out).toMatch(/release r1 ended rolled_back/);
@@ -104,7 +104,7 @@ describe("demo arguments", () => {
     try {
       expect(await runDemo(["--fail-at", "set_traffic"])).toBe(2);
       expect(q.text()).toContain("--fail-at set_traffic: not a runner step of a lane");
-      expect(q.text()).toContain("10 (attach_queue_lane:lane-b)");
+      expect(q.text()).toContain("11 (attach_queue_lane:lane-b)");
       expect(q.text()).not.toContain("starting the control plane");
     } finally {
       q.restore();
@@ -119,7 +119,7 @@ describe("demo arguments", () => {
       const listed = /recipe ([\d, or]+)\)/.exec(help.replace(/\s+/g, " "))?.[1] ?? "";
       const indexes = listed.match(/\d+/g) ?? [];
       expect(indexes.length).toBeGreaterThan(0);
-      for (const i of indexes) expect(resolveStep(manifest, i).index).toBe(Number(i));
+      for (const i of indexes) expect(resolveStep(manifest, i).index).toBe(Number(i) - 1);
       expect(stepLabel(resolveStep(manifest, "attach_queue_lane:lane-b"))).toBe(
         "attach_queue_lane:lane-b",
       );
@@ -143,10 +143,12 @@ describe("demo arguments", () => {
   });
 
   it("resolves steps by index or name:lane; labels wave steps by percent", () => {
-    expect(resolveStep(manifest, "10").index).toBe(10);
+    // Step numbers are 1-based, as the dashboard and `baton status` show them.
+    expect(resolveStep(manifest, "11").index).toBe(10);
     expect(resolveStep(manifest, "assert_smoke_passed:lane-c").index).toBe(19);
-    expect(() => resolveStep(manifest, "5")).toThrow(/not a runner step/);
-    expect(() => resolveStep(manifest, "8")).toThrow(/not a runner step/);
+    expect(() => resolveStep(manifest, "6")).toThrow(/not a runner step/);
+    expect(() => resolveStep(manifest, "9")).toThrow(/not a runner step/);
+    expect(() => resolveStep(manifest, "0")).toThrow(/not a runner step/);
     expect(() => resolveStep(manifest, "99")).toThrow(/not a runner step/);
     expect(stepLabel(manifest.steps[0]!)).toBe("drain_wave(0%)");
     expect(stepLabel(manifest.steps[6]!)).toBe("set_traffic(10%)");

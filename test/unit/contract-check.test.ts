@@ -129,7 +129,7 @@ describe("checkRecipe refuses, naming the path and the fix", () => {
     const ps = problemsOf((r) => {
       r.rollout.waves[2].lanes = ["lane-c", "lane-a"];
     });
-    expectProblem(ps, "rollout.waves.2.lanes.1", /already in wave 0/, /exactly one wave/);
+    expectProblem(ps, "rollout.waves.2.lanes.1", /already in wave 1/, /exactly one wave/);
   });
 
   it("a lane in no wave", () => {
@@ -157,7 +157,7 @@ describe("checkRecipe refuses, naming the path and the fix", () => {
     expectProblem(
       ps,
       "rollout.waves.1.traffic",
-      /goes down from 10% \(wave 0\) to 5%/,
+      /goes down from 10% \(wave 1\) to 5% \(wave 2\)/,
       /use 10 or more/,
     );
   });

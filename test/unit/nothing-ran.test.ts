@@ -90,7 +90,7 @@ describe("compensation skips a runner step that never reached its machine", () =
     // The next backward step is the exclude_lane's (step 0), a control-plane write.
     expect(res.effects.map((e) => e.step_run_id)).toEqual(["sr_17_0_b"]);
     expect(res.history.map((h) => h.message).join("\n")).toMatch(
-      /compensating from step 0 .*no remote command ran/,
+      /compensating from step 1 .*no remote command ran/,
     );
   });
 

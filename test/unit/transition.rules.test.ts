@@ -349,7 +349,7 @@ describe("failure cases at the pure level", () => {
     }
     expect(order).toEqual([3, 2, 0]);
     expect(requests.at(-1)).toEqual({ op: "set_traffic", weights: { l1: 0, l0: 100 }, percent: 0 });
-    expect(hist.join("\n")).toMatch(/step 1 skipped in compensation: no backward action/);
+    expect(hist.join("\n")).toMatch(/step 2 \S+ skipped in compensation: no backward action/);
     expect(r.state).toBe("rolled_back");
   });
 

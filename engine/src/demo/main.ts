@@ -21,8 +21,9 @@ import { EXAMPLE_RECIPE, loadRecipe, type Stack, startStack } from "./stack.ts";
 
 const USAGE = `usage: npm run demo -- [options]
   --fail-at <step>   make that runner step's health check fail, to show compensation:
-                     the index of a lane's runner step (with the example recipe 2, 3, 10,
-                     11, 18 or 19) or name:lane (e.g. attach_queue_lane:lane-b)
+                     the number of a lane's runner step as the dashboard shows it (with the
+                     example recipe 3, 4, 11, 12, 19 or 20) or name:lane
+                     (e.g. attach_queue_lane:lane-b)
   --recipe <file>    recipe to roll out (default recipes/example.yaml)
   --data-dir <dir>   keep the engine's SQLite file, the control plane and the sandbox here
                      (default: a temporary folder, removed at the end)
@@ -89,7 +90,7 @@ export async function runDemo(argv: string[]): Promise<number> {
     );
     if (failStep) {
       console.log(
-        `[demo] --fail-at: the health check of step ${failStep.index} (${stepLabel(failStep)}) will fail; re-run window ${recipe.policy?.rerun_window_minutes ?? 30} min`,
+        `[demo] --fail-at: the health check of step ${failStep.index + 1} (${stepLabel(failStep)}) will fail; re-run window ${recipe.policy?.rerun_window_minutes ?? 30} min`,
       );
     }
 

@@ -20,15 +20,15 @@ export function stepLabel(step: ManifestStep, direction: "fwd" | "bwd" = "fwd"):
 }
 
 /**
- * Resolves `--fail-at`: a step index (`7`) or `name:lane` of a forward runner step
- * (`attach_queue_lane:lane-b`, `assert_smoke_passed:lane-a`).
+ * Resolves `--fail-at`: a step number, 1-based as the dashboard and `baton status` show it
+ * (`11`), or `name:lane` of a forward runner step (`attach_queue_lane:lane-b`).
  * @throws Error listing the accepted values when `spec` names no runner step.
  */
 export function resolveStep(manifest: Manifest, spec: string): ManifestStep {
   const runnerSteps = manifest.steps.filter((s) => s.kind === "runner" && s.lane);
-  const accepted = runnerSteps.map((s) => `${s.index} (${stepLabel(s)})`).join(", ");
+  const accepted = runnerSteps.map((s) => `${s.index + 1} (${stepLabel(s)})`).join(", ");
   const found = /^\d+$/.test(spec)
-    ? manifest.steps[Number(spec)]
+    ? manifest.steps[Number(spec) - 1]
     : manifest.steps.find((s) => stepLabel(s) === spec);
   if (found?.kind !== "runner" || !found.lane) {
     throw new Error(
@@ -49,9 +49,10 @@ export function attemptOf(sr: StepRun): number {
   return sr.attempts.at(-1)?.n ?? Math.max(1, sr.tries);
 }
 
-/** One ended step run, as printed. */
+/** One ended step run, as printed. `number` is the 1-based step number shown. */
 export interface StepLine {
   index: number;
+  number: number;
   label: string;
   direction: "fwd" | "bwd";
   attempt: number;
@@ -66,9 +67,10 @@ export function formatStepLine(manifest: Manifest, sr: StepRun): StepLine {
   const label = stepLabel(step, direction);
   const attempt = attemptOf(sr);
   const d = stepRunDuration(sr);
-  const text = `  ${String(sr.step_index).padStart(2)}  ${label.padEnd(34)} ${direction}  attempt ${attempt}  ${sr.state.padEnd(10)} ${d === null ? "" : `${d} ms`}`;
+  const text = `  ${String(sr.step_index + 1).padStart(2)}  ${label.padEnd(34)} ${direction}  attempt ${attempt}  ${sr.state.padEnd(10)} ${d === null ? "" : `${d} ms`}`;
   return {
     index: sr.step_index,
+    number: sr.step_index + 1,
     label,
     direction,
     attempt,

@@ -74,8 +74,8 @@ export function analysisProblems(input: unknown): Problem[] {
           path: at,
           message:
             traffic === 100
-              ? `wave ${w} sets traffic to 100%, so no control serves beside the candidate and a gate has nothing to compare`
-              : `wave ${w} sets traffic to 0%, so the candidate serves nothing and a gate could never pass`,
+              ? `wave ${w + 1} sets traffic to 100%, so no control serves beside the candidate and a gate has nothing to compare`
+              : `wave ${w + 1} sets traffic to 0%, so the candidate serves nothing and a gate could never pass`,
           fix: "Gate a wave with traffic between 1 and 99, or remove `analysis` from this wave.",
         });
         return;
@@ -83,7 +83,7 @@ export function analysisProblems(input: unknown): Problem[] {
       if (own.metrics === undefined && !top) {
         problems.push({
           path: `${at}.metrics`,
-          message: `wave ${w}'s analysis names no metrics and the recipe has no \`analysis\` section`,
+          message: `wave ${w + 1}'s analysis names no metrics and the recipe has no \`analysis\` section`,
           fix: "List `metrics` in this wave's analysis, or declare them in the recipe's `analysis`.",
         });
       }
@@ -92,7 +92,7 @@ export function analysisProblems(input: unknown): Problem[] {
     const eff = { ...(top ?? {}), ...(own ?? {}) };
     const mine = (field: string) => own !== undefined && field in own;
     const where = (field: string) => (mine(field) ? `${at}.${field}` : `analysis.${field}`);
-    const who = (field: string) => (mine(field) ? `wave ${w}: ` : "");
+    const who = (field: string) => (mine(field) ? `wave ${w + 1}: ` : "");
     const bake = num(eff.bake_ms, DEFAULT_BAKE_MS);
     const maxWait = num(eff.max_wait_ms, DEFAULT_MAX_WAIT_MS);
     const interval = num(eff.interval_ms, DEFAULT_INTERVAL_MS);

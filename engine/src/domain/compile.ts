@@ -113,8 +113,8 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
       else {
         planProblems.push({
           path: `rollout.waves.${w}.traffic`,
-          message: `while and after wave ${w} redeploys, ${100 - drainPercent}% of traffic is meant for lanes on the previous image, but no such lane would be serving (the others are in this or earlier waves, or excluded on the control plane)`,
-          fix: `Keep a serving lane on the previous image out of wave ${w}, or declare \`traffic: 100\` on wave ${w}.`,
+          message: `while and after wave ${w + 1} redeploys, ${100 - drainPercent}% of traffic is meant for lanes on the previous image, but no such lane would be serving (the others are in this or earlier waves, or excluded on the control plane)`,
+          fix: `Keep a serving lane on the previous image out of wave ${w + 1}, or declare \`traffic: 100\` on wave ${w + 1}.`,
         });
         return;
       }
@@ -128,8 +128,8 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     if (wave.traffic < 100 && !lanes.some((l) => groupAfter(l.id) === "baseline")) {
       planProblems.push({
         path: `rollout.waves.${w}.traffic`,
-        message: `after wave ${w}, ${100 - wave.traffic}% of traffic is meant for lanes on the previous image, but none is serving (the others are excluded on the control plane)`,
-        fix: `Set \`traffic: 100\` on wave ${w}, or include a lane on the previous image on the control plane first.`,
+        message: `after wave ${w + 1}, ${100 - wave.traffic}% of traffic is meant for lanes on the previous image, but none is serving (the others are excluded on the control plane)`,
+        fix: `Set \`traffic: 100\` on wave ${w + 1}, or include a lane on the previous image on the control plane first.`,
       });
       return;
     }

@@ -118,7 +118,7 @@ function crossFieldProblems(input: unknown): Problem[] {
       if (known.length > 0 && !firstIndex.has(id)) {
         problems.push({
           path,
-          message: `wave ${w} names unknown lane \`${id}\``,
+          message: `wave ${w + 1} names unknown lane \`${id}\``,
           fix: `Use one of the lane ids (${known.join(", ")}), or add the lane under \`lanes\`.`,
         });
         return;
@@ -127,7 +127,7 @@ function crossFieldProblems(input: unknown): Problem[] {
       if (other !== undefined) {
         problems.push({
           path,
-          message: `lane \`${id}\` is already in wave ${other}`,
+          message: `lane \`${id}\` is already in wave ${other + 1}`,
           fix: "Deploy each lane in exactly one wave: remove this entry or the earlier one.",
         });
         return;
@@ -141,7 +141,7 @@ function crossFieldProblems(input: unknown): Problem[] {
     if (prev && traffic < prev.traffic) {
       problems.push({
         path: `rollout.waves.${w}.traffic`,
-        message: `traffic goes down from ${prev.traffic}% (wave ${prev.wave}) to ${traffic}% (wave ${w})`,
+        message: `traffic goes down from ${prev.traffic}% (wave ${prev.wave + 1}) to ${traffic}% (wave ${w + 1})`,
         fix: `Traffic is absolute and may only stay or rise: use ${prev.traffic} or more here. A failed step undoes traffic by itself.`,
       });
     }
@@ -154,7 +154,7 @@ function crossFieldProblems(input: unknown): Problem[] {
     } else if (!isLast && known.length > 0 && deployed.size >= known.length && traffic < 100) {
       problems.push({
         path: `rollout.waves.${w}.traffic`,
-        message: `after wave ${w} every lane runs the new image, but ${100 - traffic}% of traffic is meant for stable lanes and none remain`,
+        message: `after wave ${w + 1} every lane runs the new image, but ${100 - traffic}% of traffic is meant for stable lanes and none remain`,
         fix: "Set `traffic: 100` on the wave that deploys the last lane, or move a lane to a later wave.",
       });
     }

@@ -15,6 +15,7 @@
  */
 import { BatonError } from "../domain/errors.ts";
 import { RELEASE_STATES, TERMINAL_RELEASE_STATES } from "../domain/states.ts";
+import { availableActions } from "../domain/transition/exits.ts";
 import type { Manifest, Release } from "../domain/types.ts";
 import type { LanesClaimed, Store } from "../ports/store.ts";
 
@@ -57,6 +58,21 @@ export function overlappingLanes(mine: Manifest, other: Manifest): string[] {
 }
 
 /**
+ * What the owner of lanes can do about a release in flight, from the actions the engine
+ * accepts in its state (`availableActions`), e.g. "abort it" for a running release and
+ * "resolve or abandon it" for one that needs an operator.
+ */
+export function howToFree(r: Release | null): string {
+  const verbs = r ? new Set(availableActions(r).map((a) => a.action)) : new Set(["abort"]);
+  if (verbs.has("abort")) return "wait for it to finish or abort it, then start again";
+  const acts = ["resolve", "abandon"].filter((v) => verbs.has(v as "resolve" | "abandon"));
+  if (r && acts.length > 0) {
+    return `it waits for an operator: ${acts.join(" or ")} it (\`baton status ${r.id}\` says how), then start again`;
+  }
+  return "wait for it to finish, then start again";
+}
+
+/**
  * Throws when a non-terminal release owns a lane of `manifest`.
  * @throws BatonError `conflict` (409) naming the release in flight, its lanes and what to do.
  */
@@ -66,7 +82,7 @@ export async function assertLanesFree(store: Store, manifest: Manifest): Promise
     if (shared.length === 0) continue;
     throw new BatonError(
       "conflict",
-      `[engine] release ${other.id} (model ${other.manifest.model}, state ${other.state}) still owns lanes ${shared.join(", ")}; wait for it to finish or abort it, then start again`,
+      `[engine] release ${other.id} (model ${other.manifest.model}, state ${other.state}) still owns lanes ${shared.join(", ")}; ${howToFree(other)}`,
     );
   }
 }
@@ -83,11 +99,13 @@ export async function lanesClaimedError(store: Store, err: LanesClaimed): Promis
   for (const [owner, lanes] of byOwner) {
     const r = await store.getRelease(owner).catch(() => null);
     const about = r ? ` (model ${r.manifest.model}, state ${r.state})` : "";
-    parts.push(`release ${owner}${about} still owns lanes ${lanes.join(", ")}`);
+    parts.push(
+      `release ${owner}${about} still owns lanes ${lanes.join(", ")}; ${howToFree(r ?? null)}`,
+    );
   }
-  const who = parts.length > 0 ? parts.join("; ") : "another release in flight claims its lanes";
-  return new BatonError(
-    "conflict",
-    `[engine] ${who}; wait for it to finish or abort it, then start again`,
-  );
+  const who =
+    parts.length > 0
+      ? parts.join("; ")
+      : `another release in flight claims its lanes; ${howToFree(null)}`;
+  return new BatonError("conflict", `[engine] ${who}`);
 }

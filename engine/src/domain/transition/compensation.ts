@@ -1,6 +1,6 @@
 /**
  * Compensation (docs/state-machine.md rule 3 and "Compensation"): backward step
- * runs from the high-water mark down to 0, one at a time, each durable, only for steps that
+ * runs from the high-water mark down to step index 0, one at a time, each durable, only for steps that
  * have a backward action and may have taken effect. Never re-enters the forward path.
  */
 import { type Draft, stepRunAt } from "./draft.ts";
@@ -17,12 +17,13 @@ export function beginCompensation(d: Draft, why: string): void {
   r.rerun_deadline = null;
   r.gate = null;
   d.accept(
-    `[engine] release ${r.id} compensating from step ${r.high_water_mark} (generation ${r.generation}): ${why}`,
+    `[engine] release ${r.id} compensating from step ${r.high_water_mark + 1} (generation ${r.generation}): ${why}`,
   );
   continueCompensation(d);
 }
 
 /**
+ * Messages name steps 1-based, as the dashboard and CLI show them.
  * Starts the next backward step run, skipping steps with nothing to undo; `rolled_back`
  * below step 0. Waits while a forward step run is still in flight or a backward one runs.
  */
@@ -51,7 +52,10 @@ export function continueCompensation(d: Draft): void {
       return;
     }
     const why = !step?.backward ? "no backward action" : "its forward action never took effect";
-    d.accept(`[engine] step ${r.cursor} skipped in compensation: ${why}`, fwd?.id ?? null);
+    d.accept(
+      `[engine] step ${r.cursor + 1}${step ? ` ${step.name}` : ""} skipped in compensation: ${why}`,
+      fwd?.id ?? null,
+    );
     r.cursor -= 1;
   }
   r.state = "rolled_back";
