@@ -38,6 +38,12 @@ export interface EngineConfig {
    * metrics source: every gate's evidence is missing, so a gated wave ends inconclusive.
    */
   prometheusUrl?: string | null;
+  /**
+   * Bearer token of control-plane writes (BATON_CONTROL_PLANE_TOKEN); required with
+   * `controlPlaneUrl`. With the embedded control plane: its token (default a random one).
+   * Optional so hand-built configs need not name it.
+   */
+  controlPlaneToken?: string | null;
   dispatcher: "github" | "local";
   githubRepository: string | null;
   githubToken: string | null;
@@ -133,6 +139,7 @@ const Env = z.object({
   BATON_PROMETHEUS_URL: z
     .url({ error: "BATON_PROMETHEUS_URL must be an http(s) URL, e.g. http://127.0.0.1:9090" })
     .optional(),
+  BATON_CONTROL_PLANE_TOKEN: secretText("BATON_CONTROL_PLANE_TOKEN").optional(),
   BATON_DISPATCHER: z
     .enum(["github", "local"], { error: "BATON_DISPATCHER must be github or local" })
     .default("local"),
@@ -257,6 +264,21 @@ function notifyProblems(
   return out;
 }
 
+/** A control plane elsewhere needs the write credential (the engine never writes without one). */
+function controlPlaneProblems(
+  e: Record<string, string | undefined>,
+): { path: string; message: string }[] {
+  return e.BATON_CONTROL_PLANE_URL && !e.BATON_CONTROL_PLANE_TOKEN
+    ? [
+        {
+          path: "BATON_CONTROL_PLANE_TOKEN",
+          message:
+            "BATON_CONTROL_PLANE_TOKEN is required with BATON_CONTROL_PLANE_URL (control-plane writes carry Authorization: Bearer <token>)",
+        },
+      ]
+    : [];
+}
+
 /** Cross-field rules of the GitHub dispatcher, checked even when other variables are bad. */
 function githubProblems(
   e: Record<string, string | undefined>,
@@ -299,6 +321,8 @@ const FIX: Record<string, string> = {
     "set a comma-separated list of random secrets, e.g. BATON_CALLBACK_SECRETS=$(openssl rand -hex 32)",
   BATON_OPERATOR_TOKEN: "set a random token, e.g. BATON_OPERATOR_TOKEN=$(openssl rand -hex 32)",
   BATON_VIEWER_TOKEN: "set a random token of at least 16 characters, or unset it",
+  BATON_CONTROL_PLANE_TOKEN:
+    "set the control plane's write token (the reference control plane's BATON_CP_TOKEN), e.g. $(openssl rand -hex 32) on both sides",
   GITHUB_REPOSITORY: "set GITHUB_REPOSITORY=owner/name of the repository holding release-step.yml",
   GITHUB_TOKEN:
     "set GITHUB_TOKEN (contents: write) or GITHUB_APP_ID + GITHUB_APP_PRIVATE_KEY + GITHUB_APP_INSTALLATION_ID",
@@ -351,6 +375,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           message: i.message,
         }))),
     ...githubProblems(clean),
+    ...controlPlaneProblems(clean),
     ...notifyProblems(clean),
   ];
   if (!r.success || raw.length > 0) {
@@ -377,6 +402,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     viewerToken: e.BATON_VIEWER_TOKEN ?? null,
     controlPlaneUrl: e.BATON_CONTROL_PLANE_URL ?? null,
     prometheusUrl: e.BATON_PROMETHEUS_URL ?? null,
+    controlPlaneToken: e.BATON_CONTROL_PLANE_TOKEN ?? null,
     dispatcher: e.BATON_DISPATCHER,
     githubRepository: e.GITHUB_REPOSITORY ?? null,
     githubToken: e.GITHUB_TOKEN ?? null,

@@ -124,13 +124,23 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
   } else {
     // Every write names its release's model in its context: one adapter serves every model.
     let baseUrl = config.controlPlaneUrl;
+    let token = config.controlPlaneToken ?? null;
     if (!baseUrl) {
-      const embedded = await startEmbeddedControlPlane({ dataDir: config.dataDir });
+      const embedded = await startEmbeddedControlPlane({
+        dataDir: config.dataDir,
+        ...(token ? { writeToken: token } : {}),
+      });
       baseUrl = embedded.handle.url;
+      token = embedded.handle.writeToken;
       closers.push(() => embedded.handle.close());
       log.info(`[engine] embedded control plane at ${baseUrl}`);
     }
-    controlPlane = new HttpControlPlane({ baseUrl });
+    if (!token) {
+      throw new Error(
+        "[engine] BATON_CONTROL_PLANE_URL needs BATON_CONTROL_PLANE_TOKEN (the control plane's write token)",
+      );
+    }
+    controlPlane = new HttpControlPlane({ baseUrl, token });
   }
   const ownsStore = !o.store;
   const store =

@@ -255,6 +255,7 @@ export async function manyEnginesScenario(
           BATON_OPERATOR_TOKEN: operatorToken,
           BATON_ADMISSION: "off",
           BATON_CONTROL_PLANE_URL: cp.url,
+          BATON_CONTROL_PLANE_TOKEN: cp.writeToken,
           GITHUB_REPOSITORY: "acme/models",
           GITHUB_TOKEN: token,
           // These scenarios test crashes and contention, not GitHub's rate limits

@@ -41,8 +41,12 @@ describe("HTTP control-plane adapter: classification", () => {
       { id: "lane-a", model: "default", weight: 100 },
       { id: "lane-b", model: "default", weight: 0 },
     ]);
-    cp = new HttpControlPlane({ baseUrl: server.url, timeoutMs: 10_000 });
-    short = new HttpControlPlane({ baseUrl: server.url, timeoutMs: TIMEOUT_MS });
+    cp = new HttpControlPlane({ baseUrl: server.url, token: server.writeToken, timeoutMs: 10_000 });
+    short = new HttpControlPlane({
+      baseUrl: server.url,
+      token: server.writeToken,
+      timeoutMs: TIMEOUT_MS,
+    });
   });
   afterEach(() => server.close());
 

@@ -21,7 +21,7 @@ controlPlaneContract("in-memory double", async () => {
 
 controlPlaneContract("reference server over HTTP", async () => {
   const { handle: server } = await startEmbeddedControlPlane({ dataDir: ":memory:" });
-  const cp = new HttpControlPlane({ baseUrl: server.url });
+  const cp = new HttpControlPlane({ baseUrl: server.url, token: server.writeToken });
   const get = async (path: string) => {
     const res = await fetch(`${server.url}${path}`);
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };

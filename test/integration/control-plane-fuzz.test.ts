@@ -80,7 +80,10 @@ describe("control-plane server: no 500 for bad input", () => {
         header,
         async (path, text, key, release, generation) => {
           n++;
-          const headers: Record<string, string> = { "content-type": "application/json" };
+          const headers: Record<string, string> = {
+            "content-type": "application/json",
+            authorization: `Bearer ${server.writeToken}`,
+          };
           if (key !== undefined) headers["Idempotency-Key"] = key;
           if (release !== undefined) headers["Baton-Release-Id"] = release;
           if (generation !== undefined) headers["Baton-Generation"] = generation;

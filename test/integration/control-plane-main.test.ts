@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from "vitest";
 const root = join(import.meta.dirname, "..", "..");
 const mainTs = join(root, "engine/src/control-plane/main.ts");
 const children = new Set<ChildProcess>();
+const CP_TOKEN = "main-test-write-token-0123456789";
 
 /** Starts main.ts and resolves with its URL once it prints "listening on"; bounded to 20 s. */
 function start(
@@ -21,7 +22,7 @@ function start(
 ): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ["--import", "tsx", mainTs, ...args], {
     cwd: root,
-    env: { ...process.env, ...env },
+    env: { ...process.env, BATON_CP_TOKEN: CP_TOKEN, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.add(child);
@@ -93,6 +94,7 @@ describe("control-plane standalone entry", () => {
       method: "PUT",
       headers: {
         "content-type": "application/json",
+        authorization: `Bearer ${CP_TOKEN}`,
         "Idempotency-Key": "r17:6:fwd:traffic=10",
         "Baton-Release-Id": "r17",
         "Baton-Generation": "1",
@@ -130,5 +132,22 @@ describe("control-plane standalone entry", () => {
     });
     expect(await exited(child)).toBe(2);
     expect(err).toMatch(/\[control-plane\] --port must be an integer 0–65535, got "http"/);
+  });
+
+  it("refuses to start without BATON_CP_TOKEN (exit 2, names the variable and the engine's side)", async () => {
+    const env = { ...process.env };
+    delete env.BATON_CP_TOKEN;
+    const child = spawn(process.execPath, ["--import", "tsx", mainTs, "--port", "0"], {
+      cwd: root,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.add(child);
+    let err = "";
+    child.stderr!.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
+    expect(await exited(child)).toBe(2);
+    expect(err).toMatch(/BATON_CP_TOKEN is not set; fix: .*BATON_CONTROL_PLANE_TOKEN/);
   });
 });

@@ -32,6 +32,7 @@ describe("control-plane OpenAPI document", () => {
       core,
       faults: null,
       hangs: new Hangs(),
+      writeToken: "openapi-route-listing-token",
       // GET /metrics is served when the router runs as a traffic generator.
       traffic: new TrafficGenerator(core, { model: "m" }),
     });

@@ -16,14 +16,17 @@ import {
 // biome-ignore lint/suspicious/noExplicitAny: test reads JSON answers of many shapes
 type Answer = { status: number; body: any };
 
-function client(url: string) {
+function client(url: string, token: string) {
   return async function call(
     method: string,
     path: string,
     body?: unknown,
     identity: Record<string, string> | null = { key: "k1", release: "r17", generation: "1" },
   ): Promise<Answer> {
-    const headers: Record<string, string> = { "content-type": "application/json" };
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      authorization: `Bearer ${token}`,
+    };
     if (identity?.key !== undefined) headers["Idempotency-Key"] = identity.key;
     if (identity?.release !== undefined) headers["Baton-Release-Id"] = identity.release;
     if (identity?.generation !== undefined) headers["Baton-Generation"] = identity.generation;
@@ -42,7 +45,7 @@ describe("reference control-plane server: HTTP edge", () => {
   let call: ReturnType<typeof client>;
   beforeEach(async () => {
     server = await startControlPlane();
-    call = client(server.url);
+    call = client(server.url, server.writeToken);
   });
   afterEach(() => server.close());
 
@@ -125,6 +128,48 @@ describe("reference control-plane server: HTTP edge", () => {
     expectBad(await call("GET", "/v1/history?limit=zero"), "query.limit", /./);
     expect((await call("GET", "/v1/history")).body.history).toEqual([]);
     expect((await call("GET", "/v1/lanes")).body.lanes).toEqual([]);
+  });
+
+  it("refuses every write without the bearer token (401, nothing applied); reads and routing stay open", async () => {
+    const t = "/v1/models/default/traffic";
+    const body = JSON.stringify({ weights: { a: 100 } });
+    const identity = {
+      "content-type": "application/json",
+      "Idempotency-Key": "k-auth",
+      "Baton-Release-Id": "r17",
+      "Baton-Generation": "1",
+    };
+    const cases: [Record<string, string>, RegExp][] = [
+      [{}, /writes need Authorization: Bearer <token>.*BATON_CONTROL_PLANE_TOKEN/],
+      [{ authorization: "Bearer wrong-token-0123456789" }, /not this control plane's write token/],
+      [{ authorization: `Basic ${server.writeToken}` }, /not `Bearer <token>`|Bearer/],
+    ];
+    for (const [auth, message] of cases) {
+      const res = await fetch(`${server.url}${t}`, {
+        method: "PUT",
+        headers: { ...identity, ...auth },
+        body,
+      });
+      expect([400, 401]).toContain(res.status);
+      const j = (await res.json()) as { error: { code: string; message: string } };
+      expect(j.error.code).toBe("unauthorized");
+      expect(j.error.message).toMatch(message);
+    }
+    const admin = await fetch(`${server.url}/v1/admin/faults`, { method: "DELETE" });
+    expect(admin.status).toBe(401);
+    // Nothing was applied: the model has no traffic, the ledger is empty.
+    expect((await call("GET", t)).status).toBe(404);
+    expect((await call("GET", "/v1/ledger")).body).toMatchObject({ ledger: [] });
+    const routed = await fetch(`${server.url}/v1/route`, { method: "POST", body: "{}" });
+    expect(routed.status).not.toBe(401);
+    // With the token, the same write applies.
+    const ok = await fetch(`${server.url}${t}`, {
+      method: "PUT",
+      headers: { ...identity, authorization: `Bearer ${server.writeToken}` },
+      body,
+    });
+    expect(ok.status).toBe(200);
+    expect((await call("GET", t)).body).toMatchObject({ weights: { a: 100 } });
   });
 
   it("refuses an oversized body with 413", async () => {
@@ -225,7 +270,7 @@ describe("reference control-plane server: HTTP edge", () => {
   it("validates fault rules when enabled", async () => {
     const faulty = await startControlPlane({ faults: true });
     try {
-      const c = client(faulty.url);
+      const c = client(faulty.url, faulty.writeToken);
       const bad = await c("POST", "/v1/admin/faults", { mode: "explode" });
       expect(bad.status).toBe(400);
       expect(bad.body.error.problems[0]).toMatchObject({ path: "body.mode" });
@@ -250,7 +295,7 @@ describe("reference control-plane server: persistence", () => {
   it("keeps state, ledger, generations and history across a restart on the same file", async () => {
     const file = join(dir, "control-plane.sqlite");
     const first = await startControlPlane({ dataFile: file });
-    const a = client(first.url);
+    const a = client(first.url, first.writeToken);
     const key = { key: "r17:6:fwd:traffic=10", release: "r17", generation: "3" };
     const body = { weights: { "lane-a": 90, "lane-b": 10 } };
     expect((await a("PUT", "/v1/models/default/traffic", body, key)).status).toBe(200);
@@ -268,7 +313,7 @@ describe("reference control-plane server: persistence", () => {
 
     const second = await startControlPlane({ dataFile: file });
     try {
-      const b = client(second.url);
+      const b = client(second.url, second.writeToken);
       expect((await b("GET", "/v1/models/default/traffic")).body.weights).toEqual(body.weights);
       const replay = await b("PUT", "/v1/models/default/traffic", body, key);
       expect(replay.body).toMatchObject({ replayed: true, applied: true });

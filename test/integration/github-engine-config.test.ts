@@ -13,6 +13,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
 import { loadConfig } from "../../engine/src/config.ts";
+import { startControlPlane } from "../../engine/src/control-plane/server.ts";
 import { BatonError } from "../../engine/src/domain/errors.ts";
 import { createEngine, type Engine } from "../../engine/src/engine.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
@@ -59,10 +60,12 @@ afterEach(async () => {
   engine = standin = dir = undefined;
 });
 
-async function engineWith(env: Record<string, string>) {
-  dir = mkdtempSync(path.join(tmpdir(), "baton-ghcfg-"));
+async function engineWith(env: Record<string, string>, memoryControlPlane = true) {
+  dir ??= mkdtempSync(path.join(tmpdir(), "baton-ghcfg-"));
   engine = await createEngine(loadConfig({ ...base, BATON_DATA_DIR: dir, ...env }), {
-    controlPlane: new MemoryControlPlane({ model: "summarizer-v7" }),
+    ...(memoryControlPlane
+      ? { controlPlane: new MemoryControlPlane({ model: "summarizer-v7" }) }
+      : {}),
     log: { info() {}, warn() {}, error() {} },
   });
   return engine;
@@ -198,4 +201,65 @@ describe("the served engine's GitHub settings", () => {
     expect(out).not.toMatch(/listening/);
     expect(out).not.toMatch(/\n\s+at /);
   }, 70_000);
+});
+
+describe("the engine's control-plane credential", () => {
+  it("the embedded control plane gets a token and the engine's writes carry it", async () => {
+    const e = await engineWith({ GITHUB_TOKEN: "t" }, false);
+    const r = await e.controlPlane.apply(
+      { op: "set_traffic", weights: { "lane-a": 100 }, percent: 0 },
+      { operation_key: "seed:traffic", release_id: "seed", generation: 0, model: "m" },
+    );
+    expect(r, JSON.stringify(r)).toMatchObject({ outcome: "ok" });
+  });
+
+  it("BATON_CONTROL_PLANE_URL without BATON_CONTROL_PLANE_TOKEN is refused, naming both and the fix", () => {
+    const ps = problemsOf({ GITHUB_TOKEN: "t", BATON_CONTROL_PLANE_URL: "http://127.0.0.1:8788" });
+    expect(ps.map((p) => p.path)).toEqual(["BATON_CONTROL_PLANE_TOKEN"]);
+    expect(ps[0]?.message).toMatch(/required with BATON_CONTROL_PLANE_URL/);
+    expect(ps[0]?.fix).toMatch(/BATON_CP_TOKEN/);
+  });
+
+  it("the engine writes to a reference control plane with its token; a wrong token fails the write with the control plane's reason", async () => {
+    const cp = await startControlPlane();
+    cp.core.seed([{ id: "lane-a", model: "m", weight: 0, capabilities: [], advertised: true }]);
+    try {
+      const op = { op: "set_traffic" as const, weights: { "lane-a": 100 }, percent: 100 };
+      const ctx = {
+        operation_key: "r1:1:fwd:traffic=100",
+        release_id: "r1",
+        generation: 1,
+        model: "m",
+      };
+      const e = await engineWith(
+        {
+          GITHUB_TOKEN: "t",
+          BATON_CONTROL_PLANE_URL: cp.url,
+          BATON_CONTROL_PLANE_TOKEN: "wrong-token-0123456789",
+        },
+        false,
+      );
+      const refused = await e.controlPlane.apply(op, ctx);
+      expect(refused).toMatchObject({ outcome: "failed", status: 401 });
+      expect(refused.outcome === "failed" && refused.message).toMatch(
+        /not this control plane's write token/,
+      );
+      expect(cp.core.ledger({}).length).toBe(0);
+      await e.close();
+      engine = undefined;
+      const good = await engineWith(
+        {
+          GITHUB_TOKEN: "t",
+          BATON_CONTROL_PLANE_URL: cp.url,
+          BATON_CONTROL_PLANE_TOKEN: cp.writeToken,
+        },
+        false,
+      );
+      expect(await good.controlPlane.apply(op, ctx)).toMatchObject({ outcome: "ok" });
+    } finally {
+      await engine?.close();
+      engine = undefined;
+      await cp.close();
+    }
+  });
 });

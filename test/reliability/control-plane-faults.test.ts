@@ -31,7 +31,11 @@ async function world(): Promise<{ h: Harness; cp: ControlPlaneHandle }> {
   const dir = mkdtempSync(join(tmpdir(), "baton-cpf-"));
   cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
   const { handle } = await startEmbeddedControlPlane({ dataDir: join(dir, "cp"), faults: true });
-  const controlPlane = new HttpControlPlane({ baseUrl: handle.url, timeoutMs: 300 });
+  const controlPlane = new HttpControlPlane({
+    baseUrl: handle.url,
+    token: handle.writeToken,
+    timeoutMs: 300,
+  });
   cleanups.push(() => handle.close());
   const r = recipe(2);
   handle.core.seed(

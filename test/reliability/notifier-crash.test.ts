@@ -69,6 +69,7 @@ describe.each(STORE_KINDS)("notices across kill -9 on %s", (kind) => {
       // Unsigned test recipes: admission is off for this engine (docs/trust.md).
       BATON_ADMISSION: "off",
       BATON_CONTROL_PLANE_URL: closed,
+      BATON_CONTROL_PLANE_TOKEN: "cp-token-unused-0123456789",
       GITHUB_REPOSITORY: "acme/models",
       GITHUB_TOKEN: "ghs_0123456789abcdef",
       CHAOS_GITHUB_API_URL: closed,

@@ -47,7 +47,11 @@ async function world(kind: StoreKind): Promise<{ h: Harness; cp: ControlPlaneHan
       advertised: false,
     })),
   );
-  const controlPlane = new HttpControlPlane({ baseUrl: handle.url, timeoutMs: 2_000 });
+  const controlPlane = new HttpControlPlane({
+    baseUrl: handle.url,
+    token: handle.writeToken,
+    timeoutMs: 2_000,
+  });
   const h = await makeHarness({ kind, dir, cp: controlPlane as unknown as MemoryControlPlane });
   cleanups.push(() => h.close());
   return { h, cp: handle };

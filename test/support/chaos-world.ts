@@ -192,6 +192,7 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
       BATON_OPERATOR_TOKEN: operatorToken,
       BATON_ADMISSION: "off",
       BATON_CONTROL_PLANE_URL: fleet.cp.url,
+      BATON_CONTROL_PLANE_TOKEN: fleet.cp.writeToken,
       GITHUB_REPOSITORY: REPOSITORY,
       GITHUB_TOKEN: token,
       // These scenarios test crashes and contention, not GitHub's rate limits

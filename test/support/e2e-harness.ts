@@ -292,6 +292,7 @@ export async function startSplit(
       BATON_OPERATOR_TOKEN: operatorToken,
       BATON_ADMISSION: "off",
       BATON_CONTROL_PLANE_URL: fleet.cp.url,
+      BATON_CONTROL_PLANE_TOKEN: fleet.cp.writeToken,
       BATON_DISPATCHER: "local",
       BATON_TICK_MS: "100",
       BATON_LEASE_MS: "1500",

@@ -85,6 +85,7 @@ export async function startServerlessWorld(publicUrl: string): Promise<Serverles
       BATON_CALLBACK_SECRETS: secret,
       BATON_OPERATOR_TOKEN: operatorToken,
       BATON_CONTROL_PLANE_URL: cp.url,
+      BATON_CONTROL_PLANE_TOKEN: cp.writeToken,
       GITHUB_REPOSITORY: "acme/models",
       GITHUB_TOKEN: token,
       GITHUB_API_URL: github.baseUrl,

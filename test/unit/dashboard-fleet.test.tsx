@@ -154,7 +154,7 @@ describe("/fleet", () => {
         { id: "a", model: "m1", weight: 100 },
         { id: "b", model: "m2", weight: 100 },
       ]);
-      const cp = new HttpControlPlane({ baseUrl: server.url });
+      const cp = new HttpControlPlane({ baseUrl: server.url, token: server.writeToken });
       const read = await cp.lanes("m1");
       expect(read.ok && read.lanes.map((l) => l.id)).toEqual(["a"]);
       const all = await cp.lanes();

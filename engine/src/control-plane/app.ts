@@ -7,7 +7,9 @@
 
 import type { Context } from "hono";
 import { Hono } from "hono";
+import { bearerAuth } from "hono/bearer-auth";
 import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
 import { z } from "zod";
 import type { ControlPlaneCore } from "./core.ts";
 import { DEFAULT_MODEL } from "./core.ts";
@@ -45,7 +47,15 @@ export interface AppDeps {
   hangs: Hangs;
   /** The traffic generator whose counters `GET /metrics` exposes; absent: 404. */
   traffic?: TrafficGenerator | null;
+  /**
+   * The bearer token every write needs (`Authorization: Bearer <token>`): the `PUT`s, and the
+   * fault admin routes. Reads and `POST /v1/route` (a routing decision, no state) stay open.
+   */
+  writeToken: string;
 }
+
+/** Methods that change state and so need the write token. */
+const WRITE_METHODS = new Set(["PUT", "POST", "DELETE", "PATCH"]);
 
 const Paging = z.object({
   operation_key: z.string().min(1).optional(),
@@ -94,8 +104,37 @@ const laneParam = (c: Context) => parseOrThrow(LaneId, c.req.param("lane"), "pat
 const modelParam = (c: Context) => parseOrThrow(ModelName, c.req.param("model"), "path.model");
 
 /** Builds the app. Every write goes through `keyedWrite` (identity, faults, core). */
-export function createControlPlaneApp({ core, faults, hangs, traffic }: AppDeps): Hono {
+export function createControlPlaneApp({ core, faults, hangs, traffic, writeToken }: AppDeps): Hono {
+  if (writeToken.length < 16) {
+    throw new Error("[control-plane] the write token must be at least 16 characters");
+  }
   const app = new Hono();
+  const refusal = (code: string, message: string) => ({ error: { code, message } });
+  const needToken = bearerAuth({
+    token: writeToken,
+    noAuthenticationHeader: {
+      message: refusal(
+        "unauthorized",
+        "[control-plane] writes need Authorization: Bearer <token>; set BATON_CONTROL_PLANE_TOKEN on the engine to this control plane's token (BATON_CP_TOKEN)",
+      ),
+    },
+    invalidAuthenticationHeader: {
+      message: refusal(
+        "unauthorized",
+        "[control-plane] the Authorization header is not `Bearer <token>`; send Authorization: Bearer <BATON_CONTROL_PLANE_TOKEN>",
+      ),
+    },
+    invalidToken: {
+      message: refusal(
+        "unauthorized",
+        "[control-plane] the bearer token is not this control plane's write token; set BATON_CONTROL_PLANE_TOKEN on the engine to the value of BATON_CP_TOKEN",
+      ),
+    },
+  });
+  app.use("*", async (c, next) => {
+    if (!WRITE_METHODS.has(c.req.method) || c.req.path === "/v1/route") return next();
+    return needToken(c, next);
+  });
   app.use(
     "*",
     bodyLimit({
@@ -290,6 +329,8 @@ export function createControlPlaneApp({ core, faults, hangs, traffic }: AppDeps)
     ),
   );
   app.onError((err, c) => {
+    // The bearer-token check answers through HTTPException with its own response.
+    if (err instanceof HTTPException) return err.getResponse();
     if (err instanceof CpError) {
       const problems = err.problems.length > 0 ? { problems: err.problems } : {};
       return c.json({ error: { code: err.code, message: err.message, ...problems } }, err.status);

@@ -22,6 +22,8 @@ export async function startEmbeddedControlPlane(o: {
   dataDir: string;
   port?: number;
   faults?: boolean;
+  /** The write token (default a random one; read it back as `handle.writeToken`). */
+  writeToken?: string;
 }): Promise<EmbeddedControlPlane> {
   let dataFile = ":memory:";
   if (o.dataDir !== ":memory:") {
@@ -32,6 +34,7 @@ export async function startEmbeddedControlPlane(o: {
     port: o.port ?? 0,
     dataFile,
     faults: o.faults ?? false,
+    ...(o.writeToken ? { writeToken: o.writeToken } : {}),
   });
   return { handle };
 }

@@ -2,6 +2,8 @@
  * Standalone reference control plane.
  * Usage: `tsx engine/src/control-plane/main.ts [--port 8788] [--host 127.0.0.1] [--data ./.baton/control-plane.sqlite]`
  * Environment (flags win): BATON_CP_PORT, BATON_CP_HOST, BATON_CP_DATA, BATON_CP_FAULTS=1 (tests only).
+ * Required: BATON_CP_TOKEN, the bearer token every write needs (≥ 16 characters; the engine sends
+ * it as BATON_CONTROL_PLANE_TOKEN).
  */
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
@@ -28,6 +30,13 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   );
   process.exit(2);
 }
+const writeToken = process.env.BATON_CP_TOKEN?.trim() ?? "";
+if (writeToken.length < 16) {
+  console.error(
+    `[control-plane] BATON_CP_TOKEN ${writeToken ? "must be at least 16 characters" : "is not set"}; fix: set it to a random secret, e.g. BATON_CP_TOKEN=$(openssl rand -hex 32), and give the engine the same value as BATON_CONTROL_PLANE_TOKEN`,
+  );
+  process.exit(2);
+}
 if (opts.data !== ":memory:") mkdirSync(dirname(opts.data), { recursive: true });
 
 try {
@@ -36,6 +45,7 @@ try {
     host: opts.host,
     dataFile: opts.data,
     faults: process.env.BATON_CP_FAULTS === "1",
+    writeToken,
   });
   console.log(`[control-plane] listening on ${cp.url} (data ${opts.data})`);
   const stop = async () => {

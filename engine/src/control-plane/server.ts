@@ -3,6 +3,7 @@
  * or run standalone by `main.ts`. Its state lives in its own SQLite file so that it outlives a
  * crash of the engine.
  */
+import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { createControlPlaneApp } from "./app.ts";
@@ -25,6 +26,11 @@ export interface ControlPlaneOptions {
   now?: () => number;
   /** Runs the router as a traffic generator for this model (exposed at `GET /metrics`). */
   traffic?: TrafficOptions;
+  /**
+   * The bearer token writes need (≥ 16 characters). Absent: a random one, readable as
+   * `handle.writeToken` (tests and the embedded control plane hand it to their clients).
+   */
+  writeToken?: string;
 }
 
 export interface ControlPlaneHandle {
@@ -37,6 +43,8 @@ export interface ControlPlaneHandle {
   faults: FaultPlan | null;
   /** The traffic generator, or null when not asked for. */
   traffic: TrafficGenerator | null;
+  /** The bearer token writes need (`Authorization: Bearer <writeToken>`). */
+  writeToken: string;
   /** Releases injected hangs, stops listening, drops connections, closes the SQLite file. */
   close(): Promise<void>;
 }
@@ -51,7 +59,8 @@ export async function startControlPlane(
   const faults = options.faults ? new FaultPlan() : null;
   const hangs = new Hangs();
   const traffic = options.traffic ? new TrafficGenerator(core, options.traffic) : null;
-  const app = createControlPlaneApp({ core, faults, hangs, traffic });
+  const writeToken = options.writeToken ?? randomBytes(24).toString("hex");
+  const app = createControlPlaneApp({ core, faults, hangs, traffic, writeToken });
 
   const { server, info } = await new Promise<{
     server: ReturnType<typeof serve>;
@@ -76,6 +85,7 @@ export async function startControlPlane(
     core,
     faults,
     traffic,
+    writeToken,
     async close() {
       if (closed) return;
       closed = true;

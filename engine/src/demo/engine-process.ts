@@ -3,7 +3,7 @@
  * to a control plane running elsewhere: what the crash test SIGKILLs and restarts on the same
  * store. Configuration is the engine's environment (docs/engine.md; `DATABASE_URL` or
  * `BATON_DATA_DIR`, `PORT`, `BATON_CALLBACK_SECRETS`, `BATON_OPERATOR_TOKEN`,
- * `BATON_CONTROL_PLANE_URL` required here, `BATON_TICK_MS`, `BATON_FAULT`) plus the local runner's:
+ * `BATON_CONTROL_PLANE_URL` and `BATON_CONTROL_PLANE_TOKEN` required here, `BATON_TICK_MS`, `BATON_FAULT`) plus the local runner's:
  *
  *   BATON_LOCAL_SSH_KEY_FILE   private key the runner's action uses (input `ssh-key`)
  *   BATON_LOCAL_WORK_DIR       per-attempt folders of the local runner
@@ -53,6 +53,7 @@ export async function startEngineProcess(): Promise<void> {
   });
   const controlPlane = new HttpControlPlane({
     baseUrl: need("BATON_CONTROL_PLANE_URL"),
+    token: need("BATON_CONTROL_PLANE_TOKEN"),
     timeoutMs: 5_000,
   });
   const leaseMs = Number(process.env.BATON_LEASE_MS ?? 60_000);

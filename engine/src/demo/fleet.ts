@@ -83,7 +83,7 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
     `BATON_CONTAINER_CLI=docker\nBATON_HEALTH_TIMEOUT_S=${o.healthTimeoutS ?? 2}\nBATON_HEALTH_INTERVAL_S=0.2\n`,
   );
   const { handle } = await startEmbeddedControlPlane({ dataDir: join(dir, "control-plane") });
-  const controlPlane = new HttpControlPlane({ baseUrl: handle.url });
+  const controlPlane = new HttpControlPlane({ baseUrl: handle.url, token: handle.writeToken });
   let target: EmbeddedTarget;
   try {
     target = await startEmbeddedTarget({ sandboxDir });

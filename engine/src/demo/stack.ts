@@ -219,6 +219,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       operatorToken,
       viewerToken: null,
       controlPlaneUrl: fleet.cp.url,
+      controlPlaneToken: fleet.cp.writeToken,
       dispatcher: "local",
       githubRepository: null,
       githubToken: null,

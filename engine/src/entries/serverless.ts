@@ -35,6 +35,8 @@ const Env = z.object({
   BATON_OPERATOR_TOKEN: z.string().min(16, "needs ≥ 16 characters"),
   BATON_VIEWER_TOKEN: z.string().min(16, "needs ≥ 16 characters").optional(),
   BATON_CONTROL_PLANE_URL: url,
+  /** Bearer token of control-plane writes (the reference control plane's BATON_CP_TOKEN). */
+  BATON_CONTROL_PLANE_TOKEN: z.string().min(16, "needs ≥ 16 characters"),
   GITHUB_REPOSITORY: z.string().regex(/^[\w.-]+\/[\w.-]+$/, "must be owner/name"),
   GITHUB_TOKEN: z.string().min(1),
   /** GitHub's REST API (GitHub Enterprise Server, or a stand-in in tests). */
@@ -90,7 +92,10 @@ export class EventScope implements Scheduler {
           auth: { kind: "token", token: s.GITHUB_TOKEN },
           ...(s.GITHUB_API_URL ? { baseUrl: s.GITHUB_API_URL } : {}),
         }),
-        controlPlane: new HttpControlPlane({ baseUrl: s.BATON_CONTROL_PLANE_URL }),
+        controlPlane: new HttpControlPlane({
+          baseUrl: s.BATON_CONTROL_PLANE_URL,
+          token: s.BATON_CONTROL_PLANE_TOKEN,
+        }),
         clock: systemClock,
         log: consoleLog,
         scheduler: this,

@@ -32,7 +32,12 @@ export interface HttpControlPlaneOptions {
   baseUrl: string;
   /** Per-request timeout, ms, covering the answer's body too. Default 5000. */
   timeoutMs?: number;
-  /** Extra headers on every request, e.g. `{Authorization: "Bearer …"}` for a user's own service. */
+  /**
+   * Bearer token sent as `Authorization: Bearer <token>` on every request
+   * (BATON_CONTROL_PLANE_TOKEN; the reference control plane refuses writes without it).
+   */
+  token?: string;
+  /** Extra headers on every request (they win over `token`'s `Authorization`). */
   headers?: Record<string, string>;
   /** fetch implementation (tests). Default the global `fetch`. */
   fetch?: typeof fetch;
@@ -141,6 +146,9 @@ export class HttpControlPlane implements ControlPlane {
       const res = await doFetch(`${this.base}${path}`, {
         method,
         headers: {
+          ...(this.options.token && !hasAuthorization(this.options.headers)
+            ? { authorization: `Bearer ${this.options.token}` }
+            : {}),
           ...this.options.headers,
           ...headers,
           ...(body === undefined ? {} : { "content-type": "application/json" }),
@@ -186,6 +194,10 @@ function messageOf(reply: Extract<Reply, { kind: "answer" }>, what: string): str
         ? body.slice(0, 500)
         : "";
   return `[control-plane] ${what} answered HTTP ${reply.status}${detail ? `: ${detail}` : ""}`;
+}
+
+function hasAuthorization(headers: Record<string, string> | undefined): boolean {
+  return Object.keys(headers ?? {}).some((k) => k.toLowerCase() === "authorization");
 }
 
 /** Builds the adapter (see `HttpControlPlaneOptions`). */
