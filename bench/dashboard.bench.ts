@@ -1,11 +1,27 @@
 /**
  * Dashboard benchmark: server-side render time of one release page with 200 step runs × 3
  * attempts and 2,000 history events (through the Hono app, as a browser would ask for it),
- * and the page's size in bytes. Prints figures, then `RESULT {...}` as the last line.
- * Targets (issue 5): p50 < 50 ms, page < 300 KB.
+ * and the page's size in bytes. Then, in Chromium (when /usr/bin/chromium exists): the first
+ * screen of a rolled-back release at 1280×800 (where its first-screen block ends, whether the
+ * headline, actions and failed step fit, the page's height) and the widest sideways overflow
+ * at 390 px over the releases list, the release page and the fleet page (`phone_overflow_px`,
+ * must be 0). Last, the live stream's CPU cost: `LIVE_PAGES` open event streams on a running
+ * release with 10,000 history rows, engine CPU time per page per second (the in-memory API:
+ * the store's share is one indexed query per poll, shared by every tab, not measured here).
+ * Prints figures, then `RESULT {...}` as the last line.
+ * Targets (issue 5): p50 < 50 ms, page < 300 KB; (issue 16) phone_overflow_px 0.
  */
+import { existsSync } from "node:fs";
+import { serve } from "@hono/node-server";
+import { chromium } from "playwright-core";
+import { MemoryControlPlane } from "../engine/src/adapters/memory/control-plane.ts";
 import { dashboardApp } from "../engine/src/http/dashboard/index.tsx";
-import { bigRecord, fakeApi } from "../test/support/dashboard-fixtures.ts";
+import {
+  bigRecord,
+  compensatedRecord,
+  fakeApi,
+  runningRecord,
+} from "../test/support/dashboard-fixtures.ts";
 
 const WARMUP = 10;
 const RUNS = 60;
@@ -49,4 +65,113 @@ console.log(
 console.log(
   `[bench] page size ${bytes} bytes (${(bytes / 1024).toFixed(1)} KiB); targets p50 < 50 ms, < 300 KB`,
 );
-console.log(`RESULT ${JSON.stringify({ render_p50_ms: p50, page_bytes: bytes })}`);
+
+// ------------------------------------------------ Chromium: first screen and phone overflow
+const CHROMIUM = "/usr/bin/chromium";
+const LIVE_PAGES = 10;
+const LIVE_WINDOW_MS = 5_000;
+const rolled = compensatedRecord();
+const live = runningRecord();
+live.release.id = "r40";
+for (const s of live.release.step_runs) s.id = s.id.replace(/^sr_4_/, "sr_40_");
+const filler = bigRecord(20, 1, 10_000).history.map((h) => ({ ...h, release_id: "r40" }));
+live.history = filler;
+const cp = new MemoryControlPlane({ model: rolled.release.manifest.model });
+cp.seed([
+  { id: "lane-1", weight: 100, capabilities: ["chat"], advertised: true },
+  { id: "lane-2", weight: 0 },
+]);
+const served = dashboardApp({
+  api: fakeApi([rolled, live]),
+  tokens: {},
+  publicUrl: "http://127.0.0.1",
+  controlPlane: cp,
+});
+const server = serve({ fetch: served.fetch, port: 0, hostname: "127.0.0.1" });
+await new Promise((r) => server.once("listening", r));
+const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+
+const screen: Record<string, number | boolean | null> = {
+  first_screen_bottom_px: null,
+  first_screen_fits: null,
+  release_page_height_px: null,
+  phone_overflow_px: null,
+};
+if (existsSync(CHROMIUM)) {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
+    headless: true,
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(`${base}/releases/${rolled.release.id}`);
+    const bottom = async (sel: string) => {
+      const b = await page.locator(sel).first().boundingBox();
+      return b ? b.y + b.height : Number.POSITIVE_INFINITY;
+    };
+    const parts = await Promise.all(["#headline", "#offers", "#failed"].map(bottom));
+    screen.first_screen_bottom_px = Math.round(await bottom("#first-screen"));
+    screen.first_screen_fits = parts.every((b) => b <= 800);
+    screen.release_page_height_px = await page.evaluate(
+      () => document.documentElement.scrollHeight,
+    );
+    await page.setViewportSize({ width: 390, height: 844 });
+    let worst = 0;
+    for (const path of ["/releases", `/releases/${rolled.release.id}`, "/fleet"]) {
+      await page.goto(`${base}${path}`);
+      const o = await page.evaluate(
+        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      );
+      console.log(`[bench] 390 px: ${path} overflows by ${o} px`);
+      worst = Math.max(worst, o);
+    }
+    screen.phone_overflow_px = worst;
+  } finally {
+    await browser.close();
+  }
+} else {
+  console.log(`[bench] ${CHROMIUM} missing: first-screen and phone figures are null`);
+}
+
+// ------------------------------------------------ live stream CPU per open page
+const streams = await Promise.all(
+  Array.from({ length: LIVE_PAGES }, async () => {
+    const ac = new AbortController();
+    const res = await fetch(`${base}/releases/r40/events?v=0`, { signal: ac.signal });
+    const reader = res.body!.getReader();
+    void (async () => {
+      try {
+        for (;;) if ((await reader.read()).done) break;
+      } catch {}
+    })();
+    return ac;
+  }),
+);
+await new Promise((r) => setTimeout(r, 1_500)); // first poll and first event of every stream
+const cpu0 = process.cpuUsage();
+const t0 = performance.now();
+await new Promise((r) => setTimeout(r, LIVE_WINDOW_MS));
+const cpu = process.cpuUsage(cpu0);
+const wallS = (performance.now() - t0) / 1000;
+for (const ac of streams) ac.abort();
+server.close();
+const cpuMs = (cpu.user + cpu.system) / 1000;
+const perPage = Number((cpuMs / LIVE_PAGES / wallS).toFixed(3));
+console.log(
+  `[bench] live: ${LIVE_PAGES} open streams on a release with ${live.history.length} history rows: ${cpuMs.toFixed(1)} ms CPU in ${wallS.toFixed(1)} s = ${perPage} ms CPU per page per second`,
+);
+console.log(
+  `[bench] first screen at 1280×800: block ends at ${screen.first_screen_bottom_px} px, headline/actions/failed step fit: ${screen.first_screen_fits}; page ${screen.release_page_height_px} px tall; phone overflow ${screen.phone_overflow_px} px (must be 0)`,
+);
+console.log(
+  `RESULT ${JSON.stringify({
+    render_p50_ms: p50,
+    page_bytes: bytes,
+    ...screen,
+    live_pages: LIVE_PAGES,
+    live_history_rows: live.history.length,
+    live_cpu_ms_per_page_s: perPage,
+  })}`,
+);
+process.exit(0);

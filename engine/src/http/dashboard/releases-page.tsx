@@ -57,55 +57,61 @@ export function ReleasesPage(props: {
         <button type="submit">Filter</button>
         {props.state ? <a href="/releases">Clear filter</a> : null}
       </form>
-      <table>
-        <caption>
-          {props.state
-            ? `Releases in state ${props.state}, newest first`
-            : "All releases, newest first"}
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col">Release</th>
-            <th scope="col">Recipe / model</th>
-            <th scope="col">State</th>
-            <th scope="col">Current step</th>
-            <th scope="col">Started</th>
-            <th scope="col">Duration</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.length === 0 ? (
+      <div class="scroll">
+        <table>
+          <caption>
+            {props.state
+              ? `Releases in state ${props.state}, newest first`
+              : "All releases, newest first"}
+          </caption>
+          <thead>
             <tr>
-              <td colspan={6} class="muted">
-                No releases{props.state ? ` in state ${props.state}` : ""} yet. Start one with{" "}
-                <code>baton start recipes/&lt;name&gt;.yaml</code>.
-              </td>
+              <th scope="col">Release</th>
+              <th scope="col">Recipe / model</th>
+              <th scope="col">State</th>
+              <th scope="col">Current step</th>
+              <th scope="col" class="wide">
+                Started
+              </th>
+              <th scope="col" class="wide">
+                Duration
+              </th>
             </tr>
-          ) : (
-            rows.map((r) => (
+          </thead>
+          <tbody>
+            {rows.length === 0 ? (
               <tr>
-                <td>
-                  <a href={`/releases/${r.id}`}>{r.id}</a>
-                </td>
-                <td>
-                  {r.recipe_name} <span class="muted">/ {r.model}</span>
-                </td>
-                <td>
-                  <State state={r.state} />
-                </td>
-                <td>{currentStep(r)}</td>
-                <td class="mono">{time(r.created_at)}</td>
-                <td>
-                  {duration(
-                    (TERMINAL_RELEASE_STATES.has(r.state) ? r.updated_at : props.now) -
-                      r.created_at,
-                  )}
+                <td colspan={6} class="muted">
+                  No releases{props.state ? ` in state ${props.state}` : ""} yet. Start one with{" "}
+                  <code>baton start recipes/&lt;name&gt;.yaml</code>.
                 </td>
               </tr>
-            ))
-          )}
-        </tbody>
-      </table>
+            ) : (
+              rows.map((r) => (
+                <tr>
+                  <td>
+                    <a href={`/releases/${r.id}`}>{r.id}</a>
+                  </td>
+                  <td>
+                    {r.recipe_name} <span class="muted">/ {r.model}</span>
+                  </td>
+                  <td>
+                    <State state={r.state} />
+                  </td>
+                  <td>{currentStep(r)}</td>
+                  <td class="mono wide">{time(r.created_at)}</td>
+                  <td class="wide">
+                    {duration(
+                      (TERMINAL_RELEASE_STATES.has(r.state) ? r.updated_at : props.now) -
+                        r.created_at,
+                    )}
+                  </td>
+                </tr>
+              ))
+            )}
+          </tbody>
+        </table>
+      </div>
       <nav class="pages" aria-label="Pages">
         {props.before !== undefined ? <a href={q({})}>Newest</a> : null}
         {more && last ? (
