@@ -107,6 +107,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
     ...(s.admissionVerifier ? { admissionVerifier: s.admissionVerifier } : {}),
     ...(s.retention ? { retention: s.retention } : {}),
     ...(ports.notify ? { notify: ports.notify } : {}),
+    controlPlane,
   });
   const notify = ports.notify && ports.notify.notifiers.length > 0 ? ports.notify : null;
   const reconciler = new Reconciler(

@@ -130,6 +130,16 @@ export async function manyEnginesScenario(
   mkdirSync(root, { recursive: true });
   const db = await freshDatabase(databaseUrl);
   const { handle: cp } = await startEmbeddedControlPlane({ dataDir: join(root, "cp") });
+  // The fleet before any release: each model's one lane, registered with all its traffic
+  // (a start reads it as the observed baseline; a write never creates a lane).
+  cp.core.seed(
+    Array.from({ length: RELEASES + 1 }, (_, i) => ({
+      id: `p${i}-a`,
+      model: `chaos-model-${i}`,
+      weight: 100,
+      capabilities: ["summarize"],
+    })),
+  );
   const secret = randomBytes(24).toString("hex");
   const operatorToken = randomBytes(24).toString("hex");
   const token = `ghp_${randomBytes(18).toString("hex")}`;

@@ -102,6 +102,13 @@ export function controlPlaneContract(name: string, make: () => Promise<ContractS
     });
 
     it("handles lane ids that are names of Object properties", async () => {
+      await s.seed([
+        { id: "lane-a", weight: 0 },
+        { id: "lane-b", weight: 0 },
+        { id: "lane-c", weight: 0 },
+        { id: "constructor", weight: 60 },
+        { id: "toString", weight: 40 },
+      ]);
       await s.cp.apply(traffic({ constructor: 60, toString: 40 }), ctx("p1"));
       const op = traffic({ "lane-a": 100 });
       expect((await s.cp.apply(op, ctx("p2"))).outcome).toBe("ok");
@@ -252,15 +259,20 @@ export function controlPlaneContract(name: string, make: () => Promise<ContractS
       expect(await s.cp.observe(advertise, ctx("c2"))).toMatchObject({ ok: true, matches: false });
     });
 
-    it("creates a lane on its first write; observing an unknown lane does not match", async () => {
+    it("never creates a lane on a write (404); observing an unknown lane does not match", async () => {
       expect(await s.lane("lane-new")).toBeUndefined();
       expect(await s.cp.observe(exclude("lane-new", false), ctx("x"))).toEqual({
         ok: true,
         matches: false,
         observed: null,
       });
-      await s.cp.apply(exclude("lane-new", true), ctx("x"));
-      expect(await s.lane("lane-new")).toMatchObject({ id: "lane-new", excluded: true, weight: 0 });
+      const marker = await s.cp.apply(exclude("lane-new", true), ctx("x"));
+      expect(marker).toMatchObject({ outcome: "failed", status: 404 });
+      if (marker.outcome === "failed") expect(marker.message).toContain("declare it first");
+      const weights = await s.cp.apply(traffic({ "lane-a": 50, "lane-new": 50 }), ctx("y"));
+      expect(weights).toMatchObject({ outcome: "failed", status: 404 });
+      expect(await s.lane("lane-new")).toBeUndefined();
+      expect(await s.weights()).toEqual({ "lane-a": 50, "lane-b": 50, "lane-c": 0 });
     });
 
     it("answers assert_traffic by reading: ok when the weights match, failed when not", async () => {

@@ -6,6 +6,7 @@ import { startEmbeddedControlPlane } from "../../engine/src/control-plane/embedd
 import type { LaneState, RouteResult } from "../../engine/src/control-plane/model.ts";
 import { controlPlaneContract } from "../contract/control-plane.contract.ts";
 
+let seeds = 0;
 controlPlaneContract("in-memory double", async () => {
   const cp = new MemoryControlPlane();
   return {
@@ -51,13 +52,33 @@ controlPlaneContract("reference server over HTTP", async () => {
     },
     // Seeded through the contract itself (a keyed traffic write), as it would be on any service.
     seed: async (lanes) => {
+      // Lanes are declared first: a write never creates one.
+      for (const l of lanes) {
+        const res = await fetch(`${server.url}/v1/lanes/${encodeURIComponent(l.id)}`, {
+          method: "PUT",
+          headers: {
+            "content-type": "application/json",
+            authorization: `Bearer ${server.writeToken}`,
+            "Idempotency-Key": `seed:declare:${l.id}`,
+            "Baton-Release-Id": "seed",
+            "Baton-Generation": "0",
+          },
+          body: JSON.stringify({ model: "default" }),
+        });
+        if (res.status !== 200) throw new Error(`declare failed: ${await res.text()}`);
+      }
       const r = await cp.apply(
         {
           op: "set_traffic",
           weights: Object.fromEntries(lanes.map((l) => [l.id, l.weight ?? 0])),
           percent: 0,
         },
-        { operation_key: "seed:traffic", release_id: "seed", generation: 0, model: "default" },
+        {
+          operation_key: `seed:traffic:${++seeds}`,
+          release_id: "seed",
+          generation: 0,
+          model: "default",
+        },
       );
       if (r.outcome !== "ok") throw new Error(`seed failed: ${JSON.stringify(r)}`);
     },

@@ -90,6 +90,21 @@ describe("control-plane standalone entry", () => {
   it("serves on the given port and file, and keeps its state across a SIGKILL", async () => {
     const data = join(dir, "nested", "cp.sqlite");
     const first = await start(["--port", "0", "--data", data]);
+    // The lanes are declared first: a write never creates one.
+    for (const lane of ["old", "new"]) {
+      const declared = await fetch(`${first.url}/v1/lanes/${lane}`, {
+        method: "PUT",
+        headers: {
+          "content-type": "application/json",
+          authorization: `Bearer ${CP_TOKEN}`,
+          "Idempotency-Key": `declare:${lane}`,
+          "Baton-Release-Id": "setup",
+          "Baton-Generation": "1",
+        },
+        body: JSON.stringify({ model: "default" }),
+      });
+      expect(declared.status).toBe(200);
+    }
     const put = await fetch(`${first.url}/v1/models/default/traffic`, {
       method: "PUT",
       headers: {

@@ -184,8 +184,18 @@ describe("reference control-plane server: HTTP edge", () => {
     const lane = await call("GET", "/v1/lanes/lane-x");
     expect(lane.status).toBe(404);
     expect(lane.body.error.message).toBe(
-      "[control-plane] lane lane-x is unknown; lanes are created by their first write or declared with PUT /v1/lanes/lane-x",
+      "[control-plane] lane lane-x is unknown; declare it with PUT /v1/lanes/lane-x (a write never creates a lane)",
     );
+    const write = await call(
+      "PUT",
+      "/v1/lanes/lane-x/markers/excluded",
+      { present: true },
+      { key: "x1", release: "r1", generation: "1" },
+    );
+    expect(write.status).toBe(404);
+    expect(write.body.error.code).toBe("unknown_lane");
+    expect(write.body.error.message).toContain("a write never creates a lane");
+    expect((await call("GET", "/v1/lanes/lane-x")).status).toBe(404);
     const model = await call("GET", "/v1/models/llama/traffic");
     expect(model.status).toBe(404);
     expect(model.body.error.message).toMatch(/no lane serves model llama/);
@@ -234,6 +244,7 @@ describe("reference control-plane server: HTTP edge", () => {
 
   it("records history (before/after, key, release, generation) and the ledger; replays add nothing", async () => {
     const id = { key: "r17:3:fwd:include=lane-a", release: "r17", generation: "2" };
+    server.core.seed([{ id: "lane-a", model: "default", weight: 100 }]);
     const first = await call("PUT", "/v1/lanes/lane-a/markers/excluded", { present: false }, id);
     const replay = await call("PUT", "/v1/lanes/lane-a/markers/excluded", { present: false }, id);
     expect(first.body.replayed).toBe(false);
@@ -248,7 +259,7 @@ describe("reference control-plane server: HTTP edge", () => {
       generation: 2,
       kind: "set_marker",
       lane: "lane-a",
-      before: null,
+      before: { id: "lane-a", excluded: false },
       after: { id: "lane-a", excluded: false },
     });
     expect(history[0].at).toEqual(expect.any(Number));
@@ -274,6 +285,7 @@ describe("reference control-plane server: HTTP edge", () => {
       const bad = await c("POST", "/v1/admin/faults", { mode: "explode" });
       expect(bad.status).toBe(400);
       expect(bad.body.error.problems[0]).toMatchObject({ path: "body.mode" });
+      faulty.core.seed([{ id: "a", model: "default", weight: 100 }]);
       expect((await c("POST", "/v1/admin/faults", { mode: "error", count: 2 })).status).toBe(201);
       expect((await c("GET", "/v1/admin/faults")).body.armed).toMatchObject([
         { mode: "error", count: 2 },
@@ -295,6 +307,10 @@ describe("reference control-plane server: persistence", () => {
   it("keeps state, ledger, generations and history across a restart on the same file", async () => {
     const file = join(dir, "control-plane.sqlite");
     const first = await startControlPlane({ dataFile: file });
+    first.core.seed([
+      { id: "lane-a", model: "default", weight: 50 },
+      { id: "lane-b", model: "default", weight: 50 },
+    ]);
     const a = client(first.url, first.writeToken);
     const key = { key: "r17:6:fwd:traffic=10", release: "r17", generation: "3" };
     const body = { weights: { "lane-a": 90, "lane-b": 10 } };

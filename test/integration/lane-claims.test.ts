@@ -91,6 +91,11 @@ describe("start refuses a release whose lanes a release in flight owns", () => {
       `release ${first} (model summarizer-v7, state running) still owns lanes ${lane(1).id};`,
     );
     // Other lane ids on the same machine (host and port) as lane 1: allowed while the first runs.
+    // Lanes the control plane serves for the other model (the start reads them first).
+    h.cp.seed([
+      { id: lane(2).id, model: "other-model", weight: 50 },
+      { id: lane(3).id, model: "other-model", weight: 50 },
+    ]);
     const sameHost = otherLanes({ model: "other-model" });
     sameHost.lanes = [lane(2), { ...lane(3), host: lane(1).host, port: lane(1).port }];
     const ok = await post(h, sameHost, true);

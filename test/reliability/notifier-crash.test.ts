@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
+import { startEmbeddedControlPlane } from "../../engine/src/control-plane/embedded.ts";
 import { freePort } from "../../engine/src/demo/fleet.ts";
 import { verifyBody } from "../../engine/src/protocol/credential.ts";
 import { recipe, STORE_KINDS, skipStore } from "../integration/service-harness.ts";
@@ -60,16 +61,22 @@ describe.each(STORE_KINDS)("notices across kill -9 on %s", (kind) => {
       databaseUrl = db.url;
     }
     const port = await freePort();
-    // Nothing in this test dispatches or writes to a control plane: both point at a closed port.
+    // Nothing in this test dispatches or writes to a control plane; the start only reads the
+    // lanes (the observed baseline), so a control plane serving them runs beside the engine.
     const closed = `http://127.0.0.1:${await freePort()}`;
+    const { handle: cp } = await startEmbeddedControlPlane({ dataDir: ":memory:" });
+    cleanups.push(() => cp.close());
+    cp.core.seed(
+      (recipe(2).lanes ?? []).map((l) => ({ id: l.id, model: "summarizer-v7", weight: 50 })),
+    );
     const env = (fault?: string): Record<string, string> => ({
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { BATON_DATA_DIR: dir }),
       BATON_CALLBACK_SECRETS: SECRET,
       BATON_OPERATOR_TOKEN: OPERATOR,
       // Unsigned test recipes: admission is off for this engine (docs/trust.md).
       BATON_ADMISSION: "off",
-      BATON_CONTROL_PLANE_URL: closed,
-      BATON_CONTROL_PLANE_TOKEN: "cp-token-unused-0123456789",
+      BATON_CONTROL_PLANE_URL: cp.url,
+      BATON_CONTROL_PLANE_TOKEN: cp.writeToken,
       GITHUB_REPOSITORY: "acme/models",
       GITHUB_TOKEN: "ghs_0123456789abcdef",
       CHAOS_GITHUB_API_URL: closed,

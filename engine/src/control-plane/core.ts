@@ -11,7 +11,9 @@
  *    it applies nothing, and refusing it would tell an engine that re-sends an applied-but-unknown
  *    write that it failed when it took effect (rule 5).
  * 2. generation < highest applied for the release id -> 409 (stale writer, rule 7).
- * 3. apply, append history, record the ledger row and the generation.
+ * 3. the write names a lane never declared (`PUT /v1/lanes/:lane`) or seeded -> 404
+ *    `unknown_lane`: a write never creates a lane.
+ * 4. apply, append history, record the ledger row and the generation.
  */
 import type { Json } from "../domain/types.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
@@ -187,6 +189,7 @@ export class ControlPlaneCore {
         const current = s.listLanes(action.model);
         for (const id of Object.keys(action.weights)) {
           const lane = s.getLane(id);
+          if (!lane) throw unknownLane(id, action.model);
           if (lane?.model && lane.model !== action.model) {
             throw new CpError(
               "lane_model_conflict",
@@ -207,7 +210,7 @@ export class ControlPlaneCore {
             s.putLane({ ...lane, weight: 0, updated_at: at });
         }
         for (const [id, weight] of Object.entries(action.weights)) {
-          const lane = s.getLane(id) ?? newLane(id, at);
+          const lane = s.getLane(id) ?? newLane(id, at); // checked above: declared
           s.putLane({ ...lane, model: action.model, weight, updated_at: at });
         }
         return {
@@ -218,10 +221,13 @@ export class ControlPlaneCore {
         };
       }
       case "set_weight":
+        this.declared(action.lane);
         return this.updateLane(action.lane, at, (l) => ({ ...l, weight: action.weight }));
       case "set_marker":
+        this.declared(action.lane);
         return this.updateLane(action.lane, at, (l) => ({ ...l, excluded: action.present }));
       case "set_capabilities":
+        this.declared(action.lane);
         return this.updateLane(action.lane, at, (l) => ({
           ...l,
           capabilities: action.capabilities,
@@ -234,6 +240,11 @@ export class ControlPlaneCore {
         return { ...r, model: action.model };
       }
     }
+  }
+
+  /** Throws `unknown_lane` (404) when no lane `id` was ever declared or seeded. */
+  private declared(id: string): void {
+    if (!this.store.getLane(id)) throw unknownLane(id, null);
   }
 
   private updateLane(id: string, at: number, change: (l: LaneState) => LaneState) {
@@ -249,7 +260,7 @@ export class ControlPlaneCore {
     if (!lane) {
       throw new CpError(
         "not_found",
-        `[control-plane] lane ${id} is unknown; lanes are created by their first write or declared with PUT /v1/lanes/${id}`,
+        `[control-plane] lane ${id} is unknown; declare it with PUT /v1/lanes/${id} (a write never creates a lane)`,
       );
     }
     return lane;
@@ -303,6 +314,20 @@ export class ControlPlaneCore {
       for (const l of lanes) this.store.putLane({ ...newLane(l.id, this.now()), ...l });
     });
   }
+}
+
+function unknownLane(id: string, model: string | null): CpError {
+  return new CpError(
+    "unknown_lane",
+    `[control-plane] lane ${id} is unknown; a write never creates a lane: declare it first (PUT /v1/lanes/${id} {"model":"${model ?? "<model>"}"})`,
+    [
+      {
+        path: model ? `weights.${id}` : "path.lane",
+        message: `lane ${id} is unknown`,
+        fix: `declare the lane first (PUT /v1/lanes/${id})`,
+      },
+    ],
+  );
 }
 
 /** lane id -> weight, keys in id order. */

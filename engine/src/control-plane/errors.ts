@@ -11,7 +11,8 @@ export type CpErrorCode =
   | "stale_generation"
   | "lane_model_conflict"
   | "operation_key_reused"
-  | "faults_disabled";
+  | "faults_disabled"
+  | "unknown_lane";
 
 const STATUS: Record<CpErrorCode, 400 | 404 | 409 | 422> = {
   bad_request: 400,
@@ -20,6 +21,8 @@ const STATUS: Record<CpErrorCode, 400 | 404 | 409 | 422> = {
   lane_model_conflict: 409,
   operation_key_reused: 422,
   faults_disabled: 404,
+  // A write naming a lane never declared: the control plane never creates a lane on a write.
+  unknown_lane: 404,
 };
 
 /** A refusal a caller can act on. `status` is the HTTP status; `problems` lists bad fields. */

@@ -13,9 +13,12 @@ export type ErrorCode =
   | "payload_too_large"
   | "illegal_transition"
   | "contract_failed"
-  | "admission_refused";
+  | "admission_refused"
+  | "unavailable";
 
-const STATUS: Record<ErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 422> = {
+type Status = 400 | 401 | 403 | 404 | 409 | 413 | 422 | 503;
+
+const STATUS: Record<ErrorCode, Status> = {
   bad_request: 400,
   unauthorized: 401,
   // A known token that may not do this (the viewer token on an operator route).
@@ -29,6 +32,8 @@ const STATUS: Record<ErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 422> = {
   contract_failed: 422,
   // A manifest that failed an admission check (docs/trust.md); problems name the checks.
   admission_refused: 422,
+  // A dependency the request needs did not answer (e.g. the control plane at release start).
+  unavailable: 503,
 };
 
 /** One problem found in input, with where it is and how to fix it. */
@@ -41,7 +46,7 @@ export interface Problem {
 
 /** An error a caller can act on. `status` is its HTTP status; `problems` lists bad fields. */
 export class BatonError extends Error {
-  readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 422;
+  readonly status: Status;
   constructor(
     readonly code: ErrorCode,
     message: string,

@@ -204,12 +204,39 @@ export interface Release {
    */
   gate?: GateWait | null;
   /**
+   * The observed baseline: the control plane's lanes of the model as read at start (the
+   * state compensation restores; docs/state-machine.md "The observed baseline"). Absent on
+   * releases started without a readable control plane port (hand-built services, older rows).
+   */
+  baseline?: ObservedBaseline;
+  /**
    * Admission evidence: the named checks passed before any step ran (docs/trust.md).
    * Absent on releases stored before admission existed.
    */
   admission?: AdmissionReport;
   created_at: number;
   updated_at: number;
+}
+
+/** The control plane's state of the release's lanes when it started. */
+export interface ObservedBaseline {
+  /** Epoch ms of the read. */
+  read_at: number;
+  /** One entry per recipe lane, in recipe order. Capabilities sorted. */
+  lanes: {
+    id: string;
+    /** % of the model's traffic. */
+    weight: number;
+    excluded: boolean;
+    capabilities: string[];
+    advertised: boolean;
+  }[];
+  /**
+   * Digest of the manifest compiled from the recipe alone (what `baton sign` signs and
+   * admission checks). `manifest_digest` is of the plan compiled against this baseline; they
+   * are equal when the control plane is in the state the recipe assumes.
+   */
+  recipe_manifest_digest: string;
 }
 
 // ---------------------------------------------------------------- events

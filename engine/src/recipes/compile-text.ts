@@ -2,7 +2,7 @@
  * Recipe in, release plan out, for the engine's `POST /v1/releases` and the CLI: parse,
  * contract check, compile, digest.
  */
-import { checkAndCompile } from "../domain/compile.ts";
+import { checkAndCompile, type ObservedLane } from "../domain/compile.ts";
 import { BatonError, type Problem } from "../domain/errors.ts";
 import type { Recipe } from "../domain/recipe.ts";
 import type { Manifest } from "../domain/types.ts";
@@ -20,11 +20,15 @@ export interface CompiledRecipe {
 }
 
 /**
- * Checks and compiles a recipe already parsed (e.g. a JSON request body).
+ * Checks and compiles a recipe already parsed (e.g. a JSON request body), against the observed
+ * baseline when given (docs/state-machine.md "The observed baseline").
  * Throws `BatonError` `contract_failed` (422) listing every problem with path and fix.
  */
-export function compileRecipeInput(input: unknown): CompiledRecipe {
-  const result = checkAndCompile(input);
+export function compileRecipeInput(
+  input: unknown,
+  baseline?: readonly ObservedLane[],
+): CompiledRecipe {
+  const result = checkAndCompile(input, baseline);
   if (!result.ok) throw failed(result.problems, null, "");
   const { recipe, manifest, canonical } = result;
   return { recipe, manifest, canonical, manifest_digest: manifestDigest(canonical) };

@@ -10,19 +10,23 @@ import type { AdmissionConfig } from "../admission/policy.ts";
 import { describeSigner } from "../admission/signer.ts";
 import type { BundleVerifier } from "../admission/verify.ts";
 import type { AdmissionReport } from "../domain/admission.ts";
+import { observeBaseline } from "../domain/baseline.ts";
 import { BatonError } from "../domain/errors.ts";
 import { buildNotice, type NoticeKind, noticeKindFor } from "../domain/notifications.ts";
 import { provesNothingRan } from "../domain/result-evidence.ts";
 import type {
   HistoryEntry,
   Json,
+  Manifest,
   NotifyEffect,
+  ObservedBaseline,
   OutboxEffect,
   Release,
   ReleaseEvent,
 } from "../domain/types.ts";
 import { faultPoint } from "../faults.ts";
 import type { Clock } from "../ports/clock.ts";
+import type { ControlPlane, LanesRead } from "../ports/control-plane.ts";
 import type { Notifier } from "../ports/notifier.ts";
 import {
   type AttemptResult,
@@ -82,6 +86,12 @@ export interface ReleaseServiceDeps {
   admission?: AdmissionConfig;
   /** Bundle verifier for `enforce` mode, built by the entry from the policy (admission/verify.ts). */
   admissionVerifier?: BundleVerifier;
+  /**
+   * The control plane, read at start for the observed baseline (docs/state-machine.md "The
+   * observed baseline"). Absent, or without `lanes`: releases start from the recipe's
+   * assumed baseline.
+   */
+  controlPlane?: ControlPlane;
 }
 
 /** What a start carries besides the recipe (docs/trust.md "Sending the bundle"). */
@@ -155,6 +165,7 @@ export class ReleaseService implements ReleaseApi {
   private readonly retention: Retention;
   private readonly admission: AdmissionConfig;
   private readonly verifier: BundleVerifier | null;
+  private readonly controlPlane: ControlPlane | null;
   /** Tail of the `start` queue: starts run one at a time so the lane check cannot interleave. */
   private starting: Promise<unknown> = Promise.resolve();
   /** Live marks being read or read recently, shared by the dashboard tabs polling them. */
@@ -184,6 +195,7 @@ export class ReleaseService implements ReleaseApi {
       this.log,
     );
     this.admission = deps.admission ?? { mode: "off" };
+    this.controlPlane = deps.controlPlane ?? null;
     // The verifier (sigstore, Node-only) is built by the entry and injected.
     this.verifier = this.admission.mode === "enforce" ? (deps.admissionVerifier ?? null) : null;
   }
@@ -397,17 +409,20 @@ export class ReleaseService implements ReleaseApi {
       );
     }
     if (this.exclusiveLanes) await assertLanesFree(this.store, compiled.manifest);
+    const baseline = await this.observedBaseline(recipe, compiled);
+    const plan = baseline ? this.domain.compile(recipe, baseline.lanes) : compiled;
     const number = await this.store.nextReleaseNumber();
     const now = this.clock.now();
     const pending: Release = {
       ...this.domain.newRelease(
         `r${number}`,
-        compiled.manifest,
-        compiled.manifest_digest,
+        plan.manifest,
+        plan.manifest_digest,
         now,
         randomHex(8),
       ),
       admission: report,
+      ...(baseline ? { baseline } : {}),
     };
     const created: HistoryEntry = {
       release_id: pending.id,
@@ -427,6 +442,24 @@ export class ReleaseService implements ReleaseApi {
       message: admissionMessage(report),
       data: report as unknown as Json,
     };
+    const observed: HistoryEntry[] = baseline
+      ? [
+          {
+            release_id: pending.id,
+            at: now,
+            kind: "baseline",
+            step_run_id: null,
+            outcome: "accepted",
+            message: `[engine] observed baseline of model ${plan.manifest.model} at the control plane: ${baseline.lanes
+              .map(
+                (l) =>
+                  `${l.id} ${l.weight}%${l.excluded ? " excluded" : ""}${l.advertised ? ` advertising ${l.capabilities.join(",") || "nothing"}` : ""}`,
+              )
+              .join(", ")}; compensation restores exactly this`,
+            data: baseline as unknown as Json,
+          },
+        ]
+      : [];
     const extras: CreateExtras = {
       ...(report.mode === "enforce" && report.issued_at !== null
         ? {
@@ -450,7 +483,7 @@ export class ReleaseService implements ReleaseApi {
       }
     };
     if (opts.hold) {
-      await create(pending, [created, admitted], []);
+      await create(pending, [created, admitted, ...observed], []);
       return pending;
     }
     const started = this.domain.transition(pending, { type: "start" }, now);
@@ -462,10 +495,63 @@ export class ReleaseService implements ReleaseApi {
     }
     // A new release is stored once, already started: resource_version 1, its first effects.
     const release: Release = { ...started.release, resource_version: 1 };
-    await create(release, [created, admitted, ...started.history], started.effects);
+    await create(release, [created, admitted, ...observed, ...started.history], started.effects);
     this.remember(release);
     if (started.effects.length > 0) this.effectsDue?.notify();
     return release;
+  }
+
+  /**
+   * Reads the control plane's lanes and checks them against the recipe
+   * (domain/baseline.ts). Null when no control plane port can list lanes.
+   * @throws BatonError `contract_failed` (422) naming every lane that disagrees, with the fix.
+   * @throws BatonError `unavailable` (503) when the control plane cannot be read.
+   */
+  private async observedBaseline(
+    recipe: unknown,
+    compiled: { manifest: Manifest; manifest_digest: string },
+  ): Promise<ObservedBaseline | null> {
+    const cp = this.controlPlane;
+    if (!cp?.lanes) return null;
+    const { manifest } = compiled;
+    let read: LanesRead;
+    try {
+      read = await cp.lanes();
+    } catch (err) {
+      read = { ok: false, message: (err as Error).message };
+    }
+    if (!read.ok) {
+      throw new BatonError(
+        "unavailable",
+        `[engine] could not read the control plane to observe the baseline of model ${manifest.model}: ${read.message}; nothing was started — check the control plane (BATON_CONTROL_PLANE_URL) and start again`,
+      );
+    }
+    // The recipe passed the contract check: its lanes are objects with an id.
+    const stated = (recipe as { lanes: { id: string; weight?: number }[] }).lanes;
+    const seen = observeBaseline(
+      {
+        model: manifest.model,
+        lanes: manifest.lanes.map((l, i) => ({
+          id: l.id,
+          ...(typeof stated[i]?.weight === "number" ? { weight: stated[i].weight } : {}),
+        })),
+      },
+      read.lanes,
+    );
+    if (!seen.ok) {
+      const first = seen.problems[0];
+      const more = seen.problems.length > 1 ? ` (and ${seen.problems.length - 1} more)` : "";
+      throw new BatonError(
+        "contract_failed",
+        `[engine] the recipe and the control plane disagree about model ${manifest.model}: ${first?.message}; ${first?.fix}${more}`,
+        seen.problems,
+      );
+    }
+    return {
+      read_at: this.clock.now(),
+      lanes: seen.baseline,
+      recipe_manifest_digest: compiled.manifest_digest,
+    };
   }
 
   async get(id: string): Promise<ReleaseRecord> {

@@ -164,6 +164,7 @@ export function recordJson(r: ReleaseRecord): Record<string, unknown> {
     abandoned: release.abandoned ?? null,
     available_actions: availableActions(release),
     admission: release.admission ?? null,
+    baseline: release.baseline ?? null,
     created_at: release.created_at,
     updated_at: release.updated_at,
     step_runs: release.step_runs,

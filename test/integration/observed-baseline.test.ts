@@ -1,0 +1,104 @@
+/**
+ * The observed baseline through the API, on both stores (docs/state-machine.md "The observed
+ * baseline"): the start reads the control plane's lanes, refuses a disagreement with 422
+ * naming the lanes and the fix (nothing written), records the baseline on the release, and
+ * compensation restores exactly what was observed (weights, markers, capabilities), read
+ * from the control plane itself.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import {
+  createRelease,
+  drive,
+  getRecord,
+  type Harness,
+  makeHarness,
+  op,
+  recipe,
+  STORE_KINDS,
+  skipStore,
+} from "./service-harness.ts";
+
+const MODEL = "summarizer-v7";
+
+describe.each(STORE_KINDS)("observed baseline on %s", (kind) => {
+  const skip = skipStore(kind);
+  let h: Harness | null = null;
+  afterEach(async () => {
+    await h?.close();
+    h = null;
+  });
+
+  it.skipIf(skip)(
+    "a lane the recipe does not name, or one never seen: 422, nothing started",
+    async () => {
+      h = await makeHarness({ kind });
+      h.cp.seed([
+        { id: "lane-x", weight: 20 },
+        { id: "lane-a", weight: 40 },
+        { id: "lane-b", weight: 40 },
+      ]);
+      const res = await op(h, "POST", "/v1/releases", recipe(2));
+      expect(res.status).toBe(422);
+      const body = (await res.json()) as {
+        error: { message: string; problems: { path: string; message: string; fix: string }[] };
+      };
+      expect(body.error.message).toContain("the recipe and the control plane disagree");
+      expect(body.error.problems[0]).toMatchObject({ path: "control_plane.lanes.lane-x" });
+      expect(body.error.problems[0]?.fix).toContain("add lane lane-x to the recipe");
+
+      const unseen = await op(h, "POST", "/v1/releases", recipe(3));
+      expect(unseen.status).toBe(422);
+      expect(await unseen.text()).toContain(
+        "lane lane-c is not registered for model summarizer-v7",
+      );
+      const list = await op(h, "GET", "/v1/releases");
+      expect(JSON.stringify(await list.json())).not.toContain('"r1"');
+      // The control plane was only read.
+      expect(h.cp.history()).toEqual([]);
+    },
+  );
+
+  it.skipIf(skip)("an unreadable control plane: 503, nothing started", async () => {
+    h = await makeHarness({ kind });
+    h.cp.faults.arm({ mode: "error", on: "read", match: "/v1/lanes" });
+    const res = await op(h, "POST", "/v1/releases", recipe(2));
+    expect(res.status).toBe(503);
+    expect(await res.text()).toContain("could not read the control plane");
+  });
+
+  it.skipIf(skip)("compensation restores exactly the observed baseline", async () => {
+    h = await makeHarness({ kind });
+    // Not what the recipe assumes: 70/30, lane-a advertising, lane-b advertising more.
+    h.cp.seed([
+      { id: "lane-a", weight: 70, capabilities: ["summarize"], advertised: true },
+      { id: "lane-b", weight: 30, capabilities: ["long-context", "summarize"], advertised: true },
+    ]);
+    const lanesNow = () =>
+      h!.cp.core
+        .lanes(MODEL)
+        .map((l) => [l.id, l.weight, l.excluded, l.capabilities, l.advertised]);
+    const before = lanesNow();
+    const id = await createRelease(h, recipe(2, { policy: { rerun_window_minutes: 0 } }));
+    const rec0 = await getRecord(h, id);
+    const baseline = (rec0 as unknown as { baseline: { lanes: unknown[] } }).baseline;
+    expect(baseline.lanes).toEqual([
+      { id: "lane-a", weight: 70, excluded: false, capabilities: ["summarize"], advertised: true },
+      {
+        id: "lane-b",
+        weight: 30,
+        excluded: false,
+        capabilities: ["long-context", "summarize"],
+        advertised: true,
+      },
+    ]);
+    expect(rec0.history.find((e) => e.kind === "baseline")?.message).toContain("lane-a 70%");
+    // Fail the last smoke check: every earlier step is undone.
+    const steps = (rec0 as unknown as { manifest: { steps: { name: string }[] } }).manifest.steps;
+    const last = steps.findLastIndex((s) => s.name === "assert_smoke_passed");
+    const failing = `sr_${id.slice(1)}_${last}_f`;
+    await drive(h, (p: DispatchPayload) => (p.step_run_id === failing ? "fail" : "pass"));
+    expect((await getRecord(h, id)).state).toBe("rolled_back");
+    expect(lanesNow()).toEqual(before);
+  });
+});
