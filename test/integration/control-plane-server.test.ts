@@ -162,7 +162,8 @@ describe("reference control-plane server: HTTP edge", () => {
     expect((await call("GET", "/v1/ledger")).body).toMatchObject({ ledger: [] });
     const routed = await fetch(`${server.url}/v1/route`, { method: "POST", body: "{}" });
     expect(routed.status).not.toBe(401);
-    // With the token, the same write applies.
+    // With the token, the same write applies (to a declared lane: a write never creates one).
+    server.core.seed([{ id: "a", model: "default", weight: 0 }]);
     const ok = await fetch(`${server.url}${t}`, {
       method: "PUT",
       headers: { ...identity, authorization: `Bearer ${server.writeToken}` },
