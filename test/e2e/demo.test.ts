@@ -51,6 +51,9 @@ describe("npm run demo", () => {
     expect(lines.map((l) => l[0])).toEqual(manifest.steps.map((s) => s.index + 1));
     for (const l of lines) expect(l.slice(2), out).toEqual(["fwd", 1, "succeeded"]);
     expect(out).toMatch(/release r1 ended succeeded in [\d.]+ s/);
+    // The demo's gates passed on the router's traffic (docs/gate.md).
+    expect(out).toMatch(/\[demo\] gate wave 1 \(10%\): pass after \d+ evaluations/);
+    expect(out).toMatch(/\[demo\] gate wave 2 \(50%\): pass after \d+ evaluations/);
     // The dashboard URL and the sign-in link come first, before the release starts, so a new
     // user can watch it live; without --serve the engine stops at the end (said so at the end).
     const dash = out.search(/\[demo\] dashboard\s+http:\/\/127\.0\.0\.1:\d+\/releases/);
@@ -83,6 +86,18 @@ describe("npm run demo", () => {
     ]);
     for (const l of backward) expect(l[4]).toBe("succeeded");
     expect(out).toMatch(/release r1 ended rolled_back/);
+  }, 240_000);
+
+  it.concurrent("--candidate-error-rate 0.05 fails the first gate and rolls back with the reason", async () => {
+    const { code, out } = await demo(["--candidate-error-rate", "0.05"]);
+    expect(code, out).toBe(1);
+    expect(out).toMatch(/release r1 ended rolled_back/);
+    expect(out).toMatch(
+      /\[demo\] reason\s+gate of wave 1 \(10%\) failed: metric error-rate is worse than its margin: upper bound of Δ -0\.\d+ < −δ -0\.0200/,
+    );
+    // The next wave never began; the router's weights are the baseline again.
+    expect(stepLines(out).some((l) => l[1] === "exclude_lane:lane-b")).toBe(false);
+    expect(out).toMatch(/weights now lane-a 34%, lane-b 33%, lane-c 33%/);
   }, 240_000);
 });
 

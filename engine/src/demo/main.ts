@@ -4,7 +4,12 @@
  * starts a release from recipes/example.yaml aimed at them; prints each step run as it ends;
  * exits 0 only when the release `succeeded`.
  *
- *   demo [--fail-at <step>] [--recipe <file>] [--data-dir <dir>] [--serve] [--timeout <s>]
+ *   demo [--fail-at <step>] [--candidate-error-rate <r>] [--recipe <file>] [--data-dir <dir>]
+ *        [--serve] [--timeout <s>]
+ *
+ * The reference router generates traffic and the release is gated (docs/gate.md): a recipe
+ * without an `analysis:` section gets the demo's own (`DEMO_ANALYSIS`, seconds instead of
+ * minutes), so each partial wave is held until the candidate is shown non-inferior.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +17,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { AdmissionReport } from "../domain/admission.ts";
+import { waveLabel } from "../domain/gate/waves.ts";
 import type { RecipeInput } from "../domain/recipe.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { ManifestStep } from "../domain/types.ts";
@@ -24,12 +30,41 @@ const USAGE = `usage: npm run demo -- [options]
                      the number of a lane's runner step as the dashboard shows it (with the
                      example recipe 3, 4, 11, 12, 19 or 20) or name:lane
                      (e.g. attach_queue_lane:lane-b)
+  --candidate-error-rate <r>
+                     share of the candidate's requests that fail in the router's traffic
+                     (0..1, default 0.01 like the baseline); e.g. 0.05 fails the gate and
+                     the release rolls back
   --recipe <file>    recipe to roll out (default recipes/example.yaml)
   --data-dir <dir>   keep the engine's SQLite file, the control plane and the sandbox here
                      (default: a temporary folder, removed at the end)
   --serve            keep the engine and dashboard up after the release ends (Ctrl-C stops)
   --timeout <s>      give up after this many seconds (default 600)
   --record <file>    write the finished release's record (docs/record.md) to this file`;
+
+/**
+ * The gate the demo adds to a recipe without one: every wave between 1% and 99% is held until
+ * the candidate's error rate is shown to be at most 2 points worse than the baseline serving
+ * beside it (and its share of requests slower than 250 ms at most 5 points worse, a guardrail),
+ * with at least 1,000 requests per arm and 2 s of bake. The router draws 4,000 units a second.
+ */
+export const DEMO_ANALYSIS: NonNullable<RecipeInput["analysis"]> = {
+  assignment_unit: "request",
+  alpha: 0.05,
+  min_samples: 1000,
+  bake_ms: 2000,
+  interval_ms: 1000,
+  max_wait_ms: 60_000,
+  metrics: [
+    { name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.02 } },
+    {
+      name: "slow-requests",
+      kind: "latency",
+      threshold_ms: 250,
+      margin: { absolute: 0.05 },
+      required: false,
+    },
+  ],
+};
 
 /** Same as `runDemo` (the CLI's `demo` command looks for `main`). */
 export const main = (argv: string[]) => runDemo(argv);
@@ -56,6 +91,9 @@ export async function runDemo(argv: string[]): Promise<number> {
   let failStep: ManifestStep | null = null;
   try {
     recipe = loadRecipe(args.recipe);
+    if (recipe.analysis === undefined) {
+      recipe = { ...recipe, analysis: structuredClone(DEMO_ANALYSIS) };
+    }
     // --fail-at shows compensation: no one re-runs the failed job in a demo, so unless the
     // recipe sets a re-run window, the release compensates at once instead of waiting 30 min.
     if (args.failAt && recipe.policy?.rerun_window_minutes === undefined) {
@@ -73,7 +111,14 @@ export async function runDemo(argv: string[]): Promise<number> {
     console.log(
       "[demo] starting the control plane, the SSH target, the local runner and the engine…",
     );
-    stack = await startStack({ dir, recipe, admission: "sign" });
+    stack = await startStack({
+      dir,
+      recipe,
+      admission: "sign",
+      ...(args.candidateErrorRate === undefined
+        ? {}
+        : { candidateProfile: { errorRate: args.candidateErrorRate } }),
+    });
     const { manifest } = stack;
     if (failStep) stack.failHealthAt(failStep.index);
     const t = stack.fleet.target;
@@ -88,6 +133,12 @@ export async function runDemo(argv: string[]): Promise<number> {
     console.log(
       `[demo] lanes          ${manifest.lanes.map((l) => `${l.id} ${l.baseline_weight}%`).join(", ")} (running ${manifest.previous_image.split("@")[0]})`,
     );
+    const gated = manifest.waves.flatMap((w, i) => (w.analysis ? [waveLabel(manifest, i)] : []));
+    if (gated.length > 0) {
+      console.log(
+        `[demo] gates        ${gated.join(", ")}: the router serves ${manifest.model} traffic; candidate error rate ${((args.candidateErrorRate ?? 0.01) * 100).toFixed(1)}% vs baseline 1.0% (docs/gate.md)`,
+      );
+    }
     if (failStep) {
       console.log(
         `[demo] --fail-at: the health check of step ${failStep.index + 1} (${stepLabel(failStep)}) will fail; re-run window ${recipe.policy?.rerun_window_minutes ?? 30} min`,
@@ -121,9 +172,22 @@ export async function runDemo(argv: string[]): Promise<number> {
     const printer = new ProgressPrinter();
     const deadline = started + args.timeoutS * 1000;
     let state = "";
+    let gateSeen = "";
     for (;;) {
       const record = await stack.engine.service.get(id);
       for (const line of printer.update(record.release)) console.log(line);
+      const g = record.release.gate;
+      // The router serves traffic while a gate is being evaluated (4,000 units a second).
+      const serving = g !== undefined && g !== null && g.decision !== "inconclusive";
+      if (serving && !gateSeen) stack.traffic.start(400, 100);
+      if (!serving && gateSeen) stack.traffic.stop();
+      const mark = g ? `${g.wave}:${g.seq}` : "";
+      if (g && g.seq > 0 && mark !== gateSeen) {
+        console.log(
+          `[demo] gate ${waveLabel(manifest, g.wave)} evaluation ${g.seq}: ${g.decision}: ${g.reason}`,
+        );
+      }
+      gateSeen = mark;
       state = record.release.state;
       if (TERMINAL_RELEASE_STATES.has(record.release.state as never)) break;
       if (state === "needs_operator" || state === "paused") break;
@@ -134,6 +198,7 @@ export async function runDemo(argv: string[]): Promise<number> {
       await new Promise((r) => setTimeout(r, 100));
     }
     const releaseMs = Date.now() - started;
+    for (const line of await gateLines(stack, id)) console.log(line);
     console.log(
       `[demo] release ${id} ended ${state} in ${(releaseMs / 1000).toFixed(1)} s (wall time ${((Date.now() - t0) / 1000).toFixed(1)} s)`,
     );
@@ -166,6 +231,23 @@ export async function runDemo(argv: string[]): Promise<number> {
   }
 }
 
+/** Each gate's last evaluation (its decision and reason), and why compensation began. */
+async function gateLines(stack: Stack, id: string): Promise<string[]> {
+  const { manifest } = stack;
+  const evidence = await stack.engine.store.listEvidence(id);
+  const last = new Map<number, (typeof evidence)[number]>();
+  for (const e of evidence) last.set(e.wave, e);
+  const out = [...last.values()].map(
+    (e) =>
+      `[demo] gate ${waveLabel(manifest, e.wave)}: ${e.decision} after ${e.seq} evaluations (${(e.elapsed_ms / 1000).toFixed(1)} s, ${e.arms?.candidate ?? 0}/${e.arms?.control ?? 0} units candidate/control): ${e.reason}`,
+  );
+  const began = (await stack.engine.store.getHistory(id)).find((h) =>
+    / compensating from step /.test(h.message),
+  );
+  if (began) out.push(`[demo] reason         ${began.message.replace(/^.*?\): /, "")}`);
+  return out;
+}
+
 /** The admission checks as the demo prints them: one line each. */
 function admissionLines(a: AdmissionReport): string[] {
   const who = a.signer?.kind === "key" ? `key ${a.signer.key_id}` : (a.signer?.san ?? "nobody");
@@ -190,6 +272,7 @@ function parse(argv: string[]) {
     args: argv,
     options: {
       "fail-at": { type: "string" },
+      "candidate-error-rate": { type: "string" },
       recipe: { type: "string" },
       "data-dir": { type: "string" },
       serve: { type: "boolean", default: false },
@@ -204,7 +287,17 @@ function parse(argv: string[]) {
   if (!Number.isFinite(timeoutS) || timeoutS <= 0) {
     throw new Error(`--timeout must be a positive number of seconds (got ${values.timeout})`);
   }
+  let candidateErrorRate: number | undefined;
+  if (values["candidate-error-rate"] !== undefined) {
+    candidateErrorRate = Number(values["candidate-error-rate"]);
+    if (!(candidateErrorRate >= 0 && candidateErrorRate <= 1)) {
+      throw new Error(
+        `--candidate-error-rate must be a share between 0 and 1, e.g. 0.05 (got ${values["candidate-error-rate"]})`,
+      );
+    }
+  }
   return {
+    candidateErrorRate,
     failAt: values["fail-at"],
     recipe: values.recipe ? resolve(values.recipe) : EXAMPLE_RECIPE,
     dataDir: values["data-dir"] ? resolve(values["data-dir"]) : undefined,

@@ -10,6 +10,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { serve } from "@hono/node-server";
+import { EmbeddedMetricsSource } from "../adapters/embedded-metrics/index.ts";
 import { type LocalRunEvent, LocalRunner } from "../adapters/local-runner/index.ts";
 import { parseTrustPolicy, type TrustPolicy } from "../admission/policy.ts";
 import {
@@ -20,6 +21,7 @@ import {
 } from "../admission/sign.ts";
 import { GITHUB_HOSTED_BUILDER, provenanceStatement } from "../admission/statement.ts";
 import type { EngineConfig } from "../config.ts";
+import { type ImageProfile, TrafficGenerator } from "../control-plane/traffic.ts";
 import type { RecipeInput } from "../domain/recipe.ts";
 import type { Manifest } from "../domain/types.ts";
 import { createEngine, type Engine } from "../engine.ts";
@@ -54,6 +56,11 @@ export interface StackOptions {
    * `off` (default): admission off, as for local use (BATON_ADMISSION=off).
    */
   admission?: "sign" | "off";
+  /**
+   * Outcome model of the candidate image in the router's traffic generator (e.g.
+   * `{errorRate: 0.05}`); the previous image keeps the default (1% errors, 80 ms median).
+   */
+  candidateProfile?: Partial<ImageProfile>;
 }
 
 /** The demo's own trust: a generated key and the policy that allows only it. */
@@ -85,6 +92,12 @@ export interface Stack {
    * run is queued (`next_run`, e.g. a re-run from the Actions UI).
    */
   failHealthAt(stepIndex: number, until?: HealthFaultUntil): void;
+  /**
+   * The reference router as a traffic generator (docs/gate.md): it serves the model's units
+   * over the control plane's weights, each lane labelled with the image it runs (told by the
+   * runner's deploy and restore steps), and is what the gates read (embedded metrics source).
+   */
+  traffic: TrafficGenerator;
   /** Authorised fetch against the engine. */
   api(path: string, init?: RequestInit): Promise<Response>;
   /** The demo's trust (admission `sign`), else null. */
@@ -164,6 +177,19 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     const callbackSecret = randomBytes(24).toString("hex");
     const operatorToken = randomBytes(24).toString("hex");
 
+    const traffic = new TrafficGenerator(fleet.cp.core, { model, seed: 42 });
+    closers.push(async () => traffic.stop());
+    // The router learns which image a lane serves from the runner steps that change it.
+    const laneImage = (e: LocalRunEvent) => {
+      if (e.type !== "finished" || e.run.conclusion !== "success") return;
+      const p = e.run.payload;
+      const lane = (p.args as { lane?: { id?: unknown } }).lane?.id;
+      const image = (p.args as { image?: unknown }).image;
+      if (typeof lane !== "string" || typeof image !== "string") return;
+      if (p.tool === "attach-queue-lane" || p.tool === "restore-queue-lane") {
+        traffic.setLaneImage(lane, image);
+      }
+    };
     let fault: { stepIndex: number; until: HealthFaultUntil; lane: string } | null = null;
     let active: { stepRunId: string; until: HealthFaultUntil } | null = null;
     let manifest: Manifest | null = null;
@@ -183,6 +209,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
           fault = null;
         }
       }
+      laneImage(e);
       o.onRunEvent?.(e);
     };
     const runner = new LocalRunner({
@@ -208,6 +235,9 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     );
     manifest = compileRecipeInput(recipe).manifest;
     await fleet.prepare(manifest);
+    for (const l of manifest.lanes) traffic.setLaneImage(l.id, manifest.previous_image);
+    traffic.setCandidate(manifest.image);
+    if (o.candidateProfile) traffic.setProfile(manifest.image, o.candidateProfile);
 
     const trust = o.admission === "sign" ? demoTrust(dir) : null;
     const config: EngineConfig = {
@@ -233,6 +263,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       controlPlane: fleet.controlPlane,
       log: o.log ?? quietLog,
       reconciler: { leaseMs: 5_000 },
+      metrics: new EmbeddedMetricsSource(traffic),
     });
     closers.push(() => engine.close());
     fetcher = engine.app.fetch;
@@ -248,6 +279,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       callbackSecret,
       recipe,
       manifest: m,
+      traffic,
       failHealthAt(stepIndex, until = "other_step_run") {
         const step = m.steps[stepIndex];
         if (step?.kind !== "runner" || !step.lane) {
