@@ -9,6 +9,9 @@ import { createEngine, type EngineOverrides } from "./engine.ts";
 /**
  * Starts the engine on `config.port` and `host` (default BATON_HOST, itself 127.0.0.1 by
  * default). Resolves once listening.
+ * @throws Error when the store cannot be opened or migrated (e.g. Postgres unreachable) or the
+ * address cannot be bound (`[engine] cannot listen on 127.0.0.1:8787 is already in use; …`);
+ * what was opened is closed first, so the caller can exit non-zero.
  */
 export async function startNodeServer(overrides: EngineOverrides = {}, hostArg?: string) {
   const engine = await createEngine(loadConfig(), overrides);
@@ -18,7 +21,20 @@ export async function startNodeServer(overrides: EngineOverrides = {}, hostArg?:
     const s = serve({ fetch: engine.app.fetch, port: engine.config.port, hostname: host }, () =>
       resolve(s),
     );
-    s.once("error", reject);
+    s.once("error", (e: NodeJS.ErrnoException) => {
+      const where = `${host}:${engine.config.port}`;
+      const why =
+        e.code === "EADDRINUSE"
+          ? `${where} is already in use; stop the process that holds it (e.g. \`ss -ltnp | grep :${engine.config.port}\`) or set PORT to a free port`
+          : e.code === "EACCES"
+            ? `${where} needs privileges; use a port above 1023 or a reverse proxy`
+            : `${where}: ${e.message}`;
+      // Close what the engine opened (store, embedded control plane) so the process can exit.
+      engine.close().then(
+        () => reject(new Error(`[engine] cannot listen on ${why}`)),
+        () => reject(new Error(`[engine] cannot listen on ${why}`)),
+      );
+    });
   });
   engine.startTicking();
   console.log(

@@ -359,6 +359,52 @@ describe("serve and demo", () => {
     }
   });
 
+  const serveEnv = (extra: Record<string, string>) => ({
+    BATON_CALLBACK_SECRETS: "serve-test-secret-0123456789",
+    BATON_OPERATOR_TOKEN: "serve-operator-token-0123",
+    BATON_ADMISSION: "off",
+    ...extra,
+  });
+
+  it("on a busy port: says which address and what to do, and exits non-zero (no hang)", async () => {
+    const holder = createServer();
+    await new Promise<void>((r) => holder.listen(0, "127.0.0.1", () => r()));
+    const port = (holder.address() as { port: number }).port;
+    const data = mkdtempSync(path.join(tmpdir(), "baton-busy-"));
+    try {
+      const r = await baton(
+        ["serve", "--port", String(port), "--host", "127.0.0.1"],
+        serveEnv({ BATON_DATA_DIR: data }),
+        { timeoutMs: 60_000 },
+      );
+      // Killed by the 60 s guard (a hang) would be code null.
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toContain(`[engine] cannot listen on 127.0.0.1:${port} is already in use`);
+      expect(r.stderr).toContain("set PORT to a free port");
+      expect(r.stdout).not.toContain("listening");
+      noStack(r.stderr);
+    } finally {
+      holder.close();
+      rmSync(data, { recursive: true, force: true });
+    }
+  });
+
+  it("with Postgres unreachable at start: says so and exits non-zero (no hang)", async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, "127.0.0.1", () => r()));
+    const pgPort = (closed.address() as { port: number }).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const r = await baton(
+      ["serve", "--port", String(await freePort()), "--host", "127.0.0.1"],
+      serveEnv({ DATABASE_URL: `postgres://baton@127.0.0.1:${pgPort}/baton` }),
+      { timeoutMs: 60_000 },
+    );
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/ECONNREFUSED 127\.0\.0\.1/);
+    expect(r.stdout).not.toContain("listening");
+    noStack(r.stderr);
+  });
+
   it("refuses a bad configuration with the variable and the fix (2)", async () => {
     const r = await baton(["serve"], { BATON_OPERATOR_TOKEN: "short" });
     expect(r.code).toBe(2);
