@@ -9,13 +9,15 @@ import { Layout, State } from "./layout.tsx";
 /** Rows per page of the list. */
 export const PAGE_SIZE = 25;
 
-function currentStep(r: ReleaseSummary): string {
+/** The current step for people: numbered from 1, as the release page and `baton status`. */
+export function currentStep(r: ReleaseSummary): string {
   if (r.state === "succeeded") return `all ${r.step_count} done`;
+  if (r.state === "pending") return `not started (${r.step_count} steps)`;
   if (r.state === "compensating" || r.state === "rolled_back" || r.state === "needs_operator") {
-    return r.cursor >= 0 ? `undoing step ${r.cursor} of ${r.step_count}` : "undone";
+    return r.cursor >= 0 ? `undoing step ${r.cursor + 1} of ${r.step_count}` : "undone";
   }
   if (r.cursor >= r.step_count) return `all ${r.step_count} done`;
-  return `step ${r.cursor} of ${r.step_count}`;
+  return `step ${r.cursor + 1} of ${r.step_count}`;
 }
 
 /**
