@@ -206,11 +206,16 @@ describe("the served engine's GitHub settings", () => {
 describe("the engine's control-plane credential", () => {
   it("the embedded control plane gets a token and the engine's writes carry it", async () => {
     const e = await engineWith({ GITHUB_TOKEN: "t" }, false);
+    // The embedded control plane checks the bearer token before anything else: a write without
+    // it would be 401 `unauthorized`. This lane was never declared, so an authorised write gets
+    // the control plane's own refusal (404: a write never creates a lane).
     const r = await e.controlPlane.apply(
       { op: "set_traffic", weights: { "lane-a": 100 }, percent: 0 },
       { operation_key: "seed:traffic", release_id: "seed", generation: 0, model: "m" },
     );
-    expect(r, JSON.stringify(r)).toMatchObject({ outcome: "ok" });
+    expect(r, JSON.stringify(r)).toMatchObject({ outcome: "failed", status: 404 });
+    expect(JSON.stringify(r)).toContain("lane lane-a is unknown");
+    expect(JSON.stringify(r)).not.toMatch(/unauthorized|401/);
   });
 
   it("BATON_CONTROL_PLANE_URL without BATON_CONTROL_PLANE_TOKEN is refused, naming both and the fix", () => {

@@ -27,6 +27,14 @@ let url: string;
 let dir: string;
 beforeAll(async () => {
   h = await makeHarness({ kind: "sqlite" });
+  // The control plane knows each recipe's lane, serving its model (a write never creates one).
+  h.cp.seed(
+    Array.from({ length: 9 }, (_, i) => ({
+      id: `lane-${i + 1}`,
+      model: `model-${i + 1}`,
+      weight: 100,
+    })),
+  );
   server = serve({ fetch: h.engine.app.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -38,8 +46,11 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-/** A recipe on its own lane (so releases of different recipes never share lanes). */
-function recipeText(k: number, model = "summarizer-v7"): string {
+/**
+ * A recipe on its own lane and model (so releases of different recipes never share lanes, and
+ * each recipe agrees with the control plane's observed baseline: lane-k serves model-k alone).
+ */
+function recipeText(k: number, model = `model-${k}`): string {
   const r = recipe(1, { name: `svc-${k}`, model });
   const l = { ...(r.lanes?.[0] as object), id: `lane-${k}`, port: 2200 + k };
   return stringify({

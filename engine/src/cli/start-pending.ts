@@ -91,7 +91,10 @@ export async function startPending(
       });
     compiled.length = 0;
   }
-  const digests = new Map<string, string>(); // release id -> manifest digest (fetched lazily)
+  // Release id -> the digests it was started from (fetched lazily): its manifest's and, when
+  // the engine compiled the plan against the control plane's observed baseline, the recipe's
+  // own (`baseline.recipe_manifest_digest`), which is what this command computes.
+  const digests = new Map<string, string[]>();
   for (const c of compiled) {
     const base = { file: c.file, recipe_name: c.name, manifest_digest: c.digest };
     try {
@@ -102,10 +105,14 @@ export async function startPending(
         .sort((a, b) => a.created_at - b.created_at);
       for (const r of candidates) {
         if (!digests.has(r.id)) {
-          const rec = await client.call<{ manifest_digest: string }>("GET", `/v1/releases/${r.id}`);
-          digests.set(r.id, rec.manifest_digest);
+          const rec = await client.call<{
+            manifest_digest: string;
+            baseline?: { recipe_manifest_digest?: string } | null;
+          }>("GET", `/v1/releases/${r.id}`);
+          const recipeDigest = rec.baseline?.recipe_manifest_digest;
+          digests.set(r.id, [rec.manifest_digest, ...(recipeDigest ? [recipeDigest] : [])]);
         }
-        if (digests.get(r.id) === c.digest) {
+        if (digests.get(r.id)?.includes(c.digest)) {
           existing = r.id;
           break;
         }
