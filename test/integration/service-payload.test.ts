@@ -21,7 +21,7 @@ function largest() {
     host: `gpu-${i}-${"h".repeat(180)}.serving.acme.internal`,
     queue: `queue-${"q".repeat(100)}-${i}`,
     capabilities: Array.from({ length: 16 }, (_, k) => `capability-${k}-${"c".repeat(40)}`),
-    health_url: `http://gpu-${i}.serving.acme.internal:8080/${"p".repeat(400)}/healthz`,
+    health_url: `http://gpu-${i}.serving.acme.internal:8080/${"p".repeat(340)}/healthz`,
   }));
   const waves = Array.from({ length: 8 }, (_, w) => ({
     lanes: lanes.slice(w * 8, w * 8 + 8).map((l) => l.id),
