@@ -105,10 +105,10 @@ describe("connect + exec", () => {
     const r = await s.exec(`exec sh -c 'sleep 40; echo ${marker}'`, 800);
     expect(r.timed_out).toBe(true);
     expect(r.exit_code).toBeNull();
-    // The connection stays usable, and no `sleep 40` is left behind (bounded poll, 5 s).
+    // The connection stays usable, and no `sleep 40` is left behind (bounded poll, 5 s; an exact match, since other tests may run e.g. `sleep 400`).
     let left = "";
     for (let i = 0; i < 25; i++) {
-      left = (await s.exec("ps -eo args | grep '^sleep 40' || true", 5_000)).stdout;
+      left = (await s.exec("ps -eo args | grep -x 'sleep 40' || true", 5_000)).stdout;
       if (!left.trim()) break;
       await new Promise((r) => setTimeout(r, 200));
     }
