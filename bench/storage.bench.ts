@@ -25,7 +25,8 @@ const RELEASES = Number(process.env.BENCH_RELEASES ?? 10_000);
 const LOG_BYTES = 8_192;
 
 // 1. the template
-const h = await makeHarness({ kind: "sqlite" });
+// The control plane knows the recipe's 4 lanes (a start reads them as the observed baseline).
+const h = await makeHarness({ kind: "sqlite", seed: recipe(4) });
 const firstId = await createRelease(h, recipe(4));
 await drive(h);
 const template = await h.store.getRelease(firstId);

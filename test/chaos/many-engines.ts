@@ -60,12 +60,12 @@ function rng(seed: number) {
   };
 }
 
-/** A release of `model` over `laneIds` (one wave at 100%). */
-function overlapRecipe(model: string, laneIds: string[]): RecipeInput {
+/** A release named `name` of `model` over `laneIds` (one wave at 100%). */
+function overlapRecipe(name: string, model: string, laneIds: string[]): RecipeInput {
   const base = recipeFor(0) as unknown as { lanes: Record<string, unknown>[] };
   return {
     ...(base as unknown as RecipeInput),
-    name: model,
+    name,
     model,
     lanes: laneIds.map((id) => ({ ...base.lanes[0], id, queue: `q-${id}` })),
     rollout: { waves: [{ lanes: laneIds, traffic: 100 }] },
@@ -313,20 +313,33 @@ export async function manyEnginesScenario(
       shared: string;
       winner: string | null;
       winnerModel: string;
-      losers: string[];
+      loserLanes: string[];
     }[] = [];
     for (let round = 0; round < OVERLAP_ROUNDS; round++) {
       const shared = `ov${round}-shared`;
+      // One model per round, as the control plane knows it (a start whose lanes disagree with
+      // the observed baseline is a 422 before any claim): the shared lane serves it at 100%,
+      // each engine's own lane is declared for it at weight 0.
+      const model = `ov-model-${round}`;
+      cp.core.seed([
+        { id: shared, model, weight: 100, capabilities: ["summarize"] },
+        ...engines.map((_, k) => ({
+          id: `ov${round}-own-${k}`,
+          model,
+          weight: 0,
+          capabilities: ["summarize"],
+        })),
+      ]);
       const asks = engines.flatMap((e, k) =>
         [0, 1].map((j) => {
-          const model = `ov-model-${round}-${k}${j}`;
+          const name = `ov-${round}-${k}${j}`;
           const lanes =
             j === 0
               ? [shared]
               : k % 2
                 ? [shared, `ov${round}-own-${k}`]
                 : [`ov${round}-own-${k}`, shared];
-          return { e, model, lanes };
+          return { e, name, model, lanes };
         }),
       );
       const answers = await Promise.all(
@@ -337,7 +350,7 @@ export async function manyEnginesScenario(
               "content-type": "application/json",
               authorization: `Bearer ${operatorToken}`,
             },
-            body: JSON.stringify(overlapRecipe(a.model, a.lanes)),
+            body: JSON.stringify(overlapRecipe(a.name, a.model, a.lanes)),
           });
           return {
             ...a,
@@ -361,7 +374,7 @@ export async function manyEnginesScenario(
           !l.body.error.message.includes(`release ${winner} `)
         )
           problems.push(
-            `overlap round ${round}: ${l.model} answered ${l.status} ${JSON.stringify(l.body)} (want 409 naming ${winner})`,
+            `overlap round ${round}: ${l.name} answered ${l.status} ${JSON.stringify(l.body)} (want 409 naming ${winner})`,
           );
       }
       for (const w of won) {
@@ -373,11 +386,14 @@ export async function manyEnginesScenario(
         shared,
         winner,
         winnerModel: won[0]?.model ?? "",
-        losers: lost.map((l) => l.model),
+        // Lanes only a refused release named: no write may ever reach them.
+        loserLanes: [
+          ...new Set(lost.flatMap((l) => l.lanes).filter((id) => !won[0]?.lanes.includes(id))),
+        ],
       });
     }
     log(
-      `${OVERLAP_ROUNDS} rounds of ${ENGINES * 2} overlapping starts at once: ${overlaps.filter((o) => o.winner).length} accepted, ${overlaps.reduce((a, o) => a + o.losers.length, 0)} refused 409`,
+      `${OVERLAP_ROUNDS} rounds of ${ENGINES * 2} overlapping starts at once: ${overlaps.filter((o) => o.winner).length} accepted, ${OVERLAP_ROUNDS * ENGINES * 2 - overlaps.filter((o) => o.winner).length} refused 409`,
     );
 
     // Pause one instance while it works, for longer than the lease, then let it go on stale.
@@ -430,11 +446,16 @@ export async function manyEnginesScenario(
           continue;
         }
         const bad = r.step_runs.filter((s) => s.state !== "succeeded");
-        const lanes = cp.core.lanes(modelOf.get(id));
+        // The release's lanes carry all of its model's traffic, included and advertised; a lane
+        // of the model it does not name (an overlap round's other lanes) stays at weight 0.
+        const named = new Set(r.manifest.lanes.map((l) => l.id));
+        const all = cp.core.lanes(modelOf.get(id));
+        const lanes = all.filter((l) => named.has(l.id));
         const lane = lanes.length === 1 ? lanes[0] : lanes;
         const laneOk =
           lanes.length === r.manifest.lanes.length &&
           lanes.reduce((a, l) => a + l.weight, 0) === 100 &&
+          all.every((l) => named.has(l.id) || l.weight === 0) &&
           lanes.every((l) => !l.excluded && l.advertised);
         if (r.state !== "succeeded" || bad.length > 0 || !laneOk) {
           wrongTerminal += 1;
@@ -491,9 +512,13 @@ export async function manyEnginesScenario(
           `lane ${o.shared}: written by ${[...writers].join(", ") || "nobody"} (want one release)`,
         );
       else laneOwners += 1;
-      for (const m of o.losers) {
-        if (cp.core.lanes(m).length > 0 || cpHistory.some((c) => c.model === m))
-          problems.push(`refused release of model ${m} reached the control plane`);
+      for (const id of o.loserLanes) {
+        const wrote = cpHistory.some(
+          (c) =>
+            c.lane === id ||
+            (c.kind === "set_traffic" && new RegExp(`"${id}":[1-9]`).test(JSON.stringify(c.after))),
+        );
+        if (wrote) problems.push(`lane ${id}, named only by refused releases, was written`);
       }
     }
     log(
