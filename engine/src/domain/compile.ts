@@ -23,7 +23,12 @@ import {
 import { checkRecipe, checkStepTable } from "./contract-check.ts";
 import { BatonError, type Problem } from "./errors.ts";
 import { analysisForWave } from "./gate/analysis.ts";
-import { DEFAULT_CONTROL_PLANE_RETRIES, DEFAULT_RUNNER_RETRIES, type Recipe } from "./recipe.ts";
+import {
+  DEFAULT_CONTROL_PLANE_RETRIES,
+  DEFAULT_RUNNER_RETRIES,
+  type Recipe,
+  resolveLaneCount,
+} from "./recipe.ts";
 import type { Manifest, ManifestLane, ManifestStep } from "./types.ts";
 import { equalBaseline, groupWeights, type LaneGroup } from "./weights.ts";
 
@@ -71,6 +76,7 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     capabilities: [...l.capabilities],
     health_url: l.health_url,
     baseline_weight: baselines[i] ?? 0,
+    ...(l.failure_domain === undefined ? {} : { failure_domain: l.failure_domain }),
   }));
   const byId = new Map(lanes.map((l) => [l.id, l]));
   const baselineOf = (id: string): LaneBaseline => {
@@ -166,6 +172,26 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     }
     previous = traffic;
   });
+  const minServing =
+    r.min_serving === undefined ? undefined : resolveLaneCount(r.min_serving, lanes.length, "up");
+  const parallel = r.rollout.waves.map((wave, w) => {
+    const declared =
+      wave.max_unavailable === undefined
+        ? 1
+        : Math.max(1, resolveLaneCount(wave.max_unavailable, wave.lanes.length, "down"));
+    if (minServing === undefined) return Math.min(declared, wave.lanes.length);
+    // Lanes that may leave service at once: all, less the floor, less those already out.
+    const room = lanes.length - outAtStart.size - minServing;
+    if (room < 1) {
+      planProblems.push({
+        path: "min_serving",
+        message: `min_serving ${r.min_serving} keeps ${minServing} of the model's ${lanes.length} lanes in service${outAtStart.size > 0 ? ` and ${outAtStart.size} are already excluded on the control plane` : ""}, so no lane of wave ${w + 1} can be taken out of service to redeploy`,
+        fix: `Lower min_serving to at most ${Math.max(0, lanes.length - outAtStart.size - 1)} lanes (${Math.floor(((lanes.length - outAtStart.size - 1) * 100) / lanes.length)}%), or include excluded lanes on the control plane first.`,
+      });
+      return 1;
+    }
+    return Math.min(declared, room, wave.lanes.length);
+  });
   if (planProblems.length > 0) throw contractFailed(planProblems);
 
   const tableProblems = checkStepTable(steps);
@@ -179,10 +205,18 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     previous_image: r.previous_image,
     tool_revision: r.tool_revision ?? null,
     lanes,
-    waves: r.rollout.waves.map((w) => {
+    waves: r.rollout.waves.map((w, i) => {
       const gate = analysisForWave(r.analysis, w.analysis, w.traffic);
-      return { lanes: [...w.lanes], traffic: w.traffic, ...(gate ? { analysis: gate } : {}) };
+      const k = parallel[i] ?? 1;
+      return {
+        lanes: [...w.lanes],
+        traffic: w.traffic,
+        ...(gate ? { analysis: gate } : {}),
+        // Only parallel waves say so: serial manifests (and their digests) are unchanged.
+        ...(k > 1 ? { max_unavailable: k } : {}),
+      };
     }),
+    ...(minServing === undefined ? {} : { min_serving: minServing }),
     steps,
     // Only when the recipe says so: manifests (and digests) of other recipes are unchanged.
     ...(r.notify ? { notify: { ...r.notify } } : {}),

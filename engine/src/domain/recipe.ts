@@ -140,6 +140,16 @@ export const RecipeLane = z
     health_url: HealthUrl.describe(
       "URL the smoke check probes on the lane: http(s), at most 400 characters, a DNS name or IPv4 address, letters, digits and ._~:/?&=%+- (percent-encode others).",
     ),
+    failure_domain: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/,
+        "failure_domain must be 1–64 letters, digits, '.', '_', ':' or '-' (e.g. rack-3, eu-west-1a)",
+      )
+      .optional()
+      .describe(
+        "Rack, zone or region the lane shares with others: a parallel wave never takes every lane of one failure domain out of service at once.",
+      ),
     weight: z
       .number()
       .int("weight must be a whole percent")
@@ -150,6 +160,37 @@ export const RecipeLane = z
   })
   .strict();
 export type RecipeLane = z.infer<typeof RecipeLane>;
+
+/** `N%` (a percent of lanes, 1..100) or a whole count of lanes (at least `min`). */
+export const PERCENT_PATTERN = /^(100|[1-9]?[0-9])%$/;
+
+/**
+ * A number of lanes as a recipe writes it: a whole count (e.g. `5`) or a percent string of
+ * the lanes it applies to (e.g. `"25%"`). Resolved to a count by `resolveLaneCount`.
+ */
+function LaneCount(field: string, min = 1) {
+  return z.union(
+    [
+      z
+        .number()
+        .int(`${field} must be a whole number of lanes or a percent such as "25%"`)
+        .min(min, `${field} must be at least ${min}`)
+        .max(RECIPE_LIMITS.lanes, `${field} must be at most ${RECIPE_LIMITS.lanes}`),
+      z.string().regex(PERCENT_PATTERN, `${field} must be a percent from 0% to 100% (e.g. "25%")`),
+    ],
+    { error: `${field} must be a whole number of lanes (e.g. 5) or a percent (e.g. "25%")` },
+  );
+}
+
+/**
+ * A lane count or percent resolved against `of` lanes: counts as written, percents of `of`
+ * rounded `down` (max_unavailable: never more than declared) or up (min_serving: never fewer).
+ */
+export function resolveLaneCount(v: number | string, of: number, round: "down" | "up"): number {
+  if (typeof v === "number") return v;
+  const pct = Number(v.slice(0, -1));
+  return round === "down" ? Math.floor((of * pct) / 100) : Math.ceil((of * pct) / 100);
+}
 
 /** Lanes released together, and the absolute traffic % on the lanes deployed so far. */
 export const RecipeWave = z
@@ -168,6 +209,11 @@ export const RecipeWave = z
     analysis: WaveAnalysis.optional().describe(
       "This wave's gate: fields replacing the recipe's `analysis`, or false for no gate.",
     ),
+    max_unavailable: LaneCount("max_unavailable")
+      .optional()
+      .describe(
+        "Lanes of this wave out of service (redeploying) at once: a count (e.g. 5) or a percent of the wave's lanes (e.g. 25%). Absent or 1: one lane at a time.",
+      ),
   })
   .strict();
 export type RecipeWave = z.infer<typeof RecipeWave>;
@@ -208,6 +254,11 @@ export const Recipe = z
         waves: z.array(RecipeWave).min(1, "a rollout needs at least one wave").max(64),
       })
       .strict(),
+    min_serving: LaneCount("min_serving", 0)
+      .optional()
+      .describe(
+        "Lanes of the model that stay in service (not excluded) at every instant: a count or a percent of the recipe's lanes (e.g. 60%). Bounds how many lanes redeploy at once.",
+      ),
     analysis: Analysis.optional().describe(
       "Evidence gate for every wave with 0 < traffic < 100 (docs/gate.md).",
     ),

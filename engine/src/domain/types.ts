@@ -28,6 +28,8 @@ export interface ManifestLane {
   health_url: string;
   /** Traffic weight (%) before the release starts. */
   baseline_weight: number;
+  /** Rack, zone or region (recipe `failure_domain`); absent = a domain of its own. */
+  failure_domain?: string;
 }
 
 /**
@@ -83,7 +85,14 @@ export interface Manifest {
   tool_revision: string | null;
   lanes: ManifestLane[];
   /** `analysis`: the gate in force for the wave (defaults filled), only on gated waves. */
-  waves: { lanes: string[]; traffic: number; analysis?: Analysis }[];
+  /**
+   * `max_unavailable`: lanes of the wave the engine may have out of service (between their
+   * `exclude_lane` and `include_lane`) at once, after the recipe's `min_serving`; present only
+   * when above 1 (absent = one lane at a time, the serial walk of the table).
+   */
+  waves: { lanes: string[]; traffic: number; analysis?: Analysis; max_unavailable?: number }[];
+  /** Lanes of the model kept in service at every instant (recipe `min_serving`, resolved). */
+  min_serving?: number;
   steps: ManifestStep[];
   /** The recipe's `notify` (kinds and channels); absent = the engine's settings. */
   notify?: { on?: NoticeKind[]; channels?: ("webhook" | "slack" | "github")[] };
