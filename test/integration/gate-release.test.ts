@@ -9,6 +9,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { EmbeddedMetricsSource } from "../../engine/src/adapters/embedded-metrics/index.ts";
+import { gateLines, type RecordJson, releaseSummary } from "../../engine/src/cli/output.ts";
 import { TrafficGenerator } from "../../engine/src/control-plane/traffic.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { availableActions } from "../../engine/src/domain/transition/exits.ts";
@@ -165,7 +166,84 @@ describe.each(STORE_KINDS)("gated release on %s", (kind) => {
     );
     const messages = (await g.h.store.getHistory(id)).map((x) => x.message);
     expect(messages.some((m) => /gate of wave 1 \(20%\) passed/.test(m))).toBe(true);
+
+    // The release record carries each gate (decision, figures) and the gate decisions.
+    const rec = (await (await op(g.h, "GET", `/v1/releases/${id}/record`)).json()) as {
+      evidence: { gates: Record<string, unknown>[] };
+      decisions: { kind: string; by: string; automatic: boolean; why: string }[];
+    };
+    expect(rec.evidence.gates.map((x) => [x.wave, x.phase, x.decision])).toEqual([
+      [0, "gate", "pass"],
+      [1, "gate", "pass"],
+    ]);
+    const first = rec.evidence.gates[0] as {
+      evaluations: number;
+      arms: { candidate: number; control: number };
+      srm: { mismatch: boolean };
+      metrics: { name: string; lower: number; margin: number }[];
+    };
+    expect(first.evaluations).toBe(wave0.length);
+    expect(first.arms).toEqual(passes[0]?.arms);
+    expect(first.srm.mismatch).toBe(false);
+    const er = first.metrics.find((m) => m.name === "error-rate");
+    expect(er?.lower).toBeGreaterThanOrEqual(-(er?.margin ?? 0));
+    const gateDecisions = rec.decisions.filter((d) => d.kind === "gate");
+    expect(gateDecisions).toHaveLength(2); // the passes; the waits are not decisions
+    expect(gateDecisions.every((d) => d.automatic && d.by === "engine")).toBe(true);
+
+    // baton status shows the same: decision, counts per arm, SRM, bounds vs margin.
+    const status = (await (await op(g.h, "GET", `/v1/releases/${id}`)).json()) as RecordJson;
+    const lines = releaseSummary(status, g.h.clock.now()).join("\n");
+    expect(gateLines(status).length).toBeGreaterThan(0);
+    expect(lines).toMatch(/wave 1 \(20%\) gate: PASS after \d+ evaluations/);
+    expect(lines).toMatch(
+      /candidate \d+ \/ control \d+ units \(planned 20\.0% candidate, observed/,
+    );
+    expect(lines).toMatch(/SRM: ok \(planned 20\.0%\/80\.0%/);
+    expect(lines).toMatch(
+      /error-rate \(primary\): Δ [+−]\d+\.\d+ pp, bounds \[.*\] vs −δ −3\.00 pp/,
+    );
+    expect(lines).toMatch(/slow-requests \(guardrail\):/);
   });
+
+  it.skipIf(skip)(
+    "a router serving another split than the control plane holds fails the gate on SRM",
+    async () => {
+      g = await rig(kind);
+      // The router's config push for lane-a is stale: it sends lane-a 12 of every 92 units
+      // (13%) whatever the control plane holds, while the control plane reads back 20%.
+      g.traffic.setRouterFault("lane-a", 12);
+      const id = await start(g.h, gatedRecipe());
+      await run(g);
+      const release = await g.h.store.getRelease(id);
+      expect(release?.state).toBe("rolled_back");
+      // The environment: the router served the candidate about 13%, not the planned 20%.
+      const served = g.traffic.snapshot();
+      const units = (image: string) =>
+        served.filter((c) => c.image === image).reduce((n, c) => n + c.units, 0);
+      expect(units(IMAGE)).toBeGreaterThan(0);
+      // Compensation restored the baseline weights at the control plane, and no wave past the
+      // first began: the candidate never reached lane-b.
+      expect(g.h.cp.weights(MODEL)).toEqual({ "lane-a": 34, "lane-b": 33, "lane-c": 33 });
+      expect(served.some((c) => c.lane === "lane-b" && c.image === IMAGE)).toBe(false);
+      const evidence = await g.h.store.listEvidence(id);
+      expect(evidence.some((e) => e.decision === "pass")).toBe(false);
+      const last = evidence.at(-1);
+      expect(last?.decision).toBe("fail");
+      expect(last?.srm?.mismatch).toBe(true);
+      const share =
+        (last?.arms?.candidate ?? 0) / ((last?.arms?.candidate ?? 0) + (last?.arms?.control ?? 1));
+      expect(share).toBeGreaterThan(0.08);
+      expect(share).toBeLessThan(0.18);
+      expect(await compensationReason(g.h, id)).toMatch(
+        /gate of wave 1 \(20%\) failed: sample ratio mismatch: planned 20\.00%\/80\.00% candidate\/control, observed \d+\/\d+ \(1\d\.\d\d%/,
+      );
+      const rec = (await (await op(g.h, "GET", `/v1/releases/${id}/record`)).json()) as {
+        evidence: { gates: { decision: string; srm: { mismatch: boolean } }[] };
+      };
+      expect(rec.evidence.gates[0]).toMatchObject({ decision: "fail", srm: { mismatch: true } });
+    },
+  );
 
   it.skipIf(skip)(
     "a candidate with errors well above the margin rolls back, naming metric, bound and margin",
@@ -240,6 +318,16 @@ describe.each(STORE_KINDS)("gated release on %s", (kind) => {
       expect(
         history.some((x) => x.kind === "promote" && /promoted by .*alice/.test(x.message)),
       ).toBe(true);
+      // In the record, the operator's promote is a decision apart from the gate's own.
+      const rec = (await (await op(g.h, "GET", `/v1/releases/${id}/record`)).json()) as {
+        decisions: { kind: string; by: string; automatic: boolean; why: string }[];
+      };
+      const promote = rec.decisions.find((d) => d.kind === "promote");
+      expect(promote).toMatchObject({ by: expect.stringMatching(/alice/), automatic: false });
+      const gates = rec.decisions.filter((d) => d.kind === "gate");
+      expect(gates.map((d) => d.automatic)).toEqual(gates.map(() => true));
+      expect(gates.some((d) => /inconclusive/.test(d.why))).toBe(true);
+      expect(gates.some((d) => /passed/.test(d.why))).toBe(true);
     },
   );
 

@@ -2,6 +2,8 @@
  * Text output of the read commands: the releases table, one release's summary, and the lines
  * `watch` prints. Pure functions of the engine's JSON (`GET /v1/releases[/:id]`).
  */
+import { armsLine, type GateSummary, metricLine, srmLine } from "../domain/gate/summary.ts";
+import { waveLabel } from "../domain/gate/waves.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import type { HistoryEntry, Manifest, Release, StepRun } from "../domain/types.ts";
 import { duration, time } from "../http/dashboard/format.ts";
@@ -25,6 +27,8 @@ export interface RecordJson {
   history: HistoryEntry[];
   attempt_results: unknown[];
   manifest: Manifest;
+  /** Per gated wave, the latest evaluation's decision and figures (engines with gates). */
+  gates?: GateSummary[];
 }
 
 export const TERMINAL: ReadonlySet<string> = new Set(["succeeded", "rolled_back", "aborted"]);
@@ -130,6 +134,7 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     `  manifest ${rec.manifest_digest}, image ${rec.manifest.image}`,
     `  high-water mark: ${rec.high_water_mark < 0 ? "none (nothing has taken effect)" : `step ${rec.high_water_mark + 1} (steps 1 to ${rec.high_water_mark + 1} may have taken effect)`}; ${total} steps, generation ${rec.generation}`,
   );
+  lines.push(...gateLines(rec));
   const cmds = acceptedCommands(rec);
   if (cmds.length > 0) {
     lines.push("what you can do:");
@@ -175,5 +180,36 @@ export function statusJson(rec: RecordJson) {
       last_error: s.last_error,
     })),
     refused_events: rec.history.filter((h) => h.outcome === "refused").length,
+    gates: (rec.gates ?? []).map((g) => ({
+      wave: g.wave + 1,
+      phase: g.phase,
+      generation: g.generation,
+      decision: g.decision,
+      reason: g.reason,
+      evaluations: g.evaluations,
+      elapsed_ms: g.elapsed_ms,
+      arms: g.arms,
+      srm: g.srm,
+      metrics: g.metrics,
+    })),
   };
+}
+
+/**
+ * The lines of `baton status <id>` about gates: per gated wave, the latest decision with its
+ * reason, the counts per arm, the SRM check and one line per metric (bounds vs margin).
+ */
+export function gateLines(rec: RecordJson): string[] {
+  const gates = rec.gates ?? [];
+  if (gates.length === 0) return [];
+  const lines = ["gates (latest evaluation per gated wave):"];
+  for (const g of gates) {
+    lines.push(
+      `  ${waveLabel(rec.manifest, g.wave)} ${g.phase === "watch" ? "guardrail watch" : "gate"}: ${g.decision.toUpperCase()} after ${g.evaluations} ${g.evaluations === 1 ? "evaluation" : "evaluations"} (${Math.round(g.elapsed_ms / 1000)} s)${g.generation !== rec.generation ? `, generation ${g.generation}` : ""}: ${g.reason}`,
+      `    ${armsLine(g)}`,
+      `    ${srmLine(g)}`,
+    );
+    for (const m of g.metrics) lines.push(`    ${metricLine(m)}`);
+  }
+  return lines;
 }

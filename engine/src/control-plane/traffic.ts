@@ -67,6 +67,7 @@ export class TrafficGenerator {
   private readonly profiles = new Map<string, ImageProfile>();
   private readonly counters = new Map<string, ArmCounters>();
   private candidate: string | null = null;
+  private readonly routerWeights = new Map<string, number>();
   private nextUnit = 0;
   private readonly uniform: () => number;
   private readonly normal: () => number;
@@ -92,6 +93,16 @@ export class TrafficGenerator {
   /** The image labelled `arm="candidate"`; every other image is `control`. */
   setCandidate(image: string | null): void {
     this.candidate = image;
+  }
+
+  /**
+   * A router fault, for tests: the router sends lane `lane` the share `weight` (0–100) of the
+   * model's traffic whatever weight the control plane holds (a stale or partial config push:
+   * the control plane reads back the planned split, the router serves another). `null` heals.
+   */
+  setRouterFault(lane: string, weight: number | null): void {
+    if (weight === null) this.routerWeights.delete(lane);
+    else this.routerWeights.set(lane, weight);
   }
 
   /** Outcome model of `image` (DEFAULT_PROFILE unless set). */
@@ -124,6 +135,10 @@ export class TrafficGenerator {
   send(units: number): void {
     const lanes = this.core
       .lanes(this.o.model)
+      .map((l) => {
+        const forced = this.routerWeights.get(l.id);
+        return forced === undefined ? l : { ...l, weight: forced };
+      })
       .filter((l) => !l.excluded && l.weight > 0)
       .sort((a, b) => (a.id < b.id ? -1 : 1));
     const total = lanes.reduce((s, l) => s + l.weight, 0);

@@ -2,6 +2,8 @@
  * Builds the release record (schema.ts) from what the engine keeps: the release, its history
  * and attempt results. Pure except for the digest (sha256 of canonical JSON).
  */
+import type { GateEvidence } from "../domain/gate/evidence.ts";
+import { gateSummaries } from "../domain/gate/summary.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { HistoryEntry, Release } from "../domain/types.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
@@ -14,8 +16,9 @@ export const ACCEPT_KIND = "accepted_by_owner";
 /**
  * History kinds that are decisions: operator verbs (their data names the actor), the engine's
  * own follow-on moves (`transition`: compensate, pause, succeed…), deadlines that turned a
- * step run `unknown`, and refusals by GitHub. Protocol traffic (preflight, callback, applied)
- * is what ran, not a decision.
+ * step run `unknown`, refusals by GitHub, an operator's `promote` past an inconclusive gate,
+ * and each gate's deciding evaluation (`gate`: pass, fail or inconclusive; its waits are not
+ * decisions). Protocol traffic (preflight, callback, applied) is what ran, not a decision.
  */
 const DECISION_KINDS = new Set([
   "created",
@@ -28,7 +31,18 @@ const DECISION_KINDS = new Set([
   "transition",
   "deadline",
   "dispatch_failed",
+  "promote",
+  "gate",
 ]);
+
+/** The decision a `gate` history entry carries (`data.gate.decision`), or null. */
+function gateDecisionOf(h: HistoryEntry): string | null {
+  const d = h.data;
+  if (!d || typeof d !== "object" || Array.isArray(d)) return null;
+  const g = d.gate;
+  if (!g || typeof g !== "object" || Array.isArray(g)) return null;
+  return typeof g.decision === "string" ? g.decision : null;
+}
 
 function runUrl(repository: string | undefined, runId: string, attempt: number): string | null {
   if (!repository || !/^[\w.-]+\/[\w.-]+$/.test(repository)) return null;
@@ -49,17 +63,25 @@ export function recordDigest(
   return sha256Hex(canonicalJson(r));
 }
 
+/**
+ * The record of `release` from its history and `o.evidence` (its stored gate evaluations,
+ * any order; summarised per gate into `evidence.gates`).
+ */
 export function buildRecord(
   release: Release,
   history: HistoryEntry[],
-  o: { repository?: string } = {},
+  o: { repository?: string; evidence?: readonly GateEvidence[] } = {},
 ): ReleaseRecordDocument {
   const m = release.manifest;
   const closed = TERMINAL_RELEASE_STATES.has(release.state);
   const stepName = (i: number) => m.steps[i]?.name ?? `step ${i}`;
   const accepted = history.filter((h) => h.outcome === "accepted" && h.kind !== ACCEPT_KIND);
   const decisions = accepted
-    .filter((h) => DECISION_KINDS.has(h.kind))
+    .filter(
+      (h) =>
+        DECISION_KINDS.has(h.kind) &&
+        (h.kind !== "gate" || ["pass", "fail", "inconclusive"].includes(gateDecisionOf(h) ?? "")),
+    )
     .map((h) => {
       const actor = actorOf(h);
       return {
@@ -185,7 +207,7 @@ export function buildRecord(
             rollback: release.admission.rollback,
           }
         : null,
-      gates: [],
+      gates: gateSummaries(o.evidence ?? []) as unknown as Record<string, unknown>[],
     },
     decisions,
     deviations,

@@ -7,6 +7,7 @@
  * recorded in history and answered with their status, not thrown.
  */
 
+import type { GateEvidence } from "../domain/gate/evidence.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import type { HistoryEntry, Json, Release } from "../domain/types.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
@@ -34,6 +35,8 @@ export interface ReleaseRecord {
   release: Release;
   history: HistoryEntry[];
   attempt_results: AttemptResult[];
+  /** The release's stored gate evaluations, oldest first (docs/gate.md "Evidence"). */
+  gate_evidence?: GateEvidence[];
 }
 
 export interface ReleaseApi {

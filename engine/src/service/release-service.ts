@@ -564,11 +564,12 @@ export class ReleaseService implements ReleaseApi {
     }
     const release = await this.store.getRelease(id);
     if (!release) throw new BatonError("not_found", `[engine] release ${id} does not exist`);
-    const [history, attempt_results] = await Promise.all([
+    const [history, attempt_results, gate_evidence] = await Promise.all([
       this.store.getHistory(id),
       this.store.listAttemptResults(id),
+      this.store.listEvidence(id),
     ]);
-    return { release, history, attempt_results };
+    return { release, history, attempt_results, gate_evidence };
   }
 
   async liveMark(id: string): Promise<string | null> {
@@ -597,8 +598,11 @@ export class ReleaseService implements ReleaseApi {
    * links. @throws BatonError `not_found` / `bad_request` as `get`.
    */
   async releaseRecord(id: string, repository?: string): Promise<ReleaseRecordDocument> {
-    const { release, history } = await this.get(id);
-    return buildRecord(release, history, repository ? { repository } : {});
+    const { release, history, gate_evidence } = await this.get(id);
+    return buildRecord(release, history, {
+      ...(repository ? { repository } : {}),
+      evidence: gate_evidence ?? [],
+    });
   }
 
   /**
@@ -611,8 +615,8 @@ export class ReleaseService implements ReleaseApi {
     by: string,
     o: { expires_at?: number | null; note?: string; record_digest?: string } = {},
   ): Promise<Accepted | Refusal> {
-    const { release, history } = await this.get(id);
-    const rec = buildRecord(release, history);
+    const { release, history, gate_evidence } = await this.get(id);
+    const rec = buildRecord(release, history, { evidence: gate_evidence ?? [] });
     if (!rec.release.closed || !rec.digest) {
       return {
         ok: false,

@@ -165,6 +165,7 @@ export const OPERATOR_EVENTS: ReadonlySet<string> = new Set([
   "retry",
   "resolve",
   "abandon",
+  "promote",
 ]);
 
 /** The first-screen facts of a release. */

@@ -2,11 +2,13 @@
  * Release routes: create (operator; recipe as JSON or YAML), list and read (viewer or
  * operator), abort and resume (operator).
  */
+
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { parseDocument, parse as parseYaml, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
+import { gateSummaries } from "../../domain/gate/summary.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
@@ -170,6 +172,7 @@ export function recordJson(r: ReleaseRecord): Record<string, unknown> {
     step_runs: release.step_runs,
     history: r.history,
     attempt_results: r.attempt_results,
+    gates: gateSummaries(r.gate_evidence ?? []),
     manifest: release.manifest,
   };
 }
