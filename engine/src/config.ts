@@ -10,6 +10,11 @@ import { appPrivateKeyProblem } from "./adapters/github/app-key.ts";
 import { type AdmissionConfig, admissionFromEnv } from "./admission/policy.ts";
 import { BatonError, type Problem } from "./domain/errors.ts";
 import { NOTICE_KINDS, type NoticeKind } from "./domain/notifications.ts";
+import {
+  type RunnerCredentialMode,
+  type RunnerOidcSettings,
+  runnerCredentialFromEnv,
+} from "./http/runner-oidc.ts";
 import { DEFAULT_RETENTION, type RetentionPolicy } from "./service/retention.ts";
 
 /** The validated configuration. Times in ms. */
@@ -74,6 +79,11 @@ export interface EngineConfig {
    * `loadConfig` always fills it; a config built by hand without it runs with admission off.
    */
   admission?: AdmissionConfig;
+  /**
+   * How runners authenticate preflights and callbacks (BATON_RUNNER_CREDENTIAL, BATON_OIDC_*;
+   * docs/runner.md): absent = HMAC only.
+   */
+  runnerCredential?: { mode: RunnerCredentialMode; oidc: RunnerOidcSettings | null };
 }
 
 /** Who is told, from `BATON_NOTIFY_*`. Channels absent are off. */
@@ -367,7 +377,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     Object.entries(env).filter(([, v]) => v !== undefined && v !== ""),
   );
   const r = Env.safeParse(clean);
+  const port = r.success ? r.data.PORT : 8787;
+  const audience = (
+    (r.success ? r.data.BATON_PUBLIC_URL : undefined) ?? `http://127.0.0.1:${port}`
+  ).replace(/\/+$/, "");
+  const rc = runnerCredentialFromEnv(clean, {
+    audience,
+    repository: typeof clean.GITHUB_REPOSITORY === "string" ? clean.GITHUB_REPOSITORY : null,
+  });
   const raw = [
+    ...(rc.ok ? [] : rc.problems.map((p) => ({ path: p.name, message: p.message }))),
     ...(r.success
       ? []
       : r.error.issues.map((i) => ({
@@ -441,5 +460,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxTries: e.BATON_NOTIFY_MAX_TRIES,
     },
     admission,
+    ...(rc.ok && rc.mode !== "hmac" ? { runnerCredential: { mode: rc.mode, oidc: rc.oidc } } : {}),
   };
 }

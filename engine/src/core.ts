@@ -18,6 +18,11 @@ import type { AdmissionConfig } from "./admission/policy.ts";
 import type { BundleVerifier } from "./admission/verify.ts";
 import { createApp } from "./http/app.ts";
 import { dashboardApp } from "./http/dashboard/index.tsx";
+import {
+  type RunnerCredentialMode,
+  type RunnerOidcSettings,
+  RunnerOidcVerifier,
+} from "./http/runner-oidc.ts";
 import type { Clock } from "./ports/clock.ts";
 import type { ControlPlane } from "./ports/control-plane.ts";
 import type { Dispatcher } from "./ports/dispatcher.ts";
@@ -57,6 +62,11 @@ export interface CoreSettings {
   publicUrl: string;
   /** HMAC secrets of preflight/callback credentials (rotation list). */
   callbackSecrets: readonly string[];
+  /**
+   * How runners authenticate (docs/runner.md): `hmac` (default), `oidc` (a GitHub Actions OIDC
+   * token checked against `oidc`), or both. Modes with `oidc` need its settings.
+   */
+  runnerCredential?: { mode: RunnerCredentialMode; oidc: RunnerOidcSettings | null };
   operatorToken: string;
   viewerToken: string | null;
   /** owner/name, for run links. */
@@ -140,11 +150,24 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
     await service.maintain();
     return done;
   };
+  const rc = s.runnerCredential;
+  if (rc && rc.mode !== "hmac" && !rc.oidc) {
+    throw new Error(`[engine] runner credential ${rc.mode} needs its OIDC settings (BATON_OIDC_*)`);
+  }
   const app = createApp({
     api: service,
     tick,
     clock,
     callbackSecrets: s.callbackSecrets,
+    ...(rc?.oidc && rc.mode !== "hmac"
+      ? {
+          runnerCredential: {
+            mode: rc.mode,
+            verifier: new RunnerOidcVerifier(rc.oidc),
+            store,
+          },
+        }
+      : {}),
     operatorToken: s.operatorToken,
     viewerToken: s.viewerToken,
     publicUrl: s.publicUrl,

@@ -175,6 +175,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     {
       publicUrl: config.publicUrl,
       callbackSecrets: config.callbackSecrets,
+      ...(config.runnerCredential ? { runnerCredential: config.runnerCredential } : {}),
       operatorToken: config.operatorToken,
       viewerToken: config.viewerToken,
       ...(config.githubRepository ? { repository: config.githubRepository } : {}),

@@ -1003,6 +1003,46 @@ export function storeContract(name: string, factory: StoreFactory): void {
       await expect(store.ping({ write: true })).resolves.toBeUndefined();
     });
 
+    describe("runner credentials (OIDC token ids and run bindings)", () => {
+      it("useTokenId: a token id is used once, across stores and concurrent callers", async () => {
+        const peer = await h.openPeer();
+        const q = { jti: "jti-1", expiresAt: T0 + 600_000, now: T0 };
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => (i % 2 ? peer : store).useTokenId(q)),
+        );
+        expect(results.filter(Boolean).length).toBe(1);
+        expect(await store.useTokenId({ ...q, now: T0 + 1000 })).toBe(false);
+        expect(await store.useTokenId({ ...q, jti: "jti-2" })).toBe(true);
+      });
+
+      it("useTokenId: an id is kept until its token expires, then dropped", async () => {
+        expect(await store.useTokenId({ jti: "a", expiresAt: T0 + 60_000, now: T0 })).toBe(true);
+        expect(await store.useTokenId({ jti: "a", expiresAt: T0 + 60_000, now: T0 + 59_999 })).toBe(
+          false,
+        );
+        // Past its expiry the token itself is refused by its `exp`; the row is dropped.
+        expect(
+          await store.useTokenId({ jti: "a", expiresAt: T0 + 200_000, now: T0 + 60_001 }),
+        ).toBe(true);
+      });
+
+      it("bindRun: the first binding of a run stands, across stores and concurrent callers", async () => {
+        const peer = await h.openPeer();
+        expect(await store.boundStepRun("o/r#77")).toBeNull();
+        const bound = await Promise.all(
+          ["sr_1_0_f", "sr_1_1_f", "sr_2_0_f", "sr_2_1_f"].map((id, i) =>
+            (i % 2 ? peer : store).bindRun({ run: "o/r#77", stepRunId: id, now: T0 }),
+          ),
+        );
+        expect(new Set(bound).size).toBe(1);
+        expect(await store.boundStepRun("o/r#77")).toBe(bound[0]);
+        expect(await store.bindRun({ run: "o/r#78", stepRunId: "sr_3_0_f", now: T0 })).toBe(
+          "sr_3_0_f",
+        );
+        expect(await peer.boundStepRun("o/r#78")).toBe("sr_3_0_f");
+      });
+    });
+
     it("ping works while open and fails after close", async () => {
       await expect(store.ping()).resolves.toBeUndefined();
       const peer = await h.openPeer();

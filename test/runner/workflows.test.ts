@@ -204,12 +204,14 @@ describe("action.yml", () => {
       "allowlist",
       "callback-secret",
       "engine-url",
+      "oidc-audience",
       "ssh-key",
       "ssh-passphrase",
     ]);
-    for (const k of ["engine-url", "callback-secret", "ssh-key"])
-      expect(a.inputs[k]?.required).toBe(true);
-    for (const k of ["ssh-passphrase", "allowlist"]) expect(a.inputs[k]?.required).toBe(false);
+    for (const k of ["engine-url", "ssh-key"]) expect(a.inputs[k]?.required).toBe(true);
+    // Either credential may be the only one (the action refuses both empty at run time).
+    for (const k of ["ssh-passphrase", "allowlist", "callback-secret", "oidc-audience"])
+      expect(a.inputs[k]?.required).toBe(false);
     expect(Object.keys(a.outputs).sort()).toEqual(["overall", "status", "step-run-id"]);
     expect(a.runs).toMatchObject({
       main: "dist/index.js",

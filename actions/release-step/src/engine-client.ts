@@ -1,9 +1,41 @@
 /**
  * Signed requests to the engine (preflight, callback). The body is serialised once and the
- * HMAC credential is computed over exactly the bytes sent (credential.ts). Network errors and
- * 5xx are retried with exponential backoff, bounded in count and in total time; 4xx never is.
+ * HMAC credential is computed over exactly the bytes sent (credential.ts); with an OIDC
+ * audience each try also carries a fresh GitHub Actions OIDC token (`Authorization: Bearer`,
+ * `@actions/core` getIDToken; the engine spends each token once). Network errors and 5xx are
+ * retried with exponential backoff, bounded in count and in total time; 4xx never is.
  */
+import * as core from "@actions/core";
 import { signBody } from "../../../engine/src/protocol/credential.ts";
+
+/**
+ * How requests are authenticated: the HMAC secret (empty: none) and the OIDC audience
+ * (null: no token). A plain string is an HMAC secret alone.
+ */
+export interface RunnerCredential {
+  secret: string;
+  oidcAudience: string | null;
+}
+
+/** The credential headers of one try over `bytes`. @throws when no OIDC token can be had. */
+async function credentialHeaders(
+  c: RunnerCredential,
+  bytes: Uint8Array,
+): Promise<Record<string, string>> {
+  const headers: Record<string, string> = c.secret ? signBody(c.secret, bytes) : {};
+  if (c.oidcAudience) {
+    let token: string;
+    try {
+      token = await core.getIDToken(c.oidcAudience);
+    } catch (e) {
+      throw new Error(
+        `cannot get a GitHub OIDC token (give the job \`permissions: id-token: write\`): ${(e as Error).message}`,
+      );
+    }
+    headers.authorization = `Bearer ${token}`;
+  }
+  return headers;
+}
 
 /** Retry bounds: attempts (count) and a total budget in ms. */
 export interface RetryPolicy {
@@ -36,16 +68,19 @@ export interface EngineResponse {
 }
 
 /**
- * POSTs `body` (already serialised) to `url`, signed with `secret`. Never throws; `log` gets one
- * line per retry.
+ * POSTs `body` (already serialised) to `url` with `credential` (an HMAC secret, or secret and
+ * OIDC audience; each try gets fresh credential headers). Never throws; `log` gets one line
+ * per retry.
  */
 export async function postSigned(
   url: string,
   body: string,
-  secret: string,
+  credential: string | RunnerCredential,
   policy: RetryPolicy,
   log: (line: string) => void,
 ): Promise<EngineResponse> {
+  const cred =
+    typeof credential === "string" ? { secret: credential, oidcAudience: null } : credential;
   const bytes = Buffer.from(body, "utf8");
   const started = Date.now();
   let last: EngineResponse = { status: 0, text: "", attempts: 0 };
@@ -53,7 +88,7 @@ export async function postSigned(
     try {
       const res = await fetch(url, {
         method: "POST",
-        headers: { "content-type": "application/json", ...signBody(secret, bytes) },
+        headers: { "content-type": "application/json", ...(await credentialHeaders(cred, bytes)) },
         body: bytes,
         signal: AbortSignal.timeout(policy.requestTimeoutMs),
       });

@@ -5,12 +5,20 @@ export interface Inputs {
   /** Engine base URL without a trailing slash, e.g. `https://baton.example.org`. */
   engineUrl: string;
   engineOrigin: string;
+  /** HMAC secret; empty when the engine takes the OIDC credential alone. */
   callbackSecret: string;
+  /** Audience of the GitHub OIDC token sent with each request (input oidc-audience); null: none. */
+  oidcAudience: string | null;
   /** Raw key text as pasted (normalised later, when provisioned). */
   sshKey: string;
   sshPassphrase: string;
   /** Allowlist file path relative to the workspace (or absolute). */
   allowlist: string;
+}
+
+/** The credential of preflight and callback requests (engine-client.ts). */
+export function credentialOf(i: Inputs): { secret: string; oidcAudience: string | null } {
+  return { secret: i.callbackSecret, oidcAudience: i.oidcAudience };
 }
 
 /** Reads the inputs. Throws `Error("[action] …")` naming the input and the fix. */
@@ -31,14 +39,16 @@ export function readInputs(): Inputs {
   if (url.protocol !== "https:" && url.protocol !== "http:") {
     throw new Error("[action] input engine-url must be an http(s) URL");
   }
-  if (!callbackSecret)
+  const oidcAudience = core.getInput("oidc-audience").trim() || null;
+  if (!callbackSecret && !oidcAudience)
     throw new Error(
-      "[action] input callback-secret is empty; pass the secret shared with the engine (BATON_CALLBACK_SECRETS)",
+      "[action] inputs callback-secret and oidc-audience are both empty; pass the secret shared with the engine (BATON_CALLBACK_SECRETS), or set oidc-audience (the engine's BATON_OIDC_AUDIENCE) with `permissions: id-token: write`",
     );
   return {
     engineUrl: `${url.origin}${url.pathname.replace(/\/+$/, "")}`,
     engineOrigin: url.origin,
     callbackSecret,
+    oidcAudience,
     sshKey: core.getInput("ssh-key"),
     sshPassphrase,
     allowlist: core.getInput("allowlist").trim() || "scripts/release/allowlist.json",

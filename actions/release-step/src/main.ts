@@ -21,7 +21,7 @@ import { resolveTool, toolProblem } from "./allowlist.ts";
 import { annotateError, flushAnnotations } from "./annotate.ts";
 import { errorCode, errorMessage, postSigned, retryPolicy } from "./engine-client.ts";
 import { PayloadError, readDispatch } from "./event.ts";
-import { type Inputs, readInputs } from "./inputs.ts";
+import { credentialOf, type Inputs, readInputs } from "./inputs.ts";
 import { makeKeyDir, maskKey, provisionKey, removeKeyDir } from "./key-file.ts";
 import { sendCallback, writeSummary } from "./report.ts";
 import {
@@ -214,7 +214,7 @@ export async function run(): Promise<void> {
         postSigned(
           preflightUrl,
           JSON.stringify(request),
-          cfg.callbackSecret,
+          credentialOf(cfg),
           retryPolicy(env),
           (l) => core.info(l),
         ),
@@ -383,7 +383,7 @@ export async function run(): Promise<void> {
     const { results, delivery } = await phase(
       "7. report",
       async () => {
-        const r = await sendCallback(target, cfg.callbackSecret, timings, secretsOf(cfg));
+        const r = await sendCallback(target, credentialOf(cfg), timings, secretsOf(cfg));
         if (r.delivery.final) save(STATE.acked, "true");
         timings.callback_acked_at = Date.now();
         core.info(`[action] ${r.delivery.message}`);

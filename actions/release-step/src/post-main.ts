@@ -5,7 +5,7 @@
  * short, F04).
  */
 import * as core from "@actions/core";
-import { readInputs } from "./inputs.ts";
+import { credentialOf, readInputs } from "./inputs.ts";
 import { removeKeyDir } from "./key-file.ts";
 import { sendCallback } from "./report.ts";
 import { type CallbackTarget, load, STATE } from "./state.ts";
@@ -38,7 +38,7 @@ export async function runPost(): Promise<void> {
     );
     const { results, delivery } = await sendCallback(
       target,
-      inputs.callbackSecret,
+      credentialOf(inputs),
       { ...timings, from_post: 1 },
       [inputs.callbackSecret, inputs.sshPassphrase],
     );

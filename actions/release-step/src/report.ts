@@ -10,7 +10,7 @@ import {
   LOG_TRUNCATED_MARKER,
 } from "../../../engine/src/protocol/messages.ts";
 import { type Results, readResults } from "../../../scripts/lib/result.ts";
-import { errorMessage, postSigned, retryPolicy } from "./engine-client.ts";
+import { errorMessage, postSigned, type RunnerCredential, retryPolicy } from "./engine-client.ts";
 import type { CallbackTarget } from "./state.ts";
 
 /** Cuts `log` to its last `maxBytes` UTF-8 bytes (on a character boundary), marker first. */
@@ -95,7 +95,7 @@ export function adviceOf(text: string): string | null {
 /** Reads the files and sends the callback. Logs a note when checks.json is not JSON. */
 export async function sendCallback(
   target: CallbackTarget,
-  secret: string,
+  credential: RunnerCredential,
   timings: Record<string, number>,
   secrets: readonly string[],
 ): Promise<{ results: Results; delivery: Delivery }> {
@@ -105,7 +105,7 @@ export async function sendCallback(
       "[action] checks.json is not valid JSON; sending checks as null (the log has the tool's output)",
     );
   const text = callbackText(target, results, { ...timings, reported_at: Date.now() }, secrets);
-  const res = await postSigned(target.url, text, secret, retryPolicy(process.env), (l) =>
+  const res = await postSigned(target.url, text, credential, retryPolicy(process.env), (l) =>
     core.info(l),
   );
   const final = res.status >= 200 && res.status < 500;

@@ -14,6 +14,11 @@ import { GitHubDispatcher } from "../adapters/github/dispatcher.ts";
 import { HttpControlPlane } from "../adapters/http-control-plane/index.ts";
 import { PostgresStore } from "../adapters/postgres/postgres-store.ts";
 import { type Core, createCore, type Scheduler } from "../core.ts";
+import {
+  type RunnerCredentialMode,
+  type RunnerOidcSettings,
+  runnerCredentialFromEnv,
+} from "../http/runner-oidc.ts";
 import { systemClock } from "../ports/clock.ts";
 
 /** The environment a serverless entry reads: variable name → value. */
@@ -47,8 +52,10 @@ const Env = z.object({
   BATON_DB_POOL: z.coerce.number().int().min(1).max(10).optional(),
 });
 
-/** Settings of a serverless engine, validated. */
-export type ServerlessSettings = z.infer<typeof Env>;
+/** Settings of a serverless engine, validated (with the runner credential, BATON_OIDC_*). */
+export type ServerlessSettings = z.infer<typeof Env> & {
+  runnerCredential: { mode: RunnerCredentialMode; oidc: RunnerOidcSettings | null };
+};
 
 /**
  * Validates the environment. @throws Error `[engine] invalid configuration: …` naming every bad
@@ -59,8 +66,17 @@ export function serverlessSettings(env: ServerlessEnv): ServerlessSettings {
     Object.entries(env).filter(([, v]) => typeof v === "string" && v !== ""),
   );
   const r = Env.safeParse(clean);
-  if (r.success) return r.data;
-  const lines = r.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
+  const rc = runnerCredentialFromEnv(clean, {
+    audience: String(clean.BATON_PUBLIC_URL ?? "").replace(/\/+$/, ""),
+    repository: typeof clean.GITHUB_REPOSITORY === "string" ? clean.GITHUB_REPOSITORY : null,
+  });
+  if (r.success && rc.ok) {
+    return { ...r.data, runnerCredential: { mode: rc.mode, oidc: rc.oidc } };
+  }
+  const lines = [
+    ...(r.success ? [] : r.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`)),
+    ...(rc.ok ? [] : rc.problems.map((p) => `${p.name}: ${p.message}`)),
+  ];
   throw new Error(
     `[engine] invalid configuration: ${lines.join("; ")}; set these as the function's variables or secrets (docs/deploying.md)`,
   );
@@ -103,6 +119,7 @@ export class EventScope implements Scheduler {
       {
         publicUrl: s.BATON_PUBLIC_URL.replace(/\/+$/, ""),
         callbackSecrets: s.BATON_CALLBACK_SECRETS,
+        runnerCredential: s.runnerCredential,
         operatorToken: s.BATON_OPERATOR_TOKEN,
         viewerToken: s.BATON_VIEWER_TOKEN ?? null,
         repository: s.GITHUB_REPOSITORY,

@@ -9,7 +9,7 @@ import type { ReleaseApi } from "../service/api.ts";
 import { bodyLimits } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
 import { releaseRoutes } from "./routes/releases.ts";
-import { stepRunRoutes } from "./routes/step-runs.ts";
+import { type StepRunRouteOptions, stepRunRoutes } from "./routes/step-runs.ts";
 import { systemRoutes } from "./routes/system.ts";
 
 export interface AppOptions {
@@ -18,6 +18,8 @@ export interface AppOptions {
   tick: () => Promise<{ performed: number; failed: number }>;
   clock: Clock;
   callbackSecrets: readonly string[];
+  /** The OIDC runner credential of preflights and callbacks; default HMAC only. */
+  runnerCredential?: StepRunRouteOptions["runnerCredential"];
   operatorToken: string;
   viewerToken: string | null;
   log?: { error(msg: string, err?: unknown): void; info?(msg: string): void };
@@ -72,6 +74,8 @@ export function createApp(o: AppOptions): Hono {
       callbackSecrets: o.callbackSecrets,
       operatorTokens,
       readTokens,
+      ...(o.runnerCredential ? { runnerCredential: o.runnerCredential } : {}),
+      ...(o.log ? { log: o.log } : {}),
     }),
   );
   app.route(

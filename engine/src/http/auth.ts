@@ -63,3 +63,17 @@ export function requireBearer(
 /** One identical 401 body for every bad credential (forged, expired, missing, malformed). */
 export const BAD_CREDENTIAL_MESSAGE =
   "[engine] bad credential: sign the exact request body with the callback secret (x-baton-signature, x-baton-timestamp within 5 minutes)";
+
+/** The OIDC half of the bad-credential message. */
+const BAD_OIDC =
+  "send Authorization: Bearer <GitHub Actions OIDC token> for this engine's audience, fresh for each request, from the workflow run dispatched for this step run";
+
+/**
+ * The one 401 message of a runner credential mode (docs/runner.md): the same text for every
+ * reason, so an answer never tells which check failed.
+ */
+export function badCredentialMessage(mode: "hmac" | "oidc" | "hmac+oidc"): string {
+  if (mode === "hmac") return BAD_CREDENTIAL_MESSAGE;
+  if (mode === "oidc") return `[engine] bad credential: ${BAD_OIDC}`;
+  return `${BAD_CREDENTIAL_MESSAGE}, and ${BAD_OIDC}`;
+}

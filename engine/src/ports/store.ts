@@ -209,5 +209,18 @@ export interface Store {
    * Throws when unreachable or (with `write`) when the write is refused.
    */
   ping(o?: { write?: boolean }): Promise<void>;
+  /**
+   * Records the id (`jti`) of a runner's OIDC token, kept until `expiresAt` (epoch ms; ids
+   * expired before `now` are dropped first). Returns false, changing nothing, when the id was
+   * recorded already: a replay.
+   */
+  useTokenId(q: { jti: string; expiresAt: number; now: number }): Promise<boolean>;
+  /**
+   * Binds workflow run `run` (`repository#run_id`) to `stepRunId` unless it is bound already;
+   * returns the step run the run is bound to (the first binding stands, across engines).
+   */
+  bindRun(q: { run: string; stepRunId: string; now: number }): Promise<string>;
+  /** The step run `run` is bound to, or null. */
+  boundStepRun(run: string): Promise<string | null>;
   close(): Promise<void>;
 }

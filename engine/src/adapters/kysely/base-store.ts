@@ -361,6 +361,36 @@ export abstract class KyselyStore implements Store {
       on conflict (id) do update set at = excluded.at`.execute(this.live());
   }
 
+  async useTokenId(q: { jti: string; expiresAt: number; now: number }): Promise<boolean> {
+    const db = this.live();
+    await db.deleteFrom("runner_token_ids").where("expires_at", "<", q.now).execute();
+    const res = await db
+      .insertInto("runner_token_ids")
+      .values({ jti: q.jti, expires_at: q.expiresAt })
+      .onConflict((oc) => oc.column("jti").doNothing())
+      .executeTakeFirst();
+    return (res.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  }
+
+  async bindRun(q: { run: string; stepRunId: string; now: number }): Promise<string> {
+    const db = this.live();
+    await db
+      .insertInto("runner_runs")
+      .values({ run: q.run, step_run_id: q.stepRunId, bound_at: q.now })
+      .onConflict((oc) => oc.column("run").doNothing())
+      .execute();
+    return (await this.boundStepRun(q.run)) ?? q.stepRunId;
+  }
+
+  async boundStepRun(run: string): Promise<string | null> {
+    const row = await this.live()
+      .selectFrom("runner_runs")
+      .select("step_run_id")
+      .where("run", "=", run)
+      .executeTakeFirst();
+    return row?.step_run_id ?? null;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -118,6 +118,21 @@ export interface BatonDatabase {
   admission_marks: AdmissionMarksTable;
   gate_evidence: GateEvidenceTable;
   lane_claims: LaneClaimsTable;
+  runner_token_ids: RunnerTokenIdsTable;
+  runner_runs: RunnerRunsTable;
+}
+
+/** Token ids (jti) of OIDC runner credentials already used, kept until `expires_at` (epoch ms). */
+export interface RunnerTokenIdsTable {
+  jti: string;
+  expires_at: number;
+}
+
+/** A workflow run (`repository#run_id`) and the step run it is bound to (its first preflight). */
+export interface RunnerRunsTable {
+  run: string;
+  step_run_id: string;
+  bound_at: number;
 }
 
 /**

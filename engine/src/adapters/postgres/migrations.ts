@@ -162,4 +162,15 @@ export const postgresMigrations: SqlMigrations = {
   ],
   // The write probe of `/healthz` (Store.ping({ write: true })): one row, upserted.
   "0008_health_probe": [`CREATE TABLE health_probe (id text PRIMARY KEY, at bigint NOT NULL)`],
+  // The OIDC runner credential (docs/runner.md): each token id (jti) once, kept until the
+  // token expires; each workflow run bound to the step run it preflighted first.
+  "0009_runner_tokens": [
+    `CREATE TABLE runner_token_ids (jti text PRIMARY KEY, expires_at bigint NOT NULL)`,
+    "CREATE INDEX runner_token_ids_expires ON runner_token_ids (expires_at)",
+    `CREATE TABLE runner_runs (
+      run text PRIMARY KEY,
+      step_run_id text NOT NULL,
+      bound_at bigint NOT NULL
+    )`,
+  ],
 };

@@ -172,4 +172,15 @@ export const sqliteMigrations: SqlMigrations = {
   "0008_health_probe": [
     `CREATE TABLE health_probe (id TEXT PRIMARY KEY, at INTEGER NOT NULL) STRICT`,
   ],
+  // The OIDC runner credential (docs/runner.md): each token id (jti) once, kept until the
+  // token expires; each workflow run bound to the step run it preflighted first.
+  "0009_runner_tokens": [
+    `CREATE TABLE runner_token_ids (jti TEXT PRIMARY KEY, expires_at INTEGER NOT NULL) STRICT`,
+    "CREATE INDEX runner_token_ids_expires ON runner_token_ids (expires_at)",
+    `CREATE TABLE runner_runs (
+      run TEXT PRIMARY KEY,
+      step_run_id TEXT NOT NULL,
+      bound_at INTEGER NOT NULL
+    ) STRICT`,
+  ],
 };

@@ -9,6 +9,7 @@ import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import type { Json } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
+import type { Store } from "../../ports/store.ts";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBody } from "../../protocol/credential.ts";
 import { STEP_RUN_ID_PATTERN } from "../../protocol/ids.ts";
 import {
@@ -17,8 +18,9 @@ import {
   PreflightRequest,
 } from "../../protocol/messages.ts";
 import type { Accepted, Refusal, ReleaseApi } from "../../service/api.ts";
-import { BAD_CREDENTIAL_MESSAGE, requireBearer } from "../auth.ts";
+import { badCredentialMessage, requireBearer } from "../auth.ts";
 import { badRequest, errorResponse, zodProblems } from "../errors.ts";
+import type { RunnerClaims, RunnerCredentialMode, RunnerOidcVerifier } from "../runner-oidc.ts";
 import { ActorField, actorOf, jsonBody } from "./operator-body.ts";
 
 const ResolveBody = z
@@ -35,6 +37,13 @@ export interface StepRunRouteOptions {
   operatorTokens: readonly string[];
   /** Operator and viewer tokens: the viewer token gets 403 naming the operator token. */
   readTokens?: readonly string[];
+  /**
+   * The OIDC runner credential (runner-oidc.ts): with mode `oidc` or `hmac+oidc`, its verifier
+   * and the store that spends token ids and binds runs to step runs. Default: HMAC only.
+   */
+  runnerCredential?: { mode: RunnerCredentialMode; verifier: RunnerOidcVerifier; store: Store };
+  /** Where refused OIDC credentials are logged with their precise reason. */
+  log?: { error(msg: string, err?: unknown): void; info?(msg: string): void };
 }
 
 const tooLarge = (): never => {
@@ -92,24 +101,57 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
    * Reads the raw bytes, verifies the credential over them, then parses them.
    * A bad credential is recorded as refused on the step run (when it exists) and answered 401.
    */
+  const mode = o.runnerCredential?.mode ?? "hmac";
+  const BAD = badCredentialMessage(mode);
+
+  /** Records a refused credential (precise reason) and answers the one identical 401. */
+  async function refuse(c: Context, kind: string, id: string, reason: string, bytes: number) {
+    const why = reason.slice(0, 300);
+    if (mode !== "hmac") o.log?.info?.(`[engine] ${kind} for ${id} refused: ${why}`);
+    await o.api.recordRefused(
+      id,
+      kind,
+      `[engine] ${kind} for ${id} refused: bad credential (${why})`,
+      {
+        reason: why,
+        bytes,
+      } satisfies Json,
+    );
+    return errorResponse(c, 401, "unauthorized", BAD);
+  }
+
   async function signed(c: Context, kind: "preflight" | "callback", id: string) {
     const bytes = new Uint8Array(await c.req.arrayBuffer());
     if (bytes.length > CALLBACK_BODY_MAX_BYTES) tooLarge();
-    const v = verifyBody(
-      o.callbackSecrets,
-      bytes,
-      c.req.header(SIGNATURE_HEADER),
-      c.req.header(TIMESTAMP_HEADER),
-      o.clock.now(),
-    );
-    if (!v.ok) {
-      await o.api.recordRefused(
-        id,
-        kind,
-        `[engine] ${kind} for ${id} refused: bad credential (${v.reason})`,
-        { reason: v.reason, bytes: bytes.length } satisfies Json,
+    if (mode !== "oidc") {
+      const v = verifyBody(
+        o.callbackSecrets,
+        bytes,
+        c.req.header(SIGNATURE_HEADER),
+        c.req.header(TIMESTAMP_HEADER),
+        o.clock.now(),
       );
-      return { res: errorResponse(c, 401, "unauthorized", BAD_CREDENTIAL_MESSAGE) };
+      if (!v.ok) return { res: await refuse(c, kind, id, v.reason, bytes.length) };
+    }
+    let claims: RunnerClaims | null = null;
+    if (o.runnerCredential && mode !== "hmac") {
+      const token = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "")?.[1] ?? null;
+      const v = await o.runnerCredential.verifier.verify(token, o.clock.now());
+      if (!v.ok && v.status === 503) {
+        // Fail closed: without the issuer's keys nothing is accepted; the runner retries 5xx.
+        o.log?.error(`[engine] ${kind} for ${id}: OIDC credential not checked: ${v.reason}`);
+        c.header("retry-after", "10");
+        return {
+          res: errorResponse(
+            c,
+            503,
+            "unavailable",
+            "[engine] the runner credential cannot be checked now (the OIDC key set is unreadable); nothing was changed; retry in a few seconds",
+          ),
+        };
+      }
+      if (!v.ok) return { res: await refuse(c, kind, id, `oidc: ${v.reason}`, bytes.length) };
+      claims = v.claims;
     }
     let raw: string;
     try {
@@ -142,7 +184,50 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
         },
       ]);
     }
-    return { raw, value };
+    return { raw, value, claims, bytes: bytes.length };
+  }
+
+  /**
+   * Binds a verified OIDC token to the step run (null when the mode has none): the token's run
+   * must be the run the body names; at preflight the run is bound to this step run (the first
+   * binding stands: a run serves one step run), at callback it must be bound to it already;
+   * then the token's jti is spent (a replay is refused). Returns a 401 answer or null.
+   */
+  async function bindToken(
+    c: Context,
+    kind: "preflight" | "callback",
+    id: string,
+    s: { claims: RunnerClaims | null; bytes: number },
+    body: { run_id: string; run_attempt: number },
+  ): Promise<Response | null> {
+    const t = s.claims;
+    const rc = o.runnerCredential;
+    if (!t || !rc) return null;
+    if (t.run_id !== body.run_id || t.run_attempt !== body.run_attempt) {
+      return refuse(
+        c,
+        kind,
+        id,
+        `oidc: the token is of run ${t.run_id} attempt ${t.run_attempt}, the body names run ${body.run_id} attempt ${body.run_attempt}`,
+        s.bytes,
+      );
+    }
+    const run = `${t.repository}#${t.run_id}`;
+    const now = o.clock.now();
+    const bound =
+      kind === "preflight"
+        ? await rc.store.bindRun({ run, stepRunId: id, now })
+        : await rc.store.boundStepRun(run);
+    if (bound !== id) {
+      const where = bound
+        ? `bound to step run ${bound}`
+        : "not bound to any step run (no preflight)";
+      return refuse(c, kind, id, `oidc: run ${t.run_id} is ${where}`, s.bytes);
+    }
+    if (!(await rc.store.useTokenId({ jti: t.jti, expiresAt: t.expiresAtMs, now }))) {
+      return refuse(c, kind, id, `oidc: token id ${t.jti} was used already (replay)`, s.bytes);
+    }
+    return null;
   }
 
   function sameId(bodyId: string, id: string) {
@@ -164,6 +249,8 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
     const p = PreflightRequest.safeParse(s.value);
     if (!p.success) throw badRequest("preflight body", zodProblems(p.error, "body"));
     sameId(p.data.step_run_id, id);
+    const refused = await bindToken(c, "preflight", id, s, p.data);
+    if (refused) return refused;
     const r = await o.api.preflight(id, p.data);
     return answer(c, r, (a) => ({
       proceed: true,
@@ -181,6 +268,8 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
     const p = CallbackBody.safeParse(s.value);
     if (!p.success) throw badRequest("callback body", zodProblems(p.error, "body"));
     sameId(p.data.step_run_id, id);
+    const refused = await bindToken(c, "callback", id, s, p.data);
+    if (refused) return refused;
     const r = await o.api.callback(id, p.data, s.raw);
     return answer(c, r, (a) => ({
       accepted: true,
