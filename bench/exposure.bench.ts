@@ -1,0 +1,108 @@
+/**
+ * Exposure benchmark (docs/guarantees.md "Exposure, baseline and read-back"): drives
+ * BATON_EXPOSURE_RELEASES (default 200) generated releases with failures (runner failures
+ * forward and backward, re-runs inside and after the window, lying and failing control-plane
+ * answers, aborts, operator resolves) through a real engine (SQLite) and the embedded reference
+ * control plane (test/support/exposure-world.ts). Three worker processes (BATON_EXPOSURE_SHARDS)
+ * each run every third generated release on their own engine and control plane; no worker
+ * starts a release later than BATON_EXPOSURE_BUDGET_MS (default 90 s) after the benchmark
+ * started, so the run stays near 2 minutes on a busy machine, and the RESULT line shows how
+ * many releases fitted (200 on an idle 2-core machine).
+ * Every figure is measured from the environment: the control plane's history replayed through
+ * the router, the target's ledger and the adapter's wire log — never the engine's tables.
+ * Prints the outcome counts and the first problems, then `RESULT {...}` last:
+ * releases (started and driven to their end), steps_checked (points at which the router's
+ * exposure was measured), max_overshoot_pct (largest candidate share above the declared percent
+ * in force, or rise during compensation), restore_mismatches (lanes neither in their observed
+ * baseline nor in the declared state at the end), unread_writes (2xx writes never read back).
+ * The last three must be 0.
+ */
+import { spawn } from "node:child_process";
+import fc from "fast-check";
+import { ExposureWorld, type RunReport, scenarioArb } from "../test/support/exposure-world.ts";
+
+const RELEASES = Number(process.env.BATON_EXPOSURE_RELEASES ?? 200);
+const BUDGET_MS = Number(process.env.BATON_EXPOSURE_BUDGET_MS ?? 90_000);
+const SEED = Number(process.env.BATON_EXPOSURE_SEED ?? 20261201);
+const SHARDS = Number(process.env.BATON_EXPOSURE_SHARDS ?? 3);
+const SHARD = process.env.BATON_EXPOSURE_SHARD;
+/** Epoch ms after which no worker starts another release (the budget counts from the parent's start). */
+const DEADLINE = Number(process.env.BATON_EXPOSURE_DEADLINE ?? Date.now() + BUDGET_MS);
+
+interface Partial {
+  reports: Omit<RunReport, "problems">[];
+  problems: string[];
+}
+
+/** One worker: every SHARDS-th generated release, from `shard`. */
+async function work(shard: number): Promise<Partial> {
+  const world = await ExposureWorld.open("sqlite");
+  const scenarios = fc.sample(scenarioArb, { numRuns: RELEASES, seed: SEED });
+  const out: Partial = { reports: [], problems: [] };
+  try {
+    for (let i = shard; i < scenarios.length; i += SHARDS) {
+      if (Date.now() > DEADLINE) break;
+      const { problems, ...r } = await world.run(scenarios[i]!);
+      out.reports.push(r);
+      out.problems.push(...problems.slice(0, 3));
+    }
+  } finally {
+    await world.close();
+  }
+  return out;
+}
+
+if (SHARD !== undefined) {
+  const part = await work(Number(SHARD));
+  console.log(`PART ${JSON.stringify(part)}`);
+  process.exit(0);
+}
+
+const started = Date.now();
+const parts = await Promise.all(
+  Array.from(
+    { length: SHARDS },
+    (_, i) =>
+      new Promise<Partial>((resolve, reject) => {
+        const child = spawn(process.execPath, ["--import", "tsx", import.meta.filename], {
+          env: {
+            ...process.env,
+            BATON_EXPOSURE_SHARD: String(i),
+            BATON_EXPOSURE_DEADLINE: String(DEADLINE),
+          },
+          stdio: ["ignore", "pipe", "inherit"],
+        });
+        let text = "";
+        child.stdout.on("data", (d) => {
+          text += String(d);
+        });
+        child.once("exit", (code) => {
+          const line = text.split("\n").find((l) => l.startsWith("PART "));
+          if (!line) reject(new Error(`[bench] worker ${i} exited ${code} without a result`));
+          else resolve(JSON.parse(line.slice(5)) as Partial);
+        });
+      }),
+  ),
+);
+const reports = parts.flatMap((p) => p.reports);
+const problems = parts.flatMap((p) => p.problems);
+const outcomes: Record<string, number> = {};
+const paths: Record<string, number> = {};
+for (const r of reports) {
+  outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+  for (const p of r.paths) paths[p] = (paths[p] ?? 0) + 1;
+}
+console.log(`[bench] ${reports.length} generated releases in ${Date.now() - started} ms`);
+console.log(
+  `[bench] outcomes ${JSON.stringify(outcomes)} (refused: 422 at start, nothing written)`,
+);
+console.log(`[bench] on the way ${JSON.stringify(paths)}`);
+for (const p of problems.slice(0, 10)) console.log(`[bench] problem: ${p}`);
+const result = {
+  releases: reports.filter((r) => r.outcome !== "refused").length,
+  steps_checked: reports.reduce((a, r) => a + r.stepsChecked, 0),
+  max_overshoot_pct: Math.round(Math.max(0, ...reports.map((r) => r.maxOvershootPct)) * 100) / 100,
+  restore_mismatches: reports.reduce((a, r) => a + r.restoreMismatches, 0),
+  unread_writes: reports.reduce((a, r) => a + r.unreadWrites, 0),
+};
+console.log(`RESULT ${JSON.stringify(result)}`);
