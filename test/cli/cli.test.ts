@@ -275,6 +275,27 @@ describe("operator actions", () => {
     expect((await baton(["resume", "17"], env())).code).toBe(2);
   });
 
+  it("rolls forward from a rolled-back release, and refuses a rollback of it naming what it accepts", async () => {
+    const rb = await baton(["rollback", live.ids.compensated, "--reason", "slow"], env());
+    expect(rb.code).toBe(1);
+    expect(rb.stderr).toMatch(
+      /^\[engine\] rollback takes a succeeded release.*It accepts: roll-forward/,
+    );
+    noStack(rb.stderr);
+    const fixed = path.join(dir, "fixed.yaml");
+    const image = `ghcr.io/acme/summarizer@sha256:${"f0".repeat(32)}`;
+    writeFileSync(fixed, stringify({ ...recipe(2), image }));
+    const rf = await baton(["roll-forward", live.ids.compensated, fixed], env());
+    expect(rf.code, rf.stderr).toBe(0);
+    expect(rf.stdout).toMatch(
+      new RegExp(`^roll forward accepted: r\\d+ replaces ${live.ids.compensated}`),
+    );
+    const same = await baton(["roll-forward", live.ids.compensated, good], env());
+    expect(same.code).toBe(1);
+    expect(same.stderr).toMatch(/needs a fixed image/);
+    expect((await baton(["roll-forward", live.ids.compensated], env())).code).toBe(2);
+  });
+
   it("retries the step run a paused release waits on, and refuses what does not wait", async () => {
     const rec = JSON.parse((await baton(["record", "--raw", live.ids.paused], env())).stdout) as {
       step_runs: { id: string; state: string }[];

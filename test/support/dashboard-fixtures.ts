@@ -609,6 +609,12 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
     async accept() {
       return unsupported();
     },
+    async rollback() {
+      return unsupported();
+    },
+    async rollForward() {
+      return unsupported();
+    },
     async liveMark(id) {
       const r = byId.get(id);
       return r ? `${r.release.resource_version}:${r.history.length}` : null;

@@ -370,6 +370,79 @@ export async function promote(
   return EXIT.ok;
 }
 
+/** What a lifecycle verb answers: the new release and where it came from. */
+interface NewRelease {
+  id: string;
+  state: string;
+  step_count: number;
+  manifest_digest: string;
+  lineage: { verb: string; of: string; manifest_of?: string } | null;
+}
+
+/**
+ * `rollback <id> [--reason]`: a succeeded release is rolled back; a new release runs the
+ * previous admitted manifest of its model again (docs/lifecycle.md).
+ */
+export async function rollback(
+  conn: Connection,
+  id: string,
+  o: { json: boolean; reason?: string; actor?: string },
+  io: Io,
+): Promise<ExitCode> {
+  const actor = actorName(o.actor);
+  const res = await new EngineClient(conn).call<NewRelease>(
+    "POST",
+    `/v1/releases/${releaseId(id)}/rollback`,
+    JSON.stringify({ reason: o.reason ?? "", ...(actor ? { actor } : {}) }),
+  );
+  if (o.json) printJson(io, res);
+  else
+    print(io, [
+      `rollback accepted: ${res.id} runs ${res.lineage?.manifest_of}'s admitted manifest again (${res.step_count} steps, state ${res.state}); ${id} stays as it ended`,
+      `  follow it: baton watch ${res.id}   dashboard: ${conn.engine}/releases/${res.id}`,
+    ]);
+  return EXIT.ok;
+}
+
+/**
+ * `roll-forward <id> <recipe> [--bundle] [--attestation]`: a rolled-back, aborted or abandoned
+ * release is replaced by a new release of a fixed recipe (docs/lifecycle.md).
+ */
+export async function rollForward(
+  conn: Connection,
+  id: string,
+  file: string,
+  o: { json: boolean; bundle?: string; attestation?: string[] },
+  io: Io,
+): Promise<ExitCode> {
+  const text = JSON.stringify({
+    recipe: readRecipe(file),
+    ...(o.bundle ? { bundle: readJsonFile(o.bundle) } : {}),
+    attestations: (o.attestation ?? []).map(readJsonFile),
+  });
+  const res = await new EngineClient(conn).call<NewRelease>(
+    "POST",
+    `/v1/releases/${releaseId(id)}/roll-forward`,
+    text,
+    "application/json",
+  );
+  if (o.json) printJson(io, res);
+  else
+    print(io, [
+      `roll forward accepted: ${res.id} replaces ${id} (${res.step_count} steps, state ${res.state}, manifest ${res.manifest_digest})`,
+      `  follow it: baton watch ${res.id}   dashboard: ${conn.engine}/releases/${res.id}`,
+    ]);
+  return EXIT.ok;
+}
+
+function readJsonFile(f: string): unknown {
+  try {
+    return JSON.parse(readFileSync(f, "utf8")) as unknown;
+  } catch (e) {
+    throw usage(`[cli] cannot read ${f} as JSON (${(e as Error).message.split("\n")[0]})`);
+  }
+}
+
 /** `abandon <id> --reason --lane l=image…`: ends a needs_operator release as abandoned. */
 export async function abandon(
   conn: Connection,

@@ -245,6 +245,56 @@ export async function runCli(
     );
 
   program
+    .command("rollback")
+    .description(
+      "succeeded: start a new release that runs the previous admitted manifest of the model again (docs/lifecycle.md)",
+    )
+    .argument("<id>", "the succeeded release to roll back")
+    .option("--reason <text>", "why (kept in the history)")
+    .option("--actor <name>", "who you are (kept in the history; default $USER)")
+    .addOption(json())
+    .action(
+      async (id: string, o: { json?: boolean; reason?: string; actor?: string }, c: Command) => {
+        code = await cmd.rollback(conn(c), id, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
+
+  program
+    .command("roll-forward")
+    .description(
+      "rolled_back, aborted or abandoned: start a fixed recipe of the same model in its place (docs/lifecycle.md)",
+    )
+    .argument("<id>", "the release to roll forward from")
+    .argument("<recipe>", "the fixed recipe YAML (or .json) file")
+    .option("--bundle <file>", "the fixed manifest's Sigstore bundle (baton sign)")
+    .option(
+      "--attestation <file>",
+      "an image attestation bundle (provenance, SBOM); repeatable",
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
+    .addOption(json())
+    .action(
+      async (
+        id: string,
+        file: string,
+        o: { json?: boolean; bundle?: string; attestation?: string[] },
+        c: Command,
+      ) => {
+        code = await cmd.rollForward(
+          conn(c),
+          id,
+          file,
+          {
+            json: Boolean(o.json),
+            ...(o.bundle ? { bundle: o.bundle } : {}),
+            ...(o.attestation ? { attestation: o.attestation } : {}),
+          },
+          io,
+        );
+      },
+    );
+
+  program
     .command("abandon")
     .description(
       "needs_operator: end the release as abandoned, confirming what every lane runs now; its lanes become free",

@@ -223,8 +223,23 @@ export interface Release {
    * Absent on releases stored before admission existed.
    */
   admission?: AdmissionReport;
+  /**
+   * Set on a release a lifecycle verb started (docs/lifecycle.md): a `rollback` of the
+   * succeeded release `of` back to the manifest of `manifest_of`, or a `roll_forward` past the
+   * rolled-back, aborted or abandoned release `of`. Absent on releases started with `start`.
+   */
+  lineage?: Lineage;
   created_at: number;
   updated_at: number;
+}
+
+/** Which lifecycle verb started a release, and from which release. */
+export interface Lineage {
+  verb: "rollback" | "roll_forward";
+  /** The release rolled back (succeeded) or rolled forward from (rolled_back, aborted, abandoned). */
+  of: string;
+  /** rollback: the earlier succeeded release whose admitted manifest runs again. */
+  manifest_of?: string;
 }
 
 /** The control plane's state of the release's lanes when it started. */

@@ -72,6 +72,21 @@ export interface ReleaseApi {
   /** A release paused at an inconclusive gate runs on into the next wave (docs/gate.md). */
   promote(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   retry(stepRunId: string, actor: string): Promise<Accepted | Refusal>;
+  /**
+   * A succeeded release is rolled back: a new release runs the previous admitted manifest of
+   * its model again (docs/lifecycle.md). Accepted: `release` is the new release.
+   */
+  rollback(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
+  /**
+   * A rolled-back, aborted or abandoned release is rolled forward: a new release of a fixed
+   * recipe of the same model (docs/lifecycle.md). Accepted: `release` is the new release.
+   */
+  rollForward(
+    id: string,
+    recipe: unknown,
+    actor: string,
+    opts?: { bundle?: unknown; attestations?: unknown[] },
+  ): Promise<Accepted | Refusal>;
   /** needs_operator: the operator did this backward step run's effect by hand (reason required). */
   resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   /**

@@ -12,11 +12,13 @@ import type { BundleVerifier } from "../admission/verify.ts";
 import type { AdmissionReport } from "../domain/admission.ts";
 import { observeBaseline } from "../domain/baseline.ts";
 import { BatonError } from "../domain/errors.ts";
+import { acceptedActionsPhrase, LIFECYCLE_STATES } from "../domain/lifecycle.ts";
 import { buildNotice, type NoticeKind, noticeKindFor } from "../domain/notifications.ts";
 import { provesNothingRan } from "../domain/result-evidence.ts";
 import type {
   HistoryEntry,
   Json,
+  Lineage,
   Manifest,
   NotifyEffect,
   ObservedBaseline,
@@ -104,6 +106,14 @@ export interface StartOptions {
   attestations?: unknown[];
   /** An explicit rollback: a manifest older than the model's last admitted one is allowed. */
   rollback?: boolean;
+  /** Set by the lifecycle verbs (rollback, roll forward): stored on the release. */
+  lineage?: Lineage;
+  /**
+   * The image the lanes run now, when it is not the recipe's `previous_image` (a rollback:
+   * the rolled-back release's image). The plan's undo restores it; admission still checks the
+   * recipe as signed (its digest is `baseline.recipe_manifest_digest`).
+   */
+  restoreImage?: string;
 }
 
 /** The engine's notification settings. */
@@ -140,6 +150,9 @@ export interface StaleClaim {
  * tabs open, the live dashboard costs at most one indexed query per release per this period.
  */
 export const LIVE_MARK_SHARE_MS = 500;
+
+/** How many of the latest succeeded releases a rollback looks through for the previous manifest. */
+export const ROLLBACK_SCAN = 200;
 
 /** Releases kept in the read cache (each a few tens of KB: ~25 MB at most). */
 const RELEASE_CACHE_MAX = 500;
@@ -410,7 +423,14 @@ export class ReleaseService implements ReleaseApi {
     }
     if (this.exclusiveLanes) await assertLanesFree(this.store, compiled.manifest);
     const baseline = await this.observedBaseline(recipe, compiled);
-    const plan = baseline ? this.domain.compile(recipe, baseline.lanes) : compiled;
+    const planRecipe =
+      opts.restoreImage !== undefined
+        ? { ...(recipe as Record<string, unknown>), previous_image: opts.restoreImage }
+        : recipe;
+    const plan =
+      baseline || planRecipe !== recipe
+        ? this.domain.compile(planRecipe, baseline?.lanes)
+        : compiled;
     const number = await this.store.nextReleaseNumber();
     const now = this.clock.now();
     const pending: Release = {
@@ -423,6 +443,7 @@ export class ReleaseService implements ReleaseApi {
       ),
       admission: report,
       ...(baseline ? { baseline } : {}),
+      ...(opts.lineage ? { lineage: opts.lineage } : {}),
     };
     const created: HistoryEntry = {
       release_id: pending.id,
@@ -430,8 +451,18 @@ export class ReleaseService implements ReleaseApi {
       kind: "created",
       step_run_id: null,
       outcome: "accepted",
-      message: `[engine] release ${pending.id} created by ${actor} from recipe ${compiled.manifest.recipe_name} (${compiled.manifest.steps.length} steps)${opts.hold ? "; held pending until resumed" : ""}`,
-      data: { actor, manifest_digest: pending.manifest_digest, hold: opts.hold === true },
+      message: `[engine] release ${pending.id} created by ${actor} from recipe ${compiled.manifest.recipe_name} (${compiled.manifest.steps.length} steps)${lineageMessage(opts.lineage, plan.manifest)}${opts.hold ? "; held pending until resumed" : ""}`,
+      // The recipe and its bundles as admitted: what a later rollback to this manifest sends
+      // again (docs/lifecycle.md). History rows are written once, never rewritten.
+      data: {
+        actor,
+        manifest_digest: pending.manifest_digest,
+        hold: opts.hold === true,
+        ...(opts.lineage ? { lineage: opts.lineage as unknown as Json } : {}),
+        recipe: recipe as Json,
+        ...(opts.bundle !== undefined ? { bundle: opts.bundle as Json } : {}),
+        ...(opts.attestations?.length ? { attestations: opts.attestations as Json } : {}),
+      },
     };
     const admitted: HistoryEntry = {
       release_id: pending.id,
@@ -661,6 +692,118 @@ export class ReleaseService implements ReleaseApi {
     return { ok: true, changed: true, release, reply: { record_digest: rec.digest } };
   }
 
+  /**
+   * Rollback of a succeeded release (docs/lifecycle.md): a new release that runs the previous
+   * admitted manifest of the model again, the recipe and bundles that release was admitted
+   * with, sent to admission as an explicit rollback (the freshness check allows an older
+   * manifest); its undo restores `id`'s image. Refused with 409 naming what `id` accepts when
+   * it is not `succeeded`, and 409 `no_previous_manifest` when no earlier succeeded release of
+   * the model (among the latest `ROLLBACK_SCAN` succeeded ones) kept its recipe.
+   * @throws BatonError as `start` (admission 422, lanes 409, control plane 422/503).
+   */
+  async rollback(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
+    const { release } = await this.get(id);
+    if (!LIFECYCLE_STATES.rollback.has(release.state)) {
+      return {
+        ok: false,
+        status: 409,
+        code: "conflict",
+        reason: `[engine] rollback takes a succeeded release; ${id} is ${release.state}. It accepts: ${acceptedActionsPhrase(release)}`,
+      };
+    }
+    const model = release.manifest.model;
+    const number = Number(id.slice(1));
+    const earlier = (await this.store.listReleases({ state: "succeeded", limit: ROLLBACK_SCAN }))
+      .filter((s) => s.model === model && Number(s.id.slice(1)) < number)
+      .sort((a, b) => Number(b.id.slice(1)) - Number(a.id.slice(1)));
+    for (const prev of earlier) {
+      const created = (await this.store.getHistory(prev.id, { limit: 8 })).find(
+        (h) => h.kind === "created",
+      );
+      const data = created?.data as { recipe?: Json; bundle?: Json; attestations?: Json } | null;
+      if (!data || data.recipe === undefined) continue;
+      const started = await this.start(data.recipe, actor, {
+        ...(data.bundle !== undefined ? { bundle: data.bundle } : {}),
+        attestations: Array.isArray(data.attestations) ? data.attestations : [],
+        rollback: true,
+        lineage: { verb: "rollback", of: id, manifest_of: prev.id },
+        restoreImage: release.manifest.image,
+      });
+      this.log.info(
+        `[engine] ${actor} rolled back ${id} (${reason || "no reason given"}): ${started.id} runs ${prev.id}'s manifest again`,
+      );
+      return {
+        ok: true,
+        changed: true,
+        release: started,
+        reply: { rollback_of: id, manifest_of: prev.id, reason },
+      };
+    }
+    return {
+      ok: false,
+      status: 409,
+      code: "no_previous_manifest",
+      reason: `[engine] no earlier succeeded release of model ${model} kept its recipe, so there is no admitted manifest to roll ${id} back to; start the previous recipe as an explicit rollback: baton start <previous-recipe.yaml> --bundle <its bundle> --rollback`,
+    };
+  }
+
+  /**
+   * Roll forward past a rolled-back, aborted or abandoned release (docs/lifecycle.md): a new
+   * release of a fixed recipe for the same model, admitted as any start (no rollback waiver).
+   * Refused with 409 naming what `id` accepts in other states, 422 when the recipe's model is
+   * not `id`'s or its image is the image `id` failed to roll out.
+   * @throws BatonError as `start`.
+   */
+  async rollForward(
+    id: string,
+    recipe: unknown,
+    actor: string,
+    opts: { bundle?: unknown; attestations?: unknown[] } = {},
+  ): Promise<Accepted | Refusal> {
+    const { release } = await this.get(id);
+    if (!LIFECYCLE_STATES.roll_forward.has(release.state)) {
+      return {
+        ok: false,
+        status: 409,
+        code: "conflict",
+        reason: `[engine] roll forward takes a rolled_back, aborted or abandoned release; ${id} is ${release.state}. It accepts: ${acceptedActionsPhrase(release)}`,
+      };
+    }
+    const compiled = this.domain.compile(recipe);
+    if (compiled.manifest.model !== release.manifest.model) {
+      throw new BatonError(
+        "contract_failed",
+        `[engine] the recipe is for model ${compiled.manifest.model}, ${id} for ${release.manifest.model}; a roll forward replaces a release of the same model`,
+        [
+          {
+            path: "model",
+            message: `is ${compiled.manifest.model}, not ${release.manifest.model}`,
+            fix: `roll forward with a recipe for ${release.manifest.model}, or start it as a new release (baton start)`,
+          },
+        ],
+      );
+    }
+    if (compiled.manifest.image === release.manifest.image) {
+      throw new BatonError(
+        "contract_failed",
+        `[engine] the recipe's image is the one ${id} did not roll out; a roll forward needs a fixed image`,
+        [
+          {
+            path: "image",
+            message: `is ${release.manifest.image}, the image of ${id}`,
+            fix: "build the fix, set `image` to its digest and sign the recipe again",
+          },
+        ],
+      );
+    }
+    const started = await this.start(recipe, actor, {
+      ...(opts.bundle !== undefined ? { bundle: opts.bundle } : {}),
+      attestations: opts.attestations ?? [],
+      lineage: { verb: "roll_forward", of: id },
+    });
+    return { ok: true, changed: true, release: started, reply: { roll_forward_of: id } };
+  }
+
   list(q: { state?: Release["state"]; limit: number; before?: number }): Promise<ReleaseSummary[]> {
     return this.store.listReleases(q);
   }
@@ -838,6 +981,13 @@ function admissionMessage(r: AdmissionReport): string {
   if (r.mode === "off") return "[admission] off (BATON_ADMISSION=off): no check ran";
   const signer = r.signer ? describeSigner(r.signer) : "nobody";
   return `[admission] passed ${r.checks.filter((c) => c.outcome === "pass").length} checks (${r.checks.map((c) => `${c.check} ${c.outcome}`).join(", ")}); signed by ${signer}${r.rollback ? "; explicit rollback" : ""}`;
+}
+
+function lineageMessage(l: Lineage | undefined, m: Manifest): string {
+  if (!l) return "";
+  return l.verb === "rollback"
+    ? `; an explicit rollback of ${l.of}: ${l.manifest_of}'s admitted manifest runs again (image ${m.image}), its undo restores ${m.previous_image}`
+    : `; a roll forward past ${l.of} (image ${m.image}, no going back to ${l.of}'s manifest)`;
 }
 
 function notFound(reason: string): Refusal {

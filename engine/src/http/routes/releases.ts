@@ -9,8 +9,10 @@ import { parseDocument, parse as parseYaml, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import { gateSummaries } from "../../domain/gate/summary.ts";
+import { lifecycleActions } from "../../domain/lifecycle.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
+import type { Release } from "../../domain/types.ts";
 import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
 import { assertRecipeNesting } from "../../recipes/parse.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
@@ -150,6 +152,19 @@ function releaseParam(c: Context): string {
   return id;
 }
 
+/** The answer to a lifecycle verb: the new release, as `POST /v1/releases` answers, and why. */
+function newReleaseJson(release: Release, reply: Record<string, unknown>): Record<string, unknown> {
+  return {
+    id: release.id,
+    manifest_digest: release.manifest_digest,
+    state: release.state,
+    step_count: release.manifest.steps.length,
+    admission: release.admission ?? null,
+    lineage: release.lineage ?? null,
+    ...reply,
+  };
+}
+
 /** The JSON of `GET /v1/releases/:id`: the release's fields, history and attempt results. */
 export function recordJson(r: ReleaseRecord): Record<string, unknown> {
   const { release } = r;
@@ -165,6 +180,8 @@ export function recordJson(r: ReleaseRecord): Record<string, unknown> {
     rerun_deadline: release.rerun_deadline ?? null,
     abandoned: release.abandoned ?? null,
     available_actions: availableActions(release),
+    lifecycle_actions: lifecycleActions(release),
+    lineage: release.lineage ?? null,
     admission: release.admission ?? null,
     baseline: release.baseline ?? null,
     created_at: release.created_at,
@@ -305,6 +322,35 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     const b = await jsonBody(c, "promote body", PromoteBody);
     const r = await o.api.promote(id, actorOf(b.actor), b.reason);
     return answer(c, r, (a) => ({ id, state: a.release.state, generation: a.release.generation }));
+  });
+
+  // Lifecycle verbs (docs/lifecycle.md): each starts a new release; 201 with its id.
+  app.post("/:id/rollback", operator, async (c) => {
+    const id = releaseParam(c);
+    const b = await jsonBody(c, "rollback body", PromoteBody);
+    const r = await o.api.rollback(id, actorOf(b.actor), b.reason);
+    if (!r.ok) return answer(c, r, () => ({}));
+    return c.json(newReleaseJson(r.release, r.reply), 201);
+  });
+
+  app.post("/:id/roll-forward", operator, limit, async (c) => {
+    const id = releaseParam(c);
+    const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
+    if (body.rollback) {
+      throw badRequest("roll-forward body", [
+        {
+          path: "rollback",
+          message: "a roll forward is never a rollback",
+          fix: "drop `rollback`, or roll back a succeeded release with POST …/rollback",
+        },
+      ]);
+    }
+    const r = await o.api.rollForward(id, body.recipe, "operator", {
+      ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
+      attestations: body.attestations,
+    });
+    if (!r.ok) return answer(c, r, () => ({}));
+    return c.json(newReleaseJson(r.release, r.reply), 201);
   });
 
   app.post("/:id/abandon", operator, async (c) => {

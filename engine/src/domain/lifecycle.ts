@@ -1,0 +1,69 @@
+/**
+ * The lifecycle verbs that start a new release from a finished one (docs/lifecycle.md):
+ * `rollback` of a succeeded release back to the previous admitted manifest of its model, and
+ * `roll_forward` past a rolled-back, aborted or abandoned release with a new manifest. They
+ * are not transitions of the release they name (a closed release never changes); each is
+ * offered only in the states listed here, and a refusal names what the release accepts.
+ */
+import type { ReleaseState } from "./states.ts";
+import { availableActions } from "./transition/exits.ts";
+import type { Release } from "./types.ts";
+
+export type LifecycleVerb = "rollback" | "roll_forward";
+
+/** The states each verb takes. */
+export const LIFECYCLE_STATES: Record<LifecycleVerb, ReadonlySet<ReleaseState>> = {
+  rollback: new Set<ReleaseState>(["succeeded"]),
+  roll_forward: new Set<ReleaseState>(["rolled_back", "aborted", "abandoned"]),
+};
+
+/** One lifecycle verb a release accepts now, for people (API, CLI, dashboard). */
+export interface LifecycleAction {
+  action: LifecycleVerb;
+  /** The release it starts from. */
+  target: string;
+  /** One sentence: what the engine does when it is taken. */
+  effect: string;
+  /** The CLI command line that takes it. */
+  command: string;
+}
+
+/** The lifecycle verbs `release` accepts in its state (pure). */
+export function lifecycleActions(release: Release): LifecycleAction[] {
+  const id = release.id;
+  const out: LifecycleAction[] = [];
+  if (LIFECYCLE_STATES.rollback.has(release.state)) {
+    out.push({
+      action: "rollback",
+      target: id,
+      effect: `starts a new release that runs the previous admitted manifest of ${release.manifest.model} again (an explicit rollback; its undo restores ${id}'s image)`,
+      command: `baton rollback ${id} --reason "<why>"`,
+    });
+  }
+  if (LIFECYCLE_STATES.roll_forward.has(release.state)) {
+    out.push({
+      action: "roll_forward",
+      target: id,
+      effect: `starts a new release of a fixed manifest of ${release.manifest.model} without going back to ${id}'s`,
+      command: `baton roll-forward ${id} <fixed-recipe.yaml> --bundle <bundle.json>`,
+    });
+  }
+  return out;
+}
+
+/**
+ * Every action `release` accepts now, operator exits and lifecycle verbs, as one phrase for a
+ * refusal ("abort, resume" or "nothing: it is closed and …").
+ */
+export function acceptedActionsPhrase(release: Release): string {
+  const names = [
+    ...new Set([
+      ...availableActions(release).map((a) => a.action),
+      ...lifecycleActions(release).map((a) => a.action.replace("_", "-")),
+    ]),
+  ];
+  if (names.length > 0) return names.join(", ");
+  return release.state === "running" || release.state === "compensating"
+    ? "none now (it moves on by itself)"
+    : "none";
+}
