@@ -2,7 +2,8 @@
 /**
  * Release page. First screen (first-screen.tsx): state and why, the accepted actions with what
  * each does, the failed step with its failing check and evidence, undo and live-now. Below:
- * the step table by wave (forward and undo runs side by side, attempts with GitHub run links,
+ * each gated wave's evidence (gate-panel.tsx: decision, reason, counts per arm, SRM, bounds
+ * over time as SVG), the step table by wave (forward and undo runs side by side, attempts with GitHub run links,
  * the high-water mark), the history (newest first, paginated, filterable; refused events
  * hidden by default, operator decisions marked), the manifest, and the retry model folded.
  */
@@ -14,6 +15,7 @@ import type { ReleaseRecord } from "../../service/api.ts";
 import type { Role } from "./auth.ts";
 import { FirstScreen } from "./first-screen.tsx";
 import { duration, runLink, span, time } from "./format.ts";
+import { GatePanel } from "./gate-panel.tsx";
 import { historyLabel, readOnce, refusalReason } from "./history-label.ts";
 import { Layout, State } from "./layout.tsx";
 import { LIVE_SCRIPT, liveVersion } from "./live.ts";
@@ -407,6 +409,9 @@ export function ReleasePage(props: ReleasePageProps) {
           </h1>
           {props.notice ? <p class={`notice ${props.notice.kind}`}>{props.notice.text}</p> : null}
           <FirstScreen release={r} facts={facts} offers={offers(r)} />
+        </div>
+        <div id="part-gates" data-part>
+          <GatePanel release={r} evidence={props.record.gate_evidence ?? []} />
         </div>
         <h2 id="steps">Steps</h2>
         <div id="part-steps" data-part>

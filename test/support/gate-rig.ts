@@ -1,0 +1,123 @@
+/**
+ * A gated release rig for tests: a service harness whose metrics source is the embedded one,
+ * reading the reference router's traffic generator over the control-plane double the engine
+ * writes to, with a fake clock; `run` drives a release to rest while the router sends units in
+ * proportion to the clock's advance. Used by test/integration/gate-release.test.ts and the
+ * dashboard's gate browser test.
+ */
+import { expect } from "vitest";
+import { EmbeddedMetricsSource } from "../../engine/src/adapters/embedded-metrics/index.ts";
+import { TrafficGenerator } from "../../engine/src/control-plane/traffic.ts";
+import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import {
+  drive,
+  FakeClock,
+  type Harness,
+  makeHarness,
+  op,
+  recipe,
+} from "../integration/service-harness.ts";
+import { IMAGE, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
+
+export const MODEL = "summarizer-v7";
+/** Units the router draws per second of the fake clock. */
+const UNITS_PER_S = 200;
+
+export function gatedRecipe(over: Record<string, unknown> = {}): RecipeInput {
+  const r = recipe(3);
+  return {
+    ...r,
+    rollout: {
+      waves: [
+        { lanes: ["lane-a"], traffic: 20 },
+        { lanes: ["lane-b"], traffic: 50 },
+        { lanes: ["lane-c"], traffic: 100 },
+      ],
+    },
+    analysis: {
+      min_samples: 400,
+      bake_ms: 20_000,
+      interval_ms: 5_000,
+      max_wait_ms: 120_000,
+      metrics: [
+        { name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.03 } },
+        {
+          name: "slow-requests",
+          kind: "latency",
+          threshold_ms: 250,
+          margin: { absolute: 0.05 },
+          required: false,
+        },
+      ],
+      ...over,
+    },
+  } as RecipeInput;
+}
+
+export interface Rig {
+  h: Harness;
+  traffic: TrafficGenerator;
+}
+
+export async function rig(kind: "sqlite" | "postgres", candidateErrorRate = 0.01): Promise<Rig> {
+  const clock = new FakeClock();
+  const seed = gatedRecipe();
+  // The router draws units over the weights the engine writes to the control-plane double.
+  let source: EmbeddedMetricsSource | null = null;
+  const h = await makeHarness({
+    kind,
+    clock,
+    seed,
+    metrics: { observe: (q) => (source as EmbeddedMetricsSource).observe(q) },
+  });
+  const traffic = new TrafficGenerator(h.cp.core, { model: MODEL, seed: 11 });
+  source = new EmbeddedMetricsSource(traffic);
+  for (const l of seed.lanes ?? []) traffic.setLaneImage(String(l.id), PREVIOUS_IMAGE);
+  traffic.setCandidate(IMAGE);
+  traffic.setProfile(IMAGE, { errorRate: candidateErrorRate });
+  return { h, traffic };
+}
+
+/**
+ * Drives the release: the runner passes every step; a lane's image becomes the candidate when
+ * its attach step runs (and the previous image again when it is restored); the router sends
+ * units in proportion to the fake clock's advance.
+ */
+export async function run(g: Rig, o: { deploy?: boolean; send?: boolean } = {}): Promise<void> {
+  let last = g.h.clock.now();
+  await drive(
+    g.h,
+    (p: DispatchPayload) => {
+      const lane = (p.args as { lane?: { id?: string } }).lane?.id;
+      if (lane && o.deploy !== false && p.tool === "attach-queue-lane") {
+        g.traffic.setLaneImage(lane, IMAGE);
+      }
+      if (lane && p.tool === "restore-queue-lane") g.traffic.setLaneImage(lane, PREVIOUS_IMAGE);
+      return "pass";
+    },
+    600,
+    () => {
+      const now = g.h.clock.now();
+      const units = Math.floor(((now - last) / 1000) * UNITS_PER_S);
+      last = now;
+      if (units > 0 && o.send !== false) g.traffic.send(units);
+    },
+  );
+}
+
+/** The history line that began compensation (its reason). */
+export async function compensationReason(h: Harness, id: string): Promise<string> {
+  const line = (await h.store.getHistory(id)).find((x) =>
+    / compensating from step /.test(x.message),
+  );
+  return line?.message ?? "";
+}
+
+export async function start(h: Harness, r: RecipeInput): Promise<string> {
+  const res = await op(h, "POST", "/v1/releases", r);
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { id: string }).id;
+}
+
+export { IMAGE as IMAGE_UNDER_TEST };
