@@ -2,9 +2,10 @@
  * Node server entry: configuration → engine (store, ports, app) → HTTP server + reconciler
  * interval. SIGTERM/SIGINT close the server, finish the reconciler pass, close the store.
  */
-import { serve } from "@hono/node-server";
+import type { Server } from "node:http";
 import { loadConfig } from "./config.ts";
 import { createEngine, type EngineOverrides } from "./engine.ts";
+import { httpLimitsFromEnv, serveWithLimits } from "./node/http-server.ts";
 
 /**
  * Starts the engine on `config.port` and `host` (default BATON_HOST, itself 127.0.0.1 by
@@ -14,12 +15,17 @@ import { createEngine, type EngineOverrides } from "./engine.ts";
  * what was opened is closed first, so the caller can exit non-zero.
  */
 export async function startNodeServer(overrides: EngineOverrides = {}, hostArg?: string) {
-  const engine = await createEngine(loadConfig(), overrides);
+  const config = loadConfig();
+  // Connection limits (docs/deploying.md "Operator limits"); a bad value stops here, before
+  // the store is opened.
+  const limits = httpLimitsFromEnv();
+  const engine = await createEngine(config, overrides);
   const host = hostArg ?? engine.config.host ?? "127.0.0.1";
   // Say "listening" only once the socket is bound: scripts and tests wait for that line.
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: engine.app.fetch, port: engine.config.port, hostname: host }, () =>
-      resolve(s),
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = serveWithLimits(
+      { fetch: engine.app.fetch, port: engine.config.port, hostname: host, limits },
+      () => resolve(s),
     );
     s.once("error", (e: NodeJS.ErrnoException) => {
       const where = `${host}:${engine.config.port}`;
@@ -37,6 +43,10 @@ export async function startNodeServer(overrides: EngineOverrides = {}, hostArg?:
     });
   });
   engine.startTicking();
+  const fds = limits.openFileLimit === null ? "unknown" : String(limits.openFileLimit);
+  console.log(
+    `[engine] connection limits: headers within ${limits.headersTimeoutMs} ms, whole request within ${limits.requestTimeoutMs} ms, idle keep-alive ${limits.keepAliveTimeoutMs} ms, at most ${limits.maxConnections} connections (open-file limit ${fds})`,
+  );
   console.log(
     `[engine] listening on ${host}:${engine.config.port} (public URL ${engine.config.publicUrl})`,
   );

@@ -4,23 +4,29 @@
  * with 413 and `Connection: close` (the unread rest of the body would otherwise be read as
  * the next request). Over a real socket: the engine app served by @hono/node-server.
  */
+
+import type { Server } from "node:http";
 import { connect, type Socket } from "node:net";
-import { serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { httpLimitsFromEnv, serveWithLimits } from "../../engine/src/node/http-server.ts";
 import { createRelease, type Harness, makeHarness, recipe } from "./service-harness.ts";
 
 let h: Harness;
-let server: ReturnType<typeof serve>;
+let server: Server;
 let port = 0;
 
 beforeAll(async () => {
   h = await makeHarness({ seed: recipe(2) });
   await createRelease(h, recipe(2));
   await new Promise<void>((resolve) => {
-    server = serve({ fetch: h.engine.app.fetch, port: 0, hostname: "127.0.0.1" }, (info) => {
-      port = info.port;
-      resolve();
-    });
+    // The engine's own Node server (engine/src/node/http-server.ts), as `baton serve` runs it.
+    server = serveWithLimits(
+      { fetch: h.engine.app.fetch, port: 0, hostname: "127.0.0.1", limits: httpLimitsFromEnv({}) },
+      (info) => {
+        port = info.port;
+        resolve();
+      },
+    );
   });
 });
 afterAll(async () => {
@@ -99,5 +105,29 @@ describe("body limits on every route", () => {
   it("a small body still works on a kept-alive connection", async () => {
     const res = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(res.status).toBe(200);
+  });
+});
+
+describe("Expect: 100-continue (what curl sends for a large body)", () => {
+  it("an oversize Content-Length is 413 with Connection: close before the body is sent (no 100 Continue)", async () => {
+    const head = `POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${300 * 1024 * 1024}\r\nExpect: 100-continue\r\n\r\n`;
+    // Not one byte of the body is sent: the client waits for 100 Continue, as curl does.
+    const got = await exchange(head, () => {});
+    expect(got).not.toMatch(/100 Continue/);
+    expect(got).toMatch(/^HTTP\/1\.1 413 /);
+    expect(got.toLowerCase()).toMatch(/\r\nconnection: close\r\n/);
+    expect(got).toMatch(/payload_too_large/);
+    expect(got).toMatch(/request body over 65536 bytes/);
+  });
+
+  it("a body within the limit gets 100 Continue, then the route's own answer", async () => {
+    const form = "token=wrong-token-0123456789";
+    const head = `POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`;
+    const got = await exchange(head, (s) => {
+      // The body goes only once the server said 100 Continue.
+      s.once("data", () => s.write(form));
+    });
+    expect(got).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 (303|401) /);
+    expect(got).not.toMatch(/payload_too_large/);
   });
 });
