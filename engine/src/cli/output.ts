@@ -8,7 +8,7 @@ import type { ReleaseState } from "../domain/states.ts";
 import type { HistoryEntry, Manifest, Release, StepRun } from "../domain/types.ts";
 import { duration, time } from "../http/dashboard/format.ts";
 import { offers } from "../http/dashboard/offers.ts";
-import { stepAction, summarize, weightsText } from "../http/dashboard/summary.ts";
+import { stepAction, summarize, weightsText, whyToShow } from "../http/dashboard/summary.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 
 /** `GET /v1/releases/:id` as the engine answers it. */
@@ -98,7 +98,8 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     `${rec.id}  ${rec.state}  ${rec.manifest.recipe_name} / ${rec.manifest.model}`,
     `  ${f.headline}${f.cause === "operator_abort" ? " [operator abort]" : f.cause === "failure" ? " [failure]" : ""}`,
   ];
-  if (f.why && !f.headline.includes(f.why)) lines.push(`  why: ${f.why}`);
+  const why = whyToShow(f);
+  if (why) lines.push(`  why: ${why}`);
   if (f.failed) {
     lines.push(
       `  failed: ${f.failed.title}: ${f.failed.run.state}${f.failed.error ? ` — ${f.failed.error}` : ""}`,
@@ -154,7 +155,8 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
 /** `release r17 rolled_back: Rolled back after a failure at step 9 (wave 2)`. */
 export function releaseLine(rec: RecordJson): string {
   const f = summarize(asRelease(rec), rec.history, rec.attempt_results as AttemptResult[]);
-  return `release ${rec.id} ${rec.state}: ${f.headline}${f.why && !f.headline.includes(f.why) ? ` — ${f.why}` : ""}`;
+  const why = whyToShow(f);
+  return `release ${rec.id} ${rec.state}: ${f.headline}${why ? ` — ${why}` : ""}`;
 }
 
 /** The compact `status <id> --json` shape. */

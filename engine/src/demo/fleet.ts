@@ -49,8 +49,11 @@ export interface Fleet {
   deployScript: string;
   /** Puts the lanes in their pre-release state: control-plane baseline + previous image running. */
   prepare(manifest: Manifest): Promise<void>;
-  /** From now on, the lane's health URL answers 503 (until `clearFailHealth`). */
-  failHealthOf(laneId: string): void;
+  /**
+   * From now on, the lane's health URL answers 503 (until `clearFailHealth`), with `body` as
+   * its response body when given (what a model server says, e.g. `model not loaded: CUDA OOM`).
+   */
+  failHealthOf(laneId: string, body?: string): void;
   clearFailHealth(): void;
   close(): Promise<void>;
 }
@@ -98,6 +101,7 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
   }
   const standinDir = join(sandboxDir, "standin");
   const failFile = join(standinDir, "fail-health");
+  const bodyFile = join(standinDir, "health-body");
   const deployScript = target.deployScript;
 
   return {
@@ -151,12 +155,14 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
         session.close();
       }
     },
-    failHealthOf(laneId) {
+    failHealthOf(laneId, body) {
       mkdirSync(standinDir, { recursive: true });
+      if (body !== undefined) writeFileSync(bodyFile, body);
       writeFileSync(failFile, `${laneId}\n`);
     },
     clearFailHealth() {
       rmSync(failFile, { force: true });
+      rmSync(bodyFile, { force: true });
     },
     async close() {
       await target.close().catch(() => {});

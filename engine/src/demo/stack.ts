@@ -74,6 +74,9 @@ export interface DemoTrust {
 /** How a health fault ends: at the next run of any other step run, or at the very next run. */
 export type HealthFaultUntil = "other_step_run" | "next_run";
 
+/** What a failing lane's health URL answers in the demo (a model server explaining itself). */
+export const DEMO_HEALTH_BODY = "model not loaded: CUDA OOM";
+
 export interface Stack {
   engine: Engine;
   runner: LocalRunner;
@@ -89,9 +92,10 @@ export interface Stack {
    * Makes the health check of forward step `stepIndex` fail: when a run of that step run is
    * queued, its lane's health URL starts answering 503; it answers 200 again when a run of
    * another step run is queued (`other_step_run`, so engine retries fail too) or when any next
-   * run is queued (`next_run`, e.g. a re-run from the Actions UI).
+   * run is queued (`next_run`, e.g. a re-run from the Actions UI). The failing answer's body is
+   * `body` (default `DEMO_HEALTH_BODY`): deploy.sh keeps it, the step run's error names it.
    */
-  failHealthAt(stepIndex: number, until?: HealthFaultUntil): void;
+  failHealthAt(stepIndex: number, until?: HealthFaultUntil, body?: string): void;
   /**
    * The reference router as a traffic generator (docs/gate.md): it serves the model's units
    * over the control plane's weights, each lane labelled with the image it runs (told by the
@@ -190,7 +194,8 @@ export async function startStack(o: StackOptions): Promise<Stack> {
         traffic.setLaneImage(lane, image);
       }
     };
-    let fault: { stepIndex: number; until: HealthFaultUntil; lane: string } | null = null;
+    let fault: { stepIndex: number; until: HealthFaultUntil; lane: string; body: string } | null =
+      null;
     let active: { stepRunId: string; until: HealthFaultUntil } | null = null;
     let manifest: Manifest | null = null;
     const onEvent = (e: LocalRunEvent) => {
@@ -204,7 +209,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
           }
         }
         if (fault && m && Number(m[1]) === fault.stepIndex) {
-          fleet.failHealthOf(fault.lane);
+          fleet.failHealthOf(fault.lane, fault.body);
           active = { stepRunId: e.run.stepRunId, until: fault.until };
           fault = null;
         }
@@ -280,14 +285,14 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       recipe,
       manifest: m,
       traffic,
-      failHealthAt(stepIndex, until = "other_step_run") {
+      failHealthAt(stepIndex, until = "other_step_run", body = DEMO_HEALTH_BODY) {
         const step = m.steps[stepIndex];
         if (step?.kind !== "runner" || !step.lane) {
           throw new Error(
             `[demo] step ${stepIndex} is not a runner step of a lane; only those have a health check`,
           );
         }
-        fault = { stepIndex, until, lane: step.lane };
+        fault = { stepIndex, until, lane: step.lane, body };
       },
       api(path, init = {}) {
         const headers = new Headers(init.headers);

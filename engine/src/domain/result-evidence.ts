@@ -36,3 +36,89 @@ export function provesNothingRan(overall: "pass" | "fail", checks: unknown): boo
     return false;
   });
 }
+
+/**
+ * The first failing check of a result, as people need it in a headline: which check, its
+ * HTTP answer and body excerpt (a failed health probe), its message and exit code. Built by
+ * the service from checks.json (`failingCheckOf`) and carried on the callback event, so the
+ * step run's error names the cause instead of the runner's bare status.
+ */
+export interface FailingCheck {
+  /** Check name (`health`, `connect`, `pull` …) as the tool recorded it. */
+  name: string;
+  /** The check's status word (`failed`, `timeout` …). */
+  status: string;
+  /** The check's exit code (the tool's record, as the dashboard's check row shows it); null if none. */
+  exit_code: number | null;
+  /** HTTP status of a failed probe, when recorded. */
+  http_status: number | null;
+  /** Response body excerpt (at most `EXCERPT_MAX` characters), when recorded. */
+  excerpt: string | null;
+  /** The check's message (at most `EXCERPT_MAX` characters), when recorded. */
+  message: string | null;
+}
+
+/** Longest body excerpt / message kept on the event and in the step run's error, characters. */
+export const EXCERPT_MAX = 240;
+
+const OK_STATUSES: ReadonlySet<string> = new Set([
+  "pass",
+  "passed",
+  "ok",
+  "success",
+  "succeeded",
+  "skipped",
+]);
+
+function clip(v: unknown): string | null {
+  if (typeof v !== "string") return null;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are dropped
+  const s = v.replace(/[\u0000-\u001f\u007f]+/g, " ").trim();
+  if (!s) return null;
+  return s.length > EXCERPT_MAX ? `${s.slice(0, EXCERPT_MAX - 1)}…` : s;
+}
+
+function whole(v: unknown): number | null {
+  return typeof v === "number" && Number.isInteger(v) ? v : null;
+}
+
+/**
+ * The first check of `checks` (checks.json as written) whose status is not a pass and not
+ * `not_run` (falling back to a `not_run` one), or null when `overall` is `pass`, `checks` is
+ * not an array or nothing failed. Pure; never throws on any JSON.
+ */
+export function failingCheckOf(overall: "pass" | "fail", checks: unknown): FailingCheck | null {
+  if (overall !== "fail" || !Array.isArray(checks)) return null;
+  const recs = checks.filter(
+    (c): c is Record<string, unknown> =>
+      c !== null &&
+      typeof c === "object" &&
+      !Array.isArray(c) &&
+      typeof c.status === "string" &&
+      !OK_STATUSES.has(c.status.toLowerCase()),
+  );
+  const rec = recs.find((c) => c.status !== "not_run") ?? recs[0];
+  if (!rec) return null;
+  const name = clip(rec.name) ?? clip(rec.phase) ?? "check";
+  return {
+    name: name.slice(0, 60),
+    status: String(rec.status).slice(0, 40),
+    exit_code: whole(rec.exit_code) ?? whole(rec.remote_exit_code),
+    http_status: whole(rec.http_status),
+    excerpt: clip(rec.body) ?? clip(rec.response_body) ?? clip(rec.excerpt),
+    message: clip(rec.message),
+  };
+}
+
+/**
+ * One line for people: `health check on lane-a answered 503: model not loaded: CUDA OOM
+ * (exit code 1)`, `connect check on lane-b timeout: ssh: connect timed out (exit code 255)`.
+ */
+export function failingCheckText(c: FailingCheck, lane: string | null): string {
+  const where = `${c.name} check${lane ? ` on ${lane}` : ""}`;
+  const what =
+    c.http_status !== null
+      ? `answered ${c.http_status}${c.excerpt ? `: ${c.excerpt}` : c.message ? `: ${c.message}` : ""}`
+      : `${c.status}${c.message ? `: ${c.message}` : c.excerpt ? `: ${c.excerpt}` : ""}`;
+  return `${where} ${what}${c.exit_code !== null ? ` (exit code ${c.exit_code})` : ""}`;
+}

@@ -7,6 +7,7 @@ import type { Analysis } from "./gate/analysis.ts";
 import type { GateDecision, GatePhase } from "./gate/decide.ts";
 import type { GateEvidence } from "./gate/evidence.ts";
 import type { Notice, NoticeKind } from "./notifications.ts";
+import type { FailingCheck } from "./result-evidence.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -300,6 +301,11 @@ export interface CallbackEvent {
    * command ran. Absent or false = the action may have taken effect.
    */
   nothing_ran?: boolean;
+  /**
+   * Set by the service from checks.json (`failingCheckOf`) on a `fail`: the first failing
+   * check, so the step run's error (and the release's reason) names the cause.
+   */
+  failing_check?: FailingCheck;
 }
 
 export type ReleaseEvent =

@@ -14,7 +14,8 @@ import { observeBaseline } from "../domain/baseline.ts";
 import { BatonError } from "../domain/errors.ts";
 import { acceptedActionsPhrase, LIFECYCLE_STATES } from "../domain/lifecycle.ts";
 import { buildNotice, type NoticeKind, noticeKindFor } from "../domain/notifications.ts";
-import { provesNothingRan } from "../domain/result-evidence.ts";
+import { type FailingCheck, failingCheckOf, provesNothingRan } from "../domain/result-evidence.ts";
+import { storableValue } from "../domain/storable-text.ts";
 import type {
   HistoryEntry,
   Json,
@@ -870,6 +871,7 @@ export class ReleaseService implements ReleaseApi {
         status: body.status,
         overall: body.overall,
         ...(provesNothingRan(body.overall, body.checks) ? { nothing_ran: true } : {}),
+        ...withFailingCheck(body.overall, body.checks),
       },
       {
         beforeCommit: () => faultPoint("in_callback_before_commit", { step_run_id: stepRunId }),
@@ -992,4 +994,13 @@ function lineageMessage(l: Lineage | undefined, m: Manifest): string {
 
 function notFound(reason: string): Refusal {
   return { ok: false, status: 404, code: "not_found", reason };
+}
+
+/** `{ failing_check }` for a failed result whose checks.json names a failing check, else `{}`. */
+function withFailingCheck(
+  overall: "pass" | "fail",
+  checks: unknown,
+): { failing_check?: FailingCheck } {
+  const c = failingCheckOf(overall, checks);
+  return c ? { failing_check: storableValue(c) } : {};
 }

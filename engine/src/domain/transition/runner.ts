@@ -2,6 +2,7 @@
  * Runner step runs: dispatch outcomes, callbacks and deadlines (docs/state-machine.md
  * "Runner steps"; docs/state-machine.md rules 2, 5, 6). Preflight is in `preflight.ts`.
  */
+import { failingCheckText } from "../result-evidence.ts";
 import type { CallbackEvent, ReleaseEvent, StepRun } from "../types.ts";
 import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepOf } from "./draft.ts";
@@ -148,9 +149,12 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
   if (!pass && e.nothing_ran === true) attempt.nothing_ran = true;
   const was = sr.state;
   sr.state = pass ? "succeeded" : "failed";
-  sr.last_error = pass
-    ? null
-    : `the runner reported status ${e.status}${attempt.nothing_ran ? " (no remote command ran)" : ""}`;
+  // The failing check names the cause (`health check on lane-a answered 503: …`); the
+  // runner's bare status only when the result files carry no failing check.
+  const cause = e.failing_check
+    ? failingCheckText(e.failing_check, stepOf(r, sr).lane)
+    : `the runner reported status ${e.status}`;
+  sr.last_error = pass ? null : `${cause}${attempt.nothing_ran ? " (no remote command ran)" : ""}`;
   if (
     !pass &&
     sr.direction === "fwd" &&

@@ -119,8 +119,10 @@ function settledBackward(d: Draft, sr: StepRun): void {
   const r = d.release;
   const step = stepOf(r, sr);
   if (sr.state === "succeeded") {
+    // The compensation's cause stays the release's reason through to rolled_back (what an
+    // on-call engineer reads first); only the operator hand-over's text is dropped.
+    if (r.state !== "compensating") r.reason = null;
     r.state = "compensating";
-    r.reason = null;
     r.cursor = sr.step_index - 1;
     d.accept(`[engine] ${describe(r, sr)} succeeded`, sr.id);
     continueCompensation(d);

@@ -10,7 +10,7 @@ import type { Release } from "../../domain/types.ts";
 import { readOnce } from "./history-label.ts";
 import { State } from "./layout.tsx";
 import type { Offer } from "./offers.ts";
-import { type ReleaseSummaryFacts, stepAction, stepWords } from "./summary.ts";
+import { type ReleaseSummaryFacts, stepAction, stepWords, whyToShow } from "./summary.ts";
 
 function Offers(props: { release: Release; offers: Offer[] }) {
   const r = props.release;
@@ -171,7 +171,7 @@ export function FirstScreen(props: {
   offers: Offer[];
 }) {
   const { release: r, facts } = props;
-  const why = facts.why && !facts.headline.includes(facts.why) ? facts.why : null;
+  const why = whyToShow(facts);
   return (
     <div id="first-screen">
       <p class="headline" id="headline">

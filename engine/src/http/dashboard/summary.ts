@@ -269,6 +269,17 @@ export function summarize(
   };
 }
 
+/**
+ * The why to print under the headline, or null when the headline already says it (the
+ * whole why, or the failed step's error that the why only wraps with the step run's id).
+ */
+export function whyToShow(f: ReleaseSummaryFacts): string | null {
+  if (!f.why || f.headline.includes(f.why)) return null;
+  const err = f.failed?.error ?? null;
+  if (err && f.why.endsWith(err) && f.headline.includes(err)) return null;
+  return f.why;
+}
+
 function headline(
   r: Release,
   cause: ReleaseSummaryFacts["cause"],
@@ -277,6 +288,10 @@ function headline(
   abort: Decision | null,
 ): string {
   const at = failed ? ` at ${stepWords(failed.step)}` : "";
+  // The failing check's cause in the headline itself (`… at step 4 (wave 1): health check on
+  // lane-a answered 503: model not loaded: CUDA OOM (exit code 1)`), kept after the release ends.
+  const because =
+    failed?.error && failed.run.direction === "fwd" ? `: ${readOnce(failed.error)}` : "";
   const by = abort ? ` by ${abort.actor}${abort.reason ? `: ${readOnce(abort.reason)}` : ""}` : "";
   const total = r.manifest.steps.length;
   switch (r.state) {
@@ -285,11 +300,11 @@ function headline(
     case "rolled_back":
       return cause === "operator_abort"
         ? `Rolled back after an operator abort${by}`
-        : `Rolled back after a failure${at}`;
+        : `Rolled back after a failure${at}${because}`;
     case "compensating":
       return cause === "operator_abort"
         ? `Undoing after an operator abort${by}`
-        : `Undoing after a failure${at}`;
+        : `Undoing after a failure${at}${because}`;
     case "aborted":
       return `Aborted${by} before anything took effect`;
     case "needs_operator":
@@ -297,7 +312,7 @@ function headline(
         ? `Needs an operator: undoing ${stepWords(operator.step)} failed${operator.lane ? ` on lane ${operator.lane}` : ""}`
         : "Needs an operator";
     case "paused":
-      return `Paused${at}`;
+      return `Paused${at}${because}`;
     case "pending":
       return "Pending: held until resumed";
     case "running": {
