@@ -5,14 +5,19 @@
  * receiver verifies it, given up on a 4xx, never holding a release up.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { EmbeddedMetricsSource } from "../../engine/src/adapters/embedded-metrics/index.ts";
 import { WebhookNotifier } from "../../engine/src/adapters/notifier/webhook.ts";
+import { TrafficGenerator } from "../../engine/src/control-plane/traffic.ts";
 import { NOTICE_KINDS, type Notice } from "../../engine/src/domain/notifications.ts";
+import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { verifyBody } from "../../engine/src/protocol/credential.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
+import { IMAGE, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
 import {
   createRelease,
   drive,
+  FakeClock,
   getRecord,
   type Harness,
   makeHarness,
@@ -50,7 +55,10 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
   const skip = skipStore(kind);
   let h: Harness | null = null;
   let rx: WebhookReceiver | null = null;
+  let traffic: TrafficGenerator | null = null;
   afterEach(async () => {
+    traffic?.stop();
+    traffic = null;
     await h?.close();
     await rx?.close();
     h = null;
@@ -61,8 +69,10 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
     script: number[] = [],
     maxTries?: number,
     template: "baton" | "slack" = "baton",
+    gate?: { seed: RecipeInput },
   ) {
     rx = await startWebhookReceiver(script);
+    let source: EmbeddedMetricsSource | null = null;
     const notifier = new WebhookNotifier({
       channel: template === "slack" ? "slack" : "webhook",
       url: rx.url,
@@ -74,7 +84,21 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
       kind,
       notifiers: [notifier],
       config: { notify: notifyConfig(maxTries) },
+      ...(gate
+        ? {
+            seed: gate.seed,
+            clock: new FakeClock(),
+            // The gate reads the reference router over the control-plane double (built below).
+            metrics: { observe: (q) => (source as EmbeddedMetricsSource).observe(q) },
+          }
+        : {}),
     });
+    if (gate) {
+      traffic = new TrafficGenerator(h.cp.core, { model: "summarizer-v7", seed: 11 });
+      source = new EmbeddedMetricsSource(traffic);
+      for (const l of gate.seed.lanes ?? []) traffic.setLaneImage(String(l.id), PREVIOUS_IMAGE);
+      traffic.setCandidate(IMAGE);
+    }
     return { h, rx };
   }
 
@@ -127,6 +151,11 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
       expect(failed.step?.direction).toBe("forward");
       expect(failed.url).toBe(`http://127.0.0.1:8787/releases/${id}`);
       expect(failed.summary).toContain(`step ${bad + 1}`);
+      // The failing check's cause, as the runner's checks.json recorded it.
+      expect(failed.summary).toMatch(
+        /health check on lane-\w+ answered 503: model not loaded: CUDA OOM \(exit code 1\)/,
+      );
+      expect(got[1]!.reason).toMatch(/answered 503: model not loaded: CUDA OOM/);
       expect(got[1]!.cause).toBe("failure");
       expect(got[1]!.step?.number).toBe(bad + 1);
       // Each delivery is one history line; nothing is left in the outbox but stale deadlines.
@@ -301,6 +330,48 @@ describe.each(STORE_KINDS)("notifications on %s", (kind) => {
       expect(all[2]!.summary).toContain("fixed lane-0 by hand");
       expect(all[2]!.summary).toContain(`${stuck.manifest.lanes[0]!.id} runs none`);
       expect(rx.received.at(-1)!.headers["x-baton-event"]).toBe("abandoned");
+    },
+  );
+
+  it.skipIf(skip)(
+    "a gated release held for manual promotion: one signed waiting_for_promotion delivery",
+    async () => {
+      // No unit reaches the candidate: the gate of wave 1 is inconclusive at max_wait_ms, and
+      // the release pauses until an operator promotes or aborts it.
+      const base = recipe(2, noWindow);
+      const seed = {
+        ...base,
+        analysis: {
+          min_samples: 400,
+          bake_ms: 2_000,
+          interval_ms: 1_000,
+          max_wait_ms: 5_000,
+          metrics: [
+            { name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.03 } },
+          ],
+        },
+      } as RecipeInput;
+      const { h, rx } = await setUp([], undefined, "baton", { seed });
+      const id = await createRelease(h, seed);
+      await drive(h, undefined, 400, () => h.clock.advance(1_000));
+      const rec = await h.store.getRelease(id);
+      expect(rec?.state).toBe("paused");
+      expect(rec?.gate?.decision).toBe("inconclusive");
+      const got = bodies(rx);
+      expect(got.map((n) => n.kind)).toEqual(["waiting_for_promotion"]);
+      expect(got[0]!.summary).toContain("waits for an operator to promote or abort");
+      expect(got[0]!.summary).toContain(`baton promote ${id}`);
+      expect(rx.received).toHaveLength(1);
+      const r = rx.received[0]!;
+      expect(r.headers["x-baton-event"]).toBe("waiting_for_promotion");
+      expect(
+        verifyBody(
+          [HOOK_SECRET],
+          r.raw,
+          r.headers["x-baton-signature"] as string,
+          r.headers["x-baton-timestamp"] as string,
+        ),
+      ).toEqual({ ok: true });
     },
   );
 

@@ -294,7 +294,19 @@ export function callbackBody(
     run_attempt: run.run_attempt,
     status: overall === "pass" ? "succeeded" : "failed",
     overall,
-    checks: [{ name: "health", status: overall === "pass" ? "passed" : "failed", exit_code: 0 }],
+    // A failure as the deploy tool records one: the health probe's answer and body.
+    checks: [
+      overall === "pass"
+        ? { name: "health", status: "passed", exit_code: 0 }
+        : {
+            name: "health",
+            status: "failed",
+            exit_code: 1,
+            http_status: 503,
+            body: "model not loaded: CUDA OOM",
+            message: "not healthy within 2s (1 probes): 503: model not loaded: CUDA OOM",
+          },
+    ],
     log: `ran ${stepRunId}\n`,
     log_truncated: false,
     timings: {},

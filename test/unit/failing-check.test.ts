@@ -4,12 +4,12 @@
  * kept once the release has rolled back.
  */
 import { describe, expect, it } from "vitest";
+import { buildNotice } from "../../engine/src/domain/notifications.ts";
 import {
   EXCERPT_MAX,
   failingCheckOf,
   failingCheckText,
 } from "../../engine/src/domain/result-evidence.ts";
-import { buildNotice } from "../../engine/src/domain/notifications.ts";
 import type { Release } from "../../engine/src/domain/types.ts";
 import type { StepSpec } from "../support/manifest-fixture.ts";
 import { finishCurrent, ok, preflightOf, release, sr } from "../support/sim/drive.ts";
