@@ -16,6 +16,19 @@ export function beginCompensation(d: Draft, why: string): void {
   r.reason = why;
   r.rerun_deadline = null;
   r.gate = null;
+  // Other lanes of a parallel wave may have dispatches no runner has bound yet: cancelled (the
+  // generation moves on, so their preflight is refused), as abort does.
+  for (const sr of r.step_runs) {
+    if (sr.direction === "fwd" && sr.kind === "runner" && guards.awaitsFirstRun(sr)) {
+      sr.state = "failed";
+      sr.finished_at = d.now;
+      sr.last_error = "cancelled: the release is compensating and no runner had started it";
+      d.accept(
+        `[engine] step run ${sr.id} cancelled before a runner started it: the release compensates`,
+        sr.id,
+      );
+    }
+  }
   d.accept(
     `[engine] release ${r.id} compensating from step ${r.high_water_mark + 1} (generation ${r.generation}): ${why}`,
   );

@@ -3,11 +3,21 @@
  * "Starting and moving forward").
  */
 import type { Draft } from "./draft.ts";
+import { advanceParallelWave, parallelWaveOf } from "./lanes.ts";
 import { beginStepRun } from "./send.ts";
 
-/** Begins the forward step at `cursor`, or finishes the release past the last step. */
+/**
+ * Begins the forward step at `cursor`, or finishes the release past the last step. On a lane
+ * row of a parallel wave, begins what the wave's limits allow (`lanes.ts`) instead.
+ */
 export function beginForwardAtCursor(d: Draft): void {
   const r = d.release;
+  const wave = parallelWaveOf(r, r.cursor);
+  if (wave !== null) {
+    const past = advanceParallelWave(d, wave, (i) => beginStepRun(d, i, "fwd"));
+    if (past) beginForwardAtCursor(d);
+    return;
+  }
   if (r.cursor >= r.manifest.steps.length) {
     r.state = "succeeded";
     r.reason = null;

@@ -5,6 +5,17 @@
 import { TERMINAL_RELEASE_STATES } from "../states.ts";
 import type { Release, StepRun } from "../types.ts";
 
+/**
+ * Steps `a` and `b` are lane rows of the same parallel wave (`max_unavailable` above 1), whose
+ * lanes the release walks each with its own cursor (`lanes.ts`).
+ */
+function sameParallelWave(r: Release, a: number, b: number): boolean {
+  const sa = r.manifest.steps[a];
+  const sb = r.manifest.steps[b];
+  if (!sa || !sb || sa.lane === null || sb.lane === null || sa.wave !== sb.wave) return false;
+  return (r.manifest.waves[sa.wave]?.max_unavailable ?? 1) > 1;
+}
+
 const IN_FLIGHT = new Set(["dispatching", "dispatched", "running", "applying"]);
 
 export const guards = {
@@ -20,10 +31,10 @@ export const guards = {
    * or `needs_operator`.
    */
   isCurrent: (r: Release, sr: StepRun): boolean =>
-    sr.step_index === r.cursor &&
-    (sr.direction === "fwd"
-      ? r.state === "running" || r.state === "paused"
-      : r.state === "compensating" || r.state === "needs_operator"),
+    sr.direction === "fwd"
+      ? (sr.step_index === r.cursor || sameParallelWave(r, sr.step_index, r.cursor)) &&
+        (r.state === "running" || r.state === "paused")
+      : sr.step_index === r.cursor && (r.state === "compensating" || r.state === "needs_operator"),
 
   /** The release waits on an operator for this step run (`retry` is allowed). */
   waitsOnOperator: (r: Release, sr: StepRun): boolean =>

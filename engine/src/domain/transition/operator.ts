@@ -9,6 +9,7 @@ import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepRunAt } from "./draft.ts";
 import { beginForwardAtCursor, start } from "./forward.ts";
 import { guards } from "./guards.ts";
+import { parallelWaveOf, stuckInWave } from "./lanes.ts";
 import { sendAction } from "./send.ts";
 import { settled } from "./settle.ts";
 import { whereIs } from "./where.ts";
@@ -96,7 +97,14 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
   r.reason = null;
   r.rerun_deadline = null;
   d.accept(`[engine] release ${r.id} resumed by ${e.actor} at step ${r.cursor + 1}`);
-  if (!sr) {
+  if (parallelWaveOf(r, r.cursor) !== null) {
+    // Every lane of the parallel wave that waits is sent again, then the wave moves on.
+    for (const s of stuckInWave(r)) {
+      sendAction(d, s, null);
+      d.accept(`[engine] ${describe(r, s)} sent again on resume with the same operation key`, s.id);
+    }
+    beginForwardAtCursor(d);
+  } else if (!sr) {
     beginForwardAtCursor(d);
   } else if (sr.state !== "succeeded" && !guards.inFlight(sr)) {
     sendAction(d, sr, null);
@@ -114,6 +122,19 @@ export function retry(d: Draft, sr: StepRun, e: Ev<"retry">): Refusal | undefine
       reason: `[engine] ${sr.id} cannot be retried: it is ${sr.state} and release ${r.id} is ${whereIs(r)}; only the step run a paused or needs_operator release waits on can be retried`,
     };
   }
+  const othersWaiting =
+    sr.direction === "fwd" && parallelWaveOf(r, sr.step_index) !== null
+      ? stuckInWave(r).filter((s) => s.id !== sr.id)
+      : [];
+  if (othersWaiting.length > 0) {
+    // Another lane of the parallel wave still waits on an operator: the release stays paused.
+    sendAction(d, sr, null);
+    d.accept(
+      `[engine] ${describe(r, sr)} retried by ${e.actor} with the same operation key; release ${r.id} stays paused on ${othersWaiting.map((s) => s.id).join(", ")}`,
+      sr.id,
+    );
+    return undefined;
+  }
   r.state = sr.direction === "fwd" ? "running" : "compensating";
   r.reason = null;
   r.rerun_deadline = null;
@@ -122,6 +143,8 @@ export function retry(d: Draft, sr: StepRun, e: Ev<"retry">): Refusal | undefine
     `[engine] ${describe(r, sr)} retried by ${e.actor} with the same operation key; release ${r.id} is ${r.state} again`,
     sr.id,
   );
+  // Lanes of a parallel wave that finished a row while the release was paused move on.
+  if (sr.direction === "fwd" && parallelWaveOf(r, sr.step_index) !== null) beginForwardAtCursor(d);
   return undefined;
 }
 

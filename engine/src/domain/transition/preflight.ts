@@ -4,7 +4,9 @@
  */
 import type { Attempt, PreflightEvent, Release, StepRun } from "../types.ts";
 import { actionOf, type Draft, describe, type Refusal, stepOf } from "./draft.ts";
+import { beginForwardAtCursor } from "./forward.ts";
 import { guards } from "./guards.ts";
+import { parallelWaveOf, stuckInWave } from "./lanes.ts";
 import { whereIs } from "./where.ts";
 
 const conflict = (code: string, reason: string): Refusal => ({ status: 409, code, reason });
@@ -65,7 +67,7 @@ export function preflight(d: Draft, sr: StepRun, e: PreflightEvent): Refusal | u
   // 2. the release no longer wants this step run (rule 2).
   const wanted =
     sr.direction === "fwd"
-      ? r.cursor === sr.step_index && (r.state === "running" || r.state === "paused")
+      ? guards.isCurrent(r, sr)
       : r.cursor === sr.step_index && r.state === "compensating";
   if (!wanted || sr.state === "succeeded") {
     const why =
@@ -185,11 +187,14 @@ function openAttempt(d: Draft, sr: StepRun, e: PreflightEvent, how: string): und
     `[engine] ${describe(r, sr)} attempt ${attempt.n} may proceed (${how}); callback due within ${step.callback_deadline_ms} ms`,
     sr.id,
   );
-  if (r.state === "paused") {
+  // A parallel wave stays paused while another of its lanes still waits on a re-run or retry.
+  if (r.state === "paused" && stuckInWave(r).length === 0) {
     r.state = "running";
     r.reason = null;
     r.rerun_deadline = null;
     d.accept(`[engine] release ${r.id} running again: ${sr.id} was re-run`, sr.id);
+    // Lanes of a parallel wave that finished a row while the release was paused move on.
+    if (parallelWaveOf(r, sr.step_index) !== null) beginForwardAtCursor(d);
   }
   d.reply = accepted(d, sr, attempt);
   return undefined;

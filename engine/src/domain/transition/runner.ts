@@ -7,6 +7,7 @@ import type { CallbackEvent, ReleaseEvent, StepRun } from "../types.ts";
 import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepOf } from "./draft.ts";
 import { guards } from "./guards.ts";
+import { parallelWaveOf, recomputedHighWaterMark } from "./lanes.ts";
 import { backoffMs, DISPATCH_TRIES_MAX } from "./limits.ts";
 import { emitDispatch } from "./send.ts";
 import { runnerAdvice, settled, utcMinute } from "./settle.ts";
@@ -162,7 +163,9 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
     !guards.mayHaveTakenEffect(sr)
   ) {
     // Nothing of this step run reached the machine: the high-water mark does not cover it.
-    r.high_water_mark = sr.step_index - 1;
+    // In a parallel wave other lanes' rows below may or may not have taken effect: recompute.
+    r.high_water_mark =
+      parallelWaveOf(r, sr.step_index) === null ? sr.step_index - 1 : recomputedHighWaterMark(r);
   }
   d.accept(
     `[engine] ${describe(r, sr)} attempt ${attempt.n} reported ${e.status} (${e.overall})${was === "unknown" ? "; this settles the unknown outcome" : ""}`,

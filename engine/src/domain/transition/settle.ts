@@ -9,6 +9,7 @@ import { type Draft, describe, stepOf } from "./draft.ts";
 import { beginForwardAtCursor } from "./forward.ts";
 import { beginGate, endsGatedWave } from "./gate.ts";
 import { guards } from "./guards.ts";
+import { parallelWaveOf, stuckInWave } from "./lanes.ts";
 import { backoffMs } from "./limits.ts";
 import { sendAction } from "./send.ts";
 
@@ -31,6 +32,24 @@ function settledForward(d: Draft, sr: StepRun): void {
   const r = d.release;
   const step = stepOf(r, sr);
   if (sr.state === "succeeded") {
+    if (parallelWaveOf(r, sr.step_index) !== null) {
+      // A lane of a parallel wave moved on; another lane may still hold the release paused.
+      const waiting = stuckInWave(r).filter((s) => s.id !== sr.id);
+      if (r.state === "paused" && waiting.length > 0) {
+        d.accept(
+          `[engine] ${describe(r, sr)} succeeded; release ${r.id} stays paused on ${waiting.map((s) => s.id).join(", ")}`,
+          sr.id,
+        );
+        return;
+      }
+      if (r.state === "paused") {
+        r.state = "running";
+        d.accept(`[engine] release ${r.id} running again: ${sr.id} succeeded`, sr.id);
+      }
+      r.reason = null;
+      beginForwardAtCursor(d);
+      return;
+    }
     if (r.state === "paused") {
       r.state = "running";
       d.accept(`[engine] release ${r.id} running again: ${sr.id} succeeded`, sr.id);

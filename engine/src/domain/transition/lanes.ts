@@ -1,0 +1,172 @@
+/**
+ * Lanes of a parallel wave (docs/recipes.md "Parallel waves"; docs/state-machine.md
+ * "Parallel waves"). A wave whose manifest entry has `max_unavailable` above 1 keeps the serial
+ * table (its lane rows, lane after lane), but the engine walks each lane's rows with its own
+ * cursor: up to `max_unavailable` lanes are out of service (from their `exclude_lane` until
+ * their `include_lane` succeeded) at once, never every lane of a failure domain with more than
+ * one lane, and lanes leave service in the order the wave lists them. The per-lane state is
+ * derived from the durable step runs, so a restarted engine resumes where it was.
+ * Traffic weights only change at the wave's `drain_wave` and `set_traffic` rows, which stay
+ * serial, so the exposure ceiling is the serial table's.
+ */
+import type { Release, StepRun } from "../types.ts";
+import type { Draft } from "./draft.ts";
+import { guards } from "./guards.ts";
+
+/** One lane of a parallel wave, as its step runs show it now. */
+export interface LaneProgress {
+  lane: string;
+  /** Step indexes of the lane's rows (exclude_lane … include_lane), in table order. */
+  rows: number[];
+  /** First row whose forward step run has not succeeded; null when the lane is done. */
+  next: number | null;
+  /** Its first row was begun: the lane may be out of service until it is done. */
+  started: boolean;
+  /** Out of service: started and not done. */
+  out: boolean;
+  /** Its forward step run at `next` is under way outside the engine. */
+  busy: boolean;
+  /** Its forward step run at `next` ended without success (waits on a retry or an operator). */
+  stuck: StepRun | null;
+  /** Highest row whose forward step run may have taken effect (-1: none): the lane's high-water mark. */
+  high_water_mark: number;
+}
+
+/** Lanes out of service at once allowed in wave `wave` (1 = the serial walk). */
+export function maxUnavailable(r: Release, wave: number): number {
+  return r.manifest.waves[wave]?.max_unavailable ?? 1;
+}
+
+/** The wave of step `index` when it is a lane row of a parallel wave, else null. */
+export function parallelWaveOf(r: Release, index: number): number | null {
+  const step = r.manifest.steps[index];
+  if (!step || step.lane === null) return null;
+  return maxUnavailable(r, step.wave) > 1 ? step.wave : null;
+}
+
+/**
+ * Whether forward step `index` is driven now by a release walking a parallel wave: the cursor
+ * is on a lane row of the same parallel wave.
+ */
+export function inActiveParallelWave(r: Release, index: number): boolean {
+  const w = parallelWaveOf(r, index);
+  return w !== null && parallelWaveOf(r, r.cursor) === w;
+}
+
+const fwdAt = (r: Release, i: number) =>
+  r.step_runs.find((s) => s.step_index === i && s.direction === "fwd");
+
+/** Progress of every lane of parallel wave `wave`, in the wave's order. */
+export function laneProgress(r: Release, wave: number): LaneProgress[] {
+  const w = r.manifest.waves[wave];
+  if (!w) return [];
+  return w.lanes.map((lane) => {
+    const rows = r.manifest.steps
+      .filter((s) => s.wave === wave && s.lane === lane)
+      .map((s) => s.index);
+    const next = rows.find((i) => fwdAt(r, i)?.state !== "succeeded") ?? null;
+    const started = rows.length > 0 && fwdAt(r, rows[0] as number) !== undefined;
+    const at = next === null ? undefined : fwdAt(r, next);
+    let hwm = -1;
+    for (const i of rows) {
+      const sr = fwdAt(r, i);
+      if (sr && guards.mayHaveTakenEffect(sr)) hwm = i;
+    }
+    return {
+      lane,
+      rows,
+      next,
+      started,
+      out: started && next !== null,
+      busy: at !== undefined && guards.inFlight(at),
+      stuck: at && !guards.inFlight(at) && at.state !== "planned" ? at : null,
+      high_water_mark: hwm,
+    };
+  });
+}
+
+/**
+ * The durable high-water mark of each lane of the release's parallel waves: lane id -> the
+ * highest step index whose forward step run may have taken effect (-1: none). Serial waves
+ * are covered by the release's own high-water mark and are not listed.
+ */
+export function laneHighWaterMarks(r: Release): Record<string, number> {
+  const out: Record<string, number> = {};
+  r.manifest.waves.forEach((w, i) => {
+    if ((w.max_unavailable ?? 1) <= 1) return;
+    for (const p of laneProgress(r, i)) out[p.lane] = p.high_water_mark;
+  });
+  return out;
+}
+
+/** The release's high-water mark recomputed from its step runs (after one proved no effect). */
+export function recomputedHighWaterMark(r: Release): number {
+  let hwm = -1;
+  for (const sr of r.step_runs) {
+    if (sr.direction === "fwd" && guards.mayHaveTakenEffect(sr)) hwm = Math.max(hwm, sr.step_index);
+  }
+  return hwm;
+}
+
+/**
+ * Whether lane `p` may leave service now: fewer than `max_unavailable` lanes out, and not the
+ * last lane of its failure domain still in service (domains of one lane excepted).
+ */
+function mayLeaveService(r: Release, wave: number, lanes: LaneProgress[], p: LaneProgress) {
+  const out = lanes.filter((l) => l.out);
+  if (out.length >= maxUnavailable(r, wave)) return false;
+  const domainOf = (id: string) => r.manifest.lanes.find((l) => l.id === id)?.failure_domain;
+  const domain = domainOf(p.lane);
+  if (domain === undefined) return true;
+  const members = r.manifest.lanes.filter((l) => l.failure_domain === domain).length;
+  if (members <= 1) return true;
+  const outInDomain = out.filter((l) => domainOf(l.lane) === domain).length;
+  return outInDomain + 1 < members;
+}
+
+/**
+ * Drives the lane rows of parallel wave `wave` (the cursor is on one of them): begins the next
+ * row of every lane that is idle, then takes further lanes out of service, in the wave's
+ * order, while the limits allow. Past the last lane, moves the cursor to the wave's rows and
+ * returns true (the caller begins the step at the cursor). The cursor stays on the lowest row
+ * not done, so plans and pages read "the first unfinished step". Starts nothing unless the
+ * release is `running`.
+ */
+export function advanceParallelWave(
+  d: Draft,
+  wave: number,
+  begin: (index: number) => void,
+): boolean {
+  const r = d.release;
+  const lanes = laneProgress(r, wave);
+  const pending = lanes.filter((l) => l.next !== null);
+  if (pending.length === 0) {
+    const last = Math.max(...lanes.flatMap((l) => l.rows));
+    r.cursor = last + 1;
+    d.accept(
+      `[engine] every lane of wave ${wave + 1} is back in service on the new image (${lanes.length} lanes)`,
+    );
+    return true;
+  }
+  r.cursor = Math.min(...pending.map((l) => l.next as number));
+  if (r.state !== "running") return false;
+  for (const l of pending) {
+    if (!l.started || l.busy || l.stuck || l.next === null) continue;
+    begin(l.next);
+  }
+  for (const l of pending) {
+    if (l.started) continue;
+    if (!mayLeaveService(r, wave, lanes, l)) break; // lanes leave service in the wave's order
+    l.started = true;
+    l.out = true;
+    begin(l.rows[0] as number);
+  }
+  return false;
+}
+
+/** Forward step runs of the parallel wave at the cursor that ended without success. */
+export function stuckInWave(r: Release): StepRun[] {
+  const wave = parallelWaveOf(r, r.cursor);
+  if (wave === null) return [];
+  return laneProgress(r, wave).flatMap((l) => (l.stuck ? [l.stuck] : []));
+}

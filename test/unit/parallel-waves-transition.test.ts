@@ -1,0 +1,210 @@
+/**
+ * Parallel waves in the transition function (issue 15): effects of a parallel wave are
+ * performed in a shuffled order (as concurrent runners and control-plane calls would answer),
+ * and after every event the control plane's truth is checked: never more than
+ * `max_unavailable` lanes excluded at once, never every lane of a failure domain, lanes of
+ * the wave really in flight together, each step run begun once; failures compensate lane by
+ * lane in reverse table order back to the observed baseline.
+ */
+import { describe, expect, it } from "vitest";
+import { compileRecipe } from "../../engine/src/domain/compile.ts";
+import { Recipe, type RecipeInput } from "../../engine/src/domain/recipe.ts";
+import { laneHighWaterMarks } from "../../engine/src/domain/transition/lanes.ts";
+import { newRelease, transition } from "../../engine/src/domain/transition.ts";
+import type { Effect, Manifest, Release, ReleaseEvent } from "../../engine/src/domain/types.ts";
+import { preflightOf } from "../support/sim/drive.ts";
+import { wideRecipe } from "./recipe-fixture.ts";
+
+const T0 = 1_800_000_000_000;
+
+function manifestOf(
+  n: number,
+  k: number | string,
+  domains?: (i: number) => string,
+  rerunWindowMinutes?: number,
+): Manifest {
+  const r = wideRecipe(n) as RecipeInput;
+  if (rerunWindowMinutes !== undefined) r.policy = { rerun_window_minutes: rerunWindowMinutes };
+  const second = r.rollout?.waves?.[1];
+  if (second) second.max_unavailable = k;
+  if (domains) r.lanes = (r.lanes ?? []).map((l, i) => ({ ...l, failure_domain: domains(i) }));
+  return compileRecipe(Recipe.parse(r)).manifest;
+}
+
+/** A tiny seeded generator (mulberry32), so every shuffle is reproducible. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Pending {
+  effect: Effect;
+  phase: "send" | "preflight" | "callback";
+}
+
+/** Drives a release to a terminal state; `failAt(lane, step name)` makes that callback fail. */
+function drive(m: Manifest, seed: number, failAt?: (lane: string, name: string) => boolean) {
+  const random = rng(seed);
+  let r: Release = newRelease("r17", 17, m, "d".repeat(64), T0);
+  const excluded = new Set<string>();
+  const keysApplied = new Map<string, number>();
+  const queue: Pending[] = [];
+  const reruns: Extract<Effect, { type: "deadline" }>[] = [];
+  let maxOut = 0;
+  let maxBusy = 0;
+  const violations: string[] = [];
+  const k = Math.max(...m.waves.map((w) => w.max_unavailable ?? 1));
+  const apply = (e: ReleaseEvent) => {
+    const res = transition(r, e, T0);
+    if (!res.ok) throw new Error(`${e.type} refused: ${res.reason}`);
+    r = res.release;
+    for (const eff of res.effects) {
+      if (eff.type === "dispatch" || eff.type === "control_plane")
+        queue.push({ effect: eff, phase: "send" });
+      if (eff.type === "deadline" && eff.kind === "rerun") reruns.push(eff);
+    }
+    maxOut = Math.max(maxOut, excluded.size);
+    if (excluded.size > k) violations.push(`${excluded.size} lanes excluded at once`);
+    const domains = new Map<string, string[]>();
+    for (const l of m.lanes)
+      if (l.failure_domain)
+        domains.set(l.failure_domain, [...(domains.get(l.failure_domain) ?? []), l.id]);
+    for (const [d, ids] of domains)
+      if (ids.length > 1 && ids.every((id) => excluded.has(id)))
+        violations.push(`every lane of ${d} excluded at once`);
+    const busy = new Set(
+      r.step_runs
+        .filter((s) => ["dispatching", "dispatched", "running", "applying"].includes(s.state))
+        .map((s) => m.steps[s.step_index]?.lane),
+    );
+    maxBusy = Math.max(maxBusy, busy.size);
+  };
+  apply({ type: "start" });
+  for (let guard = 0; guard < 20_000; guard++) {
+    if (queue.length === 0) {
+      // Nothing else in flight: the re-run windows pass without a re-run.
+      const due = reruns.shift();
+      if (!due) break;
+      const { type: _, at: __, ...rest } = due;
+      apply({ type: "deadline", ...rest });
+      continue;
+    }
+    const [p] = queue.splice(Math.floor(random() * queue.length), 1);
+    if (!p) break;
+    const eff = p.effect;
+    if (eff.type === "control_plane") {
+      keysApplied.set(eff.operation_key, (keysApplied.get(eff.operation_key) ?? 0) + 1);
+      const req = eff.request;
+      if (req.op === "set_marker") {
+        if (req.present) excluded.add(req.lane);
+        else excluded.delete(req.lane);
+      }
+      apply({ type: "applied", step_run_id: eff.step_run_id, outcome: "ok", message: "applied" });
+    } else if (eff.type === "dispatch") {
+      const sr = r.step_runs.find((s) => s.id === eff.step_run_id);
+      if (!sr || sr.dispatch !== eff.dispatch || sr.state === "failed") continue; // cancelled
+      if (p.phase === "send") {
+        apply({ type: "dispatch_accepted", step_run_id: sr.id, dispatch: eff.dispatch });
+        queue.push({ effect: eff, phase: "preflight" });
+      } else if (p.phase === "preflight") {
+        const res = transition(r, preflightOf(r, sr.id, { run_id: `run-${sr.id}` }), T0);
+        if (!res.ok) continue; // refused: the release no longer wants it (compensating)
+        r = res.release;
+        queue.push({ effect: eff, phase: "callback" });
+      } else {
+        const step = m.steps[sr.step_index];
+        const fail = sr.direction === "fwd" && !!failAt?.(step?.lane ?? "", step?.name ?? "");
+        apply({
+          type: "callback",
+          step_run_id: sr.id,
+          run_id: `run-${sr.id}`,
+          run_attempt: 1,
+          status: fail ? "failed" : "succeeded",
+          overall: fail ? "fail" : "pass",
+        });
+      }
+    }
+  }
+  return { r, maxOut, maxBusy, violations, excluded, keysApplied };
+}
+
+describe("parallel waves in the transition", () => {
+  it("runs lanes of a wave concurrently within max_unavailable, every step run once", () => {
+    const m = manifestOf(13, 4);
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const out = drive(m, seed);
+      expect(out.violations).toEqual([]);
+      expect(out.r.state).toBe("succeeded");
+      expect(out.maxOut).toBeGreaterThan(1);
+      expect(out.maxOut).toBeLessThanOrEqual(4);
+      expect(out.maxBusy).toBeGreaterThan(1);
+      expect(out.r.step_runs.filter((s) => s.direction === "fwd")).toHaveLength(m.steps.length);
+      expect([...out.keysApplied.values()].every((n) => n === 1)).toBe(true);
+      expect(out.excluded.size).toBe(0);
+      const hwms = laneHighWaterMarks(out.r);
+      expect(Object.keys(hwms)).toHaveLength(12);
+    }
+  });
+
+  it("never takes every lane of a failure domain out together", () => {
+    // Two racks of 2 lanes and one of 8: with max_unavailable 6 the small racks go one by one.
+    const m = manifestOf(13, 6, (i) =>
+      i >= 1 && i <= 2 ? "rack-a" : i <= 4 ? "rack-b" : "rack-c",
+    );
+    for (const seed of [7, 8, 9]) {
+      const out = drive(m, seed);
+      expect(out.violations).toEqual([]);
+      expect(out.r.state).toBe("succeeded");
+      expect(out.maxOut).toBeGreaterThan(1);
+    }
+  });
+
+  it("a failing lane compensates every lane in reverse table order, limits held", () => {
+    const m = manifestOf(13, 4);
+    for (const seed of [11, 12, 13, 14]) {
+      const out = drive(
+        m,
+        seed,
+        (lane, name) => lane === "lane-f" && name === "assert_smoke_passed",
+      );
+      expect(out.violations).toEqual([]);
+      expect(
+        out.r.state,
+        `${out.r.reason} ${JSON.stringify(out.r.step_runs.filter((s) => s.state !== "succeeded").map((s) => [s.id, s.state]))}`,
+      ).toBe("rolled_back");
+      expect(out.excluded.size).toBe(0);
+      // Backward step runs ran in strictly decreasing step order.
+      const bwd = out.r.step_runs.filter((s) => s.direction === "bwd").map((s) => s.step_index);
+      expect(bwd).toEqual([...bwd].sort((a, b) => b - a));
+      expect(bwd.length).toBeGreaterThan(0);
+      expect([...out.keysApplied.values()].every((n) => n === 1)).toBe(true);
+    }
+  });
+
+  it("compensation at once (no re-run window) waits for lanes in flight and cancels unbound dispatches", () => {
+    const m = manifestOf(13, 5, undefined, 0);
+    for (const seed of [21, 22, 23, 24, 25, 26]) {
+      const out = drive(m, seed, (lane, name) => lane === "lane-e" && name === "attach_queue_lane");
+      expect(out.violations).toEqual([]);
+      expect(out.r.state).toBe("rolled_back");
+      expect(out.excluded.size).toBe(0);
+      const bwd = out.r.step_runs.filter((s) => s.direction === "bwd").map((s) => s.step_index);
+      expect(bwd).toEqual([...bwd].sort((a, b) => b - a));
+      expect([...out.keysApplied.values()].every((n) => n === 1)).toBe(true);
+    }
+  });
+
+  it("a serial wave (no max_unavailable) never has two lanes in flight", () => {
+    const m = manifestOf(6, 1);
+    const out = drive(m, 3);
+    expect(out.r.state).toBe("succeeded");
+    expect(out.maxBusy).toBe(1);
+    expect(out.maxOut).toBe(1);
+  });
+});
