@@ -46,6 +46,8 @@ export interface StackOptions {
   deadlines?: { start_ms?: number; callback_ms?: number };
   /** Engine log (default: warnings and errors to stderr). */
   log?: Logger;
+  /** Runner steps the local runner executes at once (default 4, like a few busy runners). */
+  maxConcurrentRuns?: number;
   /** More environment for the runner's steps (the action and the tools). */
   runnerEnv?: Record<string, string>;
   /** Told about every local-runner event (after the stack's own handling). */
@@ -227,6 +229,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       },
       env: { ...runnerEnvFor(fleet), ...o.runnerEnv },
       runTimeoutMs: 120_000,
+      ...(o.maxConcurrentRuns === undefined ? {} : { maxConcurrentRuns: o.maxConcurrentRuns }),
       onEvent,
     });
     closers.push(() => runner.close());
