@@ -12,11 +12,16 @@ import { build } from "esbuild";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
-/** Bundles the entry to `outfile`; resolves to its size in bytes. Throws on a build error. */
-export async function buildWorker(outfile) {
+/**
+ * Bundles the entry to `outfile`; resolves to its size in bytes. Throws on a build error.
+ * `o.entry` (repository-relative) and `o.alias` (esbuild aliases) let tests bundle another
+ * worker the same way (test/workerd/contract-worker.ts).
+ */
+export async function buildWorker(outfile, o = {}) {
   mkdirSync(dirname(outfile), { recursive: true });
   const r = await build({
-    entryPoints: [resolve(root, "engine/src/entries/worker.ts")],
+    entryPoints: [resolve(root, o.entry ?? "engine/src/entries/worker.ts")],
+    ...(o.alias ? { alias: o.alias } : {}),
     bundle: true,
     outfile,
     platform: "neutral",
