@@ -103,6 +103,31 @@ describe.each(STORE_KINDS)("gated release on %s", (kind) => {
   });
 
   it.skipIf(skip)(
+    "the control arm is the baseline observed serving at start, not the assumed previous image",
+    async () => {
+      g = await rig(kind);
+      // lane-b and lane-c serve a hotfix the recipe's previous image does not name.
+      const HOTFIX = `registry.example/summarizer@sha256:${"e".repeat(64)}`;
+      g.traffic.setLaneImage("lane-b", HOTFIX);
+      g.traffic.setLaneImage("lane-c", HOTFIX);
+      const id = await start(g.h, gatedRecipe());
+      await run(g);
+      const evidence = await g.h.store.listEvidence(id);
+      const pass = evidence.find((e) => e.wave === 0 && e.decision === "pass");
+      expect(pass?.srm?.mismatch).toBe(false);
+      // The environment: what the hotfix lanes served during wave 1 is the control arm.
+      const hotfix = g.traffic
+        .snapshot()
+        .filter((c) => c.image === HOTFIX)
+        .reduce((n, c) => n + c.units, 0);
+      expect(hotfix).toBeGreaterThan(0);
+      expect(pass?.arms?.control).toBeGreaterThan(0);
+      expect(pass?.arms?.control).toBeLessThanOrEqual(hotfix);
+      expect((await g.h.store.getRelease(id))?.state).toBe("succeeded");
+    },
+  );
+
+  it.skipIf(skip)(
     "a router serving another split than the control plane holds fails the gate on SRM",
     async () => {
       g = await rig(kind);

@@ -13,6 +13,13 @@ export interface GateQuery {
   analysis: Analysis;
   candidateImage: string;
   controlImage: string;
+  /**
+   * The control arm as observed: the lanes that served the model at release start (the
+   * observed baseline's lanes with weight > 0, not excluded). A source that can tell lanes
+   * apart counts as control what these lanes served with any image but the candidate's, so the
+   * control is the baseline actually serving, not an assumed image. Absent: `controlImage`.
+   */
+  controlLanes?: string[];
   /** Lane ids of the model (a template's `$lane` becomes `a|b|c`, for `=~`). */
   lanes: string[];
   /** Epoch ms from which counts are taken (the wave's exposure observed). */

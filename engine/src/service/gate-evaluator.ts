@@ -23,6 +23,8 @@ export interface GateRun {
   now: number;
   /** The model's baseline image as observed at release start (default: previous_image). */
   controlImage?: string;
+  /** The lanes serving the model at release start (the observed baseline); see GateQuery. */
+  controlLanes?: string[];
 }
 
 /**
@@ -43,6 +45,7 @@ export async function evaluateGate(
     analysis: gate.analysis,
     candidateImage: manifest.image,
     controlImage: run.controlImage ?? manifest.previous_image,
+    ...(run.controlLanes?.length ? { controlLanes: run.controlLanes } : {}),
     lanes: manifest.lanes.map((l) => l.id),
     sinceMs: run.waveStartedAt,
     nowMs: run.now,

@@ -447,6 +447,10 @@ export class Reconciler {
       seq: e.seq,
       waveStartedAt: e.since,
       now: this.deps.clock.now(),
+      // The control arm is the baseline observed at start, not an assumed image.
+      controlLanes: (release.baseline?.lanes ?? [])
+        .filter((l) => l.weight > 0 && !l.excluded)
+        .map((l) => l.id),
     });
     if (!evidence) {
       throw new Error(`[engine] release ${release.id} wave ${e.wave} has no gate to evaluate`);

@@ -2,7 +2,9 @@
  * The embedded default of the metrics-source port: reads the reference router's traffic
  * generator (engine/src/control-plane/traffic.ts) in process. Counts are taken since the
  * first read of a wave (keyed by release and `sinceMs`): the counters at that read are
- * subtracted from later ones, as a rate over the wave's window would.
+ * subtracted from later ones, as a rate over the wave's window would. The candidate arm is what
+ * the candidate image served; the control arm is what the lanes serving at release start (the
+ * observed baseline) served with any other image, or, without a baseline, the baseline image.
  */
 
 import type { ArmCounters, TrafficGenerator } from "../../control-plane/traffic.ts";
@@ -18,7 +20,7 @@ interface Totals {
   buckets: number[];
 }
 
-function totals(rows: ArmCounters[], image: string): Totals {
+function totals(rows: ArmCounters[], serves: (r: ArmCounters) => boolean): Totals {
   const t: Totals = {
     units: 0,
     requests: 0,
@@ -26,7 +28,7 @@ function totals(rows: ArmCounters[], image: string): Totals {
     buckets: new Array(LATENCY_BUCKETS_MS.length + 1).fill(0),
   };
   for (const r of rows) {
-    if (r.image !== image) continue;
+    if (!serves(r)) continue;
     t.units += r.units;
     t.requests += r.requests;
     t.errors += r.errors;
@@ -55,9 +57,17 @@ export class EmbeddedMetricsSource implements MetricsSource {
     const now = this.generator.snapshot();
     const start = this.starts.get(key) ?? now;
     this.starts.set(key, start);
-    const arm = (image: string) => minus(totals(now, image), totals(start, image));
-    const c = arm(q.candidateImage);
-    const b = arm(q.controlImage);
+    const arm = (serves: (r: ArmCounters) => boolean) =>
+      minus(totals(now, serves), totals(start, serves));
+    const c = arm((r) => r.image === q.candidateImage);
+    // The control: what the lanes serving at release start still serve (any image but the
+    // candidate's); without the observed baseline, the baseline image.
+    const baseLanes = q.controlLanes?.length ? new Set(q.controlLanes) : null;
+    const b = arm((r) =>
+      baseLanes
+        ? baseLanes.has(r.lane) && r.image !== q.candidateImage
+        : r.image === q.controlImage,
+    );
     const hist = (t: Totals): Bucket[] =>
       t.buckets.map((count, i) => ({
         le: LATENCY_BUCKETS_MS[i] ?? Number.POSITIVE_INFINITY,
