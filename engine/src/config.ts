@@ -74,6 +74,12 @@ export interface EngineConfig {
   /** Notifications (docs/engine.md "Notifications"); absent = none. */
   notify?: NotifyConfig;
   /**
+   * GitHub Deployments (BATON_GITHUB_DEPLOYMENTS = the default environment, e.g. `production`;
+   * BATON_GITHUB_DEPLOYMENT_REF, default `main`): each release shows as a deployment with
+   * statuses, through the engine's GitHub credential. Absent or null = off.
+   */
+  githubDeployments?: { environment: string; ref: string } | null;
+  /**
    * How manifests are admitted (docs/trust.md): `BATON_TRUST_POLICY` enforces a policy;
    * `BATON_ADMISSION=off` skips the checks; neither refuses every start as unsigned.
    * `loadConfig` always fills it; a config built by hand without it runs with admission off.
@@ -215,6 +221,22 @@ const Env = z.object({
       error: "BATON_NOTIFY_GITHUB must be commit_comment or off",
     })
     .default("off"),
+  BATON_GITHUB_DEPLOYMENTS: z
+    .string()
+    .trim()
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,254}$/,
+      "BATON_GITHUB_DEPLOYMENTS must be a GitHub environment name (1-255 letters, digits, space, '.', '_' or '-'), e.g. production",
+    )
+    .optional(),
+  BATON_GITHUB_DEPLOYMENT_REF: z
+    .string()
+    .trim()
+    .regex(
+      /^(?!.*\.\.)(?!\/)[A-Za-z0-9._/-]{1,255}$/,
+      "BATON_GITHUB_DEPLOYMENT_REF must be a branch, tag or commit sha, e.g. main",
+    )
+    .default("main"),
   BATON_NOTIFY_EVENTS: z
     .string()
     .transform((s) =>
@@ -272,6 +294,23 @@ function notifyProblems(
     });
   }
   return out;
+}
+
+/** GitHub Deployments post through the engine's GitHub credential. */
+function deploymentsProblems(
+  e: Record<string, string | undefined>,
+): { path: string; message: string }[] {
+  if (!e.BATON_GITHUB_DEPLOYMENTS) return [];
+  const app = e.GITHUB_APP_ID && e.GITHUB_APP_PRIVATE_KEY && e.GITHUB_APP_INSTALLATION_ID;
+  return !e.GITHUB_REPOSITORY || (!e.GITHUB_TOKEN && !app)
+    ? [
+        {
+          path: "BATON_GITHUB_DEPLOYMENTS",
+          message:
+            "BATON_GITHUB_DEPLOYMENTS needs GITHUB_REPOSITORY and GITHUB_TOKEN or a GitHub App (deployments: write)",
+        },
+      ]
+    : [];
 }
 
 /** A control plane elsewhere needs the write credential (the engine never writes without one). */
@@ -346,6 +385,10 @@ const FIX: Record<string, string> = {
     "set a random secret of at least 16 characters, e.g. $(openssl rand -hex 32); the receiver verifies x-baton-signature with it",
   BATON_NOTIFY_GITHUB:
     "set GITHUB_REPOSITORY=owner/name and GITHUB_TOKEN, or unset BATON_NOTIFY_GITHUB",
+  BATON_GITHUB_DEPLOYMENTS:
+    "set it to the environment releases deploy to (e.g. production) with GITHUB_REPOSITORY and a GitHub credential, or unset it",
+  BATON_GITHUB_DEPLOYMENT_REF:
+    "set the branch deployments name when a recipe pins no tool_revision, e.g. main",
 };
 
 function readKey(file: string | undefined): string | null {
@@ -396,6 +439,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...githubProblems(clean),
     ...controlPlaneProblems(clean),
     ...notifyProblems(clean),
+    ...deploymentsProblems(clean),
   ];
   if (!r.success || raw.length > 0) {
     const problems: Problem[] = raw.map(({ path: name, message }) => ({
@@ -461,5 +505,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     admission,
     ...(rc.ok && rc.mode !== "hmac" ? { runnerCredential: { mode: rc.mode, oidc: rc.oidc } } : {}),
+    githubDeployments: e.BATON_GITHUB_DEPLOYMENTS
+      ? { environment: e.BATON_GITHUB_DEPLOYMENTS, ref: e.BATON_GITHUB_DEPLOYMENT_REF }
+      : null,
   };
 }

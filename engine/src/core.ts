@@ -25,6 +25,7 @@ import {
 } from "./http/runner-oidc.ts";
 import type { Clock } from "./ports/clock.ts";
 import type { ControlPlane } from "./ports/control-plane.ts";
+import type { DeploymentTracker } from "./ports/deployments.ts";
 import type { Dispatcher } from "./ports/dispatcher.ts";
 import type { MetricsSource } from "./ports/metrics-source.ts";
 import type { Notifier } from "./ports/notifier.ts";
@@ -32,7 +33,12 @@ import type { Store } from "./ports/store.ts";
 import type { Domain } from "./service/domain.ts";
 import { EffectsDue } from "./service/effects-due.ts";
 import { Reconciler, type ReconcilerOptions } from "./service/reconciler.ts";
-import { type Logger, type NotifyPolicy, ReleaseService } from "./service/release-service.ts";
+import {
+  type DeploymentsPolicy,
+  type Logger,
+  type NotifyPolicy,
+  ReleaseService,
+} from "./service/release-service.ts";
 import type { RetentionPolicy } from "./service/retention.ts";
 
 /** How work started by a request outlives the response (Workers: `ctx.waitUntil`). */
@@ -52,6 +58,8 @@ export interface CorePorts {
   scheduler?: Scheduler;
   /** Notifiers and what they are told; none by default. */
   notify?: NotifyPolicy;
+  /** GitHub Deployments: where statuses go and the policy; off by default. */
+  deployments?: { tracker: DeploymentTracker; policy: DeploymentsPolicy };
   /** Where gates read their numbers; none: every gate's evidence is missing (docs/gate.md). */
   metrics?: MetricsSource;
 }
@@ -117,6 +125,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
     ...(s.admissionVerifier ? { admissionVerifier: s.admissionVerifier } : {}),
     ...(s.retention ? { retention: s.retention } : {}),
     ...(ports.notify ? { notify: ports.notify } : {}),
+    ...(ports.deployments ? { deployments: ports.deployments.policy } : {}),
     controlPlane,
   });
   const notify = ports.notify && ports.notify.notifiers.length > 0 ? ports.notify : null;
@@ -134,6 +143,12 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
         ? {
             notifiers: new Map<string, Notifier>(notify.notifiers.map((n) => [n.channel, n])),
             notifyRetry: notify.retry,
+          }
+        : {}),
+      ...(ports.deployments
+        ? {
+            deployments: ports.deployments.tracker,
+            deploymentsRetry: ports.deployments.policy.retry,
           }
         : {}),
     },

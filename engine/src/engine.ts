@@ -6,6 +6,7 @@
  */
 import { join } from "node:path";
 import type { Hono } from "hono";
+import { GitHubDeployments } from "./adapters/github/deployments.ts";
 import { GitHubDispatcher } from "./adapters/github/index.ts";
 import { HttpControlPlane } from "./adapters/http-control-plane/index.ts";
 import { LocalRunner } from "./adapters/local-runner/index.ts";
@@ -21,13 +22,14 @@ import { installFaultHost } from "./faults.ts";
 import { nodeFaultHost } from "./node/fault-host.ts";
 import { type Clock, systemClock } from "./ports/clock.ts";
 import type { ControlPlane } from "./ports/control-plane.ts";
+import type { DeploymentTracker } from "./ports/deployments.ts";
 import type { Dispatcher } from "./ports/dispatcher.ts";
 import type { MetricsSource } from "./ports/metrics-source.ts";
 import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
 import type { Domain } from "./service/domain.ts";
 import type { Reconciler, ReconcilerOptions } from "./service/reconciler.ts";
-import type { Logger, ReleaseService } from "./service/release-service.ts";
+import type { DeploymentsPolicy, Logger, ReleaseService } from "./service/release-service.ts";
 
 export interface EngineOverrides {
   store?: Store;
@@ -50,6 +52,8 @@ export interface EngineOverrides {
   dashboard?: boolean;
   /** Notifiers instead of those `config.notify` names (tests). */
   notifiers?: Notifier[];
+  /** Deployment tracker instead of GitHub's when `config.githubDeployments` is set (tests). */
+  deployments?: DeploymentTracker;
   /**
    * Where gates read their numbers (docs/gate.md); default: Prometheus at
    * `config.prometheusUrl`, else none (gated waves end inconclusive).
@@ -152,6 +156,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     ));
 
   installFaultHost(nodeFaultHost);
+  const deployments = deploymentsFromConfig(config, o.deployments);
   const metrics =
     o.metrics ??
     (config.prometheusUrl ? new PrometheusMetricsSource({ baseUrl: config.prometheusUrl }) : null);
@@ -163,6 +168,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       clock,
       log,
       ...(metrics ? { metrics } : {}),
+      ...(deployments ? { deployments } : {}),
       notify: {
         notifiers: o.notifiers ?? notifiersFromConfig(config),
         events: new Set(config.notify?.events ?? NOTICE_KINDS),
@@ -232,4 +238,39 @@ function admissionLine(config: EngineConfig): string {
     return "[engine] admission: no trust policy (BATON_TRUST_POLICY unset): every start is refused as unsigned; set BATON_ADMISSION=off for local use only";
   }
   return "[engine] admission: off: manifests are not verified (local use only)";
+}
+
+/**
+ * GitHub Deployments from `config.githubDeployments` (null when off): the tracker (`override`,
+ * else GitHub's through the engine's token or App) and the policy.
+ */
+function deploymentsFromConfig(
+  config: EngineConfig,
+  override: DeploymentTracker | undefined,
+): { tracker: DeploymentTracker; policy: DeploymentsPolicy } | null {
+  const d = config.githubDeployments;
+  if (!d) return null;
+  const policy: DeploymentsPolicy = {
+    environment: d.environment,
+    ref: d.ref,
+    retry: { baseMs: config.notify?.retryBaseMs ?? 5_000, maxTries: config.notify?.maxTries ?? 8 },
+  };
+  if (override) return { tracker: override, policy };
+  const auth = config.githubApp
+    ? { kind: "app" as const, ...config.githubApp }
+    : config.githubToken
+      ? { kind: "token" as const, token: config.githubToken }
+      : null;
+  if (!auth || !config.githubRepository) {
+    throw new Error(
+      "[engine] BATON_GITHUB_DEPLOYMENTS needs GITHUB_REPOSITORY and GITHUB_TOKEN or a GitHub App",
+    );
+  }
+  const tracker = new GitHubDeployments({
+    repository: config.githubRepository,
+    auth,
+    ...(config.githubApiUrl ? { baseUrl: config.githubApiUrl } : {}),
+    ...(config.githubTimeoutMs ? { timeoutMs: config.githubTimeoutMs } : {}),
+  });
+  return { tracker, policy };
 }

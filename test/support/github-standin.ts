@@ -16,6 +16,14 @@
  * Behaviour for the next dispatches can be switched to 5xx, hang (never answer), or
  * accept-but-never-run (204, recorded, but the `onAccepted` hook is not called).
  *
+ * Deployments (`POST|GET /repos/{owner}/{repo}/deployments`, `POST|GET …/deployments/{id}/statuses`):
+ * every request is checked against GitHub's OpenAPI description (github-openapi.ts) and
+ * answered 422 when it does not match; every answer is checked too (a stand-in answer GitHub
+ * would not give is a 500 and an `openapiProblems` entry). Documented limits: a status
+ * description over 140 characters and an environment name over 255 are 422, a ref the
+ * repository does not have is 422 "No ref found for: …", `per_page` is capped at 100, lists
+ * are newest first. `failDeployments(status, times)` answers the next requests with `status`.
+ *
  * Secondary rate limits (GitHub REST docs, "Rate limits for the REST API"): at most 100
  * concurrent requests, 80 content-creating requests per minute and 500 per hour. A dispatch over
  * a limit is answered 403 "You have exceeded a secondary rate limit" with `retry-after`
@@ -27,6 +35,29 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { importSPKI, jwtVerify } from "jose";
 import { checkDispatchLimits } from "../../engine/src/adapters/github/limits.ts";
+import { requestProblems, responseProblems } from "./github-openapi.ts";
+
+/** One deployment the stand-in holds, with its statuses (newest last). */
+export interface StandinDeployment {
+  id: number;
+  ref: string;
+  sha: string;
+  task: string;
+  environment: string;
+  description: string | null;
+  payload: Record<string, unknown> | string;
+  production_environment: boolean;
+  transient_environment: boolean;
+  created_at: string;
+  statuses: {
+    id: number;
+    state: string;
+    description: string;
+    log_url: string;
+    environment: string;
+    created_at: string;
+  }[];
+}
 
 export type StandinBehaviour =
   | { kind: "accept" }
@@ -74,6 +105,8 @@ export interface GitHubStandinOptions {
   now?: () => number;
   /** Path the REST API lives under, e.g. `/api/v3` (GitHub Enterprise Server). Default none. */
   pathPrefix?: string;
+  /** Branches and tags the repository has (deployments of another ref are 422). Default `main`. */
+  refs?: string[];
 }
 
 export interface GitHubStandin {
@@ -87,6 +120,12 @@ export interface GitHubStandin {
   rateLimited: number;
   /** Highest number of dispatch requests seen in flight at once. */
   maxConcurrentSeen: number;
+  /** Deployments created so far, oldest first, each with its statuses (the Deployments page). */
+  deployments: StandinDeployment[];
+  /** Requests or answers of the deployments routes that do not match GitHub's OpenAPI. */
+  openapiProblems: string[];
+  /** Answers the next `times` deployments requests with HTTP `status`. */
+  failDeployments(status: number, times: number): void;
   /** Sets the behaviour for the next `times` dispatches (default: until changed). */
   behave(b: StandinBehaviour, times?: number): void;
   close(): Promise<void>;
@@ -141,6 +180,11 @@ export async function startGitHubStandin(
   const counted: number[] = [];
   let inFlight = 0;
   const stats = { rateLimited: 0, maxConcurrentSeen: 0 };
+  const deployments: StandinDeployment[] = [];
+  const openapiProblems: string[] = [];
+  const refs = new Set(options.refs ?? ["main"]);
+  let nextId = 1000;
+  let failNext: { status: number; times: number } | null = null;
 
   /** Seconds until a request would fit, or 0 when it fits now (and is then counted). */
   const overLimit = (): { retryAfterS: number; reason: string } | null => {
@@ -240,6 +284,23 @@ export async function startGitHubStandin(
       });
     }
 
+    const depRoute = /^\/repos\/([^/]+)\/([^/]+)\/deployments(?:\/(\d+)\/statuses)?$/.exec(
+      url.pathname,
+    );
+    if (depRoute && (req.method === "POST" || req.method === "GET")) {
+      const token = bearer(authorization);
+      if (!token || !validTokens.has(token)) {
+        return answer(401, {
+          message: "Bad credentials",
+          documentation_url: "https://docs.github.com/rest",
+        });
+      }
+      const [, owner, repo, depId] = depRoute as unknown as [string, string, string, string?];
+      if (`${owner}/${repo}` !== repository)
+        return answer(404, { message: "Not Found", documentation_url: DOCS });
+      return deploymentsRoute(req.method, url, owner, repo, depId, body, answer);
+    }
+
     const dispatchRoute = /^\/repos\/([^/]+)\/([^/]+)\/dispatches$/.exec(url.pathname);
     if (!dispatchRoute || req.method !== "POST")
       return answer(404, { message: "Not Found", documentation_url: DOCS });
@@ -310,6 +371,212 @@ export async function startGitHubStandin(
     if (d.ran) options.onAccepted?.(d);
   }
 
+  const user = (base: string) => ({
+    login: "baton-engine[bot]",
+    id: 4242,
+    node_id: "BOT_kgDOAAAQkg",
+    avatar_url: "https://avatars.githubusercontent.com/in/4242?v=4",
+    gravatar_id: "",
+    url: `${base}/users/baton-engine%5Bbot%5D`,
+    html_url: "https://github.com/apps/baton-engine",
+    followers_url: `${base}/users/baton-engine%5Bbot%5D/followers`,
+    following_url: `${base}/users/baton-engine%5Bbot%5D/following{/other_user}`,
+    gists_url: `${base}/users/baton-engine%5Bbot%5D/gists{/gist_id}`,
+    starred_url: `${base}/users/baton-engine%5Bbot%5D/starred{/owner}{/repo}`,
+    subscriptions_url: `${base}/users/baton-engine%5Bbot%5D/subscriptions`,
+    organizations_url: `${base}/users/baton-engine%5Bbot%5D/orgs`,
+    repos_url: `${base}/users/baton-engine%5Bbot%5D/repos`,
+    events_url: `${base}/users/baton-engine%5Bbot%5D/events{/privacy}`,
+    received_events_url: `${base}/users/baton-engine%5Bbot%5D/received_events`,
+    type: "Bot",
+    site_admin: false,
+  });
+
+  /** GitHub's JSON of a deployment and of one of its statuses. */
+  const deploymentJson = (base: string, owner: string, repo: string, d: StandinDeployment) => {
+    const last = d.statuses[d.statuses.length - 1];
+    return {
+      url: `${base}/repos/${owner}/${repo}/deployments/${d.id}`,
+      id: d.id,
+      node_id: `DE_kwDO${d.id}`,
+      sha: d.sha,
+      ref: d.ref,
+      task: d.task,
+      payload: d.payload,
+      original_environment: d.environment,
+      environment: d.environment,
+      description: d.description,
+      creator: user(base),
+      created_at: d.created_at,
+      updated_at: last?.created_at ?? d.created_at,
+      statuses_url: `${base}/repos/${owner}/${repo}/deployments/${d.id}/statuses`,
+      repository_url: `${base}/repos/${owner}/${repo}`,
+      transient_environment: d.transient_environment,
+      production_environment: d.production_environment,
+    };
+  };
+  const statusJson = (
+    base: string,
+    owner: string,
+    repo: string,
+    d: StandinDeployment,
+    s: StandinDeployment["statuses"][number],
+  ) => ({
+    url: `${base}/repos/${owner}/${repo}/deployments/${d.id}/statuses/${s.id}`,
+    id: s.id,
+    node_id: `DES_kwDO${s.id}`,
+    state: s.state,
+    creator: user(base),
+    description: s.description,
+    environment: s.environment,
+    target_url: s.log_url,
+    created_at: s.created_at,
+    updated_at: s.created_at,
+    deployment_url: `${base}/repos/${owner}/${repo}/deployments/${d.id}`,
+    repository_url: `${base}/repos/${owner}/${repo}`,
+    log_url: s.log_url,
+  });
+
+  async function deploymentsRoute(
+    method: string,
+    url: URL,
+    owner: string,
+    repo: string,
+    depId: string | undefined,
+    raw: Buffer,
+    answer: (status: number, body?: unknown) => void,
+  ): Promise<void> {
+    const template = depId
+      ? "/repos/{owner}/{repo}/deployments/{deployment_id}/statuses"
+      : "/repos/{owner}/{repo}/deployments";
+    const base = `http://${server.address() && (server.address() as AddressInfo).port ? `127.0.0.1:${(server.address() as AddressInfo).port}` : "127.0.0.1"}${options.pathPrefix ?? ""}`;
+    /** Answers, after checking the answer against GitHub's description. */
+    const reply = (status: number, body: unknown) => {
+      const bad = responseProblems(method, template, status, body);
+      if (bad.length > 0) {
+        openapiProblems.push(...bad.map((b) => `answer ${status} to ${method} ${template}: ${b}`));
+        return answer(500, {
+          message: `stand-in answer not in GitHub's OpenAPI: ${bad.join("; ")}`,
+        });
+      }
+      return answer(status, body);
+    };
+    /** GitHub's 422: `errors` as its validation-error objects (resource, field, code, message). */
+    const invalid = (message: string, errors?: string[]) =>
+      reply(422, {
+        message,
+        documentation_url: "https://docs.github.com/rest/deployments",
+        ...(errors
+          ? {
+              errors: errors.map((e) => ({
+                resource: depId ? "DeploymentStatus" : "Deployment",
+                code: "custom",
+                message: e,
+              })),
+            }
+          : {}),
+      });
+    let json: unknown;
+    if (method === "POST") {
+      try {
+        json = JSON.parse(raw.toString("utf8"));
+      } catch {
+        return answer(400, { message: "Problems parsing JSON", documentation_url: DOCS });
+      }
+    }
+    const problems = requestProblems(method, template, url.searchParams, json);
+    if (problems.length > 0) {
+      openapiProblems.push(...problems.map((p) => `request ${method} ${template}: ${p}`));
+      return invalid("Invalid request.", problems);
+    }
+    if (failNext && failNext.times > 0) {
+      failNext.times -= 1;
+      return answer(failNext.status, { message: "Server Error", documentation_url: DOCS });
+    }
+    const now = new Date(clock()).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const perPage = Math.min(100, Number(url.searchParams.get("per_page") ?? 30));
+    if (!depId && method === "POST") {
+      const b = json as {
+        ref: string;
+        task?: string;
+        environment?: string;
+        description?: string | null;
+        payload?: Record<string, unknown> | string;
+        production_environment?: boolean;
+        transient_environment?: boolean;
+      };
+      const environment = b.environment ?? "production";
+      if (environment.length > 255) {
+        return invalid("Validation Failed", [
+          "environment is too long (maximum is 255 characters)",
+        ]);
+      }
+      const isSha = /^[0-9a-f]{40}$/.test(b.ref);
+      if (!isSha && !refs.has(b.ref)) return invalid(`No ref found for: ${b.ref}`);
+      const d: StandinDeployment = {
+        id: nextId++,
+        ref: b.ref,
+        sha: isSha ? b.ref : "a".repeat(40),
+        task: b.task ?? "deploy",
+        environment,
+        description: b.description ?? "",
+        payload: b.payload ?? {},
+        production_environment: b.production_environment ?? environment === "production",
+        transient_environment: b.transient_environment ?? false,
+        created_at: now,
+        statuses: [],
+      };
+      deployments.push(d);
+      return reply(201, deploymentJson(base, owner, repo, d));
+    }
+    if (!depId) {
+      const q = url.searchParams;
+      const list = [...deployments]
+        .reverse()
+        .filter(
+          (d) =>
+            (!q.get("environment") || d.environment === q.get("environment")) &&
+            (!q.get("task") || d.task === q.get("task")) &&
+            (!q.get("ref") || d.ref === q.get("ref")) &&
+            (!q.get("sha") || d.sha === q.get("sha")),
+        )
+        .slice(0, perPage)
+        .map((d) => deploymentJson(base, owner, repo, d));
+      return reply(200, list);
+    }
+    const d = deployments.find((x) => x.id === Number(depId));
+    if (!d) return reply(404, { message: "Not Found", documentation_url: DOCS });
+    if (method === "GET") {
+      return reply(
+        200,
+        [...d.statuses]
+          .reverse()
+          .slice(0, perPage)
+          .map((s) => statusJson(base, owner, repo, d, s)),
+      );
+    }
+    const b = json as {
+      state: string;
+      description?: string;
+      log_url?: string;
+      target_url?: string;
+      environment?: string;
+    };
+    if ((b.description ?? "").length > 140) {
+      return invalid("Validation Failed", ["description is too long (maximum is 140 characters)"]);
+    }
+    const st = {
+      id: nextId++,
+      state: b.state,
+      description: b.description ?? "",
+      log_url: b.log_url ?? b.target_url ?? "",
+      environment: b.environment ?? d.environment,
+      created_at: now,
+    };
+    d.statuses.push(st);
+    return reply(201, statusJson(base, owner, repo, d, st));
+  }
+
   const server = createServer((req, res) => {
     const isDispatch = req.method === "POST" && /\/dispatches$/.test(req.url ?? "");
     if (isDispatch) {
@@ -330,6 +597,11 @@ export async function startGitHubStandin(
     accepted,
     seen,
     issuedTokens,
+    deployments,
+    openapiProblems,
+    failDeployments(status, times) {
+      failNext = { status, times };
+    },
     get rateLimited() {
       return stats.rateLimited;
     },

@@ -220,6 +220,7 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     steps,
     // Only when the recipe says so: manifests (and digests) of other recipes are unchanged.
     ...(r.notify ? { notify: { ...r.notify } } : {}),
+    ...(r.environment ? { environment: r.environment } : {}),
   };
   return { manifest, canonical: canonicalJson(manifest) };
 }

@@ -245,6 +245,16 @@ export const Recipe = z
       )
       .optional()
       .describe("Commit sha the release tools must run from (preflight refuses others)."),
+    environment: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,254}$/,
+        "environment must be a GitHub environment name: 1-255 letters, digits, space, '.', '_' or '-' (e.g. production)",
+      )
+      .optional()
+      .describe(
+        "GitHub environment the release's deployment shows under (default: the engine's BATON_GITHUB_DEPLOYMENTS).",
+      ),
     lanes: z
       .array(RecipeLane)
       .min(1, "a recipe needs at least one lane")

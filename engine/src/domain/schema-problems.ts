@@ -24,6 +24,8 @@ const FIELD_FIXES: Record<string, string> = {
   weight: "Use a whole percent from 0 to 100; the lanes' weights must add up to 100.",
   tool_revision:
     "Write the full commit sha (40 hex, or 64 in a SHA-256 repository) (`git rev-parse HEAD`), or remove the field.",
+  environment:
+    "Use the name of an environment of the repository (Settings → Environments), e.g. `production`, or remove the field.",
   name: "Use lowercase letters, digits, '.', '_' or '-', e.g. `summarizer-v7-rollout`.",
   port: "Use the SSH port number, 1 to 65535 (default 22).",
   retries: "Use a whole number from 0 to 10.",

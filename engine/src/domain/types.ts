@@ -95,6 +95,8 @@ export interface Manifest {
   /** Lanes of the model kept in service at every instant (recipe `min_serving`, resolved). */
   min_serving?: number;
   steps: ManifestStep[];
+  /** GitHub environment of the release's deployment (recipe `environment`); absent = the engine's. */
+  environment?: string;
   /** The recipe's `notify` (kinds and channels); absent = the engine's settings. */
   notify?: { on?: NoticeKind[]; channels?: ("webhook" | "slack" | "github")[] };
 }
@@ -467,8 +469,46 @@ export interface GateEffect {
 /** Effects are data (docs/state-machine.md): written to the outbox in the transition's transaction. */
 export type Effect = DispatchEffect | ControlPlaneEffect | DeadlineEffect | GateEffect;
 
-/** What an outbox row holds: a transition's effect, or a notice the service added. */
-export type OutboxEffect = Effect | NotifyEffect;
+/**
+ * One GitHub deployment status of a release (domain/deployments.ts). Never emitted by the
+ * transition: the service adds it beside the transition's effects, in the same commit, and the
+ * reconciler reports it through the deployments port; its outcome feeds no transition.
+ */
+export interface DeploymentEffect {
+  type: "deployment";
+  /** Stable id (`<release>.<uid>.v<resource_version>.<state>`), for logs and dedup. */
+  delivery: string;
+  /** What GitHub's Deployments page shows for this release from now on. */
+  report: DeploymentReport;
+  not_before: number | null;
+}
+
+/** A deployment status for one release, as the deployments port sends it. */
+export interface DeploymentReport {
+  release_id: string;
+  /** The release's uid (absent on old releases): tells two releases of one id apart. */
+  uid: string | null;
+  /** GitHub environment name, e.g. `production`. */
+  environment: string;
+  /** Branch, tag or commit the deployment names (the tools' pinned revision when set). */
+  ref: string;
+  state: DeploymentStatusState;
+  /** ≤ 140 characters (GitHub's limit). */
+  description: string;
+  /** The release page on the dashboard (GitHub's `log_url`). */
+  log_url: string;
+  recipe_name: string;
+  model: string;
+  image: string;
+  /** Epoch ms of the transition. */
+  at: number;
+}
+
+/** The deployment status states Baton posts (GitHub also knows queued, pending). */
+export type DeploymentStatusState = "in_progress" | "success" | "failure" | "error" | "inactive";
+
+/** What an outbox row holds: a transition's effect, or a notice or deployment status the service added. */
+export type OutboxEffect = Effect | NotifyEffect | DeploymentEffect;
 
 // ---------------------------------------------------------------- history
 

@@ -15,6 +15,7 @@ import type {
   ControlPlaneEffect,
   ControlPlaneOp,
   DeadlineEffect,
+  DeploymentEffect,
   DispatchEffect,
   GateEffect,
   Json,
@@ -25,6 +26,7 @@ import type {
 import { FaultCrash, faultPoint } from "../faults.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { ControlPlane, WriteContext } from "../ports/control-plane.ts";
+import type { DeploymentTracker } from "../ports/deployments.ts";
 import type { Dispatcher } from "../ports/dispatcher.ts";
 import type { MetricsSource } from "../ports/metrics-source.ts";
 import type { Notifier } from "../ports/notifier.ts";
@@ -68,6 +70,10 @@ export interface ReconcilerDeps {
   notifiers?: ReadonlyMap<string, Notifier>;
   /** Retry schedule of notices: first delay (ms, doubling, capped at 5 min) and tries in all. */
   notifyRetry?: { baseMs: number; maxTries: number };
+  /** Where `deployment` rows go (GitHub Deployments); a row with none configured is dropped. */
+  deployments?: DeploymentTracker;
+  /** Retry schedule of deployment statuses (default 5 s doubling, 8 tries). */
+  deploymentsRetry?: { baseMs: number; maxTries: number };
 }
 
 /** What the reconciler needs of the release service (implemented by `ReleaseService`). */
@@ -256,6 +262,8 @@ export class Reconciler {
           return true;
         case "notify":
           return await this.notify(row, e, token);
+        case "deployment":
+          return await this.deployment(row, e, token);
       }
       return false;
     } catch (err) {
@@ -547,6 +555,89 @@ export class Reconciler {
       await note(
         "refused",
         `[notifier] ${e.notice.kind} notice to ${e.channel} given up after ${tries} ${tries === 1 ? "try" : "tries"}: ${r.message}`,
+        { tries, status: r.status },
+      );
+    }
+    return true;
+  }
+
+  /**
+   * Posts one GitHub deployment status. Like a notice, its outcome feeds no transition: done or
+   * given up, the row is completed on its own and one history line (`deployment`) says so; a
+   * retryable failure gives the claim back with backoff until `maxTries` claims were spent.
+   */
+  private async deployment(row: OutboxRow, e: DeploymentEffect, token: string): Promise<boolean> {
+    const deps = this.deps;
+    const { store, clock, log } = deps;
+    const retry = deps.deploymentsRetry ?? { baseMs: 5_000, maxTries: 8 };
+    const what = `${e.report.state} deployment status of ${e.report.release_id} (environment ${e.report.environment})`;
+    const note = async (outcome: "accepted" | "refused", message: string, data: object) => {
+      await store
+        .appendHistory([
+          {
+            release_id: row.release_id,
+            at: clock.now(),
+            kind: "deployment",
+            step_run_id: null,
+            outcome,
+            message,
+            data: {
+              delivery: e.delivery,
+              state: e.report.state,
+              environment: e.report.environment,
+              ...data,
+            } as Json,
+          },
+        ])
+        .catch((err) =>
+          log.error(`[github] could not record deployment status ${e.delivery}`, err),
+        );
+    };
+    const tracker = deps.deployments;
+    if (!tracker) {
+      log.warn(`[github] deployments are not configured now; ${what} dropped`);
+      await store.completeOutbox(row.id, token);
+      await note("refused", `[github] ${what} not sent: GitHub deployments are not configured`, {});
+      return true;
+    }
+    this.assertLeaseHeld(row);
+    faultPoint("after_commit_before_effect", { release_id: row.release_id, effect: "deployment" });
+    let r: Awaited<ReturnType<DeploymentTracker["report"]>>;
+    try {
+      r = await tracker.report(e.report);
+    } catch (err) {
+      r = {
+        ok: false,
+        retryable: true,
+        status: null,
+        message: `deployments threw: ${(err as Error).message}`,
+      };
+    }
+    faultPoint("after_effect_before_outcome", { release_id: row.release_id, effect: "deployment" });
+    const tries = row.claims;
+    if (r.ok) {
+      if (await store.completeOutbox(row.id, token)) {
+        await note(
+          "accepted",
+          `[github] ${what} posted${r.status ? ` (HTTP ${r.status})` : " (already shown)"}${tries > 1 ? ` on try ${tries}` : ""}`,
+          { tries, status: r.status },
+        );
+      }
+      return true;
+    }
+    if (r.retryable && tries < retry.maxTries) {
+      const delay = notifyBackoffMs(tries, retry.baseMs);
+      log.warn(
+        `[github] ${what}: try ${tries} of ${retry.maxTries} failed (${r.message}); next try in ${delay} ms`,
+      );
+      await store.releaseClaim(row.id, token, clock.now() + delay);
+      return false;
+    }
+    log.error(`[github] ${what} given up after ${tries} tries: ${r.message}`);
+    if (await store.completeOutbox(row.id, token)) {
+      await note(
+        "refused",
+        `[github] ${what} given up after ${tries} ${tries === 1 ? "try" : "tries"}: ${r.message}`,
         { tries, status: r.status },
       );
     }

@@ -11,12 +11,14 @@ import { describeSigner } from "../admission/signer.ts";
 import type { BundleVerifier } from "../admission/verify.ts";
 import type { AdmissionReport } from "../domain/admission.ts";
 import { observeBaseline } from "../domain/baseline.ts";
+import { buildDeploymentReport, deploymentStateFor } from "../domain/deployments.ts";
 import { BatonError } from "../domain/errors.ts";
 import { acceptedActionsPhrase, LIFECYCLE_STATES } from "../domain/lifecycle.ts";
 import { buildNotice, type NoticeKind, noticeKindFor } from "../domain/notifications.ts";
 import { type FailingCheck, failingCheckOf, provesNothingRan } from "../domain/result-evidence.ts";
 import { storableValue } from "../domain/storable-text.ts";
 import type {
+  DeploymentEffect,
   HistoryEntry,
   Json,
   Lineage,
@@ -81,6 +83,8 @@ export interface ReleaseServiceDeps {
   retention?: RetentionPolicy;
   /** Who is told what (docs/engine.md "Notifications"); none when absent or empty. */
   notify?: NotifyPolicy;
+  /** GitHub deployment statuses of every release (docs/engine.md "GitHub Deployments"); off when absent. */
+  deployments?: DeploymentsPolicy;
   /**
    * How manifests are admitted (docs/trust.md). Default `off`: code that builds the service
    * by hand decides; the engine's environment (`loadConfig`) refuses unsigned manifests
@@ -122,6 +126,18 @@ export interface NotifyPolicy {
   notifiers: Notifier[];
   /** Notice kinds sent (a recipe's `notify.on` narrows them per release). */
   events: ReadonlySet<NoticeKind>;
+  /** Retry schedule: first delay (ms, doubling, capped at 5 min) and tries in all. */
+  retry: { baseMs: number; maxTries: number };
+  /** Dashboard base URL for the release link (the public URL by default). */
+  dashboardUrl?: string;
+}
+
+/** Where releases show as GitHub deployments. */
+export interface DeploymentsPolicy {
+  /** Environment of a release whose recipe names none, e.g. `production`. */
+  environment: string;
+  /** Ref a deployment names when the recipe pins no `tool_revision` (e.g. `main`). */
+  ref: string;
   /** Retry schedule: first delay (ms, doubling, capped at 5 min) and tries in all. */
   retry: { baseMs: number; maxTries: number };
   /** Dashboard base URL for the release link (the public URL by default). */
@@ -175,6 +191,7 @@ export class ReleaseService implements ReleaseApi {
   private readonly effectsDue: EffectsDue | undefined;
   private readonly exclusiveLanes: boolean;
   private readonly notify: NotifyPolicy | null;
+  private readonly deployments: DeploymentsPolicy | null;
   private readonly publicUrl: string;
   private readonly retention: Retention;
   private readonly admission: AdmissionConfig;
@@ -201,6 +218,7 @@ export class ReleaseService implements ReleaseApi {
     this.effectsDue = deps.effectsDue;
     this.exclusiveLanes = deps.exclusiveLanes ?? true;
     this.notify = deps.notify && deps.notify.notifiers.length > 0 ? deps.notify : null;
+    this.deployments = deps.deployments ?? null;
     this.publicUrl = deps.publicUrl;
     this.retention = new Retention(
       deps.store,
@@ -257,6 +275,7 @@ export class ReleaseService implements ReleaseApi {
       const effects: OutboxEffect[] = [
         ...r.effects,
         ...this.notices(release, r.release, event, now),
+        ...this.deploymentStatus(release, r.release, event, now),
       ];
       const res = await this.store.commit({
         release: r.release,
@@ -322,6 +341,37 @@ export class ReleaseService implements ReleaseApi {
         notice,
         not_before: null,
       }));
+  }
+
+  /**
+   * The GitHub deployment status a committed change deserves (domain/deployments.ts), to be
+   * written to the outbox in the same commit; none when deployments are off.
+   */
+  private deploymentStatus(
+    before: Release,
+    after: Release,
+    event: ReleaseEvent | null,
+    now: number,
+  ): DeploymentEffect[] {
+    const d = this.deployments;
+    if (!d) return [];
+    const state = deploymentStateFor(before, after, event);
+    if (!state) return [];
+    const base = (d.dashboardUrl ?? this.publicUrl).replace(/\/+$/, "");
+    const report = buildDeploymentReport(state, after, {
+      environment: d.environment,
+      ref: d.ref,
+      url: `${base}/releases/${encodeURIComponent(after.id)}`,
+      at: now,
+    });
+    return [
+      {
+        type: "deployment",
+        delivery: `${after.id}.${after.uid ?? "0"}.v${after.resource_version}.${state}`,
+        report,
+        not_before: null,
+      },
+    ];
   }
 
   /**
@@ -527,7 +577,11 @@ export class ReleaseService implements ReleaseApi {
     }
     // A new release is stored once, already started: resource_version 1, its first effects.
     const release: Release = { ...started.release, resource_version: 1 };
-    await create(release, [created, admitted, ...observed, ...started.history], started.effects);
+    await create(
+      release,
+      [created, admitted, ...observed, ...started.history],
+      [...started.effects, ...this.deploymentStatus(pending, release, { type: "start" }, now)],
+    );
     this.remember(release);
     if (started.effects.length > 0) this.effectsDue?.notify();
     return release;
