@@ -7,9 +7,10 @@
  * release page as the log URL, the previous success superseded, and GitHub being down or
  * refusing never holding a release up.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../engine/src/config.ts";
 import { BatonError } from "../../engine/src/domain/errors.ts";
+import { gitHubOpenApiVersion, warmUpGitHubOpenApi } from "../support/github-openapi.ts";
 import { type GitHubStandin, startGitHubStandin } from "../support/github-standin.ts";
 import {
   createRelease,
@@ -27,7 +28,20 @@ import {
 const TOKEN = "ghp_deployments_test_token_0123456789";
 const noWindow = { policy: { rerun_window_minutes: 0 } };
 
-describe.each(STORE_KINDS)("GitHub deployments on %s", (kind) => {
+// GitHub's description is 13 MB of JSON: read it once, before the clocks of the tests start.
+beforeAll(() => {
+  expect(gitHubOpenApiVersion()).toMatch(/^3\./);
+  const deployments = "/repos/{owner}/{repo}/deployments";
+  const statuses = "/repos/{owner}/{repo}/deployments/{deployment_id}/statuses";
+  warmUpGitHubOpenApi([
+    ["POST", deployments],
+    ["GET", deployments],
+    ["POST", statuses],
+    ["GET", statuses],
+  ]);
+}, 120_000);
+
+describe.each(STORE_KINDS)("GitHub deployments on %s", { timeout: 60_000 }, (kind) => {
   const skip = skipStore(kind);
   let h: Harness | null = null;
   let gh: GitHubStandin | null = null;
@@ -46,7 +60,7 @@ describe.each(STORE_KINDS)("GitHub deployments on %s", (kind) => {
         githubRepository: "acme/models",
         githubToken: TOKEN,
         githubApiUrl: gh.baseUrl,
-        githubTimeoutMs: 5_000,
+        githubTimeoutMs: 30_000,
         githubDeployments: { environment: "production", ref: o.ref ?? "main" },
         notify: {
           webhook: null,

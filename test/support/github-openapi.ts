@@ -51,6 +51,25 @@ function load() {
   return loaded;
 }
 
+/**
+ * Reads the description and compiles the checks of `operations` (`[method, template]`) now,
+ * so the first request a test sends is not slowed by a compile of many seconds on a busy machine.
+ */
+export function warmUpGitHubOpenApi(operations: [string, string][]): void {
+  for (const [method, template] of operations) {
+    const op = operation(method, template);
+    const body = op.requestBody?.content["application/json"]?.schema;
+    if (body) validator(`${method} ${template} body`, body);
+    for (const status of Object.keys(op.responses)) {
+      try {
+        responseProblems(method, template, Number(status), undefined);
+      } catch {
+        // a response without a JSON body: nothing to compile
+      }
+    }
+  }
+}
+
 /** The OpenAPI version of the description (3.0.x). */
 export function gitHubOpenApiVersion(): string {
   return load().spec.openapi;
