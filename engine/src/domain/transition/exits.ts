@@ -65,6 +65,10 @@ export function availableActions(release: Release): AvailableAction[] {
     });
   }
   for (const sr of release.step_runs) {
+    // Retry and resolve are accepted only for the step run at the cursor (guards.isCurrent is
+    // part of both guards): probing the others would clone the release once per step run
+    // for nothing (quadratic in step runs on a long release's page).
+    if (sr.step_index !== release.cursor) continue;
     if (accepts({ type: "retry", actor: PROBE_ACTOR, step_run_id: sr.id })) {
       out.push({
         action: "retry",
