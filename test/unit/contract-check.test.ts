@@ -223,6 +223,57 @@ describe("checkRecipe refuses, naming the path and the fix", () => {
     expect(ps.some((p) => p.path.startsWith("lanes.1.jump"))).toBe(true);
   });
 
+  it("a jump host without its own host key pin: names the jump host, not the lane", () => {
+    const ps = problemsOf((r) => {
+      r.lanes[0].jump = { host: "bastion.example", port: 2222, user: "jump" };
+    });
+    const p = ps.find((x) => x.path === "lanes.0.jump.host_key");
+    expect(p, JSON.stringify(ps)).toBeDefined();
+    expect(p?.message).toMatch(
+      /jump host \(bastion\) bastion\.example of lane lane-a has no host key pin/,
+    );
+    expect(p?.message).not.toMatch(/^lane has no host key pin/);
+    expect(p?.fix).toMatch(/`lanes\.0\.jump\.host_key`/);
+    expect(p?.fix).toMatch(/ssh-keyscan -p 2222 bastion\.example \| ssh-keygen -lf - -E sha256/);
+    expect(p?.fix).toMatch(/not the lane's/);
+  });
+
+  it("a jump host's malformed pin: the fix is about the bastion's key", () => {
+    const ps = problemsOf((r) => {
+      r.lanes[0].jump = { host: "bastion.example", user: "jump", host_key: "yes" };
+    });
+    expectProblem(
+      ps,
+      "lanes.0.jump.host_key",
+      /SHA256:… fingerprint or a known_hosts line/,
+      /jump host's \(bastion's\).*ssh-keyscan -p 22 bastion\.example/,
+    );
+  });
+
+  it.each([
+    [5000, /at most 1440/],
+    [-3, /0 \(compensate at once\) or more/],
+    [2.5, /whole number of minutes/],
+  ])("rerun_window_minutes %s: the fix gives the accepted range and an example", (value, msg) => {
+    for (const set of [
+      (r: Mutable) => {
+        r.policy = { rerun_window_minutes: value };
+      },
+      (r: Mutable) => {
+        r.policy = { steps: { attach_queue_lane: { rerun_window_minutes: value } } };
+      },
+    ]) {
+      const ps = problemsOf(set);
+      const p = ps.find((x) => x.path.endsWith("rerun_window_minutes"));
+      expect(p, JSON.stringify(ps)).toBeDefined();
+      expect(p?.message).toMatch(msg);
+      expect(p?.fix).toMatch(/from 0 .* to 1440/);
+      expect(p?.fix).toMatch(/e\.g\. `rerun_window_minutes: 30`/);
+      // The fix says what to write, not the problem again.
+      expect(p?.fix).not.toContain(p?.message ?? "\u0000");
+    }
+  });
+
   it("baseline weights not summing to 100", () => {
     const ps = problemsOf((r) => {
       r.lanes[0].weight = 50;

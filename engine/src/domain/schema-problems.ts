@@ -14,6 +14,32 @@ const HOST_KEY_FIX =
   "and paste the `SHA256:…` fingerprint (43 characters after `SHA256:`), or paste the known_hosts line.";
 
 /**
+ * The fix for a jump host's (bastion's) pin at `path` (`lanes.N.jump.host_key`): the bastion's
+ * own key, scanned from its host and port as the recipe gives them.
+ */
+function jumpHostKeyFix(path: Path, input: unknown): string {
+  const jump = dotted(path.slice(0, -1));
+  const host = valueAt(input, [...path.slice(0, -1), "host"]);
+  const port = valueAt(input, [...path.slice(0, -1), "port"]) ?? 22;
+  const h = typeof host === "string" && host !== "" ? host : "<jump host>";
+  return (
+    `Pin the jump host's (bastion's) own key in \`${jump}.host_key\`: on a trusted network run ` +
+    `\`ssh-keyscan -p ${String(port)} ${h} | ssh-keygen -lf - -E sha256\` and paste the \`SHA256:…\` ` +
+    "fingerprint (43 characters after `SHA256:`), or paste the known_hosts line. It is the bastion's key, not the lane's (the lane's `host_key` pins the machine behind it)."
+  );
+}
+
+/** True for `lanes.N.jump.host_key`. */
+const isJumpPin = (path: Path) => path.length >= 2 && path[path.length - 2] === "jump";
+
+/** What to name in a message about `lanes.N.jump…`: `jump host (bastion) H of lane L`. */
+function jumpHostName(path: Path, input: unknown): string {
+  const host = valueAt(input, [...path.slice(0, -1), "host"]);
+  const laneId = valueAt(input, [...path.slice(0, -2), "id"]);
+  return `jump host (bastion)${typeof host === "string" && host ? ` ${host}` : ""}${typeof laneId === "string" && laneId ? ` of lane ${laneId}` : ""}`;
+}
+
+/**
  * Fixes by field name (the last key of the path), for format and range problems. Fields the
  * tools and the control plane also check take theirs from protocol/fields.ts.
  */
@@ -31,7 +57,15 @@ const FIELD_FIXES: Record<string, string> = {
   retries: "Use a whole number from 0 to 10.",
   start_ms: "Use milliseconds from 10000 (10 s) to 86400000 (24 h); default 600000 (10 min).",
   callback_ms: "Use milliseconds from 10000 (10 s) to 86400000 (24 h); default 1800000 (30 min).",
+  rerun_window_minutes:
+    "Use a whole number of minutes from 0 (compensate at once) to 1440 (24 h), e.g. `rerun_window_minutes: 30` (the default).",
 };
+
+/** The fix for `field` at `path`: a jump host's pin gets the bastion's, others `FIELD_FIXES`. */
+function fieldFix(field: string | undefined, path: Path, input: unknown): string | undefined {
+  if (field === "host_key" && isJumpPin(path)) return jumpHostKeyFix(path, input);
+  return field ? FIELD_FIXES[field] : undefined;
+}
 
 /** Renders a path as `lanes.1.host_key` (empty string for the root). */
 export function dotted(path: Path): string {
@@ -140,6 +174,12 @@ export function schemaProblems(
             message: `the recipe must be a mapping (${issue.message.replace(/^Invalid input: /, "")})`,
             fix: "Write the recipe as a YAML mapping with name, model, image, previous_image, lanes and rollout; see recipes/example.yaml.",
           });
+        } else if (missing && field === "host_key" && isJumpPin(path)) {
+          out.push({
+            path: at,
+            message: `the ${jumpHostName(path, input)} has no host key pin (\`${at}\`)`,
+            fix: jumpHostKeyFix(path, input),
+          });
         } else if (missing && field === "host_key") {
           out.push({ path: at, message: "lane has no host key pin", fix: HOST_KEY_FIX });
         } else if (missing) {
@@ -153,7 +193,7 @@ export function schemaProblems(
             path: at,
             message: `${label}: ${issue.message.replace(/^Invalid input: /, "")}`,
             fix:
-              (field && FIELD_FIXES[field]) ??
+              fieldFix(field, path, input) ??
               `Set ${label} to ${/^[aeiou]/.test(issue.expected) ? "an" : "a"} ${issue.expected}${desc ? ` (${desc})` : ""}.`,
           });
         }
@@ -172,7 +212,7 @@ export function schemaProblems(
           message: issue.message.startsWith(field ?? "\u0000")
             ? issue.message
             : `${label}: ${issue.message}`,
-          fix: (field && FIELD_FIXES[field]) ?? `Correct ${label}: ${issue.message}.`,
+          fix: fieldFix(field, path, input) ?? `Correct ${label}: ${issue.message}.`,
         });
     }
   }
