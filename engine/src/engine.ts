@@ -199,6 +199,8 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     },
   );
   log.info(admissionLine(config));
+  const keyWarning = o.dispatcher ? null : sshKeyWarning(config);
+  if (keyWarning) log.warn(keyWarning);
   let timer: NodeJS.Timeout | null = null;
   return {
     config,
@@ -225,6 +227,15 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       if (ownsStore) await store.close();
     },
   };
+}
+
+/**
+ * The start-up warning when the local dispatcher has no SSH key (BATON_SSH_KEY_FILE unset):
+ * every runner step would fail before reaching a machine. Null when there is nothing to say.
+ */
+export function sshKeyWarning(config: EngineConfig): string | null {
+  if (config.dispatcher !== "local" || config.sshKey) return null;
+  return "[engine] warning: the local dispatcher (BATON_DISPATCHER=local, the default) has no SSH key: every runner step (deploy, smoke check, restore) will fail before it reaches a machine (`input ssh-key is empty`); fix: set BATON_SSH_KEY_FILE to the SSH private key the runner uses to log in to the lanes' machines, or set BATON_DISPATCHER=github to run the steps in GitHub Actions";
 }
 
 /** One start-up line saying how manifests are admitted (docs/trust.md "Modes"). */
