@@ -5,6 +5,8 @@
  * cancelled, an unreadable or empty checks.json) may have taken effect.
  */
 
+import { storableText } from "./storable-text.ts";
+
 /** Failure classes of `connect` that happen before any remote command (scripts/lib/ssh.ts). */
 export const NO_SESSION_CLASSES: ReadonlySet<string> = new Set([
   "connect_failed",
@@ -121,4 +123,47 @@ export function failingCheckText(c: FailingCheck, lane: string | null): string {
       ? `answered ${c.http_status}${c.excerpt ? `: ${c.excerpt}` : c.message ? `: ${c.message}` : ""}`
       : `${c.status}${c.message ? `: ${c.message}` : c.excerpt ? `: ${c.excerpt}` : ""}`;
   return `${where} ${what}${c.exit_code !== null ? ` (exit code ${c.exit_code})` : ""}`;
+}
+
+/**
+ * The images the target reported as running, in checks.json order: every check record's
+ * `image` field (deploy.sh reports the container's image as the runtime sees it,
+ * `name@sha256:<hex>`), cut to 300 characters and made storable (`storableText`). Records
+ * without one are skipped; anything that is not an array gives [].
+ */
+export function reportedImages(checks: unknown): string[] {
+  if (!Array.isArray(checks)) return [];
+  const out: string[] = [];
+  for (const c of checks) {
+    if (c === null || typeof c !== "object" || Array.isArray(c)) continue;
+    const image = (c as { image?: unknown }).image;
+    // Storable in every store and short: the text may end up in the step run's error.
+    if (typeof image === "string" && image.length > 0) out.push(storableText(image.slice(0, 300)));
+  }
+  return out;
+}
+
+/** The `sha256:<hex>` digest of an image reference, or null when it is not pinned by digest. */
+export function digestOf(image: string): string | null {
+  const m = /@(sha256:[0-9a-f]{64})$/.exec(image.trim());
+  return m ? m[1]! : null;
+}
+
+/**
+ * Compares what the target reports it runs with the image a runner step was to leave running
+ * (its action's `args.image`). Returns null when they agree or nothing was reported (an older
+ * tool, or a step that failed before the image was read); otherwise the failure reason, naming
+ * the lane, the reported and the expected digest. The last report counts (the final phase).
+ */
+export function imageMismatch(
+  lane: string,
+  expected: string,
+  reported: readonly string[],
+): string | null {
+  const last = reported[reported.length - 1];
+  if (last === undefined) return null;
+  const want = digestOf(expected);
+  const got = digestOf(last);
+  if (want !== null && got === want) return null;
+  return `the target reports lane ${lane} running ${got ?? `${last} (not pinned by digest)`}, expected ${want ?? expected}: the deploy did not leave the manifest's image running`;
 }

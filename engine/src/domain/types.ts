@@ -308,6 +308,12 @@ export interface CallbackEvent {
    * check, so the step run's error (and the release's reason) names the cause.
    */
   failing_check?: FailingCheck;
+  /**
+   * Set by the service from checks.json (`reportedImages`): the images the target reported
+   * running, in order. A passing step whose action names an image (`args.image`) fails when the
+   * last one's digest differs (`imageMismatch`). Absent or empty = nothing to compare.
+   */
+  images?: string[];
 }
 
 export type ReleaseEvent =

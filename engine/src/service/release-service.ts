@@ -15,7 +15,12 @@ import { buildDeploymentReport, deploymentStateFor } from "../domain/deployments
 import { BatonError } from "../domain/errors.ts";
 import { acceptedActionsPhrase, LIFECYCLE_STATES } from "../domain/lifecycle.ts";
 import { buildNotice, type NoticeKind, noticeKindFor } from "../domain/notifications.ts";
-import { type FailingCheck, failingCheckOf, provesNothingRan } from "../domain/result-evidence.ts";
+import {
+  type FailingCheck,
+  failingCheckOf,
+  provesNothingRan,
+  reportedImages,
+} from "../domain/result-evidence.ts";
 import { storableValue } from "../domain/storable-text.ts";
 import type {
   DeploymentEffect,
@@ -926,6 +931,7 @@ export class ReleaseService implements ReleaseApi {
         overall: body.overall,
         ...(provesNothingRan(body.overall, body.checks) ? { nothing_ran: true } : {}),
         ...withFailingCheck(body.overall, body.checks),
+        ...(reportedImages(body.checks).length > 0 ? { images: reportedImages(body.checks) } : {}),
       },
       {
         beforeCommit: () => faultPoint("in_callback_before_commit", { step_run_id: stepRunId }),

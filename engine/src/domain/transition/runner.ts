@@ -2,8 +2,8 @@
  * Runner step runs: dispatch outcomes, callbacks and deadlines (docs/state-machine.md
  * "Runner steps"; docs/state-machine.md rules 2, 5, 6). Preflight is in `preflight.ts`.
  */
-import { failingCheckText } from "../result-evidence.ts";
-import type { CallbackEvent, ReleaseEvent, StepRun } from "../types.ts";
+import { failingCheckText, imageMismatch } from "../result-evidence.ts";
+import type { CallbackEvent, Release, ReleaseEvent, StepRun } from "../types.ts";
 import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepOf } from "./draft.ts";
 import { guards } from "./guards.ts";
@@ -142,7 +142,10 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
       reason: `[engine] callback for ${sr.id} attempt ${attempt.n} is late: the step run is ${sr.state} and release ${r.id} is ${whereIs(r)}`,
     };
   }
-  const pass = e.overall === "pass";
+  // A deploy ends with the target's own report of the running image: a pass that left
+  // another image running is a failure, whatever the tool concluded.
+  const mismatch = e.overall === "pass" ? runningImageMismatch(r, sr, e.images) : null;
+  const pass = e.overall === "pass" && mismatch === null;
   attempt.state = pass ? "succeeded" : "failed";
   attempt.callback_at = d.now;
   attempt.status = e.status;
@@ -155,7 +158,9 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
   const cause = e.failing_check
     ? failingCheckText(e.failing_check, stepOf(r, sr).lane)
     : `the runner reported status ${e.status}`;
-  sr.last_error = pass ? null : `${cause}${attempt.nothing_ran ? " (no remote command ran)" : ""}`;
+  sr.last_error = pass
+    ? null
+    : (mismatch ?? `${cause}${attempt.nothing_ran ? " (no remote command ran)" : ""}`);
   if (
     !pass &&
     sr.direction === "fwd" &&
@@ -168,7 +173,7 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
       parallelWaveOf(r, sr.step_index) === null ? sr.step_index - 1 : recomputedHighWaterMark(r);
   }
   d.accept(
-    `[engine] ${describe(r, sr)} attempt ${attempt.n} reported ${e.status} (${e.overall})${was === "unknown" ? "; this settles the unknown outcome" : ""}`,
+    `[engine] ${describe(r, sr)} attempt ${attempt.n} reported ${e.status} (${e.overall})${mismatch ? `, but ${mismatch}; the step run failed` : ""}${was === "unknown" ? "; this settles the unknown outcome" : ""}`,
     sr.id,
   );
   settled(d, sr);
@@ -230,4 +235,23 @@ export function runnerDeadline(d: Draft, sr: StepRun, e: Ev<"deadline">): void {
     `[engine] ${e.kind} deadline of ${sr.id} (dispatch ${e.dispatch}, attempt ${e.attempt}) no longer applies: the step run is ${sr.state}`,
     sr.id,
   );
+}
+
+/**
+ * The failure reason when the target reported running another image than the step run's action
+ * was to leave (`args.image` of its forward or backward runner action), else null.
+ */
+function runningImageMismatch(
+  r: Release,
+  sr: StepRun,
+  images: readonly string[] | undefined,
+): string | null {
+  if (!images || images.length === 0) return null;
+  const step = r.manifest.steps[sr.step_index];
+  const action = sr.direction === "fwd" ? step?.forward : step?.backward;
+  if (action?.kind !== "runner") return null;
+  const expected = action.args.image;
+  if (typeof expected !== "string") return null;
+  const lane = (action.args.lane as { id?: unknown } | undefined)?.id;
+  return imageMismatch(typeof lane === "string" ? lane : (step?.lane ?? "?"), expected, images);
 }
