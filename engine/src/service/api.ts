@@ -50,6 +50,14 @@ export interface ReleaseApi {
     opts?: { hold?: boolean; bundle?: unknown; attestations?: unknown[]; rollback?: boolean },
   ): Promise<Release>;
   get(id: string): Promise<ReleaseRecord>;
+  /**
+   * One page of a release's history, oldest first: `limit` entries (1..1000) from position
+   * `cursor` (0 = the first entry); `next_cursor` is null past the last one. 404 when unknown.
+   */
+  historyPage?(
+    id: string,
+    q: { cursor: number; limit: number },
+  ): Promise<{ entries: HistoryEntry[]; next_cursor: number | null }>;
   /** The release record document (docs/record.md). */
   releaseRecord(id: string, repository?: string): Promise<ReleaseRecordDocument>;
   /** The owner accepts a closed release (docs/record.md "Acceptance"). */

@@ -663,6 +663,18 @@ export class ReleaseService implements ReleaseApi {
     return { release, history, attempt_results, gate_evidence };
   }
 
+  async historyPage(
+    id: string,
+    q: { cursor: number; limit: number },
+  ): Promise<{ entries: HistoryEntry[]; next_cursor: number | null }> {
+    if (!(await this.store.getRelease(id)))
+      throw new BatonError("not_found", `[engine] release ${id} does not exist`);
+    // One more than asked says whether another page follows.
+    const rows = await this.store.getHistory(id, { limit: q.limit + 1, offset: q.cursor });
+    const entries = rows.slice(0, q.limit);
+    return { entries, next_cursor: rows.length > q.limit ? q.cursor + q.limit : null };
+  }
+
   async liveMark(id: string): Promise<string | null> {
     return (await this.liveState(id))?.mark ?? null;
   }

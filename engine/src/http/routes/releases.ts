@@ -114,6 +114,23 @@ const AcceptBody = z
   })
   .strict();
 
+/** `GET /v1/releases/:id/history?cursor=<n>&limit=<n>`: a page of the history, oldest first. */
+const HistoryQuery = z
+  .object({
+    cursor: z.coerce
+      .number()
+      .int("must be a whole number (the next_cursor of the previous page)")
+      .min(0, "must be 0 or more")
+      .default(0),
+    limit: z.coerce
+      .number()
+      .int("must be a whole number")
+      .min(1, "must be 1..1000")
+      .max(1000, "must be 1..1000")
+      .default(200),
+  })
+  .strict();
+
 const AbortBody = z
   .object({ reason: z.string().max(1000, "must be at most 1000 characters").optional() })
   .strict();
@@ -289,6 +306,15 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     if (!q.success) throw badRequest("query", zodProblems(q.error, "query"));
     const releases = await o.api.list(q.data);
     return c.json({ releases });
+  });
+
+  app.get("/:id/history", reader, async (c) => {
+    const id = releaseParam(c);
+    const q = HistoryQuery.safeParse(c.req.query());
+    if (!q.success) throw badRequest("query", zodProblems(q.error, "query"));
+    if (!o.api.historyPage)
+      throw new BatonError("not_found", "[engine] history pages are not served here");
+    return c.json(await o.api.historyPage(id, q.data));
   });
 
   app.get("/:id", reader, async (c) => {
