@@ -31,7 +31,7 @@ export interface EngineConfig {
   host?: string;
   /** Base URL of this engine as runners reach it; callback URLs are built from it. */
   publicUrl: string;
-  /** Callback secret rotation list; the first one signs. At least one. */
+  /** Callback secret rotation list; the first one signs. At least one, unless OIDC alone. */
   callbackSecrets: string[];
   operatorToken: string;
   /** Read-only token for the dashboard and GET routes; null = operator token only. */
@@ -419,7 +419,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const clean = Object.fromEntries(
     Object.entries(env).filter(([, v]) => v !== undefined && v !== ""),
   );
-  const r = Env.safeParse(clean);
+  // With the OIDC credential alone no shared secret is needed (docs/runner.md).
+  const oidcOnly = clean.BATON_RUNNER_CREDENTIAL === "oidc" && !clean.BATON_CALLBACK_SECRETS;
+  const r = (
+    oidcOnly
+      ? Env.extend({
+          BATON_CALLBACK_SECRETS: z
+            .unknown()
+            .optional()
+            .transform((): string[] => []),
+        })
+      : Env
+  ).safeParse(clean);
   const port = r.success ? r.data.PORT : 8787;
   const audience = (
     (r.success ? r.data.BATON_PUBLIC_URL : undefined) ?? `http://127.0.0.1:${port}`

@@ -1,5 +1,7 @@
 /** BATON_RUNNER_CREDENTIAL and BATON_OIDC_*: defaults, and each bad value named with its fix. */
 import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../engine/src/config.ts";
+import { serverlessSettings } from "../../engine/src/entries/serverless.ts";
 import { runnerCredentialFromEnv } from "../../engine/src/http/runner-oidc.ts";
 
 const defaults = { audience: "https://baton.example.org", repository: "acme/models" };
@@ -48,5 +50,38 @@ describe("runner credential settings", () => {
         defaults,
       ).sort(),
     ).toEqual(["BATON_OIDC_REPOSITORY_ID", "BATON_OIDC_WORKFLOW_REF"]);
+  });
+
+  it("the engine's configuration carries it; with OIDC alone no callback secret is needed", () => {
+    const env = {
+      BATON_OPERATOR_TOKEN: "o".repeat(32),
+      BATON_PUBLIC_URL: "https://baton.example.org",
+      BATON_RUNNER_CREDENTIAL: "oidc",
+      BATON_OIDC_REPOSITORY: "acme/models",
+      BATON_OIDC_WORKFLOW_REF: REF,
+    };
+    const c = loadConfig(env);
+    expect(c.callbackSecrets).toEqual([]);
+    expect(c.runnerCredential).toMatchObject({
+      mode: "oidc",
+      oidc: { audience: "https://baton.example.org", repository: "acme/models" },
+    });
+    // hmac (the default) still needs the secret, and a bad OIDC setting stops the engine.
+    expect(() => loadConfig({ ...env, BATON_RUNNER_CREDENTIAL: "hmac" })).toThrow(
+      /BATON_CALLBACK_SECRETS/,
+    );
+    expect(() => loadConfig({ ...env, BATON_OIDC_WORKFLOW_REF: "x" })).toThrow(
+      /BATON_OIDC_WORKFLOW_REF/,
+    );
+    const s = serverlessSettings({
+      ...env,
+      DATABASE_URL: "postgres://u@127.0.0.1:1/db",
+      BATON_CONTROL_PLANE_URL: "https://cp.example.org",
+      BATON_CONTROL_PLANE_TOKEN: "c".repeat(32),
+      GITHUB_REPOSITORY: "acme/models",
+      GITHUB_TOKEN: "t",
+    });
+    expect(s.runnerCredential.mode).toBe("oidc");
+    expect(s.BATON_CALLBACK_SECRETS).toEqual([]);
   });
 });

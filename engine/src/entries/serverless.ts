@@ -65,7 +65,18 @@ export function serverlessSettings(env: ServerlessEnv): ServerlessSettings {
   const clean = Object.fromEntries(
     Object.entries(env).filter(([, v]) => typeof v === "string" && v !== ""),
   );
-  const r = Env.safeParse(clean);
+  // With the OIDC credential alone no shared secret is needed (docs/runner.md).
+  const oidcOnly = clean.BATON_RUNNER_CREDENTIAL === "oidc" && !clean.BATON_CALLBACK_SECRETS;
+  const r = (
+    oidcOnly
+      ? Env.extend({
+          BATON_CALLBACK_SECRETS: z
+            .unknown()
+            .optional()
+            .transform((): string[] => []),
+        })
+      : Env
+  ).safeParse(clean);
   const rc = runnerCredentialFromEnv(clean, {
     audience: String(clean.BATON_PUBLIC_URL ?? "").replace(/\/+$/, ""),
     repository: typeof clean.GITHUB_REPOSITORY === "string" ? clean.GITHUB_REPOSITORY : null,
