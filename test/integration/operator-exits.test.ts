@@ -66,8 +66,12 @@ describe.each(STORE_KINDS)("operator exits on %s", (kind) => {
       // Refusals: each answers its status and reason, and is recorded.
       const abort = await op(h, "POST", `/v1/releases/${id}/abort`, { reason: "x" });
       expect(abort.status).toBe(409);
+      // Each refusal names what the release accepts instead.
+      const accepted = "it accepts retry or resolve of the step run it waits on, or abandon";
+      expect(await abort.text()).toContain(accepted);
       const resume = await op(h, "POST", `/v1/releases/${id}/resume`);
       expect(resume.status).toBe(409);
+      expect(await resume.text()).toContain(accepted);
       const fwd = (await getRecord(h, id)).step_runs.find((s) => s.direction === "fwd")!.id;
       const wrong = await op(h, "POST", `/v1/releases/step-runs/${fwd}/resolve`, { reason: "x" });
       expect(wrong.status).toBe(409);

@@ -21,6 +21,10 @@ export const LANE_RUNS_NOTHING = "none";
 
 type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
 
+/** What a `needs_operator` release accepts, for refusals (the guards in `exits.ts` decide). */
+const NEEDS_OPERATOR_EXITS = (id: string) =>
+  `it accepts retry or resolve of the step run it waits on, or abandon (\`baton status ${id}\` shows the commands)`;
+
 export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
   const r = d.release;
   if (guards.isTerminal(r)) {
@@ -34,7 +38,7 @@ export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] release ${r.id} is already ${r.state}; retry the waiting step run instead`,
+      reason: `[engine] release ${r.id} is already ${r.state}; ${r.state === "needs_operator" ? NEEDS_OPERATOR_EXITS(r.id) : "retry the waiting step run instead"}`,
     };
   }
   const by = `by ${e.actor}${e.reason ? `: ${e.reason}` : ""}`;
@@ -82,7 +86,7 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] release ${r.id} is ${r.state}; only a paused or pending release resumes`,
+      reason: `[engine] release ${r.id} is ${r.state}; only a paused or pending release resumes${r.state === "needs_operator" ? `; ${NEEDS_OPERATOR_EXITS(r.id)}` : ""}`,
     };
   }
   if (r.gate) {
