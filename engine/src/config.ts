@@ -67,6 +67,11 @@ export interface EngineConfig {
   githubTimeoutMs?: number;
   /** Retention of finished releases (service/retention.ts); optional, default 7 days. */
   retention?: RetentionPolicy;
+  /**
+   * Drift observation interval (ms, BATON_DRIFT_INTERVAL_MS, default 60,000; 0 = off);
+   * absent = off (docs/drift.md).
+   */
+  driftIntervalMs?: number;
   /** Reconciler interval (ms). */
   tickMs: number;
   /** Local dispatcher: the SSH private key the runner's tools use (BATON_SSH_KEY_FILE). */
@@ -267,6 +272,13 @@ const Env = z.object({
     .min(1, "BATON_NOTIFY_MAX_TRIES must be 1..50")
     .max(50, "BATON_NOTIFY_MAX_TRIES must be 1..50")
     .default(8),
+  BATON_DRIFT_INTERVAL_MS: z.coerce
+    .number({ error: "BATON_DRIFT_INTERVAL_MS must be a number (ms; 0 turns drift detection off)" })
+    .int()
+    .min(0, "BATON_DRIFT_INTERVAL_MS must be 0 (off) or at least 1000")
+    .max(86_400_000, "BATON_DRIFT_INTERVAL_MS must be at most 86400000 (a day)")
+    .refine((v) => v === 0 || v >= 1000, "BATON_DRIFT_INTERVAL_MS must be 0 (off) or at least 1000")
+    .default(60_000),
   BATON_TICK_MS: z.coerce
     .number({ error: "BATON_TICK_MS must be a number" })
     .int()
@@ -500,6 +512,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       compactAfterMs: Math.round(e.BATON_RETENTION_DAYS * 86_400_000),
     },
     tickMs: e.BATON_TICK_MS,
+    driftIntervalMs: e.BATON_DRIFT_INTERVAL_MS,
     sshKey: readKey(e.BATON_SSH_KEY_FILE),
     notify: {
       webhook:

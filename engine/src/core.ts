@@ -31,6 +31,7 @@ import type { MetricsSource } from "./ports/metrics-source.ts";
 import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
 import type { Domain } from "./service/domain.ts";
+import type { DriftPolicy } from "./service/drift.ts";
 import { EffectsDue } from "./service/effects-due.ts";
 import { Reconciler, type ReconcilerOptions } from "./service/reconciler.ts";
 import {
@@ -92,6 +93,8 @@ export interface CoreSettings {
   admissionVerifier?: BundleVerifier;
   /** Retention of finished releases, run from `tick` (service/retention.ts). */
   retention?: RetentionPolicy;
+  /** Drift detection from `tick` (service/drift.ts); off when absent. */
+  drift?: DriftPolicy;
   /** Transition and compiler (tests wrap them). */
   domain?: Domain;
   /** Mounts more routes on the app before the dashboard. */
@@ -124,6 +127,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
     ...(s.admission ? { admission: s.admission } : {}),
     ...(s.admissionVerifier ? { admissionVerifier: s.admissionVerifier } : {}),
     ...(s.retention ? { retention: s.retention } : {}),
+    ...(s.drift ? { drift: s.drift } : {}),
     ...(ports.notify ? { notify: ports.notify } : {}),
     ...(ports.deployments ? { deployments: ports.deployments.policy } : {}),
     controlPlane,

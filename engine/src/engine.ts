@@ -196,6 +196,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
         ? { admissionVerifier: new BundleVerifier(config.admission.policy) }
         : {}),
       ...(config.retention ? { retention: config.retention } : {}),
+      ...(config.driftIntervalMs ? { drift: { intervalMs: config.driftIntervalMs } } : {}),
     },
   );
   log.info(admissionLine(config));

@@ -4,12 +4,14 @@
  */
 import { armsLine, type GateSummary, metricLine, srmLine } from "../domain/gate/summary.ts";
 import { waveLabel } from "../domain/gate/waves.ts";
+import { lifecycleActions } from "../domain/lifecycle.ts";
 import type { ReleaseState } from "../domain/states.ts";
-import type { HistoryEntry, Manifest, Release, StepRun } from "../domain/types.ts";
+import type { HistoryEntry, Lineage, Manifest, Release, StepRun } from "../domain/types.ts";
 import { duration, time } from "../http/dashboard/format.ts";
 import { offers } from "../http/dashboard/offers.ts";
 import { stepAction, summarize, weightsText, whyToShow } from "../http/dashboard/summary.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
+import { currentDrift, driftMessage } from "../service/drift.ts";
 
 /** `GET /v1/releases/:id` as the engine answers it. */
 export interface RecordJson {
@@ -29,6 +31,8 @@ export interface RecordJson {
   manifest: Manifest;
   /** Per gated wave, the latest evaluation's decision and figures (engines with gates). */
   gates?: GateSummary[];
+  /** Set when a lifecycle verb started the release (docs/lifecycle.md). */
+  lineage?: Lineage | null;
 }
 
 export const TERMINAL: ReadonlySet<string> = new Set(["succeeded", "rolled_back", "aborted"]);
@@ -136,10 +140,27 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     `  high-water mark: ${rec.high_water_mark < 0 ? "none (nothing has taken effect)" : `step ${rec.high_water_mark + 1} (steps 1 to ${rec.high_water_mark + 1} may have taken effect)`}; ${total} steps, generation ${rec.generation}`,
   );
   lines.push(...gateLines(rec));
+  if (rec.lineage) {
+    lines.push(
+      rec.lineage.verb === "rollback"
+        ? `  rollback of ${rec.lineage.of}: runs ${rec.lineage.manifest_of}'s admitted manifest again`
+        : `  roll forward past ${rec.lineage.of}`,
+    );
+  }
+  const drift = currentDrift(rec.history);
+  if (drift)
+    lines.push(
+      `  DRIFT since ${time(drift.observed_at)}: ${driftMessage(drift).replace(/^\[drift\] /, "")}`,
+    );
   const cmds = acceptedCommands(rec);
   if (cmds.length > 0) {
     lines.push("what you can do:");
     for (const c of cmds) lines.push(`  ${c}`);
+  }
+  const verbs = lifecycleActions(asRelease(rec));
+  if (verbs.length > 0) {
+    lines.push("after the end (a new release, docs/lifecycle.md):");
+    for (const a of verbs) lines.push(`  ${a.command}  # ${a.effect}`);
   }
   lines.push("step runs:");
   if (rec.step_runs.length === 0) lines.push("  (none yet)");
@@ -182,6 +203,8 @@ export function statusJson(rec: RecordJson) {
       last_error: s.last_error,
     })),
     refused_events: rec.history.filter((h) => h.outcome === "refused").length,
+    lineage: rec.lineage ?? null,
+    drift: currentDrift(rec.history),
     gates: (rec.gates ?? []).map((g) => ({
       wave: g.wave + 1,
       phase: g.phase,

@@ -51,6 +51,7 @@ import { ACCEPT_KIND, buildRecord } from "../record/build.ts";
 import type { ReleaseRecordDocument } from "../record/schema.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "./api.ts";
 import { type Domain, defaultDomain } from "./domain.ts";
+import { DriftObserver, type DriftPolicy } from "./drift.ts";
 import type { EffectsDue } from "./effects-due.ts";
 import { assertLanesFree, lanesClaimedError } from "./lane-claims.ts";
 import { capLogTail } from "./log-tail.ts";
@@ -104,6 +105,12 @@ export interface ReleaseServiceDeps {
    * assumed baseline.
    */
   controlPlane?: ControlPlane;
+  /**
+   * Drift detection (drift.ts): observe the lanes of models with no release in flight every
+   * `intervalMs`, from `maintain`. Absent: off (hand-built services; the engine's environment
+   * turns it on, BATON_DRIFT_INTERVAL_MS).
+   */
+  drift?: DriftPolicy;
 }
 
 /** What a start carries besides the recipe (docs/trust.md "Sending the bundle"). */
@@ -202,6 +209,7 @@ export class ReleaseService implements ReleaseApi {
   private readonly admission: AdmissionConfig;
   private readonly verifier: BundleVerifier | null;
   private readonly controlPlane: ControlPlane | null;
+  private readonly drift: DriftObserver | null;
   /** Tail of the `start` queue: starts run one at a time so the lane check cannot interleave. */
   private starting: Promise<unknown> = Promise.resolve();
   /** Live marks being read or read recently, shared by the dashboard tabs polling them. */
@@ -233,6 +241,10 @@ export class ReleaseService implements ReleaseApi {
     );
     this.admission = deps.admission ?? { mode: "off" };
     this.controlPlane = deps.controlPlane ?? null;
+    this.drift =
+      deps.drift && this.controlPlane?.lanes
+        ? new DriftObserver(this, deps.store, this.controlPlane, deps.clock, deps.drift, this.log)
+        : null;
     // The verifier (sigstore, Node-only) is built by the entry and injected.
     this.verifier = this.admission.mode === "enforce" ? (deps.admissionVerifier ?? null) : null;
   }
@@ -1020,6 +1032,7 @@ export class ReleaseService implements ReleaseApi {
   /** Housekeeping run after each reconciler pass (the core's `tick`): retention of finished releases. */
   async maintain(): Promise<void> {
     await this.retention.maybeRun();
+    await this.drift?.maybeRun();
   }
 
   private healthProbe: { at: number; done: Promise<void> } | null = null;

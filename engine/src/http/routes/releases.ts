@@ -16,6 +16,7 @@ import type { Release } from "../../domain/types.ts";
 import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
 import { assertRecipeNesting } from "../../recipes/parse.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
+import { currentDrift } from "../../service/drift.ts";
 import { requireBearer } from "../auth.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 import { ActorField, actorOf, jsonBody } from "./operator-body.ts";
@@ -199,6 +200,7 @@ export function recordJson(r: ReleaseRecord): Record<string, unknown> {
     available_actions: availableActions(release),
     lifecycle_actions: lifecycleActions(release),
     lineage: release.lineage ?? null,
+    drift: currentDrift(r.history),
     admission: release.admission ?? null,
     baseline: release.baseline ?? null,
     created_at: release.created_at,

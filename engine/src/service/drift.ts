@@ -1,0 +1,215 @@
+/**
+ * Drift detection (docs/drift.md): once a model has no release in flight, the engine keeps
+ * observing its lanes — the control plane's weight, `excluded` marker and capabilities, and the
+ * image the control plane or the target last reported — and compares them with what the
+ * model's last ended releases left them at (the fleet view's desired state,
+ * http/dashboard/fleet.ts). A difference is drift: written once to the history of the release
+ * that decided the lane (desired vs observed per field), again only when it changes, and a
+ * `drift_cleared` entry when it is gone. Lanes of one model serving different images outside a
+ * release are flagged as mixed versions.
+ *
+ * Bounded: at most one observation per `intervalMs` (engine clock), one control-plane read
+ * per observation with a `timeoutMs` limit, the newest `FLEET_RELEASES` releases; a control
+ * plane that cannot be read is logged once per interval and never retried sooner (no storm
+ * when it is down). Drift entries are not decisions: a closed release's record digest does not
+ * move.
+ */
+import type { HistoryEntry, Json } from "../domain/types.ts";
+import type { FleetModel } from "../http/dashboard/fleet.ts";
+import { loadFleet } from "../http/dashboard/fleet-load.ts";
+import type { Clock } from "../ports/clock.ts";
+import type { ControlPlane } from "../ports/control-plane.ts";
+import type { Store } from "../ports/store.ts";
+import type { ReleaseApi } from "./api.ts";
+
+/** History kinds of drift (on the release that decided the drifted lanes). */
+export const DRIFT_KIND = "drift";
+export const DRIFT_CLEARED_KIND = "drift_cleared";
+
+/** Drift settings: observation interval and control-plane read timeout, ms. */
+export interface DriftPolicy {
+  intervalMs: number;
+  timeoutMs?: number;
+}
+
+/** One drifted lane: the fields that differ with their desired and observed values. */
+export interface DriftedLane {
+  id: string;
+  fields: string[];
+  desired: Record<string, Json>;
+  observed: Record<string, Json>;
+}
+
+/** A model's drift as recorded in history (`data` of a `drift` entry). */
+export interface ModelDrift {
+  model: string;
+  lanes: DriftedLane[];
+  /** More than one image serves traffic while no release runs. */
+  mixed: boolean;
+  images: { ref: string; lanes: string[]; weight: number }[];
+  observed_at: number;
+}
+
+interface Logger {
+  warn(msg: string): void;
+}
+
+/** The drift of one model's fleet facts; null when it has a release in flight or no read. */
+export function modelDrift(m: FleetModel, now: number): ModelDrift | null {
+  if (m.active !== null || m.readError !== null) return null;
+  const lanes: DriftedLane[] = [];
+  for (const l of m.lanes) {
+    if (!l.desired || !l.observed || l.differs.length === 0) continue;
+    const d = l.desired;
+    const o = l.observed;
+    const desired: Record<string, Json> = {};
+    const observed: Record<string, Json> = {};
+    for (const f of l.differs) {
+      if (f === "image") {
+        desired.image = d.image;
+        observed.image = o.image?.ref ?? null;
+      } else if (f === "weight") {
+        desired.weight = d.weight;
+        observed.weight = o.weight;
+      } else if (f === "excluded") {
+        desired.excluded = d.excluded;
+        observed.excluded = o.excluded;
+      } else {
+        desired.capabilities = d.capabilities;
+        desired.advertised = d.advertised;
+        observed.capabilities = o.capabilities;
+        observed.advertised = o.advertised;
+      }
+    }
+    lanes.push({ id: l.id, fields: [...l.differs], desired, observed });
+  }
+  return { model: m.model, lanes, mixed: m.mixed, images: m.images, observed_at: now };
+}
+
+/** One line for people: what differs, lane by lane. */
+export function driftMessage(d: ModelDrift): string {
+  const parts = d.lanes.map(
+    (l) =>
+      `${l.id} ${l.fields
+        .map((f) =>
+          f === "capabilities"
+            ? `capabilities desired ${JSON.stringify(l.desired.capabilities)} observed ${JSON.stringify(l.observed.capabilities)}`
+            : `${f} desired ${JSON.stringify(l.desired[f])} observed ${JSON.stringify(l.observed[f])}`,
+        )
+        .join(", ")}`,
+  );
+  if (d.mixed)
+    parts.push(
+      `mixed versions outside a release: ${d.images.map((i) => `${i.ref} on ${i.lanes.join(",")}`).join("; ")}`,
+    );
+  return `[drift] model ${d.model}: ${parts.join("; ")}`;
+}
+
+/** The periodic observer; `maybeRun` is called from every engine tick. */
+export class DriftObserver {
+  private next = 0;
+  /** Per model: the fingerprint last recorded and on which release ("" = no drift). */
+  private readonly last = new Map<string, { print: string; release: string }>();
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly api: ReleaseApi,
+    private readonly store: Store,
+    private readonly cp: ControlPlane | null,
+    private readonly clock: Clock,
+    private readonly policy: DriftPolicy,
+    private readonly log: Logger,
+  ) {}
+
+  /** Observes once when the interval has passed (shared by concurrent callers). */
+  maybeRun(): Promise<void> {
+    if (!this.cp?.lanes) return Promise.resolve();
+    if (this.running) return this.running;
+    const now = this.clock.now();
+    if (now < this.next) return Promise.resolve();
+    this.next = now + this.policy.intervalMs;
+    this.running = this.observe(now).finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async observe(now: number): Promise<void> {
+    const timeoutMs = this.policy.timeoutMs ?? 5000;
+    const cp = this.cp as ControlPlane;
+    const lanes = cp.lanes?.bind(cp);
+    const bounded: Pick<ControlPlane, "lanes"> = {
+      lanes: (model?: string) =>
+        Promise.race([
+          lanes ? lanes(model) : Promise.resolve({ ok: false as const, message: "no lanes" }),
+          new Promise<{ ok: false; message: string }>((resolve) => {
+            const t = setTimeout(
+              () => resolve({ ok: false, message: `no answer within ${timeoutMs} ms` }),
+              timeoutMs,
+            );
+            (t as { unref?: () => void }).unref?.();
+          }),
+        ]),
+    };
+    let models: FleetModel[];
+    try {
+      ({ models } = await loadFleet(this.api, bounded, null));
+    } catch (err) {
+      this.log.warn(`[drift] could not observe the fleet: ${(err as Error).message}`);
+      return;
+    }
+    const failed = models.find((m) => m.readError !== null);
+    if (failed) {
+      this.log.warn(
+        `[drift] the control plane could not be read (${failed.readError}); next observation in ${this.policy.intervalMs} ms`,
+      );
+    }
+    const entries: HistoryEntry[] = [];
+    for (const m of models) {
+      const d = modelDrift(m, now);
+      if (!d) continue;
+      const release =
+        m.lanes.find((l) => d.lanes.some((x) => x.id === l.id))?.desired?.release_id ??
+        m.lanes.find((l) => l.desired)?.desired?.release_id;
+      if (!release) continue;
+      const drifted = d.lanes.length > 0 || d.mixed;
+      const print = drifted ? JSON.stringify([d.lanes, d.mixed, d.images]) : "";
+      const seen = this.last.get(m.model);
+      if ((seen?.print ?? "") === print) continue;
+      this.last.set(m.model, { print, release });
+      entries.push(
+        drifted
+          ? {
+              release_id: release,
+              at: now,
+              kind: DRIFT_KIND,
+              step_run_id: null,
+              outcome: "accepted",
+              message: driftMessage(d),
+              data: d as unknown as Json,
+            }
+          : {
+              release_id: seen?.release ?? release,
+              at: now,
+              kind: DRIFT_CLEARED_KIND,
+              step_run_id: null,
+              outcome: "accepted",
+              message: `[drift] model ${m.model}: every lane is again as its last release left it`,
+              data: { model: m.model, observed_at: now },
+            },
+      );
+      if (drifted) this.log.warn(driftMessage(d));
+    }
+    if (entries.length > 0) await this.store.appendHistory(entries);
+  }
+}
+
+/** The drift a release's history shows now: its latest drift entry unless cleared since. */
+export function currentDrift(history: readonly HistoryEntry[]): ModelDrift | null {
+  for (let i = history.length - 1; i >= 0; i--) {
+    const h = history[i];
+    if (h?.kind === DRIFT_CLEARED_KIND) return null;
+    if (h?.kind === DRIFT_KIND) return h.data as unknown as ModelDrift;
+  }
+  return null;
+}

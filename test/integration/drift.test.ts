@@ -1,0 +1,124 @@
+/**
+ * Drift detection (docs/drift.md) on both stores: after a release succeeded, a lane's weight
+ * and image changed by hand at the control plane appear within one observation interval as a
+ * `drift` history entry (desired vs observed per field, mixed versions flagged) on the release
+ * that decided the lanes, shown by GET /v1/releases/:id; recorded once while unchanged; a
+ * `drift_cleared` entry once the lanes are back. The release's record digest does not move.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { IMAGE } from "../unit/recipe-fixture.ts";
+import {
+  createRelease,
+  drive,
+  type Harness,
+  makeHarness,
+  op,
+  STORE_KINDS,
+  skipStore,
+} from "./service-harness.ts";
+
+const INTERVAL = 30_000;
+const HAND = `ghcr.io/acme/summarizer@sha256:${"9e".repeat(32)}`;
+
+describe.each(STORE_KINDS)("drift detection on %s", (kind) => {
+  const skip = skipStore(kind);
+  let h: Harness | null = null;
+  afterEach(async () => {
+    await h?.close();
+    h = null;
+  });
+
+  const release = async (hh: Harness, id: string) =>
+    (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as {
+      state: string;
+      drift: {
+        model: string;
+        mixed: boolean;
+        lanes: {
+          id: string;
+          fields: string[];
+          desired: Record<string, unknown>;
+          observed: Record<string, unknown>;
+        }[];
+      } | null;
+      history: { kind: string; message: string }[];
+    };
+  const digest = async (hh: Harness, id: string) =>
+    ((await (await op(hh, "GET", `/v1/releases/${id}/record`)).json()) as { digest: string })
+      .digest;
+
+  it.skipIf(skip)(
+    "a weight and an image changed by hand appear within one interval, desired vs observed",
+    async () => {
+      h = await makeHarness({ kind, config: { driftIntervalMs: INTERVAL } });
+      const id = await createRelease(h);
+      await drive(h);
+      const done = await release(h, id);
+      expect(done.state).toBe("succeeded");
+      const closedDigest = await digest(h, id);
+      // The lanes as the release left them: no drift.
+      h.clock.advance(INTERVAL);
+      await h.engine.tick();
+      expect((await release(h, id)).drift).toBeNull();
+
+      const a = h.cp.lane("lane-a")!;
+      const b = h.cp.lane("lane-b")!;
+      const before = { a: a.weight, b: b.weight };
+      expect(before.a + before.b).toBe(100);
+      const moved = before.a >= 10 ? 10 : -10;
+      h.cp.seed([
+        { ...a, model: "summarizer-v7", weight: before.a - moved, image: HAND },
+        { ...b, model: "summarizer-v7", weight: before.b + moved, image: IMAGE },
+      ]);
+      // Not before the interval has passed: bounded observation.
+      h.clock.advance(1000);
+      await h.engine.tick();
+      expect((await release(h, id)).drift).toBeNull();
+      h.clock.advance(INTERVAL);
+      await h.engine.tick();
+      const seen = await release(h, id);
+      expect(seen.drift).not.toBeNull();
+      const laneA = seen.drift?.lanes.find((l) => l.id === "lane-a");
+      expect(laneA?.fields.sort()).toEqual(["image", "weight"]);
+      expect(laneA?.desired).toMatchObject({ weight: before.a, image: IMAGE });
+      expect(laneA?.observed).toMatchObject({ weight: before.a - moved, image: HAND });
+      const laneB = seen.drift?.lanes.find((l) => l.id === "lane-b");
+      expect(laneB?.fields).toEqual(["weight"]);
+      expect(seen.drift?.mixed).toBe(true);
+      const entries = () =>
+        release(h as Harness, id).then((r) => r.history.filter((e) => e.kind === "drift"));
+      expect((await entries())[0]?.message).toMatch(
+        /^\[drift\] model summarizer-v7: lane-a .*weight desired \d+ observed \d+.*mixed versions/,
+      );
+
+      // Unchanged drift is not written again.
+      h.clock.advance(INTERVAL);
+      await h.engine.tick();
+      expect(await entries()).toHaveLength(1);
+      // The closed record's digest is fixed: drift is not a decision.
+      expect(await digest(h, id)).toBe(closedDigest);
+
+      // Put back by hand: drift cleared.
+      h.cp.seed([
+        { ...a, model: "summarizer-v7", image: IMAGE },
+        { ...b, model: "summarizer-v7", image: IMAGE },
+      ]);
+      h.clock.advance(INTERVAL);
+      await h.engine.tick();
+      const back = await release(h, id);
+      expect(back.drift).toBeNull();
+      expect(back.history.at(-1)?.kind).toBe("drift_cleared");
+    },
+  );
+
+  it.skipIf(skip)("off unless configured (hand-built engines)", async () => {
+    h = await makeHarness({ kind });
+    const id = await createRelease(h);
+    await drive(h);
+    const a = h.cp.lane("lane-a")!;
+    h.cp.seed([{ ...a, model: "summarizer-v7", weight: a.weight === 0 ? 5 : 0 }]);
+    h.clock.advance(10 * INTERVAL);
+    await h.engine.tick();
+    expect((await release(h, id)).history.some((e) => e.kind === "drift")).toBe(false);
+  });
+});
