@@ -146,7 +146,9 @@ describe("start, status, record", () => {
     // This release paused on an unknown step and was then aborted: an operator abort, not a failure.
     expect(one.stdout).toContain("Rolled back after an operator abort by operator");
     expect(one.stdout).not.toContain("what you can do");
-    expect(one.stdout).toContain(`after the end (a new release, docs/lifecycle.md):\n  baton roll-forward ${live.ids.late} `);
+    expect(one.stdout).toContain(
+      `after the end (a new release, docs/lifecycle.md):\n  baton roll-forward ${live.ids.late} `,
+    );
     expect(one.stdout).toMatch(/refused events: \d+/);
     const js = JSON.parse((await baton(["status", live.ids.late, "--json"], env(VIEWER))).stdout);
     expect(js).toMatchObject({ id: live.ids.late, state: "rolled_back", high_water_mark: 2 });
