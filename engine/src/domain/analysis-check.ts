@@ -7,8 +7,40 @@
 import type { Problem } from "./errors.ts";
 import { DEFAULT_BAKE_MS, DEFAULT_INTERVAL_MS, DEFAULT_MAX_WAIT_MS } from "./gate/analysis.ts";
 
-/** Variables a PromQL template may use; filled per lane, arm and release at query time. */
-export const QUERY_VARIABLES = ["lane", "arm", "release", "image", "model", "window"] as const;
+/**
+ * Variables a PromQL template may use, filled per arm at query time (their values:
+ * engine/src/adapters/prometheus/templates.ts and docs/gate.md).
+ */
+export const QUERY_VARIABLES = [
+  "model",
+  "release",
+  "arm",
+  "arm_selector",
+  "image",
+  "candidate_image",
+  "lane",
+  "baseline_lanes",
+  "window",
+] as const;
+/** The variables whose value differs between the arms; a template must use one. */
+const ARM_VARIABLES = ["arm_selector", "arm", "image"] as const;
+
+/** Likely meanings of unknown variables people write, pointing at the right one. */
+const VARIABLE_HINTS: Record<string, string> = {
+  candidate: "`$candidate_image` is the candidate's image.",
+  baseline:
+    "`$baseline_lanes` is the lanes serving at release start; `$arm_selector` selects the control.",
+  baseline_image:
+    "The control is not one image: select it with `$arm_selector` (the baseline lanes, any image but `$candidate_image`).",
+  control_image:
+    "The control is not one image: select it with `$arm_selector` (the baseline lanes, any image but `$candidate_image`).",
+  previous_image: "`$image` is the recipe's previous_image when the control arm is read.",
+  lanes: "`$lane` is the recipe's lanes, `$baseline_lanes` the lanes serving at release start.",
+  selector: "`$arm_selector` selects the arm being read.",
+};
+
+/** One of QUERY_VARIABLES. */
+export type QueryVariable = (typeof QUERY_VARIABLES)[number];
 
 const obj = (v: unknown): Record<string, unknown> | undefined =>
   v !== null && typeof v === "object" && !Array.isArray(v)
@@ -36,15 +68,24 @@ function sectionProblems(section: Record<string, unknown>, at: string): Problem[
     }
     for (const [field, text] of Object.entries(obj(metric?.query) ?? {})) {
       if (typeof text !== "string") continue;
-      for (const match of text.matchAll(/\$([A-Za-z_]\w*)/g)) {
-        const v = match[1] as string;
+      const used = [...text.matchAll(/\$([A-Za-z_]\w*)/g)].map((m) => m[1] as string);
+      for (const v of used) {
         if (!(QUERY_VARIABLES as readonly string[]).includes(v)) {
+          const hint = VARIABLE_HINTS[v];
           problems.push({
             path: `${at}.metrics.${i}.query.${field}`,
             message: `query uses unknown variable \`$${v}\``,
-            fix: `Use only ${QUERY_VARIABLES.map((q) => `$${q}`).join(", ")}; write other values literally.`,
+            fix: `${hint ? `${hint} ` : ""}Use only ${QUERY_VARIABLES.map((q) => `$${q}`).join(", ")} (docs/gate.md); write other values literally.`,
           });
         }
+      }
+      if (!used.some((v) => (ARM_VARIABLES as readonly string[]).includes(v))) {
+        problems.push({
+          path: `${at}.metrics.${i}.query.${field}`,
+          message:
+            "query reads the same series for the candidate and the control: it uses none of $arm_selector, $arm, $image",
+          fix: "Select the arm inside the braces, e.g. `{model=\"$model\",$arm_selector}` (the control is what the observed baseline's lanes serve with any image but the candidate's).",
+        });
       }
     }
   });

@@ -62,6 +62,25 @@ describe("analysis section", () => {
     expect(r.manifest.waves[1]).not.toHaveProperty("analysis");
   });
 
+  it("accepts templates using the baseline variables", () => {
+    const r = checkAndCompile(
+      gated({
+        metrics: [
+          {
+            ...errorRate,
+            query: {
+              numerator:
+                'sum(increase(errors{model="$model",$arm_selector,release="$release"}[$window]))',
+              denominator:
+                'sum(requests{lane=~"$baseline_lanes",image!="$candidate_image",arm="$arm"}) or sum(requests{image="$image",lane=~"$lane"})',
+            },
+          },
+        ],
+      }),
+    );
+    expect(r.ok, r.ok ? "" : JSON.stringify(r.problems)).toBe(true);
+  });
+
   it.each([
     [
       "a gate on the 100% wave",
@@ -98,6 +117,34 @@ describe("analysis section", () => {
       },
       "analysis.metrics.0.query.numerator",
       /unknown variable `\$side`/,
+    ],
+    [
+      "a control image variable (the control is the observed baseline, not one image)",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.metrics[0] = {
+          ...errorRate,
+          query: {
+            numerator: 'sum(errors{image="$baseline_image"})',
+            denominator: "sum(requests{$arm_selector})",
+          },
+        };
+      },
+      "analysis.metrics.0.query.numerator",
+      /unknown variable `\$baseline_image`/,
+    ],
+    [
+      "a query that reads the same series for both arms",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.metrics[0] = {
+          ...errorRate,
+          query: {
+            numerator: 'sum(errors{lane=~"$baseline_lanes",image!="$candidate_image"})',
+            denominator: "sum(requests{$arm_selector})",
+          },
+        };
+      },
+      "analysis.metrics.0.query.numerator",
+      /same series for the candidate and the control/,
     ],
     [
       "no gated wave",

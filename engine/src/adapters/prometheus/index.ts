@@ -1,14 +1,21 @@
 /**
  * Prometheus adapter of the metrics-source port: the instant-query HTTP API
  * (`GET /api/v1/query`, https://prometheus.io/docs/prometheus/latest/querying/api/), one
- * query per metric, arm and role, templates filled with the model, arm, image, release, lanes
- * and the window since the wave began. A timeout, an HTTP or PromQL error, an empty result
+ * query per metric, arm and role, templates filled with the model, arm, images, release, lanes,
+ * the observed baseline's lanes and the window since the wave began (the control arm is what the
+ * baseline lanes served with any image but the candidate's; see templates.ts). A timeout, an HTTP or PromQL error, an empty result
  * or a NaN value is missing evidence naming the query; it never throws and never passes.
  */
 import type { GateObservations, Missing } from "../../domain/gate/decide.ts";
 import type { ArmObservation, Bucket } from "../../domain/gate/observations.ts";
 import type { GateQuery, MetricsSource } from "../../ports/metrics-source.ts";
-import { fillTemplate, metricTemplates, type TemplateVars, UNITS_TEMPLATE } from "./templates.ts";
+import {
+  armVars,
+  fillTemplate,
+  metricTemplates,
+  type TemplateVars,
+  UNITS_TEMPLATE,
+} from "./templates.ts";
 
 export interface PrometheusOptions {
   /** e.g. `http://127.0.0.1:9090` (no trailing slash needed). */
@@ -102,14 +109,7 @@ export class PrometheusMetricsSource implements MetricsSource {
   async observe(q: GateQuery): Promise<GateObservations> {
     const timeS = q.nowMs / 1000;
     const windowS = Math.max(1, Math.ceil((q.nowMs - q.sinceMs) / 1000));
-    const vars = (arm: "candidate" | "control"): TemplateVars => ({
-      model: q.model,
-      lane: q.lanes.join("|"),
-      arm,
-      release: q.releaseId,
-      image: arm === "candidate" ? q.candidateImage : q.controlImage,
-      window: `${windowS}s`,
-    });
+    const vars = (arm: "candidate" | "control"): TemplateVars => armVars(arm, q, `${windowS}s`);
     const arms = ["candidate", "control"] as const;
     const [uc, ub] = (await Promise.all(
       arms.map((a) => this.scalar(fillTemplate(UNITS_TEMPLATE, vars(a)), timeS)),

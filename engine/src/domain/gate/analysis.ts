@@ -24,7 +24,7 @@ export const DEFAULT_MAX_WAIT_MS = 30 * 60_000;
 export const DEFAULT_MIN_SAMPLES = 1000;
 
 const METRIC_NAME = /^[a-z][a-z0-9_-]{0,62}$/;
-/** A PromQL template: `$lane`, `$arm`, `$release`, `$image`, `$model` are filled in. */
+/** A PromQL template; its `$variables` are listed in `analysis-check.ts` (QUERY_VARIABLES). */
 const PromQl = z
   .string()
   .min(1, "a query must not be empty")
