@@ -18,6 +18,8 @@ import { type PrometheusHandle, startPrometheus } from "../support/prometheus.ts
 
 const CANDIDATE = `ghcr.io/acme/summarizer@sha256:${"a".repeat(64)}`;
 const BASELINE = `ghcr.io/acme/summarizer@sha256:${"b".repeat(64)}`;
+/** A hotfix the recipe's previous_image does not name, running on a baseline lane. */
+const HOTFIX = `ghcr.io/acme/summarizer@sha256:${"c".repeat(64)}`;
 
 const analysis = Analysis.parse({
   min_samples: 1500,
@@ -62,12 +64,37 @@ async function fleet(
   return { cp, model, startedAt: Date.now() };
 }
 
-/** Evaluates every second until a decision other than wait (at most 60 looks). */
+/**
+ * A router for `model` where the baseline lanes run two images: lane-a the candidate (20%),
+ * lane-b the recipe's previous_image (40%), lane-c a hotfix (40%).
+ */
+async function hotfixFleet(model: string): Promise<Fleet> {
+  const cp = await startControlPlane({ traffic: { model, seed: 11 } });
+  cp.core.seed([
+    { id: "lane-a", model, weight: 20 },
+    { id: "lane-b", model, weight: 40 },
+    { id: "lane-c", model, weight: 40 },
+  ]);
+  const t = cp.traffic!;
+  t.setCandidate(CANDIDATE);
+  t.setLaneImage("lane-a", CANDIDATE);
+  t.setLaneImage("lane-b", BASELINE);
+  t.setLaneImage("lane-c", HOTFIX);
+  t.setProfile(CANDIDATE, { errorRate: 0.01 });
+  t.start(60, 50);
+  return { cp, model, startedAt: Date.now() };
+}
+
+/**
+ * Evaluates every second until a decision other than wait (at most 60 looks). `controlLanes`:
+ * the observed baseline's lanes (absent: the control is `controlImage`).
+ */
 async function gate(
   source: MetricsSource,
   f: Fleet,
   plannedShare = 0.2,
   maxLooks = 60,
+  controlLanes?: string[],
 ): Promise<GateEvaluation[]> {
   const seen: GateEvaluation[] = [];
   for (let look = 0; look < maxLooks; look++) {
@@ -78,7 +105,8 @@ async function gate(
       analysis,
       candidateImage: CANDIDATE,
       controlImage: BASELINE,
-      lanes: ["lane-a", "lane-b"],
+      lanes: ["lane-a", "lane-b", "lane-c"],
+      ...(controlLanes ? { controlLanes } : {}),
       sinceMs: f.startedAt,
       nowMs: now,
     });
@@ -108,6 +136,7 @@ describe("gate through a real Prometheus", () => {
     fleets.bad = await fleet("bad", 20, 0.2);
     fleets.skew = await fleet("skew", 35);
     fleets.dark = await fleet("dark", 0);
+    fleets.hotfix = await hotfixFleet("hotfix");
     prom = await startPrometheus(Object.values(fleets).map((f) => `127.0.0.1:${f.cp.port}`));
     source = new PrometheusMetricsSource({ baseUrl: prom.url, timeoutMs: 2000 });
   }, 60_000);
@@ -145,6 +174,39 @@ describe("gate through a real Prometheus", () => {
     expect(last.decision).toBe("fail");
     expect(last.reason).toMatch(/sample ratio mismatch: planned 20\.00%\/80\.00%/);
   }, 90_000);
+
+  it("counts a baseline lane running a hotfix (not previous_image) as control", async () => {
+    const f = fleets.hotfix!;
+    const looks = await gate(source, f, 0.2, 60, ["lane-b", "lane-c"]);
+    const last = looks.at(-1)!;
+    expect(last.decision, last.reason).toBe("pass");
+    // The router really served the hotfix on lane-c, and Prometheus holds its series.
+    expect(f.cp.traffic!.metricsText()).toMatch(
+      new RegExp(
+        `baton_arm_units_total\\{model="hotfix",lane="lane-c",image="${HOTFIX}",arm="control"\\} [1-9]`,
+      ),
+    );
+    const window = `${Math.ceil((Date.now() - f.startedAt) / 1000)}s`;
+    const now = Date.now() / 1000;
+    const hot = await source.query(
+      `sum(increase(baton_arm_units_total{model="hotfix",image="${HOTFIX}"}[${window}]))`,
+      now,
+    );
+    const control = await source.query(
+      `sum(increase(baton_arm_units_total{model="hotfix",lane=~"lane-b|lane-c",image!="${CANDIDATE}"}[${window}]))`,
+      now,
+    );
+    const v = (r: typeof hot) => (r.ok ? Number(r.samples[0]?.value[1]) : Number.NaN);
+    expect(v(hot)).toBeGreaterThan(0);
+    // The hotfix is a large share of what the control counted (it serves half the control).
+    expect(v(hot) / v(control)).toBeGreaterThan(0.3);
+    expect(last.arms!.control).toBeGreaterThan(last.arms!.candidate * 3);
+    // Read as previous_image alone (no observed baseline), the control misses the hotfix's
+    // half and the split looks wrong: the SRM check fails it.
+    const assumed = (await gate(source, f, 0.2, 60)).at(-1)!;
+    expect(assumed.decision).toBe("fail");
+    expect(assumed.reason).toMatch(/sample ratio mismatch/);
+  }, 150_000);
 
   it("never passes a candidate that gets no traffic", async () => {
     const looks = await gate(source, fleets.dark!, 0.2, 15);
