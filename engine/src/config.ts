@@ -11,6 +11,7 @@ import { type AdmissionConfig, admissionFromEnv } from "./admission/policy.ts";
 import { BatonError, type Problem } from "./domain/errors.ts";
 import { NOTICE_KINDS, type NoticeKind } from "./domain/notifications.ts";
 import {
+  envSchemaFor,
   type RunnerCredentialMode,
   type RunnerOidcSettings,
   runnerCredentialFromEnv,
@@ -431,18 +432,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const clean = Object.fromEntries(
     Object.entries(env).filter(([, v]) => v !== undefined && v !== ""),
   );
-  // With the OIDC credential alone no shared secret is needed (docs/runner.md).
-  const oidcOnly = clean.BATON_RUNNER_CREDENTIAL === "oidc" && !clean.BATON_CALLBACK_SECRETS;
-  const r = (
-    oidcOnly
-      ? Env.extend({
-          BATON_CALLBACK_SECRETS: z
-            .unknown()
-            .optional()
-            .transform((): string[] => []),
-        })
-      : Env
-  ).safeParse(clean);
+  const r = envSchemaFor(Env, clean).safeParse(clean);
   const port = r.success ? r.data.PORT : 8787;
   const audience = (
     (r.success ? r.data.BATON_PUBLIC_URL : undefined) ?? `http://127.0.0.1:${port}`

@@ -15,6 +15,7 @@ import { HttpControlPlane } from "../adapters/http-control-plane/index.ts";
 import { PostgresStore } from "../adapters/postgres/postgres-store.ts";
 import { type Core, createCore, type Scheduler } from "../core.ts";
 import {
+  envSchemaFor,
   type RunnerCredentialMode,
   type RunnerOidcSettings,
   runnerCredentialFromEnv,
@@ -65,18 +66,7 @@ export function serverlessSettings(env: ServerlessEnv): ServerlessSettings {
   const clean = Object.fromEntries(
     Object.entries(env).filter(([, v]) => typeof v === "string" && v !== ""),
   );
-  // With the OIDC credential alone no shared secret is needed (docs/runner.md).
-  const oidcOnly = clean.BATON_RUNNER_CREDENTIAL === "oidc" && !clean.BATON_CALLBACK_SECRETS;
-  const r = (
-    oidcOnly
-      ? Env.extend({
-          BATON_CALLBACK_SECRETS: z
-            .unknown()
-            .optional()
-            .transform((): string[] => []),
-        })
-      : Env
-  ).safeParse(clean);
+  const r = envSchemaFor(Env, clean).safeParse(clean);
   const rc = runnerCredentialFromEnv(clean, {
     audience: String(clean.BATON_PUBLIC_URL ?? "").replace(/\/+$/, ""),
     repository: typeof clean.GITHUB_REPOSITORY === "string" ? clean.GITHUB_REPOSITORY : null,

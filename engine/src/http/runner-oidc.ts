@@ -197,6 +197,22 @@ const OidcEnv = z.object({
   BATON_OIDC_ENVIRONMENT: text.optional(),
 });
 
+/**
+ * The engine's environment schema as it applies to `env`: with BATON_RUNNER_CREDENTIAL=oidc and
+ * no BATON_CALLBACK_SECRETS, the shared secrets are not needed and read as `[]` (docs/runner.md).
+ * `schema` must declare BATON_CALLBACK_SECRETS as a `string[]`.
+ */
+export function envSchemaFor<S extends z.ZodObject>(schema: S, env: Record<string, unknown>): S {
+  const oidcOnly = env.BATON_RUNNER_CREDENTIAL === "oidc" && !env.BATON_CALLBACK_SECRETS;
+  if (!oidcOnly) return schema;
+  return schema.extend({
+    BATON_CALLBACK_SECRETS: z
+      .unknown()
+      .optional()
+      .transform((): string[] => []),
+  }) as unknown as S;
+}
+
 /** The runner credential read from the environment, or the problems with it. */
 export type RunnerCredentialConfig =
   | { ok: true; mode: RunnerCredentialMode; oidc: RunnerOidcSettings | null }
