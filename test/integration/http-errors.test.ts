@@ -282,15 +282,17 @@ describe("preflight and callback", () => {
       400,
       "body.release_id",
     );
-    await expectError(
+    // A body of another step run is a credential for that step run, not this one: 401
+    // (test/integration/step-run-binding.test.ts).
+    const other = await expectError(
       await signedPost(
         h,
         callbackUrl(sr()),
         callbackBody(`sr_${id.slice(1)}_3_f`, { run_id: "1", run_attempt: 1 }),
       ),
-      400,
-      "body.step_run_id",
+      401,
     );
+    expect(other.error.code).toBe("unauthorized");
     await expectError(await signedPost(h, callbackUrl("sr_bad"), "{}"), 400, "id");
   });
 

@@ -230,16 +230,13 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
     return null;
   }
 
-  function sameId(bodyId: string, id: string) {
-    if (bodyId !== id) {
-      throw badRequest("body", [
-        {
-          path: "body.step_run_id",
-          message: `is ${bodyId} but the URL names ${id}`,
-          fix: "post to the URL of the step run the body reports on",
-        },
-      ]);
-    }
+  /**
+   * A credential is bound to the step run it is for: a body reporting on another step run is
+   * refused like any bad credential (401, the same body, nothing changes).
+   */
+  function otherStepRun(c: Context, kind: string, bodyId: string, id: string, bytes: number) {
+    if (bodyId === id) return null;
+    return refuse(c, kind, id, `the body reports on step run ${bodyId}, not ${id}`, bytes);
   }
 
   app.post("/:id/preflight", limit, async (c) => {
@@ -248,7 +245,8 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
     if ("res" in s) return s.res;
     const p = PreflightRequest.safeParse(s.value);
     if (!p.success) throw badRequest("preflight body", zodProblems(p.error, "body"));
-    sameId(p.data.step_run_id, id);
+    const other = await otherStepRun(c, "preflight", p.data.step_run_id, id, s.bytes);
+    if (other) return other;
     const refused = await bindToken(c, "preflight", id, s, p.data);
     if (refused) return refused;
     const r = await o.api.preflight(id, p.data);
@@ -267,7 +265,8 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
     if ("res" in s) return s.res;
     const p = CallbackBody.safeParse(s.value);
     if (!p.success) throw badRequest("callback body", zodProblems(p.error, "body"));
-    sameId(p.data.step_run_id, id);
+    const other = await otherStepRun(c, "callback", p.data.step_run_id, id, s.bytes);
+    if (other) return other;
     const refused = await bindToken(c, "callback", id, s, p.data);
     if (refused) return refused;
     const r = await o.api.callback(id, p.data, s.raw);
