@@ -12,44 +12,19 @@
  */
 import { readFileSync } from "node:fs";
 import { afterEach, expect, it } from "vitest";
-import { stepLabel } from "../../engine/src/demo/progress.ts";
-import { loadRecipe } from "../../engine/src/demo/stack.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
-import type { Manifest } from "../../engine/src/domain/types.ts";
 import {
   describeStore,
   type E2EBase,
   startInProcess,
+  stepIndex,
   summarize,
+  TERMINAL,
+  twoLaneRecipe,
   waitUntil,
 } from "../support/e2e-harness.ts";
 
-const TERMINAL = new Set(["succeeded", "rolled_back", "aborted", "needs_operator", "abandoned"]);
 const T = 240_000;
-
-function stepIndex(m: Manifest, label: string): number {
-  const s = m.steps.find((x) => stepLabel(x) === label);
-  if (!s) throw new Error(`no step ${label}`);
-  return s.index;
-}
-
-/** The example recipe cut to two lanes, with `policy` as given (default: none). */
-function twoLaneRecipe(policy?: RecipeInput["policy"]): RecipeInput {
-  const r = loadRecipe();
-  const lanes = (r.lanes ?? []).slice(0, 2);
-  const { policy: _drop, ...rest } = r;
-  return {
-    ...rest,
-    lanes,
-    rollout: {
-      waves: [
-        { lanes: [lanes[0]!.id], traffic: 50 },
-        { lanes: [lanes[1]!.id], traffic: 100 },
-      ],
-    },
-    ...(policy ? { policy } : {}),
-  };
-}
 
 describeStore("sqlite", "re-run from the Actions UI through the bundled action", () => {
   let env: E2EBase | null = null;

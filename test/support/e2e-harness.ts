@@ -17,6 +17,7 @@ import pg from "pg";
 import { describe } from "vitest";
 import { headSha } from "../../engine/src/adapters/local-runner/index.ts";
 import { type Fleet, freePort, REPO_ROOT, startFleet } from "../../engine/src/demo/fleet.ts";
+import { stepLabel } from "../../engine/src/demo/progress.ts";
 import { laneIdsOf, pointRecipeAtFleet } from "../../engine/src/demo/recipe.ts";
 import {
   ensureBundles,
@@ -172,7 +173,8 @@ function baseApi(get: () => { url: string; token: string }) {
   };
 }
 
-async function postRecipe(
+/** POSTs `recipe` to start a release (`hold`: created but not started); returns its id. */
+export async function postRecipe(
   api: (p: string, i?: RequestInit) => Promise<Response>,
   recipe: RecipeInput,
   hold = false,
@@ -192,6 +194,8 @@ async function postRecipe(
 export interface InProcessOptions {
   recipe?: RecipeInput;
   deadlines?: StackOptions["deadlines"];
+  /** The engine's clock (default: the wall clock). */
+  clock?: StackOptions["clock"];
 }
 
 export interface InProcess extends E2EBase {
@@ -213,6 +217,7 @@ export async function startInProcess(
       recipe: o.recipe ?? loadRecipe(),
       tickMs: 100,
       ...(o.deadlines ? { deadlines: o.deadlines } : {}),
+      ...(o.clock ? { clock: o.clock } : {}),
       log: { info: () => {}, warn: () => {}, error: (m) => console.error(m) },
     });
   } catch (e) {
@@ -372,5 +377,39 @@ export async function startSplit(
       await db?.drop().catch(() => {});
       rmSync(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/** States a release does not leave by itself (the e2e tests wait for one of them). */
+export const TERMINAL = new Set([
+  "succeeded",
+  "rolled_back",
+  "aborted",
+  "needs_operator",
+  "abandoned",
+]);
+
+/** Index of the step labelled `label` (e.g. `attach_queue_lane:lane-a`). @throws if none. */
+export function stepIndex(m: Manifest, label: string): number {
+  const s = m.steps.find((x) => stepLabel(x) === label);
+  if (!s) throw new Error(`no step ${label}`);
+  return s.index;
+}
+
+/** The example recipe cut to two lanes (50% then 100%), with `policy` as given (default: none). */
+export function twoLaneRecipe(policy?: RecipeInput["policy"]): RecipeInput {
+  const r = loadRecipe();
+  const lanes = (r.lanes ?? []).slice(0, 2);
+  const { policy: _drop, ...rest } = r;
+  return {
+    ...rest,
+    lanes,
+    rollout: {
+      waves: [
+        { lanes: [lanes[0]!.id], traffic: 50 },
+        { lanes: [lanes[1]!.id], traffic: 100 },
+      ],
+    },
+    ...(policy ? { policy } : {}),
   };
 }

@@ -315,7 +315,7 @@ describe("failure cases at the pure level", () => {
     const b = refused(done, abortEv);
     expect([b.status, b.reason]).toEqual([
       409,
-      "[engine] release r17 is succeeded; undoing a finished release is a new release",
+      '[engine] release r17 is succeeded; undoing a finished release is a new release; it accepts rollback (a new release of the previous manifest: `baton rollback r17 --reason "<why>"`)',
     ]);
   });
 

@@ -25,6 +25,7 @@ import { type ImageProfile, TrafficGenerator } from "../control-plane/traffic.ts
 import type { RecipeInput } from "../domain/recipe.ts";
 import type { Manifest } from "../domain/types.ts";
 import { createEngine, type Engine } from "../engine.ts";
+import type { Clock } from "../ports/clock.ts";
 import { compileRecipeInput } from "../recipes/compile-text.ts";
 import type { Logger } from "../service/release-service.ts";
 import { type Fleet, REPO_ROOT, startFleet } from "./fleet.ts";
@@ -63,6 +64,8 @@ export interface StackOptions {
    * `{errorRate: 0.05}`); the previous image keeps the default (1% errors, 80 ms median).
    */
   candidateProfile?: Partial<ImageProfile>;
+  /** The engine's clock (default: the wall clock); tests move it to pass a deadline. */
+  clock?: Clock;
 }
 
 /** The demo's own trust: a generated key and the policy that allows only it. */
@@ -272,6 +275,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       log: o.log ?? quietLog,
       reconciler: { leaseMs: 5_000 },
       metrics: new EmbeddedMetricsSource(traffic),
+      ...(o.clock ? { clock: o.clock } : {}),
     });
     closers.push(() => engine.close());
     fetcher = engine.app.fetch;

@@ -5,17 +5,11 @@
  * are not transitions of the release they name (a closed release never changes); each is
  * offered only in the states listed here, and a refusal names what the release accepts.
  */
-import type { ReleaseState } from "./states.ts";
+import { LIFECYCLE_STATES, type LifecycleVerb } from "./lifecycle-states.ts";
 import { availableActions } from "./transition/exits.ts";
 import type { Release } from "./types.ts";
 
-export type LifecycleVerb = "rollback" | "roll_forward";
-
-/** The states each verb takes. */
-export const LIFECYCLE_STATES: Record<LifecycleVerb, ReadonlySet<ReleaseState>> = {
-  rollback: new Set<ReleaseState>(["succeeded"]),
-  roll_forward: new Set<ReleaseState>(["rolled_back", "aborted", "abandoned"]),
-};
+export { LIFECYCLE_STATES, type LifecycleVerb };
 
 /** One lifecycle verb a release accepts now, for people (API, CLI, dashboard). */
 export interface LifecycleAction {

@@ -3,6 +3,7 @@
  * "Operator events" and "Ways out"; failure case F14). Each is guarded here and only here:
  * `availableActions` (exits.ts) asks these same handlers what they would accept.
  */
+import { closedReleaseAccepts } from "../lifecycle-states.ts";
 import { IMAGE_PATTERN } from "../recipe.ts";
 import type { ReleaseEvent, StepRun } from "../types.ts";
 import { beginCompensation } from "./compensation.ts";
@@ -31,7 +32,7 @@ export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] release ${r.id} is ${r.state}; undoing a finished release is a new release`,
+      reason: `[engine] release ${r.id} is ${r.state}; undoing a finished release is a new release; ${closedReleaseAccepts(r.id, r.state)}`,
     };
   }
   if (r.state === "compensating" || r.state === "needs_operator") {
@@ -86,7 +87,7 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] release ${r.id} is ${r.state}; only a paused or pending release resumes${r.state === "needs_operator" ? `; ${NEEDS_OPERATOR_EXITS(r.id)}` : ""}`,
+      reason: `[engine] release ${r.id} is ${r.state}; only a paused or pending release resumes${r.state === "needs_operator" ? `; ${NEEDS_OPERATOR_EXITS(r.id)}` : guards.isTerminal(r) ? `; ${closedReleaseAccepts(r.id, r.state)}` : ""}`,
     };
   }
   if (r.gate) {
@@ -123,7 +124,7 @@ export function retry(d: Draft, sr: StepRun, e: Ev<"retry">): Refusal | undefine
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] ${sr.id} cannot be retried: it is ${sr.state} and release ${r.id} is ${whereIs(r)}; only the step run a paused or needs_operator release waits on can be retried`,
+      reason: `[engine] ${sr.id} cannot be retried: it is ${sr.state} and release ${r.id} is ${whereIs(r)}; only the step run a paused or needs_operator release waits on can be retried${guards.isTerminal(r) ? `; ${closedReleaseAccepts(r.id, r.state)}` : ""}`,
     };
   }
   const othersWaiting =
@@ -184,7 +185,7 @@ export function resolve(d: Draft, sr: StepRun, e: Ev<"resolve">): Refusal | unde
     const hint =
       r.state === "needs_operator" && waited
         ? `; the release waits on ${waited.id}`
-        : "; only the backward step run a needs_operator release waits on can be resolved";
+        : `; only the backward step run a needs_operator release waits on can be resolved${guards.isTerminal(r) ? `; ${closedReleaseAccepts(r.id, r.state)}` : ""}`;
     return {
       status: 409,
       code: "conflict",
@@ -216,7 +217,7 @@ export function abandon(d: Draft, e: Ev<"abandon">): Refusal | undefined {
   const r = d.release;
   if (r.state !== "needs_operator") {
     const what = guards.isTerminal(r)
-      ? "it has already ended"
+      ? `it has already ended; ${closedReleaseAccepts(r.id, r.state)}`
       : "only a release that needs an operator can be abandoned; abort it, or wait for compensation to end";
     return {
       status: 409,
