@@ -13,6 +13,7 @@
 import { readFileSync } from "node:fs";
 import { afterEach, expect, it } from "vitest";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import { utcMinute } from "../../engine/src/domain/transition/settle.ts";
 import {
   describeStore,
   type E2EBase,
@@ -65,11 +66,13 @@ describeStore("sqlite", "re-run from the Actions UI through the bundled action",
         rerun_deadline: number;
         created_at: number;
       };
-      const hhmm = new Date(rec.rerun_deadline).toISOString().slice(11, 16);
+      // As the engine writes it: with the date when the deadline is on another UTC day than
+      // the failure (30 minutes before it).
+      const until = utcMinute(rec.rerun_deadline, rec.rerun_deadline - 30 * 60_000);
       // 30 minutes (default) after the failure, which came after the release started.
       expect(rec.rerun_deadline - rec.created_at).toBeGreaterThanOrEqual(30 * 60_000);
       expect(rec.rerun_deadline - Date.now()).toBeLessThanOrEqual(30 * 60_000);
-      const truth = `re-run this job before ${hhmm} UTC, or release ${id} compensates`;
+      const truth = `re-run this job before ${until}, or release ${id} compensates`;
       const log1 = readFileSync(run1.logFile, "utf8");
       expect(log1).toContain(`::error::[action] step run ${srId} failed (overall fail); ${truth}`);
       expect(log1).not.toContain('use "Re-run failed jobs" to retry');
