@@ -28,6 +28,7 @@ import type { MetricsSource } from "./ports/metrics-source.ts";
 import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
 import type { Domain } from "./service/domain.ts";
+import { passFailureLog } from "./service/pass-failure-log.ts";
 import type { Reconciler, ReconcilerOptions } from "./service/reconciler.ts";
 import type { DeploymentsPolicy, Logger, ReleaseService } from "./service/release-service.ts";
 
@@ -215,8 +216,9 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     clock,
     startTicking() {
       if (timer) return;
+      const failures = passFailureLog(log);
       timer = setInterval(() => {
-        core.tick().catch((e) => log.error("[engine] reconciler pass failed", e));
+        core.tick().then(failures.ok, failures.failed);
       }, config.tickMs);
       timer.unref();
     },

@@ -142,7 +142,13 @@ export function storeUnavailable(err: unknown): boolean {
     if (e.message.startsWith("[store]")) return true;
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && UNAVAILABLE_CODES.has(code)) return true;
-    if (/Connection terminated|connect ECONNREFUSED/.test(e.message)) return true;
+    if (
+      /Connection terminated|connect ECONNREFUSED|Query read timeout|timeout exceeded when trying to connect/.test(
+        e.message,
+      )
+    ) {
+      return true;
+    }
     e = e.cause;
   }
   return false;

@@ -14,7 +14,21 @@ export interface PoolOptions {
   schema?: string;
   /** Pool size (connections). Default 10. */
   max?: number;
+  /**
+   * How long to wait for a connection (TCP + authentication) before failing, in ms. Default
+   * 5,000: a database that accepts TCP but never answers fails fast instead of hanging.
+   */
+  connectTimeoutMs?: number;
+  /**
+   * How long any one query may wait for its answer, in ms (pg's client-side `query_timeout`).
+   * Default 30,000: a database that stops answering (frozen, partitioned) makes requests fail
+   * with 503 instead of hanging. Migrations wait on an advisory lock within the same limit.
+   */
+  queryTimeoutMs?: number;
 }
+
+/** Defaults of `PoolOptions`' timeouts (ms). */
+export const POOL_TIMEOUTS = { connectMs: 5_000, queryMs: 30_000 } as const;
 
 /** Throws `[store] …` if `schema` is not a plain identifier. */
 export function createPool(opts: PoolOptions): pg.Pool {
@@ -26,6 +40,9 @@ export function createPool(opts: PoolOptions): pg.Pool {
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
     max: opts.max ?? 10,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? POOL_TIMEOUTS.connectMs,
+    query_timeout: opts.queryTimeoutMs ?? POOL_TIMEOUTS.queryMs,
+    keepAlive: true,
     ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
     types: {
       getTypeParser: ((oid: number, format?: string) =>
@@ -44,6 +61,10 @@ export function createPool(opts: PoolOptions): pg.Pool {
   // connects afresh; queries in flight fail on their own and are retried by their callers.
   pool.on("error", () => {});
   pool.on("connect", (client) => {
+    // A connection that dies while its client is checked out (a query timed out, the network
+    // dropped) emits 'error' on that client; unheard, it would kill the engine. Its queries
+    // fail on their own (and are retried by their callers); the pool replaces the client.
+    client.on("error", () => {});
     client.query("SET plan_cache_mode = force_generic_plan").catch(() => {});
   });
   return pool;
