@@ -375,6 +375,7 @@ function githubProblems(
 }
 
 const FIX: Record<string, string> = {
+  BATON_DATABASE_URL: "rename it to DATABASE_URL (postgres://user:pass@host:5432/db)",
   BATON_HOST:
     "set BATON_HOST to 127.0.0.1 (this machine only) or 0.0.0.0 (every interface; then set BATON_PUBLIC_URL and the tokens)",
   DATABASE_URL:
@@ -424,6 +425,20 @@ function readKey(file: string | undefined): string | null {
 }
 
 /**
+ * Settings under a name the engine does not read but a user would guess (every other setting
+ * is `BATON_*`): refused rather than ignored, so an engine never quietly runs on another store.
+ */
+function misnamedProblems(env: Record<string, unknown>): { path: string; message: string }[] {
+  const misnamed: Record<string, string> = { BATON_DATABASE_URL: "DATABASE_URL" };
+  return Object.entries(misnamed)
+    .filter(([wrong, right]) => env[wrong] !== undefined && env[right] === undefined)
+    .map(([wrong, right]) => ({
+      path: wrong,
+      message: `${wrong} is not read; the engine reads ${right} (without it the engine would run on its embedded SQLite store)`,
+    }));
+}
+
+/**
  * Reads and validates the engine's environment.
  * @throws BatonError `bad_request` listing every bad variable (`problems[].path` = its name).
  */
@@ -449,6 +464,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           path: String(i.path[0] ?? "environment"),
           message: i.message,
         }))),
+    ...misnamedProblems(clean),
     ...githubProblems(clean),
     ...controlPlaneProblems(clean),
     ...notifyProblems(clean),

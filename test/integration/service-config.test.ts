@@ -73,6 +73,18 @@ describe("loadConfig", () => {
     }
   });
 
+  it("refuses BATON_DATABASE_URL instead of quietly running on SQLite", () => {
+    const ps = problems({ ...base, BATON_DATABASE_URL: "postgres://u:p@127.0.0.1:5432/baton" });
+    expect(ps.map((p) => p.path)).toEqual(["BATON_DATABASE_URL"]);
+    expect(ps[0]?.message).toMatch(/reads DATABASE_URL/);
+    expect(ps[0]?.fix).toMatch(/rename it to DATABASE_URL/);
+    // Both set: DATABASE_URL is the one read, nothing to refuse.
+    const url = "postgres://u:p@127.0.0.1:5432/baton";
+    expect(loadConfig({ ...base, DATABASE_URL: url, BATON_DATABASE_URL: url }).databaseUrl).toBe(
+      url,
+    );
+  });
+
   it("treats empty strings as unset", () => {
     const ps = problems({ ...base, BATON_OPERATOR_TOKEN: "" });
     expect(ps.map((p) => p.path)).toEqual(["BATON_OPERATOR_TOKEN"]);
