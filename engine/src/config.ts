@@ -40,6 +40,11 @@ export interface EngineConfig {
   /** Control-plane base URL; null = the reference control plane in memory. */
   controlPlaneUrl: string | null;
   /**
+   * Recipe files whose lanes the embedded control plane declares at start (baseline weights,
+   * not advertised), for lanes it does not know yet; `[]` = none (BATON_EMBEDDED_LANES).
+   */
+  embeddedLanes?: string[];
+  /**
    * Prometheus base URL the gates read (BATON_PROMETHEUS_URL, docs/gate.md); absent = no
    * metrics source: every gate's evidence is missing, so a gated wave ends inconclusive.
    */
@@ -162,6 +167,15 @@ const Env = z.object({
     .url({ error: "BATON_PROMETHEUS_URL must be an http(s) URL, e.g. http://127.0.0.1:9090" })
     .optional(),
   BATON_CONTROL_PLANE_TOKEN: secretText("BATON_CONTROL_PLANE_TOKEN").optional(),
+  BATON_EMBEDDED_LANES: z
+    .string()
+    .transform((v) =>
+      v
+        .split(",")
+        .map((f) => f.trim())
+        .filter((f) => f.length > 0),
+    )
+    .optional(),
   BATON_DISPATCHER: z
     .enum(["github", "local"], { error: "BATON_DISPATCHER must be github or local" })
     .default("local"),
@@ -375,6 +389,8 @@ function githubProblems(
 }
 
 const FIX: Record<string, string> = {
+  BATON_EMBEDDED_LANES:
+    "unset it and declare the lanes on your control plane (PUT /v1/lanes/{lane}, docs/control-plane.md)",
   BATON_DATABASE_URL: "rename it to DATABASE_URL (postgres://user:pass@host:5432/db)",
   BATON_HOST:
     "set BATON_HOST to 127.0.0.1 (this machine only) or 0.0.0.0 (every interface; then set BATON_PUBLIC_URL and the tokens)",
@@ -465,6 +481,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           message: i.message,
         }))),
     ...misnamedProblems(clean),
+    ...(clean.BATON_EMBEDDED_LANES && clean.BATON_CONTROL_PLANE_URL
+      ? [
+          {
+            path: "BATON_EMBEDDED_LANES",
+            message:
+              "BATON_EMBEDDED_LANES declares lanes on the embedded control plane only, and BATON_CONTROL_PLANE_URL names another one",
+          },
+        ]
+      : []),
     ...githubProblems(clean),
     ...controlPlaneProblems(clean),
     ...notifyProblems(clean),
@@ -493,6 +518,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     operatorToken: e.BATON_OPERATOR_TOKEN,
     viewerToken: e.BATON_VIEWER_TOKEN ?? null,
     controlPlaneUrl: e.BATON_CONTROL_PLANE_URL ?? null,
+    embeddedLanes: (e.BATON_EMBEDDED_LANES ?? []).map((f) => path.resolve(f)),
     prometheusUrl: e.BATON_PROMETHEUS_URL ?? null,
     controlPlaneToken: e.BATON_CONTROL_PLANE_TOKEN ?? null,
     dispatcher: e.BATON_DISPATCHER,

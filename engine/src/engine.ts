@@ -18,6 +18,7 @@ import type { EngineConfig } from "./config.ts";
 import { startEmbeddedControlPlane } from "./control-plane/embedded.ts";
 import { createCore } from "./core.ts";
 import { NOTICE_KINDS } from "./domain/notifications.ts";
+import { declareRecipeLanes } from "./embedded-lanes.ts";
 import { installFaultHost } from "./faults.ts";
 import { nodeFaultHost } from "./node/fault-host.ts";
 import { type Clock, systemClock } from "./ports/clock.ts";
@@ -139,6 +140,9 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       token = embedded.handle.writeToken;
       closers.push(() => embedded.handle.close());
       log.info(`[engine] embedded control plane at ${baseUrl}`);
+      for (const file of config.embeddedLanes ?? []) {
+        log.info(`[engine] ${declareRecipeLanes(embedded.handle.core, file)}`);
+      }
     }
     if (!token) {
       throw new Error(
