@@ -218,8 +218,11 @@ export async function runDemo(argv: string[]): Promise<number> {
       console.log(
         `[demo] API            curl -H 'Authorization: Bearer ${stack.operatorToken}' ${stack.url}/v1/releases/${id}`,
       );
-      console.log("[demo] serving until Ctrl-C");
-      await new Promise<void>((r) => process.once("SIGINT", () => r()));
+      console.log("[demo] serving until Ctrl-C (or SIGTERM)");
+      await new Promise<void>((r) => {
+        process.once("SIGINT", () => r());
+        process.once("SIGTERM", () => r());
+      });
     }
     return state === "succeeded" ? 0 : 1;
   } catch (e) {
