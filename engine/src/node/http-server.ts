@@ -51,8 +51,8 @@ export function openFileLimit(limitsText?: string): number | null {
 
 const ms = (name: string, dflt: number, min: number, max: number) =>
   z.coerce
-    .number({ error: `${name} must be a number of milliseconds` })
-    .int(`${name} must be a whole number of milliseconds`)
+    .number({ error: `${name} must be a number of milliseconds, ${min}..${max}` })
+    .int(`${name} must be a whole number of milliseconds, ${min}..${max}`)
     .min(min, `${name} must be ${min}..${max} (milliseconds)`)
     .max(max, `${name} must be ${min}..${max} (milliseconds)`)
     .default(dflt);
