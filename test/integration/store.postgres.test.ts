@@ -3,13 +3,12 @@
  * own schema (search_path), dropped afterwards, so parallel test files never collide.
  * Without the variable the suite is skipped with a message, unless CI=true (then it fails).
  */
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { postgresMigrations } from "../../engine/src/adapters/postgres/migrations.ts";
 import { openPostgresStore } from "../../engine/src/adapters/postgres/postgres-store.ts";
 import { openStore } from "../../engine/src/adapters/store-factory.ts";
-import type { Store } from "../../engine/src/ports/store.ts";
+import { pgAdmin, postgresStoreFactory, testSchemaName } from "../contract/postgres-harness.ts";
 import { makeRelease, storeContract } from "../contract/store.contract.ts";
 
 const url = process.env.BATON_TEST_DATABASE_URL;
@@ -26,58 +25,16 @@ if (!url) {
 } else {
   const connectionString = url;
 
-  async function admin(statement: string): Promise<void> {
-    const client = new pg.Client({ connectionString });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  }
+  const admin = (statement: string) => pgAdmin(connectionString, statement);
 
-  storeContract("postgres", async () => {
-    const schema = `baton_test_${randomBytes(6).toString("hex")}`;
-    const open = async () => {
-      const s = openPostgresStore({ connectionString, schema, max: 4 });
-      await s.migrate();
-      return s;
-    };
-    const stores: Store[] = [await open()];
-    const roles: string[] = [];
-    return {
-      store: stores[0]!,
-      openPeer: async () => {
-        const s = await open();
-        stores.push(s);
-        return s;
-      },
-      openReadOnlyPeer: async () => {
-        // A role whose every transaction is read-only, with full rights on the schema: its
-        // writes fail as a read-only (or full) database's do, not for want of a grant.
-        const role = `${schema}_ro`;
-        await admin(`CREATE ROLE ${role} LOGIN`);
-        await admin(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
-        await admin(`GRANT ALL ON SCHEMA ${schema} TO ${role}`);
-        await admin(`GRANT ALL ON ALL TABLES IN SCHEMA ${schema} TO ${role}`);
-        roles.push(role);
-        const u = new URL(connectionString);
-        u.username = role;
-        const s = openPostgresStore({ connectionString: u.toString(), schema, max: 2 });
-        stores.push(s);
-        return s;
-      },
-      dispose: async () => {
-        for (const s of stores) await s.close();
-        await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-        for (const r of roles) await admin(`DROP ROLE IF EXISTS ${r}`);
-      },
-    };
-  });
+  storeContract(
+    "postgres",
+    postgresStoreFactory(() => connectionString),
+  );
 
   describe("Postgres specifics", () => {
     it("column types: checks and raw callback as text (verbatim), doc as json, effects as jsonb", async () => {
-      const schema = `baton_test_${randomBytes(6).toString("hex")}`;
+      const schema = testSchemaName();
       const store = openPostgresStore({ connectionString, schema });
       try {
         await store.migrate();
@@ -105,7 +62,7 @@ if (!url) {
     });
 
     it("engines migrating the same empty schema together apply each migration once", async () => {
-      const schema = `baton_test_${randomBytes(6).toString("hex")}`;
+      const schema = testSchemaName();
       const stores = [1, 2, 3].map(() => openPostgresStore({ connectionString, schema, max: 2 }));
       try {
         await Promise.all(stores.map((s) => s.migrate()));
@@ -126,7 +83,7 @@ if (!url) {
     });
 
     it("openStore with a postgres:// DATABASE_URL selects Postgres", async () => {
-      const schema = `baton_test_${randomBytes(6).toString("hex")}`;
+      const schema = testSchemaName();
       const withSchema = `${connectionString}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
       await admin(`CREATE SCHEMA ${schema}`);
       try {

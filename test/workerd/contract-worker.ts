@@ -6,65 +6,16 @@
  * open and close inside it: Workers share no connection between requests) and answers
  * `{"name","ok","error"?}`.
  */
-import pg from "pg";
-import { PostgresStore } from "../../engine/src/adapters/postgres/postgres-store.ts";
-import type { Store } from "../../engine/src/ports/store.ts";
+import { postgresStoreFactory } from "../contract/postgres-harness.ts";
 import { storeContract } from "../contract/store.contract.ts";
 import { collected, expect } from "./mini-vitest.ts";
 
 let databaseUrl = "";
 
-async function admin(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-
-function schemaName(): string {
-  const b = crypto.getRandomValues(new Uint8Array(6));
-  return `baton_wd_${[...b].map((x) => x.toString(16).padStart(2, "0")).join("")}`;
-}
-
-storeContract("postgres in workerd", async () => {
-  const schema = schemaName();
-  const open = async (connectionString = databaseUrl) => {
-    const s = new PostgresStore({ connectionString, schema, max: 4 });
-    await s.migrate();
-    return s;
-  };
-  const stores: Store[] = [await open()];
-  const roles: string[] = [];
-  return {
-    store: stores[0]!,
-    openPeer: async () => {
-      const s = await open();
-      stores.push(s);
-      return s;
-    },
-    openReadOnlyPeer: async () => {
-      const role = `${schema}_ro`;
-      await admin(`CREATE ROLE ${role} LOGIN`);
-      await admin(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
-      await admin(`GRANT ALL ON SCHEMA ${schema} TO ${role}`);
-      await admin(`GRANT ALL ON ALL TABLES IN SCHEMA ${schema} TO ${role}`);
-      roles.push(role);
-      const u = new URL(databaseUrl);
-      u.username = role;
-      const s = new PostgresStore({ connectionString: u.toString(), schema, max: 2 });
-      stores.push(s);
-      return s;
-    },
-    dispose: async () => {
-      for (const s of stores) await s.close().catch(() => {});
-      await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      for (const r of roles) await admin(`DROP ROLE IF EXISTS ${r}`);
-    },
-  };
-});
+storeContract(
+  "postgres in workerd",
+  postgresStoreFactory(() => databaseUrl, "baton_wd_"),
+);
 
 export default {
   async fetch(req: Request, env: { DATABASE_URL: string }): Promise<Response> {
