@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PrometheusMetricsSource } from "../../engine/src/adapters/prometheus/index.ts";
+import { armVars, fillTemplate } from "../../engine/src/adapters/prometheus/templates.ts";
 import {
   type ControlPlaneHandle,
   startControlPlane,
@@ -85,6 +86,21 @@ async function hotfixFleet(model: string): Promise<Fleet> {
   return { cp, model, startedAt: Date.now() };
 }
 
+/** A router whose lane ids differ only where a regex `.` would match: lane.a and laneXa. */
+async function dotFleet(model: string): Promise<Fleet> {
+  const cp = await startControlPlane({ traffic: { model, seed: 13 } });
+  cp.core.seed([
+    { id: "lane.a", model, weight: 20 },
+    { id: "laneXa", model, weight: 80 },
+  ]);
+  const t = cp.traffic!;
+  t.setCandidate(CANDIDATE);
+  t.setLaneImage("lane.a", CANDIDATE);
+  t.setLaneImage("laneXa", BASELINE);
+  t.start(60, 50);
+  return { cp, model, startedAt: Date.now() };
+}
+
 /**
  * Evaluates every second until a decision other than wait (at most 60 looks). `controlLanes`:
  * the observed baseline's lanes (absent: the control is `controlImage`).
@@ -137,6 +153,7 @@ describe("gate through a real Prometheus", () => {
     fleets.skew = await fleet("skew", 35);
     fleets.dark = await fleet("dark", 0);
     fleets.hotfix = await hotfixFleet("hotfix");
+    fleets.dots = await dotFleet("dots");
     prom = await startPrometheus(Object.values(fleets).map((f) => `127.0.0.1:${f.cp.port}`));
     source = new PrometheusMetricsSource({ baseUrl: prom.url, timeoutMs: 2000 });
   }, 60_000);
@@ -207,6 +224,55 @@ describe("gate through a real Prometheus", () => {
     expect(assumed.decision).toBe("fail");
     expect(assumed.reason).toMatch(/sample ratio mismatch/);
   }, 150_000);
+
+  it("$lane is regex-escaped: lane.a matches only lane.a, never laneXa", async () => {
+    const f = fleets.dots!;
+    const v = (r: Awaited<ReturnType<typeof source.query>>) =>
+      r.ok ? Number(r.samples[0]?.value[1] ?? Number.NaN) : Number.NaN;
+    const template = 'sum(increase(baton_arm_units_total{model="$model",lane=~"$lane"}[$window]))';
+    // Bounded: wait for both lanes' series to be scraped (at most 60 looks, one a second).
+    for (let look = 0; look < 60; look++) {
+      const window = `${Math.ceil((Date.now() - f.startedAt) / 1000) + 5}s`;
+      const now = Date.now() / 1000;
+      const vars = armVars(
+        "candidate",
+        {
+          model: "dots",
+          releaseId: "rel_1",
+          candidateImage: CANDIDATE,
+          controlImage: BASELINE,
+          lanes: ["lane.a"],
+        },
+        window,
+      );
+      const escaped = fillTemplate(template, vars);
+      expect(escaped).toContain('lane=~"lane\\\\.a"');
+      const [mine, other, unescaped] = await Promise.all([
+        source.query(escaped, now),
+        source.query(
+          `sum(increase(baton_arm_units_total{model="dots",lane="laneXa"}[${window}]))`,
+          now,
+        ),
+        source.query(
+          `sum(increase(baton_arm_units_total{model="dots",lane=~"lane.a"}[${window}]))`,
+          now,
+        ),
+      ]);
+      if (!(v(mine) > 0 && v(other) > 0)) {
+        await new Promise((r) => setTimeout(r, 1000));
+        continue;
+      }
+      const only = await source.query(
+        `sum(increase(baton_arm_units_total{model="dots",lane="lane.a"}[${window}]))`,
+        now,
+      );
+      // The escaped template counts lane.a alone; the unescaped regex would add laneXa's.
+      expect(v(mine)).toBeCloseTo(v(only), 6);
+      expect(v(unescaped)).toBeCloseTo(v(only) + v(other), 6);
+      return;
+    }
+    throw new Error("[test] Prometheus never held both lanes' series in 60 s");
+  }, 90_000);
 
   it("never passes a candidate that gets no traffic", async () => {
     const looks = await gate(source, fleets.dark!, 0.2, 15);

@@ -20,7 +20,7 @@ export interface GateQuery {
    * control is the baseline actually serving, not an assumed image. Absent: `controlImage`.
    */
   controlLanes?: string[];
-  /** Lane ids of the model (a template's `$lane` becomes `a|b|c`, for `=~`). */
+  /** Lane ids of the model (a template's `$lane` becomes `a|b|c`, each id regex-escaped, for `=~`). */
   lanes: string[];
   /** Epoch ms from which counts are taken (the wave's exposure observed). */
   sinceMs: number;

@@ -41,6 +41,19 @@ describe("prometheus template variables", () => {
     expect(armVars("control", none, "30s").baseline_lanes).toBe("lane-a|lane-b|lane-c");
   });
 
+  it("regex-escapes each lane id in $lane, so lane.a matches only itself", () => {
+    const v = armVars("candidate", { ...q, lanes: ["lane.a", "b+c"] }, "9s");
+    expect(v.lane).toBe("lane\\.a|b\\+c");
+    const filled = fillTemplate('x{lane=~"$lane"}', v);
+    // As Prometheus reads the string: `lane\.a|b\+c`, anchored.
+    expect(filled).toBe('x{lane=~"lane\\\\.a|b\\\\+c"}');
+    const re = new RegExp(`^(?:${v.lane})$`);
+    expect(re.test("lane.a")).toBe(true);
+    expect(re.test("laneXa")).toBe(false);
+    expect(re.test("b+c")).toBe(true);
+    expect(re.test("bbc")).toBe(false);
+  });
+
   it("fills every variable, escaping quotes, and keeps $arm apart from $arm_selector", () => {
     const v = armVars("control", { ...q, candidateImage: 'x"y' }, "9s");
     expect(

@@ -10,7 +10,8 @@ import type { GateMetric } from "../../domain/gate/analysis.ts";
  * - `model`, `release`: the model and the release id;
  * - `arm`: `candidate` or `control`;
  * - `image`: the arm's assumed image (the candidate's, or the recipe's `previous_image`);
- * - `lane`: the recipe's lanes as `a|b|c` (for `=~`);
+ * - `lane`: the recipe's lanes as an anchored-regex alternation `a|b|c` (for `=~`, each id
+ *   regex-escaped, so `lane.a` matches only itself, not `laneXa`);
  * - `candidate_image`: the candidate's image, for both arms;
  * - `baseline_lanes`: the lanes serving the model at release start (the observed baseline,
  *   weight > 0, not excluded) as an anchored-regex alternation `a|b` (for `=~`, each id
@@ -80,7 +81,7 @@ export function armVars(
         : `image="${promString(q.controlImage)}"`;
   return {
     model: q.model,
-    lane: q.lanes.join("|"),
+    lane: q.lanes.map(regexLiteral).join("|"),
     arm,
     release: q.releaseId,
     image: arm === "candidate" ? q.candidateImage : q.controlImage,
