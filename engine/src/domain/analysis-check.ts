@@ -6,6 +6,7 @@
  */
 import type { Problem } from "./errors.ts";
 import { DEFAULT_BAKE_MS, DEFAULT_INTERVAL_MS, DEFAULT_MAX_WAIT_MS } from "./gate/analysis.ts";
+import { promqlProblem } from "./promql-check.ts";
 
 /**
  * Variables a PromQL template may use, filled per arm at query time (their values:
@@ -76,6 +77,17 @@ function sectionProblems(section: Record<string, unknown>, at: string): Problem[
             path: `${at}.metrics.${i}.query.${field}`,
             message: `query uses unknown variable \`$${v}\``,
             fix: `${hint ? `${hint} ` : ""}Use only ${QUERY_VARIABLES.map((q) => `$${q}`).join(", ")} (docs/gate.md); write other values literally.`,
+          });
+        }
+      }
+      // Parsed with Prometheus's grammar once filled (only when every variable is known).
+      if (used.every((v) => (QUERY_VARIABLES as readonly string[]).includes(v))) {
+        const bad = promqlProblem(text);
+        if (bad) {
+          problems.push({
+            path: `${at}.metrics.${i}.query.${field}`,
+            message: `metric \`${typeof name === "string" ? name : `#${i + 1}`}\`, ${field}: ${bad.message}`,
+            fix: bad.fix,
           });
         }
       }

@@ -147,6 +147,78 @@ describe("analysis section", () => {
       /same series for the candidate and the control/,
     ],
     [
+      "a template that is not valid PromQL (a bracket left open)",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.metrics[0] = {
+          ...errorRate,
+          query: {
+            numerator: 'sum(increase(errors{model="$model",$arm_selector}[$window])',
+            denominator: 'sum(increase(requests{model="$model",$arm_selector}[$window]))',
+          },
+        };
+      },
+      "analysis.metrics.0.query.numerator",
+      /^metric `error-rate`, numerator: query is not valid PromQL once its variables are filled: the query ends too early/,
+    ],
+    [
+      "a template with a stray token (names the character and shows where)",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.metrics[0] = {
+          ...errorRate,
+          query: {
+            numerator: 'sum(increase(errors{model="$model",$arm_selector}[$window]))',
+            denominator: 'sum(increase(requests{model="$model",$arm_selector}[$window])) )',
+          },
+        };
+      },
+      "analysis.metrics.0.query.denominator",
+      /^metric `error-rate`, denominator: query is not valid PromQL .*unexpected `\)` at character \d+ \(.*⟨here⟩\)/,
+    ],
+    [
+      "a template with an unquoted label value",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.metrics[0] = {
+          ...errorRate,
+          query: {
+            numerator: "sum(errors{model=$model,$arm_selector})",
+            denominator: 'sum(requests{model="$model",$arm_selector})',
+          },
+        };
+      },
+      "analysis.metrics.0.query.numerator",
+      /not valid PromQL/,
+    ],
+    [
+      "$lane in an equality matcher (it is a regex alternation)",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.metrics[0] = {
+          ...errorRate,
+          query: {
+            numerator: 'sum(errors{lane="$lane",$arm_selector})',
+            denominator: 'sum(requests{lane=~"$lane",$arm_selector})',
+          },
+        };
+      },
+      "analysis.metrics.0.query.numerator",
+      /^metric `error-rate`, numerator: query uses `\$lane` outside a regex matcher/,
+    ],
+    [
+      "$baseline_lanes outside any matcher",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.metrics[0] = {
+          ...errorRate,
+          kind: "latency",
+          threshold_ms: 200,
+          query: {
+            buckets:
+              'label_replace(sum by (le) (x{$arm_selector}), "l", "$baseline_lanes", "", "")',
+          },
+        };
+      },
+      "analysis.metrics.0.query.buckets",
+      /query uses `\$baseline_lanes` outside a regex matcher/,
+    ],
+    [
       "no gated wave",
       (x: ReturnType<typeof gated>) => {
         x.rollout.waves = [{ lanes: ["lane-a", "lane-b", "lane-c"], traffic: 100 }];
