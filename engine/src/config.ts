@@ -496,11 +496,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...deploymentsProblems(clean),
   ];
   if (!r.success || raw.length > 0) {
-    const problems: Problem[] = raw.map(({ path: name, message }) => ({
-      path: name,
-      message: message.includes(name) ? message : `${name}: ${message}`,
-      fix: FIX[name] ?? `set ${name} to a valid value (docs/engine.md, Configuration)`,
-    }));
+    // One line per distinct problem: a value can fail two rules that say the same thing.
+    const seen = new Set<string>();
+    const problems: Problem[] = raw
+      .map(({ path: name, message }) => ({
+        path: name,
+        message: message.includes(name) ? message : `${name}: ${message}`,
+        fix: FIX[name] ?? `set ${name} to a valid value (docs/engine.md, Configuration)`,
+      }))
+      .filter((p) => !seen.has(p.message) && Boolean(seen.add(p.message)));
     const lines = problems.map((p) => `  - ${p.message}; fix: ${p.fix}`).join("\n");
     throw new BatonError("bad_request", `[engine] invalid configuration:\n${lines}`, problems);
   }

@@ -89,6 +89,13 @@ describe("loadConfig", () => {
     const ps = problems({ ...base, BATON_OPERATOR_TOKEN: "" });
     expect(ps.map((p) => p.path)).toEqual(["BATON_OPERATOR_TOKEN"]);
   });
+
+  it("says each problem once, even when a value breaks two rules that say the same", () => {
+    const ps = problems({ ...base, BATON_DRIFT_INTERVAL_MS: "-1" });
+    expect(ps.map((p) => p.message)).toEqual([
+      "BATON_DRIFT_INTERVAL_MS must be 0 (off) or at least 1000",
+    ]);
+  });
 });
 
 describe("fault specs", () => {
