@@ -11,7 +11,7 @@ import { httpLimitsFromEnv, serveWithLimits } from "./node/http-server.ts";
  * Starts the engine on `config.port` and `host` (default BATON_HOST, itself 127.0.0.1 by
  * default). Resolves once listening.
  * @throws Error when the store cannot be opened or migrated (e.g. Postgres unreachable) or the
- * address cannot be bound (`[engine] cannot listen on 127.0.0.1:8787 is already in use; …`);
+ * address cannot be bound (`[engine] cannot listen on 127.0.0.1:8787: the address is already in use; …`);
  * what was opened is closed first, so the caller can exit non-zero.
  */
 export async function startNodeServer(overrides: EngineOverrides = {}, hostArg?: string) {
@@ -31,7 +31,7 @@ export async function startNodeServer(overrides: EngineOverrides = {}, hostArg?:
       const where = `${host}:${engine.config.port}`;
       const why =
         e.code === "EADDRINUSE"
-          ? `${where} is already in use; stop the process that holds it (e.g. \`ss -ltnp | grep :${engine.config.port}\`) or set PORT to a free port`
+          ? `${where}: the address is already in use; stop the process that holds it (e.g. \`ss -ltnp | grep :${engine.config.port}\`) or set PORT to a free port`
           : e.code === "EACCES"
             ? `${where} needs privileges; use a port above 1023 or a reverse proxy`
             : `${where}: ${e.message}`;

@@ -403,7 +403,10 @@ describe("serve and demo", () => {
       );
       // Killed by the 60 s guard (a hang) would be code null.
       expect(r.code, r.stderr).toBe(1);
-      expect(r.stderr).toContain(`[engine] cannot listen on 127.0.0.1:${port} is already in use`);
+      expect(r.stderr).toContain(
+        `[engine] cannot listen on 127.0.0.1:${port}: the address is already in use`,
+      );
+      expect(r.stderr).not.toContain("[cli] [engine]");
       expect(r.stderr).toContain("set PORT to a free port");
       expect(r.stdout).not.toContain("listening");
       noStack(r.stderr);
@@ -425,6 +428,11 @@ describe("serve and demo", () => {
     );
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/ECONNREFUSED 127\.0\.0\.1/);
+    // Names where it looked and the variable to fix, not a migration that never ran.
+    expect(r.stderr).toContain(
+      `[store] cannot open Postgres at 127.0.0.1:${pgPort}/baton (DATABASE_URL)`,
+    );
+    expect(r.stderr).not.toContain("migration");
     expect(r.stdout).not.toContain("listening");
     noStack(r.stderr);
   });

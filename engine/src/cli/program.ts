@@ -371,7 +371,10 @@ export async function runCli(
       err instanceof CliError
         ? err
         : new CliError(
-            `[cli] ${String((err as Error)?.message ?? err).split("\n")[0]}`,
+            // A message that already names its part (`[engine] …`, `[store] …`) keeps it.
+            String((err as Error)?.message ?? err)
+              .split("\n")[0]!
+              .replace(/^(?!\[[a-z-]+\] )/, "[cli] "),
             EXIT.failed,
           );
     io.err.write(`${errorLines(e).join("\n")}\n`);

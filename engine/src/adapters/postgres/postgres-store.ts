@@ -82,6 +82,12 @@ export class PostgresStore extends KyselyStore {
         }
       });
     } catch (err) {
+      if (current === "(setup)" && isConnectError(err)) {
+        throw new Error(
+          `[store] cannot open Postgres at ${where(this.opts.connectionString)} (DATABASE_URL): ${(err as Error).message}; fix: start Postgres there, or correct DATABASE_URL (user, password, host, port, database)`,
+          { cause: err },
+        );
+      }
       throw migrationFailed(current, err);
     }
   }
@@ -200,6 +206,28 @@ export class PostgresStore extends KyselyStore {
     return rows
       .map((r) => toOutboxRow(r, this.json))
       .sort((a, b) => a.due_at - b.due_at || a.id - b.id);
+  }
+}
+
+/** Network errors and the server's refusals of the login itself (auth, unknown database). */
+function isConnectError(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return (
+    typeof code === "string" &&
+    (/^E(CONNREFUSED|CONNRESET|NOTFOUND|AI_AGAIN|TIMEDOUT|HOSTUNREACH|NETUNREACH)$/.test(code) ||
+      code === "28P01" || // invalid_password
+      code === "28000" || // invalid_authorization_specification
+      code === "3D000") // invalid_catalog_name: no such database
+  );
+}
+
+/** `host:port/database` of a connection string, without its credentials. */
+function where(connectionString: string | undefined): string {
+  try {
+    const u = new URL(connectionString ?? "");
+    return `${u.hostname || "localhost"}:${u.port || "5432"}${u.pathname || "/"}`;
+  } catch {
+    return "the server DATABASE_URL names";
   }
 }
 
