@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
 import { baton } from "../cli/run-baton.ts";
 import { type Harness, makeHarness, OPERATOR, recipe } from "./service-harness.ts";
 
@@ -60,5 +61,19 @@ describe("duplicate keys", () => {
     });
     expect(res.status).toBe(400);
     expect(await res.text()).toMatch(/duplicate key \\"image\\"/);
+  });
+
+  it("a YAML recipe with a key twice is 400 naming the key and its line", async () => {
+    h ??= await makeHarness({ seed: recipe(2) });
+    const text = `model: other\n${stringify(recipe(2))}`;
+    const res = await h.engine.app.request("/v1/releases", {
+      method: "POST",
+      headers: { authorization: `Bearer ${OPERATOR}`, "content-type": "application/yaml" },
+      body: text,
+    });
+    expect(res.status).toBe(400);
+    const body = await res.text();
+    expect(body).toMatch(/duplicate key \\"model\\" at line \d+/);
+    expect(body).not.toContain("Map keys must be unique");
   });
 });

@@ -79,6 +79,17 @@ describe("parseRecipeText", () => {
     expect(e.problems[0]?.fix).toMatch(/\S/);
   });
 
+  it.each([
+    ["plain", "name: x\nmodel: m\nname: y\n", "name"],
+    ["nested", "name: x\nrollout:\n  waves: []\n  waves: []\n", "waves"],
+    ["quoted", 'name: x\n"model": m\n"model": n\n', "model"],
+    ["in JSON", '{"image": "a", "image": "b"}', "image"],
+  ])("a duplicate key (%s) is named in the message and the fix", (_l, text, key) => {
+    const e = thrown(() => parseRecipeText(text, "r.yaml"));
+    expect(e.message).toContain(`the key \`${key}\` appears twice`);
+    expect(e.problems[0]?.fix).toContain(`Give \`${key}\` once`);
+  });
+
   it("refuses an unresolved alias and several documents", () => {
     expect(thrown(() => parseRecipeText("a: *nope\n", "r.yaml")).message).toMatch(
       /^\[recipe\] r\.yaml/,

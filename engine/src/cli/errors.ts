@@ -29,8 +29,11 @@ export function usage(message: string): CliError {
 export function errorLines(err: CliError): string[] {
   return [
     err.message,
-    ...err.problems.map(
-      (p) => `  - ${p.path || "recipe"}: ${p.message}${p.fix ? `; fix: ${p.fix}` : ""}`,
+    ...err.problems.map((p) =>
+      // A problem that only repeats the headline adds its fix alone.
+      p.message === err.message
+        ? `  fix: ${p.fix ?? "see the message above"}`
+        : `  - ${p.path || "recipe"}: ${p.message}${p.fix ? `; fix: ${p.fix}` : ""}`,
     ),
   ];
 }

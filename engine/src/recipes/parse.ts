@@ -57,6 +57,19 @@ export interface ParsedRecipeText {
  * aliases and alias bombs are errors. Throws `BatonError` `bad_request` (400) whose message is
  * `[recipe] <filename>:<line>:<col>: <what is wrong>` and whose one problem carries the fix.
  */
+/**
+ * The key a `DUPLICATE_KEY` error points at (`offset`: the error's first position), as
+ * written: a quoted key without its quotes, a plain key up to its colon; at most 80
+ * characters. Null when nothing key-like is there.
+ */
+export function duplicateKeyAt(text: string, offset: number): string | null {
+  const m = /^(?:"((?:[^"\\\n]|\\.){1,80})"|'([^'\n]{1,80})'|([^:#\n]{1,80}?))\s*:/.exec(
+    text.slice(offset, offset + 200),
+  );
+  const key = m?.[1] ?? m?.[2] ?? m?.[3]?.trim();
+  return key ? key : null;
+}
+
 export function parseRecipeText(text: string, filename: string): ParsedRecipeText {
   const bytes = Buffer.byteLength(text, "utf8");
   if (bytes > RECIPE_MAX_BYTES) {
@@ -89,11 +102,12 @@ export function parseRecipeText(text: string, filename: string): ParsedRecipeTex
       / at line \d+, column \d+:?$/,
       "",
     );
+    const dup = err.code === "DUPLICATE_KEY" ? duplicateKeyAt(text, err.pos[0]) : null;
     const fix =
       err.code === "DUPLICATE_KEY"
-        ? "Remove or rename the repeated key."
+        ? `Give ${dup ? `\`${dup}\`` : "each key"} once: remove or rename the repeated key.`
         : `Fix the ${filename.endsWith(".json") ? "JSON" : "YAML"} syntax there: check the indentation (spaces, not tabs), that every key is followed by \`: \`, and that brackets and quotes are closed.`;
-    throw bad(filename, pos, what, fix);
+    throw bad(filename, pos, dup ? `the key \`${dup}\` appears twice in one mapping` : what, fix);
   }
   let value: unknown;
   try {

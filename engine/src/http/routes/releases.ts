@@ -14,7 +14,7 @@ import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
 import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
-import { assertRecipeNesting } from "../../recipes/parse.ts";
+import { assertRecipeNesting, duplicateKeyAt } from "../../recipes/parse.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { currentDrift } from "../../service/drift.ts";
 import { requireBearer } from "../auth.ts";
@@ -230,7 +230,7 @@ export function parseRecipeBody(text: string, contentType: string | undefined): 
     throw badRequest("recipe", [{ path: "body", message: "is empty", fix: "send the recipe" }]);
   }
   assertRecipeNesting(text, "request body");
-  if (!isYaml) refuseDuplicateKeys(text);
+  refuseDuplicateKeys(text);
   try {
     return isYaml ? parseYaml(text, { maxAliasCount: 100 }) : JSON.parse(text);
   } catch (e) {
@@ -257,14 +257,13 @@ function refuseDuplicateKeys(text: string): void {
   const doc = parseDocument(text, { uniqueKeys: true });
   const dup = doc.errors.find((e) => e.code === "DUPLICATE_KEY");
   if (!dup) return;
-  const at = dup.pos[0];
-  const key = /^"((?:[^"\\]|\\.){0,200})"/.exec(text.slice(at))?.[1] ?? text.slice(at, at + 40);
+  const key = duplicateKeyAt(text, dup.pos[0]) ?? "?";
   const line = dup.linePos?.[0]?.line ?? 0;
   throw badRequest("recipe", [
     {
       path: "body",
       message: `duplicate key "${key}" at line ${line}`,
-      fix: "give every key once; JSON keeps only the last of equal keys, so the meaning is ambiguous",
+      fix: "give every key once; a parser keeps only one of equal keys, so the meaning is ambiguous",
     },
   ]);
 }
