@@ -9,7 +9,7 @@ import { readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "../scripts/lib/ssh.ts";
 import { startEngineStandin } from "../test/support/engine-standin.ts";
-import { runAction } from "../test/support/run-action.ts";
+import { runAction, TEST_ALLOWLIST } from "../test/support/run-action.ts";
 import { generateKey, sharedTempDir, startSshd } from "../test/support/sshd.ts";
 import { REPO } from "../test/support/standin-target.ts";
 
@@ -59,7 +59,12 @@ async function actionOverhead(): Promise<{ toStart: number[]; toAck: number[] }>
         runnerTemp,
         eventName: "repository_dispatch",
         event: { action: "release-step", client_payload: payload },
-        inputs: { "engine-url": engine.url, "callback-secret": engine.secret, "ssh-key": key },
+        inputs: {
+          "engine-url": engine.url,
+          "callback-secret": engine.secret,
+          "ssh-key": key,
+          allowlist: TEST_ALLOWLIST,
+        },
         post: false,
       });
       const line = /\[action\] timings (\{.*\})/.exec(r.main.stdout);

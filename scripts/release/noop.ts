@@ -1,5 +1,6 @@
 /**
  * Tool `noop`: touches nothing and passes (benchmarks and tests of the action's own overhead).
+ * Test-only: not in the production allowlist; tests name it in test/support/tools-allowlist.json.
  * Usage: noop --args <args.json> --key <ssh key> --result-dir <dir> --operation-key <key>
  */
 import { writeChecks, writeOutcome } from "../lib/result.ts";

@@ -24,6 +24,7 @@ import {
 import { generateEd25519, startEmbeddedTarget } from "../../engine/src/embedded-target/index.ts";
 import { verifyBody } from "../../engine/src/protocol/credential.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { TEST_ALLOWLIST } from "../support/run-action.ts";
 
 const REPO = resolve(import.meta.dirname, "../..");
 const SECRET = "cb-secret-for-tests-123";
@@ -483,7 +484,12 @@ describe.skipIf(!existsSync(BUNDLE) && process.env.CI !== "true")(
       const key = generateEd25519("runner-test");
       const r = makeRunner({
         actionDir: join(REPO, "actions/release-step"),
-        inputs: { "engine-url": engine.url, "callback-secret": SECRET, "ssh-key": key.privateKey },
+        inputs: {
+          "engine-url": engine.url,
+          "callback-secret": SECRET,
+          "ssh-key": key.privateKey,
+          allowlist: TEST_ALLOWLIST,
+        },
         runTimeoutMs: 60_000,
       });
       expect(await r.dispatch(payload("sr_5_20_f", { lane: { id: "lane-a" } }))).toEqual({

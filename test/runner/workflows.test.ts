@@ -235,7 +235,6 @@ describe("action.yml", () => {
     ) as Record<string, string>;
     expect(Object.keys(allow).sort()).toEqual([
       "attach-queue-lane",
-      "noop",
       "restore-queue-lane",
       "run-smoke",
     ]);

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import { payloadDigestOf } from "../../engine/src/protocol/payload-digest.ts";
 import { type EngineStandin, startEngineStandin } from "./engine-standin.ts";
-import { type ActionRun, type RunActionOptions, runAction } from "./run-action.ts";
+import { type ActionRun, type RunActionOptions, runAction, TEST_ALLOWLIST } from "./run-action.ts";
 import { freePort, type Sshd, sharedTempDir, startSshd } from "./sshd.ts";
 import { DEPLOY_SH, image, makeStandinTarget, type StandinTarget } from "./standin-target.ts";
 
@@ -103,16 +103,22 @@ export async function startFixture(): Promise<Fixture> {
       return { payload, lane, healthUrl, img, prev };
     },
     run(payload, o = {}) {
+      // The test-only noop tool is named only by the test allowlist.
+      const noop = (payload as { tool?: unknown } | null)?.tool === "noop";
+      const inputs = o.inputs ?? {
+        "engine-url": engine.url,
+        "callback-secret": engine.secret,
+        "ssh-key": sshd.clientKey,
+      };
       return runAction({
         runnerTemp,
         eventName: "repository_dispatch",
         event: { action: "release-step", client_payload: payload },
-        inputs: {
-          "engine-url": engine.url,
-          "callback-secret": engine.secret,
-          "ssh-key": sshd.clientKey,
-        },
         ...o,
+        inputs:
+          noop && inputs.allowlist === undefined
+            ? { ...inputs, allowlist: TEST_ALLOWLIST }
+            : inputs,
         env: { ...ACTION_ENV(), ...o.env },
       });
     },

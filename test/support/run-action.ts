@@ -13,6 +13,12 @@ import { REPO } from "./standin-target.ts";
 export const ACTION_MAIN = join(REPO, "actions/release-step/dist/index.js");
 export const ACTION_POST = join(REPO, "actions/release-step/dist/post.js");
 
+/**
+ * The allowlist of tests and benchmarks (relative to the repository): the production tools plus
+ * the test-only `noop`, which scripts/release/allowlist.json does not name.
+ */
+export const TEST_ALLOWLIST = "test/support/tools-allowlist.json";
+
 export interface StepResult {
   code: number | null;
   signal: NodeJS.Signals | null;

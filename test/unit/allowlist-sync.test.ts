@@ -12,4 +12,12 @@ describe("tool allowlist", () => {
     >;
     expect([...TOOL_ALLOWLIST].sort()).toEqual(Object.keys(file).sort());
   });
+
+  it("does not name the test-only noop tool in production (tests use test/support/tools-allowlist.json)", () => {
+    const file = JSON.parse(readFileSync("scripts/release/allowlist.json", "utf8")) as object;
+    expect(Object.keys(file)).not.toContain("noop");
+    expect(TOOL_ALLOWLIST).not.toContain("noop");
+    const test = JSON.parse(readFileSync("test/support/tools-allowlist.json", "utf8")) as object;
+    expect(Object.keys(test).sort()).toEqual([...TOOL_ALLOWLIST, "noop"].sort());
+  });
 });

@@ -12,12 +12,15 @@
 import type { StepKind } from "./states.ts";
 import type { Json, ManifestLane, StepAction } from "./types.ts";
 
-/** Names of the runner tools the engine may dispatch (scripts/release/allowlist.json). */
+/**
+ * Names of the runner tools the engine may dispatch (the keys of scripts/release/allowlist.json).
+ * The test-only `noop` tool is not one of them: tests and benchmarks name it in their own
+ * allowlist (test/support/tools-allowlist.json).
+ */
 export const TOOL_ALLOWLIST: readonly string[] = [
   "attach-queue-lane",
   "restore-queue-lane",
   "run-smoke",
-  "noop",
 ];
 
 /** Traffic state: the absolute % on deployed lanes and the per-lane weights (sum 100). */
