@@ -102,6 +102,31 @@ describe.skipIf(!have)("the release page's gates in Chromium", () => {
     const box = await chart.boundingBox();
     expect(box?.width).toBeGreaterThan(200);
     await first.screenshot({ path: "test-results/dashboard-gate.png" });
+
+    // The history filtered to the gate's decisions alone: every row a gate evaluation, and
+    // fewer events than the unfiltered history holds.
+    const total = (text: string | null) => Number(/of (\d+)/.exec(text ?? "")?.[1] ?? Number.NaN);
+    const caption = page.locator("#part-history table.history caption");
+    const before = total(await caption.textContent());
+    await page
+      .getByRole("navigation", { name: "History filter" })
+      .getByRole("link", { name: "Gate decisions" })
+      .click();
+    await page.waitForURL(/[?&]only=gates/);
+    await expect(
+      page
+        .getByRole("navigation", { name: "History filter" })
+        .locator('[aria-current="true"]')
+        .textContent(),
+    ).resolves.toBe("Gate decisions");
+    const gatesOnly = total(await caption.textContent());
+    expect(gatesOnly).toBeGreaterThanOrEqual(2);
+    expect(gatesOnly).toBeLessThan(before);
+    const kinds = await page.locator("#part-history tbody tr td:nth-child(2)").allTextContents();
+    expect(new Set(kinds)).toEqual(new Set(["gate"]));
+    const messages = await page.locator("#part-history tbody tr td:last-child").allTextContents();
+    expect(messages.join("\n")).toMatch(/gate of wave 1 \(20%\) passed \(evaluation \d+/);
+    expect(messages.join("\n")).toMatch(/gate of wave 1 \(20%\) evaluation 1: wait: /);
   });
 
   it("shows a failed gate with the metric, its bound and the margin in the reason", async () => {

@@ -215,14 +215,24 @@ export function reasonOf(e: HistoryEntry): string {
   return refusalReason(e) ?? "refused";
 }
 
-/** History filters: `main` hides refused events (the default), `decisions` shows only operators'. */
-export type HistoryFilter = "main" | "all" | "refused" | "decisions";
-export const HISTORY_FILTERS: readonly HistoryFilter[] = ["main", "all", "refused", "decisions"];
+/**
+ * History filters: `main` hides refused events (the default), `decisions` shows only
+ * operators', `gates` only the gate's evaluations (each names its decision).
+ */
+export type HistoryFilter = "main" | "all" | "refused" | "decisions" | "gates";
+export const HISTORY_FILTERS: readonly HistoryFilter[] = [
+  "main",
+  "all",
+  "refused",
+  "decisions",
+  "gates",
+];
 
 function keep(e: HistoryEntry, f: HistoryFilter): boolean {
   if (f === "all") return true;
   if (f === "refused") return e.outcome === "refused";
   if (f === "decisions") return e.outcome === "accepted" && OPERATOR_EVENTS.has(e.kind);
+  if (f === "gates") return e.kind === "gate";
   return e.outcome !== "refused";
 }
 
@@ -231,6 +241,7 @@ const FILTER_WORDS: Record<HistoryFilter, string> = {
   all: "All",
   refused: "Refused only",
   decisions: "Operator decisions",
+  gates: "Gate decisions",
 };
 
 function Timeline(props: {
