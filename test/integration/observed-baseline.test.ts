@@ -6,7 +6,9 @@
  * from the control plane itself.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { releaseSummary } from "../../engine/src/cli/output.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { IMAGE, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
 import {
   createRelease,
   drive,
@@ -83,13 +85,21 @@ describe.each(STORE_KINDS)("observed baseline on %s", (kind) => {
     const rec0 = await getRecord(h, id);
     const baseline = (rec0 as unknown as { baseline: { lanes: unknown[] } }).baseline;
     expect(baseline.lanes).toEqual([
-      { id: "lane-a", weight: 70, excluded: false, capabilities: ["summarize"], advertised: true },
+      {
+        id: "lane-a",
+        weight: 70,
+        excluded: false,
+        capabilities: ["summarize"],
+        advertised: true,
+        image: null,
+      },
       {
         id: "lane-b",
         weight: 30,
         excluded: false,
         capabilities: ["long-context", "summarize"],
         advertised: true,
+        image: null,
       },
     ]);
     expect(rec0.history.find((e) => e.kind === "baseline")?.message).toContain("lane-a 70%");
@@ -101,4 +111,73 @@ describe.each(STORE_KINDS)("observed baseline on %s", (kind) => {
     expect((await getRecord(h, id)).state).toBe("rolled_back");
     expect(lanesNow()).toEqual(before);
   });
+  it.skipIf(skip)(
+    "the image each lane reported is in the baseline, shown, and what compensation leaves running",
+    async () => {
+      h = await makeHarness({ kind });
+      // lane-a runs a hotfix the recipe's previous_image does not name; the control plane
+      // reports it (the lane's own report); lane-b runs previous_image.
+      const HOTFIX = `ghcr.io/acme/summarizer@sha256:${"c".repeat(64)}`;
+      h.cp.seed([
+        { id: "lane-a", weight: 50 },
+        { id: "lane-b", weight: 50 },
+      ]);
+      h.cp.core.reportImage("lane-a", HOTFIX);
+      h.cp.core.reportImage("lane-b", PREVIOUS_IMAGE);
+      const id = await createRelease(h, recipe(2, { policy: { rerun_window_minutes: 0 } }));
+      const rec0 = await getRecord(h, id);
+      const baseline = (rec0 as unknown as { baseline: { lanes: { image: string | null }[] } })
+        .baseline;
+      expect(baseline.lanes.map((l) => l.image)).toEqual([HOTFIX, PREVIOUS_IMAGE]);
+      expect(rec0.history.find((e) => e.kind === "baseline")?.message).toContain(
+        `lane-a 50% running ${HOTFIX}`,
+      );
+      // `baton status` shows it.
+      const shown = releaseSummary(rec0 as never, Date.now()).join("\n");
+      expect(shown).toContain(
+        `observed baseline: lane-a 50% on ${HOTFIX}; lane-b 50% on ${PREVIOUS_IMAGE}`,
+      );
+      // The record (GET /v1/releases/:id/record) lists it as the observed lane states.
+      const record = await op(h, "GET", `/v1/releases/${id}/record`);
+      expect(record.status).toBe(200);
+      const doc = (await record.json()) as {
+        ran: { observed_lanes: { lane: string; observed: { image: string | null } }[] };
+      };
+      expect(doc.ran.observed_lanes.map((l) => [l.lane, l.observed.image])).toEqual([
+        ["lane-a", HOTFIX],
+        ["lane-b", PREVIOUS_IMAGE],
+      ]);
+
+      // The target: which image each lane runs, changed by the deploy and restore tools.
+      const target = new Map([
+        ["lane-a", HOTFIX],
+        ["lane-b", PREVIOUS_IMAGE],
+      ]);
+      const steps = (rec0 as unknown as { manifest: { steps: { name: string }[] } }).manifest.steps;
+      const last = steps.findLastIndex((s) => s.name === "assert_smoke_passed");
+      const failing = `sr_${id.slice(1)}_${last}_f`;
+      const restores: { lane: string; image: string }[] = [];
+      await drive(h, (p: DispatchPayload) => {
+        const verdict = p.step_run_id === failing ? "fail" : "pass";
+        const a = p.args as { lane: { id: string }; image: string };
+        if (p.tool === "restore-queue-lane") restores.push({ lane: a.lane.id, image: a.image });
+        if (
+          verdict === "pass" &&
+          (p.tool === "attach-queue-lane" || p.tool === "restore-queue-lane")
+        )
+          target.set(a.lane.id, a.image);
+        return verdict;
+      });
+      expect((await getRecord(h, id)).state).toBe("rolled_back");
+      // Both lanes were redeployed to the candidate, then restored: each to what it ran.
+      expect(restores).toEqual(
+        expect.arrayContaining([
+          { lane: "lane-a", image: HOTFIX },
+          { lane: "lane-b", image: PREVIOUS_IMAGE },
+        ]),
+      );
+      expect(Object.fromEntries(target)).toEqual({ "lane-a": HOTFIX, "lane-b": PREVIOUS_IMAGE });
+      expect([...target.values()]).not.toContain(IMAGE);
+    },
+  );
 });

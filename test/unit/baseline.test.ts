@@ -26,10 +26,27 @@ describe("observeBaseline", () => {
     expect(r).toEqual({
       ok: true,
       baseline: [
-        { id: "b", weight: 66, excluded: true, capabilities: [], advertised: false },
-        { id: "a", weight: 34, excluded: false, capabilities: ["x", "y"], advertised: true },
+        { id: "b", weight: 66, excluded: true, capabilities: [], advertised: false, image: null },
+        {
+          id: "a",
+          weight: 34,
+          excluded: false,
+          capabilities: ["x", "y"],
+          advertised: true,
+          image: null,
+        },
       ],
     });
+  });
+
+  it("records the image each lane reported, null when unknown or not pinned by digest", () => {
+    const hotfix = `reg.example/m@sha256:${"c".repeat(64)}`;
+    const r = observeBaseline({ model: "m", lanes: [{ id: "a" }, { id: "b" }, { id: "c" }] }, [
+      lane("a", { weight: 34, image: hotfix }),
+      lane("b", { weight: 33, image: "reg.example/m:latest" }),
+      lane("c", { weight: 33 }),
+    ]);
+    expect(r.ok && r.baseline.map((l) => l.image)).toEqual([hotfix, null, null]);
   });
 
   it("refuses a lane the control plane serves for the model but the recipe does not name", () => {

@@ -84,6 +84,19 @@ export function stepRunLine(rec: RecordJson, sr: StepRun): string {
   return `${dir} ${what}: ${sr.state}${att}${err}`;
 }
 
+/**
+ * The observed baseline in one line: each lane's weight, marker, advertised capabilities and
+ * the image it ran at start (`image unknown` when the control plane did not report one).
+ */
+export function baselineText(lanes: NonNullable<Release["baseline"]>["lanes"]): string {
+  return lanes
+    .map(
+      (l) =>
+        `${l.id} ${l.weight}%${l.excluded ? " excluded" : ""}${l.advertised ? ` advertising ${l.capabilities.join(",") || "nothing"}` : ""} ${l.image ? `on ${l.image}` : "image unknown"}`,
+    )
+    .join("; ");
+}
+
 /** The CLI commands of the actions the engine accepts now (none for an ended release). */
 export function acceptedCommands(rec: RecordJson): string[] {
   return offers(asRelease(rec)).map((o) => `${o.command}  # ${o.effect}`);
@@ -139,6 +152,8 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     `  manifest ${rec.manifest_digest}, image ${rec.manifest.image}`,
     `  high-water mark: ${rec.high_water_mark < 0 ? "none (nothing has taken effect)" : `step ${rec.high_water_mark + 1} (steps 1 to ${rec.high_water_mark + 1} may have taken effect)`}; ${total} steps, generation ${rec.generation}`,
   );
+  const baseline = asRelease(rec).baseline;
+  if (baseline) lines.push(`  observed baseline: ${baselineText(baseline.lanes)}`);
   lines.push(...gateLines(rec));
   if (rec.lineage) {
     lines.push(

@@ -21,6 +21,7 @@ import {
   DeclareLaneBody,
   Identity,
   LaneId,
+  LaneImageBody,
   Marker,
   ModelName,
   parseOrThrow,
@@ -244,6 +245,13 @@ export function createControlPlaneApp({ core, faults, hangs, traffic, writeToken
       lane,
       ...parseOrThrow(DeclareLaneBody, b, "body"),
     }));
+  });
+  // The lane's own report of the image it runs (after a deploy or a restore): not a keyed
+  // Baton write, so no identity headers, no ledger row and no history entry.
+  app.put("/v1/lanes/:lane/image", async (c) => {
+    const lane = laneParam(c);
+    const { image } = parseOrThrow(LaneImageBody, await jsonBody(c), "body");
+    return c.json(core.reportImage(lane, image));
   });
   app.put("/v1/lanes/:lane/weight", (c) => {
     const lane = laneParam(c);

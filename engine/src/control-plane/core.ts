@@ -32,6 +32,7 @@ import { route } from "./router.ts";
 import {
   Capabilities,
   Identity,
+  imageRef,
   LaneId,
   ModelName,
   parseOrThrow,
@@ -83,6 +84,7 @@ function validateAction(action: CpAction): void {
     case "declare_lane":
       parseOrThrow(LaneId, action.lane, "lane");
       parseOrThrow(ModelName, action.model, "model");
+      if (action.image !== undefined) parseOrThrow(imageRef("image"), action.image, "image");
       return;
   }
 }
@@ -234,9 +236,10 @@ export class ControlPlaneCore {
           advertised: action.advertised,
         }));
       case "declare_lane": {
-        const r = this.updateLane(action.lane, at, (l) =>
-          l.model === action.model ? l : { ...l, model: action.model, weight: 0 },
-        );
+        const r = this.updateLane(action.lane, at, (l) => {
+          const declared = l.model === action.model ? l : { ...l, model: action.model, weight: 0 };
+          return action.image === undefined ? declared : { ...declared, image: action.image };
+        });
         return { ...r, model: action.model };
       }
     }
@@ -252,6 +255,23 @@ export class ControlPlaneCore {
     const after = { ...change(before ?? newLane(id, at)), updated_at: at };
     this.store.putLane(after);
     return { lane: id, model: null, before: laneJson(before), after: laneJson(after) };
+  }
+
+  /**
+   * Records the image lane `id` reports it runs now (`LaneState.image`, `name@sha256:…`): the
+   * lane's own report after a deploy or a restore, not a Baton write (no operation key, no
+   * ledger row, no history entry; weights, marker and capabilities untouched).
+   * @throws CpError `not_found` (404) for a lane never declared, `bad_request` (400) for an
+   *   image not pinned by digest.
+   */
+  reportImage(id: string, image: string): LaneState {
+    parseOrThrow(imageRef("image"), image, "image");
+    return this.store.transaction(() => {
+      const lane = this.lane(id);
+      const after = { ...lane, image, updated_at: this.now() };
+      this.store.putLane(after);
+      return after;
+    });
   }
 
   /** One lane; throws 404 naming the lane when unknown. */

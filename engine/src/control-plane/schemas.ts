@@ -6,6 +6,7 @@
 import { z } from "zod";
 import type { Problem } from "../domain/errors.ts";
 import {
+  imageRef,
   ModelName as ModelNameField,
   CONTROL_PLANE_NAME_PATTERN as NAME,
   CONTROL_PLANE_NAME_FIX as NAME_FIX,
@@ -16,6 +17,9 @@ import { CpError } from "./errors.ts";
  * A lane name the control plane keeps: its own name rule (protocol/fields.ts), a superset of
  * Baton's lane ids (uppercase and `:` allowed), so any lane a recipe names is accepted here.
  */
+/** A digest-pinned image reference (the recipe's rule). */
+export { imageRef };
+
 export const LaneId = z.string().regex(NAME, { message: `lane id is invalid; ${NAME_FIX}` });
 /** A model name: the one schema the contract check also applies to a recipe's `model`. */
 export const ModelName = ModelNameField;
@@ -48,7 +52,16 @@ export const SetCapabilitiesBody = z.strictObject({
   capabilities: Capabilities,
   advertised: z.boolean({ message: "advertised must be true or false" }),
 });
-export const DeclareLaneBody = z.strictObject({ model: ModelName });
+/**
+ * A lane's declaration: the model it serves and, optionally, the image it runs now
+ * (`name@sha256:…`, what the lane's registration reports; kept as `LaneState.image`).
+ */
+export const DeclareLaneBody = z.strictObject({
+  model: ModelName,
+  image: imageRef("image").optional(),
+});
+/** A lane's report of the image it runs now (`PUT /v1/lanes/:lane/image`). */
+export const LaneImageBody = z.strictObject({ image: imageRef("image") });
 export const RouteBody = z.strictObject({
   requests: z
     .number({ message: "requests must be a number" })

@@ -10,7 +10,8 @@ import type { CpStore, HistoryFilter } from "./store.ts";
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS cp_lanes (
   id TEXT PRIMARY KEY, model TEXT, weight INTEGER NOT NULL, excluded INTEGER NOT NULL,
-  capabilities TEXT NOT NULL, advertised INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+  capabilities TEXT NOT NULL, advertised INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  image TEXT);
 CREATE TABLE IF NOT EXISTS cp_ledger (
   operation_key TEXT PRIMARY KEY, request_hash TEXT NOT NULL, release_id TEXT NOT NULL,
   release_uid TEXT, generation INTEGER NOT NULL, action TEXT NOT NULL, response TEXT NOT NULL, at INTEGER NOT NULL);
@@ -31,6 +32,7 @@ interface LaneRow {
   capabilities: string;
   advertised: number;
   updated_at: number;
+  image: string | null;
 }
 interface LedgerRow {
   operation_key: string;
@@ -63,6 +65,8 @@ const toLane = (r: LaneRow): LaneState => ({
   capabilities: JSON.parse(r.capabilities) as string[],
   advertised: r.advertised === 1,
   updated_at: r.updated_at,
+  // Absent unless the lane reported one (the shape of a lane that never did).
+  ...(r.image ? { image: r.image } : {}),
 });
 const toLedger = (r: LedgerRow): LedgerEntry => ({
   ...r,
@@ -91,6 +95,11 @@ export class SqliteCpStore implements CpStore {
     if (!cols.some((c) => c.name === "release_uid")) {
       this.db.exec("ALTER TABLE cp_ledger ADD COLUMN release_uid TEXT");
     }
+    // Lane files written before lanes reported images lack the column (rows get NULL: unknown).
+    const laneCols = this.db.pragma("table_info(cp_lanes)") as { name: string }[];
+    if (!laneCols.some((c) => c.name === "image")) {
+      this.db.exec("ALTER TABLE cp_lanes ADD COLUMN image TEXT");
+    }
   }
 
   transaction<T>(fn: () => T): T {
@@ -105,14 +114,16 @@ export class SqliteCpStore implements CpStore {
   putLane(l: LaneState) {
     this.db
       .prepare(
-        `INSERT INTO cp_lanes (id, model, weight, excluded, capabilities, advertised, updated_at)
-         VALUES (@id, @model, @weight, @excluded, @capabilities, @advertised, @updated_at)
+        `INSERT INTO cp_lanes (id, model, weight, excluded, capabilities, advertised, updated_at, image)
+         VALUES (@id, @model, @weight, @excluded, @capabilities, @advertised, @updated_at, @image)
          ON CONFLICT (id) DO UPDATE SET model = excluded.model, weight = excluded.weight,
            excluded = excluded.excluded, capabilities = excluded.capabilities,
-           advertised = excluded.advertised, updated_at = excluded.updated_at`,
+           advertised = excluded.advertised, updated_at = excluded.updated_at,
+           image = excluded.image`,
       )
       .run({
         ...l,
+        image: l.image ?? null,
         excluded: l.excluded ? 1 : 0,
         advertised: l.advertised ? 1 : 0,
         capabilities: JSON.stringify(l.capabilities),

@@ -121,6 +121,8 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
           excluded: false,
           capabilities: [...l.capabilities].sort(),
           advertised: false,
+          // What each lane reports it runs once the deploys below are done.
+          image: manifest.previous_image,
         })),
       );
       // Each lane runs its previous image: deployed over SSH like any machine's first install.

@@ -188,7 +188,8 @@ export async function startStack(o: StackOptions): Promise<Stack> {
 
     const traffic = new TrafficGenerator(fleet.cp.core, { model, seed: 42 });
     closers.push(async () => traffic.stop());
-    // The router learns which image a lane serves from the runner steps that change it.
+    // The router and the control plane learn which image a lane serves from the runner steps
+    // that change it.
     const laneImage = (e: LocalRunEvent) => {
       if (e.type !== "finished" || e.run.conclusion !== "success") return;
       const p = e.run.payload;
@@ -197,6 +198,13 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       if (typeof lane !== "string" || typeof image !== "string") return;
       if (p.tool === "attach-queue-lane" || p.tool === "restore-queue-lane") {
         traffic.setLaneImage(lane, image);
+        // The lane reports the image it now runs to the control plane (LaneState.image), as a
+        // fleet's lane registration would after a deploy or a restore.
+        try {
+          fleet.cp.core.reportImage(lane, image);
+        } catch {
+          // A lane the control plane does not know: nothing to report to.
+        }
       }
     };
     let fault: { stepIndex: number; until: HealthFaultUntil; lane: string; body: string } | null =

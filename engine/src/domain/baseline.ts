@@ -11,7 +11,13 @@
  * - the recipe's lanes carry 100% of the model's traffic;
  * - where the recipe states a lane's `weight`, it equals the observed weight.
  * A lane of the model with weight 0 that the recipe does not name is left alone.
+ *
+ * Each baseline lane records the image it runs where the control plane can tell
+ * (`LaneState.image`, what the lane last reported, pinned by digest), else null (unknown):
+ * compensation restores that image on the lanes it redeployed, and a restore is judged by the
+ * target's report against it.
  */
+import { IMAGE_PATTERN } from "../protocol/fields.ts";
 import type { ObservedLane } from "./compile.ts";
 import type { Problem } from "./errors.ts";
 
@@ -23,6 +29,8 @@ export interface ControlPlaneLane {
   excluded: boolean;
   capabilities: string[];
   advertised: boolean;
+  /** Image the lane reported (`name@sha256:…`); absent or null when unknown. */
+  image?: string | null;
 }
 
 /** The recipe's side of the comparison. */
@@ -76,6 +84,8 @@ export function observeBaseline(
       excluded: lane.excluded,
       capabilities: [...lane.capabilities].sort(),
       advertised: lane.advertised,
+      // Only a digest-pinned reference: anything else could not be restored or compared.
+      image: typeof lane.image === "string" && IMAGE_PATTERN.test(lane.image) ? lane.image : null,
     });
   });
   for (const lane of seen) {

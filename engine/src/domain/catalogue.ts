@@ -37,6 +37,11 @@ export interface LaneBaseline {
   excluded: boolean;
   capabilities: string[];
   advertised: boolean;
+  /**
+   * Image the lane ran at start (`name@sha256:…`), null/absent when unknown: what a backward
+   * `restore_queue_lane` leaves running (else the recipe's `previous_image`).
+   */
+  image?: string | null;
 }
 
 /** What an action builder needs to know about its place in the table. */
@@ -187,6 +192,11 @@ export function runnerArgs(
   };
 }
 
+/** The image compensation leaves on the lane: its observed one, else `previous_image`. */
+function restoreImage(ctx: StepContext): string {
+  return ctx.baseline?.image ?? ctx.previous_image;
+}
+
 function marker(ctx: StepContext, name: ActionName, present: boolean): StepAction {
   const lane = needLane(ctx, name);
   return {
@@ -242,17 +252,19 @@ export const ACTIONS: Record<
       name: "attach_queue_lane",
       target: `lane=${lane.id}:image=${shortDigest(ctx.image)}`,
       tool: "attach-queue-lane",
-      args: runnerArgs(lane, ctx.image, ctx.previous_image),
+      args: runnerArgs(lane, ctx.image, restoreImage(ctx)),
     };
   },
+  // Restores the image the lane ran at start (observed baseline), else the recipe's previous.
   restore_queue_lane: (ctx) => {
     const lane = needLane(ctx, "restore_queue_lane");
+    const image = restoreImage(ctx);
     return {
       kind: "runner",
       name: "restore_queue_lane",
-      target: `lane=${lane.id}:image=${shortDigest(ctx.previous_image)}`,
+      target: `lane=${lane.id}:image=${shortDigest(image)}`,
       tool: "restore-queue-lane",
-      args: runnerArgs(lane, ctx.previous_image, ctx.image),
+      args: runnerArgs(lane, image, ctx.image),
     };
   },
   assert_smoke_passed: (ctx) => {

@@ -82,7 +82,13 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
   const baselineOf = (id: string): LaneBaseline => {
     const o = observed.get(id);
     if (o)
-      return { excluded: o.excluded, capabilities: [...o.capabilities], advertised: o.advertised };
+      return {
+        excluded: o.excluded,
+        capabilities: [...o.capabilities],
+        advertised: o.advertised,
+        // Only a known image differing from previous_image changes the plan's bytes.
+        ...(o.image && o.image !== r.previous_image ? { image: o.image } : {}),
+      };
     return {
       excluded: false,
       capabilities: [...(byId.get(id)?.capabilities ?? [])],

@@ -257,6 +257,12 @@ export interface ObservedBaseline {
     excluded: boolean;
     capabilities: string[];
     advertised: boolean;
+    /**
+     * Image the lane ran (`name@sha256:…`) as the control plane reported it; null when it could
+     * not tell (then compensation restores the recipe's `previous_image`). Absent on releases
+     * stored before images were recorded.
+     */
+    image?: string | null;
   }[];
   /**
    * Digest of the manifest compiled from the recipe alone (what `baton sign` signs and

@@ -51,8 +51,11 @@ export interface LaneState {
   advertised: boolean;
   updated_at: number;
   /**
-   * Image the lane serves (`name@sha256:…`), when the control plane knows it. Optional: the
-   * reference server does not report one; the fleet view then uses what the target reported.
+   * Image the lane runs (`name@sha256:…`), when the control plane knows it: the reference
+   * control plane keeps what the lane last reported (`PUT /v1/lanes/:lane/image`, or `image`
+   * in its declaration). Absent when nothing was reported; the fleet view then uses what the
+   * target reported in a step result, and the observed baseline records the lane's image as
+   * unknown.
    */
   image?: string | null;
 }
@@ -65,8 +68,11 @@ export type CpAction =
   | { kind: "set_weight"; lane: string; weight: number }
   | { kind: "set_marker"; lane: string; marker: "excluded"; present: boolean }
   | { kind: "set_capabilities"; lane: string; capabilities: string[]; advertised: boolean }
-  /** Declares a lane (creates it if absent) and assigns it to `model`. */
-  | { kind: "declare_lane"; lane: string; model: string };
+  /**
+   * Declares a lane (creates it if absent) and assigns it to `model`; `image`, when given, is
+   * the image the lane runs now (kept as `LaneState.image`).
+   */
+  | { kind: "declare_lane"; lane: string; model: string; image?: string };
 
 /** The write an op asks for; `assert_traffic` is a read and has none. */
 export function actionOf(op: ControlPlaneOp, model: string): CpAction | null {

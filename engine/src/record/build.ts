@@ -135,7 +135,17 @@ export function buildRecord(
       `admission was ${release.admission.mode}: the manifest's signer and the image's provenance were not verified`,
     );
   known_gaps.push("recovery class: the recipe cannot declare one yet");
-  known_gaps.push("observed lane states: the engine records no observed baseline yet");
+  if (!release.baseline)
+    known_gaps.push(
+      "observed lane states: no observed baseline (the engine could not list the control plane's lanes at start)",
+    );
+  else if (release.baseline.lanes.some((l) => !l.image))
+    known_gaps.push(
+      `observed images: the control plane did not report the image of ${release.baseline.lanes
+        .filter((l) => !l.image)
+        .map((l) => l.id)
+        .join(", ")}; compensation restores previous_image there`,
+    );
   if (!closed) known_gaps.push(`the release is ${release.state}: this record is not final`);
 
   const body = {
@@ -193,7 +203,19 @@ export function buildRecord(
           run_url: runUrl(o.repository, a.run_id, a.run_attempt),
         })),
       })),
-      observed_lanes: [],
+      // The observed baseline: each lane as the control plane showed it at start, with the
+      // image it ran (null: the control plane did not report one).
+      observed_lanes: (release.baseline?.lanes ?? []).map((l) => ({
+        lane: l.id,
+        observed: {
+          at: release.baseline?.read_at ?? null,
+          weight: l.weight,
+          excluded: l.excluded,
+          capabilities: [...l.capabilities],
+          advertised: l.advertised,
+          image: l.image ?? null,
+        },
+      })),
     },
     evidence: {
       admission: release.admission

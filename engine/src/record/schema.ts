@@ -93,7 +93,7 @@ export const ReleaseRecordDocument = z
       observed_lanes: z
         .array(z.object({ lane: z.string(), observed: z.record(z.string(), z.unknown()) }))
         .describe(
-          "lane states the engine observed (control-plane reads); empty until baselines are recorded",
+          "the observed baseline: each lane as the control plane showed it at start (weight, excluded, capabilities, advertised, image or null when not reported); empty when none was read",
         ),
     }),
     evidence: z.object({

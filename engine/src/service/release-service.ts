@@ -552,9 +552,11 @@ export class ReleaseService implements ReleaseApi {
             message: `[engine] observed baseline of model ${plan.manifest.model} at the control plane: ${baseline.lanes
               .map(
                 (l) =>
-                  `${l.id} ${l.weight}%${l.excluded ? " excluded" : ""}${l.advertised ? ` advertising ${l.capabilities.join(",") || "nothing"}` : ""}`,
+                  `${l.id} ${l.weight}%${l.excluded ? " excluded" : ""}${l.advertised ? ` advertising ${l.capabilities.join(",") || "nothing"}` : ""} running ${l.image ?? "an image the control plane does not report"}`,
               )
-              .join(", ")}; compensation restores exactly this`,
+              .join(
+                ", ",
+              )}; compensation restores exactly this (a lane whose image is unknown gets ${plan.manifest.previous_image})`,
             data: baseline as unknown as Json,
           },
         ]
