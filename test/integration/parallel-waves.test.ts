@@ -6,6 +6,7 @@
  * lane back to the observed baseline.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import {
@@ -14,7 +15,9 @@ import {
   getRecord,
   type Harness,
   makeHarness,
+  op,
   recipe,
+  runStep,
   STORE_KINDS,
   skipStore,
 } from "./service-harness.ts";
@@ -22,8 +25,12 @@ import {
 const MODEL = "summarizer-v7";
 
 /** Lane a alone at 10%, then lanes b..i (8) in one wave at 100%, limits as given. */
-function fleet(extra: { max_unavailable?: number | string; min_serving?: string }): RecipeInput {
-  const base = recipe(9, { policy: { rerun_window_minutes: 0 } });
+function fleet(extra: {
+  max_unavailable?: number | string;
+  min_serving?: string;
+  rerun_window_minutes?: number;
+}): RecipeInput {
+  const base = recipe(9, { policy: { rerun_window_minutes: extra.rerun_window_minutes ?? 0 } });
   const lanes = (base.lanes ?? []).map((l, i) => ({
     ...l,
     failure_domain: i === 0 ? "rack-0" : i <= 2 ? "rack-1" : "rack-2",
@@ -128,4 +135,159 @@ describe.each(STORE_KINDS)("parallel waves on %s", (kind) => {
     const bwd = rec.step_runs.filter((s) => s.direction === "bwd").map((s) => s.step_index);
     expect(bwd).toEqual([...bwd].sort((a, b) => b - a));
   });
+
+  it.skipIf(skip)(
+    "a lane excluded before the start counts as out of service for its failure domain and the wave's limit",
+    async () => {
+      // rack-1 is lane-b and lane-c; lane-c is already excluded on the control plane.
+      const r = fleet({ max_unavailable: 3 });
+      const cp = new MemoryControlPlane({ model: MODEL, now: () => h?.clock.now() ?? 0 });
+      const ids = (r.lanes ?? []).map((l) => l.id);
+      cp.seed(
+        ids.map((id, i) => ({
+          id,
+          weight: id === "lane-c" ? 0 : i === 0 ? 100 - 12 * 7 : 12,
+          capabilities: [],
+          advertised: false,
+          excluded: id === "lane-c",
+        })),
+      );
+      h = await makeHarness({ kind, cp });
+      const id = await createRelease(h, r);
+      let maxOutOfWave = 0;
+      const domainOut: string[] = [];
+      await drive(
+        h,
+        () => "pass",
+        600,
+        () => {
+          const out = (h as Harness).cp.core
+            .lanes(MODEL)
+            .filter((l) => l.excluded)
+            .map((l) => l.id);
+          maxOutOfWave = Math.max(maxOutOfWave, out.filter((l) => l !== "lane-a").length);
+          if (["lane-b", "lane-c"].every((l) => out.includes(l))) domainOut.push(out.join(","));
+        },
+      );
+      const rec = await getRecord(h, id);
+      expect(rec.state).toBe("succeeded");
+      // Never every lane of rack-1 out, although lane-c was out from the start.
+      expect(domainOut).toEqual([]);
+      // The wave's limit counts lane-c while it is out: never more than 3 of its lanes out.
+      expect(maxOutOfWave).toBeLessThanOrEqual(3);
+      expect(maxOutOfWave).toBeGreaterThan(1);
+      expect(h.cp.core.lanes(MODEL).every((l) => !l.excluded)).toBe(true);
+    },
+  );
+
+  it.skipIf(skip)(
+    "a second lane failing inside the re-run window keeps the first lane's deadline",
+    async () => {
+      const MINUTE = 60_000;
+      const r = fleet({ max_unavailable: 3, rerun_window_minutes: 30 });
+      h = await makeHarness({ kind, seed: r });
+      const hh = h;
+      const id = await createRelease(hh, r);
+      const rec0 = await getRecord(hh, id);
+      const srOf = (lane: string) => {
+        const s = rec0.manifest.steps.find(
+          (x) => x.name === "attach_queue_lane" && (x as { lane?: string }).lane === lane,
+        );
+        if (!s) throw new Error(`no attach_queue_lane step for ${lane}`);
+        return `sr_${id.slice(1)}_${s.index}_f`;
+      };
+      const [b, c] = [srOf("lane-d"), srOf("lane-e")];
+      let held: DispatchPayload | null = null;
+      await drive(hh, (p) => {
+        if (p.step_run_id === c) {
+          held = p;
+          return "skip";
+        }
+        return p.step_run_id === b ? "fail" : "pass";
+      });
+      const tB = hh.clock.now();
+      const paused = await getRecord(hh, id);
+      expect(paused.state).toBe("paused");
+      if (!held) throw new Error("lane-e's redeploy was not dispatched while lane-d failed");
+      // lane-e's runner fails 10 minutes later, inside lane-d's window.
+      hh.clock.advance(10 * MINUTE);
+      const tC = hh.clock.now();
+      const { callback } = await runStep(hh, held, "fail");
+      expect(callback?.status).toBe(200);
+      const answer = (await callback?.json()) as { rerun_deadline: number; advice: string };
+      // The runner of lane-e is told its own deadline.
+      expect(answer.rerun_deadline).toBe(tC + 30 * MINUTE);
+      const api = (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as {
+        state: string;
+        rerun_deadline: number;
+        step_runs: { id: string; rerun_deadline?: number | null }[];
+      };
+      expect(api.state).toBe("paused");
+      // Each failed step run keeps its own deadline; the release's is the first to close.
+      expect(api.step_runs.find((s) => s.id === b)?.rerun_deadline).toBe(tB + 30 * MINUTE);
+      expect(api.step_runs.find((s) => s.id === c)?.rerun_deadline).toBe(tC + 30 * MINUTE);
+      expect(api.rerun_deadline).toBe(tB + 30 * MINUTE);
+      // lane-d's window closes first: the release compensates then, naming lane-d's step run.
+      hh.clock.t = tB + 30 * MINUTE;
+      await hh.engine.tick();
+      const rec = await getRecord(hh, id);
+      expect(rec.state).toBe("compensating");
+      expect(String((rec as unknown as { reason: string }).reason)).toContain(b);
+      await drive(hh);
+      expect((await getRecord(hh, id)).state).toBe("rolled_back");
+    },
+  );
+
+  it.skipIf(skip)(
+    "a re-run of the first failed lane leaves the release paused until the second lane's deadline",
+    async () => {
+      const MINUTE = 60_000;
+      const r = fleet({ max_unavailable: 3, rerun_window_minutes: 30 });
+      h = await makeHarness({ kind, seed: r });
+      const hh = h;
+      const id = await createRelease(hh, r);
+      const rec0 = await getRecord(hh, id);
+      const srOf = (lane: string) => {
+        const s = rec0.manifest.steps.find(
+          (x) => x.name === "attach_queue_lane" && (x as { lane?: string }).lane === lane,
+        );
+        if (!s) throw new Error(`no attach_queue_lane step for ${lane}`);
+        return `sr_${id.slice(1)}_${s.index}_f`;
+      };
+      const [b, c] = [srOf("lane-d"), srOf("lane-e")];
+      let heldB: DispatchPayload | null = null;
+      let heldC: DispatchPayload | null = null;
+      await drive(hh, (p) => {
+        if (p.step_run_id === b) heldB = p;
+        if (p.step_run_id === c) heldC = p;
+        return p.step_run_id === b || p.step_run_id === c ? "skip" : "pass";
+      });
+      if (!heldB || !heldC) throw new Error("lanes d and e were not dispatched together");
+      const runB = { run_id: "9101", run_attempt: 1 };
+      expect((await runStep(hh, heldB, "fail", runB)).callback?.status).toBe(200);
+      hh.clock.advance(10 * MINUTE);
+      const tC = hh.clock.now();
+      expect((await runStep(hh, heldC, "fail")).callback?.status).toBe(200);
+      // lane-d's job is re-run (attempt 2) and passes: lane-e still waits, with its deadline.
+      hh.clock.advance(5 * MINUTE);
+      expect(
+        (await runStep(hh, heldB, "pass", { run_id: "9101", run_attempt: 2 })).callback?.status,
+      ).toBe(200);
+      const api = (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as {
+        state: string;
+        rerun_deadline: number;
+      };
+      expect(api.state).toBe("paused");
+      expect(api.rerun_deadline).toBe(tC + 30 * MINUTE);
+      // lane-d's old deadline passes: nothing happens.
+      hh.clock.t = tC + 25 * MINUTE;
+      await hh.engine.tick();
+      expect((await getRecord(hh, id)).state).toBe("paused");
+      hh.clock.t = tC + 30 * MINUTE;
+      await hh.engine.tick();
+      const rec = await getRecord(hh, id);
+      expect(rec.state).toBe("compensating");
+      expect(String((rec as unknown as { reason: string }).reason)).toContain(c);
+    },
+  );
 });

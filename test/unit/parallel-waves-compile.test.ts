@@ -104,4 +104,48 @@ describe("parallel waves: compile and contract check", () => {
       expect(p?.message).toContain("failure_domain must be");
     }
   });
+
+  it("a lane that could never leave service (its domain's other lanes excluded until a later wave) is refused", () => {
+    const lanes = Array.from({ length: 5 }, (_, i) => ({
+      ...lane(i),
+      ...(i === 1 || i === 3 ? { failure_domain: "rack-1" } : {}),
+    }));
+    const r = (waves: { lanes: string[]; traffic: number; max_unavailable?: number }[]) =>
+      Recipe.parse({ ...wideRecipe(5), lanes, rollout: { waves } });
+    const ids = lanes.map((l) => l.id);
+    const baseline = ids.map((id, i) => ({
+      id,
+      weight: i === 3 ? 0 : 25,
+      excluded: i === 3,
+      capabilities: [],
+      advertised: false,
+    }));
+    const blocked = [
+      { lanes: [ids[0] as string], traffic: 10 },
+      { lanes: [ids[1] as string, ids[2] as string], traffic: 50, max_unavailable: 2 },
+      { lanes: [ids[3] as string, ids[4] as string], traffic: 100 },
+    ];
+    let problems: { path: string; message: string; fix?: string }[] = [];
+    try {
+      compileRecipe(r(blocked), baseline);
+    } catch (e) {
+      problems = (e as { problems: typeof problems }).problems;
+    }
+    const p = problems.find((x) => x.path === "lanes.1.failure_domain");
+    expect(p?.message).toContain(`lane ${ids[1]} of wave 2 can never leave service`);
+    expect(p?.fix).toContain(`Include ${ids[3]} on the control plane first`);
+    // The same lanes when the excluded lane is redeployed in the same wave, or is in service.
+    const together = [
+      { lanes: [ids[0] as string], traffic: 10 },
+      {
+        lanes: [ids[1] as string, ids[2] as string, ids[3] as string],
+        traffic: 50,
+        max_unavailable: 2,
+      },
+      { lanes: [ids[4] as string], traffic: 100 },
+    ];
+    expect(() => compileRecipe(r(together), baseline)).not.toThrow();
+    const inService = baseline.map((l) => ({ ...l, excluded: false, weight: 20 }));
+    expect(() => compileRecipe(r(blocked), inService)).not.toThrow();
+  });
 });

@@ -198,6 +198,7 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     }
     return Math.min(declared, room, wave.lanes.length);
   });
+  planProblems.push(...domainsBlocked(r, lanes, outAtStart, parallel));
   if (planProblems.length > 0) throw contractFailed(planProblems);
 
   const tableProblems = checkStepTable(steps);
@@ -229,6 +230,39 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     ...(r.environment ? { environment: r.environment } : {}),
   };
   return { manifest, canonical: canonicalJson(manifest) };
+}
+
+/**
+ * A lane of a parallel wave that could never leave service: every other lane of its failure
+ * domain is excluded on the control plane and only comes back in a later wave, so taking it
+ * out would take the whole domain out (the engine would wait for ever).
+ */
+function domainsBlocked(
+  r: Recipe,
+  lanes: readonly ManifestLane[],
+  outAtStart: ReadonlySet<string>,
+  parallel: readonly number[],
+): Problem[] {
+  const problems: Problem[] = [];
+  const waveOf = new Map(r.rollout.waves.flatMap((w, i) => w.lanes.map((id) => [id, i] as const)));
+  r.rollout.waves.forEach((wave, w) => {
+    if ((parallel[w] ?? 1) <= 1) return;
+    for (const id of wave.lanes) {
+      const i = lanes.findIndex((l) => l.id === id);
+      const domain = lanes[i]?.failure_domain;
+      if (domain === undefined) continue;
+      const others = lanes.filter((l) => l.failure_domain === domain && l.id !== id);
+      if (others.length === 0) continue;
+      if (!others.every((l) => outAtStart.has(l.id) && (waveOf.get(l.id) ?? w + 1) > w)) continue;
+      const names = others.map((l) => l.id).join(", ");
+      problems.push({
+        path: `lanes.${i}.failure_domain`,
+        message: `lane ${id} of wave ${w + 1} can never leave service: every other lane of failure domain ${domain} (${names}) is excluded on the control plane and comes back only in a later wave, so redeploying ${id} would take the whole domain out`,
+        fix: `Include ${names} on the control plane first, move ${others.length > 1 ? "one of them" : names} into wave ${w + 1} or earlier, or give ${id} another failure_domain.`,
+      });
+    }
+  });
+  return problems;
 }
 
 function makeStep(

@@ -147,6 +147,12 @@ export interface StepRun {
   started_at: number | null;
   finished_at: number | null;
   last_error: string | null;
+  /**
+   * Epoch ms until which this failed forward runner step run waits for a re-run of its job (its
+   * own re-run window); null/absent when it does not wait. The release's `rerun_deadline` is
+   * the earliest of those of the step runs it waits on.
+   */
+  rerun_deadline?: number | null;
   /** Set by `resolve`: an operator did this backward step run's effect by hand. */
   resolved?: { actor: string; reason: string; at: number };
 }

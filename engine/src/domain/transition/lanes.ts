@@ -9,7 +9,7 @@
  * Traffic weights only change at the wave's `drain_wave` and `set_traffic` rows, which stay
  * serial, so the exposure ceiling is the serial table's.
  */
-import type { Release, StepRun } from "../types.ts";
+import type { Manifest, Release, StepRun } from "../types.ts";
 import type { Draft } from "./draft.ts";
 import { guards } from "./guards.ts";
 
@@ -109,19 +109,54 @@ export function recomputedHighWaterMark(r: Release): number {
 }
 
 /**
- * Whether lane `p` may leave service now: fewer than `max_unavailable` lanes out, and not the
- * last lane of its failure domain still in service (domains of one lane excepted).
+ * Lanes the observed baseline had excluded (out of service before the release started): the
+ * lanes whose `exclude_lane` row's backward action restores `excluded: true`.
  */
-function mayLeaveService(r: Release, wave: number, lanes: LaneProgress[], p: LaneProgress) {
-  const out = lanes.filter((l) => l.out);
+export function excludedAtStart(m: Manifest): Set<string> {
+  const out = new Set<string>();
+  for (const s of m.steps) {
+    const b = s.backward;
+    if (s.name !== "exclude_lane" || s.lane === null || b?.kind !== "control_plane") continue;
+    if (b.request.op === "set_marker" && b.request.present) out.add(s.lane);
+  }
+  return out;
+}
+
+/**
+ * Whether lane `id` is out of service now: between its `exclude_lane` and the success of its
+ * `include_lane`, or excluded before the start and not yet included by this release.
+ */
+function isOutOfService(r: Release, id: string, pre: ReadonlySet<string>): boolean {
+  const rows = r.manifest.steps.filter((s) => s.lane === id);
+  const include = rows.find((s) => s.name === "include_lane");
+  if (include && fwdAt(r, include.index)?.state === "succeeded") return false;
+  if (pre.has(id)) return true;
+  const exclude = rows.find((s) => s.name === "exclude_lane");
+  return exclude !== undefined && fwdAt(r, exclude.index) !== undefined;
+}
+
+/**
+ * Whether lane `p` may leave service now: fewer than `max_unavailable` lanes of the wave out,
+ * and not the last lane of its failure domain still in service (domains of one lane excepted).
+ * Lanes excluded before the start count as out until the release includes them (such a lane
+ * itself begins whatever the limits: it takes nothing more out of service).
+ */
+function mayLeaveService(
+  r: Release,
+  wave: number,
+  lanes: LaneProgress[],
+  p: LaneProgress,
+  pre: ReadonlySet<string>,
+) {
+  const out = lanes.filter((l) => l.out || (!l.started && pre.has(l.lane)));
   if (out.length >= maxUnavailable(r, wave)) return false;
   const domainOf = (id: string) => r.manifest.lanes.find((l) => l.id === id)?.failure_domain;
   const domain = domainOf(p.lane);
   if (domain === undefined) return true;
-  const members = r.manifest.lanes.filter((l) => l.failure_domain === domain).length;
-  if (members <= 1) return true;
-  const outInDomain = out.filter((l) => domainOf(l.lane) === domain).length;
-  return outInDomain + 1 < members;
+  const members = r.manifest.lanes.filter((l) => l.failure_domain === domain);
+  if (members.length <= 1) return true;
+  const outInDomain = members.filter((l) => isOutOfService(r, l.id, pre)).length;
+  return outInDomain + 1 < members.length;
 }
 
 /**
@@ -154,9 +189,17 @@ export function advanceParallelWave(
     if (!l.started || l.busy || l.stuck || l.next === null) continue;
     begin(l.next);
   }
+  const pre = excludedAtStart(r.manifest);
+  for (const l of pending) {
+    // Out of service since before the start: it begins at once, whatever the order.
+    if (l.started || !pre.has(l.lane)) continue;
+    l.started = true;
+    l.out = true;
+    begin(l.rows[0] as number);
+  }
   for (const l of pending) {
     if (l.started) continue;
-    if (!mayLeaveService(r, wave, lanes, l)) break; // lanes leave service in the wave's order
+    if (!mayLeaveService(r, wave, lanes, l, pre)) break; // lanes leave service in the wave's order
     l.started = true;
     l.out = true;
     begin(l.rows[0] as number);
@@ -169,4 +212,23 @@ export function stuckInWave(r: Release): StepRun[] {
   const wave = parallelWaveOf(r, r.cursor);
   if (wave === null) return [];
   return laneProgress(r, wave).flatMap((l) => (l.stuck ? [l.stuck] : []));
+}
+
+/** A failed forward step run that waits for a re-run of its job until its own deadline. */
+export function waitsOnRerun(s: StepRun): boolean {
+  return s.direction === "fwd" && s.state === "failed" && typeof s.rerun_deadline === "number";
+}
+
+/**
+ * The release's re-run deadline: the earliest deadline of the failed step runs that wait for a
+ * re-run (in a parallel wave several lanes may, each with its own window), since the release
+ * compensates when the first of them closes; null when none waits.
+ */
+export function releaseRerunDeadline(r: Release): number | null {
+  let at: number | null = null;
+  for (const s of r.step_runs) {
+    if (waitsOnRerun(s) && (at === null || (s.rerun_deadline as number) < at))
+      at = s.rerun_deadline as number;
+  }
+  return at;
 }

@@ -10,7 +10,7 @@ import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepRunAt } from "./draft.ts";
 import { beginForwardAtCursor, start } from "./forward.ts";
 import { guards } from "./guards.ts";
-import { parallelWaveOf, stuckInWave } from "./lanes.ts";
+import { parallelWaveOf, releaseRerunDeadline, stuckInWave } from "./lanes.ts";
 import { sendAction } from "./send.ts";
 import { settled } from "./settle.ts";
 import { whereIs } from "./where.ts";
@@ -134,6 +134,7 @@ export function retry(d: Draft, sr: StepRun, e: Ev<"retry">): Refusal | undefine
   if (othersWaiting.length > 0) {
     // Another lane of the parallel wave still waits on an operator: the release stays paused.
     sendAction(d, sr, null);
+    if (typeof r.rerun_deadline === "number") r.rerun_deadline = releaseRerunDeadline(r);
     d.accept(
       `[engine] ${describe(r, sr)} retried by ${e.actor} with the same operation key; release ${r.id} stays paused on ${othersWaiting.map((s) => s.id).join(", ")}`,
       sr.id,

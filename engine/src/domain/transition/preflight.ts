@@ -6,7 +6,7 @@ import type { Attempt, PreflightEvent, Release, StepRun } from "../types.ts";
 import { actionOf, type Draft, describe, type Refusal, stepOf } from "./draft.ts";
 import { beginForwardAtCursor } from "./forward.ts";
 import { guards } from "./guards.ts";
-import { parallelWaveOf, stuckInWave } from "./lanes.ts";
+import { parallelWaveOf, releaseRerunDeadline, stuckInWave } from "./lanes.ts";
 import { whereIs } from "./where.ts";
 
 const conflict = (code: string, reason: string): Refusal => ({ status: 409, code, reason });
@@ -173,6 +173,7 @@ function openAttempt(d: Draft, sr: StepRun, e: PreflightEvent, how: string): und
   sr.state = "running";
   sr.finished_at = null;
   sr.last_error = null;
+  sr.rerun_deadline = null;
   // The runner may touch the lane from now on.
   if (sr.direction === "fwd") r.high_water_mark = Math.max(r.high_water_mark, sr.step_index);
   d.emit({
@@ -195,6 +196,9 @@ function openAttempt(d: Draft, sr: StepRun, e: PreflightEvent, how: string): und
     d.accept(`[engine] release ${r.id} running again: ${sr.id} was re-run`, sr.id);
     // Lanes of a parallel wave that finished a row while the release was paused move on.
     if (parallelWaveOf(r, sr.step_index) !== null) beginForwardAtCursor(d);
+  } else if (r.state === "paused" && typeof r.rerun_deadline === "number") {
+    // Other lanes still wait: the release's deadline is now the earliest of theirs.
+    r.rerun_deadline = releaseRerunDeadline(r);
   }
   d.reply = accepted(d, sr, attempt);
   return undefined;

@@ -182,7 +182,7 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
     step_run_id: sr.id,
     attempt: attempt.n,
     state: sr.state,
-    rerun_deadline: r.rerun_deadline ?? null,
+    rerun_deadline: sr.rerun_deadline ?? r.rerun_deadline ?? null,
     ...(advice ? { advice } : {}),
   };
   return undefined;
@@ -200,9 +200,11 @@ export function runnerDeadline(d: Draft, sr: StepRun, e: Ev<"deadline">): void {
       return;
     }
   } else if (e.kind === "rerun") {
+    // Each failed step run has its own window (older rows: the release's deadline).
+    const until = sr.rerun_deadline ?? r.rerun_deadline;
     if (
       r.state === "paused" &&
-      typeof r.rerun_deadline === "number" &&
+      typeof until === "number" &&
       guards.isCurrent(r, sr) &&
       sr.state === "failed" &&
       e.dispatch === sr.dispatch &&
@@ -210,7 +212,7 @@ export function runnerDeadline(d: Draft, sr: StepRun, e: Ev<"deadline">): void {
     ) {
       beginCompensation(
         d,
-        `${describe(r, sr)} failed and was not re-run before the window closed at ${utcMinute(r.rerun_deadline, d.now)}`,
+        `${describe(r, sr)} failed and was not re-run before the window closed at ${utcMinute(until, d.now)}`,
       );
       return;
     }

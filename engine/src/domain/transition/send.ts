@@ -52,6 +52,7 @@ export function sendAction(d: Draft, sr: StepRun, notBefore: number | null): voi
   sr.tries = 1;
   sr.started_at ??= d.now;
   sr.finished_at = null;
+  if (sr.rerun_deadline != null) sr.rerun_deadline = null;
   if (action.kind === "runner") {
     sr.dispatch += 1;
     sr.bound_run_id = null;

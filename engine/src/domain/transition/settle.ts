@@ -9,7 +9,7 @@ import { type Draft, describe, stepOf } from "./draft.ts";
 import { beginForwardAtCursor } from "./forward.ts";
 import { beginGate, endsGatedWave } from "./gate.ts";
 import { guards } from "./guards.ts";
-import { parallelWaveOf, stuckInWave } from "./lanes.ts";
+import { parallelWaveOf, releaseRerunDeadline, stuckInWave, waitsOnRerun } from "./lanes.ts";
 import { backoffMs } from "./limits.ts";
 import { sendAction } from "./send.ts";
 
@@ -89,8 +89,12 @@ function awaitRerun(d: Draft, sr: StepRun, window: number, why: string): void {
   const r = d.release;
   const until = d.now + window;
   r.state = "paused";
-  r.rerun_deadline = until;
-  r.reason = `${why}; re-run the failed job before ${utcMinute(until, d.now)}, or the release compensates`;
+  sr.rerun_deadline = until;
+  r.rerun_deadline = releaseRerunDeadline(r);
+  const first = r.step_runs.find(
+    (s) => s.id !== sr.id && waitsOnRerun(s) && s.rerun_deadline === r.rerun_deadline,
+  );
+  r.reason = `${why}; re-run the failed job before ${utcMinute(until, d.now)}, or the release compensates${first && typeof r.rerun_deadline === "number" ? ` (at ${utcMinute(r.rerun_deadline, d.now)} already, unless ${first.id} is re-run by then)` : ""}`;
   d.emit({
     type: "deadline",
     step_run_id: sr.id,
@@ -122,8 +126,13 @@ export function utcMinute(at: number, now: number): string {
  */
 export function runnerAdvice(r: Release, sr: StepRun, now: number): string | null {
   if (sr.state === "succeeded") return null;
-  if (r.state === "paused" && typeof r.rerun_deadline === "number") {
-    return `re-run this job before ${utcMinute(r.rerun_deadline, now)}, or release ${r.id} compensates`;
+  const own = sr.rerun_deadline ?? r.rerun_deadline;
+  if (r.state === "paused" && typeof own === "number") {
+    const sooner =
+      typeof r.rerun_deadline === "number" && r.rerun_deadline < own
+        ? ` (at ${utcMinute(r.rerun_deadline, now)} already if another lane's failed job is not re-run by then)`
+        : "";
+    return `re-run this job before ${utcMinute(own, now)}, or release ${r.id} compensates${sooner}`;
   }
   if (r.state === "paused") {
     return `release ${r.id} is paused on ${sr.id}: re-run this job, or an operator retries (baton retry ${sr.id}) or aborts (baton abort ${r.id})`;
