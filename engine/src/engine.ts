@@ -20,6 +20,7 @@ import { createCore } from "./core.ts";
 import { NOTICE_KINDS } from "./domain/notifications.ts";
 import { declareRecipeLanes } from "./embedded-lanes.ts";
 import { installFaultHost } from "./faults.ts";
+import { prepareDataDir } from "./node/data-dir.ts";
 import { nodeFaultHost } from "./node/fault-host.ts";
 import { type Clock, systemClock } from "./ports/clock.ts";
 import type { ControlPlane } from "./ports/control-plane.ts";
@@ -122,6 +123,8 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     warn: (m) => console.warn(m),
     error: (m, e) => console.error(m, e ?? ""),
   };
+  // The data directory is used unless store, dispatcher and control plane all come from elsewhere.
+  if (!o.store || !o.dispatcher || !o.controlPlane) prepareDataDir(config.dataDir);
   const dispatcher = o.dispatcher ?? dispatcherFromConfig(config);
   const closers: (() => Promise<void>)[] = [];
   let controlPlane: ControlPlane;

@@ -437,6 +437,20 @@ describe("serve and demo", () => {
     noStack(r.stderr);
   });
 
+  it("a data directory that cannot hold files: names BATON_DATA_DIR and exits 2 (no spin)", async () => {
+    // /proc refuses new files; Node's recursive mkdir under it loops for ever.
+    const r = await baton(
+      ["serve", "--port", String(await freePort()), "--host", "127.0.0.1"],
+      serveEnv({ BATON_DATA_DIR: "/proc/baton-data" }),
+      { timeoutMs: 60_000 },
+    );
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain("BATON_DATA_DIR /proc/baton-data cannot hold the engine's files");
+    expect(r.stderr).toContain("fix: set BATON_DATA_DIR to a directory this user can write");
+    expect(r.stdout).not.toContain("listening");
+    noStack(r.stderr);
+  });
+
   it("refuses a bad configuration with the variable and the fix (2)", async () => {
     const r = await baton(["serve"], { BATON_OPERATOR_TOKEN: "short" });
     expect(r.code).toBe(2);

@@ -1,0 +1,41 @@
+/**
+ * The engine's data directory (BATON_DATA_DIR): SQLite store, embedded control plane, the
+ * local runner's work files. Checked once at start, so a directory that cannot hold files
+ * stops the engine with one line naming the variable instead of failing later (Node's
+ * recursive mkdir loops for ever under a read-only pseudo file system such as /proc).
+ */
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve, sep } from "node:path";
+import { BatonError } from "../domain/errors.ts";
+
+/**
+ * Creates `dir` if missing and proves a file can be written and removed in it.
+ * @throws BatonError (bad_request) naming BATON_DATA_DIR, the path, the OS error and the fix.
+ */
+export function prepareDataDir(dir: string): void {
+  const probe = join(dir, `.baton-write-check-${process.pid}`);
+  try {
+    // One level at a time: `mkdirSync(…, { recursive: true })` never returns under /proc.
+    const abs = resolve(dir);
+    const parts = abs.split(sep).filter(Boolean);
+    for (let i = 1; i <= parts.length; i++) {
+      try {
+        mkdirSync(sep + parts.slice(0, i).join(sep));
+      } catch (m) {
+        if ((m as NodeJS.ErrnoException).code !== "EEXIST") throw m;
+      }
+    }
+    writeFileSync(probe, "");
+    rmSync(probe, { force: true });
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    const message = `BATON_DATA_DIR ${dir} cannot hold the engine's files (${err.code ?? err.message})`;
+    const fix =
+      "set BATON_DATA_DIR to a directory this user can write (it is created if missing), e.g. BATON_DATA_DIR=./.baton";
+    throw new BatonError(
+      "bad_request",
+      `[engine] invalid configuration:\n  - ${message}; fix: ${fix}`,
+      [{ path: "BATON_DATA_DIR", message, fix }],
+    );
+  }
+}
