@@ -5,7 +5,11 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { resolveTool, toolProblem } from "../../actions/release-step/src/allowlist.ts";
+import {
+  AllowlistError,
+  resolveTool,
+  toolProblem,
+} from "../../actions/release-step/src/allowlist.ts";
 import { postSigned } from "../../actions/release-step/src/engine-client.ts";
 import { PayloadError, readDispatch } from "../../actions/release-step/src/event.ts";
 import { logTail, redact } from "../../actions/release-step/src/report.ts";
@@ -93,15 +97,15 @@ describe("remoteCommand", () => {
 describe("allowlist (F05, F06)", () => {
   const ws = join(dir, "ws");
   mkdirSync(join(ws, "tools"), { recursive: true });
-  writeFileSync(
-    join(ws, "allow.json"),
-    JSON.stringify({ "attach-queue-lane": "tools/a", escape: "../outside" }),
-  );
+  writeFileSync(join(ws, "allow.json"), JSON.stringify({ "attach-queue-lane": "tools/a" }));
+  writeFileSync(join(ws, "allow-escape.json"), JSON.stringify({ escape: "../outside" }));
   writeFileSync(join(ws, "tools/a"), "#!/bin/sh\n", { mode: 0o755 });
   writeFileSync(join(ws, "tools/b"), "#!/bin/sh\n", { mode: 0o644 });
 
   it("resolves an exact name inside the workspace", () => {
-    expect(resolveTool(ws, "allow.json", "attach-queue-lane")).toBe(join(ws, "tools/a"));
+    expect(resolveTool(ws, "allow.json", "attach-queue-lane")).toEqual({
+      path: join(ws, "tools/a"),
+    });
   });
   it.each([
     "attach-queue-lane ",
@@ -115,7 +119,16 @@ describe("allowlist (F05, F06)", () => {
     expect(() => resolveTool(ws, "allow.json", name)).toThrow(/not in the allowlist/);
   });
   it("refuses an entry that points outside the workspace", () => {
-    expect(() => resolveTool(ws, "allow.json", "escape")).toThrow(/outside the workspace/);
+    let err: unknown;
+    try {
+      resolveTool(ws, "allow-escape.json", "escape");
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(AllowlistError);
+    expect((err as AllowlistError).problems).toEqual([
+      expect.stringMatching(/^escape: the file of `escape` leaves its root with `\.\.`/),
+    ]);
   });
   it("tells missing from not executable", () => {
     expect(toolProblem(join(ws, "tools/a"))).toBeNull();

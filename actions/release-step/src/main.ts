@@ -17,7 +17,13 @@ import {
   writeChecks,
   writeOutcome,
 } from "../../../scripts/lib/result.ts";
-import { resolveTool, toolProblem } from "./allowlist.ts";
+import {
+  AllowlistError,
+  pinProblem,
+  type ResolvedTool,
+  resolveTool,
+  toolProblem,
+} from "./allowlist.ts";
 import { annotateError, flushAnnotations } from "./annotate.ts";
 import { errorCode, errorMessage, postSigned, retryPolicy } from "./engine-client.ts";
 import { PayloadError, readDispatch } from "./event.ts";
@@ -151,19 +157,21 @@ export async function run(): Promise<void> {
 
     // 2. Inputs, event, payload, allowlist. Any failure here ends the job: nothing provisioned or run.
     let payload: ReturnType<typeof readDispatch>;
-    let toolPath: string;
+    let tool: ResolvedTool;
     try {
-      ({ payload, toolPath } = await phase("2. validate event and payload", () => {
+      ({ payload, tool } = await phase("2. validate event and payload", () => {
         inputs = readInputs();
         maskKey(inputs.sshKey);
         const p = readDispatch(env, inputs.engineUrl, inputs.engineOrigin);
         stepRunId = p.step_run_id;
         const t = resolveTool(env.GITHUB_WORKSPACE || process.cwd(), inputs.allowlist, p.tool);
-        core.info(`step run ${p.step_run_id}, tool ${p.tool} -> ${t}`);
-        return { payload: p, toolPath: t };
+        core.info(
+          `step run ${p.step_run_id}, tool ${p.tool} -> ${t.path}${t.pin ? ` (${t.pin.repository} at ${t.pin.ref})` : ""}`,
+        );
+        return { payload: p, tool: t };
       }));
     } catch (e) {
-      const problems = e instanceof PayloadError ? e.problems : [];
+      const problems = e instanceof PayloadError || e instanceof AllowlistError ? e.problems : [];
       annotateError((e as Error).message);
       for (const p of problems) annotateError(p);
       await safeSummary({
@@ -181,11 +189,13 @@ export async function run(): Promise<void> {
     const cfg = inputs as Inputs;
     core.setOutput("step-run-id", payload.step_run_id);
 
-    // 3. The tool file must be there and executable (F06); the outcome is reported after preflight.
+    const toolPath = tool.path;
+    // 3. The tool file must be there and executable (F06), and a tool of another repository
+    // checked out at its pinned commit; the outcome is reported after preflight.
     const missing = await phase(
       "3. verify tool file",
       () => {
-        const problem = toolProblem(toolPath);
+        const problem = (tool.pin && pinProblem(payload.tool, tool.pin)) || toolProblem(toolPath);
         if (problem) annotateError(problem);
         return problem;
       },
