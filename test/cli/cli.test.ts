@@ -209,10 +209,23 @@ describe("watch", () => {
       /→ step \d+ \(wave \d\) set traffic \d+% \(lane-a \d+%, lane-b \d+%\)/,
     );
     expect(r.stdout.indexOf("→ step 2 ")).toBeLessThan(r.stdout.indexOf("→ step 16 "));
-    // The final line comes after the last step run's line.
+    // The final line comes after the last step run's line: the last line printed is the
+    // release's end, and the step line just before it is the release's last step.
     expect(r.stdout.indexOf("→ step 16 ")).toBeLessThan(
       r.stdout.indexOf(`release ${id} succeeded`),
     );
+    const lines = r.stdout.trim().split("\n");
+    expect(lines.at(-1)).toContain(`release ${id} succeeded`);
+    const stepLines = lines.filter((l) => l.includes("→ step "));
+    const numbers = stepLines.map((l) => Number(/→ step (\d+) /.exec(l)?.[1]));
+    const rec = (await (
+      await fetch(`${live.url}/v1/releases/${id}`, {
+        headers: { authorization: `Bearer ${VIEWER}` },
+      })
+    ).json()) as { manifest: { steps: unknown[] } };
+    expect(Math.max(...numbers)).toBe(rec.manifest.steps.length);
+    expect(numbers.at(-1)).toBe(rec.manifest.steps.length);
+    expect(lines.at(-2)).toMatch(new RegExp(`→ step ${rec.manifest.steps.length} .*: succeeded`));
   });
 
   it("ends with 1 for a rolled-back release and prints NDJSON with --json", async () => {
