@@ -1,21 +1,25 @@
 /**
  * The 2am first screen in Chromium (issue 16): for a failed (undoing), a rolled-back, an
  * operator-aborted, a paused and a needs-operator release, the headline, why, failing step and
- * check, and the accepted actions are inside the first 1280×800 screen; at 390 px the page
- * does not scroll sideways; axe-core finds no serious or critical violation. Screenshots go
- * to test-results/ (first-screen-<kind>-<width>.png).
+ * check, and the accepted actions are inside the first 1280×800 screen; at 390×844 the page
+ * does not scroll sideways; axe-core finds no serious or critical violation at either width.
+ * Keyboard: Tab reaches every link, button and filter in document order, each with a visible
+ * focus indicator; an action opens its confirmation page with Enter, and the confirmation
+ * page submits with Enter (from its reason field, or on its button), reaching the engine.
+ * Screenshots go to test-results/ (first-screen-<kind>-<width>.png).
  */
 import { existsSync, mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
 import { serve } from "@hono/node-server";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
 import type { ReleaseRecord } from "../../engine/src/service/api.ts";
+import { axeSerious, focusVisible, keyboardWalk, sideOverflow } from "../support/browser-checks.ts";
 import { compensatedRecord, fakeApi, pausedRecord } from "../support/dashboard-fixtures.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
-const AXE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
+/** The operator token; every page is read with it as a Bearer header. */
+const OP = "first-screen-operator-token-0123456789";
 const have = existsSync(CHROMIUM);
 if (!have && process.env.CI === "true")
   throw new Error("[test] /usr/bin/chromium is missing in CI; .ci/run installs it");
@@ -78,6 +82,7 @@ function records(): Record<string, ReleaseRecord> {
 
 describe.skipIf(!have)("first screen in Chromium", () => {
   const recs = records();
+  const api = fakeApi(Object.values(recs));
   let browser: Browser;
   let url = "";
   let close = () => {};
@@ -85,8 +90,8 @@ describe.skipIf(!have)("first screen in Chromium", () => {
   beforeAll(async () => {
     mkdirSync("test-results", { recursive: true });
     const app = dashboardApp({
-      api: fakeApi(Object.values(recs)),
-      tokens: {},
+      api,
+      tokens: { operator: OP },
       publicUrl: "http://127.0.0.1",
       now: () => Date.UTC(2026, 10, 29, 9, 0, 0),
     });
@@ -105,6 +110,12 @@ describe.skipIf(!have)("first screen in Chromium", () => {
     close();
   });
 
+  const open = (width: number, height: number) =>
+    browser.newPage({
+      viewport: { width, height },
+      extraHTTPHeaders: { authorization: `Bearer ${OP}` },
+    });
+
   /** The element's box is entirely inside the first screen (no scrolling). */
   async function onFirstScreen(page: Page, selector: string): Promise<void> {
     const box = await page.locator(selector).first().boundingBox();
@@ -116,7 +127,7 @@ describe.skipIf(!have)("first screen in Chromium", () => {
   for (const kind of ["failed", "rolled-back", "aborted", "paused", "needs-operator"]) {
     it(`${kind}: why, failing step and check, actions on the first screen; phone; axe`, async () => {
       const rec = recs[kind]!;
-      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      const page = await open(1280, 800);
       await page.goto(`${url}/releases/${rec.release.id}`);
       const headline = (await page.locator("#headline").textContent()) ?? "";
       await onFirstScreen(page, "#headline");
@@ -159,32 +170,104 @@ describe.skipIf(!have)("first screen in Chromium", () => {
       await page.screenshot({ path: `test-results/first-screen-${kind}-1280.png` });
 
       // axe-core: no serious or critical violation.
-      await page.addScriptTag({ path: AXE });
-      const violations = (await page.evaluate(async () => {
-        const axe = (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } })
-          .axe;
-        return (await axe.run()).violations;
-      })) as { id: string; impact: string; nodes: { target: string[] }[] }[];
-      const bad = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-      expect(
-        bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
-      ).toEqual([]);
+      expect(await axeSerious(page)).toEqual([]);
 
-      // Keyboard: the first action is reachable by Tab and shows a focus ring.
-      await page.keyboard.press("Tab");
-      const focused = await page.evaluate(() => document.activeElement?.tagName);
-      expect(focused).toBe("A");
+      // Keyboard: Tab from the top reaches every focusable element in document order (the
+      // actions and the history filters among them), each with a visible focus indicator.
+      const walk = await keyboardWalk(page);
+      expect(walk.expected).toBeGreaterThan(3);
+      expect(walk.stops.map((s) => s.index)).toEqual([...Array(walk.expected).keys()]);
+      expect(walk.stops.filter((s) => !focusVisible(s)).map((s) => `${s.tag} ${s.text}`)).toEqual(
+        [],
+      );
+      const reached = new Set(walk.stops.map((s) => s.href).filter(Boolean));
+      const actions = await page
+        .locator("#offers a")
+        .evaluateAll((els) => els.map((e) => e.getAttribute("href")));
+      const filters = await page
+        .getByRole("navigation", { name: "History filter" })
+        .locator("a")
+        .evaluateAll((els) => els.map((e) => e.getAttribute("href")));
+      expect(filters.length).toBeGreaterThanOrEqual(4);
+      for (const h of [...actions, ...filters]) expect(reached, String(h)).toContain(h);
+      // The actions come before the history filters in the Tab order.
+      if (actions.length > 0) {
+        const at = (h: string | null) => walk.stops.findIndex((s) => s.href === h);
+        expect(at(actions.at(-1)!)).toBeLessThan(at(filters[0]!));
+      }
 
-      // Phone: no sideways scrolling, headline and actions still there.
+      // Phone: no sideways scrolling, headline and actions still there, no serious violation.
       await page.setViewportSize({ width: 390, height: 844 });
       await page.goto(`${url}/releases/${rec.release.id}`);
-      const overflow = await page.evaluate(
-        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
-      );
-      expect(overflow).toBe(0);
+      expect(await sideOverflow(page)).toBe(0);
       await expect(page.locator("#headline").isVisible()).resolves.toBe(true);
+      await expect(page.locator("#offers").isVisible()).resolves.toBe(true);
+      expect(await axeSerious(page)).toEqual([]);
       await page.screenshot({ path: `test-results/first-screen-${kind}-390.png`, fullPage: true });
       await page.close();
-    });
+    }, 240_000);
   }
+
+  /** Presses Tab (at most `max` times) until the focused element matches; returns its text. */
+  async function tabTo(page: Page, selector: string, max = 200): Promise<string> {
+    for (let i = 0; i < max; i++) {
+      await page.keyboard.press("Tab");
+      if (await page.evaluate((sel) => document.activeElement?.matches(sel) ?? false, selector))
+        return page.evaluate(() => document.activeElement?.textContent?.trim() ?? "");
+    }
+    throw new Error(`[test] Tab never reached ${selector} in ${max} presses`);
+  }
+
+  it("keyboard only: the releases filter; an action opens its confirmation with Enter, which submits with Enter", async () => {
+    const page = await open(1280, 800);
+    // The releases list: every control in order with a focus ring; the state filter is
+    // operated by keyboard (type to pick the state, Enter on Filter).
+    await page.goto(`${url}/releases`);
+    const walk = await keyboardWalk(page);
+    expect(walk.stops.map((s) => s.index)).toEqual([...Array(walk.expected).keys()]);
+    expect(walk.stops.filter((s) => !focusVisible(s)).map((s) => `${s.tag} ${s.text}`)).toEqual([]);
+    await page.goto(`${url}/releases`);
+    await tabTo(page, "select#state");
+    await page.keyboard.type("paused");
+    await tabTo(page, 'main form button[type="submit"]', 3);
+    await page.keyboard.press("Enter");
+    await page.waitForURL(`${url}/releases?state=paused`);
+    await expect(page.locator("tbody tr td:first-child a").allTextContents()).resolves.toEqual([
+      "r5",
+    ]);
+
+    // Paused r5: Abort… → the confirmation page → Enter in its reason field submits it.
+    await page.goto(`${url}/releases/r5`);
+    await tabTo(page, '#offers a[href$="/abort"]');
+    await page.keyboard.press("Enter");
+    await page.waitForURL(`${url}/releases/r5/abort`);
+    await expect(page.locator("h1").textContent()).resolves.toBe("Abort r5");
+    await tabTo(page, "input#reason");
+    await page.keyboard.press("End");
+    await page.keyboard.type(" (by keyboard)");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() =>
+      / (accepted|refused)$/.test(document.querySelector("h1")?.textContent ?? ""),
+    );
+    await expect(page.locator("h1").textContent()).resolves.toContain("abort accepted");
+    expect(api.calls.filter((c) => c.method === "abort" && c.target === "r5")).toHaveLength(1);
+    await page.screenshot({ path: "test-results/confirm-abort-result-1280.png" });
+
+    // Needs-operator r13: Retry … → the confirmation page → Enter on its button.
+    await page.goto(`${url}/releases/r13`);
+    const label = await tabTo(page, '#offers a[href$="/retry"]');
+    expect(label).toMatch(/^Retry /);
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/\/step-runs\/sr_13_\d+_b\/retry$/);
+    await page.screenshot({ path: "test-results/confirm-retry-1280.png" });
+    const button = await tabTo(page, 'main form button[type="submit"]');
+    expect(button).toMatch(/^Yes, retry sr_13_\d+_b$/);
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() =>
+      / (accepted|refused)$/.test(document.querySelector("h1")?.textContent ?? ""),
+    );
+    await expect(page.locator("h1").textContent()).resolves.toContain("retry accepted");
+    expect(api.calls.filter((c) => c.method === "retry")).toHaveLength(1);
+    await page.close();
+  }, 240_000);
 });
