@@ -3,7 +3,9 @@
  * a real engine on each store drives generated releases (1–6 lanes, 1–4 waves, random observed
  * baselines, lanes of the model outside the recipe, a lane of another model) against the
  * reference control plane, with runner failures forward and backward, re-runs inside and after
- * the re-run window, lying and failing control-plane answers and aborts. At every change the
+ * the re-run window, lying and failing control-plane answers, writes and reads that hang past
+ * the engine's timeout, engine crashes (restart on the same store between two reconciler
+ * passes), lanes running a hotfix at start, and aborts. At every change the
  * router's measured exposure is ≤ the declared percent in force and never rises during
  * compensation; every finished release leaves each lane in its observed baseline or in the
  * state it declared; every write answered 2xx was read back. The checks read the control

@@ -19,6 +19,13 @@
  *   image); lanes outside the recipe are never changed; never a mix;
  * - read-back: every write the control plane answered 2xx (the wire log of the adapter's
  *   requests) is followed by a read of what it changed before the next write.
+ *
+ * Generated failures: runner failures forward (with or without a re-run) and backward,
+ * control-plane writes that lie (200, nothing applied) or fail (500), control-plane writes
+ * and reads that hang past the engine's timeout (`hang`: nothing applied; `apply_then_hang`:
+ * applied, answer never in time), aborts, and engine crashes (the engine is closed between two
+ * reconciler passes and a new one opened on the same store and clock). Lanes may run a hotfix
+ * at start that the control plane reports: compensation must leave the hotfix running there.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -26,6 +33,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { HttpControlPlane } from "../../engine/src/adapters/http-control-plane/index.ts";
 import type { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
+import { MemoryDispatcher } from "../../engine/src/adapters/memory/dispatcher.ts";
 import type { ControlPlaneCore } from "../../engine/src/control-plane/core.ts";
 import { startEmbeddedControlPlane } from "../../engine/src/control-plane/embedded.ts";
 import type { LaneState } from "../../engine/src/control-plane/model.ts";
@@ -49,6 +57,16 @@ import { lane as fixtureLane, IMAGE, PREVIOUS_IMAGE } from "../unit/recipe-fixtu
 
 const CAPS = ["long-context", "summarize", "vision"] as const;
 
+/** A hotfix some lanes run at start instead of the recipe's previous_image. */
+export const HOTFIX_IMAGE = `ghcr.io/acme/summarizer@sha256:${"c".repeat(64)}`;
+
+/**
+ * The engine's control-plane timeout in this world (ms): a hung answer costs this much real
+ * time, and a hang lasts `HANG_MS`, past it.
+ */
+const CP_TIMEOUT_MS = 5_000;
+const HANG_MS = 6_000;
+
 /** One generated lane: its observed baseline at the control plane. */
 export interface GenLane {
   weight: number;
@@ -57,6 +75,8 @@ export interface GenLane {
   advertised: boolean;
   /** Capabilities the recipe gives the lane (advertised when the release succeeds). */
   recipeCaps: string[];
+  /** The lane runs `HOTFIX_IMAGE` at start (reported to the control plane), not previous_image. */
+  hotfix: boolean;
 }
 
 /** One generated failure. Step numbers are taken modulo the steps of the right kind. */
@@ -64,7 +84,18 @@ export type GenFailure =
   | { kind: "runner_fail"; step: number; times: number; rerun: boolean }
   | { kind: "runner_fail_bwd"; times: number }
   | { kind: "cp_fault"; mode: "lie" | "error"; dir: "fwd" | "bwd"; step: number; count: number }
-  | { kind: "abort"; round: number };
+  /** A write (by step) or a read (of a lane or of the model's traffic) that never answers in time. */
+  | {
+      kind: "cp_hang";
+      mode: "hang" | "apply_then_hang";
+      on: "write" | "read";
+      dir: "fwd" | "bwd";
+      step: number;
+      count: number;
+    }
+  | { kind: "abort"; round: number }
+  /** The engine crashes after reconciler pass `round` and restarts on the same store. */
+  | { kind: "crash"; round: number };
 
 export interface Scenario {
   lanes: GenLane[];
@@ -94,6 +125,10 @@ export const scenarioArb: fc.Arbitrary<Scenario> = fc.integer({ min: 1, max: 6 }
         capabilities: caps,
         advertised: fc.boolean(),
         recipeCaps: fc.subarray([...CAPS], { minLength: 1 }),
+        hotfix: fc.oneof(
+          { weight: 4, arbitrary: fc.constant(false) },
+          { weight: 1, arbitrary: fc.constant(true) },
+        ),
       }),
       { minLength: n, maxLength: n },
     ),
@@ -139,7 +174,16 @@ export const scenarioArb: fc.Arbitrary<Scenario> = fc.integer({ min: 1, max: 6 }
           step: fc.nat({ max: 60 }),
           count: fc.integer({ min: 1, max: 4 }),
         }),
+        fc.record({
+          kind: fc.constant("cp_hang" as const),
+          mode: fc.constantFrom<"hang" | "apply_then_hang">("hang", "apply_then_hang"),
+          on: fc.constantFrom<"write" | "read">("write", "write", "read"),
+          dir: fc.constantFrom<"fwd" | "bwd">("fwd", "bwd"),
+          step: fc.nat({ max: 60 }),
+          count: fc.integer({ min: 1, max: 2 }),
+        }),
         fc.record({ kind: fc.constant("abort" as const), round: fc.nat({ max: 40 }) }),
+        fc.record({ kind: fc.constant("crash" as const), round: fc.nat({ max: 60 }) }),
       ),
       { maxLength: 2 },
     ),
@@ -210,13 +254,37 @@ export class ExposureWorld {
   /** Image changes, each after the control-plane history entry `after` (an id). */
   private imageEvents: { after: number; lane: string; image: string }[] = [];
 
+  /** Image each watched lane ran when the current release started (the target's ledger). */
+  private imagesAtStart = new Map<string, string>();
+
   private constructor(
-    readonly h: Harness,
+    /** The running engine; replaced by `restart` (a crash: same store, same clock). */
+    public h: Harness,
     readonly cp: ControlPlaneHandle,
     private readonly dir: string,
     /** The adapter's requests to the control plane, in order (method, path, key, status). */
     private readonly wire: WireEntry[],
+    private readonly kind: StoreKind,
+    private readonly controlPlane: HttpControlPlane,
   ) {}
+
+  /**
+   * The engine crashes between two reconciler passes and a new one starts on the same store,
+   * clock and control plane (nothing of the old engine's memory survives; its dispatches were
+   * all answered in the pass that made them).
+   */
+  private async restart(): Promise<void> {
+    const old = this.h;
+    await old.close(true);
+    this.h = await makeHarness({
+      kind: this.kind,
+      dir: this.dir,
+      store: old.store,
+      clock: old.clock,
+      dispatcher: new MemoryDispatcher(),
+      cp: this.controlPlane as unknown as MemoryControlPlane,
+    });
+  }
 
   /** Starts the control plane (faults on) and an engine on a store of `kind`. */
   static async open(kind: StoreKind): Promise<ExposureWorld> {
@@ -238,7 +306,7 @@ export class ExposureWorld {
     const controlPlane = new HttpControlPlane({
       baseUrl: handle.url,
       token: handle.writeToken,
-      timeoutMs: 5_000,
+      timeoutMs: CP_TIMEOUT_MS,
       fetch: recordingFetch,
     });
     const h = await makeHarness({
@@ -246,7 +314,7 @@ export class ExposureWorld {
       dir,
       cp: controlPlane as unknown as MemoryControlPlane,
     });
-    return new ExposureWorld(h, handle, dir, wire);
+    return new ExposureWorld(h, handle, dir, wire, kind, controlPlane);
   }
 
   async close(): Promise<void> {
@@ -297,6 +365,8 @@ export class ExposureWorld {
         excluded: l.excluded,
         capabilities: [...l.capabilities].sort(),
         advertised: l.advertised,
+        // A hotfix lane reports it; the others report nothing (their image is unknown).
+        ...(l.hotfix ? { image: HOTFIX_IMAGE } : {}),
       })),
       ...s.outside.map((l, i) => ({
         id: outsideIds[i]!,
@@ -308,7 +378,9 @@ export class ExposureWorld {
       })),
       ...(s.otherModel ? [{ id: otherId, model: `${model}-other`, weight: 100 }] : []),
     ]);
-    for (const id of [...ids, ...outsideIds]) this.ledger.set(id, PREVIOUS_IMAGE);
+    s.lanes.forEach((l, i) => this.ledger.set(ids[i]!, l.hotfix ? HOTFIX_IMAGE : PREVIOUS_IMAGE));
+    for (const id of outsideIds) this.ledger.set(id, PREVIOUS_IMAGE);
+    this.imagesAtStart = new Map([...ids, ...outsideIds].map((id) => [id, this.ledger.get(id)!]));
     const watched = [...ids, ...outsideIds, ...(s.otherModel ? [otherId] : [])];
     const before = new Map(watched.map((id) => [id, view(this.core.lane(id))]));
     const historyStart = this.lastHistoryId();
@@ -367,6 +439,35 @@ export class ExposureWorld {
           count: f.count,
         });
     }
+    // Hangs: a write of the chosen step, or a read of its lane (or of the model's traffic),
+    // answers only after the engine's timeout (the write applied or not, as the mode says).
+    for (const f of s.failures) {
+      if (f.kind !== "cp_hang") continue;
+      const pool = cpSteps.filter((st) => {
+        const r = (f.dir === "fwd" ? st.forward : st.backward)?.request;
+        return r && (f.on === "read" || r.op !== "assert_traffic");
+      });
+      const st = pool[f.step % Math.max(1, pool.length)];
+      if (!st) continue;
+      report.paths.push(`hang:${f.on}`);
+      this.cp.faults!.arm(
+        f.on === "write"
+          ? {
+              mode: f.mode,
+              match: `${rid}:${st.index}:${f.dir}:`,
+              count: f.count,
+              hang_ms: HANG_MS,
+            }
+          : {
+              mode: "hang",
+              on: "read",
+              match: st.lane ? `/v1/lanes/${st.lane}` : `/v1/models/${model}/traffic`,
+              count: f.count,
+              hang_ms: HANG_MS,
+            },
+      );
+    }
+    const crashes = new Set(s.failures.flatMap((f) => (f.kind === "crash" ? [f.round + 1] : [])));
     const failFwd = new Map<number, { times: number; rerun: boolean }>();
     for (const f of s.failures) {
       if (f.kind !== "runner_fail" || runnerFwd.length === 0) continue;
@@ -404,6 +505,12 @@ export class ExposureWorld {
         report.paths.push(`abort:${res.status}`);
       }
       const { t, fresh } = await this.pump(decide, failedRuns);
+      if (crashes.has(rounds)) {
+        crashes.delete(rounds);
+        report.paths.push("crash");
+        await this.restart();
+        continue;
+      }
       if (t.performed > 0 || t.failed > 0 || fresh.length > 0) continue;
       const pending = (await this.h.store.pendingOutbox(rid))
         .filter((r) => r.effect.type !== "deadline")
@@ -512,9 +619,11 @@ export class ExposureWorld {
         );
       return;
     }
-    if (st.lane && this.ledger.get(st.lane) !== PREVIOUS_IMAGE) {
-      this.ledger.set(st.lane, PREVIOUS_IMAGE);
-      this.imageEvents.push({ after: this.lastHistoryId(), lane: st.lane, image: PREVIOUS_IMAGE });
+    // The operator redeploys what the lane ran at start.
+    const was = st.lane ? this.imagesAtStart.get(st.lane) : undefined;
+    if (st.lane && was && this.ledger.get(st.lane) !== was) {
+      this.ledger.set(st.lane, was);
+      this.imageEvents.push({ after: this.lastHistoryId(), lane: st.lane, image: was });
     }
   }
 
@@ -540,7 +649,9 @@ export class ExposureWorld {
       const l = this.core.lane(id);
       lanes.set(id, { ...l, ...before.get(id)! });
     }
-    const images = new Map<string, string>([...before.keys()].map((id) => [id, PREVIOUS_IMAGE]));
+    const images = new Map<string, string>(
+      [...before.keys()].map((id) => [id, this.imagesAtStart.get(id) ?? PREVIOUS_IMAGE]),
+    );
     let ceiling = 0;
     // A wave declaring 100% that leaves no lane serving the previous image (the others are in
     // this or earlier waves, or were excluded at start) is in force from its first step: its
@@ -670,9 +781,10 @@ export class ExposureWorld {
             `succeeded, but lane ${id} is ${JSON.stringify(now)} running ${image?.slice(-12)}; declared ${JSON.stringify(want)} on the new image`,
           );
       } else if (rec.state === "rolled_back" || rec.state === "aborted") {
-        if (!same(now, was) || image !== PREVIOUS_IMAGE)
+        const ran = this.imagesAtStart.get(id);
+        if (!same(now, was) || image !== ran)
           mismatch(
-            `${rec.state}, but lane ${id} is ${JSON.stringify(now)} running ${image?.slice(-12)}; observed baseline ${JSON.stringify(was)} on the previous image`,
+            `${rec.state}, but lane ${id} is ${JSON.stringify(now)} running ${image?.slice(-12)}; observed baseline ${JSON.stringify(was)} on ${ran?.slice(-12)}`,
           );
       }
     }
