@@ -89,6 +89,25 @@ describe.each(STORE_KINDS)("hostile strings on %s", (kind) => {
     expect(rec.history.some((e) => e.message.includes("stop\ufffdnow\ufffd"))).toBe(true);
   });
 
+  it("a reason with a bidirectional override or an escape sequence is refused naming it, nothing recorded", async () => {
+    h = await makeHarness({ kind, seed: recipe(2) });
+    const id = await createRelease(h, recipe(2));
+    const before = (await getRecord(h, id)).history.length;
+    for (const [reason, code] of [
+      ["rollback \u202Edecnalab\u202C ok", "U+202E at position 10"],
+      ["clear \u001b[2J screen", "U+001B at position 7"],
+    ] as const) {
+      const res = await op(h, "POST", `/v1/releases/${id}/abort`, { reason });
+      expect(res.status).toBe(400);
+      const text = await res.text();
+      expect(text).toContain("reason");
+      expect(text).toContain(code);
+    }
+    const rec = await getRecord(h, id);
+    expect(rec.state).not.toBe("aborted");
+    expect(rec.history.filter((e) => e.outcome !== "refused").length).toBe(before);
+  });
+
   it("history data from a refused request with hostile strings is stored", async () => {
     h = await makeHarness({ kind, seed: recipe(2) });
     await createRelease(h, recipe(2));

@@ -19,7 +19,7 @@ import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { currentDrift } from "../../service/drift.ts";
 import { requireBearer } from "../auth.ts";
 import { badRequest, zodProblems } from "../errors.ts";
-import { ActorField, actorOf, jsonBody } from "./operator-body.ts";
+import { ActorField, actorOf, jsonBody, ReasonField } from "./operator-body.ts";
 import { answer } from "./step-runs.ts";
 
 export interface ReleaseRouteOptions {
@@ -132,21 +132,19 @@ const HistoryQuery = z
   })
   .strict();
 
-const AbortBody = z
-  .object({ reason: z.string().max(1000, "must be at most 1000 characters").optional() })
-  .strict();
+const AbortBody = z.object({ reason: ReasonField.optional() }).strict();
 
 /** `POST /v1/releases/:id/promote`: accept the risk of an inconclusive gate. */
 const PromoteBody = z
   .object({
-    reason: z.string().max(1000, "must be at most 1000 characters").default(""),
+    reason: ReasonField.default(""),
     actor: ActorField,
   })
   .strict();
 
 const AbandonBody = z
   .object({
-    reason: z.string().max(1000, "must be at most 1000 characters").default(""),
+    reason: ReasonField.default(""),
     actor: ActorField,
     lanes: z
       .record(z.string().max(64), z.string().max(512, "must be at most 512 characters"), {

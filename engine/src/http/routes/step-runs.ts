@@ -21,11 +21,11 @@ import type { Accepted, Refusal, ReleaseApi } from "../../service/api.ts";
 import { badCredentialMessage, requireBearer } from "../auth.ts";
 import { badRequest, errorResponse, zodProblems } from "../errors.ts";
 import type { RunnerClaims, RunnerCredentialMode, RunnerOidcVerifier } from "../runner-oidc.ts";
-import { ActorField, actorOf, jsonBody } from "./operator-body.ts";
+import { ActorField, actorOf, jsonBody, ReasonField } from "./operator-body.ts";
 
 const ResolveBody = z
   .object({
-    reason: z.string().max(1000, "must be at most 1000 characters").default(""),
+    reason: ReasonField.default(""),
     actor: ActorField,
   })
   .strict();
