@@ -378,7 +378,8 @@ export class ExposureWorld {
       })),
       ...(s.otherModel ? [{ id: otherId, model: `${model}-other`, weight: 100 }] : []),
     ]);
-    s.lanes.forEach((l, i) => this.ledger.set(ids[i]!, l.hotfix ? HOTFIX_IMAGE : PREVIOUS_IMAGE));
+    for (const [i, l] of s.lanes.entries())
+      this.ledger.set(ids[i]!, l.hotfix ? HOTFIX_IMAGE : PREVIOUS_IMAGE);
     for (const id of outsideIds) this.ledger.set(id, PREVIOUS_IMAGE);
     this.imagesAtStart = new Map([...ids, ...outsideIds].map((id) => [id, this.ledger.get(id)!]));
     const watched = [...ids, ...outsideIds, ...(s.otherModel ? [otherId] : [])];
