@@ -23,6 +23,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { loadRecipe, startStack } from "../engine/src/demo/stack.ts";
 import type { RecipeInput } from "../engine/src/domain/recipe.ts";
 
@@ -58,7 +59,11 @@ function fleetRecipe(n: number): RecipeInput {
 
 interface Rec {
   state: string;
+  reason?: string | null;
   step_runs: {
+    id: string;
+    state: string;
+    last_error: string | null;
     step_index: number;
     direction: string;
     created_at: number;
@@ -80,12 +85,31 @@ async function runWave(n: number): Promise<RunResult> {
   let running = 0;
   let maxConcurrent = 0;
   const laneImage = new Map<string, string>();
+  const t0 = Date.now();
+  const stamp = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
+  const DEBUG = process.env.BENCH_FLEET_DEBUG === "1";
+  const lag = monitorEventLoopDelay({ resolution: 20 });
+  lag.enable();
   const stack = await startStack({
     dir,
+    ...(DEBUG
+      ? {
+          log: {
+            info: (m: string) => console.error(stamp(), m),
+            warn: (m: string) => console.error(stamp(), m),
+            error: (m: string, e?: unknown) => console.error(stamp(), m, e),
+          },
+        }
+      : {}),
     recipe: fleetRecipe(n),
     tickMs: 50,
     maxConcurrentRuns: Math.max(4, n),
     onRunEvent: (e) => {
+      if (DEBUG)
+        console.error(
+          stamp(),
+          `[run] ${e.type} ${e.run.stepRunId} ${e.run.payload.tool} ${e.run.conclusion ?? ""}`,
+        );
       if (e.type === "started") maxConcurrent = Math.max(maxConcurrent, ++running);
       if (e.type === "finished" && e.run.startedAt !== undefined) running -= 1;
       if (e.type === "finished" && e.run.conclusion === "success") {
@@ -144,6 +168,16 @@ async function runWave(n: number): Promise<RunResult> {
       await new Promise((r) => setTimeout(r, 20));
     }
     if (!rec) throw new Error("[bench:fleet] no release record");
+    lag.disable();
+    console.error(
+      `[bench:fleet] ${n} lanes: engine process event-loop delay p50 ${(lag.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(lag.percentile(99) / 1e6).toFixed(0)} ms, max ${(lag.max / 1e6).toFixed(0)} ms`,
+    );
+    if (rec.state !== "succeeded") {
+      // Say why, so a failed run is diagnosable from the CI log alone.
+      console.error(`[bench:fleet] release ended ${rec.state}: ${rec.reason ?? ""}`);
+      for (const s of rec.step_runs.filter((x) => x.last_error).slice(0, 10))
+        console.error(`[bench:fleet]   ${s.id} ${s.state}: ${s.last_error}`);
+    }
     const steps = stack.manifest.steps;
     const first = steps.find((s) => s.wave === 0)?.index ?? 0;
     const last = steps.filter((s) => s.wave === 0).at(-1)?.index ?? 0;

@@ -575,6 +575,24 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect((await store.pendingOutbox("r1"))[0]?.due_at).toBe(T0 + 21);
     });
 
+    it("extendClaim renews a held claim only: another owner cannot take it meanwhile", async () => {
+      await created(1, [apply("sr_1_0_f")]);
+      const [c] = await store.claimDue({ now: T0, limit: 1, leaseMs: 100, owner: "a" });
+      expect(await store.extendClaim(c!.id, "a:wrong", T0 + 10_000)).toBe(false);
+      expect(await store.extendClaim(c!.id, c!.claim_token!, T0 + 1_000.5)).toBe(true);
+      expect((await store.pendingOutbox("r1"))[0]?.claimed_until).toBe(T0 + 1_001);
+      // Past the first lease, before the renewed one ends: not claimable by another engine.
+      expect(await store.claimDue({ now: T0 + 500, limit: 1, leaseMs: 100, owner: "b" })).toEqual(
+        [],
+      );
+      // Once the renewed lease ends, another engine takes it and the old token renews nothing.
+      const [taken] = await store.claimDue({ now: T0 + 1_002, limit: 1, leaseMs: 100, owner: "b" });
+      expect(taken?.id).toBe(c?.id);
+      expect(await store.extendClaim(c!.id, c!.claim_token!, T0 + 5_000)).toBe(false);
+      expect(await store.completeOutbox(taken!.id, taken!.claim_token!)).toBe(true);
+      expect(await store.extendClaim(taken!.id, taken!.claim_token!, T0 + 5_000)).toBe(false);
+    });
+
     it("releaseClaim gives a row back, due again at the given time", async () => {
       await created(1, [apply("sr_1_0_f")]);
       const [c] = await store.claimDue({ now: T0, limit: 1, leaseMs: 60_000, owner: "a" });

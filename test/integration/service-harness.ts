@@ -183,6 +183,8 @@ export async function makeHarness(
     admission?: AdmissionConfig;
     /** Where gates read their numbers (default none). */
     metrics?: MetricsSource;
+    /** Outbox claim lease of the reconciler, ms (default 60 s). */
+    leaseMs?: number;
   } = {},
 ): Promise<Harness> {
   const dir = o.dir ?? mkdtempSync(path.join(tmpdir(), "baton-svc-"));
@@ -203,7 +205,7 @@ export async function makeHarness(
       clock,
       eagerReconcile: o.eager ?? false,
       ...(o.domain ? { domain: o.domain } : {}),
-      reconciler: { leaseMs: 60_000 },
+      reconciler: { leaseMs: o.leaseMs ?? 60_000 },
       log: { info() {}, warn() {}, error() {} },
     },
   );

@@ -17,7 +17,9 @@ import {
   makeHarness,
   openTestStore,
   recipe,
+  STORE_KINDS,
   seedControlPlane,
+  skipStore,
 } from "../integration/service-harness.ts";
 
 const open: Harness[] = [];
@@ -61,4 +63,59 @@ describe("outbox lease", () => {
     expect(writes()).toBe(1);
     for (const [key, n] of Object.entries(cp.applicationCounts())) expect(n, key).toBe(1);
   });
+});
+
+describe.each(STORE_KINDS)("outbox lease renewal on %s", (kind) => {
+  const skip = skipStore(kind);
+  it.skipIf(skip)(
+    "an effect slower than the lease keeps its claim while performed: not taken over, applied once, its outcome kept",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "baton-lease-"));
+      const clock = new FakeClock();
+      const cp = new MemoryControlPlane({ model: "summarizer-v7", now: () => clock.now() });
+      seedControlPlane(cp, recipe(2));
+      const store = await openTestStore(kind, dir);
+      if (!store) throw new Error("no store");
+      // A lease of 300 ms (engine clock), renewed every 100 ms of real time.
+      const h = await makeHarness({ dir, store, clock, cp, leaseMs: 300 });
+      open.push(h);
+      await createRelease(h, recipe(2));
+      let slowRow: number | null = null;
+      let takenByOther: number[] | null = null;
+      const apply = cp.apply.bind(cp);
+      cp.apply = async (op, ctx) => {
+        if (slowRow === null) {
+          const held = (await store.pendingOutbox()).find(
+            (r) => r.claim_token !== null && r.effect.type === "control_plane",
+          );
+          slowRow = held?.id ?? -1;
+          // The write takes longer than the lease: the engine clock moves past it.
+          clock.advance(500);
+          // Wait (bounded) until the holder has renewed its claim past the new now.
+          for (let i = 0; i < 200; i++) {
+            const row = (await store.pendingOutbox()).find((r) => r.id === slowRow);
+            if ((row?.claimed_until ?? 0) > clock.now()) break;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+          // Another engine claims what is due now: the row being performed is not among them.
+          const other = await store.claimDue({
+            now: clock.now(),
+            limit: 50,
+            leaseMs: 1,
+            owner: "other",
+          });
+          takenByOther = other.map((r) => r.id);
+          for (const r of other) await store.releaseClaim(r.id, r.claim_token!, clock.now());
+        }
+        return apply(op, ctx);
+      };
+      await h.engine.reconciler.runOnce();
+      expect(slowRow).toBeGreaterThan(0);
+      expect(takenByOther).not.toContain(slowRow);
+      // Its outcome was committed by its holder (the row is done), and applied once.
+      expect((await store.pendingOutbox()).map((r) => r.id)).not.toContain(slowRow);
+      for (const [key, n] of Object.entries(cp.applicationCounts())) expect(n, key).toBe(1);
+    },
+    60_000,
+  );
 });

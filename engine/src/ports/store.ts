@@ -180,6 +180,13 @@ export interface Store {
   claimDue(q: { now: number; limit: number; leaseMs: number; owner: string }): Promise<OutboxRow[]>;
   /** Gives a claimed row back, due again at `due_at` (e.g. backoff after a failed try). */
   releaseClaim(id: number, claimToken: string, dueAt: number): Promise<boolean>;
+  /**
+   * Renews a claim still held by `claimToken` (row not done, not claimed by another since):
+   * its lease now ends at `claimedUntil` (epoch ms, rounded up). False when the claim is lost.
+   * The reconciler renews the rows it is still performing, so a slow effect is not taken over
+   * and performed a second time while its holder is alive.
+   */
+  extendClaim(id: number, claimToken: string, claimedUntil: number): Promise<boolean>;
   /** Marks a claimed row done without a release change (its effect needs no outcome). */
   completeOutbox(id: number, claimToken: string): Promise<boolean>;
   /** Pending (not done) outbox rows of a release, for diagnostics and tests. */

@@ -226,10 +226,37 @@ export class Reconciler {
     return total;
   }
 
-  /** Performs one claimed row; true when its outcome was fed back. */
+  /**
+   * Performs one claimed row; true when its outcome was fed back. While it performs, its
+   * claim is renewed every third of the lease, so an effect slower than the lease (a slow
+   * control plane, a loaded machine) is not taken over and performed again while this
+   * engine is alive; a crashed or paused engine stops renewing and the row is claimable
+   * again once its lease ends.
+   */
   private async performRow(row: OutboxRow): Promise<boolean> {
     const token = row.claim_token;
     if (!token) return false;
+    const renew = setInterval(
+      () => {
+        const until = this.deps.clock.now() + this.opts.leaseMs;
+        void this.deps.store
+          .extendClaim(row.id, token, until)
+          .then((held) => {
+            if (held) row.claimed_until = Math.max(row.claimed_until ?? 0, Math.ceil(until));
+          })
+          .catch(() => {}); // unreachable store: the lease runs out, the row's next holder decides
+      },
+      Math.max(1, Math.floor(this.opts.leaseMs / 3)),
+    );
+    renew.unref?.();
+    try {
+      return await this.performClaimed(row, token);
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  private async performClaimed(row: OutboxRow, token: string): Promise<boolean> {
     try {
       const due = dueAt(row);
       if (due > this.deps.clock.now()) {

@@ -334,6 +334,17 @@ export abstract class KyselyStore implements Store {
     return res.numUpdatedRows > 0n;
   }
 
+  async extendClaim(id: number, claimToken: string, claimedUntil: number): Promise<boolean> {
+    const res = await this.live()
+      .updateTable("outbox")
+      .set({ claimed_until: Math.ceil(claimedUntil) })
+      .where("id", "=", id)
+      .where("claim_token", "=", claimToken)
+      .where("done_at", "is", null)
+      .executeTakeFirst();
+    return res.numUpdatedRows > 0n;
+  }
+
   async completeOutbox(id: number, claimToken: string): Promise<boolean> {
     const res = await finishOutbox(this.live(), id, claimToken, Date.now()).executeTakeFirst();
     return res.numUpdatedRows > 0n;
