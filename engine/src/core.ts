@@ -30,6 +30,7 @@ import type { Dispatcher } from "./ports/dispatcher.ts";
 import type { MetricsSource } from "./ports/metrics-source.ts";
 import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
+import type { TargetProbe } from "./ports/target-probe.ts";
 import type { Domain } from "./service/domain.ts";
 import type { DriftPolicy } from "./service/drift.ts";
 import { EffectsDue } from "./service/effects-due.ts";
@@ -63,6 +64,11 @@ export interface CorePorts {
   deployments?: { tracker: DeploymentTracker; policy: DeploymentsPolicy };
   /** Where gates read their numbers; none: every gate's evidence is missing (docs/gate.md). */
   metrics?: MetricsSource;
+  /**
+   * Asks lanes' machines a rollback's prerequisites (docs/lifecycle.md); none: the checks are
+   * recorded as not asked and the rollback goes on.
+   */
+  targetProbe?: TargetProbe;
 }
 
 /** The settings the core needs (the rest of EngineConfig is for entries and adapters). */
@@ -130,6 +136,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
     ...(s.drift ? { drift: s.drift } : {}),
     ...(ports.notify ? { notify: ports.notify } : {}),
     ...(ports.deployments ? { deployments: ports.deployments.policy } : {}),
+    ...(ports.targetProbe ? { targetProbe: ports.targetProbe } : {}),
     controlPlane,
   });
   const notify = ports.notify && ports.notify.notifiers.length > 0 ? ports.notify : null;

@@ -4,6 +4,7 @@
  * interval ticker. Used by `main-node.ts`, the CLI, the demo and tests; anything can be
  * injected (store, dispatcher, control plane, clock) so tests run the real app on doubles.
  */
+
 import { join } from "node:path";
 import type { Hono } from "hono";
 import { GitHubDeployments } from "./adapters/github/deployments.ts";
@@ -12,6 +13,7 @@ import { HttpControlPlane } from "./adapters/http-control-plane/index.ts";
 import { LocalRunner } from "./adapters/local-runner/index.ts";
 import { notifiersFromConfig } from "./adapters/notifier/index.ts";
 import { PrometheusMetricsSource } from "./adapters/prometheus/index.ts";
+import { SshTargetProbe } from "./adapters/ssh-target-probe/index.ts";
 import { openStore } from "./adapters/store-factory.ts";
 import { BundleVerifier } from "./admission/verify.ts";
 import type { EngineConfig } from "./config.ts";
@@ -29,6 +31,7 @@ import type { Dispatcher } from "./ports/dispatcher.ts";
 import type { MetricsSource } from "./ports/metrics-source.ts";
 import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
+import type { TargetProbe } from "./ports/target-probe.ts";
 import type { Domain } from "./service/domain.ts";
 import { passFailureLog } from "./service/pass-failure-log.ts";
 import type { Reconciler, ReconcilerOptions } from "./service/reconciler.ts";
@@ -62,6 +65,11 @@ export interface EngineOverrides {
    * `config.prometheusUrl`, else none (gated waves end inconclusive).
    */
   metrics?: MetricsSource;
+  /**
+   * Asks lanes' machines a rollback's prerequisites. Default: over SSH with BATON_SSH_KEY_FILE
+   * when the local dispatcher is configured (and no dispatcher is injected), else none.
+   */
+  targetProbe?: TargetProbe;
 }
 
 export interface Engine {
@@ -168,6 +176,16 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
   const metrics =
     o.metrics ??
     (config.prometheusUrl ? new PrometheusMetricsSource({ baseUrl: config.prometheusUrl }) : null);
+  const targetProbe =
+    o.targetProbe ??
+    (!o.dispatcher && config.dispatcher !== "github" && config.sshKey
+      ? new SshTargetProbe({
+          privateKey: config.sshKey,
+          ...(process.env.BATON_DEPLOY_SCRIPT
+            ? { deployScript: process.env.BATON_DEPLOY_SCRIPT }
+            : {}),
+        })
+      : null);
   const core = createCore(
     {
       store,
@@ -177,6 +195,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       log,
       ...(metrics ? { metrics } : {}),
       ...(deployments ? { deployments } : {}),
+      ...(targetProbe ? { targetProbe } : {}),
       notify: {
         notifiers: o.notifiers ?? notifiersFromConfig(config),
         events: new Set(config.notify?.events ?? NOTICE_KINDS),

@@ -5,6 +5,13 @@
 #             --health-url URL --operation-key KEY [--release ID --generation N] \
 #             [--phase pull|start|health|stop-old] [--health-timeout S]
 #   deploy.sh smoke --lane L --image NAME@sha256:HEX --health-url URL [--phase running|health] [--health-timeout S]
+#   deploy.sh inspect --lane L --image NAME@sha256:HEX
+#
+# inspect is read-only (the engine asks it before a rollback, docs/lifecycle.md): one JSON line
+# per check, phases access (the deploy user can use the container runtime and write the
+# ledger), image (the image is on this machine and the runtime reads its config, so a restore
+# needs no registry) and capacity (free space at BATON_CAPACITY_PATH, default /var/lib, at
+# least BATON_MIN_FREE_MB, default 1024). Exit 0 when all pass, 1 when one failed.
 #
 # Phases pull -> start -> health -> stop-old, each printing one JSON line:
 #   {"phase":"pull","status":"ok|failed|skipped|not_run","exit_code":0,"duration_ms":12,"message":"..."}
@@ -120,8 +127,8 @@ if [ -z "$HEALTH_TIMEOUT" ]; then
 fi
 case "$HEALTH_TARGET" in url | container) ;; *) usage_fail "BATON_HEALTH_TARGET must be url or container" ;; esac
 case "$sub" in
-  deploy | restore | smoke) ;;
-  *) usage_fail "subcommand must be deploy, restore or smoke (got '$sub')" ;;
+  deploy | restore | smoke | inspect) ;;
+  *) usage_fail "subcommand must be deploy, restore, smoke or inspect (got '$sub')" ;;
 esac
 # The field rules of engine/src/protocol/fields.ts, verbatim (LANE_ID_PATTERN, IMAGE_PATTERN,
 # HEALTH_URL_PATTERN and its 400-character limit); test/unit/field-schemas.test.ts compares them.
@@ -131,8 +138,45 @@ URL_RE='https?://[A-Za-z0-9._~:/?&=%+-]{1,400}'
 URL_MAX=400
 matches "$LANE" "$LANE_RE" || usage_fail "--lane must be a lane id such as lane-a"
 matches "$IMAGE" "$IMAGE_RE" || usage_fail "--image must be pinned by digest: name[:tag]@sha256:<64 hex>"
-{ matches "$URL" "$URL_RE" && [ "${#URL}" -le "$URL_MAX" ]; } || usage_fail "--health-url must be an http(s) URL of at most $URL_MAX characters"
+[ "$sub" = inspect ] || { matches "$URL" "$URL_RE" && [ "${#URL}" -le "$URL_MAX" ]; } || usage_fail "--health-url must be an http(s) URL of at most $URL_MAX characters"
 matches "$HEALTH_TIMEOUT" '[0-9]{1,5}' || usage_fail "--health-timeout must be whole seconds"
+
+if [ "$sub" = inspect ]; then
+  failed=0
+  t0=$(now_ms)
+  if ! err=$("$CLI" ps 2>&1 >/dev/null); then
+    emit access failed 1 $(($(now_ms) - t0)) "[deploy.sh] $(id -un) cannot use the container runtime ($CLI ps): $err; fix: give the deploy user access to $CLI (docs/runner.md)"
+    failed=1
+  elif ! (: >>"$LEDGER") 2>/dev/null; then
+    emit access failed 1 $(($(now_ms) - t0)) "[deploy.sh] ledger $LEDGER is not writable by $(id -un); fix: create it for the deploy user (docs/runner.md)"
+    failed=1
+  else
+    emit access ok 0 $(($(now_ms) - t0)) "$(id -un) can use $CLI and write the ledger"
+  fi
+  t0=$(now_ms)
+  if id=$("$CLI" image inspect -f '{{.Id}}' "$IMAGE" 2>&1); then
+    emit image ok 0 $(($(now_ms) - t0)) "image $IMAGE is on this machine (id $id)"
+  else
+    emit image failed 1 $(($(now_ms) - t0)) "image $IMAGE is not on this machine: $id"
+    failed=1
+  fi
+  t0=$(now_ms)
+  cap="${BATON_CAPACITY_PATH:-/var/lib}"
+  [ -d "$cap" ] || cap=/
+  min_mb="${BATON_MIN_FREE_MB:-1024}"
+  matches "$min_mb" '[0-9]{1,9}' || usage_fail "BATON_MIN_FREE_MB must be whole megabytes"
+  free_kb=$(df -Pk "$cap" 2>/dev/null | awk 'NR == 2 { print $4 }')
+  if ! matches "${free_kb:-}" '[0-9]{1,15}'; then
+    emit capacity failed 1 $(($(now_ms) - t0)) "cannot read the free space at $cap (df -Pk)"
+    failed=1
+  elif [ $((free_kb / 1024)) -lt "$min_mb" ]; then
+    emit capacity failed 1 $(($(now_ms) - t0)) "$((free_kb / 1024)) MB free at $cap, less than $min_mb MB (BATON_MIN_FREE_MB)" "" ",\"free_mb\":$((free_kb / 1024))"
+    failed=1
+  else
+    emit capacity ok 0 $(($(now_ms) - t0)) "$((free_kb / 1024)) MB free at $cap (at least $min_mb MB)" "" ",\"free_mb\":$((free_kb / 1024))"
+  fi
+  exit "$failed"
+fi
 if [ "$sub" != smoke ]; then
   matches "$KEY" '[A-Za-z0-9._:=/@+-]{1,512}' || usage_fail "--operation-key must be set (letters, digits, ._:=/@+-)"
   [ -z "$PREV" ] || matches "$PREV" "$IMAGE_RE" || usage_fail "--previous-image must be name[:tag]@sha256:<64 hex>"

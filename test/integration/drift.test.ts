@@ -6,6 +6,9 @@
  * `drift_cleared` entry once the lanes are back. The release's record digest does not move.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { WebhookNotifier } from "../../engine/src/adapters/notifier/webhook.ts";
+import { NOTICE_KINDS, type Notice } from "../../engine/src/domain/notifications.ts";
+import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 import { IMAGE } from "../unit/recipe-fixture.ts";
 import {
   createRelease,
@@ -23,9 +26,12 @@ const HAND = `ghcr.io/acme/summarizer@sha256:${"9e".repeat(32)}`;
 describe.each(STORE_KINDS)("drift detection on %s", (kind) => {
   const skip = skipStore(kind);
   let h: Harness | null = null;
+  let rx: WebhookReceiver | null = null;
   afterEach(async () => {
     await h?.close();
     h = null;
+    await rx?.close();
+    rx = null;
   });
 
   const release = async (hh: Harness, id: string) =>
@@ -121,4 +127,84 @@ describe.each(STORE_KINDS)("drift detection on %s", (kind) => {
     await h.engine.tick();
     expect((await release(h, id)).history.some((e) => e.kind === "drift")).toBe(false);
   });
+
+  it.skipIf(skip)(
+    "a drift is notified once through the outbox, and a restarted engine neither records nor notifies it again",
+    async () => {
+      const receiver = await startWebhookReceiver();
+      rx = receiver;
+      const notifier = () =>
+        new WebhookNotifier({
+          channel: "webhook",
+          url: receiver.url,
+          secret: "drift-hook-secret",
+          template: "baton",
+          timeoutMs: 5_000,
+        });
+      const notify = {
+        webhook: null,
+        slack: null,
+        github: false,
+        events: [...NOTICE_KINDS],
+        retryBaseMs: 1_000,
+        maxTries: 3,
+      };
+      const first = await makeHarness({
+        kind,
+        notifiers: [notifier()],
+        config: { driftIntervalMs: INTERVAL, notify },
+      });
+      h = first;
+      const id = await createRelease(first);
+      await drive(first);
+      const a = first.cp.lane("lane-a")!;
+      first.cp.seed([
+        { ...a, model: "summarizer-v7", weight: a.weight === 0 ? 5 : 0, image: HAND },
+      ]);
+      first.clock.advance(INTERVAL);
+      await first.engine.tick();
+      await drive(first); // delivers the outbox
+      const drifts = () =>
+        receiver.received
+          .map((r) => JSON.parse(r.raw.toString("utf8")) as Notice)
+          .filter((n) => n.kind === "drift");
+      await receiver.waitFor(1, 20_000).catch(() => {});
+      expect(drifts()).toHaveLength(1);
+      expect(drifts()[0]?.release_id).toBe(id);
+      expect(drifts()[0]?.summary).toMatch(/lanes drifted .*lane-a .*image desired .*observed/);
+      expect(receiver.received[0]?.headers["x-baton-event"]).toBe("drift");
+
+      // The engine restarts on the same store and control plane: the unchanged drift is known.
+      await first.close(true);
+      h = null;
+      const second = await makeHarness({
+        kind,
+        store: first.store,
+        dir: first.dir,
+        cp: first.cp,
+        clock: first.clock,
+        notifiers: [notifier()],
+        config: { driftIntervalMs: INTERVAL, notify },
+      });
+      h = second;
+      second.clock.advance(INTERVAL);
+      await second.engine.tick();
+      await drive(second);
+      second.clock.advance(INTERVAL);
+      await second.engine.tick();
+      await drive(second);
+      const history = (await release(second, id)).history.filter((e) => e.kind === "drift");
+      expect(history).toHaveLength(1);
+      expect(drifts()).toHaveLength(1);
+      // A different drift is new: recorded and notified once more.
+      const b = second.cp.lane("lane-b")!;
+      second.cp.seed([{ ...b, model: "summarizer-v7", excluded: !b.excluded }]);
+      second.clock.advance(INTERVAL);
+      await second.engine.tick();
+      await drive(second);
+      await receiver.waitFor(2, 20_000).catch(() => {});
+      expect((await release(second, id)).history.filter((e) => e.kind === "drift")).toHaveLength(2);
+      expect(drifts()).toHaveLength(2);
+    },
+  );
 });

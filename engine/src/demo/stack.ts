@@ -4,6 +4,7 @@
  * and the engine (SQLite, or Postgres with `databaseUrl`) serving its HTTP app on 127.0.0.1.
  * Used by `npm run demo` and by the e2e harness.
  */
+
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
@@ -12,6 +13,7 @@ import { join, resolve } from "node:path";
 import { serve } from "@hono/node-server";
 import { EmbeddedMetricsSource } from "../adapters/embedded-metrics/index.ts";
 import { type LocalRunEvent, LocalRunner } from "../adapters/local-runner/index.ts";
+import { SshTargetProbe } from "../adapters/ssh-target-probe/index.ts";
 import { parseTrustPolicy, type TrustPolicy } from "../admission/policy.ts";
 import {
   generateSigningKey,
@@ -283,6 +285,11 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       log: o.log ?? quietLog,
       reconciler: { leaseMs: 5_000 },
       metrics: new EmbeddedMetricsSource(traffic),
+      // Rollback prerequisites are asked of the embedded target as of any machine: over SSH.
+      targetProbe: new SshTargetProbe({
+        privateKey: fleet.target.clientPrivateKey,
+        deployScript: fleet.deployScript,
+      }),
       ...(o.clock ? { clock: o.clock } : {}),
     });
     closers.push(() => engine.close());

@@ -14,6 +14,7 @@ export type ErrorCode =
   | "illegal_transition"
   | "contract_failed"
   | "admission_refused"
+  | "prerequisite_failed"
   | "unavailable";
 
 type Status = 400 | 401 | 403 | 404 | 409 | 413 | 422 | 503;
@@ -32,6 +33,8 @@ const STATUS: Record<ErrorCode, Status> = {
   contract_failed: 422,
   // A manifest that failed an admission check (docs/trust.md); problems name the checks.
   admission_refused: 422,
+  // A rollback whose prerequisite failed on a lane (docs/lifecycle.md); problems name lane and check.
+  prerequisite_failed: 422,
   // A dependency the request needs did not answer (e.g. the control plane at release start).
   unavailable: 503,
 };

@@ -26,6 +26,8 @@ export const NoticeKind = {
   aborted: "aborted",
   abandoned: "abandoned",
   ended: "ended",
+  /** A finished release's lanes differ from what it left them at (docs/drift.md); once per distinct drift. */
+  drift: "drift",
 } as const;
 export type NoticeKind = (typeof NoticeKind)[keyof typeof NoticeKind];
 export const NOTICE_KINDS = Object.values(NoticeKind) as [NoticeKind, ...NoticeKind[]];
@@ -159,6 +161,7 @@ const HEADLINE: Record<NoticeKind, string> = {
   rolled_back: "rolled back",
   aborted: "aborted",
   ended: "ended",
+  drift: "lanes drifted from what it left them at",
 };
 
 /** A short text of a step for people: `step 9 (health_check, lane b, wave 2)`. */
@@ -216,5 +219,37 @@ export function buildNotice(
     url: o.url,
     at: o.at,
     summary: `${parts.join(": ")} [${after.manifest.model}]`.slice(0, 1000),
+  };
+}
+
+/**
+ * The notice of a drift recorded on `release` (the release that decided the drifted lanes;
+ * docs/drift.md): its state does not change, `summary` says what differs (desired vs observed).
+ */
+export function buildDriftNotice(
+  release: Release,
+  message: string,
+  o: { url: string; at: number },
+): Notice {
+  return {
+    v: 1,
+    kind: "drift",
+    release_id: release.id,
+    state: release.state,
+    previous_state: release.state,
+    recipe_name: release.manifest.recipe_name,
+    model: release.manifest.model,
+    image: release.manifest.image,
+    previous_image: release.manifest.previous_image,
+    reason: null,
+    cause: null,
+    step: null,
+    commit_sha: release.manifest.tool_revision ?? null,
+    url: o.url,
+    at: o.at,
+    summary: `${release.id} ${HEADLINE.drift}: ${message.replace(/^\[drift\] /, "")}`.slice(
+      0,
+      1000,
+    ),
   };
 }

@@ -7,6 +7,7 @@ import type { Analysis } from "./gate/analysis.ts";
 import type { GateDecision, GatePhase } from "./gate/decide.ts";
 import type { GateEvidence } from "./gate/evidence.ts";
 import type { Notice, NoticeKind } from "./notifications.ts";
+import type { PrerequisiteReport } from "./prerequisites.ts";
 import type { FailingCheck } from "./result-evidence.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
 
@@ -238,6 +239,11 @@ export interface Release {
    * rolled-back, aborted or abandoned release `of`. Absent on releases started with `start`.
    */
   lineage?: Lineage;
+  /**
+   * Set on a rollback: the prerequisites asked of each lane's machine before it was admitted
+   * (docs/lifecycle.md "Rollback prerequisites"). Absent on other releases.
+   */
+  prerequisites?: PrerequisiteReport;
   created_at: number;
   updated_at: number;
 }

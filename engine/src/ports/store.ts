@@ -158,6 +158,16 @@ export interface Store {
   commit(input: CommitInput): Promise<CommitResult>;
   /** Appends history without touching the release (refused events). */
   appendHistory(entries: HistoryEntry[]): Promise<void>;
+  /**
+   * Appends history and outbox effects of `releaseId` in one transaction, without touching the
+   * release (drift entries and their notices: both are written, or neither).
+   */
+  appendHistoryWithEffects(
+    releaseId: string,
+    entries: HistoryEntry[],
+    effects: OutboxEffect[],
+    now: number,
+  ): Promise<void>;
   /** Newest first. `before` is a cursor: created_at of the last row seen. */
   listReleases(q: {
     state?: ReleaseState;

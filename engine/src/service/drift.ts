@@ -14,12 +14,13 @@
  * when it is down). Drift entries are not decisions: a closed release's record digest does not
  * move.
  */
-import type { HistoryEntry, Json } from "../domain/types.ts";
+import type { HistoryEntry, Json, OutboxEffect } from "../domain/types.ts";
 import type { FleetModel } from "../http/dashboard/fleet.ts";
 import { loadFleet } from "../http/dashboard/fleet-load.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { ControlPlane } from "../ports/control-plane.ts";
 import type { Store } from "../ports/store.ts";
+import { canonicalJson } from "../protocol/canonical-json.ts";
 import type { ReleaseApi } from "./api.ts";
 
 /** History kinds of drift (on the release that decided the drifted lanes). */
@@ -52,6 +53,19 @@ export interface ModelDrift {
 
 interface Logger {
   warn(msg: string): void;
+}
+
+/** The notices (outbox effects) of a drift recorded on `releaseId`; none when notices are off. */
+export type DriftNotices = (
+  releaseId: string,
+  d: ModelDrift,
+  message: string,
+  now: number,
+) => Promise<OutboxEffect[]>;
+
+/** What identifies one distinct drift (key order does not matter: stores may reorder JSON). */
+export function driftPrint(d: Pick<ModelDrift, "lanes" | "mixed" | "images">): string {
+  return canonicalJson([d.lanes, d.mixed, d.images]);
 }
 
 /** The drift of one model's fleet facts; null when it has a release in flight or no read. */
@@ -119,7 +133,24 @@ export class DriftObserver {
     private readonly clock: Clock,
     private readonly policy: DriftPolicy,
     private readonly log: Logger,
+    private readonly notices: DriftNotices | null = null,
   ) {}
+
+  /**
+   * The drift last recorded for a model on `release`, read from its history (so a restarted
+   * engine does not record, or notify, an unchanged drift again).
+   */
+  private async recorded(release: string): Promise<{ print: string; release: string }> {
+    const history = await this.store.getHistory(release);
+    for (let i = history.length - 1; i >= 0; i--) {
+      const h = history[i];
+      if (h?.kind === DRIFT_CLEARED_KIND) break;
+      if (h?.kind === DRIFT_KIND && h.data) {
+        return { print: driftPrint(h.data as unknown as ModelDrift), release };
+      }
+    }
+    return { print: "", release };
+  }
 
   /** Observes once when the interval has passed (shared by concurrent callers). */
   maybeRun(): Promise<void> {
@@ -173,32 +204,41 @@ export class DriftObserver {
         m.lanes.find((l) => l.desired)?.desired?.release_id;
       if (!release) continue;
       const drifted = d.lanes.length > 0 || d.mixed;
-      const print = drifted ? JSON.stringify([d.lanes, d.mixed, d.images]) : "";
-      const seen = this.last.get(m.model);
-      if ((seen?.print ?? "") === print) continue;
+      const print = drifted ? driftPrint(d) : "";
+      let seen = this.last.get(m.model);
+      if (!seen) {
+        seen = await this.recorded(release);
+        this.last.set(m.model, seen);
+      }
+      if (seen.print === print) continue;
       this.last.set(m.model, { print, release });
-      entries.push(
-        drifted
-          ? {
-              release_id: release,
-              at: now,
-              kind: DRIFT_KIND,
-              step_run_id: null,
-              outcome: "accepted",
-              message: driftMessage(d),
-              data: d as unknown as Json,
-            }
-          : {
-              release_id: seen?.release ?? release,
-              at: now,
-              kind: DRIFT_CLEARED_KIND,
-              step_run_id: null,
-              outcome: "accepted",
-              message: `[drift] model ${m.model}: every lane is again as its last release left it`,
-              data: { model: m.model, observed_at: now },
-            },
-      );
-      if (drifted) this.log.warn(driftMessage(d));
+      const entry: HistoryEntry = drifted
+        ? {
+            release_id: release,
+            at: now,
+            kind: DRIFT_KIND,
+            step_run_id: null,
+            outcome: "accepted",
+            message: driftMessage(d),
+            data: d as unknown as Json,
+          }
+        : {
+            release_id: seen.release,
+            at: now,
+            kind: DRIFT_CLEARED_KIND,
+            step_run_id: null,
+            outcome: "accepted",
+            message: `[drift] model ${m.model}: every lane is again as its last release left it`,
+            data: { model: m.model, observed_at: now },
+          };
+      if (!drifted) {
+        entries.push(entry);
+        continue;
+      }
+      this.log.warn(driftMessage(d));
+      // The entry and its notices commit together: a drift is told once, with its record.
+      const effects = this.notices ? await this.notices(release, d, driftMessage(d), now) : [];
+      await this.store.appendHistoryWithEffects(release, [entry], effects, now);
     }
     if (entries.length > 0) await this.store.appendHistory(entries);
   }

@@ -5,6 +5,7 @@
  * transition (bounded). Refusals only append history. Effects are performed later by the
  * reconciler, never here.
  */
+
 import { admit } from "../admission/admit.ts";
 import type { AdmissionConfig } from "../admission/policy.ts";
 import { describeSigner } from "../admission/signer.ts";
@@ -14,7 +15,17 @@ import { observeBaseline } from "../domain/baseline.ts";
 import { buildDeploymentReport, deploymentStateFor } from "../domain/deployments.ts";
 import { BatonError } from "../domain/errors.ts";
 import { acceptedActionsPhrase, LIFECYCLE_STATES } from "../domain/lifecycle.ts";
-import { buildNotice, type NoticeKind, noticeKindFor } from "../domain/notifications.ts";
+import {
+  buildDriftNotice,
+  buildNotice,
+  type NoticeKind,
+  noticeKindFor,
+} from "../domain/notifications.ts";
+import {
+  checksNotAsked,
+  type PrerequisiteReport,
+  prerequisitesSummary,
+} from "../domain/prerequisites.ts";
 import {
   type FailingCheck,
   failingCheckOf,
@@ -45,6 +56,7 @@ import {
   type ReleaseSummary,
   type Store,
 } from "../ports/store.ts";
+import type { TargetProbe } from "../ports/target-probe.ts";
 import { RELEASE_ID_PATTERN, releaseIdOfStepRun } from "../protocol/ids.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
 import { ACCEPT_KIND, buildRecord } from "../record/build.ts";
@@ -111,6 +123,11 @@ export interface ReleaseServiceDeps {
    * turns it on, BATON_DRIFT_INTERVAL_MS).
    */
   drift?: DriftPolicy;
+  /**
+   * Asks each lane's machine a rollback's prerequisites (ports/target-probe.ts). Absent: the
+   * checks are recorded as not asked (`skipped`) and the rollback goes on.
+   */
+  targetProbe?: TargetProbe;
 }
 
 /** What a start carries besides the recipe (docs/trust.md "Sending the bundle"). */
@@ -131,6 +148,8 @@ export interface StartOptions {
    * recipe as signed (its digest is `baseline.recipe_manifest_digest`).
    */
   restoreImage?: string;
+  /** A rollback's prerequisites as asked of the lanes: stored on the release and in its history. */
+  prerequisites?: PrerequisiteReport;
 }
 
 /** The engine's notification settings. */
@@ -210,6 +229,7 @@ export class ReleaseService implements ReleaseApi {
   private readonly verifier: BundleVerifier | null;
   private readonly controlPlane: ControlPlane | null;
   private readonly drift: DriftObserver | null;
+  private readonly targetProbe: TargetProbe | null;
   /** Tail of the `start` queue: starts run one at a time so the lane check cannot interleave. */
   private starting: Promise<unknown> = Promise.resolve();
   /** Live marks being read or read recently, shared by the dashboard tabs polling them. */
@@ -241,9 +261,18 @@ export class ReleaseService implements ReleaseApi {
     );
     this.admission = deps.admission ?? { mode: "off" };
     this.controlPlane = deps.controlPlane ?? null;
+    this.targetProbe = deps.targetProbe ?? null;
     this.drift =
       deps.drift && this.controlPlane?.lanes
-        ? new DriftObserver(this, deps.store, this.controlPlane, deps.clock, deps.drift, this.log)
+        ? new DriftObserver(
+            this,
+            deps.store,
+            this.controlPlane,
+            deps.clock,
+            deps.drift,
+            this.log,
+            (id, _d, message, now) => this.driftNotices(id, message, now),
+          )
         : null;
     // The verifier (sigstore, Node-only) is built by the entry and injected.
     this.verifier = this.admission.mode === "enforce" ? (deps.admissionVerifier ?? null) : null;
@@ -355,6 +384,32 @@ export class ReleaseService implements ReleaseApi {
         type: "notify",
         channel: n.channel,
         delivery: `${after.id}.${after.uid ?? "0"}.v${after.resource_version}.${kind}.${n.channel}`,
+        notice,
+        not_before: null,
+      }));
+  }
+
+  /**
+   * The notices of a drift recorded on release `id` (docs/drift.md), one per channel, to be
+   * written with the drift entry; none when notices are off or the `drift` kind is not sent.
+   */
+  private async driftNotices(id: string, message: string, now: number): Promise<NotifyEffect[]> {
+    if (!this.notify) return [];
+    const release = await this.store.getRelease(id);
+    if (!release) return [];
+    const wanted = release.manifest.notify;
+    if (!(wanted?.on ? wanted.on.includes("drift") : this.notify.events.has("drift"))) return [];
+    const base = (this.notify.dashboardUrl ?? this.publicUrl).replace(/\/+$/, "");
+    const notice = buildDriftNotice(release, message, {
+      url: `${base}/releases/${encodeURIComponent(id)}`,
+      at: now,
+    });
+    return this.notify.notifiers
+      .filter((n) => !wanted?.channels || (wanted.channels as string[]).includes(n.channel))
+      .map((n) => ({
+        type: "notify",
+        channel: n.channel,
+        delivery: `${id}.${release.uid ?? "0"}.drift.${now}.${n.channel}`,
         notice,
         not_before: null,
       }));
@@ -512,6 +567,7 @@ export class ReleaseService implements ReleaseApi {
       admission: report,
       ...(baseline ? { baseline } : {}),
       ...(opts.lineage ? { lineage: opts.lineage } : {}),
+      ...(opts.prerequisites ? { prerequisites: opts.prerequisites } : {}),
     };
     const created: HistoryEntry = {
       release_id: pending.id,
@@ -541,6 +597,19 @@ export class ReleaseService implements ReleaseApi {
       message: admissionMessage(report),
       data: report as unknown as Json,
     };
+    const checked: HistoryEntry[] = opts.prerequisites
+      ? [
+          {
+            release_id: pending.id,
+            at: now,
+            kind: "prerequisites",
+            step_run_id: null,
+            outcome: "accepted",
+            message: `[engine] rollback prerequisites asked of the lanes' machines: ${prerequisitesSummary(opts.prerequisites)}`,
+            data: opts.prerequisites as unknown as Json,
+          },
+        ]
+      : [];
     const observed: HistoryEntry[] = baseline
       ? [
           {
@@ -584,7 +653,7 @@ export class ReleaseService implements ReleaseApi {
       }
     };
     if (opts.hold) {
-      await create(pending, [created, admitted, ...observed], []);
+      await create(pending, [created, admitted, ...checked, ...observed], []);
       return pending;
     }
     const started = this.domain.transition(pending, { type: "start" }, now);
@@ -598,7 +667,7 @@ export class ReleaseService implements ReleaseApi {
     const release: Release = { ...started.release, resource_version: 1 };
     await create(
       release,
-      [created, admitted, ...observed, ...started.history],
+      [created, admitted, ...checked, ...observed, ...started.history],
       [...started.effects, ...this.deploymentStatus(pending, release, { type: "start" }, now)],
     );
     this.remember(release);
@@ -808,7 +877,9 @@ export class ReleaseService implements ReleaseApi {
       );
       const data = created?.data as { recipe?: Json; bundle?: Json; attestations?: Json } | null;
       if (!data || data.recipe === undefined) continue;
+      const prerequisites = await this.rollbackPrerequisites(id, prev.id, data.recipe);
       const started = await this.start(data.recipe, actor, {
+        prerequisites,
         ...(data.bundle !== undefined ? { bundle: data.bundle } : {}),
         attestations: Array.isArray(data.attestations) ? data.attestations : [],
         rollback: true,
@@ -831,6 +902,59 @@ export class ReleaseService implements ReleaseApi {
       code: "no_previous_manifest",
       reason: `[engine] no earlier succeeded release of model ${model} kept its recipe, so there is no admitted manifest to roll ${id} back to; start the previous recipe as an explicit rollback: baton start <previous-recipe.yaml> --bundle <its bundle> --rollback`,
     };
+  }
+
+  /**
+   * Asks each lane of the previous manifest (`recipe`, admitted for `prevId`) what rolling
+   * `id` back needs there (docs/lifecycle.md "Rollback prerequisites"): the deploy user's
+   * access, the previous image present and loadable, free space. All lanes at once, each
+   * bounded by the probe's deadlines. Without a probe every check is recorded as not asked.
+   * @throws BatonError `prerequisite_failed` (422), one problem per failed check naming the
+   *   lane, the check and the fix; nothing is written then.
+   */
+  private async rollbackPrerequisites(
+    id: string,
+    prevId: string,
+    recipe: unknown,
+  ): Promise<PrerequisiteReport> {
+    const { manifest } = this.domain.compile(recipe);
+    const probe = this.targetProbe;
+    const checks = (
+      await Promise.all(
+        manifest.lanes.map((l) =>
+          probe
+            ? probe.inspect(l, manifest.image)
+            : Promise.resolve(
+                checksNotAsked(
+                  l.id,
+                  "this engine cannot reach the lanes' machines (no SSH key: BATON_DISPATCHER=github, or BATON_SSH_KEY_FILE unset); the rollback's first runner step is the first to find out",
+                ),
+              ),
+        ),
+      )
+    ).flat();
+    const report: PrerequisiteReport = {
+      ok: checks.every((c) => c.outcome !== "fail"),
+      at: this.clock.now(),
+      image: manifest.image,
+      checks,
+    };
+    if (!report.ok) {
+      const failed = checks.filter((c) => c.outcome === "fail");
+      this.log.warn(
+        `[engine] rollback of ${id} to ${prevId}'s manifest refused: ${failed.map((c) => `lane ${c.lane} ${c.check}`).join(", ")}`,
+      );
+      throw new BatonError(
+        "prerequisite_failed",
+        `[engine] rollback of ${id} refused before anything ran: ${failed.map((c) => `lane ${c.lane} ${c.check}: ${c.message}; fix: ${c.fix}`).join("; ")}`,
+        failed.map((c) => ({
+          path: `lanes.${c.lane}.${c.check}`,
+          message: c.message,
+          fix: c.fix ?? "",
+        })),
+      );
+    }
+    return report;
   }
 
   /**

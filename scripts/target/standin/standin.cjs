@@ -195,6 +195,44 @@ function inspect(args) {
   finish(0, JSON.stringify([c]), "");
 }
 
+/** `image inspect REF` (docker/podman): the image's record when it was pulled, else exit 1. */
+function imageInspect(args) {
+  let format = "";
+  const refs = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === "-f" || args[i] === "--format") format = args[++i] || "";
+    else if (!args[i].startsWith("-")) refs.push(args[i]);
+  }
+  const ref = refs[0] || "";
+  if (!ref) finish(125, "", '"docker image inspect" requires at least 1 argument.');
+  if (!fs.existsSync(imageFile(ref))) finish(1, "", `Error: No such image: ${ref}`);
+  const id = `sha256:${(ref.split("@sha256:")[1] || "").padEnd(64, "0")}`;
+  if (format.includes(".Id")) finish(0, id, "");
+  finish(0, JSON.stringify([{ Id: id, RepoDigests: [ref] }]), "");
+}
+
+/** `rmi [-f] REF…` / `image rm`: removes pulled images; one a running container uses needs -f. */
+function rmi(args) {
+  const force = args.includes("-f") || args.includes("--force");
+  const refs = args.filter((a) => !a.startsWith("-"));
+  if (refs.length === 0) finish(125, "", '"docker rmi" requires at least 1 argument.');
+  for (const ref of refs) {
+    if (!fs.existsSync(imageFile(ref))) finish(1, "", `Error: No such image: ${ref}`);
+    const user = fs
+      .readdirSync(containersDir)
+      .map((f) => readContainer(decodeURIComponent(f.replace(/\.json$/, ""))))
+      .find((c) => c?.running && c.image === ref);
+    if (user && !force)
+      finish(
+        1,
+        "",
+        `Error response from daemon: conflict: unable to remove repository reference "${ref}" (must force) - container ${user.name} is using its referenced image`,
+      );
+    fs.rmSync(imageFile(ref), { force: true });
+  }
+  finish(0, refs.map((r) => `Untagged: ${r}`).join("\n"), "");
+}
+
 function stop(args) {
   const names = args.filter(
     (a, i) => !a.startsWith("-") && !(args[i - 1] === "-t" || args[i - 1] === "--time"),
@@ -262,11 +300,24 @@ function dispatch() {
     case "ps":
       ps(rest);
       break;
+    case "rmi":
+      rmi(rest);
+      break;
+    case "image":
+      if (rest[0] === "inspect") imageInspect(rest.slice(1));
+      else if (rest[0] === "rm") rmi(rest.slice(1));
+      else
+        finish(
+          1,
+          "",
+          `stand-in docker: unsupported command 'image ${rest[0] || ""}' (supported: image inspect, image rm)`,
+        );
+      break;
     default:
       finish(
         1,
         "",
-        `stand-in docker: unsupported command '${command}' (supported: pull, run, inspect, stop, rm, ps)`,
+        `stand-in docker: unsupported command '${command}' (supported: pull, run, inspect, stop, rm, ps, image inspect, image rm, rmi)`,
       );
   }
 }

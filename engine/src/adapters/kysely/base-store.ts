@@ -53,6 +53,12 @@ export abstract class KyselyStore implements Store {
     now: number,
   ): Promise<void>;
   abstract commit(input: CommitInput): Promise<CommitResult>;
+  abstract appendHistoryWithEffects(
+    releaseId: string,
+    entries: HistoryEntry[],
+    effects: OutboxEffect[],
+    now: number,
+  ): Promise<void>;
   abstract claimDue(q: {
     now: number;
     limit: number;

@@ -30,6 +30,7 @@ export const KEEP_DATA_KINDS: ReadonlySet<string> = new Set([
   "rollback",
   "roll_forward",
   "admission",
+  "prerequisites",
   "retention",
 ]);
 

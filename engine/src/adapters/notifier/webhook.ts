@@ -42,6 +42,7 @@ const ICON: Record<Notice["kind"], string> = {
   rolled_back: ":leftwards_arrow_with_hook:",
   aborted: ":no_entry:",
   ended: ":white_circle:",
+  drift: ":twisted_rightwards_arrows:",
 };
 
 /** The Slack incoming-webhook body of a notice (`text` is the fallback and the push text). */

@@ -138,6 +138,21 @@ export class PostgresStore extends KyselyStore {
     this.manifests.set(release.id, release.manifest);
   }
 
+  async appendHistoryWithEffects(
+    releaseId: string,
+    dirtyHistory: HistoryEntry[],
+    dirtyEffects: OutboxEffect[],
+    now: number,
+  ): Promise<void> {
+    const [history, effects] = storableValue([dirtyHistory, dirtyEffects] as const);
+    await this.live()
+      .transaction()
+      .execute(async (tx) => {
+        if (history.length > 0) await insertHistory(tx, history).execute();
+        if (effects.length > 0) await insertOutbox(tx, releaseId, effects, now).execute();
+      });
+  }
+
   async commit(dirty: CommitInput): Promise<CommitResult> {
     this.live();
     const input = storableValue(dirty);

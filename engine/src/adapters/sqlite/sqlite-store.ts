@@ -125,6 +125,20 @@ export class SqliteStore extends KyselyStore {
     this.manifests.set(release.id, release.manifest);
   }
 
+  async appendHistoryWithEffects(
+    releaseId: string,
+    dirtyHistory: HistoryEntry[],
+    dirtyEffects: OutboxEffect[],
+    now: number,
+  ): Promise<void> {
+    const [history, effects] = storableValue([dirtyHistory, dirtyEffects] as const);
+    const db = this.live();
+    this.sync.immediate(() => {
+      if (history.length > 0) this.sync.run(insertHistory(db, history));
+      if (effects.length > 0) this.sync.run(insertOutbox(db, releaseId, effects, now));
+    });
+  }
+
   async commit(dirty: CommitInput): Promise<CommitResult> {
     this.live();
     const input = storableValue(dirty);

@@ -177,6 +177,7 @@ function newReleaseJson(release: Release, reply: Record<string, unknown>): Recor
     step_count: release.manifest.steps.length,
     admission: release.admission ?? null,
     lineage: release.lineage ?? null,
+    prerequisites: release.prerequisites ?? null,
     ...reply,
   };
 }
@@ -200,6 +201,7 @@ export function recordJson(r: ReleaseRecord): Record<string, unknown> {
     lineage: release.lineage ?? null,
     drift: currentDrift(r.history),
     admission: release.admission ?? null,
+    prerequisites: release.prerequisites ?? null,
     baseline: release.baseline ?? null,
     created_at: release.created_at,
     updated_at: release.updated_at,

@@ -1,0 +1,155 @@
+/**
+ * Rollback prerequisites (docs/lifecycle.md), end to end on the embedded stack on both stores:
+ * two releases succeed (v1 then v2), then v2 is rolled back. The engine asks each lane's
+ * machine over SSH (`deploy.sh inspect`) whether v1's image is still there, the deploy user
+ * can work and there is room, before anything is written:
+ * - with v1's image removed from the machine (`docker rmi` on the target), the rollback is
+ *   refused 422 naming each lane, the `image_present` check and the fix; no release was
+ *   created and the lanes still serve v2;
+ * - with the image loaded again, the rollback is admitted: every prerequisite is a passing
+ *   evidence row on the new release (and in its history), it succeeds, and the lanes' health
+ *   URLs answer from containers running v1's image again.
+ */
+import { afterEach, expect, it } from "vitest";
+import { shQuote } from "../../scripts/lib/shell-quote.ts";
+import { connect } from "../../scripts/lib/ssh.ts";
+import {
+  describeStore,
+  type InProcess,
+  postRecipe,
+  type StoreKind,
+  startInProcess,
+  twoLaneRecipe,
+} from "../support/e2e-harness.ts";
+
+const T = 300_000;
+const V2 = `ghcr.io/acme/summarizer:v8@sha256:${"8e".repeat(32)}`;
+
+interface Check {
+  check: string;
+  lane: string;
+  outcome: string;
+  message: string;
+  fix: string | null;
+}
+
+/** Runs `command` on the embedded target over SSH (as an operator at the machine would). */
+async function onTarget(e: InProcess, command: string): Promise<string> {
+  const t = e.fleet.target;
+  const s = await connect(
+    { host: t.host, port: t.port, user: t.user, hostKey: t.hostKeyPin },
+    { privateKey: t.clientPrivateKey, connectTimeoutMs: 20_000 },
+  );
+  try {
+    const r = await s.exec(command, 60_000);
+    if (r.exit_code !== 0) throw new Error(`[test] ${command}: ${r.stdout}${r.stderr}`);
+    return r.stdout;
+  } finally {
+    s.close();
+  }
+}
+
+/** The image the container answering `lane`'s health URL runs (the stand-in's health body). */
+async function servedImage(e: InProcess, lane: string): Promise<string> {
+  const url = e.fleet.lanes.get(lane)?.healthUrl;
+  const res = await fetch(url as string);
+  return ((await res.json()) as { image: string }).image;
+}
+
+for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
+  describeStore(kind, `rollback prerequisites on ${kind}`, () => {
+    let env: InProcess | null = null;
+    afterEach(async () => {
+      await env?.close();
+      env = null;
+    });
+
+    it(
+      "a rollback whose prerequisite fails (the previous image was removed from a lane) is refused naming lane, check and fix; with the image back it passes and the lanes serve it again",
+      async () => {
+        const e = await startInProcess(kind, { recipe: twoLaneRecipe() });
+        env = e;
+        const v1 = e.recipe;
+        const lanes = (v1.lanes ?? []).map((l) => l.id);
+        const r1 = await postRecipe(e.api, v1);
+        await e.waitFor(r1, (r) => r.state === "succeeded", `${r1} succeeded`, T);
+        console.log(`[test] ${kind}: ${r1} succeeded`);
+        const v2 = { ...structuredClone(v1), image: V2, previous_image: v1.image as string };
+        const r2 = await postRecipe(e.api, v2);
+        await e.waitFor(r2, (r) => r.state === "succeeded", `${r2} succeeded`, T);
+        for (const l of lanes) expect(await servedImage(e, l)).toBe(V2);
+        console.log(`[test] ${kind}: ${r2} succeeded`);
+
+        // Someone cleans up the machine: v1's image is gone.
+        await onTarget(e, `docker rmi ${shQuote(v1.image as string)}`);
+        const before = ((await (await e.api("/v1/releases")).json()) as { releases: unknown[] })
+          .releases.length;
+        const refused = await e.api(`/v1/releases/${r2}/rollback`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ reason: "v8 answers wrong", actor: "alice" }),
+        });
+        const body = (await refused.json()) as {
+          error: {
+            code: string;
+            message: string;
+            problems: { path: string; message: string; fix: string }[];
+          };
+        };
+        expect(refused.status, JSON.stringify(body)).toBe(422);
+        expect(body.error.code).toBe("prerequisite_failed");
+        for (const l of lanes) {
+          const p = body.error.problems.find((x) => x.path === `lanes.${l}.image_present`);
+          expect(p, JSON.stringify(body.error.problems)).toBeDefined();
+          expect(p?.message).toContain(`image ${v1.image} is not on this machine`);
+          expect(p?.fix).toContain(`docker pull ${v1.image}`);
+          expect(body.error.message).toContain(`lane ${l} image_present`);
+        }
+        // Only the image check failed: access and capacity answered.
+        expect(body.error.problems.map((p) => p.path.split(".").pop())).toEqual(
+          lanes.map(() => "image_present"),
+        );
+        // Nothing was written and nothing changed on the machines.
+        const after = ((await (await e.api("/v1/releases")).json()) as { releases: unknown[] })
+          .releases.length;
+        expect(after).toBe(before);
+        for (const l of lanes) expect(await servedImage(e, l)).toBe(V2);
+
+        // The image is loaded again: the rollback is admitted with every prerequisite passed.
+        await onTarget(e, `docker pull ${shQuote(v1.image as string)}`);
+        const ok = await e.api(`/v1/releases/${r2}/rollback`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ reason: "v8 answers wrong", actor: "alice" }),
+        });
+        const started = (await ok.json()) as {
+          id: string;
+          prerequisites: { ok: boolean; image: string; checks: Check[] };
+        };
+        expect(ok.status, JSON.stringify(started)).toBe(201);
+        expect(started.prerequisites.ok).toBe(true);
+        expect(started.prerequisites.image).toBe(v1.image);
+        for (const l of lanes) {
+          const rows = started.prerequisites.checks.filter((c) => c.lane === l);
+          expect(rows.map((c) => [c.check, c.outcome])).toEqual([
+            ["lane_credentials", "pass"],
+            ["image_present", "pass"],
+            ["lane_capacity", "pass"],
+          ]);
+        }
+        const r3 = await e.waitFor(
+          started.id,
+          (r) => r.state === "succeeded",
+          `${started.id} succeeded`,
+          T,
+        );
+        const hist = (r3 as unknown as { history: { kind: string; message: string }[] }).history;
+        expect(hist.find((h) => h.kind === "prerequisites")?.message).toContain(
+          `${lanes.length * 3} passed, 0 failed`,
+        );
+        for (const l of lanes) expect(await servedImage(e, l)).toBe(v1.image);
+      },
+      4 * T,
+    );
+  });
+}
