@@ -175,6 +175,37 @@ describe("deploy.sh", () => {
     expect(missing.lines.map((l) => l.status)).toEqual(["failed", "not_run"]);
   });
 
+  it("inspect (rollback prerequisites) is read-only: access, image present, capacity", () => {
+    const inspect = (img: string, env: Record<string, string> = {}) =>
+      deploy(["inspect", "--lane", "lane-a", "--image", img], env);
+    const before = t.calls().length;
+    const missing = inspect(A);
+    expect(missing.code).toBe(1);
+    expect(missing.lines.map((l) => [l.phase, l.status])).toEqual([
+      ["access", "ok"],
+      ["image", "failed"],
+      ["capacity", "ok"],
+    ]);
+    expect(String(missing.lines[1]?.message)).toContain(`image ${A} is not on this machine`);
+    // It changed nothing: only ps and image inspect were asked of the runtime.
+    expect(
+      t
+        .calls()
+        .slice(before)
+        .map((c) => c[0]),
+    ).toEqual(["ps", "image"]);
+    t.seedRunning("lane-a", A, url);
+    const present = inspect(A);
+    expect(present.code).toBe(0);
+    expect(present.lines.map((l) => l.status)).toEqual(["ok", "ok", "ok"]);
+    expect(present.lines[2]?.free_mb).toBeGreaterThan(0);
+    const full = inspect(A, { BATON_MIN_FREE_MB: "999999999" });
+    expect(full.code).toBe(1);
+    expect(full.lines[2]).toMatchObject({ phase: "capacity", status: "failed" });
+    expect(String(full.lines[2]?.message)).toContain("less than 999999999 MB");
+    expect(inspect("not-pinned").code).toBe(2);
+  });
+
   it("refuses to act when the ledger cannot be written (idempotency would be lost)", () => {
     const blocked = deploy(
       ["deploy", "--lane", "lane-a", "--image", A, "--health-url", url, "--operation-key", "k10"],
