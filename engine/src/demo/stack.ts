@@ -5,8 +5,8 @@
  * Used by `npm run demo` and by the e2e harness.
  */
 
-import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { createPublicKey, randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
@@ -344,16 +344,35 @@ export async function startStack(o: StackOptions): Promise<Stack> {
 }
 
 /**
- * A fresh ECDSA key and a trust policy allowing only it, for manifests and image
- * provenance (built by GitHub-hosted runners from the demo's repository). The public key is
- * also written to `<dir>/trust/demo-key.pub` so people can look at it.
+ * The demo's ECDSA key and a trust policy allowing only it, for manifests and image
+ * provenance (built by GitHub-hosted runners from the demo's repository). Generated at the
+ * first start in `dir` and kept in `<dir>/trust` (`demo-key.pem` 0600, `demo-key.id`,
+ * `demo-key.pub`): a second start on the same data dir signs with the same key, so releases
+ * admitted before (and rollbacks to their manifests) still verify.
  */
-function demoTrust(dir: string): DemoTrust {
-  const pair = generateSigningKey();
-  const keyId = `demo-${randomBytes(4).toString("hex")}`;
+export function demoTrust(dir: string): DemoTrust {
   const repository = "https://github.com/baton-demo/models";
   const trustDir = join(dir, "trust");
   mkdirSync(trustDir, { recursive: true });
+  const pemFile = join(trustDir, "demo-key.pem");
+  const idFile = join(trustDir, "demo-key.id");
+  let pair: { private_key_pem: string; public_key_pem: string };
+  let keyId: string;
+  if (existsSync(pemFile) && existsSync(idFile)) {
+    const privateKeyPem = readFileSync(pemFile, "utf8");
+    pair = {
+      private_key_pem: privateKeyPem,
+      public_key_pem: createPublicKey(privateKeyPem)
+        .export({ type: "spki", format: "pem" })
+        .toString(),
+    };
+    keyId = readFileSync(idFile, "utf8").trim();
+  } else {
+    pair = generateSigningKey();
+    keyId = `demo-${randomBytes(4).toString("hex")}`;
+    writeFileSync(pemFile, pair.private_key_pem, { mode: 0o600 });
+    writeFileSync(idFile, `${keyId}\n`);
+  }
   writeFileSync(join(trustDir, "demo-key.pub"), pair.public_key_pem);
   const policy = parseTrustPolicy(
     {
