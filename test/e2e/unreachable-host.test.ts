@@ -163,6 +163,34 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
       "default window: abort while waiting for a re-run compensates to a terminal state without SSHing to the host",
       async () => {
         const { e, id, srId, baseline, model } = await waiting();
+        // While it waits: what is offered is what the guards accept, and the refusals say
+        // what is accepted instead.
+        const offered = (
+          (await (await e.api(`/v1/releases/${id}`)).json()) as {
+            available_actions: { action: string; target: string }[];
+          }
+        ).available_actions;
+        expect(offered.map((a) => a.action)).not.toContain("resolve");
+        expect(offered.map((a) => a.action)).not.toContain("abandon");
+        const resolve = await e.api(`/v1/releases/step-runs/${srId}/resolve`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ reason: "did it by hand" }),
+        });
+        const resolveText = await resolve.text();
+        expect(resolve.status, resolveText).toBe(409);
+        expect(resolveText).toContain("waits for a re-run of its failed step until");
+        expect(resolveText).toContain(`baton retry ${srId}`);
+        expect(resolveText).toContain(`baton abort ${id}`);
+        const second = await e.api("/v1/releases", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(e.recipe),
+        });
+        const secondText = await second.text();
+        expect(second.status, secondText).toBe(409);
+        expect(secondText).toContain(`release ${id}`);
+        expect(secondText).toContain("still owns lanes");
         const res = await e.api(`/v1/releases/${id}/abort`, {
           method: "POST",
           headers: { "content-type": "application/json" },

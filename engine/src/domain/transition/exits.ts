@@ -50,7 +50,7 @@ export function availableActions(release: Release): AvailableAction[] {
       needs_reason: false,
       effect:
         release.state === "pending"
-          ? "starts the release at step 0"
+          ? "starts the release at step 1"
           : "sends the step run the release is paused on again (a new dispatch) and runs forward",
       command: `baton resume ${id}`,
     });

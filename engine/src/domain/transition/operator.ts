@@ -12,7 +12,7 @@ import { beginForwardAtCursor, start } from "./forward.ts";
 import { guards } from "./guards.ts";
 import { parallelWaveOf, releaseRerunDeadline, stuckInWave } from "./lanes.ts";
 import { sendAction } from "./send.ts";
-import { settled } from "./settle.ts";
+import { settled, utcMinute } from "./settle.ts";
 import { whereIs } from "./where.ts";
 
 /** Longest reason kept in history (characters). */
@@ -183,10 +183,13 @@ export function resolve(d: Draft, sr: StepRun, e: Ev<"resolve">): Refusal | unde
   const r = d.release;
   if (r.state !== "needs_operator" || sr.direction !== "bwd" || !guards.waitsOnOperator(r, sr)) {
     const waited = stepRunAt(r, r.cursor, "bwd");
+    const rerun = r.state === "paused" && typeof r.rerun_deadline === "number";
     const hint =
       r.state === "needs_operator" && waited
         ? `; the release waits on ${waited.id}`
-        : `; only the backward step run a needs_operator release waits on can be resolved${guards.isTerminal(r) ? `; ${closedReleaseAccepts(r.id, r.state)}` : ""}`;
+        : rerun
+          ? `; resolve is for an undo that failed, and release ${r.id} waits for a re-run of its failed step until ${utcMinute(r.rerun_deadline as number, d.now)}: re-run the failed job, retry it from here (baton retry ${stepRunAt(r, r.cursor, "fwd")?.id ?? "<step-run>"}), or abort the release (baton abort ${r.id})`
+          : `; only the backward step run a needs_operator release waits on can be resolved${guards.isTerminal(r) ? `; ${closedReleaseAccepts(r.id, r.state)}` : ""}`;
     return {
       status: 409,
       code: "conflict",
