@@ -561,7 +561,7 @@ function summary(r: Release): ReleaseSummary {
 
 /** Calls made to the fake's operator methods, for assertions. */
 export interface FakeCall {
-  method: "abort" | "resume" | "retry" | "resolve" | "abandon" | "promote";
+  method: "abort" | "resume" | "retry" | "resolve" | "abandon" | "promote" | "pause" | "release";
   target: string;
   actor: string;
 }
@@ -650,6 +650,23 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
       const r = get(id);
       if (r.release.state !== "paused") return refuse(`[engine] release ${id} is not paused`);
       r.release.state = "running";
+      return accept(r);
+    },
+    async pause(id, actor, reason) {
+      calls.push({ method: "pause", target: id, actor });
+      const r = get(id);
+      if (r.release.state !== "running") return refuse(`[engine] release ${id} is not running`);
+      r.release.state = "paused";
+      r.release.hold = { kind: "pause", actor, reason, at: r.release.updated_at };
+      return accept(r);
+    },
+    async release(id, actor) {
+      calls.push({ method: "release", target: id, actor });
+      const r = get(id);
+      if (r.release.hold?.kind !== "dark") return refuse(`[engine] release ${id} is not dark`);
+      r.release.state = "running";
+      r.release.hold = null;
+      r.release.exposure = "released";
       return accept(r);
     },
     async promote(id, actor) {

@@ -49,7 +49,7 @@ const names = (r: Release) => availableActions(r).map((a) => `${a.action}:${a.ta
 describe("availableActions: an exit from every non-terminal state", () => {
   const cases: [string, () => Release, string[]][] = [
     ["pending", () => release(runnerThenCp()), ["resume:r17", "abort:r17"]],
-    ["running", started, ["abort:r17"]],
+    ["running", started, ["pause:r17", "abort:r17"]],
     [
       "paused (unknown runner outcome)",
       pausedUnknown,
@@ -71,8 +71,8 @@ describe("availableActions: an exit from every non-terminal state", () => {
               : resolveEv(a.target)
             : a.action === "abandon"
               ? abandonEv()
-              : a.action === "abort"
-                ? { type: "abort", actor: "t", reason: "r" }
+              : a.action === "abort" || a.action === "pause"
+                ? { type: a.action, actor: "t", reason: "r" }
                 : { type: "resume", actor: "t" };
         expect(transition(r, ev, T0).ok).toBe(true);
       }

@@ -92,7 +92,15 @@ export async function check(files: string[], o: { json: boolean }, io: Io): Prom
 export async function start(
   conn: Connection,
   file: string,
-  o: { json: boolean; hold: boolean; bundle?: string; attestation?: string[]; rollback?: boolean },
+  o: {
+    json: boolean;
+    hold: boolean;
+    bundle?: string;
+    attestation?: string[];
+    rollback?: boolean;
+    /** `dark`: `baton deploy`, held at 0% exposure until `baton release`. */
+    exposure?: "dark";
+  },
   io: Io,
 ): Promise<ExitCode> {
   let text = readRecipe(file);
@@ -119,15 +127,29 @@ export async function start(
     state: string;
     step_count: number;
     manifest_digest: string;
-  }>("POST", `/v1/releases${o.hold ? "?start=false" : ""}`, text, type);
+  }>("POST", `/v1/releases${startQuery(o)}`, text, type);
   if (o.json) printJson(io, res);
   else {
     print(io, [
-      `started ${res.id}: ${res.step_count} steps, state ${res.state}, manifest ${res.manifest_digest}`,
+      `${o.exposure === "dark" ? "deployed" : "started"} ${res.id}: ${res.step_count} steps, state ${res.state}, manifest ${res.manifest_digest}`,
+      ...(o.exposure === "dark"
+        ? [
+            `  it waits at 0% exposure before the first traffic write; expose it with: baton release ${res.id}`,
+          ]
+        : []),
       `  follow it: baton watch ${res.id}   dashboard: ${conn.engine}/releases/${res.id}`,
     ]);
   }
   return EXIT.ok;
+}
+
+/** The query of a start: `?start=false` (hold), `?exposure=dark` (deploy). */
+function startQuery(o: { hold: boolean; exposure?: "dark" }): string {
+  const q = new URLSearchParams();
+  if (o.hold) q.set("start", "false");
+  if (o.exposure) q.set("exposure", o.exposure);
+  const text = q.toString();
+  return text ? `?${text}` : "";
 }
 
 /** `status [id]`: the releases table, or one release's summary. */
@@ -352,21 +374,42 @@ export async function resolve(
   return EXIT.ok;
 }
 
-/** `promote <id> [--reason]`: a release paused at an inconclusive gate runs on (docs/gate.md). */
-export async function promote(
+/** `promote <id> [--reason]`: past an inconclusive gate or a manual promotion, the next wave begins. */
+export function promote(
   conn: Connection,
   id: string,
   o: { json: boolean; reason?: string; actor?: string },
   io: Io,
 ): Promise<ExitCode> {
+  return holdVerb(conn, "promote", id, o, io);
+}
+
+const HOLD_VERB_DONE: Record<"pause" | "release" | "promote", (id: string) => string> = {
+  pause: (id) => `step runs in flight settle, then nothing new starts until baton resume ${id}`,
+  release: () => "the candidate gets its first exposure; the rollout goes on",
+  promote: () => "the next wave begins",
+};
+
+/**
+ * `pause|release|promote <id> [--reason] [--actor]` (docs/lifecycle.md): an operator pauses
+ * a running release (reason required), exposes a release deployed dark, or widens it to the
+ * next wave.
+ */
+export async function holdVerb(
+  conn: Connection,
+  action: "pause" | "release" | "promote",
+  id: string,
+  o: { json: boolean; reason?: string; actor?: string },
+  io: Io,
+): Promise<ExitCode> {
   const actor = actorName(o.actor);
-  const res = await new EngineClient(conn).call<{ state: string; generation: number }>(
+  const res = await new EngineClient(conn).call<{ state: string }>(
     "POST",
-    `/v1/releases/${releaseId(id)}/promote`,
+    `/v1/releases/${releaseId(id)}/${action}`,
     JSON.stringify({ reason: o.reason ?? "", ...(actor ? { actor } : {}) }),
   );
   if (o.json) printJson(io, res);
-  else print(io, [`promote accepted: ${id} is now ${res.state}; the next wave begins`]);
+  else print(io, [`${action} accepted: ${id} is now ${res.state}; ${HOLD_VERB_DONE[action](id)}`]);
   return EXIT.ok;
 }
 

@@ -95,6 +95,70 @@ export async function runCli(
     );
 
   program
+    .command("deploy")
+    .description(
+      "dark launch: start a release that deploys the candidate at 0% exposure and waits before the first traffic write until `baton release` (docs/lifecycle.md)",
+    )
+    .argument("<recipe>", "recipe YAML (or .json) file")
+    .option("--bundle <file>", "the manifest's Sigstore bundle (baton sign)")
+    .option(
+      "--attestation <file>",
+      "an image attestation bundle (provenance, SBOM); repeatable",
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
+    .addOption(json())
+    .action(
+      async (
+        file: string,
+        o: { json?: boolean; bundle?: string; attestation?: string[] },
+        c: Command,
+      ) => {
+        code = await cmd.start(
+          conn(c),
+          file,
+          {
+            json: Boolean(o.json),
+            hold: false,
+            exposure: "dark",
+            ...(o.bundle ? { bundle: o.bundle } : {}),
+            ...(o.attestation ? { attestation: o.attestation } : {}),
+          },
+          io,
+        );
+      },
+    );
+
+  program
+    .command("release")
+    .description(
+      "a release deployed dark waits at 0% exposure: expose it to its first wave; the rollout goes on",
+    )
+    .argument("<id>", "release id")
+    .option("--reason <text>", "why it is ready (kept in the history)")
+    .option("--actor <name>", "who you are (kept in the history; default $USER)")
+    .addOption(json())
+    .action(
+      async (id: string, o: { json?: boolean; reason?: string; actor?: string }, c: Command) => {
+        code = await cmd.holdVerb(conn(c), "release", id, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
+
+  program
+    .command("pause")
+    .description(
+      "pause a running release: nothing new starts, step runs in flight settle; `baton resume` continues",
+    )
+    .argument("<id>", "release id")
+    .requiredOption("--reason <text>", "why (kept in the history and shown on the release)")
+    .option("--actor <name>", "who you are (kept in the history; default $USER)")
+    .addOption(json())
+    .action(
+      async (id: string, o: { json?: boolean; reason: string; actor?: string }, c: Command) => {
+        code = await cmd.holdVerb(conn(c), "pause", id, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
+
+  program
     .command("sign")
     .description("sign a recipe's compiled manifest (Sigstore bundle) for admission")
     .argument("<recipe>", "recipe YAML (or .json) file")
@@ -198,7 +262,7 @@ export async function runCli(
 
   program
     .command("resume")
-    .description("resume a paused (or held) release")
+    .description("resume a release paused by an operator or on a failure (or held pending)")
     .argument("<id>", "release id")
     .addOption(json())
     .action(async (id: string, o: { json?: boolean }, c: Command) => {
@@ -232,7 +296,7 @@ export async function runCli(
   program
     .command("promote")
     .description(
-      "paused at an inconclusive gate: accept the risk and run on into the next wave (docs/gate.md)",
+      "widen to the next wave: past a manual promotion (recipe `promotion: manual`), or accepting the risk of an inconclusive gate (docs/gate.md)",
     )
     .argument("<id>", "release id")
     .option("--reason <text>", "why the risk is acceptable (kept in the history)")

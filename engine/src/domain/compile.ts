@@ -221,6 +221,11 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
         ...(gate ? { analysis: gate } : {}),
         // Only parallel waves say so: serial manifests (and their digests) are unchanged.
         ...(k > 1 ? { max_unavailable: k } : {}),
+        // Only a manual promotion is written (never on the last wave): other manifests (and
+        // their digests) are unchanged.
+        ...((w.promotion ?? r.promotion) === "manual" && i < r.rollout.waves.length - 1
+          ? { promotion: "manual" as const }
+          : {}),
       };
     }),
     ...(minServing === undefined ? {} : { min_serving: minServing }),

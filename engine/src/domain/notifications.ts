@@ -87,6 +87,9 @@ export function noticeKindFor(
   switch (s) {
     case "paused":
       if (typeof after.rerun_deadline === "number") return "waiting_for_rerun";
+      // A hold: the recipe's manual promotion waits for promote; a pause or a dark deploy
+      // waiting at 0% is a plain pause (its reason says who and which verb).
+      if (after.hold) return after.hold.kind === "promotion" ? "waiting_for_promotion" : "paused";
       // The gate a release is held at (issue 10's `Release.gate`), read without its type.
       if ((after as { gate?: unknown }).gate) return "waiting_for_promotion";
       return "paused";
@@ -193,7 +196,7 @@ export function buildNotice(
   if (kind === "waiting_for_rerun" && typeof after.rerun_deadline === "number") {
     parts[0] += ` until ${new Date(after.rerun_deadline).toISOString().slice(0, 16).replace("T", " ")} UTC`;
   }
-  if (kind === "abandoned" || kind === "waiting_for_promotion") {
+  if (kind === "abandoned" || kind === "waiting_for_promotion" || after.hold) {
     if (after.reason) parts.push(after.reason);
     if (after.abandoned) {
       const lanes = Object.entries(after.abandoned.lanes);

@@ -192,6 +192,12 @@ export function resolveLaneCount(v: number | string, of: number, round: "down" |
   return round === "down" ? Math.floor((of * pct) / 100) : Math.ceil((of * pct) / 100);
 }
 
+/** How a release widens to the next wave (docs/lifecycle.md "Manual promotion"). */
+export const Promotion = z.enum(["auto", "manual"], {
+  error:
+    "promotion must be auto (widen when the wave and its gate are done) or manual (wait for baton promote)",
+});
+
 /** Lanes released together, and the absolute traffic % on the lanes deployed so far. */
 export const RecipeWave = z
   .object({
@@ -214,6 +220,9 @@ export const RecipeWave = z
       .describe(
         "Lanes of this wave out of service (redeploying) at once: a count (e.g. 5) or a percent of the wave's lanes (e.g. 25%). Absent or 1: one lane at a time.",
       ),
+    promotion: Promotion.optional().describe(
+      "How the release widens past this wave: `manual` waits for an operator's promote before the next wave begins; `auto` goes on (after its gate, if any). Default: the recipe's `promotion`.",
+    ),
   })
   .strict();
 export type RecipeWave = z.infer<typeof RecipeWave>;
@@ -264,6 +273,9 @@ export const Recipe = z
         waves: z.array(RecipeWave).min(1, "a rollout needs at least one wave").max(64),
       })
       .strict(),
+    promotion: Promotion.optional().describe(
+      "How the release widens from each wave to the next: `manual` waits for an operator's promote after every wave but the last; `auto` (default) goes on by itself (after the wave's gate, if any). A wave's own `promotion` overrides it.",
+    ),
     min_serving: LaneCount("min_serving", 0)
       .optional()
       .describe(

@@ -10,7 +10,15 @@ import { Draft, eventData, findStepRun, type Refusal } from "./transition/draft.
 import { start } from "./transition/forward.ts";
 import { gateEvaluated, promote } from "./transition/gate.ts";
 import { guards } from "./transition/guards.ts";
-import { abandon, abort, resolve, resume, retry } from "./transition/operator.ts";
+import {
+  abandon,
+  abort,
+  pause,
+  release as releaseDark,
+  resolve,
+  resume,
+  retry,
+} from "./transition/operator.ts";
 import { preflight } from "./transition/preflight.ts";
 import { callback, dispatchAccepted, dispatchFailed, runnerDeadline } from "./transition/runner.ts";
 import type { Manifest, Release, ReleaseEvent, TransitionResult } from "./types.ts";
@@ -113,6 +121,10 @@ function route(d: Draft): Refusal | undefined {
       return abort(d, e);
     case "resume":
       return resume(d, e);
+    case "pause":
+      return pause(d, e);
+    case "release":
+      return releaseDark(d, e);
     case "abandon":
       return abandon(d, e);
     case "promote":

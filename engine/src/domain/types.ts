@@ -92,7 +92,18 @@ export interface Manifest {
    * `exclude_lane` and `include_lane`) at once, after the recipe's `min_serving`; present only
    * when above 1 (absent = one lane at a time, the serial walk of the table).
    */
-  waves: { lanes: string[]; traffic: number; analysis?: Analysis; max_unavailable?: number }[];
+  /**
+   * `promotion`: `manual` when the release waits for an operator's `promote` after this wave,
+   * before the next one widens exposure (recipe `promotion`); absent = automatic. Never on
+   * the last wave.
+   */
+  waves: {
+    lanes: string[];
+    traffic: number;
+    analysis?: Analysis;
+    max_unavailable?: number;
+    promotion?: "manual";
+  }[];
   /** Lanes of the model kept in service at every instant (recipe `min_serving`, resolved). */
   min_serving?: number;
   steps: ManifestStep[];
@@ -188,6 +199,24 @@ export interface GateWait {
   at: number | null;
 }
 
+/**
+ * Why a `paused` release waits for an operator's verb (docs/lifecycle.md): `pause`, an
+ * operator paused it (`resume` continues); `dark`, it was deployed at 0% exposure and waits
+ * before its first exposure (`release` continues); `promotion`, the recipe's
+ * `promotion: manual` holds it before wave `wave` widens exposure (`promote` continues).
+ */
+export interface Hold {
+  kind: "pause" | "dark" | "promotion";
+  /** Who: the operator who paused or deployed it; `recipe` for a manual promotion. */
+  actor: string;
+  /** Why, for people. */
+  reason: string;
+  /** Epoch ms the hold began (the request; a pause takes effect as in-flight work settles). */
+  at: number;
+  /** promotion: the 0-based wave the release waits to begin. */
+  wave?: number;
+}
+
 /** The release aggregate, persisted as one row with a conditional update on `resource_version`. */
 export interface Release {
   /** `r<number>`, e.g. `r17`. */
@@ -222,6 +251,15 @@ export interface Release {
    * an operator's promote or abort); null/absent otherwise.
    */
   gate?: GateWait | null;
+  /** The operator verb a `paused` release waits for besides abort; null/absent otherwise. */
+  hold?: Hold | null;
+  /**
+   * `dark`: deployed with 0% exposure (`deploy`); the release holds before its first traffic
+   * write above 0% until `release`, which sets `released`. Absent: exposed as it goes.
+   */
+  exposure?: "dark" | "released";
+  /** 0-based waves an operator promoted into past a `promotion: manual` hold. */
+  promoted?: number[];
   /**
    * The observed baseline: the control plane's lanes of the model as read at start (the
    * state compensation restores; docs/state-machine.md "The observed baseline"). Absent on
@@ -392,6 +430,18 @@ export type ReleaseEvent =
     }
   | { type: "abort"; actor: string; reason: string }
   | { type: "resume"; actor: string }
+  | {
+      /** An operator pauses a running release: nothing new starts; in-flight work settles. */
+      type: "pause";
+      actor: string;
+      reason: string;
+    }
+  | {
+      /** First exposure of a release deployed dark (waiting at 0%): the rollout goes on. */
+      type: "release";
+      actor: string;
+      reason: string;
+    }
   | {
       /** An operator accepts the risk of a gate that ended inconclusive: the next wave begins. */
       type: "promote";

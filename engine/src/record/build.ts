@@ -32,6 +32,8 @@ const DECISION_KINDS = new Set([
   "deadline",
   "dispatch_failed",
   "promote",
+  "pause",
+  "release",
   "gate",
 ]);
 

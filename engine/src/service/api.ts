@@ -42,12 +42,20 @@ export interface ReleaseRecord {
 export interface ReleaseApi {
   /**
    * Validates and compiles a recipe (object already parsed from YAML/JSON), creates a release
-   * and starts it; with `opts.hold` it stays `pending` until `resume`.
+   * and starts it; with `opts.hold` it stays `pending` until `resume`. With
+   * `opts.exposure: "dark"` (deploy) it waits at 0% exposure before its first traffic write
+   * above 0% until `release` (docs/lifecycle.md).
    */
   start(
     recipe: unknown,
     actor: string,
-    opts?: { hold?: boolean; bundle?: unknown; attestations?: unknown[]; rollback?: boolean },
+    opts?: {
+      hold?: boolean;
+      bundle?: unknown;
+      attestations?: unknown[];
+      rollback?: boolean;
+      exposure?: "dark";
+    },
   ): Promise<Release>;
   get(id: string): Promise<ReleaseRecord>;
   /**
@@ -77,7 +85,17 @@ export interface ReleaseApi {
   list(q: { state?: ReleaseState; limit: number; before?: number }): Promise<ReleaseSummary[]>;
   abort(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   resume(id: string, actor: string): Promise<Accepted | Refusal>;
-  /** A release paused at an inconclusive gate runs on into the next wave (docs/gate.md). */
+  /**
+   * An operator pauses a running release: nothing new starts, in-flight work settles; it
+   * waits paused, naming who and why, until `resume` (docs/lifecycle.md). Reason required.
+   */
+  pause(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
+  /** A release deployed dark, waiting at 0% exposure, is exposed: the rollout goes on. */
+  release(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
+  /**
+   * A release paused at an inconclusive gate (docs/gate.md) or waiting for a manual promotion
+   * (docs/lifecycle.md) runs on into the next wave.
+   */
   promote(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   retry(stepRunId: string, actor: string): Promise<Accepted | Refusal>;
   /**

@@ -134,6 +134,11 @@ export interface ReleaseServiceDeps {
 export interface StartOptions {
   /** Create the release `pending`; `resume` starts it. */
   hold?: boolean;
+  /**
+   * `dark` (deploy): the release waits at 0% exposure before its first traffic write above
+   * 0% until `release` (docs/lifecycle.md "Deploy and release").
+   */
+  exposure?: "dark";
   /** The manifest's Sigstore bundle (JSON), as `baton sign` or the recipe workflow wrote it. */
   bundle?: unknown;
   /** Image attestation bundles (provenance, SBOM). */
@@ -568,6 +573,7 @@ export class ReleaseService implements ReleaseApi {
       ...(baseline ? { baseline } : {}),
       ...(opts.lineage ? { lineage: opts.lineage } : {}),
       ...(opts.prerequisites ? { prerequisites: opts.prerequisites } : {}),
+      ...(opts.exposure === "dark" ? { exposure: "dark" as const } : {}),
     };
     const created: HistoryEntry = {
       release_id: pending.id,
@@ -575,13 +581,14 @@ export class ReleaseService implements ReleaseApi {
       kind: "created",
       step_run_id: null,
       outcome: "accepted",
-      message: `[engine] release ${pending.id} created by ${actor} from recipe ${compiled.manifest.recipe_name} (${compiled.manifest.steps.length} steps)${lineageMessage(opts.lineage, plan.manifest)}${opts.hold ? "; held pending until resumed" : ""}`,
+      message: `[engine] release ${pending.id} created by ${actor} from recipe ${compiled.manifest.recipe_name} (${compiled.manifest.steps.length} steps)${lineageMessage(opts.lineage, plan.manifest)}${opts.hold ? "; held pending until resumed" : ""}${opts.exposure === "dark" ? "; deployed dark: it waits at 0% exposure before its first traffic write until released" : ""}`,
       // The recipe and its bundles as admitted: what a later rollback to this manifest sends
       // again (docs/lifecycle.md). History rows are written once, never rewritten.
       data: {
         actor,
         manifest_digest: pending.manifest_digest,
         hold: opts.hold === true,
+        ...(opts.exposure === "dark" ? { exposure: "dark" } : {}),
         ...(opts.lineage ? { lineage: opts.lineage as unknown as Json } : {}),
         recipe: recipe as Json,
         ...(opts.bundle !== undefined ? { bundle: opts.bundle as Json } : {}),
@@ -1025,6 +1032,16 @@ export class ReleaseService implements ReleaseApi {
   /** Resumes a paused release; a release held `pending` (created with `hold`) starts. */
   async resume(id: string, actor: string): Promise<Accepted | Refusal> {
     return this.operator(id, { type: "resume", actor });
+  }
+
+  /** An operator pauses a running release (docs/lifecycle.md "Pause and resume"). */
+  async pause(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
+    return this.operator(id, { type: "pause", actor, reason });
+  }
+
+  /** First exposure of a release deployed dark (docs/lifecycle.md "Deploy and release"). */
+  async release(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
+    return this.operator(id, { type: "release", actor, reason });
   }
 
   /** A release paused at an inconclusive gate: the operator accepts the risk (docs/gate.md). */

@@ -27,6 +27,7 @@ export const KEEP_DATA_KINDS: ReadonlySet<string> = new Set([
   "accept",
   "promote",
   "pause",
+  "release",
   "rollback",
   "roll_forward",
   "admission",

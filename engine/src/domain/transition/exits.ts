@@ -6,10 +6,19 @@
  */
 import { transition } from "../transition.ts";
 import type { Release, ReleaseEvent } from "../types.ts";
+import { guards } from "./guards.ts";
 import { LANE_RUNS_NOTHING } from "./operator.ts";
 
 /** Operator actions, as the API, CLI and dashboard name them. */
-export type OperatorAction = "abort" | "resume" | "retry" | "resolve" | "abandon" | "promote";
+export type OperatorAction =
+  | "abort"
+  | "resume"
+  | "retry"
+  | "resolve"
+  | "abandon"
+  | "promote"
+  | "pause"
+  | "release";
 
 /** One exit the engine would accept now. */
 export interface AvailableAction {
@@ -55,13 +64,40 @@ export function availableActions(release: Release): AvailableAction[] {
       command: `baton resume ${id}`,
     });
   }
+  if (accepts({ type: "release", actor: PROBE_ACTOR, reason: PROBE_REASON })) {
+    out.push({
+      action: "release",
+      target: id,
+      needs_reason: false,
+      effect: `exposes the candidate for the first time: step ${release.cursor + 1} sets the first wave's traffic, then the rollout goes on`,
+      command: `baton release ${id} --reason "<why it is ready>"`,
+    });
+  }
   if (accepts({ type: "promote", actor: PROBE_ACTOR, reason: PROBE_REASON })) {
+    const manual = release.hold?.kind === "promotion";
     out.push({
       action: "promote",
       target: id,
       needs_reason: false,
-      effect: `accepts the risk of the inconclusive gate of wave ${(release.gate?.wave ?? 0) + 1} and runs on into the next wave`,
-      command: `baton promote ${id} --reason "<why the risk is acceptable>"`,
+      effect: manual
+        ? `widens to wave ${(release.hold?.wave ?? 0) + 1}: the recipe's promotion is manual and the previous wave is done`
+        : `accepts the risk of the inconclusive gate of wave ${(release.gate?.wave ?? 0) + 1} and runs on into the next wave`,
+      command: manual
+        ? `baton promote ${id} --reason "<why the wave is good>"`
+        : `baton promote ${id} --reason "<why the risk is acceptable>"`,
+    });
+  }
+  if (accepts({ type: "pause", actor: PROBE_ACTOR, reason: PROBE_REASON })) {
+    const flying = release.step_runs.filter((sr) => sr.direction === "fwd" && guards.inFlight(sr));
+    out.push({
+      action: "pause",
+      target: id,
+      needs_reason: true,
+      effect:
+        flying.length > 0
+          ? `starts nothing new: ${flying.map((sr) => sr.id).join(", ")} in flight settle${release.gate ? " and the gate keeps deciding" : ""}, then the release waits paused until resume`
+          : `starts nothing new: the release waits paused until resume${release.gate ? " (the gate keeps deciding)" : ""}`,
+      command: `baton pause ${id} --reason "<why>"`,
     });
   }
   for (const sr of release.step_runs) {

@@ -8,12 +8,16 @@
  * with the decision's reason; wait → the next evaluation `interval_ms` later; inconclusive →
  * `paused` for an operator, whose exits are `promote` and `abort`.
  */
+
 import { boundTo, type EvidenceBinding, evidenceSatisfies } from "../gate/evidence.ts";
 import { gateAt, lastStepOfWave, waveLabel } from "../gate/waves.ts";
+import { closedReleaseAccepts } from "../lifecycle-states.ts";
 import type { ReleaseEvent, StepRun } from "../types.ts";
 import { beginCompensation } from "./compensation.ts";
 import { type Draft, type Refusal, stepRunAt } from "./draft.ts";
 import { beginForwardAtCursor } from "./forward.ts";
+import { guards } from "./guards.ts";
+import { holdVerb, holdWords } from "./holds.ts";
 import { whereIs } from "./where.ts";
 
 type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
@@ -92,7 +96,10 @@ export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
       reason: `[engine] gate evidence for release ${ev.release_id} generation ${ev.generation} manifest ${ev.manifest_digest.slice(0, 12)} is not bound to release ${r.id} generation ${r.generation} manifest ${r.manifest_digest.slice(0, 12)}; it satisfies no guard`,
     };
   }
-  if (!g || g.wave !== ev.wave || r.state !== "running" || g.decision === "inconclusive") {
+  // An operator's pause does not stop a gate under way: it still decides (a fail compensates),
+  // and a pass holds the release paused instead of beginning the next wave.
+  const evaluating = r.state === "running" || (r.state === "paused" && r.hold?.kind === "pause");
+  if (!g || g.wave !== ev.wave || !evaluating || g.decision === "inconclusive") {
     d.ignore(
       `[engine] gate evaluation ${ev.seq} of ${waveLabel(r.manifest, ev.wave)} ignored: release ${r.id} is ${whereIs(r)}${g ? ` at the gate of ${waveLabel(r.manifest, g.wave)}` : ""}, not evaluating that gate`,
     );
@@ -129,6 +136,8 @@ export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
     return undefined;
   }
   if (ev.decision === "inconclusive") {
+    // promote or abort decides now; an operator's pause in force is folded into that wait.
+    r.hold = null;
     r.state = "paused";
     r.reason = `gate of ${label} is inconclusive: ${ev.reason}; promote (baton promote ${r.id}) to accept the risk, or abort (baton abort ${r.id}) to compensate`;
     d.accept(`[engine] release ${r.id} paused: ${r.reason}`, srId, data);
@@ -146,6 +155,13 @@ export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
       data,
     );
     r.gate = null;
+    if (r.hold) {
+      d.accept(
+        `[engine] release ${r.id} stays paused (${holdWords(r.hold)}); the next wave waits for ${holdVerb(r, r.hold)}`,
+        srId,
+      );
+      return undefined;
+    }
     r.reason = null;
     beginForwardAtCursor(d);
     return undefined;
@@ -177,11 +193,28 @@ export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
 export function promote(d: Draft, e: Ev<"promote">): Refusal | undefined {
   const r = d.release;
   const g = r.gate;
+  const h = r.hold;
+  if (r.state === "paused" && h?.kind === "promotion" && h.wave !== undefined) {
+    // `promotion: manual`: the operator widens to the next wave.
+    const label = waveLabel(r.manifest, h.wave);
+    r.state = "running";
+    r.reason = null;
+    r.hold = null;
+    r.promoted = [...(r.promoted ?? []), h.wave];
+    d.accept(
+      `[engine] release ${r.id} promoted by ${e.actor}${e.reason ? `: ${e.reason}` : ""}; ${label} begins (promotion is manual)`,
+      null,
+      { actor: e.actor, reason: e.reason, wave: h.wave },
+    );
+    beginForwardAtCursor(d);
+    return undefined;
+  }
   if (r.state !== "paused" || !g || g.decision !== "inconclusive") {
+    const held = r.state === "paused" && h ? `; it waits for ${holdVerb(r, h)}` : "";
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] release ${r.id} is ${whereIs(r)}; only a release paused at an inconclusive gate can be promoted`,
+      reason: `[engine] release ${r.id} is ${whereIs(r)}${held}; promote is accepted only by a release paused at an inconclusive gate or waiting for a manual promotion${guards.isTerminal(r) ? `; ${closedReleaseAccepts(r.id, r.state)}` : ""}`,
     };
   }
   const label = waveLabel(r.manifest, g.wave);

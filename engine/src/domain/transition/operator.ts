@@ -10,6 +10,7 @@ import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepRunAt } from "./draft.ts";
 import { beginForwardAtCursor, start } from "./forward.ts";
 import { guards } from "./guards.ts";
+import { firstExposureStep, holdVerb, holdWords } from "./holds.ts";
 import { parallelWaveOf, releaseRerunDeadline, stuckInWave } from "./lanes.ts";
 import { sendAction } from "./send.ts";
 import { settled, utcMinute } from "./settle.ts";
@@ -68,6 +69,7 @@ export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
     r.state = "aborted";
     r.generation += 1;
     r.reason = `aborted ${by}`;
+    r.hold = null;
     d.accept(`[engine] release ${r.id} aborted (${by}); no step took effect, nothing to undo`);
     return undefined;
   }
@@ -90,7 +92,15 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
       reason: `[engine] release ${r.id} is ${r.state}; only a paused or pending release resumes${r.state === "needs_operator" ? `; ${NEEDS_OPERATOR_EXITS(r.id)}` : guards.isTerminal(r) ? `; ${closedReleaseAccepts(r.id, r.state)}` : ""}`,
     };
   }
-  if (r.gate) {
+  const h = r.hold;
+  if (h && h.kind !== "pause") {
+    return {
+      status: 409,
+      code: "conflict",
+      reason: `[engine] release ${r.id} is paused (${holdWords(h)}); resume continues only an operator's pause; it waits for ${holdVerb(r, h)}, or abort (baton abort ${r.id})`,
+    };
+  }
+  if (r.gate && r.gate.decision === "inconclusive") {
     return {
       status: 409,
       code: "conflict",
@@ -101,7 +111,16 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
   r.state = "running";
   r.reason = null;
   r.rerun_deadline = null;
-  d.accept(`[engine] release ${r.id} resumed by ${e.actor} at step ${r.cursor + 1}`);
+  r.hold = null;
+  d.accept(
+    `[engine] release ${r.id} resumed by ${e.actor} at step ${r.cursor + 1}${h ? ` (it was ${holdWords(h)})` : ""}`,
+    null,
+    h ? { actor: e.actor, paused: { by: h.actor, reason: h.reason, at: h.at } } : {},
+  );
+  if (r.gate) {
+    // Paused while its gate was deciding: the gate goes on deciding (pass begins the next wave).
+    return undefined;
+  }
   if (parallelWaveOf(r, r.cursor) !== null) {
     // Every lane of the parallel wave that waits is sent again, then the wave moves on.
     for (const s of stuckInWave(r)) {
@@ -155,13 +174,15 @@ export function retry(d: Draft, sr: StepRun, e: Ev<"retry">): Refusal | undefine
 }
 
 /** A reason is required for resolve and abandon: the history must say why. */
-function reasonProblem(reason: string): Refusal | undefined {
+function reasonProblem(
+  reason: string,
+  ask = 'say what was done by hand and why (e.g. --reason "restored lane-a to the old image with deploy.sh on the host")',
+): Refusal | undefined {
   if (reason.trim() === "") {
     return {
       status: 422,
       code: "reason_required",
-      reason:
-        '[engine] reason is required: say what was done by hand and why (e.g. --reason "restored lane-a to the old image with deploy.sh on the host")',
+      reason: `[engine] reason is required: ${ask}`,
     };
   }
   if (reason.length > OPERATOR_REASON_MAX) {
@@ -276,5 +297,108 @@ export function abandon(d: Draft, e: Ev<"abandon">): Refusal | undefined {
     null,
     { actor: e.actor, reason: e.reason, lanes },
   );
+  return undefined;
+}
+
+/** The operator pause's refusals: what the release accepts instead, per state. */
+function pauseRefusal(id: string, state: string, extra: string): Refusal {
+  return {
+    status: 409,
+    code: "conflict",
+    reason: `[engine] release ${id} is ${state}; only a running release can be paused${extra}`,
+  };
+}
+
+/**
+ * `pause`: running -> paused by an operator (docs/lifecycle.md "Pause and resume"). Nothing
+ * new starts (no next step, lane or wave); step runs in flight settle (a success moves the
+ * cursor on, a failure follows the step's own policy) and a gate under way keeps deciding.
+ * A reason is required. Refused while compensating: an undo half done leaves the fleet in a
+ * state nobody planned, so compensation runs to its end (it waits in needs_operator if a
+ * step of it fails).
+ */
+export function pause(d: Draft, e: Ev<"pause">): Refusal | undefined {
+  const r = d.release;
+  if (r.state !== "running") {
+    if (guards.isTerminal(r))
+      return pauseRefusal(r.id, r.state, `; ${closedReleaseAccepts(r.id, r.state)}`);
+    if (r.state === "pending")
+      return pauseRefusal(
+        r.id,
+        r.state,
+        `; it has not started: resume (baton resume ${r.id}) starts it, abort ends it`,
+      );
+    if (r.state === "compensating")
+      return pauseRefusal(
+        r.id,
+        whereIs(r),
+        "; compensation is not paused (a half-done undo leaves the lanes in a state nobody planned): it runs to its end, and waits in needs_operator if an undo step fails",
+      );
+    if (r.state === "needs_operator")
+      return pauseRefusal(r.id, r.state, `; it already waits: ${NEEDS_OPERATOR_EXITS(r.id)}`);
+    const h = r.hold;
+    return pauseRefusal(
+      r.id,
+      `already ${whereIs(r)}`,
+      h
+        ? ` (${holdWords(h)}); it waits for ${holdVerb(r, h)}, or abort`
+        : `: ${r.reason ?? "it waits on an operator"}`,
+    );
+  }
+  const bad = reasonProblem(
+    e.reason,
+    'say why the release is paused, for whoever resumes it (e.g. --reason "error budget burn on lane-a, investigating")',
+  );
+  if (bad) return bad;
+  const flying = r.step_runs.filter((s) => s.direction === "fwd" && guards.inFlight(s));
+  const gate = r.gate ? `; the gate of wave ${r.gate.wave + 1} keeps deciding` : "";
+  r.state = "paused";
+  r.hold = { kind: "pause", actor: e.actor, reason: e.reason, at: d.now };
+  r.reason = `${holdWords(r.hold)}; nothing new starts until resume (baton resume ${r.id})`;
+  d.accept(
+    `[engine] release ${r.id} paused by ${e.actor} at step ${r.cursor + 1}: ${e.reason}; ${
+      flying.length > 0
+        ? `${flying.map((s) => s.id).join(", ")} in flight settle first`
+        : "nothing is in flight"
+    }${gate}; nothing new starts until resume`,
+    null,
+    { actor: e.actor, reason: e.reason, in_flight: flying.map((s) => s.id) },
+  );
+  return undefined;
+}
+
+/**
+ * `release`: the first exposure of a release deployed dark (docs/lifecycle.md "Deploy and
+ * release"). Accepted only while it waits at 0% exposure; the rollout goes on with its first
+ * traffic write above 0%.
+ */
+export function release(d: Draft, e: Ev<"release">): Refusal | undefined {
+  const r = d.release;
+  const h = r.hold;
+  if (r.state !== "paused" || h?.kind !== "dark") {
+    const why =
+      r.exposure === undefined
+        ? `it was not deployed dark (release applies to a release started with baton deploy, waiting at 0% exposure)`
+        : r.exposure === "released"
+          ? "it was released already"
+          : r.state === "running" || (r.state === "paused" && h?.kind === "pause")
+            ? `it is still deploying at 0% exposure; release is accepted once it waits before step ${firstExposureStep(r.manifest) + 1}`
+            : "it no longer waits at 0% exposure";
+    return {
+      status: 409,
+      code: "conflict",
+      reason: `[engine] release ${r.id} is ${whereIs(r)}; ${why}${h && h.kind !== "dark" ? `; it waits for ${holdVerb(r, h)}` : ""}${guards.isTerminal(r) ? `; ${closedReleaseAccepts(r.id, r.state)}` : ""}`,
+    };
+  }
+  r.state = "running";
+  r.reason = null;
+  r.hold = null;
+  r.exposure = "released";
+  d.accept(
+    `[engine] release ${r.id} released by ${e.actor}${e.reason ? `: ${e.reason}` : ""}; first exposure at step ${r.cursor + 1}`,
+    null,
+    { actor: e.actor, reason: e.reason },
+  );
+  beginForwardAtCursor(d);
   return undefined;
 }

@@ -53,14 +53,28 @@ function forwardFrom(r: Release, from: number): PlannedStep[] {
  * - promote: the forward steps from the cursor (the next wave, past the inconclusive gate);
  * - retry: the step run again, then forward to the end (or, for an undo, the rest of the undo);
  * - resolve: the undo steps below the resolved one;
- * - abandon: nothing runs; `leftAsIs` lists the undo steps that will not run.
+ * - abandon: nothing runs; `leftAsIs` lists the undo steps that will not run;
+ * - pause: nothing new runs; `runs` lists the forward step runs in flight, which settle;
+ * - release: the forward steps from the cursor (the first exposure) to the end.
  */
 export function planOf(r: Release, a: Pick<AvailableAction, "action" | "target">): ActionPlan {
   const none: ActionPlan = { runs: [], leftAsIs: [] };
   switch (a.action) {
     case "abort":
       return { runs: r.high_water_mark < 0 ? [] : undoFrom(r, r.high_water_mark), leftAsIs: [] };
+    case "pause":
+      return {
+        runs: r.step_runs
+          .filter((s) => s.direction === "fwd" && guards.inFlight(s))
+          .map((s) => ({
+            index: s.step_index,
+            direction: "fwd" as const,
+            lane: r.manifest.steps[s.step_index]?.lane ?? null,
+          })),
+        leftAsIs: [],
+      };
     case "resume":
+    case "release":
     case "promote":
       return {
         runs: forwardFrom(r, r.state === "pending" ? 0 : Math.max(r.cursor, 0)),

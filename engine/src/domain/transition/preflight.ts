@@ -189,7 +189,8 @@ function openAttempt(d: Draft, sr: StepRun, e: PreflightEvent, how: string): und
     sr.id,
   );
   // A parallel wave stays paused while another of its lanes still waits on a re-run or retry.
-  if (r.state === "paused" && stuckInWave(r).length === 0) {
+  // Not while an operator's pause (or another hold) is in force: that waits for its verb.
+  if (r.state === "paused" && !r.hold && stuckInWave(r).length === 0) {
     r.state = "running";
     r.reason = null;
     r.rerun_deadline = null;

@@ -9,6 +9,7 @@ import { type Draft, describe, stepOf } from "./draft.ts";
 import { beginForwardAtCursor } from "./forward.ts";
 import { beginGate, endsGatedWave } from "./gate.ts";
 import { guards } from "./guards.ts";
+import { holdVerb, holdWords } from "./holds.ts";
 import { parallelWaveOf, releaseRerunDeadline, stuckInWave, waitsOnRerun } from "./lanes.ts";
 import { backoffMs } from "./limits.ts";
 import { sendAction } from "./send.ts";
@@ -42,12 +43,30 @@ function settledForward(d: Draft, sr: StepRun): void {
         );
         return;
       }
+      if (r.hold) {
+        d.accept(
+          `[engine] ${describe(r, sr)} succeeded; release ${r.id} stays paused (${holdWords(r.hold)}); nothing new starts until ${holdVerb(r, r.hold)}`,
+          sr.id,
+        );
+        return;
+      }
       if (r.state === "paused") {
         r.state = "running";
         d.accept(`[engine] release ${r.id} running again: ${sr.id} succeeded`, sr.id);
       }
       r.reason = null;
       beginForwardAtCursor(d);
+      return;
+    }
+    if (r.hold) {
+      // An operator's pause: what was in flight settled; nothing new starts. A gated wave's
+      // gate still begins (it only observes exposure already in place; a fail compensates).
+      r.cursor = sr.step_index + 1;
+      d.accept(
+        `[engine] ${describe(r, sr)} succeeded; release ${r.id} stays paused (${holdWords(r.hold)}); nothing new starts until ${holdVerb(r, r.hold)}`,
+        sr.id,
+      );
+      if (endsGatedWave(d, sr)) beginGate(d, sr);
       return;
     }
     if (r.state === "paused") {
@@ -62,6 +81,17 @@ function settledForward(d: Draft, sr: StepRun): void {
     return;
   }
   const why = `${describe(r, sr)} ended ${sr.state}${sr.last_error ? `: ${sr.last_error}` : ""}`;
+  if (r.hold) {
+    // A failure is not held by an operator's pause: the step's own policy decides (retry,
+    // pause for an operator, re-run window, compensation), as without the pause.
+    d.accept(
+      `[engine] ${why}; the pause (${holdWords(r.hold)}) gives way to the step's failure handling`,
+      sr.id,
+    );
+    r.hold = null;
+    r.state = "running";
+    r.reason = null;
+  }
   if (retriedWithinBudget(d, sr, step.retries, why)) return;
   if (sr.kind === "runner" && sr.state === "unknown") {
     // F04: an unobserved runner outcome is never success and never a blind compensation.

@@ -4,12 +4,27 @@ import type { Role } from "./auth.ts";
 import { Layout, State } from "./layout.tsx";
 
 /** An operator action the dashboard offers. */
-export type ActionName = "abort" | "resume" | "retry" | "resolve" | "abandon";
+export type ActionName =
+  | "abort"
+  | "resume"
+  | "retry"
+  | "resolve"
+  | "abandon"
+  | "pause"
+  | "release"
+  | "promote";
 
 const WHAT: Record<ActionName, (target: string) => string> = {
   abort: (t) =>
     `Abort release ${t}? If any forward step may have taken effect, the engine compensates: it runs the backward steps from the high-water mark down to step 0. This cannot be undone; a finished release needs a new release.`,
-  resume: (t) => `Resume release ${t}? The step run it is paused on is dispatched again.`,
+  resume: (t) =>
+    `Resume release ${t}? It goes on from where it waits: a step run it is paused on is dispatched again, or the next step begins.`,
+  pause: (t) =>
+    `Pause release ${t}? Nothing new starts (no next step, lane or wave). Step runs already in flight settle first, a gate under way keeps deciding, and a failure still follows the step's policy. It waits paused, with your name and reason, until resume.`,
+  release: (t) =>
+    `Release ${t}? The candidate, deployed at 0% exposure, gets its first traffic: the first wave's traffic is set, then the rollout goes on wave by wave.`,
+  promote: (t) =>
+    `Promote release ${t}? It widens exposure to the next wave (past a manual promotion, or accepting the risk of an inconclusive gate).`,
   retry: (t) =>
     `Retry step run ${t}? It is dispatched again under a new dispatch number; older attempts are fenced out.`,
   resolve: (t) =>
@@ -144,6 +159,20 @@ export function ConfirmPage(props: {
                   maxlength={500}
                   value="aborted from the dashboard"
                 />
+              </p>
+            ) : null}
+            {props.action === "pause" ? (
+              <p>
+                <label for="reason">
+                  Reason (required; kept in the history and shown on the release)
+                </label>
+                <input id="reason" name="reason" size={60} maxlength={1000} required />
+              </p>
+            ) : null}
+            {props.action === "release" || props.action === "promote" ? (
+              <p>
+                <label for="reason">Reason (kept in the history)</label>
+                <input id="reason" name="reason" size={60} maxlength={1000} />
               </p>
             ) : null}
             {props.action === "resolve" || props.action === "abandon" ? (

@@ -416,7 +416,13 @@ export function dashboardApp(deps: DashboardDeps): Hono {
         res =
           action === "abort"
             ? await deps.api.abort(target, ACTOR, reason)
-            : await deps.api.resume(target, ACTOR);
+            : action === "pause"
+              ? await deps.api.pause(target, ACTOR, text(form.reason))
+              : action === "release"
+                ? await deps.api.release(target, ACTOR, text(form.reason))
+                : action === "promote"
+                  ? await deps.api.promote(target, ACTOR, text(form.reason))
+                  : await deps.api.resume(target, ACTOR);
       }
     } catch (err) {
       return fail(c, who, err);
@@ -448,7 +454,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     );
   };
 
-  for (const action of ["abort", "resume", "abandon"] as const) {
+  for (const action of ["abort", "resume", "abandon", "pause", "release", "promote"] as const) {
     app.get(`/releases/:id/${action}`, (c) => confirm(c, action, c.req.param("id")));
     app.post(`/releases/:id/${action}`, (c) => act(c, action, c.req.param("id")));
   }

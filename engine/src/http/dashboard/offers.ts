@@ -30,10 +30,12 @@ export interface Offer {
 const ORDER: Record<AvailableAction["action"], number> = {
   retry: 0,
   resume: 1,
-  promote: 2,
-  resolve: 3,
-  abort: 4,
-  abandon: 5,
+  release: 2,
+  promote: 3,
+  resolve: 4,
+  pause: 5,
+  abort: 6,
+  abandon: 7,
 };
 
 /** The actions the engine accepts for `r` now, most useful first. */
@@ -83,16 +85,44 @@ export function offers(r: Release): Offer[] {
             danger: true,
             command: a.command,
           };
-        default:
+        case "pause":
+          return {
+            action: a.action,
+            target: a.target,
+            label: "Pause release…",
+            effect: a.effect,
+            href: `/releases/${a.target}/pause`,
+            danger: false,
+            command: a.command,
+          };
+        case "release":
+          return {
+            action: a.action,
+            target: a.target,
+            label: "Release (first exposure)…",
+            effect: a.effect,
+            href: `/releases/${a.target}/release`,
+            danger: false,
+            command: a.command,
+          };
+        case "promote":
           return {
             action: a.action,
             target: a.target,
             label:
-              a.action === "resolve"
-                ? `Resolve the undo of ${words} (CLI)`
-                : a.action === "promote"
-                  ? "Promote past the inconclusive gate (CLI)"
-                  : "Abandon (CLI)",
+              r.hold?.kind === "promotion"
+                ? "Promote to the next wave…"
+                : "Promote past the inconclusive gate…",
+            effect: a.effect,
+            href: `/releases/${a.target}/promote`,
+            danger: false,
+            command: a.command,
+          };
+        default:
+          return {
+            action: a.action,
+            target: a.target,
+            label: a.action === "resolve" ? `Resolve the undo of ${words} (CLI)` : "Abandon (CLI)",
             effect: a.effect,
             href: null,
             danger: a.action === "abandon",
@@ -130,6 +160,13 @@ export function planWords(r: Release, action: Offer["action"], target: string): 
       heading: "Will NOT be undone (their effect stays; you confirm what each lane runs)",
       lanes: byLane(r, plan.leftAsIs),
       empty: "Nothing is left to undo.",
+    };
+  }
+  if (action === "pause") {
+    return {
+      heading: "In flight: these settle, then nothing new starts",
+      lanes: byLane(r, plan.runs),
+      empty: "Nothing is in flight: the release waits at once; nothing new starts until resume.",
     };
   }
   const undo = plan.runs.length > 0 && plan.runs.every((p) => p.direction === "bwd");

@@ -166,6 +166,8 @@ export const OPERATOR_EVENTS: ReadonlySet<string> = new Set([
   "resolve",
   "abandon",
   "promote",
+  "pause",
+  "release",
 ]);
 
 /** The first-screen facts of a release. */

@@ -1,6 +1,6 @@
 /**
  * Release routes: create (operator; recipe as JSON or YAML), list and read (viewer or
- * operator), abort and resume (operator).
+ * operator), abort, resume, pause, release and promote (operator).
  */
 
 import { type Context, Hono } from "hono";
@@ -50,7 +50,15 @@ const ListQuery = z
   .strict();
 
 const CreateQuery = z
-  .object({ start: z.enum(["true", "false"], { error: "must be true or false" }).optional() })
+  .object({
+    start: z.enum(["true", "false"], { error: "must be true or false" }).optional(),
+    exposure: z
+      .enum(["dark"], {
+        error:
+          "must be dark (deploy: wait at 0% exposure until POST …/release), or leave it out to expose as the waves say",
+      })
+      .optional(),
+  })
   .strict();
 
 /**
@@ -134,10 +142,26 @@ const HistoryQuery = z
 
 const AbortBody = z.object({ reason: ReasonField.optional() }).strict();
 
-/** `POST /v1/releases/:id/promote`: accept the risk of an inconclusive gate. */
+/**
+ * `POST /v1/releases/:id/promote`: accept the risk of an inconclusive gate, or widen past a
+ * manual promotion; `…/release` (first exposure of a dark deploy) takes the same body.
+ */
 const PromoteBody = z
   .object({
     reason: ReasonField.default(""),
+    actor: ActorField,
+  })
+  .strict();
+
+/** `POST /v1/releases/:id/pause`: the reason is required (the history and the page show it). */
+const PauseBody = z
+  .object({
+    reason: z
+      .string({
+        error: 'must say why the release is paused, e.g. {"reason": "investigating lane-a"}',
+      })
+      .max(1000, "must be at most 1000 characters")
+      .default(""),
     actor: ActorField,
   })
   .strict();
@@ -286,6 +310,7 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
     const release = await o.api.start(body.recipe, "operator", {
       hold: q.data.start === "false",
+      ...(q.data.exposure ? { exposure: q.data.exposure } : {}),
       ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
       attestations: body.attestations,
       rollback: body.rollback,
@@ -414,6 +439,20 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
       ...(b.data.record_digest ? { record_digest: b.data.record_digest } : {}),
     });
     return answer(c, r, (a) => ({ id, state: a.release.state, ...a.reply }));
+  });
+
+  app.post("/:id/pause", operator, async (c) => {
+    const id = releaseParam(c);
+    const b = await jsonBody(c, "pause body", PauseBody);
+    const r = await o.api.pause(id, actorOf(b.actor), b.reason);
+    return answer(c, r, (a) => ({ id, state: a.release.state, reason: a.release.reason }));
+  });
+
+  app.post("/:id/release", operator, async (c) => {
+    const id = releaseParam(c);
+    const b = await jsonBody(c, "release body", PromoteBody);
+    const r = await o.api.release(id, actorOf(b.actor), b.reason);
+    return answer(c, r, (a) => ({ id, state: a.release.state, generation: a.release.generation }));
   });
 
   app.post("/:id/resume", operator, async (c) => {
