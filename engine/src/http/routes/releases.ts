@@ -156,12 +156,7 @@ const PromoteBody = z
 /** `POST /v1/releases/:id/pause`: the reason is required (the history and the page show it). */
 const PauseBody = z
   .object({
-    reason: z
-      .string({
-        error: 'must say why the release is paused, e.g. {"reason": "investigating lane-a"}',
-      })
-      .max(1000, "must be at most 1000 characters")
-      .default(""),
+    reason: ReasonField.default(""),
     actor: ActorField,
   })
   .strict();
