@@ -4,7 +4,11 @@
  * printed in reverse. Plus bad arguments (exit 2, nothing started) and the step labels.
  */
 import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Ajv as AjvType } from "ajv";
 import { describe, expect, it, vi } from "vitest";
 import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
 import { runDemo } from "../../engine/src/demo/main.ts";
@@ -13,6 +17,34 @@ import { loadRecipe } from "../../engine/src/demo/stack.ts";
 import { compileRecipeInput } from "../../engine/src/recipes/compile-text.ts";
 
 const manifest = compileRecipeInput(loadRecipe()).manifest;
+
+const require = createRequire(import.meta.url);
+// Ajv's draft 2020-12 build (the published schema's dialect); CommonJS, loaded with require.
+const Ajv2020 = (require("ajv/dist/2020") as { Ajv2020: typeof AjvType }).Ajv2020;
+
+/**
+ * The record `--record` wrote, checked against the published JSON Schema file
+ * (engine/schema/release-record.schema.json) by Ajv, not by the engine's own type.
+ */
+function publishedSchemaRecord(file: string) {
+  const schema = JSON.parse(
+    readFileSync(join(REPO_ROOT, "engine/schema/release-record.schema.json"), "utf8"),
+  ) as Record<string, unknown>;
+  const validate = new Ajv2020({ allErrors: true, strict: false }).compile(schema);
+  const doc = JSON.parse(readFileSync(file, "utf8")) as {
+    release: { state: string; closed: boolean };
+    digest: string | null;
+    intended: { recovery_class: unknown };
+    evidence: { admission: { checks: { check: string; outcome: string }[] } | null };
+    decisions: { kind: string; automatic: boolean }[];
+    ran: { observed_lanes: { lane: string; source: string; observed: Record<string, unknown> }[] };
+    recovery: { exercised: boolean; rto_ms: number | null };
+    lineage: unknown;
+  };
+  const ok = validate(doc);
+  expect(ok, JSON.stringify(validate.errors)).toBe(true);
+  return doc;
+}
 
 /** Runs the demo through the npm script's command; resolves with exit code and output. */
 function demo(args: string[]): Promise<{ code: number | null; out: string }> {
@@ -44,9 +76,30 @@ function stepLines(out: string): [number, string, string, number, string][] {
 }
 
 describe("npm run demo", () => {
-  it.concurrent("runs recipes/example.yaml to succeeded, prints every step, exits 0", async () => {
-    const { code, out } = await demo([]);
+  it.concurrent("runs recipes/example.yaml to succeeded, prints every step, exits 0; --record writes a schema-valid record", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "baton-demo-record-"));
+    const file = join(dir, "record.json");
+    const { code, out } = await demo(["--record", file]);
     expect(code, out).toBe(0);
+    const rec = publishedSchemaRecord(file);
+    rmSync(dir, { recursive: true, force: true });
+    expect(rec.release).toMatchObject({ state: "succeeded", closed: true });
+    expect(rec.digest).toMatch(/^[0-9a-f]{64}$/);
+    expect(rec.evidence.admission?.checks.length).toBeGreaterThan(0);
+    expect(rec.decisions.some((d) => d.kind === "gate" && d.automatic)).toBe(true);
+    expect(rec.recovery.exercised).toBe(false);
+    expect(rec.lineage).toBeNull();
+    // Observed lane states: the control plane at start and the image each lane's target
+    // reported running (the candidate's, as the manifest says).
+    const sources = new Set(rec.ran.observed_lanes.map((o) => o.source));
+    expect([...sources].sort()).toEqual([
+      "control_plane_at_start",
+      "target_report",
+      "traffic_assert",
+    ]);
+    const reported = rec.ran.observed_lanes.filter((o) => o.source === "target_report");
+    expect(new Set(reported.map((o) => o.lane))).toEqual(new Set(manifest.lanes.map((l) => l.id)));
+    for (const o of reported) expect(o.observed.images).toContain(manifest.image);
     const lines = stepLines(out);
     expect(lines.map((l) => l[0])).toEqual(manifest.steps.map((s) => s.index + 1));
     for (const l of lines) expect(l.slice(2), out).toEqual(["fwd", 1, "succeeded"]);
@@ -67,9 +120,16 @@ describe("npm run demo", () => {
     expect(out).toContain("[demo] (run with --serve to keep the dashboard up)");
   }, 300_000);
 
-  it.concurrent("--fail-at attach_queue_lane:lane-b shows compensation and exits 1", async () => {
-    const { code, out } = await demo(["--fail-at", "attach_queue_lane:lane-b"]);
+  it.concurrent("--fail-at attach_queue_lane:lane-b shows compensation and exits 1; its record has the RTO", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "baton-demo-record-"));
+    const file = join(dir, "record.json");
+    const { code, out } = await demo(["--fail-at", "attach_queue_lane:lane-b", "--record", file]);
     expect(code, out).toBe(1);
+    const rec = publishedSchemaRecord(file);
+    rmSync(dir, { recursive: true, force: true });
+    expect(rec.release).toMatchObject({ state: "rolled_back", closed: true });
+    expect(rec.recovery.exercised).toBe(true);
+    expect(rec.recovery.rto_ms).toBeGreaterThan(0);
     const lines = stepLines(out);
     expect(lines.find((l) => l[1] === "attach_queue_lane:lane-b")?.[4]).toBe("failed");
     const backward = lines.filter((l) => l[2] === "bwd");

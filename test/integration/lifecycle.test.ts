@@ -9,6 +9,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { ReleaseRecordDocument } from "../../engine/src/record/schema.ts";
 import { makeTrust, type Trust } from "../support/admission-fixture.ts";
 import { IMAGE, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
 import {
@@ -129,10 +130,17 @@ describe.each(STORE_KINDS)("lifecycle verbs on %s", (kind) => {
       };
       expect(full.manifest).toMatchObject({ image: PREVIOUS_IMAGE, previous_image: IMAGE });
       expect(full.lifecycle_actions.map((a) => a.action)).toEqual(["rollback"]);
-      const rec = (await (await op(h, "GET", `/v1/releases/${body.id}/record`)).json()) as {
-        deviations: { what: string }[];
-      };
+      const rec = ReleaseRecordDocument.parse(
+        await (await op(h, "GET", `/v1/releases/${body.id}/record`)).json(),
+      );
       expect(rec.deviations.some((d) => /explicit rollback/.test(d.what))).toBe(true);
+      // The record's lineage: rolled back from r, running p's manifest; r was a plain start.
+      expect(rec.lineage).toEqual({
+        verb: "rollback",
+        of: r,
+        manifest_of: p,
+        chain: [{ id: r, verb: null, of: null, manifest_of: null }],
+      });
     },
   );
 
@@ -186,6 +194,16 @@ describe.each(STORE_KINDS)("lifecycle verbs on %s", (kind) => {
       await drive(h, fleet.decide());
       expect(await state(h, body.id)).toBe("succeeded");
       expect([...fleet.images.values()]).toEqual([FIXED, FIXED]);
+      const rec = ReleaseRecordDocument.parse(
+        await (await op(h, "GET", `/v1/releases/${body.id}/record`)).json(),
+      );
+      expect(rec.lineage).toEqual({
+        verb: "roll_forward",
+        of: r,
+        manifest_of: null,
+        chain: [{ id: r, verb: null, of: null, manifest_of: null }],
+      });
+      expect((await getRecord(h, r)).state).toBe("rolled_back");
 
       const again = await op(h, "POST", `/v1/releases/${body.id}/roll-forward`, { recipe: fixed });
       expect(again.status).toBe(409);

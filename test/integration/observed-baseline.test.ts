@@ -141,9 +141,12 @@ describe.each(STORE_KINDS)("observed baseline on %s", (kind) => {
       const record = await op(h, "GET", `/v1/releases/${id}/record`);
       expect(record.status).toBe(200);
       const doc = (await record.json()) as {
-        ran: { observed_lanes: { lane: string; observed: { image: string | null } }[] };
+        ran: {
+          observed_lanes: { lane: string; source: string; observed: { image: string | null } }[];
+        };
       };
-      expect(doc.ran.observed_lanes.map((l) => [l.lane, l.observed.image])).toEqual([
+      const atStart = doc.ran.observed_lanes.filter((l) => l.source === "control_plane_at_start");
+      expect(atStart.map((l) => [l.lane, l.observed.image])).toEqual([
         ["lane-a", HOTFIX],
         ["lane-b", PREVIOUS_IMAGE],
       ]);

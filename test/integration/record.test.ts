@@ -83,6 +83,23 @@ describe.each(STORE_KINDS)("release record on %s", (kind) => {
         finished_at: null,
         rto_ms: null,
       });
+      // Observed lane states: the control plane's lanes at start (as seeded), each traffic
+      // assert's weights, the last of which the control plane still holds.
+      const atStart = rec.ran.observed_lanes.filter((o) => o.source === "control_plane_at_start");
+      expect(atStart.map((o) => [o.lane, o.observed.weight])).toEqual([
+        ["lane-a", 50],
+        ["lane-b", 50],
+      ]);
+      const asserts = rec.ran.observed_lanes.filter((o) => o.source === "traffic_assert");
+      const assertSteps = rec.intended.rollout_policy.steps.filter(
+        (s) => s.name === "assert_traffic_observed",
+      );
+      expect(new Set(asserts.map((o) => o.step_run_id)).size).toBe(assertSteps.length);
+      const now = h.cp.weights("summarizer-v7");
+      const lastAssert = asserts.filter((o) => o.step_run_id === asserts.at(-1)?.step_run_id);
+      expect(Object.fromEntries(lastAssert.map((o) => [o.lane, o.observed.weight]))).toEqual(now);
+      expect(rec.lineage).toBeNull();
+      expect(rec.known_gaps.join("\n")).not.toMatch(/no observed baseline/);
       const { digest, acceptance: _a, refused_events: _r, ...body } = rec;
       expect(digest).toBe(recordDigest(body));
 

@@ -4,11 +4,13 @@
  */
 import type { GateEvidence } from "../domain/gate/evidence.ts";
 import { gateSummaries } from "../domain/gate/summary.ts";
+import { reportedImages } from "../domain/result-evidence.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { HistoryEntry, Release } from "../domain/types.ts";
+import type { AttemptResult } from "../ports/store.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import { sha256Hex } from "../protocol/sha256.ts";
-import type { ReleaseRecordDocument } from "./schema.ts";
+import { OBSERVED_SOURCES, type ReleaseRecordDocument } from "./schema.ts";
 
 /** History kind of an owner's acceptance (appended by `accept`). */
 export const ACCEPT_KIND = "accepted_by_owner";
@@ -65,14 +67,108 @@ export function recordDigest(
   return sha256Hex(canonicalJson(r));
 }
 
+/** One ancestor of a release in its lineage chain (`lineage.chain`). */
+export type LineageLink = ReleaseRecordDocument["lineage"] extends infer L
+  ? L extends { chain: (infer C)[] }
+    ? C
+    : never
+  : never;
+
+/** Inputs of `buildRecord` besides the release and its history. */
+export interface RecordInputs {
+  /** owner/name of the repository the runs ran in: builds the run links. */
+  repository?: string;
+  /** The release's stored gate evaluations, any order (summarised per gate). */
+  evidence?: readonly GateEvidence[];
+  /** The release's stored attempt results: the images the target reported. */
+  attemptResults?: readonly AttemptResult[];
+  /** The releases `release.lineage.of` leads to, nearest first (see `lineageChain`). */
+  chain?: readonly LineageLink[];
+}
+
+type ObservedLane = ReleaseRecordDocument["ran"]["observed_lanes"][number];
+
 /**
- * The record of `release` from its history and `o.evidence` (its stored gate evaluations,
- * any order; summarised per gate into `evidence.gates`).
+ * The lane states the release observed, oldest first: the control plane's lanes at start (the
+ * observed baseline), the weights each succeeded traffic assert saw (it succeeds only when the
+ * control plane held exactly its weights), and the images the target reported running at the
+ * end of each runner attempt (checks.json `image`).
+ */
+export function observedLanes(
+  release: Release,
+  results: readonly AttemptResult[] = [],
+): ObservedLane[] {
+  const out: ObservedLane[] = [];
+  const b = release.baseline;
+  if (b) {
+    for (const l of b.lanes) {
+      out.push({
+        lane: l.id,
+        at: b.read_at,
+        source: "control_plane_at_start",
+        step_run_id: null,
+        observed: {
+          weight: l.weight,
+          excluded: l.excluded,
+          capabilities: [...l.capabilities],
+          advertised: l.advertised,
+          image: l.image ?? null,
+        },
+      });
+    }
+  }
+  for (const sr of release.step_runs) {
+    if (sr.state !== "succeeded" || sr.resolved) continue;
+    const step = release.manifest.steps[sr.step_index];
+    const action = sr.direction === "fwd" ? step?.forward : step?.backward;
+    if (action?.kind !== "control_plane" || action.request.op !== "assert_traffic") continue;
+    for (const [lane, weight] of Object.entries(action.request.weights)) {
+      out.push({
+        lane,
+        at: sr.finished_at,
+        source: "traffic_assert",
+        step_run_id: sr.id,
+        observed: { weight, percent: action.request.percent },
+      });
+    }
+  }
+  const byId = new Map(release.step_runs.map((s) => [s.id, s]));
+  for (const res of results) {
+    const images = reportedImages(res.checks);
+    const sr = byId.get(res.step_run_id);
+    const lane = sr ? release.manifest.steps[sr.step_index]?.lane : null;
+    if (images.length === 0 || !lane) continue;
+    out.push({
+      lane,
+      at: res.received_at,
+      source: "target_report",
+      step_run_id: res.step_run_id,
+      observed: { images, attempt: res.attempt, overall: res.overall },
+    });
+  }
+  // Oldest first; at equal times in the order the step runs were created (then lane, attempt),
+  // so the same release gives the same bytes from either store.
+  const rank = (x: ObservedLane) => OBSERVED_SOURCES.indexOf(x.source);
+  const order = new Map(release.step_runs.map((s, i) => [s.id, i]));
+  const created = (x: ObservedLane) => (x.step_run_id ? (order.get(x.step_run_id) ?? -1) : -1);
+  return out.sort(
+    (a, b) =>
+      (a.at ?? 0) - (b.at ?? 0) ||
+      rank(a) - rank(b) ||
+      created(a) - created(b) ||
+      a.lane.localeCompare(b.lane) ||
+      Number(a.observed.attempt ?? 0) - Number(b.observed.attempt ?? 0),
+  );
+}
+
+/**
+ * The record of `release` from its history and `o` (gate evaluations, attempt results,
+ * lineage chain).
  */
 export function buildRecord(
   release: Release,
   history: HistoryEntry[],
-  o: { repository?: string; evidence?: readonly GateEvidence[] } = {},
+  o: RecordInputs = {},
 ): ReleaseRecordDocument {
   const m = release.manifest;
   const closed = TERMINAL_RELEASE_STATES.has(release.state);
@@ -205,19 +301,7 @@ export function buildRecord(
           run_url: runUrl(o.repository, a.run_id, a.run_attempt),
         })),
       })),
-      // The observed baseline: each lane as the control plane showed it at start, with the
-      // image it ran (null: the control plane did not report one).
-      observed_lanes: (release.baseline?.lanes ?? []).map((l) => ({
-        lane: l.id,
-        observed: {
-          at: release.baseline?.read_at ?? null,
-          weight: l.weight,
-          excluded: l.excluded,
-          capabilities: [...l.capabilities],
-          advertised: l.advertised,
-          image: l.image ?? null,
-        },
-      })),
+      observed_lanes: observedLanes(release, o.attemptResults),
     },
     evidence: {
       admission: release.admission
@@ -233,6 +317,14 @@ export function buildRecord(
         : null,
       gates: gateSummaries(o.evidence ?? []) as unknown as Record<string, unknown>[],
     },
+    lineage: release.lineage
+      ? {
+          verb: release.lineage.verb,
+          of: release.lineage.of,
+          manifest_of: release.lineage.manifest_of ?? null,
+          chain: [...(o.chain ?? [])],
+        }
+      : null,
     decisions,
     deviations,
     known_gaps,

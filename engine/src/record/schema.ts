@@ -15,6 +15,20 @@ const Signer = z.union([
   z.object({ kind: z.literal("key"), key_id: z.string() }),
   z.object({ kind: z.literal("keyless"), san: z.string(), issuer: z.string() }),
 ]);
+/** Where an observed lane state in the record comes from (`ran.observed_lanes[].source`). */
+export const OBSERVED_SOURCES = [
+  "control_plane_at_start",
+  "traffic_assert",
+  "target_report",
+] as const;
+
+const LineageLink = z.object({
+  id: z.string(),
+  verb: z.enum(["rollback", "roll_forward"]).nullable().describe("null: started with start"),
+  of: z.string().nullable(),
+  manifest_of: z.string().nullable(),
+});
+
 const Check = z.object({
   check: z.string(),
   outcome: z.enum(["pass", "fail", "skipped"]),
@@ -91,9 +105,24 @@ export const ReleaseRecordDocument = z
         }),
       ),
       observed_lanes: z
-        .array(z.object({ lane: z.string(), observed: z.record(z.string(), z.unknown()) }))
+        .array(
+          z.object({
+            lane: z.string(),
+            at: Ms.nullable().describe("when it was observed"),
+            source: z
+              .enum(OBSERVED_SOURCES)
+              .describe(
+                "control_plane_at_start: the observed baseline read before step 1; traffic_assert: the control plane held these weights when an assert_traffic_observed step run succeeded; target_report: the image the target reported running at the end of a runner step run's attempt",
+              ),
+            step_run_id: z
+              .string()
+              .nullable()
+              .describe("the step run that observed it (null for the baseline)"),
+            observed: z.record(z.string(), z.unknown()),
+          }),
+        )
         .describe(
-          "the observed baseline: each lane as the control plane showed it at start (weight, excluded, capabilities, advertised, image or null when not reported); empty when none was read",
+          "lane states the engine observed while the release ran, oldest first: the control plane's lanes at start (with the image each ran, null when not reported), the weights each traffic assert saw, the images the target reported",
         ),
     }),
     evidence: z.object({
@@ -112,6 +141,22 @@ export const ReleaseRecordDocument = z
         .array(z.record(z.string(), z.unknown()))
         .describe("gate evaluations, when the release has any"),
     }),
+    lineage: z
+      .object({
+        verb: z.enum(["rollback", "roll_forward"]),
+        of: z.string().describe("the release rolled back (succeeded) or rolled forward from"),
+        manifest_of: z
+          .string()
+          .nullable()
+          .describe("rollback: the earlier succeeded release whose admitted manifest ran again"),
+        chain: z
+          .array(LineageLink)
+          .describe(
+            "the releases this one descends from, nearest first, following `of` (at most 20)",
+          ),
+      })
+      .nullable()
+      .describe("which lifecycle verb started this release, and from which release (null: start)"),
     decisions: z.array(
       z.object({
         at: Ms,

@@ -59,7 +59,7 @@ import {
 import type { TargetProbe } from "../ports/target-probe.ts";
 import { RELEASE_ID_PATTERN, releaseIdOfStepRun } from "../protocol/ids.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
-import { ACCEPT_KIND, buildRecord } from "../record/build.ts";
+import { ACCEPT_KIND, buildRecord, type LineageLink } from "../record/build.ts";
 import type { ReleaseRecordDocument } from "../record/schema.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "./api.ts";
 import { type Domain, defaultDomain } from "./domain.ts";
@@ -206,6 +206,8 @@ export const LIVE_MARK_SHARE_MS = 500;
 
 /** How many of the latest succeeded releases a rollback looks through for the previous manifest. */
 export const ROLLBACK_SCAN = 200;
+/** Ancestors a release record's `lineage.chain` lists at most. */
+export const LINEAGE_CHAIN_MAX = 20;
 
 /** Releases kept in the read cache (each a few tens of KB: ~25 MB at most). */
 const RELEASE_CACHE_MAX = 500;
@@ -791,11 +793,41 @@ export class ReleaseService implements ReleaseApi {
    * links. @throws BatonError `not_found` / `bad_request` as `get`.
    */
   async releaseRecord(id: string, repository?: string): Promise<ReleaseRecordDocument> {
-    const { release, history, gate_evidence } = await this.get(id);
+    return this.recordOf(await this.get(id), repository);
+  }
+
+  /** The record of a release already read (`get`), with its lineage chain read from the store. */
+  private async recordOf(rec: ReleaseRecord, repository?: string): Promise<ReleaseRecordDocument> {
+    const { release, history, gate_evidence, attempt_results } = rec;
     return buildRecord(release, history, {
       ...(repository ? { repository } : {}),
       evidence: gate_evidence ?? [],
+      attemptResults: attempt_results,
+      chain: await this.lineageChain(release),
     });
+  }
+
+  /**
+   * The releases `release` descends from by rollback or roll forward, nearest first, following
+   * `lineage.of` (at most `LINEAGE_CHAIN_MAX`, a cycle or a missing release ends it).
+   */
+  private async lineageChain(release: Release): Promise<LineageLink[]> {
+    const out: LineageLink[] = [];
+    const seen = new Set([release.id]);
+    let next = release.lineage?.of;
+    while (next && !seen.has(next) && out.length < LINEAGE_CHAIN_MAX) {
+      seen.add(next);
+      const r = await this.store.getRelease(next);
+      if (!r) break;
+      out.push({
+        id: r.id,
+        verb: r.lineage?.verb ?? null,
+        of: r.lineage?.of ?? null,
+        manifest_of: r.lineage?.manifest_of ?? null,
+      });
+      next = r.lineage?.of;
+    }
+    return out;
   }
 
   /**
@@ -808,8 +840,9 @@ export class ReleaseService implements ReleaseApi {
     by: string,
     o: { expires_at?: number | null; note?: string; record_digest?: string } = {},
   ): Promise<Accepted | Refusal> {
-    const { release, history, gate_evidence } = await this.get(id);
-    const rec = buildRecord(release, history, { evidence: gate_evidence ?? [] });
+    const read = await this.get(id);
+    const { release } = read;
+    const rec = await this.recordOf(read);
     if (!rec.release.closed || !rec.digest) {
       return {
         ok: false,
