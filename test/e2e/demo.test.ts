@@ -61,7 +61,7 @@ function demo(args: string[]): Promise<{ code: number | null; out: string }> {
     child.stderr.on("data", (d: Buffer) => {
       out += d.toString();
     });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 280_000);
+    const timer = setTimeout(() => child.kill("SIGKILL"), 560_000);
     child.on("exit", (code) => {
       clearTimeout(timer);
       ok({ code, out });
@@ -118,7 +118,7 @@ describe("npm run demo", () => {
     expect(signIn).toBeLessThan(out.indexOf("[demo] release r1:"));
     expect(out).toMatch(/\[demo\] watch live\s+http:\/\/127\.0\.0\.1:\d+\/releases\/r1/);
     expect(out).toContain("[demo] (run with --serve to keep the dashboard up)");
-  }, 300_000);
+  }, 600_000);
 
   it.concurrent("--fail-at attach_queue_lane:lane-b shows compensation and exits 1; its record has the RTO", async () => {
     const dir = mkdtempSync(join(tmpdir(), "baton-demo-record-"));
@@ -146,7 +146,7 @@ describe("npm run demo", () => {
     ]);
     for (const l of backward) expect(l[4]).toBe("succeeded");
     expect(out).toMatch(/release r1 ended rolled_back/);
-  }, 300_000);
+  }, 600_000);
 
   it.concurrent("--candidate-error-rate 0.05 fails the first gate and rolls back with the reason", async () => {
     const { code, out } = await demo(["--candidate-error-rate", "0.05"]);
@@ -158,7 +158,7 @@ describe("npm run demo", () => {
     // The next wave never began; the router's weights are the baseline again.
     expect(stepLines(out).some((l) => l[1] === "exclude_lane:lane-b")).toBe(false);
     expect(out).toMatch(/weights now lane-a 34%, lane-b 33%, lane-c 33%/);
-  }, 300_000);
+  }, 600_000);
 });
 
 describe("demo arguments", () => {

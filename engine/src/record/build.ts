@@ -266,7 +266,12 @@ export function buildRecord(
       signer: release.admission?.signer ?? null,
       recovery_class: null,
       rollout_policy: {
-        waves: m.waves,
+        waves: m.waves.map((w) => ({
+          lanes: [...w.lanes],
+          traffic: w.traffic,
+          ...(w.analysis ? { analysis: w.analysis as unknown as Record<string, unknown> } : {}),
+          ...(w.max_unavailable !== undefined ? { max_unavailable: w.max_unavailable } : {}),
+        })),
         steps: m.steps.map((s) => ({
           index: s.index,
           name: s.name,

@@ -60,7 +60,21 @@ export const ReleaseRecordDocument = z
         .nullable()
         .describe("null: the recipe declares none (recovery classes are not implemented yet)"),
       rollout_policy: z.object({
-        waves: z.array(z.object({ lanes: z.array(z.string()), traffic: z.number() })),
+        waves: z.array(
+          z.object({
+            lanes: z.array(z.string()),
+            traffic: z.number(),
+            analysis: z
+              .record(z.string(), z.unknown())
+              .optional()
+              .describe("the wave's gate, defaults filled (docs/gate.md); absent: no gate"),
+            max_unavailable: z
+              .number()
+              .int()
+              .optional()
+              .describe("lanes of the wave out of service at once, when above 1"),
+          }),
+        ),
         steps: z.array(
           z.object({
             index: z.number().int(),
