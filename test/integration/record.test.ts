@@ -77,8 +77,16 @@ describe.each(STORE_KINDS)("release record on %s", (kind) => {
       expect(rec.evidence.admission?.checks.map((c) => c.check)).toContain("image_provenance");
       expect(rec.ran.step_runs.length).toBe(rec.intended.rollout_policy.steps.length);
       expect(rec.decisions[0]).toMatchObject({ kind: "created", by: "operator", automatic: false });
+      expect(rec.intended.recovery_class).toBe("reversible");
+      expect(rec.intended.recovery_policy).toEqual({
+        declared: false,
+        unsafe_after: null,
+        restore: null,
+      });
       expect(rec.recovery).toEqual({
+        class: "reversible",
         exercised: false,
+        held_for_roll_forward: null,
         started_at: null,
         finished_at: null,
         rto_ms: null,

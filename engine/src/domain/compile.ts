@@ -201,6 +201,9 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
   planProblems.push(...domainsBlocked(r, lanes, outAtStart, parallel));
   if (planProblems.length > 0) throw contractFailed(planProblems);
 
+  const unsafeAfter = unsafeAfterIndex(r, steps);
+  if (typeof unsafeAfter !== "number" && unsafeAfter !== null) throw contractFailed([unsafeAfter]);
+
   const tableProblems = checkStepTable(steps);
   if (tableProblems.length > 0) throw contractFailed(tableProblems);
 
@@ -233,6 +236,17 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     // Only when the recipe says so: manifests (and digests) of other recipes are unchanged.
     ...(r.notify ? { notify: { ...r.notify } } : {}),
     ...(r.environment ? { environment: r.environment } : {}),
+    // Only when the recipe declares its recovery class: absent means reversible, and the
+    // manifests (and digests) of recipes that declare none are unchanged.
+    ...(r.recovery_class
+      ? {
+          recovery: {
+            class: r.recovery_class,
+            ...(unsafeAfter !== null ? { unsafe_after: unsafeAfter } : {}),
+            ...(r.restore !== undefined ? { restore: r.restore } : {}),
+          },
+        }
+      : {}),
   };
   return { manifest, canonical: canonicalJson(manifest) };
 }
@@ -268,6 +282,27 @@ function domainsBlocked(
     }
   });
   return problems;
+}
+
+/**
+ * The table index of the recipe's `unsafe_after` step (roll_forward_only), null when it has
+ * none, or the problem when the table has no such step (a 100% wave that takes out every lane
+ * has no drain_wave).
+ */
+function unsafeAfterIndex(r: Recipe, steps: readonly ManifestStep[]): number | null | Problem {
+  const a = r.recovery_class === "roll_forward_only" ? r.unsafe_after : undefined;
+  if (!a) return null;
+  const hit = steps.find(
+    (s) =>
+      s.name === a.step &&
+      (a.lane !== undefined ? s.lane === a.lane : s.lane === null && s.wave === (a.wave ?? 0) - 1),
+  );
+  if (hit) return hit.index;
+  return {
+    path: "unsafe_after",
+    message: `the compiled step table has no step ${a.step}${a.lane ? ` on lane ${a.lane}` : ` in wave ${a.wave}`}`,
+    fix: "Name a step the table has (`baton check` prints the table), e.g. the lane's attach_queue_lane.",
+  };
 }
 
 function makeStep(

@@ -32,6 +32,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     })),
     ...(parsed.success ? [] : schemaProblems(Recipe, parsed.error.issues, input)),
     ...crossFieldProblems(input),
+    ...recoveryProblems(input),
     ...analysisProblems(input),
     ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),
   ];
@@ -49,6 +50,107 @@ function arr(v: unknown): unknown[] {
 }
 const isPercent = (v: unknown): v is number =>
   typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 100;
+
+/**
+ * The recovery class's fields (docs/recipes.md "Recovery class"): `unsafe_after` is given with
+ * `roll_forward_only` and only then, and names a step of the table (a lane step with a lane of
+ * the recipe, a wave step with a wave of the rollout); `restore` goes with `recoverable`.
+ */
+function recoveryProblems(input: unknown): Problem[] {
+  const root = obj(input);
+  if (!root) return [];
+  const problems: Problem[] = [];
+  const cls = root.recovery_class;
+  const after = obj(root.unsafe_after);
+  if (cls === "roll_forward_only" && root.unsafe_after === undefined) {
+    problems.push({
+      path: "unsafe_after",
+      message: "recovery_class roll_forward_only needs the step after which rollback is unsafe",
+      fix: "Add `unsafe_after: {step: attach_queue_lane, lane: <lane id>}` (a lane step) or `unsafe_after: {step: set_traffic, wave: <n>}` (a wave step).",
+    });
+  }
+  if (cls !== "roll_forward_only" && root.unsafe_after !== undefined) {
+    problems.push({
+      path: "unsafe_after",
+      message: `unsafe_after is only read with recovery_class roll_forward_only (this recipe's class is ${typeof cls === "string" ? cls : "reversible, the default"})`,
+      fix: "Set `recovery_class: roll_forward_only`, or remove `unsafe_after`.",
+    });
+  }
+  if (cls === "recoverable" && root.restore === undefined) {
+    problems.push({
+      path: "restore",
+      message:
+        "recovery_class recoverable needs the restore action that must follow a traffic rollback",
+      fix: 'Add `restore: "<what to run after the rollback, e.g. restore the feature store snapshot with ./ops/restore-fs.sh>"`, or declare `recovery_class: reversible` if traffic rollback alone restores service.',
+    });
+  }
+  if (cls !== "recoverable" && root.restore !== undefined) {
+    problems.push({
+      path: "restore",
+      message: `restore is only read with recovery_class recoverable (this recipe's class is ${typeof cls === "string" ? cls : "reversible, the default"})`,
+      fix: "Set `recovery_class: recoverable`, or remove `restore`.",
+    });
+  }
+  if (!after || cls !== "roll_forward_only") return problems;
+  const row = CATALOGUE.find((c) => c.name === after.step);
+  if (typeof after.step === "string" && !row) {
+    problems.push({
+      path: "unsafe_after.step",
+      message: `\`${after.step}\` is not a step of the step table`,
+      fix: `Name a step of the table: ${STEP_NAMES.join(", ")}.`,
+    });
+    return problems;
+  }
+  if (!row) return problems;
+  if (row.scope === "lane") {
+    const ids = arr(root.lanes)
+      .map((l) => obj(l)?.id)
+      .filter((x): x is string => typeof x === "string");
+    if (after.lane === undefined) {
+      problems.push({
+        path: "unsafe_after.lane",
+        message: `${row.name} is a lane step: it runs once per lane, so unsafe_after must say which lane`,
+        fix: `Add \`lane: <lane id>\` (one of ${ids.join(", ") || "the recipe's lanes"}).`,
+      });
+    } else if (typeof after.lane === "string" && !ids.includes(after.lane)) {
+      problems.push({
+        path: "unsafe_after.lane",
+        message: `lane \`${after.lane}\` is not a lane of this recipe`,
+        fix: `Use one of ${ids.join(", ")}.`,
+      });
+    }
+    if (after.wave !== undefined) {
+      problems.push({
+        path: "unsafe_after.wave",
+        message: `${row.name} is a lane step: its wave is the lane's`,
+        fix: "Remove `wave` from unsafe_after and name the lane.",
+      });
+    }
+  } else {
+    const n = arr(obj(root.rollout)?.waves).length;
+    if (after.wave === undefined) {
+      problems.push({
+        path: "unsafe_after.wave",
+        message: `${row.name} is a wave step: it runs once per wave, so unsafe_after must say which wave`,
+        fix: `Add \`wave: <1..${n}>\` (1 = the first wave).`,
+      });
+    } else if (typeof after.wave === "number" && after.wave > n) {
+      problems.push({
+        path: "unsafe_after.wave",
+        message: `wave ${after.wave} does not exist: the rollout has ${n} wave(s)`,
+        fix: `Use a wave from 1 to ${n}.`,
+      });
+    }
+    if (after.lane !== undefined) {
+      problems.push({
+        path: "unsafe_after.lane",
+        message: `${row.name} is a wave step, not a lane step`,
+        fix: "Remove `lane` from unsafe_after and name the wave.",
+      });
+    }
+  }
+  return problems;
+}
 
 /** Rules across fields: lane ids, wave membership, traffic order, baseline weights. */
 function crossFieldProblems(input: unknown): Problem[] {

@@ -7,6 +7,7 @@
  */
 import { LIFECYCLE_STATES, type LifecycleVerb } from "./lifecycle-states.ts";
 import { availableActions } from "./transition/exits.ts";
+import { rollForwardPointLabel } from "./transition/recovery.ts";
 import type { Release } from "./types.ts";
 
 export { LIFECYCLE_STATES, type LifecycleVerb };
@@ -20,6 +21,14 @@ export interface LifecycleAction {
   effect: string;
   /** The CLI command line that takes it. */
   command: string;
+}
+
+/**
+ * A roll_forward_only release held `paused` past its `unsafe_after` step instead of
+ * compensated: roll forward is offered (it ends the release aborted, then starts the fix).
+ */
+export function heldForRollForward(release: Release): boolean {
+  return release.state === "paused" && !!release.roll_forward_hold;
 }
 
 /** The lifecycle verbs `release` accepts in its state (pure). */
@@ -39,6 +48,13 @@ export function lifecycleActions(release: Release): LifecycleAction[] {
       action: "roll_forward",
       target: id,
       effect: `starts a new release of a fixed manifest of ${release.manifest.model} without going back to ${id}'s`,
+      command: `baton roll-forward ${id} <fixed-recipe.yaml> --bundle <bundle.json>`,
+    });
+  } else if (heldForRollForward(release)) {
+    out.push({
+      action: "roll_forward",
+      target: id,
+      effect: `ends ${id} aborted without undoing anything (its recovery class is roll_forward_only and ${rollForwardPointLabel(release)} may have taken effect), then starts a new release of a fixed manifest of ${release.manifest.model} in its place`,
       command: `baton roll-forward ${id} <fixed-recipe.yaml> --bundle <bundle.json>`,
     });
   }

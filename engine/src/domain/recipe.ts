@@ -227,6 +227,44 @@ export const RecipeWave = z
   .strict();
 export type RecipeWave = z.infer<typeof RecipeWave>;
 
+/**
+ * Recovery classes (docs/recipes.md "Recovery class"): what undoing a release of this recipe
+ * takes. `reversible`: traffic rollback (compensation) restores service (the default when a
+ * recipe declares none). `recoverable`: compensation is not enough on its own; the recipe's
+ * `restore` names the action that must follow it. `roll_forward_only`: after the step named by
+ * `unsafe_after` may have taken effect, rollback is unsafe: the engine does not compensate and
+ * holds the release for a roll forward.
+ */
+export const RECOVERY_CLASSES = ["reversible", "recoverable", "roll_forward_only"] as const;
+export type RecoveryClass = (typeof RECOVERY_CLASSES)[number];
+
+/** The step after which rollback is unsafe: a lane step with its lane, or a wave step with its wave. */
+export const UnsafeAfter = z
+  .object({
+    step: z
+      .string()
+      .max(64)
+      .describe(
+        "Step name from the step table (e.g. attach_queue_lane, set_traffic; docs/recipes.md).",
+      ),
+    lane: z
+      .string()
+      .max(RECIPE_LIMITS.lane_id)
+      .optional()
+      .describe("Lane of a lane step (exclude_lane … include_lane)."),
+    wave: z
+      .number()
+      .int("unsafe_after.wave must be a whole wave number (1 = the first wave)")
+      .min(1, "unsafe_after.wave counts from 1 (the first wave)")
+      .max(64, "unsafe_after.wave must be at most 64")
+      .optional()
+      .describe(
+        "Wave (1-based) of a wave step (drain_wave, set_traffic, assert_traffic_observed).",
+      ),
+  })
+  .strict();
+export type UnsafeAfter = z.infer<typeof UnsafeAfter>;
+
 /** The user's rollout description (docs/glossary.md recipe). Input of the contract check. */
 export const Recipe = z
   .object({
@@ -263,6 +301,25 @@ export const Recipe = z
       .optional()
       .describe(
         "GitHub environment the release's deployment shows under (default: the engine's BATON_GITHUB_DEPLOYMENTS).",
+      ),
+    recovery_class: z
+      .enum(RECOVERY_CLASSES, {
+        error: `recovery_class must be one of ${RECOVERY_CLASSES.join(", ")}`,
+      })
+      .optional()
+      .describe(
+        "What undoing this rollout takes: reversible (default: traffic rollback restores service), recoverable (a named restore action must follow; give `restore`), roll_forward_only (rollback is unsafe after `unsafe_after`).",
+      ),
+    unsafe_after: UnsafeAfter.optional().describe(
+      "roll_forward_only: the step after which rollback is unsafe; once it may have taken effect the engine does not compensate.",
+    ),
+    restore: z
+      .string()
+      .min(1, "restore must name the action")
+      .max(500, "restore must be at most 500 characters")
+      .optional()
+      .describe(
+        "recoverable: the restore or compensate action that must follow a traffic rollback (what an operator runs, e.g. a runbook command).",
       ),
     lanes: z
       .array(RecipeLane)

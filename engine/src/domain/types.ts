@@ -8,6 +8,7 @@ import type { GateDecision, GatePhase } from "./gate/decide.ts";
 import type { GateEvidence } from "./gate/evidence.ts";
 import type { Notice, NoticeKind } from "./notifications.ts";
 import type { PrerequisiteReport } from "./prerequisites.ts";
+import type { RecoveryClass } from "./recipe.ts";
 import type { FailingCheck } from "./result-evidence.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
 
@@ -109,6 +110,12 @@ export interface Manifest {
   steps: ManifestStep[];
   /** GitHub environment of the release's deployment (recipe `environment`); absent = the engine's. */
   environment?: string;
+  /**
+   * The recipe's recovery class (docs/recipes.md "Recovery class"); absent = `reversible`
+   * (declared by no recipe field). `unsafe_after`: roll_forward_only, the step index after
+   * which rollback is unsafe; `restore`: recoverable, the action that must follow a rollback.
+   */
+  recovery?: { class: RecoveryClass; unsafe_after?: number; restore?: string };
   /** The recipe's `notify` (kinds and channels); absent = the engine's settings. */
   notify?: { on?: NoticeKind[]; channels?: ("webhook" | "slack" | "github")[] };
 }
@@ -271,6 +278,13 @@ export interface Release {
    * Absent on releases stored before admission existed.
    */
   admission?: AdmissionReport;
+  /**
+   * Set while a roll_forward_only release past its `unsafe_after` step is held instead of
+   * compensated (docs/lifecycle.md "Recovery classes"), and kept when it then ends (abort or
+   * roll forward): when, the step index, and the failure that would have compensated.
+   * null/absent otherwise.
+   */
+  roll_forward_hold?: { at: number; unsafe_after: number; why: string } | null;
   /**
    * Set on a release a lifecycle verb started (docs/lifecycle.md): a `rollback` of the
    * succeeded release `of` back to the manifest of `manifest_of`, or a `roll_forward` past the

@@ -232,7 +232,18 @@ export function buildRecord(
     known_gaps.push(
       `admission was ${release.admission.mode}: the manifest's signer and the image's provenance were not verified`,
     );
-  known_gaps.push("recovery class: the recipe cannot declare one yet");
+  const rc = m.recovery;
+  if (!rc) known_gaps.push("recovery class: the recipe declares none; reversible assumed");
+  if (rc?.class === "recoverable" && backward.length > 0)
+    known_gaps.push(
+      `recovery class recoverable: traffic was rolled back; the restore action is the operator's and the engine does not confirm it: ${rc.restore ?? "(none named)"}`,
+    );
+  if (release.roll_forward_hold)
+    deviations.push({
+      at: release.roll_forward_hold.at,
+      what: `not compensated (roll_forward_only, past step ${release.roll_forward_hold.unsafe_after + 1}): ${release.roll_forward_hold.why}`,
+    });
+  const unsafeStep = rc?.unsafe_after !== undefined ? m.steps[rc.unsafe_after] : undefined;
   if (!release.baseline)
     known_gaps.push(
       "observed lane states: no observed baseline (the engine could not list the control plane's lanes at start)",
@@ -264,7 +275,19 @@ export function buildRecord(
       image: m.image,
       previous_image: m.previous_image,
       signer: release.admission?.signer ?? null,
-      recovery_class: null,
+      recovery_class: rc?.class ?? "reversible",
+      recovery_policy: {
+        declared: rc !== undefined,
+        unsafe_after: unsafeStep
+          ? {
+              index: unsafeStep.index,
+              name: unsafeStep.name,
+              lane: unsafeStep.lane,
+              wave: unsafeStep.wave,
+            }
+          : null,
+        restore: rc?.restore ?? null,
+      },
       rollout_policy: {
         waves: m.waves.map((w) => ({
           lanes: [...w.lanes],
@@ -334,7 +357,15 @@ export function buildRecord(
     deviations,
     known_gaps,
     recovery: {
+      class: rc?.class ?? "reversible",
       exercised: backward.length > 0,
+      held_for_roll_forward: release.roll_forward_hold
+        ? {
+            at: release.roll_forward_hold.at,
+            unsafe_after: release.roll_forward_hold.unsafe_after,
+            why: release.roll_forward_hold.why,
+          }
+        : null,
       started_at: recStart,
       finished_at: recEnd,
       rto_ms: recStart !== null && recEnd !== null ? recEnd - recStart : null,

@@ -57,8 +57,23 @@ export const ReleaseRecordDocument = z
       signer: Signer.nullable().describe("who signed the manifest (null: admission off)"),
       recovery_class: z
         .enum(["reversible", "recoverable", "roll_forward_only"])
-        .nullable()
-        .describe("null: the recipe declares none (recovery classes are not implemented yet)"),
+        .describe("the recipe's recovery class; reversible when it declares none"),
+      recovery_policy: z.object({
+        declared: z.boolean().describe("false: the recipe declares no class (reversible assumed)"),
+        unsafe_after: z
+          .object({
+            index: z.number().int(),
+            name: z.string(),
+            lane: z.string().nullable(),
+            wave: z.number().int(),
+          })
+          .nullable()
+          .describe("roll_forward_only: the step after which rollback is unsafe"),
+        restore: z
+          .string()
+          .nullable()
+          .describe("recoverable: the action that must follow a traffic rollback"),
+      }),
       rollout_policy: z.object({
         waves: z.array(
           z.object({
@@ -183,7 +198,14 @@ export const ReleaseRecordDocument = z
     deviations: z.array(z.object({ at: Ms.nullable(), what: z.string() })),
     known_gaps: z.array(z.string()),
     recovery: z.object({
+      class: z.enum(["reversible", "recoverable", "roll_forward_only"]),
       exercised: z.boolean().describe("whether any backward (compensating) step ran"),
+      held_for_roll_forward: z
+        .object({ at: Ms, unsafe_after: z.number().int(), why: z.string() })
+        .nullable()
+        .describe(
+          "roll_forward_only: the release was past its unsafe_after step when it failed or was aborted, so nothing was compensated; roll forward is its recovery path",
+        ),
       started_at: Ms.nullable(),
       finished_at: Ms.nullable(),
       rto_ms: z

@@ -14,7 +14,11 @@ import type { AdmissionReport } from "../domain/admission.ts";
 import { observeBaseline } from "../domain/baseline.ts";
 import { buildDeploymentReport, deploymentStateFor } from "../domain/deployments.ts";
 import { BatonError } from "../domain/errors.ts";
-import { acceptedActionsPhrase, LIFECYCLE_STATES } from "../domain/lifecycle.ts";
+import {
+  acceptedActionsPhrase,
+  heldForRollForward,
+  LIFECYCLE_STATES,
+} from "../domain/lifecycle.ts";
 import {
   buildDriftNotice,
   buildNotice,
@@ -1011,12 +1015,13 @@ export class ReleaseService implements ReleaseApi {
     opts: { bundle?: unknown; attestations?: unknown[] } = {},
   ): Promise<Accepted | Refusal> {
     const { release } = await this.get(id);
-    if (!LIFECYCLE_STATES.roll_forward.has(release.state)) {
+    const held = heldForRollForward(release);
+    if (!LIFECYCLE_STATES.roll_forward.has(release.state) && !held) {
       return {
         ok: false,
         status: 409,
         code: "conflict",
-        reason: `[engine] roll forward takes a rolled_back, aborted or abandoned release; ${id} is ${release.state}. It accepts: ${acceptedActionsPhrase(release)}`,
+        reason: `[engine] roll forward takes a rolled_back, aborted or abandoned release, or a roll_forward_only release held for roll forward; ${id} is ${release.state}. It accepts: ${acceptedActionsPhrase(release)}`,
       };
     }
     const compiled = this.domain.compile(recipe);
@@ -1045,6 +1050,17 @@ export class ReleaseService implements ReleaseApi {
           },
         ],
       );
+    }
+    if (held) {
+      // Held past its roll-forward point: it ends aborted with nothing undone (the lanes stay
+      // as they are) and frees its lanes for the fix. If the fix is then refused (admission,
+      // lanes), roll forward from the aborted release again.
+      const closed = await this.apply(id, {
+        type: "abort",
+        actor,
+        reason: "closed for a roll forward",
+      });
+      if (!closed.ok) return closed as Refusal;
     }
     const started = await this.start(recipe, actor, {
       ...(opts.bundle !== undefined ? { bundle: opts.bundle } : {}),

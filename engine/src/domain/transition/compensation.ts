@@ -5,11 +5,20 @@
  */
 import { type Draft, stepRunAt } from "./draft.ts";
 import { guards } from "./guards.ts";
+import { holdForRollForward, pastRollForwardPoint } from "./recovery.ts";
 import { beginStepRun } from "./send.ts";
 
-/** running/paused -> compensating: `generation + 1`, cursor at the high-water mark. */
+/**
+ * running/paused -> compensating: `generation + 1`, cursor at the high-water mark; a
+ * roll_forward_only release past its `unsafe_after` step is held `paused` instead (recovery.ts).
+ */
 export function beginCompensation(d: Draft, why: string): void {
   const r = d.release;
+  // roll_forward_only past its point: rollback is unsafe; held for roll forward instead.
+  if (pastRollForwardPoint(r)) {
+    holdForRollForward(d, why);
+    return;
+  }
   r.state = "compensating";
   r.generation += 1;
   r.cursor = r.high_water_mark;

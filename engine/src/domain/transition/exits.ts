@@ -8,6 +8,7 @@ import { transition } from "../transition.ts";
 import type { Release, ReleaseEvent } from "../types.ts";
 import { guards } from "./guards.ts";
 import { LANE_RUNS_NOTHING } from "./operator.ts";
+import { pastRollForwardPoint, rollForwardPointLabel } from "./recovery.ts";
 
 /** Operator actions, as the API, CLI and dashboard name them. */
 export type OperatorAction =
@@ -134,7 +135,9 @@ export function availableActions(release: Release): AvailableAction[] {
       effect:
         release.high_water_mark < 0
           ? "ends the release aborted (nothing took effect)"
-          : "compensates: undoes every step that may have taken effect, from the high-water mark down",
+          : pastRollForwardPoint(release)
+            ? `ends the release aborted without undoing anything: its recovery class is roll_forward_only and ${rollForwardPointLabel(release)} may have taken effect; then roll it forward`
+            : "compensates: undoes every step that may have taken effect, from the high-water mark down",
       command: `baton abort ${id} --reason "<why>"`,
     });
   }

@@ -12,6 +12,12 @@ import { beginForwardAtCursor, start } from "./forward.ts";
 import { guards } from "./guards.ts";
 import { firstExposureStep, holdVerb, holdWords } from "./holds.ts";
 import { parallelWaveOf, releaseRerunDeadline, stuckInWave } from "./lanes.ts";
+import {
+  pastRollForwardPoint,
+  rollForwardCommand,
+  rollForwardPoint,
+  rollForwardPointLabel,
+} from "./recovery.ts";
 import { sendAction } from "./send.ts";
 import { settled, utcMinute } from "./settle.ts";
 import { whereIs } from "./where.ts";
@@ -61,6 +67,34 @@ export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
       d.accept(`[engine] ${describe(r, sr)} cancelled by abort before a runner started it`, sr.id);
     }
   }
+  if (pastRollForwardPoint(r)) {
+    // roll_forward_only past its point: rollback is unsafe, so abort undoes nothing.
+    const flying = r.step_runs.find((s) => s.direction === "fwd" && guards.inFlight(s));
+    if (flying) {
+      return {
+        status: 409,
+        code: "conflict",
+        reason: `[engine] release ${r.id} is past its roll-forward point (${rollForwardPointLabel(r)}), so abort would end it without undoing anything, but ${flying.id} is ${flying.state}; wait for it to settle`,
+      };
+    }
+    r.state = "aborted";
+    r.generation += 1;
+    r.rerun_deadline = null;
+    r.gate = null;
+    r.roll_forward_hold ??= {
+      at: d.now,
+      unsafe_after: rollForwardPoint(r) ?? -1,
+      why: `aborted ${by}`,
+    };
+    r.reason = `aborted ${by}; nothing was undone: the recipe's recovery class is roll_forward_only and ${rollForwardPointLabel(r)} may have taken effect, after which rollback is unsafe; the lanes stay as they are: roll forward with a fixed recipe (${rollForwardCommand(r.id)})`;
+    d.accept(`[engine] release ${r.id} ${r.reason}`, null, {
+      roll_forward_hold: {
+        unsafe_after: r.roll_forward_hold.unsafe_after,
+        why: r.roll_forward_hold.why,
+      },
+    });
+    return undefined;
+  }
   const touched = r.step_runs.some(
     (sr) => sr.direction === "fwd" && (guards.inFlight(sr) || guards.mayHaveTakenEffect(sr)),
   );
@@ -108,10 +142,19 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
     };
   }
   const sr = stepRunAt(r, r.cursor, "fwd");
+  if (r.roll_forward_hold && (!sr || sr.state === "succeeded")) {
+    // Held after a failed gate past the point: resuming would run on past the failed gate.
+    return {
+      status: 409,
+      code: "conflict",
+      reason: `[engine] release ${r.id} is held for roll forward after ${r.roll_forward_hold.why}; resuming would run on past it; roll forward with a fixed recipe (${rollForwardCommand(r.id)}) or abort it (nothing is undone)`,
+    };
+  }
   r.state = "running";
   r.reason = null;
   r.rerun_deadline = null;
   r.hold = null;
+  r.roll_forward_hold = null;
   d.accept(
     `[engine] release ${r.id} resumed by ${e.actor} at step ${r.cursor + 1}${h ? ` (it was ${holdWords(h)})` : ""}`,
     null,
@@ -163,6 +206,7 @@ export function retry(d: Draft, sr: StepRun, e: Ev<"retry">): Refusal | undefine
   r.state = sr.direction === "fwd" ? "running" : "compensating";
   r.reason = null;
   r.rerun_deadline = null;
+  r.roll_forward_hold = null;
   sendAction(d, sr, null);
   d.accept(
     `[engine] ${describe(r, sr)} retried by ${e.actor} with the same operation key; release ${r.id} is ${r.state} again`,

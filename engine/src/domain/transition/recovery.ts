@@ -1,0 +1,56 @@
+/**
+ * Recovery classes in the release (docs/lifecycle.md "Recovery classes"): a `roll_forward_only`
+ * release whose `unsafe_after` step may have taken effect is past its roll-forward point. From
+ * there the engine never compensates: a failure (step, gate, re-run window) holds the release
+ * `paused` with `roll_forward_hold` set and a reason that offers roll forward, and `abort` ends
+ * it `aborted` with nothing undone. Before the point the release compensates as any other.
+ */
+import type { Release } from "../types.ts";
+import { type Draft, stepRunAt } from "./draft.ts";
+import { guards } from "./guards.ts";
+
+/** The step index after which rollback is unsafe, or null (not roll_forward_only). */
+export function rollForwardPoint(r: Release): number | null {
+  const rec = r.manifest.recovery;
+  return rec?.class === "roll_forward_only" && typeof rec.unsafe_after === "number"
+    ? rec.unsafe_after
+    : null;
+}
+
+/** Whether the release's `unsafe_after` step run may have taken effect (or is under way). */
+export function pastRollForwardPoint(r: Release): boolean {
+  const at = rollForwardPoint(r);
+  if (at === null) return false;
+  const sr = stepRunAt(r, at, "fwd");
+  return sr !== undefined && (guards.inFlight(sr) || guards.mayHaveTakenEffect(sr));
+}
+
+/** `step 11 attach_queue_lane on lane-b`: the release's roll-forward point, for people. */
+export function rollForwardPointLabel(r: Release): string {
+  const at = rollForwardPoint(r) ?? -1;
+  const step = r.manifest.steps[at];
+  return `step ${at + 1} ${step?.name ?? "?"}${step?.lane ? ` on ${step.lane}` : step ? ` of wave ${step.wave + 1}` : ""}`;
+}
+
+/** The CLI line that rolls the release forward. */
+export const rollForwardCommand = (id: string) =>
+  `baton roll-forward ${id} <fixed-recipe.yaml> --bundle <bundle.json>`;
+
+/**
+ * Instead of compensating: holds a release past its roll-forward point `paused`, saying why,
+ * and offering roll forward (and a retry of the failed step run when there is one).
+ */
+export function holdForRollForward(d: Draft, why: string): void {
+  const r = d.release;
+  const failed = stepRunAt(r, r.cursor, "fwd");
+  const retryable =
+    failed !== undefined && guards.waitsOnOperator({ ...r, state: "paused" }, failed);
+  r.state = "paused";
+  r.rerun_deadline = null;
+  r.gate = null;
+  r.roll_forward_hold = { at: d.now, unsafe_after: rollForwardPoint(r) ?? -1, why };
+  r.reason = `${why}; not compensated: the recipe's recovery class is roll_forward_only and ${rollForwardPointLabel(r)} may have taken effect, after which rollback is unsafe; roll forward with a fixed recipe (${rollForwardCommand(r.id)})${retryable && failed ? `, or retry ${failed.id} (baton retry ${failed.id})` : ""}; abort ends the release without undoing anything`;
+  d.accept(`[engine] release ${r.id} held for roll forward: ${r.reason}`, null, {
+    roll_forward_hold: { unsafe_after: r.roll_forward_hold.unsafe_after, why },
+  });
+}

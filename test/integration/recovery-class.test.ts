@@ -1,0 +1,218 @@
+/**
+ * Recovery classes in the release (docs/lifecycle.md "Recovery classes"), on both stores with
+ * admission enforced, through the API, asserting what the control plane holds and what each
+ * lane's runner installed: a roll_forward_only release failing after its `unsafe_after` step
+ * pauses without compensating and offers roll forward (which closes it, nothing undone, and
+ * runs the fix); abort past the point undoes nothing; one failing before the point compensates
+ * as any release. The record states the class and the hold.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { ReleaseRecordDocument } from "../../engine/src/record/schema.ts";
+import { makeTrust, type Trust } from "../support/admission-fixture.ts";
+import { IMAGE, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
+import {
+  drive,
+  getRecord,
+  type Harness,
+  makeHarness,
+  op,
+  recipe,
+  STORE_KINDS,
+  skipStore,
+  T0,
+} from "./service-harness.ts";
+
+const FIXED = `ghcr.io/acme/summarizer@sha256:${"f0".repeat(32)}`;
+
+let trust: Trust;
+beforeAll(async () => {
+  trust = await makeTrust();
+});
+afterAll(async () => {
+  await trust?.close();
+});
+
+/** The image each lane runs, as the simulated runners installed it (the target's view). */
+class Fleet {
+  readonly images = new Map<string, string>();
+  decide = (fail?: (p: DispatchPayload) => boolean) => (p: DispatchPayload) => {
+    if (fail?.(p)) return "fail" as const;
+    if (p.tool === "attach-queue-lane" || p.tool === "restore-queue-lane") {
+      const a = p.args as { lane: { id: string }; image: string };
+      this.images.set(a.lane.id, a.image);
+    }
+    return "pass" as const;
+  };
+}
+
+/** Fails the forward attach_queue_lane of `lane` (first dispatch only). */
+const failAttachOf = (lane: string) => {
+  let failed = "";
+  return (p: DispatchPayload) => {
+    if (p.tool !== "attach-queue-lane" || !p.step_run_id.endsWith("_f")) return false;
+    if ((p.args as { lane: { id: string } }).lane.id !== lane) return false;
+    if (failed && failed !== p.step_run_id) return false;
+    failed = p.step_run_id;
+    return true;
+  };
+};
+
+const rollForwardOnly = (unsafeLane: string): RecipeInput =>
+  recipe(2, {
+    recovery_class: "roll_forward_only",
+    unsafe_after: { step: "attach_queue_lane", lane: unsafeLane },
+    policy: { rerun_window_minutes: 0 },
+  });
+
+describe.each(STORE_KINDS)("recovery classes on %s", (kind) => {
+  const skip = skipStore(kind);
+  let h: Harness | null = null;
+  afterEach(async () => {
+    await h?.close();
+    h = null;
+  });
+
+  async function start(hh: Harness, r: RecipeInput, issuedAt: number): Promise<string> {
+    const res = await op(hh, "POST", "/v1/releases", {
+      recipe: r,
+      bundle: await trust.sign(r, { issued_at: new Date(issuedAt) }),
+      attestations: [await trust.provenance(r.image as string)],
+    });
+    expect(res.status, await res.clone().text()).toBe(201);
+    return ((await res.json()) as { id: string }).id;
+  }
+  const full = async (hh: Harness, id: string) =>
+    (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as {
+      state: string;
+      reason: string | null;
+      step_runs: { id: string; direction: string; state: string }[];
+      available_actions: { action: string; effect: string; target: string }[];
+      lifecycle_actions: { action: string; effect: string }[];
+    };
+  const record = async (hh: Harness, id: string) =>
+    ReleaseRecordDocument.parse(await (await op(hh, "GET", `/v1/releases/${id}/record`)).json());
+
+  it.skipIf(skip)(
+    "A roll-forward-only release failing after its named point pauses and offers roll forward",
+    async () => {
+      h = await makeHarness({ kind, admission: trust.admission });
+      const fleet = new Fleet();
+      const id = await start(h, rollForwardOnly("lane-a"), T0);
+      await drive(h, fleet.decide(failAttachOf("lane-b")), 400, () => h?.clock.advance(1000));
+      const held = await full(h, id);
+      expect(held.state).toBe("paused");
+      expect(held.reason).toMatch(
+        /not compensated: the recipe's recovery class is roll_forward_only and step \d+ attach_queue_lane on lane-a may have taken effect, after which rollback is unsafe; roll forward with a fixed recipe \(baton roll-forward r\d+/,
+      );
+      // Nothing was undone: no backward step run, lane-a still runs the new image, and the
+      // control plane holds what it held when lane-b's deploy failed.
+      expect(held.step_runs.filter((s) => s.direction === "bwd")).toEqual([]);
+      expect(fleet.images.get("lane-a")).toBe(IMAGE);
+      const weightsAtFailure = h.cp.weights("summarizer-v7");
+      expect(weightsAtFailure["lane-a"]).toBeGreaterThan(0);
+      h.clock.advance(3_600_000);
+      await drive(h, fleet.decide());
+      expect((await full(h, id)).state).toBe("paused");
+      expect(h.cp.weights("summarizer-v7")).toEqual(weightsAtFailure);
+      // Offered: roll forward (lifecycle), retry of the failed step run, abort undoing nothing.
+      expect(held.lifecycle_actions.map((a) => a.action)).toEqual(["roll_forward"]);
+      expect(held.available_actions.map((a) => a.action).sort()).toEqual([
+        "abort",
+        "resume",
+        "retry",
+      ]);
+      expect(held.available_actions.find((a) => a.action === "abort")?.effect).toMatch(
+        /without undoing anything/,
+      );
+
+      const rec = await record(h, id);
+      expect(rec.intended.recovery_class).toBe("roll_forward_only");
+      expect(rec.intended.recovery_policy.unsafe_after).toMatchObject({
+        name: "attach_queue_lane",
+        lane: "lane-a",
+      });
+      expect(rec.recovery.exercised).toBe(false);
+      expect(rec.recovery.held_for_roll_forward?.why).toMatch(/attach_queue_lane.*ended failed/);
+
+      // Roll forward with a fixed image: the held release ends aborted, nothing undone; the
+      // fix runs and every lane ends on it.
+      // lane-b is out of service (its deploy failed after exclude_lane): the fix deploys it
+      // first, while lane-a serves.
+      const fixed = recipe(2, {
+        image: FIXED,
+        previous_image: IMAGE,
+        rollout: {
+          waves: [
+            { lanes: ["lane-b"], traffic: 50 },
+            { lanes: ["lane-a"], traffic: 100 },
+          ],
+        },
+      });
+      const res = await op(h, "POST", `/v1/releases/${id}/roll-forward`, {
+        recipe: fixed,
+        bundle: await trust.sign(fixed, { issued_at: new Date(h.clock.now()) }),
+        attestations: [await trust.provenance(FIXED)],
+      });
+      expect(res.status, await res.clone().text()).toBe(201);
+      const next = (await res.json()) as { id: string; lineage: unknown };
+      expect(next.lineage).toEqual({ verb: "roll_forward", of: id });
+      const closed = await full(h, id);
+      expect(closed.state).toBe("aborted");
+      expect(closed.reason).toMatch(/nothing was undone/);
+      expect(closed.step_runs.filter((s) => s.direction === "bwd")).toEqual([]);
+      await drive(h, fleet.decide());
+      expect((await getRecord(h, next.id)).state).toBe("succeeded");
+      expect([...fleet.images.values()]).toEqual([FIXED, FIXED]);
+      const after = await record(h, id);
+      expect(after.release.state).toBe("aborted");
+      expect(after.recovery.held_for_roll_forward).not.toBeNull();
+      expect(after.deviations.some((d) => /not compensated \(roll_forward_only/.test(d.what))).toBe(
+        true,
+      );
+    },
+  );
+
+  it.skipIf(skip)(
+    "abort past the point ends the release aborted with nothing undone; roll forward is then accepted",
+    async () => {
+      h = await makeHarness({ kind, admission: trust.admission });
+      const fleet = new Fleet();
+      const id = await start(h, rollForwardOnly("lane-a"), T0);
+      await drive(h, fleet.decide(failAttachOf("lane-b")), 400, () => h?.clock.advance(1000));
+      expect((await full(h, id)).state).toBe("paused");
+      const weights = h.cp.weights("summarizer-v7");
+      const resumed = await op(h, "POST", `/v1/releases/${id}/abort`, { reason: "giving up" });
+      expect(resumed.status, await resumed.clone().text()).toBe(200);
+      await drive(h, fleet.decide());
+      const r = await full(h, id);
+      expect(r.state).toBe("aborted");
+      expect(r.reason).toMatch(/nothing was undone.*roll forward/);
+      expect(r.step_runs.filter((s) => s.direction === "bwd")).toEqual([]);
+      expect(h.cp.weights("summarizer-v7")).toEqual(weights);
+      expect(fleet.images.get("lane-a")).toBe(IMAGE);
+      expect(r.lifecycle_actions.map((a) => a.action)).toEqual(["roll_forward"]);
+    },
+  );
+
+  it.skipIf(skip)(
+    "a roll-forward-only release failing before its named point compensates normally",
+    async () => {
+      h = await makeHarness({ kind, admission: trust.admission });
+      const fleet = new Fleet();
+      const baseline = h.cp.weights("summarizer-v7");
+      const id = await start(h, rollForwardOnly("lane-b"), T0);
+      await drive(h, fleet.decide(failAttachOf("lane-a")), 400, () => h?.clock.advance(1000));
+      const r = await full(h, id);
+      expect(r.state).toBe("rolled_back");
+      expect(r.step_runs.some((s) => s.direction === "bwd" && s.state === "succeeded")).toBe(true);
+      expect(h.cp.weights("summarizer-v7")).toEqual(baseline);
+      expect(fleet.images.get("lane-a")).toBe(PREVIOUS_IMAGE);
+      const rec = await record(h, id);
+      expect(rec.intended.recovery_class).toBe("roll_forward_only");
+      expect(rec.recovery.exercised).toBe(true);
+      expect(rec.recovery.held_for_roll_forward).toBeNull();
+    },
+  );
+});
