@@ -3,11 +3,13 @@
  * (docs/engine.md "Configuration"; names from the shared decisions). A bad or missing value
  * stops the engine with one message per variable naming it and the fix.
  */
+
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { appPrivateKeyProblem } from "./adapters/github/app-key.ts";
 import { type AdmissionConfig, admissionFromEnv } from "./admission/policy.ts";
+import { DeploymentEnvironmentSetting, DeploymentRefSetting } from "./domain/deployments.ts";
 import { BatonError, type Problem } from "./domain/errors.ts";
 import { NOTICE_KINDS, type NoticeKind } from "./domain/notifications.ts";
 import {
@@ -241,22 +243,8 @@ const Env = z.object({
       error: "BATON_NOTIFY_GITHUB must be commit_comment or off",
     })
     .default("off"),
-  BATON_GITHUB_DEPLOYMENTS: z
-    .string()
-    .trim()
-    .regex(
-      /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,254}$/,
-      "BATON_GITHUB_DEPLOYMENTS must be a GitHub environment name (1-255 letters, digits, space, '.', '_' or '-'), e.g. production",
-    )
-    .optional(),
-  BATON_GITHUB_DEPLOYMENT_REF: z
-    .string()
-    .trim()
-    .regex(
-      /^(?!.*\.\.)(?!\/)[A-Za-z0-9._/-]{1,255}$/,
-      "BATON_GITHUB_DEPLOYMENT_REF must be a branch, tag or commit sha, e.g. main",
-    )
-    .default("main"),
+  BATON_GITHUB_DEPLOYMENTS: DeploymentEnvironmentSetting.optional(),
+  BATON_GITHUB_DEPLOYMENT_REF: DeploymentRefSetting,
   BATON_NOTIFY_EVENTS: z
     .string()
     .transform((s) =>

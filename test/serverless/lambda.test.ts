@@ -137,6 +137,29 @@ describe.skipIf(!PG && process.env.CI !== "true")("Lambda entry", () => {
     expect(world.cp.core.lanes(MODEL).every((l) => !l.excluded)).toBe(true);
   }, 120_000);
 
+  it("with BATON_GITHUB_DEPLOYMENTS, a release shows on GitHub's Deployments page (in_progress, then success)", async () => {
+    process.env.BATON_GITHUB_DEPLOYMENTS = "production";
+    try {
+      const before = world.github.deployments.length;
+      const r = await driveRelease(world, send, tick);
+      expect(r.state).toBe("succeeded");
+      // The statuses are outbox effects: the schedule's ticks deliver what is still due.
+      for (let i = 0; i < 10; i++) {
+        const d = world.github.deployments.slice(before);
+        if (d.length === 1 && d[0]!.statuses.at(-1)?.state === "success") break;
+        await tick();
+      }
+      const mine = world.github.deployments.slice(before);
+      expect(mine).toHaveLength(1);
+      expect(mine[0]!.environment).toBe("production");
+      expect((mine[0]!.payload as { baton: { release_id: string } }).baton.release_id).toBe(r.id);
+      expect(mine[0]!.statuses.map((x) => x.state)).toEqual(["in_progress", "success"]);
+      expect(world.github.openapiProblems).toEqual([]);
+    } finally {
+      delete process.env.BATON_GITHUB_DEPLOYMENTS;
+    }
+  }, 120_000);
+
   it("a release whose second wave fails is rolled back to the observed baseline", async () => {
     const before = world.cp.core.lanes(MODEL).map((l) => [l.id, l.weight]);
     const r = await driveRelease(world, send, tick, { failWave: 1 });

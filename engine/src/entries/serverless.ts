@@ -10,10 +10,12 @@
  * (`EventScope.finish`).
  */
 import { z } from "zod";
+import { GitHubDeployments } from "../adapters/github/deployments.ts";
 import { GitHubDispatcher } from "../adapters/github/dispatcher.ts";
 import { HttpControlPlane } from "../adapters/http-control-plane/index.ts";
 import { PostgresStore } from "../adapters/postgres/postgres-store.ts";
 import { type Core, createCore, type Scheduler } from "../core.ts";
+import { DeploymentEnvironmentSetting, DeploymentRefSetting } from "../domain/deployments.ts";
 import {
   envSchemaFor,
   type RunnerCredentialMode,
@@ -49,6 +51,9 @@ const Env = z.object({
   GITHUB_API_URL: url.optional(),
   /** `off` lets releases share lanes (default one release per lane). */
   BATON_EXCLUSIVE_LANES: z.enum(["on", "off"]).optional(),
+  /** GitHub Deployments: the default environment, e.g. `production` (docs/deploying.md). */
+  BATON_GITHUB_DEPLOYMENTS: DeploymentEnvironmentSetting.optional(),
+  BATON_GITHUB_DEPLOYMENT_REF: DeploymentRefSetting,
   /** Connections per event (default 3: a commit, a claim and a read may overlap). */
   BATON_DB_POOL: z.coerce.number().int().min(1).max(10).optional(),
 });
@@ -116,6 +121,23 @@ export class EventScope implements Scheduler {
         clock: systemClock,
         log: consoleLog,
         scheduler: this,
+        ...(s.BATON_GITHUB_DEPLOYMENTS
+          ? {
+              deployments: {
+                tracker: new GitHubDeployments({
+                  repository: s.GITHUB_REPOSITORY,
+                  auth: { kind: "token", token: s.GITHUB_TOKEN },
+                  ...(s.GITHUB_API_URL ? { baseUrl: s.GITHUB_API_URL } : {}),
+                }),
+                policy: {
+                  environment: s.BATON_GITHUB_DEPLOYMENTS,
+                  ref: s.BATON_GITHUB_DEPLOYMENT_REF,
+                  // Statuses wait in the outbox; the schedule's next tick retries them.
+                  retry: { baseMs: 5_000, maxTries: 8 },
+                },
+              },
+            }
+          : {}),
       },
       {
         publicUrl: s.BATON_PUBLIC_URL.replace(/\/+$/, ""),
