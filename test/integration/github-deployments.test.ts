@@ -7,6 +7,7 @@
  * release page as the log URL, the previous success superseded, and GitHub being down or
  * refusing never holding a release up.
  */
+import { generateKeyPairSync } from "node:crypto";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../engine/src/config.ts";
 import { BatonError } from "../../engine/src/domain/errors.ts";
@@ -76,6 +77,46 @@ describe.each(STORE_KINDS)("GitHub deployments on %s", { timeout: 60_000 }, (kin
   }
 
   const states = (g: GitHubStandin, i: number) => g.deployments[i]?.statuses.map((s) => s.state);
+
+  it.skipIf(skip)(
+    "as a GitHub App installation: the statuses go out with an installation token the App's JWT bought",
+    async () => {
+      const keys = generateKeyPairSync("rsa", {
+        modulusLength: 2048,
+        publicKeyEncoding: { type: "spki", format: "pem" },
+        privateKeyEncoding: { type: "pkcs1", format: "pem" },
+      });
+      gh = await startGitHubStandin({
+        refs: ["main"],
+        app: { appId: "4242", publicKeyPem: keys.publicKey, installationId: "99" },
+      });
+      h = await makeHarness({
+        kind,
+        config: {
+          githubRepository: "acme/models",
+          githubToken: null,
+          githubApp: { appId: "4242", privateKey: keys.privateKey, installationId: "99" },
+          githubApiUrl: gh.baseUrl,
+          githubTimeoutMs: 30_000,
+          githubDeployments: { environment: "production", ref: "main" },
+        },
+      });
+      const r = recipe(2);
+      delete r.tool_revision;
+      const id = await createRelease(h, r);
+      await drive(h);
+      expect((await getRecord(h, id)).state).toBe("succeeded");
+      expect(gh.openapiProblems).toEqual([]);
+      expect(states(gh, 0)).toEqual(["in_progress", "success"]);
+      // Every deployments request carried a token GitHub issued to the installation.
+      const used = gh.seen.filter((x) => x.path.includes("/deployments"));
+      expect(used.length).toBeGreaterThanOrEqual(3);
+      expect(gh.issuedTokens.length).toBeGreaterThanOrEqual(1);
+      for (const x of used) {
+        expect(gh.issuedTokens.map((t) => `token ${t}`)).toContain(x.authorization);
+      }
+    },
+  );
 
   it.skipIf(skip)(
     "a succeeded release: one deployment, in_progress then success, linked to the release page; the next success supersedes it",
