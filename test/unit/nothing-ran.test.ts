@@ -30,6 +30,17 @@ describe("provesNothingRan", () => {
     expect(provesNothingRan("fail", phases())).toBe(true);
   });
 
+  it("the action refused the SSH key input: the tool never started", () => {
+    for (const cls of ["key_invalid", "key_encrypted_no_passphrase"]) {
+      const key = { name: "ssh-key", status: "failed", class: cls, message: "[action] …" };
+      expect(provesNothingRan("fail", [key])).toBe(true);
+      expect(provesNothingRan("fail", [key, ...phases()])).toBe(true);
+    }
+    // A tool that could not be executed is no proof: a tool that ran may exit 127 too.
+    const tool = { name: "tool", status: "failed", class: "tool_not_found" };
+    expect(provesNothingRan("fail", [tool])).toBe(false);
+  });
+
   it.each([
     ["the seed (nothing written yet: the tool may have died mid-phase)", []],
     ["unreadable checks.json", null],

@@ -18,8 +18,9 @@ export const NO_SESSION_CLASSES: ReadonlySet<string> = new Set([
 /**
  * True when `checks` (checks.json as the tool wrote it) proves that no remote command ran:
  * a non-empty array whose every record is either `not_run`, a failed `connect` whose `class`
- * is one of `NO_SESSION_CLASSES`, or a failed `arguments` check (the tool refused its
- * arguments before connecting); and `overall` is `fail`. The seed (`[]`), a `connect` that
+ * is one of `NO_SESSION_CLASSES`, a failed `arguments` check (the tool refused its
+ * arguments before connecting) or a failed `ssh-key` check (the action refused
+ * its key input before starting the tool); and `overall` is `fail`. The seed (`[]`), a `connect` that
  * succeeded, or any phase with another status is not proof.
  */
 export function provesNothingRan(overall: "pass" | "fail", checks: unknown): boolean {
@@ -35,6 +36,10 @@ export function provesNothingRan(overall: "pass" | "fail", checks: unknown): boo
         NO_SESSION_CLASSES.has(rec.class)
       );
     if (rec.name === "arguments") return rec.status === "failed";
+    // The action stopped before starting the tool: its SSH key input was refused (empty, not a
+    // key, encrypted without passphrase). (A `tool_not_found` is no proof: a tool that ran
+    // may exit 127 too.)
+    if (rec.name === "ssh-key") return rec.status === "failed";
     return false;
   });
 }
