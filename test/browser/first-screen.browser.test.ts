@@ -163,8 +163,9 @@ describe.skipIf(!have)("first screen in Chromium", () => {
         );
       }
       if (kind === "rolled-back" || kind === "aborted") {
+        // A closed release accepts only the lifecycle verb roll forward (a new release).
         await expect(page.locator("#offers").textContent()).resolves.toContain(
-          "no action is accepted",
+          "Roll forward (CLI)…",
         );
       }
       await page.screenshot({ path: `test-results/first-screen-${kind}-1280.png` });

@@ -561,7 +561,16 @@ function summary(r: Release): ReleaseSummary {
 
 /** Calls made to the fake's operator methods, for assertions. */
 export interface FakeCall {
-  method: "abort" | "resume" | "retry" | "resolve" | "abandon" | "promote" | "pause" | "release";
+  method:
+    | "abort"
+    | "resume"
+    | "retry"
+    | "resolve"
+    | "abandon"
+    | "promote"
+    | "pause"
+    | "release"
+    | "rollback";
   target: string;
   actor: string;
 }
@@ -609,8 +618,22 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
     async accept() {
       return unsupported();
     },
-    async rollback() {
-      return unsupported();
+    async rollback(id, actor) {
+      calls.push({ method: "rollback", target: id, actor });
+      const r = get(id);
+      if (r.release.state !== "succeeded") {
+        return refuse(`[engine] rollback takes a succeeded release; ${id} is ${r.release.state}`);
+      }
+      // The new release: the previous manifest (image and previous image swapped), pending.
+      const next = structuredClone(r);
+      const n = Math.max(...[...byId.keys()].map((k) => Number(k.slice(1)))) + 1;
+      next.release.id = `r${n}`;
+      next.release.state = "pending";
+      next.release.manifest.image = r.release.manifest.previous_image;
+      next.release.manifest.previous_image = r.release.manifest.image;
+      next.history = [];
+      byId.set(next.release.id, next);
+      return { ok: true, changed: true, release: structuredClone(next.release), reply: {} };
     },
     async rollForward() {
       return unsupported();

@@ -56,7 +56,8 @@ describe("what an action will do", () => {
     expect(done.html).not.toContain('name="csrf"');
     const t = text(done.html);
     expect(t).toContain("The engine does not accept abort for r3 now");
-    expect(t).toContain("no action is accepted");
+    // A rolled-back release accepts only the lifecycle verb roll forward (a new release).
+    expect(t).toMatch(/It accepts: Roll forward \(CLI\)… baton roll-forward r3/);
     const paused = await get("/releases/r5/abandon");
     expect(paused.status).toBe(409);
     expect(text(paused.html)).toMatch(/It accepts: .*Retry step 2 \(wave 1\)/);

@@ -12,7 +12,9 @@ export type ActionName =
   | "abandon"
   | "pause"
   | "release"
-  | "promote";
+  | "promote"
+  | "rollback"
+  | "roll_forward";
 
 const WHAT: Record<ActionName, (target: string) => string> = {
   abort: (t) =>
@@ -29,6 +31,10 @@ const WHAT: Record<ActionName, (target: string) => string> = {
     `Retry step run ${t}? It is dispatched again under a new dispatch number; older attempts are fenced out.`,
   resolve: (t) =>
     `Resolve step run ${t}? Say what you did by hand: the engine records it as done (with your reason) and compensation continues with the steps below it.`,
+  rollback: (t) =>
+    `Roll back release ${t}? ${t} stays succeeded (a closed release never changes): a NEW release runs the previous admitted manifest of its model again, admitted as an explicit rollback, after the engine asks each lane's machine that the previous image is still present and loadable with room to run. Its own undo would restore ${t}'s image.`,
+  roll_forward: (t) =>
+    `Roll forward past release ${t}? A NEW release of a fixed recipe of the same model replaces it without going back. The dashboard cannot take a recipe: run the command below with the fixed recipe (and its signature bundle when admission requires one).`,
   abandon: (t) =>
     `Abandon release ${t}? It ends abandoned without further compensation. Confirm, for every lane, the image it runs now (name@sha256:…, or none); the lanes are then free for a new release.`,
 };
@@ -101,8 +107,10 @@ export function ConfirmPage(props: {
   plan?: PlanWords | null;
   /** The actions the engine accepts now (shown when this one is not). */
   accepted?: AcceptedLink[];
+  /** The CLI command that takes the action, when the dashboard cannot (no form then). */
+  command?: string;
 }) {
-  const verb = props.action[0]!.toUpperCase() + props.action.slice(1);
+  const verb = props.action[0]!.toUpperCase() + props.action.slice(1).replace("_", " ");
   return (
     <Layout title={`${verb} ${props.target}`} role={props.role}>
       <h1>{`${verb} ${props.target}`}</h1>
@@ -114,7 +122,7 @@ export function ConfirmPage(props: {
       {props.offered === false ? (
         <>
           <p class="notice bad" role="alert">
-            {`The engine does not accept ${props.action} for ${props.target} now (it is ${props.state.replaceAll("_", " ")}); it would refuse it.`}
+            {`The engine does not accept ${props.action.replace("_", "-")} for ${props.target} now (it is ${props.state.replaceAll("_", " ")}); it would refuse it.`}
           </p>
           {props.accepted && props.accepted.length > 0 ? (
             <>
@@ -137,7 +145,18 @@ export function ConfirmPage(props: {
         </>
       ) : null}
       {props.offered !== false && props.plan ? <PlanTable plan={props.plan} /> : null}
-      {props.offered === false ? null : (
+      {props.offered !== false && props.command ? (
+        <>
+          <p>Run, with the fixed recipe:</p>
+          <pre class="wrap">
+            <code>{props.command}</code>
+          </pre>
+          <p>
+            <a href={props.back}>Back</a>
+          </p>
+        </>
+      ) : null}
+      {props.offered === false || props.command ? null : (
         <>
           {props.role !== "operator" ? (
             <p class="notice bad">
@@ -169,7 +188,9 @@ export function ConfirmPage(props: {
                 <input id="reason" name="reason" size={60} maxlength={1000} required />
               </p>
             ) : null}
-            {props.action === "release" || props.action === "promote" ? (
+            {props.action === "release" ||
+            props.action === "promote" ||
+            props.action === "rollback" ? (
               <p>
                 <label for="reason">Reason (kept in the history)</label>
                 <input id="reason" name="reason" size={60} maxlength={1000} />
@@ -193,10 +214,14 @@ export function ConfirmPage(props: {
               <button
                 type="submit"
                 class={
-                  props.action === "abort" || props.action === "abandon" ? "danger" : undefined
+                  props.action === "abort" ||
+                  props.action === "abandon" ||
+                  props.action === "rollback"
+                    ? "danger"
+                    : undefined
                 }
               >
-                {`Yes, ${props.action} ${props.target}`}
+                {`Yes, ${props.action === "rollback" ? "roll back" : props.action} ${props.target}`}
               </button>
               <a href={props.back}>Cancel</a>
             </div>

@@ -9,10 +9,10 @@ import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { Release } from "../../domain/types.ts";
 import { readOnce } from "./history-label.ts";
 import { State } from "./layout.tsx";
-import type { Offer } from "./offers.ts";
+import type { LifecycleOffer, Offer } from "./offers.ts";
 import { type ReleaseSummaryFacts, stepAction, stepWords, whyToShow } from "./summary.ts";
 
-function Offers(props: { release: Release; offers: Offer[] }) {
+function Offers(props: { release: Release; offers: (Offer | LifecycleOffer)[] }) {
   const r = props.release;
   if (props.offers.length === 0) {
     return (
@@ -168,7 +168,8 @@ function LiveNow(props: { facts: ReleaseSummaryFacts; release: Release }) {
 export function FirstScreen(props: {
   release: Release;
   facts: ReleaseSummaryFacts;
-  offers: Offer[];
+  /** Operator actions, then lifecycle verbs (rollback, roll forward). */
+  offers: (Offer | LifecycleOffer)[];
 }) {
   const { release: r, facts } = props;
   const why = whyToShow(facts);

@@ -9,6 +9,7 @@
 import { type Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { BatonError } from "../../domain/errors.ts";
+import { lifecycleActions } from "../../domain/lifecycle.ts";
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { ControlPlane } from "../../ports/control-plane.ts";
@@ -21,7 +22,7 @@ import { loadFleet } from "./fleet-load.ts";
 import { FleetPage } from "./fleet-page.tsx";
 import { releaseOfStepRun } from "./format.ts";
 import { liveStream, markStream } from "./live.ts";
-import { offers, planWords } from "./offers.ts";
+import { lifecycleOffers, offers, planWords, rollbackWords } from "./offers.ts";
 import { HISTORY_FILTERS, type HistoryFilter, ReleasePage } from "./release-page.tsx";
 import { PAGE_SIZE, ReleasesPage } from "./releases-page.tsx";
 import { safeNext } from "./safe-next.ts";
@@ -303,6 +304,8 @@ export function dashboardApp(deps: DashboardDeps): Hono {
   // ------------------------------------------------------------ operator actions
 
   const onStepRun = (action: ActionName) => action === "retry" || action === "resolve";
+  const lifecycle = (action: ActionName): action is "rollback" | "roll_forward" =>
+    action === "rollback" || action === "roll_forward";
 
   const confirm = async (c: Context, action: ActionName, target: string) => {
     const who = await reader(c);
@@ -315,9 +318,16 @@ export function dashboardApp(deps: DashboardDeps): Hono {
         ? (release.step_runs.find((s) => s.id === target)?.state ?? "?")
         : release.state;
       const back = onStepRun(action) ? `/step-runs/${target}` : `/releases/${target}`;
-      const offered = availableActions(release).some(
-        (a) => a.action === action && a.target === target,
-      );
+      const offered = lifecycle(action)
+        ? lifecycleActions(release).some((a) => a.action === action)
+        : availableActions(release).some((a) => a.action === action && a.target === target);
+      const plan = !offered
+        ? null
+        : action === "rollback"
+          ? rollbackWords(release)
+          : action === "roll_forward"
+            ? null
+            : planWords(release, action, target);
       return c.html(
         <ConfirmPage
           action={action}
@@ -328,8 +338,13 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           state={state}
           lanes={release.manifest.lanes.map((l) => l.id)}
           offered={offered}
-          plan={offered ? planWords(release, action, target) : null}
-          accepted={offers(release).map((o) => ({
+          plan={plan}
+          command={
+            action === "roll_forward"
+              ? lifecycleActions(release).find((a) => a.action === action)?.command
+              : undefined
+          }
+          accepted={[...offers(release), ...lifecycleOffers(release)].map((o) => ({
             label: o.label,
             href: o.href,
             command: o.command,
@@ -407,6 +422,16 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           if (v) lanes[l.id] = v;
         }
         res = await deps.api.abandon(target, ACTOR, text(form.reason), lanes);
+      } else if (action === "rollback") {
+        releaseId = (await loadRelease(target)).release.id;
+        res = await deps.api.rollback(target, ACTOR, text(form.reason));
+        // Accepted: the new release is the one to look at.
+        if (res.ok) releaseId = res.release.id;
+      } else if (action === "roll_forward") {
+        return refuse(
+          400,
+          `[dashboard] roll forward needs a fixed recipe, which the dashboard cannot take; run ${lifecycleActions((await loadRelease(target)).release).find((a) => a.action === action)?.command ?? `baton roll-forward ${target} <fixed-recipe.yaml>`}`,
+        );
       } else {
         releaseId = (await loadRelease(target)).release.id;
         const reason =
@@ -445,7 +470,11 @@ export function dashboardApp(deps: DashboardDeps): Hono {
       <ResultPage
         ok={true}
         title={`${action} accepted`}
-        message={`[dashboard] ${action} of ${target} accepted${res.changed ? "" : " (it was already done)"}.`}
+        message={
+          action === "rollback"
+            ? `[dashboard] rollback of ${target} accepted: release ${releaseId} runs the previous admitted manifest again.`
+            : `[dashboard] ${action} of ${target} accepted${res.changed ? "" : " (it was already done)"}.`
+        }
         releaseId={releaseId}
         state={res.release.state}
         back={`/releases/${releaseId}`}
@@ -458,6 +487,9 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     app.get(`/releases/:id/${action}`, (c) => confirm(c, action, c.req.param("id")));
     app.post(`/releases/:id/${action}`, (c) => act(c, action, c.req.param("id")));
   }
+  app.get("/releases/:id/rollback", (c) => confirm(c, "rollback", c.req.param("id")));
+  app.post("/releases/:id/rollback", (c) => act(c, "rollback", c.req.param("id")));
+  app.get("/releases/:id/roll-forward", (c) => confirm(c, "roll_forward", c.req.param("id")));
   app.get("/step-runs/:id/retry", (c) => confirm(c, "retry", c.req.param("id")));
   app.post("/step-runs/:id/retry", (c) => act(c, "retry", c.req.param("id")));
   app.get("/step-runs/:id/resolve", (c) => confirm(c, "resolve", c.req.param("id")));

@@ -5,6 +5,7 @@
  * have confirmation pages; resolve and abandon (which need a reason and lane confirmations)
  * are shown with their CLI command.
  */
+import { type LifecycleVerb, lifecycleActions } from "../../domain/lifecycle.ts";
 import { type AvailableAction, availableActions } from "../../domain/transition/exits.ts";
 import { type PlannedStep, planOf } from "../../domain/transition/plan.ts";
 import type { Release } from "../../domain/types.ts";
@@ -130,6 +131,57 @@ export function offers(r: Release): Offer[] {
           };
       }
     });
+}
+
+/** A lifecycle verb offered on a finished (or roll-forward-held) release; shaped as `Offer`. */
+export interface LifecycleOffer extends Omit<Offer, "action"> {
+  action: LifecycleVerb;
+}
+
+/**
+ * The lifecycle verbs `r` accepts now (`lifecycleActions`, domain/lifecycle.ts), as offers:
+ * rollback has a confirmation page; roll forward needs a fixed recipe (and its bundle), so its
+ * page explains the CLI command.
+ */
+export function lifecycleOffers(r: Release): LifecycleOffer[] {
+  return lifecycleActions(r).map((a) =>
+    a.action === "rollback"
+      ? {
+          action: a.action,
+          target: a.target,
+          label: "Roll back…",
+          effect: a.effect,
+          href: `/releases/${a.target}/rollback`,
+          danger: true,
+          command: a.command,
+        }
+      : {
+          action: a.action,
+          target: a.target,
+          label: "Roll forward (CLI)…",
+          effect: a.effect,
+          href: `/releases/${a.target}/roll-forward`,
+          danger: false,
+          command: a.command,
+        },
+  );
+}
+
+/**
+ * What a rollback of succeeded `r` will do, lane by lane: a new release runs the previous
+ * admitted manifest of the model again, so each lane goes back to `r`'s `previous_image`
+ * (the image the lanes ran before `r`), and that release's undo restores `r`'s image.
+ */
+export function rollbackWords(r: Release): PlanWords {
+  const m = r.manifest;
+  return {
+    heading: `A new release runs the previous admitted manifest of ${m.model} again; each lane goes back to the image it ran before ${r.id}`,
+    lanes: m.lanes.map((l) => ({
+      lane: l.id,
+      steps: [`runs ${m.image} now`, `runs ${m.previous_image} again`],
+    })),
+    empty: `${r.id} names no lanes: nothing goes back.`,
+  };
 }
 
 /** Lane label of steps that concern no single lane (traffic writes of the whole model). */

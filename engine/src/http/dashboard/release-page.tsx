@@ -12,6 +12,7 @@ import { probCompleted } from "../../domain/markov.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { HistoryEntry, Release, StepRun } from "../../domain/types.ts";
 import type { ReleaseRecord } from "../../service/api.ts";
+import { currentDrift, type ModelDrift } from "../../service/drift.ts";
 import type { Role } from "./auth.ts";
 import { FirstScreen } from "./first-screen.tsx";
 import { duration, runLink, span, time } from "./format.ts";
@@ -20,7 +21,7 @@ import { historyLabel, readOnce, refusalReason } from "./history-label.ts";
 import { Layout, State } from "./layout.tsx";
 import { LIVE_SCRIPT, liveVersion } from "./live.ts";
 import { MarkovPanel, type MarkovQuery, observedSuccessRate } from "./markov-panel.tsx";
-import { offers } from "./offers.ts";
+import { lifecycleOffers, offers } from "./offers.ts";
 import { OPERATOR_EVENTS, stepAction, summarize } from "./summary.ts";
 
 /** History entries per timeline page. */
@@ -340,6 +341,55 @@ function Timeline(props: {
   );
 }
 
+const shown = (v: unknown): string => (v === undefined ? "—" : JSON.stringify(v));
+
+/**
+ * The drift banner: shown while the release's history has a current drift (`currentDrift`,
+ * service/drift.ts), lane by lane with each differing field's desired and observed values.
+ */
+export function DriftBanner(props: { drift: ModelDrift | null }) {
+  const d = props.drift;
+  if (!d) return null;
+  return (
+    <section class="panel bad" id="drift" role="alert" aria-labelledby="drift-h">
+      <h2 id="drift-h">
+        {`Drift: model ${d.model}'s lanes differ from what its last releases left them at (since ${time(d.observed_at)})`}
+      </h2>
+      {d.lanes.length > 0 ? (
+        <div class="scroll">
+          <table class="compact">
+            <thead>
+              <tr>
+                <th scope="col">Lane</th>
+                <th scope="col">Field</th>
+                <th scope="col">Desired</th>
+                <th scope="col">Observed</th>
+              </tr>
+            </thead>
+            <tbody>
+              {d.lanes.flatMap((l) =>
+                l.fields.map((f) => (
+                  <tr>
+                    <th scope="row">{l.id}</th>
+                    <td>{f}</td>
+                    <td class="mono wrap">{shown(l.desired[f])}</td>
+                    <td class="mono wrap">{shown(l.observed[f])}</td>
+                  </tr>
+                )),
+              )}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      {d.mixed ? (
+        <p>
+          {`Mixed versions outside a release: ${d.images.map((i) => `${i.ref} on ${i.lanes.join(", ")}`).join("; ")}`}
+        </p>
+      ) : null}
+    </section>
+  );
+}
+
 function ManifestSummary(props: { release: Release }) {
   const r = props.release;
   const m = r.manifest;
@@ -419,7 +469,8 @@ export function ReleasePage(props: ReleasePageProps) {
             </span>
           </h1>
           {props.notice ? <p class={`notice ${props.notice.kind}`}>{props.notice.text}</p> : null}
-          <FirstScreen release={r} facts={facts} offers={offers(r)} />
+          <DriftBanner drift={currentDrift(props.record.history)} />
+          <FirstScreen release={r} facts={facts} offers={[...offers(r), ...lifecycleOffers(r)]} />
         </div>
         <div id="part-gates" data-part>
           <GatePanel release={r} evidence={props.record.gate_evidence ?? []} />

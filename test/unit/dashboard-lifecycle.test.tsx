@@ -1,0 +1,212 @@
+/**
+ * Dashboard pages for the lifecycle verbs and the drift banner (issue 11): rollback of a
+ * succeeded release has a confirmation page (lane by lane, which image goes back) and a CSRF
+ * form that starts the new release; roll forward explains the CLI command (the dashboard cannot
+ * take a recipe); both are offered only where `lifecycleActions` offers them, and refused (409,
+ * no form) elsewhere. A release whose history holds a current drift shows a banner naming
+ * desired vs observed.
+ */
+import { describe, expect, it } from "vitest";
+import type { HistoryEntry } from "../../engine/src/domain/types.ts";
+import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
+import type { ReleaseRecord } from "../../engine/src/service/api.ts";
+import { DRIFT_CLEARED_KIND, DRIFT_KIND, type ModelDrift } from "../../engine/src/service/drift.ts";
+import { defaultRecords, fakeApi } from "../support/dashboard-fixtures.ts";
+
+const OP = "op-secret-token";
+const VIEW = "view-secret-token";
+const BASE = "http://127.0.0.1:8787";
+
+function setup(records: ReleaseRecord[] = defaultRecords()) {
+  const api = fakeApi(records);
+  const app = dashboardApp({
+    api,
+    tokens: { operator: OP, viewer: VIEW },
+    publicUrl: BASE,
+    now: () => Date.UTC(2026, 10, 29, 12, 0, 0),
+  });
+  const cookies = new Map<string, string>();
+  const cookieOf = async (token: string) => {
+    const had = cookies.get(token);
+    if (had) return had;
+    const res = await app.request(`${BASE}/login`, {
+      method: "POST",
+      body: new URLSearchParams({ token, next: "/releases" }),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    const cookie = /^(baton_session=[^;]+)/.exec(res.headers.get("set-cookie") ?? "")?.[1];
+    if (!cookie) throw new Error(`sign-in with ${token} set no session cookie`);
+    cookies.set(token, cookie);
+    return cookie;
+  };
+  const get = async (path: string, token = OP) => {
+    const res = await app.request(`${BASE}${path}`, {
+      headers: { cookie: await cookieOf(token) },
+    });
+    return { status: res.status, html: await res.text() };
+  };
+  const post = async (path: string, form: Record<string, string>, token = OP) => {
+    const res = await app.request(`${BASE}${path}`, {
+      method: "POST",
+      body: new URLSearchParams(form),
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        cookie: await cookieOf(token),
+      },
+    });
+    return { status: res.status, html: await res.text() };
+  };
+  return { api, get, post };
+}
+
+const csrfOf = (html: string) => /name="csrf" value="([0-9a-f.]*)"/.exec(html)?.[1] ?? "";
+const text = (html: string) =>
+  html
+    .replace(/<[^>]+>/g, " ")
+    .replace(/\s+/g, " ")
+    .replaceAll("&#39;", "'")
+    .replaceAll("&quot;", '"')
+    .replaceAll("&lt;", "<")
+    .replaceAll("&gt;", ">");
+
+describe("rollback from the dashboard", () => {
+  it("a succeeded release offers rollback; the page names the image going back on each lane", async () => {
+    const { get } = setup();
+    const page = await get("/releases/r2");
+    expect(page.status).toBe(200);
+    expect(page.html).toContain('href="/releases/r2/rollback"');
+    expect(page.html).not.toContain('href="/releases/r2/roll-forward"');
+    const r2 = defaultRecords()[0]!.release;
+    const confirm = await get("/releases/r2/rollback");
+    expect(confirm.status).toBe(200);
+    const t = text(confirm.html);
+    expect(t).toContain("Roll back release r2?");
+    for (const lane of r2.manifest.lanes) {
+      expect(t).toContain(
+        `${lane.id} runs ${r2.manifest.image} now → runs ${r2.manifest.previous_image} again`,
+      );
+    }
+    expect(csrfOf(confirm.html)).not.toBe("");
+    expect(confirm.html).toContain('action="/releases/r2/rollback"');
+  });
+
+  it("confirming with the CSRF token starts the new release; without it nothing is asked of the engine", async () => {
+    const { api, get, post } = setup();
+    const csrf = csrfOf((await get("/releases/r2/rollback")).html);
+    const stale = await post("/releases/r2/rollback", { csrf: "1.00", confirm: "yes" });
+    expect(stale.status).toBe(403);
+    const viewer = await post("/releases/r2/rollback", { csrf, confirm: "yes" }, VIEW);
+    expect(viewer.status).toBe(403);
+    expect(api.calls).toEqual([]);
+    const done = await post("/releases/r2/rollback", { csrf, confirm: "yes", reason: "bad p99" });
+    expect(done.status).toBe(200);
+    expect(api.calls).toEqual([
+      { method: "rollback", target: "r2", actor: "dashboard (operator token)" },
+    ]);
+    const t = text(done.html);
+    expect(t).toContain("rollback of r2 accepted: release r6 runs the previous admitted manifest");
+    expect(done.html).toContain('href="/releases/r6"');
+    // The engine holds the new release; r2 itself is unchanged.
+    expect((await api.get("r6")).release.state).toBe("pending");
+    expect((await api.get("r2")).release.state).toBe("succeeded");
+  });
+
+  it("rollback is refused (409, no form) on a release that is not succeeded", async () => {
+    const { api, get } = setup();
+    for (const id of ["r3", "r4", "r5"]) {
+      expect((await get(`/releases/${id}`)).html).not.toContain(`/releases/${id}/rollback"`);
+      const page = await get(`/releases/${id}/rollback`);
+      expect(page.status).toBe(409);
+      expect(page.html).not.toContain('name="csrf"');
+      expect(text(page.html)).toContain(`The engine does not accept rollback for ${id} now`);
+    }
+    expect(api.calls).toEqual([]);
+  });
+});
+
+describe("roll forward from the dashboard", () => {
+  it("a rolled-back release offers roll forward with the CLI command, and no form", async () => {
+    const { get } = setup();
+    expect((await get("/releases/r3")).html).toContain('href="/releases/r3/roll-forward"');
+    const page = await get("/releases/r3/roll-forward");
+    expect(page.status).toBe(200);
+    const t = text(page.html);
+    expect(t).toContain("Roll forward past release r3?");
+    expect(t).toContain("baton roll-forward r3 <fixed-recipe.yaml> --bundle <bundle.json>");
+    expect(page.html).not.toContain('name="csrf"');
+    expect(page.html).not.toContain('action="/releases/r3/');
+  });
+
+  it("roll forward is refused (409) on a succeeded or running release, naming what it accepts", async () => {
+    const { get } = setup();
+    const succeeded = await get("/releases/r2/roll-forward");
+    expect(succeeded.status).toBe(409);
+    expect(text(succeeded.html)).toContain("The engine does not accept roll-forward for r2 now");
+    expect(succeeded.html).toContain('href="/releases/r2/rollback"');
+    const running = await get("/releases/r4/roll-forward");
+    expect(running.status).toBe(409);
+    expect(running.html).not.toContain("baton roll-forward");
+  });
+});
+
+describe("drift banner", () => {
+  const drift: ModelDrift = {
+    model: "chat-model",
+    lanes: [
+      {
+        id: "lane-2",
+        fields: ["weight", "image"],
+        desired: { weight: 100, image: "ghcr.io/acme/chat@sha256:aaa" },
+        observed: { weight: 0, image: "ghcr.io/acme/chat@sha256:bbb" },
+      },
+    ],
+    mixed: true,
+    images: [
+      { ref: "ghcr.io/acme/chat@sha256:aaa", lanes: ["lane-1"], weight: 100 },
+      { ref: "ghcr.io/acme/chat@sha256:bbb", lanes: ["lane-2"], weight: 0 },
+    ],
+    observed_at: Date.UTC(2026, 10, 29, 11, 0, 0),
+  };
+  const withHistory = (...extra: Omit<HistoryEntry, "release_id">[]) => {
+    const records = defaultRecords();
+    const r2 = records[0]!;
+    r2.history.push(...extra.map((e) => ({ ...e, release_id: "r2" })));
+    return records;
+  };
+  const driftEntry = (at: number): Omit<HistoryEntry, "release_id"> => ({
+    at,
+    kind: DRIFT_KIND,
+    step_run_id: null,
+    outcome: "accepted",
+    message: "[drift] model chat-model: lane-2 weight desired 100 observed 0",
+    data: drift as unknown as HistoryEntry["data"],
+  });
+
+  it("a current drift shows a banner naming desired vs observed per lane and field", async () => {
+    const { get } = setup(withHistory(driftEntry(drift.observed_at)));
+    const page = await get("/releases/r2", VIEW);
+    expect(page.status).toBe(200);
+    expect(page.html).toContain('id="drift"');
+    const t = text(page.html);
+    expect(t).toContain("Drift: model chat-model's lanes differ");
+    expect(t).toContain("lane-2 weight 100 0");
+    expect(t).toContain(
+      'lane-2 image "ghcr.io/acme/chat@sha256:aaa" "ghcr.io/acme/chat@sha256:bbb"',
+    );
+    expect(t).toContain("Mixed versions outside a release: ghcr.io/acme/chat@sha256:aaa on lane-1");
+  });
+
+  it("no banner without drift, or once the drift is cleared", async () => {
+    const plain = await setup().get("/releases/r2", VIEW);
+    expect(plain.html).not.toContain('id="drift"');
+    const cleared = await setup(
+      withHistory(driftEntry(drift.observed_at), {
+        ...driftEntry(drift.observed_at + 60_000),
+        kind: DRIFT_CLEARED_KIND,
+        data: {},
+      }),
+    ).get("/releases/r2", VIEW);
+    expect(cleared.status).toBe(200);
+    expect(cleared.html).not.toContain('id="drift"');
+  });
+});
