@@ -103,6 +103,17 @@ describe.each(STORE_KINDS)("lifecycle verbs on %s", (kind) => {
       const early = await op(h, "POST", `/v1/releases/${p}/rollback`, { reason: "x" });
       expect(early.status).toBe(409);
       expect((await error(early)).code).toBe("no_previous_manifest");
+      // …and is not offered there: what is offered is what the engine accepts.
+      const first = (await (await op(h, "GET", `/v1/releases/${p}`)).json()) as {
+        lifecycle_actions: { action: string }[];
+      };
+      expect(first.lifecycle_actions.map((a) => a.action)).not.toContain("rollback");
+      const second = (await (await op(h, "GET", `/v1/releases/${r}`)).json()) as {
+        lifecycle_actions: { action: string; effect: string }[];
+      };
+      expect(second.lifecycle_actions.find((a) => a.action === "rollback")?.effect).toContain(
+        `(${p}'s)`,
+      );
 
       const res = await op(h, "POST", `/v1/releases/${r}/rollback`, {
         reason: "v8 answers slowly",

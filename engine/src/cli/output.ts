@@ -4,7 +4,7 @@
  */
 import { armsLine, type GateSummary, metricLine, srmLine } from "../domain/gate/summary.ts";
 import { waveLabel } from "../domain/gate/waves.ts";
-import { lifecycleActions } from "../domain/lifecycle.ts";
+import { type LifecycleAction, lifecycleActions } from "../domain/lifecycle.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import type { HistoryEntry, Lineage, Manifest, Release, StepRun } from "../domain/types.ts";
 import { duration, time } from "../http/dashboard/format.ts";
@@ -33,6 +33,8 @@ export interface RecordJson {
   gates?: GateSummary[];
   /** Set when a lifecycle verb started the release (docs/lifecycle.md). */
   lineage?: Lineage | null;
+  /** The lifecycle verbs the engine accepts now (it checks what a rollback would run). */
+  lifecycle_actions?: LifecycleAction[];
 }
 
 export const TERMINAL: ReadonlySet<string> = new Set(["succeeded", "rolled_back", "aborted"]);
@@ -172,10 +174,16 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     lines.push("what you can do:");
     for (const c of cmds) lines.push(`  ${c}`);
   }
-  const verbs = lifecycleActions(asRelease(rec));
+  const verbs = rec.lifecycle_actions ?? lifecycleActions(asRelease(rec));
   if (verbs.length > 0) {
     lines.push("after the end (a new release, docs/lifecycle.md):");
     for (const a of verbs) lines.push(`  ${a.command}  # ${a.effect}`);
+  }
+  if (rec.state === "succeeded" && !verbs.some((a) => a.action === "rollback")) {
+    lines.push(
+      "to roll back: no earlier succeeded release of this model kept its recipe here; start the previous recipe as an explicit rollback:",
+      "  baton start <previous-recipe.yaml> --bundle <its bundle.json> --rollback",
+    );
   }
   lines.push("step runs:");
   if (rec.step_runs.length === 0) lines.push("  (none yet)");

@@ -31,15 +31,23 @@ export function heldForRollForward(release: Release): boolean {
   return release.state === "paused" && !!release.roll_forward_hold;
 }
 
-/** The lifecycle verbs `release` accepts in its state (pure). */
-export function lifecycleActions(release: Release): LifecycleAction[] {
+/**
+ * The lifecycle verbs `release` accepts in its state (pure). `o.rollbackTo`, when the caller
+ * looked it up (the store): the release whose admitted manifest a rollback would run again,
+ * or null when no earlier succeeded release kept its recipe (rollback is then not offered:
+ * the engine would refuse it). Absent: offered by state alone.
+ */
+export function lifecycleActions(
+  release: Release,
+  o: { rollbackTo?: string | null } = {},
+): LifecycleAction[] {
   const id = release.id;
   const out: LifecycleAction[] = [];
-  if (LIFECYCLE_STATES.rollback.has(release.state)) {
+  if (LIFECYCLE_STATES.rollback.has(release.state) && o.rollbackTo !== null) {
     out.push({
       action: "rollback",
       target: id,
-      effect: `starts a new release that runs the previous admitted manifest of ${release.manifest.model} again (an explicit rollback; its undo restores ${id}'s image)`,
+      effect: `starts a new release that runs the previous admitted manifest of ${release.manifest.model}${o.rollbackTo ? ` (${o.rollbackTo}'s)` : ""} again (an explicit rollback; its undo restores ${id}'s image)`,
       command: `baton rollback ${id} --reason "<why>"`,
     });
   }

@@ -104,6 +104,11 @@ export interface ReleaseApi {
    */
   rollback(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   /**
+   * The release whose admitted manifest a rollback of `release` would run again, or null when
+   * no earlier succeeded release of its model kept its recipe (a rollback is then refused).
+   */
+  previousAdmitted?(release: Release): Promise<{ prev: { id: string } } | null>;
+  /**
    * A rolled-back, aborted or abandoned release is rolled forward: a new release of a fixed
    * recipe of the same model (docs/lifecycle.md). Accepted: `release` is the new release.
    */

@@ -911,16 +911,9 @@ export class ReleaseService implements ReleaseApi {
       };
     }
     const model = release.manifest.model;
-    const number = Number(id.slice(1));
-    const earlier = (await this.store.listReleases({ state: "succeeded", limit: ROLLBACK_SCAN }))
-      .filter((s) => s.model === model && Number(s.id.slice(1)) < number)
-      .sort((a, b) => Number(b.id.slice(1)) - Number(a.id.slice(1)));
-    for (const prev of earlier) {
-      const created = (await this.store.getHistory(prev.id, { limit: 8 })).find(
-        (h) => h.kind === "created",
-      );
-      const data = created?.data as { recipe?: Json; bundle?: Json; attestations?: Json } | null;
-      if (!data || data.recipe === undefined) continue;
+    const found = await this.previousAdmitted(release);
+    if (found) {
+      const { prev, data } = found;
       const prerequisites = await this.rollbackPrerequisites(id, prev.id, data.recipe);
       const started = await this.start(data.recipe, actor, {
         prerequisites,
@@ -946,6 +939,31 @@ export class ReleaseService implements ReleaseApi {
       code: "no_previous_manifest",
       reason: `[engine] no earlier succeeded release of model ${model} kept its recipe, so there is no admitted manifest to roll ${id} back to; start the previous recipe as an explicit rollback: baton start <previous-recipe.yaml> --bundle <its bundle> --rollback`,
     };
+  }
+
+  /**
+   * The release a rollback of `release` would run again: the latest earlier succeeded release
+   * of its model (among the latest `ROLLBACK_SCAN` succeeded ones) that kept its recipe in its
+   * `created` history entry, with that entry's recipe, bundle and attestations; null when none.
+   */
+  async previousAdmitted(release: Release): Promise<{
+    prev: { id: string };
+    data: { recipe: Json; bundle?: Json; attestations?: Json };
+  } | null> {
+    const model = release.manifest.model;
+    const number = Number(release.id.slice(1));
+    const earlier = (await this.store.listReleases({ state: "succeeded", limit: ROLLBACK_SCAN }))
+      .filter((s) => s.model === model && Number(s.id.slice(1)) < number)
+      .sort((a, b) => Number(b.id.slice(1)) - Number(a.id.slice(1)));
+    for (const prev of earlier) {
+      const created = (await this.store.getHistory(prev.id, { limit: 8 })).find(
+        (h) => h.kind === "created",
+      );
+      const data = created?.data as { recipe?: Json; bundle?: Json; attestations?: Json } | null;
+      if (!data || data.recipe === undefined) continue;
+      return { prev, data: data as { recipe: Json; bundle?: Json; attestations?: Json } };
+    }
+    return null;
   }
 
   /**

@@ -202,7 +202,10 @@ function newReleaseJson(release: Release, reply: Record<string, unknown>): Recor
 }
 
 /** The JSON of `GET /v1/releases/:id`: the release's fields, history and attempt results. */
-export function recordJson(r: ReleaseRecord): Record<string, unknown> {
+export function recordJson(
+  r: ReleaseRecord,
+  o: { rollbackTo?: string | null } = {},
+): Record<string, unknown> {
   const { release } = r;
   return {
     id: release.id,
@@ -216,7 +219,7 @@ export function recordJson(r: ReleaseRecord): Record<string, unknown> {
     rerun_deadline: release.rerun_deadline ?? null,
     abandoned: release.abandoned ?? null,
     available_actions: availableActions(release),
-    lifecycle_actions: lifecycleActions(release),
+    lifecycle_actions: lifecycleActions(release, o),
     lineage: release.lineage ?? null,
     drift: currentDrift(r.history),
     admission: release.admission ?? null,
@@ -340,7 +343,12 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
 
   app.get("/:id", reader, async (c) => {
     const record = await o.api.get(releaseParam(c));
-    return c.json(recordJson(record));
+    // Rollback is offered only when the engine would find a manifest to run again.
+    const rollbackTo =
+      record.release.state === "succeeded" && o.api.previousAdmitted
+        ? ((await o.api.previousAdmitted(record.release))?.prev.id ?? null)
+        : undefined;
+    return c.json(recordJson(record, rollbackTo === undefined ? {} : { rollbackTo }));
   });
 
   app.post("/:id/abort", operator, async (c) => {
