@@ -27,7 +27,7 @@ const V2 = `ghcr.io/acme/summarizer:v8@sha256:${"8e".repeat(32)}`;
 
 interface Check {
   check: string;
-  lane: string;
+  lane: string | null;
   outcome: string;
   message: string;
   fix: string | null;
@@ -129,6 +129,12 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
         expect(ok.status, JSON.stringify(started)).toBe(201);
         expect(started.prerequisites.ok).toBe(true);
         expect(started.prerequisites.image).toBe(v1.image);
+        // The release's own row first: the recipe's recovery class (reversible) allows it.
+        expect(started.prerequisites.checks[0]).toMatchObject({
+          check: "recovery_class",
+          lane: null,
+          outcome: "pass",
+        });
         for (const l of lanes) {
           const rows = started.prerequisites.checks.filter((c) => c.lane === l);
           expect(rows.map((c) => [c.check, c.outcome])).toEqual([
@@ -145,7 +151,7 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
         );
         const hist = (r3 as unknown as { history: { kind: string; message: string }[] }).history;
         expect(hist.find((h) => h.kind === "prerequisites")?.message).toContain(
-          `${lanes.length * 3} passed, 0 failed`,
+          `${lanes.length * 3 + 1} passed, 0 failed`,
         );
         for (const l of lanes) expect(await servedImage(e, l)).toBe(v1.image);
       },

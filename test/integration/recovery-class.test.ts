@@ -215,4 +215,63 @@ describe.each(STORE_KINDS)("recovery classes on %s", (kind) => {
       expect(rec.recovery.held_for_roll_forward).toBeNull();
     },
   );
+
+  it.skipIf(skip)(
+    "rollback of a succeeded roll-forward-only release is refused by its recovery class; nothing is written or changed",
+    async () => {
+      h = await makeHarness({ kind, admission: trust.admission });
+      const fleet = new Fleet();
+      // An earlier succeeded release of the model, so there is a manifest to roll back to.
+      const p = await start(h, recipe(2, { image: PREVIOUS_IMAGE, previous_image: FIXED }), T0);
+      await drive(h, fleet.decide());
+      expect((await full(h, p)).state).toBe("succeeded");
+      h.clock.advance(3_600_000);
+      const id = await start(h, rollForwardOnly("lane-a"), T0 + 3_600_000);
+      await drive(h, fleet.decide());
+      expect((await full(h, id)).state).toBe("succeeded");
+      // Not offered: its recovery class forbids it.
+      expect((await full(h, id)).lifecycle_actions).toEqual([]);
+      const weights = h.cp.weights("summarizer-v7");
+      const before = (await (await op(h, "GET", "/v1/releases")).json()) as {
+        releases: unknown[];
+      };
+
+      const res = await op(h, "POST", `/v1/releases/${id}/rollback`, { reason: "x" });
+      const body = (await res.json()) as {
+        error: { code: string; message: string; problems: { path: string; fix: string }[] };
+      };
+      expect(res.status, JSON.stringify(body)).toBe(422);
+      expect(body.error.code).toBe("prerequisite_failed");
+      expect(body.error.message).toMatch(
+        new RegExp(
+          `rollback of ${id} refused before anything ran: recovery_class: .*roll_forward_only`,
+        ),
+      );
+      expect(body.error.problems).toHaveLength(1);
+      expect(body.error.problems[0]?.path).toBe("recovery_class");
+      expect(body.error.problems[0]?.fix).toMatch(/^roll forward instead/);
+      // Nothing written, nothing changed: no new release; lanes and weights as they were.
+      const after = (await (await op(h, "GET", "/v1/releases")).json()) as { releases: unknown[] };
+      expect(after.releases.length).toBe(before.releases.length);
+      expect(h.cp.weights("summarizer-v7")).toEqual(weights);
+      expect([...fleet.images.values()]).toEqual([IMAGE, IMAGE]);
+      expect((await full(h, id)).state).toBe("succeeded");
+
+      // The same history with a reversible recipe: admitted, with a passing recovery_class row.
+      h.clock.advance(3_600_000);
+      const q = await start(h, recipe(2, { image: FIXED, previous_image: IMAGE }), T0 + 7_200_000);
+      await drive(h, fleet.decide());
+      expect((await full(h, q)).state).toBe("succeeded");
+      const ok = await op(h, "POST", `/v1/releases/${q}/rollback`, { reason: "y" });
+      const started = (await ok.json()) as {
+        prerequisites: { checks: { check: string; lane: string | null; outcome: string }[] };
+      };
+      expect(ok.status, JSON.stringify(started)).toBe(201);
+      expect(started.prerequisites.checks[0]).toMatchObject({
+        check: "recovery_class",
+        lane: null,
+        outcome: "pass",
+      });
+    },
+  );
 });

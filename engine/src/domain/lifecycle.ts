@@ -43,7 +43,13 @@ export function lifecycleActions(
 ): LifecycleAction[] {
   const id = release.id;
   const out: LifecycleAction[] = [];
-  if (LIFECYCLE_STATES.rollback.has(release.state) && o.rollbackTo !== null) {
+  // A succeeded roll_forward_only release ran past its unsafe point: rollback is refused
+  // (the `recovery_class` prerequisite), so it is not offered.
+  if (
+    LIFECYCLE_STATES.rollback.has(release.state) &&
+    o.rollbackTo !== null &&
+    release.manifest.recovery?.class !== "roll_forward_only"
+  ) {
     out.push({
       action: "rollback",
       target: id,

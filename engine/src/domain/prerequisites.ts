@@ -5,15 +5,23 @@
  * a failed row refuses the rollback (422) naming the lane, the check and the fix. Pure shapes
  * and the reading of the target's answer; the asking is the `TargetProbe` port.
  */
+import type { RecoveryClass } from "./recipe.ts";
 
 /** The checks, in the order they are listed for each lane. */
 export const PREREQUISITE_CHECKS = ["lane_credentials", "image_present", "lane_capacity"] as const;
-export type PrerequisiteCheckName = (typeof PREREQUISITE_CHECKS)[number];
+/**
+ * A check of the rolled-back release itself, not of a lane: its recipe's recovery class allows
+ * a rollback (a `roll_forward_only` release does not). Its row has `lane: null`.
+ */
+export const RECOVERY_CLASS_CHECK = "recovery_class" as const;
+export type PrerequisiteCheckName =
+  | (typeof PREREQUISITE_CHECKS)[number]
+  | typeof RECOVERY_CLASS_CHECK;
 
-/** One row of prerequisite evidence: one check on one lane. */
+/** One row of prerequisite evidence: one check on one lane (null: of the release itself). */
 export interface PrerequisiteCheck {
   check: PrerequisiteCheckName;
-  lane: string;
+  lane: string | null;
   /** `skipped`: not asked (no way to reach the lane's machine from the engine, or an earlier check failed). */
   outcome: "pass" | "fail" | "skipped";
   /** One sentence for people: what the target answered. */
@@ -121,6 +129,41 @@ export function checksNotAsked(lane: string, why: string): PrerequisiteCheck[] {
   }));
 }
 
+/**
+ * The `recovery_class` row for rolling back `id` (pure): it fails when `id`'s manifest declared
+ * `roll_forward_only` (rollback is unsafe once its `unsafe_after` step ran, and a succeeded
+ * release ran it), naming roll forward as the fix; it passes for `reversible` (also the default
+ * when none is declared) and `recoverable` (naming the restore action that must follow).
+ */
+export function recoveryClassCheck(
+  id: string,
+  recovery: { class: RecoveryClass; restore?: string } | undefined,
+): PrerequisiteCheck {
+  const cls = recovery?.class ?? "reversible";
+  if (cls === "roll_forward_only") {
+    return {
+      check: RECOVERY_CLASS_CHECK,
+      lane: null,
+      outcome: "fail",
+      message: `${id}'s recipe declares recovery_class roll_forward_only: it ran past the step after which rollback is unsafe, so it cannot be rolled back`,
+      fix: `roll forward instead: start a fixed recipe of the same model as a new release (baton start <fixed-recipe.yaml> --bundle <bundle.json>)`,
+    };
+  }
+  return {
+    check: RECOVERY_CLASS_CHECK,
+    lane: null,
+    outcome: "pass",
+    message:
+      cls === "recoverable"
+        ? `${id}'s recovery class is recoverable: rollback is allowed; the restore action must follow it: ${recovery?.restore ?? "(none named)"}`
+        : `${id}'s recovery class is ${recovery ? "reversible" : "reversible (none declared)"}: traffic rollback restores service`,
+    fix: null,
+  };
+}
+
+/** Where a row is: `lane L` or `release` (the recovery class row). */
+const where = (c: PrerequisiteCheck): string => (c.lane === null ? "release" : `lane ${c.lane}`);
+
 /** One sentence for a history entry or a refusal: how many passed, and each failure. */
 export function prerequisitesSummary(r: PrerequisiteReport): string {
   const failed = r.checks.filter((c) => c.outcome === "fail");
@@ -128,5 +171,5 @@ export function prerequisitesSummary(r: PrerequisiteReport): string {
   const skipped = r.checks.filter((c) => c.outcome === "skipped").length;
   const head = `${passed} passed, ${failed.length} failed, ${skipped} skipped for image ${r.image}`;
   if (failed.length === 0) return head;
-  return `${head}: ${failed.map((c) => `lane ${c.lane} ${c.check}: ${c.message}`).join("; ")}`;
+  return `${head}: ${failed.map((c) => `${where(c)} ${c.check}: ${c.message}`).join("; ")}`;
 }

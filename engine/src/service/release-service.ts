@@ -27,8 +27,11 @@ import {
 } from "../domain/notifications.ts";
 import {
   checksNotAsked,
+  type PrerequisiteCheck,
   type PrerequisiteReport,
   prerequisitesSummary,
+  RECOVERY_CLASS_CHECK,
+  recoveryClassCheck,
 } from "../domain/prerequisites.ts";
 import {
   type FailingCheck,
@@ -910,11 +913,22 @@ export class ReleaseService implements ReleaseApi {
         reason: `[engine] rollback takes a succeeded release; ${id} is ${release.state}. It accepts: ${acceptedActionsPhrase(release)}`,
       };
     }
+    // Of the release itself, before any lane is asked: a roll_forward_only release ran past
+    // the step after which rollback is unsafe (it succeeded), so it is never rolled back.
+    const recovery = recoveryClassCheck(id, release.manifest.recovery);
+    if (recovery.outcome === "fail") {
+      this.log.warn(`[engine] rollback of ${id} refused: ${recovery.message}`);
+      throw new BatonError(
+        "prerequisite_failed",
+        `[engine] rollback of ${id} refused before anything ran: recovery_class: ${recovery.message}; fix: ${recovery.fix}`,
+        [{ path: RECOVERY_CLASS_CHECK, message: recovery.message, fix: recovery.fix ?? "" }],
+      );
+    }
     const model = release.manifest.model;
     const found = await this.previousAdmitted(release);
     if (found) {
       const { prev, data } = found;
-      const prerequisites = await this.rollbackPrerequisites(id, prev.id, data.recipe);
+      const prerequisites = await this.rollbackPrerequisites(id, prev.id, data.recipe, recovery);
       const started = await this.start(data.recipe, actor, {
         prerequisites,
         ...(data.bundle !== undefined ? { bundle: data.bundle } : {}),
@@ -978,6 +992,7 @@ export class ReleaseService implements ReleaseApi {
     id: string,
     prevId: string,
     recipe: unknown,
+    recovery: PrerequisiteCheck,
   ): Promise<PrerequisiteReport> {
     const { manifest } = this.domain.compile(recipe);
     const probe = this.targetProbe;
@@ -995,6 +1010,7 @@ export class ReleaseService implements ReleaseApi {
         ),
       )
     ).flat();
+    checks.unshift(recovery);
     const report: PrerequisiteReport = {
       ok: checks.every((c) => c.outcome !== "fail"),
       at: this.clock.now(),
