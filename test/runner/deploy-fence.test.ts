@@ -30,7 +30,8 @@ function sh(args: string[], env: Record<string, string> = {}) {
   const r = spawnSync("sh", [DEPLOY_SH, ...args], {
     env: { ...process.env, ...t.env, ...env },
     encoding: "utf8",
-    timeout: 30_000,
+    // Generous: each call starts containers and probes health; a loaded machine is slow.
+    timeout: 120_000,
   });
   const lines = r.stdout
     .split("\n")
@@ -72,7 +73,7 @@ function op(
 const ledger = () => (existsSync(t.ledger) ? readFileSync(t.ledger, "utf8") : "");
 const running = (lane: string, img: string) => t.container(containerName(lane, img))?.running;
 
-describe("deploy.sh generation fence", () => {
+describe("deploy.sh generation fence", { timeout: 300_000 }, () => {
   it("refuses a generation-1 deploy after the generation-2 restore: lane keeps the restored image, ledger unchanged", () => {
     t.seedRunning("lane-a", NEW, url); // the forward deploy had landed before the runner went silent
     const restore = op("restore", { gen: 2, key: "r7:3:bwd:lane-a" });
@@ -216,7 +217,7 @@ describe("deploy.sh generation fence", () => {
   });
 });
 
-describe("deploy.sh lane lock", () => {
+describe("deploy.sh lane lock", { timeout: 300_000 }, () => {
   it("a restore waits for a deploy phase in progress on the same lane, then the stale rest is refused", async () => {
     // The late forward's start hangs (docker run not back yet) while compensation begins.
     t.knob("hang", "run");
