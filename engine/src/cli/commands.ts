@@ -347,6 +347,22 @@ export async function sign(
   return EXIT.ok;
 }
 
+/**
+ * Reads a PEM signing key file for `--key` with its `--key-id` (start-pending).
+ * @throws usage error (exit 2) without a key id or when the file cannot be read.
+ */
+export function readSigningKey(
+  file: string,
+  keyId: string | undefined,
+): { key_id: string; private_key_pem: string } {
+  if (!keyId) throw usage("[cli] --key needs --key-id <id> (the id the trust policy lists)");
+  try {
+    return { key_id: keyId, private_key_pem: readFileSync(file, "utf8") };
+  } catch (e) {
+    throw usage(`[cli] cannot read key file ${file} (${(e as NodeJS.ErrnoException).code})`);
+  }
+}
+
 /** The caller's name for the history: `--actor`, else $USER; undefined when neither fits. */
 function actorName(given: string | undefined): string | undefined {
   const name = given ?? process.env.USER ?? process.env.LOGNAME;

@@ -191,15 +191,27 @@ export async function runCli(
     )
     .argument("<recipe...>", "recipe YAML (or .json) files, e.g. every file in recipes/")
     .option("--dry-run", "only print what would be started")
+    .option("--key <file>", "sign each started manifest with this PEM private key (baton keygen)")
+    .option("--key-id <id>", "the key's id in the engine's trust policy (with --key)")
     .addOption(json())
-    .action(async (files: string[], o: { json?: boolean; dryRun?: boolean }, c: Command) => {
-      code = await startPending(
-        conn(c),
-        files,
-        { json: Boolean(o.json), dryRun: Boolean(o.dryRun) },
-        io,
-      );
-    });
+    .action(
+      async (
+        files: string[],
+        o: { json?: boolean; dryRun?: boolean; key?: string; keyId?: string },
+        c: Command,
+      ) => {
+        code = await startPending(
+          conn(c),
+          files,
+          {
+            json: Boolean(o.json),
+            dryRun: Boolean(o.dryRun),
+            ...(o.key ? { key: cmd.readSigningKey(o.key, o.keyId) } : {}),
+          },
+          io,
+        );
+      },
+    );
 
   program
     .command("accept")

@@ -6,6 +6,11 @@
  * already has a release (any state) is never started twice. A recipe that fails the contract
  * check, an engine that cannot be listed, or a start the engine refuses fails the command
  * (exit 1) after the other recipes were handled; nothing is skipped silently.
+ *
+ * With `key` (self-hosted, key-based signing, docs/trust.md "Signing"), each recipe it starts
+ * is sent as a signed start: its compiled manifest signed with that PEM key under `key_id` (the
+ * Sigstore bundle `baton sign --key` writes), so admission verifies it against the public key
+ * the engine's trust policy lists.
  */
 import { readFileSync } from "node:fs";
 import type { ReleaseSummary } from "../ports/store.ts";
@@ -57,18 +62,36 @@ async function allReleases(client: EngineClient): Promise<ReleaseSummary[]> {
 export async function startPending(
   conn: Connection,
   files: string[],
-  o: { json: boolean; dryRun: boolean },
+  o: {
+    json: boolean;
+    dryRun: boolean;
+    /** Signs each started manifest with this key (PEM text and the policy's key id). */
+    key?: { key_id: string; private_key_pem: string };
+  },
   io: Io,
 ): Promise<ExitCode> {
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
+  const { signManifest } = await import("../admission/sign.ts");
   const client = new EngineClient(conn);
   const outcomes: PendingOutcome[] = [];
-  const compiled: { file: string; text: string; name: string; digest: string }[] = [];
+  const compiled: {
+    file: string;
+    text: string;
+    name: string;
+    digest: string;
+    compiled: ReturnType<typeof compileRecipeText>;
+  }[] = [];
   for (const file of files) {
     try {
       const text = readFileSync(file, "utf8");
       const c = compileRecipeText(text, file);
-      compiled.push({ file, text, name: c.manifest.recipe_name, digest: c.manifest_digest });
+      compiled.push({
+        file,
+        text,
+        name: c.manifest.recipe_name,
+        digest: c.manifest_digest,
+        compiled: c,
+      });
     } catch (e) {
       outcomes.push({
         file,
@@ -130,18 +153,25 @@ export async function startPending(
         outcomes.push({ ...base, outcome: "would_start", message: "no release has this manifest" });
         continue;
       }
-      const type = /\.json$/i.test(c.file) ? "application/json" : "application/yaml";
+      let body = c.text;
+      let type = /\.json$/i.test(c.file) ? "application/json" : "application/yaml";
+      if (o.key) {
+        // A signed start (docs/trust.md "Sending the bundle"): the recipe text and its bundle.
+        const bundle = await signManifest(c.compiled, { key: o.key });
+        body = JSON.stringify({ recipe: c.text, bundle, attestations: [] });
+        type = "application/json";
+      }
       const res = await client.call<{ id: string; state: string }>(
         "POST",
         "/v1/releases",
-        c.text,
+        body,
         type,
       );
       outcomes.push({
         ...base,
         outcome: "started",
         release: res.id,
-        message: `started ${res.id} (state ${res.state})`,
+        message: `started ${res.id} (state ${res.state})${o.key ? `, manifest signed with key ${o.key.key_id}` : ""}`,
       });
     } catch (e) {
       outcomes.push({ ...base, outcome: "failed", message: describe(e) });
