@@ -111,6 +111,27 @@ describe("rollback from the dashboard", () => {
     expect((await api.get("r2")).release.state).toBe("succeeded");
   });
 
+  it("a succeeded release with nothing to roll back to (no earlier release kept its recipe) is not offered rollback", async () => {
+    const { api, get } = setup();
+    const asked: string[] = [];
+    api.previousAdmitted = async (release) => {
+      asked.push(release.id);
+      return null;
+    };
+    const page = await get("/releases/r2");
+    expect(page.status).toBe(200);
+    expect(page.html).not.toContain('href="/releases/r2/rollback"');
+    const confirm = await get("/releases/r2/rollback");
+    expect(confirm.status).toBe(409);
+    expect(confirm.html).not.toContain('name="csrf"');
+    expect(asked).toContain("r2");
+    // With a manifest to run again, the offer names the release it comes from.
+    api.previousAdmitted = async () => ({ prev: { id: "r1" } });
+    expect((await get("/releases/r2")).html).toContain('href="/releases/r2/rollback"');
+    expect(text((await get("/releases/r2")).html)).toContain("(r1's)");
+    expect(api.calls).toEqual([]);
+  });
+
   it("rollback is refused (409, no form) on a release that is not succeeded", async () => {
     const { api, get } = setup();
     for (const id of ["r3", "r4", "r5"]) {

@@ -12,6 +12,7 @@ import { BatonError } from "../../domain/errors.ts";
 import { lifecycleActions } from "../../domain/lifecycle.ts";
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
+import type { Release } from "../../domain/types.ts";
 import type { ControlPlane } from "../../ports/control-plane.ts";
 import { isReleaseId } from "../../protocol/ids.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "../../service/api.ts";
@@ -207,14 +208,22 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     return deps.api.get(id);
   };
 
+  /** As GET /v1/releases/:id: rollback is offered only when a manifest would be found. */
+  const rollbackOpts = async (release: Release): Promise<{ rollbackTo?: string | null }> =>
+    release.state === "succeeded" && deps.api.previousAdmitted
+      ? { rollbackTo: (await deps.api.previousAdmitted(release))?.prev.id ?? null }
+      : {};
+
   app.get("/releases/:id", async (c) => {
     const who = await reader(c);
     if (who instanceof Response) return who;
     try {
       const record = await loadRelease(c.req.param("id"));
+      const { rollbackTo } = await rollbackOpts(record.release);
       return c.html(
         <ReleasePage
           record={record}
+          rollbackTo={rollbackTo}
           role={who.role}
           now={now()}
           repository={deps.repository}
@@ -318,8 +327,9 @@ export function dashboardApp(deps: DashboardDeps): Hono {
         ? (release.step_runs.find((s) => s.id === target)?.state ?? "?")
         : release.state;
       const back = onStepRun(action) ? `/step-runs/${target}` : `/releases/${target}`;
+      const lifecycleOpts = await rollbackOpts(release);
       const offered = lifecycle(action)
-        ? lifecycleActions(release).some((a) => a.action === action)
+        ? lifecycleActions(release, lifecycleOpts).some((a) => a.action === action)
         : availableActions(release).some((a) => a.action === action && a.target === target);
       const plan = !offered
         ? null
@@ -344,7 +354,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
               ? lifecycleActions(release).find((a) => a.action === action)?.command
               : undefined
           }
-          accepted={[...offers(release), ...lifecycleOffers(release)].map((o) => ({
+          accepted={[...offers(release), ...lifecycleOffers(release, lifecycleOpts)].map((o) => ({
             label: o.label,
             href: o.href,
             command: o.command,

@@ -141,10 +141,14 @@ export interface LifecycleOffer extends Omit<Offer, "action"> {
 /**
  * The lifecycle verbs `r` accepts now (`lifecycleActions`, domain/lifecycle.ts), as offers:
  * rollback has a confirmation page; roll forward needs a fixed recipe (and its bundle), so its
- * page explains the CLI command.
+ * page explains the CLI command. `o.rollbackTo` as `lifecycleActions` takes it (null: no
+ * earlier release kept its recipe, so rollback is not offered).
  */
-export function lifecycleOffers(r: Release): LifecycleOffer[] {
-  return lifecycleActions(r).map((a) =>
+export function lifecycleOffers(
+  r: Release,
+  o: { rollbackTo?: string | null } = {},
+): LifecycleOffer[] {
+  return lifecycleActions(r, o).map((a) =>
     a.action === "rollback"
       ? {
           action: a.action,

@@ -36,6 +36,8 @@ export interface ReleasePageProps {
   events: { offset: number; filter: HistoryFilter };
   model: MarkovQuery;
   notice?: { kind: "ok" | "bad"; text: string } | undefined;
+  /** What a rollback would run again (`ReleaseApi.previousAdmitted`); null: none, not offered. */
+  rollbackTo?: string | null | undefined;
 }
 
 function Attempts(props: { run: StepRun; repository: string | undefined }) {
@@ -470,7 +472,17 @@ export function ReleasePage(props: ReleasePageProps) {
           </h1>
           {props.notice ? <p class={`notice ${props.notice.kind}`}>{props.notice.text}</p> : null}
           <DriftBanner drift={currentDrift(props.record.history)} />
-          <FirstScreen release={r} facts={facts} offers={[...offers(r), ...lifecycleOffers(r)]} />
+          <FirstScreen
+            release={r}
+            facts={facts}
+            offers={[
+              ...offers(r),
+              ...lifecycleOffers(
+                r,
+                props.rollbackTo === undefined ? {} : { rollbackTo: props.rollbackTo },
+              ),
+            ]}
+          />
         </div>
         <div id="part-gates" data-part>
           <GatePanel release={r} evidence={props.record.gate_evidence ?? []} />
