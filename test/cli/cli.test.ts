@@ -53,10 +53,10 @@ describe("usage", () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("watch [options] <id>");
     expect((await baton([])).code).toBe(2);
-    const unknown = await baton(["deploy"]);
+    const unknown = await baton(["rollout"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
-    expect(unknown.stderr).toMatch(/^\[cli\] unknown command 'deploy'.* \(see baton --help\)$/m);
+    expect(unknown.stderr).toMatch(/^\[cli\] unknown command 'rollout'.* \(see baton --help\)$/m);
     const missing = await baton(["watch"]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("missing required argument 'id'");
