@@ -7,6 +7,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { afterEach, expect, it } from "vitest";
 import { stepLabel } from "../../engine/src/demo/progress.ts";
 import { loadRecipe } from "../../engine/src/demo/stack.ts";
@@ -198,7 +199,14 @@ export function mainJobSuite(kind: StoreKind): void {
           (ls as { lanes: Record<string, unknown>[] }).lanes.map(
             ({ updated_at: _u, ...rest }) => rest,
           );
-        expect(strip(await cpGet<unknown>(e, "/v1/lanes"))).toEqual(strip(lanesBefore));
+        // A lane reports the image it runs once its restore run has ended, which may come a
+        // moment after the release does (the run's post step): wait a bounded while for it.
+        let lanesAfter = strip(await cpGet<unknown>(e, "/v1/lanes"));
+        for (let i = 0; i < 60 && !isDeepStrictEqual(lanesAfter, strip(lanesBefore)); i++) {
+          await new Promise((r) => setTimeout(r, 500));
+          lanesAfter = strip(await cpGet<unknown>(e, "/v1/lanes"));
+        }
+        expect(lanesAfter).toEqual(strip(lanesBefore));
         // And the machines run the previous image again, the new one stopped.
         for (const lane of m.lanes) {
           expect(runningImageOf(e, lane.id), lane.id).toEqual([m.previous_image]);
