@@ -89,6 +89,34 @@ export function manifestStatement(o: {
   };
 }
 
+/** Predicate type of a signed, closed release record (docs/record.md). */
+export const RECORD_PREDICATE_TYPE = "https://baton.dev/attestations/release-record/v1";
+
+/** What a signed release record says besides its digest. */
+export const RecordPredicate = z.object({
+  release_id: z.string().min(1),
+  model: z.string().min(1),
+  /** The release's terminal state when the record was signed. */
+  state: z.string().min(1),
+});
+export type RecordPredicate = z.infer<typeof RecordPredicate>;
+
+/** The record statement: subject = the closed record's digest (sha256 hex). */
+export function recordStatement(o: {
+  record_digest: string;
+  release_id: string;
+  model: string;
+  state: string;
+}): Statement {
+  const predicate: RecordPredicate = { release_id: o.release_id, model: o.model, state: o.state };
+  return {
+    _type: STATEMENT_TYPE,
+    subject: [{ name: `baton-record:${o.release_id}`, digest: { sha256: o.record_digest } }],
+    predicateType: RECORD_PREDICATE_TYPE,
+    predicate,
+  };
+}
+
 /** The sha256 hex of an image reference pinned by digest (`name@sha256:<hex>`). */
 export function imageDigest(image: string): string {
   return image.slice(image.lastIndexOf("@sha256:") + "@sha256:".length);

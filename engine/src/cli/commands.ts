@@ -347,6 +347,93 @@ export async function sign(
   return EXIT.ok;
 }
 
+/** A RecordSignatureError as a CLI error (exit 1) with its check and fix. */
+async function recordFailure<T>(f: () => T | Promise<T>): Promise<T> {
+  const { RecordSignatureError } = await import("../record/sign.ts");
+  try {
+    return await f();
+  } catch (e) {
+    if (e instanceof RecordSignatureError) {
+      throw new CliError(`[cli] ${e.check}: ${e.message}`, EXIT.failed, [
+        { path: e.check, message: e.message, fix: e.fix },
+      ]);
+    }
+    throw e;
+  }
+}
+
+/**
+ * `sign-record <record.json>`: signs a closed release record written by `baton record --out`
+ * (subject = its digest) with `--key`/`--key-id` or `--keyless`; the bundle goes to `--out` or
+ * stdout. Refuses (exit 1) an open record or one whose contents no longer match its digest.
+ */
+export async function signRecordFile(
+  file: string,
+  o: { key?: string; keyId?: string; keyless?: boolean; out?: string },
+  io: Io,
+): Promise<ExitCode> {
+  if (Boolean(o.key) === Boolean(o.keyless)) {
+    throw usage("[cli] give exactly one of --key <file> (with --key-id) or --keyless");
+  }
+  const key = o.key ? readSigningKey(o.key, o.keyId) : undefined;
+  const value = readJsonFile(file);
+  const { signRecord } = await import("../record/sign.ts");
+  const r = await recordFailure(() => signRecord(value, key ? { key } : { keyless: {} }));
+  const text = `${JSON.stringify(r.bundle)}\n`;
+  if (o.out) writeFileSync(o.out, text);
+  else io.out.write(text);
+  io.err.write(
+    `signed the record of ${r.release_id}, sha256:${r.digest}${o.out ? ` -> ${o.out}` : ""}\n`,
+  );
+  return EXIT.ok;
+}
+
+/**
+ * `verify-record <record.json> --bundle <file>`: checks the record is closed and unchanged and
+ * that the bundle signs its digest, by `--public-key`/`--key-id` or a signer of `--policy`'s
+ * `manifest.signers` (the engine's trust policy file). Exit 0 verified, 1 not.
+ */
+export async function verifyRecordFile(
+  file: string,
+  o: { bundle: string; publicKey?: string; keyId?: string; policy?: string; json?: boolean },
+  io: Io,
+): Promise<ExitCode> {
+  if (Boolean(o.publicKey) === Boolean(o.policy)) {
+    throw usage("[cli] give exactly one of --public-key <file> (with --key-id) or --policy <file>");
+  }
+  if (o.publicKey && !o.keyId) throw usage("[cli] --public-key needs --key-id <id>");
+  const { loadTrustPolicy, parseTrustPolicy } = await import("../admission/policy.ts");
+  let policy: ReturnType<typeof loadTrustPolicy>;
+  try {
+    policy = o.policy
+      ? loadTrustPolicy(o.policy)
+      : parseTrustPolicy(
+          {
+            version: 1,
+            manifest: { signers: { keys: [{ key_id: o.keyId, public_key_file: o.publicKey }] } },
+            images: { provenance: "off" },
+          },
+          process.cwd(),
+        );
+  } catch (e) {
+    if (e instanceof BatonError) {
+      throw new CliError(`[cli] ${e.message}`, EXIT.usage, e.problems);
+    }
+    throw e;
+  }
+  const value = readJsonFile(file);
+  const bundle = readJsonFile(o.bundle);
+  const { verifyRecord } = await import("../record/sign.ts");
+  const { describeSigner } = await import("../admission/signer.ts");
+  const v = await recordFailure(() => verifyRecord(value, bundle, policy, policy.manifest.signers));
+  if (o.json) printJson(io, { verified: true, ...v });
+  else
+    print(io, [
+      `verified: the record of ${v.release_id} (sha256:${v.digest}) is signed by ${describeSigner(v.signer)}`,
+    ]);
+  return EXIT.ok;
+}
+
 /**
  * Reads a PEM signing key file for `--key` with its `--key-id` (start-pending).
  * @throws usage error (exit 2) without a key id or when the file cannot be read.

@@ -405,6 +405,41 @@ export async function runCli(
     });
 
   program
+    .command("sign-record")
+    .description("sign a closed release record (baton record --out) like a manifest")
+    .argument("<record>", "the record JSON file")
+    .option("--key <file>", "PEM private key (baton keygen)")
+    .option("--key-id <id>", "the key's id in the trust policy")
+    .option("--keyless", "sign with the GitHub Actions OIDC identity (Fulcio)")
+    .option("--out <file>", "write the bundle here instead of stdout")
+    .action(
+      async (
+        file: string,
+        o: { key?: string; keyId?: string; keyless?: boolean; out?: string },
+      ) => {
+        code = await cmd.signRecordFile(file, o, io);
+      },
+    );
+
+  program
+    .command("verify-record")
+    .description("check a record is unchanged and signed by an allowed signer")
+    .argument("<record>", "the record JSON file")
+    .requiredOption("--bundle <file>", "the bundle sign-record wrote")
+    .option("--public-key <file>", "the signer's PEM public key (with --key-id)")
+    .option("--key-id <id>", "the key's id")
+    .option("--policy <file>", "a trust policy file; its manifest.signers are allowed")
+    .addOption(json())
+    .action(
+      async (
+        file: string,
+        o: { bundle: string; publicKey?: string; keyId?: string; policy?: string; json?: boolean },
+      ) => {
+        code = await cmd.verifyRecordFile(file, o, io);
+      },
+    );
+
+  program
     .command("serve")
     .description(
       "run the engine (HTTP API, dashboard, reconciler), configured from the environment",
