@@ -15,8 +15,11 @@
  * releases (started and driven to their end), steps_checked (points at which the router's
  * exposure was measured), max_overshoot_pct (largest candidate share above the declared percent
  * in force, or rise during compensation), restore_mismatches (lanes neither in their observed
- * baseline nor in the declared state at the end), unread_writes (2xx writes never read back).
- * The last three must be 0.
+ * baseline nor in the declared state at the end), unread_writes (2xx writes never read back),
+ * parallel_releases (driven releases with a parallel wave), max_out (most lanes of one parallel
+ * wave out of service at once), limits_exceeded (a lane taken out beyond `max_unavailable`, a
+ * whole failure domain or `min_serving`). max_overshoot_pct, restore_mismatches, unread_writes
+ * and limits_exceeded must be 0.
  */
 import { spawn } from "node:child_process";
 import fc from "fast-check";
@@ -123,6 +126,9 @@ const result = {
   max_overshoot_pct: Math.round(Math.max(0, ...reports.map((r) => r.maxOvershootPct)) * 100) / 100,
   restore_mismatches: reports.reduce((a, r) => a + r.restoreMismatches, 0),
   unread_writes: reports.reduce((a, r) => a + r.unreadWrites, 0),
+  parallel_releases: reports.filter((r) => r.parallel && r.outcome !== "refused").length,
+  max_out: Math.max(0, ...reports.map((r) => r.maxOut)),
+  limits_exceeded: reports.reduce((a, r) => a + r.limitViolations, 0),
   complete: driven >= RELEASES && !capped,
 };
 console.log(`RESULT ${JSON.stringify(result)}`);

@@ -1,15 +1,18 @@
 /**
  * Fleet truth over generated recipes and failures (fast-check; test/support/exposure-world.ts):
  * a real engine on each store drives generated releases (1–6 lanes, 1–4 waves, random observed
- * baselines, lanes of the model outside the recipe, a lane of another model) against the
+ * baselines, lanes of the model outside the recipe, a lane of another model; half of them with
+ * parallel waves: max_unavailable 2–4, 1–3 failure domains, min_serving 0–2 lanes) against the
  * reference control plane, with runner failures forward and backward, re-runs inside and after
  * the re-run window, lying and failing control-plane answers, writes and reads that hang past
  * the engine's timeout, engine crashes (restart on the same store between two reconciler
  * passes), lanes running a hotfix at start, and aborts. At every change the
  * router's measured exposure is ≤ the declared percent in force and never rises during
  * compensation; every finished release leaves each lane in its observed baseline or in the
- * state it declared; every write answered 2xx was read back. The checks read the control
- * plane's history and the target's ledger. Runs: BATON_EXPOSURE_RUNS (default 12 per store;
+ * state it declared; every write answered 2xx was read back; each time the release takes a
+ * lane out of service, no parallel wave has more than its `max_unavailable` lanes out, no
+ * failure domain of several lanes is wholly out and at least `min_serving` lanes serve. The
+ * checks read the control plane's history and the target's ledger. Runs: BATON_EXPOSURE_RUNS (default 12 per store;
  * `npm run bench:exposure` runs 200+).
  */
 import fc from "fast-check";
@@ -18,6 +21,17 @@ import { STORE_KINDS, skipStore } from "../integration/service-harness.ts";
 import { ExposureWorld, type RunReport, scenarioArb } from "../support/exposure-world.ts";
 
 const RUNS = Number(process.env.BATON_EXPOSURE_RUNS ?? 12);
+
+/**
+ * Scenarios that always have a parallel wave: 3–6 lanes, a wave of several lanes, limits
+ * generated (every wave of several lanes declares `max_unavailable`).
+ */
+const parallelArb = scenarioArb
+  .filter((s) => s.lanes.length >= 3 && s.waves.some((w) => w.size > 1))
+  .map((s) => ({
+    ...s,
+    parallel: s.parallel ?? { maxUnavailable: 2, domains: 2, minServing: 0 },
+  }));
 
 describe.each(STORE_KINDS)("exposure, baseline and read-back on %s", (kind) => {
   const skip = skipStore(kind);
@@ -51,6 +65,33 @@ describe.each(STORE_KINDS)("exposure, baseline and read-back on %s", (kind) => {
       // The generator must reach releases that changed something, or the checks prove little.
       expect(reports.reduce((a, r) => a + r.stepsChecked, 0)).toBeGreaterThan(0);
       expect(reports.some((r) => r.outcome !== "refused")).toBe(true);
+    },
+    600_000,
+  );
+
+  it.skipIf(skip)(
+    "generated releases with parallel waves: the same rules at every change",
+    async () => {
+      const reports: RunReport[] = [];
+      await fc.assert(
+        fc.asyncProperty(parallelArb, async (s) => {
+          const r = await world!.run(s);
+          reports.push(r);
+          if (r.problems.length > 0)
+            throw new Error(`${r.outcome}: ${r.problems.slice(0, 5).join("\n")}`);
+        }),
+        {
+          numRuns: Math.max(4, Math.ceil(RUNS / 2)),
+          seed: process.env.BATON_PROPERTY_SEED
+            ? Number(process.env.BATON_PROPERTY_SEED)
+            : undefined,
+          endOnFailure: true,
+        },
+      );
+      // Parallel waves must have been driven with several lanes out at once, or the limits
+      // were never put to the test.
+      expect(reports.some((r) => r.parallel && r.outcome !== "refused")).toBe(true);
+      expect(Math.max(...reports.map((r) => r.maxOut))).toBeGreaterThan(1);
     },
     600_000,
   );

@@ -18,7 +18,8 @@
  *   `aborted` leaves every lane exactly in its observed baseline (weight, marker, capabilities,
  *   image); lanes outside the recipe are never changed; never a mix;
  * - read-back: every write the control plane answered 2xx (the wire log of the adapter's
- *   requests) is followed by a read of what it changed before the next write.
+ *   requests) is followed by a read of what it changed before that lane (or that model's
+ *   traffic) is written again.
  *
  * Generated failures: runner failures forward (with or without a re-run) and backward,
  * control-plane writes that lie (200, nothing applied) or fail (500), control-plane writes
@@ -108,6 +109,12 @@ export interface Scenario {
   retries: number;
   rerunWindowMinutes: number;
   failures: GenFailure[];
+  /**
+   * Parallel waves (absent or null: serial): every wave of more than one lane declares
+   * `max_unavailable`, lanes get `failure_domain` rack-(i mod domains), and `min_serving` a
+   * count of lanes when above 0.
+   */
+  parallel?: { maxUnavailable: number; domains: number; minServing: number } | null;
 }
 
 const caps = fc.subarray([...CAPS]);
@@ -187,6 +194,14 @@ export const scenarioArb: fc.Arbitrary<Scenario> = fc.integer({ min: 1, max: 6 }
       ),
       { maxLength: 2 },
     ),
+    parallel: fc.option(
+      fc.record({
+        maxUnavailable: fc.integer({ min: 2, max: 4 }),
+        domains: fc.integer({ min: 1, max: 3 }),
+        minServing: fc.integer({ min: 0, max: 2 }),
+      }),
+      { freq: 2 },
+    ),
   }),
 );
 
@@ -203,6 +218,16 @@ export interface RunReport {
   restoreMismatches: number;
   /** Writes answered 2xx without a read of what they changed before the next write. */
   unreadWrites: number;
+  /** The compiled manifest has a parallel wave (`max_unavailable` above 1). */
+  parallel: boolean;
+  /** Most lanes of one parallel wave excluded at the control plane at once (0: none). */
+  maxOut: number;
+  /**
+   * Times the release took a lane out of service beyond a limit: more than its parallel
+   * wave's `max_unavailable` lanes out, every lane of its failure domain out, or fewer than
+   * `min_serving` of the recipe's lanes in service (read from the control plane's history).
+   */
+  limitViolations: number;
   /** What happened on the way (abort, rerun, resolve), for the benchmark's counts. */
   paths: string[];
   problems: string[];
@@ -227,7 +252,12 @@ interface ManifestStepView {
 
 interface RecordView {
   state: string;
-  manifest: { waves: { lanes: string[]; traffic: number }[]; steps: ManifestStepView[] };
+  manifest: {
+    waves: { lanes: string[]; traffic: number; max_unavailable?: number }[];
+    lanes: { id: string; failure_domain?: string }[];
+    min_serving?: number;
+    steps: ManifestStepView[];
+  };
   step_runs: { id: string; state: string; step_index: number; direction: string }[];
 }
 
@@ -350,6 +380,9 @@ export class ExposureWorld {
       maxOvershootPct: 0,
       restoreMismatches: 0,
       unreadWrites: 0,
+      parallel: false,
+      maxOut: 0,
+      limitViolations: 0,
       paths: [],
       problems: [],
     };
@@ -398,14 +431,20 @@ export class ExposureWorld {
         ...fixtureLane(i),
         id: ids[i]!,
         capabilities: l.recipeCaps,
+        ...(s.parallel ? { failure_domain: `rack-${i % s.parallel.domains}` } : {}),
       })),
       rollout: {
         waves: s.waves.map((w) => {
           const lanes = ids.slice(offset, offset + w.size);
           offset += w.size;
-          return { lanes, traffic: w.traffic };
+          return {
+            lanes,
+            traffic: w.traffic,
+            ...(s.parallel && w.size > 1 ? { max_unavailable: s.parallel.maxUnavailable } : {}),
+          };
         }),
       },
+      ...(s.parallel && s.parallel.minServing > 0 ? { min_serving: s.parallel.minServing } : {}),
       policy: { retries: s.retries, rerun_window_minutes: s.rerunWindowMinutes },
     };
     const created = await op(this.h, "POST", "/v1/releases", recipe);
@@ -421,6 +460,7 @@ export class ExposureWorld {
     report.release = rid;
     let rec = await this.record(rid);
     const steps = rec.manifest.steps;
+    report.parallel = rec.manifest.waves.some((w) => (w.max_unavailable ?? 1) > 1);
 
     // Arm the control-plane faults on the chosen steps' operation keys.
     const cpSteps = steps.filter((st) => st.kind === "control_plane");
@@ -665,6 +705,7 @@ export class ExposureWorld {
     });
     let compensating = false;
     let lastDuringComp = Number.POSITIVE_INFINITY;
+    const limits = limitChecker(rid, rec, before, (id) => lanes.get(id)?.excluded === true, report);
 
     const carries = (id: string) => {
       const l = lanes.get(id);
@@ -724,7 +765,10 @@ export class ExposureWorld {
       if (m?.[3] === "bwd") compensating = true;
       if (h.lane !== null) {
         const after = h.after as unknown as LaneState;
+        const wasOut = lanes.get(h.lane)?.excluded === true;
         lanes.set(h.lane, { ...after });
+        // The release's own writes only: an operator's hand fix is the operator's call.
+        if (m?.[1] === rid && !wasOut && after.excluded) limits.tookOut(h.lane, h.operation_key);
       } else if (h.kind === "set_traffic") {
         const after = h.after as Record<string, number>;
         for (const [id, w] of Object.entries(after)) {
@@ -792,26 +836,88 @@ export class ExposureWorld {
     void model;
   }
 
-  /** Every write answered 2xx is followed by a read of what it changed before the next write. */
+  /**
+   * Every write answered 2xx is followed by a read of what it changed before the next write
+   * to the same thing: a lane's write (`PUT /v1/lanes/<lane>…`) by a read of that lane (or a
+   * list of lanes) before that lane is written again; a model's traffic write by a read of
+   * that traffic (or the model's lanes) before the traffic is written again. The window ends at
+   * the next write to the same thing, not at any write: in a parallel wave the engine performs
+   * several lanes' rows at once, so lane B's write can come between lane A's write and its read.
+   */
   private checkReadBack(wire: WireEntry[], report: RunReport): void {
+    const laneOf = (path: string) => /^\/v1\/lanes\/([^/?]+)/.exec(path)?.[1];
+    const modelOf = (path: string) => /^\/v1\/models\/([^/?]+)\/traffic/.exec(path)?.[1];
     wire.forEach((w, i) => {
       if (w.method !== "PUT" || w.status < 200 || w.status > 299) return;
-      const lane = /^\/v1\/lanes\/([^/?]+)/.exec(w.path)?.[1];
-      const model = /^\/v1\/models\/([^/?]+)\/traffic/.exec(w.path)?.[1];
+      const lane = laneOf(w.path);
+      const model = modelOf(w.path);
       const reads = (r: WireEntry) =>
         r.method === "GET" &&
         ((lane !== undefined &&
           (r.path === `/v1/lanes/${lane}` || r.path.startsWith("/v1/lanes?"))) ||
           (model !== undefined &&
             (r.path === `/v1/models/${model}/traffic` || r.path === `/v1/lanes?model=${model}`)));
+      const rewrites = (r: WireEntry) =>
+        r.method === "PUT" &&
+        ((lane !== undefined && laneOf(r.path) === lane) ||
+          (model !== undefined && modelOf(r.path) === model));
       for (let j = i + 1; j < wire.length; j++) {
         if (reads(wire[j]!)) return;
-        if (wire[j]!.method === "PUT") break;
+        if (rewrites(wire[j]!)) break;
       }
       report.unreadWrites++;
       report.problems.push(`write ${w.key ?? w.path} (HTTP ${w.status}) was not read back`);
     });
   }
+}
+
+/**
+ * The safety limits of parallel waves (docs/recipes.md "Parallel waves"), judged each time a
+ * write of the release takes a lane out of service (`excluded` false -> true at the control
+ * plane; a lane going back to an `excluded` observed baseline is the baseline restored, not
+ * taken out): after it, at most the wave's `max_unavailable` lanes of a parallel wave are out
+ * (those excluded since the start count), the lane's failure domain (of more than one lane,
+ * every lane of the recipe in it counted) still has a lane in service, and at least
+ * `min_serving` of the recipe's lanes are in service. `isOut` reads the replayed state.
+ */
+function limitChecker(
+  rid: string,
+  rec: RecordView,
+  before: Map<string, LaneView>,
+  isOut: (id: string) => boolean,
+  report: RunReport,
+): { tookOut: (lane: string, key: string) => void } {
+  const m = rec.manifest;
+  const waveOf = new Map(m.waves.flatMap((w, i) => w.lanes.map((id) => [id, i] as const)));
+  const domainOf = new Map(m.lanes.map((l) => [l.id, l.failure_domain]));
+  const violation = (msg: string) => {
+    report.limitViolations++;
+    report.problems.push(`${rid}: ${msg}`);
+  };
+  return {
+    tookOut(lane, key) {
+      const w = waveOf.get(lane);
+      if (w === undefined || before.get(lane)?.excluded === true) return;
+      const out = m.lanes.filter((l) => isOut(l.id)).map((l) => l.id);
+      const at = `after ${key} (lanes out: ${out.join(", ")})`;
+      const limit = m.waves[w]?.max_unavailable ?? 1;
+      if (limit > 1) {
+        const waveOut = out.filter((id) => waveOf.get(id) === w).length;
+        report.maxOut = Math.max(report.maxOut, waveOut);
+        if (waveOut > limit)
+          violation(
+            `${waveOut} lanes of wave ${w + 1} out of service, max_unavailable ${limit}, ${at}`,
+          );
+        const domain = domainOf.get(lane);
+        const members = m.lanes.filter((l) => domain !== undefined && l.failure_domain === domain);
+        if (members.length > 1 && members.every((l) => isOut(l.id)))
+          violation(`every lane of failure domain ${domain} out of service ${at}`);
+      }
+      const serving = m.lanes.length - out.length;
+      if (m.min_serving !== undefined && serving < m.min_serving)
+        violation(`${serving} lanes in service, min_serving ${m.min_serving}, ${at}`);
+    },
+  };
 }
 
 function stepIndexOf(p: DispatchPayload): number {
