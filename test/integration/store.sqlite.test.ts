@@ -111,6 +111,59 @@ describe("openStore (SQLite and configuration)", () => {
     }
   });
 
+  it("retention keeps a finished release's document and manifest deflated; both read back whole, and a later commit writes plain JSON", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "baton-store-"));
+    const file = join(dir, "baton.sqlite");
+    try {
+      const store = openSqliteStore(file);
+      await store.migrate();
+      const r = makeRelease(1, { state: "succeeded", updated_at: 5, reason: "é ✓ done" });
+      await store.createRelease(r, [], [], 5);
+      const before = await store.getRelease("r1");
+      const res = await store.compactFinished({
+        before: 1_000,
+        now: 2_000,
+        limit: 10,
+        logTailChars: 100,
+      });
+      expect(res.releases).toBe(1);
+      const raw = () =>
+        store.database
+          .prepare(
+            "SELECT r.doc AS doc, m.manifest AS manifest FROM releases r JOIN manifests m ON m.release_id = r.id WHERE r.id = 'r1'",
+          )
+          .get() as { doc: string; manifest: string };
+      expect(raw().doc.startsWith("z:")).toBe(true);
+      expect(raw().manifest.startsWith("z:")).toBe(true);
+      expect(raw().doc.length).toBeLessThan(JSON.stringify(before).length);
+      // A fresh store (no manifest cache) reads the same release.
+      await store.close();
+      const again = openSqliteStore(file);
+      expect(await again.getRelease("r1")).toEqual(before);
+      const next = { ...before!, resource_version: before!.resource_version + 1, reason: "again" };
+      expect(
+        await again.commit({
+          release: next,
+          expected_version: before!.resource_version,
+          history: [],
+          effects: [],
+          now: 3_000,
+        }),
+      ).toEqual({ ok: true });
+      expect(await again.getRelease("r1")).toEqual(next);
+      expect(
+        (
+          again.database.prepare("SELECT doc FROM releases WHERE id = 'r1'").get() as {
+            doc: string;
+          }
+        ).doc,
+      ).toMatch(/^\{/);
+      await again.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("a wrong-typed value is refused by the STRICT schema, not stored", async () => {
     const store = await openStore(":memory:");
     const bad = makeRelease(1, { created_at: "yesterday" as unknown as number });

@@ -200,7 +200,10 @@ export class SqliteStore extends KyselyStore {
             .where("attempt", "=", a.attempt),
         );
       }
-      // SQLite stores text as is: the manifest (~20 KB of repetitive JSON) is kept deflated.
+      // SQLite stores text as is: the manifest (~20 KB of repetitive JSON) and the release
+      // document (~14 KB for 32 step runs: the same keys on every step run) are kept deflated.
+      // Every value stays; reads inflate them (json-codec.ts). A later commit of the release
+      // writes its document as plain JSON again.
       const row = this.sync.all(
         db.selectFrom("manifests").select("manifest").where("release_id", "=", releaseId),
       )[0] as { manifest?: string } | undefined;
@@ -210,6 +213,17 @@ export class SqliteStore extends KyselyStore {
             .updateTable("manifests")
             .set({ manifest: deflateJson(row.manifest) })
             .where("release_id", "=", releaseId),
+        );
+      }
+      const rel = this.sync.all(
+        db.selectFrom("releases").select("doc").where("id", "=", releaseId),
+      )[0] as { doc?: string } | undefined;
+      if (rel?.doc && !isDeflated(rel.doc)) {
+        this.sync.run(
+          db
+            .updateTable("releases")
+            .set({ doc: deflateJson(rel.doc) })
+            .where("id", "=", releaseId),
         );
       }
       return true;
