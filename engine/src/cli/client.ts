@@ -4,7 +4,7 @@
  * engine's own message), or an answer that is not the engine's JSON.
  */
 import type { Problem } from "../domain/errors.ts";
-import { CliError, EXIT, usage } from "./errors.ts";
+import { CliError, EXIT, flagWords, problemsByFlag, usage } from "./errors.ts";
 
 /** Default engine URL (the engine's default `PORT`). */
 export const DEFAULT_ENGINE_URL = "http://127.0.0.1:8787";
@@ -93,13 +93,14 @@ export class EngineClient {
     }
     if (res.ok) return json as T;
     const err = (json as ErrorBody).error;
-    let message = err?.message ?? `[cli] the engine answered ${res.status}`;
+    // The engine names body fields (`body.by`); the person typed flags (`--by`).
+    let message = err?.message ? flagWords(err.message) : `[cli] the engine answered ${res.status}`;
     if (res.status === 401) {
       message += this.conn.token
         ? "; the token given was refused: check --token / BATON_TOKEN"
         : "; pass --token <token> or set BATON_TOKEN";
     }
     if (res.status === 403) message += "; pass the operator token with --token or BATON_TOKEN";
-    throw new CliError(message, EXIT.failed, err?.problems ?? []);
+    throw new CliError(message, EXIT.failed, problemsByFlag(err?.problems ?? []));
   }
 }

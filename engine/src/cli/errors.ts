@@ -25,15 +25,77 @@ export function usage(message: string): CliError {
   return new CliError(message, EXIT.usage);
 }
 
-/** The lines to print for an error: its message, then `  - path: message; fix: …` per problem. */
+/**
+ * The JSON body fields the CLI sends, by the flag that sets each (`baton accept --by` sends
+ * `by`): the engine names a bad field by its body path (`body.by`), a person typed the flag.
+ */
+export const BODY_FIELD_FLAGS: Readonly<Record<string, string>> = {
+  by: "--by",
+  expires_at: "--expires",
+  note: "--note",
+  record_digest: "--digest",
+  reason: "--reason",
+  actor: "--actor",
+  lanes: "--lane",
+  bundle: "--bundle",
+  attestations: "--attestation",
+  rollback: "--rollback",
+};
+
+const BODY_PATH = /\bbody\.([A-Za-z_]+)((?:\.[\w-]+)*)/g;
+
+/**
+ * Rewrites the engine's body paths into the CLI flags that set them: `body.by` -> `--by`,
+ * `body.lanes.lane-a` -> `--lane lane-a`, `body.attestations.0` -> `--attestation #1`.
+ * A body field no flag sets keeps its path.
+ */
+export function flagWords(text: string): string {
+  return text.replace(BODY_PATH, (whole, field: string, rest: string) => {
+    const flag = BODY_FIELD_FLAGS[field];
+    if (!flag) return whole;
+    const tail = rest.slice(1);
+    if (!tail) return flag;
+    if (field === "attestations" && /^\d+/.test(tail)) {
+      const [n, ...more] = tail.split(".");
+      return `${flag} #${Number(n) + 1}${more.length ? ` (${more.join(".")})` : ""}`;
+    }
+    return `${flag} ${tail}`;
+  });
+}
+
+/** The engine's problems with body paths named by their flags (see `flagWords`). */
+export function problemsByFlag(problems: readonly Problem[]): Problem[] {
+  return problems.map((p) => ({
+    ...p,
+    path: flagWords(p.path),
+    message: flagWords(p.message),
+    ...(p.fix ? { fix: flagWords(p.fix) } : {}),
+  }));
+}
+
+/**
+ * The lines to print for an error: its message, then `  - path: message; fix: …` per problem.
+ * A headline that quotes the first problem (`…: image: must be pinned (and 4 more)`) is cut
+ * to `…: 5 problems:` when more follow, so the list below says each problem once.
+ */
 export function errorLines(err: CliError): string[] {
+  const [first] = err.problems;
+  const quoted = first ? err.message.indexOf(`: ${first.path || "recipe"}: ${first.message}`) : -1;
+  if (first && quoted >= 0 && err.problems.length > 1) {
+    return [
+      `${err.message.slice(0, quoted)}: ${err.problems.length} problems:`,
+      ...err.problems.map(problemLine),
+    ];
+  }
   return [
     err.message,
     ...err.problems.map((p) =>
       // A problem that only repeats the headline adds its fix alone.
-      p.message === err.message
-        ? `  fix: ${p.fix ?? "see the message above"}`
-        : `  - ${p.path || "recipe"}: ${p.message}${p.fix ? `; fix: ${p.fix}` : ""}`,
+      p.message === err.message ? `  fix: ${p.fix ?? "see the message above"}` : problemLine(p),
     ),
   ];
+}
+
+function problemLine(p: Problem): string {
+  return `  - ${p.path || "recipe"}: ${p.message}${p.fix ? `; fix: ${p.fix}` : ""}`;
 }
