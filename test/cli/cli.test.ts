@@ -155,6 +155,34 @@ describe("start, status, record", () => {
     expect(js.refused_events).toBeGreaterThan(0);
   });
 
+  it("refuses promote and accept of a release not ready for them, listing what it accepts", async () => {
+    const held = JSON.parse((await baton(["start", good, "--hold", "--json"], env())).stdout) as {
+      id: string;
+    };
+    const promote = await baton(["promote", held.id, "--reason", "ok"], env());
+    expect(promote.code).toBe(1);
+    expect(promote.stderr).toMatch(/promote is accepted only by .*It accepts: .*resume/);
+    expect(promote.stderr).toMatch(/It accepts: .*abort/);
+    const accept = await baton(["accept", held.id, "--by", "alice"], env());
+    expect(accept.code).toBe(1);
+    expect(accept.stderr).toMatch(
+      /only a closed release .* can be accepted\. It accepts: .*resume/,
+    );
+    noStack(promote.stderr + accept.stderr);
+  });
+
+  it("names the flag, not the engine's body field, in a refusal of a bad flag value", async () => {
+    const r = await baton(
+      ["accept", live.ids.compensated, "--by", "alice", "--digest", "nothex", "--expires", "soon"],
+      env(),
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^ {2}- --digest: must be the record's sha256/m);
+    expect(r.stderr).toMatch(/^ {2}- --expires: must be an ISO 8601 time/m);
+    expect(r.stderr).not.toContain("body.");
+    noStack(r.stderr);
+  });
+
   it("refuses bad status arguments (2) and unknown releases (1)", async () => {
     expect((await baton(["status", "--state", "exploded"], env())).code).toBe(2);
     expect((await baton(["status", "--limit", "0"], env())).code).toBe(2);

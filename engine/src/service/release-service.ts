@@ -855,7 +855,7 @@ export class ReleaseService implements ReleaseApi {
         ok: false,
         status: 409,
         code: "not_closed",
-        reason: `[engine] release ${id} is ${release.state}; only a closed release (succeeded, rolled_back, aborted, abandoned) can be accepted`,
+        reason: `[engine] release ${id} is ${release.state}; only a closed release (succeeded, rolled_back, aborted, abandoned) can be accepted. It accepts: ${acceptedActionsPhrase(release)}`,
       };
     }
     if (o.record_digest && o.record_digest !== rec.digest) {
@@ -1129,7 +1129,8 @@ export class ReleaseService implements ReleaseApi {
 
   /** A release paused at an inconclusive gate: the operator accepts the risk (docs/gate.md). */
   async promote(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
-    return this.operator(id, { type: "promote", actor, reason });
+    const r = await this.operator(id, { type: "promote", actor, reason });
+    return r.ok || r.status !== 409 ? r : this.withAccepted(id, r);
   }
 
   async resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal> {
@@ -1151,6 +1152,18 @@ export class ReleaseService implements ReleaseApi {
     const id = releaseIdOfStepRun(stepRunId);
     if (!id) return notFound(`[engine] step run ${stepRunId} does not exist`);
     return this.operator(id, { type: "retry", actor, step_run_id: stepRunId });
+  }
+
+  /**
+   * A 409 refusal that ends with what the release accepts now (`It accepts: abort, pause`), as
+   * the rollback and roll-forward refusals do; unchanged when it already says so or the release
+   * is gone.
+   */
+  private async withAccepted(id: string, r: Refusal): Promise<Refusal> {
+    if (/\baccepts[: ]/.test(r.reason)) return r;
+    const release = await this.store.getRelease(id);
+    if (!release) return r;
+    return { ...r, reason: `${r.reason}. It accepts: ${acceptedActionsPhrase(release)}` };
   }
 
   private async operator(id: string, ev: ReleaseEvent): Promise<Accepted | Refusal> {
