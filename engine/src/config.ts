@@ -420,8 +420,8 @@ function readKey(file: string | undefined): string | null {
       [
         {
           path: "BATON_SSH_KEY_FILE",
-          message: `cannot read ${file}`,
-          fix: "point it at a readable private key file, or unset it",
+          message: `cannot read ${file} (${(err as Error).message})`,
+          fix: "point it at the runner's SSH private key file (readable by this user), or unset it",
         },
       ],
     );
@@ -460,7 +460,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     audience,
     repository: typeof clean.GITHUB_REPOSITORY === "string" ? clean.GITHUB_REPOSITORY : null,
   });
-  const raw = [
+  // Admission and the runner's SSH key are read here too, so one error lists every problem.
+  const later: { path: string; message: string; fix?: string }[] = [];
+  const attempt = <T>(read: () => T): T | null => {
+    try {
+      return read();
+    } catch (err) {
+      if (!(err instanceof BatonError) || err.problems.length === 0) throw err;
+      later.push(...err.problems);
+      return null;
+    }
+  };
+  const admission = attempt(() => admissionFromEnv(clean));
+  const sshKey = attempt(() =>
+    readKey(typeof clean.BATON_SSH_KEY_FILE === "string" ? clean.BATON_SSH_KEY_FILE : undefined),
+  );
+  const raw: { path: string; message: string; fix?: string }[] = [
     ...(rc.ok ? [] : rc.problems.map((p) => ({ path: p.name, message: p.message }))),
     ...(r.success
       ? []
@@ -482,15 +497,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...controlPlaneProblems(clean),
     ...notifyProblems(clean),
     ...deploymentsProblems(clean),
+    ...later,
   ];
-  if (!r.success || raw.length > 0) {
+  if (!r.success || raw.length > 0 || !admission) {
     // One line per distinct problem: a value can fail two rules that say the same thing.
     const seen = new Set<string>();
     const problems: Problem[] = raw
-      .map(({ path: name, message }) => ({
+      .map(({ path: name, message, fix }) => ({
         path: name,
         message: message.includes(name) ? message : `${name}: ${message}`,
-        fix: FIX[name] ?? `set ${name} to a valid value (docs/engine.md, Configuration)`,
+        fix: fix ?? FIX[name] ?? `set ${name} to a valid value (docs/engine.md, Configuration)`,
       }))
       .filter((p) => !seen.has(p.message) && Boolean(seen.add(p.message)));
     const lines = problems.map((p) => `  - ${p.message}; fix: ${p.fix}`).join("\n");
@@ -498,8 +514,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (!r.success) throw new Error("unreachable");
   const e = r.data;
-  // Validated at start-up: a bad policy stops the engine with one line per field.
-  const admission = admissionFromEnv(clean);
   return {
     databaseUrl: e.DATABASE_URL ?? null,
     dataDir: path.resolve(e.BATON_DATA_DIR),
@@ -537,7 +551,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     tickMs: e.BATON_TICK_MS,
     driftIntervalMs: e.BATON_DRIFT_INTERVAL_MS,
-    sshKey: readKey(e.BATON_SSH_KEY_FILE),
+    sshKey,
     notify: {
       webhook:
         e.BATON_NOTIFY_WEBHOOK_URL && e.BATON_NOTIFY_WEBHOOK_SECRET

@@ -73,6 +73,33 @@ describe("loadConfig", () => {
     }
   });
 
+  it("lists admission, SSH key and engine problems in one error, each variable named once", () => {
+    let err: BatonError | undefined;
+    try {
+      loadConfig({
+        ...base,
+        PORT: "http",
+        BATON_ADMISSION: "maybe",
+        BATON_SSH_KEY_FILE: "/nonexistent/baton-key",
+      });
+    } catch (e) {
+      err = e as BatonError;
+    }
+    expect(err).toBeInstanceOf(BatonError);
+    expect(err?.message).toMatch(/^\[engine\] invalid configuration/);
+    expect(err?.problems.map((p) => p.path)).toEqual(
+      expect.arrayContaining(["PORT", "BATON_ADMISSION", "BATON_SSH_KEY_FILE"]),
+    );
+    const line = err?.message.split("\n").find((l) => l.includes("BATON_ADMISSION"));
+    expect(line).toBe(
+      '  - BATON_ADMISSION must be on or off, not "maybe"; fix: unset it (admission on), or set BATON_ADMISSION=off for local use only',
+    );
+    for (const p of err?.problems ?? []) {
+      expect(p.message.split(p.path).length - 1, p.message).toBe(1);
+      expect(p.fix.length).toBeGreaterThan(10);
+    }
+  });
+
   it("refuses BATON_DATABASE_URL instead of quietly running on SQLite", () => {
     const ps = problems({ ...base, BATON_DATABASE_URL: "postgres://u:p@127.0.0.1:5432/baton" });
     expect(ps.map((p) => p.path)).toEqual(["BATON_DATABASE_URL"]);

@@ -338,6 +338,9 @@ export function admissionFromEnv(env: Record<string, string | undefined>): Admis
 }
 
 function policyError(problems: Problem[]): BatonError {
-  const lines = problems.map((p) => `  - ${p.path}: ${p.message}; fix: ${p.fix}`).join("\n");
+  // The variable's name once: a message that names it already is not prefixed with it again.
+  const lines = problems
+    .map((p) => `  - ${p.message.includes(p.path) ? "" : `${p.path}: `}${p.message}; fix: ${p.fix}`)
+    .join("\n");
   return new BatonError("bad_request", `[engine] invalid trust policy:\n${lines}`, problems);
 }
