@@ -8,7 +8,7 @@
  *   EffectsDue ← ReleaseService (commits; notifies when a commit wrote effects)
  *   Reconciler → ReleaseService (performs the outbox, feeds outcomes back through `apply`)
  *   EffectsDue → Reconciler.kick (the core connects the two; neither knows the other)
- *   app → service (+ `tick` for `POST /v1/tick`)
+ *   app → service (+ `tick` for `POST /v1/tick`, store counts and drift stats for `GET /metrics`)
  * The entry decides what drives `tick()`: an interval (Node), a Cron Trigger (Workers), an
  * EventBridge schedule (Lambda). Work a request starts (a kick) is handed to
  * `scheduler.defer`, which a serverless entry maps to `waitUntil`.
@@ -18,6 +18,8 @@ import type { AdmissionConfig } from "./admission/policy.ts";
 import type { BundleVerifier } from "./admission/verify.ts";
 import { createApp } from "./http/app.ts";
 import { dashboardApp } from "./http/dashboard/index.tsx";
+import { engineMetrics } from "./http/metrics.ts";
+import { exposition } from "./http/prometheus-text.ts";
 import {
   type RunnerCredentialMode,
   type RunnerOidcSettings,
@@ -196,6 +198,10 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
       : {}),
     operatorToken: s.operatorToken,
     viewerToken: s.viewerToken,
+    metrics: async () =>
+      exposition(
+        engineMetrics({ releases: await store.countReleases(), drift: service.driftStats() }),
+      ),
     publicUrl: s.publicUrl,
     ...(s.repository ? { repository: s.repository } : {}),
     log,

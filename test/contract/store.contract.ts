@@ -519,6 +519,19 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect(await store.listReleases({ state: "aborted", limit: 10 })).toEqual([]);
     });
 
+    it("countReleases: releases per state, states with none absent", async () => {
+      expect(await store.countReleases()).toEqual({});
+      for (let n = 1; n <= 7; n++) {
+        await store.createRelease(
+          makeRelease(n, { state: n % 3 === 0 ? "succeeded" : "running" }),
+          [],
+          [],
+          T0,
+        );
+      }
+      expect(await store.countReleases()).toEqual({ running: 5, succeeded: 2 });
+    });
+
     it("claimDue leases due rows in due order, up to the limit, each with its own token", async () => {
       await created(1, [
         deadline("sr_1_0_f", T0 + 30),

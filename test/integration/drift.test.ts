@@ -2,9 +2,11 @@
  * Drift detection (docs/drift.md) on both stores: after a release succeeded, a lane's weight
  * and image changed by hand at the control plane appear within one observation interval as a
  * `drift` history entry (desired vs observed per field, mixed versions flagged) on the release
- * that decided the lanes, shown by GET /v1/releases/:id; recorded once while unchanged; a
- * `drift_cleared` entry once the lanes are back. The release's record digest does not move.
+ * that decided the lanes, shown by GET /v1/releases/:id and exported by GET /metrics (checked
+ * with `promtool check metrics`); recorded once while unchanged; a `drift_cleared` entry once
+ * the lanes are back. The release's record digest does not move.
  */
+import { execFileSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebhookNotifier } from "../../engine/src/adapters/notifier/webhook.ts";
 import { NOTICE_KINDS, type Notice } from "../../engine/src/domain/notifications.ts";
@@ -18,7 +20,21 @@ import {
   op,
   STORE_KINDS,
   skipStore,
+  VIEWER,
 } from "./service-harness.ts";
+
+/** `GET /metrics` with the viewer token: the exposition's sample lines (promtool-checked). */
+async function scrape(h: Harness): Promise<string[]> {
+  const res = await h.engine.app.request("/metrics", {
+    headers: { authorization: `Bearer ${VIEWER}` },
+  });
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+  const text = await res.text();
+  // Prometheus's own linter of the exposition format (Debian's prometheus package).
+  execFileSync("promtool", ["check", "metrics"], { input: text, timeout: 30_000 });
+  return text.split("\n").filter((l) => l !== "" && !l.startsWith("#"));
+}
 
 const INTERVAL = 30_000;
 const HAND = `ghcr.io/acme/summarizer@sha256:${"9e".repeat(32)}`;
@@ -66,6 +82,13 @@ describe.each(STORE_KINDS)("drift detection on %s", (kind) => {
       h.clock.advance(INTERVAL);
       await h.engine.tick();
       expect((await release(h, id)).drift).toBeNull();
+      const clean = await scrape(h);
+      expect(clean).toContain('baton_drift_lanes{model="summarizer-v7"} 0');
+      expect(clean).toContain('baton_releases{state="succeeded"} 1');
+      expect(clean).toContain(
+        `baton_drift_last_observed_timestamp_seconds ${h.clock.now() / 1000}`,
+      );
+      expect(clean.filter((l) => l.startsWith("baton_lane_drift{"))).toEqual([]);
 
       const a = h.cp.lane("lane-a")!;
       const b = h.cp.lane("lane-b")!;
@@ -96,6 +119,23 @@ describe.each(STORE_KINDS)("drift detection on %s", (kind) => {
       expect((await entries())[0]?.message).toMatch(
         /^\[drift\] model summarizer-v7: lane-a .*weight desired \d+ observed \d+.*mixed versions/,
       );
+      // The same drift as metrics: per lane and field, desired vs observed.
+      const m = 'model="summarizer-v7"';
+      const drifted = await scrape(h);
+      for (const line of [
+        `baton_drift_lanes{${m}} 2`,
+        `baton_lane_drift{${m},lane="lane-a",field="image"} 1`,
+        `baton_lane_drift{${m},lane="lane-a",field="weight"} 1`,
+        `baton_lane_drift{${m},lane="lane-b",field="weight"} 1`,
+        `baton_lane_weight_percent{${m},lane="lane-a",state="desired"} ${before.a}`,
+        `baton_lane_weight_percent{${m},lane="lane-a",state="observed"} ${before.a - moved}`,
+        `baton_lane_image_drift_info{${m},lane="lane-a",desired="${IMAGE}",observed="${HAND}"} 1`,
+        `baton_serving_images{${m}} 2`,
+        `baton_drift_last_observed_timestamp_seconds ${h.clock.now() / 1000}`,
+      ]) {
+        expect(drifted).toContain(line);
+      }
+      expect(drifted).not.toContain(`baton_lane_drift{${m},lane="lane-b",field="image"} 1`);
 
       // Unchanged drift is not written again.
       h.clock.advance(INTERVAL);
@@ -114,6 +154,13 @@ describe.each(STORE_KINDS)("drift detection on %s", (kind) => {
       const back = await release(h, id);
       expect(back.drift).toBeNull();
       expect(back.history.at(-1)?.kind).toBe("drift_cleared");
+      const after = await scrape(h);
+      expect(after).toContain(`baton_drift_lanes{${m}} 0`);
+      expect(after.filter((l) => l.startsWith("baton_lane_drift{"))).toEqual([]);
+      // One observation per interval, none in between: three since the clean scrape.
+      const observations = (lines: string[]) =>
+        Number(lines.find((l) => l.startsWith("baton_drift_observations_total "))?.split(" ")[1]);
+      expect(observations(after)).toBe(observations(clean) + 3);
     },
   );
 
@@ -126,6 +173,25 @@ describe.each(STORE_KINDS)("drift detection on %s", (kind) => {
     h.clock.advance(10 * INTERVAL);
     await h.engine.tick();
     expect((await release(h, id)).history.some((e) => e.kind === "drift")).toBe(false);
+    // /metrics still counts releases, and says nothing about drift.
+    const lines = await scrape(h);
+    expect(lines).toContain('baton_releases{state="succeeded"} 1');
+    expect(lines.some((l) => l.startsWith("baton_drift"))).toBe(false);
+  });
+
+  it.skipIf(skip)("/metrics takes the viewer or operator token, nothing else", async () => {
+    h = await makeHarness({ kind, config: { driftIntervalMs: INTERVAL } });
+    const none = await h.engine.app.request("/metrics");
+    expect(none.status).toBe(401);
+    expect(((await none.json()) as { error: { message: string } }).error.message).toMatch(
+      /bearer token/,
+    );
+    const wrong = await h.engine.app.request("/metrics", {
+      headers: { authorization: "Bearer not-a-token-of-this-engine" },
+    });
+    expect(wrong.status).toBe(401);
+    expect((await op(h, "GET", "/metrics")).status).toBe(200);
+    expect(await scrape(h)).toContain('baton_releases{state="running"} 0');
   });
 
   it.skipIf(skip)(

@@ -29,6 +29,8 @@ export interface AppOptions {
    */
   publicUrl?: string;
   repository?: string;
+  /** The exposition text of `GET /metrics`; no such route when absent. */
+  metrics?: () => Promise<string>;
   /** Mounts more routes (e.g. the dashboard under `/`) before the 404 handler. */
   extend?: (app: Hono) => void;
 }
@@ -65,7 +67,16 @@ export function createApp(o: AppOptions): Hono {
   app.notFound((c) =>
     errorResponse(c, 404, "not_found", `[engine] no route ${c.req.method} ${c.req.path}`),
   );
-  app.route("/", systemRoutes({ api: o.api, tick: o.tick, operatorTokens, readTokens }));
+  app.route(
+    "/",
+    systemRoutes({
+      api: o.api,
+      tick: o.tick,
+      operatorTokens,
+      readTokens,
+      ...(o.metrics ? { metrics: o.metrics } : {}),
+    }),
+  );
   app.route(
     "/v1/releases/step-runs",
     stepRunRoutes({

@@ -175,6 +175,11 @@ export interface Store {
     before?: number;
   }): Promise<ReleaseSummary[]>;
   /**
+   * How many releases the store holds in each state (states with none are absent), in one
+   * grouped query: the `baton_releases` gauge of `GET /metrics`.
+   */
+  countReleases(): Promise<Partial<Record<ReleaseState, number>>>;
+  /**
    * What the live dashboard polls: the release's state, `resource_version` and number of
    * history rows, in one indexed query (no document read). Null when the release is unknown.
    */

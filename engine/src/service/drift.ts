@@ -119,12 +119,63 @@ export function driftMessage(d: ModelDrift): string {
   return `[drift] model ${d.model}: ${parts.join("; ")}`;
 }
 
+/** Why an observation failed (the `reason` label of `baton_drift_observation_failures_total`). */
+export type DriftFailure = "timeout" | "control_plane" | "store";
+
+/** One model as the last successful observation judged it (no release of it in flight). */
+export interface ObservedModel {
+  drift: ModelDrift;
+  /** Per wave (1…, 0 = lanes in no wave): distinct images its listed lanes run. */
+  waves: { wave: number; images: number }[];
+  /** Per lane the control plane listed: desired weight (null: never set) and observed, %. */
+  weights: { lane: string; desired: number | null; observed: number }[];
+}
+
+/**
+ * What the observer has done since the engine started (in memory, per process), read by
+ * `GET /metrics`. Times are epoch ms of the engine clock.
+ */
+export interface DriftStats {
+  intervalMs: number;
+  timeoutMs: number;
+  /** Observations that read the control plane. */
+  observations: number;
+  /** Observations that could not, by reason. */
+  failures: Record<DriftFailure, number>;
+  /** End of the last successful observation, null before the first. */
+  lastObservedAt: number | null;
+  /** Models of the last successful observation with no release in flight, by name. */
+  models: ObservedModel[];
+}
+
+/** Distinct images per wave: each listed lane's observed image, else its desired one. */
+function waveImages(m: FleetModel): { wave: number; images: number }[] {
+  const byWave = new Map<number, Set<string>>();
+  for (const l of m.lanes) {
+    if (!l.observed) continue;
+    const wave = l.desired?.wave ?? 0;
+    const ref = l.observed.image?.ref ?? l.desired?.image ?? null;
+    const set = byWave.get(wave) ?? new Set<string>();
+    if (ref) set.add(ref);
+    byWave.set(wave, set);
+  }
+  return [...byWave]
+    .map(([wave, refs]) => ({ wave, images: refs.size }))
+    .sort((a, b) => a.wave - b.wave);
+}
+
 /** The periodic observer; `maybeRun` is called from every engine tick. */
 export class DriftObserver {
   private next = 0;
   /** Per model: the fingerprint last recorded and on which release ("" = no drift). */
   private readonly last = new Map<string, { print: string; release: string }>();
   private running: Promise<void> | null = null;
+  private readonly counts = {
+    observations: 0,
+    failures: { timeout: 0, control_plane: 0, store: 0 } as Record<DriftFailure, number>,
+    lastObservedAt: null as number | null,
+    models: [] as ObservedModel[],
+  };
 
   constructor(
     private readonly api: ReleaseApi,
@@ -152,6 +203,18 @@ export class DriftObserver {
     return { print: "", release };
   }
 
+  /** A copy of the observer's counters and last successful observation (`GET /metrics`). */
+  stats(): DriftStats {
+    return {
+      intervalMs: this.policy.intervalMs,
+      timeoutMs: this.policy.timeoutMs ?? 5000,
+      observations: this.counts.observations,
+      failures: { ...this.counts.failures },
+      lastObservedAt: this.counts.lastObservedAt,
+      models: [...this.counts.models],
+    };
+  }
+
   /** Observes once when the interval has passed (shared by concurrent callers). */
   maybeRun(): Promise<void> {
     if (!this.cp?.lanes) return Promise.resolve();
@@ -169,31 +232,65 @@ export class DriftObserver {
     const timeoutMs = this.policy.timeoutMs ?? 5000;
     const cp = this.cp as ControlPlane;
     const lanes = cp.lanes?.bind(cp);
+    let timedOut = false;
+    /** The read's error message (a throw, a refusal or the timeout); null when it answered. */
+    let readFailed: string | null = null;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const bounded: Pick<ControlPlane, "lanes"> = {
       lanes: (model?: string) =>
         Promise.race([
-          lanes ? lanes(model) : Promise.resolve({ ok: false as const, message: "no lanes" }),
+          lanes
+            ? lanes(model).catch((err: unknown) => ({
+                ok: false as const,
+                message: (err as Error)?.message ?? String(err),
+              }))
+            : Promise.resolve({ ok: false as const, message: "no lanes" }),
           new Promise<{ ok: false; message: string }>((resolve) => {
-            const t = setTimeout(
-              () => resolve({ ok: false, message: `no answer within ${timeoutMs} ms` }),
-              timeoutMs,
-            );
-            (t as { unref?: () => void }).unref?.();
+            timer = setTimeout(() => {
+              timedOut = true;
+              resolve({ ok: false, message: `no answer within ${timeoutMs} ms` });
+            }, timeoutMs);
+            (timer as { unref?: () => void }).unref?.();
           }),
-        ]),
+        ])
+          .then((r) => {
+            readFailed = r.ok ? null : r.message;
+            return r;
+          })
+          .finally(() => clearTimeout(timer)),
     };
     let models: FleetModel[];
     try {
       ({ models } = await loadFleet(this.api, bounded, null));
     } catch (err) {
+      this.counts.failures.store++;
       this.log.warn(`[drift] could not observe the fleet: ${(err as Error).message}`);
       return;
     }
-    const failed = models.find((m) => m.readError !== null);
-    if (failed) {
+    const failed = readFailed ?? models.find((m) => m.readError !== null)?.readError ?? null;
+    if (failed !== null) {
+      this.counts.failures[timedOut ? "timeout" : "control_plane"]++;
       this.log.warn(
-        `[drift] the control plane could not be read (${failed.readError}); next observation in ${this.policy.intervalMs} ms`,
+        `[drift] the control plane could not be read (${failed}); next observation in ${this.policy.intervalMs} ms`,
       );
+    } else {
+      this.counts.observations++;
+      this.counts.lastObservedAt = this.clock.now();
+      const judged: ObservedModel[] = [];
+      for (const m of models) {
+        const d = modelDrift(m, now);
+        if (!d) continue;
+        judged.push({
+          drift: d,
+          waves: waveImages(m),
+          weights: m.lanes.flatMap((l) =>
+            l.observed
+              ? [{ lane: l.id, desired: l.desired?.weight ?? null, observed: l.observed.weight }]
+              : [],
+          ),
+        });
+      }
+      this.counts.models = judged;
     }
     const entries: HistoryEntry[] = [];
     for (const m of models) {

@@ -70,7 +70,7 @@ import { ACCEPT_KIND, buildRecord, type LineageLink } from "../record/build.ts";
 import type { ReleaseRecordDocument } from "../record/schema.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "./api.ts";
 import { type Domain, defaultDomain } from "./domain.ts";
-import { DriftObserver, type DriftPolicy } from "./drift.ts";
+import { DriftObserver, type DriftPolicy, type DriftStats } from "./drift.ts";
 import type { EffectsDue } from "./effects-due.ts";
 import { assertLanesFree, lanesClaimedError } from "./lane-claims.ts";
 import { capLogTail } from "./log-tail.ts";
@@ -1266,6 +1266,11 @@ export class ReleaseService implements ReleaseApi {
         requests,
       ),
     ]);
+  }
+
+  /** The drift observer's counters and last observation (`GET /metrics`); null when drift is off. */
+  driftStats(): DriftStats | null {
+    return this.drift?.stats() ?? null;
   }
 
   /** Housekeeping run after each reconciler pass (the core's `tick`): retention of finished releases. */

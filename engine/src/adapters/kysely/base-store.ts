@@ -269,6 +269,17 @@ export abstract class KyselyStore implements Store {
     return (await query.execute()).map(toSummary);
   }
 
+  async countReleases(): Promise<Partial<Record<ReleaseState, number>>> {
+    const rows = await this.live()
+      .selectFrom("releases")
+      .select((eb) => ["state", eb.fn.countAll<number>().as("n")])
+      .groupBy("state")
+      .execute();
+    const out: Partial<Record<ReleaseState, number>> = {};
+    for (const r of rows) out[r.state as ReleaseState] = Number(r.n);
+    return out;
+  }
+
   async releaseMark(id: string): Promise<ReleaseMark | null> {
     const row = await this.live()
       .selectFrom("releases")
