@@ -309,7 +309,13 @@ export async function keygen(prefix: string, io: Io): Promise<ExitCode> {
  */
 export async function sign(
   file: string,
-  o: { key?: string; keyId?: string; keyless?: boolean; out?: string; validFor?: string },
+  o: {
+    key?: string;
+    keyId?: string;
+    keyless?: boolean;
+    out?: string;
+    validFor?: string;
+  } & KeylessFlags,
   io: Io,
 ): Promise<ExitCode> {
   if (Boolean(o.key) === Boolean(o.keyless)) {
@@ -325,6 +331,7 @@ export async function sign(
   }
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
   const { signManifest } = await import("../admission/sign.ts");
+  const keyless = o.keyless ? keylessOptions(o) : undefined;
   const c = compileRecipeText(readRecipe(file), file);
   let keyPem = "";
   if (o.key) {
@@ -335,7 +342,7 @@ export async function sign(
     }
   }
   const bundle = await signManifest(c, {
-    ...(o.key ? { key: { key_id: o.keyId ?? "", private_key_pem: keyPem } } : { keyless: {} }),
+    ...(o.key ? { key: { key_id: o.keyId ?? "", private_key_pem: keyPem } } : { keyless }),
     ...(validMs ? { valid_for_ms: validMs } : {}),
   });
   const text = `${JSON.stringify(bundle)}\n`;
@@ -448,6 +455,82 @@ export function readSigningKey(
   } catch (e) {
     throw usage(`[cli] cannot read key file ${file} (${(e as NodeJS.ErrnoException).code})`);
   }
+}
+
+/** Sigstore instances a keyless signature can go to (docs/trust.md "Signing from the recipe workflow"). */
+export const SIGSTORE_INSTANCES = {
+  /** Public-good Sigstore: Fulcio + Rekor at sigstore.dev (sigstore-js's defaults). */
+  "public-good": {},
+  /** GitHub's Sigstore (private repositories' attestations): Fulcio + TSA, no public log. */
+  github: {
+    fulcioURL: "https://fulcio.githubapp.com",
+    tsaServerURL: "https://timestamp.githubapp.com",
+    tlogUpload: false,
+  },
+} as const;
+
+/** Keyless flags as given (`--sigstore`, `--fulcio-url`, `--rekor-url`, `--tsa-url`). */
+export interface KeylessFlags {
+  sigstore?: string;
+  fulcioUrl?: string;
+  rekorUrl?: string;
+  tsaUrl?: string;
+}
+
+/**
+ * sigstore-js options for a keyless signature with the CI's OIDC identity. `--tsa-url`
+ * without `--rekor-url` means a timestamp authority instead of the transparency log.
+ * @throws usage error (exit 2) for an unknown instance, a bad URL, or when no OIDC token can
+ * be had (`ACTIONS_ID_TOKEN_REQUEST_URL` + `_TOKEN`, or `SIGSTORE_ID_TOKEN`).
+ */
+export function keylessOptions(
+  f: KeylessFlags,
+  env: Record<string, string | undefined> = process.env,
+): {
+  fulcioURL?: string;
+  rekorURL?: string;
+  tsaServerURL?: string;
+  tlogUpload?: boolean;
+} {
+  const name = f.sigstore ?? "public-good";
+  if (!Object.hasOwn(SIGSTORE_INSTANCES, name))
+    throw usage(
+      `[cli] --sigstore must be one of ${Object.keys(SIGSTORE_INSTANCES).join(", ")}, not ${JSON.stringify(name)}`,
+    );
+  const url = (flag: string, v: string | undefined) => {
+    if (v === undefined) return undefined;
+    try {
+      const u = new URL(v);
+      if (u.protocol !== "https:" && u.protocol !== "http:") throw new Error("scheme");
+    } catch {
+      throw usage(`[cli] ${flag} must be an http(s) URL, not ${JSON.stringify(v)}`);
+    }
+    return v.replace(/\/+$/, "");
+  };
+  const fulcio = url("--fulcio-url", f.fulcioUrl);
+  const rekor = url("--rekor-url", f.rekorUrl);
+  const tsa = url("--tsa-url", f.tsaUrl);
+  const hasGha = Boolean(env.ACTIONS_ID_TOKEN_REQUEST_URL && env.ACTIONS_ID_TOKEN_REQUEST_TOKEN);
+  if (!hasGha && !env.SIGSTORE_ID_TOKEN)
+    throw usage(
+      "[cli] --keyless needs an OIDC identity token: in GitHub Actions give the job `permissions: id-token: write` (it sets ACTIONS_ID_TOKEN_REQUEST_URL and ACTIONS_ID_TOKEN_REQUEST_TOKEN); elsewhere set SIGSTORE_ID_TOKEN, or sign with --key",
+    );
+  const out: ReturnType<typeof keylessOptions> = { ...SIGSTORE_INSTANCES[name as "github"] };
+  if (fulcio) out.fulcioURL = fulcio;
+  if (tsa) {
+    out.tsaServerURL = tsa;
+    if (!rekor) out.tlogUpload = false;
+  }
+  if (rekor) {
+    out.rekorURL = rekor;
+    out.tlogUpload = true;
+  }
+  return out;
+}
+
+/** Reads image attestation bundle files (`--attestation`). @throws usage error (exit 2). */
+export function readAttestations(files: string[] | undefined): unknown[] {
+  return (files ?? []).map(readJsonFile);
 }
 
 /** The caller's name for the history: `--actor`, else $USER; undefined when neither fits. */

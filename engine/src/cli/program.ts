@@ -6,10 +6,28 @@
 import { Command, CommanderError, Option } from "commander";
 import { connection } from "./client.ts";
 import * as cmd from "./commands.ts";
-import { CliError, EXIT, type ExitCode, errorLines } from "./errors.ts";
+import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { startPending } from "./start-pending.ts";
 
 type Globals = { engine?: string; token?: string };
+
+/** Where a keyless signature goes (with --keyless; docs/trust.md "Signing from the recipe workflow"). */
+const keylessFlags = {
+  sigstore: () =>
+    new Option("--sigstore <instance>", "Sigstore for --keyless: public-good (default) or github"),
+  fulcio: () =>
+    new Option("--fulcio-url <url>", "Fulcio CA URL for --keyless (overrides --sigstore)"),
+  rekor: () =>
+    new Option(
+      "--rekor-url <url>",
+      "Rekor transparency log URL for --keyless (overrides --sigstore)",
+    ),
+  tsa: () =>
+    new Option(
+      "--tsa-url <url>",
+      "timestamp authority URL for --keyless; without --rekor-url, no transparency log entry",
+    ),
+};
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matches ANSI colour escapes
 const ANSI = /\x1b\[[0-9;]*m/g;
@@ -167,10 +185,20 @@ export async function runCli(
     .option("--keyless", "sign with the GitHub Actions OIDC identity (Fulcio)")
     .option("--valid-for <duration>", "validity, e.g. 12h or 7d (default 7d)")
     .option("--out <file>", "write the bundle here instead of stdout")
+    .addOption(keylessFlags.sigstore())
+    .addOption(keylessFlags.fulcio())
+    .addOption(keylessFlags.rekor())
+    .addOption(keylessFlags.tsa())
     .action(
       async (
         file: string,
-        o: { key?: string; keyId?: string; keyless?: boolean; out?: string; validFor?: string },
+        o: {
+          key?: string;
+          keyId?: string;
+          keyless?: boolean;
+          out?: string;
+          validFor?: string;
+        } & cmd.KeylessFlags,
       ) => {
         code = await cmd.sign(file, o, io);
       },
@@ -193,13 +221,36 @@ export async function runCli(
     .option("--dry-run", "only print what would be started")
     .option("--key <file>", "sign each started manifest with this PEM private key (baton keygen)")
     .option("--key-id <id>", "the key's id in the engine's trust policy (with --key)")
+    .option(
+      "--keyless",
+      "sign each started manifest with the CI's OIDC identity (GitHub Actions: id-token: write)",
+    )
+    .addOption(keylessFlags.sigstore())
+    .addOption(keylessFlags.fulcio())
+    .addOption(keylessFlags.rekor())
+    .addOption(keylessFlags.tsa())
+    .option(
+      "--attestation <file>",
+      "an image attestation bundle (provenance, SBOM) sent with every started recipe; repeatable",
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
     .addOption(json())
     .action(
       async (
         files: string[],
-        o: { json?: boolean; dryRun?: boolean; key?: string; keyId?: string },
+        o: {
+          json?: boolean;
+          dryRun?: boolean;
+          key?: string;
+          keyId?: string;
+          keyless?: boolean;
+          attestation?: string[];
+        } & cmd.KeylessFlags,
         c: Command,
       ) => {
+        if (o.key && o.keyless)
+          throw usage("[cli] give --key (with --key-id) or --keyless, not both");
+        const attestations = cmd.readAttestations(o.attestation);
         code = await startPending(
           conn(c),
           files,
@@ -207,6 +258,8 @@ export async function runCli(
             json: Boolean(o.json),
             dryRun: Boolean(o.dryRun),
             ...(o.key ? { key: cmd.readSigningKey(o.key, o.keyId) } : {}),
+            ...(o.keyless ? { keyless: cmd.keylessOptions(o) } : {}),
+            ...(attestations.length ? { attestations } : {}),
           },
           io,
         );

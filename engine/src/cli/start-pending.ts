@@ -11,8 +11,18 @@
  * is sent as a signed start: its compiled manifest signed with that PEM key under `key_id` (the
  * Sigstore bundle `baton sign --key` writes), so admission verifies it against the public key
  * the engine's trust policy lists.
+ *
+ * With `keyless` (GitHub Actions, docs/trust.md "Signing from the recipe workflow"), each
+ * manifest is signed with the runner's OIDC identity through sigstore-js: the token comes from
+ * `ACTIONS_ID_TOKEN_REQUEST_URL` (the job needs `permissions: id-token: write`), Fulcio issues
+ * a certificate naming the repository, workflow and ref, and Rekor or a TSA witnesses the
+ * time. `attestations` (image provenance / SBOM bundles) are sent with every started recipe;
+ * admission uses those whose subject is the recipe's image digest.
  */
+import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
+import type { SerializedBundle } from "@sigstore/bundle";
+import type { SignOptions } from "sigstore";
 import type { ReleaseSummary } from "../ports/store.ts";
 import { type Connection, EngineClient } from "./client.ts";
 import type { Io } from "./commands.ts";
@@ -58,6 +68,22 @@ async function allReleases(client: EngineClient): Promise<ReleaseSummary[]> {
   );
 }
 
+/** The URI SAN of a keyless bundle's Fulcio certificate (the workflow identity), or "?". */
+function certificateIdentity(bundle: SerializedBundle): string {
+  const m = bundle.verificationMaterial;
+  const raw =
+    m.certificate?.rawBytes ??
+    (m as { x509CertificateChain?: { certificates: { rawBytes: string }[] } }).x509CertificateChain
+      ?.certificates[0]?.rawBytes;
+  if (!raw) return "?";
+  try {
+    const san = new X509Certificate(Buffer.from(raw, "base64")).subjectAltName ?? "";
+    return san.replace(/^URI:/, "") || "?";
+  } catch {
+    return "?";
+  }
+}
+
 /** Runs the command; exit 1 when any recipe failed (the others are still handled). */
 export async function startPending(
   conn: Connection,
@@ -67,6 +93,10 @@ export async function startPending(
     dryRun: boolean;
     /** Signs each started manifest with this key (PEM text and the policy's key id). */
     key?: { key_id: string; private_key_pem: string };
+    /** Signs each started manifest keylessly (the CI's OIDC identity; URLs of the Sigstore). */
+    keyless?: SignOptions;
+    /** Image attestation bundles (provenance, SBOM) sent with every started recipe. */
+    attestations?: unknown[];
   },
   io: Io,
 ): Promise<ExitCode> {
@@ -155,10 +185,19 @@ export async function startPending(
       }
       let body = c.text;
       let type = /\.json$/i.test(c.file) ? "application/json" : "application/yaml";
-      if (o.key) {
+      let signedBy = "";
+      if (o.key || o.keyless) {
         // A signed start (docs/trust.md "Sending the bundle"): the recipe text and its bundle.
-        const bundle = await signManifest(c.compiled, { key: o.key });
-        body = JSON.stringify({ recipe: c.text, bundle, attestations: [] });
+        const bundle = o.key
+          ? await signManifest(c.compiled, { key: o.key })
+          : await signManifest(c.compiled, { keyless: o.keyless ?? {} });
+        signedBy = o.key
+          ? `, manifest signed with key ${o.key.key_id}`
+          : `, manifest signed keylessly by ${certificateIdentity(bundle)}`;
+        body = JSON.stringify({ recipe: c.text, bundle, attestations: o.attestations ?? [] });
+        type = "application/json";
+      } else if (o.attestations?.length) {
+        body = JSON.stringify({ recipe: c.text, attestations: o.attestations });
         type = "application/json";
       }
       const res = await client.call<{ id: string; state: string }>(
@@ -171,7 +210,7 @@ export async function startPending(
         ...base,
         outcome: "started",
         release: res.id,
-        message: `started ${res.id} (state ${res.state})${o.key ? `, manifest signed with key ${o.key.key_id}` : ""}`,
+        message: `started ${res.id} (state ${res.state})${signedBy}${o.attestations?.length ? `, ${o.attestations.length} image attestation(s) sent` : ""}`,
       });
     } catch (e) {
       outcomes.push({ ...base, outcome: "failed", message: describe(e) });
