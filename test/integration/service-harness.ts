@@ -16,6 +16,7 @@ import type { EngineConfig } from "../../engine/src/config.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { createEngine, type Engine } from "../../engine/src/engine.ts";
 import type { Clock } from "../../engine/src/ports/clock.ts";
+import type { ControlPlane } from "../../engine/src/ports/control-plane.ts";
 import type { MetricsSource } from "../../engine/src/ports/metrics-source.ts";
 import type { Notifier } from "../../engine/src/ports/notifier.ts";
 import type { Store } from "../../engine/src/ports/store.ts";
@@ -173,6 +174,8 @@ export async function makeHarness(
     clock?: FakeClock;
     dispatcher?: MemoryDispatcher;
     cp?: MemoryControlPlane;
+    /** What the engine gets as its control plane instead of `cp` (e.g. lanes read over HTTP). */
+    controlPlane?: ControlPlane;
     seed?: RecipeInput;
     eager?: boolean;
     domain?: Domain;
@@ -201,7 +204,7 @@ export async function makeHarness(
       ...(o.notifiers ? { notifiers: o.notifiers } : {}),
       ...(o.metrics ? { metrics: o.metrics } : {}),
       dispatcher,
-      controlPlane: cp,
+      controlPlane: o.controlPlane ?? cp,
       clock,
       eagerReconcile: o.eager ?? false,
       ...(o.domain ? { domain: o.domain } : {}),

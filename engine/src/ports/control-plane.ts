@@ -37,7 +37,7 @@ export interface ControlPlane {
    * Reads every lane of `model` (every lane when omitted) as the control plane holds it now:
    * weight (%), `excluded`, capabilities, and `image` when the control plane reports one.
    * Optional: a control plane without a listing leaves the fleet view's observed side empty.
-   * Never throws.
+   * Never throws. `signal` (optional to honour) ends the read early: the caller gave up.
    */
-  lanes?(model?: string): Promise<LanesRead>;
+  lanes?(model?: string, signal?: AbortSignal): Promise<LanesRead>;
 }

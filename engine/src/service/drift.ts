@@ -236,11 +236,14 @@ export class DriftObserver {
     /** The read's error message (a throw, a refusal or the timeout); null when it answered. */
     let readFailed: string | null = null;
     let timer: ReturnType<typeof setTimeout> | undefined;
+    // Given up at the timeout: the race answers, and the read itself is aborted (an HTTP
+    // control plane's connection closes; no read outlives its observation).
+    const abort = new AbortController();
     const bounded: Pick<ControlPlane, "lanes"> = {
       lanes: (model?: string) =>
         Promise.race([
           lanes
-            ? lanes(model).catch((err: unknown) => ({
+            ? lanes(model, abort.signal).catch((err: unknown) => ({
                 ok: false as const,
                 message: (err as Error)?.message ?? String(err),
               }))
@@ -248,6 +251,7 @@ export class DriftObserver {
           new Promise<{ ok: false; message: string }>((resolve) => {
             timer = setTimeout(() => {
               timedOut = true;
+              abort.abort();
               resolve({ ok: false, message: `no answer within ${timeoutMs} ms` });
             }, timeoutMs);
             (timer as { unref?: () => void }).unref?.();
@@ -269,7 +273,8 @@ export class DriftObserver {
     }
     const failed = readFailed ?? models.find((m) => m.readError !== null)?.readError ?? null;
     if (failed !== null) {
-      this.counts.failures[timedOut ? "timeout" : "control_plane"]++;
+      // The observer's own limit, or the HTTP adapter's (its message says "timed out").
+      this.counts.failures[timedOut || /timed out/.test(failed) ? "timeout" : "control_plane"]++;
       this.log.warn(
         `[drift] the control plane could not be read (${failed}); next observation in ${this.policy.intervalMs} ms`,
       );

@@ -110,10 +110,13 @@ export class HttpControlPlane implements ControlPlane {
     return { ok: true, matches: laneMatches(op, lane), observed: lane };
   }
 
-  /** `GET /v1/lanes[?model=]`: the lanes as the control plane holds them now. */
-  async lanes(model?: string): Promise<LanesRead> {
+  /**
+   * `GET /v1/lanes[?model=]`: the lanes as the control plane holds them now. `signal` aborts
+   * the request (its connection closes) before the adapter's own timeout.
+   */
+  async lanes(model?: string, signal?: AbortSignal): Promise<LanesRead> {
     const path = `/v1/lanes${model === undefined ? "" : `?model=${encodeURIComponent(model)}`}`;
-    const reply = await this.send("GET", path);
+    const reply = await this.send("GET", path, undefined, {}, signal);
     if (reply.kind === "unknown") return { ok: false, message: reply.message };
     const lanes = (reply.body as { lanes?: unknown } | null)?.lanes;
     if (reply.status !== 200 || !Array.isArray(lanes))
@@ -140,6 +143,7 @@ export class HttpControlPlane implements ControlPlane {
     path: string,
     body?: unknown,
     headers: Record<string, string> = {},
+    signal?: AbortSignal,
   ): Promise<Reply> {
     const doFetch = this.options.fetch ?? fetch;
     try {
@@ -154,7 +158,9 @@ export class HttpControlPlane implements ControlPlane {
           ...(body === undefined ? {} : { "content-type": "application/json" }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: signal
+          ? AbortSignal.any([AbortSignal.timeout(this.timeoutMs), signal])
+          : AbortSignal.timeout(this.timeoutMs),
       });
       const text = await res.text();
       let parsed: unknown = text;
@@ -166,6 +172,12 @@ export class HttpControlPlane implements ControlPlane {
       return { kind: "answer", status: res.status, body: parsed };
     } catch (err) {
       const e = err as Error & { cause?: { code?: string; message?: string } };
+      if (signal?.aborted) {
+        return {
+          kind: "unknown",
+          message: `[control-plane] ${method} ${path} was given up by the caller`,
+        };
+      }
       if (e.name === "TimeoutError" || e.name === "AbortError") {
         return {
           kind: "unknown",
