@@ -20,8 +20,8 @@
  * which is what bounds the ratio here; on GitHub each job has its own runner.
  * Bounded: each run at most BENCH_FLEET_TIMEOUT_MS (default 240 s). Last line: RESULT {json}.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { loadRecipe, startStack } from "../engine/src/demo/stack.ts";
@@ -71,8 +71,33 @@ interface Rec {
   }[];
 }
 
+/**
+ * CPU seconds so far of this process (engine, control plane, SSH target, runner) and of its
+ * ended children (every runner job's node processes, the tools, the target's shells and the
+ * container stand-in: `cutime + cstime` of /proc/self/stat, in clock ticks of 10 ms).
+ */
+function cpuNow(): { self_s: number; children_s: number } {
+  const u = process.cpuUsage();
+  let children = 0;
+  try {
+    // Fields after the `(comm)`: state is field 3, cutime 16, cstime 17 (proc(5)).
+    const rest = readFileSync("/proc/self/stat", "utf8").split(") ")[1]?.split(" ") ?? [];
+    children = (Number(rest[13]) + Number(rest[14])) / 100;
+  } catch {
+    children = Number.NaN; // not Linux: the figure is unknown, not zero
+  }
+  return { self_s: (u.user + u.system) / 1e6, children_s: children };
+}
+
 interface RunResult {
   wall_ms: number;
+  /** CPU seconds of the whole release (both waves): this process, and its runner jobs etc. */
+  cpu_self_s: number;
+  cpu_children_s: number;
+  /** Runner jobs (attempts) the local runner ran for the release. */
+  jobs: number;
+  /** Mean seconds a runner job took from started to finished (main + post). */
+  job_mean_s: number;
   state: string;
   max_concurrent: number;
   max_out: number;
@@ -80,10 +105,12 @@ interface RunResult {
   overshoot_pct: number;
 }
 
-async function runWave(n: number): Promise<RunResult> {
+async function runWave(n: number, timeoutMs: number): Promise<RunResult> {
   const dir = mkdtempSync(join(tmpdir(), `baton-bench-fleet-${n}-`));
   let running = 0;
   let maxConcurrent = 0;
+  let jobs = 0;
+  let jobMs = 0;
   const laneImage = new Map<string, string>();
   const t0 = Date.now();
   const stamp = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
@@ -104,6 +131,11 @@ async function runWave(n: number): Promise<RunResult> {
     recipe: fleetRecipe(n),
     tickMs: 50,
     maxConcurrentRuns: Math.max(4, n),
+    // The SSH target shares this machine's 2 cores with every job: on a loaded machine a
+    // handshake may wait long for CPU, which is not what this benchmark measures.
+    runnerEnv: { BATON_CONNECT_TIMEOUT_MS: "60000" },
+    // Likewise a stand-in container's health server may take seconds to start listening.
+    healthTimeoutS: 20,
     onRunEvent: (e) => {
       if (DEBUG)
         console.error(
@@ -111,7 +143,11 @@ async function runWave(n: number): Promise<RunResult> {
           `[run] ${e.type} ${e.run.stepRunId} ${e.run.payload.tool} ${e.run.conclusion ?? ""}`,
         );
       if (e.type === "started") maxConcurrent = Math.max(maxConcurrent, ++running);
-      if (e.type === "finished" && e.run.startedAt !== undefined) running -= 1;
+      if (e.type === "finished" && e.run.startedAt !== undefined) {
+        running -= 1;
+        jobs += 1;
+        jobMs += (e.run.finishedAt ?? Date.now()) - e.run.startedAt;
+      }
       if (e.type === "finished" && e.run.conclusion === "success") {
         const p = e.run.payload;
         const lane = (p.args as { lane?: { id?: string } }).lane?.id;
@@ -125,16 +161,18 @@ async function runWave(n: number): Promise<RunResult> {
   let maxOut = 0;
   let minInService = Number.POSITIVE_INFINITY;
   let overshoot = 0;
+  // Percent in force: the highest forward traffic write applied (`set_traffic`, or a
+  // `drain_wave` that moves a 100% wave's traffic first); history read incrementally.
+  let declared = 0;
+  let seen = 0;
   const observe = () => {
     const core = stack.fleet.cp.core;
     const lanes = core.lanes(model);
     const out = lanes.filter((l) => l.excluded).length;
     maxOut = Math.max(maxOut, out);
     minInService = Math.min(minInService, lanes.length - out);
-    // Percent in force: the highest forward traffic write applied (`set_traffic`, or a
-    // `drain_wave` that moves a 100% wave's traffic first).
-    let declared = 0;
-    for (const h of core.history()) {
+    for (const h of core.history({ after: seen })) {
+      seen = Math.max(seen, h.id);
       const m = /:fwd:(?:drain:)?traffic=(\d+)$/.exec(h.operation_key);
       if (m) declared = Math.max(declared, Number(m[1]));
     }
@@ -148,6 +186,12 @@ async function runWave(n: number): Promise<RunResult> {
       // No lane serving the model at this instant: nothing routed, no exposure.
     }
   };
+  const steps = stack.manifest.steps;
+  const first = steps.find((s) => s.wave === 0)?.index ?? 0;
+  const last = steps.filter((s) => s.wave === 0).at(-1)?.index ?? 0;
+  const fwd = (r: Rec | null, i: number) =>
+    r?.step_runs.find((s) => s.step_index === i && s.direction === "fwd");
+  const cpu0 = cpuNow();
   try {
     const res = await stack.api("/v1/releases", {
       method: "POST",
@@ -157,37 +201,54 @@ async function runWave(n: number): Promise<RunResult> {
     if (res.status !== 201 && res.status !== 200)
       throw new Error(`[bench:fleet] start answered ${res.status}: ${await res.text()}`);
     const { id } = (await res.json()) as { id: string };
-    const until = Date.now() + TIMEOUT_MS;
+    const until = Date.now() + timeoutMs;
     let rec: Rec | null = null;
-    for (let i = 0; Date.now() < until && i < TIMEOUT_MS / 20; i++) {
+    // Observe the environment every 50 ms; read the release every 500 ms. Stop once wave 1
+    // ended (its last step run succeeded) or the release did, or at the bound.
+    for (let i = 0; Date.now() < until && i < timeoutMs / 50; i++) {
       observe();
       if (i % 10 === 0) {
         rec = (await (await stack.api(`/v1/releases/${id}`)).json()) as Rec;
-        if (rec && TERMINAL.has(rec.state)) break;
+        if (TERMINAL.has(rec.state) || fwd(rec, last)?.state === "succeeded") break;
       }
-      await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 50));
     }
+    observe();
     if (!rec) throw new Error("[bench:fleet] no release record");
+    // Wave 2 is not measured: hold the release (no new step), then let the wave's last runner
+    // jobs (post steps end just after their callbacks) finish, so their CPU is counted.
+    if (!TERMINAL.has(rec.state))
+      await stack
+        .api(`/v1/releases/${id}/pause`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ reason: "bench:fleet measured wave 1" }),
+        })
+        .catch(() => {});
+    await stack.runner.idle(60_000).catch(() => {});
+    const cpu1 = cpuNow();
     lag.disable();
     console.error(
       `[bench:fleet] ${n} lanes: engine process event-loop delay p50 ${(lag.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(lag.percentile(99) / 1e6).toFixed(0)} ms, max ${(lag.max / 1e6).toFixed(0)} ms`,
     );
-    if (rec.state !== "succeeded") {
+    const waveDone = fwd(rec, last)?.state === "succeeded";
+    if (!waveDone) {
       // Say why, so a failed run is diagnosable from the CI log alone.
-      console.error(`[bench:fleet] release ended ${rec.state}: ${rec.reason ?? ""}`);
+      console.error(
+        `[bench:fleet] wave 1 of ${n} lanes did not end within ${timeoutMs} ms: release ${rec.state}: ${rec.reason ?? ""}`,
+      );
       for (const s of rec.step_runs.filter((x) => x.last_error).slice(0, 10))
         console.error(`[bench:fleet]   ${s.id} ${s.state}: ${s.last_error}`);
     }
-    const steps = stack.manifest.steps;
-    const first = steps.find((s) => s.wave === 0)?.index ?? 0;
-    const last = steps.filter((s) => s.wave === 0).at(-1)?.index ?? 0;
-    const at = (i: number) =>
-      rec?.step_runs.find((s) => s.step_index === i && s.direction === "fwd");
-    const start = at(first)?.created_at;
-    const end = at(last)?.finished_at;
+    const start = fwd(rec, first)?.created_at;
+    const end = fwd(rec, last)?.finished_at;
     return {
       wall_ms: start !== undefined && end != null ? end - start : Number.NaN,
-      state: rec.state,
+      cpu_self_s: round2(cpu1.self_s - cpu0.self_s),
+      cpu_children_s: round2(cpu1.children_s - cpu0.children_s),
+      jobs,
+      job_mean_s: jobs > 0 ? round2(jobMs / jobs / 1000) : 0,
+      state: waveDone ? "wave_done" : rec.state,
       max_concurrent: maxConcurrent,
       max_out: maxOut,
       min_in_service: minInService,
@@ -199,23 +260,43 @@ async function runWave(n: number): Promise<RunResult> {
   }
 }
 
-const one = await runWave(1);
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
+const one = await runWave(1, Math.min(TIMEOUT_MS, 120_000));
 console.error(`[bench:fleet] wave of 1 lane: ${JSON.stringify(one)}`);
-const many = await runWave(LANES);
+const many = await runWave(LANES, TIMEOUT_MS);
 console.error(`[bench:fleet] wave of ${LANES} lanes: ${JSON.stringify(many)}`);
-const ok = one.state === "succeeded" && many.state === "succeeded";
+const ok =
+  one.state === "wave_done" &&
+  many.state === "wave_done" &&
+  one.overshoot_pct <= 0 &&
+  many.overshoot_pct <= 0 &&
+  Math.min(one.min_in_service, many.min_in_service) >= 1;
+const cpu = (r: RunResult) => r.cpu_self_s + r.cpu_children_s;
+// CPU one more lane costs (the difference cancels what both runs share: the engine's
+// polling, wave 2's first steps), and the ratio that CPU alone imposes when every core of
+// the machine is ours: lanes × cpu_per_lane ÷ cores ÷ the 1-lane wall.
+const cpuPerLane = LANES > 1 ? (cpu(many) - cpu(one)) / (LANES - 1) : cpu(one);
+const cores = availableParallelism();
 console.log(
   `RESULT ${JSON.stringify({
     lanes: LANES,
     wave_wall_ms_1: one.wall_ms,
     [`wave_wall_ms_${LANES}`]: many.wall_ms,
-    ratio: Math.round((many.wall_ms / one.wall_ms) * 100) / 100,
+    ratio: round2(many.wall_ms / one.wall_ms),
     max_concurrent: many.max_concurrent,
     max_out: many.max_out,
     overshoot_pct: Math.max(one.overshoot_pct, many.overshoot_pct),
     capacity_floor_held: Math.min(one.min_in_service, many.min_in_service) >= 1,
     succeeded: ok,
-    load_avg_1m: Math.round((loadavg()[0] ?? 0) * 100) / 100,
+    cpu_s_1: round2(cpu(one)),
+    [`cpu_s_${LANES}`]: round2(cpu(many)),
+    cpu_per_lane_s: round2(cpuPerLane),
+    cores,
+    cpu_bound_ratio: round2((LANES * cpuPerLane) / cores / (one.wall_ms / 1000)),
+    load_avg_1m: round2(loadavg()[0] ?? 0),
   })}`,
 );
 process.exit(ok ? 0 : 1);

@@ -68,6 +68,8 @@ export interface StackOptions {
   candidateProfile?: Partial<ImageProfile>;
   /** The engine's clock (default: the wall clock); tests move it to pass a deadline. */
   clock?: Clock;
+  /** Seconds deploy.sh on the embedded target waits for a lane's health URL (default 2). */
+  healthTimeoutS?: number;
 }
 
 /** The demo's own trust: a generated key and the policy that allows only it. */
@@ -158,7 +160,12 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   mkdirSync(dir, { recursive: true });
   await ensureBundles();
   const model = String(o.recipe.model ?? "default");
-  const fleet = await startFleet({ dir, laneIds: laneIdsOf(o.recipe), model });
+  const fleet = await startFleet({
+    dir,
+    laneIds: laneIdsOf(o.recipe),
+    model,
+    ...(o.healthTimeoutS === undefined ? {} : { healthTimeoutS: o.healthTimeoutS }),
+  });
   const closers: (() => Promise<unknown>)[] = [() => fleet.close()];
   const closeAll = async () => {
     for (const c of closers.reverse()) await c().catch(() => {});

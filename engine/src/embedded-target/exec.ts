@@ -4,9 +4,9 @@
  * `exit-signal` (killed by a signal, failure case F08) and channel close — in that order, the
  * way OpenSSH's sshd does it.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { constants } from "node:os";
 import type { ServerChannel } from "ssh2";
+import { type OffThreadChild, spawnOffThread } from "../node/spawn-off-thread.ts";
 
 /** Where and how commands run. */
 export interface ExecEnvironment {
@@ -18,7 +18,7 @@ export interface ExecEnvironment {
 
 /** A running command; `kill` forwards a signal to its whole process group. */
 export interface RunningExec {
-  child: ChildProcess;
+  child: OffThreadChild;
   kill(signal: NodeJS.Signals): void;
   /** Resolves once the exit status or signal was sent and the channel closed. */
   done: Promise<void>;
@@ -28,31 +28,30 @@ export interface RunningExec {
  * child that inherited them must not keep the channel open forever. */
 const DRAIN_GRACE_MS = 1_000;
 
-/** Starts `command` and wires it to `channel`. Never throws; a spawn failure exits 127. */
+/**
+ * Starts `command` and wires it to `channel`. Never throws; a spawn failure exits 127.
+ * The shell is started from a worker thread (node/spawn-off-thread.ts): twenty lanes' commands
+ * at once must not stall the event loop of the process that hosts the target (the demo's engine).
+ */
 export function runExec(
   channel: ServerChannel,
   command: string,
   where: ExecEnvironment,
 ): RunningExec {
   // Own process group, so a signal reaches the shell and whatever it started in the foreground.
-  const child = spawn("/bin/sh", ["-c", command], {
+  const child = spawnOffThread("/bin/sh", ["-c", command], {
     cwd: where.cwd,
     env: where.env,
-    stdio: ["pipe", "pipe", "pipe"],
     detached: true,
   });
+  let exited = false;
   const kill = (signal: NodeJS.Signals) => {
-    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-    try {
-      process.kill(-child.pid, signal);
-    } catch {
-      child.kill(signal);
-    }
+    if (!exited) child.kill(signal, true);
   };
-  child.stdout.pipe(channel, { end: false });
-  child.stderr.pipe(channel.stderr, { end: false });
-  channel.pipe(child.stdin);
-  child.stdin.on("error", () => {}); // the command may exit without reading its stdin
+  child.onStdout = (d) => channel.write(d);
+  child.onStderr = (d) => channel.stderr.write(d);
+  channel.on("data", (d: Buffer) => child.writeStdin(d));
+  channel.on("end", () => child.endStdin());
 
   const done = new Promise<void>((resolve) => {
     let finished = false;
@@ -70,23 +69,18 @@ export function runExec(
       channel.end();
       resolve();
     };
-    child.on("error", (err) =>
-      finish(127, null, `[embedded-target] cannot start /bin/sh: ${err.message}`),
-    );
-    child.on("exit", (code, signal) => {
-      let open = 2;
-      const timer = setTimeout(() => finish(code, signal), DRAIN_GRACE_MS);
-      const drained = () => {
-        open -= 1;
-        if (open === 0) {
-          clearTimeout(timer);
-          finish(code, signal);
-        }
-      };
-      if (child.stdout.readableEnded) drained();
-      else child.stdout.once("end", drained);
-      if (child.stderr.readableEnded) drained();
-      else child.stderr.once("end", drained);
+    void child.exited.then((e) => {
+      exited = true;
+      if (e.error) {
+        finish(127, null, `[embedded-target] cannot start /bin/sh: ${e.error}`);
+        return;
+      }
+      // Output still draining: wait for it, bounded.
+      const timer = setTimeout(() => finish(e.code, e.signal), DRAIN_GRACE_MS);
+      void child.closed.then((c) => {
+        clearTimeout(timer);
+        finish(c.code, c.signal);
+      });
     });
   });
   // The client went away before the command finished: hang up on it, as sshd does.

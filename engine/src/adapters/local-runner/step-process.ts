@@ -2,8 +2,10 @@
  * Runs one step of the action (`node <file>`) as a child process, the way the runner does:
  * in the workspace, with the step's environment, its output masked into the run's log, and a
  * hard time bound (then SIGTERM to the whole process group, SIGKILL after a grace period).
+ * The process is started from a worker thread (node/spawn-off-thread.ts), so starting twenty
+ * jobs at once does not stall the engine's event loop.
  */
-import { spawn } from "node:child_process";
+import { spawnOffThread } from "../../node/spawn-off-thread.ts";
 import type { MaskingLineWriter } from "./mask.ts";
 
 /** How a step ended. `signal` is set when it was killed; `timedOut` when we killed it. */
@@ -36,23 +38,17 @@ export function startStep(
   err: MaskingLineWriter,
 ): StepHandle {
   // Own process group, so the tools and ssh sessions the action starts are stopped with it.
-  const child = spawn(process.execPath, [file], {
-    cwd,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
+  const child = spawnOffThread(process.execPath, [file], { cwd, env, detached: true });
   let timedOut = false;
   let cancelled = false;
+  let exited = false;
   let killTimer: NodeJS.Timeout | undefined;
+  void child.exited.then(() => {
+    exited = true;
+  });
   const stop = () => {
     const signalGroup = (s: NodeJS.Signals) => {
-      if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-      try {
-        process.kill(-child.pid, s);
-      } catch {
-        child.kill(s);
-      }
+      if (!exited) child.kill(s, true);
     };
     signalGroup("SIGTERM");
     killTimer ??= setTimeout(() => signalGroup("SIGKILL"), KILL_GRACE_MS);
@@ -61,24 +57,15 @@ export function startStep(
     timedOut = true;
     stop();
   }, timeoutMs);
-  child.stdout.on("data", (d: Buffer) => out.write(d));
-  child.stderr.on("data", (d: Buffer) => err.write(d));
-  const exit = new Promise<StepExit>((resolve) => {
-    let settled = false;
-    const settle = (code: number | null, signal: NodeJS.Signals | null) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(bound);
-      if (killTimer) clearTimeout(killTimer);
-      out.end();
-      err.end();
-      resolve({ code, signal, timedOut, cancelled });
-    };
-    child.on("error", (e) => {
-      err.write(`[local-runner] cannot start node ${file}: ${e.message}\n`);
-      settle(127, null);
-    });
-    child.on("close", (code, signal) => settle(code, signal));
+  child.onStdout = (d) => out.write(d);
+  child.onStderr = (d) => err.write(d);
+  const exit = child.closed.then((e): StepExit => {
+    clearTimeout(bound);
+    if (killTimer) clearTimeout(killTimer);
+    if (e.error) err.write(`[local-runner] cannot start node ${file}: ${e.error}\n`);
+    out.end();
+    err.end();
+    return { code: e.code, signal: e.signal, timedOut, cancelled };
   });
   return {
     exit,
