@@ -17,8 +17,18 @@ export interface PrometheusHandle {
 /** The binary, or null when it is not installed (the test then says so and fails). */
 export const PROMETHEUS_BIN = process.env.BATON_PROMETHEUS_BIN ?? "/usr/bin/prometheus";
 
+/** Scrape settings of the one job: its name (default `baton-router`) and a bearer token. */
+export interface ScrapeOptions {
+  job?: string;
+  /** Sent as `Authorization: Bearer <token>` on every scrape (the engine's viewer token). */
+  bearerToken?: string;
+}
+
 /** Starts Prometheus scraping `targets` (`host:port`) every second. Throws after 30 s unready. */
-export async function startPrometheus(targets: string[]): Promise<PrometheusHandle> {
+export async function startPrometheus(
+  targets: string[],
+  o: ScrapeOptions = {},
+): Promise<PrometheusHandle> {
   const dir = mkdtempSync(join(tmpdir(), "baton-prom-"));
   const port = await freePort();
   writeFileSync(
@@ -28,7 +38,14 @@ export async function startPrometheus(targets: string[]): Promise<PrometheusHand
       "  scrape_interval: 1s",
       "  evaluation_interval: 1s",
       "scrape_configs:",
-      "  - job_name: baton-router",
+      `  - job_name: ${o.job ?? "baton-router"}`,
+      ...(o.bearerToken
+        ? [
+            "    authorization:",
+            "      type: Bearer",
+            `      credentials: ${JSON.stringify(o.bearerToken)}`,
+          ]
+        : []),
       "    static_configs:",
       `      - targets: [${targets.map((t) => JSON.stringify(t)).join(", ")}]`,
       "",
