@@ -18,6 +18,11 @@ import { serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { loadTrustPolicy } from "../../engine/src/admission/policy.ts";
+import { signKeyless as signStatement } from "../../engine/src/admission/sign.ts";
+import {
+  GITHUB_HOSTED_BUILDER,
+  provenanceStatement,
+} from "../../engine/src/admission/statement.ts";
 import {
   FakeClock,
   type Harness,
@@ -373,3 +378,155 @@ describe.each(STORE_KINDS)("recipe.yml start job, keyless, on %s", (kind) => {
     180_000,
   );
 });
+
+// Image attestations through the workflow: BATON_ATTESTATIONS=github makes the start step read
+// the attestations GitHub holds for each recipe's image digest (a local stand-in of the
+// attestations API, serving provenance signed keylessly by the build workflow) and send them;
+// the engine's policy requires provenance from that workflow.
+describe.each(STORE_KINDS)(
+  "recipe.yml start job, keyless with GitHub's image attestations, on %s",
+  (kind) => {
+    const skip = skipStore(kind);
+    let h: Harness | null = null;
+    let server: ReturnType<typeof serve> | null = null;
+    let api: Server | null = null;
+    let url = "";
+    let apiUrl = "";
+    const GH_TOKEN = "ghs_job_token_1";
+    const BUILD = ".github/workflows/build.yml";
+    /** digest -> bundles the API stand-in serves; and what it was asked. */
+    const held = new Map<string, unknown[]>();
+    const asked: { path: string; auth: string | undefined }[] = [];
+
+    beforeAll(async () => {
+      if (skip) return;
+      const pdir = join(dir, `policy-att-${kind}`);
+      mkdirSync(pdir);
+      writeFileSync(join(pdir, "trusted_root.json"), JSON.stringify(sigstore.trustedRoot));
+      writeFileSync(
+        join(pdir, "trust-policy.json"),
+        JSON.stringify({
+          version: 1,
+          trusted_root: "trusted_root.json",
+          manifest: {
+            signers: { identities: [{ repository: GH_REPO, workflow: GH_WORKFLOW, ref: GH_REF }] },
+          },
+          images: {
+            provenance: "required",
+            signers: { identities: [{ repository: GH_REPO, workflow: BUILD, ref: GH_REF }] },
+            builders: [GITHUB_HOSTED_BUILDER],
+            source_repositories: [`https://github.com/${GH_REPO}`],
+          },
+        }),
+      );
+      const policy = loadTrustPolicy(join(pdir, "trust-policy.json"));
+      h = await makeHarness({
+        kind,
+        admission: { mode: "enforce", policy },
+        clock: new FakeClock(Date.now()),
+      });
+      server = serve({ fetch: h.engine.app.fetch, port: 0, hostname: "127.0.0.1" });
+      await new Promise<void>((ok) => server?.once("listening", () => ok()));
+      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      api = createServer((req, res) => {
+        asked.push({ path: req.url ?? "", auth: req.headers.authorization });
+        const m = /^\/repos\/acme\/models\/attestations\/sha256(?::|%3A)([a-f0-9]{64})/.exec(
+          req.url ?? "",
+        );
+        const bundles = m ? held.get(m[1] as string) : undefined;
+        if (!bundles) {
+          res.writeHead(404, { "content-type": "application/json" }).end('{"message":"Not Found"}');
+          return;
+        }
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({ attestations: bundles.map((bundle) => ({ bundle, repository_id: 1 })) }),
+        );
+      });
+      await new Promise<void>((ok) => api?.listen(0, "127.0.0.1", ok));
+      apiUrl = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
+    }, 60_000);
+
+    afterAll(async () => {
+      if (api) await new Promise<void>((ok) => api?.close(() => ok()));
+      if (server) await new Promise<void>((ok) => server?.close(() => ok()));
+      await h?.close();
+    });
+
+    const serveOn = (n: number) =>
+      h?.cp.seed(
+        Array.from({ length: 9 }, (_, i) => ({
+          id: `lane-${i + 1}`,
+          model: "model-1",
+          weight: i + 1 === n ? 100 : 0,
+        })),
+      );
+
+    it.skipIf(skip)(
+      "sends the provenance GitHub holds for the image: admitted with image_provenance passing; an image GitHub has none for is refused (image_provenance)",
+      async () => {
+        oidc.identity = { repository: GH_REPO, workflow: GH_WORKFLOW, ref: GH_REF };
+        const digest = (n: number) => n.toString(16).padStart(64, "0");
+        const image = (n: number) => `ghcr.io/acme/summarizer@sha256:${digest(n)}`;
+        held.set(digest(1), [
+          await signStatement(
+            provenanceStatement(image(1), {
+              builder: GITHUB_HOSTED_BUILDER,
+              repository: `https://github.com/${GH_REPO}`,
+            }),
+            {
+              fulcioURL: sigstore.url,
+              tsaServerURL: sigstore.url,
+              tlogUpload: false,
+              identityToken: sigstore.githubToken({
+                repository: GH_REPO,
+                workflow: BUILD,
+                ref: GH_REF,
+              }),
+            },
+          ),
+        ]);
+        const env = {
+          ...runnerEnv(url),
+          BATON_ATTESTATIONS: "github",
+          GITHUB_REPOSITORY: GH_REPO,
+          GITHUB_API_URL: apiUrl,
+          GITHUB_TOKEN: GH_TOKEN,
+        };
+        serveOn(1);
+        const ok = await runStart(checkout(`att-good-${kind}`, 1), env);
+        expect(ok.code, ok.out).toBe(0);
+        expect(ok.out).toContain(`1 attestation(s) of the image from GitHub (${GH_REPO})`);
+        expect(asked).toEqual([
+          expect.objectContaining({
+            path: expect.stringMatching(
+              new RegExp(`^/repos/acme/models/attestations/sha256(:|%3A)${digest(1)}`),
+            ),
+            auth: `token ${GH_TOKEN}`,
+          }),
+        ]);
+        const res = await fetch(`${url}/v1/releases?limit=200`, {
+          headers: { authorization: `Bearer ${OPERATOR}` },
+        });
+        const [rel] = ((await res.json()) as { releases: { id: string }[] }).releases;
+        const full = (await (
+          await fetch(`${url}/v1/releases/${rel?.id}`, {
+            headers: { authorization: `Bearer ${OPERATOR}` },
+          })
+        ).json()) as {
+          admission: { checks: { check: string; outcome: string; message: string }[] };
+        };
+        const prov = full.admission.checks.find((c) => c.check === "image_provenance");
+        expect(prov?.outcome).toBe("pass");
+        expect(prov?.message).toContain(`https://github.com/${GH_REPO}/${BUILD}@${GH_REF}`);
+
+        // GitHub holds nothing for this image: the start is refused naming image_provenance.
+        serveOn(2);
+        const none = await runStart(checkout(`att-none-${kind}`, 2), env);
+        expect(none.code, none.out).toBe(1);
+        expect(none.out).toMatch(/failed\s+recipes\/svc-1\.yaml: .*image_provenance/);
+      },
+      480_000,
+    );
+  },
+);

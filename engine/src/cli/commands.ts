@@ -528,6 +528,27 @@ export function keylessOptions(
   return out;
 }
 
+/**
+ * Where `--github-attestations <owner/name>` reads: GITHUB_API_URL (default api.github.com)
+ * with GITHUB_TOKEN (or GH_TOKEN).
+ * @throws usage error (exit 2) for a bad repository or no token.
+ */
+export function githubAttestationSource(
+  repository: string,
+  env: Record<string, string | undefined> = process.env,
+): { apiUrl: string; repository: string; token: string } {
+  if (!/^[\w.-]+\/[\w.-]+$/.test(repository))
+    throw usage(
+      `[cli] --github-attestations must be owner/name, not ${JSON.stringify(repository)}`,
+    );
+  const token = env.GITHUB_TOKEN || env.GH_TOKEN;
+  if (!token)
+    throw usage(
+      "[cli] --github-attestations needs GITHUB_TOKEN (or GH_TOKEN) that may read the repository's attestations (permissions: attestations: read)",
+    );
+  return { apiUrl: env.GITHUB_API_URL || "https://api.github.com", repository, token };
+}
+
 /** Reads image attestation bundle files (`--attestation`). @throws usage error (exit 2). */
 export function readAttestations(files: string[] | undefined): unknown[] {
   return (files ?? []).map(readJsonFile);

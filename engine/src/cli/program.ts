@@ -234,6 +234,10 @@ export async function runCli(
       "an image attestation bundle (provenance, SBOM) sent with every started recipe; repeatable",
       (v: string, prev: string[] = []) => [...prev, v],
     )
+    .option(
+      "--github-attestations <repository>",
+      "also send the attestations GitHub holds for each recipe's image digest, attested in owner/name (GITHUB_TOKEN, GITHUB_API_URL)",
+    )
     .addOption(json())
     .action(
       async (
@@ -245,6 +249,7 @@ export async function runCli(
           keyId?: string;
           keyless?: boolean;
           attestation?: string[];
+          githubAttestations?: string;
         } & cmd.KeylessFlags,
         c: Command,
       ) => {
@@ -260,6 +265,9 @@ export async function runCli(
             ...(o.key ? { key: cmd.readSigningKey(o.key, o.keyId) } : {}),
             ...(o.keyless ? { keyless: cmd.keylessOptions(o) } : {}),
             ...(attestations.length ? { attestations } : {}),
+            ...(o.githubAttestations
+              ? { github: cmd.githubAttestationSource(o.githubAttestations) }
+              : {}),
           },
           io,
         );

@@ -17,7 +17,8 @@
  * `ACTIONS_ID_TOKEN_REQUEST_URL` (the job needs `permissions: id-token: write`), Fulcio issues
  * a certificate naming the repository, workflow and ref, and Rekor or a TSA witnesses the
  * time. `attestations` (image provenance / SBOM bundles) are sent with every started recipe;
- * admission uses those whose subject is the recipe's image digest.
+ * admission uses those whose subject is the recipe's image digest. With `github`, the
+ * attestations GitHub holds for each recipe's image digest are read and sent too.
  */
 import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -27,6 +28,7 @@ import type { ReleaseSummary } from "../ports/store.ts";
 import { type Connection, EngineClient } from "./client.ts";
 import type { Io } from "./commands.ts";
 import { EXIT, type ExitCode } from "./errors.ts";
+import type { GitHubAttestationSource } from "./github-attestations.ts";
 
 /** One line: the error's message and each of its problems (path: message). */
 function describe(e: unknown): string {
@@ -97,11 +99,15 @@ export async function startPending(
     keyless?: SignOptions;
     /** Image attestation bundles (provenance, SBOM) sent with every started recipe. */
     attestations?: unknown[];
+    /** Also send the attestations GitHub holds for each recipe's image digest. */
+    github?: GitHubAttestationSource;
   },
   io: Io,
 ): Promise<ExitCode> {
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
   const { signManifest } = await import("../admission/sign.ts");
+  const { imageDigest } = await import("../admission/statement.ts");
+  const { githubAttestations } = await import("./github-attestations.ts");
   const client = new EngineClient(conn);
   const outcomes: PendingOutcome[] = [];
   const compiled: {
@@ -185,6 +191,13 @@ export async function startPending(
       }
       let body = c.text;
       let type = /\.json$/i.test(c.file) ? "application/json" : "application/yaml";
+      let attestations = o.attestations ?? [];
+      let fetched = "";
+      if (o.github) {
+        const got = await githubAttestations(o.github, imageDigest(c.compiled.manifest.image));
+        attestations = [...attestations, ...got.bundles];
+        fetched = `, ${got.bundles.length} attestation(s) of the image from GitHub (${o.github.repository})${got.withoutBundle ? `, ${got.withoutBundle} listed without a bundle (not sent)` : ""}`;
+      }
       let signedBy = "";
       if (o.key || o.keyless) {
         // A signed start (docs/trust.md "Sending the bundle"): the recipe text and its bundle.
@@ -194,10 +207,10 @@ export async function startPending(
         signedBy = o.key
           ? `, manifest signed with key ${o.key.key_id}`
           : `, manifest signed keylessly by ${certificateIdentity(bundle)}`;
-        body = JSON.stringify({ recipe: c.text, bundle, attestations: o.attestations ?? [] });
+        body = JSON.stringify({ recipe: c.text, bundle, attestations });
         type = "application/json";
-      } else if (o.attestations?.length) {
-        body = JSON.stringify({ recipe: c.text, attestations: o.attestations });
+      } else if (attestations.length) {
+        body = JSON.stringify({ recipe: c.text, attestations });
         type = "application/json";
       }
       const res = await client.call<{ id: string; state: string }>(
@@ -210,7 +223,7 @@ export async function startPending(
         ...base,
         outcome: "started",
         release: res.id,
-        message: `started ${res.id} (state ${res.state})${signedBy}${o.attestations?.length ? `, ${o.attestations.length} image attestation(s) sent` : ""}`,
+        message: `started ${res.id} (state ${res.state})${signedBy}${o.attestations?.length ? `, ${o.attestations.length} image attestation file(s) sent` : ""}${fetched}`,
       });
     } catch (e) {
       outcomes.push({ ...base, outcome: "failed", message: describe(e) });
