@@ -50,6 +50,50 @@ describe("watch", () => {
     expect(out).toContain("release r4 succeeded");
   });
 
+  it("prints a poll's changes in history order: a callback refused before a step run ended prints before it", async () => {
+    const running = asJson(runningRecord());
+    const done = structuredClone(running);
+    done.state = "succeeded";
+    const sr = done.step_runs.find((x) => x.state === "running")!;
+    const s = sr.started_at!;
+    sr.state = "succeeded";
+    sr.finished_at = s + 3_000;
+    for (const a of sr.attempts) a.state = "succeeded";
+    const h = (at: number, outcome: "accepted" | "refused", kind: string, message: string) => ({
+      release_id: done.id,
+      at,
+      kind,
+      step_run_id: sr.id,
+      outcome,
+      message,
+      data: null,
+    });
+    done.history.push(
+      h(s + 1_000, "refused", "callback", "[engine] callback refused: bad credential"),
+      h(s + 3_000, "accepted", "transition", `[engine] step run ${sr.id} succeeded`),
+      h(s + 3_500, "refused", "callback", "[engine] callback refused: late"),
+    );
+    let out = "";
+    await watch(new Scripted([running, done]), running.id, {
+      intervalMs: 1,
+      timeoutMs: 60_000,
+      json: true,
+      out: { write: (x: string) => (out += x) },
+      now: () => running.updated_at,
+      sleep: async () => {},
+    });
+    const events = out
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; message?: string; id?: string; state?: string })
+      .slice(-4, -1);
+    expect(events.map((e) => e.message ?? `${e.id} ${e.state}`)).toEqual([
+      "[engine] callback refused: bad credential",
+      `${sr.id} succeeded`,
+      "[engine] callback refused: late",
+    ]);
+  });
+
   it("gives up after the timeout with a one-line error", async () => {
     const running = asJson(runningRecord());
     let t = 0;

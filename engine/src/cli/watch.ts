@@ -48,13 +48,23 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
 
   for (let tick = 0; ; tick++) {
     const rec = await client.call<RecordJson>("GET", `/v1/releases/${encodeURIComponent(id)}`);
+    // This poll's changes, printed in the order the history recorded them: a refused event at
+    // its history sequence, a step run at its last history entry (or, without one, among the
+    // entries by time), so a late callback refused before a step run ended prints before it.
+    const changes: { seq: number; event: Record<string, unknown>; text: string }[] = [];
+    const lastEntry = new Map<string, number>();
+    rec.history.forEach((h, i) => {
+      if (h.step_run_id && h.outcome !== "refused") lastEntry.set(h.step_run_id, i);
+    });
     for (const sr of rec.step_runs) {
       const a = sr.attempts.at(-1);
       const key = `${sr.state}:${sr.attempts.length}:${a?.state ?? ""}`;
       if (seen.get(sr.id) === key) continue;
       seen.set(sr.id, key);
-      emit(
-        {
+      const at = sr.finished_at ?? sr.started_at ?? sr.created_at;
+      changes.push({
+        seq: lastEntry.get(sr.id) ?? rec.history.filter((h) => h.at <= at).length - 0.5,
+        event: {
           type: "step_run",
           id: sr.id,
           step_index: sr.step_index,
@@ -65,16 +75,25 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
             : null,
           last_error: sr.last_error,
         },
-        `${time(sr.finished_at ?? sr.started_at ?? sr.created_at)} ${sr.id} ${stepRunLine(rec, sr)}`,
-      );
+        text: `${time(at)} ${sr.id} ${stepRunLine(rec, sr)}`,
+      });
     }
-    for (const h of rec.history.slice(historySeen)) {
-      if (h.outcome !== "refused") continue;
-      emit(
-        { type: "refused", kind: h.kind, step_run_id: h.step_run_id, message: h.message, at: h.at },
-        `${time(h.at)} refused ${h.kind}${h.step_run_id ? ` for ${h.step_run_id}` : ""}: ${h.message}`,
-      );
-    }
+    rec.history.forEach((h, i) => {
+      if (i < historySeen || h.outcome !== "refused") return;
+      changes.push({
+        seq: i,
+        event: {
+          type: "refused",
+          kind: h.kind,
+          step_run_id: h.step_run_id,
+          message: h.message,
+          at: h.at,
+        },
+        text: `${time(h.at)} refused ${h.kind}${h.step_run_id ? ` for ${h.step_run_id}` : ""}: ${h.message}`,
+      });
+    });
+    // Stable: step runs of one sequence keep the release's step order.
+    for (const c of changes.sort((x, y) => x.seq - y.seq)) emit(c.event, c.text);
     historySeen = rec.history.length;
     // The release line comes after the step runs of the same poll, so `succeeded` (or any
     // final line) is printed after the last step run, never before it.
