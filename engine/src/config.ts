@@ -572,3 +572,28 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : null,
   };
 }
+
+/** True for a loopback host name or address: localhost, 127.0.0.0/8, ::1. */
+function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return h === "localhost" || h.endsWith(".localhost") || h === "::1" || /^127\./.test(h);
+}
+
+/**
+ * The start-up warning when the engine listens beyond loopback (`host` such as 0.0.0.0, ::
+ * or a LAN address) while its public URL is a loopback one: runners on other machines send
+ * their preflights and callbacks to the public URL, and a loopback URL reaches only the
+ * machine they run on. Null when there is nothing to say.
+ */
+export function publicUrlWarning(host: string, publicUrl: string): string | null {
+  if (isLoopback(host)) return null;
+  let urlHost: string;
+  try {
+    urlHost = new URL(publicUrl).hostname;
+  } catch {
+    return null;
+  }
+  if (!isLoopback(urlHost)) return null;
+  const port = new URL(publicUrl).port;
+  return `[engine] warning: listening on ${host} (reachable from other machines) but the public URL is ${publicUrl}, a loopback address: runners on other machines send their preflights and callbacks to the public URL and would not reach this engine; fix: set BATON_PUBLIC_URL to the address other machines use to reach it, e.g. https://baton.example.com or http://10.0.0.5${port ? `:${port}` : ""}`;
+}

@@ -3,7 +3,7 @@
  * interval. SIGTERM/SIGINT close the server, finish the reconciler pass, close the store.
  */
 import type { Server } from "node:http";
-import { loadConfig } from "./config.ts";
+import { loadConfig, publicUrlWarning } from "./config.ts";
 import { createEngine, type EngineOverrides } from "./engine.ts";
 import { httpLimitsFromEnv, serveWithLimits } from "./node/http-server.ts";
 
@@ -50,6 +50,8 @@ export async function startNodeServer(overrides: EngineOverrides = {}, hostArg?:
   console.log(
     `[engine] listening on ${host}:${engine.config.port} (public URL ${engine.config.publicUrl})`,
   );
+  const urlWarning = publicUrlWarning(host, engine.config.publicUrl);
+  if (urlWarning) console.warn(urlWarning);
   const shutdown = (signal: string) => {
     console.log(`[engine] ${signal}: shutting down`);
     server.close(() => {
