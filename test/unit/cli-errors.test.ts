@@ -62,3 +62,33 @@ describe("flagWords / problemsByFlag", () => {
     ).toEqual([{ path: "--reason", message: "--reason is empty", fix: "pass --reason" }]);
   });
 });
+
+describe("connection: a token that cannot travel in an HTTP header", () => {
+  it("is refused as usage naming the character, its position and code point, and the fix", async () => {
+    const { connection } = await import("../../engine/src/cli/client.ts");
+    for (const [token, shown] of [
+      ["tokén-0123456789abcdef", 'character 4 is "é" (U+00E9)'],
+      ["tok😀-0123456789abcdef", 'character 4 is "😀" (U+1F600)'],
+      ["tok\u0001en-0123456789ab", "character 4 is a control character (U+0001)"],
+    ] as const) {
+      let err: CliError | undefined;
+      try {
+        connection({}, { BATON_TOKEN: token });
+      } catch (e) {
+        err = e as CliError;
+      }
+      expect(err).toBeInstanceOf(CliError);
+      expect(err?.exitCode).toBe(2);
+      expect(err?.message).toContain("[cli] BATON_TOKEN is not a valid HTTP header value");
+      expect(err?.message).toContain(shown);
+      expect(err?.message).toMatch(/printable ASCII only; fix: /);
+      expect(err?.message).not.toMatch(/cannot reach|unreachable/);
+    }
+    expect(() => connection({ token: "caf\u00e9-0123456789abcdef" }, {})).toThrow(
+      /^\[cli\] --token /,
+    );
+    expect(connection({}, { BATON_TOKEN: " plain-ascii token-0123 " }).token).toBe(
+      "plain-ascii token-0123",
+    );
+  });
+});

@@ -39,8 +39,36 @@ export function connection(
       `[cli] --engine must be an http(s) URL such as ${DEFAULT_ENGINE_URL}; got ${JSON.stringify(raw)}`,
     );
   }
-  const token = flags.token ?? env.BATON_TOKEN;
-  return { engine: url.href.replace(/\/+$/, ""), token: token?.trim() || undefined };
+  const token = (flags.token ?? env.BATON_TOKEN)?.trim() || undefined;
+  if (token) {
+    const bad = tokenProblem(token);
+    if (bad) {
+      const from = flags.token !== undefined ? "--token" : "BATON_TOKEN";
+      throw usage(
+        `[cli] ${from} is not a valid HTTP header value: ${bad}; the token is sent in the Authorization header, which carries printable ASCII only; fix: use the engine's token exactly as set (tokens are random ASCII, e.g. made with \`openssl rand -hex 32\`); if the engine's BATON_OPERATOR_TOKEN itself has such a character, give the engine a new ASCII token and use that`,
+      );
+    }
+  }
+  return { engine: url.href.replace(/\/+$/, ""), token };
+}
+
+/**
+ * Why `token` cannot travel in an HTTP header (null when it can): the first character that is
+ * not printable ASCII (a letter such as "é", an emoji, a control character), with its
+ * position (1-based) and code point.
+ */
+export function tokenProblem(token: string): string | null {
+  let i = 0;
+  for (const ch of token) {
+    i++;
+    const cp = ch.codePointAt(0) ?? 0;
+    if (cp < 0x20 || cp > 0x7e) {
+      const code = `U+${cp.toString(16).toUpperCase().padStart(4, "0")}`;
+      const shown = cp < 0x20 || cp === 0x7f ? "a control character" : `"${ch}"`;
+      return `character ${i} is ${shown} (${code}), which is not printable ASCII`;
+    }
+  }
+  return null;
 }
 
 interface ErrorBody {
