@@ -1075,7 +1075,7 @@ export class ReleaseService implements ReleaseApi {
     if (compiled.manifest.image === release.manifest.image) {
       throw new BatonError(
         "contract_failed",
-        `[engine] the recipe's image is the one ${id} did not roll out; a roll forward needs a fixed image`,
+        `[engine] the recipe names the same image as ${id} (${release.manifest.image}), the image that release did not finish rolling out; a roll forward needs a fixed image: a new build with a different digest`,
         [
           {
             path: "image",
