@@ -22,7 +22,9 @@
  *   machine_busy_pct  share of the machine's CPU time (all cores, /proc/stat) busy during the
  *                     run, whoever used it: the machine may be shared
  *
- * `load_avg_1m` is the 1-minute load average at the end of each run. Bounded: each run at most
+ * `load_avg_1m` is the 1-minute load average at the end of each run. With
+ * `BENCH_ENGINES_CPU_PROF_DIR=<dir>` each engine process writes a V8 CPU profile
+ * (`node --cpu-prof`) under `<dir>/engines-<count>/` when it stops. Bounded: each run at most
  * BENCH_ENGINES_TIMEOUT_MS (default 300 s; a run that does not finish reports
  * `"complete":false`). Last line: `RESULT {"engines":[1,2,3],"callbacks_per_s":[a,b,c],…}`.
  */
@@ -34,38 +36,20 @@ import { join } from "node:path";
 import pg from "pg";
 import { startEmbeddedControlPlane } from "../engine/src/control-plane/embedded.ts";
 import { freePort } from "../engine/src/demo/fleet.ts";
-import type { RecipeInput } from "../engine/src/domain/recipe.ts";
 import { signBody } from "../engine/src/protocol/credential.ts";
 import { payloadDigestOf } from "../engine/src/protocol/payload-digest.ts";
 import { type EngineProcess, spawnEngine } from "../test/support/chaos-process.ts";
 import { startGitHubStandin } from "../test/support/github-standin.ts";
+import { type OneLaneFleet, oneLaneRecipe, oneLaneSeed } from "../test/support/one-lane-fleet.ts";
 import type { PayloadLike } from "../test/support/preflight-request.ts";
 
 const RELEASES = Math.min(200, Number(process.env.BENCH_ENGINES_RELEASES ?? 150));
 const COUNTS = (process.env.BENCH_ENGINES_COUNTS ?? "1,2,3").split(",").map(Number);
 const TIMEOUT_MS = Number(process.env.BENCH_ENGINES_TIMEOUT_MS ?? 300_000);
+const PROFILE_DIR = process.env.BENCH_ENGINES_CPU_PROF_DIR;
 const TICKS = 1000 / 100; // USER_HZ of /proc/<pid>/stat (100 on Linux)
 
-function recipeFor(i: number): RecipeInput {
-  return {
-    name: `bench-${i}`,
-    model: `bench-model-${i}`,
-    image: `ghcr.io/acme/bench:v2@sha256:${"b".repeat(64)}`,
-    previous_image: `ghcr.io/acme/bench:v1@sha256:${"a".repeat(64)}`,
-    lanes: [
-      {
-        id: `b${i}-a`,
-        host: "127.0.0.1",
-        user: "deploy",
-        host_key: "SHA256:q4YbKWRnplKrKDOS5J7OTZmJqlBWdVB4z5qRddVIgJ4",
-        queue: `q${i}`,
-        capabilities: ["summarize"],
-        health_url: "http://127.0.0.1:9/healthz",
-      },
-    ],
-    rollout: { waves: [{ lanes: [`b${i}-a`], traffic: 100 }] },
-  } as unknown as RecipeInput;
-}
+const FLEET: OneLaneFleet = { name: "bench", lane: "b" };
 
 /** Fields after the command name of /proc/<pid>/stat (index 0 = state); null when gone. */
 function statOf(pid: number): string[] | null {
@@ -139,14 +123,7 @@ async function run(base: string, n: number): Promise<RunFigures> {
   const root = mkdtempSync(join(tmpdir(), "baton-bench-engines-"));
   const db = new pg.Client({ connectionString: u.toString() });
   const { handle: cp } = await startEmbeddedControlPlane({ dataDir: ":memory:" });
-  cp.core.seed(
-    Array.from({ length: RELEASES }, (_, i) => ({
-      id: `b${i}-a`,
-      model: `bench-model-${i}`,
-      weight: 100,
-      capabilities: ["summarize"],
-    })),
-  );
+  cp.core.seed(oneLaneSeed(FLEET, RELEASES));
   const secret = randomBytes(24).toString("hex");
   const operatorToken = randomBytes(24).toString("hex");
   const token = `ghp_${randomBytes(18).toString("hex")}`;
@@ -242,6 +219,7 @@ async function run(base: string, n: number): Promise<RunFigures> {
             BATON_TICK_MS: "200",
           },
           120_000,
+          PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}/engines-${n}`] : [],
         ),
       );
     }
@@ -265,7 +243,7 @@ async function run(base: string, n: number): Promise<RunFigures> {
               "content-type": "application/json",
               authorization: `Bearer ${operatorToken}`,
             },
-            body: JSON.stringify(recipeFor(i)),
+            body: JSON.stringify(oneLaneRecipe(FLEET, i)),
           });
           const body = (await res.json()) as { id?: string };
           if (res.status !== 201 || !body.id)

@@ -32,6 +32,7 @@ import { signBody } from "../../engine/src/protocol/credential.ts";
 import { payloadDigestOf } from "../../engine/src/protocol/payload-digest.ts";
 import { type EngineProcess, spawnEngine } from "../support/chaos-process.ts";
 import { startGitHubStandin } from "../support/github-standin.ts";
+import { type OneLaneFleet, oneLaneRecipe, oneLaneSeed } from "../support/one-lane-fleet.ts";
 import type { PayloadLike } from "../support/preflight-request.ts";
 import type { Row } from "./table.ts";
 
@@ -72,25 +73,10 @@ function overlapRecipe(name: string, model: string, laneIds: string[]): RecipeIn
   } as unknown as RecipeInput;
 }
 
+const FLEET: OneLaneFleet = { name: "chaos", lane: "p" };
+
 function recipeFor(i: number): RecipeInput {
-  return {
-    name: `chaos-${i}`,
-    model: `chaos-model-${i}`,
-    image: `ghcr.io/acme/chaos:v2@sha256:${"b".repeat(64)}`,
-    previous_image: `ghcr.io/acme/chaos:v1@sha256:${"a".repeat(64)}`,
-    lanes: [
-      {
-        id: `p${i}-a`,
-        host: "127.0.0.1",
-        user: "deploy",
-        host_key: "SHA256:q4YbKWRnplKrKDOS5J7OTZmJqlBWdVB4z5qRddVIgJ4",
-        queue: `q${i}`,
-        capabilities: ["summarize"],
-        health_url: "http://127.0.0.1:9/healthz",
-      },
-    ],
-    rollout: { waves: [{ lanes: [`p${i}-a`], traffic: 100 }] },
-  } as unknown as RecipeInput;
+  return oneLaneRecipe(FLEET, i);
 }
 
 async function freshDatabase(base: string): Promise<{ url: string; drop(): Promise<void> }> {
@@ -132,14 +118,7 @@ export async function manyEnginesScenario(
   const { handle: cp } = await startEmbeddedControlPlane({ dataDir: join(root, "cp") });
   // The fleet before any release: each model's one lane, registered with all its traffic
   // (a start reads it as the observed baseline; a write never creates a lane).
-  cp.core.seed(
-    Array.from({ length: RELEASES + 1 }, (_, i) => ({
-      id: `p${i}-a`,
-      model: `chaos-model-${i}`,
-      weight: 100,
-      capabilities: ["summarize"],
-    })),
-  );
+  cp.core.seed(oneLaneSeed(FLEET, RELEASES + 1));
   const secret = randomBytes(24).toString("hex");
   const operatorToken = randomBytes(24).toString("hex");
   const token = `ghp_${randomBytes(18).toString("hex")}`;

@@ -57,18 +57,20 @@ export function bundleChaosEngine(): Promise<string> {
 /**
  * Starts an engine process on `port`. Resolves once `/healthz` answers 200 (or when a fault point
  * SIGKILLed it during start: check `alive()`); rejects with the process output when it exits
- * otherwise or does not answer within `timeoutMs` (default 30 s).
+ * otherwise or does not answer within `timeoutMs` (default 30 s). `nodeArgs` go to Node before
+ * the script (e.g. `--cpu-prof`, which NODE_OPTIONS does not allow).
  */
 export async function spawnEngine(
   port: number,
   env: Record<string, string>,
   timeoutMs = 30_000,
+  nodeArgs: string[] = [],
 ): Promise<EngineProcess> {
   const url = `http://127.0.0.1:${port}`;
   // Imported from `-e`, so that no bundled module's "am I the main file?" check fires.
   const bundle = await bundleChaosEngine();
   const code = `const m = await import(${JSON.stringify(pathToFileURL(bundle).href)}); await m.startChaosEngine();`;
-  const child = spawn(process.execPath, ["--input-type=module", "-e", code], {
+  const child = spawn(process.execPath, [...nodeArgs, "--input-type=module", "-e", code], {
     cwd: REPO_ROOT,
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
