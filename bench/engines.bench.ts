@@ -110,6 +110,7 @@ interface RunFigures {
   machine_busy_pct: number;
   conflicts: { resource_version: number; outbox_claim: number };
   load_avg_1m: number;
+  start_retries: number;
 }
 
 async function run(base: string, n: number): Promise<RunFigures> {
@@ -234,21 +235,31 @@ async function run(base: string, n: number): Promise<RunFigures> {
     const t0 = performance.now();
     const ids: string[] = [];
     const todo = Array.from({ length: RELEASES }, (_, i) => i);
+    let startRetries = 0;
     await Promise.all(
       Array.from({ length: 10 }, async () => {
         for (let i = todo.shift(); i !== undefined; i = todo.shift()) {
-          const res = await fetch(`${pick().url}/v1/releases`, {
-            method: "POST",
-            headers: {
-              "content-type": "application/json",
-              authorization: `Bearer ${operatorToken}`,
-            },
-            body: JSON.stringify(oneLaneRecipe(FLEET, i)),
-          });
-          const body = (await res.json()) as { id?: string };
-          if (res.status !== 201 || !body.id)
-            throw new Error(`[bench:engines] start: HTTP ${res.status} ${JSON.stringify(body)}`);
-          ids.push(body.id);
+          // A 503 wrote nothing ("start again"): a busy machine may make the control plane's
+          // baseline read or the store time out; try again, at most 5 times.
+          for (let t = 1; ; t++) {
+            const res = await fetch(`${pick().url}/v1/releases`, {
+              method: "POST",
+              headers: {
+                "content-type": "application/json",
+                authorization: `Bearer ${operatorToken}`,
+              },
+              body: JSON.stringify(oneLaneRecipe(FLEET, i)),
+            });
+            const body = (await res.json()) as { id?: string };
+            if (res.status === 201 && body.id) {
+              ids.push(body.id);
+              break;
+            }
+            if (res.status !== 503 || t >= 5)
+              throw new Error(`[bench:engines] start: HTTP ${res.status} ${JSON.stringify(body)}`);
+            startRetries += 1;
+            await new Promise((r) => setTimeout(r, 500 * t));
+          }
         }
       }),
     );
@@ -310,6 +321,7 @@ async function run(base: string, n: number): Promise<RunFigures> {
       machine_busy_pct: Math.round(((m1.busy - m0.busy) / Math.max(1, m1.total - m0.total)) * 100),
       conflicts: { resource_version: sum("resource_version"), outbox_claim: sum("outbox_claim") },
       load_avg_1m: Math.round((loadavg()[0] ?? 0) * 100) / 100,
+      start_retries: startRetries,
     };
   } finally {
     for (const e of engines) await e.stop();
