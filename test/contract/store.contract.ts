@@ -360,6 +360,18 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect(await store.getAttemptResult("sr_1_0_f", 1)).toBeNull();
     });
 
+    it("getReleaseIfChanged: unchanged at the stored version, the release after another write, null when absent", async () => {
+      const r = await created();
+      expect(await store.getReleaseIfChanged("r1", 1)).toBe("unchanged");
+      const r2 = next(r, { state: "paused", reason: "another engine" });
+      expect(
+        await store.commit({ release: r2, expected_version: 1, history: [], effects: [], now: T0 }),
+      ).toEqual({ ok: true });
+      expect(await store.getReleaseIfChanged("r1", 1)).toEqual(r2);
+      expect(await store.getReleaseIfChanged("r1", 2)).toBe("unchanged");
+      expect(await store.getReleaseIfChanged("r99", 1)).toBeNull();
+    });
+
     it("commit on an unknown release is a resource_version conflict", async () => {
       const res = await store.commit({
         release: next(makeRelease(9)),

@@ -148,6 +148,12 @@ export interface Store {
   laneClaims(laneIds: readonly string[]): Promise<LaneClaim[]>;
   getRelease(id: string): Promise<Release | null>;
   /**
+   * The release if its stored `resource_version` is not `version`, `"unchanged"` if it is,
+   * null when there is no such release: one indexed read that carries the document only when
+   * a copy held at `version` is stale (another engine process wrote since).
+   */
+  getReleaseIfChanged(id: string, version: number): Promise<Release | "unchanged" | null>;
+  /**
    * Stores one gate evaluation (docs/gate.md). Idempotent on (release_id, generation, wave,
    * seq): the first write stands; a repeat returns false and changes nothing.
    */

@@ -246,6 +246,14 @@ export class ReleaseService implements ReleaseApi {
   private readonly targetProbe: TargetProbe | null;
   /** Tail of the `start` queue: starts run one at a time so the lane check cannot interleave. */
   private starting: Promise<unknown> = Promise.resolve();
+  /**
+   * Tail of the `apply` queue per release: events of one release are applied one at a time in
+   * this process, so two of them (a dispatch outcome and the preflight it triggered) never
+   * race for the same `resource_version` here; only another engine's write can conflict.
+   */
+  private readonly applying = new Map<string, Promise<void>>();
+  /** When a commit last lost to another writer (ms; -∞: never): cached copies are checked then. */
+  private othersWroteAt = Number.NEGATIVE_INFINITY;
   /** Live marks being read or read recently, shared by the dashboard tabs polling them. */
   private readonly marks = new Map<
     string,
@@ -300,10 +308,29 @@ export class ReleaseService implements ReleaseApi {
    * and the outcome is dropped (the row's new holder decides).
    * @throws BatonError `conflict` when `maxConflictRetries` reloads all lost the race.
    */
-  async apply(
+  apply(
     releaseId: string,
     event: ReleaseEvent,
     extras: ApplyExtras = {},
+  ): Promise<Accepted | Refusal | StaleClaim> {
+    const run = (this.applying.get(releaseId) ?? Promise.resolve()).then(() =>
+      this.applyNow(releaseId, event, extras),
+    );
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.applying.set(releaseId, tail);
+    void tail.then(() => {
+      if (this.applying.get(releaseId) === tail) this.applying.delete(releaseId);
+    });
+    return run;
+  }
+
+  private async applyNow(
+    releaseId: string,
+    event: ReleaseEvent,
+    extras: ApplyExtras,
   ): Promise<Accepted | Refusal | StaleClaim> {
     // Round 0 may use the cached copy; any doubt (conflict, or an answer other than an
     // accepted change) is settled against a fresh read before it counts.
@@ -362,7 +389,9 @@ export class ReleaseService implements ReleaseApi {
           reason: `[engine] outbox row ${extras.complete_outbox?.id} is no longer held by this claim; its new holder's outcome stands`,
         };
       }
-      // resource_version conflict: another writer won; reload and decide again.
+      // resource_version conflict: another writer won (another engine process: this one
+      // applies a release's events one at a time); reload and decide again.
+      this.othersWroteAt = this.clock.now();
       this.cache.delete(releaseId);
       fresh = true;
     }
@@ -468,7 +497,16 @@ export class ReleaseService implements ReleaseApi {
   private async load(id: string, fresh: boolean): Promise<Release | null> {
     if (!fresh) {
       const hit = this.cache.get(id);
-      if (hit) return hit;
+      if (hit && this.clock.now() - this.othersWroteAt > SHARED_WRITERS_MS) return hit;
+      if (hit) {
+        // Another engine process wrote recently: check the copy (a version read) before
+        // deciding on it, instead of losing a whole commit to a conflict.
+        const r = await this.store.getReleaseIfChanged(id, hit.resource_version);
+        if (r === "unchanged") return hit;
+        if (r) this.remember(r);
+        else this.cache.delete(id);
+        return r;
+      }
     }
     const r = await this.store.getRelease(id);
     if (r) this.remember(r);
@@ -489,7 +527,8 @@ export class ReleaseService implements ReleaseApi {
 
   /** A recent copy of the release (cached), for reads that need only immutable fields. */
   recentRelease(id: string): Promise<Release | null> {
-    return this.load(id, false);
+    const hit = this.cache.get(id);
+    return hit ? Promise.resolve(hit) : this.load(id, true);
   }
 
   /**
@@ -530,7 +569,9 @@ export class ReleaseService implements ReleaseApi {
    */
   start(recipe: unknown, actor: string, opts: StartOptions = {}): Promise<Release> {
     // Serialised within this process: check-then-create must not interleave with another
-    // start (several engines on one database can still race; see lane-claims.ts).
+    // start (several engines on one database can still race; the store's lane claims settle
+    // that, see lane-claims.ts). Starts also read the control plane's lanes (the observed
+    // baseline): one at a time per engine keeps a burst of starts from timing those reads out.
     const run = this.starting.then(() => this.startNow(recipe, actor, opts));
     this.starting = run.catch(() => undefined);
     return run;
@@ -1333,3 +1374,9 @@ function withFailingCheck(
   const c = failingCheckOf(overall, checks);
   return c ? { failing_check: storableValue(c) } : {};
 }
+
+/**
+ * How long (ms) after a commit lost to another engine process cached copies are checked
+ * against the stored version before use (`Store.getReleaseIfChanged`).
+ */
+const SHARED_WRITERS_MS = 10 * 60_000;

@@ -186,6 +186,25 @@ export abstract class KyselyStore implements Store {
     return release;
   }
 
+  async getReleaseIfChanged(id: string, version: number): Promise<Release | "unchanged" | null> {
+    const cached = this.manifests.get(id);
+    if (!cached) {
+      const r = await this.getRelease(id);
+      return r && r.resource_version === version ? "unchanged" : r;
+    }
+    const row = await this.live()
+      .selectFrom("releases")
+      .select([
+        "resource_version",
+        sql<unknown>`CASE WHEN resource_version = ${version} THEN NULL ELSE doc END`.as("doc"),
+      ])
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row) return null;
+    if (Number(row.resource_version) === version) return "unchanged";
+    return toRelease(this.json.read(row.doc as string) as Release, cached);
+  }
+
   async appendEvidence(e: GateEvidence): Promise<boolean> {
     const r = await this.live()
       .insertInto("gate_evidence")
