@@ -88,6 +88,8 @@ describe.each(STORE_KINDS)("release record on %s", (kind) => {
         exercised: false,
         held_for_roll_forward: null,
         started_at: null,
+        traffic_restored_at: null,
+        restore: null,
         finished_at: null,
         rto_ms: null,
       });

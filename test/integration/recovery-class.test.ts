@@ -274,4 +274,105 @@ describe.each(STORE_KINDS)("recovery classes on %s", (kind) => {
       });
     },
   );
+
+  it.skipIf(skip)(
+    "a recoverable release rolls traffic back, then waits for its restore action until an operator confirms it; the record has who, when and the RTO",
+    async () => {
+      h = await makeHarness({ kind, admission: trust.admission });
+      const fleet = new Fleet();
+      const baseline = h.cp.weights("summarizer-v7");
+      const restore = "restore the feature store snapshot with ./ops/restore-fs.sh";
+      const r = recipe(2, {
+        recovery_class: "recoverable",
+        restore,
+        policy: { rerun_window_minutes: 0 },
+      });
+      const id = await start(h, r, T0);
+      await drive(h, fleet.decide(failAttachOf("lane-b")), 400, () => h?.clock.advance(1000));
+      const waiting = await full(h, id);
+      // Traffic is rolled back (the environment): weights back to the baseline, lane-a runs
+      // the previous image again; but the release is not rolled back until the restore.
+      expect(waiting.state).toBe("needs_operator");
+      expect(h.cp.weights("summarizer-v7")).toEqual(baseline);
+      expect(fleet.images.get("lane-a")).toBe(PREVIOUS_IMAGE);
+      expect(waiting.step_runs.filter((s) => s.direction === "bwd").length).toBeGreaterThan(0);
+      expect(
+        waiting.step_runs
+          .filter((s) => s.direction === "bwd")
+          .every((s) => s.state === "succeeded"),
+      ).toBe(true);
+      expect(waiting.reason).toContain(restore);
+      expect(waiting.available_actions.map((a) => a.action).sort()).toEqual([
+        "abandon",
+        "confirm_restore",
+      ]);
+      // It stays so: time passing does not end it, and its lanes stay claimed.
+      h.clock.advance(3_600_000);
+      await drive(h, fleet.decide());
+      expect((await full(h, id)).state).toBe("needs_operator");
+      const second = await op(h, "POST", "/v1/releases", {
+        recipe: recipe(2, { image: FIXED, previous_image: PREVIOUS_IMAGE }),
+        bundle: await trust.sign(recipe(2, { image: FIXED, previous_image: PREVIOUS_IMAGE }), {
+          issued_at: new Date(h.clock.now()),
+        }),
+        attestations: [await trust.provenance(FIXED)],
+      });
+      expect(second.status, await second.clone().text()).toBe(409);
+      const open = await record(h, id);
+      expect(open.recovery.restore).toMatchObject({ action: restore, confirmed: null });
+      expect(open.recovery.rto_ms).toBeNull();
+      expect(open.known_gaps.some((g) => /nobody confirmed the restore action yet/.test(g))).toBe(
+        true,
+      );
+
+      // Refusals name the field and the fix.
+      const noReason = await op(h, "POST", `/v1/releases/${id}/confirm-restore`, {
+        actor: "alice",
+      });
+      expect(noReason.status).toBe(422);
+      expect(await noReason.text()).toMatch(/reason is required: say what you ran/);
+      const abort = await op(h, "POST", `/v1/releases/${id}/abort`, { reason: "x" });
+      expect(abort.status).toBe(409);
+      expect(await abort.text()).toContain("confirm-restore");
+
+      const at = h.clock.now();
+      const ok = await op(h, "POST", `/v1/releases/${id}/confirm-restore`, {
+        actor: "alice",
+        reason: "restored snapshot fs-2041; row counts match",
+      });
+      expect(ok.status, await ok.clone().text()).toBe(200);
+      const closed = await full(h, id);
+      expect(closed.state).toBe("rolled_back");
+      expect(h.cp.weights("summarizer-v7")).toEqual(baseline);
+      const rec = await record(h, id);
+      expect(rec.record_version).toBe(2);
+      expect(rec.intended.recovery_class).toBe("recoverable");
+      expect(rec.intended.recovery_policy.restore).toBe(restore);
+      expect(rec.recovery.exercised).toBe(true);
+      // The API names who did it as the token's role and the actor given.
+      expect(rec.recovery.restore?.confirmed).toEqual({
+        by: "operator:alice",
+        at,
+        what: "restored snapshot fs-2041; row counts match",
+      });
+      expect(rec.recovery.finished_at).toBe(at);
+      expect(rec.recovery.traffic_restored_at).not.toBeNull();
+      expect(rec.recovery.rto_ms).toBe(at - (rec.recovery.started_at ?? 0));
+      expect(rec.recovery.rto_ms).toBeGreaterThan(3_600_000);
+      expect(rec.decisions.find((d) => d.kind === "confirm_restore")).toMatchObject({
+        by: "operator:alice",
+        automatic: false,
+      });
+      expect(rec.known_gaps.some((g) => /restore action/.test(g))).toBe(false);
+      expect(rec.digest).toMatch(/^[0-9a-f]{64}$/);
+      // Its lanes are free again: the next release of the model starts.
+      const third = recipe(2, { image: FIXED, previous_image: PREVIOUS_IMAGE });
+      const next = await op(h, "POST", "/v1/releases", {
+        recipe: third,
+        bundle: await trust.sign(third, { issued_at: new Date(h.clock.now()) }),
+        attestations: [await trust.provenance(FIXED)],
+      });
+      expect(next.status, await next.clone().text()).toBe(201);
+    },
+  );
 });

@@ -563,6 +563,7 @@ function summary(r: Release): ReleaseSummary {
 export interface FakeCall {
   method:
     | "abort"
+    | "confirm_restore"
     | "resume"
     | "retry"
     | "resolve"
@@ -673,6 +674,14 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
       const r = get(id);
       if (r.release.state !== "paused") return refuse(`[engine] release ${id} is not paused`);
       r.release.state = "running";
+      return accept(r);
+    },
+    async confirmRestore(id, actor) {
+      calls.push({ method: "confirm_restore", target: id, actor });
+      const r = get(id);
+      if (r.release.state !== "needs_operator" || !r.release.restore)
+        return refuse(`[engine] release ${id} waits for no restore action`);
+      r.release.state = "rolled_back";
       return accept(r);
     },
     async pause(id, actor, reason) {

@@ -591,20 +591,25 @@ export function promote(
   return holdVerb(conn, "promote", id, o, io);
 }
 
-const HOLD_VERB_DONE: Record<"pause" | "release" | "promote", (id: string) => string> = {
+const HOLD_VERB_DONE: Record<
+  "pause" | "release" | "promote" | "confirm-restore",
+  (id: string) => string
+> = {
   pause: (id) => `step runs in flight settle, then nothing new starts until baton resume ${id}`,
+  "confirm-restore": (id) =>
+    `the restore action is recorded with your name; ${id} is rolled back and its lanes are free`,
   release: () => "the candidate gets its first exposure; the rollout goes on",
   promote: () => "the next wave begins",
 };
 
 /**
- * `pause|release|promote <id> [--reason] [--actor]` (docs/lifecycle.md): an operator pauses
- * a running release (reason required), exposes a release deployed dark, or widens it to the
- * next wave.
+ * `pause|release|promote|confirm-restore <id> [--reason] [--actor]` (docs/lifecycle.md): an
+ * operator pauses a running release (reason required), exposes a release deployed dark, widens
+ * it to the next wave, or confirms a recoverable release's restore action (reason required).
  */
 export async function holdVerb(
   conn: Connection,
-  action: "pause" | "release" | "promote",
+  action: "pause" | "release" | "promote" | "confirm-restore",
   id: string,
   o: { json: boolean; reason?: string; actor?: string },
   io: Io,

@@ -177,6 +177,27 @@ export async function runCli(
     );
 
   program
+    .command("confirm-restore")
+    .description(
+      "a recoverable release waits after its traffic rollback: confirm you ran its restore action; it ends rolled_back",
+    )
+    .argument("<id>", "release id")
+    .requiredOption("--reason <text>", "what you ran and what it showed (kept in the record)")
+    .option("--actor <name>", "who you are (kept in the history; default $USER)")
+    .addOption(json())
+    .action(
+      async (id: string, o: { json?: boolean; reason: string; actor?: string }, c: Command) => {
+        code = await cmd.holdVerb(
+          conn(c),
+          "confirm-restore",
+          id,
+          { ...o, json: Boolean(o.json) },
+          io,
+        );
+      },
+    );
+
+  program
     .command("sign")
     .description("sign a recipe's compiled manifest (Sigstore bundle) for admission")
     .argument("<recipe>", "recipe YAML (or .json) file")

@@ -13,6 +13,7 @@ import { guards } from "./transition/guards.ts";
 import {
   abandon,
   abort,
+  confirmRestore,
   pause,
   release as releaseDark,
   resolve,
@@ -127,6 +128,8 @@ function route(d: Draft): Refusal | undefined {
       return releaseDark(d, e);
     case "abandon":
       return abandon(d, e);
+    case "confirm_restore":
+      return confirmRestore(d, e);
     case "promote":
       return promote(d, e);
     case "gate":

@@ -286,6 +286,14 @@ export interface Release {
    */
   roll_forward_hold?: { at: number; unsafe_after: number; why: string } | null;
   /**
+   * A recoverable release whose compensation undid what took effect (docs/lifecycle.md
+   * "Recovery classes"): the recipe's `restore` action, the epoch ms the release began to wait
+   * for it (`needs_operator`, traffic already rolled back), and who confirmed it was run, when
+   * and what they did (`confirm_restore`; null while it waits). Kept once the release ends;
+   * absent on every other release.
+   */
+  restore?: RestoreWait | null;
+  /**
    * Set on a release a lifecycle verb started (docs/lifecycle.md): a `rollback` of the
    * succeeded release `of` back to the manifest of `manifest_of`, or a `roll_forward` past the
    * rolled-back, aborted or abandoned release `of`. Absent on releases started with `start`.
@@ -298,6 +306,16 @@ export interface Release {
   prerequisites?: PrerequisiteReport;
   created_at: number;
   updated_at: number;
+}
+
+/** The restore action a recoverable release waits for after its traffic rollback. */
+export interface RestoreWait {
+  /** The recipe's `restore`: what an operator runs (text). */
+  action: string;
+  /** Epoch ms compensation ended and the wait for the restore began. */
+  since: number;
+  /** Set by `confirm_restore`: who ran it, what they did, when (epoch ms). */
+  confirmed: { actor: string; reason: string; at: number } | null;
 }
 
 /** Which lifecycle verb started a release, and from which release. */
@@ -463,6 +481,15 @@ export type ReleaseEvent =
       reason: string;
     }
   | { type: "retry"; actor: string; step_run_id: string }
+  | {
+      /**
+       * needs_operator, waiting for a recoverable release's restore action: the operator ran it
+       * (`reason` says what and what it showed); the release ends `rolled_back`.
+       */
+      type: "confirm_restore";
+      actor: string;
+      reason: string;
+    }
   | {
       /** needs_operator: the operator did this backward step run's effect by hand. */
       type: "resolve";

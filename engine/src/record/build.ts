@@ -10,7 +10,7 @@ import type { HistoryEntry, Release } from "../domain/types.ts";
 import type { AttemptResult } from "../ports/store.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import { sha256Hex } from "../protocol/sha256.ts";
-import { OBSERVED_SOURCES, type ReleaseRecordDocument } from "./schema.ts";
+import { OBSERVED_SOURCES, RECORD_VERSION, type ReleaseRecordDocument } from "./schema.ts";
 
 /** History kind of an owner's acceptance (appended by `accept`). */
 export const ACCEPT_KIND = "accepted_by_owner";
@@ -36,6 +36,7 @@ const DECISION_KINDS = new Set([
   "promote",
   "pause",
   "release",
+  "confirm_restore",
   "gate",
 ]);
 
@@ -194,7 +195,11 @@ export function buildRecord(
   const bStarts = backward.map((s) => s.started_at ?? s.created_at);
   const bEnds = backward.map((s) => s.finished_at).filter((x): x is number => x !== null);
   const recStart = bStarts.length ? Math.min(...bStarts) : null;
-  const recEnd = backward.length && bEnds.length === backward.length ? Math.max(...bEnds) : null;
+  const trafficEnd =
+    backward.length && bEnds.length === backward.length ? Math.max(...bEnds) : null;
+  // recoverable: service is recovered once the restore action is confirmed, not before.
+  const restore = release.restore ?? null;
+  const recEnd = restore ? (restore.confirmed?.at ?? null) : trafficEnd;
 
   const deviations: ReleaseRecordDocument["deviations"] = [];
   for (const s of release.step_runs) {
@@ -234,10 +239,15 @@ export function buildRecord(
     );
   const rc = m.recovery;
   if (!rc) known_gaps.push("recovery class: the recipe declares none; reversible assumed");
-  if (rc?.class === "recoverable" && backward.length > 0)
+  if (restore && !restore.confirmed)
     known_gaps.push(
-      `recovery class recoverable: traffic was rolled back; the restore action is the operator's and the engine does not confirm it: ${rc.restore ?? "(none named)"}`,
+      `recovery class recoverable: traffic was rolled back but nobody confirmed the restore action${release.state === "abandoned" ? " before the release was abandoned" : " yet"}: ${restore.action}`,
     );
+  if (restore?.confirmed)
+    deviations.push({
+      at: restore.confirmed.at,
+      what: `restore action run by ${restore.confirmed.actor} after the traffic rollback (recoverable): ${restore.confirmed.reason}`,
+    });
   if (release.roll_forward_hold)
     deviations.push({
       at: release.roll_forward_hold.at,
@@ -258,7 +268,7 @@ export function buildRecord(
   if (!closed) known_gaps.push(`the release is ${release.state}: this record is not final`);
 
   const body = {
-    record_version: 1 as const,
+    record_version: RECORD_VERSION,
     release: {
       id: release.id,
       uid: release.uid ?? null,
@@ -367,6 +377,20 @@ export function buildRecord(
           }
         : null,
       started_at: recStart,
+      traffic_restored_at: trafficEnd,
+      restore: restore
+        ? {
+            action: restore.action,
+            waited_since: restore.since,
+            confirmed: restore.confirmed
+              ? {
+                  by: restore.confirmed.actor,
+                  at: restore.confirmed.at,
+                  what: restore.confirmed.reason,
+                }
+              : null,
+          }
+        : null,
       finished_at: recEnd,
       rto_ms: recStart !== null && recEnd !== null ? recEnd - recStart : null,
     },

@@ -7,6 +7,14 @@
 import { z } from "zod";
 import { RELEASE_STATES } from "../domain/states.ts";
 
+/**
+ * The record's shape version (docs/record.md "Versions"). A change of shape changes this, so a
+ * digest an owner accepted is never recomputed from a different shape under the same number.
+ * 1: the first record; 2: `ran.observed_lanes`, `lineage`, `recovery.traffic_restored_at` and
+ * `recovery.restore` (a recoverable release's restore action and who confirmed it).
+ */
+export const RECORD_VERSION = 2 as const;
+
 /** Where the generated JSON Schema of the record lives, relative to the repository root. */
 export const RECORD_SCHEMA_PATH = "engine/schema/release-record.schema.json";
 
@@ -38,7 +46,11 @@ const Check = z.object({
 
 export const ReleaseRecordDocument = z
   .object({
-    record_version: z.literal(1),
+    record_version: z
+      .literal(RECORD_VERSION)
+      .describe(
+        "the record's shape version: 2 (1 had no observed_lanes, lineage, traffic_restored_at or restore; docs/record.md)",
+      ),
     release: z.object({
       id: z.string(),
       uid: z.string().nullable(),
@@ -199,20 +211,48 @@ export const ReleaseRecordDocument = z
     known_gaps: z.array(z.string()),
     recovery: z.object({
       class: z.enum(["reversible", "recoverable", "roll_forward_only"]),
-      exercised: z.boolean().describe("whether any backward (compensating) step ran"),
+      exercised: z
+        .boolean()
+        .describe(
+          "whether the recovery path ran: any backward (compensating) step ran (for a recoverable release the restore action follows; see restore)",
+        ),
       held_for_roll_forward: z
         .object({ at: Ms, unsafe_after: z.number().int(), why: z.string() })
         .nullable()
         .describe(
           "roll_forward_only: the release was past its unsafe_after step when it failed or was aborted, so nothing was compensated; roll forward is its recovery path",
         ),
-      started_at: Ms.nullable(),
-      finished_at: Ms.nullable(),
+      started_at: Ms.nullable().describe("the first backward step run started"),
+      traffic_restored_at: Ms.nullable().describe(
+        "the last backward step run finished: traffic rolled back (null while compensating)",
+      ),
+      restore: z
+        .object({
+          action: z.string().describe("the recipe's restore action"),
+          waited_since: Ms.describe("traffic was rolled back and the release began to wait"),
+          confirmed: z
+            .object({
+              by: z.string().describe("the operator who ran it"),
+              at: Ms,
+              what: z.string().describe("what they ran and what it showed"),
+            })
+            .nullable()
+            .describe("null: nobody confirmed it (the release waits, or was abandoned)"),
+        })
+        .nullable()
+        .describe(
+          "recoverable, once compensation undid what took effect: the restore action the release waited for after its traffic rollback; null otherwise",
+        ),
+      finished_at: Ms.nullable().describe(
+        "recovery ended: traffic_restored_at, or for a recoverable release the restore's confirmation",
+      ),
       rto_ms: z
         .number()
         .int()
         .nullable()
-        .describe("measured recovery time: first backward step started to last one finished"),
+        .describe(
+          "measured recovery time in ms: started_at to finished_at (a recoverable release's includes its restore action; null until recovered)",
+        ),
     }),
     refused_events: z
       .number()

@@ -118,6 +118,11 @@ export interface ReleaseApi {
     actor: string,
     opts?: { bundle?: unknown; attestations?: unknown[] },
   ): Promise<Accepted | Refusal>;
+  /**
+   * needs_operator, a recoverable release waiting for its restore action after its traffic
+   * rollback: the operator ran it (reason: what and what it showed); it ends `rolled_back`.
+   */
+  confirmRestore(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   /** needs_operator: the operator did this backward step run's effect by hand (reason required). */
   resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   /**

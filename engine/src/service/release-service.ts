@@ -1174,6 +1174,11 @@ export class ReleaseService implements ReleaseApi {
     return r.ok || r.status !== 409 ? r : this.withAccepted(id, r);
   }
 
+  /** A recoverable release's restore action was run (docs/lifecycle.md "Recovery classes"). */
+  async confirmRestore(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
+    return this.operator(id, { type: "confirm_restore", actor, reason });
+  }
+
   async resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal> {
     const id = releaseIdOfStepRun(stepRunId);
     if (!id) return notFound(`[engine] step run ${stepRunId} does not exist`);

@@ -5,7 +5,12 @@
  */
 import { type Draft, stepRunAt } from "./draft.ts";
 import { guards } from "./guards.ts";
-import { holdForRollForward, pastRollForwardPoint } from "./recovery.ts";
+import {
+  awaitsRestore,
+  holdForRestore,
+  holdForRollForward,
+  pastRollForwardPoint,
+} from "./recovery.ts";
 import { beginStepRun } from "./send.ts";
 
 /**
@@ -48,7 +53,7 @@ export function beginCompensation(d: Draft, why: string): void {
 /**
  * Messages name steps 1-based, as the dashboard and CLI show them.
  * Starts the next backward step run, skipping steps with nothing to undo; `rolled_back`
- * below step 0. Waits while a forward step run is still in flight or a backward one runs.
+ * below step 0 (a recoverable release first waits `needs_operator` for its restore action). Waits while a forward step run is still in flight or a backward one runs.
  */
 export function continueCompensation(d: Draft): void {
   const r = d.release;
@@ -80,6 +85,11 @@ export function continueCompensation(d: Draft): void {
       fwd?.id ?? null,
     );
     r.cursor -= 1;
+  }
+  // recoverable: traffic rollback alone does not restore service; wait for the restore action.
+  if (awaitsRestore(r)) {
+    holdForRestore(d);
+    return;
   }
   r.state = "rolled_back";
   d.accept(

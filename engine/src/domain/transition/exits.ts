@@ -8,7 +8,7 @@ import { transition } from "../transition.ts";
 import type { Release, ReleaseEvent } from "../types.ts";
 import { guards } from "./guards.ts";
 import { LANE_RUNS_NOTHING } from "./operator.ts";
-import { pastRollForwardPoint, rollForwardPointLabel } from "./recovery.ts";
+import { confirmRestoreCommand, pastRollForwardPoint, rollForwardPointLabel } from "./recovery.ts";
 
 /** Operator actions, as the API, CLI and dashboard name them. */
 export type OperatorAction =
@@ -19,14 +19,15 @@ export type OperatorAction =
   | "abandon"
   | "promote"
   | "pause"
-  | "release";
+  | "release"
+  | "confirm_restore";
 
 /** One exit the engine would accept now. */
 export interface AvailableAction {
   action: OperatorAction;
   /** Release id (abort, resume, abandon) or step run id (retry, resolve). */
   target: string;
-  /** Whether the request must carry a reason (resolve, abandon). */
+  /** Whether the request must carry a reason (resolve, abandon, pause, confirm_restore). */
   needs_reason: boolean;
   /** abandon: lane ids whose current image the operator must confirm. */
   lanes?: string[];
@@ -139,6 +140,15 @@ export function availableActions(release: Release): AvailableAction[] {
             ? `ends the release aborted without undoing anything: its recovery class is roll_forward_only and ${rollForwardPointLabel(release)} may have taken effect; then roll it forward`
             : "compensates: undoes every step that may have taken effect, from the high-water mark down",
       command: `baton abort ${id} --reason "<why>"`,
+    });
+  }
+  if (accepts({ type: "confirm_restore", actor: PROBE_ACTOR, reason: PROBE_REASON })) {
+    out.push({
+      action: "confirm_restore",
+      target: id,
+      needs_reason: true,
+      effect: `records that you ran the recipe's restore action (${release.restore?.action ?? ""}) and what it showed; the release ends rolled_back and its lanes become free`,
+      command: confirmRestoreCommand(id),
     });
   }
   const lanes = release.manifest.lanes.map((l) => l.id);

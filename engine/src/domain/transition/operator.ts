@@ -5,7 +5,7 @@
  */
 import { closedReleaseAccepts } from "../lifecycle-states.ts";
 import { IMAGE_PATTERN } from "../recipe.ts";
-import type { ReleaseEvent, StepRun } from "../types.ts";
+import type { Release, ReleaseEvent, StepRun } from "../types.ts";
 import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepRunAt } from "./draft.ts";
 import { beginForwardAtCursor, start } from "./forward.ts";
@@ -13,10 +13,12 @@ import { guards } from "./guards.ts";
 import { firstExposureStep, holdVerb, holdWords } from "./holds.ts";
 import { parallelWaveOf, releaseRerunDeadline, stuckInWave } from "./lanes.ts";
 import {
+  confirmRestoreCommand,
   pastRollForwardPoint,
   rollForwardCommand,
   rollForwardPoint,
   rollForwardPointLabel,
+  waitingForRestore,
 } from "./recovery.ts";
 import { sendAction } from "./send.ts";
 import { settled, utcMinute } from "./settle.ts";
@@ -30,8 +32,10 @@ export const LANE_RUNS_NOTHING = "none";
 type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
 
 /** What a `needs_operator` release accepts, for refusals (the guards in `exits.ts` decide). */
-const NEEDS_OPERATOR_EXITS = (id: string) =>
-  `it accepts retry or resolve of the step run it waits on, or abandon (\`baton status ${id}\` shows the commands)`;
+const NEEDS_OPERATOR_EXITS = (r: Release) =>
+  waitingForRestore(r)
+    ? `it waits for its restore action (${r.restore?.action}): run it, then confirm it (${confirmRestoreCommand(r.id)}), or abandon it`
+    : `it accepts retry or resolve of the step run it waits on, or abandon (\`baton status ${r.id}\` shows the commands)`;
 
 export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
   const r = d.release;
@@ -46,7 +50,7 @@ export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] release ${r.id} is already ${r.state}; ${r.state === "needs_operator" ? NEEDS_OPERATOR_EXITS(r.id) : "retry the waiting step run instead"}`,
+      reason: `[engine] release ${r.id} is already ${r.state}; ${r.state === "needs_operator" ? NEEDS_OPERATOR_EXITS(r) : "retry the waiting step run instead"}`,
     };
   }
   const by = `by ${e.actor}${e.reason ? `: ${e.reason}` : ""}`;
@@ -123,7 +127,7 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] release ${r.id} is ${r.state}; only a paused or pending release resumes${r.state === "needs_operator" ? `; ${NEEDS_OPERATOR_EXITS(r.id)}` : guards.isTerminal(r) ? `; ${closedReleaseAccepts(r.id, r.state)}` : ""}`,
+      reason: `[engine] release ${r.id} is ${r.state}; only a paused or pending release resumes${r.state === "needs_operator" ? `; ${NEEDS_OPERATOR_EXITS(r)}` : guards.isTerminal(r) ? `; ${closedReleaseAccepts(r.id, r.state)}` : ""}`,
     };
   }
   const h = r.hold;
@@ -249,8 +253,9 @@ export function resolve(d: Draft, sr: StepRun, e: Ev<"resolve">): Refusal | unde
   if (r.state !== "needs_operator" || sr.direction !== "bwd" || !guards.waitsOnOperator(r, sr)) {
     const waited = stepRunAt(r, r.cursor, "bwd");
     const rerun = r.state === "paused" && typeof r.rerun_deadline === "number";
-    const hint =
-      r.state === "needs_operator" && waited
+    const hint = waitingForRestore(r)
+      ? `; compensation is done and the release waits for its restore action: run it, then confirm it (${confirmRestoreCommand(r.id)})`
+      : r.state === "needs_operator" && waited
         ? `; the release waits on ${waited.id}`
         : rerun
           ? `; resolve is for an undo that failed, and release ${r.id} waits for a re-run of its failed step until ${utcMinute(r.rerun_deadline as number, d.now)}: re-run the failed job, retry it from here (baton retry ${stepRunAt(r, r.cursor, "fwd")?.id ?? "<step-run>"}), or abort the release (baton abort ${r.id})`
@@ -379,7 +384,7 @@ export function pause(d: Draft, e: Ev<"pause">): Refusal | undefined {
         "; compensation is not paused (a half-done undo leaves the lanes in a state nobody planned): it runs to its end, and waits in needs_operator if an undo step fails",
       );
     if (r.state === "needs_operator")
-      return pauseRefusal(r.id, r.state, `; it already waits: ${NEEDS_OPERATOR_EXITS(r.id)}`);
+      return pauseRefusal(r.id, r.state, `; it already waits: ${NEEDS_OPERATOR_EXITS(r)}`);
     const h = r.hold;
     return pauseRefusal(
       r.id,
@@ -444,5 +449,47 @@ export function release(d: Draft, e: Ev<"release">): Refusal | undefined {
     { actor: e.actor, reason: e.reason },
   );
   beginForwardAtCursor(d);
+  return undefined;
+}
+
+/**
+ * `confirm_restore`: needs_operator -> rolled_back for a recoverable release waiting for its
+ * restore action (docs/lifecycle.md "Recovery classes"): the operator ran it; the reason says
+ * what was run and what it showed (required). Who, when and why are kept on the release
+ * (`restore.confirmed`) and in history; the record's RTO ends here.
+ */
+export function confirmRestore(d: Draft, e: Ev<"confirm_restore">): Refusal | undefined {
+  const r = d.release;
+  if (!waitingForRestore(r)) {
+    const why =
+      r.restore?.confirmed !== undefined && r.restore?.confirmed !== null
+        ? `its restore was confirmed already by ${r.restore.confirmed.actor}`
+        : r.manifest.recovery?.class !== "recoverable"
+          ? `its recipe's recovery class is ${r.manifest.recovery?.class ?? "reversible"}, which names no restore action`
+          : r.state === "needs_operator"
+            ? `it waits on an undo step, not on its restore action; ${NEEDS_OPERATOR_EXITS(r)}`
+            : guards.isTerminal(r)
+              ? `it has ended; ${closedReleaseAccepts(r.id, r.state)}`
+              : "a restore is confirmed once compensation has rolled traffic back and the release waits for it (needs_operator)";
+    return {
+      status: 409,
+      code: "conflict",
+      reason: `[engine] release ${r.id} is ${whereIs(r)}; nothing to confirm: ${why}`,
+    };
+  }
+  const bad = reasonProblem(
+    e.reason,
+    'say what you ran and what it showed (e.g. --reason "restored feature store snapshot fs-2041 with ./ops/restore-fs.sh; row counts match")',
+  );
+  if (bad) return bad;
+  const wait = r.restore as NonNullable<Release["restore"]>;
+  wait.confirmed = { actor: e.actor, reason: e.reason, at: d.now };
+  r.state = "rolled_back";
+  r.reason = `rolled back: traffic undone and the restore action confirmed by ${e.actor}: ${e.reason}`;
+  d.accept(
+    `[engine] release ${r.id} rolled back: ${e.actor} confirmed the restore action (${wait.action}): ${e.reason}`,
+    null,
+    { actor: e.actor, reason: e.reason, action: wait.action, waited_ms: d.now - wait.since },
+  );
   return undefined;
 }

@@ -55,7 +55,8 @@ function forwardFrom(r: Release, from: number): PlannedStep[] {
  * - resolve: the undo steps below the resolved one;
  * - abandon: nothing runs; `leftAsIs` lists the undo steps that will not run;
  * - pause: nothing new runs; `runs` lists the forward step runs in flight, which settle;
- * - release: the forward steps from the cursor (the first exposure) to the end.
+ * - release: the forward steps from the cursor (the first exposure) to the end;
+ * - confirm_restore: nothing runs (compensation is done; the release ends rolled_back).
  */
 export function planOf(r: Release, a: Pick<AvailableAction, "action" | "target">): ActionPlan {
   const none: ActionPlan = { runs: [], leftAsIs: [] };
@@ -95,5 +96,7 @@ export function planOf(r: Release, a: Pick<AvailableAction, "action" | "target">
     }
     case "abandon":
       return { runs: [], leftAsIs: undoFrom(r, Math.max(r.cursor, r.high_water_mark)) };
+    case "confirm_restore":
+      return none;
   }
 }

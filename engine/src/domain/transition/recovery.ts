@@ -4,6 +4,13 @@
  * there the engine never compensates: a failure (step, gate, re-run window) holds the release
  * `paused` with `roll_forward_hold` set and a reason that offers roll forward, and `abort` ends
  * it `aborted` with nothing undone. Before the point the release compensates as any other.
+ *
+ * A `recoverable` release compensates as any other, but traffic rollback alone does not restore
+ * service: once compensation has undone what took effect, the release waits `needs_operator`
+ * with `restore` set for an operator to run the recipe's `restore` action and confirm it
+ * (`confirm_restore`, reason required); only then does it end `rolled_back`. The restore is
+ * the operator's (a runbook action on state Baton does not own); the engine's part is not to
+ * call the release rolled back, nor free its lanes, before someone confirms it.
  */
 import type { Release } from "../types.ts";
 import { type Draft, stepRunAt } from "./draft.ts";
@@ -52,5 +59,42 @@ export function holdForRollForward(d: Draft, why: string): void {
   r.reason = `${why}; not compensated: the recipe's recovery class is roll_forward_only and ${rollForwardPointLabel(r)} may have taken effect, after which rollback is unsafe; roll forward with a fixed recipe (${rollForwardCommand(r.id)})${retryable && failed ? `, or retry ${failed.id} (baton retry ${failed.id})` : ""}; abort ends the release without undoing anything`;
   d.accept(`[engine] release ${r.id} held for roll forward: ${r.reason}`, null, {
     roll_forward_hold: { unsafe_after: r.roll_forward_hold.unsafe_after, why },
+  });
+}
+
+/** The CLI line that confirms a recoverable release's restore action. */
+export const confirmRestoreCommand = (id: string) =>
+  `baton confirm-restore ${id} --reason "<what you ran and what it showed>"`;
+
+/**
+ * Whether a release whose compensation just ended must wait for its restore action: the
+ * recipe's class is `recoverable`, some forward step may have taken effect (so something was
+ * rolled back), and nobody confirmed the restore yet.
+ */
+export function awaitsRestore(r: Release): boolean {
+  return (
+    r.manifest.recovery?.class === "recoverable" &&
+    !r.restore?.confirmed &&
+    r.step_runs.some((sr) => sr.direction === "fwd" && guards.mayHaveTakenEffect(sr))
+  );
+}
+
+/** A release waiting `needs_operator` for its restore action to be run and confirmed. */
+export function waitingForRestore(r: Release): boolean {
+  return r.state === "needs_operator" && !!r.restore && !r.restore.confirmed;
+}
+
+/**
+ * Compensation of a recoverable release ended: it waits `needs_operator` for the restore
+ * action, saying which and how to confirm it. Its lanes stay claimed meanwhile.
+ */
+export function holdForRestore(d: Draft): void {
+  const r = d.release;
+  const action = r.manifest.recovery?.restore ?? "(the recipe names none)";
+  r.state = "needs_operator";
+  r.restore = { action, since: d.now, confirmed: null };
+  r.reason = `traffic was rolled back (every step that may have taken effect was undone), but the recipe's recovery class is recoverable: run its restore action, then confirm it (${confirmRestoreCommand(r.id)}); until then the release is not rolled back and its lanes stay claimed; restore action: ${action}`;
+  d.accept(`[engine] release ${r.id} waits for its restore action: ${r.reason}`, null, {
+    restore: { action, since: d.now },
   });
 }

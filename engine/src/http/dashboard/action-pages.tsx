@@ -14,7 +14,8 @@ export type ActionName =
   | "release"
   | "promote"
   | "rollback"
-  | "roll_forward";
+  | "roll_forward"
+  | "confirm_restore";
 
 const WHAT: Record<ActionName, (target: string) => string> = {
   abort: (t) =>
@@ -35,6 +36,8 @@ const WHAT: Record<ActionName, (target: string) => string> = {
     `Roll back release ${t}? ${t} stays succeeded (a closed release never changes): a NEW release runs the previous admitted manifest of its model again, admitted as an explicit rollback, after the engine asks each lane's machine that the previous image is still present and loadable with room to run. Its own undo would restore ${t}'s image.`,
   roll_forward: (t) =>
     `Roll forward past release ${t}? A NEW release of a fixed recipe of the same model replaces it without going back. The dashboard cannot take a recipe: run the command below with the fixed recipe (and its signature bundle when admission requires one).`,
+  confirm_restore: (t) =>
+    `Confirm the restore action of release ${t}? Its traffic was rolled back, but its recipe's recovery class is recoverable: the restore action must have been run. Say what you ran and what it showed; the engine records it with your name, ends the release rolled back, and frees its lanes.`,
   abandon: (t) =>
     `Abandon release ${t}? It ends abandoned without further compensation. Confirm, for every lane, the image it runs now (name@sha256:…, or none); the lanes are then free for a new release.`,
 };
@@ -165,7 +168,7 @@ export function ConfirmPage(props: {
                 : "You are not signed in with the operator token: the engine will refuse this action."}
             </p>
           ) : null}
-          <form method="post" action={`${props.back}/${props.action}`}>
+          <form method="post" action={`${props.back}/${props.action.replaceAll("_", "-")}`}>
             <input type="hidden" name="csrf" value={props.csrf} />
             <input type="hidden" name="confirm" value="yes" />
             {props.action === "abort" ? (
@@ -196,7 +199,9 @@ export function ConfirmPage(props: {
                 <input id="reason" name="reason" size={60} maxlength={1000} />
               </p>
             ) : null}
-            {props.action === "resolve" || props.action === "abandon" ? (
+            {props.action === "resolve" ||
+            props.action === "abandon" ||
+            props.action === "confirm_restore" ? (
               <p>
                 <label for="reason">Reason (required; kept in the history with who did it)</label>
                 <input id="reason" name="reason" size={60} maxlength={1000} required />
@@ -221,7 +226,7 @@ export function ConfirmPage(props: {
                     : undefined
                 }
               >
-                {`Yes, ${props.action === "rollback" ? "roll back" : props.action} ${props.target}`}
+                {`Yes, ${props.action === "rollback" ? "roll back" : props.action === "confirm_restore" ? "confirm the restore of" : props.action} ${props.target}`}
               </button>
               <a href={props.back}>Cancel</a>
             </div>

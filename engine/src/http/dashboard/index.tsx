@@ -432,6 +432,9 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           if (v) lanes[l.id] = v;
         }
         res = await deps.api.abandon(target, ACTOR, text(form.reason), lanes);
+      } else if (action === "confirm_restore") {
+        releaseId = (await loadRelease(target)).release.id;
+        res = await deps.api.confirmRestore(target, ACTOR, text(form.reason));
       } else if (action === "rollback") {
         releaseId = (await loadRelease(target)).release.id;
         res = await deps.api.rollback(target, ACTOR, text(form.reason));
@@ -497,6 +500,8 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     app.get(`/releases/:id/${action}`, (c) => confirm(c, action, c.req.param("id")));
     app.post(`/releases/:id/${action}`, (c) => act(c, action, c.req.param("id")));
   }
+  app.get("/releases/:id/confirm-restore", (c) => confirm(c, "confirm_restore", c.req.param("id")));
+  app.post("/releases/:id/confirm-restore", (c) => act(c, "confirm_restore", c.req.param("id")));
   app.get("/releases/:id/rollback", (c) => confirm(c, "rollback", c.req.param("id")));
   app.post("/releases/:id/rollback", (c) => act(c, "rollback", c.req.param("id")));
   app.get("/releases/:id/roll-forward", (c) => confirm(c, "roll_forward", c.req.param("id")));

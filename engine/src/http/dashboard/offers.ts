@@ -30,6 +30,7 @@ export interface Offer {
 
 const ORDER: Record<AvailableAction["action"], number> = {
   retry: 0,
+  confirm_restore: 0,
   resume: 1,
   release: 2,
   promote: 3,
@@ -103,6 +104,16 @@ export function offers(r: Release): Offer[] {
             label: "Release (first exposure)…",
             effect: a.effect,
             href: `/releases/${a.target}/release`,
+            danger: false,
+            command: a.command,
+          };
+        case "confirm_restore":
+          return {
+            action: a.action,
+            target: a.target,
+            label: "Confirm the restore action…",
+            effect: a.effect,
+            href: `/releases/${a.target}/confirm-restore`,
             danger: false,
             command: a.command,
           };
@@ -216,6 +227,13 @@ export function planWords(r: Release, action: Offer["action"], target: string): 
       heading: "Will NOT be undone (their effect stays; you confirm what each lane runs)",
       lanes: byLane(r, plan.leftAsIs),
       empty: "Nothing is left to undo.",
+    };
+  }
+  if (action === "confirm_restore") {
+    return {
+      heading: "Nothing runs",
+      lanes: [],
+      empty: `Compensation is done (traffic rolled back). Run the restore action first: ${r.restore?.action ?? "(none named)"}. Confirming records who ran it and what it showed; the release then ends rolled back and its lanes become free.`,
     };
   }
   if (action === "pause") {

@@ -168,6 +168,7 @@ export const OPERATOR_EVENTS: ReadonlySet<string> = new Set([
   "promote",
   "pause",
   "release",
+  "confirm_restore",
 ]);
 
 /** The first-screen facts of a release. */
@@ -312,7 +313,9 @@ function headline(
     case "needs_operator":
       return operator
         ? `Needs an operator: undoing ${stepWords(operator.step)} failed${operator.lane ? ` on lane ${operator.lane}` : ""}`
-        : "Needs an operator";
+        : r.restore && !r.restore.confirmed
+          ? "Needs an operator: traffic was rolled back; run the restore action and confirm it"
+          : "Needs an operator";
     case "paused":
       return `Paused${at}${because}`;
     case "pending":

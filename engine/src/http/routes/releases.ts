@@ -161,6 +161,9 @@ const PauseBody = z
   })
   .strict();
 
+/** `POST /v1/releases/:id/confirm-restore`: the reason (what was run, what it showed) is required. */
+const ConfirmRestoreBody = PauseBody;
+
 const AbandonBody = z
   .object({
     reason: ReasonField.default(""),
@@ -449,6 +452,18 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     const b = await jsonBody(c, "pause body", PauseBody);
     const r = await o.api.pause(id, actorOf(b.actor), b.reason);
     return answer(c, r, (a) => ({ id, state: a.release.state, reason: a.release.reason }));
+  });
+
+  app.post("/:id/confirm-restore", operator, async (c) => {
+    const id = releaseParam(c);
+    const b = await jsonBody(c, "confirm-restore body", ConfirmRestoreBody);
+    const r = await o.api.confirmRestore(id, actorOf(b.actor), b.reason);
+    return answer(c, r, (a) => ({
+      id,
+      state: a.release.state,
+      reason: a.release.reason,
+      restore: a.release.restore ?? null,
+    }));
   });
 
   app.post("/:id/release", operator, async (c) => {
