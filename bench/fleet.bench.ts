@@ -33,8 +33,8 @@
  * cannot reach 1.5 on one shared machine. On GitHub each job has its own runner and each lane
  * its own machine, so what remains is the engine's share (cpu_self).
  * Bounded: the 1-lane run at most min(BENCH_FLEET_TIMEOUT_MS, 120 s), the N-lane run at most
- * BENCH_FLEET_TIMEOUT_MS (default 240 s; `npm run bench` uses 150 s). Last line: RESULT {json};
- * exit 1 unless both waves ended with every limit held.
+ * BENCH_FLEET_TIMEOUT_MS (default 240 s). Last line: RESULT {json}; exit 1 when a limit was
+ * broken (overshoot, capacity floor); a wave that did not end in time is `complete: false`.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
@@ -284,12 +284,14 @@ const one = await runWave(1, Math.min(TIMEOUT_MS, 120_000));
 console.error(`[bench:fleet] wave of 1 lane: ${JSON.stringify(one)}`);
 const many = await runWave(LANES, TIMEOUT_MS);
 console.error(`[bench:fleet] wave of ${LANES} lanes: ${JSON.stringify(many)}`);
-const ok =
-  one.state === "wave_done" &&
-  many.state === "wave_done" &&
+// Safety is a pass/fail: the candidate share never above the declared percent, the floor
+// held. Speed is a measurement: a wave that did not end in time (a slow or shared machine) is
+// reported with `complete: false`, not failed.
+const limitsHeld =
   one.overshoot_pct <= 0 &&
   many.overshoot_pct <= 0 &&
   Math.min(one.min_in_service, many.min_in_service) >= 1;
+const ok = one.state === "wave_done" && many.state === "wave_done" && limitsHeld;
 const cpu = (r: RunResult) => r.cpu_self_s + r.cpu_children_s;
 // CPU one more lane costs (the difference cancels what both runs share: the engine's
 // polling, wave 2's first steps), and the ratio that CPU alone imposes when every core of
@@ -307,6 +309,7 @@ console.log(
     overshoot_pct: Math.max(one.overshoot_pct, many.overshoot_pct),
     capacity_floor_held: Math.min(one.min_in_service, many.min_in_service) >= 1,
     succeeded: ok,
+    complete: one.state === "wave_done" && many.state === "wave_done",
     cpu_s_1: round2(cpu(one)),
     [`cpu_s_${LANES}`]: round2(cpu(many)),
     cpu_per_lane_s: round2(cpuPerLane),
@@ -315,4 +318,4 @@ console.log(
     load_avg_1m: round2(loadavg()[0] ?? 0),
   })}`,
 );
-process.exit(ok ? 0 : 1);
+process.exit(limitsHeld ? 0 : 1);
