@@ -57,19 +57,25 @@ export function bundleChaosEngine(): Promise<string> {
 /**
  * Starts an engine process on `port`. Resolves once `/healthz` answers 200 (or when a fault point
  * SIGKILLed it during start: check `alive()`); rejects with the process output when it exits
- * otherwise or does not answer within `timeoutMs` (default 30 s). `nodeArgs` go to Node before
- * the script (e.g. `--cpu-prof`, which NODE_OPTIONS does not allow).
+ * otherwise or does not answer within `timeoutMs` (default 120 s: a start costs about 2 s of
+ * CPU, mostly importing the engine's packages, which a machine loaded 20 deep on 2 cores
+ * stretches past 30 s when several engines start at once). `nodeArgs` go to Node before the
+ * script (e.g. `--cpu-prof`, which NODE_OPTIONS does not allow).
  */
 export async function spawnEngine(
   port: number,
   env: Record<string, string>,
-  timeoutMs = 30_000,
+  timeoutMs = 120_000,
   nodeArgs: string[] = [],
 ): Promise<EngineProcess> {
   const url = `http://127.0.0.1:${port}`;
   // Imported from `-e`, so that no bundled module's "am I the main file?" check fires.
   const bundle = await bundleChaosEngine();
-  const code = `const m = await import(${JSON.stringify(pathToFileURL(bundle).href)}); await m.startChaosEngine();`;
+  // Each phase of the start says when it ended (ms since the spawn), so a start that does not
+  // answer in time shows where it stood: node's boot, the bundle's import, or the engine's own
+  // start (store, migrations, listen).
+  const t0 = Date.now();
+  const code = `const t0 = ${t0}; const say = (w) => console.error("[chaos] engine pid " + process.pid + ": " + w + " at +" + (Date.now() - t0) + " ms"); say("node booted"); const m = await import(${JSON.stringify(pathToFileURL(bundle).href)}); say("engine imported"); await m.startChaosEngine(); say("started");`;
   const child = spawn(process.execPath, [...nodeArgs, "--input-type=module", "-e", code], {
     cwd: REPO_ROOT,
     env: {

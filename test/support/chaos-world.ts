@@ -148,11 +148,14 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
         "callback-secret": callbackSecret,
         "ssh-key": fleet.target.clientPrivateKey,
       },
-      // Callbacks must outlive an engine restart: about 25 s of retries.
+      // A run's preflight and callback must outlive an engine restart: a restart costs about
+      // 2 s of CPU (importing the engine), over 25 s of wall time on a machine loaded 20 deep,
+      // and a run that gives up before the engine is back leaves its step run waiting for
+      // the start deadline (10 min). 40 tries, 4 s apart at most, are about 150 s.
       env: {
         ...runnerEnvFor(fleet),
-        BATON_HTTP_ATTEMPTS: "10",
-        BATON_HTTP_BUDGET_MS: "60000",
+        BATON_HTTP_ATTEMPTS: "40",
+        BATON_HTTP_BUDGET_MS: "180000",
         ...o.runnerEnv,
       },
       runTimeoutMs: 120_000,
