@@ -26,10 +26,22 @@ const MAX_PAGES = 20;
 /** The release states that still own their lanes. */
 export const LANE_OWNING_STATES = RELEASE_STATES.filter((s) => !TERMINAL_RELEASE_STATES.has(s));
 
-/** Non-terminal releases, newest first (one `getRelease` each: they are few). */
-async function releasesInFlight(store: Store): Promise<Release[]> {
+/**
+ * Lane ids per release, by store: a release's manifest never changes, so each release in
+ * flight is read once per process, not once per start (a burst of N starts would otherwise
+ * read N² releases). Pruned to the releases in flight at each look.
+ */
+const laneIdsByStore = new WeakMap<Store, Map<string, readonly string[]>>();
+
+/** Ids of the non-terminal releases, newest first, with their lane ids. */
+async function lanesInFlight(store: Store): Promise<{ id: string; lanes: readonly string[] }[]> {
+  let known = laneIdsByStore.get(store);
+  if (!known) {
+    known = new Map();
+    laneIdsByStore.set(store, known);
+  }
   const seen = new Set<string>();
-  const out: Release[] = [];
+  const out: { id: string; lanes: readonly string[] }[] = [];
   for (const state of LANE_OWNING_STATES) {
     let before: number | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
@@ -41,13 +53,20 @@ async function releasesInFlight(store: Store): Promise<Release[]> {
       for (const row of rows) {
         if (seen.has(row.id)) continue;
         seen.add(row.id);
-        const r = await store.getRelease(row.id);
-        if (r && !TERMINAL_RELEASE_STATES.has(r.state)) out.push(r);
+        let lanes = known.get(row.id);
+        if (!lanes) {
+          const r = await store.getRelease(row.id);
+          if (!r || TERMINAL_RELEASE_STATES.has(r.state)) continue;
+          lanes = r.manifest.lanes.map((l) => l.id);
+          known.set(row.id, lanes);
+        }
+        out.push({ id: row.id, lanes });
       }
       if (rows.length < PAGE) break;
       before = rows[rows.length - 1]?.created_at;
     }
   }
+  for (const id of known.keys()) if (!seen.has(id)) known.delete(id);
   return out;
 }
 
@@ -77,7 +96,12 @@ export function howToFree(r: Release | null): string {
  * @throws BatonError `conflict` (409) naming the release in flight, its lanes and what to do.
  */
 export async function assertLanesFree(store: Store, manifest: Manifest): Promise<void> {
-  for (const other of await releasesInFlight(store)) {
+  const mine = new Set(manifest.lanes.map((l) => l.id));
+  for (const { id, lanes } of await lanesInFlight(store)) {
+    if (!lanes.some((l) => mine.has(l))) continue;
+    // Read in full only when it shares a lane: its state and manifest name it in the answer.
+    const other = await store.getRelease(id);
+    if (!other || TERMINAL_RELEASE_STATES.has(other.state)) continue;
     const shared = overlappingLanes(manifest, other.manifest);
     if (shared.length === 0) continue;
     throw new BatonError(
