@@ -15,10 +15,11 @@
  *   callbacks_per_s   runner callbacks answered 200 ÷ wall time from the first start to the
  *                     last release `succeeded` (everything the release needs is in that time:
  *                     dispatches, preflights, control-plane steps, the outbox)
- *   cpu_ms_per_callback   CPU time (user + system) per callback of the engine processes, of
- *                     the Postgres backends serving them (/proc/<pid>/stat of the backends of
- *                     the bench's database), and of this driver process (stand-in, control
- *                     plane, runners' HMAC and HTTP)
+ *   cpu_ms_per_callback   CPU time (user + system) per callback of the engine processes
+ *                     (`engines`), of the Postgres server (`postgres`: its processes, /proc),
+ *                     of the stand-ins' process (`standins`: the control plane and the GitHub
+ *                     stand-in, bench/support/engines-standins.ts) and of this driver process
+ *                     (`driver`: the runners' preflights and callbacks, HMAC and HTTP)
  *   machine_busy_pct  share of the machine's CPU time (all cores, /proc/stat) busy during the
  *                     run, whoever used it: the machine may be shared
  *
@@ -28,19 +29,17 @@
  * BENCH_ENGINES_TIMEOUT_MS (default 300 s; a run that does not finish reports
  * `"complete":false`). Last line: `RESULT {"engines":[1,2,3],"callbacks_per_s":[a,b,c],…}`.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { startEmbeddedControlPlane } from "../engine/src/control-plane/embedded.ts";
 import { freePort } from "../engine/src/demo/fleet.ts";
 import { signBody } from "../engine/src/protocol/credential.ts";
 import { payloadDigestOf } from "../engine/src/protocol/payload-digest.ts";
 import { type EngineProcess, spawnEngine } from "../test/support/chaos-process.ts";
-import { startGitHubStandin } from "../test/support/github-standin.ts";
-import { type OneLaneFleet, oneLaneRecipe, oneLaneSeed } from "../test/support/one-lane-fleet.ts";
+import { type OneLaneFleet, oneLaneRecipe } from "../test/support/one-lane-fleet.ts";
 import type { PayloadLike } from "../test/support/preflight-request.ts";
 
 const RELEASES = Math.min(200, Number(process.env.BENCH_ENGINES_RELEASES ?? 150));
@@ -103,9 +102,10 @@ interface RunFigures {
   callbacks: number;
   wall_ms: number;
   callbacks_per_s: number;
-  cpu_ms_per_callback: { engines: number; postgres: number; driver: number };
+  cpu_ms_per_callback: { engines: number; postgres: number; standins: number; driver: number };
   engine_cpu_pct: number[];
   postgres_cpu_pct: number;
+  standins_cpu_pct: number;
   driver_cpu_pct: number;
   machine_busy_pct: number;
   conflicts: { resource_version: number; outbox_claim: number };
@@ -123,8 +123,6 @@ async function run(base: string, n: number): Promise<RunFigures> {
   u.pathname = `/${name}`;
   const root = mkdtempSync(join(tmpdir(), "baton-bench-engines-"));
   const db = new pg.Client({ connectionString: u.toString() });
-  const { handle: cp } = await startEmbeddedControlPlane({ dataDir: ":memory:" });
-  cp.core.seed(oneLaneSeed(FLEET, RELEASES));
   const secret = randomBytes(24).toString("hex");
   const operatorToken = randomBytes(24).toString("hex");
   const token = `ghp_${randomBytes(18).toString("hex")}`;
@@ -188,14 +186,36 @@ async function run(base: string, n: number): Promise<RunFigures> {
     if (cb.status === 200) callbacks += 1;
     else problems.push(`callback of ${srId}: HTTP ${cb.status} ${cb.text.slice(0, 200)}`);
   };
-  const github = await startGitHubStandin({
-    rateLimits: { perMinute: 1_000_000, perHour: 10_000_000, maxConcurrent: 1_000 },
-    tokens: [token],
-    onAccepted: (d) => {
-      const task = playRun(d.client_payload).catch((e: Error) => problems.push(e.message));
-      inflight.add(task);
-      void task.finally(() => inflight.delete(task));
+  // The control plane and the GitHub stand-in run in a process of their own (their CPU is
+  // measured apart); each accepted dispatch comes back over IPC and is played here.
+  const standins = fork(join(import.meta.dirname, "support/engines-standins.ts"), {
+    env: {
+      ...process.env,
+      STANDINS_FLEET: JSON.stringify(FLEET),
+      STANDINS_LANES: String(RELEASES),
+      STANDINS_TOKEN: token,
     },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const standinsGone = new Promise<void>((ok) => standins.once("exit", () => ok()));
+  const { cpUrl, cpWriteToken, githubBaseUrl } = await new Promise<{
+    cpUrl: string;
+    cpWriteToken: string;
+    githubBaseUrl: string;
+  }>((ok, fail) => {
+    const t = setTimeout(() => fail(new Error("[bench:engines] stand-ins did not start")), 120_000);
+    standins.once("exit", (code) => fail(new Error(`[bench:engines] stand-ins exited ${code}`)));
+    standins.on("message", (m: { ready?: never; dispatch?: Record<string, unknown> }) => {
+      if (m.ready) {
+        clearTimeout(t);
+        ok(m.ready);
+      }
+      if (m.dispatch) {
+        const task = playRun(m.dispatch).catch((e: Error) => problems.push(e.message));
+        inflight.add(task);
+        void task.finally(() => inflight.delete(task));
+      }
+    });
   });
   try {
     for (let i = 0; i < n; i++) {
@@ -207,14 +227,14 @@ async function run(base: string, n: number): Promise<RunFigures> {
             BATON_CALLBACK_SECRETS: secret,
             BATON_OPERATOR_TOKEN: operatorToken,
             BATON_ADMISSION: "off",
-            BATON_CONTROL_PLANE_URL: cp.url,
-            BATON_CONTROL_PLANE_TOKEN: cp.writeToken,
+            BATON_CONTROL_PLANE_URL: cpUrl,
+            BATON_CONTROL_PLANE_TOKEN: cpWriteToken,
             GITHUB_REPOSITORY: "acme/models",
             GITHUB_TOKEN: token,
             // This measures the engines, not GitHub's limits (test/integration/github-pacing).
             BATON_GITHUB_DISPATCH_PER_MINUTE: "100000",
             BATON_GITHUB_DISPATCH_PER_HOUR: "1000000",
-            CHAOS_GITHUB_API_URL: github.baseUrl,
+            CHAOS_GITHUB_API_URL: githubBaseUrl,
             CHAOS_LEASE_MS: "60000",
             CHAOS_OWNER: `engine-${i + 1}`,
             BATON_TICK_MS: "200",
@@ -230,6 +250,7 @@ async function run(base: string, n: number): Promise<RunFigures> {
     const pg0 = postgresCpuMs(postmaster);
     await db.connect();
     const cpu0 = engines.map((e) => cpuMsOf(e.child.pid ?? 0));
+    const standins0 = cpuMsOf(standins.pid ?? 0);
     const driver0 = process.cpuUsage();
     const m0 = machineTicks();
     const t0 = performance.now();
@@ -292,6 +313,7 @@ async function run(base: string, n: number): Promise<RunFigures> {
     const m1 = machineTicks();
     const engineMs = engines.map((e, i) => cpuMsOf(e.child.pid ?? 0) - (cpu0[i] ?? 0));
     const pgMs = postgresCpuMs(postmaster) - pg0;
+    const standinsMs = cpuMsOf(standins.pid ?? 0) - standins0;
     const driverMs = (driver.user + driver.system) / 1000;
     const stats = await Promise.all(
       engines.map(async (e) => {
@@ -313,10 +335,12 @@ async function run(base: string, n: number): Promise<RunFigures> {
       cpu_ms_per_callback: {
         engines: per(engineMs.reduce((a, b) => a + b, 0)),
         postgres: per(pgMs),
+        standins: per(standinsMs),
         driver: per(driverMs),
       },
       engine_cpu_pct: engineMs.map(pct),
       postgres_cpu_pct: pct(pgMs),
+      standins_cpu_pct: pct(standinsMs),
       driver_cpu_pct: pct(driverMs),
       machine_busy_pct: Math.round(((m1.busy - m0.busy) / Math.max(1, m1.total - m0.total)) * 100),
       conflicts: { resource_version: sum("resource_version"), outbox_claim: sum("outbox_claim") },
@@ -327,8 +351,9 @@ async function run(base: string, n: number): Promise<RunFigures> {
     for (const e of engines) await e.stop();
     await db.end().catch(() => {});
     await Promise.allSettled([...inflight]);
-    await github.close();
-    await cp.close();
+    standins.send("close");
+    await Promise.race([standinsGone, new Promise((r) => setTimeout(r, 10_000))]);
+    standins.kill("SIGKILL");
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
     await admin.end();
     rmSync(root, { recursive: true, force: true });
