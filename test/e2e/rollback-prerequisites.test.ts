@@ -18,6 +18,7 @@ import {
   type InProcess,
   postRecipe,
   type StoreKind,
+  servedImage,
   startInProcess,
   twoLaneRecipe,
 } from "../support/e2e-harness.ts";
@@ -47,13 +48,6 @@ async function onTarget(e: InProcess, command: string): Promise<string> {
   } finally {
     s.close();
   }
-}
-
-/** The image the container answering `lane`'s health URL runs (the stand-in's health body). */
-async function servedImage(e: InProcess, lane: string): Promise<string> {
-  const url = e.fleet.lanes.get(lane)?.healthUrl;
-  const res = await fetch(url as string);
-  return ((await res.json()) as { image: string }).image;
 }
 
 for (const kind of ["sqlite", "postgres"] as StoreKind[]) {

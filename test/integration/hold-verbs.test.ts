@@ -33,6 +33,8 @@ type Full = {
   state: string;
   reason: string | null;
   cursor: number;
+  hold: { kind: string; actor: string; reason: string; at: number; wave?: number } | null;
+  exposure: string | null;
   available_actions: { action: string }[];
   history: { kind: string; outcome: string; message: string; data: unknown }[];
 };
@@ -83,6 +85,11 @@ describe.each(STORE_KINDS)("hold verbs on %s", (kind) => {
       let rec = await full(h, id);
       expect(rec.state).toBe("paused");
       expect(rec.reason).toMatch(/paused by operator:alice: error budget burn on lane-a/);
+      expect(rec.hold).toMatchObject({
+        kind: "pause",
+        actor: "operator:alice",
+        reason: "error budget burn on lane-a",
+      });
       const entry = rec.history.find((e) => e.kind === "pause" && e.outcome === "accepted");
       expect(entry?.message).toMatch(new RegExp(`${inFlight?.step_run_id} in flight settle first`));
       expect(entry?.data).toMatchObject({ actor: "operator:alice" });
@@ -155,6 +162,8 @@ describe.each(STORE_KINDS)("hold verbs on %s", (kind) => {
       const held = await full(g.h, id);
       expect(held.state).toBe("paused");
       expect(held.reason).toMatch(/0% exposure; release \(baton release r\d+\)/);
+      expect(held.hold?.kind).toBe("dark");
+      expect(held.exposure).toBe("dark");
       expect(held.available_actions.map((a) => a.action)).toEqual(["release", "abort"]);
       // The environment: lane-a runs the candidate, at weight 0; the router sends it nothing.
       expect(g.h.cp.weights(MODEL)["lane-a"]).toBe(0);
@@ -213,6 +222,7 @@ describe.each(STORE_KINDS)("hold verbs on %s", (kind) => {
       const held = await full(h, id);
       expect(held.state).toBe("paused");
       expect(held.reason).toMatch(/wave 1 \(25%\) is done and its promotion is manual/);
+      expect(held.hold).toMatchObject({ kind: "promotion", actor: "recipe", wave: 1 });
       expect(held.available_actions.map((a) => a.action)).toEqual(["promote", "abort"]);
       // The environment: wave 1's weights; lane-b was never touched.
       expect(h.cp.weights(MODEL)).toEqual({ "lane-a": 25, "lane-b": 75 });

@@ -90,6 +90,8 @@ describe.each(STORE_KINDS)("recovery classes on %s", (kind) => {
       step_runs: { id: string; direction: string; state: string }[];
       available_actions: { action: string; effect: string; target: string }[];
       lifecycle_actions: { action: string; effect: string }[];
+      restore: { action: string; confirmed: unknown } | null;
+      roll_forward_hold: { unsafe_after: number; why: string } | null;
     };
   const record = async (hh: Harness, id: string) =>
     ReleaseRecordDocument.parse(await (await op(hh, "GET", `/v1/releases/${id}/record`)).json());
@@ -103,6 +105,7 @@ describe.each(STORE_KINDS)("recovery classes on %s", (kind) => {
       await drive(h, fleet.decide(failAttachOf("lane-b")), 400, () => h?.clock.advance(1000));
       const held = await full(h, id);
       expect(held.state).toBe("paused");
+      expect(held.roll_forward_hold?.why).toMatch(/attach_queue_lane/);
       expect(held.reason).toMatch(
         /not compensated: the recipe's recovery class is roll_forward_only and step \d+ attach_queue_lane on lane-a may have taken effect, after which rollback is unsafe; roll forward with a fixed recipe \(baton roll-forward r\d+/,
       );
@@ -302,6 +305,7 @@ describe.each(STORE_KINDS)("recovery classes on %s", (kind) => {
           .every((s) => s.state === "succeeded"),
       ).toBe(true);
       expect(waiting.reason).toContain(restore);
+      expect(waiting.restore).toMatchObject({ action: restore, confirmed: null });
       expect(waiting.available_actions.map((a) => a.action).sort()).toEqual([
         "abandon",
         "confirm_restore",

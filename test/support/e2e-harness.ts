@@ -413,3 +413,67 @@ export function twoLaneRecipe(policy?: RecipeInput["policy"]): RecipeInput {
     ...(policy ? { policy } : {}),
   };
 }
+
+/**
+ * The image the container answering `lane`'s health URL runs, as the stand-in's health body
+ * reports it (`{"image": "name@sha256:…"}`); null when the URL does not answer 200.
+ */
+export async function servedImage(e: E2EBase, lane: string): Promise<string | null> {
+  const url = e.fleet.lanes.get(lane)?.healthUrl;
+  if (!url) throw new Error(`[e2e] no lane ${lane} in the fleet`);
+  const res = await fetch(url).catch(() => null);
+  if (!res || res.status !== 200) return null;
+  return ((await res.json()) as { image?: string }).image ?? null;
+}
+
+/** What the control plane holds for `model` (`GET /v1/models/:model/traffic`): weights (%) and excluded lanes. */
+export async function cpTraffic(
+  e: E2EBase,
+  model: string,
+): Promise<{ weights: Record<string, number>; excluded: string[] }> {
+  const res = await fetch(`${e.fleet.cp.url}/v1/models/${model}/traffic`);
+  if (res.status !== 200) throw new Error(`[e2e] control plane traffic: HTTP ${res.status}`);
+  return (await res.json()) as { weights: Record<string, number>; excluded: string[] };
+}
+
+/** One applied control-plane write (`GET /v1/history`). */
+export interface CpChange {
+  id: number;
+  operation_key: string;
+  release_id: string;
+  kind: string;
+  lane: string | null;
+  before: unknown;
+  after: unknown;
+}
+
+/** The control plane's applied writes of `releaseId`, in order (replays are not writes). */
+export async function cpHistory(e: E2EBase, releaseId: string): Promise<CpChange[]> {
+  const res = await fetch(`${e.fleet.cp.url}/v1/history?release_id=${releaseId}&limit=10000`);
+  if (res.status !== 200) throw new Error(`[e2e] control plane history: HTTP ${res.status}`);
+  return ((await res.json()) as { history: CpChange[] }).history;
+}
+
+/** Units the reference router splits over `model`'s lanes right now (`POST /v1/route`), per lane. */
+export async function routed(
+  e: E2EBase,
+  model: string,
+  requests: number,
+): Promise<Record<string, number>> {
+  const res = await fetch(`${e.fleet.cp.url}/v1/route`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model, requests }),
+  });
+  if (res.status !== 200) throw new Error(`[e2e] control plane route: HTTP ${res.status}`);
+  return ((await res.json()) as { counts: Record<string, number> }).counts;
+}
+
+/** POSTs `body` as JSON to the engine as the operator. */
+export function postJson(e: E2EBase, path: string, body: unknown): Promise<Response> {
+  return e.api(path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}

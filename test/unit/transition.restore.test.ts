@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { availableActions } from "../../engine/src/domain/transition/exits.ts";
 import type { Manifest, Release } from "../../engine/src/domain/types.ts";
 import { manifestOf } from "../support/manifest-fixture.ts";
-import { finishCurrent, ok, refused, release, T0 } from "../support/sim/drive.ts";
+import { deepFreeze, finishCurrent, ok, refused, release, T0 } from "../support/sim/drive.ts";
 import { runnerThenCp } from "../support/sim/scenes.ts";
 
 const RESTORE = "restore the feature store snapshot with ./ops/restore-fs.sh";
@@ -92,6 +92,17 @@ describe("recoverable: the restore action after the traffic rollback", () => {
     });
     expect(again.status).toBe(409);
     expect(again.reason).toMatch(/confirmed already by alice/);
+  });
+
+  it("neither asking what it accepts nor confirming changes the release given (deep-frozen)", () => {
+    const r = deepFreeze(undoAll(failedAt1(recoverable())));
+    const before = JSON.stringify(r);
+    // availableActions probes confirm_restore: the probe must not leave its placeholder behind.
+    expect(availableActions(r).map((a) => a.action)).toContain("confirm_restore");
+    const done = ok(r, { type: "confirm_restore", actor: "alice", reason: "ran it" }, T0 + 5);
+    expect(JSON.stringify(r)).toBe(before);
+    expect(r.restore?.confirmed).toBeNull();
+    expect(done.release.restore?.confirmed?.actor).toBe("alice");
   });
 
   it("while it waits, the other verbs are refused naming the restore and confirm-restore", () => {

@@ -38,8 +38,11 @@ export class Draft {
     readonly now: number,
   ) {
     // The manifest is immutable and never written by a handler, so it is shared; everything
-    // else a handler may change is copied (the input may be deep-frozen).
-    this.release = { ...original, step_runs: structuredClone(original.step_runs) } as Release;
+    // else is deep-copied (the input may be deep-frozen, and a handler writes nested objects:
+    // `restore.confirmed`, the gate's seq and decision). A shallow copy let a probe of
+    // availableActions write its placeholder into the caller's release.
+    const { manifest, ...rest } = original;
+    this.release = { ...structuredClone(rest), manifest } as Release;
   }
 
   /** Records an accepted change; `message` must start with `[engine]`. */
