@@ -15,11 +15,14 @@
  * releases (started and driven to their end), steps_checked (points at which the router's
  * exposure was measured), max_overshoot_pct (largest candidate share above the declared percent
  * in force, or rise during compensation), restore_mismatches (lanes neither in their observed
- * baseline nor in the declared state at the end), unread_writes (2xx writes never read back),
+ * baseline nor in the declared state at the end), unread_writes (2xx writes with no read of
+ * them sent, or whose reads all went unanswered and whose step compensation did not replace),
  * parallel_releases (driven releases with a parallel wave), max_out (most lanes of one parallel
  * wave out of service at once), limits_exceeded (a lane taken out beyond `max_unavailable`, a
- * whole failure domain or `min_serving`). max_overshoot_pct, restore_mismatches, unread_writes
- * and limits_exceeded must be 0.
+ * whole failure domain or `min_serving`), problems (every broken rule counted, those four and
+ * any release that did not end), complete (the goal reached inside the time cap).
+ * max_overshoot_pct, restore_mismatches, unread_writes, limits_exceeded and problems must be 0:
+ * otherwise the benchmark exits 1 after its RESULT line. Hitting the time cap alone does not.
  */
 import { spawn } from "node:child_process";
 import fc from "fast-check";
@@ -39,7 +42,8 @@ const QUOTA = Math.ceil(RELEASES / SHARDS);
 const SCENARIOS = RELEASES * 4;
 
 interface Partial {
-  reports: Omit<RunReport, "problems">[];
+  /** Each release's report, its problems replaced by their count. */
+  reports: (Omit<RunReport, "problems"> & { problemCount: number })[];
   problems: string[];
   /** True when the worker stopped at the time cap before reaching its quota. */
   capped: boolean;
@@ -58,7 +62,7 @@ async function work(shard: number): Promise<Partial> {
         break;
       }
       const { problems, ...r } = await world.run(scenarios[i]!);
-      out.reports.push(r);
+      out.reports.push({ ...r, problemCount: problems.length });
       out.problems.push(...problems.slice(0, 3));
       if (r.outcome !== "refused") driven++;
     }
@@ -129,6 +133,15 @@ const result = {
   parallel_releases: reports.filter((r) => r.parallel && r.outcome !== "refused").length,
   max_out: Math.max(0, ...reports.map((r) => r.maxOut)),
   limits_exceeded: reports.reduce((a, r) => a + r.limitViolations, 0),
+  problems: reports.reduce((a, r) => a + r.problemCount, 0),
   complete: driven >= RELEASES && !capped,
 };
 console.log(`RESULT ${JSON.stringify(result)}`);
+// A broken rule fails the benchmark (after the RESULT line); a slow machine that hit the time
+// cap does not (`complete` says so).
+if (result.problems > 0) {
+  console.error(
+    `[bench] FAILED: ${result.problems} problems (overshoot ${result.max_overshoot_pct}%, ${result.restore_mismatches} restore mismatches, ${result.unread_writes} unread writes, ${result.limits_exceeded} limits exceeded)`,
+  );
+  process.exit(1);
+}

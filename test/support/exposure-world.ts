@@ -18,8 +18,9 @@
  *   `aborted` leaves every lane exactly in its observed baseline (weight, marker, capabilities,
  *   image); lanes outside the recipe are never changed; never a mix;
  * - read-back: every write the control plane answered 2xx (the wire log of the adapter's
- *   requests) is followed by a read of what it changed before that lane (or that model's
- *   traffic) is written again.
+ *   requests, answered or not) is followed by a read of what it changed before that lane (or
+ *   that model's traffic) is written again; when every such read went unanswered, the next
+ *   write there must be the step's backward write (compensation replaced the step).
  *
  * Generated failures: runner failures forward (with or without a re-run) and backward,
  * control-plane writes that lie (200, nothing applied) or fail (500), control-plane writes
@@ -233,11 +234,19 @@ export interface RunReport {
   problems: string[];
 }
 
+/**
+ * One request of the engine's control-plane adapter. `status` 0: no answer (the adapter's
+ * timeout aborted it, or the connection failed). `sent` and `done` are positions on one
+ * counter shared by every request (sending and ending each take the next number), so the order
+ * of a request's end and another's start is exact.
+ */
 interface WireEntry {
   method: string;
   path: string;
   key: string | null;
   status: number;
+  sent: number;
+  done: number;
 }
 
 interface ManifestStepView {
@@ -321,17 +330,26 @@ export class ExposureWorld {
     const dir = mkdtempSync(join(tmpdir(), "baton-exposure-"));
     const { handle } = await startEmbeddedControlPlane({ dataDir: ":memory:", faults: true });
     const wire: WireEntry[] = [];
+    let tick = 0;
+    // Every request is logged when it ends, answered or not: a read the adapter gave up on
+    // (timeout) was still sent, and the read-back check must see it (status 0).
     const recordingFetch: typeof fetch = async (input, init) => {
       const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
       const headers = new Headers(init?.headers);
-      const res = await fetch(input, init);
-      wire.push({
+      const entry = {
         method: init?.method ?? "GET",
         path: url.pathname + url.search,
         key: headers.get("idempotency-key"),
-        status: res.status,
-      });
-      return res;
+        sent: ++tick,
+      };
+      try {
+        const res = await fetch(input, init);
+        wire.push({ ...entry, status: res.status, done: ++tick });
+        return res;
+      } catch (err) {
+        wire.push({ ...entry, status: 0, done: ++tick });
+        throw err;
+      }
     };
     const controlPlane = new HttpControlPlane({
       baseUrl: handle.url,
@@ -837,18 +855,24 @@ export class ExposureWorld {
   }
 
   /**
-   * Every write answered 2xx is followed by a read of what it changed before the next write
-   * to the same thing: a lane's write (`PUT /v1/lanes/<lane>…`) by a read of that lane (or a
-   * list of lanes) before that lane is written again; a model's traffic write by a read of
-   * that traffic (or the model's lanes) before the traffic is written again. The window ends at
-   * the next write to the same thing, not at any write: in a parallel wave the engine performs
-   * several lanes' rows at once, so lane B's write can come between lane A's write and its read.
+   * Every write answered 2xx is read back before the next write to the same thing: a lane's
+   * write (`PUT /v1/lanes/<lane>…`) by a read of that lane (or a list of lanes), a model's
+   * traffic write by a read of that traffic (or the model's lanes). The window opens when the
+   * write was answered and ends when the next write to the same thing is sent, not at any
+   * write: in a parallel wave the engine performs several lanes' rows at once, so lane B's
+   * write can come between lane A's write and its read. A read that got no answer (timeout) was
+   * still sent: when every read in the window went unanswered, the write counts as read back
+   * only if the next write to the same thing is its own step's backward write (compensation
+   * replaced the step whose outcome could not be read); a write with no read sent at all, or
+   * whose unanswered reads were followed by any other write (or by none), is a problem.
    */
   private checkReadBack(wire: WireEntry[], report: RunReport): void {
     const laneOf = (path: string) => /^\/v1\/lanes\/([^/?]+)/.exec(path)?.[1];
     const modelOf = (path: string) => /^\/v1\/models\/([^/?]+)\/traffic/.exec(path)?.[1];
-    wire.forEach((w, i) => {
-      if (w.method !== "PUT" || w.status < 200 || w.status > 299) return;
+    const answered = (r: WireEntry) => r.status >= 200 && r.status <= 299;
+    const bySent = [...wire].sort((a, b) => a.sent - b.sent);
+    for (const w of wire) {
+      if (w.method !== "PUT" || !answered(w)) continue;
       const lane = laneOf(w.path);
       const model = modelOf(w.path);
       const reads = (r: WireEntry) =>
@@ -861,13 +885,37 @@ export class ExposureWorld {
         r.method === "PUT" &&
         ((lane !== undefined && laneOf(r.path) === lane) ||
           (model !== undefined && modelOf(r.path) === model));
-      for (let j = i + 1; j < wire.length; j++) {
-        if (reads(wire[j]!)) return;
-        if (rewrites(wire[j]!)) break;
+      let unanswered = 0;
+      let readBack = false;
+      let next: WireEntry | undefined;
+      for (const r of bySent) {
+        if (r.sent < w.done) continue;
+        if (rewrites(r)) {
+          next = r;
+          break;
+        }
+        if (!reads(r)) continue;
+        if (answered(r)) {
+          readBack = true;
+          break;
+        }
+        unanswered++;
+      }
+      if (readBack) continue;
+      const what = `write ${w.key ?? w.path} (HTTP ${w.status})`;
+      const then = next ? `the next write ${next.key ?? next.path}` : "the release's end";
+      const step = /^([^:]+:\d+):fwd:/.exec(w.key ?? "")?.[1];
+      if (unanswered > 0 && step && next?.key?.startsWith(`${step}:bwd:`)) {
+        report.paths.push("read_back_unanswered_compensated");
+        continue;
       }
       report.unreadWrites++;
-      report.problems.push(`write ${w.key ?? w.path} (HTTP ${w.status}) was not read back`);
-    });
+      report.problems.push(
+        unanswered === 0
+          ? `${what} was not read back: no read of it was sent before ${then}`
+          : `${what} was not read back: ${unanswered} reads of it went unanswered, then ${then}, not its step's backward write`,
+      );
+    }
   }
 }
 
