@@ -119,6 +119,16 @@ describe("embedded SSH target", () => {
     expect(target.commands).toContain('echo "out $(pwd) $HOME"; echo oops >&2; exit 3');
   });
 
+  it("delivers output that reaches it after the command exited, before the exit status", async () => {
+    // On a loaded machine a command's last output can reach the target seconds after its exit
+    // (the shell runs off-thread; the chaos harness saw deploy.sh's pull line lost this way at
+    // load 38, "printed no result for pull (exit code 0)"). A background child holding stdout
+    // two seconds past the exit stands in for that late output.
+    const r = await sshExec(target, "(sleep 2; echo late) & echo early");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("early\nlate\n");
+  });
+
   it("puts the container CLI stand-in first on PATH and installs deploy.sh", async () => {
     const r = await sshExec(
       target,

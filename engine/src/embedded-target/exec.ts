@@ -24,9 +24,14 @@ export interface RunningExec {
   done: Promise<void>;
 }
 
-/** Longest wait (ms) for a command's stdout/stderr to drain after it exited: a background
- * child that inherited them must not keep the channel open forever. */
-const DRAIN_GRACE_MS = 1_000;
+/**
+ * Longest wait (ms) for a command's stdout/stderr to drain after it exited: a background child
+ * that inherited them must not keep the channel open forever, but output still on its way must
+ * arrive first. The shell runs off-thread, so on a loaded machine its last lines can reach this
+ * thread seconds after the exit (at load 38, 1 s lost deploy.sh's result line: "printed no
+ * result for pull", exit 0). OpenSSH's sshd waits for the end of output without any bound.
+ */
+const DRAIN_GRACE_MS = 15_000;
 
 /**
  * Starts `command` and wires it to `channel`. Never throws; a spawn failure exits 127.
