@@ -183,6 +183,36 @@ describe("start, status, record", () => {
     noStack(r.stderr);
   });
 
+  it("refuses an acceptance whose --expires is in the past, naming --expires and a future time", async () => {
+    const r = await baton(
+      ["accept", live.ids.compensated, "--by", "alice", "--expires", "2001-01-01T00:00:00Z"],
+      env(),
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^\[engine\] --expires 2001-01-01T00:00:00\.000Z is in the past/m);
+    expect(r.stderr).toMatch(
+      /^ {2}- --expires: .*; fix: give a time after now, e\.g\. \d{4}-\d\d-\d\dT[\d:]+Z \(30 days on\), or leave --expires out/m,
+    );
+    expect(r.stderr).not.toContain("body.");
+    noStack(r.stderr);
+  });
+
+  it("names file:line:column of an alias bomb and says not to use aliases", async () => {
+    const lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"];
+    for (let i = 0; i < 6; i++) {
+      const [prev, cur] = [String.fromCharCode(97 + i), String.fromCharCode(98 + i)];
+      lines.push(`${cur}: &${cur} [${Array(10).fill(`*${prev}`).join(", ")}]`);
+    }
+    const bomb = path.join(dir, "bomb.yaml");
+    writeFileSync(bomb, `${lines.join("\n")}\n`);
+    const r = await baton(["check", bomb]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`${bomb}:3:`);
+    expect(r.stdout).toMatch(/the alias \*b expands into too much/);
+    expect(r.stdout).toMatch(/fix: Do not use anchors and aliases/);
+    noStack(r.stdout + r.stderr);
+  });
+
   it("refuses bad status arguments (2) and unknown releases (1)", async () => {
     expect((await baton(["status", "--state", "exploded"], env())).code).toBe(2);
     expect((await baton(["status", "--limit", "0"], env())).code).toBe(2);

@@ -104,7 +104,14 @@ describe("parseRecipeText", () => {
       const cur = String.fromCharCode(98 + i);
       lines.push(`${cur}: &${cur} [${Array(10).fill(`*${prev}`).join(", ")}]`);
     }
-    expect(thrown(() => parseRecipeText(`${lines.join("\n")}\n`, "bomb.yaml")).status).toBe(400);
+    const e = thrown(() => parseRecipeText(`${lines.join("\n")}\n`, "bomb.yaml"));
+    expect(e.status).toBe(400);
+    // The library's own text names no place; the refusal names the alias that tipped it over.
+    expect(e.message).toMatch(
+      /^\[recipe\] bomb\.yaml:\d+:\d+: the alias \*[a-i] expands into too much/,
+    );
+    expect(e.message).not.toContain("resource exhaustion");
+    expect(e.problems[0]?.fix).toMatch(/^Do not use anchors and aliases .* at most 100 aliases/);
   });
 });
 

@@ -31,14 +31,56 @@ export function errorResponse(
 }
 
 /**
- * Turns zod issues into problems with dotted paths under `prefix` (e.g. `body`, `query`).
- * @param fix what to do, when the schema's message does not say it.
+ * Turns zod issues into problems with dotted paths under `prefix` (e.g. `body`, `query`),
+ * in plain words: zod's own texts ("Invalid input: expected object, received array",
+ * "Unrecognized key") are rewritten to say what the field must be.
+ * @param fixes what to do, by field (`limit`, `by`; `""` for the whole body/query), when the
+ *   schema's message does not say it; a string is the fix of every field.
+ * @param fields the fields the object takes, named in the fix of an unknown field.
  */
-export function zodProblems(err: ZodError, prefix: string, fix = "see docs/engine.md"): Problem[] {
+export function zodProblems(
+  err: ZodError,
+  prefix: string,
+  fixes: string | Readonly<Record<string, string>> = {},
+  fields: readonly string[] = [],
+): Problem[] {
   return err.issues.map((i) => {
-    const path = [prefix, ...i.path.map(String)].filter(Boolean).join(".");
-    return { path, message: i.message, fix };
+    const field = i.path.map(String).join(".");
+    const path = [prefix, field].filter(Boolean).join(".");
+    const given = typeof fixes === "string" ? fixes : fixes[field];
+    if (i.code === "unrecognized_keys") {
+      const keys = i.keys.map((k) => JSON.stringify(k)).join(", ");
+      return {
+        path,
+        message: `has the unknown field${i.keys.length > 1 ? "s" : ""} ${keys}`,
+        fix:
+          given ??
+          `remove ${keys}${fields.length > 0 ? `; ${prefix || "it"} takes only ${fields.join(", ")}` : ""}`,
+      };
+    }
+    const message = plainZodMessage(i.message);
+    const what = path || prefix;
+    const fix = message.startsWith("is missing") ? `add ${what}` : `change ${what}: it ${message}`;
+    return { path, message, fix: given ?? fix };
   });
+}
+
+const ZOD_TYPE = /^Invalid input: expected (\w+), received (\w+)$/;
+
+/** "Invalid input: expected object, received array" -> "must be a JSON object, not an array". */
+function plainZodMessage(message: string): string {
+  const m = ZOD_TYPE.exec(message);
+  if (!m) return message.replace(/^Invalid input: /, "must be valid: ");
+  const [, expected = "", received = ""] = m;
+  if (received === "undefined") return `is missing; it must be ${typeWords(expected)}`;
+  return `must be ${typeWords(expected)}, not ${received === "NaN" ? "something that is not a number" : typeWords(received)}`;
+}
+
+function typeWords(t: string): string {
+  if (t === "object") return "a JSON object";
+  if (t === "array") return "an array";
+  if (t === "null") return "null";
+  return /^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`;
 }
 
 /** A 400 BatonError naming every bad field. */

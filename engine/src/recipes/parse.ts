@@ -2,7 +2,7 @@
  * Reads a recipe file's text (YAML, or JSON, which is YAML 1.2) into a plain value, with
  * parse errors that name the file, line and column instead of a stack trace.
  */
-import { isNode, Lexer, parseAllDocuments, parseDocument } from "yaml";
+import { Alias, type Document, isNode, Lexer, parseAllDocuments, parseDocument, visit } from "yaml";
 import { BatonError } from "../domain/errors.ts";
 
 /** Largest recipe text accepted (bytes of UTF-8): a 256-lane recipe is well under 200 KB. */
@@ -109,17 +109,7 @@ export function parseRecipeText(text: string, filename: string): ParsedRecipeTex
         : `Fix the ${filename.endsWith(".json") ? "JSON" : "YAML"} syntax there: check the indentation (spaces, not tabs), that every key is followed by \`: \`, and that brackets and quotes are closed.`;
     throw bad(filename, pos, dup ? `the key \`${dup}\` appears twice in one mapping` : what, fix);
   }
-  let value: unknown;
-  try {
-    value = doc.toJS({ maxAliasCount: 100 });
-  } catch (e) {
-    throw bad(
-      filename,
-      null,
-      e instanceof Error ? e.message : String(e),
-      "Define each anchor (&name) before its alias (*name), and do not expand aliases recursively.",
-    );
-  }
+  const value = yamlToJs(doc, text, filename);
   const lineCounterStarts = lineStarts(text);
   return {
     value,
@@ -131,6 +121,62 @@ export function parseRecipeText(text: string, filename: string): ParsedRecipeTex
       return null;
     },
   };
+}
+
+/** Alias expansions a recipe may make (the YAML library's `maxAliasCount`). */
+export const RECIPE_MAX_ALIASES = 100;
+
+/**
+ * `doc.toJS()` with at most `RECIPE_MAX_ALIASES` alias expansions. An alias bomb ("billion
+ * laughs": anchors of aliases of anchors…) or an alias before its anchor is refused at the
+ * alias that tipped it over, as `<filename>:<line>:<col>`: the library's own error names no
+ * place. Each alias node's `toJSON` is wrapped for this one conversion to know which alias
+ * was being resolved when the library threw.
+ * @throws BatonError `bad_request` (400) with one problem carrying the fix.
+ */
+export function yamlToJs(doc: Document, text: string, filename: string): unknown {
+  const active: Alias[] = [];
+  visit(doc, {
+    Alias(_key, node) {
+      const own = (arg: unknown, ctx: unknown) => {
+        active.push(node);
+        const res = Alias.prototype.toJSON.call(node, arg as string, ctx as never);
+        active.pop();
+        return res;
+      };
+      Object.defineProperty(node, "toJSON", { value: own, configurable: true });
+    },
+  });
+  try {
+    return doc.toJS({ maxAliasCount: RECIPE_MAX_ALIASES });
+  } catch (e) {
+    const alias = active.at(-1);
+    const pos = alias?.range ? position(lineStarts(text), alias.range[0]) : null;
+    const msg = e instanceof Error ? e.message : String(e);
+    if (/Excessive alias count/.test(msg)) {
+      throw bad(
+        filename,
+        pos,
+        `the alias ${alias ? `*${alias.source}` : ""} expands into too much: aliases of anchors that hold aliases multiply (an "alias bomb"), and a recipe may expand at most ${RECIPE_MAX_ALIASES}`,
+        `Do not use anchors and aliases (&name / *name) in a recipe: write the values out. A recipe may expand at most ${RECIPE_MAX_ALIASES} aliases, and never an alias of something that holds aliases.`,
+      );
+    }
+    throw bad(
+      filename,
+      pos,
+      msg.replace(
+        /^Unresolved alias \(the anchor must be set before the alias\)/,
+        "unresolved alias",
+      ),
+      "Define each anchor (&name) before its alias (*name), or write the value out instead of the alias.",
+    );
+  } finally {
+    visit(doc, {
+      Alias(_key, node) {
+        delete (node as { toJSON?: unknown }).toJSON;
+      },
+    });
+  }
 }
 
 function throwMulti(message: string): never {

@@ -7,6 +7,7 @@
  * recorded in history and answered with their status, not thrown.
  */
 
+import type { Problem } from "../domain/errors.ts";
 import type { GateEvidence } from "../domain/gate/evidence.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import type { HistoryEntry, Json, Release } from "../domain/types.ts";
@@ -20,6 +21,8 @@ export interface Refusal {
   status: 404 | 409 | 422;
   code: string;
   reason: string;
+  /** The bad fields of the request, each with its fix (as a 400's `problems`). */
+  problems?: Problem[];
 }
 
 export interface Accepted<T extends Record<string, Json> = Record<string, Json>> {

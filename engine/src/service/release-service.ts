@@ -75,7 +75,11 @@ import type { EffectsDue } from "./effects-due.ts";
 import { assertLanesFree, lanesClaimedError } from "./lane-claims.ts";
 import { capLogTail } from "./log-tail.ts";
 import { RefusalLog } from "./refusal-log.ts";
+
 import { DEFAULT_RETENTION, Retention, type RetentionPolicy } from "./retention.ts";
+
+/** One day, ms (the example expiry of an acceptance). */
+const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** Minimal logger; `console` fits. */
 export interface Logger {
@@ -909,11 +913,19 @@ export class ReleaseService implements ReleaseApi {
     }
     const now = this.clock.now();
     if (o.expires_at != null && o.expires_at <= now) {
+      const message = `${new Date(o.expires_at).toISOString()} is in the past (the engine's clock reads ${new Date(now).toISOString()}); an acceptance cannot have expired already`;
       return {
         ok: false,
         status: 422,
         code: "bad_expiry",
-        reason: `[engine] expires_at ${new Date(o.expires_at).toISOString()} is not in the future`,
+        reason: `[engine] body.expires_at ${message}`,
+        problems: [
+          {
+            path: "body.expires_at",
+            message,
+            fix: `give a time after now, e.g. ${new Date(now + 30 * DAY_MS).toISOString().replace(/\.\d{3}Z$/, "Z")} (30 days on), or leave body.expires_at out for an acceptance that does not expire`,
+          },
+        ],
       };
     }
     await this.store.appendHistory([

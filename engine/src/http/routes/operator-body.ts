@@ -38,22 +38,52 @@ export function actorOf(name: string | undefined): string {
   return name ? `operator:${name.trim()}` : "operator";
 }
 
-/** Parses an optional JSON body with `schema`; an empty body is `{}`. @throws BatonError 400. */
+/** The fields of an object schema (its shape's keys); none for other schemas. */
+export function schemaFields(schema: z.ZodType): string[] {
+  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
+}
+
+/** What `value` is, in words: "an array", "the number 42", "a string", "null". */
+function kindOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "number" || typeof value === "boolean")
+    return `the ${typeof value} ${value}`;
+  return `a ${typeof value}`;
+}
+
+/**
+ * Parses an optional JSON body of an operator verb with `schema`; an empty body is `{}`.
+ * Every verb's body goes through here, so each refusal names the field and the fix the same
+ * way: not JSON, not a JSON object (an array, a number…), an unknown field, a bad value.
+ * @param example a body to show in the fix (default: the schema's fields with `…` values).
+ * @param fixes what to do per field, when the schema's message does not say it.
+ * @throws BatonError 400.
+ */
 export async function jsonBody<T extends z.ZodType>(
   c: Context,
   what: string,
   schema: T,
+  o: { example?: string; fixes?: Readonly<Record<string, string>> } = {},
 ): Promise<z.infer<T>> {
+  const fields = schemaFields(schema);
+  const example = o.example ?? `{${fields.map((f) => `"${f}": "…"`).join(", ")}}`;
+  const send = `send a JSON object such as ${example}${schema.safeParse({}).success ? ", or no body" : ""}`;
   const text = await c.req.text();
   let value: unknown = {};
   if (text.trim() !== "") {
     try {
       value = JSON.parse(text);
     } catch {
-      throw badRequest(what, [{ path: "body", message: "is not JSON", fix: "send a JSON object" }]);
+      throw badRequest(what, [{ path: "body", message: "is not JSON", fix: send }]);
     }
   }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw badRequest(what, [
+      { path: "body", message: `is ${kindOf(value)}, not a JSON object`, fix: send },
+    ]);
+  }
   const b = schema.safeParse(value);
-  if (!b.success) throw badRequest(what, zodProblems(b.error, "body"));
+  if (!b.success) throw badRequest(what, zodProblems(b.error, "body", o.fixes ?? {}, fields));
   return b.data;
 }

@@ -5,7 +5,7 @@
 
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { parseDocument, parse as parseYaml, YAMLParseError } from "yaml";
+import { parseDocument, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import { gateSummaries } from "../../domain/gate/summary.ts";
@@ -14,12 +14,12 @@ import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
 import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
-import { assertRecipeNesting, duplicateKeyAt } from "../../recipes/parse.ts";
+import { assertRecipeNesting, duplicateKeyAt, yamlToJs } from "../../recipes/parse.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { currentDrift } from "../../service/drift.ts";
 import { requireBearer } from "../auth.ts";
 import { badRequest, zodProblems } from "../errors.ts";
-import { ActorField, actorOf, jsonBody, ReasonField } from "./operator-body.ts";
+import { ActorField, actorOf, jsonBody, ReasonField, schemaFields } from "./operator-body.ts";
 import { answer } from "./step-runs.ts";
 
 export interface ReleaseRouteOptions {
@@ -45,9 +45,22 @@ const ListQuery = z
       .min(1, "must be 1..200")
       .max(200, "must be 1..200")
       .default(50),
-    before: z.coerce.number({ error: "must be epoch ms" }).int().nonnegative().optional(),
+    before: z.coerce
+      .number({ error: "must be a time in epoch milliseconds" })
+      .int("must be a whole number of epoch milliseconds")
+      .nonnegative("must be 0 or more epoch milliseconds")
+      .optional(),
   })
   .strict();
+
+/** What to do about each bad field of `GET /v1/releases` (docs/engine.md). */
+const LIST_FIXES: Readonly<Record<string, string>> = {
+  limit:
+    "ask for 1 to 200 releases a page (default 50); for more, fetch the next page with before=<created_at of the last release on this page>",
+  before:
+    "give the created_at (epoch milliseconds, e.g. 1764662400000) of the last release of the previous page, or leave before out for the newest releases",
+  state: "give one of the states listed, or leave state out for releases in every state",
+};
 
 const CreateQuery = z
   .object({
@@ -92,7 +105,8 @@ export function parseStartBody(
     return { recipe: value, attestations: [], rollback: false };
   }
   const b = SignedStart.safeParse(value);
-  if (!b.success) throw badRequest("signed start", zodProblems(b.error, "body"));
+  if (!b.success)
+    throw badRequest("signed start", zodProblems(b.error, "body", {}, schemaFields(SignedStart)));
   const recipe =
     typeof b.data.recipe === "string"
       ? parseRecipeBody(b.data.recipe, "application/yaml")
@@ -127,18 +141,25 @@ const AcceptBody = z
 const HistoryQuery = z
   .object({
     cursor: z.coerce
-      .number()
+      .number({ error: "must be a whole number (the next_cursor of the previous page)" })
       .int("must be a whole number (the next_cursor of the previous page)")
       .min(0, "must be 0 or more")
       .default(0),
     limit: z.coerce
-      .number()
+      .number({ error: "must be a whole number" })
       .int("must be a whole number")
       .min(1, "must be 1..1000")
       .max(1000, "must be 1..1000")
       .default(200),
   })
   .strict();
+
+/** What to do about each bad field of `GET /v1/releases/:id/history`. */
+const HISTORY_FIXES: Readonly<Record<string, string>> = {
+  cursor:
+    "leave cursor out for the first page, then pass the next_cursor the previous page answered",
+  limit: "ask for 1 to 1000 entries a page (default 200)",
+};
 
 const AbortBody = z.object({ reason: ReasonField.optional() }).strict();
 
@@ -262,8 +283,12 @@ export function parseRecipeBody(text: string, contentType: string | undefined): 
   assertRecipeNesting(text, "request body");
   refuseDuplicateKeys(text);
   try {
-    return isYaml ? parseYaml(text, { maxAliasCount: 100 }) : JSON.parse(text);
+    if (!isYaml) return JSON.parse(text);
+    const doc = parseDocument(text);
+    if (doc.errors[0]) throw doc.errors[0];
+    return yamlToJs(doc, text, "request body");
   } catch (e) {
+    if (e instanceof BatonError) throw e;
     const where =
       e instanceof YAMLParseError && e.linePos?.[0]
         ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}`
@@ -312,7 +337,9 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
 
   app.post("/", operator, limit, async (c) => {
     const q = CreateQuery.safeParse(c.req.query());
-    if (!q.success) throw badRequest("query", zodProblems(q.error, "query"));
+    if (!q.success) {
+      throw badRequest("query", zodProblems(q.error, "query", {}, schemaFields(CreateQuery)));
+    }
     const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
     const release = await o.api.start(body.recipe, "operator", {
       hold: q.data.start === "false",
@@ -335,7 +362,12 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
 
   app.get("/", reader, async (c) => {
     const q = ListQuery.safeParse(c.req.query());
-    if (!q.success) throw badRequest("query", zodProblems(q.error, "query"));
+    if (!q.success) {
+      throw badRequest(
+        "query",
+        zodProblems(q.error, "query", LIST_FIXES, ["state", "limit", "before"]),
+      );
+    }
     const releases = await o.api.list(q.data);
     return c.json({ releases });
   });
@@ -343,7 +375,9 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
   app.get("/:id/history", reader, async (c) => {
     const id = releaseParam(c);
     const q = HistoryQuery.safeParse(c.req.query());
-    if (!q.success) throw badRequest("query", zodProblems(q.error, "query"));
+    if (!q.success) {
+      throw badRequest("query", zodProblems(q.error, "query", HISTORY_FIXES, ["cursor", "limit"]));
+    }
     if (!o.api.historyPage)
       throw new BatonError("not_found", "[engine] history pages are not served here");
     return c.json(await o.api.historyPage(id, q.data));
@@ -361,21 +395,8 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
 
   app.post("/:id/abort", operator, async (c) => {
     const id = releaseParam(c);
-    const text = await c.req.text();
-    let reason = "aborted by operator";
-    if (text.trim() !== "") {
-      let value: unknown;
-      try {
-        value = JSON.parse(text);
-      } catch {
-        throw badRequest("abort body", [
-          { path: "body", message: "is not JSON", fix: 'send {"reason": "…"} or no body' },
-        ]);
-      }
-      const b = AbortBody.safeParse(value);
-      if (!b.success) throw badRequest("abort body", zodProblems(b.error, "body"));
-      if (b.data.reason) reason = b.data.reason;
-    }
+    const b = await jsonBody(c, "abort body", AbortBody);
+    const reason = b.reason || "aborted by operator";
     const r = await o.api.abort(id, "operator", reason);
     return answer(c, r, (a) => ({ id, state: a.release.state, generation: a.release.generation }));
   });
@@ -434,20 +455,13 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
 
   app.post("/:id/accept", operator, async (c) => {
     const id = releaseParam(c);
-    let value: unknown;
-    try {
-      value = JSON.parse((await c.req.text()) || "null");
-    } catch {
-      throw badRequest("accept body", [
-        { path: "body", message: "is not JSON", fix: 'send {"by": "owner@example.com"}' },
-      ]);
-    }
-    const b = AcceptBody.safeParse(value);
-    if (!b.success) throw badRequest("accept body", zodProblems(b.error, "body"));
-    const r = await o.api.accept(id, b.data.by, {
-      ...(b.data.expires_at ? { expires_at: Date.parse(b.data.expires_at) } : {}),
-      ...(b.data.note ? { note: b.data.note } : {}),
-      ...(b.data.record_digest ? { record_digest: b.data.record_digest } : {}),
+    const b = await jsonBody(c, "accept body", AcceptBody, {
+      example: '{"by": "owner@example.com", "expires_at": "2027-01-31T00:00:00Z"}',
+    });
+    const r = await o.api.accept(id, b.by, {
+      ...(b.expires_at ? { expires_at: Date.parse(b.expires_at) } : {}),
+      ...(b.note ? { note: b.note } : {}),
+      ...(b.record_digest ? { record_digest: b.record_digest } : {}),
     });
     return answer(c, r, (a) => ({ id, state: a.release.state, ...a.reply }));
   });

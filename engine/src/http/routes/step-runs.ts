@@ -74,7 +74,7 @@ export function answer(
   r: Accepted | Refusal,
   ok: (a: Accepted) => Record<string, unknown>,
 ): Response {
-  if (!r.ok) return errorResponse(c, r.status, r.code, r.reason);
+  if (!r.ok) return errorResponse(c, r.status, r.code, r.reason, r.problems);
   return c.json(ok(r), 200);
 }
 
