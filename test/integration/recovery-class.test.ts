@@ -379,4 +379,120 @@ describe.each(STORE_KINDS)("recovery classes on %s", (kind) => {
       expect(next.status, await next.clone().text()).toBe(201);
     },
   );
+  it.skipIf(skip)(
+    "rollback of a succeeded recoverable release restores traffic and images, then waits for the rolled-back recipe's restore action; confirm-restore ends it succeeded with who, when and the RTO in its record",
+    async () => {
+      h = await makeHarness({ kind, admission: trust.admission });
+      const fleet = new Fleet();
+      // The earlier succeeded release whose admitted manifest the rollback runs again.
+      const p = await start(h, recipe(2, { image: PREVIOUS_IMAGE, previous_image: FIXED }), T0);
+      await drive(h, fleet.decide());
+      expect((await full(h, p)).state).toBe("succeeded");
+      const leftByP = h.cp.weights("summarizer-v7");
+      const restore = "restore the feature store snapshot with ./ops/restore-fs.sh";
+      h.clock.advance(3_600_000);
+      const id = await start(
+        h,
+        recipe(2, { recovery_class: "recoverable", restore }),
+        T0 + 3_600_000,
+      );
+      await drive(h, fleet.decide());
+      expect((await full(h, id)).state).toBe("succeeded");
+      expect([...fleet.images.values()]).toEqual([IMAGE, IMAGE]);
+      // Offered, saying the restore follows.
+      const offered = (await full(h, id)).lifecycle_actions.find((a) => a.action === "rollback");
+      expect(offered?.effect).toMatch(/restore action/);
+
+      h.clock.advance(60_000);
+      const asked = h.clock.now();
+      const res = await op(h, "POST", `/v1/releases/${id}/rollback`, {
+        reason: "p99 latency doubled",
+        actor: "bob",
+      });
+      expect(res.status, await res.clone().text()).toBe(201);
+      const q = ((await res.json()) as { id: string }).id;
+      await drive(h, fleet.decide(), 400, () => h?.clock.advance(1000));
+      // The environment: traffic and images are p's again.
+      expect([...fleet.images.values()]).toEqual([PREVIOUS_IMAGE, PREVIOUS_IMAGE]);
+      expect(h.cp.weights("summarizer-v7")).toEqual(leftByP);
+      // But the rollback is not done until the restore action ran: it waits, lanes claimed.
+      const waiting = await full(h, q);
+      expect(waiting.state).toBe("needs_operator");
+      expect(waiting.reason).toContain(restore);
+      expect(waiting.reason).toContain(`baton confirm-restore ${q}`);
+      expect(waiting.reason).toContain(id);
+      expect(waiting.step_runs.filter((s) => s.direction === "bwd")).toEqual([]);
+      expect(waiting.available_actions.map((a) => a.action).sort()).toEqual([
+        "abandon",
+        "confirm_restore",
+      ]);
+      expect(waiting.available_actions.find((a) => a.action === "confirm_restore")?.effect).toMatch(
+        /ends succeeded/,
+      );
+      h.clock.advance(3_600_000);
+      await drive(h, fleet.decide());
+      expect((await full(h, q)).state).toBe("needs_operator");
+      const other = recipe(2, { image: FIXED, previous_image: PREVIOUS_IMAGE });
+      const blocked = await op(h, "POST", "/v1/releases", {
+        recipe: other,
+        bundle: await trust.sign(other, { issued_at: new Date(h.clock.now()) }),
+        attestations: [await trust.provenance(FIXED)],
+      });
+      expect(blocked.status, await blocked.clone().text()).toBe(409);
+      const open = await record(h, q);
+      expect(open.lineage).toMatchObject({ verb: "rollback", of: id, manifest_of: p });
+      expect(open.recovery.restore).toMatchObject({ action: restore, confirmed: null });
+      expect(open.recovery.rto_ms).toBeNull();
+      expect(open.known_gaps.some((g) => /nobody confirmed the restore action yet/.test(g))).toBe(
+        true,
+      );
+      const abort = await op(h, "POST", `/v1/releases/${q}/abort`, { reason: "x" });
+      expect(abort.status).toBe(409);
+      expect(await abort.text()).toContain("confirm-restore");
+
+      const at = h.clock.now();
+      const ok = await op(h, "POST", `/v1/releases/${q}/confirm-restore`, {
+        actor: "alice",
+        reason: "restored snapshot fs-2041; row counts match",
+      });
+      expect(ok.status, await ok.clone().text()).toBe(200);
+      const done = await full(h, q);
+      expect(done.state).toBe("succeeded");
+      expect([...fleet.images.values()]).toEqual([PREVIOUS_IMAGE, PREVIOUS_IMAGE]);
+      expect(h.cp.weights("summarizer-v7")).toEqual(leftByP);
+      const rec = await record(h, q);
+      expect(rec.release.state).toBe("succeeded");
+      expect(rec.recovery.exercised).toBe(true);
+      expect(rec.recovery.restore?.action).toBe(restore);
+      expect(rec.recovery.restore?.confirmed).toEqual({
+        by: "operator:alice",
+        at,
+        what: "restored snapshot fs-2041; row counts match",
+      });
+      // The rollback's recovery: from its request to the restore's confirmation.
+      expect(rec.recovery.started_at).toBe(asked);
+      expect(rec.recovery.traffic_restored_at).toBe(rec.recovery.restore?.waited_since);
+      expect(rec.recovery.finished_at).toBe(at);
+      expect(rec.recovery.rto_ms).toBe(at - asked);
+      expect(rec.decisions.find((d) => d.kind === "confirm_restore")).toMatchObject({
+        by: "operator:alice",
+        automatic: false,
+      });
+      expect(
+        rec.deviations.some((d) =>
+          new RegExp(`restore action run by operator:alice after the rollback of ${id}`).test(
+            d.what,
+          ),
+        ),
+      ).toBe(true);
+      expect(rec.known_gaps.some((g) => /restore action/.test(g))).toBe(false);
+      // Its lanes are free again.
+      const next = await op(h, "POST", "/v1/releases", {
+        recipe: other,
+        bundle: await trust.sign(other, { issued_at: new Date(h.clock.now()) }),
+        attestations: [await trust.provenance(FIXED)],
+      });
+      expect(next.status, await next.clone().text()).toBe(201);
+    },
+  );
 });

@@ -593,11 +593,11 @@ export function promote(
 
 const HOLD_VERB_DONE: Record<
   "pause" | "release" | "promote" | "confirm-restore",
-  (id: string) => string
+  (id: string, state: string) => string
 > = {
   pause: (id) => `step runs in flight settle, then nothing new starts until baton resume ${id}`,
-  "confirm-restore": (id) =>
-    `the restore action is recorded with your name; ${id} is rolled back and its lanes are free`,
+  "confirm-restore": (id, state) =>
+    `the restore action is recorded with your name; ${id} is ${state === "succeeded" ? "a finished rollback" : "rolled back"} and its lanes are free`,
   release: () => "the candidate gets its first exposure; the rollout goes on",
   promote: () => "the next wave begins",
 };
@@ -621,7 +621,10 @@ export async function holdVerb(
     JSON.stringify({ reason: o.reason ?? "", ...(actor ? { actor } : {}) }),
   );
   if (o.json) printJson(io, res);
-  else print(io, [`${action} accepted: ${id} is now ${res.state}; ${HOLD_VERB_DONE[action](id)}`]);
+  else
+    print(io, [
+      `${action} accepted: ${id} is now ${res.state}; ${HOLD_VERB_DONE[action](id, res.state)}`,
+    ]);
   return EXIT.ok;
 }
 

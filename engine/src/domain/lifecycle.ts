@@ -53,7 +53,7 @@ export function lifecycleActions(
     out.push({
       action: "rollback",
       target: id,
-      effect: `starts a new release that runs the previous admitted manifest of ${release.manifest.model}${o.rollbackTo ? ` (${o.rollbackTo}'s)` : ""} again (an explicit rollback; its undo restores ${id}'s image)`,
+      effect: `starts a new release that runs the previous admitted manifest of ${release.manifest.model}${o.rollbackTo ? ` (${o.rollbackTo}'s)` : ""} again (an explicit rollback; its undo restores ${id}'s image)${release.manifest.recovery?.class === "recoverable" ? `; ${id}'s recovery class is recoverable, so once traffic and images are back the rollback waits for its restore action to be confirmed (${release.manifest.recovery.restore ?? "none named"})` : ""}`,
       command: `baton rollback ${id} --reason "<why>"`,
     });
   }

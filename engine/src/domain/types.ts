@@ -325,6 +325,12 @@ export interface Lineage {
   of: string;
   /** rollback: the earlier succeeded release whose admitted manifest runs again. */
   manifest_of?: string;
+  /**
+   * rollback of a `recoverable` release: its recipe's restore action (text). Once the rollback's
+   * steps have put traffic and images back, the rollback release waits `needs_operator` for it
+   * to be confirmed (`confirm_restore`) before it ends `succeeded`. Absent otherwise.
+   */
+  restore?: string;
 }
 
 /** The control plane's state of the release's lanes when it started. */

@@ -194,11 +194,22 @@ export function buildRecord(
   const backward = release.step_runs.filter((s) => s.direction === "bwd");
   const bStarts = backward.map((s) => s.started_at ?? s.created_at);
   const bEnds = backward.map((s) => s.finished_at).filter((x): x is number => x !== null);
-  const recStart = bStarts.length ? Math.min(...bStarts) : null;
-  const trafficEnd =
-    backward.length && bEnds.length === backward.length ? Math.max(...bEnds) : null;
   // recoverable: service is recovered once the restore action is confirmed, not before.
   const restore = release.restore ?? null;
+  // A rollback of a recoverable release that waited for its restore action: its recovery
+  // runs from the rollback's request (this release's creation) through its steps (traffic and
+  // images back when the wait began) to the restore's confirmation.
+  const rollbackRestore = restore !== null && release.lineage?.verb === "rollback";
+  const recStart = rollbackRestore
+    ? release.created_at
+    : bStarts.length
+      ? Math.min(...bStarts)
+      : null;
+  const trafficEnd = rollbackRestore
+    ? restore.since
+    : backward.length && bEnds.length === backward.length
+      ? Math.max(...bEnds)
+      : null;
   const recEnd = restore ? (restore.confirmed?.at ?? null) : trafficEnd;
 
   const deviations: ReleaseRecordDocument["deviations"] = [];
@@ -241,12 +252,14 @@ export function buildRecord(
   if (!rc) known_gaps.push("recovery class: the recipe declares none; reversible assumed");
   if (restore && !restore.confirmed)
     known_gaps.push(
-      `recovery class recoverable: traffic was rolled back but nobody confirmed the restore action${release.state === "abandoned" ? " before the release was abandoned" : " yet"}: ${restore.action}`,
+      `recovery class recoverable: ${rollbackRestore ? `the rollback of ${release.lineage?.of} put traffic and images back` : "traffic was rolled back"} but nobody confirmed the restore action${release.state === "abandoned" ? " before the release was abandoned" : " yet"}: ${restore.action}`,
     );
   if (restore?.confirmed)
     deviations.push({
       at: restore.confirmed.at,
-      what: `restore action run by ${restore.confirmed.actor} after the traffic rollback (recoverable): ${restore.confirmed.reason}`,
+      what: rollbackRestore
+        ? `restore action run by ${restore.confirmed.actor} after the rollback of ${release.lineage?.of} (recoverable): ${restore.confirmed.reason}`
+        : `restore action run by ${restore.confirmed.actor} after the traffic rollback (recoverable): ${restore.confirmed.reason}`,
     });
   if (release.roll_forward_hold)
     deviations.push({
@@ -368,7 +381,7 @@ export function buildRecord(
     known_gaps,
     recovery: {
       class: rc?.class ?? "reversible",
-      exercised: backward.length > 0,
+      exercised: backward.length > 0 || rollbackRestore,
       held_for_roll_forward: release.roll_forward_hold
         ? {
             at: release.roll_forward_hold.at,

@@ -214,7 +214,7 @@ export const ReleaseRecordDocument = z
       exercised: z
         .boolean()
         .describe(
-          "whether the recovery path ran: any backward (compensating) step ran (for a recoverable release the restore action follows; see restore)",
+          "whether the recovery path ran: any backward (compensating) step ran (for a recoverable release the restore action follows; see restore), or this is the rollback of a recoverable release that waited for its restore action",
         ),
       held_for_roll_forward: z
         .object({ at: Ms, unsafe_after: z.number().int(), why: z.string() })
@@ -222,9 +222,11 @@ export const ReleaseRecordDocument = z
         .describe(
           "roll_forward_only: the release was past its unsafe_after step when it failed or was aborted, so nothing was compensated; roll forward is its recovery path",
         ),
-      started_at: Ms.nullable().describe("the first backward step run started"),
+      started_at: Ms.nullable().describe(
+        "the first backward step run started (the rollback of a recoverable release: the rollback was requested)",
+      ),
       traffic_restored_at: Ms.nullable().describe(
-        "the last backward step run finished: traffic rolled back (null while compensating)",
+        "the last backward step run finished: traffic rolled back (null while compensating; the rollback of a recoverable release: its last step finished)",
       ),
       restore: z
         .object({
@@ -241,7 +243,7 @@ export const ReleaseRecordDocument = z
         })
         .nullable()
         .describe(
-          "recoverable, once compensation undid what took effect: the restore action the release waited for after its traffic rollback; null otherwise",
+          "recoverable, once compensation undid what took effect: the restore action the release waited for after its traffic rollback (or, on the rollback of a recoverable release, the rolled-back recipe's restore action it waited for after its steps); null otherwise",
         ),
       finished_at: Ms.nullable().describe(
         "recovery ended: traffic_restored_at, or for a recoverable release the restore's confirmation",

@@ -987,7 +987,15 @@ export class ReleaseService implements ReleaseApi {
         ...(data.bundle !== undefined ? { bundle: data.bundle } : {}),
         attestations: Array.isArray(data.attestations) ? data.attestations : [],
         rollback: true,
-        lineage: { verb: "rollback", of: id, manifest_of: prev.id },
+        lineage: {
+          verb: "rollback",
+          of: id,
+          manifest_of: prev.id,
+          // A recoverable release's restore action must follow its rollback too.
+          ...(release.manifest.recovery?.class === "recoverable"
+            ? { restore: release.manifest.recovery.restore ?? "(the recipe names none)" }
+            : {}),
+        },
         restoreImage: release.manifest.image,
       });
       this.log.info(

@@ -8,7 +8,12 @@ import { transition } from "../transition.ts";
 import type { Release, ReleaseEvent } from "../types.ts";
 import { guards } from "./guards.ts";
 import { LANE_RUNS_NOTHING } from "./operator.ts";
-import { confirmRestoreCommand, pastRollForwardPoint, rollForwardPointLabel } from "./recovery.ts";
+import {
+  confirmRestoreCommand,
+  pastRollForwardPoint,
+  rollbackDone,
+  rollForwardPointLabel,
+} from "./recovery.ts";
 
 /** Operator actions, as the API, CLI and dashboard name them. */
 export type OperatorAction =
@@ -147,7 +152,9 @@ export function availableActions(release: Release): AvailableAction[] {
       action: "confirm_restore",
       target: id,
       needs_reason: true,
-      effect: `records that you ran the recipe's restore action (${release.restore?.action ?? ""}) and what it showed; the release ends rolled_back and its lanes become free`,
+      effect: rollbackDone(release)
+        ? `records that you ran the restore action of ${release.lineage?.of} (${release.restore?.action ?? ""}), whose rollback this is, and what it showed; the rollback ends succeeded and its lanes become free`
+        : `records that you ran the recipe's restore action (${release.restore?.action ?? ""}) and what it showed; the release ends rolled_back and its lanes become free`,
       command: confirmRestoreCommand(id),
     });
   }

@@ -5,6 +5,7 @@
 import type { Draft } from "./draft.ts";
 import { holdsAtCursor } from "./holds.ts";
 import { advanceParallelWave, parallelWaveOf } from "./lanes.ts";
+import { awaitsRollbackRestore, holdForRollbackRestore } from "./recovery.ts";
 import { beginStepRun } from "./send.ts";
 
 /**
@@ -22,6 +23,11 @@ export function beginForwardAtCursor(d: Draft): void {
     return;
   }
   if (r.cursor >= r.manifest.steps.length) {
+    // A rollback of a recoverable release: traffic and images are back; its restore follows.
+    if (awaitsRollbackRestore(r)) {
+      holdForRollbackRestore(d);
+      return;
+    }
     r.state = "succeeded";
     r.reason = null;
     d.accept(`[engine] release ${r.id} succeeded: all ${r.manifest.steps.length} steps done`);

@@ -15,6 +15,7 @@ import { parallelWaveOf, releaseRerunDeadline, stuckInWave } from "./lanes.ts";
 import {
   confirmRestoreCommand,
   pastRollForwardPoint,
+  rollbackDone,
   rollForwardCommand,
   rollForwardPoint,
   rollForwardPointLabel,
@@ -456,7 +457,8 @@ export function release(d: Draft, e: Ev<"release">): Refusal | undefined {
  * `confirm_restore`: needs_operator -> rolled_back for a recoverable release waiting for its
  * restore action (docs/lifecycle.md "Recovery classes"): the operator ran it; the reason says
  * what was run and what it showed (required). Who, when and why are kept on the release
- * (`restore.confirmed`) and in history; the record's RTO ends here.
+ * (`restore.confirmed`) and in history; the record's RTO ends here. A rollback release waiting
+ * for the restore action of the recoverable release it rolls back ends `succeeded` instead.
  */
 export function confirmRestore(d: Draft, e: Ev<"confirm_restore">): Refusal | undefined {
   const r = d.release;
@@ -484,6 +486,17 @@ export function confirmRestore(d: Draft, e: Ev<"confirm_restore">): Refusal | un
   if (bad) return bad;
   const wait = r.restore as NonNullable<Release["restore"]>;
   wait.confirmed = { actor: e.actor, reason: e.reason, at: d.now };
+  if (rollbackDone(r)) {
+    // A rollback of a recoverable release: its steps all ran; with the restore it is done.
+    r.state = "succeeded";
+    r.reason = null;
+    d.accept(
+      `[engine] release ${r.id} succeeded: the rollback of ${r.lineage?.of} ran all ${r.manifest.steps.length} steps and ${e.actor} confirmed its restore action (${wait.action}): ${e.reason}`,
+      null,
+      { actor: e.actor, reason: e.reason, action: wait.action, waited_ms: d.now - wait.since },
+    );
+    return undefined;
+  }
   r.state = "rolled_back";
   r.reason = `rolled back: traffic undone and the restore action confirmed by ${e.actor}: ${e.reason}`;
   d.accept(

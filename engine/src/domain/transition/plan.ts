@@ -56,7 +56,8 @@ function forwardFrom(r: Release, from: number): PlannedStep[] {
  * - abandon: nothing runs; `leftAsIs` lists the undo steps that will not run;
  * - pause: nothing new runs; `runs` lists the forward step runs in flight, which settle;
  * - release: the forward steps from the cursor (the first exposure) to the end;
- * - confirm_restore: nothing runs (compensation is done; the release ends rolled_back).
+ * - confirm_restore: nothing runs (compensation is done; the release ends rolled_back; a
+ *   rollback release's steps are done, and it ends succeeded).
  */
 export function planOf(r: Release, a: Pick<AvailableAction, "action" | "target">): ActionPlan {
   const none: ActionPlan = { runs: [], leftAsIs: [] };

@@ -11,6 +11,11 @@
  * (`confirm_restore`, reason required); only then does it end `rolled_back`. The restore is
  * the operator's (a runbook action on state Baton does not own); the engine's part is not to
  * call the release rolled back, nor free its lanes, before someone confirms it.
+ *
+ * A `rollback` of a succeeded recoverable release is a new release (the previous admitted
+ * manifest again) whose `lineage.restore` carries the rolled-back recipe's restore action: once
+ * its steps have put traffic and images back it waits `needs_operator` the same way, and
+ * `confirm_restore` ends it `succeeded`.
  */
 import type { Release } from "../types.ts";
 import { type Draft, stepRunAt } from "./draft.ts";
@@ -77,6 +82,36 @@ export function awaitsRestore(r: Release): boolean {
     !r.restore?.confirmed &&
     r.step_runs.some((sr) => sr.direction === "fwd" && guards.mayHaveTakenEffect(sr))
   );
+}
+
+/**
+ * Whether a rollback release whose last step just succeeded must wait for the restore action
+ * of the recoverable release it rolls back (`lineage.restore`), not confirmed yet.
+ */
+export function awaitsRollbackRestore(r: Release): boolean {
+  return r.lineage?.verb === "rollback" && r.lineage.restore !== undefined && !r.restore?.confirmed;
+}
+
+/** Whether `r` is a rollback release whose steps all ran (its wait is for the restore). */
+export function rollbackDone(r: Release): boolean {
+  return r.lineage?.verb === "rollback" && r.cursor >= r.manifest.steps.length;
+}
+
+/**
+ * A rollback of a recoverable release ran every step (traffic and images are back): it waits
+ * `needs_operator` for the rolled-back recipe's restore action, saying which and how to confirm
+ * it. Its lanes stay claimed meanwhile; `confirm_restore` ends it `succeeded`.
+ */
+export function holdForRollbackRestore(d: Draft): void {
+  const r = d.release;
+  const of = r.lineage?.of ?? "?";
+  const action = r.lineage?.restore ?? "(the recipe names none)";
+  r.state = "needs_operator";
+  r.restore = { action, since: d.now, confirmed: null };
+  r.reason = `the rollback of ${of} put traffic and images back (all ${r.manifest.steps.length} steps done), but ${of}'s recovery class is recoverable: run its restore action, then confirm it (${confirmRestoreCommand(r.id)}); until then the rollback has not succeeded and its lanes stay claimed; restore action: ${action}`;
+  d.accept(`[engine] release ${r.id} waits for the restore action of ${of}: ${r.reason}`, null, {
+    restore: { action, since: d.now, of },
+  });
 }
 
 /** A release waiting `needs_operator` for its restore action to be run and confirmed. */

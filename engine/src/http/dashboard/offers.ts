@@ -8,6 +8,7 @@
 import { type LifecycleVerb, lifecycleActions } from "../../domain/lifecycle.ts";
 import { type AvailableAction, availableActions } from "../../domain/transition/exits.ts";
 import { type PlannedStep, planOf } from "../../domain/transition/plan.ts";
+import { rollbackDone } from "../../domain/transition/recovery.ts";
 import type { Release } from "../../domain/types.ts";
 import type { PlanWords } from "./action-pages.tsx";
 import { stepAction, stepWords } from "./summary.ts";
@@ -233,7 +234,9 @@ export function planWords(r: Release, action: Offer["action"], target: string): 
     return {
       heading: "Nothing runs",
       lanes: [],
-      empty: `Compensation is done (traffic rolled back). Run the restore action first: ${r.restore?.action ?? "(none named)"}. Confirming records who ran it and what it showed; the release then ends rolled back and its lanes become free.`,
+      empty: rollbackDone(r)
+        ? `The rollback of ${r.lineage?.of} is done (traffic and images are back). Run ${r.lineage?.of}'s restore action first: ${r.restore?.action ?? "(none named)"}. Confirming records who ran it and what it showed; the rollback then ends succeeded and its lanes become free.`
+        : `Compensation is done (traffic rolled back). Run the restore action first: ${r.restore?.action ?? "(none named)"}. Confirming records who ran it and what it showed; the release then ends rolled back and its lanes become free.`,
     };
   }
   if (action === "pause") {

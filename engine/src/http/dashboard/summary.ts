@@ -6,6 +6,7 @@
  * Numbers are for people: steps and waves count from 1.
  */
 import { causeOf } from "../../domain/notifications.ts";
+import { rollbackDone } from "../../domain/transition/recovery.ts";
 import type { HistoryEntry, Json, ManifestStep, Release, StepRun } from "../../domain/types.ts";
 import type { AttemptResult } from "../../ports/store.ts";
 import { type CheckRow, checkRows } from "./format.ts";
@@ -314,7 +315,9 @@ function headline(
       return operator
         ? `Needs an operator: undoing ${stepWords(operator.step)} failed${operator.lane ? ` on lane ${operator.lane}` : ""}`
         : r.restore && !r.restore.confirmed
-          ? "Needs an operator: traffic was rolled back; run the restore action and confirm it"
+          ? rollbackDone(r)
+            ? `Needs an operator: the rollback of ${r.lineage?.of} is done; run its restore action and confirm it`
+            : "Needs an operator: traffic was rolled back; run the restore action and confirm it"
           : "Needs an operator";
     case "paused":
       return `Paused${at}${because}`;
