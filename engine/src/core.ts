@@ -224,5 +224,9 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
       }
     },
   });
-  return { app, tick, service, reconciler, stop: () => reconciler.stop() };
+  const stop = async () => {
+    await reconciler.stop();
+    await service.stop();
+  };
+  return { app, tick, service, reconciler, stop };
 }

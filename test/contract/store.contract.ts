@@ -1086,6 +1086,66 @@ export function storeContract(name: string, factory: StoreFactory): void {
       });
     });
 
+    describe("leases (one engine of several runs a periodic job)", () => {
+      it("takeLease: of several owners asking at once across stores exactly one holds it", async () => {
+        const peer = await h.openPeer();
+        const got = await Promise.all(
+          ["e1", "e2", "e3", "e4", "e5", "e6"].map((owner, i) =>
+            (i % 2 ? peer : store).takeLease({ name: "drift", owner, until: T0 + 30_000, now: T0 }),
+          ),
+        );
+        expect(got.filter(Boolean).length).toBe(1);
+        const holder = ["e1", "e2", "e3", "e4", "e5", "e6"][got.indexOf(true)] as string;
+        const other = holder === "e1" ? "e2" : "e1";
+        // The holder renews it; another owner is refused until it expires.
+        expect(
+          await peer.takeLease({ name: "drift", owner: holder, until: T0 + 60_000, now: T0 + 1 }),
+        ).toBe(true);
+        expect(
+          await store.takeLease({
+            name: "drift",
+            owner: other,
+            until: T0 + 90_000,
+            now: T0 + 59_999,
+          }),
+        ).toBe(false);
+        // Another name is another lease.
+        expect(
+          await store.takeLease({ name: "retention", owner: other, until: T0 + 60_000, now: T0 }),
+        ).toBe(true);
+      });
+
+      it("takeLease: an expired lease goes to the next owner who asks, and the old holder is refused", async () => {
+        expect(
+          await store.takeLease({ name: "drift", owner: "a", until: T0 + 10_000, now: T0 }),
+        ).toBe(true);
+        expect(
+          await store.takeLease({
+            name: "drift",
+            owner: "b",
+            until: T0 + 20_000,
+            now: T0 + 10_001,
+          }),
+        ).toBe(true);
+        expect(
+          await store.takeLease({
+            name: "drift",
+            owner: "a",
+            until: T0 + 25_000,
+            now: T0 + 10_002,
+          }),
+        ).toBe(false);
+        expect(
+          await store.takeLease({
+            name: "drift",
+            owner: "b",
+            until: T0 + 30_000,
+            now: T0 + 19_000,
+          }),
+        ).toBe(true);
+      });
+    });
+
     it("ping works while open and fails after close", async () => {
       await expect(store.ping()).resolves.toBeUndefined();
       const peer = await h.openPeer();

@@ -275,4 +275,65 @@ describe.each(STORE_KINDS)("drift detection on %s", (kind) => {
       expect(drifts()).toHaveLength(2);
     },
   );
+
+  it.skipIf(skip)(
+    "two engines on one database: one observes per interval (the store's drift lease), the other takes over when it stops",
+    async () => {
+      const first = await makeHarness({ kind, config: { driftIntervalMs: INTERVAL } });
+      h = first;
+      const id = await createRelease(first);
+      await drive(first);
+      const second = await makeHarness({
+        kind,
+        store: first.store,
+        dir: first.dir,
+        cp: first.cp,
+        clock: first.clock,
+        config: { driftIntervalMs: INTERVAL },
+      });
+      let reads = 0;
+      const lanes = first.cp.lanes.bind(first.cp);
+      first.cp.lanes = (...args: Parameters<typeof lanes>) => {
+        reads += 1;
+        return lanes(...args);
+      };
+      // Observations of each engine since `base` (the first engine observed while driving).
+      const counts = () =>
+        [first, second].map((x) => x.engine.service.driftStats()?.observations ?? 0);
+      const base = counts();
+      const observed = () => counts().map((n, i) => n - (base[i] ?? 0));
+      try {
+        for (let i = 1; i <= 3; i++) {
+          first.clock.advance(INTERVAL);
+          await Promise.all([first.engine.tick(), second.engine.tick()]);
+          expect(observed().reduce((a, b) => a + b, 0)).toBe(i);
+        }
+        // One engine did all of it, and the control plane's lanes were read once per interval.
+        const holder = observed()[0] === 3 ? 0 : 1;
+        expect(observed()[holder]).toBe(3);
+        expect(reads).toBe(3);
+        // A change by hand is recorded once, by whichever engine observes.
+        const a = first.cp.lane("lane-a")!;
+        first.cp.seed([{ ...a, model: "summarizer-v7", image: HAND }]);
+        first.clock.advance(INTERVAL);
+        await Promise.all([first.engine.tick(), second.engine.tick()]);
+        const drift = (await release(first, id)).history.filter((e) => e.kind === "drift");
+        expect(drift).toHaveLength(1);
+        // The holder stops cleanly: the other engine observes at its next interval.
+        const [stopping, staying] = holder === 0 ? [first, second] : [second, first];
+        const before = staying.engine.service.driftStats()?.observations ?? 0;
+        await stopping.close(true);
+        staying.clock.advance(INTERVAL);
+        await staying.engine.tick();
+        expect(staying.engine.service.driftStats()?.observations).toBe(before + 1);
+        // It knows the drift already recorded: not recorded again.
+        expect((await release(staying, id)).history.filter((e) => e.kind === "drift")).toHaveLength(
+          1,
+        );
+      } finally {
+        // `first` owns the store (closed after each test); `second` only its engine.
+        await second.close(true).catch(() => {});
+      }
+    },
+  );
 });

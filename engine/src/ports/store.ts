@@ -250,5 +250,13 @@ export interface Store {
   bindRun(q: { run: string; stepRunId: string; now: number }): Promise<string>;
   /** The step run `run` is bound to, or null. */
   boundStepRun(run: string): Promise<string | null>;
+  /**
+   * Takes or renews lease `name` for `owner` until `until` (epoch ms): true when `owner` holds
+   * it now (it was free, had expired before `now`, or `owner` held it already), false when
+   * another owner holds it past `now` (nothing changes then). One atomic upsert, so of several
+   * engines asking at once exactly one gets a free lease. A periodic job that should run on
+   * one engine of several (drift observation) asks before each run.
+   */
+  takeLease(q: { name: string; owner: string; until: number; now: number }): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -164,9 +164,27 @@ function waveImages(m: FleetModel): { wave: number; images: number }[] {
     .sort((a, b) => a.wave - b.wave);
 }
 
-/** The periodic observer; `maybeRun` is called from every engine tick. */
+/** Name of the store lease (`Store.takeLease`) the observing engine holds. */
+export const DRIFT_LEASE = "drift";
+
+/** This process's name as a lease owner: random, so that two engines never share one. */
+function leaseOwner(): string {
+  return `engine-${Array.from(crypto.getRandomValues(new Uint8Array(6)), (x) => x.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/**
+ * The periodic observer; `maybeRun` is called from every engine tick. Of several engines on
+ * one database one observes: before each observation an engine takes or renews the store
+ * lease `drift` for two intervals (`Store.takeLease`); the others skip theirs, so the control
+ * plane's lanes and the release records are read once per interval, not once per engine. A
+ * holder that stops (or crashes) is replaced within two intervals; one that stops cleanly
+ * gives the lease back (`stop`).
+ */
 export class DriftObserver {
   private next = 0;
+  private readonly owner = leaseOwner();
+  /** Whether this engine held the lease at its last look (false before the first). */
+  private holding = false;
   /** Per model: the fingerprint last recorded and on which release ("" = no drift). */
   private readonly last = new Map<string, { print: string; release: string }>();
   private running: Promise<void> | null = null;
@@ -215,17 +233,49 @@ export class DriftObserver {
     };
   }
 
-  /** Observes once when the interval has passed (shared by concurrent callers). */
+  /**
+   * Observes once when the interval has passed and this engine holds (or takes) the lease
+   * (shared by concurrent callers). A store that cannot be asked counts as a store failure.
+   */
   maybeRun(): Promise<void> {
     if (!this.cp?.lanes) return Promise.resolve();
     if (this.running) return this.running;
     const now = this.clock.now();
     if (now < this.next) return Promise.resolve();
     this.next = now + this.policy.intervalMs;
-    this.running = this.observe(now).finally(() => {
-      this.running = null;
-    });
+    this.running = this.leased(now)
+      .then((mine) => (mine ? this.observe(now) : undefined))
+      .finally(() => {
+        this.running = null;
+      });
     return this.running;
+  }
+
+  /** Takes or renews the lease until two intervals from `now`; false when another holds it. */
+  private async leased(now: number): Promise<boolean> {
+    try {
+      this.holding = await this.store.takeLease({
+        name: DRIFT_LEASE,
+        owner: this.owner,
+        until: now + 2 * this.policy.intervalMs,
+        now,
+      });
+    } catch (err) {
+      this.counts.failures.store++;
+      this.log.warn(`[drift] could not take the observation lease: ${(err as Error).message}`);
+      this.holding = false;
+    }
+    return this.holding;
+  }
+
+  /** Gives the lease back when this engine holds it (a clean stop), so another takes over now. */
+  async stop(): Promise<void> {
+    if (!this.holding) return;
+    this.holding = false;
+    // Renewing it until the epoch's start releases it: it has expired for everyone else.
+    await this.store
+      .takeLease({ name: DRIFT_LEASE, owner: this.owner, until: 0, now: this.clock.now() })
+      .catch(() => false);
   }
 
   private async observe(now: number): Promise<void> {

@@ -1339,6 +1339,11 @@ export class ReleaseService implements ReleaseApi {
     return this.drift?.stats() ?? null;
   }
 
+  /** Gives back what this engine holds for others to take over (the drift lease): a clean stop. */
+  async stop(): Promise<void> {
+    await this.drift?.stop();
+  }
+
   /** Housekeeping run after each reconciler pass (the core's `tick`): retention of finished releases. */
   async maintain(): Promise<void> {
     await this.retention.maybeRun();

@@ -438,6 +438,29 @@ export abstract class KyselyStore implements Store {
     return row?.step_run_id ?? null;
   }
 
+  async takeLease(q: {
+    name: string;
+    owner: string;
+    until: number;
+    now: number;
+  }): Promise<boolean> {
+    const row = await this.live()
+      .insertInto("leases")
+      .values({ name: q.name, owner: q.owner, until: q.until })
+      .onConflict((oc) =>
+        oc
+          .column("name")
+          .doUpdateSet({
+            owner: (eb) => eb.ref("excluded.owner"),
+            until: (eb) => eb.ref("excluded.until"),
+          })
+          .where((eb) => eb.or([eb("leases.owner", "=", q.owner), eb("leases.until", "<", q.now)])),
+      )
+      .returning("owner")
+      .executeTakeFirst();
+    return row?.owner === q.owner;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

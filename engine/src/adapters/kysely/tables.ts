@@ -120,6 +120,18 @@ export interface BatonDatabase {
   lane_claims: LaneClaimsTable;
   runner_token_ids: RunnerTokenIdsTable;
   runner_runs: RunnerRunsTable;
+  leases: LeasesTable;
+}
+
+/**
+ * Named leases shared by the engines of one database (`Store.takeLease`): a periodic job that
+ * should run on one engine at a time (drift observation) runs where `owner` holds `name` until
+ * `until` (epoch ms).
+ */
+export interface LeasesTable {
+  name: string;
+  owner: string;
+  until: number;
 }
 
 /** Token ids (jti) of OIDC runner credentials already used, kept until `expires_at` (epoch ms). */

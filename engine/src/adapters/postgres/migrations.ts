@@ -173,4 +173,8 @@ export const postgresMigrations: SqlMigrations = {
       bound_at bigint NOT NULL
     )`,
   ],
+  // Named leases (Store.takeLease): a periodic job runs on one engine of several at a time.
+  "0010_leases": [
+    `CREATE TABLE leases (name text PRIMARY KEY, owner text NOT NULL, until bigint NOT NULL)`,
+  ],
 };

@@ -183,4 +183,8 @@ export const sqliteMigrations: SqlMigrations = {
       bound_at INTEGER NOT NULL
     ) STRICT`,
   ],
+  // Named leases (Store.takeLease): a periodic job runs on one engine of several at a time.
+  "0010_leases": [
+    `CREATE TABLE leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL) STRICT`,
+  ],
 };
