@@ -32,6 +32,13 @@ import { signBody } from "../../engine/src/protocol/credential.ts";
 import { payloadDigestOf } from "../../engine/src/protocol/payload-digest.ts";
 import { type EngineProcess, spawnEngine } from "../support/chaos-process.ts";
 import { startGitHubStandin } from "../support/github-standin.ts";
+import {
+  checkOverlapRound,
+  interleavedHolders,
+  type Lifetime,
+  lifetimeOf,
+  touchedByTraffic,
+} from "../support/lane-lifetimes.ts";
 import { type OneLaneFleet, oneLaneRecipe, oneLaneSeed } from "../support/one-lane-fleet.ts";
 import type { PayloadLike } from "../support/preflight-request.ts";
 import type { Row } from "./table.ts";
@@ -74,6 +81,17 @@ function overlapRecipe(name: string, model: string, laneIds: string[]): RecipeIn
 }
 
 const FLEET: OneLaneFleet = { name: "chaos", lane: "p" };
+
+/** One round of overlapping starts: its shared lane and model, and the starts accepted. */
+interface Overlap {
+  round: number;
+  shared: string;
+  model: string;
+  /** Accepted starts; `answeredAt` is when the driver read the 201 (epoch ms). */
+  winners: { id: string; name: string; answeredAt: number }[];
+  /** Lanes only refused releases named. */
+  loserLanes: string[];
+}
 
 function recipeFor(i: number): RecipeInput {
   return oneLaneRecipe(FLEET, i);
@@ -288,12 +306,7 @@ export async function manyEnginesScenario(
       }),
     );
     // Overlapping starts on every engine at the same instant: one owner per lane.
-    const overlaps: {
-      shared: string;
-      winner: string | null;
-      winnerModel: string;
-      loserLanes: string[];
-    }[] = [];
+    const overlaps: Overlap[] = [];
     for (let round = 0; round < OVERLAP_ROUNDS; round++) {
       const shared = `ov${round}-shared`;
       // One model per round, as the control plane knows it (a start whose lanes disagree with
@@ -331,48 +344,50 @@ export async function manyEnginesScenario(
             },
             body: JSON.stringify(overlapRecipe(a.name, a.model, a.lanes)),
           });
-          return {
-            ...a,
-            status: res.status,
-            body: (await res.json()) as { id?: string; error?: { code: string; message: string } },
+          const body = (await res.json()) as {
+            id?: string;
+            error?: { code: string; message: string };
           };
+          // When the driver saw the answer: a 201's release committed before this instant.
+          return { ...a, status: res.status, body, answeredAt: Date.now() };
         }),
       );
-      const won = answers.filter((a) => a.status === 201);
+      const won = answers.filter((a) => a.status === 201 && a.body.id);
       const lost = answers.filter((a) => a.status !== 201);
-      if (won.length !== 1)
+      // Several accepted starts are judged at the end, from each winner's history: they are a
+      // violation only if their lifetimes overlap (checkOverlapRound).
+      if (won.length === 0)
         problems.push(
-          `overlap round ${round}: ${won.length} of ${answers.length} overlapping starts accepted (want exactly 1): ${won.map((w) => w.body.id).join(", ")}`,
+          `overlap round ${round}: none of ${answers.length} overlapping starts accepted (want one at a time)`,
         );
-      const winner = won[0]?.body.id ?? null;
+      const winners = won.map((w) => w.body.id!);
       for (const l of lost) {
         if (
           l.status !== 409 ||
           l.body.error?.code !== "conflict" ||
-          !winner ||
-          !l.body.error.message.includes(`release ${winner} `)
+          !winners.some((id) => l.body.error!.message.includes(`release ${id} `))
         )
           problems.push(
-            `overlap round ${round}: ${l.name} answered ${l.status} ${JSON.stringify(l.body)} (want 409 naming ${winner})`,
+            `overlap round ${round}: ${l.name} answered ${l.status} ${JSON.stringify(l.body)} (want 409 naming ${winners.join(" or ") || "the winner"})`,
           );
       }
       for (const w of won) {
-        if (!w.body.id) continue;
-        ids.push(w.body.id);
-        modelOf.set(w.body.id, w.model);
+        ids.push(w.body.id!);
+        modelOf.set(w.body.id!, w.model);
       }
+      const winnerLanes = new Set(won.flatMap((w) => w.lanes));
       overlaps.push({
+        round,
         shared,
-        winner,
-        winnerModel: won[0]?.model ?? "",
+        winners: won.map((w) => ({ id: w.body.id!, name: w.name, answeredAt: w.answeredAt })),
+        model,
         // Lanes only a refused release named: no write may ever reach them.
-        loserLanes: [
-          ...new Set(lost.flatMap((l) => l.lanes).filter((id) => !won[0]?.lanes.includes(id))),
-        ],
+        loserLanes: [...new Set(lost.flatMap((l) => l.lanes).filter((id) => !winnerLanes.has(id)))],
       });
     }
+    const accepted = overlaps.reduce((a, o) => a + o.winners.length, 0);
     log(
-      `${OVERLAP_ROUNDS} rounds of ${ENGINES * 2} overlapping starts at once: ${overlaps.filter((o) => o.winner).length} accepted, ${OVERLAP_ROUNDS * ENGINES * 2 - overlaps.filter((o) => o.winner).length} refused 409`,
+      `${OVERLAP_ROUNDS} rounds of ${ENGINES * 2} overlapping starts at once: ${accepted} accepted, ${OVERLAP_ROUNDS * ENGINES * 2 - accepted} refused 409`,
     );
 
     // Pause one instance while it works, for longer than the lease, then let it go on stale.
@@ -458,6 +473,19 @@ export async function manyEnginesScenario(
           }
         }
       }
+      // Two starts of one round accepted: only if the first had ended before the second began.
+      for (const o of overlaps) {
+        if (o.winners.length < 2) continue;
+        const lives: Lifetime[] = [];
+        for (const w of o.winners) {
+          const r = await store.getRelease(w.id);
+          const history = r ? await store.getHistory(w.id, { limit: 10_000 }) : [];
+          lives.push(lifetimeOf(w, r, history));
+        }
+        const verdict = checkOverlapRound(o, lives, t0);
+        if (verdict.problem) problems.push(verdict.problem);
+        else log(verdict.note);
+      }
       // A refused start wrote nothing: the database holds exactly the accepted releases.
       const stored = await store.listReleases({ limit: 1000 });
       if (stored.length !== ids.length)
@@ -467,28 +495,26 @@ export async function manyEnginesScenario(
     } finally {
       await store.close();
     }
-    // One owner per lane, read from the control plane: the shared lane serves the winner's
-    // model only, and no write for a refused release's model ever reached it.
+    // One owner per lane, read from the control plane: the shared lane serves the round's
+    // model only, only the round's accepted releases wrote it, and no write for a refused
+    // release's model ever reached it.
     let laneOwners = 0;
     const cpHistory = cp.core.history({ limit: 1_000_000 });
     for (const o of overlaps) {
       const lane = cp.core.lanes().find((l) => l.id === o.shared);
-      if (!o.winner || lane?.model !== o.winnerModel)
+      if (o.winners.length === 0 || lane?.model !== o.model)
         problems.push(
-          `lane ${o.shared}: control plane says model ${lane?.model ?? "none"}, want ${o.winnerModel} (release ${o.winner})`,
+          `lane ${o.shared}: control plane says model ${lane?.model ?? "none"}, want ${o.model} (release ${o.winners.map((w) => w.id).join(", ") || "none"})`,
         );
       const writers = new Set(
         cpHistory
-          .filter(
-            (c) =>
-              c.lane === o.shared ||
-              (c.kind === "set_traffic" && JSON.stringify(c.after).includes(`"${o.shared}"`)),
-          )
+          .filter((c) => c.lane === o.shared || touchedByTraffic(c).includes(o.shared))
           .map((c) => c.release_id),
       );
-      if (writers.size !== 1)
+      const strangers = [...writers].filter((id) => !o.winners.some((w) => w.id === id));
+      if (writers.size === 0 || strangers.length > 0)
         problems.push(
-          `lane ${o.shared}: written by ${[...writers].join(", ") || "nobody"} (want one release)`,
+          `lane ${o.shared}: written by ${[...writers].join(", ") || "nobody"} (want only ${o.winners.map((w) => w.id).join(", ")})`,
         );
       else laneOwners += 1;
       for (const id of o.loserLanes) {
@@ -500,8 +526,12 @@ export async function manyEnginesScenario(
         if (wrote) problems.push(`lane ${id}, named only by refused releases, was written`);
       }
     }
+    // No two releases held one lane at once: each lane's writers, in the control plane's
+    // order, never interleave (A, B, A).
+    const held = interleavedHolders(cpHistory);
+    problems.push(...held.problems);
     log(
-      `one owner per lane at the control plane: ${laneOwners} of ${overlaps.length} shared lanes`,
+      `one owner per lane at the control plane: ${laneOwners} of ${overlaps.length} shared lanes; ${held.lanes} lanes written, ${held.handovers} handed from one release to another, ${held.problems.length} held by two releases at once`,
     );
     const sent = new Map<string, number>();
     for (const d of github.accepted) {
