@@ -150,6 +150,8 @@ export async function manyEnginesScenario(
     redelivered: 0,
     retriedElsewhere: 0,
     server5xx: 0,
+    /** Starts answered 503 (nothing written) and sent again. */
+    startsAgain: 0,
   };
   const inflight = new Set<Promise<unknown>>();
   let stopped: EngineProcess | null = null;
@@ -238,6 +240,24 @@ export async function manyEnginesScenario(
     if (reorder) await post(prePath, pre);
   };
 
+  /**
+   * POST /v1/releases to `e`. A 503 wrote nothing ("start again": under load the control
+   * plane's baseline read can time out), so it is sent again, at most 5 times.
+   */
+  const startRelease = async (e: EngineProcess, recipe: RecipeInput): Promise<Response> => {
+    for (let t = 1; ; t++) {
+      const res = await fetch(`${e.url}/v1/releases`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${operatorToken}` },
+        body: JSON.stringify(recipe),
+      });
+      if (res.status !== 503 || t >= 5) return res;
+      counts.startsAgain += 1;
+      await res.body?.cancel();
+      await new Promise((r) => setTimeout(r, 200 * t));
+    }
+  };
+
   const problems: string[] = [];
   const github = await startGitHubStandin({
     rateLimits: { perMinute: 100_000, perHour: 1_000_000, maxConcurrent: 100 },
@@ -286,15 +306,7 @@ export async function manyEnginesScenario(
       Array.from({ length: 10 }, async () => {
         while (creators.length > 0) {
           const i = creators.shift()!;
-          const e = pick();
-          const res = await fetch(`${e.url}/v1/releases`, {
-            method: "POST",
-            headers: {
-              "content-type": "application/json",
-              authorization: `Bearer ${operatorToken}`,
-            },
-            body: JSON.stringify(recipeFor(i)),
-          });
+          const res = await startRelease(pick(), recipeFor(i));
           const body = (await res.json()) as { id?: string };
           if (res.status !== 201 || !body.id)
             throw new Error(
@@ -336,14 +348,7 @@ export async function manyEnginesScenario(
       );
       const answers = await Promise.all(
         asks.map(async (a) => {
-          const res = await fetch(`${a.e.url}/v1/releases`, {
-            method: "POST",
-            headers: {
-              "content-type": "application/json",
-              authorization: `Bearer ${operatorToken}`,
-            },
-            body: JSON.stringify(overlapRecipe(a.name, a.model, a.lanes)),
-          });
+          const res = await startRelease(a.e, overlapRecipe(a.name, a.model, a.lanes));
           const body = (await res.json()) as {
             id?: string;
             error?: { code: string; message: string };
@@ -554,7 +559,7 @@ export async function manyEnginesScenario(
     }
     const sum = (k: string) => stats.reduce((a, s) => a + (s[k] ?? 0), 0);
     log(
-      `${ids.length} releases in ${((Date.now() - t0) / 1000).toFixed(1)} s; ${github.accepted.length} dispatches, ${counts.preflight200} runs admitted, ${counts.preflight409} refused at preflight (${counts.redelivered} GitHub redeliveries), ${counts.callbacks} callbacks (${counts.duplicated} duplicated, ${counts.reordered} reordered), ${counts.retriedElsewhere} requests retried at another instance`,
+      `${ids.length} releases in ${((Date.now() - t0) / 1000).toFixed(1)} s; ${github.accepted.length} dispatches, ${counts.preflight200} runs admitted, ${counts.preflight409} refused at preflight (${counts.redelivered} GitHub redeliveries), ${counts.callbacks} callbacks (${counts.duplicated} duplicated, ${counts.reordered} reordered), ${counts.retriedElsewhere} requests retried at another instance, ${counts.startsAgain} starts answered 503 and sent again`,
     );
     log(
       `refused writes per instance: ${stats.map((s, i) => `engine-${i + 1} resource_version ${s.resource_version ?? 0}, outbox_claim ${s.outbox_claim ?? 0}`).join("; ")}`,
