@@ -66,7 +66,7 @@ export function checkOverlapRound(
     }
   return clash.length > 0
     ? {
-        problem: `overlap round ${o.round}: ${lives.length} starts sharing lane ${o.shared} accepted with overlapping lifetimes: ${clash.join(" | ")}`,
+        problem: `overlap round ${o.round}: ${lives.length} starts sharing lane ${o.shared} accepted with overlapping lifetimes (${clash.length} pairs): ${clash.slice(0, 3).join(" | ")}${clash.length > 3 ? ` | and ${clash.length - 3} more pairs` : ""}`,
         note: "",
       }
     : {
