@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { z } from "zod";
+import * as z from "zod";
 import {
   HealthUrl,
   HostKeyPin,

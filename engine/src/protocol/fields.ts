@@ -13,7 +13,7 @@
  * Each field has: the pattern, a length limit (characters), a zod schema whose messages name the
  * field, and a fix (`FIELD_FIXES`, keyed by the field's name) that the contract check shows.
  */
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * Names the control plane keeps (model names, and the control plane's lane names): 1–64

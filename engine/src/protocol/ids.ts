@@ -4,7 +4,7 @@
  * `ReleaseId`/`StepRunId` has been checked. The engine, the dashboard, the CLI and the action
  * all take the patterns from here.
  */
-import { z } from "zod";
+import * as z from "zod";
 
 /** `r<N>`: a release id, e.g. `r17` (N up to 12 digits). */
 export const RELEASE_ID_PATTERN = /^r[0-9]{1,12}$/;

@@ -3,7 +3,7 @@
  * action and the local runner. Schemas are the types (zod); untrusted input goes through
  * `safeParse` at the edge.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ReleaseIdText, StepRunIdText } from "./ids.ts";
 
 /** Event type of every dispatch (`repository_dispatch` action). */
