@@ -285,4 +285,72 @@ describe("deploy.sh", () => {
     expect(String(r.lines[0]?.message)).toMatch(re);
     expect(t.calls()).toEqual([]);
   });
+
+  // deploy.sh checks a short value with a pattern free of counted repetitions (cheaper for
+  // grep) and a long one with the protocol's pattern: each length bound holds either way.
+  // Accepted: the script goes on to a phase (smoke's `running`, or a pull for the key).
+  it.each([
+    [
+      "image name of 255 characters",
+      { image: `${"a".repeat(255)}@sha256:${"a".repeat(64)}` },
+      true,
+    ],
+    [
+      "image name of 256 characters",
+      { image: `${"a".repeat(256)}@sha256:${"a".repeat(64)}` },
+      false,
+    ],
+    [
+      "image tag of 128 characters",
+      { image: `m:${"T".repeat(128)}@sha256:${"a".repeat(64)}` },
+      true,
+    ],
+    [
+      "image tag of 129 characters",
+      { image: `m:${"T".repeat(129)}@sha256:${"a".repeat(64)}` },
+      false,
+    ],
+    ["short image with an uppercase name", { image: `Acme/m@sha256:${"a".repeat(64)}` }, false],
+    ["operation key of 512 characters", { key: "k".repeat(512) }, true],
+    ["operation key of 513 characters", { key: "k".repeat(513) }, false],
+    ["short operation key with a space", { key: "r1 fwd" }, false],
+    ["health URL of 400 characters", { url: `http://h/${"u".repeat(391)}` }, true],
+    ["health URL of 401 characters", { url: `http://h/${"u".repeat(392)}` }, false],
+  ])(
+    "length bounds: %s (accepted: %s)",
+    (_name, v: { image?: string; key?: string; url?: string }, ok) => {
+      const r = v.key
+        ? deploy([
+            "deploy",
+            "--lane",
+            "lane-a",
+            "--image",
+            A,
+            "--health-url",
+            url,
+            "--operation-key",
+            v.key,
+            "--phase",
+            "pull",
+          ])
+        : deploy([
+            "smoke",
+            "--lane",
+            "lane-a",
+            "--image",
+            v.image ?? A,
+            "--health-url",
+            v.url ?? url,
+            "--phase",
+            "running",
+          ]);
+      expect(r.lines[0], JSON.stringify(r.lines)).toBeDefined();
+      if (ok) {
+        expect(r.lines[0]?.phase).toBe(v.key ? "pull" : "running");
+      } else {
+        expect(r.code).toBe(2);
+        expect(r.lines[0]?.phase).toBe("args");
+      }
+    },
+  );
 });
