@@ -15,19 +15,55 @@ const dir = process.argv[3];
 const containersDir = path.join(dir, "containers");
 const pidFile = path.join(dir, "servers", `${port}.pid`);
 
+// What this server knows of the container files, so that a check reads little: the folder is
+// listed again only when it changed (a container created or removed changes its mtime), and a
+// file read again only when its identity (inode, size, times) changed or it is one of this
+// port's. A server per port checks every 300 ms: reading every container's file each time
+// cost the target more CPU than the deploys themselves once there were tens of lanes. Anything
+// changed in the last 2 s is read regardless (file systems with coarse timestamps).
+let listed = { mtimeMs: -1, files: [] };
+/** file name -> { id: "ino:size:mtime:ctime", port } of its last read */
+const seen = new Map();
+
 function running() {
-  const out = [];
-  let files = [];
+  let mtimeMs;
   try {
-    files = fs.readdirSync(containersDir);
+    mtimeMs = fs.statSync(containersDir).mtimeMs;
   } catch {
     return null; // state dir removed: time to go
   }
-  for (const f of files) {
+  const recent = (ms) => Date.now() - ms < 2000;
+  const relist = mtimeMs !== listed.mtimeMs || recent(mtimeMs);
+  if (relist) {
     try {
-      const c = JSON.parse(fs.readFileSync(path.join(containersDir, f), "utf8"));
-      if (c.running && c.port === port) out.push(c);
-    } catch {}
+      listed = { mtimeMs, files: fs.readdirSync(containersDir) };
+    } catch {
+      return null;
+    }
+  }
+  const out = [];
+  for (const f of listed.files) {
+    const file = path.join(containersDir, f);
+    const known = seen.get(f);
+    if (known && known.port !== port && !relist) continue; // another port's, folder unchanged
+    let id = "";
+    try {
+      const st = fs.statSync(file);
+      id = `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+      if (known && known.port !== port && known.id === id && !recent(st.ctimeMs)) continue;
+    } catch {
+      seen.delete(f); // removed since the listing
+      continue;
+    }
+    let c;
+    try {
+      c = JSON.parse(fs.readFileSync(file, "utf8"));
+    } catch {
+      seen.delete(f); // being written: read again next time
+      continue;
+    }
+    seen.set(f, { id, port: c.port });
+    if (c.running && c.port === port) out.push(c);
   }
   return out.sort((a, b) => b.started_at - a.started_at);
 }
