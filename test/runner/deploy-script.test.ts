@@ -316,41 +316,38 @@ describe("deploy.sh", () => {
     ["short operation key with a space", { key: "r1 fwd" }, false],
     ["health URL of 400 characters", { url: `http://h/${"u".repeat(391)}` }, true],
     ["health URL of 401 characters", { url: `http://h/${"u".repeat(392)}` }, false],
-  ])(
-    "length bounds: %s (accepted: %s)",
-    (_name, v: { image?: string; key?: string; url?: string }, ok) => {
-      const r = v.key
-        ? deploy([
-            "deploy",
-            "--lane",
-            "lane-a",
-            "--image",
-            A,
-            "--health-url",
-            url,
-            "--operation-key",
-            v.key,
-            "--phase",
-            "pull",
-          ])
-        : deploy([
-            "smoke",
-            "--lane",
-            "lane-a",
-            "--image",
-            v.image ?? A,
-            "--health-url",
-            v.url ?? url,
-            "--phase",
-            "running",
-          ]);
-      expect(r.lines[0], JSON.stringify(r.lines)).toBeDefined();
-      if (ok) {
-        expect(r.lines[0]?.phase).toBe(v.key ? "pull" : "running");
-      } else {
-        expect(r.code).toBe(2);
-        expect(r.lines[0]?.phase).toBe("args");
-      }
-    },
-  );
+  ])("length bounds: %s", (_name, v: { image?: string; key?: string; url?: string }, ok) => {
+    const r = v.key
+      ? deploy([
+          "deploy",
+          "--lane",
+          "lane-a",
+          "--image",
+          A,
+          "--health-url",
+          url,
+          "--operation-key",
+          v.key,
+          "--phase",
+          "pull",
+        ])
+      : deploy([
+          "smoke",
+          "--lane",
+          "lane-a",
+          "--image",
+          v.image ?? A,
+          "--health-url",
+          v.url ?? url,
+          "--phase",
+          "running",
+        ]);
+    expect(r.lines[0], JSON.stringify(r.lines)).toBeDefined();
+    if (ok) {
+      expect(r.lines[0]?.phase).toBe(v.key ? "pull" : "running");
+    } else {
+      expect(r.code).toBe(2);
+      expect(r.lines[0]?.phase).toBe("args");
+    }
+  });
 });
