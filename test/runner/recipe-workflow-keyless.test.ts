@@ -15,6 +15,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
+import { compress } from "snappyjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { loadTrustPolicy } from "../../engine/src/admission/policy.ts";
@@ -32,6 +33,7 @@ import {
   STORE_KINDS,
   skipStore,
 } from "../integration/service-harness.ts";
+import { responseProblems } from "../support/github-openapi.ts";
 import { type MockSigstore, startMockSigstore } from "../support/sigstore-mock.ts";
 import { REPO } from "../support/standin-target.ts";
 
@@ -397,6 +399,14 @@ describe.each(STORE_KINDS)(
     /** digest -> bundles the API stand-in serves; and what it was asked. */
     const held = new Map<string, unknown[]>();
     const asked: { path: string; auth: string | undefined }[] = [];
+    /**
+     * Digests whose attestations are listed by reference only (no `bundle`, a `bundle_url`
+     * on the stand-in's blob path serving the bundle Snappy-compressed, as GitHub does), and
+     * the status each blob answers (default 200).
+     */
+    const byUrl = new Set<string>();
+    const blobStatus = new Map<string, number>();
+    const LIST = "/repos/{owner}/{repo}/attestations/{subject_digest}";
 
     beforeAll(async () => {
       if (skip) return;
@@ -430,18 +440,43 @@ describe.each(STORE_KINDS)(
       url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       api = createServer((req, res) => {
         asked.push({ path: req.url ?? "", auth: req.headers.authorization });
+        const blob = /^\/blobs\/([a-f0-9]{64})\/(\d+)\.json\.sn$/.exec(req.url ?? "");
+        if (blob) {
+          const [, d, n] = blob as unknown as [string, string, string];
+          const bundle = held.get(d)?.[Number(n)];
+          const status = blobStatus.get(d) ?? (bundle ? 200 : 404);
+          if (status !== 200 || !bundle) {
+            res.writeHead(status, { "content-type": "application/xml" }).end("<Error/>");
+            return;
+          }
+          res.writeHead(200, { "content-type": "application/x-snappy" });
+          res.end(compress(Buffer.from(JSON.stringify(bundle))));
+          return;
+        }
         const m = /^\/repos\/acme\/models\/attestations\/sha256(?::|%3A)([a-f0-9]{64})/.exec(
           req.url ?? "",
         );
-        const bundles = m ? held.get(m[1] as string) : undefined;
+        const digest = m?.[1] as string;
+        const bundles = m ? held.get(digest) : undefined;
         if (!bundles) {
           res.writeHead(404, { "content-type": "application/json" }).end('{"message":"Not Found"}');
           return;
         }
+        // The documented shape (@octokit/openapi): `bundle` inline, or only `bundle_url`.
+        const body = {
+          attestations: bundles.map((bundle, i) =>
+            byUrl.has(digest)
+              ? {
+                  repository_id: 1,
+                  bundle_url: `${apiUrl}/blobs/${digest}/${i}.json.sn`,
+                  initiator: "actions",
+                }
+              : { bundle, repository_id: 1 },
+          ),
+        };
+        expect(responseProblems("get", LIST, 200, body)).toEqual([]);
         res.writeHead(200, { "content-type": "application/json" });
-        res.end(
-          JSON.stringify({ attestations: bundles.map((bundle) => ({ bundle, repository_id: 1 })) }),
-        );
+        res.end(JSON.stringify(body));
       });
       await new Promise<void>((ok) => api?.listen(0, "127.0.0.1", ok));
       apiUrl = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
@@ -525,6 +560,86 @@ describe.each(STORE_KINDS)(
         const none = await runStart(checkout(`att-none-${kind}`, 2), env);
         expect(none.code, none.out).toBe(1);
         expect(none.out).toMatch(/failed\s+recipes\/svc-1\.yaml: .*image_provenance/);
+      },
+      480_000,
+    );
+
+    it.skipIf(skip)(
+      "attestations listed only by bundle_url are fetched (Snappy, without the token) and sent; a bundle_url that fails refuses the start naming the attestation",
+      async () => {
+        oidc.identity = { repository: GH_REPO, workflow: GH_WORKFLOW, ref: GH_REF };
+        const digest = (n: number) => n.toString(16).padStart(64, "0");
+        const image = (n: number) => `ghcr.io/acme/summarizer@sha256:${digest(n)}`;
+        const provenance = async (n: number) =>
+          signStatement(
+            provenanceStatement(image(n), {
+              builder: GITHUB_HOSTED_BUILDER,
+              repository: `https://github.com/${GH_REPO}`,
+            }),
+            {
+              fulcioURL: sigstore.url,
+              tsaServerURL: sigstore.url,
+              tlogUpload: false,
+              identityToken: sigstore.githubToken({
+                repository: GH_REPO,
+                workflow: BUILD,
+                ref: GH_REF,
+              }),
+            },
+          );
+        held.set(digest(3), [await provenance(3)]);
+        byUrl.add(digest(3));
+        const env = {
+          ...runnerEnv(url),
+          BATON_ATTESTATIONS: "github",
+          GITHUB_REPOSITORY: GH_REPO,
+          GITHUB_API_URL: apiUrl,
+          GITHUB_TOKEN: GH_TOKEN,
+        };
+        asked.length = 0;
+        serveOn(3);
+        const ok = await runStart(checkout(`att-url-${kind}`, 3), env);
+        expect(ok.code, ok.out).toBe(0);
+        expect(ok.out).toContain(
+          `1 attestation(s) of the image from GitHub (${GH_REPO}) (1 fetched from bundle_url)`,
+        );
+        // The list with the token; the blob without it (a pre-signed URL on another host).
+        expect(asked).toEqual([
+          expect.objectContaining({
+            path: expect.stringMatching(/^\/repos\/acme\/models\/attestations\//),
+            auth: `token ${GH_TOKEN}`,
+          }),
+          { path: `/blobs/${digest(3)}/0.json.sn`, auth: undefined },
+        ]);
+        const res = await fetch(`${url}/v1/releases?limit=200`, {
+          headers: { authorization: `Bearer ${OPERATOR}` },
+        });
+        const [rel] = ((await res.json()) as { releases: { id: string }[] }).releases;
+        const full = (await (
+          await fetch(`${url}/v1/releases/${rel?.id}`, {
+            headers: { authorization: `Bearer ${OPERATOR}` },
+          })
+        ).json()) as {
+          manifest: { image: string };
+          admission: { checks: { check: string; outcome: string; message: string }[] };
+        };
+        expect(full.manifest.image).toBe(image(3));
+        const prov = full.admission.checks.find((c) => c.check === "image_provenance");
+        expect(prov?.outcome).toBe("pass");
+        expect(prov?.message).toContain(`https://github.com/${GH_REPO}/${BUILD}@${GH_REF}`);
+
+        // The blob store refuses (an expired link): the start fails naming the attestation.
+        held.set(digest(4), [await provenance(4)]);
+        byUrl.add(digest(4));
+        blobStatus.set(digest(4), 403);
+        serveOn(4);
+        const bad = await runStart(checkout(`att-url-bad-${kind}`, 4), env);
+        expect(bad.code, bad.out).toBe(1);
+        expect(bad.out).toMatch(
+          new RegExp(
+            `failed\\s+recipes/svc-1\\.yaml: .*cannot fetch the bundle of attestation 1 of 1 \\(repository_id 1\\) of sha256:${digest(4).slice(0, 12)}… in ${GH_REPO} from its bundle_url at http://127\\.0\\.0\\.1:\\d+/blobs/${digest(4)}/0\\.json\\.sn: HTTP 403`,
+          ),
+        );
       },
       480_000,
     );

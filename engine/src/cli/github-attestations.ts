@@ -4,8 +4,16 @@
  * `GET /repos/{owner}/{repo}/attestations/sha256:<digest>`. `start-pending
  * --github-attestations` sends them with the recipe so admission can check provenance and
  * SBOM (docs/trust.md "Image attestations").
+ *
+ * GitHub lists an attestation with its Sigstore bundle inline (`bundle`), or only by reference
+ * (`bundle` null, `bundle_url`: a pre-signed, time-limited URL on blob storage that serves the
+ * bundle Snappy-compressed, `application/x-snappy`). A `bundle_url` is fetched without the
+ * GitHub token (it would leak to the blob host), bounded in time and size, over https (plain
+ * http only to a loopback address, as test stand-ins serve it), and decompressed with
+ * `snappyjs` (plain JSON is taken as it is).
  */
 import { Octokit } from "@octokit/rest";
+import { uncompress } from "snappyjs";
 import { gitHubFetch } from "../adapters/github/http.ts";
 
 /** Where to read attestations: the API, the repository that attested the build, a token. */
@@ -18,18 +26,120 @@ export interface GitHubAttestationSource {
   token: string;
 }
 
-/** Per request, ms. */
+/** Per request, ms (the list and each bundle_url). */
 const TIMEOUT_MS = 30_000;
+/** A bundle_url's body and its decompressed bundle, bytes at most. */
+export const BUNDLE_MAX_BYTES = 16 * 1024 * 1024;
+
+/** One entry of the list as GitHub documents it (@octokit/openapi `repos/list-attestations`). */
+interface ListedAttestation {
+  bundle?: unknown;
+  bundle_url?: string;
+  repository_id?: number;
+  initiator?: string;
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "[::1]", "localhost"]);
+
+/** Reads `res`'s body, refusing more than `max` bytes (by Content-Length, then as it streams). */
+async function boundedBody(res: Response, max: number): Promise<Uint8Array> {
+  const declared = Number(res.headers.get("content-length") ?? "");
+  if (Number.isFinite(declared) && declared > max) {
+    await res.body?.cancel();
+    throw new Error(`its body is ${declared} bytes, more than the ${max} allowed`);
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = res.body?.getReader();
+  if (!reader) return new Uint8Array();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel();
+      throw new Error(`its body is more than the ${max} bytes allowed`);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
 
 /**
- * The Sigstore bundles GitHub holds for `sha256:<digest>` (at most 100, one page). None
- * (404) is an empty list; admission then names what is missing.
- * @throws Error naming the repository and the status when the API refuses or cannot be reached.
+ * The Sigstore bundle at `bundle_url`: fetched without credentials within `TIMEOUT_MS`, at most
+ * `BUNDLE_MAX_BYTES` compressed and decompressed, Snappy-decoded unless it is plain JSON.
+ * @throws Error saying what went wrong (URL refused, HTTP status, timeout, size, not a bundle).
+ */
+export async function fetchBundle(url: string): Promise<unknown> {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new Error("bundle_url is not a URL");
+  }
+  if (u.protocol !== "https:" && !(u.protocol === "http:" && LOOPBACK.has(u.hostname))) {
+    throw new Error(
+      `bundle_url ${u.protocol}//${u.host} is refused: only https (or http to a loopback address) is fetched`,
+    );
+  }
+  let res: Response;
+  try {
+    res = await fetch(u, {
+      redirect: "follow",
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+      headers: { accept: "application/x-snappy, application/json" },
+    });
+  } catch (e) {
+    const err = e as Error;
+    throw new Error(
+      err.name === "TimeoutError"
+        ? `no answer within ${TIMEOUT_MS} ms`
+        : `cannot reach it (${err.message})`,
+    );
+  }
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new Error(`HTTP ${res.status}`);
+  }
+  const body = await boundedBody(res, BUNDLE_MAX_BYTES);
+  const json = body[0] === 0x7b; // "{": served uncompressed
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(
+      json ? body : uncompress(body, BUNDLE_MAX_BYTES),
+    );
+  } catch (e) {
+    throw new Error(`its body is neither JSON nor a Snappy block (${(e as Error).message})`);
+  }
+  let bundle: unknown;
+  try {
+    bundle = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`its bundle is not JSON (${(e as Error).message})`);
+  }
+  if (!bundle || typeof bundle !== "object" || Array.isArray(bundle) || !("mediaType" in bundle)) {
+    throw new Error("it is not a Sigstore bundle (no mediaType)");
+  }
+  return bundle;
+}
+
+/**
+ * The Sigstore bundles GitHub holds for `sha256:<digest>` (at most 100, one page): inline
+ * ones as listed, the others fetched from their `bundle_url`. None (404) is an empty list;
+ * admission then names what is missing. `withoutBundle` counts entries with neither.
+ * @throws Error naming the repository and the status when the API refuses or cannot be reached,
+ *   or naming the attestation (its position, repository id, URL host) whose bundle_url fails.
  */
 export async function githubAttestations(
   src: GitHubAttestationSource,
   digest: string,
-): Promise<{ bundles: unknown[]; withoutBundle: number }> {
+): Promise<{ bundles: unknown[]; withoutBundle: number; fetched: number }> {
   const [owner, repo] = src.repository.split("/") as [string, string];
   const octokit = new Octokit({
     auth: src.token,
@@ -38,6 +148,7 @@ export async function githubAttestations(
     request: { fetch: gitHubFetch(TIMEOUT_MS), retries: 0 },
     log: { debug() {}, info() {}, warn() {}, error() {} },
   });
+  let list: ListedAttestation[];
   try {
     const res = await octokit.rest.repos.listAttestations({
       owner,
@@ -45,14 +156,39 @@ export async function githubAttestations(
       subject_digest: `sha256:${digest}`,
       per_page: 100,
     });
-    const list = (res.data.attestations ?? []) as { bundle?: unknown }[];
-    const bundles = list.map((a) => a.bundle).filter((b) => b !== undefined && b !== null);
-    return { bundles, withoutBundle: list.length - bundles.length };
+    list = (res.data.attestations ?? []) as ListedAttestation[];
   } catch (e) {
     const status = (e as { status?: number }).status;
-    if (status === 404) return { bundles: [], withoutBundle: 0 };
+    if (status === 404) return { bundles: [], withoutBundle: 0, fetched: 0 };
     throw new Error(
       `cannot read the attestations of sha256:${digest.slice(0, 12)}… in ${src.repository} (${status ? `HTTP ${status}` : (e as Error).message}); the job needs permissions: attestations: read and GITHUB_TOKEN`,
     );
   }
+  const bundles: unknown[] = [];
+  let withoutBundle = 0;
+  let fetched = 0;
+  for (const [i, a] of list.entries()) {
+    if (a.bundle !== undefined && a.bundle !== null) {
+      bundles.push(a.bundle);
+      continue;
+    }
+    if (typeof a.bundle_url !== "string" || a.bundle_url === "") {
+      withoutBundle++;
+      continue;
+    }
+    try {
+      bundles.push(await fetchBundle(a.bundle_url));
+      fetched++;
+    } catch (e) {
+      let where = "";
+      try {
+        const u = new URL(a.bundle_url);
+        where = ` at ${u.protocol}//${u.host}${u.pathname}`;
+      } catch {}
+      throw new Error(
+        `cannot fetch the bundle of attestation ${i + 1} of ${list.length} (repository_id ${a.repository_id ?? "?"}) of sha256:${digest.slice(0, 12)}… in ${src.repository} from its bundle_url${where}: ${(e as Error).message}; bundle_url links expire: run the job again, or check that this machine reaches GitHub's blob storage`,
+      );
+    }
+  }
+  return { bundles, withoutBundle, fetched };
 }

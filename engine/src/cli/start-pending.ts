@@ -196,7 +196,7 @@ export async function startPending(
       if (o.github) {
         const got = await githubAttestations(o.github, imageDigest(c.compiled.manifest.image));
         attestations = [...attestations, ...got.bundles];
-        fetched = `, ${got.bundles.length} attestation(s) of the image from GitHub (${o.github.repository})${got.withoutBundle ? `, ${got.withoutBundle} listed without a bundle (not sent)` : ""}`;
+        fetched = `, ${got.bundles.length} attestation(s) of the image from GitHub (${o.github.repository})${got.fetched ? ` (${got.fetched} fetched from bundle_url)` : ""}${got.withoutBundle ? `, ${got.withoutBundle} listed without a bundle or bundle_url (not sent)` : ""}`;
       }
       let signedBy = "";
       if (o.key || o.keyless) {
