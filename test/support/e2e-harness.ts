@@ -196,6 +196,8 @@ export interface InProcessOptions {
   deadlines?: StackOptions["deadlines"];
   /** The engine's clock (default: the wall clock). */
   clock?: StackOptions["clock"];
+  /** Seconds deploy.sh waits for a lane's health URL (default 2; more lanes start slower under load). */
+  healthTimeoutS?: number;
 }
 
 export interface InProcess extends E2EBase {
@@ -218,6 +220,7 @@ export async function startInProcess(
       tickMs: 100,
       ...(o.deadlines ? { deadlines: o.deadlines } : {}),
       ...(o.clock ? { clock: o.clock } : {}),
+      ...(o.healthTimeoutS === undefined ? {} : { healthTimeoutS: o.healthTimeoutS }),
       log: { info: () => {}, warn: () => {}, error: (m) => console.error(m) },
     });
   } catch (e) {
