@@ -4,7 +4,7 @@
  * refused, 2 usage; errors as one line without a stack trace.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -94,6 +94,38 @@ describe("check", () => {
     };
     expect(parsed.recipes[0]?.ok).toBe(false);
     expect(parsed.recipes[0]?.problems[0]?.path).toBe("image");
+  });
+
+  it("baton demo --recipe keeps file:line:col and the fix of a recipe error, and names a look-alike in a lane id", async () => {
+    const broken = path.join(dir, "broken.yaml");
+    writeFileSync(broken, "name: x\nmodel: m\nimage: [unclosed\n");
+    const syntax = await baton(["demo", "--recipe", broken]);
+    expect(syntax.code).toBe(2);
+    expect(syntax.stderr).toMatch(
+      new RegExp(`^\\[recipe\\] ${broken.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:4:1: `, "m"),
+    );
+    expect(syntax.stderr).toMatch(/^ {2}fix: Fix the YAML syntax there/m);
+    expect(syntax.stdout).not.toContain("starting the control plane");
+    const text = readFileSync(path.join(ROOT, "recipes/example.yaml"), "utf8").replaceAll(
+      "lane-a",
+      "l\u0430ne-a",
+    );
+    const lookAlike = path.join(dir, "look-alike.yaml");
+    writeFileSync(lookAlike, text);
+    const line = text.split("\n").findIndex((l) => l.includes("id: l\u0430ne-a")) + 1;
+    for (const args of [
+      ["demo", "--recipe", lookAlike],
+      ["check", lookAlike],
+    ]) {
+      const r = await baton(args);
+      const out = r.stdout + r.stderr;
+      expect(r.code, out).toBe(args[0] === "demo" ? 2 : 1);
+      expect(out).toContain(`${lookAlike}:${line}:`);
+      expect(out).toContain(
+        'lane id "l\u0430ne-a" has U+0430 CYRILLIC SMALL LETTER A, not an ASCII character, at position 2; lane ids must be ASCII',
+      );
+      noStack(out);
+    }
   });
 
   it("refuses a missing file as usage (2)", async () => {

@@ -202,9 +202,22 @@ describe("the contract check refuses what a tool, deploy.sh or the control plane
         r.rollout.waves[0].lanes = ["Lane-A"];
       },
       path: "lanes.0.id",
-      message: /lane id must be lowercase/,
+      message:
+        /lane id "Lane-A" has "L" \(U\+004C\) at position 1; lane ids must be ASCII: lowercase letters/,
       fix: /lowercase letters/,
       consumer: () => !deployShAccepts("LANE_RE", "Lane-A"),
+    },
+    {
+      name: "lane id with a look-alike (Cyrillic а)",
+      mutate: (r) => {
+        r.lanes[0].id = "l\u0430ne-a";
+        r.rollout.waves[0].lanes = ["l\u0430ne-a"];
+      },
+      path: "lanes.0.id",
+      message:
+        /lane id "l\u0430ne-a" has U\+0430 CYRILLIC SMALL LETTER A, not an ASCII character, at position 2; lane ids must be ASCII/,
+      fix: /lowercase letters/,
+      consumer: () => !deployShAccepts("LANE_RE", "l\u0430ne-a"),
     },
   ];
 

@@ -264,8 +264,11 @@ function admissionLines(a: AdmissionReport): string[] {
 function describe(e: unknown): string {
   const err = e as Error & { problems?: { path: string; message: string; fix?: string }[] };
   const msg = err.message?.startsWith("[") ? err.message : `[demo] ${err.message ?? String(e)}`;
-  const problems = (err.problems ?? []).map(
-    (p) => `  - ${p.path}: ${p.message}${p.fix ? `; fix: ${p.fix}` : ""}`,
+  const problems = (err.problems ?? []).map((p) =>
+    // A problem that only repeats the message adds its fix alone.
+    p.message === err.message
+      ? `  fix: ${p.fix ?? "see the message above"}`
+      : `  - ${p.path || "recipe"}: ${p.message}${p.fix ? `; fix: ${p.fix}` : ""}`,
   );
   return [msg, ...problems].join("\n");
 }

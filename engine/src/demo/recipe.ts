@@ -5,12 +5,17 @@
  * Everything else (images, waves, policy) is the recipe as written.
  */
 import { readFileSync } from "node:fs";
-import { parse as parseYaml } from "yaml";
 import type { RecipeInput } from "../domain/recipe.ts";
 import type { EmbeddedTarget } from "../embedded-target/index.ts";
+import { compileRecipeText } from "../recipes/compile-text.ts";
+import { parseRecipeText } from "../recipes/parse.ts";
 import type { FleetLane } from "./fleet.ts";
 
-/** Reads a recipe file (YAML or JSON). @throws Error naming the file when it cannot be read or parsed. */
+/**
+ * Reads a recipe file (YAML or JSON) and checks it as `baton check` does.
+ * @throws Error naming the file when it cannot be read; BatonError whose message and problems
+ *   name `<file>:<line>:<col>` and the fix when it cannot be parsed or fails the contract check.
+ */
 export function readRecipeFile(file: string): RecipeInput {
   let text: string;
   try {
@@ -18,14 +23,9 @@ export function readRecipeFile(file: string): RecipeInput {
   } catch (e) {
     throw new Error(`[demo] cannot read recipe ${file}: ${(e as Error).message}`);
   }
-  try {
-    const value = parseYaml(text) as unknown;
-    if (!value || typeof value !== "object" || Array.isArray(value))
-      throw new Error("not a mapping");
-    return value as RecipeInput;
-  } catch (e) {
-    throw new Error(`[demo] recipe ${file} is not a YAML mapping: ${(e as Error).message}`);
-  }
+  // The same parse and contract check as `baton check`, so problems keep file:line:col.
+  compileRecipeText(text, file);
+  return parseRecipeText(text, file).value as RecipeInput;
 }
 
 /** Lane ids of a recipe, in order (empty when it has none). */

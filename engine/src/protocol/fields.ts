@@ -120,9 +120,61 @@ export const LaneId = z
     abort: true,
   })
   .regex(LANE_ID_PATTERN, {
-    message:
-      "lane id must be lowercase letters, digits, '.', '_' or '-' (starting with a letter or digit)",
+    error: (issue) => laneIdProblem(String(issue.input)),
   });
+
+const LANE_ID_RULE =
+  "lane id must be lowercase letters, digits, '.', '_' or '-' (starting with a letter or digit)";
+
+/**
+ * Names of the non-ASCII letters that look like the Latin ones a lane id is written with
+ * (Unicode confusables of a–z), for messages; others are named by code point only.
+ */
+const LOOK_ALIKES: Readonly<Record<string, string>> = {
+  "\u0430": "CYRILLIC SMALL LETTER A",
+  "\u0435": "CYRILLIC SMALL LETTER IE",
+  "\u043e": "CYRILLIC SMALL LETTER O",
+  "\u0440": "CYRILLIC SMALL LETTER ER",
+  "\u0441": "CYRILLIC SMALL LETTER ES",
+  "\u0443": "CYRILLIC SMALL LETTER U",
+  "\u0445": "CYRILLIC SMALL LETTER HA",
+  "\u0456": "CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I",
+  "\u0458": "CYRILLIC SMALL LETTER JE",
+  "\u0455": "CYRILLIC SMALL LETTER DZE",
+  "\u04bb": "CYRILLIC SMALL LETTER SHHA",
+  "\u03bf": "GREEK SMALL LETTER OMICRON",
+  "\u03b1": "GREEK SMALL LETTER ALPHA",
+  "\u03bd": "GREEK SMALL LETTER NU",
+  "\u0131": "LATIN SMALL LETTER DOTLESS I",
+  "\u2010": "HYPHEN",
+  "\u2011": "NON-BREAKING HYPHEN",
+  "\u2012": "FIGURE DASH",
+  "\u2013": "EN DASH",
+  "\u2212": "MINUS SIGN",
+  "\u00a0": "NO-BREAK SPACE",
+  "\u200b": "ZERO WIDTH SPACE",
+};
+
+/**
+ * Why `id` is not a lane id, naming the first character that is not allowed and its position
+ * (1-based, in characters): a look-alike (`lаne-a` with U+0430) reads like a good id.
+ */
+export function laneIdProblem(id: string): string {
+  const chars = [...id];
+  const at = chars.findIndex((ch, i) => !(i === 0 ? /[a-z0-9]/ : /[a-z0-9._-]/).test(ch));
+  const ch = chars[at];
+  if (at < 0 || ch === undefined) return LANE_ID_RULE;
+  const shown = JSON.stringify(id).replace(
+    /\p{C}/gu,
+    (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, "0")}`,
+  );
+  const cp = `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
+  const what =
+    ch.codePointAt(0)! > 0x7e
+      ? `${cp}${LOOK_ALIKES[ch] ? ` ${LOOK_ALIKES[ch]}` : ""}, not an ASCII character,`
+      : `${JSON.stringify(ch)} (${cp})`;
+  return `lane id ${shown} has ${what} at position ${at + 1}; ${LANE_ID_RULE.replace("lane id must be", "lane ids must be ASCII:")}`;
+}
 
 /** A digest-pinned image reference; `label` names the field in messages (image, previous_image). */
 export function imageRef(label: string) {
