@@ -8,7 +8,12 @@
  * the release, generation, manifest digest and wave. Every loop is bounded by `drive`.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { gateLines, type RecordJson, releaseSummary } from "../../engine/src/cli/output.ts";
+import {
+  acceptedCommands,
+  gateLines,
+  type RecordJson,
+  releaseSummary,
+} from "../../engine/src/cli/output.ts";
 import { availableActions } from "../../engine/src/domain/transition/exits.ts";
 import {
   compensationReason,
@@ -222,6 +227,9 @@ describe.each(STORE_KINDS)("gated release on %s", (kind) => {
         available_actions: { action: string }[];
       };
       expect(got.available_actions.map((a) => a.action).sort()).toEqual(["abort", "promote"]);
+      // `baton watch` and `baton status` derive their exits from this JSON: the same two.
+      const offered = acceptedCommands(got as unknown as RecordJson);
+      expect(offered.map((c) => c.split(" ")[1]).sort()).toEqual(["abort", "promote"]);
       const resume = await op(g.h, "POST", `/v1/releases/${id}/resume`);
       expect(resume.status).toBe(409);
       const promoted = await op(g.h, "POST", `/v1/releases/${id}/promote`, {

@@ -10,7 +10,6 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
-import { serve } from "@hono/node-server";
 import { EmbeddedMetricsSource } from "../adapters/embedded-metrics/index.ts";
 import { type LocalRunEvent, LocalRunner } from "../adapters/local-runner/index.ts";
 import { SshTargetProbe } from "../adapters/ssh-target-probe/index.ts";
@@ -27,6 +26,7 @@ import { type ImageProfile, TrafficGenerator } from "../control-plane/traffic.ts
 import type { RecipeInput } from "../domain/recipe.ts";
 import type { Manifest } from "../domain/types.ts";
 import { createEngine, type Engine } from "../engine.ts";
+import { httpLimitsFromEnv, serveWithLimits } from "../node/http-server.ts";
 import type { Clock } from "../ports/clock.ts";
 import { compileRecipeInput } from "../recipes/compile-text.ts";
 import type { Logger } from "../service/release-service.ts";
@@ -174,11 +174,13 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     // The engine's HTTP server first (port 0), so its URL can go into the runner's inputs.
     let fetcher: ((req: Request) => Response | Promise<Response>) | null = null;
     const server = await new Promise<Server>((ok, fail) => {
-      const s = serve(
+      // The engine's own server limits (body limits answered before 100 Continue, timeouts).
+      const s = serveWithLimits(
         {
           fetch: (req) => (fetcher ? fetcher(req) : new Response("starting", { status: 503 })),
           port: 0,
           hostname: "127.0.0.1",
+          limits: httpLimitsFromEnv(),
         },
         () => ok(s as Server),
       );

@@ -240,6 +240,9 @@ export function recordJson(
     high_water_mark: release.high_water_mark,
     cursor: release.cursor,
     reason: release.reason,
+    // The gate the release waits on (undefined when none): clients reading this JSON (the CLI's
+    // status and watch) derive the same exits as `available_actions`.
+    gate: release.gate,
     hold: release.hold ?? null,
     exposure: release.exposure ?? null,
     promoted: release.promoted ?? [],
