@@ -6,12 +6,17 @@
  * bounds the whole command to 600 s):
  * 1. crash: the example release with the engine as its own process on SQLite, SIGKILLed at
  *    every enumerated kill point (test/chaos/crash-scenario.ts);
- * 2. many engines: three engine processes on one Postgres, 100 releases, callbacks to random
+ * 2. parallel: a wave of five lanes in parallel (max_unavailable 3, two failure domains,
+ *    min_serving), SIGKILLed at kill points while several lanes are in flight; the limits are
+ *    checked on the reference control plane's history (test/chaos/parallel-scenario.ts);
+ * 3. many engines: three engine processes on one Postgres, 100 releases, callbacks to random
  *    instances (10% duplicated, 10% reordered), one instance SIGSTOPped past the lease
  *    (needs BATON_TEST_DATABASE_URL; skipped with a message without it unless CI=true);
- * 3. fuzz: hostile input against the engine's HTTP app (test/support/chaos-fuzz.ts).
+ * 4. fuzz: hostile input against the engine's HTTP app (test/support/chaos-fuzz.ts).
  *
- * Prints a table and, last, `RESULT {"kill_points","duplicates","wrong_terminal","fuzz_cases"}`.
+ * Prints a table and, last, `RESULT {"kill_points","duplicates","wrong_terminal","fuzz_cases",
+ * "parallel_kill_points","parallel_max_out","limits_exceeded"}` (kill_points counts every
+ * scenario's kill points reached).
  * Exits 1 on any duplicate, wrong terminal state or other problem.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -20,12 +25,13 @@ import { join } from "node:path";
 import { fuzzEngine } from "../support/chaos-fuzz.ts";
 import { crashScenario } from "./crash-scenario.ts";
 import { manyEnginesScenario } from "./many-engines.ts";
+import { parallelScenario } from "./parallel-scenario.ts";
 import { formatTable, type Row } from "./table.ts";
 
 async function main(): Promise<number> {
   const t0 = Date.now();
   const budgetS = Number(process.env.BATON_CHAOS_BUDGET_S ?? 540);
-  const only = new Set((process.env.BATON_CHAOS_ONLY ?? "crash,engines,fuzz").split(","));
+  const only = new Set((process.env.BATON_CHAOS_ONLY ?? "crash,parallel,engines,fuzz").split(","));
   const root = mkdtempSync(join(tmpdir(), "baton-chaos-"));
   const rows: Row[] = [];
   const problems: string[] = [];
@@ -33,6 +39,9 @@ async function main(): Promise<number> {
   let duplicates = 0;
   let wrongTerminal = 0;
   let fuzzCases = 0;
+  let parallelKills = 0;
+  let parallelMaxOut = 0;
+  let limitsExceeded = 0;
   try {
     if (only.has("crash")) {
       // Isolated kill runs stop starting once 45% of the budget is used (engines and fuzz follow).
@@ -46,6 +55,17 @@ async function main(): Promise<number> {
         problems.push(
           `crash: only ${crash.reached} of ${crash.killPoints} kill points were reached`,
         );
+    }
+    if (only.has("parallel")) {
+      const par = await parallelScenario(join(root, "parallel"));
+      rows.push(...par.rows);
+      killPoints += par.reached;
+      parallelKills += par.reached;
+      parallelMaxOut = par.maxOut;
+      duplicates += par.duplicates;
+      wrongTerminal += par.wrongTerminal;
+      limitsExceeded += par.limitViolations;
+      problems.push(...par.problems);
     }
     if (only.has("engines")) {
       const pgUrl = process.env.BATON_TEST_DATABASE_URL;
@@ -90,7 +110,7 @@ async function main(): Promise<number> {
   for (const p of problems) console.log(`[chaos] PROBLEM ${p}`);
   console.log(`[chaos] finished in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   console.log(
-    `RESULT ${JSON.stringify({ kill_points: killPoints, duplicates, wrong_terminal: wrongTerminal, fuzz_cases: fuzzCases })}`,
+    `RESULT ${JSON.stringify({ kill_points: killPoints, duplicates, wrong_terminal: wrongTerminal, fuzz_cases: fuzzCases, parallel_kill_points: parallelKills, parallel_max_out: parallelMaxOut, limits_exceeded: limitsExceeded })}`,
   );
   return duplicates > 0 || wrongTerminal > 0 || problems.length > 0 ? 1 : 0;
 }
