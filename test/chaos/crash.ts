@@ -97,8 +97,10 @@ export async function runCase(o: {
     let unlisted = 0;
     for (let i = 0; i < 100_000; i++) {
       if (Date.now() > until) {
+        const tail = (proc as EngineProcess | null)?.output().slice(-3000) ?? "";
+        await (proc as EngineProcess | null)?.stop();
         throw new Error(
-          `[chaos] ${o.label}: release ${id} did not end in ${o.timeoutMs ?? 180_000} ms; last ${release?.state ?? "?"} ${release?.step_runs.map((s) => `${s.id}=${s.state}`).join(" ") ?? ""}\n${runsOfUnfinished(world, release)}${(proc as EngineProcess | null)?.output().slice(-3000) ?? ""}`,
+          `[chaos] ${o.label}: release ${id} did not end in ${o.timeoutMs ?? 180_000} ms; last ${release?.state ?? "?"} ${release?.step_runs.map((s) => `${s.id}=${s.state}`).join(" ") ?? ""}\n${runsOfUnfinished(world, release)}${await storeOfUnfinished(world, id)}${tail}`,
         );
       }
       const p = proc as EngineProcess | null;
@@ -167,6 +169,39 @@ function runsOfUnfinished(world: CrashWorld, release: Release | null): string {
       }),
     )
     .join("");
+}
+
+/**
+ * What the store holds of a release that did not end (the engine stopped): the history of its
+ * unfinished step runs, its outbox rows not done (with their claims) and the control plane's
+ * ledger of their operation keys, so a stuck step run can be diagnosed from the report alone.
+ */
+async function storeOfUnfinished(world: CrashWorld, id: string | null): Promise<string> {
+  if (id === null) return "";
+  try {
+    const ev = await world.evidence(id);
+    const open = ev.release.step_runs.filter((s) => !["succeeded", "planned"].includes(s.state));
+    const keys = new Set(open.map((s) => s.operation_key));
+    const t0 = ev.release.created_at;
+    const lines = [
+      ...open.flatMap((s) => [
+        `[chaos] ${s.id} ${s.state} (${s.operation_key}, dispatch ${s.dispatch}, tries ${s.tries}):`,
+        ...ev.history
+          .filter((h) => h.step_run_id === s.id)
+          .map((h) => `  +${h.at - t0} ms ${h.kind} ${h.outcome}: ${h.message.slice(0, 300)}`),
+      ]),
+      ...ev.pendingOutbox.map(
+        (r) =>
+          `[chaos] outbox row ${r.id} ${r.effect.type} ${"step_run_id" in r.effect ? r.effect.step_run_id : ""}: due +${r.due_at - t0} ms, claimed until ${r.claimed_until === null ? "-" : `+${r.claimed_until - t0} ms`}, ${r.claims} claims`,
+      ),
+      ...ev.cpLedger
+        .filter((l) => keys.has(l.operation_key))
+        .map((l) => `[chaos] control plane ledger: ${JSON.stringify(l).slice(0, 300)}`),
+    ];
+    return `${lines.join("\n")}\n`;
+  } catch (e) {
+    return `[chaos] could not read the store: ${(e as Error).message}\n`;
+  }
 }
 
 async function findRelease(

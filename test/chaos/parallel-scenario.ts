@@ -225,7 +225,9 @@ export async function parallelScenario(root: string): Promise<ParallelOutcome> {
               failAt: null,
               chain: job.chain,
               recipe,
-              timeoutMs: 300_000,
+              // Three worlds share the machine: at load 38 the uncrashed run alone took 293 s,
+              // and each of a chain's four restarts costs up to 25 s more (importing the engine).
+              timeoutMs: 600_000,
               ...(n === 0 ? { traceFile: join(root, "trace.jsonl") } : {}),
             });
             return { ...job, r };

@@ -6,9 +6,10 @@
  * bounds the whole command to 600 s):
  * 1. crash: the example release with the engine as its own process on SQLite, SIGKILLed at
  *    every enumerated kill point (test/chaos/crash-scenario.ts);
- * 2. parallel: a wave of five lanes in parallel (max_unavailable 3, two failure domains,
- *    min_serving), SIGKILLed at kill points while several lanes are in flight; the limits are
- *    checked on the reference control plane's history (test/chaos/parallel-scenario.ts);
+ * 2. parallel: the example's three lanes in one parallel wave (max_unavailable 2, lane-a and
+ *    lane-b in one failure domain, min_serving 1), two chained releases SIGKILLed at 8 kill
+ *    points while two lanes are in flight, beside the uncrashed run; the limits are checked on
+ *    the reference control plane's history (test/chaos/parallel-scenario.ts);
  * 3. many engines: three engine processes on one Postgres, 100 releases, callbacks to random
  *    instances (10% duplicated, 10% reordered), one instance SIGSTOPped past the lease
  *    (needs BATON_TEST_DATABASE_URL; skipped with a message without it unless CI=true);

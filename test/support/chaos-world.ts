@@ -152,10 +152,15 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
       // 2 s of CPU (importing the engine), over 25 s of wall time on a machine loaded 20 deep,
       // and a run that gives up before the engine is back leaves its step run waiting for
       // the start deadline (10 min). 40 tries, 4 s apart at most, are about 150 s.
+      // The SSH handshake with the embedded target is JavaScript crypto in this process, which
+      // hosts every world of a scenario: at load 38 it took over the demo's 10 s (a connect
+      // check failed, the release paused for a re-run). 60 s bounds it on a starved machine;
+      // an unreachable target still fails the step.
       env: {
         ...runnerEnvFor(fleet),
         BATON_HTTP_ATTEMPTS: "40",
         BATON_HTTP_BUDGET_MS: "180000",
+        BATON_CONNECT_TIMEOUT_MS: "60000",
         ...o.runnerEnv,
       },
       runTimeoutMs: 120_000,
