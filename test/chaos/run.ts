@@ -58,7 +58,9 @@ async function main(): Promise<number> {
         );
     }
     if (only.has("parallel")) {
+      const tp = Date.now();
       const par = await parallelScenario(join(root, "parallel"));
+      console.log(`[chaos] parallel: scenario took ${((Date.now() - tp) / 1000).toFixed(1)} s`);
       rows.push(...par.rows);
       killPoints += par.reached;
       parallelKills += par.reached;
