@@ -148,6 +148,8 @@ export async function crashScenario(root: string, deadline: number): Promise<Cra
     } catch (e) {
       wrongTerminal += 1;
       problems.push(`${job.label}: ${(e as Error).message.slice(0, 800)}`);
+      // Said now too: a run killed by an outer bound (.ci/run's timeout) never prints its problems.
+      log(`${job.label}: FAILED: ${(e as Error).message.split("\n")[0]?.slice(0, 400)}`);
       rows.push({
         scenario: `crash ${job.label}`,
         tried: job.chain.length,

@@ -232,6 +232,7 @@ export async function parallelScenario(root: string): Promise<ParallelOutcome> {
             });
             return { ...job, r };
           } catch (e) {
+            log(`${job.label}: FAILED: ${(e as Error).message.split("\n")[0]?.slice(0, 400)}`);
             return { ...job, r: e as Error };
           }
         },
