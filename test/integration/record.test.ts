@@ -136,6 +136,73 @@ describe.each(STORE_KINDS)("release record on %s", (kind) => {
         note: "v7 serves all traffic",
         record_digest: digest,
       });
+
+      // An acceptance is final: a second one is refused naming who accepted, when, and the
+      // way out; the record still names the first.
+      const firstAt = h.clock.now();
+      h.clock.advance(60_000);
+      const again = await op(h, "POST", `/v1/releases/${id}/accept`, { by: "someone-else" });
+      expect(again.status).toBe(409);
+      const e = ((await again.json()) as { error: { code: string; message: string } }).error;
+      expect(e.code).toBe("already_accepted");
+      expect(e.message).toContain("owner@acme.example");
+      expect(e.message).toContain(new Date(firstAt).toISOString());
+      expect(e.message).toContain(new Date(T0 + 30 * 86_400_000).toISOString());
+      expect(e.message).toMatch(/a new acceptance is allowed once it has expired/);
+      expect((await record(h, id)).acceptance).toMatchObject({
+        by: "owner@acme.example",
+        at: firstAt,
+      });
+    },
+  );
+
+  it.skipIf(skip)(
+    "an acceptance without expiry is final; one whose expiry passed can be replaced, history keeps both",
+    async () => {
+      h = await makeHarness({ kind, admission: trust.admission });
+      const id = await start(h);
+      await drive(h);
+      const first = await op(h, "POST", `/v1/releases/${id}/accept`, {
+        by: "team-lead",
+        expires_at: new Date(h.clock.now() + 86_400_000).toISOString(),
+      });
+      expect(first.status).toBe(200);
+      const firstAt = h.clock.now();
+      // Still valid: refused.
+      h.clock.advance(3_600_000);
+      const early = await op(h, "POST", `/v1/releases/${id}/accept`, { by: "someone-else" });
+      expect(early.status).toBe(409);
+      expect(((await early.json()) as { error: { message: string } }).error.message).toMatch(
+        /already accepted by team-lead at .* until .*; a new acceptance is allowed once it has expired/,
+      );
+      expect((await record(h, id)).acceptance?.by).toBe("team-lead");
+
+      // Past its expiry: a new acceptance replaces it (with no expiry: it is final).
+      h.clock.advance(2 * 86_400_000);
+      const later = await op(h, "POST", `/v1/releases/${id}/accept`, { by: "someone-else" });
+      expect(later.status).toBe(200);
+      const secondAt = h.clock.now();
+      expect((await record(h, id)).acceptance).toMatchObject({
+        by: "someone-else",
+        at: secondAt,
+        expires_at: null,
+      });
+      const final = await op(h, "POST", `/v1/releases/${id}/accept`, { by: "team-lead" });
+      expect(final.status).toBe(409);
+      expect(((await final.json()) as { error: { message: string } }).error.message).toMatch(
+        /already accepted by someone-else at .* without expiry; an acceptance without expiry is final/,
+      );
+      // The history keeps both decisions.
+      const hist = (await (await op(h, "GET", `/v1/releases/${id}/history?limit=1000`)).json()) as {
+        entries: { kind: string; outcome: string; at: number; data: { actor?: string } }[];
+      };
+      const acceptances = hist.entries.filter(
+        (x) => x.kind === "accepted_by_owner" && x.outcome === "accepted",
+      );
+      expect(acceptances.map((x) => [x.data.actor, x.at])).toEqual([
+        ["team-lead", firstAt],
+        ["someone-else", secondAt],
+      ]);
     },
   );
 

@@ -242,6 +242,8 @@ export class ReleaseService implements ReleaseApi {
   private readonly notify: NotifyPolicy | null;
   private readonly deployments: DeploymentsPolicy | null;
   private readonly publicUrl: string;
+  /** In-flight acceptances by release id (`accept` runs them one at a time per release). */
+  private readonly accepting = new Map<string, Promise<void>>();
   private readonly retention: Retention;
   private readonly admission: AdmissionConfig;
   private readonly verifier: BundleVerifier | null;
@@ -884,13 +886,35 @@ export class ReleaseService implements ReleaseApi {
 
   /**
    * The owner accepts a closed release's final state: an audited history entry naming who,
-   * when, until when, and the record digest accepted. Refused (409) while the release is open
-   * or when `record_digest` is given and is not the record's digest.
+   * when, until when, and the record digest accepted. Refused (409) while the release is open,
+   * when `record_digest` is given and is not the record's digest, and (409 `already_accepted`)
+   * while an earlier acceptance stands: one without expiry is final, one with an expiry can be
+   * replaced once it has passed (history keeps both). Acceptances of one release are
+   * serialized within this engine process.
    */
   async accept(
     id: string,
     by: string,
     o: { expires_at?: number | null; note?: string; record_digest?: string } = {},
+  ): Promise<Accepted | Refusal> {
+    const before = this.accepting.get(id) ?? Promise.resolve();
+    const run = before.then(() => this.acceptNow(id, by, o));
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.accepting.set(id, settled);
+    try {
+      return await run;
+    } finally {
+      if (this.accepting.get(id) === settled) this.accepting.delete(id);
+    }
+  }
+
+  private async acceptNow(
+    id: string,
+    by: string,
+    o: { expires_at?: number | null; note?: string; record_digest?: string },
   ): Promise<Accepted | Refusal> {
     const read = await this.get(id);
     const { release } = read;
@@ -912,6 +936,20 @@ export class ReleaseService implements ReleaseApi {
       };
     }
     const now = this.clock.now();
+    const prior = rec.acceptance;
+    if (prior && (prior.expires_at === null || prior.expires_at > now)) {
+      const when = new Date(prior.at).toISOString();
+      const way =
+        prior.expires_at === null
+          ? "without expiry; an acceptance without expiry is final, and the release record keeps it"
+          : `until ${new Date(prior.expires_at).toISOString()}; a new acceptance is allowed once it has expired (it then replaces it, and the history keeps both)`;
+      return {
+        ok: false,
+        status: 409,
+        code: "already_accepted",
+        reason: `[engine] release ${id} was already accepted by ${prior.by} at ${when} ${way}`,
+      };
+    }
     if (o.expires_at != null && o.expires_at <= now) {
       const message = `${new Date(o.expires_at).toISOString()} is in the past (the engine's clock reads ${new Date(now).toISOString()}); an acceptance cannot have expired already`;
       return {
