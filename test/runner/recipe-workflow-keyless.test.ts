@@ -8,7 +8,6 @@
 // workflow identity (repository + workflow + ref) and that trust root.
 // Refusals, each a 422 naming its check: another repository, another ref, a replayed
 // (older) manifest, an expired one, a forged payload, a certificate from a CA not trusted.
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -34,6 +33,7 @@ import {
   skipStore,
 } from "../integration/service-harness.ts";
 import { responseProblems } from "../support/github-openapi.ts";
+import { runWorkflowStep } from "../support/recipe-workflow.ts";
 import { type MockSigstore, startMockSigstore } from "../support/sigstore-mock.ts";
 import { REPO } from "../support/standin-target.ts";
 
@@ -41,8 +41,6 @@ type Step = { name?: string; run?: string };
 const workflow = parse(readFileSync(join(REPO, ".github/workflows/recipe.yml"), "utf8")) as {
   jobs: { start: { permissions?: Record<string, string>; steps: Step[] } };
 };
-const START = workflow.jobs.start.steps.find((s) => s.run?.includes("start-pending"))
-  ?.run as string;
 
 const GH_REPO = "acme/models";
 const GH_WORKFLOW = ".github/workflows/recipe.yml";
@@ -122,33 +120,11 @@ function recipeText(n: number): string {
   });
 }
 
-async function run(args: string[], cwd: string, env: Record<string, string>) {
-  const child = spawn(args[0] as string, args.slice(1), {
-    cwd,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      RUNNER_TEMP: cwd,
-      BATON_BIN: join(REPO, "bin/baton.mjs"),
-      ...env,
-    },
-  });
-  let out = "";
-  child.stdout.on("data", (d) => {
-    out += d;
-  });
-  child.stderr.on("data", (d) => {
-    out += d;
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
-  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-  clearTimeout(timer);
-  return { code, out };
-}
+const run = (argv: string[], cwd: string, env: Record<string, string>) =>
+  runWorkflowStep(cwd, env, { argv, timeoutMs: 120_000 });
 
 const runStart = (cwd: string, env: Record<string, string>) =>
-  run(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", START], cwd, env);
+  runWorkflowStep(cwd, env, { timeoutMs: 120_000 });
 
 /** `baton sign --keyless` as a workflow step would run it; returns the bundle. */
 async function signKeyless(cwd: string, env: Record<string, string>, extra: string[] = []) {

@@ -4,14 +4,13 @@
 // trust policy that lists the key's public half, the manifest signature verifies and the
 // release starts; against one that lists another key, admission refuses it (422 naming
 // manifest_signature) and the job fails; a key without its id fails the job before anything.
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parse, stringify } from "yaml";
+import { stringify } from "yaml";
 import { loadTrustPolicy } from "../../engine/src/admission/policy.ts";
 import { generateSigningKey } from "../../engine/src/admission/sign.ts";
 import {
@@ -21,14 +20,7 @@ import {
   OPERATOR,
   recipe,
 } from "../integration/service-harness.ts";
-import { REPO } from "../support/standin-target.ts";
-
-type Step = { name?: string; run?: string };
-const workflow = parse(readFileSync(join(REPO, ".github/workflows/recipe.yml"), "utf8")) as {
-  jobs: { start: { steps: Step[] } };
-};
-const START = workflow.jobs.start.steps.find((s) => s.run?.includes("start-pending"))
-  ?.run as string;
+import { runWorkflowStep } from "../support/recipe-workflow.ts";
 
 let dir: string;
 const key = generateSigningKey();
@@ -88,31 +80,8 @@ function checkout(name: string): string {
   return c;
 }
 
-async function runStart(cwd: string, url: string, env: Record<string, string>) {
-  const child = spawn("bash", ["--noprofile", "--norc", "-e", "-o", "pipefail", "-c", START], {
-    cwd,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      RUNNER_TEMP: cwd,
-      BATON_BIN: join(REPO, "bin/baton.mjs"),
-      BATON_ENGINE_URL: url,
-      BATON_TOKEN: OPERATOR,
-      ...env,
-    },
-  });
-  let out = "";
-  child.stdout.on("data", (d) => {
-    out += d;
-  });
-  child.stderr.on("data", (d) => {
-    out += d;
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
-  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-  clearTimeout(timer);
-  return { code, out };
+function runStart(cwd: string, url: string, env: Record<string, string>) {
+  return runWorkflowStep(cwd, { BATON_ENGINE_URL: url, BATON_TOKEN: OPERATOR, ...env });
 }
 
 async function releases(url: string) {

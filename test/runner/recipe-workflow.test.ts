@@ -3,23 +3,16 @@
 // HTTP: a first merge, three quick merges whose middle run GitHub cancelled, a force-push and
 // a run with a zero `before`. Every merged recipe is started exactly once, asserted on the
 // engine's releases; a recipe failing its check or an unreachable engine fails the job.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parse, stringify } from "yaml";
+import { stringify } from "yaml";
 import { type Harness, makeHarness, OPERATOR, recipe } from "../integration/service-harness.ts";
-import { REPO } from "../support/standin-target.ts";
-
-type Step = { name?: string; run?: string };
-const workflow = parse(readFileSync(join(REPO, ".github/workflows/recipe.yml"), "utf8")) as {
-  jobs: { start: { steps: Step[] } };
-};
-const START = workflow.jobs.start.steps.find((s) => s.run?.includes("start-pending"))
-  ?.run as string;
+import { runWorkflowStep, START_STEP } from "../support/recipe-workflow.ts";
 
 let h: Harness;
 let server: ReturnType<typeof serve>;
@@ -80,30 +73,13 @@ async function runStart(origin: string, sha: string, env: Record<string, string>
   execFileSync("git", ["clone", "-q", origin, checkout]);
   git(checkout, "checkout", "-q", sha);
   const summary = join(checkout, "summary.md");
-  const child = spawn("bash", ["--noprofile", "--norc", "-e", "-o", "pipefail", "-c", START], {
-    cwd: checkout,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      BATON_BIN: join(REPO, "bin/baton.mjs"),
-      BATON_ENGINE_URL: url,
-      BATON_TOKEN: OPERATOR,
-      GITHUB_STEP_SUMMARY: summary,
-      GITHUB_EVENT_BEFORE: "0000000000000000000000000000000000000000",
-      ...env,
-    },
+  const { code, out } = await runWorkflowStep(checkout, {
+    BATON_ENGINE_URL: url,
+    BATON_TOKEN: OPERATOR,
+    GITHUB_STEP_SUMMARY: summary,
+    GITHUB_EVENT_BEFORE: "0000000000000000000000000000000000000000",
+    ...env,
   });
-  let out = "";
-  child.stdout.on("data", (d) => {
-    out += d;
-  });
-  child.stderr.on("data", (d) => {
-    out += d;
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
-  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-  clearTimeout(timer);
   return { code, out, summary: readFileSync(summary, "utf8") };
 }
 
@@ -119,8 +95,8 @@ async function releasesByRecipe(): Promise<Record<string, number>> {
 
 describe("recipe.yml start job", () => {
   it("extracts the start script from the workflow", () => {
-    expect(START).toContain("start-pending");
-    expect(START).not.toMatch(/git diff/);
+    expect(START_STEP).toContain("start-pending");
+    expect(START_STEP).not.toMatch(/git diff/);
   });
 
   it("starts every merged recipe exactly once across cancelled runs, a force-push and a zero before", async () => {
