@@ -231,6 +231,35 @@ describe("the contract check refuses what a tool, deploy.sh or the control plane
     expect(p.fix).toMatch(c.fix);
   });
 
+  it("a capability with a look-alike (Cyrillic ѕ) or a space is refused naming the character, its code point and position", () => {
+    const cases: [string, RegExp][] = [
+      [
+        "\u0455ummarize",
+        /capability "\u0455ummarize" has U\+0455 CYRILLIC SMALL LETTER DZE, not an ASCII character, at position 1; capabilities must be ASCII: letters, digits, '\.', '_', ':' or '-' \(starting with a letter or digit\)/,
+      ],
+      [
+        "summarize long",
+        /capability "summarize long" has " " \(U\+0020\) at position 10; capabilities must be ASCII/,
+      ],
+      ["-chat", /capability "-chat" has "-" \(U\+002D\) at position 1; capabilities must be ASCII/],
+    ];
+    for (const [cap, message] of cases) {
+      const res = check((r) => {
+        r.lanes[1].capabilities = ["summarize", cap];
+      });
+      expect(res.ok, cap).toBe(false);
+      if (res.ok) continue;
+      const p = problemAt(res.problems, "lanes.1.capabilities.1");
+      expect(p.message).toMatch(message);
+      expect(p.fix).toMatch(/letters, digits, '\.', '_', ':' or '-'.*e\.g\. `summarize-long`/);
+    }
+    // What the examples and the docs use passes.
+    const ok = check((r) => {
+      r.lanes[0].capabilities = ["summarize", "summarize-long", "long-context", "chat:v2", "x.y_z"];
+    });
+    expect(ok.ok).toBe(true);
+  });
+
   it("an uppercase tag before the digest passes everywhere (the tool and deploy.sh too)", () => {
     const image = IMG("ghcr.io/acme/summarizer:V7");
     const res = check((r) => (r.image = image));

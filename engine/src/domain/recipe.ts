@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import {
+  Capability,
   FIELD_LIMITS,
   HealthUrl,
   HostKeyPin as HostKeyPinField,
@@ -43,7 +44,7 @@ export const RECIPE_LIMITS = {
   host: FIELD_LIMITS.host,
   user: FIELD_LIMITS.user,
   queue: FIELD_LIMITS.queue,
-  capability: 64,
+  capability: FIELD_LIMITS.capability,
   capabilities: 64,
   health_url: FIELD_LIMITS.health_url,
   host_key: FIELD_LIMITS.host_key,
@@ -122,15 +123,7 @@ export const RecipeLane = z
     ),
     queue: QueueName.describe("Queue the lane serves."),
     capabilities: z
-      .array(
-        z
-          .string()
-          .min(1, "a capability must not be empty")
-          .max(
-            RECIPE_LIMITS.capability,
-            `a capability must be at most ${RECIPE_LIMITS.capability} characters`,
-          ),
-      )
+      .array(Capability)
       .max(
         RECIPE_LIMITS.capabilities,
         `a lane advertises at most ${RECIPE_LIMITS.capabilities} capabilities`,

@@ -79,6 +79,7 @@ export const FIELD_LIMITS = {
   user: 32,
   queue: 128,
   host_key: 16_384,
+  capability: 64,
 } as const;
 
 const DIGEST_FIX =
@@ -98,6 +99,8 @@ export const FIELD_FIXES = {
   host: "Use the machine's DNS name or IP address, without user or port.",
   user: "Use the POSIX user name the runner logs in as, e.g. `deploy`.",
   queue: "Name the queue the lane serves in 1–128 characters.",
+  capabilities:
+    "Write each capability in 1–64 ASCII letters, digits, '.', '_', ':' or '-', starting with a letter or digit, e.g. `summarize-long`; retype look-alike letters (a Cyrillic `ѕ` for `s`) in ASCII.",
 } as const;
 
 /** Model name as the control plane keeps it (`manifest.model`, traffic writes, routing). */
@@ -156,15 +159,23 @@ const LOOK_ALIKES: Readonly<Record<string, string>> = {
 };
 
 /**
- * Why `id` is not a lane id, naming the first character that is not allowed and its position
- * (1-based, in characters): a look-alike (`lаne-a` with U+0430) reads like a good id.
+ * Names the first character of `value` that is not allowed (`first` for the first character,
+ * `rest` for the others) and its position (1-based, in characters):
+ * `<label> "<value>" has U+0430 CYRILLIC SMALL LETTER A, not an ASCII character, at position 2`
+ * (a look-alike reads like a good name), or `has " " (U+0020) at position 10`; null when every
+ * character is allowed.
  */
-export function laneIdProblem(id: string): string {
-  const chars = [...id];
-  const at = chars.findIndex((ch, i) => !(i === 0 ? /[a-z0-9]/ : /[a-z0-9._-]/).test(ch));
+export function badCharacterProblem(
+  label: string,
+  value: string,
+  first: RegExp,
+  rest: RegExp,
+): string | null {
+  const chars = [...value];
+  const at = chars.findIndex((ch, i) => !(i === 0 ? first : rest).test(ch));
   const ch = chars[at];
-  if (at < 0 || ch === undefined) return LANE_ID_RULE;
-  const shown = JSON.stringify(id).replace(
+  if (at < 0 || ch === undefined) return null;
+  const shown = JSON.stringify(value).replace(
     /\p{C}/gu,
     (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, "0")}`,
   );
@@ -173,8 +184,48 @@ export function laneIdProblem(id: string): string {
     ch.codePointAt(0)! > 0x7e
       ? `${cp}${LOOK_ALIKES[ch] ? ` ${LOOK_ALIKES[ch]}` : ""}, not an ASCII character,`
       : `${JSON.stringify(ch)} (${cp})`;
-  return `lane id ${shown} has ${what} at position ${at + 1}; ${LANE_ID_RULE.replace("lane id must be", "lane ids must be ASCII:")}`;
+  return `${label} ${shown} has ${what} at position ${at + 1}`;
 }
+
+/**
+ * Why `id` is not a lane id, naming the first character that is not allowed and its position
+ * (1-based, in characters): a look-alike (`lаne-a` with U+0430) reads like a good id.
+ */
+export function laneIdProblem(id: string): string {
+  const bad = badCharacterProblem("lane id", id, /[a-z0-9]/, /[a-z0-9._-]/);
+  if (bad === null) return LANE_ID_RULE;
+  return `${bad}; ${LANE_ID_RULE.replace("lane id must be", "lane ids must be ASCII:")}`;
+}
+
+/**
+ * A capability a lane advertises (recipe `lanes[].capabilities`, the control plane's
+ * `PUT /v1/lanes/{lane}/capabilities`): a control-plane name, ASCII letters, digits, `.`, `_`,
+ * `:`, `-`, starting with a letter or digit, 1–64 characters. Routing matches capabilities
+ * byte for byte, so a look-alike (`ѕummarize` with U+0455) would advertise a capability
+ * nothing asks for.
+ */
+export const CAPABILITY_PATTERN = CONTROL_PLANE_NAME_PATTERN;
+
+const CAPABILITY_RULE =
+  "capabilities must be ASCII: letters, digits, '.', '_', ':' or '-' (starting with a letter or digit)";
+
+/** Why `name` is not a capability, naming the first character that is not allowed. */
+export function capabilityProblem(name: string): string {
+  const bad = badCharacterProblem("capability", name, /[A-Za-z0-9]/, /[A-Za-z0-9._:-]/);
+  return `${bad ?? `capability ${JSON.stringify(name)} is not allowed`}; ${CAPABILITY_RULE}`;
+}
+
+/** A capability a lane advertises (`CAPABILITY_PATTERN`). */
+export const Capability = z
+  .string()
+  .min(1, { message: "a capability must not be empty", abort: true })
+  .max(FIELD_LIMITS.capability, {
+    message: `a capability must be at most ${FIELD_LIMITS.capability} characters`,
+    abort: true,
+  })
+  .regex(CAPABILITY_PATTERN, {
+    error: (issue) => capabilityProblem(String(issue.input)),
+  });
 
 /** A digest-pinned image reference; `label` names the field in messages (image, previous_image). */
 export function imageRef(label: string) {
