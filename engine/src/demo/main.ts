@@ -107,11 +107,44 @@ export async function runDemo(argv: string[]): Promise<number> {
   }
   const dir = args.dataDir ?? mkdtempSync(join(tmpdir(), "baton-demo-"));
   let stack: Stack | null = null;
+  let code = 1;
+  let starting: Promise<Stack> | null = null;
+  // What the interrupt line names: the release once started, and its last seen state.
+  let id = "";
+  let state = "";
+  // Ctrl-C / SIGTERM at any time: the same cleanup as a normal end (the stand-in health servers
+  // stopped, the temporary folder with the demo's signing key removed), then exit 130 / 143.
+  // The handlers stay installed until the end: a terminal's Ctrl-C reaches this process twice
+  // (directly and relayed by npm/tsx), and the second must not kill it mid-cleanup.
+  let cleaning: Promise<void> | null = null;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      const s = stack ?? (await starting?.catch(() => null)) ?? null;
+      await s?.close().catch(() => {});
+      if (!args.dataDir) rmSync(dir, { recursive: true, force: true });
+    })());
+  let interrupted: NodeJS.Signals | null = null;
+  let stopServing: (() => void) | null = null;
+  const signalCode = (sig: NodeJS.Signals) => (sig === "SIGINT" ? 130 : 143);
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (stopServing) return stopServing(); // --serve after the release ended: the normal stop
+    if (interrupted) return;
+    interrupted = sig;
+    console.log(
+      `[demo] interrupted: ${id ? `release ${id} left ${state || "starting"}` : "no release started yet"}; cleaning up`,
+    );
+    void cleanup().finally(() => process.exit(signalCode(sig)));
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
   try {
+    console.log(
+      `[demo] data dir       ${dir} (${args.dataDir ? "kept" : "temporary: removed at the end, also on Ctrl-C"})`,
+    );
     console.log(
       "[demo] starting the control plane, the SSH target, the local runner and the engine…",
     );
-    stack = await startStack({
+    starting = startStack({
       dir,
       recipe,
       admission: "sign",
@@ -119,6 +152,7 @@ export async function runDemo(argv: string[]): Promise<number> {
         ? {}
         : { candidateProfile: { errorRate: args.candidateErrorRate } }),
     });
+    stack = await starting;
     const { manifest } = stack;
     if (failStep) stack.failHealthAt(failStep.index);
     const t = stack.fleet.target;
@@ -161,7 +195,7 @@ export async function runDemo(argv: string[]): Promise<number> {
         `[demo] the engine refused the recipe (HTTP ${res.status}): ${body.error?.message ?? JSON.stringify(body)}`,
       );
     }
-    const id = body.id;
+    id = body.id;
     if (body.admission) for (const line of admissionLines(body.admission)) console.log(line);
     console.log(`[demo] watch live     ${stack.url}/releases/${id}`);
     console.log(
@@ -171,9 +205,9 @@ export async function runDemo(argv: string[]): Promise<number> {
 
     const printer = new ProgressPrinter();
     const deadline = started + args.timeoutS * 1000;
-    let state = "";
     let gateSeen = "";
     for (;;) {
+      if (interrupted) throw new Error("interrupted");
       const record = await stack.engine.service.get(id);
       for (const line of printer.update(record.release)) console.log(line);
       const g = record.release.gate;
@@ -220,18 +254,20 @@ export async function runDemo(argv: string[]): Promise<number> {
       );
       console.log("[demo] serving until Ctrl-C (or SIGTERM)");
       await new Promise<void>((r) => {
-        process.once("SIGINT", () => r());
-        process.once("SIGTERM", () => r());
+        stopServing = r;
       });
     }
-    return state === "succeeded" ? 0 : 1;
+    code = state === "succeeded" ? 0 : 1;
   } catch (e) {
-    console.error(describe(e));
-    return 1;
+    // After an interrupt, the parts closing under the loop are no news.
+    if (!interrupted) console.error(describe(e));
+    code = 1;
   } finally {
-    await stack?.close();
-    if (!args.dataDir) rmSync(dir, { recursive: true, force: true });
+    await cleanup();
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
   }
+  return interrupted ? signalCode(interrupted) : code;
 }
 
 /** Each gate's last evaluation (its decision and reason), and why compensation began. */
