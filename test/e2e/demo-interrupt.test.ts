@@ -3,7 +3,7 @@
  * the same cleanup as a normal end (the stand-in health servers stopped, its temporary folder
  * with the signing key removed) and exits 130. Asserted on the machine: the folder, the health
  * servers' processes (PIDs read from the stand-in's state before the signal) and the demo's
- * own process group.
+ * own process group. Also: the demo's engine observes drift (its /metrics has baton_drift_*).
  */
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -31,7 +31,7 @@ async function within(ms: number, cond: () => boolean): Promise<boolean> {
 }
 
 describe("npm run demo interrupted", () => {
-  it("SIGINT during the release: one line, health servers stopped, temp folder removed, exit 130", async () => {
+  it("SIGINT during the release (drift detection on): one line, health servers stopped, temp folder removed, exit 130", async () => {
     const child = spawn(
       process.execPath,
       ["--import", "tsx", join(REPO_ROOT, "engine/src/cli/main.ts"), "demo"],
@@ -55,9 +55,7 @@ describe("npm run demo interrupted", () => {
     });
     try {
       // The release has started once the first step line is printed.
-      const started = await within(300_000, () =>
-        /^\s+\d+\s+\S+\s+fwd\s+attempt \d+/m.test(out),
-      );
+      const started = await within(300_000, () => /^\s+\d+\s+\S+\s+fwd\s+attempt \d+/m.test(out));
       expect(started, out).toBe(true);
       const dir = /\[demo\] data dir\s+(\S+) \(temporary/.exec(out)?.[1] ?? "";
       expect(dir, out).toMatch(/baton-demo-/);
@@ -69,6 +67,15 @@ describe("npm run demo interrupted", () => {
       // One health server per lane, each alive (the previous image answers on every lane).
       expect(servers.length).toBeGreaterThan(0);
       for (const pid of servers) expect(alive(pid)).toBe(true);
+
+      // Drift detection is on in the demo (every 5 s): the engine's /metrics has its series.
+      const url = /\[demo\] engine\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1];
+      const token = /with the operator token (\S+)/.exec(out)?.[1];
+      const metrics = await fetch(`${url}/metrics`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toMatch(/^baton_drift_observation_interval_seconds 5$/m);
 
       process.kill(pgid, "SIGINT");
       const done = await Promise.race([

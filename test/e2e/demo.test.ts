@@ -107,6 +107,10 @@ describe("npm run demo", () => {
     // The demo's gates passed on the router's traffic (docs/gate.md).
     expect(out).toMatch(/\[demo\] gate wave 1 \(10%\): pass after \d+ evaluations/);
     expect(out).toMatch(/\[demo\] gate wave 2 \(50%\): pass after \d+ evaluations/);
+    // The terminal state comes after the gates' summary.
+    expect(out.indexOf("[demo] release r1 is succeeded"), out).toBeGreaterThan(
+      out.search(/\[demo\] gate wave 2 \(50%\): pass after/),
+    );
     // The dashboard URL and the sign-in link come first, before the release starts, so a new
     // user can watch it live; without --serve the engine stops at the end (said so at the end).
     const dash = out.search(/\[demo\] dashboard\s+http:\/\/127\.0\.0\.1:\d+\/releases/);

@@ -66,6 +66,9 @@ export const DEMO_ANALYSIS: NonNullable<RecipeInput["analysis"]> = {
   ],
 };
 
+/** How often the demo's engine looks for drift once the release has ended, ms. */
+export const DEMO_DRIFT_INTERVAL_MS = 5000;
+
 /** Same as `runDemo` (the CLI's `demo` command looks for `main`). */
 export const main = (argv: string[]) => runDemo(argv);
 
@@ -148,6 +151,8 @@ export async function runDemo(argv: string[]): Promise<number> {
       dir,
       recipe,
       admission: "sign",
+      // Drift detection on, every 5 s (docs/drift.md): /metrics shows baton_drift_* under --serve.
+      driftIntervalMs: DEMO_DRIFT_INTERVAL_MS,
       ...(args.candidateErrorRate === undefined
         ? {}
         : { candidateProfile: { errorRate: args.candidateErrorRate } }),
@@ -205,11 +210,17 @@ export async function runDemo(argv: string[]): Promise<number> {
 
     const printer = new ProgressPrinter();
     const deadline = started + args.timeoutS * 1000;
+    const endLines: string[] = [];
     let gateSeen = "";
     for (;;) {
       if (interrupted) throw new Error("interrupted");
       const record = await stack.engine.service.get(id);
-      for (const line of printer.update(record.release)) console.log(line);
+      const ended = TERMINAL_RELEASE_STATES.has(record.release.state as never);
+      for (const line of printer.update(record.release)) {
+        // The terminal state's line comes last, after the gates' summary (below the loop).
+        if (ended && /^\[demo\] release \S+ is /.test(line)) endLines.push(line);
+        else console.log(line);
+      }
       const g = record.release.gate;
       // The router serves traffic while a gate is being evaluated (4,000 units a second).
       const serving = g !== undefined && g !== null && g.decision !== "inconclusive";
@@ -233,6 +244,7 @@ export async function runDemo(argv: string[]): Promise<number> {
     }
     const releaseMs = Date.now() - started;
     for (const line of await gateLines(stack, id)) console.log(line);
+    for (const line of endLines) console.log(line);
     console.log(
       `[demo] release ${id} ended ${state} in ${(releaseMs / 1000).toFixed(1)} s (wall time ${((Date.now() - t0) / 1000).toFixed(1)} s)`,
     );

@@ -70,6 +70,11 @@ export interface StackOptions {
   clock?: Clock;
   /** Seconds deploy.sh on the embedded target waits for a lane's health URL (default 2). */
   healthTimeoutS?: number;
+  /**
+   * Drift detection interval, ms (docs/drift.md; default off: the e2e tests change lanes by
+   * hand). The demo turns it on so `demo --serve` shows `baton_drift_*` on /metrics.
+   */
+  driftIntervalMs?: number;
 }
 
 /** The demo's own trust: a generated key and the policy that allows only it. */
@@ -287,6 +292,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       tickMs: o.tickMs ?? 200,
       sshKey: fleet.target.clientPrivateKey,
       admission: trust ? { mode: "enforce", policy: trust.policy } : { mode: "off" },
+      ...(o.driftIntervalMs ? { driftIntervalMs: o.driftIntervalMs } : {}),
     };
     const engine = await createEngine(config, {
       dispatcher: runner,
