@@ -6,9 +6,10 @@
  */
 
 import type { Server } from "node:http";
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpLimitsFromEnv, serveWithLimits } from "../../engine/src/node/http-server.ts";
+import { rawExchange } from "../support/raw-http.ts";
 import { createRelease, type Harness, makeHarness, recipe } from "./service-harness.ts";
 
 let h: Harness;
@@ -34,27 +35,8 @@ afterAll(async () => {
   await h.close();
 });
 
-/** Sends `head` then body bytes via `feed`; resolves with everything read until the socket closes (bounded: 10 s). */
-function exchange(head: string, feed: (s: Socket) => void): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s = connect(port, "127.0.0.1");
-    let got = "";
-    const timer = setTimeout(() => {
-      s.destroy();
-      reject(new Error(`socket still open after 10 s; read so far: ${got.slice(0, 300)}`));
-    }, 10_000);
-    s.on("data", (d) => {
-      got += d.toString("latin1");
-    });
-    s.on("error", () => {}); // EPIPE/ECONNRESET once the server closes mid-body are fine
-    s.on("close", () => {
-      clearTimeout(timer);
-      resolve(got);
-    });
-    s.write(head);
-    feed(s);
-  });
-}
+/** Sends `head` then body bytes via `feed`; everything read until the socket closes. */
+const exchange = (head: string, feed: (s: Socket) => void) => rawExchange(port, head, feed);
 
 const ROUTES = [
   "/login",
