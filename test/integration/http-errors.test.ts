@@ -168,6 +168,28 @@ describe("GET /v1/releases and /v1/releases/:id", () => {
       ((await ok.json()) as { releases: { id: string }[] }).releases.map((r) => r.id),
     ).toContain(id);
   });
+  it("a query parameter given twice: 400 naming it, on every route (API and dashboard)", async () => {
+    const cases: [string, string, string][] = [
+      ["GET", "/v1/releases?limit=1&limit=2", "limit"],
+      ["GET", `/v1/releases/${id}/history?cursor=a&cursor=b`, "cursor"],
+      ["GET", `/v1/releases/${id}?x=1&x=1`, "x"],
+      ["POST", "/v1/releases?start=false&start=true", "start"],
+      ["POST", `/v1/releases/${id}/resume?a=1&b=2&a=3`, "a"],
+      ["GET", "/releases?state=running&state=failed", "state"],
+      ["GET", "/healthz?v=1&v=2", "v"],
+    ];
+    for (const [method, url, name] of cases) {
+      const body = await expectError(await op(h, method, url), 400, `query.${name}`);
+      expect(body.error.code).toBe("bad_request");
+      expect(body.error.message).toContain(`${name} given twice; give it once`);
+      expect(body.error.problems?.[0]?.fix).toMatch(new RegExp(`give ${name} once`));
+    }
+    // An empty and a percent-encoded twin are the same name.
+    await expectError(await op(h, "GET", "/v1/releases?limit=&limit=3"), 400, "query.limit");
+    await expectError(await op(h, "GET", "/v1/releases?lim%69t=1&limit=3"), 400, "query.limit");
+    // One of each is fine.
+    expect((await op(h, "GET", "/v1/releases?state=running&limit=5")).status).toBe(200);
+  });
   it("a malformed id is 400 naming id, an unknown one 404", async () => {
     await expectError(await op(h, "GET", "/v1/releases/bogus"), 400, "id");
     await expectError(await op(h, "GET", "/v1/releases/r99999"), 404);

@@ -8,6 +8,7 @@ import type { Clock } from "../ports/clock.ts";
 import type { ReleaseApi } from "../service/api.ts";
 import { bodyLimits } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
+import { singleQueryParams } from "./query-params.ts";
 import { releaseRoutes } from "./routes/releases.ts";
 import { type StepRunRouteOptions, stepRunRoutes } from "./routes/step-runs.ts";
 import { systemRoutes } from "./routes/system.ts";
@@ -64,6 +65,8 @@ export function createApp(o: AppOptions): Hono {
       strictTransportSecurity: false,
     }),
   );
+  // Each query parameter at most once, on every route: `c.req.query()` would keep the first.
+  app.use("*", singleQueryParams());
   app.notFound((c) =>
     errorResponse(c, 404, "not_found", `[engine] no route ${c.req.method} ${c.req.path}`),
   );
