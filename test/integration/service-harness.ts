@@ -147,6 +147,21 @@ export async function openTestStore(kind: StoreKind, dir: string): Promise<Store
   return s;
 }
 
+/**
+ * A second handle on the database of `store` (opened by `openTestStore` in `dir`): SQLite opens
+ * the same file again, Postgres a new pool on the same schema. What a second engine process
+ * sharing the database holds; the caller closes it (the schema is dropped with `store`).
+ */
+export async function openSecondHandle(kind: StoreKind, dir: string, store: Store): Promise<Store> {
+  if (kind === "sqlite") return openStore({ dataDir: dir });
+  const schema = pgSchemas.get(store);
+  if (!schema || !PG_URL) throw new Error("[test] not a Postgres test store of openTestStore");
+  const { openPostgresStore } = await import(
+    "../../engine/src/adapters/postgres/postgres-store.ts"
+  );
+  return openPostgresStore({ connectionString: PG_URL, schema });
+}
+
 /** Lanes of `r` seeded into the control-plane double with equal baseline weights. */
 export function seedControlPlane(cp: MemoryControlPlane, r: RecipeInput): void {
   const lanes = r.lanes ?? [];

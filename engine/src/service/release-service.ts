@@ -890,7 +890,8 @@ export class ReleaseService implements ReleaseApi {
    * when `record_digest` is given and is not the record's digest, and (409 `already_accepted`)
    * while an earlier acceptance stands: one without expiry is final, one with an expiry can be
    * replaced once it has passed (history keeps both). Acceptances of one release are
-   * serialized within this engine process.
+   * serialized within this engine process, and across engines by a conditional commit on the
+   * release's `resource_version` (`acceptNow`).
    */
   async accept(
     id: string,
@@ -911,78 +912,105 @@ export class ReleaseService implements ReleaseApi {
     }
   }
 
+  /**
+   * One acceptance, decided on a fresh read and written conditionally: the history entry is
+   * committed with the release's `resource_version` raised by one (nothing else of the release
+   * changes, so its `updated_at` and record digest stay), so of two engines accepting at once
+   * exactly one commit lands; the other reloads and is refused `already_accepted` naming the
+   * winner. @throws BatonError `conflict` when `maxConflictRetries` reloads all lost the race.
+   */
   private async acceptNow(
     id: string,
     by: string,
     o: { expires_at?: number | null; note?: string; record_digest?: string },
   ): Promise<Accepted | Refusal> {
-    const read = await this.get(id);
-    const { release } = read;
-    const rec = await this.recordOf(read);
-    if (!rec.release.closed || !rec.digest) {
-      return {
-        ok: false,
-        status: 409,
-        code: "not_closed",
-        reason: `[engine] release ${id} is ${release.state}; only a closed release (succeeded, rolled_back, aborted, abandoned) can be accepted. It accepts: ${acceptedActionsPhrase(release)}`,
-      };
-    }
-    if (o.record_digest && o.record_digest !== rec.digest) {
-      return {
-        ok: false,
-        status: 409,
-        code: "record_changed",
-        reason: `[engine] release ${id}'s record digest is ${rec.digest}, not ${o.record_digest}; read the record again (baton record ${id}) and accept what it says`,
-      };
-    }
-    const now = this.clock.now();
-    const prior = rec.acceptance;
-    if (prior && (prior.expires_at === null || prior.expires_at > now)) {
-      const when = new Date(prior.at).toISOString();
-      const way =
-        prior.expires_at === null
-          ? "without expiry; an acceptance without expiry is final, and the release record keeps it"
-          : `until ${new Date(prior.expires_at).toISOString()}; a new acceptance is allowed once it has expired (it then replaces it, and the history keeps both)`;
-      return {
-        ok: false,
-        status: 409,
-        code: "already_accepted",
-        reason: `[engine] release ${id} was already accepted by ${prior.by} at ${when} ${way}`,
-      };
-    }
-    if (o.expires_at != null && o.expires_at <= now) {
-      const message = `${new Date(o.expires_at).toISOString()} is in the past (the engine's clock reads ${new Date(now).toISOString()}); an acceptance cannot have expired already`;
-      return {
-        ok: false,
-        status: 422,
-        code: "bad_expiry",
-        reason: `[engine] body.expires_at ${message}`,
-        problems: [
+    for (let round = 0; round <= this.maxRetries; round++) {
+      const read = await this.get(id);
+      const { release } = read;
+      const rec = await this.recordOf(read);
+      if (!rec.release.closed || !rec.digest) {
+        return {
+          ok: false,
+          status: 409,
+          code: "not_closed",
+          reason: `[engine] release ${id} is ${release.state}; only a closed release (succeeded, rolled_back, aborted, abandoned) can be accepted. It accepts: ${acceptedActionsPhrase(release)}`,
+        };
+      }
+      if (o.record_digest && o.record_digest !== rec.digest) {
+        return {
+          ok: false,
+          status: 409,
+          code: "record_changed",
+          reason: `[engine] release ${id}'s record digest is ${rec.digest}, not ${o.record_digest}; read the record again (baton record ${id}) and accept what it says`,
+        };
+      }
+      const now = this.clock.now();
+      const prior = rec.acceptance;
+      if (prior && (prior.expires_at === null || prior.expires_at > now)) {
+        const when = new Date(prior.at).toISOString();
+        const way =
+          prior.expires_at === null
+            ? "without expiry; an acceptance without expiry is final, and the release record keeps it"
+            : `until ${new Date(prior.expires_at).toISOString()}; a new acceptance is allowed once it has expired (it then replaces it, and the history keeps both)`;
+        return {
+          ok: false,
+          status: 409,
+          code: "already_accepted",
+          reason: `[engine] release ${id} was already accepted by ${prior.by} at ${when} ${way}`,
+        };
+      }
+      if (o.expires_at != null && o.expires_at <= now) {
+        const message = `${new Date(o.expires_at).toISOString()} is in the past (the engine's clock reads ${new Date(now).toISOString()}); an acceptance cannot have expired already`;
+        return {
+          ok: false,
+          status: 422,
+          code: "bad_expiry",
+          reason: `[engine] body.expires_at ${message}`,
+          problems: [
+            {
+              path: "body.expires_at",
+              message,
+              fix: `give a time after now, e.g. ${new Date(now + 30 * DAY_MS).toISOString().replace(/\.\d{3}Z$/, "Z")} (30 days on), or leave body.expires_at out for an acceptance that does not expire`,
+            },
+          ],
+        };
+      }
+      const next: Release = { ...release, resource_version: release.resource_version + 1 };
+      const res = await this.store.commit({
+        release: next,
+        expected_version: release.resource_version,
+        history: [
           {
-            path: "body.expires_at",
-            message,
-            fix: `give a time after now, e.g. ${new Date(now + 30 * DAY_MS).toISOString().replace(/\.\d{3}Z$/, "Z")} (30 days on), or leave body.expires_at out for an acceptance that does not expire`,
+            release_id: id,
+            at: now,
+            kind: ACCEPT_KIND,
+            step_run_id: null,
+            outcome: "accepted",
+            message: `[engine] ${by} accepted the final state of ${id} (${release.state}, record sha256:${rec.digest.slice(0, 12)}…)${o.expires_at != null ? ` until ${new Date(o.expires_at).toISOString()}` : ""}${o.note ? `: ${o.note}` : ""}`,
+            data: {
+              actor: by,
+              expires_at: o.expires_at ?? null,
+              note: o.note ?? "",
+              record_digest: rec.digest,
+            },
           },
         ],
-      };
+        effects: [],
+        now,
+      });
+      if (res.ok) {
+        this.remember(next);
+        return { ok: true, changed: true, release: next, reply: { record_digest: rec.digest } };
+      }
+      // Another writer (another engine's acceptance, most likely) changed the release since
+      // the read: read again and decide on what it wrote.
+      this.othersWroteAt = this.clock.now();
+      this.cache.delete(id);
     }
-    await this.store.appendHistory([
-      {
-        release_id: id,
-        at: now,
-        kind: ACCEPT_KIND,
-        step_run_id: null,
-        outcome: "accepted",
-        message: `[engine] ${by} accepted the final state of ${id} (${release.state}, record sha256:${rec.digest.slice(0, 12)}…)${o.expires_at != null ? ` until ${new Date(o.expires_at).toISOString()}` : ""}${o.note ? `: ${o.note}` : ""}`,
-        data: {
-          actor: by,
-          expires_at: o.expires_at ?? null,
-          note: o.note ?? "",
-          record_digest: rec.digest,
-        },
-      },
-    ]);
-    return { ok: true, changed: true, release, reply: { record_digest: rec.digest } };
+    throw new BatonError(
+      "conflict",
+      `[engine] release ${id} kept changing under ${this.maxRetries + 1} tries of accept; retry the request`,
+    );
   }
 
   /**
