@@ -133,6 +133,21 @@ describe("POST /v1/releases", () => {
       "query.start",
     );
   });
+  it("a YAML body with a tag: 400 naming the tag, line and column", async () => {
+    const yaml = `name: x\nmodel: !!python/object:os.system rm\n`;
+    const body = await expectError(
+      await h.engine.app.request("/v1/releases", {
+        method: "POST",
+        headers: { authorization: `Bearer ${OPERATOR}`, "content-type": "application/yaml" },
+        body: yaml,
+      }),
+      400,
+    );
+    expect(body.error.message).toContain(
+      "request body:2:8: the YAML tag `!!python/object:os.system` is not allowed",
+    );
+    expect(body.error.problems?.[0]?.fix).toContain("recipes are plain YAML: no tags");
+  });
   it("a recipe failing its contract: 422 with every problem", async () => {
     const bad = { ...recipe(2), image: "ghcr.io/acme/summarizer:latest", lanes: [] };
     const body = await expectError(await op(h, "POST", "/v1/releases", bad), 422);

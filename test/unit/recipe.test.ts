@@ -97,6 +97,45 @@ describe("parseRecipeText", () => {
     expect(thrown(() => parseRecipeText("a: 1\n---\nb: 2\n", "r.yaml")).status).toBe(400);
   });
 
+  it.each([
+    [
+      "a Python object tag",
+      "name: x\nmodel: !!python/object:os.system rm\n",
+      "!!python/object:os.system",
+      2,
+      8,
+    ],
+    ["a local tag", "name: x\nrollout:\n  waves:\n    - traffic: !foo 5\n", "!foo", 4, 16],
+    ["a core tag", "name: !!str x\n", "!!str", 1, 7],
+    [
+      "a verbatim tag",
+      "name: x\nlanes: [a, !<tag:example.com,2000:x> b]\n",
+      "!<tag:example.com,2000:x>",
+      2,
+      12,
+    ],
+    ["the non-specific tag", "name: ! x\n", "!", 1, 7],
+    ["a %TAG handle", "%TAG !e! tag:example.com,2000:\n---\nname: !e!x y\n", "!e!x", 3, 7],
+  ])("refuses %s, naming it, its file:line:col and the fix", (_l, text, tag, line, col) => {
+    const e = thrown(() => parseRecipeText(text, "r.yaml"));
+    expect(e.status).toBe(400);
+    expect(e.message).toBe(
+      `[recipe] r.yaml:${line}:${col}: the YAML tag \`${tag}\` is not allowed (line ${line}, column ${col})`,
+    );
+    expect(e.problems[0]?.fix).toContain(`Remove \`${tag}\``);
+    expect(e.problems[0]?.fix).toContain("recipes are plain YAML: no tags");
+  });
+
+  it("a `!` inside quotes, block scalars, comments and plain words is no tag", () => {
+    const text = "name: \"!x\"\nmodel: '!y'\nimage: hi!there # !z\nnotes: |\n  !w\n";
+    expect(parseRecipeText(text, "r.yaml").value).toEqual({
+      name: "!x",
+      model: "!y",
+      image: "hi!there",
+      notes: "!w\n",
+    });
+  });
+
   it("refuses an alias bomb", () => {
     const lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"];
     for (let i = 0; i < 8; i++) {

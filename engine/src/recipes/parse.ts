@@ -21,8 +21,7 @@ export const RECIPE_MAX_NESTING = 64;
  */
 export function assertRecipeNesting(text: string, filename: string): void {
   let depth = 0;
-  let offset = 0;
-  for (const token of new Lexer().lex(text)) {
+  for (const { token, offset } of lexed(text)) {
     if (token === "[" || token === "{") {
       depth++;
       if (depth > RECIPE_MAX_NESTING) {
@@ -39,6 +38,36 @@ export function assertRecipeNesting(text: string, filename: string): void {
     } else if (token === "]" || token === "}") {
       depth = Math.max(0, depth - 1);
     }
+  }
+}
+
+/**
+ * Refuses the first YAML tag in `text` (`!!python/object:...`, `!foo`, `!!str`, `!<...>`, a
+ * `%TAG` handle's `!e!x`, the bare `!`): recipes are plain YAML. The YAML library resolves an
+ * unknown tag to a plain string with only a warning and a known one (`!!binary`, `!!set`) to a
+ * value no recipe field takes, so a tag is refused where it is written rather than guessed at.
+ * Uses the YAML lexer: a `!` inside quotes, block scalars, comments or a plain word is no tag.
+ * @throws BatonError `bad_request` (400) naming the tag and `<filename>:<line>:<col>`.
+ */
+export function assertNoYamlTags(text: string, filename: string): void {
+  for (const { token, offset } of lexed(text)) {
+    if (!token.startsWith("!")) continue;
+    const pos = position(lineStarts(text), offset);
+    const tag = token.length > 80 ? `${token.slice(0, 80)}…` : token;
+    throw bad(
+      filename,
+      pos,
+      `the YAML tag \`${tag}\` is not allowed`,
+      `Remove \`${tag}\`: recipes are plain YAML: no tags (\`!name\`, \`!!type\`). Write the value itself; quote it ("...") if it must stay a string.`,
+    );
+  }
+}
+
+/** The YAML lexer's tokens of `text`, each with its offset in `text`. */
+function* lexed(text: string): Generator<{ token: string; offset: number }> {
+  let offset = 0;
+  for (const token of new Lexer().lex(text)) {
+    yield { token, offset };
     // The lexer adds one-character control tokens (document start, scalar) not in the text.
     const control = token.length === 1 && token.charCodeAt(0) < 0x20 && !/[\t\n\r]/.test(token);
     if (!control) offset += token.length;
@@ -81,6 +110,7 @@ export function parseRecipeText(text: string, filename: string): ParsedRecipeTex
     );
   }
   assertRecipeNesting(text, filename);
+  assertNoYamlTags(text, filename);
   // Count documents first: `parseDocument` reports a second one as "use
   // YAML.parseAllDocuments()", which reads like a bug in Baton rather than in the file.
   const docs = parseAllDocuments(text, { merge: false });

@@ -14,7 +14,12 @@ import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
 import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
-import { assertRecipeNesting, duplicateKeyAt, yamlToJs } from "../../recipes/parse.ts";
+import {
+  assertNoYamlTags,
+  assertRecipeNesting,
+  duplicateKeyAt,
+  yamlToJs,
+} from "../../recipes/parse.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { currentDrift } from "../../service/drift.ts";
 import { requireBearer } from "../auth.ts";
@@ -287,6 +292,7 @@ export function parseRecipeBody(text: string, contentType: string | undefined): 
   refuseDuplicateKeys(text);
   try {
     if (!isYaml) return JSON.parse(text);
+    assertNoYamlTags(text, "request body");
     const doc = parseDocument(text);
     if (doc.errors[0]) throw doc.errors[0];
     return yamlToJs(doc, text, "request body");
