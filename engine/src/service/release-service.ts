@@ -72,6 +72,7 @@ import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "./api.ts";
 import { type Domain, defaultDomain } from "./domain.ts";
 import { DriftObserver, type DriftPolicy, type DriftStats } from "./drift.ts";
 import type { EffectsDue } from "./effects-due.ts";
+import { KeyedQueue } from "./keyed-queue.ts";
 import { assertLanesFree, lanesClaimedError } from "./lane-claims.ts";
 import { capLogTail } from "./log-tail.ts";
 import { RefusalLog } from "./refusal-log.ts";
@@ -242,8 +243,6 @@ export class ReleaseService implements ReleaseApi {
   private readonly notify: NotifyPolicy | null;
   private readonly deployments: DeploymentsPolicy | null;
   private readonly publicUrl: string;
-  /** In-flight acceptances by release id (`accept` runs them one at a time per release). */
-  private readonly accepting = new Map<string, Promise<void>>();
   private readonly retention: Retention;
   private readonly admission: AdmissionConfig;
   private readonly verifier: BundleVerifier | null;
@@ -253,11 +252,11 @@ export class ReleaseService implements ReleaseApi {
   /** Tail of the `start` queue: starts run one at a time so the lane check cannot interleave. */
   private starting: Promise<unknown> = Promise.resolve();
   /**
-   * Tail of the `apply` queue per release: events of one release are applied one at a time in
-   * this process, so two of them (a dispatch outcome and the preflight it triggered) never
-   * race for the same `resource_version` here; only another engine's write can conflict.
+   * Writes of one release (`apply`'s events, `accept`), keyed by release id: run one at a
+   * time in this process, so two of them (a dispatch outcome and the preflight it triggered)
+   * never race for the same `resource_version` here; only another engine's write can conflict.
    */
-  private readonly applying = new Map<string, Promise<void>>();
+  private readonly perRelease = new KeyedQueue();
   /** When a commit last lost to another writer (ms; -∞: never): cached copies are checked then. */
   private othersWroteAt = Number.NEGATIVE_INFINITY;
   /** Live marks being read or read recently, shared by the dashboard tabs polling them. */
@@ -319,18 +318,7 @@ export class ReleaseService implements ReleaseApi {
     event: ReleaseEvent,
     extras: ApplyExtras = {},
   ): Promise<Accepted | Refusal | StaleClaim> {
-    const run = (this.applying.get(releaseId) ?? Promise.resolve()).then(() =>
-      this.applyNow(releaseId, event, extras),
-    );
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.applying.set(releaseId, tail);
-    void tail.then(() => {
-      if (this.applying.get(releaseId) === tail) this.applying.delete(releaseId);
-    });
-    return run;
+    return this.perRelease.run(releaseId, () => this.applyNow(releaseId, event, extras));
   }
 
   private async applyNow(
@@ -890,7 +878,7 @@ export class ReleaseService implements ReleaseApi {
    * when `record_digest` is given and is not the record's digest, and (409 `already_accepted`)
    * while an earlier acceptance stands: one without expiry is final, one with an expiry can be
    * replaced once it has passed (history keeps both). Acceptances of one release are
-   * serialized within this engine process, and across engines by a conditional commit on the
+   * serialized with the release's other writes within this engine process, and across engines by a conditional commit on the
    * release's `resource_version` (`acceptNow`).
    */
   async accept(
@@ -898,18 +886,7 @@ export class ReleaseService implements ReleaseApi {
     by: string,
     o: { expires_at?: number | null; note?: string; record_digest?: string } = {},
   ): Promise<Accepted | Refusal> {
-    const before = this.accepting.get(id) ?? Promise.resolve();
-    const run = before.then(() => this.acceptNow(id, by, o));
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.accepting.set(id, settled);
-    try {
-      return await run;
-    } finally {
-      if (this.accepting.get(id) === settled) this.accepting.delete(id);
-    }
+    return this.perRelease.run(id, () => this.acceptNow(id, by, o));
   }
 
   /**
