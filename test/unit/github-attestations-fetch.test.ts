@@ -40,6 +40,20 @@ beforeAll(async () => {
     } else if (path === "/huge") {
       res.writeHead(200, { "content-length": String(BUNDLE_MAX_BYTES + 1) });
       res.end();
+    } else if (path === "/to-plain-http") {
+      // A loopback stand-in of blob storage sending the client on to plain http elsewhere.
+      res.writeHead(302, { location: "http://blob.example.com/x.json.sn" }).end();
+    } else if (path === "/to-file") {
+      res.writeHead(307, { location: "file:///etc/passwd" }).end();
+    } else if (path.startsWith("/hop/")) {
+      // /hop/3 -> /hop/2 -> /hop/1 -> /json (relative Locations, as blob stores send them).
+      const n = Number(path.slice("/hop/".length));
+      res.writeHead(n === 2 ? 301 : 302, { location: n <= 1 ? "/json" : `../hop/${n - 1}` });
+      res.end();
+    } else if (path === "/loop") {
+      res.writeHead(302, { location: "/loop" }).end();
+    } else if (path === "/no-location") {
+      res.writeHead(302).end();
     } else {
       res.writeHead(403, { "content-type": "application/xml" }).end("<Error/>");
     }
@@ -66,6 +80,30 @@ describe("fetchBundle", () => {
     await expect(fetchBundle("file:///etc/passwd")).rejects.toThrow(/is refused/);
     await expect(fetchBundle("not a url")).rejects.toThrow(/bundle_url is not a URL/);
     expect(seen.length).toBe(before);
+  });
+
+  it("re-checks every redirect hop: plain http beyond loopback and file: are refused", async () => {
+    await expect(fetchBundle(`${base}/to-plain-http`)).rejects.toThrow(
+      /^redirect 1 \(HTTP 302\) to http:\/\/blob\.example\.com is refused: only https \(or http to a loopback address\) is fetched$/,
+    );
+    await expect(fetchBundle(`${base}/to-file`)).rejects.toThrow(
+      /^redirect 1 \(HTTP 307\) to file:\/\/ is refused/,
+    );
+    await expect(fetchBundle(`${base}/no-location`)).rejects.toThrow(
+      /^HTTP 302 without a Location/,
+    );
+  });
+
+  it("follows a few redirects between allowed URLs, and refuses more than 5 hops", async () => {
+    const before = seen.length;
+    await expect(fetchBundle(`${base}/hop/3`)).resolves.toEqual(BUNDLE);
+    expect(seen.length - before).toBe(4);
+    const atLoop = seen.length;
+    await expect(fetchBundle(`${base}/loop`)).rejects.toThrow(
+      /^more than 5 redirects \(last to http:\/\/127\.0\.0\.1:\d+\/loop\)/,
+    );
+    // The first request and 5 followed hops, no more.
+    expect(seen.length - atLoop).toBe(6);
   });
 
   it("names the status, the size limit, a bad block and a non-bundle", async () => {

@@ -9,7 +9,8 @@
  * (`bundle` null, `bundle_url`: a pre-signed, time-limited URL on blob storage that serves the
  * bundle Snappy-compressed, `application/x-snappy`). A `bundle_url` is fetched without the
  * GitHub token (it would leak to the blob host), bounded in time and size, over https (plain
- * http only to a loopback address, as test stand-ins serve it), and decompressed with
+ * http only to a loopback address, as test stand-ins serve it; every redirect hop is held to the
+ * same rule, at most `MAX_REDIRECTS` of them), and decompressed with
  * `snappyjs` (plain JSON is taken as it is).
  */
 import { Octokit } from "@octokit/rest";
@@ -40,6 +41,26 @@ interface ListedAttestation {
 }
 
 const LOOPBACK = new Set(["127.0.0.1", "[::1]", "localhost"]);
+
+/** Redirect statuses followed (by hand, each hop re-checked), at most `MAX_REDIRECTS` of them. */
+const REDIRECT = new Set([301, 302, 303, 307, 308]);
+export const MAX_REDIRECTS = 5;
+
+/**
+ * Why `u` may not be fetched (`"<scheme>//<host> is refused: ..."`), or null when it may: https,
+ * or plain http to a loopback address. A redirect (`from` set) reaches loopback only from
+ * loopback, so a remote host cannot send the fetch into this machine.
+ */
+function urlRefusal(u: URL, from: URL | null): string | null {
+  const loopback = LOOPBACK.has(u.hostname);
+  if (u.protocol !== "https:" && !(u.protocol === "http:" && loopback)) {
+    return `${u.protocol}//${u.host} is refused: only https (or http to a loopback address) is fetched`;
+  }
+  if (from && loopback && !LOOPBACK.has(from.hostname)) {
+    return `${u.protocol}//${u.host} is refused: a redirect from ${from.host} may not lead to a loopback address`;
+  }
+  return null;
+}
 
 /** Reads `res`'s body, refusing more than `max` bytes (by Content-Length, then as it streams). */
 async function boundedBody(res: Response, max: number): Promise<Uint8Array> {
@@ -72,9 +93,12 @@ async function boundedBody(res: Response, max: number): Promise<Uint8Array> {
 }
 
 /**
- * The Sigstore bundle at `bundle_url`: fetched without credentials within `TIMEOUT_MS`, at most
- * `BUNDLE_MAX_BYTES` compressed and decompressed, Snappy-decoded unless it is plain JSON.
- * @throws Error saying what went wrong (URL refused, HTTP status, timeout, size, not a bundle).
+ * The Sigstore bundle at `bundle_url`: fetched without credentials within `TIMEOUT_MS` (all
+ * hops together), following at most `MAX_REDIRECTS` redirects each re-checked against the
+ * https-or-loopback rule, at most `BUNDLE_MAX_BYTES` compressed and decompressed,
+ * Snappy-decoded unless it is plain JSON.
+ * @throws Error saying what went wrong (URL or redirect refused, too many redirects, HTTP
+ *   status, timeout, size, not a bundle).
  */
 export async function fetchBundle(url: string): Promise<unknown> {
   let u: URL;
@@ -83,25 +107,45 @@ export async function fetchBundle(url: string): Promise<unknown> {
   } catch {
     throw new Error("bundle_url is not a URL");
   }
-  if (u.protocol !== "https:" && !(u.protocol === "http:" && LOOPBACK.has(u.hostname))) {
-    throw new Error(
-      `bundle_url ${u.protocol}//${u.host} is refused: only https (or http to a loopback address) is fetched`,
-    );
-  }
+  const refused = urlRefusal(u, null);
+  if (refused) throw new Error(`bundle_url ${refused}`);
+  // Redirects are followed here, one hop at a time, so that every hop meets the rule the
+  // bundle_url met (fetch's own `follow` would go on to plain http or to any host).
+  const signal = AbortSignal.timeout(TIMEOUT_MS);
   let res: Response;
-  try {
-    res = await fetch(u, {
-      redirect: "follow",
-      signal: AbortSignal.timeout(TIMEOUT_MS),
-      headers: { accept: "application/x-snappy, application/json" },
-    });
-  } catch (e) {
-    const err = e as Error;
-    throw new Error(
-      err.name === "TimeoutError"
-        ? `no answer within ${TIMEOUT_MS} ms`
-        : `cannot reach it (${err.message})`,
-    );
+  for (let hop = 0; ; hop++) {
+    try {
+      res = await fetch(u, {
+        redirect: "manual",
+        signal,
+        headers: { accept: "application/x-snappy, application/json" },
+      });
+    } catch (e) {
+      const err = e as Error;
+      throw new Error(
+        err.name === "TimeoutError"
+          ? `no answer within ${TIMEOUT_MS} ms`
+          : `cannot reach it (${err.message})`,
+      );
+    }
+    if (!REDIRECT.has(res.status)) break;
+    await res.body?.cancel();
+    const location = res.headers.get("location");
+    if (!location) throw new Error(`HTTP ${res.status} without a Location to follow`);
+    let next: URL;
+    try {
+      next = new URL(location, u);
+    } catch {
+      throw new Error(`redirect ${hop + 1} (HTTP ${res.status}) is to something that is not a URL`);
+    }
+    if (hop + 1 > MAX_REDIRECTS) {
+      throw new Error(
+        `more than ${MAX_REDIRECTS} redirects (last to ${next.protocol}//${next.host}${next.pathname}); a bundle_url is fetched after at most ${MAX_REDIRECTS}`,
+      );
+    }
+    const hopRefused = urlRefusal(next, u);
+    if (hopRefused) throw new Error(`redirect ${hop + 1} (HTTP ${res.status}) to ${hopRefused}`);
+    u = next;
   }
   if (!res.ok) {
     await res.body?.cancel();
