@@ -9,8 +9,11 @@
  * is its own Node process (test/support/chaos-engine.ts: the engine's Node entry with the
  * GitHub dispatcher), dispatching through a GitHub stand-in to a driver that plays the
  * runners: it preflights as soon as a dispatch arrives and calls back at once, each request
- * to the next engine in turn (as a load balancer would). Control-plane steps go to the
- * reference control plane over HTTP.
+ * to the engine its release id hashes to (the recommended load balancer, docs/engine.md
+ * "Several engines on one database"; starts go to the next engine in turn). The engine counts
+ * in `BENCH_ENGINES_ROUND_ROBIN` (default "3"; "" for none) run once more with every request
+ * to the next engine in turn (`round_robin` in the RESULT line). Control-plane steps go to
+ * the reference control plane over HTTP.
  *
  *   callbacks_per_s   runner callbacks answered 200 ÷ wall time from the first start to the
  *                     last release `succeeded` (everything the release needs is in that time:
@@ -44,6 +47,11 @@ import type { PayloadLike } from "../test/support/preflight-request.ts";
 
 const RELEASES = Math.min(200, Number(process.env.BENCH_ENGINES_RELEASES ?? 150));
 const COUNTS = (process.env.BENCH_ENGINES_COUNTS ?? "1,2,3").split(",").map(Number);
+/** Engine counts run a second time with round-robin routing ("" for none). */
+const RR_COUNTS = (process.env.BENCH_ENGINES_ROUND_ROBIN ?? "3")
+  .split(",")
+  .filter((x) => x.trim() !== "")
+  .map(Number);
 const TIMEOUT_MS = Number(process.env.BENCH_ENGINES_TIMEOUT_MS ?? 300_000);
 const PROFILE_DIR = process.env.BENCH_ENGINES_CPU_PROF_DIR;
 const TICKS = 1000 / 100; // USER_HZ of /proc/<pid>/stat (100 on Linux)
@@ -95,8 +103,12 @@ function machineTicks(): { busy: number; total: number } {
   return { busy: total - idle, total };
 }
 
+/** How the driver spreads a release's requests over the engines. */
+type Routing = "release" | "round-robin";
+
 interface RunFigures {
   engines: number;
+  routing: Routing;
   complete: boolean;
   releases: number;
   callbacks: number;
@@ -113,8 +125,15 @@ interface RunFigures {
   start_retries: number;
 }
 
-async function run(base: string, n: number): Promise<RunFigures> {
-  const name = `baton_bench_engines_${process.pid}_${n}`;
+/** FNV-1a of a string (what a load balancer's `hash` on a path segment stands for). */
+function hashOf(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
+}
+
+async function run(base: string, n: number, routing: Routing): Promise<RunFigures> {
+  const name = `baton_bench_engines_${process.pid}_${n}_${routing === "release" ? "r" : "rr"}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
@@ -128,17 +147,25 @@ async function run(base: string, n: number): Promise<RunFigures> {
   const token = `ghp_${randomBytes(18).toString("hex")}`;
   const engines: EngineProcess[] = [];
   let next = 0;
-  const pick = () => engines[next++ % engines.length]!;
+  /**
+   * The engine a request goes to: with `release` routing, the one its release id hashes to
+   * (as a load balancer hashing on the path would, docs/engine.md "Several engines"), the
+   * next on a retry; with `round-robin` routing, the next in turn.
+   */
+  const pick = (releaseId?: string, attempt = 0) =>
+    routing === "release" && releaseId
+      ? engines[(hashOf(releaseId) + attempt) % engines.length]!
+      : engines[next++ % engines.length]!;
   let callbacks = 0;
   const problems: string[] = [];
   const inflight = new Set<Promise<unknown>>();
 
   /** POSTs a signed body to the next engine; on no answer or 5xx, to the next (bounded). */
-  const post = async (path: string, body: unknown) => {
+  const post = async (path: string, body: unknown, releaseId: string) => {
     const bytes = Buffer.from(JSON.stringify(body));
     for (let i = 0; i < 10; i++) {
       try {
-        const res = await fetch(`${pick().url}${path}`, {
+        const res = await fetch(`${pick(releaseId, i).url}${path}`, {
           method: "POST",
           headers: { "content-type": "application/json", ...signBody(secret, bytes) },
           body: bytes,
@@ -158,31 +185,39 @@ async function run(base: string, n: number): Promise<RunFigures> {
     const release = p.release as Record<string, unknown>;
     const runId = String(++runSeq);
     const srId = String(p.step_run_id);
-    const pre = await post(`/v1/releases/step-runs/${srId}/preflight`, {
-      step_run_id: srId,
-      release_id: release.id,
-      generation: release.generation,
-      manifest_digest: release.manifest_digest,
-      dispatch: release.dispatch,
-      run_id: runId,
-      run_attempt: 1,
-      sha: "0000000",
-      tool: p.tool,
-      payload_digest: payloadDigestOf(p as unknown as PayloadLike),
-    });
+    const pre = await post(
+      `/v1/releases/step-runs/${srId}/preflight`,
+      {
+        step_run_id: srId,
+        release_id: release.id,
+        generation: release.generation,
+        manifest_digest: release.manifest_digest,
+        dispatch: release.dispatch,
+        run_id: runId,
+        run_attempt: 1,
+        sha: "0000000",
+        tool: p.tool,
+        payload_digest: payloadDigestOf(p as unknown as PayloadLike),
+      },
+      String(release.id),
+    );
     if (pre.status !== 200) {
       problems.push(`preflight of ${srId}: HTTP ${pre.status} ${pre.text.slice(0, 200)}`);
       return;
     }
-    const cb = await post(`/v1/releases/step-runs/${srId}/callback`, {
-      step_run_id: srId,
-      run_id: runId,
-      run_attempt: 1,
-      status: "succeeded",
-      overall: "pass",
-      checks: [{ name: String(p.tool), status: "ok" }],
-      log: `bench driver ran ${String(p.tool)}\n`,
-    });
+    const cb = await post(
+      `/v1/releases/step-runs/${srId}/callback`,
+      {
+        step_run_id: srId,
+        run_id: runId,
+        run_attempt: 1,
+        status: "succeeded",
+        overall: "pass",
+        checks: [{ name: String(p.tool), status: "ok" }],
+        log: `bench driver ran ${String(p.tool)}\n`,
+      },
+      String(release.id),
+    );
     if (cb.status === 200) callbacks += 1;
     else problems.push(`callback of ${srId}: HTTP ${cb.status} ${cb.text.slice(0, 200)}`);
   };
@@ -327,6 +362,7 @@ async function run(base: string, n: number): Promise<RunFigures> {
     for (const p of problems.slice(0, 5)) console.error(`[bench:engines] ${p}`);
     return {
       engines: n,
+      routing,
       complete,
       releases: ids.length,
       callbacks,
@@ -370,11 +406,17 @@ if (!base) {
     throw new Error("[bench:engines] could not start Postgres with scripts/ci/pg-start.sh");
 }
 const runs: RunFigures[] = [];
+const rrRuns: RunFigures[] = [];
 try {
   for (const n of COUNTS) {
-    const r = await run(base, n);
+    const r = await run(base, n, "release");
     console.error(`[bench:engines] ${JSON.stringify(r)}`);
     runs.push(r);
+  }
+  for (const n of RR_COUNTS) {
+    const r = await run(base, n, "round-robin");
+    console.error(`[bench:engines] ${JSON.stringify(r)}`);
+    rrRuns.push(r);
   }
 } finally {
   if (started) execFileSync("scripts/ci/pg-stop.sh", [started]);
@@ -388,6 +430,15 @@ console.log(
     machine_busy_pct: runs.map((r) => r.machine_busy_pct),
     cores: cpus().length,
     load_avg_1m: runs.map((r) => r.load_avg_1m),
+    conflicts: runs.map((r) => r.conflicts.resource_version),
+    routing: "release",
+    round_robin: {
+      engines: rrRuns.map((r) => r.engines),
+      callbacks_per_s: rrRuns.map((r) => r.callbacks_per_s),
+      cpu_ms_per_callback: rrRuns.map((r) => r.cpu_ms_per_callback),
+      conflicts: rrRuns.map((r) => r.conflicts.resource_version),
+      load_avg_1m: rrRuns.map((r) => r.load_avg_1m),
+    },
   })}`,
 );
-process.exit(runs.every((r) => r.complete) ? 0 : 1);
+process.exit([...runs, ...rrRuns].every((r) => r.complete) ? 0 : 1);
