@@ -62,6 +62,40 @@ export async function runCli(
     });
   const conn = (c: Command) => connection(c.optsWithGlobals<Globals>());
   const json = () => new Option("--json", "print JSON instead of text");
+  type VerbOptions = { json: boolean; reason?: string; actor?: string };
+  /**
+   * An operator verb on one id with `--reason` (required when `reason.required`), `--actor`
+   * (default $USER) and `--json`; `run` gets the connection, the id and those options.
+   */
+  const operatorVerb = (
+    name: string,
+    description: string,
+    argument: [string, string],
+    reason: { required: boolean; help: string },
+    run: (conn: ReturnType<typeof connection>, id: string, o: VerbOptions) => Promise<ExitCode>,
+  ) => {
+    const verb = program
+      .command(name)
+      .description(description)
+      .argument(...argument);
+    if (reason.required) verb.requiredOption("--reason <text>", reason.help);
+    else verb.option("--reason <text>", reason.help);
+    verb
+      .option("--actor <name>", "who you are (kept in the history; default $USER)")
+      .addOption(json())
+      .action(async (id: string, o: Omit<VerbOptions, "json"> & { json?: boolean }, c: Command) => {
+        code = await run(conn(c), id, { ...o, json: Boolean(o.json) });
+      });
+  };
+  /** `--bundle` and repeatable `--attestation`: what admission checks with a recipe. */
+  const admissionOptions = (c: Command, bundleHelp: string) =>
+    c
+      .option("--bundle <file>", bundleHelp)
+      .option(
+        "--attestation <file>",
+        "an image attestation bundle (provenance, SBOM); repeatable",
+        (v: string, prev: string[] = []) => [...prev, v],
+      );
 
   program
     .command("check")
@@ -72,17 +106,14 @@ export async function runCli(
       code = await cmd.check(files, { json: Boolean(o.json) }, io);
     });
 
-  program
-    .command("start")
-    .description("start a release of a recipe")
-    .argument("<recipe>", "recipe YAML (or .json) file")
-    .option("--hold", "create the release but keep it pending until `baton resume`")
-    .option("--bundle <file>", "the manifest's Sigstore bundle (baton sign)")
-    .option(
-      "--attestation <file>",
-      "an image attestation bundle (provenance, SBOM); repeatable",
-      (v: string, prev: string[] = []) => [...prev, v],
-    )
+  admissionOptions(
+    program
+      .command("start")
+      .description("start a release of a recipe")
+      .argument("<recipe>", "recipe YAML (or .json) file")
+      .option("--hold", "create the release but keep it pending until `baton resume`"),
+    "the manifest's Sigstore bundle (baton sign)",
+  )
     .option("--rollback", "an explicit rollback: admit a manifest older than the last admitted")
     .addOption(json())
     .action(
@@ -112,18 +143,15 @@ export async function runCli(
       },
     );
 
-  program
-    .command("deploy")
-    .description(
-      "dark launch: start a release that deploys the candidate at 0% exposure and waits before the first traffic write until `baton release` (docs/lifecycle.md)",
-    )
-    .argument("<recipe>", "recipe YAML (or .json) file")
-    .option("--bundle <file>", "the manifest's Sigstore bundle (baton sign)")
-    .option(
-      "--attestation <file>",
-      "an image attestation bundle (provenance, SBOM); repeatable",
-      (v: string, prev: string[] = []) => [...prev, v],
-    )
+  admissionOptions(
+    program
+      .command("deploy")
+      .description(
+        "dark launch: start a release that deploys the candidate at 0% exposure and waits before the first traffic write until `baton release` (docs/lifecycle.md)",
+      )
+      .argument("<recipe>", "recipe YAML (or .json) file"),
+    "the manifest's Sigstore bundle (baton sign)",
+  )
     .addOption(json())
     .action(
       async (
@@ -146,56 +174,29 @@ export async function runCli(
       },
     );
 
-  program
-    .command("release")
-    .description(
-      "a release deployed dark waits at 0% exposure: expose it to its first wave; the rollout goes on",
-    )
-    .argument("<id>", "release id")
-    .option("--reason <text>", "why it is ready (kept in the history)")
-    .option("--actor <name>", "who you are (kept in the history; default $USER)")
-    .addOption(json())
-    .action(
-      async (id: string, o: { json?: boolean; reason?: string; actor?: string }, c: Command) => {
-        code = await cmd.holdVerb(conn(c), "release", id, { ...o, json: Boolean(o.json) }, io);
-      },
-    );
+  operatorVerb(
+    "release",
+    "a release deployed dark waits at 0% exposure: expose it to its first wave; the rollout goes on",
+    ["<id>", "release id"],
+    { required: false, help: "why it is ready (kept in the history)" },
+    (cn, id, o) => cmd.holdVerb(cn, "release", id, o, io),
+  );
 
-  program
-    .command("pause")
-    .description(
-      "pause a running release: nothing new starts, step runs in flight settle; `baton resume` continues",
-    )
-    .argument("<id>", "release id")
-    .requiredOption("--reason <text>", "why (kept in the history and shown on the release)")
-    .option("--actor <name>", "who you are (kept in the history; default $USER)")
-    .addOption(json())
-    .action(
-      async (id: string, o: { json?: boolean; reason: string; actor?: string }, c: Command) => {
-        code = await cmd.holdVerb(conn(c), "pause", id, { ...o, json: Boolean(o.json) }, io);
-      },
-    );
+  operatorVerb(
+    "pause",
+    "pause a running release: nothing new starts, step runs in flight settle; `baton resume` continues",
+    ["<id>", "release id"],
+    { required: true, help: "why (kept in the history and shown on the release)" },
+    (cn, id, o) => cmd.holdVerb(cn, "pause", id, o, io),
+  );
 
-  program
-    .command("confirm-restore")
-    .description(
-      "a recoverable release waits after its traffic rollback: confirm you ran its restore action; it ends rolled_back",
-    )
-    .argument("<id>", "release id")
-    .requiredOption("--reason <text>", "what you ran and what it showed (kept in the record)")
-    .option("--actor <name>", "who you are (kept in the history; default $USER)")
-    .addOption(json())
-    .action(
-      async (id: string, o: { json?: boolean; reason: string; actor?: string }, c: Command) => {
-        code = await cmd.holdVerb(
-          conn(c),
-          "confirm-restore",
-          id,
-          { ...o, json: Boolean(o.json) },
-          io,
-        );
-      },
-    );
+  operatorVerb(
+    "confirm-restore",
+    "a recoverable release waits after its traffic rollback: confirm you ran its restore action; it ends rolled_back",
+    ["<id>", "release id"],
+    { required: true, help: "what you ran and what it showed (kept in the record)" },
+    (cn, id, o) => cmd.holdVerb(cn, "confirm-restore", id, o, io),
+  );
 
   program
     .command("sign")
@@ -372,64 +373,40 @@ export async function runCli(
       code = await cmd.act(conn(c), "retry", id, { json: Boolean(o.json) }, io);
     });
 
-  program
-    .command("resolve")
-    .description(
-      "needs_operator: record that you did the waited-on backward step run's effect by hand; compensation continues",
-    )
-    .argument("<step-run>", "the backward step run the release waits on, e.g. sr_17_3_b")
-    .requiredOption("--reason <text>", "what you did, by hand, and why (kept in the history)")
-    .option("--actor <name>", "who you are (kept in the history; default $USER)")
-    .addOption(json())
-    .action(
-      async (id: string, o: { json?: boolean; reason: string; actor?: string }, c: Command) => {
-        code = await cmd.resolve(conn(c), id, { ...o, json: Boolean(o.json) }, io);
-      },
-    );
+  operatorVerb(
+    "resolve",
+    "needs_operator: record that you did the waited-on backward step run's effect by hand; compensation continues",
+    ["<step-run>", "the backward step run the release waits on, e.g. sr_17_3_b"],
+    { required: true, help: "what you did, by hand, and why (kept in the history)" },
+    (cn, id, o) => cmd.resolve(cn, id, { ...o, reason: o.reason ?? "" }, io),
+  );
 
-  program
-    .command("promote")
-    .description(
-      "widen to the next wave: past a manual promotion (recipe `promotion: manual`), or accepting the risk of an inconclusive gate (docs/gate.md)",
-    )
-    .argument("<id>", "release id")
-    .option("--reason <text>", "why the risk is acceptable (kept in the history)")
-    .option("--actor <name>", "who you are (kept in the history; default $USER)")
-    .addOption(json())
-    .action(
-      async (id: string, o: { json?: boolean; reason?: string; actor?: string }, c: Command) => {
-        code = await cmd.promote(conn(c), id, { ...o, json: Boolean(o.json) }, io);
-      },
-    );
+  operatorVerb(
+    "promote",
+    "widen to the next wave: past a manual promotion (recipe `promotion: manual`), or accepting the risk of an inconclusive gate (docs/gate.md)",
+    ["<id>", "release id"],
+    { required: false, help: "why the risk is acceptable (kept in the history)" },
+    (cn, id, o) => cmd.promote(cn, id, o, io),
+  );
 
-  program
-    .command("rollback")
-    .description(
-      "succeeded: start a new release that runs the previous admitted manifest of the model again (docs/lifecycle.md)",
-    )
-    .argument("<id>", "the succeeded release to roll back")
-    .option("--reason <text>", "why (kept in the history)")
-    .option("--actor <name>", "who you are (kept in the history; default $USER)")
-    .addOption(json())
-    .action(
-      async (id: string, o: { json?: boolean; reason?: string; actor?: string }, c: Command) => {
-        code = await cmd.rollback(conn(c), id, { ...o, json: Boolean(o.json) }, io);
-      },
-    );
+  operatorVerb(
+    "rollback",
+    "succeeded: start a new release that runs the previous admitted manifest of the model again (docs/lifecycle.md)",
+    ["<id>", "the succeeded release to roll back"],
+    { required: false, help: "why (kept in the history)" },
+    (cn, id, o) => cmd.rollback(cn, id, o, io),
+  );
 
-  program
-    .command("roll-forward")
-    .description(
-      "rolled_back, aborted or abandoned: start a fixed recipe of the same model in its place (docs/lifecycle.md)",
-    )
-    .argument("<id>", "the release to roll forward from")
-    .argument("<recipe>", "the fixed recipe YAML (or .json) file")
-    .option("--bundle <file>", "the fixed manifest's Sigstore bundle (baton sign)")
-    .option(
-      "--attestation <file>",
-      "an image attestation bundle (provenance, SBOM); repeatable",
-      (v: string, prev: string[] = []) => [...prev, v],
-    )
+  admissionOptions(
+    program
+      .command("roll-forward")
+      .description(
+        "rolled_back, aborted or abandoned: start a fixed recipe of the same model in its place (docs/lifecycle.md)",
+      )
+      .argument("<id>", "the release to roll forward from")
+      .argument("<recipe>", "the fixed recipe YAML (or .json) file"),
+    "the fixed manifest's Sigstore bundle (baton sign)",
+  )
     .addOption(json())
     .action(
       async (
