@@ -60,7 +60,7 @@ describe("usage", () => {
     const missing = await baton(["watch"]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("missing required argument 'id'");
-  });
+  }, 180_000); // four CLI processes: over 60 s at load 30
 
   it("works from any working directory (tsconfig found next to the bin)", async () => {
     const r = await baton(["check", path.join(ROOT, "recipes/example.yaml")], {}, { cwd: dir });
