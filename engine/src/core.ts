@@ -200,7 +200,10 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
     viewerToken: s.viewerToken,
     metrics: async () =>
       exposition(
-        engineMetrics({ releases: await store.countReleases(), drift: service.driftStats() }),
+        engineMetrics({
+          releases: await store.countReleases(),
+          drift: await service.driftMetrics(),
+        }),
       ),
     publicUrl: s.publicUrl,
     ...(s.repository ? { repository: s.repository } : {}),

@@ -1146,6 +1146,19 @@ export function storeContract(name: string, factory: StoreFactory): void {
       });
     });
 
+    describe("engine state (kept across events)", () => {
+      it("putState / getState: absent until written, replaced whole, read by another store on the database", async () => {
+        expect(await store.getState("drift")).toBeNull();
+        const v = { observations: 3, models: [{ model: "m", lanes: ["a"], ok: true, w: null }] };
+        await store.putState({ name: "drift", value: v, now: T0 });
+        expect(await store.getState("drift")).toEqual({ value: v, at: T0 });
+        await store.putState({ name: "drift", value: { observations: 4 }, now: T0 + 5 });
+        const peer = await h.openPeer();
+        expect(await peer.getState("drift")).toEqual({ value: { observations: 4 }, at: T0 + 5 });
+        expect(await peer.getState("other")).toBeNull();
+      });
+    });
+
     it("ping works while open and fails after close", async () => {
       await expect(store.ping()).resolves.toBeUndefined();
       const peer = await h.openPeer();

@@ -2,7 +2,10 @@
  * What the serverless entries (worker.ts, lambda.ts) share: their settings, read from the
  * platform's environment (Workers `env`, Lambda `process.env`) with the Node entry's variable
  * names, and the composition of one core for one event: Postgres store, GitHub dispatcher, HTTP
- * control plane, system clock, console log. No interval: the platform's schedule calls `tick()`.
+ * control plane, system clock, console log. No interval: the platform's schedule calls `tick()`,
+ * which also observes drift (docs/drift.md "Serverless") at most once per
+ * BATON_DRIFT_INTERVAL_MS across all events, kept by the store's `drift` lease; the last
+ * observation and its counters are kept in the store, where `GET /metrics` reads them.
  *
  * Nothing here holds a connection across events. Workers forbid I/O objects shared between
  * requests (a pool opened by one request hangs the next), so each event opens its own small
@@ -56,6 +59,14 @@ const Env = z.object({
   BATON_GITHUB_DEPLOYMENT_REF: DeploymentRefSetting,
   /** Connections per event (default 3: a commit, a claim and a read may overlap). */
   BATON_DB_POOL: z.coerce.number().int().min(1).max(10).optional(),
+  /** Drift observation interval, ms (docs/drift.md): 0 off, else 1000..86400000; 60 s default. */
+  BATON_DRIFT_INTERVAL_MS: z.coerce
+    .number({ error: "must be a number (ms; 0 turns drift detection off)" })
+    .int("must be a whole number of ms")
+    .min(0, "must be 0 (off) or at least 1000")
+    .max(86_400_000, "must be at most 86400000 (a day)")
+    .refine((v) => v === 0 || v >= 1000, "must be 0 (off) or at least 1000")
+    .default(60_000),
 });
 
 /** Settings of a serverless engine, validated (with the runner credential, BATON_OIDC_*). */
@@ -94,6 +105,12 @@ const consoleLog = {
   error: (m: string, e?: unknown) => console.error(m, e ?? ""),
 };
 
+/** What one event may spend (scheduled events): its end, epoch ms of the system clock. */
+export interface EventBudget {
+  /** Drift observation is bounded to end by then, and not started with less than 1 s left. */
+  deadline?: number;
+}
+
 /**
  * One event's core and what it started. `defer` collects work that outlives the response
  * (effects after a commit); `finish()` waits for it (bounded by the reconciler's own bounds),
@@ -104,7 +121,7 @@ export class EventScope implements Scheduler {
   readonly store: PostgresStore;
   private readonly pending: Promise<unknown>[] = [];
 
-  constructor(s: ServerlessSettings) {
+  constructor(s: ServerlessSettings, budget: EventBudget = {}) {
     this.store = new PostgresStore({ connectionString: s.DATABASE_URL, max: s.BATON_DB_POOL ?? 3 });
     this.core = createCore(
       {
@@ -147,6 +164,15 @@ export class EventScope implements Scheduler {
         viewerToken: s.BATON_VIEWER_TOKEN ?? null,
         repository: s.GITHUB_REPOSITORY,
         exclusiveLanes: s.BATON_EXCLUSIVE_LANES !== "off",
+        ...(s.BATON_DRIFT_INTERVAL_MS > 0
+          ? {
+              drift: {
+                intervalMs: s.BATON_DRIFT_INTERVAL_MS,
+                mode: "event" as const,
+                ...(budget.deadline === undefined ? {} : { deadline: budget.deadline }),
+              },
+            }
+          : {}),
       },
     );
   }
@@ -171,8 +197,11 @@ let migrated = false;
  * Opens one event's scope; the first event of an isolate / execution environment migrates the
  * store (engines starting together wait on a database lock, so this is safe to repeat).
  */
-export async function openEvent(s: ServerlessSettings): Promise<EventScope> {
-  const scope = new EventScope(s);
+export async function openEvent(
+  s: ServerlessSettings,
+  budget: EventBudget = {},
+): Promise<EventScope> {
+  const scope = new EventScope(s, budget);
   if (!migrated) {
     try {
       await scope.store.migrate();

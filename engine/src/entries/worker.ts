@@ -1,11 +1,20 @@
 /**
  * Cloudflare Workers entry. `fetch` serves the core's app; a Cron Trigger (`scheduled`) runs
- * `tick()` (deadlines, due effects, retention); effects a request commits run after the response
- * under `ctx.waitUntil`. Store: Postgres over TCP sockets (`pg` + `pg-cloudflare`, compatibility
- * flag `nodejs_compat`), one small pool per event, closed when the event's work has settled.
+ * `tick()` (deadlines, due effects, retention, and drift observation when its interval is due,
+ * bounded to end within `SCHEDULED_BUDGET_MS` of the event); effects a request commits run
+ * after the response under `ctx.waitUntil`. Store: Postgres over TCP sockets (`pg` +
+ * `pg-cloudflare`, compatibility flag `nodejs_compat`), one small pool per event, closed when
+ * the event's work has settled.
  * Built by scripts/build-worker.mjs; set up as in docs/deploying.md.
  */
 import { openEvent, openOrAnswer, serverlessSettings } from "./serverless.ts";
+
+/**
+ * What a scheduled event gives drift observation, ms from the event's start: well inside what
+ * Cloudflare lets a Cron Trigger run (wall-clock minutes, 30 s of CPU by default). Not
+ * exported: every export of a Workers module must be a handler.
+ */
+const SCHEDULED_BUDGET_MS = 30_000;
 
 /** The part of the Workers `ExecutionContext` this entry uses. */
 interface WorkerContext {
@@ -29,7 +38,9 @@ export default {
     ctx: WorkerContext,
   ): Promise<void> {
     // Bad settings or a database down fail the event, so the Cron Trigger's log shows it.
-    const scope = await openEvent(serverlessSettings(env));
+    const scope = await openEvent(serverlessSettings(env), {
+      deadline: Date.now() + SCHEDULED_BUDGET_MS,
+    });
     ctx.waitUntil(
       scope.core
         .tick()

@@ -258,5 +258,13 @@ export interface Store {
    * one engine of several (drift observation) asks before each run.
    */
   takeLease(q: { name: string; owner: string; until: number; now: number }): Promise<boolean>;
+  /**
+   * Writes engine state `name` (any JSON value), replacing what it held; `now` (epoch ms) is
+   * kept as its time. For what an engine that lives for one event (serverless) must find again
+   * at the next one: the last drift observation and its counters.
+   */
+  putState(q: { name: string; value: Json; now: number }): Promise<void>;
+  /** Engine state `name` as last written, with its time (epoch ms); null when never written. */
+  getState(name: string): Promise<{ value: Json; at: number } | null>;
   close(): Promise<void>;
 }

@@ -31,6 +31,42 @@ export const DRIFT_CLEARED_KIND = "drift_cleared";
 export interface DriftPolicy {
   intervalMs: number;
   timeoutMs?: number;
+  /**
+   * `process` (default): the engine is a long-lived process; its holder renews the `drift`
+   * lease for two intervals, gives it back on a clean stop, and its counters and last
+   * observation live in memory (they start at 0 with the process).
+   *
+   * `event`: the engine lives for one event (the serverless entries: a Cron Trigger or an
+   * EventBridge schedule, every minute or so). The interval is kept by the lease alone: an
+   * observing event takes it until one interval (less a little slack for the schedule's
+   * jitter) from its start and never gives it back, so however often events come, one
+   * observes per interval. Counters and the last successful observation are kept in the store
+   * (`Store.putState`, name `drift`) and `stats` reads them there.
+   */
+  mode?: "process" | "event";
+  /**
+   * Epoch ms (engine clock) by which an observation must have ended: the event's time budget.
+   * The control-plane read gets at most what is left (and at most `timeoutMs`); with less
+   * than one second left the observation is not started (the lease is not taken, so the next
+   * event observes). Absent: `timeoutMs` alone bounds it.
+   */
+  deadline?: number;
+}
+
+/** Name of the engine state (`Store.putState`) an `event`-mode observer keeps its stats in. */
+export const DRIFT_STATE = "drift";
+
+/** Below this much time left of the event's budget (ms), an observation is not started. */
+const MIN_BUDGET_MS = 1000;
+
+/** What an `event`-mode observer keeps in the store between events. */
+interface StoredDrift {
+  observations: number;
+  failures: Record<DriftFailure, number>;
+  lastObservedAt: number | null;
+  models: ObservedModel[];
+  /** The last failed observation: when (epoch ms), why, and the read's message. */
+  lastFailure: { at: number; reason: DriftFailure; message: string } | null;
 }
 
 /** One drifted lane: the fields that differ with their desired and observed values. */
@@ -146,6 +182,8 @@ export interface DriftStats {
   lastObservedAt: number | null;
   /** Models of the last successful observation with no release in flight, by name. */
   models: ObservedModel[];
+  /** The last failed observation (`event` mode only: read from the store), else null. */
+  lastFailure?: { at: number; reason: DriftFailure; message: string } | null;
 }
 
 /** Distinct images per wave: each listed lane's observed image, else its desired one. */
@@ -221,6 +259,73 @@ export class DriftObserver {
     return { print: "", release };
   }
 
+  /**
+   * The counters and last successful observation `GET /metrics` exports: this process's
+   * (`process` mode), or those kept in the store by the events that observed (`event` mode;
+   * a store that cannot be read throws).
+   */
+  async currentStats(): Promise<DriftStats> {
+    if (this.policy.mode !== "event") return this.stats();
+    const kept = await this.kept();
+    return {
+      intervalMs: this.policy.intervalMs,
+      timeoutMs: this.policy.timeoutMs ?? 5000,
+      observations: kept.observations,
+      failures: { ...kept.failures },
+      lastObservedAt: kept.lastObservedAt,
+      models: kept.models,
+      lastFailure: kept.lastFailure,
+    };
+  }
+
+  /** What the store keeps for `event` mode (zeros before the first observation). */
+  private async kept(): Promise<StoredDrift> {
+    const row = await this.store.getState(DRIFT_STATE);
+    const v = (row?.value ?? {}) as Partial<StoredDrift>;
+    return {
+      observations: typeof v.observations === "number" ? v.observations : 0,
+      failures: {
+        timeout: v.failures?.timeout ?? 0,
+        control_plane: v.failures?.control_plane ?? 0,
+        store: v.failures?.store ?? 0,
+      },
+      lastObservedAt: typeof v.lastObservedAt === "number" ? v.lastObservedAt : null,
+      models: Array.isArray(v.models) ? v.models : [],
+      lastFailure: v.lastFailure ?? null,
+    };
+  }
+
+  /**
+   * `event` mode: adds this observation's outcome to what the store keeps (only the lease
+   * holder writes, once per interval). A store that refuses it is logged; the history entries
+   * of the observation are written already.
+   */
+  private async keep(
+    outcome:
+      | { ok: true; at: number; models: ObservedModel[] }
+      | { ok: false; at: number; reason: DriftFailure; message: string },
+  ): Promise<void> {
+    if (this.policy.mode !== "event") return;
+    try {
+      const k = await this.kept();
+      if (outcome.ok) {
+        k.observations++;
+        k.lastObservedAt = outcome.at;
+        k.models = outcome.models;
+      } else {
+        k.failures[outcome.reason]++;
+        k.lastFailure = { at: outcome.at, reason: outcome.reason, message: outcome.message };
+      }
+      await this.store.putState({
+        name: DRIFT_STATE,
+        value: k as unknown as Json,
+        now: outcome.at,
+      });
+    } catch (err) {
+      this.log.warn(`[drift] could not keep the observation's stats: ${(err as Error).message}`);
+    }
+  }
+
   /** A copy of the observer's counters and last successful observation (`GET /metrics`). */
   stats(): DriftStats {
     return {
@@ -242,6 +347,13 @@ export class DriftObserver {
     if (this.running) return this.running;
     const now = this.clock.now();
     if (now < this.next) return Promise.resolve();
+    const deadline = this.policy.deadline;
+    if (deadline !== undefined && deadline - now < MIN_BUDGET_MS) {
+      this.log.warn(
+        `[drift] ${Math.max(0, deadline - now)} ms left of this event's time budget: observation left to the next event`,
+      );
+      return Promise.resolve();
+    }
     this.next = now + this.policy.intervalMs;
     this.running = this.leased(now)
       .then((mine) => (mine ? this.observe(now) : undefined))
@@ -251,13 +363,20 @@ export class DriftObserver {
     return this.running;
   }
 
-  /** Takes or renews the lease until two intervals from `now`; false when another holds it. */
+  /**
+   * Takes or renews the lease until two intervals from `now` (`event` mode: one interval less
+   * the slack, see `eventLeaseMs`); false when another holds it.
+   */
   private async leased(now: number): Promise<boolean> {
+    const ms =
+      this.policy.mode === "event"
+        ? eventLeaseMs(this.policy.intervalMs)
+        : 2 * this.policy.intervalMs;
     try {
       this.holding = await this.store.takeLease({
         name: DRIFT_LEASE,
         owner: this.owner,
-        until: now + 2 * this.policy.intervalMs,
+        until: now + ms,
         now,
       });
     } catch (err) {
@@ -270,7 +389,8 @@ export class DriftObserver {
 
   /** Gives the lease back when this engine holds it (a clean stop), so another takes over now. */
   async stop(): Promise<void> {
-    if (!this.holding) return;
+    // An event's lease marks when the next observation is due: it is not given back.
+    if (!this.holding || this.policy.mode === "event") return;
     this.holding = false;
     // Renewing it until the epoch's start releases it: it has expired for everyone else.
     await this.store
@@ -279,7 +399,13 @@ export class DriftObserver {
   }
 
   private async observe(now: number): Promise<void> {
-    const timeoutMs = this.policy.timeoutMs ?? 5000;
+    const limit = this.policy.timeoutMs ?? 5000;
+    const deadline = this.policy.deadline;
+    // The read gets what is left of the event's budget, less a little for the history writes.
+    const timeoutMs =
+      deadline === undefined
+        ? limit
+        : Math.max(MIN_BUDGET_MS / 2, Math.min(limit, deadline - this.clock.now() - 500));
     const cp = this.cp as ControlPlane;
     const lanes = cp.lanes?.bind(cp);
     let timedOut = false;
@@ -319,18 +445,27 @@ export class DriftObserver {
     } catch (err) {
       this.counts.failures.store++;
       this.log.warn(`[drift] could not observe the fleet: ${(err as Error).message}`);
+      await this.keep({
+        ok: false,
+        at: this.clock.now(),
+        reason: "store",
+        message: (err as Error).message,
+      });
       return;
     }
     const failed = readFailed ?? models.find((m) => m.readError !== null)?.readError ?? null;
     if (failed !== null) {
       // The observer's own limit, or the HTTP adapter's (its message says "timed out").
-      this.counts.failures[timedOut || /timed out/.test(failed) ? "timeout" : "control_plane"]++;
+      const reason = timedOut || /timed out/.test(failed) ? "timeout" : "control_plane";
+      this.counts.failures[reason]++;
       this.log.warn(
         `[drift] the control plane could not be read (${failed}); next observation in ${this.policy.intervalMs} ms`,
       );
+      await this.keep({ ok: false, at: this.clock.now(), reason, message: failed });
     } else {
+      const at = this.clock.now();
       this.counts.observations++;
-      this.counts.lastObservedAt = this.clock.now();
+      this.counts.lastObservedAt = at;
       const judged: ObservedModel[] = [];
       for (const m of models) {
         const d = modelDrift(m, now);
@@ -346,6 +481,7 @@ export class DriftObserver {
         });
       }
       this.counts.models = judged;
+      await this.keep({ ok: true, at, models: judged });
     }
     const entries: HistoryEntry[] = [];
     for (const m of models) {
@@ -394,6 +530,16 @@ export class DriftObserver {
     }
     if (entries.length > 0) await this.store.appendHistory(entries);
   }
+}
+
+/**
+ * How long an `event`-mode observation holds the lease (ms): one interval less a slack of a
+ * tenth of it, at most 10 s, so a schedule whose next event comes a little early (jitter,
+ * or the previous event started late) still observes: a cron every minute with a 5-minute
+ * interval observes every 5th event, not every 6th.
+ */
+export function eventLeaseMs(intervalMs: number): number {
+  return intervalMs - Math.min(Math.floor(intervalMs / 10), 10_000);
 }
 
 /** The drift a release's history shows now: its latest drift entry unless cleared since. */

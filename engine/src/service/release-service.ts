@@ -1382,6 +1382,14 @@ export class ReleaseService implements ReleaseApi {
     return this.drift?.stats() ?? null;
   }
 
+  /**
+   * The drift stats `GET /metrics` exports: this process's, or, for an engine that lives for
+   * one event (drift mode `event`), those kept in the store; null when drift is off.
+   */
+  async driftMetrics(): Promise<DriftStats | null> {
+    return (await this.drift?.currentStats()) ?? null;
+  }
+
   /** Gives back what this engine holds for others to take over (the drift lease): a clean stop. */
   async stop(): Promise<void> {
     await this.drift?.stop();

@@ -8,7 +8,7 @@ import { sql } from "kysely";
 import type { GateEvidence } from "../../domain/gate/evidence.ts";
 import { type ReleaseState, TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import { storableValue } from "../../domain/storable-text.ts";
-import type { HistoryEntry, Manifest, OutboxEffect, Release } from "../../domain/types.ts";
+import type { HistoryEntry, Json, Manifest, OutboxEffect, Release } from "../../domain/types.ts";
 import type {
   AdmissionMark,
   AttemptResult,
@@ -459,6 +459,24 @@ export abstract class KyselyStore implements Store {
       .returning("owner")
       .executeTakeFirst();
     return row?.owner === q.owner;
+  }
+
+  async putState(q: { name: string; value: Json; now: number }): Promise<void> {
+    const value = JSON.stringify(q.value);
+    await this.live()
+      .insertInto("engine_state")
+      .values({ name: q.name, value, at: q.now })
+      .onConflict((oc) => oc.column("name").doUpdateSet({ value, at: q.now }))
+      .execute();
+  }
+
+  async getState(name: string): Promise<{ value: Json; at: number } | null> {
+    const row = await this.live()
+      .selectFrom("engine_state")
+      .select(["value", "at"])
+      .where("name", "=", name)
+      .executeTakeFirst();
+    return row ? { value: JSON.parse(row.value) as Json, at: Number(row.at) } : null;
   }
 
   async close(): Promise<void> {

@@ -121,6 +121,17 @@ export interface BatonDatabase {
   runner_token_ids: RunnerTokenIdsTable;
   runner_runs: RunnerRunsTable;
   leases: LeasesTable;
+  engine_state: EngineStateTable;
+}
+
+/**
+ * Named engine state kept across events (`Store.putState`): `value` is JSON text, `at` when it
+ * was written (epoch ms).
+ */
+export interface EngineStateTable {
+  name: string;
+  value: string;
+  at: number;
 }
 
 /**

@@ -177,4 +177,9 @@ export const postgresMigrations: SqlMigrations = {
   "0010_leases": [
     `CREATE TABLE leases (name text PRIMARY KEY, owner text NOT NULL, until bigint NOT NULL)`,
   ],
+  // Engine state kept across events (Store.putState): the serverless entries' last drift
+  // observation and counters, which no process holds between events.
+  "0011_engine_state": [
+    `CREATE TABLE engine_state (name text PRIMARY KEY, value text NOT NULL, at bigint NOT NULL)`,
+  ],
 };

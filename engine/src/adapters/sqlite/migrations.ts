@@ -187,4 +187,9 @@ export const sqliteMigrations: SqlMigrations = {
   "0010_leases": [
     `CREATE TABLE leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL) STRICT`,
   ],
+  // Engine state kept across events (Store.putState): the serverless entries' last drift
+  // observation and counters, which no process holds between events.
+  "0011_engine_state": [
+    `CREATE TABLE engine_state (name TEXT PRIMARY KEY, value TEXT NOT NULL, at INTEGER NOT NULL) STRICT`,
+  ],
 };
