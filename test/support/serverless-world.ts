@@ -241,7 +241,11 @@ export async function startWorkerd(
         // miniflare's client may reuse a keep-alive socket workerd has just closed ("other side
         // closed"): the request never reached the worker. Sent again only where a repeat is
         // harmless: reads, and the runner's preflight/callback (idempotent per run and attempt).
-        const socket = (err as { cause?: { code?: string } }).cause?.code === "UND_ERR_SOCKET";
+        const code = (err as { cause?: { code?: string } }).cause?.code;
+        // EPIPE: workerd had closed that socket before the request was written whole, so the
+        // worker never got it: sent again whatever the method.
+        if (code === "EPIPE") return once();
+        const socket = code === "UND_ERR_SOCKET";
         if (!socket || (method !== "GET" && !path.includes("/step-runs/"))) throw err;
         return once();
       }
