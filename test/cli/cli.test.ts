@@ -341,7 +341,7 @@ describe("watch", () => {
     const held = JSON.parse((await baton(["start", good, "--hold", "--json"], env())).stdout) as {
       id: string;
     };
-    expect((await baton(["abort", held.id], env())).code).toBe(0);
+    expect((await baton(["abort", held.id, "--reason", "not needed"], env())).code).toBe(0);
     const aborted = await baton(["watch", held.id, "--timeout", "30"], env(VIEWER));
     expect(aborted.code).toBe(1);
     expect(aborted.stdout).toContain(`release ${held.id} aborted`);
@@ -355,13 +355,18 @@ describe("operator actions", () => {
     const held = JSON.parse((await baton(["start", good, "--hold", "--json"], env())).stdout) as {
       id: string;
     };
-    const a = await baton(["abort", held.id, "--reason", "wrong image"], env());
+    // The reason is required: a usage error naming it, nothing sent.
+    const bare = await baton(["abort", held.id], env());
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain("--reason");
+    noStack(bare.stderr);
+    const a = await baton(["abort", held.id, "--reason", "wrong image", "--actor", "alice"], env());
     expect(a.code).toBe(0);
     expect(a.stdout).toContain(`abort accepted: ${held.id} is now aborted`);
-    const again = await baton(["abort", held.id], env());
+    const again = await baton(["abort", held.id, "--reason", "again"], env());
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/^\[engine\] .*aborted/);
-    const viewer = await baton(["abort", live.ids.paused], env(VIEWER));
+    const viewer = await baton(["abort", live.ids.paused, "--reason", "x"], env(VIEWER));
     expect(viewer.code).toBe(1);
     expect(viewer.stderr).toMatch(
       /^\[engine\] the viewer token only reads; abort needs the operator token \(BATON_OPERATOR_TOKEN\)/,

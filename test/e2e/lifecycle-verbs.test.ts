@@ -21,9 +21,11 @@ import {
   type InProcess,
   postJson as post,
   type RecordJson,
+  refused,
   routed,
   type StoreKind,
   servedImage,
+  settled,
   startInProcess,
   summarize,
   twoLaneRecipe,
@@ -40,18 +42,6 @@ type Full = RecordJson & {
 async function full(e: InProcess, id: string): Promise<Full> {
   return (await (await e.api(`/v1/releases/${id}`)).json()) as Full;
 }
-
-/** A verb that must be refused: 409, and the message (for the caller to check). */
-async function refused(e: InProcess, id: string, verb: string, body: unknown = {}) {
-  const res = await post(e, `/v1/releases/${id}/${verb}`, body);
-  const text = await res.text();
-  expect(res.status, `${verb}: ${text}`).toBe(409);
-  return (JSON.parse(text) as { error: { message: string } }).error.message;
-}
-
-/** No step run in flight (every one settled): what a held release looks like at rest. */
-const settled = (r: RecordJson) =>
-  r.step_runs.every((s) => !["pending", "dispatched", "running", "applying"].includes(s.state));
 
 /** Lanes the control plane history ever took out of service. */
 const everExcluded = (h: CpChange[]) =>

@@ -22,6 +22,7 @@ import {
   type RecordJson,
   type StoreKind,
   servedImage,
+  settled,
   startInProcess,
   summarize,
   twoLaneRecipe,
@@ -29,9 +30,6 @@ import {
 } from "../support/e2e-harness.ts";
 
 const T = 300_000;
-
-const settled = (r: RecordJson) =>
-  r.step_runs.every((s) => !["pending", "dispatched", "running", "applying"].includes(s.state));
 
 /** Most lanes the control plane held out of service at once, replayed from its history. */
 function maxExcluded(h: CpChange[]): number {

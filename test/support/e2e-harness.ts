@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { describe } from "vitest";
+import { describe, expect } from "vitest";
 import { headSha } from "../../engine/src/adapters/local-runner/index.ts";
 import { type Fleet, freePort, REPO_ROOT, startFleet } from "../../engine/src/demo/fleet.ts";
 import { stepLabel } from "../../engine/src/demo/progress.ts";
@@ -174,21 +174,34 @@ function baseApi(get: () => { url: string; token: string }) {
 }
 
 /** POSTs `recipe` to start a release (`hold`: created but not started); returns its id. */
-export async function postRecipe(
+export function postRecipe(
   api: (p: string, i?: RequestInit) => Promise<Response>,
   recipe: RecipeInput,
+  hold = false,
+): Promise<string> {
+  return postStartBody(api, JSON.stringify(recipe), hold);
+}
+
+/**
+ * POSTs a start body (a recipe, or `{"recipe", "bundle", "attestations"}` as `Stack.startBody`
+ * signs it) to start a release (`hold`: created but not started); returns its id.
+ * @throws Error naming the status and the answer unless 201.
+ */
+export async function postStartBody(
+  api: (p: string, i?: RequestInit) => Promise<Response>,
+  body: string,
   hold = false,
 ): Promise<string> {
   const res = await api(`/v1/releases${hold ? "?start=false" : ""}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify(recipe),
+    body,
   });
-  const body = (await res.json()) as { id?: string };
-  if (res.status !== 201 || !body.id) {
-    throw new Error(`[e2e] POST /v1/releases: HTTP ${res.status} ${JSON.stringify(body)}`);
+  const answer = (await res.json()) as { id?: string };
+  if (res.status !== 201 || !answer.id) {
+    throw new Error(`[e2e] POST /v1/releases: HTTP ${res.status} ${JSON.stringify(answer)}`);
   }
-  return body.id;
+  return answer.id;
 }
 
 export interface InProcessOptions {
@@ -198,6 +211,11 @@ export interface InProcessOptions {
   clock?: StackOptions["clock"];
   /** Seconds deploy.sh waits for a lane's health URL (default 2; more lanes start slower under load). */
   healthTimeoutS?: number;
+  /**
+   * `sign`: the engine enforces the demo's trust policy and `startRelease` sends the recipe
+   * signed (`Stack.startBody`); default `off`.
+   */
+  admission?: StackOptions["admission"];
 }
 
 export interface InProcess extends E2EBase {
@@ -221,6 +239,7 @@ export async function startInProcess(
       ...(o.deadlines ? { deadlines: o.deadlines } : {}),
       ...(o.clock ? { clock: o.clock } : {}),
       ...(o.healthTimeoutS === undefined ? {} : { healthTimeoutS: o.healthTimeoutS }),
+      ...(o.admission ? { admission: o.admission } : {}),
       log: { info: () => {}, warn: () => {}, error: (m) => console.error(m) },
     });
   } catch (e) {
@@ -241,7 +260,7 @@ export async function startInProcess(
     callbackSecret: s.callbackSecret,
     url: () => s.url,
     ...base,
-    startRelease: (opts = {}) => postRecipe(base.api, s.recipe, opts.hold),
+    startRelease: async (opts = {}) => postStartBody(base.api, await s.startBody(), opts.hold),
     async close() {
       await s.close();
       await db?.drop().catch(() => {});
@@ -479,4 +498,28 @@ export function postJson(e: E2EBase, path: string, body: unknown): Promise<Respo
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
   });
+}
+
+/** No step run in flight (every one settled): what a held release looks like at rest. */
+export function settled(r: RecordJson): boolean {
+  return r.step_runs.every(
+    (s) => !["pending", "dispatched", "running", "applying"].includes(s.state),
+  );
+}
+
+/**
+ * POSTs the verb `verb` (`/v1/releases/:id/<verb>`, JSON `body`) that must be refused with
+ * `status` (default 409); returns the refusal's message for the caller to check.
+ */
+export async function refused(
+  e: E2EBase,
+  id: string,
+  verb: string,
+  body: unknown = {},
+  status = 409,
+): Promise<string> {
+  const res = await postJson(e, `/v1/releases/${id}/${verb}`, body);
+  const text = await res.text();
+  expect(res.status, `${verb}: ${text}`).toBe(status);
+  return (JSON.parse(text) as { error: { message: string } }).error.message;
 }

@@ -25,7 +25,7 @@ import {
 } from "../support/sim/drive.ts";
 import { boundAt0, dispatchedAt0 } from "../support/sim/scenes.ts";
 
-const abortEv: ReleaseEvent = { type: "abort", actor: "ops", reason: "" };
+const abortEv: ReleaseEvent = { type: "abort", actor: "ops", reason: "test" };
 
 /** Applies events in order, collecting every effect; refusals are kept as results too. */
 function play(r: Release, events: ReleaseEvent[]) {

@@ -126,7 +126,7 @@ const rows: Row[] = [
     name: "preflight 0: a re-run of a forward step run while compensating -> 409 rerun_declined",
     setup: () => {
       const r = bound();
-      return ok(r, { type: "abort", actor: "ops", reason: "" }).release;
+      return ok(r, { type: "abort", actor: "ops", reason: "test" }).release;
     },
     event: (r) => preflightOf(r, S0, { run_attempt: 2 }),
     refused: {
@@ -243,7 +243,7 @@ const rows: Row[] = [
         dispatch: 1,
         attempt: 1,
       }).release;
-      r = ok(r, { type: "abort", actor: "ops", reason: "" }).release;
+      r = ok(r, { type: "abort", actor: "ops", reason: "test" }).release;
       return finishCurrent(r, "pass");
     },
     event: () => callbackOf(S0, "pass"),
@@ -274,7 +274,7 @@ const rows: Row[] = [
   },
   {
     name: "callback of an in-flight forward step run during compensation is recorded",
-    setup: () => ok(bound(), { type: "abort", actor: "ops", reason: "" }).release,
+    setup: () => ok(bound(), { type: "abort", actor: "ops", reason: "test" }).release,
     event: () => callbackOf(S0, "pass"),
     srState: "succeeded",
     state: "compensating",

@@ -216,12 +216,15 @@ export async function watchCommand(
   });
 }
 
-/** `abort <id>`, `resume <id>`, `retry <step-run>`: operator actions; refusals exit 1. */
+/**
+ * `abort <id> --reason [--actor]`, `resume <id>`, `retry <step-run>`: operator actions;
+ * refusals exit 1.
+ */
 export async function act(
   conn: Connection,
   action: "abort" | "resume" | "retry",
   target: string,
-  o: { json: boolean; reason?: string },
+  o: { json: boolean; reason?: string; actor?: string },
   io: Io,
 ): Promise<ExitCode> {
   const client = new EngineClient(conn);
@@ -229,7 +232,10 @@ export async function act(
   let body: string | undefined;
   if (action === "retry") path = `/v1/releases/step-runs/${stepRunId(target)}/retry`;
   else path = `/v1/releases/${releaseId(target)}/${action}`;
-  if (action === "abort" && o.reason !== undefined) body = JSON.stringify({ reason: o.reason });
+  if (action === "abort") {
+    const actor = actorName(o.actor);
+    body = JSON.stringify({ reason: o.reason ?? "", ...(actor ? { actor } : {}) });
+  }
   const res = await client.call<{ state?: string; release_state?: string; generation?: number }>(
     "POST",
     path,

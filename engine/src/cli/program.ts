@@ -349,11 +349,14 @@ export async function runCli(
     .command("abort")
     .description("abort a release (compensates whatever may have taken effect)")
     .argument("<id>", "release id")
-    .option("--reason <text>", "why, kept in the history")
+    .requiredOption("--reason <text>", "why (kept in the history and the release record)")
+    .option("--actor <name>", "who you are (kept in the history; default $USER)")
     .addOption(json())
-    .action(async (id: string, o: { json?: boolean; reason?: string }, c: Command) => {
-      code = await cmd.act(conn(c), "abort", id, { ...o, json: Boolean(o.json) }, io);
-    });
+    .action(
+      async (id: string, o: { json?: boolean; reason: string; actor?: string }, c: Command) => {
+        code = await cmd.act(conn(c), "abort", id, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
 
   program
     .command("resume")

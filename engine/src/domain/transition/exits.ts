@@ -137,7 +137,7 @@ export function availableActions(release: Release): AvailableAction[] {
     out.push({
       action: "abort",
       target: id,
-      needs_reason: false,
+      needs_reason: true,
       effect:
         release.high_water_mark < 0
           ? "ends the release aborted (nothing took effect)"

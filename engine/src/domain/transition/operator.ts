@@ -54,7 +54,12 @@ export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
       reason: `[engine] release ${r.id} is already ${r.state}; ${r.state === "needs_operator" ? NEEDS_OPERATOR_EXITS(r) : "retry the waiting step run instead"}`,
     };
   }
-  const by = `by ${e.actor}${e.reason ? `: ${e.reason}` : ""}`;
+  const bad = reasonProblem(
+    e.reason,
+    'say why the release is aborted, for the record and whoever rolls forward (e.g. --reason "p99 latency on lane-a doubled")',
+  );
+  if (bad) return bad;
+  const by = `by ${e.actor}: ${e.reason}`;
   if (r.state === "pending") {
     r.state = "aborted";
     r.generation += 1;

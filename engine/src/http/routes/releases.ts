@@ -166,7 +166,13 @@ const HISTORY_FIXES: Readonly<Record<string, string>> = {
   limit: "ask for 1 to 1000 entries a page (default 200)",
 };
 
-const AbortBody = z.object({ reason: ReasonField.optional() }).strict();
+/** `POST /v1/releases/:id/abort`: the reason is required (the history and the record keep it). */
+const AbortBody = z
+  .object({
+    reason: ReasonField.default(""),
+    actor: ActorField,
+  })
+  .strict();
 
 /**
  * `POST /v1/releases/:id/promote`: accept the risk of an inconclusive gate, or widen past a
@@ -405,8 +411,7 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
   app.post("/:id/abort", operator, async (c) => {
     const id = releaseParam(c);
     const b = await jsonBody(c, "abort body", AbortBody);
-    const reason = b.reason || "aborted by operator";
-    const r = await o.api.abort(id, "operator", reason);
+    const r = await o.api.abort(id, actorOf(b.actor), b.reason);
     return answer(c, r, (a) => ({ id, state: a.release.state, generation: a.release.generation }));
   });
 
