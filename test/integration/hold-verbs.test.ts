@@ -118,7 +118,10 @@ describe.each(STORE_KINDS)("hold verbs on %s", (kind) => {
       expect(h.cp.weights(MODEL)).toEqual({ "lane-a": 50, "lane-b": 50 });
       const after = await op(h, "POST", `/v1/releases/${id}/pause`, { reason: "late" });
       expect(after.status).toBe(409);
-      expect((await errorOf(after)).message).toMatch(/It accepts: rollback|it accepts rollback/);
+      // The first release of the model: nothing to roll back to, so rollback is not offered.
+      expect((await errorOf(after)).message).toMatch(
+        /no earlier admitted manifest of model .* roll forward with a new recipe instead/,
+      );
     },
   );
 
@@ -241,7 +244,9 @@ describe.each(STORE_KINDS)("hold verbs on %s", (kind) => {
       expect([...touched].sort()).toEqual(["lane-a", "lane-b"]);
       const again = await op(h, "POST", `/v1/releases/${id}/promote`, {});
       expect(again.status).toBe(409);
-      expect((await errorOf(again)).message).toMatch(/rollback/);
+      expect((await errorOf(again)).message).toMatch(
+        /no earlier admitted manifest of model .* roll forward with a new recipe instead/,
+      );
     },
   );
 });

@@ -24,3 +24,12 @@ export function closedReleaseAccepts(id: string, state: ReleaseState): string {
     return `it accepts roll-forward (a new release of a fixed recipe: \`baton roll-forward ${id} <fixed-recipe.yaml>\`)`;
   return "it accepts nothing";
 }
+
+/**
+ * Why a succeeded release `id` of `model` offers no rollback, for refusals: no earlier
+ * succeeded release of the model kept an admitted manifest (the first release of a model), so
+ * the way on is a new release. Pure.
+ */
+export function noRollbackTarget(id: string, model: string): string {
+  return `there is no earlier admitted manifest of model ${model} to roll ${id} back to; roll forward with a new recipe instead (a new release: \`baton start <new-recipe.yaml> --bundle <its bundle.json>\`)`;
+}

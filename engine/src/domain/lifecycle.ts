@@ -5,12 +5,12 @@
  * are not transitions of the release they name (a closed release never changes); each is
  * offered only in the states listed here, and a refusal names what the release accepts.
  */
-import { LIFECYCLE_STATES, type LifecycleVerb } from "./lifecycle-states.ts";
+import { LIFECYCLE_STATES, type LifecycleVerb, noRollbackTarget } from "./lifecycle-states.ts";
 import { availableActions } from "./transition/exits.ts";
 import { rollForwardPointLabel } from "./transition/recovery.ts";
 import type { Release } from "./types.ts";
 
-export { LIFECYCLE_STATES, type LifecycleVerb };
+export { LIFECYCLE_STATES, type LifecycleVerb, noRollbackTarget };
 
 /** One lifecycle verb a release accepts now, for people (API, CLI, dashboard). */
 export interface LifecycleAction {
@@ -77,13 +77,17 @@ export function lifecycleActions(
 
 /**
  * Every action `release` accepts now, operator exits and lifecycle verbs, as one phrase for a
- * refusal ("abort, resume" or "nothing: it is closed and …").
+ * refusal ("abort, resume" or "nothing: it is closed and …"). `o.rollbackTo` as
+ * `lifecycleActions` takes it (null: no earlier admitted manifest, rollback not named).
  */
-export function acceptedActionsPhrase(release: Release): string {
+export function acceptedActionsPhrase(
+  release: Release,
+  o: { rollbackTo?: string | null } = {},
+): string {
   const names = [
     ...new Set([
       ...availableActions(release).map((a) => a.action),
-      ...lifecycleActions(release).map((a) => a.action.replace("_", "-")),
+      ...lifecycleActions(release, o).map((a) => a.action.replace("_", "-")),
     ]),
   ];
   if (names.length > 0) return names.join(", ");

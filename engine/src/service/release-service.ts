@@ -18,7 +18,9 @@ import {
   acceptedActionsPhrase,
   heldForRollForward,
   LIFECYCLE_STATES,
+  noRollbackTarget,
 } from "../domain/lifecycle.ts";
+import { closedReleaseAccepts } from "../domain/lifecycle-states.ts";
 import {
   buildDriftNotice,
   buildNotice,
@@ -1051,11 +1053,13 @@ export class ReleaseService implements ReleaseApi {
         reply: { rollback_of: id, manifest_of: prev.id, reason },
       };
     }
+    // Nothing to go back to (the first release of the model, or the earlier ones predate
+    // kept recipes): 422, the request cannot be taken as it stands; nothing is started.
     return {
       ok: false,
-      status: 409,
+      status: 422,
       code: "no_previous_manifest",
-      reason: `[engine] no earlier succeeded release of model ${model} kept its recipe, so there is no admitted manifest to roll ${id} back to; start the previous recipe as an explicit rollback: baton start <previous-recipe.yaml> --bundle <its bundle> --rollback`,
+      reason: `[engine] rollback of ${id} refused: ${noRollbackTarget(id, model)}. An older recipe you still have can be started as an explicit rollback: baton start <previous-recipe.yaml> --bundle <its bundle> --rollback`,
     };
   }
 
@@ -1159,7 +1163,7 @@ export class ReleaseService implements ReleaseApi {
         ok: false,
         status: 409,
         code: "conflict",
-        reason: `[engine] roll forward takes a rolled_back, aborted or abandoned release, or a roll_forward_only release held for roll forward; ${id} is ${release.state}. It accepts: ${acceptedActionsPhrase(release)}`,
+        reason: `[engine] roll forward takes a rolled_back, aborted or abandoned release, or a roll_forward_only release held for roll forward; ${id} is ${release.state}. It accepts: ${await this.acceptedPhrase(release)}`,
       };
     }
     const compiled = this.domain.compile(recipe);
@@ -1272,12 +1276,49 @@ export class ReleaseService implements ReleaseApi {
     if (/\baccepts[: ]/.test(r.reason)) return r;
     const release = await this.store.getRelease(id);
     if (!release) return r;
-    return { ...r, reason: `${r.reason}. It accepts: ${acceptedActionsPhrase(release)}` };
+    return { ...r, reason: `${r.reason}. It accepts: ${await this.acceptedPhrase(release)}` };
+  }
+
+  /**
+   * What a succeeded release's rollback would run again, as `lifecycleActions` takes it
+   * (`rollbackTo`: that release's id, or null when there is none); `{}` in other states.
+   */
+  private async rollbackOffer(release: Release): Promise<{ rollbackTo?: string | null }> {
+    if (!LIFECYCLE_STATES.rollback.has(release.state)) return {};
+    return { rollbackTo: (await this.previousAdmitted(release))?.prev.id ?? null };
+  }
+
+  /**
+   * `acceptedActionsPhrase` with rollback named only when it can be taken; a succeeded
+   * release with nothing to roll back to says so and points at a new release instead.
+   */
+  private async acceptedPhrase(release: Release): Promise<string> {
+    const offer = await this.rollbackOffer(release);
+    const phrase = acceptedActionsPhrase(release, offer);
+    return offer.rollbackTo === null
+      ? `${phrase}; ${noRollbackTarget(release.id, release.manifest.model)}`
+      : phrase;
+  }
+
+  /**
+   * The transition's refusals of a succeeded release name rollback by state alone
+   * (`closedReleaseAccepts`, pure); when the model has no earlier admitted manifest, that
+   * offer is replaced by why there is none and what to do instead.
+   */
+  private async withRollbackOffer(id: string, r: Refusal): Promise<Refusal> {
+    const offered = closedReleaseAccepts(id, "succeeded");
+    if (!r.reason.includes(offered)) return r;
+    const release = await this.store.getRelease(id);
+    if (!release || (await this.rollbackOffer(release)).rollbackTo !== null) return r;
+    return {
+      ...r,
+      reason: r.reason.replace(offered, noRollbackTarget(id, release.manifest.model)),
+    };
   }
 
   private async operator(id: string, ev: ReleaseEvent): Promise<Accepted | Refusal> {
-    const r = await this.apply(id, ev);
-    return r as Accepted | Refusal;
+    const r = (await this.apply(id, ev)) as Accepted | Refusal;
+    return r.ok || r.status !== 409 ? r : this.withRollbackOffer(id, r);
   }
 
   async preflight(stepRunId: string, req: PreflightRequest): Promise<Accepted | Refusal> {

@@ -1,0 +1,84 @@
+/**
+ * Rollback is offered only when it can be taken (docs/lifecycle.md "Rollback"): the first
+ * succeeded release of a model has no earlier admitted manifest, so neither its
+ * `lifecycle_actions` nor the refusals of other verbs offer rollback, and
+ * `POST /v1/releases/:id/rollback` answers 422 saying why and to roll forward with a new recipe.
+ * A later succeeded release of the same model is offered rollback again. Both stores.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  drive,
+  type Harness,
+  makeHarness,
+  op,
+  recipe,
+  STORE_KINDS,
+  skipStore,
+} from "./service-harness.ts";
+
+async function errorOf(res: Response): Promise<{ code: string; message: string }> {
+  return ((await res.json()) as { error: { code: string; message: string } }).error;
+}
+
+describe.each(STORE_KINDS)("rollback offers on %s", (kind) => {
+  let h: Harness | null = null;
+  afterEach(async () => {
+    await h?.close();
+    h = null;
+  });
+
+  async function succeeded(hh: Harness): Promise<string> {
+    const res = await op(hh, "POST", "/v1/releases", recipe(2));
+    expect(res.status).toBe(201);
+    const id = ((await res.json()) as { id: string }).id;
+    await drive(hh);
+    const got = (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as { state: string };
+    expect(got.state).toBe("succeeded");
+    return id;
+  }
+
+  it.skipIf(skipStore(kind))(
+    "the first release of a model: no rollback offered anywhere, rollback is 422 naming why",
+    async () => {
+      h = await makeHarness({ kind });
+      const first = await succeeded(h);
+      const got = (await (await op(h, "GET", `/v1/releases/${first}`)).json()) as {
+        lifecycle_actions: { action: string }[];
+      };
+      expect(got.lifecycle_actions.map((a) => a.action)).not.toContain("rollback");
+
+      const rb = await op(h, "POST", `/v1/releases/${first}/rollback`, { reason: "x" });
+      expect(rb.status).toBe(422);
+      const e = await errorOf(rb);
+      expect(e.code).toBe("no_previous_manifest");
+      expect(e.message).toMatch(
+        /no earlier admitted manifest of model summarizer-v7 to roll r\d+ back to; roll forward with a new recipe instead/,
+      );
+      // Nothing was started.
+      expect((await h.store.listReleases({ limit: 10 })).map((r) => r.id)).toEqual([first]);
+
+      // Other verbs' refusals do not offer it either.
+      for (const verb of ["abort", "pause", "resume"]) {
+        const res = await op(h, "POST", `/v1/releases/${first}/${verb}`, { reason: "x" });
+        expect(res.status, verb).toBe(409);
+        const m = (await errorOf(res)).message;
+        expect(m, verb).not.toMatch(/rollback/);
+        expect(m, verb).toMatch(/no earlier admitted manifest of model summarizer-v7/);
+      }
+      const rf = await op(h, "POST", `/v1/releases/${first}/roll-forward`, { recipe: recipe(2) });
+      expect(rf.status).toBe(409);
+      expect((await errorOf(rf)).message).not.toMatch(/It accepts: .*rollback/);
+
+      // The second release of the model has the first's manifest to go back to.
+      h.clock.advance(60_000);
+      const second = await succeeded(h);
+      const again = (await (await op(h, "GET", `/v1/releases/${second}`)).json()) as {
+        lifecycle_actions: { action: string }[];
+      };
+      expect(again.lifecycle_actions.map((a) => a.action)).toContain("rollback");
+      const abort = await op(h, "POST", `/v1/releases/${second}/abort`, { reason: "x" });
+      expect((await errorOf(abort)).message).toMatch(/it accepts rollback/);
+    },
+    120_000,
+  );
+});
