@@ -3,7 +3,8 @@ import { compileRecipe } from "../../engine/src/domain/compile.ts";
 import { checkStepTable } from "../../engine/src/domain/contract-check.ts";
 import { BatonError } from "../../engine/src/domain/errors.ts";
 import { Recipe } from "../../engine/src/domain/recipe.ts";
-import type { ManifestStep } from "../../engine/src/domain/types.ts";
+import { describe as describeRun } from "../../engine/src/domain/transition/draft.ts";
+import type { ManifestStep, Release, StepRun } from "../../engine/src/domain/types.ts";
 import { goodRecipe } from "./recipe-fixture.ts";
 
 /** A fresh copy of the good recipe's compiled step table, to break by hand. */
@@ -77,16 +78,33 @@ describe("checkStepTable", () => {
     );
   });
 
+  it("numbers a step as the dashboard's step table does (index + 1), as every other message does", () => {
+    const steps = table();
+    steps[6]!.backward = null; // set_traffic(10): row 7 of the step table
+    steps[3]!.backward = structuredClone(steps[2]!.backward); // assert_smoke_passed: row 4
+    const ps = checkStepTable(steps);
+    expect(ps.find((p) => p.path === "steps.6.backward")?.message).toMatch(
+      /^step 7 \(`set_traffic`\) changes state/,
+    );
+    expect(ps.find((p) => p.path === "steps.3.backward")?.message).toMatch(
+      /^assertion step 4 \(`assert_\w+`\) has a backward step/,
+    );
+    // The engine's own words for a step run of that step say the same number.
+    const m = compileRecipe(Recipe.parse(goodRecipe())).manifest;
+    const run = { id: "sr_1_6_f", step_index: 6, direction: "fwd" } as StepRun;
+    expect(describeRun({ manifest: m } as Release, run)).toContain("(step 7 set_traffic, forward)");
+  });
+
   it("refuses the same lane effect planned twice", () => {
     const steps = table();
-    // Step 10 (attach lane-b) rewritten to attach lane-a again.
+    // Step 11 (steps[10], attach lane-b) rewritten to attach lane-a again (step 3).
     steps[10]!.forward = structuredClone(steps[2]!.forward);
     const ps = checkStepTable(steps);
     expect(ps).toEqual(
       expect.arrayContaining([
         expect.objectContaining({
           path: "steps.10.forward.target",
-          message: expect.stringMatching(/repeats the effect of step 2/),
+          message: expect.stringMatching(/^step 11 repeats the effect of step 3 /),
         }),
       ]),
     );

@@ -394,14 +394,14 @@ export function checkStepTable(
     if (!assertion && step.backward === null) {
       problems.push({
         path: `steps.${i}.backward`,
-        message: `step ${i} (\`${step.name}\`) changes state but has no backward step`,
+        message: `step ${i + 1} (\`${step.name}\`) changes state but has no backward step`,
         fix: "Give it its compensating action from the catalogue (e.g. exclude_lane ↔ include_lane), or make it a read-only assert_* step.",
       });
     }
     if (assertion && step.backward !== null) {
       problems.push({
         path: `steps.${i}.backward`,
-        message: `assertion step ${i} (\`${step.name}\`) has a backward step`,
+        message: `assertion step ${i + 1} (\`${step.name}\`) has a backward step`,
         fix: "Assertions change nothing, so they have nothing to undo: remove the backward action.",
       });
     }
@@ -413,7 +413,7 @@ export function checkStepTable(
       if (j !== undefined) {
         problems.push({
           path: `steps.${i}.forward.target`,
-          message: `step ${i} repeats the effect of step ${j} (\`${step.forward.name}\` ${step.forward.target})`,
+          message: `step ${i + 1} repeats the effect of step ${j + 1} (\`${step.forward.name}\` ${step.forward.target})`,
           fix: "Deploy each lane once per release: a lane belongs to exactly one wave.",
         });
       } else effects.set(effect, i);

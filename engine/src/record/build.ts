@@ -173,7 +173,7 @@ export function buildRecord(
 ): ReleaseRecordDocument {
   const m = release.manifest;
   const closed = TERMINAL_RELEASE_STATES.has(release.state);
-  const stepName = (i: number) => m.steps[i]?.name ?? `step ${i}`;
+  const stepName = (i: number) => m.steps[i]?.name ?? `step ${i + 1}`;
   const accepted = history.filter((h) => h.outcome === "accepted" && h.kind !== ACCEPT_KIND);
   const decisions = accepted
     .filter(

@@ -117,7 +117,9 @@ export function stepRunAt(release: Release, index: number, dir: Direction): Step
 export function stepOf(release: Release, sr: StepRun): ManifestStep {
   const step = release.manifest.steps[sr.step_index];
   if (!step)
-    throw new Error(`[engine] step run ${sr.id} names step ${sr.step_index}, not in the manifest`);
+    throw new Error(
+      `[engine] step run ${sr.id} names step ${sr.step_index + 1}, not in the manifest`,
+    );
   return step;
 }
 
@@ -125,7 +127,7 @@ export function stepOf(release: Release, sr: StepRun): ManifestStep {
 export function actionOf(release: Release, sr: StepRun): StepAction {
   const step = stepOf(release, sr);
   const action = sr.direction === "fwd" ? step.forward : step.backward;
-  if (!action) throw new Error(`[engine] step ${step.index} has no backward action`);
+  if (!action) throw new Error(`[engine] step ${step.index + 1} has no backward action`);
   return action;
 }
 

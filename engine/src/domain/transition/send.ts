@@ -11,9 +11,9 @@ import { actionOf, type Draft, describe, operationKey, stepRunAt, stepRunIdOf } 
 export function beginStepRun(d: Draft, index: number, dir: Direction): StepRun {
   const r = d.release;
   const step = r.manifest.steps[index];
-  if (!step) throw new Error(`[engine] release ${r.id} has no step ${index}`);
+  if (!step) throw new Error(`[engine] release ${r.id} has no step ${index + 1}`);
   const action = dir === "fwd" ? step.forward : step.backward;
-  if (!action) throw new Error(`[engine] step ${index} has no backward action`);
+  if (!action) throw new Error(`[engine] step ${index + 1} has no backward action`);
   let sr = stepRunAt(r, index, dir);
   if (!sr) {
     sr = {

@@ -97,7 +97,7 @@ export function MarkovPanel(props: { release: Release; query: MarkovQuery }) {
                 selected={s.index === stepIndex}
                 data-p={String(rate ?? 0.5)}
               >
-                {`${s.index} ${s.name}${s.lane ? ` (${s.lane})` : ""}`}
+                {`${s.index + 1} ${s.name}${s.lane ? ` (${s.lane})` : ""}`}
               </option>
             );
           })}
@@ -127,7 +127,7 @@ export function MarkovPanel(props: { release: Release; query: MarkovQuery }) {
       </fieldset>
       <dl class="kv">
         <dt>Step</dt>
-        <dd>{`${step.index} ${step.name}${step.lane ? ` (${step.lane})` : ""}, ${step.retries} retries allowed`}</dd>
+        <dd>{`${step.index + 1} ${step.name}${step.lane ? ` (${step.lane})` : ""}, ${step.retries} retries allowed`}</dd>
         <dt>Default p</dt>
         <dd>
           {observed.total === 0

@@ -155,7 +155,7 @@ export function StepRunPage(props: StepRunPageProps) {
       ) : null}
       <dl class="kv">
         <dt>Step</dt>
-        <dd>{`${run.step_index} ${action?.name ?? step?.name ?? "?"}${step?.lane ? ` (lane ${step.lane})` : ""}`}</dd>
+        <dd>{`${run.step_index + 1} ${action?.name ?? step?.name ?? "?"}${step?.lane ? ` (lane ${step.lane})` : ""}`}</dd>
         <dt>Direction</dt>
         <dd>{run.direction === "fwd" ? "forward" : "backward (compensating)"}</dd>
         <dt>Runs on</dt>
