@@ -54,10 +54,18 @@ function runUrl(repository: string | undefined, runId: string, attempt: number):
   return `https://github.com/${repository}/actions/runs/${encodeURIComponent(runId)}/attempts/${attempt}`;
 }
 
+/**
+ * The operator who took the decision: the event's `actor`, at the top of the entry's data or
+ * under `event` when the transition added data of its own (e.g. an abort past a roll-forward
+ * point keeps `{event, roll_forward_hold}`); null for the engine's own decisions.
+ */
 function actorOf(h: HistoryEntry): string | null {
   const d = h.data;
-  if (d && typeof d === "object" && !Array.isArray(d) && typeof d.actor === "string")
-    return d.actor;
+  if (!d || typeof d !== "object" || Array.isArray(d)) return null;
+  if (typeof d.actor === "string") return d.actor;
+  const ev = d.event;
+  if (ev && typeof ev === "object" && !Array.isArray(ev) && typeof ev.actor === "string")
+    return ev.actor;
   return null;
 }
 
