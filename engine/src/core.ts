@@ -71,6 +71,11 @@ export interface CorePorts {
    * recorded as not asked and the rollback goes on.
    */
   targetProbe?: TargetProbe;
+  /**
+   * Without `targetProbe`: ask a rollback's prerequisites by a read-only runner step per lane
+   * through `dispatcher` (docs/lifecycle.md "Rollback prerequisites"). Default false.
+   */
+  runnerProbe?: boolean;
 }
 
 /** The settings the core needs (the rest of EngineConfig is for entries and adapters). */
@@ -139,6 +144,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
     ...(ports.notify ? { notify: ports.notify } : {}),
     ...(ports.deployments ? { deployments: ports.deployments.policy } : {}),
     ...(ports.targetProbe ? { targetProbe: ports.targetProbe } : {}),
+    ...(ports.runnerProbe ? { runnerProbe: true } : {}),
     controlPlane,
   });
   const notify = ports.notify && ports.notify.notifiers.length > 0 ? ports.notify : null;

@@ -70,6 +70,12 @@ export interface EngineOverrides {
    * when the local dispatcher is configured (and no dispatcher is injected), else none.
    */
   targetProbe?: TargetProbe;
+  /**
+   * Without a target probe: ask a rollback's prerequisites by a read-only runner step per lane
+   * (docs/lifecycle.md "Rollback prerequisites"). Default: on with the GitHub dispatcher
+   * (BATON_DISPATCHER=github: the runners reach the machines, the engine does not).
+   */
+  runnerProbe?: boolean;
 }
 
 export interface Engine {
@@ -196,6 +202,9 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       ...(metrics ? { metrics } : {}),
       ...(deployments ? { deployments } : {}),
       ...(targetProbe ? { targetProbe } : {}),
+      ...(!targetProbe && (o.runnerProbe ?? config.dispatcher === "github")
+        ? { runnerProbe: true }
+        : {}),
       notify: {
         notifiers: o.notifiers ?? notifiersFromConfig(config),
         events: new Set(config.notify?.events ?? NOTICE_KINDS),

@@ -7,7 +7,7 @@
  * leaves what it observed.
  */
 import { readFileSync } from "node:fs";
-import { appendLog, type Check, writeChecks, writeOutcome } from "./result.ts";
+import { appendLog, type Check, writeChecks as writeChecksFile, writeOutcome } from "./result.ts";
 import { shQuote } from "./shell-quote.ts";
 import { connect, type ExecResult, SshError, type SshSession } from "./ssh.ts";
 import { parseToolCli, type ReleaseStamp, readToolArgs, type ToolArgs } from "./tool-args.ts";
@@ -15,7 +15,11 @@ import { parseToolCli, type ReleaseStamp, readToolArgs, type ToolArgs } from "./
 /** One tool: the deploy.sh subcommand it runs and the phases it reports, in order. */
 export interface DeployToolSpec {
   name: string;
-  subcommand: "deploy" | "restore" | "smoke";
+  /**
+   * `inspect` (read-only, the rollback probe): one remote command for every phase; each check
+   * record also carries the lane it is about (`lane`), which the engine checks.
+   */
+  subcommand: "deploy" | "restore" | "smoke" | "inspect";
   phases: readonly string[];
 }
 
@@ -26,6 +30,7 @@ const PHASE_TIMEOUT_MS: Record<string, number> = {
   health: 150_000,
   "stop-old": 120_000,
   running: 60_000,
+  inspect: 30_000,
 };
 
 function envMs(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -46,6 +51,9 @@ export function remoteCommand(
   healthTimeoutS: string | undefined,
   release?: ReleaseStamp,
 ): string {
+  if (spec.subcommand === "inspect") {
+    return `exec ${[script, "inspect", "--lane", args.lane.id, "--image", args.image].map(shQuote).join(" ")}`;
+  }
   const parts = [
     script,
     spec.subcommand,
@@ -156,6 +164,9 @@ export async function runDeployTool(
     appendLog(dir, line);
   };
   const checks: Check[] = spec.phases.map((p) => ({ name: p, status: "not_run" }));
+  // inspect: every record names its lane (set once the arguments are read).
+  let laneOf: (c: Check) => Check = (c) => c;
+  const writeChecks = (d: string, list: readonly Check[]) => writeChecksFile(d, list.map(laneOf));
   const conclude = (status: string, overall: "pass" | "fail", extra?: Check) => {
     writeChecks(dir, extra ? [extra, ...checks] : checks);
     writeOutcome(dir, status, overall);
@@ -185,6 +196,7 @@ export async function runDeployTool(
       message: (e as Error).message,
     });
   }
+  if (spec.subcommand === "inspect") laneOf = (c) => ({ ...c, lane: args.lane.id });
   const script = env.BATON_DEPLOY_SCRIPT || "/usr/local/bin/baton-deploy";
   const connectTimeoutMs = envMs(env, "BATON_CONNECT_TIMEOUT_MS", 20_000);
   const stamp = cli.release
@@ -238,6 +250,12 @@ export async function runDeployTool(
   };
   let overall: "pass" | "fail" = "pass";
   try {
+    if (spec.subcommand === "inspect") {
+      overall = await inspectPhases(sessionRef, spec, script, args, checks, env, log, dir);
+      writeChecks(dir, [connectCheck, ...checks]);
+      writeOutcome(dir, overall === "pass" ? "succeeded" : "failed", overall);
+      return overall === "pass" ? 0 : 1;
+    }
     for (const check of checks) {
       check.status = "running";
       const cmd = remoteCommand(
@@ -268,4 +286,73 @@ export async function runDeployTool(
   writeChecks(dir, [connectCheck, ...checks]);
   writeOutcome(dir, overall === "pass" ? "succeeded" : "failed", overall);
   return overall === "pass" ? 0 : 1;
+}
+
+/**
+ * `deploy.sh inspect` (read-only): one remote command that prints one JSON line per phase
+ * (access, image, capacity) and exits 1 when one failed; every phase is reported, none stops
+ * the others. Fills `checks` in place; returns the overall outcome.
+ */
+async function inspectPhases(
+  session: SshSession,
+  spec: DeployToolSpec,
+  script: string,
+  args: ToolArgs,
+  checks: Check[],
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+  dir: string,
+): Promise<"pass" | "fail"> {
+  for (const c of checks) c.status = "running";
+  const cmd = remoteCommand(spec, script, args, "", "inspect", undefined);
+  const r = await session.exec(
+    cmd,
+    envMs(env, "BATON_PHASE_TIMEOUT_MS", PHASE_TIMEOUT_MS.inspect ?? 30_000),
+  );
+  if (r.stderr.trim()) appendLog(dir, r.stderr);
+  const lines = new Map<string, Record<string, unknown>>();
+  for (const text of r.stdout.split("\n")) {
+    try {
+      const parsed = JSON.parse(text);
+      if (parsed && typeof parsed.phase === "string") lines.set(parsed.phase, parsed);
+    } catch {}
+  }
+  let overall: "pass" | "fail" = "pass";
+  for (const check of checks) {
+    const line = lines.get(check.name);
+    const base = {
+      name: check.name,
+      exit_code: r.exit_code,
+      signal: r.signal,
+      duration_ms: r.duration_ms,
+    };
+    if (r.timed_out) {
+      Object.assign(check, {
+        ...base,
+        status: "timeout",
+        message: `${script} inspect did not finish within its deadline`,
+      });
+    } else if (!line) {
+      const refused = lines.get("args");
+      Object.assign(check, {
+        ...base,
+        status: "failed",
+        message:
+          typeof refused?.message === "string"
+            ? refused.message
+            : `deploy.sh printed no result for ${check.name}: ${(r.stderr || r.stdout).trim().slice(-300) || "no output"}`,
+      });
+    } else {
+      Object.assign(check, {
+        ...base,
+        status: line.status === "ok" ? "ok" : "failed",
+        message: typeof line.message === "string" ? line.message : "",
+      });
+    }
+    if (check.status !== "ok") overall = "fail";
+    log(
+      `[${spec.name}] ${check.name}: ${check.status}${check.message ? ` — ${check.message}` : ""}`,
+    );
+  }
+  return overall;
 }

@@ -203,6 +203,8 @@ export async function makeHarness(
     metrics?: MetricsSource;
     /** Outbox claim lease of the reconciler, ms (default 60 s). */
     leaseMs?: number;
+    /** Ask rollback prerequisites by a runner probe step per lane (default off). */
+    runnerProbe?: boolean;
   } = {},
 ): Promise<Harness> {
   const dir = o.dir ?? mkdtempSync(path.join(tmpdir(), "baton-svc-"));
@@ -224,6 +226,7 @@ export async function makeHarness(
       eagerReconcile: o.eager ?? false,
       ...(o.domain ? { domain: o.domain } : {}),
       reconciler: { leaseMs: o.leaseMs ?? 60_000 },
+      ...(o.runnerProbe ? { runnerProbe: true } : {}),
       log: { info() {}, warn() {}, error() {} },
     },
   );

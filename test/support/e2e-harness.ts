@@ -216,6 +216,8 @@ export interface InProcessOptions {
    * signed (`Stack.startBody`); default `off`.
    */
   admission?: StackOptions["admission"];
+  /** How rollback prerequisites are asked (default `ssh`: by the engine). */
+  rollbackProbe?: StackOptions["rollbackProbe"];
 }
 
 export interface InProcess extends E2EBase {
@@ -240,6 +242,7 @@ export async function startInProcess(
       ...(o.clock ? { clock: o.clock } : {}),
       ...(o.healthTimeoutS === undefined ? {} : { healthTimeoutS: o.healthTimeoutS }),
       ...(o.admission ? { admission: o.admission } : {}),
+      ...(o.rollbackProbe ? { rollbackProbe: o.rollbackProbe } : {}),
       log: { info: () => {}, warn: () => {}, error: (m) => console.error(m) },
     });
   } catch (e) {

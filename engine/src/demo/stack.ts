@@ -75,6 +75,12 @@ export interface StackOptions {
    * hand). The demo turns it on so `demo --serve` shows `baton_drift_*` on /metrics.
    */
   driftIntervalMs?: number;
+  /**
+   * How a rollback's prerequisites are asked (docs/lifecycle.md): `ssh` (default) by the engine
+   * over SSH; `runner`, as with the GitHub dispatcher, by a read-only runner step per lane that
+   * the local runner executes (the bundled action and the `inspect-lane` tool).
+   */
+  rollbackProbe?: "ssh" | "runner";
 }
 
 /** The demo's own trust: a generated key and the policy that allows only it. */
@@ -301,10 +307,14 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       reconciler: { leaseMs: 5_000 },
       metrics: new EmbeddedMetricsSource(traffic),
       // Rollback prerequisites are asked of the embedded target as of any machine: over SSH.
-      targetProbe: new SshTargetProbe({
-        privateKey: fleet.target.clientPrivateKey,
-        deployScript: fleet.deployScript,
-      }),
+      ...(o.rollbackProbe === "runner"
+        ? { runnerProbe: true }
+        : {
+            targetProbe: new SshTargetProbe({
+              privateKey: fleet.target.clientPrivateKey,
+              deployScript: fleet.deployScript,
+            }),
+          }),
       ...(o.clock ? { clock: o.clock } : {}),
     });
     closers.push(() => engine.close());

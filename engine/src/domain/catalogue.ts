@@ -19,6 +19,7 @@ import type { Json, ManifestLane, StepAction } from "./types.ts";
  */
 export const TOOL_ALLOWLIST: readonly string[] = [
   "attach-queue-lane",
+  "inspect-lane",
   "restore-queue-lane",
   "run-smoke",
 ];

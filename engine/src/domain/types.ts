@@ -7,7 +7,7 @@ import type { Analysis } from "./gate/analysis.ts";
 import type { GateDecision, GatePhase } from "./gate/decide.ts";
 import type { GateEvidence } from "./gate/evidence.ts";
 import type { Notice, NoticeKind } from "./notifications.ts";
-import type { PrerequisiteReport } from "./prerequisites.ts";
+import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisites.ts";
 import type { RecoveryClass } from "./recipe.ts";
 import type { FailingCheck } from "./result-evidence.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
@@ -402,6 +402,12 @@ export interface CallbackEvent {
    * check, so the step run's error (and the release's reason) names the cause.
    */
   failing_check?: FailingCheck;
+  /**
+   * Set by the service on the callback of a rollback's probe step (`checksFromProbe` over
+   * checks.json): the three prerequisite checks of the probed lane. The transition refuses a
+   * probe callback without them (fail closed).
+   */
+  probe_checks?: PrerequisiteCheck[];
   /**
    * Set by the service from checks.json (`reportedImages`): the images the target reported
    * running, in order. A passing step whose action names an image (`args.image`) fails when the

@@ -138,6 +138,8 @@ export class EventScope implements Scheduler {
         clock: systemClock,
         log: consoleLog,
         scheduler: this,
+        // The runners reach the machines, the engine does not: rollbacks ask them first.
+        runnerProbe: true,
         ...(s.BATON_GITHUB_DEPLOYMENTS
           ? {
               deployments: {

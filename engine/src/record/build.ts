@@ -375,6 +375,18 @@ export function buildRecord(
           }
         : null,
       gates: gateSummaries(o.evidence ?? []) as unknown as Record<string, unknown>[],
+      // Only on a rollback: the records (and fixed digests) of other releases are unchanged.
+      ...(release.prerequisites
+        ? {
+            prerequisites: {
+              ok: release.prerequisites.ok,
+              at: release.prerequisites.at,
+              image: release.prerequisites.image,
+              asked_by: release.prerequisites.asked_by ?? "engine",
+              checks: release.prerequisites.checks.map((c) => ({ ...c })),
+            },
+          }
+        : {}),
     },
     lineage: release.lineage
       ? {

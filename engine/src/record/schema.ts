@@ -181,6 +181,35 @@ export const ReleaseRecordDocument = z
       gates: z
         .array(z.record(z.string(), z.unknown()))
         .describe("gate evaluations, when the release has any"),
+      prerequisites: z
+        .object({
+          ok: z.boolean().describe("no check failed"),
+          at: Ms,
+          image: z.string().describe("the image the rollback deploys"),
+          asked_by: z
+            .enum(["engine", "runner"])
+            .describe(
+              "engine: over SSH before the release existed; runner: the rollback's read-only probe steps",
+            ),
+          checks: z.array(
+            z.object({
+              check: z.enum([
+                "recovery_class",
+                "lane_credentials",
+                "image_present",
+                "lane_capacity",
+              ]),
+              lane: z.string().nullable(),
+              outcome: z.enum(["pass", "fail", "skipped"]),
+              message: z.string(),
+              fix: z.string().nullable(),
+            }),
+          ),
+        })
+        .optional()
+        .describe(
+          'a rollback\'s prerequisites (docs/lifecycle.md "Rollback prerequisites"); absent on other releases',
+        ),
     }),
     lineage: z
       .object({

@@ -28,12 +28,19 @@ import {
   noticeKindFor,
 } from "../domain/notifications.ts";
 import {
+  checksAsking,
+  checksFromProbe,
   checksNotAsked,
+  isProbeStep,
+  PROBE_TOOL,
   type PrerequisiteCheck,
   type PrerequisiteReport,
+  ProbeChecksError,
   prerequisitesSummary,
+  probeLaneOf,
   RECOVERY_CLASS_CHECK,
   recoveryClassCheck,
+  withProbeSteps,
 } from "../domain/prerequisites.ts";
 import {
   type FailingCheck,
@@ -66,8 +73,10 @@ import {
   type Store,
 } from "../ports/store.ts";
 import type { TargetProbe } from "../ports/target-probe.ts";
+import { canonicalJson } from "../protocol/canonical-json.ts";
 import { RELEASE_ID_PATTERN, releaseIdOfStepRun } from "../protocol/ids.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
+import { manifestDigest } from "../recipes/digest.ts";
 import { ACCEPT_KIND, buildRecord, type LineageLink } from "../record/build.ts";
 import type { ReleaseRecordDocument } from "../record/schema.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "./api.ts";
@@ -142,6 +151,13 @@ export interface ReleaseServiceDeps {
    * checks are recorded as not asked (`skipped`) and the rollback goes on.
    */
   targetProbe?: TargetProbe;
+  /**
+   * Without a `targetProbe`: ask a rollback's prerequisites by a read-only runner step on each
+   * lane (the rollback's first steps, `PROBE_STEP`), through the dispatcher, instead of
+   * recording them as not asked. The engine's entry turns it on when it dispatches to runners
+   * but cannot reach the machines itself (BATON_DISPATCHER=github). Default false.
+   */
+  runnerProbe?: boolean;
 }
 
 /** What a start carries besides the recipe (docs/trust.md "Sending the bundle"). */
@@ -169,6 +185,11 @@ export interface StartOptions {
   restoreImage?: string;
   /** A rollback's prerequisites as asked of the lanes: stored on the release and in its history. */
   prerequisites?: PrerequisiteReport;
+  /**
+   * Put one read-only probe step per lane first in the plan (`withProbeSteps`): a rollback
+   * whose prerequisites are asked by runners. Its first effect runs only after every probe passed.
+   */
+  probeSteps?: boolean;
 }
 
 /** The engine's notification settings. */
@@ -232,6 +253,15 @@ function randomHex(bytes: number): string {
   return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 }
 
+/**
+ * A compiled plan with the rollback's probe steps put first (`withProbeSteps`), its digest
+ * taken again over the new canonical JSON (the plan actually run; admission checked the recipe).
+ */
+function probedPlan(m: Manifest): { manifest: Manifest; manifest_digest: string } {
+  const manifest = withProbeSteps(m);
+  return { manifest, manifest_digest: manifestDigest(canonicalJson(manifest)) };
+}
+
 export const silentLog: Logger = { info() {}, warn() {}, error() {} };
 
 export class ReleaseService implements ReleaseApi {
@@ -251,6 +281,7 @@ export class ReleaseService implements ReleaseApi {
   private readonly controlPlane: ControlPlane | null;
   private readonly drift: DriftObserver | null;
   private readonly targetProbe: TargetProbe | null;
+  private readonly runnerProbe: boolean;
   /** Tail of the `start` queue: starts run one at a time so the lane check cannot interleave. */
   private starting: Promise<unknown> = Promise.resolve();
   /**
@@ -291,6 +322,7 @@ export class ReleaseService implements ReleaseApi {
     this.admission = deps.admission ?? { mode: "off" };
     this.controlPlane = deps.controlPlane ?? null;
     this.targetProbe = deps.targetProbe ?? null;
+    this.runnerProbe = deps.runnerProbe === true && this.targetProbe === null;
     this.drift =
       deps.drift && this.controlPlane?.lanes
         ? new DriftObserver(
@@ -601,10 +633,11 @@ export class ReleaseService implements ReleaseApi {
       opts.restoreImage !== undefined
         ? { ...(recipe as Record<string, unknown>), previous_image: opts.restoreImage }
         : recipe;
-    const plan =
+    const compiledPlan =
       baseline || planRecipe !== recipe
         ? this.domain.compile(planRecipe, baseline?.lanes)
         : compiled;
+    const plan = opts.probeSteps ? probedPlan(compiledPlan.manifest) : compiledPlan;
     const number = await this.store.nextReleaseNumber();
     const now = this.clock.now();
     const pending: Release = {
@@ -658,7 +691,10 @@ export class ReleaseService implements ReleaseApi {
             kind: "prerequisites",
             step_run_id: null,
             outcome: "accepted",
-            message: `[engine] rollback prerequisites asked of the lanes' machines: ${prerequisitesSummary(opts.prerequisites)}`,
+            message:
+              opts.prerequisites.asked_by === "runner"
+                ? `[engine] rollback prerequisites: each lane's machine is asked by a read-only runner step (${PROBE_TOOL}) before anything of the rollback is applied: ${prerequisitesSummary(opts.prerequisites)}`
+                : `[engine] rollback prerequisites asked of the lanes' machines: ${prerequisitesSummary(opts.prerequisites)}`,
             data: opts.prerequisites as unknown as Json,
           },
         ]
@@ -1029,6 +1065,7 @@ export class ReleaseService implements ReleaseApi {
       const prerequisites = await this.rollbackPrerequisites(id, prev.id, data.recipe, recovery);
       const started = await this.start(data.recipe, actor, {
         prerequisites,
+        ...(prerequisites.asked_by === "runner" ? { probeSteps: true } : {}),
         ...(data.bundle !== undefined ? { bundle: data.bundle } : {}),
         attestations: Array.isArray(data.attestations) ? data.attestations : [],
         rollback: true,
@@ -1110,10 +1147,12 @@ export class ReleaseService implements ReleaseApi {
           probe
             ? probe.inspect(l, manifest.image)
             : Promise.resolve(
-                checksNotAsked(
-                  l.id,
-                  "this engine cannot reach the lanes' machines (no SSH key: BATON_DISPATCHER=github, or BATON_SSH_KEY_FILE unset); the rollback's first runner step is the first to find out",
-                ),
+                this.runnerProbe
+                  ? checksAsking(l.id)
+                  : checksNotAsked(
+                      l.id,
+                      "this engine cannot reach the lanes' machines (no SSH key: BATON_DISPATCHER=github, or BATON_SSH_KEY_FILE unset); the rollback's first runner step is the first to find out",
+                    ),
               ),
         ),
       )
@@ -1124,6 +1163,7 @@ export class ReleaseService implements ReleaseApi {
       at: this.clock.now(),
       image: manifest.image,
       checks,
+      ...(!probe && this.runnerProbe ? { asked_by: "runner" as const } : {}),
     };
     if (!report.ok) {
       const failed = checks.filter((c) => c.outcome === "fail");
@@ -1333,6 +1373,8 @@ export class ReleaseService implements ReleaseApi {
     if (!id) return notFound(`[engine] step run ${stepRunId} does not exist`);
     const now = this.clock.now();
     const tail = capLogTail(body.log);
+    const probe = await this.probeChecksOf(id, stepRunId, body);
+    if (probe && !probe.ok) return probe;
     const r = await this.apply(
       id,
       {
@@ -1345,6 +1387,7 @@ export class ReleaseService implements ReleaseApi {
         ...(provesNothingRan(body.overall, body.checks) ? { nothing_ran: true } : {}),
         ...withFailingCheck(body.overall, body.checks),
         ...(reportedImages(body.checks).length > 0 ? { images: reportedImages(body.checks) } : {}),
+        ...(probe ? { probe_checks: probe.checks } : {}),
       },
       {
         beforeCommit: () => faultPoint("in_callback_before_commit", { step_run_id: stepRunId }),
@@ -1380,6 +1423,50 @@ export class ReleaseService implements ReleaseApi {
     );
     if (r.ok && r.changed) faultPoint("after_callback_commit", { step_run_id: stepRunId });
     return r as Accepted | Refusal;
+  }
+
+  /**
+   * For the callback of a rollback's probe step (`PROBE_STEP`): the lane's three prerequisite
+   * checks read from the callback's checks.json (`checksFromProbe`), or a 422 `bad_probe_checks`
+   * refusal naming the field and the fix (recorded in the release's history; nothing changes,
+   * and the probe ends "not answered" at its callback deadline unless a good callback comes).
+   * Null for any other step run.
+   */
+  private async probeChecksOf(
+    id: string,
+    stepRunId: string,
+    body: CallbackBody,
+  ): Promise<{ ok: true; checks: PrerequisiteCheck[] } | Refusal | null> {
+    const release = await this.load(id, false);
+    const sr = release?.step_runs.find((s) => s.id === stepRunId);
+    const step = sr && sr.direction === "fwd" ? release?.manifest.steps[sr.step_index] : undefined;
+    if (!release || !isProbeStep(step)) return null;
+    const lane = probeLaneOf(step) ?? "?";
+    try {
+      return {
+        ok: true,
+        checks: checksFromProbe(
+          lane,
+          release.prerequisites?.image ?? release.manifest.image,
+          body.checks,
+        ),
+      };
+    } catch (err) {
+      if (!(err instanceof ProbeChecksError)) throw err;
+      const reason = `[engine] callback for probe step run ${stepRunId} (lane ${lane}) refused: ${err.path}: ${err.message}; fix: ${err.fix}`;
+      await this.recordRefused(stepRunId, "callback", reason, {
+        run_id: body.run_id,
+        run_attempt: body.run_attempt,
+        path: err.path,
+      });
+      return {
+        ok: false,
+        status: 422,
+        code: "bad_probe_checks",
+        reason,
+        problems: [{ path: err.path, message: err.message, fix: err.fix }],
+      };
+    }
   }
 
   async recordRefused(

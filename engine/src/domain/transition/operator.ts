@@ -3,6 +3,7 @@
  * "Operator events" and "Ways out"; failure case F14). Each is guarded here and only here:
  * `availableActions` (exits.ts) asks these same handlers what they would accept.
  */
+
 import { closedReleaseAccepts } from "../lifecycle-states.ts";
 import { IMAGE_PATTERN } from "../recipe.ts";
 import type { Release, ReleaseEvent, StepRun } from "../types.ts";
@@ -12,6 +13,7 @@ import { beginForwardAtCursor, start } from "./forward.ts";
 import { guards } from "./guards.ts";
 import { firstExposureStep, holdVerb, holdWords } from "./holds.ts";
 import { parallelWaveOf, releaseRerunDeadline, stuckInWave } from "./lanes.ts";
+import { isProbeRun } from "./probe.ts";
 import {
   confirmRestoreCommand,
   pastRollForwardPoint,
@@ -105,8 +107,12 @@ export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
     });
     return undefined;
   }
+  // A rollback's probe steps are read-only: one in flight or done touched nothing.
   const touched = r.step_runs.some(
-    (sr) => sr.direction === "fwd" && (guards.inFlight(sr) || guards.mayHaveTakenEffect(sr)),
+    (sr) =>
+      sr.direction === "fwd" &&
+      !isProbeRun(r, sr) &&
+      (guards.inFlight(sr) || guards.mayHaveTakenEffect(sr)),
   );
   if (!touched) {
     // F14a: nothing can have taken effect, so there is nothing to undo.

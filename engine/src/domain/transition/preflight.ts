@@ -7,6 +7,7 @@ import { actionOf, type Draft, describe, type Refusal, stepOf } from "./draft.ts
 import { beginForwardAtCursor } from "./forward.ts";
 import { guards } from "./guards.ts";
 import { parallelWaveOf, releaseRerunDeadline, stuckInWave } from "./lanes.ts";
+import { isProbeRun } from "./probe.ts";
 import { whereIs } from "./where.ts";
 
 const conflict = (code: string, reason: string): Refusal => ({ status: 409, code, reason });
@@ -175,7 +176,8 @@ function openAttempt(d: Draft, sr: StepRun, e: PreflightEvent, how: string): und
   sr.last_error = null;
   sr.rerun_deadline = null;
   // The runner may touch the lane from now on.
-  if (sr.direction === "fwd") r.high_water_mark = Math.max(r.high_water_mark, sr.step_index);
+  if (sr.direction === "fwd" && !isProbeRun(r, sr))
+    r.high_water_mark = Math.max(r.high_water_mark, sr.step_index);
   d.emit({
     type: "deadline",
     step_run_id: sr.id,

@@ -9,6 +9,7 @@ import { type Draft, describe, type Refusal, stepOf } from "./draft.ts";
 import { guards } from "./guards.ts";
 import { parallelWaveOf, recomputedHighWaterMark } from "./lanes.ts";
 import { backoffMs, DISPATCH_TRIES_MAX } from "./limits.ts";
+import { isProbeRun, recordProbeAnswer } from "./probe.ts";
 import { emitDispatch } from "./send.ts";
 import { runnerAdvice, settled, utcMinute } from "./settle.ts";
 import { whereIs } from "./where.ts";
@@ -27,7 +28,8 @@ export function dispatchAccepted(d: Draft, sr: StepRun, e: Ev<"dispatch_accepted
   }
   const step = stepOf(r, sr);
   sr.state = "dispatched";
-  if (sr.direction === "fwd") r.high_water_mark = Math.max(r.high_water_mark, sr.step_index);
+  if (sr.direction === "fwd" && !isProbeRun(r, sr))
+    r.high_water_mark = Math.max(r.high_water_mark, sr.step_index);
   d.emit({
     type: "deadline",
     step_run_id: sr.id,
@@ -76,7 +78,8 @@ export function dispatchFailed(d: Draft, sr: StepRun, e: Ev<"dispatch_failed">):
     // GitHub may have accepted one of the sends: the outcome is not known (rule 5).
     sr.state = "unknown";
     sr.last_error = `dispatch not confirmed after ${DISPATCH_TRIES_MAX} tries: ${e.message}`;
-    if (sr.direction === "fwd") r.high_water_mark = Math.max(r.high_water_mark, sr.step_index);
+    if (sr.direction === "fwd" && !isProbeRun(r, sr))
+      r.high_water_mark = Math.max(r.high_water_mark, sr.step_index);
     d.accept(`[engine] ${describe(r, sr)} is unknown: ${sr.last_error}`, sr.id);
     settled(d, sr);
     return;
@@ -145,7 +148,20 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
   // A deploy ends with the target's own report of the running image: a pass that left
   // another image running is a failure, whatever the tool concluded.
   const mismatch = e.overall === "pass" ? runningImageMismatch(r, sr, e.images) : null;
-  const pass = e.overall === "pass" && mismatch === null;
+  const probe = isProbeRun(r, sr);
+  if (probe && !e.probe_checks) {
+    // Fail closed: a probe's answer is its checks; the service reads them from checks.json.
+    return {
+      status: 422,
+      code: "bad_probe_checks",
+      reason: `[engine] callback for probe step run ${sr.id} carries no prerequisite checks; the probe's checks.json must report its lane's connect, access, image and capacity`,
+    };
+  }
+  // A probe passes only when the runner said pass and every check of its lane passed.
+  const pass =
+    e.overall === "pass" &&
+    mismatch === null &&
+    (!probe || (e.probe_checks ?? []).every((c) => c.outcome === "pass"));
   attempt.state = pass ? "succeeded" : "failed";
   attempt.callback_at = d.now;
   attempt.status = e.status;
@@ -155,9 +171,13 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
   sr.state = pass ? "succeeded" : "failed";
   // The failing check names the cause (`health check on lane-a answered 503: …`); the
   // runner's bare status only when the result files carry no failing check.
-  const cause = e.failing_check
-    ? failingCheckText(e.failing_check, stepOf(r, sr).lane)
-    : `the runner reported status ${e.status}`;
+  const failedChecks = probe ? (e.probe_checks ?? []).filter((c) => c.outcome === "fail") : [];
+  const cause =
+    failedChecks.length > 0
+      ? failedChecks.map((c) => `lane ${c.lane} ${c.check}: ${c.message}`).join("; ")
+      : e.failing_check
+        ? failingCheckText(e.failing_check, stepOf(r, sr).lane)
+        : `the runner reported status ${e.status}`;
   sr.last_error = pass
     ? null
     : (mismatch ?? `${cause}${attempt.nothing_ran ? " (no remote command ran)" : ""}`);
@@ -176,6 +196,7 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
     `[engine] ${describe(r, sr)} attempt ${attempt.n} reported ${e.status} (${e.overall})${mismatch ? `, but ${mismatch}; the step run failed` : ""}${was === "unknown" ? "; this settles the unknown outcome" : ""}`,
     sr.id,
   );
+  if (probe && e.probe_checks) recordProbeAnswer(d, sr, e.probe_checks);
   settled(d, sr);
   const advice = runnerAdvice(r, sr, d.now);
   d.reply = {

@@ -6,6 +6,7 @@
 import type { Direction } from "../states.ts";
 import type { StepRun } from "../types.ts";
 import { actionOf, type Draft, describe, operationKey, stepRunAt, stepRunIdOf } from "./draft.ts";
+import { isProbeRun } from "./probe.ts";
 
 /** Creates step run `(index, dir)` if absent, then sends its action as a new try. */
 export function beginStepRun(d: Draft, index: number, dir: Direction): StepRun {
@@ -61,7 +62,8 @@ export function sendAction(d: Draft, sr: StepRun, notBefore: number | null): voi
     emitDispatch(d, sr, notBefore);
   } else {
     sr.state = "applying";
-    if (sr.direction === "fwd") r.high_water_mark = Math.max(r.high_water_mark, sr.step_index);
+    if (sr.direction === "fwd" && !isProbeRun(r, sr))
+      r.high_water_mark = Math.max(r.high_water_mark, sr.step_index);
     emitControlPlane(d, sr, "apply", notBefore);
   }
 }

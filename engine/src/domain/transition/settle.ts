@@ -12,6 +12,7 @@ import { guards } from "./guards.ts";
 import { holdVerb, holdWords } from "./holds.ts";
 import { parallelWaveOf, releaseRerunDeadline, stuckInWave, waitsOnRerun } from "./lanes.ts";
 import { backoffMs } from "./limits.ts";
+import { endOnFailedProbe, isProbeRun, probePassed } from "./probe.ts";
 import { sendAction } from "./send.ts";
 
 /** Call after changing `sr` to a settled state. */
@@ -32,6 +33,14 @@ export function settled(d: Draft, sr: StepRun): void {
 function settledForward(d: Draft, sr: StepRun): void {
   const r = d.release;
   const step = stepOf(r, sr);
+  if (isProbeRun(r, sr)) {
+    // A rollback's read-only probe: no retry, no re-run window, nothing to compensate.
+    if (sr.state !== "succeeded") {
+      endOnFailedProbe(d, sr);
+      return;
+    }
+    probePassed(d, sr);
+  }
   if (sr.state === "succeeded") {
     if (parallelWaveOf(r, sr.step_index) !== null) {
       // A lane of a parallel wave moved on; another lane may still hold the release paused.
