@@ -209,9 +209,11 @@ export async function runDemo(argv: string[]): Promise<number> {
     console.log(`   #  step                               dir  attempt  result     duration`);
 
     const printer = new ProgressPrinter();
-    const deadline = started + args.timeoutS * 1000;
+    let deadline = started + args.timeoutS * 1000;
     const endLines: string[] = [];
     let gateSeen = "";
+    // The waiting state (paused, needs_operator) whose how-to-resume lines were printed.
+    let waitingSaid = "";
     for (;;) {
       if (interrupted) throw new Error("interrupted");
       const record = await stack.engine.service.get(id);
@@ -235,7 +237,16 @@ export async function runDemo(argv: string[]): Promise<number> {
       gateSeen = mark;
       state = record.release.state;
       if (TERMINAL_RELEASE_STATES.has(record.release.state as never)) break;
-      if (state === "needs_operator" || state === "paused") break;
+      // Paused or waiting for an operator is not the end: someone resumes it. Under --serve the
+      // demo keeps serving and following (the router's traffic for the gates included), and the
+      // wait for a person does not count against --timeout; without --serve the engine stops.
+      const waiting = state === "needs_operator" || state === "paused";
+      if (waiting && waitingSaid !== state) {
+        for (const line of waitingLines(stack, id, state, args.serve)) console.log(line);
+      }
+      waitingSaid = waiting ? state : "";
+      if (waiting && !args.serve) break;
+      if (waiting) deadline = Date.now() + args.timeoutS * 1000;
       if (Date.now() > deadline) {
         console.log(`[demo] gave up after ${args.timeoutS} s; release ${id} is ${state}`);
         break;
@@ -280,6 +291,30 @@ export async function runDemo(argv: string[]): Promise<number> {
     process.off("SIGTERM", onSignal);
   }
   return interrupted ? signalCode(interrupted) : code;
+}
+
+/**
+ * What to do about a release waiting for a person (`paused`, `needs_operator`): the resume
+ * command against this demo's engine (with its URL and operator token) and the release's page.
+ * Without --serve the engine stops right after, so it says to run with --serve instead.
+ */
+function waitingLines(stack: Stack, id: string, state: string, serve: boolean): string[] {
+  if (!serve) {
+    return [
+      `[demo] release ${id} is ${state}, which is not the end: an operator resumes it. Without --serve the engine stops now; run the demo with --serve to keep it up and resume it (\`baton resume ${id}\` or the dashboard)`,
+    ];
+  }
+  const page = `${stack.url}/releases/${id}`;
+  if (state === "paused") {
+    return [
+      `[demo] resume         BATON_ENGINE_URL=${stack.url} BATON_TOKEN=${stack.operatorToken} npx baton resume ${id}   (or Resume on ${page})`,
+      "[demo] still serving and following the release until it ends (Ctrl-C stops)",
+    ];
+  }
+  return [
+    `[demo] operator       the release waits for an operator: ${page} says what it asks (retry, resolve, confirm-restore or abandon; docs/cli.md), e.g. BATON_ENGINE_URL=${stack.url} BATON_TOKEN=${stack.operatorToken} npx baton status ${id}`,
+    "[demo] still serving and following the release until it ends (Ctrl-C stops)",
+  ];
 }
 
 /** Each gate's last evaluation (its decision and reason), and why compensation began. */
