@@ -1,8 +1,9 @@
-// The stand-in container CLI answers its most frequent calls (inspect -f of the running state or
-// the image, pull) in sh, without a node start: those answers, files and ledger lines must equal
-// standin.cjs's own for the same state.
+// The stand-in container CLI answers every call a deploy makes (inspect -f of the running state or
+// the image, pull, run -d, stop) in sh, without a node start: those answers, files and ledger
+// lines must equal standin.cjs's own for the same state. One health server per state dir answers
+// every running container's health port.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { freePort } from "../support/sshd.ts";
@@ -23,9 +24,9 @@ beforeEach(() => {
   // A PATH with the tools the sh path uses and no node: a call that needs node fails (127).
   noNode = join(t.dir, "bin-without-node");
   mkdirSync(noNode);
-  for (const tool of ["date", "dirname"]) {
+  for (const tool of ["date", "dirname", "od", "tr", "mv", "sleep", "setsid"]) {
     const found = spawnSync("sh", ["-c", `command -v ${tool}`], { encoding: "utf8" }).stdout.trim();
-    symlinkSync(found, join(noNode, tool));
+    if (found) symlinkSync(found, join(noNode, tool));
   }
 });
 afterEach(() => t.cleanup());
@@ -120,5 +121,182 @@ describe("stand-in docker: calls answered in sh", () => {
     expect(call("sh", ["inspect", "-f", "{{.State.Running}}", "x"]).code).toBe(1);
     t.knob("hang", "ps");
     expect(call("sh", ["inspect", "-f", "{{.State.Running}}", "x"]).code).toBe(127);
+  });
+});
+
+/** The health server's answer on `port`, or the connection error's code. */
+async function health(port: number): Promise<{ status: number; body: unknown } | string> {
+  try {
+    const r = await fetch(`http://127.0.0.1:${port}/healthz`, {
+      signal: AbortSignal.timeout(5000),
+    });
+    return { status: r.status, body: await r.json() };
+  } catch (e) {
+    return String((e as { cause?: { code?: string } }).cause?.code ?? e);
+  }
+}
+
+/** Polls `check` every 50 ms until it holds, at most `ms`. */
+async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; ) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return check();
+}
+
+const pidOf = (name: string) => {
+  const f = join(t.standinDir, "servers", `${name}.pid`);
+  return existsSync(f) ? readFileSync(f, "utf8") : null;
+};
+
+describe("stand-in docker: run -d and stop in sh, one health server per state dir", () => {
+  it("run -d: the same container file, id, ledger line; every port served by one process", async () => {
+    const A = image("a");
+    const [p1, p2] = [await freePort(), await freePort()];
+    const runArgs = (lane: string, port: number) => [
+      "run",
+      "-d",
+      "--name",
+      containerName(lane, A),
+      "--label",
+      `baton.lane=${lane}`,
+      "--label",
+      "baton.operation_key=r1:3:fwd:lane-a=x+y",
+      "-e",
+      `BATON_HEALTH_URL=http://127.0.0.1:${port}/healthz`,
+      "--gpus",
+      "all",
+      A,
+    ];
+    call("js", ["pull", A]);
+    // standin.cjs starts the state dir's health server; the sh run (no node on PATH) uses it.
+    const js = call("js", runArgs("lane-j", p1));
+    const sh = call("sh", runArgs("lane-s", p2));
+    for (const [r, lane] of [
+      [js, "lane-j"],
+      [sh, "lane-s"],
+    ] as const) {
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toBe(
+        `${Buffer.from(containerName(lane, A)).toString("hex").padEnd(64, "0").slice(0, 64)}\n`,
+      );
+    }
+    // Same ledger line and file but for the lane, its name, its port and the time.
+    const swap = (x: unknown) =>
+      JSON.parse(JSON.stringify(x).replaceAll("lane-j", "lane-s").replaceAll(`:${p1}/`, `:${p2}/`));
+    expect(sh.ledger).toEqual(swap(js.ledger));
+    const file = (lane: string) =>
+      readFileSync(
+        join(t.standinDir, "containers", `${containerName(lane, A)}.json`),
+        "utf8",
+      ).replace(/"started_at":\d+/, '"started_at":0');
+    expect(file("lane-s")).toBe(
+      file("lane-j")
+        .replaceAll("lane-j", "lane-s")
+        .replace(`"port":${p1}`, `"port":${p2}`)
+        .replace(`:${p1}/`, `:${p2}/`),
+    );
+    // Both ports answer, from one process: the state dir's health server.
+    expect(await health(p1)).toEqual({
+      status: 200,
+      body: { container: containerName("lane-j", A), image: A, lane: "lane-j", healthy: true },
+    });
+    expect(await health(p2)).toEqual({
+      status: 200,
+      body: { container: containerName("lane-s", A), image: A, lane: "lane-s", healthy: true },
+    });
+    const daemon = pidOf("daemon");
+    expect(daemon).toMatch(/^\d+$/);
+    expect([pidOf(String(p1)), pidOf(String(p2))]).toEqual([daemon, daemon]);
+    // The fail-health file still acts per request.
+    t.knob("fail-health", "lane-s");
+    expect(await health(p2)).toMatchObject({ status: 503, body: { healthy: false } });
+    expect(await health(p1)).toMatchObject({ status: 200 });
+
+    // stop: same output, ledger line and file (but the time); the port closes, then the server
+    // exits once no container runs.
+    const jsStop = call("js", ["stop", containerName("lane-j", A)]);
+    const shStop = call("sh", ["stop", containerName("lane-s", A)]);
+    expect(shStop.code).toBe(0);
+    expect(shStop.stdout).toBe(`${containerName("lane-s", A)}\n`);
+    expect(shStop.ledger).toEqual(swap(jsStop.ledger));
+    const stopped = (lane: string) => file(lane).replace(/"stopped_at":\d+/, '"stopped_at":0');
+    expect(stopped("lane-s")).toBe(
+      stopped("lane-j")
+        .replaceAll("lane-j", "lane-s")
+        .replace(`"port":${p1}`, `"port":${p2}`)
+        .replace(`:${p1}/`, `:${p2}/`),
+    );
+    expect(JSON.parse(file("lane-s"))).toMatchObject({ running: false });
+    expect(await until(async () => typeof (await health(p2)) === "string")).toBe(true);
+    expect(await until(() => pidOf("daemon") === null)).toBe(true);
+    expect(await until(() => !existsSync(`/proc/${daemon}`))).toBe(true);
+  }, 60_000);
+
+  it("a second health server start while one serves the state dir leaves at once", async () => {
+    const B = image("b");
+    const port = await freePort();
+    t.seedRunning("lane-b", B, `http://127.0.0.1:${port}/healthz`);
+    expect(await health(port)).toMatchObject({ status: 200 });
+    const daemon = pidOf("daemon");
+    // Another start while it lives: it leaves, the first keeps serving.
+    const again = spawnSync(
+      process.execPath,
+      [join(REPO, "scripts/target/standin/health-server.cjs"), t.standinDir],
+      { timeout: 30_000 },
+    );
+    expect(again.status).toBe(0);
+    expect(pidOf("daemon")).toBe(daemon);
+    expect(await health(port)).toMatchObject({ status: 200 });
+  }, 60_000);
+
+  it("goes to standin.cjs for what it does not answer itself", () => {
+    const C = image("c");
+    call("js", ["pull", C]);
+    const url = "BATON_HEALTH_URL=http://127.0.0.1:1/healthz";
+    for (const [args, env] of [
+      [["run", "--name", "n1", "--label", "baton.lane=l", "-e", url, C], {}], // attached
+      [["run", "-d", "--label", "baton.lane=l", "-e", url, C], {}], // no name
+      [["run", "-d", "--name", "n2", "-e", url, C], {}], // no lane label
+      [["run", "-d", "--name", "n3", "--label", "baton.lane=l", "-e", url, image("d")], {}], // not pulled
+      [
+        [
+          "run",
+          "-d",
+          "--name",
+          "n4",
+          "--label",
+          "baton.lane=l",
+          "--label",
+          "baton.lane=m",
+          "-e",
+          url,
+          C,
+        ],
+        {},
+      ],
+      [
+        [
+          "run",
+          "-d",
+          "--name",
+          "n5",
+          "--label",
+          "baton.lane=l",
+          "-e",
+          "BATON_HEALTH_URL=unix:/x",
+          C,
+        ],
+        {},
+      ],
+      [
+        ["run", "-d", "--name", "n6", "--label", "baton.lane=l", "-e", url, C],
+        { BATON_STANDIN_FAIL_HEALTH: "l" },
+      ],
+      [["stop", "missing"], {}],
+      [["stop", "-t", "1", "x"], {}],
+    ] as [string[], Record<string, string>][])
+      expect(call("sh", args, env).code, args.join(" ")).toBe(127);
   });
 });

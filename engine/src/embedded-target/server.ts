@@ -195,7 +195,10 @@ export async function startEmbeddedTarget(options: EmbeddedTargetOptions): Promi
   };
 }
 
-/** Stops the stand-in containers' health servers (they outlive the SSH session, like containers). */
+/**
+ * Stops the stand-in's health server (one per state dir, serving every container's port; it
+ * outlives the SSH session, like containers).
+ */
 function stopStandinServers(standinDir: string): void {
   const dir = join(standinDir, "servers");
   if (!existsSync(dir)) return;

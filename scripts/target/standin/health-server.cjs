@@ -1,36 +1,94 @@
-// Health endpoint of the stand-in containers on one port: `node health-server.cjs PORT DIR`.
-// Answers for the newest running stand-in container whose health URL uses this port:
-// 200 {"container","image","lane"} when healthy; 503 when that container's lane is listed in
-// BATON_STANDIN_FAIL_HEALTH (read at `run` time) or in the file DIR/fail-health (read per request;
-// the body is then DIR/health-body when that file exists),
-// or when no container is running. Exits by itself once no running container uses the port, the
-// state directory is gone, or after BATON_STANDIN_SERVER_MAX_S (default 3600) seconds.
+// Health endpoints of every stand-in container of one state dir: `node health-server.cjs DIR`.
+// One long-lived process per state dir (a target), not one per container: it listens on the port
+// of each running container's health URL (`port` in DIR/containers/<name>.json) and answers
+// there for the newest running container on that port: 200 {"container","image","lane"} when
+// healthy; 503 when that container's lane is listed in BATON_STANDIN_FAIL_HEALTH (read at `run`
+// time) or in the file DIR/fail-health (read per request; the body is then DIR/health-body when
+// that file exists), or when no container is running on it.
+//
+// DIR/servers/daemon.pid holds its pid (a second start while it lives leaves at once);
+// DIR/servers/<port>.pid is written once a port listens (what `docker run -d` waits for) and
+// removed when the port closes. A port closes once no running container uses it; the process
+// exits once none is left, the state dir is gone, or after BATON_STANDIN_SERVER_MAX_S (default
+// 3600) seconds. New containers are seen through fs.watch on DIR/containers and a scan every
+// 500 ms (for file systems without change events).
 "use strict";
 const fs = require("node:fs");
 const http = require("node:http");
 const path = require("node:path");
 
-const port = Number(process.argv[2]);
-const dir = process.argv[3];
+const dir = process.argv[2];
+if (!dir) {
+  process.stderr.write("usage: node health-server.cjs STATE_DIR\n");
+  process.exit(2);
+}
+process.umask(0);
 const containersDir = path.join(dir, "containers");
-const pidFile = path.join(dir, "servers", `${port}.pid`);
+const serversDir = path.join(dir, "servers");
+const daemonPidFile = path.join(serversDir, "daemon.pid");
+const me = String(process.pid);
+
+// It may be started from an SSH command's process group: the session's hang-up is not ours.
+process.on("SIGHUP", () => {});
+
+/** True when a process with that pid exists (one of another user's counts too). */
+function alive(pid) {
+  if (!Number.isInteger(pid) || pid <= 1) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
+}
+
+/** Takes DIR/servers/daemon.pid; false when another live server holds it. */
+function claim() {
+  fs.mkdirSync(serversDir, { recursive: true });
+  for (let i = 0; i < 5; i++) {
+    try {
+      fs.writeFileSync(daemonPidFile, me, { flag: "wx" });
+      return true;
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+    }
+    let owner = NaN;
+    try {
+      owner = Number(fs.readFileSync(daemonPidFile, "utf8").trim());
+    } catch {
+      continue; // removed meanwhile: try again
+    }
+    if (alive(owner)) return false;
+    // A stale file (its server was killed): rename first, so of two starters only one removes it.
+    const stale = `${daemonPidFile}.stale.${me}`;
+    try {
+      fs.renameSync(daemonPidFile, stale);
+      fs.rmSync(stale, { force: true });
+    } catch {}
+  }
+  return false;
+}
 
 // What this server knows of the container files, so that a check reads little: the folder is
 // listed again only when it changed (a container created or removed changes its mtime), and a
-// file read again only when its identity (inode, size, times) changed or it is one of this
-// port's. A server per port checks every 300 ms: reading every container's file each time
-// cost the target more CPU than the deploys themselves once there were tens of lanes. Anything
-// changed in the last 2 s is read regardless (file systems with coarse timestamps).
+// file read again only when its identity (inode, size, times) changed. Reading every container's
+// file on every check cost the target more CPU than the deploys themselves once there were tens
+// of lanes. Anything changed in the last 2 s is read regardless (coarse timestamps).
 let listed = { mtimeMs: -1, files: [] };
-/** file name -> { id: "ino:size:mtime:ctime", port } of its last read */
+/** file name -> { id: "ino:size:mtime:ctime", c: container or null } of its last read */
 const seen = new Map();
 
-function running() {
+/**
+ * The running containers, newest first, of `port` (or of every port when `port` is null);
+ * null once the state dir is gone. With a port, files known to be another port's are not even
+ * looked at while the folder is unchanged (a container's port never changes in place).
+ */
+function running(port) {
   let mtimeMs;
   try {
     mtimeMs = fs.statSync(containersDir).mtimeMs;
   } catch {
-    return null; // state dir removed: time to go
+    return null;
   }
   const recent = (ms) => Date.now() - ms < 2000;
   const relist = mtimeMs !== listed.mtimeMs || recent(mtimeMs);
@@ -40,30 +98,35 @@ function running() {
     } catch {
       return null;
     }
+    for (const f of seen.keys()) if (!listed.files.includes(f)) seen.delete(f);
   }
   const out = [];
   for (const f of listed.files) {
-    const file = path.join(containersDir, f);
     const known = seen.get(f);
-    if (known && known.port !== port && !relist) continue; // another port's, folder unchanged
+    const other = port !== null && known?.c && known.c.port !== port;
+    if (other && !relist) continue;
+    const file = path.join(containersDir, f);
     let id = "";
     try {
       const st = fs.statSync(file);
       id = `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
-      if (known && known.port !== port && known.id === id && !recent(st.ctimeMs)) continue;
+      if (known && known.id === id && !recent(st.ctimeMs)) {
+        if (known.c?.running && (port === null || known.c.port === port)) out.push(known.c);
+        continue;
+      }
     } catch {
       seen.delete(f); // removed since the listing
       continue;
     }
-    let c;
+    let c = null;
     try {
       c = JSON.parse(fs.readFileSync(file, "utf8"));
     } catch {
       seen.delete(f); // being written: read again next time
       continue;
     }
-    seen.set(f, { id, port: c.port });
-    if (c.running && c.port === port) out.push(c);
+    seen.set(f, { id, c });
+    if (c?.running && (port === null || c.port === port)) out.push(c);
   }
   return out.sort((a, b) => b.started_at - a.started_at);
 }
@@ -82,9 +145,9 @@ function failLanes() {
   }
 }
 
-const server = http.createServer((_req, res) => {
-  const list = running() || [];
-  const c = list[0];
+/** One port's answer, from the state at the time of the request. */
+function answer(port, res) {
+  const c = (running(port) || [])[0];
   const healthy = c && !c.fail_health && !failLanes().has(c.lane);
   if (!healthy) {
     // DIR/health-body (read per request): the body of an unhealthy answer, as a model server
@@ -105,23 +168,72 @@ const server = http.createServer((_req, res) => {
       c ? { container: c.name, image: c.image, lane: c.lane, healthy } : { healthy: false },
     ),
   );
-});
+}
 
-server.on("error", () => process.exit(0)); // port taken (another server already answers): leave
-server.listen(port, "127.0.0.1", () => {
-  fs.mkdirSync(path.dirname(pidFile), { recursive: true });
-  fs.writeFileSync(pidFile, String(process.pid));
-});
+/** port -> http.Server (listening or about to); a port another process holds is tried again. */
+const servers = new Map();
+const portPidFile = (port) => path.join(serversDir, `${port}.pid`);
+
+function open(port) {
+  const server = http.createServer((_req, res) => answer(port, res));
+  servers.set(port, server);
+  server.on("error", () => servers.delete(port)); // taken by another process: next scan retries
+  server.listen(port, "127.0.0.1", () => {
+    try {
+      fs.writeFileSync(portPidFile(port), me);
+    } catch {}
+  });
+}
+
+function close(port) {
+  const server = servers.get(port);
+  servers.delete(port);
+  removeOwn(portPidFile(port));
+  server?.close();
+  server?.closeAllConnections?.();
+}
+
+function removeOwn(file) {
+  try {
+    if (fs.readFileSync(file, "utf8") === me) fs.rmSync(file, { force: true });
+  } catch {}
+}
+
+function exit() {
+  for (const port of [...servers.keys()]) removeOwn(portPidFile(port));
+  removeOwn(daemonPidFile);
+  process.exit(0);
+}
 
 const maxMs = Number(process.env.BATON_STANDIN_SERVER_MAX_S || 3600) * 1000;
 const started = Date.now();
-setInterval(() => {
-  const list = running();
-  if (list === null || list.length === 0 || Date.now() - started > maxMs) {
-    try {
-      if (fs.readFileSync(pidFile, "utf8") === String(process.pid)) fs.rmSync(pidFile);
-    } catch {}
-    process.exit(0);
-  }
-}, 300).unref();
-// keep the process alive while the server listens (the interval is unref'd)
+/** Since when no port has had a running container (a file being written reads as none). */
+let idleSince = null;
+/** Opens the ports of running containers, closes the others; exits once nothing is left (1 s). */
+function scan() {
+  const list = running(null);
+  if (list === null || Date.now() - started > maxMs) return exit();
+  const ports = new Set(list.map((c) => c.port).filter((p) => Number.isInteger(p) && p > 0));
+  for (const port of ports) if (!servers.has(port)) open(port);
+  for (const port of [...servers.keys()]) if (!ports.has(port)) close(port);
+  if (ports.size > 0) idleSince = null;
+  else if (idleSince === null) idleSince = Date.now();
+  else if (Date.now() - idleSince >= 1000) exit();
+}
+
+for (const signal of ["SIGTERM", "SIGINT"]) process.on(signal, exit);
+if (!claim()) process.exit(0);
+let pending = null;
+try {
+  // A new or changed container file: scan soon (coalesced), so `run -d` waits little.
+  fs.watch(containersDir, () => {
+    pending ??= setTimeout(() => {
+      pending = null;
+      scan();
+    }, 10);
+  }).on("error", () => {});
+} catch {
+  // No change events here: the interval below does it.
+}
+scan();
+setInterval(scan, 500);

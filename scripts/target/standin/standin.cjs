@@ -5,7 +5,6 @@
 "use strict";
 const fs = require("node:fs");
 const path = require("node:path");
-const net = require("node:net");
 const { spawn } = require("node:child_process");
 
 // Test targets are shared by several users (the test runner seeds state as itself, deploy.sh runs
@@ -91,13 +90,52 @@ function pull(args) {
   );
 }
 
-function startHealthServer(port) {
-  const server = path.join(__dirname, "health-server.cjs");
-  const child = spawn(process.execPath, [server, String(port), dir], {
-    detached: true,
-    stdio: "ignore",
-  });
-  child.unref();
+/** True when a process with that pid exists (one of another user's counts too). */
+function alive(pid) {
+  if (!Number.isInteger(pid) || pid <= 1) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
+}
+
+/** The pid in DIR/servers/<name>.pid when that process lives, else 0. */
+function serverPid(name) {
+  try {
+    const pid = Number(fs.readFileSync(path.join(dir, "servers", `${name}.pid`), "utf8").trim());
+    return alive(pid) ? pid : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Waits (bounded, 3 s, like a container that takes a moment to listen) until the state dir's
+ * health server (one per state dir, health-server.cjs) listens on `port`, starting the server
+ * when none runs; then calls `done`.
+ */
+function awaitHealthPort(port, done) {
+  const deadline = Date.now() + 3000;
+  let starting = false; // a server we started is still starting: do not start another
+  const check = () => {
+    if (serverPid(String(port)) || Date.now() > deadline) return done();
+    if (!starting && !serverPid("daemon")) {
+      starting = true;
+      const child = spawn(process.execPath, [path.join(__dirname, "health-server.cjs"), dir], {
+        detached: true,
+        stdio: "ignore",
+      });
+      child.on("exit", () => {
+        starting = false;
+      });
+      child.on("error", () => {});
+      child.unref();
+    }
+    setTimeout(check, 25);
+  };
+  check();
 }
 
 function run(args) {
@@ -163,22 +201,7 @@ function run(args) {
   }
   const id = Buffer.from(name).toString("hex").padEnd(64, "0").slice(0, 64);
   if (!port) finish(0, id, "");
-  startHealthServer(port);
-  // Like a container that takes a moment to listen: wait (bounded, 3 s) until the port accepts.
-  const deadline = Date.now() + 3000;
-  const probe = () => {
-    const sock = net.connect({ port, host: "127.0.0.1" });
-    sock.once("connect", () => {
-      sock.destroy();
-      finish(0, id, "");
-    });
-    sock.once("error", () => {
-      sock.destroy();
-      if (Date.now() > deadline) finish(0, id, "");
-      else setTimeout(probe, 25);
-    });
-  };
-  probe();
+  awaitHealthPort(port, () => finish(0, id, ""));
 }
 
 function inspect(args) {
