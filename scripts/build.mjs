@@ -4,7 +4,7 @@
 // needs no `npm install`. Output is deterministic (no timestamps, no absolute paths), which is
 // what lets scripts/check-dist.mjs compare a fresh build with the committed one.
 //   node scripts/build.mjs [--out <dir>]   (default: write in place)
-import { chmodSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -39,6 +39,43 @@ const banner = [
   "const __dirname = __batonDirname(__filename);",
 ].join("\n");
 
+/**
+ * `@actions/core` imports its OIDC client, and with it `@actions/http-client` and undici (about
+ * 400 KB of the action's 570 KB), at start-up, although only `getIDToken` (a step with
+ * `oidc-audience`) uses them: starting undici cost every main and post step about 0.1 s of CPU.
+ * This plugin makes oidc-utils import the HTTP client when a token is asked for; esbuild keeps
+ * the module in the bundle, initialised on first use. Same behaviour otherwise. Fails the build
+ * when the source no longer reads as expected (an upgrade of @actions/core): look again.
+ */
+const lazyOidcHttpClient = {
+  name: "lazy-oidc-http-client",
+  setup(b) {
+    b.onLoad({ filter: /@actions[\\/]core[\\/]lib[\\/]oidc-utils\.js$/ }, (args) => {
+      const edits = [
+        [
+          "import { HttpClient } from '@actions/http-client';\nimport { BearerCredentialHandler } from '@actions/http-client/lib/auth';\n",
+          "",
+        ],
+        [
+          "static createHttpClient(allowRetry = true, maxRetry = 10) {",
+          "static async createHttpClient(allowRetry = true, maxRetry = 10) {\n        const { HttpClient } = await import('@actions/http-client');\n        const { BearerCredentialHandler } = await import('@actions/http-client/lib/auth');",
+        ],
+        [
+          "const httpclient = OidcClient.createHttpClient();",
+          "const httpclient = yield OidcClient.createHttpClient();",
+        ],
+      ];
+      let contents = readFileSync(args.path, "utf8");
+      for (const [from, to] of edits) {
+        if (contents.split(from).length !== 2)
+          throw new Error(`[build] ${args.path} changed: cannot make its HTTP client lazy (${from})`);
+        contents = contents.replace(from, to);
+      }
+      return { contents, loader: "js" };
+    });
+  },
+};
+
 /** Builds every bundle under `outRoot` (a repo-shaped tree). Returns the written paths (relative). */
 export async function buildAll(outRoot = root) {
   const written = [];
@@ -62,6 +99,7 @@ export async function buildAll(outRoot = root) {
       // ssh2's optional native helpers: loaded in try/catch, pure-JS fallbacks otherwise.
       external: ["*.node", "cpu-features"],
       banner: { js: executable ? `#!/usr/bin/env node\n${banner}` : banner },
+      plugins: [lazyOidcHttpClient],
       logLevel: "warning",
     });
     if (executable) chmodSync(target, 0o755);
