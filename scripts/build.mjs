@@ -68,7 +68,9 @@ const lazyOidcHttpClient = {
       let contents = readFileSync(args.path, "utf8");
       for (const [from, to] of edits) {
         if (contents.split(from).length !== 2)
-          throw new Error(`[build] ${args.path} changed: cannot make its HTTP client lazy (${from})`);
+          throw new Error(
+            `[build] ${args.path} changed: cannot make its HTTP client lazy (${from})`,
+          );
         contents = contents.replace(from, to);
       }
       return { contents, loader: "js" };
