@@ -16,25 +16,36 @@
  *                        router (lanes labelled with the image the runner deployed) above the
  *                        declared percent in force (0 until wave 1's `set_traffic` applied)
  * The run stops once wave 1 ended (the release is paused, its last jobs allowed to finish).
- * CPU, what bounds the ratio on one machine:
+ * Two pairs of runs (1 lane, then N lanes): instant start (a stand-in container is healthy as
+ * soon as its health port listens: what the CPU of one machine bounds), then with a declared
+ * model-load time (BENCH_FLEET_MODEL_LOAD_MS, default 60,000; 0 skips the pair): a container
+ * started by the release answers its health check 503 for that long, as a model server does
+ * while it loads its weights (tens of seconds to minutes on a real fleet: waiting, not CPU; the
+ * lanes' previous images are bootstrapped instantly). `ratio` is the pair with the model load,
+ * `ratio_instant_start` the pair without; both are always printed, `model_load_ms` says which.
+ * CPU, what bounds the ratio on one machine (from the instant-start pair):
  *   cpu_s_N              CPU seconds of the run: this process (engine, control plane, SSH
  *                        target, runner) plus its ended children (/proc/self/stat cutime+cstime:
  *                        every job's node processes, the tools, the target's shells and the
- *                        container stand-in, itself a node process per `docker` call)
+ *                        container stand-in's sh)
  *   cpu_per_lane_s       (cpu_s_N − cpu_s_1) ÷ (N − 1): what one more lane costs
+ *                        (cpu_per_lane_s_model_load: the same from the model-load pair)
  *   cpu_bound_ratio      N × cpu_per_lane_s ÷ cores ÷ wave_wall_1: the ratio CPU alone
  *                        imposes with every core ours; the machine is shared, so add its load
  * A lane is two runner jobs (deploy, smoke), each three node processes (the action's main
- * and post steps, the tool), and on the target about ten more (deploy.sh calls the stand-in
- * `docker` nine times, each a node start, plus a health server): about 16 node starts per
- * lane, each at least 0.1–0.2 s of CPU, the bundles 0.3 s more to compile. Measured here at
- * load 20–36 on 2 cores: 5–7 CPU seconds per lane against a 1-lane wave of 26–52 s, so 20
- * lanes need 50–70 s of both cores even when the machine is ours, and it never is: the ratio
- * cannot reach 1.5 on one shared machine. On GitHub each job has its own runner and each lane
- * its own machine, so what remains is the engine's share (cpu_self).
+ * and post steps, the tool); on the target deploy.sh's calls of the stand-in `docker` are sh
+ * (no node start) and one health server process serves every container of the target. Before
+ * (stand-in: a node start per run/stop, a health server per container; the action starting
+ * undici) this machine measured 7.19 CPU s a lane (20 lanes, load 27); the changes save about
+ * 0.6 s a lane by per-process measurement, within the run-to-run noise of cpu_per_lane_s
+ * (docs/engine.md "Parallel waves at fleet scale"). Six node starts of 0.3–0.4 s each remain per lane: 20 lanes still need
+ * tens of seconds of both cores, so on one shared machine the instant-start ratio cannot reach
+ * 1.5. On GitHub each job has its own runner and each lane its own machine, so what remains is
+ * the engine's share (cpu_self).
  * Bounded: the 1-lane run at most min(BENCH_FLEET_TIMEOUT_MS, 120 s), the N-lane run at most
- * BENCH_FLEET_TIMEOUT_MS (default 240 s). Last line: RESULT {json}; exit 1 when a limit was
- * broken (overshoot, capacity floor); a wave that did not end in time is `complete: false`.
+ * BENCH_FLEET_TIMEOUT_MS (default 240 s); with the model load, each bound plus that load. Last
+ * line: RESULT {json}; exit 1 when a limit was broken (overshoot, capacity floor) in any run; a
+ * wave that did not end in time is `complete: false`.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
@@ -45,6 +56,8 @@ import type { RecipeInput } from "../engine/src/domain/recipe.ts";
 
 const LANES = Math.min(40, Number(process.env.BENCH_FLEET_LANES ?? 20));
 const TIMEOUT_MS = Number(process.env.BENCH_FLEET_TIMEOUT_MS ?? 240_000);
+/** Declared model-load time of a started container (waiting, not CPU); 0 skips those runs. */
+const MODEL_LOAD_MS = Math.max(0, Number(process.env.BENCH_FLEET_MODEL_LOAD_MS ?? 60_000));
 const TERMINAL = new Set(["succeeded", "rolled_back", "aborted", "needs_operator", "abandoned"]);
 
 /** A recipe of `n + 1` lanes: wave 1 = n lanes in parallel at 50%, wave 2 = the last at 100%. */
@@ -121,7 +134,7 @@ interface RunResult {
   overshoot_pct: number;
 }
 
-async function runWave(n: number, timeoutMs: number): Promise<RunResult> {
+async function runWave(n: number, timeoutMs: number, modelLoadMs = 0): Promise<RunResult> {
   const dir = mkdtempSync(join(tmpdir(), `baton-bench-fleet-${n}-`));
   let running = 0;
   let maxConcurrent = 0;
@@ -150,8 +163,10 @@ async function runWave(n: number, timeoutMs: number): Promise<RunResult> {
     // The SSH target shares this machine's 2 cores with every job: on a loaded machine a
     // handshake may wait long for CPU, which is not what this benchmark measures.
     runnerEnv: { BATON_CONNECT_TIMEOUT_MS: "60000" },
-    // Likewise a stand-in container's health server may take seconds to start listening.
-    healthTimeoutS: 20,
+    // Likewise a stand-in container's health server may take seconds to start listening; and a
+    // container loading its model answers 503 for `modelLoadMs` first.
+    healthTimeoutS: 20 + Math.ceil(modelLoadMs / 1000),
+    modelLoadMs,
     onRunEvent: (e) => {
       if (DEBUG)
         console.error(
@@ -281,38 +296,62 @@ function round2(x: number): number {
 }
 
 const one = await runWave(1, Math.min(TIMEOUT_MS, 120_000));
-console.error(`[bench:fleet] wave of 1 lane: ${JSON.stringify(one)}`);
+console.error(`[bench:fleet] wave of 1 lane, instant start: ${JSON.stringify(one)}`);
 const many = await runWave(LANES, TIMEOUT_MS);
-console.error(`[bench:fleet] wave of ${LANES} lanes: ${JSON.stringify(many)}`);
+console.error(`[bench:fleet] wave of ${LANES} lanes, instant start: ${JSON.stringify(many)}`);
+// The same waves with every started container loading its model for MODEL_LOAD_MS first.
+const loaded =
+  MODEL_LOAD_MS > 0
+    ? {
+        one: await runWave(1, Math.min(TIMEOUT_MS, 120_000) + MODEL_LOAD_MS, MODEL_LOAD_MS),
+        many: await runWave(LANES, TIMEOUT_MS + MODEL_LOAD_MS, MODEL_LOAD_MS),
+      }
+    : null;
+if (loaded) {
+  console.error(
+    `[bench:fleet] wave of 1 lane, model load ${MODEL_LOAD_MS} ms: ${JSON.stringify(loaded.one)}`,
+  );
+  console.error(
+    `[bench:fleet] wave of ${LANES} lanes, model load ${MODEL_LOAD_MS} ms: ${JSON.stringify(loaded.many)}`,
+  );
+}
+const runs = [one, many, ...(loaded ? [loaded.one, loaded.many] : [])];
 // Safety is a pass/fail: the candidate share never above the declared percent, the floor
-// held. Speed is a measurement: a wave that did not end in time (a slow or shared machine) is
-// reported with `complete: false`, not failed.
-const limitsHeld =
-  one.overshoot_pct <= 0 &&
-  many.overshoot_pct <= 0 &&
-  Math.min(one.min_in_service, many.min_in_service) >= 1;
-const ok = one.state === "wave_done" && many.state === "wave_done" && limitsHeld;
+// held, in every run. Speed is a measurement: a wave that did not end in time (a slow or shared
+// machine) is reported with `complete: false`, not failed.
+const overshoot = Math.max(...runs.map((r) => r.overshoot_pct));
+const floorHeld = Math.min(...runs.map((r) => r.min_in_service)) >= 1;
+const limitsHeld = overshoot <= 0 && floorHeld;
+const complete = runs.every((r) => r.state === "wave_done");
 const cpu = (r: RunResult) => r.cpu_self_s + r.cpu_children_s;
 // CPU one more lane costs (the difference cancels what both runs share: the engine's
 // polling, wave 2's first steps), and the ratio that CPU alone imposes when every core of
 // the machine is ours: lanes × cpu_per_lane ÷ cores ÷ the 1-lane wall.
-const cpuPerLane = LANES > 1 ? (cpu(many) - cpu(one)) / (LANES - 1) : cpu(one);
+const perLane = (a: RunResult, b: RunResult) =>
+  round2(LANES > 1 ? (cpu(b) - cpu(a)) / (LANES - 1) : cpu(a));
+const cpuPerLane = perLane(one, many);
 const cores = availableParallelism();
+const head = loaded ?? { one, many };
 console.log(
   `RESULT ${JSON.stringify({
     lanes: LANES,
-    wave_wall_ms_1: one.wall_ms,
-    [`wave_wall_ms_${LANES}`]: many.wall_ms,
-    ratio: round2(many.wall_ms / one.wall_ms),
-    max_concurrent: many.max_concurrent,
-    max_out: many.max_out,
-    overshoot_pct: Math.max(one.overshoot_pct, many.overshoot_pct),
-    capacity_floor_held: Math.min(one.min_in_service, many.min_in_service) >= 1,
-    succeeded: ok,
-    complete: one.state === "wave_done" && many.state === "wave_done",
+    model_load_ms: loaded ? MODEL_LOAD_MS : 0,
+    wave_wall_ms_1: head.one.wall_ms,
+    [`wave_wall_ms_${LANES}`]: head.many.wall_ms,
+    ratio: round2(head.many.wall_ms / head.one.wall_ms),
+    wave_wall_ms_1_instant_start: one.wall_ms,
+    [`wave_wall_ms_${LANES}_instant_start`]: many.wall_ms,
+    ratio_instant_start: round2(many.wall_ms / one.wall_ms),
+    max_concurrent: Math.max(...runs.map((r) => r.max_concurrent)),
+    max_out: Math.max(...runs.map((r) => r.max_out)),
+    overshoot_pct: overshoot,
+    capacity_floor_held: floorHeld,
+    succeeded: complete && limitsHeld,
+    complete,
     cpu_s_1: round2(cpu(one)),
     [`cpu_s_${LANES}`]: round2(cpu(many)),
-    cpu_per_lane_s: round2(cpuPerLane),
+    cpu_per_lane_s: cpuPerLane,
+    ...(loaded ? { cpu_per_lane_s_model_load: perLane(loaded.one, loaded.many) } : {}),
     cores,
     cpu_bound_ratio: round2((LANES * cpuPerLane) / cores / (one.wall_ms / 1000)),
     load_avg_1m: round2(loadavg()[0] ?? 0),

@@ -64,7 +64,8 @@ function call(how: "sh" | "js", args: string[], env: Record<string, string> = {}
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, ledger: rest };
 }
 
-describe("stand-in docker: calls answered in sh", () => {
+// A loaded machine (load 30-40 on 2 cores) stretches each node start to seconds.
+describe("stand-in docker: calls answered in sh", { timeout: 240_000 }, () => {
   it("inspect -f of the running state and the image: running, stopped, missing", async () => {
     const url = `http://127.0.0.1:${await freePort()}/healthz`;
     const A = image("a");
@@ -150,7 +151,9 @@ const pidOf = (name: string) => {
   return existsSync(f) ? readFileSync(f, "utf8") : null;
 };
 
-describe("stand-in docker: run -d and stop in sh, one health server per state dir", () => {
+describe("stand-in docker: run -d and stop in sh, one health server per state dir", {
+  timeout: 240_000,
+}, () => {
   it("run -d: the same container file, id, ledger line; every port served by one process", async () => {
     const A = image("a");
     const [p1, p2] = [await freePort(), await freePort()];
@@ -232,7 +235,55 @@ describe("stand-in docker: run -d and stop in sh, one health server per state di
     expect(await until(async () => typeof (await health(p2)) === "string")).toBe(true);
     expect(await until(() => pidOf("daemon") === null)).toBe(true);
     expect(await until(() => !existsSync(`/proc/${daemon}`))).toBe(true);
-  }, 60_000);
+  });
+
+  it("model-load-ms: a container run from then on answers 503 loading, then 200 (sh and js)", async () => {
+    const L = image("e");
+    const [p1, p2] = [await freePort(), await freePort()];
+    call("js", ["pull", L]);
+    t.knob("model-load-ms", "1500\n");
+    const args = (lane: string, port: number) => [
+      "run",
+      "-d",
+      "--name",
+      containerName(lane, L),
+      "--label",
+      `baton.lane=${lane}`,
+      "-e",
+      `BATON_HEALTH_URL=http://127.0.0.1:${port}/healthz`,
+      L,
+    ];
+    expect(call("js", args("lane-j", p1)).code).toBe(0);
+    expect(call("sh", args("lane-s", p2)).code).toBe(0);
+    for (const [lane, port] of [
+      ["lane-j", p1],
+      ["lane-s", p2],
+    ] as const) {
+      const c = t.container(containerName(lane, L)) as unknown as Record<string, number>;
+      expect((c.ready_at ?? 0) - (c.started_at ?? 0)).toBe(1500);
+      expect(Object.keys(c)).toEqual([
+        "name",
+        "image",
+        "lane",
+        "labels",
+        "health_url",
+        "port",
+        "running",
+        "started_at",
+        "ready_at",
+        "fail_health",
+      ]);
+      // Loading (unless this loaded machine took 1.5 s to get here), then healthy.
+      const ready = c.ready_at ?? 0;
+      const first = await health(port);
+      if (Date.now() < ready - 200)
+        expect(first).toMatchObject({ status: 503, body: { healthy: false, loading: true } });
+      expect(
+        await until(async () => ((await health(port)) as { status: number }).status === 200),
+      ).toBe(true);
+      expect(Date.now()).toBeGreaterThanOrEqual(ready);
+    }
+  });
 
   it("a second health server start while one serves the state dir leaves at once", async () => {
     const B = image("b");
@@ -249,7 +300,7 @@ describe("stand-in docker: run -d and stop in sh, one health server per state di
     expect(again.status).toBe(0);
     expect(pidOf("daemon")).toBe(daemon);
     expect(await health(port)).toMatchObject({ status: 200 });
-  }, 60_000);
+  });
 
   it("goes to standin.cjs for what it does not answer itself", () => {
     const C = image("c");

@@ -31,6 +31,11 @@ export interface FleetOptions {
   model: string;
   /** Seconds deploy.sh waits for a health URL before failing the phase (default 2). */
   healthTimeoutS?: number;
+  /**
+   * Model-load time (ms) of every container started after `prepare` (the stand-in's
+   * `model-load-ms` knob: its health URL answers 503 until then). Default 0.
+   */
+  modelLoadMs?: number;
 }
 
 /** Where one lane lives on the embedded target. */
@@ -156,6 +161,11 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
       } finally {
         session.close();
       }
+      // The lanes' previous images are up; containers started from now on load their model.
+      if ((o.modelLoadMs ?? 0) > 0) {
+        mkdirSync(standinDir, { recursive: true });
+        writeFileSync(join(standinDir, "model-load-ms"), `${Math.round(o.modelLoadMs ?? 0)}\n`);
+      }
     },
     failHealthOf(laneId, body) {
       mkdirSync(standinDir, { recursive: true });
@@ -169,7 +179,7 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
     async close() {
       await target.close().catch(() => {});
       await handle.close().catch(() => {});
-      // The stand-in's health servers exit once their state folder is gone (health-server.cjs).
+      // The stand-in's health server exits once its state folder is gone (health-server.cjs).
       rmSync(standinDir, { recursive: true, force: true });
     },
   };

@@ -71,6 +71,12 @@ export interface StackOptions {
   /** Seconds deploy.sh on the embedded target waits for a lane's health URL (default 2). */
   healthTimeoutS?: number;
   /**
+   * Declared model-load time (ms) of every container started after the lanes' bootstrap: its
+   * health URL answers 503 (loading) for that long, as a model server loading its weights
+   * would (waiting, not CPU). Default 0 (healthy as soon as it listens).
+   */
+  modelLoadMs?: number;
+  /**
    * Drift detection interval, ms (docs/drift.md; default off: the e2e tests change lanes by
    * hand). The demo turns it on so `demo --serve` shows `baton_drift_*` on /metrics.
    */
@@ -176,6 +182,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     laneIds: laneIdsOf(o.recipe),
     model,
     ...(o.healthTimeoutS === undefined ? {} : { healthTimeoutS: o.healthTimeoutS }),
+    ...(o.modelLoadMs === undefined ? {} : { modelLoadMs: o.modelLoadMs }),
   });
   const closers: (() => Promise<unknown>)[] = [() => fleet.close()];
   const closeAll = async () => {

@@ -4,7 +4,8 @@
 // there for the newest running container on that port: 200 {"container","image","lane"} when
 // healthy; 503 when that container's lane is listed in BATON_STANDIN_FAIL_HEALTH (read at `run`
 // time) or in the file DIR/fail-health (read per request; the body is then DIR/health-body when
-// that file exists), or when no container is running on it.
+// that file exists), while it loads its model (until `ready_at`, set at `run` from the
+// model-load-ms knob; the body then adds "loading": true), or when no container runs on it.
 //
 // DIR/servers/daemon.pid holds its pid (a second start while it lives leaves at once);
 // DIR/servers/<port>.pid is written once a port listens (what `docker run -d` waits for) and
@@ -148,7 +149,9 @@ function failLanes() {
 /** One port's answer, from the state at the time of the request. */
 function answer(port, res) {
   const c = (running(port) || [])[0];
-  const healthy = c && !c.fail_health && !failLanes().has(c.lane);
+  // Still loading its model (run with the model-load-ms knob): 503 until ready_at.
+  const loading = Boolean(c && Number.isFinite(c.ready_at) && Date.now() < c.ready_at);
+  const healthy = c && !loading && !c.fail_health && !failLanes().has(c.lane);
   if (!healthy) {
     // DIR/health-body (read per request): the body of an unhealthy answer, as a model server
     // would explain itself ("model not loaded: CUDA OOM").
@@ -165,7 +168,15 @@ function answer(port, res) {
   res.writeHead(healthy ? 200 : 503, { "content-type": "application/json" });
   res.end(
     JSON.stringify(
-      c ? { container: c.name, image: c.image, lane: c.lane, healthy } : { healthy: false },
+      c
+        ? {
+            container: c.name,
+            image: c.image,
+            lane: c.lane,
+            healthy,
+            ...(loading ? { loading } : {}),
+          }
+        : { healthy: false },
     ),
   );
 }

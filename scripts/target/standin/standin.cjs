@@ -138,6 +138,21 @@ function awaitHealthPort(port, done) {
   check();
 }
 
+/**
+ * Model-load time (ms) of a container started now: BATON_STANDIN_MODEL_LOAD_MS, else the first
+ * line of DIR/model-load-ms; 0 when neither is a positive number.
+ */
+function modelLoadMs() {
+  let v = process.env.BATON_STANDIN_MODEL_LOAD_MS || "";
+  if (!v) {
+    try {
+      v = fs.readFileSync(path.join(dir, "model-load-ms"), "utf8").split("\n")[0];
+    } catch {}
+  }
+  const ms = Number(v.trim());
+  return Number.isFinite(ms) && ms > 0 ? Math.round(ms) : 0;
+}
+
 function run(args) {
   let detached = false;
   let name = "";
@@ -182,6 +197,8 @@ function run(args) {
     const u = new URL(env.BATON_HEALTH_URL || "");
     port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
   } catch {}
+  const startedAt = Date.now();
+  const load = modelLoadMs();
   writeContainer({
     name,
     image,
@@ -190,7 +207,9 @@ function run(args) {
     health_url: env.BATON_HEALTH_URL || null,
     port,
     running: true,
-    started_at: Date.now(),
+    started_at: startedAt,
+    // Loading its model: the health server answers 503 until then.
+    ...(load > 0 ? { ready_at: startedAt + load } : {}),
     // The env knob is fixed at run time; the fail-health file is read by the server per request.
     fail_health: (process.env.BATON_STANDIN_FAIL_HEALTH || "").split(/[,\n]/).includes(lane),
   });
