@@ -49,7 +49,9 @@ describe("checkStepTable", () => {
         expect.objectContaining({
           path: "steps.2.forward.tool",
           message: expect.stringMatching(/not in the allowlist/),
-          fix: expect.stringMatching(/attach-queue-lane, inspect-lane, restore-queue-lane, run-smoke/),
+          fix: expect.stringMatching(
+            /attach-queue-lane, inspect-lane, restore-queue-lane, run-smoke/,
+          ),
         }),
         expect.objectContaining({ path: "steps.10.backward.tool" }),
       ]),
