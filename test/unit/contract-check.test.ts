@@ -251,6 +251,47 @@ describe("checkRecipe refuses, naming the path and the fix", () => {
   });
 
   it.each([
+    [
+      "a 40-digit port",
+      (r: Mutable) => {
+        r.lanes[0].port = 1234567890123456789012345678901234567890;
+      },
+      "lanes.0.port",
+      /port must be 1\.\.65535/,
+    ],
+    [
+      "traffic 1e26",
+      (r: Mutable) => {
+        r.rollout.waves[0].traffic = 1e26;
+      },
+      "rollout.waves.0.traffic",
+      /traffic must be 0\.\.100/,
+    ],
+    [
+      "traffic Infinity (YAML 1e400 or .inf)",
+      (r: Mutable) => {
+        r.rollout.waves[0].traffic = Number.POSITIVE_INFINITY;
+      },
+      "rollout.waves.0.traffic",
+      /must be a finite number; got Infinity/,
+    ],
+    [
+      "traffic NaN (YAML .nan)",
+      (r: Mutable) => {
+        r.rollout.waves[0].traffic = Number.NaN;
+      },
+      "rollout.waves.0.traffic",
+      /must be a finite number; got NaN/,
+    ],
+  ])("%s: one plain problem for the field, naming the limit", (_name, set, path, msg) => {
+    const ps = problemsOf(set);
+    const atPath = ps.filter((x) => x.path === path);
+    expect(atPath, JSON.stringify(ps)).toHaveLength(1);
+    expect(atPath[0]?.message).toMatch(msg);
+    expect(atPath[0]?.message).not.toMatch(/expected number|received/);
+  });
+
+  it.each([
     [5000, /at most 1440/],
     [-3, /0 \(compensate at once\) or more/],
     [2.5, /whole number of minutes/],

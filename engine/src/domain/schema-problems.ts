@@ -139,7 +139,14 @@ export function schemaProblems(
   input: unknown,
 ): Problem[] {
   const out: Problem[] = [];
-  for (const issue of issues) {
+  // One problem per field: a value breaking several rules of one field (1e39 for a port is
+  // neither a safe whole number nor 1..65535) is told the last rule (the range), not each.
+  const lastAt = new Map<string, number>();
+  issues.forEach((issue, n) => {
+    if (issue.code !== "unrecognized_keys") lastAt.set(dotted(issue.path), n);
+  });
+  for (const [n, issue] of issues.entries()) {
+    if (issue.code !== "unrecognized_keys" && lastAt.get(dotted(issue.path)) !== n) continue;
     const path = issue.path;
     const field = [...path].reverse().find((k) => typeof k === "string") as string | undefined;
     const at = dotted(path);
@@ -182,6 +189,16 @@ export function schemaProblems(
           });
         } else if (missing && field === "host_key") {
           out.push({ path: at, message: "lane has no host key pin", fix: HOST_KEY_FIX });
+        } else if (
+          typeof valueAt(input, path) === "number" &&
+          !Number.isFinite(valueAt(input, path))
+        ) {
+          // YAML reads 1e400 and .inf as Infinity, .nan as NaN: no field takes them.
+          out.push({
+            path: at,
+            message: `${label} must be a finite number; got ${String(valueAt(input, path))} (a number too large, .inf or .nan)`,
+            fix: fieldFix(field, path, input) ?? `Set ${label} to a finite number.`,
+          });
         } else if (missing) {
           out.push({
             path: at,
