@@ -254,7 +254,7 @@ describe("checkRecipe refuses, naming the path and the fix", () => {
     [
       "a 40-digit port",
       (r: Mutable) => {
-        r.lanes[0].port = 1234567890123456789012345678901234567890;
+        r.lanes[0].port = Number("1234567890123456789012345678901234567890");
       },
       "lanes.0.port",
       /port must be 1\.\.65535/,
