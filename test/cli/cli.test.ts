@@ -215,6 +215,17 @@ describe("start, status, record", () => {
     noStack(r.stderr);
   });
 
+  it("takes --digest as the CLI prints it (sha256:<hex>): a changed record is refused as changed, not as bad input", async () => {
+    const r = await baton(
+      ["accept", live.ids.compensated, "--by", "alice", "--digest", `sha256:${"0".repeat(64)}`],
+      env(),
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).not.toMatch(/bad accept body/);
+    expect(r.stderr).toMatch(/^\[engine\] release r\d+'s record digest is [a-f0-9]{64}, not 0{64};/m);
+    noStack(r.stderr);
+  });
+
   it("refuses an acceptance whose --expires is in the past, naming --expires and a future time", async () => {
     const r = await baton(
       ["accept", live.ids.compensated, "--by", "alice", "--expires", "2001-01-01T00:00:00Z"],

@@ -157,6 +157,32 @@ describe.each(STORE_KINDS)("release record on %s", (kind) => {
   );
 
   it.skipIf(skip)(
+    "record_digest may carry the sha256: prefix the CLI prints; the bare hex is compared and kept",
+    async () => {
+      h = await makeHarness({ kind, admission: trust.admission });
+      const id = await start(h);
+      await drive(h);
+      const { digest } = await record(h, id);
+      expect(digest).toMatch(/^[a-f0-9]{64}$/);
+      const wrong = await op(h, "POST", `/v1/releases/${id}/accept`, {
+        by: "owner@acme.example",
+        record_digest: `sha256:${"0".repeat(64)}`,
+      });
+      expect(wrong.status).toBe(409);
+      expect(((await wrong.json()) as { error: { code: string } }).error.code).toBe(
+        "record_changed",
+      );
+      const ok = await op(h, "POST", `/v1/releases/${id}/accept`, {
+        by: "owner@acme.example",
+        record_digest: `sha256:${digest}`,
+      });
+      expect(ok.status).toBe(200);
+      expect(((await ok.json()) as { record_digest: string }).record_digest).toBe(digest);
+      expect((await record(h, id)).acceptance?.record_digest).toBe(digest);
+    },
+  );
+
+  it.skipIf(skip)(
     "an acceptance without expiry is final; one whose expiry passed can be replaced, history keeps both",
     async () => {
       h = await makeHarness({ kind, admission: trust.admission });

@@ -135,9 +135,18 @@ const AcceptBody = z
       .datetime({ offset: true, error: "must be an ISO 8601 time, e.g. 2027-01-31T00:00:00Z" })
       .optional(),
     note: z.string().max(2000, "must be at most 2000 characters").optional(),
+    // The bare hex is kept and compared; the `sha256:` prefix the CLI prints is dropped.
     record_digest: z
       .string()
-      .regex(/^[a-f0-9]{64}$/, "must be the record's sha256 (64 hex), as GET …/record shows it")
+      .transform((d) => (d.startsWith("sha256:") ? d.slice("sha256:".length) : d))
+      .pipe(
+        z
+          .string()
+          .regex(
+            /^[a-f0-9]{64}$/,
+            "must be the record's sha256 (64 hex, sha256: prefix optional), as GET …/record shows it",
+          ),
+      )
       .optional(),
   })
   .strict();
