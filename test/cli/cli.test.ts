@@ -222,7 +222,9 @@ describe("start, status, record", () => {
     );
     expect(r.code).toBe(1);
     expect(r.stderr).not.toMatch(/bad accept body/);
-    expect(r.stderr).toMatch(/^\[engine\] release r\d+'s record digest is [a-f0-9]{64}, not 0{64};/m);
+    expect(r.stderr).toMatch(
+      /^\[engine\] release r\d+'s record digest is [a-f0-9]{64}, not 0{64};/m,
+    );
     noStack(r.stderr);
   });
 
