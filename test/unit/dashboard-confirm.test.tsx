@@ -35,6 +35,9 @@ describe("what an action will do", () => {
     expect(t).toContain("Will be undone, in this order");
     expect(t).toMatch(/lane-1 step 2 \(wave 1\) restore queue lane · lane-1 → step 1 \(wave 1\)/);
     expect(html).toContain('name="csrf"');
+    // Step numbers shown to people are 1-based (the step table's rows): never "step 0".
+    expect(t).toContain("from the high-water mark down to step 1.");
+    expect(t).not.toMatch(/\bstep 0\b/);
   });
 
   it("retry of a paused release's step run: that step again, then forward to the end", async () => {

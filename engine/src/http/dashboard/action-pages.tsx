@@ -19,7 +19,7 @@ export type ActionName =
 
 const WHAT: Record<ActionName, (target: string) => string> = {
   abort: (t) =>
-    `Abort release ${t}? If any forward step may have taken effect, the engine compensates: it runs the backward steps from the high-water mark down to step 0. This cannot be undone; a finished release needs a new release.`,
+    `Abort release ${t}? If any forward step may have taken effect, the engine compensates: it runs the backward steps from the high-water mark down to step 1. This cannot be undone; a finished release needs a new release.`,
   resume: (t) =>
     `Resume release ${t}? It goes on from where it waits: a step run it is paused on is dispatched again, or the next step begins.`,
   pause: (t) =>
