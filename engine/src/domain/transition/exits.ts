@@ -7,6 +7,7 @@
 import { transition } from "../transition.ts";
 import type { Release, ReleaseEvent } from "../types.ts";
 import { guards } from "./guards.ts";
+import { holdWords } from "./holds.ts";
 import { LANE_RUNS_NOTHING } from "./operator.ts";
 import {
   confirmRestoreCommand,
@@ -67,7 +68,9 @@ export function availableActions(release: Release): AvailableAction[] {
       effect:
         release.state === "pending"
           ? "starts the release at step 1"
-          : "sends the step run the release is paused on again (a new dispatch) and runs forward",
+          : release.gate?.decision === "inconclusive"
+            ? `lifts the operator's pause; the release stays paused at the inconclusive gate of wave ${release.gate.wave + 1} until promote or abort`
+            : "sends the step run the release is paused on again (a new dispatch) and runs forward",
       command: `baton resume ${id}`,
     });
   }
@@ -88,7 +91,9 @@ export function availableActions(release: Release): AvailableAction[] {
       needs_reason: false,
       effect: manual
         ? `widens to wave ${(release.hold?.wave ?? 0) + 1}: the recipe's promotion is manual and the previous wave is done`
-        : `accepts the risk of the inconclusive gate of wave ${(release.gate?.wave ?? 0) + 1} and runs on into the next wave`,
+        : release.hold?.kind === "pause"
+          ? `accepts the risk of the inconclusive gate of wave ${(release.gate?.wave ?? 0) + 1}; the release stays paused (${holdWords(release.hold)}) until resume, then runs on into the next wave`
+          : `accepts the risk of the inconclusive gate of wave ${(release.gate?.wave ?? 0) + 1} and runs on into the next wave`,
       command: manual
         ? `baton promote ${id} --reason "<why the wave is good>"`
         : `baton promote ${id} --reason "<why the risk is acceptable>"`,

@@ -6,7 +6,8 @@
  * like any other event: only evidence bound to this release, generation, manifest digest and
  * wave, with the next evaluation number, is read. pass → the next wave; fail → compensation
  * with the decision's reason; wait → the next evaluation `interval_ms` later; inconclusive →
- * `paused` for an operator, whose exits are `promote` and `abort`.
+ * `paused` for an operator, whose exits are `promote` and `abort`. An operator's pause taken
+ * while the gate decides survives every decision but a fail (docs/lifecycle.md).
  */
 
 import { boundTo, type EvidenceBinding, evidenceSatisfies } from "../gate/evidence.ts";
@@ -17,7 +18,12 @@ import { beginCompensation } from "./compensation.ts";
 import { type Draft, type Refusal, stepRunAt } from "./draft.ts";
 import { beginForwardAtCursor } from "./forward.ts";
 import { guards } from "./guards.ts";
-import { holdVerb, holdWords } from "./holds.ts";
+import {
+  holdVerb,
+  holdWords,
+  inconclusiveGateReason,
+  pausedAtInconclusiveGateReason,
+} from "./holds.ts";
 import { whereIs } from "./where.ts";
 
 type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
@@ -136,10 +142,16 @@ export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
     return undefined;
   }
   if (ev.decision === "inconclusive") {
-    // promote or abort decides now; an operator's pause in force is folded into that wait.
-    r.hold = null;
+    // promote or abort decides now. An operator's pause in force survives it: the release
+    // waits for both the pause's resume and the gate's promote (or abort).
     r.state = "paused";
-    r.reason = `gate of ${label} is inconclusive: ${ev.reason}; promote (baton promote ${r.id}) to accept the risk, or abort (baton abort ${r.id}) to compensate`;
+    if (r.hold?.kind === "pause") {
+      r.reason = pausedAtInconclusiveGateReason(r, r.hold);
+      d.accept(`[engine] release ${r.id} stays paused: ${r.reason}`, srId, data);
+      return undefined;
+    }
+    r.hold = null;
+    r.reason = inconclusiveGateReason(r);
     d.accept(`[engine] release ${r.id} paused: ${r.reason}`, srId, data);
     return undefined;
   }
@@ -187,8 +199,9 @@ export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
 
 /**
  * `promote`: an operator accepts the risk of a gate that ended inconclusive (docs/gate.md
- * "Inconclusive"); the release runs on into the next wave. Only a release paused at an
- * inconclusive gate.
+ * "Inconclusive"); the release runs on into the next wave, or, when an operator's pause is in
+ * force, stays paused until `resume` (a pause holds until resume: docs/lifecycle.md). Only a
+ * release paused at an inconclusive gate, or waiting for a manual promotion.
  */
 export function promote(d: Draft, e: Ev<"promote">): Refusal | undefined {
   const r = d.release;
@@ -210,7 +223,8 @@ export function promote(d: Draft, e: Ev<"promote">): Refusal | undefined {
     return undefined;
   }
   if (r.state !== "paused" || !g || g.decision !== "inconclusive") {
-    const held = r.state === "paused" && h ? `; it waits for ${holdVerb(r, h)}` : "";
+    const held =
+      r.state === "paused" && h ? ` (${holdWords(h)}); it waits for ${holdVerb(r, h)}` : "";
     return {
       status: 409,
       code: "conflict",
@@ -218,9 +232,19 @@ export function promote(d: Draft, e: Ev<"promote">): Refusal | undefined {
     };
   }
   const label = waveLabel(r.manifest, g.wave);
+  r.gate = null;
+  if (h?.kind === "pause") {
+    // The gate's question is answered; the operator's pause still holds the next wave.
+    r.reason = `${holdWords(h)}; nothing new starts until resume (baton resume ${r.id})`;
+    d.accept(
+      `[engine] gate of ${label} promoted by ${e.actor}${e.reason ? `: ${e.reason}` : ""}; the evidence was inconclusive, the operator accepts the risk; release ${r.id} stays paused (${holdWords(h)}); the next wave waits for ${holdVerb(r, h)}`,
+      null,
+      { actor: e.actor, reason: e.reason, wave: g.wave },
+    );
+    return undefined;
+  }
   r.state = "running";
   r.reason = null;
-  r.gate = null;
   d.accept(
     `[engine] gate of ${label} promoted by ${e.actor}${e.reason ? `: ${e.reason}` : ""}; the evidence was inconclusive, the operator accepts the risk`,
     null,

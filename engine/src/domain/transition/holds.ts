@@ -47,6 +47,27 @@ export function holdWords(h: Hold): string {
 }
 
 /**
+ * The reason of a release paused at a gate that ended inconclusive (`r.gate.decision`
+ * `inconclusive`), with no operator's pause in force: the gate's reason and its two exits.
+ */
+export function inconclusiveGateReason(r: Release): string {
+  const g = r.gate;
+  const label = waveLabel(r.manifest, g?.wave ?? 0);
+  return `gate of ${label} is inconclusive: ${g?.reason ?? ""}; promote (baton promote ${r.id}) to accept the risk, or abort (baton abort ${r.id}) to compensate`;
+}
+
+/**
+ * The reason of a release paused by an operator (`hold` `pause`) whose gate then ended
+ * inconclusive: both waits and both verbs (either order; the next wave begins once both are
+ * given). docs/lifecycle.md "Pause and resume".
+ */
+export function pausedAtInconclusiveGateReason(r: Release, h: Hold): string {
+  const g = r.gate;
+  const label = waveLabel(r.manifest, g?.wave ?? 0);
+  return `${holdWords(h)}; and the gate of ${label} is inconclusive: ${g?.reason ?? ""}; the next wave waits for both promote (baton promote ${r.id}, accepts the gate's risk) and resume (baton resume ${r.id}, lifts the pause), or abort (baton abort ${r.id}) to compensate`;
+}
+
+/**
  * Whether the release must wait before beginning the forward step at its cursor: an
  * operator's pause is in force, a dark release reached its first exposure, or a wave with
  * `promotion: manual` ended. Holds the release (`paused`, `hold` set) and returns true; the

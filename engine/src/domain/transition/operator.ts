@@ -11,7 +11,7 @@ import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepRunAt } from "./draft.ts";
 import { beginForwardAtCursor, start } from "./forward.ts";
 import { guards } from "./guards.ts";
-import { firstExposureStep, holdVerb, holdWords } from "./holds.ts";
+import { firstExposureStep, holdVerb, holdWords, inconclusiveGateReason } from "./holds.ts";
 import { parallelWaveOf, releaseRerunDeadline, stuckInWave } from "./lanes.ts";
 import { isProbeRun } from "./probe.ts";
 import {
@@ -149,6 +149,18 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
       code: "conflict",
       reason: `[engine] release ${r.id} is paused (${holdWords(h)}); resume continues only an operator's pause; it waits for ${holdVerb(r, h)}, or abort (baton abort ${r.id})`,
     };
+  }
+  if (r.gate && r.gate.decision === "inconclusive" && h) {
+    // Paused by an operator, then the gate ended inconclusive: resume lifts only the pause;
+    // the release stays paused at the gate until promote (or abort).
+    r.hold = null;
+    r.reason = inconclusiveGateReason(r);
+    d.accept(
+      `[engine] release ${r.id} resumed by ${e.actor} (it was ${holdWords(h)}); it stays paused: ${r.reason}`,
+      null,
+      { actor: e.actor, paused: { by: h.actor, reason: h.reason, at: h.at } },
+    );
+    return undefined;
   }
   if (r.gate && r.gate.decision === "inconclusive") {
     return {
