@@ -127,7 +127,10 @@ describe.each(STORE_KINDS)("baton deploy, release and pause on %s", (kind) => {
       const again = await baton(["release", id, "--json"], env());
       expect(again.code).toBe(1);
       expect(again.stderr).toMatch(/released already/);
-      expect(again.stderr).toMatch(/rollback/);
+      // The model's first release: nothing earlier to roll back to, so a new release is offered.
+      expect(again.stderr).toMatch(
+        /no earlier admitted manifest of model .* roll forward with a new recipe/,
+      );
       noStack(again.stderr);
     },
     T,
@@ -190,7 +193,9 @@ describe.each(STORE_KINDS)("baton deploy, release and pause on %s", (kind) => {
       expect((await getRecord(h, id)).state).toBe("succeeded");
       const late = await baton(["pause", id, "--reason", "late"], env());
       expect(late.code).toBe(1);
-      expect(late.stderr).toMatch(/rollback/);
+      expect(late.stderr).toMatch(
+        /no earlier admitted manifest of model .* roll forward with a new recipe/,
+      );
       const viewer = await baton(["pause", id, "--reason", "x"], {
         BATON_ENGINE_URL: s.url,
         BATON_TOKEN: undefined,

@@ -169,7 +169,10 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
 
         // After the end: every hold verb is refused naming what a succeeded release accepts.
         for (const verb of ["release", "promote", "pause"]) {
-          expect(await refused(e, id, verb, { reason: "late" }), verb).toMatch(/rollback/);
+          // The model's first release: no earlier manifest, so a new release is what it offers.
+          expect(await refused(e, id, verb, { reason: "late" }), verb).toMatch(
+            /no earlier admitted manifest of model .* roll forward with a new recipe/,
+          );
         }
         const rec = (await (await e.api(`/v1/releases/${id}/record`)).json()) as {
           decisions: { kind: string; by: string; automatic: boolean }[];

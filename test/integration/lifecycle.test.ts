@@ -99,10 +99,13 @@ describe.each(STORE_KINDS)("lifecycle verbs on %s", (kind) => {
       expect(replay.status).toBe(422);
       expect((await error(replay)).message).toMatch(/manifest_freshness/);
 
-      // Rollback of a release that did not succeed, or of the first release: refused.
+      // Rollback of the first release, which r has since replaced on the lanes: refused
+      // naming r (its own lack of an earlier manifest: rollback-offer.test.ts).
       const early = await op(h, "POST", `/v1/releases/${p}/rollback`, { reason: "x" });
-      expect(early.status).toBe(422);
-      expect((await error(early)).code).toBe("no_previous_manifest");
+      expect(early.status).toBe(409);
+      const earlyError = await error(early);
+      expect(earlyError.code).toBe("superseded");
+      expect(earlyError.message).toContain(`${r} (succeeded) of model summarizer-v7 came after it`);
       // …and is not offered there: what is offered is what the engine accepts.
       const first = (await (await op(h, "GET", `/v1/releases/${p}`)).json()) as {
         lifecycle_actions: { action: string }[];
@@ -222,6 +225,17 @@ describe.each(STORE_KINDS)("lifecycle verbs on %s", (kind) => {
       expect((await error(again)).message).toMatch(
         /It accepts: .*no earlier admitted manifest of model summarizer-v7 to roll r\d+ back to/,
       );
+      // The rolled-back release was rolled forward once: the fix now defines the lanes, so a
+      // second roll forward from it is refused naming the fix, and nothing is offered there.
+      const twice = await op(h, "POST", `/v1/releases/${r}/roll-forward`, { recipe: fixed });
+      expect(twice.status).toBe(409);
+      const e = await error(twice);
+      expect(e.code).toBe("superseded");
+      expect(e.message).toContain(`${body.id} (succeeded) of model summarizer-v7 came after it`);
+      const old = (await (await op(h, "GET", `/v1/releases/${r}`)).json()) as {
+        lifecycle_actions: unknown[];
+      };
+      expect(old.lifecycle_actions).toEqual([]);
     },
   );
 });

@@ -81,4 +81,51 @@ describe.each(STORE_KINDS)("rollback offers on %s", (kind) => {
     },
     120_000,
   );
+
+  it.skipIf(skipStore(kind))(
+    "a release a later one replaced on the lanes: neither verb offered, rollback 409 naming the later release, nothing started",
+    async () => {
+      h = await makeHarness({ kind });
+      await succeeded(h);
+      h.clock.advance(60_000);
+      const second = await succeeded(h);
+      h.clock.advance(60_000);
+      const third = await succeeded(h);
+      const got = (await (await op(h, "GET", `/v1/releases/${second}`)).json()) as {
+        lifecycle_actions: { action: string }[];
+      };
+      expect(got.lifecycle_actions).toEqual([]);
+      const before = (await h.store.listReleases({ limit: 50 })).length;
+      const rb = await op(h, "POST", `/v1/releases/${second}/rollback`, { reason: "x" });
+      expect(rb.status).toBe(409);
+      const e = await errorOf(rb);
+      expect(e.code).toBe("superseded");
+      expect(e.message).toMatch(
+        new RegExp(
+          `rollback of ${second} refused: ${third} \\(succeeded\\) of model summarizer-v7 came after it and now defines the lanes; roll back ${third} instead`,
+        ),
+      );
+      expect((await h.store.listReleases({ limit: 50 })).length).toBe(before);
+      // The latest one is still offered rollback (to the second's manifest).
+      const latest = (await (await op(h, "GET", `/v1/releases/${third}`)).json()) as {
+        lifecycle_actions: { action: string; effect: string }[];
+      };
+      expect(latest.lifecycle_actions.map((a) => a.action)).toEqual(["rollback"]);
+      expect(latest.lifecycle_actions[0]?.effect).toContain(`(${second}'s)`);
+
+      // A later release that is aborted before anything took effect does not replace it.
+      h.clock.advance(60_000);
+      const held = await op(h, "POST", "/v1/releases?start=false", recipe(2));
+      expect(held.status).toBe(201);
+      const heldId = ((await held.json()) as { id: string }).id;
+      expect(
+        (await op(h, "POST", `/v1/releases/${heldId}/abort`, { reason: "not now" })).status,
+      ).toBe(200);
+      const still = (await (await op(h, "GET", `/v1/releases/${third}`)).json()) as {
+        lifecycle_actions: { action: string }[];
+      };
+      expect(still.lifecycle_actions.map((a) => a.action)).toEqual(["rollback"]);
+    },
+    180_000,
+  );
 });

@@ -235,6 +235,7 @@ describe("action.yml", () => {
     ) as Record<string, string>;
     expect(Object.keys(allow).sort()).toEqual([
       "attach-queue-lane",
+      "inspect-lane",
       "restore-queue-lane",
       "run-smoke",
     ]);

@@ -32,17 +32,28 @@ export function heldForRollForward(release: Release): boolean {
 }
 
 /**
+ * What the store tells about a finished release's lifecycle verbs (ReleaseService
+ * `lifecycleLookups`): `rollbackTo` the release whose admitted manifest a rollback would run
+ * again (null: none); `supersededBy` a later release of the same model that now defines its
+ * lanes (in flight, succeeded, abandoned, or aborted with effects left in place), so neither
+ * rollback nor roll forward starts from this one (null or absent: none).
+ */
+export interface LifecycleLookups {
+  rollbackTo?: string | null;
+  supersededBy?: string | null;
+}
+
+/**
  * The lifecycle verbs `release` accepts in its state (pure). `o.rollbackTo`, when the caller
  * looked it up (the store): the release whose admitted manifest a rollback would run again,
  * or null when no earlier succeeded release kept its recipe (rollback is then not offered:
  * the engine would refuse it). Absent: offered by state alone.
  */
-export function lifecycleActions(
-  release: Release,
-  o: { rollbackTo?: string | null } = {},
-): LifecycleAction[] {
+export function lifecycleActions(release: Release, o: LifecycleLookups = {}): LifecycleAction[] {
   const id = release.id;
   const out: LifecycleAction[] = [];
+  // A later release of the model now defines its lanes: neither verb starts from this one.
+  if (o.supersededBy) return out;
   // A succeeded roll_forward_only release ran past its unsafe point: rollback is refused
   // (the `recovery_class` prerequisite), so it is not offered.
   if (
@@ -80,10 +91,7 @@ export function lifecycleActions(
  * refusal ("abort, resume" or "nothing: it is closed and …"). `o.rollbackTo` as
  * `lifecycleActions` takes it (null: no earlier admitted manifest, rollback not named).
  */
-export function acceptedActionsPhrase(
-  release: Release,
-  o: { rollbackTo?: string | null } = {},
-): string {
+export function acceptedActionsPhrase(release: Release, o: LifecycleLookups = {}): string {
   const names = [
     ...new Set([
       ...availableActions(release).map((a) => a.action),

@@ -112,6 +112,14 @@ export interface ReleaseApi {
    */
   previousAdmitted?(release: Release): Promise<{ prev: { id: string } } | null>;
   /**
+   * What the lifecycle verbs of `release` depend on in the store: the release a rollback
+   * would run again (`rollbackTo`) and a later release that has replaced it on the lanes
+   * (`supersededBy`; neither verb is offered then). `{}` for a release in flight.
+   */
+  lifecycleLookups?(
+    release: Release,
+  ): Promise<{ rollbackTo?: string | null; supersededBy?: string | null }>;
+  /**
    * A rolled-back, aborted or abandoned release is rolled forward: a new release of a fixed
    * recipe of the same model (docs/lifecycle.md). Accepted: `release` is the new release.
    */

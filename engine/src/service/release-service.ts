@@ -18,6 +18,7 @@ import {
   acceptedActionsPhrase,
   heldForRollForward,
   LIFECYCLE_STATES,
+  type LifecycleLookups,
   noRollbackTarget,
 } from "../domain/lifecycle.ts";
 import { closedReleaseAccepts } from "../domain/lifecycle-states.ts";
@@ -48,6 +49,7 @@ import {
   provesNothingRan,
   reportedImages,
 } from "../domain/result-evidence.ts";
+import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import { storableValue } from "../domain/storable-text.ts";
 import type {
   DeploymentEffect,
@@ -241,6 +243,9 @@ export const LIVE_MARK_SHARE_MS = 500;
 
 /** How many of the latest succeeded releases a rollback looks through for the previous manifest. */
 export const ROLLBACK_SCAN = 200;
+
+/** How many newer releases (any model) the supersede check reads before it gives up (none found). */
+export const SUPERSEDE_SCAN = 2000;
 /** Ancestors a release record's `lineage.chain` lists at most. */
 export const LINEAGE_CHAIN_MAX = 20;
 
@@ -1047,6 +1052,8 @@ export class ReleaseService implements ReleaseApi {
         reason: `[engine] rollback takes a succeeded release; ${id} is ${release.state}. It accepts: ${acceptedActionsPhrase(release)}`,
       };
     }
+    const superseded = await this.supersededRefusal(release, "rollback");
+    if (superseded) return superseded;
     // Of the release itself, before any lane is asked: a roll_forward_only release ran past
     // the step after which rollback is unsafe (it succeeded), so it is never rolled back.
     const recovery = recoveryClassCheck(id, release.manifest.recovery);
@@ -1206,6 +1213,8 @@ export class ReleaseService implements ReleaseApi {
         reason: `[engine] roll forward takes a rolled_back, aborted or abandoned release, or a roll_forward_only release held for roll forward; ${id} is ${release.state}. It accepts: ${await this.acceptedPhrase(release)}`,
       };
     }
+    const superseded = await this.supersededRefusal(release, "roll forward");
+    if (superseded) return superseded;
     const compiled = this.domain.compile(recipe);
     if (compiled.manifest.model !== release.manifest.model) {
       throw new BatonError(
@@ -1323,9 +1332,82 @@ export class ReleaseService implements ReleaseApi {
    * What a succeeded release's rollback would run again, as `lifecycleActions` takes it
    * (`rollbackTo`: that release's id, or null when there is none); `{}` in other states.
    */
-  private async rollbackOffer(release: Release): Promise<{ rollbackTo?: string | null }> {
-    if (!LIFECYCLE_STATES.rollback.has(release.state)) return {};
-    return { rollbackTo: (await this.previousAdmitted(release))?.prev.id ?? null };
+  private async rollbackOffer(release: Release): Promise<LifecycleLookups> {
+    return this.lifecycleLookups(release);
+  }
+
+  /**
+   * What `lifecycleActions` needs from the store for `release` (docs/lifecycle.md): for a
+   * succeeded release the release a rollback would run again (`rollbackTo`, null when none),
+   * and for a finished one the later release of its model that has replaced it on the lanes
+   * (`supersededBy`, null when none). `{}` for a release in flight.
+   */
+  async lifecycleLookups(release: Release): Promise<LifecycleLookups> {
+    if (!TERMINAL_RELEASE_STATES.has(release.state)) return {};
+    const supersededBy = (await this.supersededBy(release))?.id ?? null;
+    if (!LIFECYCLE_STATES.rollback.has(release.state)) return { supersededBy };
+    return {
+      rollbackTo: (await this.previousAdmitted(release))?.prev.id ?? null,
+      supersededBy,
+    };
+  }
+
+  /**
+   * The latest later release of `release`'s model that now defines its lanes, or null: one in
+   * flight, succeeded, abandoned (an operator confirmed what the lanes run), or aborted with
+   * effects left in place (a roll_forward_only release closed past its unsafe point). A later
+   * release that rolled back, or was aborted before anything took effect, put the lanes back
+   * and does not count. Reads newest first, at most `SUPERSEDE_SCAN` releases of any model.
+   */
+  async supersededBy(release: Release): Promise<ReleaseSummary | null> {
+    const model = release.manifest.model;
+    const number = Number(release.id.slice(1));
+    let before: number | undefined;
+    for (let read = 0; read < SUPERSEDE_SCAN; ) {
+      const page = await this.store.listReleases({
+        limit: 200,
+        ...(before !== undefined ? { before } : {}),
+      });
+      for (const r of page) {
+        if (Number(r.id.slice(1)) <= number) return null;
+        if (r.model !== model) continue;
+        const inPlace =
+          !TERMINAL_RELEASE_STATES.has(r.state) ||
+          r.state === "succeeded" ||
+          r.state === "abandoned" ||
+          (r.state === "aborted" && r.high_water_mark >= 0);
+        if (inPlace) return r;
+      }
+      read += page.length;
+      const last = page[page.length - 1];
+      if (page.length < 200 || !last) return null;
+      before = last.created_at;
+    }
+    return null;
+  }
+
+  /**
+   * 409 `superseded` when a later release has replaced `release` on its model's lanes: a
+   * rollback or roll forward from it would act on lanes it no longer defines. Null otherwise.
+   */
+  private async supersededRefusal(
+    release: Release,
+    verb: "rollback" | "roll forward",
+  ): Promise<Refusal | null> {
+    const later = await this.supersededBy(release);
+    if (!later) return null;
+    const what =
+      later.state === "succeeded"
+        ? `${verb === "rollback" ? `roll back ${later.id} instead (baton rollback ${later.id} --reason "<why>")` : `roll forward from ${later.id} once it has failed, or start a new release`}`
+        : TERMINAL_RELEASE_STATES.has(later.state)
+          ? `act on ${later.id} instead (baton status ${later.id} shows what it accepts)`
+          : `follow ${later.id} (baton watch ${later.id}); once it ends, act on it`;
+    return {
+      ok: false,
+      status: 409,
+      code: "superseded",
+      reason: `[engine] ${verb} of ${release.id} refused: ${later.id} (${later.state}) of model ${release.manifest.model} came after it and now defines the lanes; ${what}`,
+    };
   }
 
   /**

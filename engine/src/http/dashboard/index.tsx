@@ -208,22 +208,26 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     return deps.api.get(id);
   };
 
-  /** As GET /v1/releases/:id: rollback is offered only when a manifest would be found. */
-  const rollbackOpts = async (release: Release): Promise<{ rollbackTo?: string | null }> =>
-    release.state === "succeeded" && deps.api.previousAdmitted
-      ? { rollbackTo: (await deps.api.previousAdmitted(release))?.prev.id ?? null }
-      : {};
+  /**
+   * As GET /v1/releases/:id: rollback is offered only when a manifest would be found, and
+   * neither lifecycle verb once a later release has replaced this one on the lanes.
+   */
+  const rollbackOpts = async (
+    release: Release,
+  ): Promise<{ rollbackTo?: string | null; supersededBy?: string | null }> =>
+    deps.api.lifecycleLookups ? deps.api.lifecycleLookups(release) : {};
 
   app.get("/releases/:id", async (c) => {
     const who = await reader(c);
     if (who instanceof Response) return who;
     try {
       const record = await loadRelease(c.req.param("id"));
-      const { rollbackTo } = await rollbackOpts(record.release);
+      const { rollbackTo, supersededBy } = await rollbackOpts(record.release);
       return c.html(
         <ReleasePage
           record={record}
           rollbackTo={rollbackTo}
+          supersededBy={supersededBy}
           role={who.role}
           now={now()}
           repository={deps.repository}

@@ -158,7 +158,7 @@ export interface LifecycleOffer extends Omit<Offer, "action"> {
  */
 export function lifecycleOffers(
   r: Release,
-  o: { rollbackTo?: string | null } = {},
+  o: { rollbackTo?: string | null; supersededBy?: string | null } = {},
 ): LifecycleOffer[] {
   return lifecycleActions(r, o).map((a) =>
     a.action === "rollback"

@@ -38,6 +38,8 @@ export interface ReleasePageProps {
   notice?: { kind: "ok" | "bad"; text: string } | undefined;
   /** What a rollback would run again (`ReleaseApi.previousAdmitted`); null: none, not offered. */
   rollbackTo?: string | null | undefined;
+  /** A later release that replaced this one on the lanes: no lifecycle verb is offered. */
+  supersededBy?: string | null | undefined;
 }
 
 function Attempts(props: { run: StepRun; repository: string | undefined }) {
@@ -477,10 +479,10 @@ export function ReleasePage(props: ReleasePageProps) {
             facts={facts}
             offers={[
               ...offers(r),
-              ...lifecycleOffers(
-                r,
-                props.rollbackTo === undefined ? {} : { rollbackTo: props.rollbackTo },
-              ),
+              ...lifecycleOffers(r, {
+                ...(props.rollbackTo === undefined ? {} : { rollbackTo: props.rollbackTo }),
+                ...(props.supersededBy ? { supersededBy: props.supersededBy } : {}),
+              }),
             ]}
           />
         </div>

@@ -9,7 +9,7 @@ import { parseDocument, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import { gateSummaries } from "../../domain/gate/summary.ts";
-import { lifecycleActions } from "../../domain/lifecycle.ts";
+import { type LifecycleLookups, lifecycleActions } from "../../domain/lifecycle.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
@@ -246,10 +246,7 @@ function newReleaseJson(release: Release, reply: Record<string, unknown>): Recor
 }
 
 /** The JSON of `GET /v1/releases/:id`: the release's fields, history and attempt results. */
-export function recordJson(
-  r: ReleaseRecord,
-  o: { rollbackTo?: string | null } = {},
-): Record<string, unknown> {
+export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<string, unknown> {
   const { release } = r;
   return {
     id: release.id,
@@ -409,12 +406,10 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
 
   app.get("/:id", reader, async (c) => {
     const record = await o.api.get(releaseParam(c));
-    // Rollback is offered only when the engine would find a manifest to run again.
-    const rollbackTo =
-      record.release.state === "succeeded" && o.api.previousAdmitted
-        ? ((await o.api.previousAdmitted(record.release))?.prev.id ?? null)
-        : undefined;
-    return c.json(recordJson(record, rollbackTo === undefined ? {} : { rollbackTo }));
+    // Rollback is offered only when the engine would find a manifest to run again, and
+    // neither verb once a later release has replaced this one on the lanes.
+    const lookups = o.api.lifecycleLookups ? await o.api.lifecycleLookups(record.release) : {};
+    return c.json(recordJson(record, lookups));
   });
 
   app.post("/:id/abort", operator, async (c) => {
