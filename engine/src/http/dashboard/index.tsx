@@ -215,7 +215,11 @@ export function dashboardApp(deps: DashboardDeps): Hono {
   const rollbackOpts = async (
     release: Release,
   ): Promise<{ rollbackTo?: string | null; supersededBy?: string | null }> =>
-    deps.api.lifecycleLookups ? deps.api.lifecycleLookups(release) : {};
+    deps.api.lifecycleLookups
+      ? deps.api.lifecycleLookups(release)
+      : release.state === "succeeded" && deps.api.previousAdmitted
+        ? { rollbackTo: (await deps.api.previousAdmitted(release))?.prev.id ?? null }
+        : {};
 
   app.get("/releases/:id", async (c) => {
     const who = await reader(c);

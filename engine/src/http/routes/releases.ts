@@ -408,7 +408,11 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     const record = await o.api.get(releaseParam(c));
     // Rollback is offered only when the engine would find a manifest to run again, and
     // neither verb once a later release has replaced this one on the lanes.
-    const lookups = o.api.lifecycleLookups ? await o.api.lifecycleLookups(record.release) : {};
+    const lookups = o.api.lifecycleLookups
+      ? await o.api.lifecycleLookups(record.release)
+      : record.release.state === "succeeded" && o.api.previousAdmitted
+        ? { rollbackTo: (await o.api.previousAdmitted(record.release))?.prev.id ?? null }
+        : {};
     return c.json(recordJson(record, lookups));
   });
 
