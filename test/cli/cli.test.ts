@@ -285,6 +285,20 @@ describe("start, status, record", () => {
     expect(Array.isArray(rec.attempt_results)).toBe(true);
     expect((await baton(["record", "x"], env())).code).toBe(2);
   });
+
+  it("refuses --out in a folder that does not exist, naming --out and the fix (exit 2), no ENOENT", async () => {
+    const out = path.join(dir, "no-such-folder", "x.json");
+    const r = await baton(["record", live.ids.compensated, "--out", out], env());
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `[cli] --out ${out}: the folder ${path.dirname(out)} does not exist; create it (mkdir -p ${path.dirname(out)}) or choose another path\n`,
+    );
+    noStack(r.stderr);
+    // A folder given as --out is named as such.
+    const d = await baton(["record", live.ids.compensated, "--out", dir], env());
+    expect(d.code).toBe(2);
+    expect(d.stderr).toMatch(/^\[cli\] --out .*: is a folder; name a file in it/);
+  });
 });
 
 describe("watch", () => {

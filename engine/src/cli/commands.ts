@@ -3,6 +3,7 @@
  * `CliError`; printing goes through `io` so that tests and the program share one path.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
@@ -253,6 +254,44 @@ export async function act(
 }
 
 /**
+ * Writes `text` to the file an option names (`--out`): a path that cannot be written is a
+ * usage error (exit 2) naming the option, the path and the fix, not Node's raw `ENOENT: …`.
+ * @throws CliError (usage) when the folder is missing, the path is a folder, or writing is denied.
+ */
+export function writeOutFile(
+  file: string,
+  text: string,
+  flag = "--out",
+  options: { mode?: number } = {},
+): void {
+  try {
+    writeFileSync(file, text, options);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const folder = dirname(file);
+    if (code === "ENOENT") {
+      throw usage(
+        `[cli] ${flag} ${file}: the folder ${folder} does not exist; create it (mkdir -p ${folder}) or choose another path`,
+      );
+    }
+    if (code === "ENOTDIR") {
+      throw usage(
+        `[cli] ${flag} ${file}: a part of ${folder} is a file, not a folder; choose another path`,
+      );
+    }
+    if (code === "EISDIR") {
+      throw usage(`[cli] ${flag} ${file}: is a folder; name a file in it, e.g. ${file}/out.json`);
+    }
+    if (code === "EACCES" || code === "EPERM" || code === "EROFS") {
+      throw usage(
+        `[cli] ${flag} ${file}: cannot write there (${code}); choose a path you can write to`,
+      );
+    }
+    throw usage(`[cli] ${flag} ${file}: cannot write (${code ?? String(e)}); choose another path`);
+  }
+}
+
+/**
  * `record <id>`: the release record document (docs/record.md), to stdout or `--out FILE`;
  * `--raw`: the engine's full state of the release instead (release, history, attempt results).
  */
@@ -265,7 +304,7 @@ export async function record(
   const path = `/v1/releases/${releaseId(id)}${o.raw ? "" : "/record"}`;
   const rec = await new EngineClient(conn).call<RecordJson>("GET", path);
   if (o.out) {
-    writeFileSync(o.out, `${JSON.stringify(rec, null, 2)}\n`);
+    writeOutFile(o.out, `${JSON.stringify(rec, null, 2)}\n`);
     print(io, [`wrote ${o.raw ? "the full state" : "the release record"} of ${id} to ${o.out}`]);
   } else printJson(io, rec);
   return EXIT.ok;
@@ -299,8 +338,8 @@ export async function accept(
 export async function keygen(prefix: string, io: Io): Promise<ExitCode> {
   const { generateSigningKey } = await import("../admission/sign.ts");
   const k = generateSigningKey();
-  writeFileSync(`${prefix}.key`, k.private_key_pem, { mode: 0o600 });
-  writeFileSync(`${prefix}.pub`, k.public_key_pem);
+  writeOutFile(`${prefix}.key`, k.private_key_pem, "keygen", { mode: 0o600 });
+  writeOutFile(`${prefix}.pub`, k.public_key_pem, "keygen");
   print(io, [
     `wrote ${prefix}.key (private, keep it secret) and ${prefix}.pub`,
     `  list ${prefix}.pub under manifest.signers.keys in the engine's trust policy (docs/trust.md)`,
@@ -352,7 +391,7 @@ export async function sign(
     ...(validMs ? { valid_for_ms: validMs } : {}),
   });
   const text = `${JSON.stringify(bundle)}\n`;
-  if (o.out) writeFileSync(o.out, text);
+  if (o.out) writeOutFile(o.out, text);
   else io.out.write(text);
   io.err.write(
     `signed manifest sha256:${c.manifest_digest} of ${file}${o.out ? ` -> ${o.out}` : ""}\n`,
@@ -393,7 +432,7 @@ export async function signRecordFile(
   const { signRecord } = await import("../record/sign.ts");
   const r = await recordFailure(() => signRecord(value, key ? { key } : { keyless: {} }));
   const text = `${JSON.stringify(r.bundle)}\n`;
-  if (o.out) writeFileSync(o.out, text);
+  if (o.out) writeOutFile(o.out, text);
   else io.out.write(text);
   io.err.write(
     `signed the record of ${r.release_id}, sha256:${r.digest}${o.out ? ` -> ${o.out}` : ""}\n`,
