@@ -226,6 +226,8 @@ export class DriftObserver {
   /** Per model: the fingerprint last recorded and on which release ("" = no drift). */
   private readonly last = new Map<string, { print: string; release: string }>();
   private running: Promise<void> | null = null;
+  /** Set by `stop()`: no observation starts after it, and a failure during shutdown is quiet. */
+  private stopped = false;
   private readonly counts = {
     observations: 0,
     failures: { timeout: 0, control_plane: 0, store: 0 } as Record<DriftFailure, number>,
@@ -343,7 +345,7 @@ export class DriftObserver {
    * (shared by concurrent callers). A store that cannot be asked counts as a store failure.
    */
   maybeRun(): Promise<void> {
-    if (!this.cp?.lanes) return Promise.resolve();
+    if (!this.cp?.lanes || this.stopped) return Promise.resolve();
     if (this.running) return this.running;
     const now = this.clock.now();
     if (now < this.next) return Promise.resolve();
@@ -380,6 +382,7 @@ export class DriftObserver {
         now,
       });
     } catch (err) {
+      if (this.stopped) return false;
       this.counts.failures.store++;
       this.log.warn(`[drift] could not take the observation lease: ${(err as Error).message}`);
       this.holding = false;
@@ -389,6 +392,9 @@ export class DriftObserver {
 
   /** Gives the lease back when this engine holds it (a clean stop), so another takes over now. */
   async stop(): Promise<void> {
+    // No observation starts from now on, and the one in flight ends before the store closes.
+    this.stopped = true;
+    await this.running?.catch(() => {});
     // An event's lease marks when the next observation is due: it is not given back.
     if (!this.holding || this.policy.mode === "event") return;
     this.holding = false;
@@ -443,6 +449,8 @@ export class DriftObserver {
     try {
       ({ models } = await loadFleet(this.api, bounded, null));
     } catch (err) {
+      // Shutting down: a store closed under the observation is the end, not a failure.
+      if (this.stopped) return;
       this.counts.failures.store++;
       this.log.warn(`[drift] could not observe the fleet: ${(err as Error).message}`);
       await this.keep({
