@@ -124,6 +124,12 @@ describe("rollback from the dashboard", () => {
     const confirm = await get("/releases/r2/rollback");
     expect(confirm.status).toBe(409);
     expect(confirm.html).not.toContain('name="csrf"');
+    // The reason is the API's (422 no_previous_manifest), not the release's state.
+    const why = text(confirm.html);
+    expect(why).not.toContain("(it is succeeded)");
+    expect(why).toMatch(
+      /The engine does not accept rollback for r2 now: there is no earlier admitted manifest of model \S+ to roll r2 back to; roll forward with a new recipe instead/,
+    );
     expect(asked).toContain("r2");
     // With a manifest to run again, the offer names the release it comes from.
     api.previousAdmitted = async () => ({ prev: { id: "r1" } });

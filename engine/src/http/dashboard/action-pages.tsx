@@ -112,6 +112,8 @@ export function ConfirmPage(props: {
   accepted?: AcceptedLink[];
   /** The CLI command that takes the action, when the dashboard cannot (no form then). */
   command?: string;
+  /** Why the engine would refuse it, when the state alone does not say (the API's reason). */
+  refusal?: string;
 }) {
   const verb = props.action[0]!.toUpperCase() + props.action.slice(1).replace("_", " ");
   return (
@@ -125,7 +127,9 @@ export function ConfirmPage(props: {
       {props.offered === false ? (
         <>
           <p class="notice bad" role="alert">
-            {`The engine does not accept ${props.action.replace("_", "-")} for ${props.target} now (it is ${props.state.replaceAll("_", " ")}); it would refuse it.`}
+            {props.refusal
+              ? `The engine does not accept ${props.action.replace("_", "-")} for ${props.target} now: ${props.refusal}.`
+              : `The engine does not accept ${props.action.replace("_", "-")} for ${props.target} now (it is ${props.state.replaceAll("_", " ")}); it would refuse it.`}
           </p>
           {props.accepted && props.accepted.length > 0 ? (
             <>

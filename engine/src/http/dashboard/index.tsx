@@ -10,6 +10,7 @@ import { type Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { BatonError } from "../../domain/errors.ts";
 import { lifecycleActions } from "../../domain/lifecycle.ts";
+import { noRollbackTarget } from "../../domain/lifecycle-states.ts";
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
@@ -356,6 +357,14 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           state={state}
           lanes={release.manifest.lanes.map((l) => l.id)}
           offered={offered}
+          {...(!offered &&
+          action === "rollback" &&
+          release.state === "succeeded" &&
+          lifecycleOpts.rollbackTo === null &&
+          !lifecycleOpts.supersededBy
+            ? // The API's 422 no_previous_manifest, in its words.
+              { refusal: noRollbackTarget(release.id, release.manifest.model) }
+            : {})}
           plan={plan}
           command={
             action === "roll_forward"
