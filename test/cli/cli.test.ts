@@ -10,8 +10,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { createRelease, drive, recipe } from "../integration/service-harness.ts";
 import {
+  compensatedRelease,
   type LiveEngine,
   OPERATOR,
   pausedRelease,
@@ -178,9 +180,9 @@ describe("start, status, record", () => {
     // This release paused on an unknown step and was then aborted: an operator abort, not a failure.
     expect(one.stdout).toContain("Rolled back after an operator abort by operator");
     expect(one.stdout).not.toContain("what you can do");
-    expect(one.stdout).toContain(
-      `after the end (a new release, docs/lifecycle.md):\n  baton roll-forward ${live.ids.late} `,
-    );
+    // A later release of the model (the paused one) is in flight on its lanes: no lifecycle
+    // verb starts from this one (docs/lifecycle.md); the roll-forward offer: the next test.
+    expect(one.stdout).not.toContain("baton roll-forward");
     expect(one.stdout).toMatch(/refused events: \d+/);
     const js = JSON.parse((await baton(["status", live.ids.late, "--json"], env(VIEWER))).stdout);
     expect(js).toMatchObject({ id: live.ids.late, state: "rolled_back", high_water_mark: 2 });
@@ -414,26 +416,50 @@ describe("operator actions", () => {
   });
 
   it("rolls forward from a rolled-back release, and refuses a rollback of it naming what it accepts", async () => {
-    const rb = await baton(["rollback", live.ids.compensated, "--reason", "slow"], env());
+    // A model of its own: the engine's other releases (one in flight) replace live.ids.compensated.
+    const model = "cli-roll-forward";
+    const own = (extra: Partial<RecipeInput> = {}): RecipeInput => {
+      const r = recipe(2, extra);
+      const id = (x: string) => `rf-${x}`;
+      return {
+        ...r,
+        model,
+        lanes: (r.lanes ?? []).map((l) => ({ ...l, id: id(String(l.id)) })),
+        rollout: {
+          ...r.rollout,
+          waves: (r.rollout?.waves ?? []).map((w) => ({ ...w, lanes: w.lanes.map(id) })),
+        },
+      };
+    };
+    live.h.cp.seed([
+      { id: "rf-lane-a", model, weight: 50 },
+      { id: "rf-lane-b", model, weight: 50 },
+    ]);
+    const compensated = await compensatedRelease(live.h, own());
+    const status = await baton(["status", compensated], env(VIEWER));
+    expect(status.stdout).toContain(
+      `after the end (a new release, docs/lifecycle.md):\n  baton roll-forward ${compensated} `,
+    );
+    const rb = await baton(["rollback", compensated, "--reason", "slow"], env());
     expect(rb.code).toBe(1);
     expect(rb.stderr).toMatch(
       /^\[engine\] rollback takes a succeeded release.*It accepts: roll-forward/,
     );
     noStack(rb.stderr);
-    const fixed = path.join(dir, "fixed.yaml");
-    const image = `ghcr.io/acme/summarizer@sha256:${"f0".repeat(32)}`;
-    writeFileSync(fixed, stringify({ ...recipe(2), image }));
-    const rf = await baton(["roll-forward", live.ids.compensated, fixed], env());
-    expect(rf.code, rf.stderr).toBe(0);
-    expect(rf.stdout).toMatch(
-      new RegExp(`^roll forward accepted: r\\d+ replaces ${live.ids.compensated}`),
-    );
-    const same = await baton(["roll-forward", live.ids.compensated, good], env());
+    const sameFile = path.join(dir, "same.yaml");
+    writeFileSync(sameFile, stringify(own()));
+    const same = await baton(["roll-forward", compensated, sameFile], env());
     expect(same.code).toBe(1);
     expect(same.stderr).toMatch(
       /the recipe names the same image as r\d+ \(.*\), the image that release did not finish rolling out; a roll forward needs a fixed image/,
     );
-    expect((await baton(["roll-forward", live.ids.compensated], env())).code).toBe(2);
+    const fixed = path.join(dir, "fixed.yaml");
+    const image = `ghcr.io/acme/summarizer@sha256:${"f0".repeat(32)}`;
+    writeFileSync(fixed, stringify(own({ image })));
+    const rf = await baton(["roll-forward", compensated, fixed], env());
+    expect(rf.code, rf.stderr).toBe(0);
+    expect(rf.stdout).toMatch(new RegExp(`^roll forward accepted: r\\d+ replaces ${compensated}`));
+    expect((await baton(["roll-forward", compensated], env())).code).toBe(2);
   });
 
   it("retries the step run a paused release waits on, and refuses what does not wait", async () => {

@@ -5,8 +5,10 @@
  * late callback, one paused on a lost dispatch, one held pending. Used by the CLI and browser
  * tests.
  */
+
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import {
   callbackBody,
@@ -47,10 +49,16 @@ function expectState(actual: string, want: string, what: string) {
   if (actual !== want) throw new Error(`[test] ${what}: expected ${want}, got ${actual}`);
 }
 
-/** Release whose first smoke check fails: compensated back to `rolled_back`. */
-export async function compensatedRelease(h: Harness): Promise<string> {
+/**
+ * Release whose first smoke check fails: compensated back to `rolled_back`. `extra` overrides
+ * recipe fields (e.g. `model`, for a release no other release of the engine replaces).
+ */
+export async function compensatedRelease(
+  h: Harness,
+  extra: Partial<RecipeInput> = {},
+): Promise<string> {
   // No re-run window: the failed smoke check compensates at once.
-  const id = await createRelease(h, recipe(2, { policy: { rerun_window_minutes: 0 } }));
+  const id = await createRelease(h, recipe(2, { policy: { rerun_window_minutes: 0 }, ...extra }));
   await drive(
     h,
     (p) => (p.release.id === id && p.tool === "run-smoke" ? "fail" : "pass"),
