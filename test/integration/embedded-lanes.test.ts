@@ -54,13 +54,15 @@ describe("BATON_EMBEDDED_LANES", () => {
 
     const seeded = await engineWith({ BATON_EMBEDDED_LANES: EXAMPLE });
     cleanups.push(() => seeded.close());
-    const ok = await start(seeded);
-    expect(ok.status, await ok.clone().text()).toBe(201);
-    // What the control plane holds: the recipe's lanes at its baseline weights.
+    // What the control plane holds before any release: the recipe's lanes at its baseline
+    // weights. Read before the start: once started, the release's first step (exclude lane-a)
+    // may already have moved the weights.
     const read = await seeded.controlPlane.lanes?.("summarizer-v7");
     if (!read?.ok) throw new Error("the embedded control plane did not list its lanes");
     const byId = Object.fromEntries(read.lanes.map((l) => [l.id, l.weight]));
     expect(byId).toMatchObject({ "lane-a": 34, "lane-b": 33, "lane-c": 33 });
+    const ok = await start(seeded);
+    expect(ok.status, await ok.clone().text()).toBe(201);
   });
 
   it("a file that is missing or not a recipe stops the engine naming the variable; with BATON_CONTROL_PLANE_URL it is refused", async () => {
