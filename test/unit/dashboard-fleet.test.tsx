@@ -115,6 +115,65 @@ describe("fleet facts", () => {
   });
 });
 
+describe("fleet facts of a rollback that was undone (issue 11)", () => {
+  // r3 rolls back to an older manifest: its recipe's previous_image (PREV) is that recipe's own
+  // predecessor, not what the lanes ran when the rollback started (RAN, in its baseline).
+  const RAN = `ghcr.io/acme/model@sha256:${"e".repeat(64)}`;
+  const HOTFIX = `ghcr.io/acme/model@sha256:${"f".repeat(64)}`;
+  const BY_HAND = `ghcr.io/acme/model@sha256:${"9".repeat(64)}`;
+  function undoneRollback(images: Record<string, string | null>): ReleaseRecord {
+    const rb = compensatedRecord();
+    rb.release.lineage = { verb: "rollback", of: "r2", manifest_of: "r1" };
+    rb.release.baseline = {
+      read_at: rb.release.created_at,
+      recipe_manifest_digest: "d".repeat(64),
+      lanes: rb.release.manifest.lanes.map((l) => ({
+        id: l.id,
+        weight: 50,
+        excluded: false,
+        capabilities: ["chat"],
+        advertised: true,
+        image: images[l.id] ?? null,
+      })),
+    };
+    return rb;
+  }
+  const read = async (images: Record<string, string>) => {
+    const cp = new MemoryControlPlane({ model: "chat-model" });
+    cp.seed(Object.entries(images).map(([id, image]) => ({ id, weight: 50, image })));
+    return new Map([["chat-model", await cp.lanes("chat-model")]]);
+  };
+
+  it("an undone lane wants what compensation restored (the baseline's image), an untouched lane what it ran; a later change by hand still differs", async () => {
+    const rb = undoneRollback({ "lane-1": RAN, "lane-2": HOTFIX });
+    expect(rb.release.manifest.previous_image).toBe(PREV);
+    const [m] = fleetFacts([succeeded(), rb], await read({ "lane-1": RAN, "lane-2": HOTFIX }));
+    const l1 = m!.lanes.find((l) => l.id === "lane-1")!;
+    const l2 = m!.lanes.find((l) => l.id === "lane-2")!;
+    expect(l1.desired).toMatchObject({ release_id: "r3", image: RAN, image_is: "previous" });
+    expect(l2.desired).toMatchObject({ release_id: "r3", image: HOTFIX, image_is: "previous" });
+    expect(l1.differs).not.toContain("image");
+    expect(l2.differs).not.toContain("image");
+
+    const [changed] = fleetFacts(
+      [succeeded(), rb],
+      await read({ "lane-1": BY_HAND, "lane-2": HOTFIX }),
+    );
+    const c1 = changed!.lanes.find((l) => l.id === "lane-1")!;
+    expect(c1.differs).toContain("image");
+    expect(c1.desired!.image).toBe(RAN);
+    expect(c1.observed!.image!.ref).toBe(BY_HAND);
+  });
+
+  it("previous_image only when the baseline could not tell the image", async () => {
+    const rb = undoneRollback({ "lane-1": null });
+    const [m] = fleetFacts([rb], await read({ "lane-1": PREV }));
+    const l1 = m!.lanes.find((l) => l.id === "lane-1")!;
+    expect(l1.desired).toMatchObject({ image: PREV, image_is: "previous" });
+    expect(l1.differs).not.toContain("image");
+  });
+});
+
 describe("/fleet", () => {
   it("renders desired and observed, marks differences and mixed versions, and a dead control plane", async () => {
     const app = dashboardApp({

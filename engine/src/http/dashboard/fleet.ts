@@ -7,8 +7,10 @@
  * Desired, per lane, comes from the newest release that names the lane and has run a step
  * (else the newest that names it): the replay of its succeeded control-plane step runs (traffic
  * weights, the `excluded` marker, capabilities) in the order they finished, and the image its
- * runner steps left (the new image while a deploy of the lane stands, else the previous one;
- * for an abandoned release, the image the operator confirmed).
+ * runner steps left (the new image while a deploy of the lane stands, else the image the lane
+ * ran when the release started, as its observed baseline recorded it and its undo restores,
+ * falling back to the recipe's `previous_image` only when the baseline could not tell; for an
+ * abandoned release, the image the operator confirmed).
  *
  * Observed: weight, excluded and capabilities as the control plane lists them; the image as the
  * control plane reports it (`LaneState.image`) or else as the target last reported it in a
@@ -27,7 +29,11 @@ export interface DesiredLane {
   release_state: Release["state"];
   /** Wave of the lane in that release, from 1 (0 when it is in none). */
   wave: number;
-  /** `name@sha256:…`, and whether it is the release's new or previous image. */
+  /**
+   * `name@sha256:…`, and whether it is the release's new image, the previous one (what the lane
+   * ran when the release started, as its observed baseline recorded it and its undo restores;
+   * the recipe's `previous_image` when the baseline could not tell) or one an operator confirmed.
+   */
   image: string;
   image_is: "new" | "previous" | "confirmed";
   /** Weight (%) of the last traffic write, null when no traffic step of the release ran. */
@@ -93,13 +99,18 @@ function declared(rec: ReleaseRecord): Map<string, DesiredLane> {
   const steps = r.manifest.steps;
   const facts = summarize(r, [], rec.attempt_results);
   const out = new Map<string, DesiredLane>();
+  const before = new Map((r.baseline?.lanes ?? []).map((b) => [b.id, str(b.image ?? undefined)]));
   for (const l of facts.lanes) {
     const confirmed = r.abandoned?.lanes[l.id];
+    // Not deployed (never, or undone): what the lane ran at start, which is what compensation
+    // restores (domain/catalogue.ts restoreImage); previous_image only when the baseline could
+    // not tell. A rollback's previous_image is its older recipe's, not what ran on the lanes.
+    const previous = before.get(l.id) ?? r.manifest.previous_image;
     out.set(l.id, {
       release_id: r.id,
       release_state: r.state,
       wave: l.wave,
-      image: confirmed ?? (l.image === "new" ? r.manifest.image : r.manifest.previous_image),
+      image: confirmed ?? (l.image === "new" ? r.manifest.image : previous),
       image_is: confirmed ? "confirmed" : l.image,
       weight: null,
       excluded: null,
