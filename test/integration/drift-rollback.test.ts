@@ -31,7 +31,12 @@ const MODEL = "summarizer-v7";
 interface DriftView {
   state: string;
   drift: {
-    lanes: { id: string; fields: string[]; desired: { image?: string }; observed: { image?: string } }[];
+    lanes: {
+      id: string;
+      fields: string[];
+      desired: { image?: string };
+      observed: { image?: string };
+    }[];
   } | null;
   history: { kind: string; message: string }[];
 }
