@@ -495,4 +495,51 @@ describe.each(STORE_KINDS)("recovery classes on %s", (kind) => {
       expect(next.status, await next.clone().text()).toBe(201);
     },
   );
+
+  it.skipIf(skip)(
+    "a wrong unsafe_after is refused 422 before anything is written, at the exact field, with what to write there",
+    async () => {
+      h = await makeHarness({ kind, admission: trust.admission });
+      const cases: [unknown, string, string][] = [
+        [
+          "attach_queue_lane",
+          "unsafe_after",
+          "Write `unsafe_after` as a mapping of the step after which rollback is unsafe: e.g. `unsafe_after: {step: attach_queue_lane, lane: lane-a}` (`lane` one of lane-a, lane-b).",
+        ],
+        [
+          { step: "migrate_db" },
+          "unsafe_after.step",
+          "a lane step (exclude_lane, attach_queue_lane, assert_smoke_passed, advertise_capabilities, include_lane) with `unsafe_after.lane`, or a wave step (drain_wave, set_traffic, assert_traffic_observed) with `unsafe_after.wave`",
+        ],
+        [
+          { step: "set_traffic", wave: 0 },
+          "unsafe_after.wave",
+          "Set `unsafe_after.wave` to a whole wave number, 1 to 2 (1 = the first wave)",
+        ],
+        [
+          { step: "attach_queue_lane", lane: "lane-z" },
+          "unsafe_after.lane",
+          "Set `unsafe_after.lane` to one of lane-a, lane-b.",
+        ],
+      ];
+      for (const [given, path, fix] of cases) {
+        const bad = { ...rollForwardOnly("lane-a"), unsafe_after: given } as RecipeInput;
+        // No bundle can be signed for it (signing compiles it): the contract check answers first.
+        const res = await op(h, "POST", "/v1/releases", { recipe: bad });
+        expect(res.status, JSON.stringify(given)).toBe(422);
+        const e = (
+          (await res.json()) as {
+            error: { code: string; problems: { path: string; message: string; fix: string }[] };
+          }
+        ).error;
+        expect(e.code).toBe("contract_failed");
+        const p = e.problems.find((x) => x.path === path);
+        expect(p, JSON.stringify(e.problems)).toBeDefined();
+        expect(p?.fix).toContain(fix);
+      }
+      // Nothing was started, and the control plane was not written to.
+      expect(await h.store.listReleases({ limit: 10 })).toEqual([]);
+      expect(h.cp.history()).toEqual([]);
+    },
+  );
 });

@@ -81,7 +81,7 @@ describe("recovery class in the recipe", () => {
     [
       { recovery_class: "roll_forward_only", unsafe_after: { step: "attach_queue_lane" } },
       "unsafe_after.lane",
-      /lane: <lane id>/,
+      /Add `unsafe_after\.lane`: one of lane-a, lane-b, lane-c, e\.g\. `unsafe_after: \{step: attach_queue_lane, lane: lane-a\}`/,
     ],
     [
       {
@@ -89,17 +89,17 @@ describe("recovery class in the recipe", () => {
         unsafe_after: { step: "attach_queue_lane", lane: "lane-zz" },
       },
       "unsafe_after.lane",
-      /Use one of/,
+      /Set `unsafe_after\.lane` to one of lane-a, lane-b, lane-c\./,
     ],
     [
       { recovery_class: "roll_forward_only", unsafe_after: { step: "set_traffic", wave: 9 } },
       "unsafe_after.wave",
-      /Use a wave from 1 to/,
+      /Set `unsafe_after\.wave` to a wave of the rollout: 1 to 3 \(1 = the first wave\)/,
     ],
     [
       { recovery_class: "roll_forward_only", unsafe_after: { step: "set_traffic" } },
       "unsafe_after.wave",
-      /wave: <1\.\./,
+      /Add `unsafe_after\.wave`: 1 to 3 .*`unsafe_after: \{step: set_traffic, wave: 1\}`/,
     ],
     [
       { unsafe_after: { step: "set_traffic", wave: 1 } },
@@ -113,5 +113,110 @@ describe("recovery class in the recipe", () => {
     const p = ps.find((x) => x.path === path);
     expect(p, JSON.stringify(ps)).toBeDefined();
     expect(`${p?.message} ${p?.fix}`).toMatch(fix);
+  });
+
+  // Bad shapes and values: the problem is at the exact field, and the fix names that field and
+  // what to write there (the step names, this recipe's lanes and waves).
+  const LANE_STEPS =
+    "exclude_lane, attach_queue_lane, assert_smoke_passed, advertise_capabilities, include_lane";
+  const WAVE_STEPS = "drain_wave, set_traffic, assert_traffic_observed";
+  it.each([
+    [
+      "attach_queue_lane",
+      "unsafe_after",
+      /`unsafe_after: \{step: attach_queue_lane, lane: lane-a\}` \(`lane` one of lane-a, lane-b, lane-c\)/,
+    ],
+    [
+      "set_traffic",
+      "unsafe_after",
+      /`unsafe_after: \{step: set_traffic, wave: 1\}` \(`wave` 1 to 3\)/,
+    ],
+    [
+      3,
+      "unsafe_after",
+      `(a lane step, one of ${LANE_STEPS}; \`lane\` one of lane-a, lane-b, lane-c) or \`unsafe_after: {step: set_traffic, wave: 1}\` (a wave step, one of ${WAVE_STEPS}; \`wave\` 1 to 3, 1 = the first wave)`,
+    ],
+    [null, "unsafe_after", /Write `unsafe_after` as a mapping/],
+    [
+      [{ step: "attach_queue_lane", lane: "lane-a" }],
+      "unsafe_after",
+      /Write `unsafe_after` as a mapping/,
+    ],
+    [
+      {},
+      "unsafe_after.step",
+      `Set \`unsafe_after.step\` to a step name: a lane step (${LANE_STEPS}) with \`unsafe_after.lane\` (one of lane-a, lane-b, lane-c), or a wave step (${WAVE_STEPS}) with \`unsafe_after.wave\` (1 to 3).`,
+    ],
+    [{ step: 4, lane: "lane-a" }, "unsafe_after.step", /Set `unsafe_after\.step` to a step name/],
+    [
+      { step: "attach_queue_lane:lane-a" },
+      "unsafe_after.step",
+      `a lane step (${LANE_STEPS}) with \`unsafe_after.lane\``,
+    ],
+    [
+      { step: "attach_queue_lane", lane: 1 },
+      "unsafe_after.lane",
+      /Set `unsafe_after\.lane` to one of lane-a, lane-b, lane-c/,
+    ],
+    [
+      { step: "set_traffic", wave: 0 },
+      "unsafe_after.wave",
+      /Set `unsafe_after\.wave` to a whole wave number, 1 to 3/,
+    ],
+    [
+      { step: "set_traffic", wave: 1.5 },
+      "unsafe_after.wave",
+      /Set `unsafe_after\.wave` to a whole wave number, 1 to 3/,
+    ],
+    [
+      { step: "set_traffic", wave: "1" },
+      "unsafe_after.wave",
+      /e\.g\. `unsafe_after: \{step: set_traffic, wave: 1\}`/,
+    ],
+    [
+      { step: "attach_queue_lane", lane: "lane-a", wave: 1 },
+      "unsafe_after.wave",
+      /Remove `unsafe_after\.wave` and name the lane in `unsafe_after\.lane` \(one of lane-a, lane-b, lane-c\)/,
+    ],
+    [
+      { step: "set_traffic", wave: 1, lane: "lane-a" },
+      "unsafe_after.lane",
+      /Remove `unsafe_after\.lane` and name the wave in `unsafe_after\.wave` \(1 to 3\)/,
+    ],
+    [
+      { step: "attach_queue_lane", lanes: ["lane-a"] },
+      "unsafe_after.lanes",
+      /Allowed fields here: step, lane, wave/,
+    ],
+  ])(
+    "unsafe_after %j: refused at %s, the fix names the field and the choices",
+    (given, path, fix) => {
+      const r = goodRecipe();
+      expect(r.lanes?.map((l) => l.id)).toEqual(["lane-a", "lane-b", "lane-c"]);
+      expect(r.rollout?.waves).toHaveLength(3);
+      const ps = problemsOf({ ...r, recovery_class: "roll_forward_only", unsafe_after: given });
+      const p = ps.find((x) => x.path === path);
+      expect(p, JSON.stringify(ps)).toBeDefined();
+      if (typeof fix === "string") expect(p?.fix).toContain(fix);
+      else expect(p?.fix).toMatch(fix);
+    },
+  );
+
+  it("a step the compiled table lacks (a one-lane 100% wave has no drain_wave): the fix lists what it has", () => {
+    const r = goodRecipe();
+    const one = {
+      ...r,
+      lanes: [{ ...r.lanes![0]!, weight: undefined }],
+      rollout: { waves: [{ lanes: [r.lanes![0]!.id], traffic: 100 }] },
+      recovery_class: "roll_forward_only" as const,
+      unsafe_after: { step: "drain_wave", wave: 1 },
+    };
+    const ps = problemsOf(one);
+    const p = ps.find((x) => x.path === "unsafe_after.wave");
+    expect(p, JSON.stringify(ps)).toBeDefined();
+    expect(p?.message).toBe("the compiled step table has no step drain_wave in wave 1");
+    expect(p?.fix).toMatch(
+      /`unsafe_after\.step` and `unsafe_after\.wave`: set_traffic \(wave 1\); assert_traffic_observed \(wave 1\)/,
+    );
   });
 });

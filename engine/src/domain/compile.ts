@@ -298,10 +298,24 @@ function unsafeAfterIndex(r: Recipe, steps: readonly ManifestStep[]): number | n
       (a.lane !== undefined ? s.lane === a.lane : s.lane === null && s.wave === (a.wave ?? 0) - 1),
   );
   if (hit) return hit.index;
+  // What the table does have for a step of this kind: wave steps by wave, lane steps by lane.
+  const where = new Map<string, string[]>();
+  for (const s of steps) {
+    if (a.lane !== undefined ? s.lane === null : s.lane !== null) continue;
+    const at = s.lane ?? String(s.wave + 1);
+    const list = where.get(s.name) ?? [];
+    if (!list.includes(at)) list.push(at);
+    where.set(s.name, list);
+  }
+  const field = a.lane !== undefined ? "lane" : "wave";
   return {
-    path: "unsafe_after",
-    message: `the compiled step table has no step ${a.step}${a.lane ? ` on lane ${a.lane}` : ` in wave ${a.wave}`}`,
-    fix: "Name a step the table has (`baton check` prints the table), e.g. the lane's attach_queue_lane.",
+    path: `unsafe_after.${field}`,
+    message: `the compiled step table has no step ${a.step}${a.lane !== undefined ? ` on lane ${a.lane}` : ` in wave ${a.wave}`}`,
+    fix: `Name a step the table has in \`unsafe_after.step\` and \`unsafe_after.${field}\`: ${[
+      ...where,
+    ]
+      .map(([name, at]) => `${name} (${field} ${at.join(", ")})`)
+      .join("; ")} (\`baton check\` prints the table).`,
   };
 }
 

@@ -30,7 +30,11 @@ export function checkRecipe(input: unknown): RecipeCheck {
         "holds a NUL character or a lone UTF-16 surrogate, which no store can keep as written",
       fix: "Remove the control character (recipes are plain UTF-8 text).",
     })),
-    ...(parsed.success ? [] : schemaProblems(Recipe, parsed.error.issues, input)),
+    ...(parsed.success
+      ? []
+      : schemaProblems(Recipe, parsed.error.issues, input).map((p) =>
+          unsafeAfterSchemaFix(p, input),
+        )),
     ...crossFieldProblems(input),
     ...recoveryProblems(input),
     ...analysisProblems(input),
@@ -51,6 +55,82 @@ function arr(v: unknown): unknown[] {
 const isPercent = (v: unknown): v is number =>
   typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 100;
 
+const LANE_STEPS = CATALOGUE.filter((c) => c.scope === "lane").map((c) => c.name);
+const WAVE_STEPS = CATALOGUE.filter((c) => c.scope !== "lane").map((c) => c.name);
+
+/** Lane ids and wave count of a recipe as given (only the well-typed parts are read). */
+function unsafeAfterScope(input: unknown): { lanes: string[]; waves: number } {
+  const root = obj(input);
+  return {
+    lanes: arr(root?.lanes)
+      .map((l) => obj(l)?.id)
+      .filter((x): x is string => typeof x === "string"),
+    waves: arr(obj(root?.rollout)?.waves).length,
+  };
+}
+
+/** The lane ids of the recipe as a phrase, or a placeholder when it has none yet. */
+function laneChoices(lanes: string[]): string {
+  return lanes.length > 0 ? lanes.join(", ") : "<a lane id of the recipe>";
+}
+
+/** The wave numbers `unsafe_after.wave` can take, as a phrase (`1 to 3`, `1`). */
+function waveChoices(waves: number): string {
+  return waves > 1 ? `1 to ${waves}` : "1";
+}
+
+/**
+ * What `unsafe_after` can be, with this recipe's lanes and waves: the two forms, the step names
+ * each takes, and a concrete example of each (for a fix text).
+ */
+export function unsafeAfterForms(input: unknown): string {
+  const { lanes, waves } = unsafeAfterScope(input);
+  return `\`unsafe_after: {step: attach_queue_lane, lane: ${lanes[0] ?? "<lane id>"}}\` (a lane step, one of ${LANE_STEPS.join(", ")}; \`lane\` one of ${laneChoices(lanes)}) or \`unsafe_after: {step: set_traffic, wave: 1}\` (a wave step, one of ${WAVE_STEPS.join(", ")}; \`wave\` ${waveChoices(waves)}, 1 = the first wave)`;
+}
+
+/**
+ * A schema problem under `unsafe_after` with a fix that names the exact field and what to write
+ * there (the step names, this recipe's lanes or waves); other problems are returned as given.
+ */
+function unsafeAfterSchemaFix(p: Problem, input: unknown): Problem {
+  const { lanes, waves } = unsafeAfterScope(input);
+  const given = obj(obj(input)?.unsafe_after);
+  const step = typeof given?.step === "string" ? given.step : null;
+  switch (p.path) {
+    case "unsafe_after": {
+      const raw = obj(input)?.unsafe_after;
+      // A bare step name: show it in the mapping it belongs in.
+      const named = typeof raw === "string" ? CATALOGUE.find((c) => c.name === raw) : undefined;
+      const example = named
+        ? named.scope === "lane"
+          ? ` e.g. \`unsafe_after: {step: ${named.name}, lane: ${lanes[0] ?? "<lane id>"}}\` (\`lane\` one of ${laneChoices(lanes)})`
+          : ` e.g. \`unsafe_after: {step: ${named.name}, wave: 1}\` (\`wave\` ${waveChoices(waves)})`
+        : ` ${unsafeAfterForms(input)}`;
+      return {
+        ...p,
+        fix: `Write \`unsafe_after\` as a mapping of the step after which rollback is unsafe:${example}.`,
+      };
+    }
+    case "unsafe_after.step":
+      return {
+        ...p,
+        fix: `Set \`unsafe_after.step\` to a step name: a lane step (${LANE_STEPS.join(", ")}) with \`unsafe_after.lane\` (one of ${laneChoices(lanes)}), or a wave step (${WAVE_STEPS.join(", ")}) with \`unsafe_after.wave\` (${waveChoices(waves)}).`,
+      };
+    case "unsafe_after.lane":
+      return {
+        ...p,
+        fix: `Set \`unsafe_after.lane\` to one of ${laneChoices(lanes)} (a lane id of this recipe, as text), e.g. \`unsafe_after: {step: ${step ?? "attach_queue_lane"}, lane: ${lanes[0] ?? "<lane id>"}}\`.`,
+      };
+    case "unsafe_after.wave":
+      return {
+        ...p,
+        fix: `Set \`unsafe_after.wave\` to a whole wave number, ${waveChoices(waves)} (1 = the first wave), e.g. \`unsafe_after: {step: ${step ?? "set_traffic"}, wave: 1}\`.`,
+      };
+    default:
+      return p;
+  }
+}
+
 /**
  * The recovery class's fields (docs/recipes.md "Recovery class"): `unsafe_after` is given with
  * `roll_forward_only` and only then, and names a step of the table (a lane step with a lane of
@@ -66,7 +146,7 @@ function recoveryProblems(input: unknown): Problem[] {
     problems.push({
       path: "unsafe_after",
       message: "recovery_class roll_forward_only needs the step after which rollback is unsafe",
-      fix: "Add `unsafe_after: {step: attach_queue_lane, lane: <lane id>}` (a lane step) or `unsafe_after: {step: set_traffic, wave: <n>}` (a wave step).",
+      fix: `Add ${unsafeAfterForms(input)}.`,
     });
   }
   if (cls !== "roll_forward_only" && root.unsafe_after !== undefined) {
@@ -97,7 +177,7 @@ function recoveryProblems(input: unknown): Problem[] {
     problems.push({
       path: "unsafe_after.step",
       message: `\`${after.step}\` is not a step of the step table`,
-      fix: `Name a step of the table: ${STEP_NAMES.join(", ")}.`,
+      fix: `Set \`unsafe_after.step\` to a step of the table: a lane step (${LANE_STEPS.join(", ")}) with \`unsafe_after.lane\`, or a wave step (${WAVE_STEPS.join(", ")}) with \`unsafe_after.wave\`.`,
     });
     return problems;
   }
@@ -110,20 +190,20 @@ function recoveryProblems(input: unknown): Problem[] {
       problems.push({
         path: "unsafe_after.lane",
         message: `${row.name} is a lane step: it runs once per lane, so unsafe_after must say which lane`,
-        fix: `Add \`lane: <lane id>\` (one of ${ids.join(", ") || "the recipe's lanes"}).`,
+        fix: `Add \`unsafe_after.lane\`: one of ${laneChoices(ids)}, e.g. \`unsafe_after: {step: ${row.name}, lane: ${ids[0] ?? "<lane id>"}}\`.`,
       });
     } else if (typeof after.lane === "string" && !ids.includes(after.lane)) {
       problems.push({
         path: "unsafe_after.lane",
         message: `lane \`${after.lane}\` is not a lane of this recipe`,
-        fix: `Use one of ${ids.join(", ")}.`,
+        fix: `Set \`unsafe_after.lane\` to one of ${laneChoices(ids)}.`,
       });
     }
     if (after.wave !== undefined) {
       problems.push({
         path: "unsafe_after.wave",
         message: `${row.name} is a lane step: its wave is the lane's`,
-        fix: "Remove `wave` from unsafe_after and name the lane.",
+        fix: `Remove \`unsafe_after.wave\` and name the lane in \`unsafe_after.lane\` (one of ${laneChoices(ids)}).`,
       });
     }
   } else {
@@ -132,20 +212,20 @@ function recoveryProblems(input: unknown): Problem[] {
       problems.push({
         path: "unsafe_after.wave",
         message: `${row.name} is a wave step: it runs once per wave, so unsafe_after must say which wave`,
-        fix: `Add \`wave: <1..${n}>\` (1 = the first wave).`,
+        fix: `Add \`unsafe_after.wave\`: ${waveChoices(n)} (1 = the first wave), e.g. \`unsafe_after: {step: ${row.name}, wave: 1}\`.`,
       });
     } else if (typeof after.wave === "number" && after.wave > n) {
       problems.push({
         path: "unsafe_after.wave",
         message: `wave ${after.wave} does not exist: the rollout has ${n} wave(s)`,
-        fix: `Use a wave from 1 to ${n}.`,
+        fix: `Set \`unsafe_after.wave\` to a wave of the rollout: ${waveChoices(n)} (1 = the first wave).`,
       });
     }
     if (after.lane !== undefined) {
       problems.push({
         path: "unsafe_after.lane",
         message: `${row.name} is a wave step, not a lane step`,
-        fix: "Remove `lane` from unsafe_after and name the wave.",
+        fix: `Remove \`unsafe_after.lane\` and name the wave in \`unsafe_after.wave\` (${waveChoices(n)}).`,
       });
     }
   }
