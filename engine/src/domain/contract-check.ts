@@ -83,7 +83,7 @@ function waveChoices(waves: number): string {
  * What `unsafe_after` can be, with this recipe's lanes and waves: the two forms, the step names
  * each takes, and a concrete example of each (for a fix text).
  */
-export function unsafeAfterForms(input: unknown): string {
+function unsafeAfterForms(input: unknown): string {
   const { lanes, waves } = unsafeAfterScope(input);
   return `\`unsafe_after: {step: attach_queue_lane, lane: ${lanes[0] ?? "<lane id>"}}\` (a lane step, one of ${LANE_STEPS.join(", ")}; \`lane\` one of ${laneChoices(lanes)}) or \`unsafe_after: {step: set_traffic, wave: 1}\` (a wave step, one of ${WAVE_STEPS.join(", ")}; \`wave\` ${waveChoices(waves)}, 1 = the first wave)`;
 }
