@@ -181,7 +181,7 @@ describe.each(STORE_KINDS)("API consistency on %s", (kind) => {
           await op(h, "POST", "/v1/releases", { recipe: ALIAS_BOMB }),
           400,
         );
-        expect(signed.error.problems?.[0]?.path).toBe("body");
+        expect(signed.error.problems?.[0]?.path).toBe("body.recipe");
         expect(await releaseCount(h)).toBe(before);
         expect(h.cp.calls.length).toBe(calls);
         expect((await h.engine.app.request("/healthz")).status).toBe(200);

@@ -176,7 +176,7 @@ describe("GET /v1/releases and /v1/releases/:id", () => {
     await expectError(await op(h, "GET", "/v1/releases?state=bogus"), 400, "query.state");
     await expectError(await op(h, "GET", "/v1/releases?limit=0"), 400, "query.limit");
     await expectError(await op(h, "GET", "/v1/releases?limit=abc"), 400, "query.limit");
-    await expectError(await op(h, "GET", "/v1/releases?colour=red"), 400, "query");
+    await expectError(await op(h, "GET", "/v1/releases?colour=red"), 400, "query.colour");
     const ok = await op(h, "GET", "/v1/releases?state=running&limit=5");
     expect(ok.status).toBe(200);
     expect(

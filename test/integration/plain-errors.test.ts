@@ -89,11 +89,11 @@ describe.each(STORE_KINDS)("plain refusals on %s", (kind) => {
       const unknown = (await (await op(h, "GET", "/v1/releases?page=2")).json()) as ErrBody;
       plain(unknown);
       expect(unknown.error.problems?.[0]).toMatchObject({
-        path: "query",
-        message: 'has the unknown field "page"',
+        path: "query.page",
+        message: '"page" is not a parameter of GET /v1/releases',
       });
       expect(unknown.error.problems?.[0]?.fix).toBe(
-        'remove "page"; query takes only state, limit, before',
+        'remove "page" from the URL; GET /v1/releases takes only state, limit, before',
       );
 
       const cursor = (await (

@@ -1,6 +1,7 @@
 /**
  * Issue 14 item 4: a recipe nested deeper than the limit (100,000 `[`, a 200 KB file) gets a
- * clear problem, never an out-of-memory crash: 422 from the engine (which stays up), exit 1
+ * clear problem, never an out-of-memory crash: 400 `bad_request` naming the body from the engine
+ * (which stays up; the same answer as an alias bomb, test/integration/api-consistency), exit 1
  * from `baton check` (never 134).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -21,7 +22,7 @@ afterAll(async () => {
 });
 
 describe("deeply nested recipes", () => {
-  it("the engine answers 422 naming the nesting, for YAML and JSON, and stays up", async () => {
+  it("the engine answers 400 naming the nesting, for YAML and JSON, and stays up", async () => {
     h = await makeHarness({ seed: recipe(2) });
     for (const [text, type] of [
       [DEEP_YAML, "application/yaml"],
@@ -32,8 +33,12 @@ describe("deeply nested recipes", () => {
         headers: { authorization: `Bearer ${OPERATOR}`, "content-type": type },
         body: text,
       });
-      expect(res.status, type).toBe(422);
-      const b = (await res.json()) as { error: { message: string; problems: { fix: string }[] } };
+      expect(res.status, type).toBe(400);
+      const b = (await res.json()) as {
+        error: { code: string; message: string; problems: { path: string; fix: string }[] };
+      };
+      expect(b.error.code).toBe("bad_request");
+      expect(b.error.problems[0]?.path).toBe("body");
       expect(b.error.message).toMatch(/nest(s|ed|ing) deeper than 64/);
       expect(b.error.problems[0]?.fix).toBeTruthy();
     }

@@ -17,7 +17,9 @@ export const RECIPE_MAX_NESTING = 64;
  * file) ran the YAML library out of memory. Uses the YAML lexer (a flat token stream, so
  * brackets inside quoted strings are not counted) and stops at the first level too deep.
  * Block nesting needs indentation, which the size limit already bounds.
- * @throws BatonError `contract_failed` (422) with one problem naming line and column.
+ * A "body too complex" refusal, answered like an alias bomb (`yamlToJs`): a syntax-level
+ * problem of the text, not of the recipe's fields.
+ * @throws BatonError `bad_request` (400) with one problem naming `<filename>:<line>:<col>`.
  */
 export function assertRecipeNesting(text: string, filename: string): void {
   let depth = 0;
@@ -25,15 +27,12 @@ export function assertRecipeNesting(text: string, filename: string): void {
     if (token === "[" || token === "{") {
       depth++;
       if (depth > RECIPE_MAX_NESTING) {
-        const pos = position(lineStarts(text), offset);
-        const message = `[recipe] ${filename}:${pos.line}:${pos.col}: brackets are nested deeper than ${RECIPE_MAX_NESTING} levels (line ${pos.line}, column ${pos.col})`;
-        throw new BatonError("contract_failed", message, [
-          {
-            path: "",
-            message,
-            fix: `Close the brackets: a recipe nests a few levels (lanes, waves); more than ${RECIPE_MAX_NESTING} is not a recipe.`,
-          },
-        ]);
+        throw bad(
+          filename,
+          position(lineStarts(text), offset),
+          `brackets are nested deeper than ${RECIPE_MAX_NESTING} levels`,
+          `Close the brackets: a recipe nests a few levels (lanes, waves); more than ${RECIPE_MAX_NESTING} is not a recipe.`,
+        );
       }
     } else if (token === "]" || token === "}") {
       depth = Math.max(0, depth - 1);

@@ -24,6 +24,7 @@ import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { currentDrift } from "../../service/drift.ts";
 import { requireBearer } from "../auth.ts";
 import { badRequest, zodProblems } from "../errors.ts";
+import { knownQueryParams } from "../query-params.ts";
 import { ActorField, actorOf, jsonBody, ReasonField, schemaFields } from "./operator-body.ts";
 import { answer } from "./step-runs.ts";
 
@@ -114,7 +115,7 @@ export function parseStartBody(
     throw badRequest("signed start", zodProblems(b.error, "body", {}, schemaFields(SignedStart)));
   const recipe =
     typeof b.data.recipe === "string"
-      ? parseRecipeBody(b.data.recipe, "application/yaml")
+      ? parseRecipeBody(b.data.recipe, "application/yaml", "body.recipe")
       : b.data.recipe;
   return {
     recipe,
@@ -284,41 +285,92 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
   };
 }
 
-/** Parses a recipe body by content type: YAML for `application/yaml` (or `text/yaml`), else JSON. */
-export function parseRecipeBody(text: string, contentType: string | undefined): unknown {
-  const type = (contentType ?? "application/json").split(";")[0]?.trim().toLowerCase() ?? "";
-  const isYaml = /(^|\/|\+|-)yaml$/.test(type) || type.endsWith("/yml");
-  if (!isYaml && type !== "application/json" && !type.endsWith("+json")) {
+/** How a recipe body is read: as YAML or JSON, and whether that was told or guessed. */
+interface BodyFormat {
+  yaml: boolean;
+  /** No content-type was sent: the format was taken from the body's first character. */
+  guessed: boolean;
+}
+
+const SEND_TYPE =
+  "send the header that says what the body is: content-type: application/yaml for a YAML recipe, content-type: application/json for JSON";
+
+/**
+ * The format of a recipe body. `application/yaml` (or `text/yaml`, `…+yaml`, `…/yml`) is
+ * YAML, `application/json` (or `…+json`) JSON; with no content-type at all the body is JSON
+ * when it starts with `{` or `[`, else YAML (a YAML recipe starts with a key, `#` or `---`).
+ * @throws BatonError 400 at `content-type` for any other type, naming the header to send.
+ */
+function bodyFormat(text: string, contentType: string | undefined): BodyFormat {
+  const type = (contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  if (type === "") return { yaml: !/^\uFEFF?\s*[[{]/.test(text), guessed: true };
+  const yaml = /(^|\/|\+|-)yaml$/.test(type) || type.endsWith("/yml");
+  if (!yaml && type !== "application/json" && !type.endsWith("+json")) {
+    const curl =
+      type === "application/x-www-form-urlencoded"
+        ? " (curl -d and --data-binary send this type unless told otherwise: add -H 'content-type: application/yaml' or -H 'content-type: application/json')"
+        : "";
     throw badRequest("request", [
       {
         path: "content-type",
-        message: `${type} is not supported`,
-        fix: "send the recipe as application/json or application/yaml",
+        message: `${type} is not a recipe format the engine reads`,
+        fix: `${SEND_TYPE}${curl}`,
       },
     ]);
   }
+  return { yaml, guessed: false };
+}
+
+/**
+ * Parses a recipe body by content type: YAML for `application/yaml` (or `text/yaml`), JSON
+ * for `application/json`, and with no content-type JSON when the body starts with `{` or `[`,
+ * else YAML (docs/engine.md). A body too complex (brackets nested deeper than 64, an alias
+ * bomb) is refused like a syntax error.
+ * @param field the path problems name (`body`, or `body.recipe` for a signed start's text).
+ * @throws BatonError 400 (`bad_request`) naming `field` (or `content-type`) and the fix.
+ */
+export function parseRecipeBody(
+  text: string,
+  contentType: string | undefined,
+  field = "body",
+): unknown {
+  const { yaml: isYaml, guessed } = bodyFormat(text, contentType);
   if (text.trim() === "") {
-    throw badRequest("recipe", [{ path: "body", message: "is empty", fix: "send the recipe" }]);
+    throw badRequest("recipe", [{ path: field, message: "is empty", fix: "send the recipe" }]);
   }
-  assertRecipeNesting(text, "request body");
-  refuseDuplicateKeys(text);
+  const format = isYaml ? "YAML" : "JSON";
+  const how = guessed
+    ? ` (no content-type was sent; read as ${format} because the body ${isYaml ? "does not start" : "starts"} with { or [)`
+    : "";
   try {
+    assertRecipeNesting(text, "request body");
+    refuseDuplicateKeys(text, field);
     if (!isYaml) return JSON.parse(text);
     assertNoYamlTags(text, "request body");
     const doc = parseDocument(text);
     if (doc.errors[0]) throw doc.errors[0];
     return yamlToJs(doc, text, "request body");
   } catch (e) {
-    if (e instanceof BatonError) throw e;
+    if (e instanceof BatonError) {
+      // The recipe parser's refusals (too deep, alias bomb, a tag) name no field: name the body.
+      throw new BatonError(
+        e.code,
+        e.message,
+        e.problems.map((p) => (p.path === "" ? { ...p, path: field } : p)),
+      );
+    }
     const where =
       e instanceof YAMLParseError && e.linePos?.[0]
         ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}`
         : "";
+    const other = isYaml ? "content-type: application/json" : "content-type: application/yaml";
     throw badRequest("recipe", [
       {
-        path: "body",
-        message: `is not valid ${isYaml ? "YAML" : "JSON"}${where}: ${(e as Error).message.split("\n")[0]}`,
-        fix: `fix the ${isYaml ? "YAML" : "JSON"} syntax`,
+        path: field,
+        message: `is not valid ${format}${where}: ${(e as Error).message.split("\n")[0]}${how}`,
+        fix: guessed
+          ? `fix the ${format} syntax, or ${SEND_TYPE}`
+          : `fix the ${format} syntax; if the body is not ${format}, send ${other}`,
       },
     ]);
   }
@@ -329,7 +381,7 @@ export function parseRecipeBody(text: string, contentType: string | undefined): 
  * ambiguous. JSON is YAML, so the YAML parser (unique keys) finds them.
  * @throws BatonError 400 naming the key and its line.
  */
-function refuseDuplicateKeys(text: string): void {
+function refuseDuplicateKeys(text: string, field: string): void {
   const doc = parseDocument(text, { uniqueKeys: true });
   const dup = doc.errors.find((e) => e.code === "DUPLICATE_KEY");
   if (!dup) return;
@@ -337,12 +389,15 @@ function refuseDuplicateKeys(text: string): void {
   const line = dup.linePos?.[0]?.line ?? 0;
   throw badRequest("recipe", [
     {
-      path: "body",
+      path: field,
       message: `duplicate key "${key}" at line ${line}`,
       fix: "give every key once; a parser keeps only one of equal keys, so the meaning is ambiguous",
     },
   ]);
 }
+
+/** The hint of a query on `GET /v1/releases/:id`: paging is `…/history`'s. */
+const PAGING = "for the history a page at a time use GET /v1/releases/:id/history?cursor=&limit=";
 
 export function releaseRoutes(o: ReleaseRouteOptions): Hono {
   const app = new Hono();
@@ -356,32 +411,38 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     },
   });
 
-  app.post("/", operator, limit, async (c) => {
-    const q = CreateQuery.safeParse(c.req.query());
-    if (!q.success) {
-      throw badRequest("query", zodProblems(q.error, "query", {}, schemaFields(CreateQuery)));
-    }
-    const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
-    const release = await o.api.start(body.recipe, "operator", {
-      hold: q.data.start === "false",
-      ...(q.data.exposure ? { exposure: q.data.exposure } : {}),
-      ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
-      attestations: body.attestations,
-      rollback: body.rollback,
-    });
-    return c.json(
-      {
-        id: release.id,
-        manifest_digest: release.manifest_digest,
-        state: release.state,
-        step_count: release.manifest.steps.length,
-        admission: release.admission ?? null,
-      },
-      201,
-    );
-  });
+  app.post(
+    "/",
+    operator,
+    knownQueryParams("POST /v1/releases", schemaFields(CreateQuery)),
+    limit,
+    async (c) => {
+      const q = CreateQuery.safeParse(c.req.query());
+      if (!q.success) {
+        throw badRequest("query", zodProblems(q.error, "query", {}, schemaFields(CreateQuery)));
+      }
+      const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
+      const release = await o.api.start(body.recipe, "operator", {
+        hold: q.data.start === "false",
+        ...(q.data.exposure ? { exposure: q.data.exposure } : {}),
+        ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
+        attestations: body.attestations,
+        rollback: body.rollback,
+      });
+      return c.json(
+        {
+          id: release.id,
+          manifest_digest: release.manifest_digest,
+          state: release.state,
+          step_count: release.manifest.steps.length,
+          admission: release.admission ?? null,
+        },
+        201,
+      );
+    },
+  );
 
-  app.get("/", reader, async (c) => {
+  app.get("/", reader, knownQueryParams("GET /v1/releases", schemaFields(ListQuery)), async (c) => {
     const q = ListQuery.safeParse(c.req.query());
     if (!q.success) {
       throw badRequest(
@@ -393,18 +454,26 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     return c.json({ releases });
   });
 
-  app.get("/:id/history", reader, async (c) => {
-    const id = releaseParam(c);
-    const q = HistoryQuery.safeParse(c.req.query());
-    if (!q.success) {
-      throw badRequest("query", zodProblems(q.error, "query", HISTORY_FIXES, ["cursor", "limit"]));
-    }
-    if (!o.api.historyPage)
-      throw new BatonError("not_found", "[engine] history pages are not served here");
-    return c.json(await o.api.historyPage(id, q.data));
-  });
+  app.get(
+    "/:id/history",
+    reader,
+    knownQueryParams("GET /v1/releases/:id/history", schemaFields(HistoryQuery)),
+    async (c) => {
+      const id = releaseParam(c);
+      const q = HistoryQuery.safeParse(c.req.query());
+      if (!q.success) {
+        throw badRequest(
+          "query",
+          zodProblems(q.error, "query", HISTORY_FIXES, ["cursor", "limit"]),
+        );
+      }
+      if (!o.api.historyPage)
+        throw new BatonError("not_found", "[engine] history pages are not served here");
+      return c.json(await o.api.historyPage(id, q.data));
+    },
+  );
 
-  app.get("/:id", reader, async (c) => {
+  app.get("/:id", reader, knownQueryParams("GET /v1/releases/:id", [], PAGING), async (c) => {
     const record = await o.api.get(releaseParam(c));
     // Rollback is offered only when the engine would find a manifest to run again, and
     // neither verb once a later release has replaced this one on the lanes.
@@ -416,66 +485,91 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     return c.json(recordJson(record, lookups));
   });
 
-  app.post("/:id/abort", operator, async (c) => {
+  app.post("/:id/abort", operator, knownQueryParams("POST /v1/releases/:id/abort"), async (c) => {
     const id = releaseParam(c);
     const b = await jsonBody(c, "abort body", AbortBody);
     const r = await o.api.abort(id, actorOf(b.actor), b.reason);
     return answer(c, r, (a) => ({ id, state: a.release.state, generation: a.release.generation }));
   });
 
-  app.post("/:id/promote", operator, async (c) => {
-    const id = releaseParam(c);
-    const b = await jsonBody(c, "promote body", PromoteBody);
-    const r = await o.api.promote(id, actorOf(b.actor), b.reason);
-    return answer(c, r, (a) => ({ id, state: a.release.state, generation: a.release.generation }));
-  });
+  app.post(
+    "/:id/promote",
+    operator,
+    knownQueryParams("POST /v1/releases/:id/promote"),
+    async (c) => {
+      const id = releaseParam(c);
+      const b = await jsonBody(c, "promote body", PromoteBody);
+      const r = await o.api.promote(id, actorOf(b.actor), b.reason);
+      return answer(c, r, (a) => ({
+        id,
+        state: a.release.state,
+        generation: a.release.generation,
+      }));
+    },
+  );
 
   // Lifecycle verbs (docs/lifecycle.md): each starts a new release; 201 with its id.
-  app.post("/:id/rollback", operator, async (c) => {
-    const id = releaseParam(c);
-    const b = await jsonBody(c, "rollback body", PromoteBody);
-    const r = await o.api.rollback(id, actorOf(b.actor), b.reason);
-    if (!r.ok) return answer(c, r, () => ({}));
-    return c.json(newReleaseJson(r.release, r.reply), 201);
-  });
+  app.post(
+    "/:id/rollback",
+    operator,
+    knownQueryParams("POST /v1/releases/:id/rollback"),
+    async (c) => {
+      const id = releaseParam(c);
+      const b = await jsonBody(c, "rollback body", PromoteBody);
+      const r = await o.api.rollback(id, actorOf(b.actor), b.reason);
+      if (!r.ok) return answer(c, r, () => ({}));
+      return c.json(newReleaseJson(r.release, r.reply), 201);
+    },
+  );
 
-  app.post("/:id/roll-forward", operator, limit, async (c) => {
-    const id = releaseParam(c);
-    const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
-    if (body.rollback) {
-      throw badRequest("roll-forward body", [
-        {
-          path: "rollback",
-          message: "a roll forward is never a rollback",
-          fix: "drop `rollback`, or roll back a succeeded release with POST …/rollback",
-        },
-      ]);
-    }
-    const r = await o.api.rollForward(id, body.recipe, "operator", {
-      ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
-      attestations: body.attestations,
-    });
-    if (!r.ok) return answer(c, r, () => ({}));
-    return c.json(newReleaseJson(r.release, r.reply), 201);
-  });
+  app.post(
+    "/:id/roll-forward",
+    operator,
+    knownQueryParams("POST /v1/releases/:id/roll-forward"),
+    limit,
+    async (c) => {
+      const id = releaseParam(c);
+      const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
+      if (body.rollback) {
+        throw badRequest("roll-forward body", [
+          {
+            path: "rollback",
+            message: "a roll forward is never a rollback",
+            fix: "drop `rollback`, or roll back a succeeded release with POST …/rollback",
+          },
+        ]);
+      }
+      const r = await o.api.rollForward(id, body.recipe, "operator", {
+        ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
+        attestations: body.attestations,
+      });
+      if (!r.ok) return answer(c, r, () => ({}));
+      return c.json(newReleaseJson(r.release, r.reply), 201);
+    },
+  );
 
-  app.post("/:id/abandon", operator, async (c) => {
-    const id = releaseParam(c);
-    const b = await jsonBody(c, "abandon body", AbandonBody);
-    const r = await o.api.abandon(id, actorOf(b.actor), b.reason, b.lanes);
-    return answer(c, r, (a) => ({
-      id,
-      state: a.release.state,
-      generation: a.release.generation,
-      lanes: a.release.abandoned?.lanes ?? {},
-    }));
-  });
+  app.post(
+    "/:id/abandon",
+    operator,
+    knownQueryParams("POST /v1/releases/:id/abandon"),
+    async (c) => {
+      const id = releaseParam(c);
+      const b = await jsonBody(c, "abandon body", AbandonBody);
+      const r = await o.api.abandon(id, actorOf(b.actor), b.reason, b.lanes);
+      return answer(c, r, (a) => ({
+        id,
+        state: a.release.state,
+        generation: a.release.generation,
+        lanes: a.release.abandoned?.lanes ?? {},
+      }));
+    },
+  );
 
-  app.get("/:id/record", reader, async (c) => {
+  app.get("/:id/record", reader, knownQueryParams("GET /v1/releases/:id/record"), async (c) => {
     return c.json(await o.api.releaseRecord(releaseParam(c), o.repository));
   });
 
-  app.post("/:id/accept", operator, async (c) => {
+  app.post("/:id/accept", operator, knownQueryParams("POST /v1/releases/:id/accept"), async (c) => {
     const id = releaseParam(c);
     const b = await jsonBody(c, "accept body", AcceptBody, {
       example: '{"by": "owner@example.com", "expires_at": "2027-01-31T00:00:00Z"}',
@@ -488,33 +582,47 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     return answer(c, r, (a) => ({ id, state: a.release.state, ...a.reply }));
   });
 
-  app.post("/:id/pause", operator, async (c) => {
+  app.post("/:id/pause", operator, knownQueryParams("POST /v1/releases/:id/pause"), async (c) => {
     const id = releaseParam(c);
     const b = await jsonBody(c, "pause body", PauseBody);
     const r = await o.api.pause(id, actorOf(b.actor), b.reason);
     return answer(c, r, (a) => ({ id, state: a.release.state, reason: a.release.reason }));
   });
 
-  app.post("/:id/confirm-restore", operator, async (c) => {
-    const id = releaseParam(c);
-    const b = await jsonBody(c, "confirm-restore body", ConfirmRestoreBody);
-    const r = await o.api.confirmRestore(id, actorOf(b.actor), b.reason);
-    return answer(c, r, (a) => ({
-      id,
-      state: a.release.state,
-      reason: a.release.reason,
-      restore: a.release.restore ?? null,
-    }));
-  });
+  app.post(
+    "/:id/confirm-restore",
+    operator,
+    knownQueryParams("POST /v1/releases/:id/confirm-restore"),
+    async (c) => {
+      const id = releaseParam(c);
+      const b = await jsonBody(c, "confirm-restore body", ConfirmRestoreBody);
+      const r = await o.api.confirmRestore(id, actorOf(b.actor), b.reason);
+      return answer(c, r, (a) => ({
+        id,
+        state: a.release.state,
+        reason: a.release.reason,
+        restore: a.release.restore ?? null,
+      }));
+    },
+  );
 
-  app.post("/:id/release", operator, async (c) => {
-    const id = releaseParam(c);
-    const b = await jsonBody(c, "release body", PromoteBody);
-    const r = await o.api.release(id, actorOf(b.actor), b.reason);
-    return answer(c, r, (a) => ({ id, state: a.release.state, generation: a.release.generation }));
-  });
+  app.post(
+    "/:id/release",
+    operator,
+    knownQueryParams("POST /v1/releases/:id/release"),
+    async (c) => {
+      const id = releaseParam(c);
+      const b = await jsonBody(c, "release body", PromoteBody);
+      const r = await o.api.release(id, actorOf(b.actor), b.reason);
+      return answer(c, r, (a) => ({
+        id,
+        state: a.release.state,
+        generation: a.release.generation,
+      }));
+    },
+  );
 
-  app.post("/:id/resume", operator, async (c) => {
+  app.post("/:id/resume", operator, knownQueryParams("POST /v1/releases/:id/resume"), async (c) => {
     const id = releaseParam(c);
     const r = await o.api.resume(id, "operator");
     return answer(c, r, (a) => ({ id, state: a.release.state }));

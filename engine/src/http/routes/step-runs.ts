@@ -20,6 +20,7 @@ import {
 import type { Accepted, Refusal, ReleaseApi } from "../../service/api.ts";
 import { badCredentialMessage, requireBearer } from "../auth.ts";
 import { badRequest, errorResponse, zodProblems } from "../errors.ts";
+import { knownQueryParams } from "../query-params.ts";
 import type { RunnerClaims, RunnerCredentialMode, RunnerOidcVerifier } from "../runner-oidc.ts";
 import { ActorField, actorOf, jsonBody, ReasonField } from "./operator-body.ts";
 
@@ -279,18 +280,30 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
     }));
   });
 
-  app.post("/:id/retry", requireBearer(o.operatorTokens, "operator", o.readTokens), async (c) => {
-    const id = stepRunParam(c);
-    const r = await o.api.retry(id, "operator");
-    return answer(c, r, (a) => ({ step_run_id: id, release_state: a.release.state }));
-  });
+  // The runner's preflight and callback take any query (a callback URL may carry its own);
+  // the operator verbs take none.
+  app.post(
+    "/:id/retry",
+    requireBearer(o.operatorTokens, "operator", o.readTokens),
+    knownQueryParams("POST /v1/releases/step-runs/:id/retry"),
+    async (c) => {
+      const id = stepRunParam(c);
+      const r = await o.api.retry(id, "operator");
+      return answer(c, r, (a) => ({ step_run_id: id, release_state: a.release.state }));
+    },
+  );
 
-  app.post("/:id/resolve", requireBearer(o.operatorTokens, "operator"), async (c) => {
-    const id = stepRunParam(c);
-    const b = await jsonBody(c, "resolve body", ResolveBody);
-    const r = await o.api.resolve(id, actorOf(b.actor), b.reason);
-    return answer(c, r, (a) => ({ step_run_id: id, release_state: a.release.state }));
-  });
+  app.post(
+    "/:id/resolve",
+    requireBearer(o.operatorTokens, "operator"),
+    knownQueryParams("POST /v1/releases/step-runs/:id/resolve"),
+    async (c) => {
+      const id = stepRunParam(c);
+      const b = await jsonBody(c, "resolve body", ResolveBody);
+      const r = await o.api.resolve(id, actorOf(b.actor), b.reason);
+      return answer(c, r, (a) => ({ step_run_id: id, release_state: a.release.state }));
+    },
+  );
 
   return app;
 }
