@@ -4,10 +4,11 @@
  * does it: the engine has no SSH probe (as with BATON_DISPATCHER=github), so a rollback's first
  * steps are read-only probe steps, one per lane, that the local runner executes through the
  * bundled release-step action and the `inspect-lane` tool over SSH against the embedded target.
- * - v1's image removed from the machine: the first lane's probe reports `image_present` failed;
- *   the rollback ends `aborted` naming the lane, the check and the fix, its evidence (API and
- *   release record) holds the checks, and nothing was written on the control plane (its history
- *   has no write of the rollback) nor deployed (the lanes still serve v2).
+ * - v1's image removed from the machine: the probes run at once, and the first lane's probe to
+ *   report says `image_present` failed; the rollback ends `aborted` naming the lane, the check
+ *   and the fix, the other lane's answer is no longer awaited, its evidence (API and release
+ *   record) holds the checks, and nothing was written on the control plane (its history has no
+ *   write of the rollback) nor deployed (the lanes still serve v2).
  * - the image loaded again: every probe passes, the rollback runs and succeeds, the control
  *   plane's weights are the model's again and the lanes serve v1's image.
  */
@@ -111,7 +112,12 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
           T,
         )) as unknown as Rel;
         expect(ended.state, ended.reason ?? "").toBe("aborted");
-        const first = lanes[0] as string;
+        // Both lanes are asked at once: the first probe to report ends the rollback.
+        const first = ended.prerequisites?.checks.find(
+          (c) => c.check === "image_present" && c.outcome === "fail",
+        )?.lane as string;
+        expect(lanes).toContain(first);
+        const other = lanes.find((l) => l !== first) as string;
         expect(ended.reason).toContain("rollback prerequisites failed, nothing was applied");
         expect(ended.reason).toContain(`lane ${first} image_present`);
         expect(ended.reason).toContain(`image ${v1.image} is not on this machine`);
@@ -123,13 +129,14 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
           ["lane_capacity", "pass"],
         ]);
         expect(ended.prerequisites?.ok).toBe(false);
-        // The other lane was never asked: its probe comes after the first one's failure.
-        for (const c of ended.prerequisites?.checks.filter((x) => x.lane === lanes[1]) ?? []) {
+        // The other lane's probe was in flight: its answer is no longer awaited.
+        for (const c of ended.prerequisites?.checks.filter((x) => x.lane === other) ?? []) {
           expect(c.outcome).toBe("skipped");
-          expect(c.message).toContain("not asked");
+          expect(c.message).toContain(`not awaited: the probe of lane ${first} failed first`);
         }
-        // Only the first probe step ran: nothing else of the rollback began.
-        expect(ended.step_runs.map((s) => [s.step_index, s.state])).toEqual([[0, "failed"]]);
+        // Only the probe steps began: nothing else of the rollback.
+        expect(ended.step_runs.map((s) => s.step_index).sort()).toEqual([0, 1]);
+        expect(ended.step_runs.some((s) => s.state === "failed")).toBe(true);
         expect(
           ended.history.some(
             (h) => h.kind === "prerequisites" && h.message.includes(`lane ${first}`),

@@ -6,8 +6,15 @@
  *   nothing was applied on the control plane;
  * - bad probe callbacks are refused with clear errors and change nothing: a forged signature
  *   (401), checks about another lane (422 naming `body.checks[i].lane`), checks that are not an
- *   array or miss a phase (422 naming the field and the fix); a good callback then passes.
+ *   array or miss a phase (422 naming the field and the fix); a good callback then passes;
+ * - the probes run concurrently: with N lanes the dispatcher double receives all N probe
+ *   dispatches before any runner answers; one failed probe ends the rollback `aborted` with
+ *   nothing written on the control plane, and the other probes' late preflights and callbacks
+ *   are refused 409 (never a 500) without changing the evidence;
+ * - a restart while the probes are in flight dispatches none of them again, and the rollback's
+ *   first control-plane write comes only after the last lane's probe passed.
  */
+import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
@@ -84,25 +91,48 @@ describe.each(STORE_KINDS)("rollback probe steps on %s", (kind) => {
     h = null;
   });
 
-  /** v1 then v2 succeed; v2 is rolled back: returns the rollback's id and its first probe dispatch. */
-  async function rolledBack(hh: Harness): Promise<{ id: string; probe: DispatchPayload }> {
-    const v1: RecipeInput = recipe();
-    const v2: RecipeInput = { ...recipe(), image: NEXT, previous_image: IMAGE };
+  /** v1 then v2 succeed on `lanes` lanes; v2 is rolled back: the rollback's id, dispatches seen before it. */
+  async function startRollback(hh: Harness, lanes = 2): Promise<{ id: string; seen: number }> {
+    const v1: RecipeInput = recipe(lanes);
+    const v2: RecipeInput = { ...recipe(lanes), image: NEXT, previous_image: IMAGE };
     for (const r of [v1, v2]) {
       const res = await op(hh, "POST", "/v1/releases", r);
       expect(res.status, await res.clone().text()).toBe(201);
       await drive(hh);
     }
+    const seen = hh.dispatcher.accepted.length;
     const res = await op(hh, "POST", "/v1/releases/r2/rollback", { reason: "v2 is wrong" });
     expect(res.status, await res.clone().text()).toBe(201);
-    const id = ((await res.json()) as { id: string }).id;
-    const seen = hh.dispatcher.accepted.length;
-    for (let i = 0; i < 20 && hh.dispatcher.accepted.length === seen; i++) await hh.engine.tick();
-    const probe = hh.dispatcher.accepted[seen];
+    return { id: ((await res.json()) as { id: string }).id, seen };
+  }
+
+  /** Ticks until the engine performs nothing more (bounded); no runner answers anything. */
+  async function settle(hh: Harness): Promise<void> {
+    for (let i = 0; i < 50; i++) {
+      const t = await hh.engine.tick();
+      if (t.performed === 0 && t.failed === 0) return;
+    }
+    throw new Error("[test] the engine was still busy after 50 ticks");
+  }
+
+  /**
+   * v2 of a two-lane model is rolled back; every probe dispatch is accepted before any runner
+   * answers: returns the rollback's id, its first probe dispatch and all of them.
+   */
+  async function rolledBack(
+    hh: Harness,
+    lanes = 2,
+  ): Promise<{ id: string; probe: DispatchPayload; probes: DispatchPayload[] }> {
+    const { id, seen } = await startRollback(hh, lanes);
+    await settle(hh);
+    const probes = hh.dispatcher.accepted.slice(seen);
+    const probe = probes[0];
     if (!probe) throw new Error("no probe dispatch");
     expect(probe.tool).toBe("inspect-lane");
-    return { id, probe };
+    return { id, probe, probes };
   }
+
+  const laneOf = (p: DispatchPayload) => (p.args as { lane: { id: string } }).lane.id;
 
   async function preflight(hh: Harness, p: DispatchPayload, run: string) {
     const res = await signedPost(
@@ -117,10 +147,9 @@ describe.each(STORE_KINDS)("rollback probe steps on %s", (kind) => {
     "a probe whose callback never arrives ends the rollback aborted, not answered, by its deadline",
     async () => {
       h = await makeHarness({ kind, runnerProbe: true });
-      const { id, probe } = await rolledBack(h);
+      const { id, probes } = await rolledBack(h);
       const writes = h.cp.calls.filter((c) => c.method === "apply").length;
-      await preflight(h, probe, "7001");
-      const lane = (probe.args as { lane: { id: string } }).lane.id;
+      for (const [i, p] of probes.entries()) await preflight(h, p, `700${i + 1}`);
       // No callback: the clock passes the callback deadline (the recipe's, 30 min at most).
       for (let i = 0; i < 10 && (await getRecord(h, id)).state === "running"; i++) {
         h.clock.t += 31 * 60_000;
@@ -128,6 +157,11 @@ describe.each(STORE_KINDS)("rollback probe steps on %s", (kind) => {
       }
       const r = (await getRecord(h, id)) as unknown as Rel;
       expect(r.state).toBe("aborted");
+      // The probes ran at once: the first deadline to be handled ends the rollback.
+      const lost = r.step_runs.find((s) => s.state === "unknown");
+      const probe = probes.find((p) => p.step_run_id === lost?.id);
+      if (!probe) throw new Error(`[test] no probe ended unknown: ${JSON.stringify(r.step_runs)}`);
+      const lane = laneOf(probe);
       expect(r.reason).toContain("rollback prerequisites failed, nothing was applied");
       expect(r.reason).toContain(`lane ${lane} lane_credentials: not answered`);
       expect(r.reason).toContain("baton rollback r2");
@@ -136,7 +170,20 @@ describe.each(STORE_KINDS)("rollback probe steps on %s", (kind) => {
       );
       expect(row?.outcome).toBe("fail");
       expect(row?.message).toMatch(/^not answered: no callback/);
-      expect(r.step_runs.map((s) => [s.step_index, s.state])).toEqual([[0, "unknown"]]);
+      // The other lane's probe was in flight: its answer is no longer awaited; nothing else ran.
+      expect(
+        r.step_runs.map((s) => [s.step_index, s.state]).sort((a, b) => +a[0]! - +b[0]!),
+      ).toEqual(
+        probes.map((_, i) => [
+          i,
+          r.step_runs.find((s) => s.step_index === i)?.id === lost?.id ? "unknown" : "running",
+        ]),
+      );
+      for (const c of r.prerequisites?.checks.filter((x) => x.lane !== null && x.lane !== lane) ??
+        []) {
+        expect(c.outcome).toBe("skipped");
+        expect(c.message).toMatch(/^not awaited: the probe of lane .* failed first/);
+      }
       // Nothing applied on the control plane by the rollback.
       expect(h.cp.calls.filter((c) => c.method === "apply").length).toBe(writes);
     },
@@ -147,7 +194,7 @@ describe.each(STORE_KINDS)("rollback probe steps on %s", (kind) => {
     "bad probe callbacks (forged signature, wrong lane, malformed checks) are refused with clear errors; a good one passes",
     async () => {
       h = await makeHarness({ kind, runnerProbe: true });
-      const { id, probe } = await rolledBack(h);
+      const { id, probe, probes } = await rolledBack(h);
       await preflight(h, probe, "7002");
       const lane = (probe.args as { lane: { id: string } }).lane.id;
       const url = callbackUrl(probe.step_run_id);
@@ -191,14 +238,17 @@ describe.each(STORE_KINDS)("rollback probe steps on %s", (kind) => {
       // None of them changed anything: the probe still runs, no answer recorded.
       let r = (await getRecord(h, id)) as unknown as Rel;
       expect(r.state).toBe("running");
-      expect(r.step_runs.map((s) => s.state)).toEqual(["running"]);
+      // (The other lane's probe, dispatched with it, waits for its runner.)
+      expect(r.step_runs.map((s) => [s.id, s.state]).sort()).toEqual(
+        probes.map((p) => [p.step_run_id, p === probe ? "running" : "dispatched"]).sort(),
+      );
       expect(r.prerequisites?.checks.filter((c) => c.lane === lane).map((c) => c.outcome)).toEqual([
         "skipped",
         "skipped",
         "skipped",
       ]);
 
-      // A good answer passes the lane; the next lane's probe is dispatched.
+      // A good answer passes the lane.
       const good = await signedPost(h, url, callback(probe, "7002", probeChecks(lane)));
       expect(good.status, await good.clone().text()).toBe(200);
       r = (await getRecord(h, id)) as unknown as Rel;
@@ -207,12 +257,173 @@ describe.each(STORE_KINDS)("rollback probe steps on %s", (kind) => {
         "pass",
         "pass",
       ]);
-      // The next lane's probe is dispatched; nothing of the rollback itself began yet.
+      // The other lane's probe (dispatched with it) still waits; nothing of the rollback began.
       const seen = h.dispatcher.accepted.length;
-      for (let i = 0; i < 20 && h.dispatcher.accepted.length === seen; i++) await h.engine.tick();
-      const next = h.dispatcher.accepted[seen];
-      expect(next?.tool).toBe("inspect-lane");
-      expect((next?.args as { lane?: { id: string } } | undefined)?.lane?.id).not.toBe(lane);
+      await settle(h);
+      expect(h.dispatcher.accepted.length).toBe(seen);
+      r = (await getRecord(h, id)) as unknown as Rel;
+      expect(r.state).toBe("running");
+      expect(r.step_runs.map((s) => s.step_index).sort()).toEqual([0, 1]);
+    },
+    60_000,
+  );
+
+  /** The runner of probe `p`: preflight as run `run`, then its checks (every phase ok unless `over`). */
+  async function answer(hh: Harness, p: DispatchPayload, run: string, over = {}) {
+    await preflight(hh, p, run);
+    const fails = Object.keys(over).length > 0;
+    return signedPost(
+      hh,
+      callbackUrl(p.step_run_id),
+      callback(p, run, probeChecks(laneOf(p), over), fails ? "fail" : "pass"),
+    );
+  }
+
+  it.skipIf(skip)(
+    "every lane's probe is dispatched before any answers; one failed probe aborts with nothing applied, the other probes' late answers are refused cleanly",
+    async () => {
+      const n = 4;
+      h = await makeHarness({ kind, runnerProbe: true, seed: recipe(n) });
+      const { id, seen } = await startRollback(h, n);
+      const cpWrites = h.cp.calls.filter((c) => c.method === "apply").length;
+      const cpChanges = h.cp.history().length;
+      const weights = h.cp.weights();
+      await settle(h);
+      // What the GitHub double received before any runner answered: one probe for every lane.
+      const probes = h.dispatcher.accepted.slice(seen);
+      expect(probes.map((p) => p.tool)).toEqual(Array(n).fill("inspect-lane"));
+      expect(probes.map(laneOf).sort()).toEqual((recipe(n).lanes ?? []).map((l) => l.id).sort());
+      expect(new Set(probes.map((p) => p.step_run_id)).size).toBe(n);
+      let r = (await getRecord(h, id)) as unknown as Rel;
+      expect(r.state).toBe("running");
+      expect(
+        r.step_runs.map((s) => [s.step_index, s.state]).sort((a, b) => +a[0]! - +b[0]!),
+      ).toEqual(probes.map((_, i) => [i, "dispatched"]));
+
+      // Three runners start; the second lane's machine lacks the image: its probe fails.
+      const run = (i: number) => `71${i}0`;
+      for (const i of [0, 1, 2]) await preflight(h, probes[i]!, run(i));
+      const failing = probes[1]!;
+      const bad = await signedPost(
+        h,
+        callbackUrl(failing.step_run_id),
+        callback(failing, run(1), probeChecks(laneOf(failing), { image: "missing" }), "fail"),
+      );
+      expect(bad.status, await bad.clone().text()).toBe(200);
+      r = (await getRecord(h, id)) as unknown as Rel;
+      expect(r.state).toBe("aborted");
+      expect(r.reason).toContain("rollback prerequisites failed, nothing was applied");
+      expect(r.reason).toContain(`lane ${laneOf(failing)} image_present: image missing`);
+      expect(r.reason).toContain("fix: load the image");
+      const evidence = JSON.stringify(r.prerequisites);
+
+      // The others' late answers: refused 409 with a reason, never a 500, nothing changed.
+      const late = await signedPost(
+        h,
+        callbackUrl(probes[0]!.step_run_id),
+        callback(probes[0]!, run(0), probeChecks(laneOf(probes[0]!))),
+      );
+      expect(late.status, await late.clone().text()).toBe(409);
+      expect(((await late.json()) as { error: { code: string } }).error.code).toBe("late");
+      const lateFail = await signedPost(
+        h,
+        callbackUrl(probes[2]!.step_run_id),
+        callback(probes[2]!, run(2), probeChecks(laneOf(probes[2]!), { capacity: "full" }), "fail"),
+      );
+      expect(lateFail.status, await lateFail.clone().text()).toBe(409);
+      const unbound = await signedPost(
+        h,
+        preflightUrl(probes[3]!.step_run_id),
+        preflightBody(probes[3]!, { run_id: run(3), run_attempt: 1 }),
+      );
+      expect(unbound.status, await unbound.clone().text()).toBe(409);
+      await settle(h);
+      r = (await getRecord(h, id)) as unknown as Rel;
+      expect(r.state).toBe("aborted");
+      expect(JSON.stringify(r.prerequisites)).toBe(evidence);
+      for (const p of probes.filter((x) => x !== failing)) {
+        for (const c of r.prerequisites?.checks.filter((x) => x.lane === laneOf(p)) ?? []) {
+          expect(c.outcome).toBe("skipped");
+          expect(c.message).toContain(
+            `not awaited: the probe of lane ${laneOf(failing)} failed first`,
+          );
+        }
+      }
+      // The probe no runner had started is cancelled; nothing but the probes ever began.
+      expect(r.step_runs.find((s) => s.id === probes[3]!.step_run_id)?.state).toBe("failed");
+      expect(r.step_runs.every((s) => s.step_index < n)).toBe(true);
+      expect(r.step_runs.some((s) => s.id.endsWith("_b"))).toBe(false);
+      expect(h.dispatcher.accepted.length).toBe(seen + n);
+      // The control plane: no write, no change, the same weights.
+      expect(h.cp.calls.filter((c) => c.method === "apply").length).toBe(cpWrites);
+      expect(h.cp.history().length).toBe(cpChanges);
+      expect(h.cp.weights()).toEqual(weights);
+    },
+    60_000,
+  );
+
+  it.skipIf(skip)(
+    "a restart while every probe is in flight dispatches none again; the first write waits for the last lane's probe",
+    async () => {
+      const n = 3;
+      const first = await makeHarness({ kind, runnerProbe: true, seed: recipe(n) });
+      h = first;
+      const { id, seen } = await startRollback(first, n);
+      await settle(first);
+      const probes = first.dispatcher.accepted.slice(seen);
+      expect(probes.map(laneOf).sort()).toEqual((recipe(n).lanes ?? []).map((l) => l.id).sort());
+      const cpWrites = first.cp.calls.filter((c) => c.method === "apply").length;
+
+      // The engine restarts on the same store: the probes' step runs and deadlines are durable.
+      await first.close(true);
+      h = null;
+      const second = await makeHarness({
+        kind,
+        store: first.store,
+        dir: first.dir,
+        cp: first.cp,
+        clock: first.clock,
+        dispatcher: first.dispatcher,
+        runnerProbe: true,
+      });
+      h = second;
+      try {
+        await settle(second);
+        for (const p of probes)
+          expect(second.dispatcher.acceptedByKey.get(p.release.operation_key)).toBe(1);
+        expect(second.dispatcher.accepted.length).toBe(seen + n);
+
+        // Two lanes pass: the rollback still waits for the third, nothing written.
+        for (const [i, p] of probes.slice(0, 2).entries()) {
+          const res = await answer(second, p, `720${i}`);
+          expect(res.status, await res.clone().text()).toBe(200);
+          await settle(second);
+        }
+        let r = (await getRecord(second, id)) as unknown as Rel;
+        expect(r.state).toBe("running");
+        expect(r.step_runs.every((s) => s.step_index < n)).toBe(true);
+        expect(second.cp.calls.filter((c) => c.method === "apply").length).toBe(cpWrites);
+
+        // The last lane passes: the rollback is admitted and runs to its end.
+        const res = await answer(second, probes[2]!, "7202");
+        expect(res.status, await res.clone().text()).toBe(200);
+        await drive(second);
+        r = (await getRecord(second, id)) as unknown as Rel;
+        const rec = await getRecord(second, id);
+        expect(r.state, r.reason ?? "").toBe("succeeded");
+        expect(
+          rec.history.some((x) =>
+            x.message.includes("rollback prerequisites passed on every lane"),
+          ),
+        ).toBe(true);
+        expect(second.cp.calls.filter((c) => c.method === "apply").length).toBeGreaterThan(
+          cpWrites,
+        );
+        for (const p of probes)
+          expect(second.dispatcher.acceptedByKey.get(p.release.operation_key)).toBe(1);
+      } finally {
+        if (kind === "sqlite") rmSync(first.dir, { recursive: true, force: true });
+      }
     },
     60_000,
   );

@@ -208,6 +208,15 @@ export function prerequisitesSummary(r: PrerequisiteReport): string {
  * rollback `aborted` before any effect of the rollback itself was applied.
  */
 export const PROBE_STEP = "inspect_lane" as const;
+/**
+ * Probe steps of one rollback in flight at once, at most (docs/lifecycle.md "Rollback
+ * prerequisites"). The probes run concurrently, since they only read; this bounds how many
+ * workflow runs wait for a runner at once, because each probe's start deadline runs from its
+ * dispatch: with a small runner pool, a fleet of hundreds dispatched at once would lose its
+ * last probes to their deadlines. The GitHub dispatcher's pacing (80 dispatches a minute) is
+ * below this on top of it.
+ */
+export const PROBES_IN_FLIGHT_MAX = 20;
 /** The runner tool of a probe step (scripts/release/inspect-lane.ts). */
 export const PROBE_TOOL = "inspect-lane" as const;
 /** The phases the probe tool reports in checks.json (besides `connect`), in check order. */

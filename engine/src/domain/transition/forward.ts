@@ -5,17 +5,24 @@
 import type { Draft } from "./draft.ts";
 import { holdsAtCursor } from "./holds.ts";
 import { advanceParallelWave, parallelWaveOf } from "./lanes.ts";
+import { advanceProbes, atProbes } from "./probe.ts";
 import { awaitsRollbackRestore, holdForRollbackRestore } from "./recovery.ts";
 import { beginStepRun } from "./send.ts";
 
 /**
  * Begins the forward step at `cursor`, or finishes the release past the last step. On a lane
- * row of a parallel wave, begins what the wave's limits allow (`lanes.ts`) instead. Begins
+ * row of a parallel wave, begins what the wave's limits allow (`lanes.ts`) instead; on a
+ * rollback's probe steps, every probe not begun yet, within their cap (`probe.ts`). Begins
  * nothing while a hold is in force or due here (`holds.ts`: pause, dark, manual promotion).
  */
 export function beginForwardAtCursor(d: Draft): void {
   const r = d.release;
   if (holdsAtCursor(d)) return;
+  if (atProbes(r)) {
+    const past = advanceProbes(d, (i) => beginStepRun(d, i, "fwd"));
+    if (past) beginForwardAtCursor(d);
+    return;
+  }
   const wave = parallelWaveOf(r, r.cursor);
   if (wave !== null) {
     const past = advanceParallelWave(d, wave, (i) => beginStepRun(d, i, "fwd"));

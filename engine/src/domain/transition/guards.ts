@@ -2,6 +2,7 @@
  * Named guards of the release state machine: small predicates the handlers
  * reference by name, so that each rule of docs/state-machine.md lives in one place.
  */
+import { isProbeStep } from "../prerequisites.ts";
 import { TERMINAL_RELEASE_STATES } from "../states.ts";
 import type { Release, StepRun } from "../types.ts";
 
@@ -16,6 +17,14 @@ function sameParallelWave(r: Release, a: number, b: number): boolean {
   return (r.manifest.waves[sa.wave]?.max_unavailable ?? 1) > 1;
 }
 
+/**
+ * Steps `a` and `b` are both probe steps of a rollback (`PROBE_STEP`), which the release runs
+ * concurrently (`probe.ts`).
+ */
+function bothProbes(r: Release, a: number, b: number): boolean {
+  return isProbeStep(r.manifest.steps[a]) && isProbeStep(r.manifest.steps[b]);
+}
+
 const IN_FLIGHT = new Set(["dispatching", "dispatched", "running", "applying"]);
 
 export const guards = {
@@ -26,13 +35,16 @@ export const guards = {
   inFlight: (sr: StepRun): boolean => IN_FLIGHT.has(sr.state),
 
   /**
-   * The release is driving this step run now: a forward step run at the cursor while the
-   * release is `running` or `paused`, or a backward one at the cursor while `compensating`
-   * or `needs_operator`.
+   * The release is driving this step run now: a forward step run at the cursor (or of the
+   * same parallel wave, or a probe while the cursor is on the probes) while the release is
+   * `running` or `paused`, or a backward one at the cursor while `compensating` or
+   * `needs_operator`.
    */
   isCurrent: (r: Release, sr: StepRun): boolean =>
     sr.direction === "fwd"
-      ? (sr.step_index === r.cursor || sameParallelWave(r, sr.step_index, r.cursor)) &&
+      ? (sr.step_index === r.cursor ||
+          sameParallelWave(r, sr.step_index, r.cursor) ||
+          bothProbes(r, sr.step_index, r.cursor)) &&
         (r.state === "running" || r.state === "paused")
       : sr.step_index === r.cursor && (r.state === "compensating" || r.state === "needs_operator"),
 

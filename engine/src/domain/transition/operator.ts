@@ -13,7 +13,7 @@ import { beginForwardAtCursor, start } from "./forward.ts";
 import { guards } from "./guards.ts";
 import { firstExposureStep, holdVerb, holdWords, inconclusiveGateReason } from "./holds.ts";
 import { parallelWaveOf, releaseRerunDeadline, stuckInWave } from "./lanes.ts";
-import { isProbeRun } from "./probe.ts";
+import { atProbes, isProbeRun } from "./probe.ts";
 import {
   confirmRestoreCommand,
   pastRollForwardPoint,
@@ -190,6 +190,11 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
   );
   if (r.gate) {
     // Paused while its gate was deciding: the gate goes on deciding (pass begins the next wave).
+    return undefined;
+  }
+  if (atProbes(r)) {
+    // A rollback's probes: the ones not begun while paused begin now (those in flight go on).
+    beginForwardAtCursor(d);
     return undefined;
   }
   if (parallelWaveOf(r, r.cursor) !== null) {

@@ -1,23 +1,78 @@
 /**
  * A rollback's read-only probe steps (docs/lifecycle.md "Rollback prerequisites"; the step is
  * `PROBE_STEP` in domain/prerequisites.ts): one runner step per lane, first in the table, that
- * asks the lane's machine whether the rollback can run there. Their answers are the lane rows
- * of `release.prerequisites`; a probe that does not pass (a failed check, a lost dispatch, no
- * callback by the deadline) ends the rollback `aborted` before any of its effects was applied.
+ * asks the lane's machine whether the rollback can run there. They run concurrently (up to
+ * `PROBES_IN_FLIGHT_MAX` at once): the cursor stays on the first probe not yet passed, and
+ * the rollback's first step begins only once every probe passed. Their answers are the lane
+ * rows of `release.prerequisites`; a probe that does not pass (a failed check, a lost
+ * dispatch, no callback by the deadline) ends the rollback `aborted` before any of its effects
+ * was applied, and the other probes' answers are no longer taken.
+ * The progress is derived from the durable step runs, so a restarted engine resumes it.
  */
 import {
   checksNotAnswered,
   isProbeStep,
+  PROBES_IN_FLIGHT_MAX,
   type PrerequisiteCheck,
   prerequisitesSummary,
   probeLaneOf,
 } from "../prerequisites.ts";
 import type { Json, Release, StepRun } from "../types.ts";
-import { type Draft, stepOf } from "./draft.ts";
+import { type Draft, describe, stepOf, stepRunAt } from "./draft.ts";
+import { guards } from "./guards.ts";
 
 /** Whether `sr` is a forward step run of a probe step (read-only: never counted as an effect). */
 export function isProbeRun(r: Release, sr: Pick<StepRun, "step_index" | "direction">): boolean {
   return sr.direction === "fwd" && isProbeStep(r.manifest.steps[sr.step_index]);
+}
+
+/** Indexes of the release's probe steps (the first rows of a rollback's table), in order. */
+export function probeIndexes(r: Release): number[] {
+  return r.manifest.steps.filter((s) => isProbeStep(s)).map((s) => s.index);
+}
+
+/** Whether the cursor is on a probe step: the rollback is still asking its lanes. */
+export function atProbes(r: Release): boolean {
+  return isProbeStep(r.manifest.steps[r.cursor]);
+}
+
+/**
+ * Moves the cursor to the first probe step whose forward step run has not succeeded, or past
+ * the last probe when every probe passed (then returns true). Probes pass in any order.
+ */
+function probeCursor(r: Release): boolean {
+  const probes = probeIndexes(r);
+  const pending = probes.filter((i) => stepRunAt(r, i, "fwd")?.state !== "succeeded");
+  if (pending.length === 0) {
+    r.cursor = probes.length > 0 ? Math.max(...probes) + 1 : r.cursor;
+    return true;
+  }
+  r.cursor = Math.min(...pending);
+  return false;
+}
+
+/**
+ * Drives the probe steps (the cursor is on one): begins, in table order, every probe that has
+ * no step run yet while fewer than `PROBES_IN_FLIGHT_MAX` are in flight. When every probe has
+ * passed, moves the cursor past them and returns true (the caller begins the rollback's first
+ * step). Begins nothing unless the release is `running`.
+ */
+export function advanceProbes(d: Draft, begin: (index: number) => void): boolean {
+  const r = d.release;
+  if (probeCursor(r)) return true;
+  if (r.state !== "running") return false;
+  const probes = probeIndexes(r);
+  let flying = probes.filter((i) => {
+    const sr = stepRunAt(r, i, "fwd");
+    return sr !== undefined && guards.inFlight(sr);
+  }).length;
+  for (const i of probes) {
+    if (flying >= PROBES_IN_FLIGHT_MAX) break;
+    if (stepRunAt(r, i, "fwd")) continue;
+    begin(i);
+    flying += 1;
+  }
+  return false;
 }
 
 /** The exit named when a probe failed: roll the succeeded release back again. */
@@ -70,7 +125,9 @@ export function recordProbeAnswer(d: Draft, sr: StepRun, checks: PrerequisiteChe
  * A probe step run settled without passing: its lane's rows say why (a failed check, or "not
  * answered" when the runner never reported), and the rollback ends `aborted` with the lane,
  * the check and the fix in its reason. Nothing of the rollback itself ran (the probes come
- * first and touch nothing), so nothing is compensated.
+ * first and touch nothing), so nothing is compensated. The other probes still in flight are
+ * no longer awaited: one no runner started yet is cancelled (its preflight is refused: the
+ * generation moves), a running one's callback is refused as late; their lanes' rows say so.
  */
 export function endOnFailedProbe(d: Draft, sr: StepRun): void {
   const r = d.release;
@@ -93,15 +150,33 @@ export function endOnFailedProbe(d: Draft, sr: StepRun): void {
       ),
     );
   }
-  // Lanes whose probe never began: not asked (their rows still say "asking: …").
+  // The other probes in flight: lane -> step run id; those no runner started are cancelled.
+  const flying = new Map<string, string>();
+  for (const o of r.step_runs) {
+    if (o.id === sr.id || !isProbeRun(r, o) || !guards.inFlight(o)) continue;
+    const other = probeLaneOf(stepOf(r, o));
+    if (other !== null) flying.set(other, o.id);
+    if (guards.awaitsFirstRun(o)) {
+      o.state = "failed";
+      o.finished_at = d.now;
+      o.last_error = `cancelled: the probe of lane ${lane} failed first, before a runner started this one`;
+      d.accept(`[engine] ${describe(r, o)} ${o.last_error}`, o.id);
+    }
+  }
+  // Lanes whose probe was in flight: not awaited; never begun: not asked (rows still "asking: …").
   if (r.prerequisites) {
     r.prerequisites = {
       ...r.prerequisites,
-      checks: r.prerequisites.checks.map((c) =>
-        c.outcome === "skipped" && c.message.startsWith("asking:")
-          ? { ...c, message: `not asked: the probe of lane ${lane} failed first` }
-          : c,
-      ),
+      checks: r.prerequisites.checks.map((c) => {
+        if (c.outcome !== "skipped" || !c.message.startsWith("asking:")) return c;
+        const id = c.lane === null ? undefined : flying.get(c.lane);
+        return {
+          ...c,
+          message: id
+            ? `not awaited: the probe of lane ${lane} failed first; this lane's probe (${id}) was in flight and its answer is not taken`
+            : `not asked: the probe of lane ${lane} failed first`,
+        };
+      }),
     };
   }
   const failed = (r.prerequisites?.checks ?? []).filter((c) => c.outcome === "fail");
@@ -116,11 +191,14 @@ export function endOnFailedProbe(d: Draft, sr: StepRun): void {
   });
 }
 
-/** After a probe passed: when it was the last one, say the rollback is admitted. */
+/**
+ * After a probe passed: moves the cursor to the first probe still asking (past the probes
+ * once every one passed) and, when it was the last, says the rollback is admitted. The caller
+ * then begins what comes next (more probes, or the rollback's first step) unless held.
+ */
 export function probePassed(d: Draft, sr: StepRun): void {
   const r = d.release;
-  const next = r.manifest.steps[sr.step_index + 1];
-  if (isProbeStep(next) || !r.prerequisites) return;
+  if (!probeCursor(r) || !r.prerequisites) return;
   d.accept(
     `[engine] rollback prerequisites passed on every lane (${prerequisitesSummary(r.prerequisites)}); the rollback is admitted and its first step begins`,
     sr.id,

@@ -39,7 +39,17 @@ function settledForward(d: Draft, sr: StepRun): void {
       endOnFailedProbe(d, sr);
       return;
     }
+    // The probes run concurrently: the cursor moves to the first one still asking.
     probePassed(d, sr);
+    if (r.hold) {
+      d.accept(
+        `[engine] ${describe(r, sr)} succeeded; release ${r.id} stays paused (${holdWords(r.hold)}); nothing new starts until ${holdVerb(r, r.hold)}`,
+        sr.id,
+      );
+      return;
+    }
+    beginForwardAtCursor(d);
+    return;
   }
   if (sr.state === "succeeded") {
     if (parallelWaveOf(r, sr.step_index) !== null) {
