@@ -41,7 +41,13 @@
 #   BATON_LEDGER           ledger file (default /var/lib/baton/ledger)
 #   BATON_RUN_ARGS         extra arguments for `run` (word-split), e.g. "--network host --gpus all"
 #   BATON_HEALTH_TIMEOUT_S health deadline in seconds (default 60, smoke 10; --health-timeout overrides)
-#   BATON_HEALTH_INTERVAL_S seconds between health polls (default 1)
+#   BATON_HEALTH_INTERVAL_S seconds before the second health probe (default 1; decimals allowed,
+#                          e.g. 0.2); each later wait doubles, up to BATON_HEALTH_INTERVAL_MAX_S
+#   BATON_HEALTH_INTERVAL_MAX_S longest wait between two health probes (default 5; never below
+#                          BATON_HEALTH_INTERVAL_S). A container loading a model for minutes
+#                          is then probed every 5 s, not every second: each probe starts a few
+#                          processes (the runtime's inspect, curl), and the answer is reported
+#                          at most that much later. The last probe is made at the deadline.
 #   BATON_HEALTH_TARGET    url (default): probe the health URL as given (host networking, or a
 #                          router that already sends traffic to the newest container);
 #                          container: probe the URL's port and path at the NEW container's own
@@ -61,6 +67,7 @@ LEDGER="${BATON_LEDGER:-/var/lib/baton/ledger}"
 RUN_ARGS="${BATON_RUN_ARGS:-}"
 HEALTH_TIMEOUT="${BATON_HEALTH_TIMEOUT_S:-}"
 HEALTH_INTERVAL="${BATON_HEALTH_INTERVAL_S:-1}"
+HEALTH_INTERVAL_MAX="${BATON_HEALTH_INTERVAL_MAX_S:-5}"
 HEALTH_TARGET="${BATON_HEALTH_TARGET:-url}"
 LOCK_WAIT="${BATON_LANE_LOCK_WAIT_S:-900}"
 NL='
@@ -106,6 +113,22 @@ matches() {
   else
     printf '%s\n' "$1" | grep -Eqx "$2"
   fi
+}
+
+# secs_ms SECONDS: sets MS to the whole milliseconds of a decimal number of seconds (1, 0.2,
+# 2.75; digits after the third decimal are dropped). Non-zero status for anything else (a sign,
+# a unit, empty). No subshell: it runs in this shell.
+secs_ms() {
+  case "$1" in '' | . | *[!0-9.]* | *.*.* | ??????????*) return 1 ;; esac
+  whole="${1%%.*}" frac=""
+  [ "$whole" = "$1" ] || frac="${1#*.}"
+  frac="${frac}000"
+  # Digit by digit, and the whole part without leading zeros: sh arithmetic reads 010 as octal.
+  d1="${frac%"${frac#?}"}" frac="${frac#?}"
+  d2="${frac%"${frac#?}"}" frac="${frac#?}"
+  d3="${frac%"${frac#?}"}"
+  while :; do case "$whole" in 0?*) whole="${whole#0}" ;; *) break ;; esac; done
+  MS=$((${whole:-0} * 1000 + d1 * 100 + d2 * 10 + d3))
 }
 
 sub="${1:-}"
@@ -155,6 +178,15 @@ matches "$LANE" "$LANE_RE" || usage_fail "--lane must be a lane id such as lane-
 matches "$IMAGE" "$IMAGE_RE" "$IMAGE_SHORT_RE" "$IMAGE_SHORT_MAX" || usage_fail "--image must be pinned by digest: name[:tag]@sha256:<64 hex>"
 [ "$sub" = inspect ] || { matches "$URL" "$URL_RE" "$URL_SHORT_RE" "$URL_MAX" && [ "${#URL}" -le "$URL_MAX" ]; } || usage_fail "--health-url must be an http(s) URL of at most $URL_MAX characters"
 matches "$HEALTH_TIMEOUT" '[0-9]{1,5}' || usage_fail "--health-timeout must be whole seconds"
+if [ "$sub" != inspect ]; then
+  secs_ms "$HEALTH_INTERVAL" && [ "$MS" -gt 0 ] ||
+    usage_fail "BATON_HEALTH_INTERVAL_S must be seconds above 0, such as 1 or 0.2 (got '$HEALTH_INTERVAL')"
+  INTERVAL_MS=$MS
+  secs_ms "$HEALTH_INTERVAL_MAX" ||
+    usage_fail "BATON_HEALTH_INTERVAL_MAX_S must be seconds, such as 5 or 0.5 (got '$HEALTH_INTERVAL_MAX')"
+  INTERVAL_MAX_MS=$MS
+  [ "$INTERVAL_MAX_MS" -ge "$INTERVAL_MS" ] || INTERVAL_MAX_MS=$INTERVAL_MS
+fi
 
 if [ "$sub" = inspect ]; then
   failed=0
@@ -400,8 +432,13 @@ body_excerpt() {
     sed -e 's/\\/\\\\/g' -e 's/"/\\"/g'
 }
 
+# Probes until the health URL answers 2xx or the deadline passes: the first probe at once, the
+# next after BATON_HEALTH_INTERVAL_S, each later wait twice the one before up to
+# BATON_HEALTH_INTERVAL_MAX_S (a model that loads for minutes costs a probe every few seconds,
+# not several a second), and never past the deadline: the last probe is made at it.
 phase_health() {
-  deadline=$(($(date +%s) + HEALTH_TIMEOUT))
+  deadline=$(($(now_ms) + HEALTH_TIMEOUT * 1000))
+  wait_ms=$INTERVAL_MS
   tries=0
   while :; do
     tries=$((tries + 1))
@@ -424,7 +461,8 @@ phase_health() {
       IMG_NOW=$(running_image "$NEW_NAME")
       return 0
     fi
-    if [ "$(date +%s)" -ge "$deadline" ]; then
+    now=$(now_ms)
+    if [ "$now" -ge "$deadline" ]; then
       MSG="${target:-$URL} not healthy within ${HEALTH_TIMEOUT}s ($tries probes): $(last_line)"
       case "$HTTP_CODE" in
         [1-9]??)
@@ -435,7 +473,11 @@ phase_health() {
       esac
       return $rc
     fi
-    sleep "$HEALTH_INTERVAL"
+    [ $((now + wait_ms)) -le "$deadline" ] || wait_ms=$((deadline - now))
+    ms=$((wait_ms % 1000 + 1000)) # seconds with three decimals, e.g. 1.250, without a subshell
+    sleep "$((wait_ms / 1000)).${ms#1}"
+    wait_ms=$((wait_ms * 2))
+    [ "$wait_ms" -le "$INTERVAL_MAX_MS" ] || wait_ms=$INTERVAL_MAX_MS
   done
 }
 

@@ -34,21 +34,31 @@ function deploy(args: string[], env: Record<string, string> = {}) {
     .map((l) => JSON.parse(l) as Record<string, unknown>);
   return { code: r.status, lines, stderr: r.stderr };
 }
-const full = (sub: string, img: string, prev: string, key: string, extra: string[] = []) =>
-  deploy([
-    sub,
-    "--lane",
-    "lane-a",
-    "--image",
-    img,
-    "--previous-image",
-    prev,
-    "--health-url",
-    url,
-    "--operation-key",
-    key,
-    ...extra,
-  ]);
+const full = (
+  sub: string,
+  img: string,
+  prev: string,
+  key: string,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+) =>
+  deploy(
+    [
+      sub,
+      "--lane",
+      "lane-a",
+      "--image",
+      img,
+      "--previous-image",
+      prev,
+      "--health-url",
+      url,
+      "--operation-key",
+      key,
+      ...extra,
+    ],
+    env,
+  );
 
 describe("deploy.sh", () => {
   it("runs pull, start, health, stop-old and stops the old container by its exact name", () => {
@@ -119,6 +129,51 @@ describe("deploy.sh", () => {
     expect(String(health.body).length).toBeLessThanOrEqual(2048);
     expect([...String(health.body)].some((ch) => ch.charCodeAt(0) < 0x20)).toBe(false);
     expect(String(health.message)).toContain("503: model not loaded: CUDA OOM");
+  });
+
+  it("probes a container loading its model with backoff (0.2 s doubling up to the max) and passes once it is loaded", () => {
+    t.seedRunning("lane-a", B, url);
+    // Containers `run` from now on answer 503 {loading: true} for 8 s (the stand-in's knob).
+    t.knob("model-load-ms", "8000");
+    const r = full("deploy", A, B, "r1:1:fwd:lane-a", ["--health-timeout", "20"], {
+      BATON_HEALTH_INTERVAL_MAX_S: "3",
+    });
+    expect(r.code).toBe(0);
+    const health = r.lines.find((l) => l.phase === "health")!;
+    expect(health.status).toBe("ok");
+    const probes = Number(/healthy after (\d+) probe/.exec(String(health.message))?.[1]);
+    // Every probe first asks the runtime whether the new container runs (so does start, once).
+    const asked = t
+      .calls()
+      .filter(
+        (c) =>
+          c[0] === "inspect" &&
+          c[2] === "{{.State.Running}}" &&
+          c[3] === containerName("lane-a", A),
+      ).length;
+    expect(asked).toBe(probes + 1);
+    // Waits 0.2, 0.4, 0.8, 1.6, then 3 s: 7 probes cover 8 s of loading (every 0.2 s: up to 40;
+    // a slow probe only makes fewer).
+    expect(probes).toBeGreaterThanOrEqual(2);
+    expect(probes).toBeLessThanOrEqual(8);
+    // It passed on the new container's answer, and then stopped the old one.
+    expect(t.container(containerName("lane-a", A))?.running).toBe(true);
+    expect(t.container(containerName("lane-a", B))?.running).toBe(false);
+  });
+
+  it("refuses a health interval it cannot read, naming the knob, before touching the lane", () => {
+    for (const [knob, value] of [
+      ["BATON_HEALTH_INTERVAL_MAX_S", "1s"],
+      ["BATON_HEALTH_INTERVAL_S", "0"],
+      ["BATON_HEALTH_INTERVAL_S", "-1"],
+    ] as const) {
+      const r = full("deploy", A, B, "k-interval", [], { [knob]: value });
+      expect(r.code).toBe(2);
+      expect(r.lines).toHaveLength(1);
+      expect(r.lines[0]?.phase).toBe("args");
+      expect(String(r.lines[0]?.message)).toContain(`${knob} must be seconds`);
+    }
+    expect(t.calls()).toEqual([]);
   });
 
   it("is idempotent per operation key: a repeat replays the recorded phases without doing them", () => {
