@@ -115,6 +115,37 @@ matches() {
   fi
 }
 
+# plain VALUE FIRST REST MAX: 0 when VALUE has 1 to MAX characters, the first one of FIRST and
+# every one of REST (lists of characters, no ranges: the same in every locale and shell). No
+# process: a sure "yes" for the usual values before `matches` (grep -E, a fork and an exec, a
+# dozen a call); every value it accepts the field's regex accepts too, and any other value is
+# still decided by the regex.
+LOWER=abcdefghijklmnopqrstuvwxyz UPPER=ABCDEFGHIJKLMNOPQRSTUVWXYZ DIGITS=0123456789
+plain() {
+  [ -n "$1" ] && [ "${#1}" -le "$4" ] || return 1
+  case "$1" in [$2]*) ;; *) return 1 ;; esac
+  case "$1" in *[!$3]*) return 1 ;; esac
+}
+
+# plain_image VALUE: plain for an image name@sha256:<64 hex> (no tag, name of at most 255
+# characters of [a-z0-9._/:-], starting with [a-z0-9]), which IMAGE_RE and IMAGE_SHORT_RE accept.
+plain_image() {
+  case "$1" in *@sha256:*) ;; *) return 1 ;; esac
+  name="${1%@sha256:*}" digest="${1##*@sha256:}"
+  [ "$name@sha256:$digest" = "$1" ] && [ "${#digest}" -eq 64 ] &&
+    plain "$digest" "${DIGITS}abcdef" "${DIGITS}abcdef" 64 &&
+    plain "$name" "$LOWER$DIGITS" "$LOWER$DIGITS._/:-" 255
+}
+
+# plain_url VALUE: plain for http(s)://<1 to 400 of [A-Za-z0-9._~:/?&=%+-]> (URL_RE).
+plain_url() {
+  case "$1" in
+    http://*) plain "${1#http://}" "$UPPER$LOWER$DIGITS._~:/?&=%+-" "$UPPER$LOWER$DIGITS._~:/?&=%+-" 400 ;;
+    https://*) plain "${1#https://}" "$UPPER$LOWER$DIGITS._~:/?&=%+-" "$UPPER$LOWER$DIGITS._~:/?&=%+-" 400 ;;
+    *) return 1 ;;
+  esac
+}
+
 # secs_ms SECONDS: sets MS to the whole milliseconds of a decimal number of seconds (1, 0.2,
 # 2.75; digits after the third decimal are dropped). Non-zero status for anything else (a sign,
 # a unit, empty). No subshell: it runs in this shell.
@@ -174,10 +205,10 @@ IMAGE_SHORT_MAX=200
 URL_SHORT_RE='https?://[A-Za-z0-9._~:/?&=%+-]+'
 KEY_RE='[A-Za-z0-9._:=/@+-]{1,512}'
 KEY_SHORT_RE='[A-Za-z0-9._:=/@+-]+'
-matches "$LANE" "$LANE_RE" || usage_fail "--lane must be a lane id such as lane-a"
-matches "$IMAGE" "$IMAGE_RE" "$IMAGE_SHORT_RE" "$IMAGE_SHORT_MAX" || usage_fail "--image must be pinned by digest: name[:tag]@sha256:<64 hex>"
-[ "$sub" = inspect ] || { matches "$URL" "$URL_RE" "$URL_SHORT_RE" "$URL_MAX" && [ "${#URL}" -le "$URL_MAX" ]; } || usage_fail "--health-url must be an http(s) URL of at most $URL_MAX characters"
-matches "$HEALTH_TIMEOUT" '[0-9]{1,5}' || usage_fail "--health-timeout must be whole seconds"
+plain "$LANE" "$LOWER$DIGITS" "$LOWER$DIGITS._-" 64 || matches "$LANE" "$LANE_RE" || usage_fail "--lane must be a lane id such as lane-a"
+plain_image "$IMAGE" || matches "$IMAGE" "$IMAGE_RE" "$IMAGE_SHORT_RE" "$IMAGE_SHORT_MAX" || usage_fail "--image must be pinned by digest: name[:tag]@sha256:<64 hex>"
+[ "$sub" = inspect ] || { { plain_url "$URL" || matches "$URL" "$URL_RE" "$URL_SHORT_RE" "$URL_MAX"; } && [ "${#URL}" -le "$URL_MAX" ]; } || usage_fail "--health-url must be an http(s) URL of at most $URL_MAX characters"
+plain "$HEALTH_TIMEOUT" "$DIGITS" "$DIGITS" 5 || matches "$HEALTH_TIMEOUT" '[0-9]{1,5}' || usage_fail "--health-timeout must be whole seconds"
 if [ "$sub" != inspect ]; then
   secs_ms "$HEALTH_INTERVAL" && [ "$MS" -gt 0 ] ||
     usage_fail "BATON_HEALTH_INTERVAL_S must be seconds above 0, such as 1 or 0.2 (got '$HEALTH_INTERVAL')"
@@ -225,20 +256,26 @@ if [ "$sub" = inspect ]; then
   exit "$failed"
 fi
 if [ "$sub" != smoke ]; then
-  matches "$KEY" "$KEY_RE" "$KEY_SHORT_RE" 512 || usage_fail "--operation-key must be set (letters, digits, ._:=/@+-)"
-  [ -z "$PREV" ] || matches "$PREV" "$IMAGE_RE" "$IMAGE_SHORT_RE" "$IMAGE_SHORT_MAX" || usage_fail "--previous-image must be name[:tag]@sha256:<64 hex>"
+  plain "$KEY" "$UPPER$LOWER$DIGITS._:=/@+-" "$UPPER$LOWER$DIGITS._:=/@+-" 512 || matches "$KEY" "$KEY_RE" "$KEY_SHORT_RE" 512 || usage_fail "--operation-key must be set (letters, digits, ._:=/@+-)"
+  [ -z "$PREV" ] || plain_image "$PREV" || matches "$PREV" "$IMAGE_RE" "$IMAGE_SHORT_RE" "$IMAGE_SHORT_MAX" || usage_fail "--previous-image must be name[:tag]@sha256:<64 hex>"
   case "$ONLY" in '' | pull | start | health | stop-old) ;; *) usage_fail "--phase must be pull, start, health or stop-old" ;; esac
 fi
 # Both or neither: a release without a generation cannot be fenced, and the reverse means nothing.
 if [ -n "$RELEASE$GEN" ]; then
-  matches "$RELEASE" '[A-Za-z0-9][A-Za-z0-9._-]{0,63}' || usage_fail "--release must be the release id (e.g. r12) and comes with --generation"
+  plain "$RELEASE" "$UPPER$LOWER$DIGITS" "$UPPER$LOWER$DIGITS._-" 64 || matches "$RELEASE" '[A-Za-z0-9][A-Za-z0-9._-]{0,63}' || usage_fail "--release must be the release id (e.g. r12) and comes with --generation"
   # No leading zeros: one spelling per generation, and sh arithmetic would read 010 as octal.
-  matches "$GEN" '0|[1-9][0-9]{0,8}' || usage_fail "--generation must be the release generation (a whole number) and comes with --release"
+  [ "$GEN" = 0 ] || plain "$GEN" 123456789 "$DIGITS" 9 || matches "$GEN" '0|[1-9][0-9]{0,8}' || usage_fail "--generation must be the release generation (a whole number) and comes with --release"
 fi
+
+# The ledger's folder, created when missing (dirname without a process).
+ledger_dir() {
+  case "$LEDGER" in */*) d="${LEDGER%/*}" ;; *) d=. ;; esac
+  [ -d "${d:-/}" ] || mkdir -p "${d:-/}" 2>/dev/null
+}
 
 # Idempotency depends on the ledger: refuse to act when it cannot be written.
 if [ "$sub" != smoke ]; then
-  mkdir -p "$(dirname "$LEDGER")" 2>/dev/null
+  ledger_dir
   # A subshell: a failed redirection on the special built-in `:` would end this shell (POSIX).
   if ! (: >>"$LEDGER") 2>/dev/null; then
     emit ledger failed 2 0 "[deploy.sh] ledger $LEDGER is not writable by $(id -un); create it for the deploy user (docs/runner.md)"
@@ -342,7 +379,7 @@ gen_record() { # writes GEN as the release's highest generation on this lane (te
 }
 
 ledger_put() { # PHASE JSON
-  mkdir -p "$(dirname "$LEDGER")" 2>/dev/null
+  ledger_dir
   printf '%s\t%s\t%s\t%s\n' "$KEY" "$sub" "$1" "$2" >>"$LEDGER"
 }
 
