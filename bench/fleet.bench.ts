@@ -38,7 +38,9 @@
  * (stand-in: a node start per run/stop, a health server per container; the action starting
  * undici) this machine measured 7.19 CPU s a lane (20 lanes, load 27); the changes save about
  * 0.6 s a lane by per-process measurement, within the run-to-run noise of cpu_per_lane_s
- * (docs/engine.md "Parallel waves at fleet scale"). Six node starts of 0.3–0.4 s each remain per lane: 20 lanes still need
+ * (docs/engine.md "Parallel waves at fleet scale"). While a model loads, deploy.sh's health
+ * probes back off (0.2 s doubling up to BATON_HEALTH_INTERVAL_MAX_S, 5 s): the probes every
+ * 0.2 s were most of cpu_per_lane_s_model_load's extra ~7 s a lane. Six node starts of 0.3–0.4 s each remain per lane: 20 lanes still need
  * tens of seconds of both cores, so on one shared machine the instant-start ratio cannot reach
  * 1.5. On GitHub each job has its own runner and each lane its own machine, so what remains is
  * the engine's share (cpu_self).
