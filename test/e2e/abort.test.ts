@@ -13,21 +13,19 @@
  *   and why, and the recovery's RTO;
  * - a second abort of the finished release is refused 409 naming its state.
  */
-import { afterEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import {
   cpHistory,
   cpTraffic,
-  describeStore,
-  type InProcess,
+  describeInProcess,
+  ended,
   postJson as post,
   refused,
   routed,
-  type StoreKind,
   servedImage,
-  settled,
-  startInProcess,
   summarize,
   twoLaneRecipe,
+  waitsForPromote,
   waitUntil,
 } from "../support/e2e-harness.ts";
 import { recordSchemaErrors } from "../support/record-schema.ts";
@@ -35,21 +33,13 @@ import { recordSchemaErrors } from "../support/record-schema.ts";
 const T = 300_000;
 const WHY = "p99 latency on lane-a doubled";
 
-for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
-  describeStore(kind, `abort on the embedded stack on ${kind}`, () => {
-    let env: InProcess | null = null;
-    afterEach(async () => {
-      await env?.close();
-      env = null;
-    });
-
+describeInProcess(
+  (kind) => `abort on the embedded stack on ${kind}`,
+  (start) => {
     it(
       "abort after wave 1 stops exposure and compensates: control plane, lanes and router back to the baseline; the record has who, when, why and the RTO",
       async () => {
-        const e = await startInProcess(kind, {
-          recipe: { ...twoLaneRecipe(), promotion: "manual" },
-        });
-        env = e;
+        const e = await start({ recipe: { ...twoLaneRecipe(), promotion: "manual" } });
         const m = e.manifest;
         const [a, b] = m.lanes.map((l) => l.id) as [string, string];
         const baseline = await cpTraffic(e, m.model);
@@ -59,9 +49,7 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
         const id = await e.startRelease();
         let r = await e.waitFor(
           id,
-          (x) =>
-            (x.state === "paused" && settled(x) && Boolean(x.reason?.includes("promot"))) ||
-            !["running", "paused", "pending"].includes(x.state),
+          (x) => waitsForPromote(x) || ended(x),
           `${id} to wait for promote after wave 1`,
           T,
         );
@@ -157,5 +145,5 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
       },
       3 * T,
     );
-  });
-}
+  },
+);

@@ -4,70 +4,22 @@
  * the resume follows the release to its terminal state, writes the record at that state (not
  * as paused), then serves until Ctrl-C. Asserted on the running engine (its API) and the record.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
-
-/** True while a process (or, with a negative id, a process group) exists. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/** Polls `cond` every 200 ms, at most `ms`; resolves with its last value. */
-async function within(ms: number, cond: () => boolean | Promise<boolean>): Promise<boolean> {
-  for (let i = 0; i < ms / 200; i++) {
-    if (await cond()) return true;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return cond();
-}
+import { alive, spawnDemo, within } from "../support/demo-process.ts";
 
 describe("npm run demo -- --serve with a paused release", () => {
   it("keeps serving and following through a pause, says how to resume, ends at the terminal state", async () => {
     const tmp = mkdtempSync(join(tmpdir(), "baton-demo-paused-"));
     const file = join(tmp, "record.json");
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        join(REPO_ROOT, "engine/src/cli/main.ts"),
-        "demo",
-        "--serve",
-        "--record",
-        file,
-      ],
-      {
-        cwd: REPO_ROOT,
-        env: { ...process.env, NO_COLOR: "1" },
-        stdio: ["ignore", "pipe", "pipe"],
-        detached: true,
-      },
-    );
-    const pgid = child.pid!;
-    let out = "";
-    const exited = new Promise<{ code: number | null; signal: string | null }>((ok) =>
-      child.on("exit", (code, signal) => ok({ code, signal })),
-    );
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
+    const demo = spawnDemo(["--serve", "--record", file]);
+    const { pgid } = demo;
     try {
-      const started = await within(300_000, () => /^\s+\d+\s+\S+\s+fwd\s+attempt \d+/m.test(out));
-      expect(started, out).toBe(true);
-      const url = /\[demo\] engine\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1] ?? "";
-      const token = /with the operator token (\S+)/.exec(out)?.[1] ?? "";
+      const started = await demo.started(300_000);
+      expect(started, demo.output()).toBe(true);
+      const { url, token } = demo.engine();
       const api = (path: string, body?: unknown) =>
         fetch(`${url}${path}`, {
           method: body === undefined ? "GET" : "POST",
@@ -82,26 +34,29 @@ describe("npm run demo -- --serve with a paused release", () => {
       expect(await within(120_000, async () => (await stateOf()) === "paused")).toBe(true);
       // The demo says how to resume, and does not end.
       expect(
-        await within(60_000, () => /\[demo\] release r1 is paused[\s\S]*baton resume r1/.test(out)),
-        out,
+        await within(60_000, () =>
+          /\[demo\] release r1 is paused[\s\S]*baton resume r1/.test(demo.output()),
+        ),
+        demo.output(),
       ).toBe(true);
-      expect(out).toMatch(
+      expect(demo.output()).toMatch(
         /\[demo\] resume\s+BATON_ENGINE_URL=http:\/\/127\.0\.0\.1:\d+ BATON_TOKEN=\S+ npx baton resume r1/,
       );
       // A while later it is still following: no end line, no record written, engine answering.
       await new Promise((r) => setTimeout(r, 3_000));
-      expect(out).not.toMatch(/ended paused/);
-      expect(out).not.toMatch(/\[demo\] record /);
+      expect(demo.output()).not.toMatch(/ended paused/);
+      expect(demo.output()).not.toMatch(/\[demo\] record /);
       expect(alive(pgid)).toBe(true);
       expect(await stateOf()).toBe("paused");
 
       const resumed = await api("/v1/releases/r1/resume", {});
       expect(resumed.status, await resumed.text()).toBe(200);
       // Followed to the end (the gates got the router's traffic again), then serving.
-      expect(await within(400_000, () => /\[demo\] serving until Ctrl-C/.test(out)), out).toBe(
-        true,
-      );
-      expect(out).toMatch(/release r1 ended succeeded in [\d.]+ s/);
+      expect(
+        await within(400_000, () => /\[demo\] serving until Ctrl-C/.test(demo.output())),
+        demo.output(),
+      ).toBe(true);
+      expect(demo.output()).toMatch(/release r1 ended succeeded in [\d.]+ s/);
       expect(await stateOf()).toBe("succeeded");
       const rec = JSON.parse(readFileSync(file, "utf8")) as {
         release: { state: string; closed: boolean };
@@ -109,13 +64,10 @@ describe("npm run demo -- --serve with a paused release", () => {
       expect(rec.release).toMatchObject({ state: "succeeded", closed: true });
 
       process.kill(pgid, "SIGINT");
-      const done = await Promise.race([
-        exited,
-        new Promise<null>((r) => setTimeout(() => r(null), 120_000)),
-      ]);
-      expect(done, out).toEqual({ code: 0, signal: null });
+      const done = await demo.exit(120_000);
+      expect(done, demo.output()).toEqual({ code: 0, signal: null });
     } finally {
-      if (alive(-pgid)) process.kill(-pgid, "SIGKILL");
+      demo.kill();
       rmSync(tmp, { recursive: true, force: true });
     }
   }, 900_000);

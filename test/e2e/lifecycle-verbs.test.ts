@@ -12,23 +12,24 @@
  * Each verb is refused (409 naming what the release accepts) in the states where it makes no
  * sense, before and after.
  */
-import { afterEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import {
   type CpChange,
   cpHistory,
   cpTraffic,
-  describeStore,
+  describeInProcess,
+  ended,
   type InProcess,
   postJson as post,
   type RecordJson,
+  readJson,
   refused,
   routed,
-  type StoreKind,
   servedImage,
   settled,
-  startInProcess,
   summarize,
   twoLaneRecipe,
+  waitsForPromote,
 } from "../support/e2e-harness.ts";
 
 const T = 300_000;
@@ -39,9 +40,7 @@ type Full = RecordJson & {
   available_actions: { action: string }[];
 };
 
-async function full(e: InProcess, id: string): Promise<Full> {
-  return (await (await e.api(`/v1/releases/${id}`)).json()) as Full;
-}
+const full = (e: InProcess, id: string) => readJson<Full>(e, `/v1/releases/${id}`);
 
 /** Lanes the control plane history ever took out of service. */
 const everExcluded = (h: CpChange[]) =>
@@ -51,21 +50,13 @@ const everExcluded = (h: CpChange[]) =>
       .map((c) => c.lane),
   );
 
-for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
-  describeStore(kind, `lifecycle verbs on the embedded stack on ${kind}`, () => {
-    let env: InProcess | null = null;
-    afterEach(async () => {
-      await env?.close();
-      env = null;
-    });
-
+describeInProcess(
+  (kind) => `lifecycle verbs on the embedded stack on ${kind}`,
+  (start) => {
     it(
       "deploy runs the candidate dark at 0%, release exposes its first wave, promote widens to the next; each refused out of turn",
       async () => {
-        const e = await startInProcess(kind, {
-          recipe: { ...twoLaneRecipe(), promotion: "manual" },
-        });
-        env = e;
+        const e = await start({ recipe: { ...twoLaneRecipe(), promotion: "manual" } });
         const m = e.manifest;
         const [a, b] = m.lanes.map((l) => l.id) as [string, string];
         expect(await servedImage(e, a)).toBe(m.previous_image);
@@ -120,9 +111,7 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
         expect(rel.status, await rel.clone().text()).toBe(200);
         await e.waitFor(
           id,
-          (x) =>
-            (x.state === "paused" && settled(x) && x.reason?.includes("promot")) ||
-            (x.state !== "running" && x.state !== "paused"),
+          (x) => waitsForPromote(x) || (x.state !== "running" && x.state !== "paused"),
           `${id} to wait for promote`,
           T,
         );
@@ -148,12 +137,7 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
           actor: "dan",
         });
         expect(pro.status, await pro.clone().text()).toBe(200);
-        r = (await e.waitFor(
-          id,
-          (x) => !["running", "paused", "pending"].includes(x.state),
-          `${id} to end`,
-          T,
-        )) as Full;
+        r = (await e.waitFor(id, ended, `${id} to end`, T)) as Full;
         expect(r.state, summarize(r)).toBe("succeeded");
         expect(await servedImage(e, a)).toBe(m.image);
         expect(await servedImage(e, b)).toBe(m.image);
@@ -192,5 +176,5 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
       },
       4 * T,
     );
-  });
-}
+  },
+);

@@ -15,20 +15,20 @@
  * - `abort` of a held release ends it `aborted` without compensating: the target keeps the
  *   candidate and the control plane its weights.
  */
-import { afterEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import {
   cpHistory,
   cpTraffic,
-  describeStore,
+  describeInProcess,
+  ended,
   type InProcess,
   postJson as post,
   type RecordJson,
+  readJson,
   refused,
-  type StoreKind,
   servedImage,
   settled,
-  startInProcess,
   summarize,
   twoLaneRecipe,
   waitUntil,
@@ -45,9 +45,7 @@ type Full = RecordJson & {
   lineage: { verb: string; of: string } | null;
 };
 
-async function full(e: InProcess, id: string): Promise<Full> {
-  return (await (await e.api(`/v1/releases/${id}`)).json()) as Full;
-}
+const full = (e: InProcess, id: string) => readJson<Full>(e, `/v1/releases/${id}`);
 
 /** Two lanes, roll_forward_only past lane-a's deploy; no re-run window (a failure holds at once). */
 function rollForwardOnly(): RecipeInput {
@@ -102,19 +100,13 @@ async function nothingUndone(
   expect(await servedImage(e, e.manifest.lanes[0]?.id ?? "")).toBe(e.manifest.image);
 }
 
-for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
-  describeStore(kind, `roll forward on the embedded stack on ${kind}`, () => {
-    let env: InProcess | null = null;
-    afterEach(async () => {
-      await env?.close();
-      env = null;
-    });
-
+describeInProcess(
+  (kind) => `roll forward on the embedded stack on ${kind}`,
+  (start) => {
     it(
       "a roll_forward_only release failing past its unsafe step is held without compensating; roll forward ends it aborted, nothing undone, and the fix runs every lane",
       async () => {
-        const e = await startInProcess(kind, { recipe: rollForwardOnly(), admission: "sign" });
-        env = e;
+        const e = await start({ recipe: rollForwardOnly(), admission: "sign" });
         const m = e.manifest;
         const [a, b] = m.lanes.map((l) => l.id) as [string, string];
         const { id } = await heldRelease(e);
@@ -155,12 +147,7 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
         expect(closed.step_runs.filter((s) => s.direction === "bwd")).toEqual([]);
         expect((await cpHistory(e, id)).length).toBe(writes);
 
-        const next = await e.waitFor(
-          started.id,
-          (x) => !["running", "paused", "pending"].includes(x.state),
-          `${started.id} (the fix) to end`,
-          T,
-        );
+        const next = await e.waitFor(started.id, ended, `${started.id} (the fix) to end`, T);
         expect(next.state, summarize(next)).toBe("succeeded");
         expect((await full(e, started.id)).lineage).toEqual({ verb: "roll_forward", of: id });
         // The lanes run the fix (bounded: a lane reports once its deploy run ends).
@@ -213,8 +200,7 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
     it(
       "abort of a release held for roll forward ends it aborted without compensating: the target keeps the candidate",
       async () => {
-        const e = await startInProcess(kind, { recipe: rollForwardOnly(), admission: "sign" });
-        env = e;
+        const e = await start({ recipe: rollForwardOnly(), admission: "sign" });
         const m = e.manifest;
         const { id } = await heldRelease(e);
         const atFailure = await cpTraffic(e, m.model);
@@ -250,5 +236,5 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
       },
       3 * T,
     );
-  });
-}
+  },
+);

@@ -10,79 +10,34 @@
  *   evidence row on the new release (and in its history), it succeeds, and the lanes' health
  *   URLs answer from containers running v1's image again.
  */
-import { afterEach, expect, it } from "vitest";
-import { shQuote } from "../../scripts/lib/shell-quote.ts";
-import { connect } from "../../scripts/lib/ssh.ts";
+import { expect, it } from "vitest";
 import {
-  describeStore,
-  type InProcess,
-  postRecipe,
-  type StoreKind,
+  askRollback,
+  type PrerequisiteCheck as Check,
+  describeInProcess,
+  dockerOnTarget,
   servedImage,
-  startInProcess,
   twoLaneRecipe,
+  twoReleases,
+  V2_IMAGE as V2,
 } from "../support/e2e-harness.ts";
 
 const T = 300_000;
-const V2 = `ghcr.io/acme/summarizer:v8@sha256:${"8e".repeat(32)}`;
 
-interface Check {
-  check: string;
-  lane: string | null;
-  outcome: string;
-  message: string;
-  fix: string | null;
-}
-
-/** Runs `command` on the embedded target over SSH (as an operator at the machine would). */
-async function onTarget(e: InProcess, command: string): Promise<string> {
-  const t = e.fleet.target;
-  const s = await connect(
-    { host: t.host, port: t.port, user: t.user, hostKey: t.hostKeyPin },
-    { privateKey: t.clientPrivateKey, connectTimeoutMs: 20_000 },
-  );
-  try {
-    const r = await s.exec(command, 60_000);
-    if (r.exit_code !== 0) throw new Error(`[test] ${command}: ${r.stdout}${r.stderr}`);
-    return r.stdout;
-  } finally {
-    s.close();
-  }
-}
-
-for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
-  describeStore(kind, `rollback prerequisites on ${kind}`, () => {
-    let env: InProcess | null = null;
-    afterEach(async () => {
-      await env?.close();
-      env = null;
-    });
-
+describeInProcess(
+  (kind) => `rollback prerequisites on ${kind}`,
+  (start) => {
     it(
       "a rollback whose prerequisite fails (the previous image was removed from a lane) is refused naming lane, check and fix; with the image back it passes and the lanes serve it again",
       async () => {
-        const e = await startInProcess(kind, { recipe: twoLaneRecipe() });
-        env = e;
-        const v1 = e.recipe;
-        const lanes = (v1.lanes ?? []).map((l) => l.id);
-        const r1 = await postRecipe(e.api, v1);
-        await e.waitFor(r1, (r) => r.state === "succeeded", `${r1} succeeded`, T);
-        console.log(`[test] ${kind}: ${r1} succeeded`);
-        const v2 = { ...structuredClone(v1), image: V2, previous_image: v1.image as string };
-        const r2 = await postRecipe(e.api, v2);
-        await e.waitFor(r2, (r) => r.state === "succeeded", `${r2} succeeded`, T);
-        for (const l of lanes) expect(await servedImage(e, l)).toBe(V2);
-        console.log(`[test] ${kind}: ${r2} succeeded`);
+        const e = await start({ recipe: twoLaneRecipe() });
+        const { v1, r2, lanes } = await twoReleases(e, T);
 
         // Someone cleans up the machine: v1's image is gone.
-        await onTarget(e, `docker rmi ${shQuote(v1.image as string)}`);
+        await dockerOnTarget(e, "rmi", v1.image as string);
         const before = ((await (await e.api("/v1/releases")).json()) as { releases: unknown[] })
           .releases.length;
-        const refused = await e.api(`/v1/releases/${r2}/rollback`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ reason: "v8 answers wrong", actor: "alice" }),
-        });
+        const refused = await askRollback(e, r2);
         const body = (await refused.json()) as {
           error: {
             code: string;
@@ -110,12 +65,8 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
         for (const l of lanes) expect(await servedImage(e, l)).toBe(V2);
 
         // The image is loaded again: the rollback is admitted with every prerequisite passed.
-        await onTarget(e, `docker pull ${shQuote(v1.image as string)}`);
-        const ok = await e.api(`/v1/releases/${r2}/rollback`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ reason: "v8 answers wrong", actor: "alice" }),
-        });
+        await dockerOnTarget(e, "pull", v1.image as string);
+        const ok = await askRollback(e, r2);
         const started = (await ok.json()) as {
           id: string;
           prerequisites: { ok: boolean; image: string; checks: Check[] };
@@ -151,5 +102,5 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
       },
       4 * T,
     );
-  });
-}
+  },
+);

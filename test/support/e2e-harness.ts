@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { describe, expect } from "vitest";
+import { afterEach, describe, expect } from "vitest";
 import { headSha } from "../../engine/src/adapters/local-runner/index.ts";
 import { type Fleet, freePort, REPO_ROOT, startFleet } from "../../engine/src/demo/fleet.ts";
 import { stepLabel } from "../../engine/src/demo/progress.ts";
@@ -31,6 +31,8 @@ import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { HistoryEntry, Manifest, StepRun } from "../../engine/src/domain/types.ts";
 import type { AttemptResult } from "../../engine/src/ports/store.ts";
 import { compileRecipeInput } from "../../engine/src/recipes/compile-text.ts";
+import { shQuote } from "../../scripts/lib/shell-quote.ts";
+import { connect } from "../../scripts/lib/ssh.ts";
 
 export type StoreKind = "sqlite" | "postgres";
 export const PG_URL = process.env.BATON_TEST_DATABASE_URL;
@@ -405,6 +407,113 @@ export async function startSplit(
   };
 }
 
+/**
+ * One describe block per store, titled `title(kind)`, for tests on the in-process stack: `fn`
+ * gets `start(options)`, which starts the stack on that store (`startInProcess`), and the store.
+ * The stack a test started is closed after it (the router's traffic stopped first).
+ */
+export function describeInProcess(
+  title: (kind: StoreKind) => string,
+  fn: (start: (o?: InProcessOptions) => Promise<InProcess>, kind: StoreKind) => void,
+): void {
+  for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
+    describeStore(kind, title(kind), () => {
+      let env: InProcess | null = null;
+      afterEach(async () => {
+        env?.stack.traffic.stop();
+        await env?.close();
+        env = null;
+      });
+      fn(async (o) => {
+        env = await startInProcess(kind, o);
+        return env;
+      }, kind);
+    });
+  }
+}
+
+/** The engine's JSON answer to an operator `GET path`, as `T` (no status check). */
+export async function readJson<T>(e: E2EBase, path: string): Promise<T> {
+  return (await (await e.api(path)).json()) as T;
+}
+
+/** Past running, paused and pending: the release has ended (or is compensating). */
+export function ended(r: { state: string }): boolean {
+  return !["running", "paused", "pending"].includes(r.state);
+}
+
+/** Paused with every step run settled and its reason naming promote: waiting for `promote`. */
+export function waitsForPromote(r: RecordJson): boolean {
+  return r.state === "paused" && settled(r) && Boolean(r.reason?.includes("promot"));
+}
+
+/**
+ * Runs `command` on the embedded target over SSH (as an operator at the machine would);
+ * returns its stdout. @throws Error with the command and its output unless it exits 0.
+ */
+export async function onTarget(e: E2EBase, command: string): Promise<string> {
+  const t = e.fleet.target;
+  const s = await connect(
+    { host: t.host, port: t.port, user: t.user, hostKey: t.hostKeyPin },
+    { privateKey: t.clientPrivateKey, connectTimeoutMs: 20_000 },
+  );
+  try {
+    const r = await s.exec(command, 60_000);
+    if (r.exit_code !== 0) throw new Error(`[test] ${command}: ${r.stdout}${r.stderr}`);
+    return r.stdout;
+  } finally {
+    s.close();
+  }
+}
+
+/** The image v2 of `twoReleases` runs (v1 runs the recipe's). */
+export const V2_IMAGE = `ghcr.io/acme/summarizer:v8@sha256:${"8e".repeat(32)}`;
+
+/**
+ * Two releases of `e.recipe` succeed, v1 then v2 (image `V2_IMAGE`, previous image v1's), and
+ * every lane serves v2; `timeoutMs` bounds each wait. Returns both recipes, their release ids
+ * and the lane ids.
+ */
+export async function twoReleases(
+  e: E2EBase,
+  timeoutMs: number,
+): Promise<{ v1: RecipeInput; v2: RecipeInput; r1: string; r2: string; lanes: string[] }> {
+  const v1 = e.recipe;
+  const lanes = (v1.lanes ?? []).map((l) => l.id);
+  const r1 = await postRecipe(e.api, v1);
+  await e.waitFor(r1, (r) => r.state === "succeeded", `${r1} succeeded`, timeoutMs);
+  console.log(`[test] ${e.kind}: ${r1} succeeded`);
+  const v2 = { ...structuredClone(v1), image: V2_IMAGE, previous_image: v1.image as string };
+  const r2 = await postRecipe(e.api, v2);
+  await e.waitFor(r2, (r) => r.state === "succeeded", `${r2} succeeded`, timeoutMs);
+  for (const l of lanes) expect(await servedImage(e, l)).toBe(V2_IMAGE);
+  console.log(`[test] ${e.kind}: ${r2} succeeded`);
+  return { v1, v2, r1, r2, lanes };
+}
+
+/** `docker rmi` (a clean-up removed it) or `docker pull` (loaded again) of `image` on the target. */
+export async function dockerOnTarget(
+  e: E2EBase,
+  verb: "rmi" | "pull",
+  image: string,
+): Promise<void> {
+  await onTarget(e, `docker ${verb} ${shQuote(image)}`);
+}
+
+/** Asks the engine to roll `id` back as the tests' operator does; returns the raw answer. */
+export function askRollback(e: E2EBase, id: string): Promise<Response> {
+  return postJson(e, `/v1/releases/${id}/rollback`, { reason: "v8 answers wrong", actor: "alice" });
+}
+
+/** One rollback prerequisite row (API and release record). */
+export interface PrerequisiteCheck {
+  check: string;
+  lane: string | null;
+  outcome: string;
+  message: string;
+  fix: string | null;
+}
+
 /** States a release does not leave by itself (the e2e tests wait for one of them). */
 export const TERMINAL = new Set([
   "succeeded",
@@ -447,7 +556,7 @@ export async function servedImage(e: E2EBase, lane: string): Promise<string | nu
   const url = e.fleet.lanes.get(lane)?.healthUrl;
   if (!url) throw new Error(`[e2e] no lane ${lane} in the fleet`);
   const res = await fetch(url).catch(() => null);
-  if (!res || res.status !== 200) return null;
+  if (res?.status !== 200) return null;
   return ((await res.json()) as { image?: string }).image ?? null;
 }
 
