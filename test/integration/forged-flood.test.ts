@@ -5,41 +5,29 @@
  * the requests in between are counted and the count rides on the next recorded row
  * (docs/guarantees.md "What is bounded"). Both stores.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { signBody } from "../../engine/src/protocol/credential.ts";
 import {
   callbackBody,
   callbackUrl,
-  createRelease,
-  firstDispatch,
   getRecord,
-  type Harness,
-  makeHarness,
   op,
   preflightBody,
   preflightUrl,
   recipe,
-  STORE_KINDS,
   signedPost,
-  skipStore,
 } from "./service-harness.ts";
+import { describeEachStore, preflightOk, startedRelease } from "./store-suites.ts";
 
-let h: Harness | null = null;
-afterEach(async () => {
-  await h?.close();
-  h = null;
-});
-
-describe.each(STORE_KINDS)("forged and repeated requests on %s", (kind) => {
-  if (skipStore(kind)) {
+describeEachStore("forged and repeated requests on %s", ({ skip, open }) => {
+  if (skip) {
     it.skip("Postgres: BATON_TEST_DATABASE_URL is not set", () => {});
     return;
   }
 
   it("10,000 forged preflights and callbacks over 10 minutes add at most 2 rows a minute", async () => {
-    h = await makeHarness({ kind, seed: recipe(2) });
-    const id = await createRelease(h, recipe(2));
-    const p = await firstDispatch(h);
+    const h = await open({ seed: recipe(2) });
+    const { id, p } = await startedRelease(h);
     const before = await getRecord(h, id);
     const sizeBefore = JSON.stringify(before).length;
     const run = { run_id: "7001", run_attempt: 1 };
@@ -86,13 +74,10 @@ describe.each(STORE_KINDS)("forged and repeated requests on %s", (kind) => {
   }, 120_000);
 
   it("repeated duplicate callbacks add at most one refused row; the reply stays 200 replay", async () => {
-    h = await makeHarness({ kind, seed: recipe(2) });
-    const id = await createRelease(h, recipe(2));
-    const p = await firstDispatch(h);
+    const h = await open({ seed: recipe(2) });
+    const { id, p } = await startedRelease(h);
     const run = { run_id: "7002", run_attempt: 1 };
-    expect((await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run))).status).toBe(
-      200,
-    );
+    await preflightOk(h, p, run);
     const body = callbackBody(p.step_run_id, run);
     expect((await signedPost(h, callbackUrl(p.step_run_id), body)).status).toBe(200);
     const before = (await getRecord(h, id)).history.length;
@@ -106,9 +91,8 @@ describe.each(STORE_KINDS)("forged and repeated requests on %s", (kind) => {
   });
 
   it("a conflicting second callback for an attempt already reported is 409, the first result stands", async () => {
-    h = await makeHarness({ kind, seed: recipe(2) });
-    const id = await createRelease(h, recipe(2));
-    const p = await firstDispatch(h);
+    const h = await open({ seed: recipe(2) });
+    const { id, p } = await startedRelease(h);
     const run = { run_id: "7003", run_attempt: 1 };
     await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run));
     expect(
@@ -129,9 +113,8 @@ describe.each(STORE_KINDS)("forged and repeated requests on %s", (kind) => {
   });
 
   it("the viewer token on retry and tick is 403 naming the operator token", async () => {
-    h = await makeHarness({ kind, seed: recipe(2) });
-    await createRelease(h, recipe(2));
-    const p = await firstDispatch(h);
+    const h = await open({ seed: recipe(2) });
+    const { p } = await startedRelease(h);
     const viewer = { authorization: "Bearer viewer-token-0123456789abcdefgh" };
     for (const url of [`/v1/releases/step-runs/${p.step_run_id}/retry`, "/v1/tick"]) {
       const res = await h.engine.app.request(url, { method: "POST", headers: viewer });

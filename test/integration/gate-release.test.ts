@@ -7,7 +7,7 @@
  * inconclusive → paused with promote / abort as its only exits. Evidence is stored bound to
  * the release, generation, manifest digest and wave. Every loop is bounded by `drive`.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import {
   acceptedCommands,
   gateLines,
@@ -20,24 +20,15 @@ import {
   gatedRecipe,
   IMAGE_UNDER_TEST as IMAGE,
   MODEL,
-  type Rig,
-  rig,
   run,
   start,
 } from "../support/gate-rig.ts";
-import { op, STORE_KINDS, skipStore } from "./service-harness.ts";
+import { op } from "./service-harness.ts";
+import { describeEachRig } from "./store-suites.ts";
 
-describe.each(STORE_KINDS)("gated release on %s", (kind) => {
-  const skip = skipStore(kind);
-  let g: Rig | null = null;
-  afterEach(async () => {
-    g?.traffic.stop();
-    await g?.h.close();
-    g = null;
-  });
-
+describeEachRig("gated release on %s", ({ skip, open }) => {
   it.skipIf(skip)("a good candidate passes each gate and the release succeeds", async () => {
-    g = await rig(kind);
+    const g = await open();
     const id = await start(g.h, gatedRecipe());
     await run(g);
     const release = await g.h.store.getRelease(id);
@@ -110,7 +101,7 @@ describe.each(STORE_KINDS)("gated release on %s", (kind) => {
   it.skipIf(skip)(
     "the control arm is the baseline observed serving at start, not the assumed previous image",
     async () => {
-      g = await rig(kind);
+      const g = await open();
       // lane-b and lane-c serve a hotfix the recipe's previous image does not name.
       const HOTFIX = `registry.example/summarizer@sha256:${"e".repeat(64)}`;
       g.traffic.setLaneImage("lane-b", HOTFIX);
@@ -135,7 +126,7 @@ describe.each(STORE_KINDS)("gated release on %s", (kind) => {
   it.skipIf(skip)(
     "a router serving another split than the control plane holds fails the gate on SRM",
     async () => {
-      g = await rig(kind);
+      const g = await open();
       // The router's config push for lane-a is stale: it sends lane-a 12 of every 92 units
       // (13%) whatever the control plane holds, while the control plane reads back 20%.
       g.traffic.setRouterFault("lane-a", 12);
@@ -174,7 +165,7 @@ describe.each(STORE_KINDS)("gated release on %s", (kind) => {
   it.skipIf(skip)(
     "a candidate with errors well above the margin rolls back, naming metric, bound and margin",
     async () => {
-      g = await rig(kind, 0.2);
+      const g = await open(0.2);
       const id = await start(g.h, gatedRecipe());
       await run(g);
       const release = await g.h.store.getRelease(id);
@@ -197,7 +188,7 @@ describe.each(STORE_KINDS)("gated release on %s", (kind) => {
   );
 
   it.skipIf(skip)("no traffic to the candidate never passes", async () => {
-    g = await rig(kind);
+    const g = await open();
     const id = await start(g.h, gatedRecipe());
     await run(g, { deploy: false }); // lane-a keeps serving the previous image
     const release = await g.h.store.getRelease(id);
@@ -213,7 +204,7 @@ describe.each(STORE_KINDS)("gated release on %s", (kind) => {
   it.skipIf(skip)(
     "missing evidence until max_wait_ms: paused for promote or abort; promote runs on",
     async () => {
-      g = await rig(kind);
+      const g = await open();
       const id = await start(g.h, gatedRecipe());
       await run(g, { send: false });
       let release = await g.h.store.getRelease(id);
@@ -261,7 +252,7 @@ describe.each(STORE_KINDS)("gated release on %s", (kind) => {
   );
 
   it.skipIf(skip)("abort at an inconclusive gate compensates", async () => {
-    g = await rig(kind);
+    const g = await open();
     const id = await start(g.h, gatedRecipe());
     await run(g, { send: false });
     expect((await g.h.store.getRelease(id))?.state).toBe("paused");

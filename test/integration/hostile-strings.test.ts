@@ -4,48 +4,33 @@
  * Postgres: a callback is accepted and stored with U+FFFD in their place (deterministic), a
  * recipe field is refused with a 422 naming it. Never a 500, never a stranded release.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import {
   callbackBody,
   callbackUrl,
   createRelease,
-  firstDispatch,
   getRecord,
-  type Harness,
-  makeHarness,
   op,
-  preflightBody,
-  preflightUrl,
   recipe,
-  STORE_KINDS,
   signedPost,
-  skipStore,
 } from "./service-harness.ts";
-
-let h: Harness | null = null;
-afterEach(async () => {
-  await h?.close();
-  h = null;
-});
+import { describeEachStore, preflightOk, startedRelease } from "./store-suites.ts";
 
 const NUL = "\u0000";
 const LONE_HIGH = "\ud800";
 const LONE_LOW = "\udc00";
 
-describe.each(STORE_KINDS)("hostile strings on %s", (kind) => {
-  if (skipStore(kind)) {
+describeEachStore("hostile strings on %s", ({ skip, open }) => {
+  if (skip) {
     it.skip("Postgres: BATON_TEST_DATABASE_URL is not set", () => {});
     return;
   }
 
   it("a callback whose log and checks hold NUL and lone surrogates is stored (U+FFFD), the release moves on", async () => {
-    h = await makeHarness({ kind, seed: recipe(2) });
-    const id = await createRelease(h, recipe(2));
-    const p = await firstDispatch(h);
+    const h = await open({ seed: recipe(2) });
+    const { id, p } = await startedRelease(h);
     const run = { run_id: "9001", run_attempt: 1 };
-    expect((await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run))).status).toBe(
-      200,
-    );
+    await preflightOk(h, p, run);
     const body = callbackBody(p.step_run_id, run, "pass", {
       log: `banner${NUL}binary ${LONE_HIGH}x${LONE_LOW}\n`,
       checks: [{ name: `h${NUL}${LONE_LOW}`, status: "passed", [`k${NUL}`]: `v${LONE_HIGH}` }],
@@ -65,7 +50,7 @@ describe.each(STORE_KINDS)("hostile strings on %s", (kind) => {
   });
 
   it("a recipe field holding NUL or a lone surrogate is a 422 naming the field, on either store", async () => {
-    h = await makeHarness({ kind, seed: recipe(2) });
+    const h = await open({ seed: recipe(2) });
     for (const bad of [`m${NUL}x`, `m${LONE_HIGH}`]) {
       const res = await op(h, "POST", "/v1/releases", { ...recipe(2), name: bad });
       expect(res.status).toBe(422);
@@ -78,7 +63,7 @@ describe.each(STORE_KINDS)("hostile strings on %s", (kind) => {
   });
 
   it("an abort reason with NUL and a lone surrogate is stored with U+FFFD", async () => {
-    h = await makeHarness({ kind, seed: recipe(2) });
+    const h = await open({ seed: recipe(2) });
     const id = await createRelease(h, recipe(2));
     const res = await op(h, "POST", `/v1/releases/${id}/abort`, {
       reason: `stop${NUL}now${LONE_LOW}`,
@@ -90,7 +75,7 @@ describe.each(STORE_KINDS)("hostile strings on %s", (kind) => {
   });
 
   it("a reason with a bidirectional override or an escape sequence is refused naming it, nothing recorded", async () => {
-    h = await makeHarness({ kind, seed: recipe(2) });
+    const h = await open({ seed: recipe(2) });
     const id = await createRelease(h, recipe(2));
     const before = (await getRecord(h, id)).history.length;
     for (const [reason, code] of [
@@ -109,9 +94,8 @@ describe.each(STORE_KINDS)("hostile strings on %s", (kind) => {
   });
 
   it("history data from a refused request with hostile strings is stored", async () => {
-    h = await makeHarness({ kind, seed: recipe(2) });
-    await createRelease(h, recipe(2));
-    const p = await firstDispatch(h);
+    const h = await open({ seed: recipe(2) });
+    const { p } = await startedRelease(h);
     await h.engine.service.recordRefused(p.step_run_id, "callback", `bad${NUL}`, {
       reason: `x${NUL}${LONE_HIGH}`,
     });

@@ -8,17 +8,17 @@
  * pause. Pass: stays paused until resume. Asserted on the control plane's weights and the
  * runner's dispatches, not only on Baton's tables.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import {
   gatedRecipe,
   IMAGE_UNDER_TEST as IMAGE,
   MODEL,
   type Rig,
-  rig,
   run,
   start,
 } from "../support/gate-rig.ts";
-import { type Harness, op, pumpOnce, STORE_KINDS, skipStore } from "./service-harness.ts";
+import { type Harness, op, pumpOnce } from "./service-harness.ts";
+import { describeEachRig } from "./store-suites.ts";
 
 type Full = {
   state: string;
@@ -58,19 +58,11 @@ const lanesTouched = (g: Rig) =>
 
 const PAUSE = { reason: "error budget burn on lane-a, investigating", actor: "mallory" };
 
-describe.each(STORE_KINDS)("operator pause at a deciding gate on %s", (kind) => {
-  const skip = skipStore(kind);
-  let g: Rig | null = null;
-  afterEach(async () => {
-    g?.traffic.stop();
-    await g?.h.close();
-    g = null;
-  });
-
+describeEachRig("operator pause at a deciding gate on %s", ({ skip, open }) => {
   it.skipIf(skip)(
     "inconclusive keeps the operator's pause: promote starts nothing until resume",
     async () => {
-      g = await rig(kind);
+      const g = await open();
       const id = await start(g.h, gatedRecipe());
       await untilGate(g, id, 0);
       const paused = await op(g.h, "POST", `/v1/releases/${id}/pause`, PAUSE);
@@ -127,7 +119,7 @@ describe.each(STORE_KINDS)("operator pause at a deciding gate on %s", (kind) => 
   it.skipIf(skip)(
     "inconclusive under a pause: resume first lifts only the pause, the gate still waits for promote",
     async () => {
-      g = await rig(kind);
+      const g = await open();
       const id = await start(g.h, gatedRecipe());
       await untilGate(g, id, 0);
       expect((await op(g.h, "POST", `/v1/releases/${id}/pause`, PAUSE)).status).toBe(200);
@@ -157,7 +149,7 @@ describe.each(STORE_KINDS)("operator pause at a deciding gate on %s", (kind) => 
   );
 
   it.skipIf(skip)("a failing gate under a pause still compensates", async () => {
-    g = await rig(kind, 0.1);
+    const g = await open(0.1);
     const id = await start(g.h, gatedRecipe());
     await untilGate(g, id, 0);
     expect((await op(g.h, "POST", `/v1/releases/${id}/pause`, PAUSE)).status).toBe(200);
@@ -170,7 +162,7 @@ describe.each(STORE_KINDS)("operator pause at a deciding gate on %s", (kind) => 
   });
 
   it.skipIf(skip)("a passing gate under a pause stays paused until resume", async () => {
-    g = await rig(kind);
+    const g = await open();
     const id = await start(g.h, gatedRecipe());
     await untilGate(g, id, 0);
     expect((await op(g.h, "POST", `/v1/releases/${id}/pause`, PAUSE)).status).toBe(200);
