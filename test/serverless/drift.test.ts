@@ -14,12 +14,12 @@
  * that refuses, hangs or is gone during the event: the event ends normally, the failure is
  * counted in the store, the read is made once per interval, the last observation stays.
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Miniflare } from "miniflare";
+import type { Miniflare } from "miniflare";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
@@ -27,6 +27,8 @@ import { handler } from "../../engine/src/entries/lambda.ts";
 import { eventLeaseMs } from "../../engine/src/service/drift.ts";
 import { type LanesServer, startLanesServer } from "../support/lanes-server.ts";
 import {
+  buildWorkerBundle,
+  cronTrigger,
   driveRelease,
   MODEL,
   type Send,
@@ -34,6 +36,7 @@ import {
   startServerlessWorld,
   startWorkerd,
   type Workerd,
+  workerdRuntime,
 } from "../support/serverless-world.ts";
 
 const PG = process.env.BATON_TEST_DATABASE_URL;
@@ -245,12 +248,7 @@ describe.skipIf(!PG && process.env.CI !== "true")(
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), "baton-worker-drift-"));
-      const out = join(dir, "worker.mjs");
-      const built = spawnSync(process.execPath, ["scripts/build-worker.mjs", out], {
-        encoding: "utf8",
-      });
-      expect(built.status, built.stderr).toBe(0);
-      bundle = readFileSync(out, "utf8");
+      bundle = buildWorkerBundle(dir);
       world = await startServerlessWorld(PUBLIC_URL);
       workerd = await startWorkerd(
         bundle,
@@ -275,22 +273,14 @@ describe.skipIf(!PG && process.env.CI !== "true")(
         tickWith: async (url) => {
           let mf = others.get(url);
           if (!mf) {
-            mf = new Miniflare({
-              modules: [{ type: "ESModule", path: "worker.mjs", contents: bundle }],
-              compatibilityDate: "2024-09-23",
-              compatibilityFlags: ["nodejs_compat"],
-              bindings: {
-                ...world.env,
-                BATON_DRIFT_INTERVAL_MS: String(INTERVAL),
-                BATON_CONTROL_PLANE_URL: url,
-              },
+            mf = workerdRuntime(bundle, {
+              ...world.env,
+              BATON_DRIFT_INTERVAL_MS: String(INTERVAL),
+              BATON_CONTROL_PLANE_URL: url,
             });
             others.set(url, mf);
           }
-          const worker = (await mf.getWorker()) as unknown as {
-            scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }>;
-          };
-          const r = await worker.scheduled({ cron: "* * * * *", scheduledTime: new Date() });
+          const r = await (await cronTrigger(mf))();
           expect(r.outcome).toBe("ok");
         },
       }),

@@ -6,13 +6,12 @@
  * (`scheduled`); no engine process lives between them. Asserted on the control plane's state,
  * not only on the engine's record.
  */
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  buildWorkerBundle,
   driveRelease,
   MODEL,
   type Send,
@@ -20,6 +19,7 @@ import {
   startServerlessWorld,
   startWorkerd,
   type Workerd,
+  workerdRuntime,
 } from "../support/serverless-world.ts";
 
 const PG = process.env.BATON_TEST_DATABASE_URL;
@@ -27,6 +27,7 @@ const PUBLIC_URL = "https://baton.example.workers.dev";
 
 describe.skipIf(!PG && process.env.CI !== "true")("Workers entry in workerd", () => {
   let dir: string;
+  let bundle: string;
   let world: ServerlessWorld;
   let workerd: Workerd;
   let send: Send;
@@ -34,13 +35,9 @@ describe.skipIf(!PG && process.env.CI !== "true")("Workers entry in workerd", ()
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "baton-worker-"));
-    const out = join(dir, "worker.mjs");
-    const built = spawnSync(process.execPath, ["scripts/build-worker.mjs", out], {
-      encoding: "utf8",
-    });
-    expect(built.status, built.stderr).toBe(0);
+    bundle = buildWorkerBundle(dir);
     world = await startServerlessWorld(PUBLIC_URL);
-    workerd = await startWorkerd(readFileSync(out, "utf8"), world.env, PUBLIC_URL);
+    workerd = await startWorkerd(bundle, world.env, PUBLIC_URL);
     send = workerd.send;
     tick = workerd.tick;
   }, 120_000);
@@ -53,18 +50,7 @@ describe.skipIf(!PG && process.env.CI !== "true")("Workers entry in workerd", ()
 
   it("answers /healthz 200 and a misconfigured worker 503 naming the variable", async () => {
     expect((await send("GET", "/healthz")).status).toBe(200);
-    const bad = new Miniflare({
-      modules: [
-        {
-          type: "ESModule",
-          path: "worker.mjs",
-          contents: readFileSync(join(dir, "worker.mjs"), "utf8"),
-        },
-      ],
-      compatibilityDate: "2024-09-23",
-      compatibilityFlags: ["nodejs_compat"],
-      bindings: { ...world.env, DATABASE_URL: "mysql://nope" },
-    });
+    const bad = workerdRuntime(bundle, { ...world.env, DATABASE_URL: "mysql://nope" });
     try {
       const res = await bad.dispatchFetch(`${PUBLIC_URL}/healthz`);
       expect(res.status).toBe(503);

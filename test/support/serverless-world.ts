@@ -5,7 +5,10 @@
  * runners through the engine's own HTTP API (signed preflight and callback for each dispatch)
  * and lets the platform's schedule (`tick`) do the rest: no long-lived engine process.
  */
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Miniflare } from "miniflare";
 import { startControlPlane } from "../../engine/src/control-plane/server.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
@@ -190,6 +193,43 @@ export async function driveRelease(
   return { id, state, answered, ticks };
 }
 
+/**
+ * Builds the Workers bundle (scripts/build-worker.mjs) into `dir`/worker.mjs; returns its text.
+ * @throws Error with the build's stderr when it fails.
+ */
+export function buildWorkerBundle(dir: string): string {
+  const out = join(dir, "worker.mjs");
+  const built = spawnSync(process.execPath, ["scripts/build-worker.mjs", out], {
+    encoding: "utf8",
+  });
+  if (built.status !== 0) {
+    throw new Error(`[workerd] scripts/build-worker.mjs exited ${built.status}: ${built.stderr}`);
+  }
+  return readFileSync(out, "utf8");
+}
+
+/** A workerd runtime (miniflare 3) of the bundle's text with `bindings`, as the tests run it. */
+export function workerdRuntime(bundle: string, bindings: Record<string, string>): Miniflare {
+  return new Miniflare({
+    modules: [{ type: "ESModule", path: "worker.mjs", contents: bundle }],
+    compatibilityDate: "2024-09-23",
+    compatibilityFlags: ["nodejs_compat"],
+    bindings,
+  });
+}
+
+/**
+ * `mf`'s worker (fetched once) as a function that sends it one Cron Trigger event (`scheduled`)
+ * and resolves with the event's outcome.
+ */
+export async function cronTrigger(mf: Miniflare): Promise<() => Promise<{ outcome: string }>> {
+  // miniflare's Fetcher types omit `scheduled`; it is there at run time (a Cron Trigger event).
+  const worker = (await mf.getWorker()) as unknown as {
+    scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }>;
+  };
+  return () => worker.scheduled({ cron: "* * * * *", scheduledTime: new Date() });
+}
+
 /** The Workers bundle running in workerd (miniflare 3), with `send` and a Cron Trigger `tick`. */
 export interface Workerd {
   send: Send;
@@ -206,12 +246,7 @@ export async function startWorkerd(
   publicUrl: string,
 ): Promise<Workerd> {
   const t0 = performance.now();
-  const mf = new Miniflare({
-    modules: [{ type: "ESModule", path: "worker.mjs", contents: bundle }],
-    compatibilityDate: "2024-09-23",
-    compatibilityFlags: ["nodejs_compat"],
-    bindings: env,
-  });
+  const mf = workerdRuntime(bundle, env);
   const health = await mf.dispatchFetch(`${publicUrl}/healthz`);
   const coldStartMs = performance.now() - t0;
   if (health.status !== 200) {
@@ -220,10 +255,7 @@ export async function startWorkerd(
     throw new Error(`[workerd] /healthz answered ${health.status}: ${text}`);
   }
   await health.text();
-  // miniflare's Fetcher types omit `scheduled`; it is there at run time (a Cron Trigger event).
-  const worker = (await mf.getWorker()) as unknown as {
-    scheduled(o: { cron: string; scheduledTime: Date }): Promise<{ outcome: string }>;
-  };
+  const scheduled = await cronTrigger(mf);
   return {
     coldStartMs,
     send: async (method, path, body, headers) => {
@@ -251,7 +283,7 @@ export async function startWorkerd(
       }
     },
     tick: async () => {
-      const r = await worker.scheduled({ cron: "* * * * *", scheduledTime: new Date() });
+      const r = await scheduled();
       if (r.outcome !== "ok") throw new Error(`[workerd] scheduled event ended ${r.outcome}`);
     },
     dispose: () => mf.dispose(),
