@@ -6,6 +6,7 @@
  * A later succeeded release of the same model is offered rollback again. Both stores.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { type RecordJson, releaseSummary } from "../../engine/src/cli/output.ts";
 import {
   drive,
   type Harness,
@@ -106,6 +107,22 @@ describe.each(STORE_KINDS)("rollback offers on %s", (kind) => {
         ),
       );
       expect((await h.store.listReleases({ limit: 50 })).length).toBe(before);
+      // The same words everywhere (lifecycleBlocked): the record's note, what `baton status`
+      // prints, and the refusals of other verbs, which no longer offer rollback by state.
+      const words = `${third} (succeeded) of model summarizer-v7 came after it and now defines the lanes; roll back ${third} instead`;
+      const rec = (await (await op(h, "GET", `/v1/releases/${second}`)).json()) as RecordJson;
+      expect(rec.lifecycle_note).toContain(words);
+      expect(e.message).toContain(rec.lifecycle_note as string);
+      expect(releaseSummary(rec, h.clock.now()).join("\n")).toContain(
+        `not offered: ${rec.lifecycle_note}`,
+      );
+      for (const verb of ["abort", "resume"]) {
+        const res = await op(h, "POST", `/v1/releases/${second}/${verb}`, { reason: "x" });
+        expect(res.status, verb).toBe(409);
+        const m = (await errorOf(res)).message;
+        expect(m, verb).not.toMatch(/it accepts rollback/);
+        expect(m, verb).toContain(rec.lifecycle_note as string);
+      }
       // The latest one is still offered rollback (to the second's manifest).
       const latest = (await (await op(h, "GET", `/v1/releases/${third}`)).json()) as {
         lifecycle_actions: { action: string; effect: string }[];

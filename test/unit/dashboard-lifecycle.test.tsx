@@ -7,6 +7,7 @@
  * desired vs observed.
  */
 import { describe, expect, it } from "vitest";
+import { supersededWords } from "../../engine/src/domain/lifecycle-states.ts";
 import type { HistoryEntry } from "../../engine/src/domain/types.ts";
 import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
 import type { ReleaseRecord } from "../../engine/src/service/api.ts";
@@ -109,6 +110,29 @@ describe("rollback from the dashboard", () => {
     // The engine holds the new release; r2 itself is unchanged.
     expect((await api.get("r6")).release.state).toBe("pending");
     expect((await api.get("r2")).release.state).toBe("succeeded");
+  });
+
+  it("a succeeded release a later one replaced on the lanes: the rollback page says why, in the API's words", async () => {
+    const { api, get } = setup();
+    api.lifecycleLookups = async () => ({
+      rollbackTo: "r1",
+      supersededBy: "r3",
+      supersededState: "succeeded",
+    });
+    expect((await get("/releases/r2")).html).not.toContain('href="/releases/r2/rollback"');
+    const confirm = await get("/releases/r2/rollback");
+    expect(confirm.status).toBe(409);
+    expect(confirm.html).not.toContain('name="csrf"');
+    const why = text(confirm.html);
+    expect(why).not.toContain("(it is succeeded)");
+    // One wording (lifecycleBlocked): the API's 409 superseded says the same.
+    expect(why).toContain(
+      `The engine does not accept rollback for r2 now: ${supersededWords({ id: "r2", state: "succeeded", model: (await api.get("r2")).release.manifest.model }, "r3", "succeeded")}`,
+    );
+    expect(why).toMatch(
+      /r3 \(succeeded\) of model \S+ came after it and now defines the lanes; roll back r3 instead/,
+    );
+    expect(api.calls).toEqual([]);
   });
 
   it("a succeeded release with nothing to roll back to (no earlier release kept its recipe) is not offered rollback", async () => {

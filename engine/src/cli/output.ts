@@ -35,6 +35,8 @@ export interface RecordJson {
   lineage?: Lineage | null;
   /** The lifecycle verbs the engine accepts now (it checks what a rollback would run). */
   lifecycle_actions?: LifecycleAction[];
+  /** Why a lifecycle verb its state would offer cannot be taken (`lifecycleNote`); null when none. */
+  lifecycle_note?: string | null;
 }
 
 export const TERMINAL: ReadonlySet<string> = new Set(["succeeded", "rolled_back", "aborted"]);
@@ -179,12 +181,8 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     lines.push("after the end (a new release, docs/lifecycle.md):");
     for (const a of verbs) lines.push(`  ${a.command}  # ${a.effect}`);
   }
-  if (rec.state === "succeeded" && !verbs.some((a) => a.action === "rollback")) {
-    lines.push(
-      "to roll back: no earlier succeeded release of this model kept its recipe here; start the previous recipe as an explicit rollback:",
-      "  baton start <previous-recipe.yaml> --bundle <its bundle.json> --rollback",
-    );
-  }
+  // Why a verb its state would offer is not (the engine's words, `lifecycle_note`).
+  if (rec.lifecycle_note) lines.push(`not offered: ${rec.lifecycle_note}`);
   lines.push("step runs:");
   if (rec.step_runs.length === 0) lines.push("  (none yet)");
   for (const sr of rec.step_runs) lines.push(`  ${sr.id.padEnd(12)} ${stepRunLine(rec, sr)}`);

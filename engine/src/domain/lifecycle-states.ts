@@ -13,11 +13,82 @@ export const LIFECYCLE_STATES: Record<LifecycleVerb, ReadonlySet<ReleaseState>> 
 };
 
 /**
+ * What the store tells about a finished release's lifecycle verbs (ReleaseService
+ * `lifecycleLookups`): `rollbackTo` the release whose admitted manifest a rollback would run
+ * again (null: none); `supersededBy` a later release of the same model that now defines its
+ * lanes (in flight, succeeded, abandoned, or aborted with effects left in place), so neither
+ * rollback nor roll forward starts from this one (null or absent: none), and
+ * `supersededState` that release's state (for the words; absent: not named).
+ */
+export interface LifecycleLookups {
+  rollbackTo?: string | null;
+  supersededBy?: string | null;
+  supersededState?: ReleaseState | null;
+}
+
+/** The release a lifecycle phrase is about: its id, state and model. */
+export interface ClosedRelease {
+  id: string;
+  state: ReleaseState;
+  model: string;
+}
+
+/**
+ * Why a later release replaced `r` on its model's lanes, and what to do instead, for the
+ * `superseded` refusal and every phrase of what `r` accepts (one wording). Pure.
+ */
+export function supersededWords(
+  r: ClosedRelease,
+  later: string,
+  laterState?: ReleaseState | null,
+): string {
+  const what =
+    laterState === "succeeded"
+      ? `roll back ${later} instead (\`baton rollback ${later} --reason "<why>"\`), or roll forward from ${later} once it has failed`
+      : laterState && TERMINAL.has(laterState)
+        ? `act on ${later} instead (\`baton status ${later}\` shows what it accepts)`
+        : laterState
+          ? `follow ${later} (\`baton watch ${later}\`); once it ends, act on it`
+          : `act on ${later} instead (\`baton status ${later}\` shows what it accepts)`;
+  return `${later}${laterState ? ` (${laterState})` : ""} of model ${r.model} came after it and now defines the lanes; ${what}`;
+}
+
+const TERMINAL: ReadonlySet<ReleaseState> = new Set<ReleaseState>([
+  "succeeded",
+  "rolled_back",
+  "aborted",
+  "abandoned",
+]);
+
+/**
+ * Why a finished release offers no lifecycle verb its state alone would offer, from the
+ * store's lookups: a later release replaced it on the lanes (`supersededWords`), or a
+ * succeeded one has no earlier admitted manifest (`noRollbackTarget`). Null when the lookups
+ * show neither (or were not made). The one source of these words for the API's refusals, its
+ * record (`lifecycle_note`), the CLI and the dashboard. Pure.
+ */
+export function lifecycleBlocked(r: ClosedRelease, o: LifecycleLookups = {}): string | null {
+  if (!TERMINAL.has(r.state)) return null;
+  if (o.supersededBy) return supersededWords(r, o.supersededBy, o.supersededState);
+  if (LIFECYCLE_STATES.rollback.has(r.state) && o.rollbackTo === null)
+    return noRollbackTarget(r.id, r.model);
+  return null;
+}
+
+/**
  * What a finished release accepts, for a refusal: "it accepts roll-forward (a new release of a
  * fixed recipe: `baton roll-forward r4 …`)" or "it accepts rollback (…)"; "it accepts nothing"
- * in a state no verb takes.
+ * in a state no verb takes. With the store's lookups (`lifecycleBlocked`), a verb that cannot
+ * be taken is replaced by why and what to do instead; without them, by state alone (the pure
+ * transition's refusals; the service rephrases them with the lookups).
  */
-export function closedReleaseAccepts(id: string, state: ReleaseState): string {
+export function closedReleaseAccepts(
+  id: string,
+  state: ReleaseState,
+  lookups?: { model: string; o: LifecycleLookups },
+): string {
+  const blocked = lookups ? lifecycleBlocked({ id, state, model: lookups.model }, lookups.o) : null;
+  if (blocked) return blocked;
   if (LIFECYCLE_STATES.rollback.has(state))
     return `it accepts rollback (a new release of the previous manifest: \`baton rollback ${id} --reason "<why>"\`)`;
   if (LIFECYCLE_STATES.roll_forward.has(state))

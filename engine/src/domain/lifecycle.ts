@@ -5,12 +5,24 @@
  * are not transitions of the release they name (a closed release never changes); each is
  * offered only in the states listed here, and a refusal names what the release accepts.
  */
-import { LIFECYCLE_STATES, type LifecycleVerb, noRollbackTarget } from "./lifecycle-states.ts";
+import {
+  LIFECYCLE_STATES,
+  type LifecycleLookups,
+  type LifecycleVerb,
+  lifecycleBlocked,
+  noRollbackTarget,
+} from "./lifecycle-states.ts";
 import { availableActions } from "./transition/exits.ts";
 import { rollForwardPointLabel } from "./transition/recovery.ts";
 import type { Release } from "./types.ts";
 
-export { LIFECYCLE_STATES, type LifecycleVerb, noRollbackTarget };
+export {
+  LIFECYCLE_STATES,
+  type LifecycleLookups,
+  type LifecycleVerb,
+  lifecycleBlocked,
+  noRollbackTarget,
+};
 
 /** One lifecycle verb a release accepts now, for people (API, CLI, dashboard). */
 export interface LifecycleAction {
@@ -29,18 +41,6 @@ export interface LifecycleAction {
  */
 export function heldForRollForward(release: Release): boolean {
   return release.state === "paused" && !!release.roll_forward_hold;
-}
-
-/**
- * What the store tells about a finished release's lifecycle verbs (ReleaseService
- * `lifecycleLookups`): `rollbackTo` the release whose admitted manifest a rollback would run
- * again (null: none); `supersededBy` a later release of the same model that now defines its
- * lanes (in flight, succeeded, abandoned, or aborted with effects left in place), so neither
- * rollback nor roll forward starts from this one (null or absent: none).
- */
-export interface LifecycleLookups {
-  rollbackTo?: string | null;
-  supersededBy?: string | null;
 }
 
 /**
@@ -88,8 +88,10 @@ export function lifecycleActions(release: Release, o: LifecycleLookups = {}): Li
 
 /**
  * Every action `release` accepts now, operator exits and lifecycle verbs, as one phrase for a
- * refusal ("abort, resume" or "nothing: it is closed and …"). `o.rollbackTo` as
- * `lifecycleActions` takes it (null: no earlier admitted manifest, rollback not named).
+ * refusal ("abort, resume" or "none"). `o` as `lifecycleActions` takes it; when the lookups
+ * show a verb its state would offer cannot be taken (superseded, or no earlier admitted
+ * manifest), the phrase ends with why and what to do instead (`lifecycleBlocked`), the same
+ * words the record's `lifecycle_note`, the CLI and the dashboard show.
  */
 export function acceptedActionsPhrase(release: Release, o: LifecycleLookups = {}): string {
   const names = [
@@ -98,8 +100,23 @@ export function acceptedActionsPhrase(release: Release, o: LifecycleLookups = {}
       ...lifecycleActions(release, o).map((a) => a.action.replace("_", "-")),
     ]),
   ];
-  if (names.length > 0) return names.join(", ");
-  return release.state === "running" || release.state === "compensating"
-    ? "none now (it moves on by itself)"
-    : "none";
+  const phrase =
+    names.length > 0
+      ? names.join(", ")
+      : release.state === "running" || release.state === "compensating"
+        ? "none now (it moves on by itself)"
+        : "none";
+  const blocked = lifecycleNote(release, o);
+  return blocked ? `${phrase}; ${blocked}` : phrase;
+}
+
+/**
+ * Why `release` offers no lifecycle verb its state would (`lifecycleBlocked` over the
+ * release), or null. Pure.
+ */
+export function lifecycleNote(release: Release, o: LifecycleLookups = {}): string | null {
+  return lifecycleBlocked(
+    { id: release.id, state: release.state, model: release.manifest.model },
+    o,
+  );
 }

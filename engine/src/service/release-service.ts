@@ -21,7 +21,7 @@ import {
   type LifecycleLookups,
   noRollbackTarget,
 } from "../domain/lifecycle.ts";
-import { closedReleaseAccepts } from "../domain/lifecycle-states.ts";
+import { closedReleaseAccepts, supersededWords } from "../domain/lifecycle-states.ts";
 import {
   buildDriftNotice,
   buildNotice,
@@ -1049,7 +1049,7 @@ export class ReleaseService implements ReleaseApi {
         ok: false,
         status: 409,
         code: "conflict",
-        reason: `[engine] rollback takes a succeeded release; ${id} is ${release.state}. It accepts: ${acceptedActionsPhrase(release)}`,
+        reason: `[engine] rollback takes a succeeded release; ${id} is ${release.state}. It accepts: ${await this.acceptedPhrase(release)}`,
       };
     }
     const superseded = await this.supersededRefusal(release, "rollback");
@@ -1329,14 +1329,6 @@ export class ReleaseService implements ReleaseApi {
   }
 
   /**
-   * What a succeeded release's rollback would run again, as `lifecycleActions` takes it
-   * (`rollbackTo`: that release's id, or null when there is none); `{}` in other states.
-   */
-  private async rollbackOffer(release: Release): Promise<LifecycleLookups> {
-    return this.lifecycleLookups(release);
-  }
-
-  /**
    * What `lifecycleActions` needs from the store for `release` (docs/lifecycle.md): for a
    * succeeded release the release a rollback would run again (`rollbackTo`, null when none),
    * and for a finished one the later release of its model that has replaced it on the lanes
@@ -1344,11 +1336,14 @@ export class ReleaseService implements ReleaseApi {
    */
   async lifecycleLookups(release: Release): Promise<LifecycleLookups> {
     if (!TERMINAL_RELEASE_STATES.has(release.state)) return {};
-    const supersededBy = (await this.supersededBy(release))?.id ?? null;
-    if (!LIFECYCLE_STATES.rollback.has(release.state)) return { supersededBy };
+    const later = await this.supersededBy(release);
+    const supersededBy = later?.id ?? null;
+    const supersededState = later?.state ?? null;
+    if (!LIFECYCLE_STATES.rollback.has(release.state)) return { supersededBy, supersededState };
     return {
       rollbackTo: (await this.previousAdmitted(release))?.prev.id ?? null,
       supersededBy,
+      supersededState,
     };
   }
 
@@ -1396,45 +1391,45 @@ export class ReleaseService implements ReleaseApi {
   ): Promise<Refusal | null> {
     const later = await this.supersededBy(release);
     if (!later) return null;
-    const what =
-      later.state === "succeeded"
-        ? `${verb === "rollback" ? `roll back ${later.id} instead (baton rollback ${later.id} --reason "<why>")` : `roll forward from ${later.id} once it has failed, or start a new release`}`
-        : TERMINAL_RELEASE_STATES.has(later.state)
-          ? `act on ${later.id} instead (baton status ${later.id} shows what it accepts)`
-          : `follow ${later.id} (baton watch ${later.id}); once it ends, act on it`;
+    const words = supersededWords(
+      { id: release.id, state: release.state, model: release.manifest.model },
+      later.id,
+      later.state,
+    );
     return {
       ok: false,
       status: 409,
       code: "superseded",
-      reason: `[engine] ${verb} of ${release.id} refused: ${later.id} (${later.state}) of model ${release.manifest.model} came after it and now defines the lanes; ${what}`,
+      reason: `[engine] ${verb} of ${release.id} refused: ${words}`,
     };
   }
 
   /**
-   * `acceptedActionsPhrase` with rollback named only when it can be taken; a succeeded
-   * release with nothing to roll back to says so and points at a new release instead.
+   * `acceptedActionsPhrase` with the store's lookups: rollback and roll forward named only
+   * when they can be taken, and why not (superseded, no earlier admitted manifest) when not.
    */
   private async acceptedPhrase(release: Release): Promise<string> {
-    const offer = await this.rollbackOffer(release);
-    const phrase = acceptedActionsPhrase(release, offer);
-    return offer.rollbackTo === null
-      ? `${phrase}; ${noRollbackTarget(release.id, release.manifest.model)}`
-      : phrase;
+    return acceptedActionsPhrase(release, await this.lifecycleLookups(release));
   }
 
   /**
-   * The transition's refusals of a succeeded release name rollback by state alone
-   * (`closedReleaseAccepts`, pure); when the model has no earlier admitted manifest, that
-   * offer is replaced by why there is none and what to do instead.
+   * The transition's refusals of a finished release name its lifecycle verb by state alone
+   * (`closedReleaseAccepts`, pure); with the store's lookups that phrase is said again by the
+   * same function, which names why a verb cannot be taken (superseded, no earlier admitted
+   * manifest) and what to do instead.
    */
   private async withRollbackOffer(id: string, r: Refusal): Promise<Refusal> {
-    const offered = closedReleaseAccepts(id, "succeeded");
-    if (!r.reason.includes(offered)) return r;
     const release = await this.store.getRelease(id);
-    if (!release || (await this.rollbackOffer(release)).rollbackTo !== null) return r;
+    if (!release) return r;
+    const byState = closedReleaseAccepts(id, release.state);
+    if (!r.reason.includes(byState)) return r;
+    const o = await this.lifecycleLookups(release);
     return {
       ...r,
-      reason: r.reason.replace(offered, noRollbackTarget(id, release.manifest.model)),
+      reason: r.reason.replace(
+        byState,
+        closedReleaseAccepts(id, release.state, { model: release.manifest.model, o }),
+      ),
     };
   }
 

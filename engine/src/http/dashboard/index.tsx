@@ -9,8 +9,7 @@
 import { type Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { BatonError } from "../../domain/errors.ts";
-import { lifecycleActions } from "../../domain/lifecycle.ts";
-import { noRollbackTarget } from "../../domain/lifecycle-states.ts";
+import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
@@ -213,9 +212,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
    * As GET /v1/releases/:id: rollback is offered only when a manifest would be found, and
    * neither lifecycle verb once a later release has replaced this one on the lanes.
    */
-  const rollbackOpts = async (
-    release: Release,
-  ): Promise<{ rollbackTo?: string | null; supersededBy?: string | null }> =>
+  const rollbackOpts = async (release: Release): Promise<LifecycleLookups> =>
     deps.api.lifecycleLookups
       ? deps.api.lifecycleLookups(release)
       : release.state === "succeeded" && deps.api.previousAdmitted
@@ -357,13 +354,9 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           state={state}
           lanes={release.manifest.lanes.map((l) => l.id)}
           offered={offered}
-          {...(!offered &&
-          action === "rollback" &&
-          release.state === "succeeded" &&
-          lifecycleOpts.rollbackTo === null &&
-          !lifecycleOpts.supersededBy
-            ? // The API's 422 no_previous_manifest, in its words.
-              { refusal: noRollbackTarget(release.id, release.manifest.model) }
+          {...(!offered && lifecycle(action) && lifecycleNote(release, lifecycleOpts)
+            ? // The API's refusal (no_previous_manifest, superseded), in its words.
+              { refusal: lifecycleNote(release, lifecycleOpts) as string }
             : {})}
           plan={plan}
           command={

@@ -9,7 +9,7 @@ import { parseDocument, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import { gateSummaries } from "../../domain/gate/summary.ts";
-import { type LifecycleLookups, lifecycleActions } from "../../domain/lifecycle.ts";
+import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
@@ -270,6 +270,9 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
     abandoned: release.abandoned ?? null,
     available_actions: availableActions(release),
     lifecycle_actions: lifecycleActions(release, o),
+    // Why a verb its state would offer cannot be taken (superseded, no earlier admitted
+    // manifest), in the words of the API's refusals; null when none.
+    lifecycle_note: lifecycleNote(release, o),
     lineage: release.lineage ?? null,
     drift: currentDrift(r.history),
     admission: release.admission ?? null,
