@@ -408,6 +408,31 @@ describe("sign-in and operator actions", () => {
     expect(await ok.text()).toContain("st-compensating");
   });
 
+  it("abort asks for the operator's reason: the field starts empty and required, an empty one is sent nowhere", async () => {
+    const { get, post, api } = setup();
+    const page = await (await get("/releases/r4/abort", OP)).text();
+    const input = /<input[^>]*name="reason"[^>]*>/.exec(page)?.[0] ?? "";
+    expect(input).toContain("required");
+    // No reason invented for the operator: no pre-filled value.
+    expect(input).not.toMatch(/value=/);
+    expect(page).not.toContain("aborted from the dashboard");
+    const csrf = csrfOf(page);
+    for (const reason of [undefined, "", "   "]) {
+      const res = await post(
+        "/releases/r4/abort",
+        reason === undefined ? { csrf, confirm: "yes" } : { csrf, confirm: "yes", reason },
+        OP,
+      );
+      expect(res.status).toBe(422);
+      const html = await res.text();
+      expect(html).toContain("abort of r4 not sent: the reason is empty");
+      expect(html).toContain('href="/releases/r4/abort"');
+    }
+    // Nothing reached the engine; the release is as it was.
+    expect(api.calls).toEqual([]);
+    expect((await api.get("r4")).release.state).toBe("running");
+  });
+
   it("shows the engine's refusal with its status", async () => {
     const { get, post, csrfFor } = setup();
     // The confirmation page offers no form for it (409); a form posted anyway (a page opened

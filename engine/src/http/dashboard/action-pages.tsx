@@ -177,14 +177,10 @@ export function ConfirmPage(props: {
             <input type="hidden" name="confirm" value="yes" />
             {props.action === "abort" ? (
               <p>
-                <label for="reason">Reason (kept in the history)</label>
-                <input
-                  id="reason"
-                  name="reason"
-                  size={50}
-                  maxlength={500}
-                  value="aborted from the dashboard"
-                />
+                <label for="reason">
+                  Reason (required: say why you abort it; kept in the history with who did it)
+                </label>
+                <input id="reason" name="reason" size={60} maxlength={1000} required />
               </p>
             ) : null}
             {props.action === "pause" ? (

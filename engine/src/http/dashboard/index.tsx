@@ -456,11 +456,30 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           `[dashboard] roll forward needs a fixed recipe, which the dashboard cannot take; run ${lifecycleActions((await loadRelease(target)).release).find((a) => a.action === action)?.command ?? `baton roll-forward ${target} <fixed-recipe.yaml>`}`,
         );
       } else {
-        releaseId = (await loadRelease(target)).release.id;
-        const reason =
-          typeof form.reason === "string" && form.reason.trim()
-            ? form.reason.trim().slice(0, 500)
-            : "aborted from the dashboard";
+        const release = (await loadRelease(target)).release;
+        releaseId = release.id;
+        const reason = text(form.reason);
+        if (
+          action === "abort" &&
+          !reason &&
+          availableActions(release).some((a) => a.action === "abort")
+        ) {
+          // The engine requires the operator's reason (422 reason_required); the dashboard
+          // never invents one, and asks nothing of the engine without it. (A release that
+          // refuses abort anyway gets the engine's refusal, which says why.)
+          return c.html(
+            <ResultPage
+              ok={false}
+              title="abort needs a reason"
+              message={`[dashboard] abort of ${target} not sent: the reason is empty. Say why you abort it (kept in the history with who did it, and read by whoever rolls forward), e.g. "p99 latency on lane-a doubled"; go back and fill in the Reason field.`}
+              releaseId={null}
+              state={null}
+              back={`${back}/abort`}
+              role={who.role}
+            />,
+            422,
+          );
+        }
         res =
           action === "abort"
             ? await deps.api.abort(target, ACTOR, reason)
