@@ -109,3 +109,29 @@ describe("watch", () => {
     ).rejects.toThrow("[cli] still running after 5 s; watch again or raise --timeout");
   });
 });
+
+describe("watch prints the release's reason once per change", () => {
+  it("the same reason on every poll is printed once; a new one once more", async () => {
+    const a = asJson(runningRecord());
+    a.reason = "gate of wave 1 deciding: evaluation 1";
+    const b = structuredClone(a);
+    b.reason = "gate of wave 1 deciding: evaluation 2";
+    const done = asJson(succeededRecord());
+    done.id = a.id;
+    let out = "";
+    const client = new Scripted([a, a, a, b, b, done]);
+    const code = await watch(client, a.id, {
+      intervalMs: 1,
+      timeoutMs: 60_000,
+      json: false,
+      out: { write: (s: string) => (out += s) },
+      now: () => a.updated_at,
+      sleep: async () => {},
+    });
+    expect(code).toBe(0);
+    expect(client.calls).toBe(6);
+    expect(out.match(/evaluation 1/g) ?? []).toHaveLength(1);
+    expect(out.match(/evaluation 2/g) ?? []).toHaveLength(1);
+    expect(out.match(new RegExp(`release ${a.id} running`, "g")) ?? []).toHaveLength(2);
+  });
+});

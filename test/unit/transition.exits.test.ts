@@ -297,3 +297,55 @@ describe("the re-run window", () => {
     expect(stale.ok && !stale.changed).toBe(true);
   });
 });
+
+describe("the words of resume and of a refused abort say what the engine does", () => {
+  const resumeEffectOf = (r: Release) =>
+    availableActions(r).find((a) => a.action === "resume")?.effect ?? "";
+  const pause = (r: Release) =>
+    ok(r, { type: "pause", actor: "operator:alice", reason: "checking dashboards" }).release;
+
+  it("after a plain operator pause with the step in flight, resume sends nothing again", () => {
+    const r = pause(boundAt0());
+    expect(r.state).toBe("paused");
+    const effect = resumeEffectOf(r);
+    expect(effect).not.toMatch(/sends .* again/);
+    expect(effect).toContain("nothing is sent again");
+    expect(effect).toContain("sr_17_0_f in flight settles");
+    expect(effect).toContain("operator:alice's pause");
+    // True of the transition: resume re-sends nothing.
+    const after = ok(r, { type: "resume", actor: "operator:bob" });
+    expect(after.effects.filter((e) => e.type === "dispatch")).toEqual([]);
+    expect(after.history.some((h) => h.message.includes("sent again"))).toBe(false);
+  });
+
+  it("after the paused step settled, resume begins the next step (nothing sent again)", () => {
+    const held = pause(boundAt0());
+    const settled = ok(held, callbackOf("sr_17_0_f", "pass")).release;
+    expect(settled.state).toBe("paused");
+    expect(settled.cursor).toBe(1);
+    const effect = resumeEffectOf(settled);
+    expect(effect).toContain("nothing is sent again");
+    expect(effect).toContain("step 2 (include_lane");
+    const after = ok(settled, { type: "resume", actor: "operator:bob" });
+    expect(after.history.some((h) => h.message.includes("sent again"))).toBe(false);
+    expect(after.release.step_runs.some((s) => s.step_index === 1)).toBe(true);
+  });
+
+  it("paused on a step run whose outcome is unknown, resume sends that step run again", () => {
+    const r = pausedUnknown();
+    const effect = resumeEffectOf(r);
+    expect(effect).toMatch(/^sends sr_17_0_f again/);
+    const after = ok(r, { type: "resume", actor: "operator:bob" });
+    expect(after.history.some((h) => h.message.includes("sent again on resume"))).toBe(true);
+  });
+
+  it("a second abort of a compensating release offers no step run to retry: it has none waiting", () => {
+    const r = compensating();
+    expect(availableActions(r)).toEqual([]);
+    const res = refused(r, { type: "abort", actor: "operator:alice", reason: "again" });
+    expect(res.status).toBe(409);
+    expect(res.reason).not.toMatch(/waiting step run|retry the/);
+    expect(res.reason).toContain("accepts nothing until that ends");
+    expect(res.reason).toContain("baton watch r17");
+  });
+});

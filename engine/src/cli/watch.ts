@@ -1,6 +1,6 @@
 /**
- * `baton watch <id>`: polls the release and prints each step run as it changes state, each
- * refused event as it is recorded, and (on a terminal) a progress line for the running step
+ * `baton watch <id>`: polls the release and prints each step run as it changes state, the
+ * release's line once per change of its state or reason, each refused event as it is recorded, and (on a terminal) a progress line for the running step
  * run, redrawn in place. Ends when the release is terminal (exit 0 only for `succeeded`) or
  * waits for an operator (exit 1), or after `timeoutMs`.
  */
@@ -36,6 +36,7 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
   const seen = new Map<string, string>();
   let historySeen = 0;
   let lastState = "";
+  let lastReason: string | null = null;
   let progress = false;
   const until = now() + o.timeoutMs;
   const line = (s: string) => {
@@ -97,12 +98,15 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
     historySeen = rec.history.length;
     // The release line comes after the step runs of the same poll, so `succeeded` (or any
     // final line) is printed after the last step run, never before it.
-    if (rec.state !== lastState) {
+    // Once per change of state or reason: an unchanged reason is not printed again on the
+    // next poll, a new one (a hold, a gate's verdict) is printed once.
+    if (rec.state !== lastState || rec.reason !== lastReason) {
       emit(
         { type: "release", id: rec.id, state: rec.state, reason: rec.reason, at: rec.updated_at },
         `${time(rec.updated_at)} ${releaseLine(rec)}`,
       );
       lastState = rec.state;
+      lastReason = rec.reason;
     }
 
     if (TERMINAL.has(rec.state)) {

@@ -48,6 +48,41 @@ const PROBE_ACTOR = "probe";
 const PROBE_REASON = "probe";
 
 /**
+ * What `resume` does to `release` now, in one sentence, read from what the transition itself
+ * does (its history names each step run it sends again): after a plain operator pause nothing
+ * is sent again (the step in flight settles, or the next step begins); a release paused on a
+ * failed step run sends that step run again. Pure; only for a release that accepts resume.
+ */
+export function resumeEffect(release: Release): string {
+  if (release.state === "pending") return "starts the release at step 1";
+  const h = release.hold;
+  const lifts = h?.kind === "pause" ? `lifts ${h.actor}'s pause` : null;
+  if (release.gate?.decision === "inconclusive")
+    return `${lifts ?? "lifts the operator's pause"}; the release stays paused at the inconclusive gate of wave ${release.gate.wave + 1} until promote or abort`;
+  const res = transition(release, { type: "resume", actor: PROBE_ACTOR }, release.updated_at);
+  const resent = res.ok
+    ? res.history
+        .filter((e) => e.step_run_id && e.message.includes("sent again on resume"))
+        .map((e) => e.step_run_id as string)
+    : [];
+  if (resent.length > 0) {
+    return `${lifts ? `${lifts}; ` : ""}sends ${resent.join(", ")} again (a new dispatch, same operation key), then runs forward`;
+  }
+  const cursor = release.step_runs.find(
+    (sr) => sr.step_index === release.cursor && sr.direction === "fwd",
+  );
+  const next = release.manifest.steps[release.cursor];
+  const then = release.gate
+    ? `the gate of wave ${release.gate.wave + 1} goes on deciding; a pass begins the next wave`
+    : cursor && guards.inFlight(cursor)
+      ? `${cursor.id} in flight settles, then the release runs forward`
+      : next && (!cursor || cursor.state !== "succeeded")
+        ? `step ${release.cursor + 1} (${next.forward.name}${next.lane ? ` ${next.lane}` : ""}) begins and the release runs forward`
+        : "the release runs forward";
+  return `${lifts ?? "resumes"}: nothing is sent again; ${then}`;
+}
+
+/**
  * The operator exits `transition` accepts from `release` as it is: a pure function of the
  * release (the probes' results are discarded). Empty for terminal releases. A `running` or
  * `compensating` release also moves on by itself (deadlines bound every step run).
@@ -65,12 +100,7 @@ export function availableActions(release: Release): AvailableAction[] {
       action: "resume",
       target: id,
       needs_reason: false,
-      effect:
-        release.state === "pending"
-          ? "starts the release at step 1"
-          : release.gate?.decision === "inconclusive"
-            ? `lifts the operator's pause; the release stays paused at the inconclusive gate of wave ${release.gate.wave + 1} until promote or abort`
-            : "sends the step run the release is paused on again (a new dispatch) and runs forward",
+      effect: resumeEffect(release),
       command: `baton resume ${id}`,
     });
   }

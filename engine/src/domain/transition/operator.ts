@@ -40,6 +40,13 @@ const NEEDS_OPERATOR_EXITS = (r: Release) =>
     ? `it waits for its restore action (${r.restore?.action}): run it, then confirm it (${confirmRestoreCommand(r.id)}), or abandon it`
     : `it accepts retry or resolve of the step run it waits on, or abandon (\`baton status ${r.id}\` shows the commands)`;
 
+/**
+ * What a `compensating` release does and accepts, for refusals: it waits on no step run and
+ * accepts nothing; it undoes by itself and ends `rolled_back`, or stops `needs_operator`.
+ */
+const COMPENSATING_WORDS = (r: Release) =>
+  `it is undoing, by itself, what may have taken effect (backward steps from the high-water mark down) and accepts nothing until that ends: rolled_back, or needs_operator if an undo step fails (then retry, resolve or abandon); follow it: baton watch ${r.id}`;
+
 export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
   const r = d.release;
   if (guards.isTerminal(r)) {
@@ -53,7 +60,7 @@ export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] release ${r.id} is already ${r.state}; ${r.state === "needs_operator" ? NEEDS_OPERATOR_EXITS(r) : "retry the waiting step run instead"}`,
+      reason: `[engine] release ${r.id} is already ${r.state}; ${r.state === "needs_operator" ? NEEDS_OPERATOR_EXITS(r) : COMPENSATING_WORDS(r)}`,
     };
   }
   const bad = reasonProblem(
