@@ -135,3 +135,49 @@ describe("watch prints the release's reason once per change", () => {
     expect(out.match(new RegExp(`release ${a.id} running`, "g")) ?? []).toHaveLength(2);
   });
 });
+
+describe("watch tells the engine's housekeeping from an operator's refused action", () => {
+  it("a late callback reads as housekeeping in plain words; a refused abort as the operator's", async () => {
+    const running = asJson(runningRecord());
+    const next = structuredClone(running);
+    const sr = next.step_runs.find((x) => x.state === "running")!;
+    const s = sr.started_at!;
+    next.history.push(
+      {
+        release_id: next.id,
+        at: s + 1_000,
+        kind: "callback",
+        step_run_id: sr.id,
+        outcome: "refused",
+        message: `[engine] callback for ${sr.id} attempt 1 is late: the step run is succeeded and release ${next.id} is running`,
+        data: { type: "callback", step_run_id: sr.id, run_id: "9001", run_attempt: 1 },
+      },
+      {
+        release_id: next.id,
+        at: s + 2_000,
+        kind: "abort",
+        step_run_id: null,
+        outcome: "refused",
+        message: `[engine] release ${next.id} is past its roll-forward point; wait for it to settle`,
+        data: { type: "abort", actor: "operator:alice", reason: "p99 doubled" },
+      },
+    );
+    const done = structuredClone(next);
+    done.state = "succeeded";
+    let out = "";
+    await watch(new Scripted([running, next, done]), running.id, {
+      intervalMs: 1,
+      timeoutMs: 60_000,
+      json: false,
+      out: { write: (x: string) => (out += x) },
+      now: () => running.updated_at,
+      sleep: async () => {},
+    });
+    expect(out).toContain(
+      `engine housekeeping: late callback from attempt 1 for ${sr.id} refused; it changed nothing`,
+    );
+    expect(out).not.toMatch(/refused callback/);
+    expect(out).toContain(`refused abort: [engine] release ${running.id} is past its roll-forward`);
+    expect(out.match(/late callback/g) ?? []).toHaveLength(1);
+  });
+});

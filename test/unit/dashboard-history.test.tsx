@@ -7,6 +7,8 @@ import { describe, expect, it } from "vitest";
 import type { HistoryEntry } from "../../engine/src/domain/types.ts";
 import {
   historyLabel,
+  housekeepingLine,
+  isHousekeeping,
   readOnce,
   refusalReason,
 } from "../../engine/src/http/dashboard/history-label.ts";
@@ -94,5 +96,59 @@ describe("release page timeline", () => {
     // The existing refusals keep their reasons.
     expect(html).toContain("refused: late");
     expect(html).toContain("refused: fenced");
+  });
+});
+
+describe("housekeeping refusals", () => {
+  const late: HistoryEntry = {
+    ...base,
+    kind: "callback",
+    step_run_id: "sr_3_2_f",
+    outcome: "refused",
+    message:
+      "[engine] callback for sr_3_2_f attempt 1 is late: the step run is succeeded and release r3 is rolled_back",
+    data: { type: "callback", step_run_id: "sr_3_2_f", run_id: "9001", run_attempt: 1 },
+  };
+
+  it("a late callback is housekeeping, said in plain words; an operator's refused abort is not", () => {
+    expect(isHousekeeping(late)).toBe(true);
+    expect(housekeepingLine(late)).toBe(
+      "late callback from attempt 1 for sr_3_2_f refused; it changed nothing",
+    );
+    expect(isHousekeeping(refusedAbort)).toBe(false);
+    expect(isHousekeeping({ ...late, outcome: "accepted" })).toBe(false);
+  });
+
+  it("the release page shows an operator's refused action by default and the engine's housekeeping as such", async () => {
+    const rec = compensatedRecord();
+    rec.history.push(
+      { ...refusedAbort, release_id: rec.release.id },
+      { ...late, release_id: rec.release.id },
+    );
+    const app = dashboardApp({
+      api: fakeApi([rec]),
+      tokens: {},
+      publicUrl: BASE,
+      now: () => Date.UTC(2026, 10, 29, 12, 0, 0),
+    });
+    const page = async (q: string) =>
+      (await app.request(`${BASE}/releases/${rec.release.id}${q}`)).text();
+    const main = await page("");
+    // The operator's refusal is not hidden.
+    expect(main).toContain("abort refused");
+    // The engine's own refusals are hidden by default, and counted as housekeeping.
+    expect(main).not.toContain("late callback from attempt 1");
+    expect(main.replaceAll("&#39;", "'")).toMatch(/\d+ by the engine's own housekeeping/);
+    expect(main).toContain("1 operator action (shown)");
+    const all = await page("?only=all");
+    expect(all).toContain("late callback from attempt 1 for sr_3_2_f refused; it changed nothing");
+    expect(all).toContain("engine housekeeping: callback");
+    // Not styled as a failure: the red label is kept for the operator's refusal.
+    const row =
+      /<tr class="housekeeping">(?:(?!<\/tr>).)*late callback from attempt 1(?:(?!<\/tr>).)*<\/tr>/s.exec(
+        all,
+      )?.[0] ?? "";
+    expect(row).not.toBe("");
+    expect(row).not.toContain("st-failed");
   });
 });

@@ -164,7 +164,7 @@ describe("release page", () => {
     // Refused events are hidden by default (noise at 2am); `only=all` shows them.
     const main = await (await get("/releases/r3")).text();
     expect(main).not.toContain("refused: late");
-    expect(main).toContain("refused events are hidden");
+    expect(main).toContain("the housekeeping refused events are hidden");
     const html = await (await get("/releases/r3?only=all")).text();
     expect(html).toContain("refused: late");
     expect(html).toContain(LATE_REASON);

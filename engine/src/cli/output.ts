@@ -8,6 +8,7 @@ import { type LifecycleAction, lifecycleActions } from "../domain/lifecycle.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import type { HistoryEntry, Lineage, Manifest, Release, StepRun } from "../domain/types.ts";
 import { duration, time } from "../http/dashboard/format.ts";
+import { housekeepingLine, isHousekeeping, readOnce } from "../http/dashboard/history-label.ts";
 import { offers } from "../http/dashboard/offers.ts";
 import { stepAction, summarize, weightsText, whyToShow } from "../http/dashboard/summary.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
@@ -186,10 +187,22 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
   lines.push("step runs:");
   if (rec.step_runs.length === 0) lines.push("  (none yet)");
   for (const sr of rec.step_runs) lines.push(`  ${sr.id.padEnd(12)} ${stepRunLine(rec, sr)}`);
-  const refused = rec.history.filter((h) => h.outcome === "refused");
+  // An operator's refused action is listed; what the engine refused for itself (a late,
+  // duplicate or fenced callback, a stale deadline) is grouped and said in plain words.
+  const refused = rec.history.filter((h) => h.outcome === "refused" && !isHousekeeping(h));
   if (refused.length > 0) {
-    lines.push(`refused events: ${refused.length} (last ${Math.min(3, refused.length)} shown)`);
-    for (const h of refused.slice(-3)) lines.push(`  ${time(h.at)} ${h.kind}: ${h.message}`);
+    lines.push(
+      `refused operator actions: ${refused.length} (last ${Math.min(3, refused.length)} shown)`,
+    );
+    for (const h of refused.slice(-3))
+      lines.push(`  ${time(h.at)} ${h.kind} refused: ${readOnce(h.message)}`);
+  }
+  const chores = rec.history.filter(isHousekeeping);
+  if (chores.length > 0) {
+    lines.push(
+      `engine housekeeping: ${chores.length} ${chores.length === 1 ? "message" : "messages"} refused or ignored (late, duplicate or stale; they changed nothing), last ${Math.min(3, chores.length)}:`,
+    );
+    for (const h of chores.slice(-3)) lines.push(`  ${time(h.at)} ${housekeepingLine(h)}`);
   }
   return lines;
 }

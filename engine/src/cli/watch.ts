@@ -5,6 +5,7 @@
  * waits for an operator (exit 1), or after `timeoutMs`.
  */
 import { duration, time } from "../http/dashboard/format.ts";
+import { housekeepingLine, isHousekeeping } from "../http/dashboard/history-label.ts";
 import type { EngineClient } from "./client.ts";
 import { CliError, EXIT, type ExitCode } from "./errors.ts";
 import {
@@ -81,6 +82,7 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
     }
     rec.history.forEach((h, i) => {
       if (i < historySeen || h.outcome !== "refused") return;
+      const chore = isHousekeeping(h);
       changes.push({
         seq: i,
         event: {
@@ -89,8 +91,12 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
           step_run_id: h.step_run_id,
           message: h.message,
           at: h.at,
+          // The engine's own bookkeeping (a late or duplicate callback), not an operator's.
+          housekeeping: chore,
         },
-        text: `${time(h.at)} refused ${h.kind}${h.step_run_id ? ` for ${h.step_run_id}` : ""}: ${h.message}`,
+        text: chore
+          ? `${time(h.at)} engine housekeeping: ${housekeepingLine(h)}`
+          : `${time(h.at)} refused ${h.kind}${h.step_run_id ? ` for ${h.step_run_id}` : ""}: ${h.message}`,
       });
     });
     // Stable: step runs of one sequence keep the release's step order.

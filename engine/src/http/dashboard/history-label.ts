@@ -55,3 +55,83 @@ export function readOnce(text: string): string {
     .replace(/\bby (\w+): aborted by \1\b/g, "by $1")
     .replace(/([^:();]+): \1(?=$|[);,.])/g, "$1");
 }
+
+/**
+ * History kinds an operator issues (directly, the dashboard or the CLI): a refusal of one of
+ * these is the engine answering a person, and is always shown as such.
+ */
+export const OPERATOR_ISSUED_KINDS: ReadonlySet<string> = new Set([
+  "abort",
+  "resume",
+  "retry",
+  "resolve",
+  "abandon",
+  "promote",
+  "pause",
+  "release",
+  "confirm_restore",
+  "rollback",
+  "roll_forward",
+  "start",
+]);
+
+/**
+ * A refused entry the engine records for itself: a runner's late, duplicate or fenced
+ * callback or preflight, a deadline or an outcome that no longer applies, a notice or
+ * deployment status not delivered. It changed nothing and no person asked for it. A refusal
+ * of an operator's action (`OPERATOR_ISSUED_KINDS`) is never housekeeping.
+ */
+export function isHousekeeping(e: HistoryEntry): boolean {
+  return e.outcome === "refused" && !OPERATOR_ISSUED_KINDS.has(e.kind);
+}
+
+/** What each housekeeping kind is, for people. */
+const WHAT: Record<string, string> = {
+  callback: "callback",
+  preflight: "preflight",
+  dispatch_accepted: "dispatch answer from GitHub",
+  dispatch_failed: "dispatch failure report",
+  applied: "control-plane outcome",
+  observed: "control-plane read",
+  gate: "gate evaluation",
+  notice: "notice",
+  deployment: "GitHub deployment status",
+};
+
+/** A refusal reason as an adjective (`late callback`), or null when it reads as none. */
+const ADJECTIVE: Record<string, string | null> = {
+  late: "late",
+  duplicate: "duplicate",
+  fenced: "fenced (superseded attempt's)",
+  stale: "stale",
+  "no longer applies": "stale",
+  forged: "forged",
+  "bad credential": "badly signed",
+  bad_credential: "badly signed",
+  "bad signature": "badly signed",
+  "payload mismatch": "mismatched",
+  conflicting_callback: "conflicting",
+  ignored: null,
+};
+
+/**
+ * One plain-language line for a housekeeping entry (`isHousekeeping`), e.g. `late callback
+ * from attempt 1 refused`, `stale callback deadline of sr_3_2_f ignored`; the entry's own
+ * message (without its `[engine]` tag) for notices and deployment statuses, which say it.
+ */
+export function housekeepingLine(e: HistoryEntry): string {
+  const bare = readOnce(e.message.replace(/^\[[a-z-]+\] /, ""));
+  if (e.kind === "notice" || e.kind === "deployment") return bare;
+  const d = e.data && typeof e.data === "object" && !Array.isArray(e.data) ? e.data : {};
+  const why = refusalReason(e);
+  const adjective = why && why in ADJECTIVE ? ADJECTIVE[why] : why;
+  const deadline =
+    e.kind === "deadline" && typeof d.kind === "string" ? `${d.kind} deadline` : null;
+  const what = deadline ?? WHAT[e.kind] ?? e.kind.replaceAll("_", " ");
+  const attempt = /\battempt (\d+)\b/.exec(e.message)?.[1];
+  const of = e.step_run_id ? ` for ${e.step_run_id}` : "";
+  const from = attempt && e.kind !== "deadline" ? ` from attempt ${attempt}` : "";
+  const verb =
+    why === "ignored" || /\bignored\b|nothing to do/.test(e.message) ? "ignored" : "refused";
+  return `${adjective ? `${adjective} ` : ""}${what}${from}${of} ${verb}; it changed nothing`;
+}

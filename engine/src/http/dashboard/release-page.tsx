@@ -17,7 +17,13 @@ import type { Role } from "./auth.ts";
 import { FirstScreen } from "./first-screen.tsx";
 import { duration, runLink, span, time } from "./format.ts";
 import { GatePanel } from "./gate-panel.tsx";
-import { historyLabel, readOnce, refusalReason } from "./history-label.ts";
+import {
+  historyLabel,
+  housekeepingLine,
+  isHousekeeping,
+  readOnce,
+  refusalReason,
+} from "./history-label.ts";
 import { Layout, State } from "./layout.tsx";
 import { LIVE_SCRIPT, liveVersion } from "./live.ts";
 import { MarkovPanel, type MarkovQuery, observedSuccessRate } from "./markov-panel.tsx";
@@ -221,8 +227,10 @@ export function reasonOf(e: HistoryEntry): string {
 }
 
 /**
- * History filters: `main` hides refused events (the default), `decisions` shows only
- * operators', `gates` only the gate's evaluations (each names its decision).
+ * History filters: `main` (the default) hides the engine's housekeeping refusals (late,
+ * duplicate or fenced messages it refused for itself) but never an operator's refused action,
+ * `decisions` shows only operators', `gates` only the gate's evaluations (each names its
+ * decision).
  */
 export type HistoryFilter = "main" | "all" | "refused" | "decisions" | "gates";
 export const HISTORY_FILTERS: readonly HistoryFilter[] = [
@@ -238,7 +246,7 @@ function keep(e: HistoryEntry, f: HistoryFilter): boolean {
   if (f === "refused") return e.outcome === "refused";
   if (f === "decisions") return e.outcome === "accepted" && OPERATOR_EVENTS.has(e.kind);
   if (f === "gates") return e.kind === "gate";
-  return e.outcome !== "refused";
+  return !isHousekeeping(e);
 }
 
 const FILTER_WORDS: Record<HistoryFilter, string> = {
@@ -258,6 +266,8 @@ function Timeline(props: {
   const all = props.history.filter((e) => keep(e, props.filter));
   const total = all.length;
   const refusedCount = props.history.reduce((n, e) => n + (e.outcome === "refused" ? 1 : 0), 0);
+  const housekeeping = props.history.reduce((n, e) => n + (isHousekeeping(e) ? 1 : 0), 0);
+  const operatorRefused = refusedCount - housekeeping;
   // Newest first: index 0 of the page is the newest event not yet shown.
   const end = Math.max(0, total - props.offset);
   const start = Math.max(0, end - TIMELINE_PAGE);
@@ -273,8 +283,10 @@ function Timeline(props: {
     <section aria-labelledby="history">
       <h2 id="history">History</h2>
       <p class="muted small">
-        {`${props.history.length} events, ${refusedCount} refused (late, duplicate, fenced or forged messages change nothing and are kept for the record)`}
-        {props.filter === "main" && refusedCount > 0 ? "; refused events are hidden. " : ". "}
+        {`${props.history.length} events, ${refusedCount} refused: ${housekeeping} by the engine's own housekeeping (late, duplicate, fenced or forged messages from runners and its own timers; they change nothing and are kept for the record)${operatorRefused > 0 ? `, ${operatorRefused} ${operatorRefused === 1 ? "operator action" : "operator actions"} (shown)` : ""}`}
+        {props.filter === "main" && housekeeping > 0
+          ? "; the housekeeping refused events are hidden. "
+          : ". "}
       </p>
       <nav class="filters small" aria-label="History filter">
         {HISTORY_FILTERS.map((f) =>
@@ -308,10 +320,29 @@ function Timeline(props: {
           <tbody>
             {page.map((e) => {
               const decision = e.outcome === "accepted" && OPERATOR_EVENTS.has(e.kind);
+              const chore = isHousekeeping(e);
               return (
-                <tr class={e.outcome === "refused" ? "refused" : decision ? "op" : undefined}>
+                <tr
+                  class={
+                    chore
+                      ? "housekeeping"
+                      : e.outcome === "refused"
+                        ? "refused"
+                        : decision
+                          ? "op"
+                          : undefined
+                  }
+                >
                   <td class="mono">{time(e.at).slice(11)}</td>
-                  <td>{decision ? <strong>{`operator ${e.kind}`}</strong> : e.kind}</td>
+                  <td>
+                    {decision ? (
+                      <strong>{`operator ${e.kind}`}</strong>
+                    ) : chore ? (
+                      `engine housekeeping: ${e.kind}`
+                    ) : (
+                      e.kind
+                    )}
+                  </td>
                   <td class="wide">
                     {e.step_run_id ? (
                       <a href={`/step-runs/${e.step_run_id}`}>{e.step_run_id}</a>
@@ -320,13 +351,24 @@ function Timeline(props: {
                     )}
                   </td>
                   <td class="wide">
-                    {e.outcome === "refused" ? (
+                    {chore ? (
+                      <span class="muted">{`${historyLabel(e)} (changed nothing)`}</span>
+                    ) : e.outcome === "refused" ? (
                       <strong class="st st-failed">{historyLabel(e)}</strong>
                     ) : (
                       <span class="muted">accepted</span>
                     )}
                   </td>
-                  <td class="wrap">{readOnce(e.message)}</td>
+                  <td class="wrap">
+                    {chore ? (
+                      <>
+                        {housekeepingLine(e)}
+                        <span class="muted small">{` — ${readOnce(e.message)}`}</span>
+                      </>
+                    ) : (
+                      readOnce(e.message)
+                    )}
+                  </td>
                 </tr>
               );
             })}

@@ -26,6 +26,7 @@ pre{background:var(--soft);border:1px solid var(--line);padding:.6rem;overflow:a
 tr.bwd td{background:#fff8f0}
 tr.hwm td{background:#fff1c2;border-top:3px solid var(--warn);border-bottom:3px solid var(--warn);font-weight:600}
 tr.refused td{background:#ffebe9}
+tr.housekeeping td{color:#57606a}
 tr.failing td:first-child{border-left:4px solid var(--bad)}
 .muted{color:var(--muted)}.small{font-size:.85em}
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:.15rem 1rem;margin:0}
