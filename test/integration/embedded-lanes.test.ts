@@ -50,7 +50,10 @@ describe("BATON_EMBEDDED_LANES", () => {
     cleanups.push(() => bare.close());
     const refused = await start(bare);
     expect(refused.status).toBe(422);
-    expect(await refused.text()).toMatch(/lane-a/);
+    const said = await refused.text();
+    expect(said).toMatch(/lane-a/);
+    // The refusal names the way out on the embedded control plane.
+    expect(said).toMatch(/BATON_EMBEDDED_LANES/);
 
     const seeded = await engineWith({ BATON_EMBEDDED_LANES: EXAMPLE });
     cleanups.push(() => seeded.close());

@@ -59,7 +59,7 @@ export function observeBaseline(
       problems.push({
         path: `lanes.${i}.id`,
         message: `lane ${l.id} is not registered for model ${model} at the control plane (it has never seen it serve ${model})`,
-        fix: `register the lane first (PUT /v1/lanes/${l.id} {"model":"${model}"} and give it its weight with PUT /v1/models/${model}/traffic), or remove it from the recipe`,
+        fix: `register the lane first (PUT /v1/lanes/${l.id} {"model":"${model}"} and give it its weight with PUT /v1/models/${model}/traffic), or remove it from the recipe; on the engine's embedded control plane (no BATON_CONTROL_PLANE_URL) set BATON_EMBEDDED_LANES to this recipe's path and restart, so the engine declares its lanes at start (docs/engine.md)`,
       });
       return;
     }
