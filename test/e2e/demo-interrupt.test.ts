@@ -4,6 +4,8 @@
  * with the signing key removed) and exits 130. Asserted on the machine: the folder, the health
  * servers' processes (PIDs read from the stand-in's state before the signal) and the demo's
  * own process group. Also: the demo's engine observes drift (its /metrics has baton_drift_*).
+ * And SIGTERM to the whole process group of `npm run demo -- --serve` (as npm, systemd or docker
+ * send it) while serving: the same cleanup, with its line, and nothing of the group left.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -43,6 +45,43 @@ describe("npm run demo interrupted", () => {
       expect(existsSync(dir)).toBe(false);
       expect(await within(10_000, () => servers.every((pid) => !alive(pid)), 100)).toBe(true);
       expect(await within(10_000, () => !alive(-pgid), 100)).toBe(true);
+    } finally {
+      demo.kill();
+    }
+  }, 600_000);
+
+  it("SIGTERM to the group of `npm run demo -- --serve` while serving: shutdown line, health servers stopped, temp folder removed, group empty", async () => {
+    const demo = spawnDemo(["--serve"], { npm: true });
+    const { pgid } = demo;
+    try {
+      const serving = await within(300_000, () => /serving until Ctrl-C/.test(demo.output()));
+      expect(serving, demo.output()).toBe(true);
+      const dir = /\[demo\] data dir\s+(\S+) \(temporary/.exec(demo.output())?.[1] ?? "";
+      expect(dir, demo.output()).toMatch(/baton-demo-/);
+      const serversDir = join(dir, "target/standin/servers");
+      const servers = readdirSync(serversDir)
+        .filter((f) => f.endsWith(".pid"))
+        .map((f) => Number(readFileSync(join(serversDir, f), "utf8").trim()));
+      expect(servers.length).toBeGreaterThan(0);
+      for (const pid of servers) expect(alive(pid)).toBe(true);
+      // The engine answers before the signal (it is what the cleanup stops).
+      const { url } = demo.engine();
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+
+      process.kill(-pgid, "SIGTERM");
+      // Every process of the group (npm, its shell, the demo) ends, after the cleanup.
+      expect(await within(120_000, () => !alive(-pgid), 100), demo.output()).toBe(true);
+      expect(demo.output()).toMatch(
+        /\[demo\] SIGTERM: stopping the engine and the stand-in; cleaning up/,
+      );
+      expect(existsSync(dir)).toBe(false);
+      expect(await within(10_000, () => servers.every((pid) => !alive(pid)), 100)).toBe(true);
+      expect(
+        await fetch(`${url}/healthz`).then(
+          () => "up",
+          () => "down",
+        ),
+      ).toBe("down");
     } finally {
       demo.kill();
     }

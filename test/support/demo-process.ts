@@ -48,18 +48,24 @@ export interface DemoProcess {
   kill(): void;
 }
 
-/** Starts `baton demo <args>` (engine/src/cli/main.ts under tsx) in its own process group. */
-export function spawnDemo(args: string[]): DemoProcess {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", join(REPO_ROOT, "engine/src/cli/main.ts"), "demo", ...args],
-    {
-      cwd: REPO_ROOT,
-      env: { ...process.env, NO_COLOR: "1" },
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true, // its own process group, checked empty at the end
-    },
-  );
+/**
+ * Starts `baton demo <args>` (engine/src/cli/main.ts under tsx) in its own process group; with
+ * `npm: true` as a user does, `npm run demo -- <args>` (npm, its shell and the demo in the group;
+ * `exited` is then npm's exit).
+ */
+export function spawnDemo(args: string[], opts: { npm?: boolean } = {}): DemoProcess {
+  const [cmd, argv] = opts.npm
+    ? ["npm", ["run", "-s", "demo", "--", ...args]]
+    : [
+        process.execPath,
+        ["--import", "tsx", join(REPO_ROOT, "engine/src/cli/main.ts"), "demo", ...args],
+      ];
+  const child = spawn(cmd, argv, {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1" },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true, // its own process group, checked empty at the end
+  });
   if (child.pid === undefined) throw new Error("[demo] the demo process did not start");
   const pgid = child.pid;
   let out = "";

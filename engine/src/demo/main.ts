@@ -115,6 +115,10 @@ export async function runDemo(argv: string[]): Promise<number> {
   // What the interrupt line names: the release once started, and its last seen state.
   let id = "";
   let state = "";
+  // `npm run demo` runs this process as `node --import tsx`, not under the tsx CLI: that CLI's
+  // parent process relays a signal and SIGKILLs its child when the child's acknowledgement
+  // misses a 30 ms window, which a signal to the whole group (npm, systemd, docker) races,
+  // killing the demo mid-cleanup (test/e2e/demo-interrupt.test.ts, SIGTERM to the group).
   // Ctrl-C / SIGTERM at any time: the same cleanup as a normal end (the stand-in health servers
   // stopped, the temporary folder with the demo's signing key removed), then exit 130 / 143.
   // The handlers stay installed until the end: a terminal's Ctrl-C reaches this process twice
@@ -130,7 +134,13 @@ export async function runDemo(argv: string[]): Promise<number> {
   let stopServing: (() => void) | null = null;
   const signalCode = (sig: NodeJS.Signals) => (sig === "SIGINT" ? 130 : 143);
   const onSignal = (sig: NodeJS.Signals) => {
-    if (stopServing) return stopServing(); // --serve after the release ended: the normal stop
+    // --serve after the release ended: the normal stop (once; a group's signal comes twice).
+    if (stopServing) {
+      console.log(`[demo] ${sig}: stopping the engine and the stand-in; cleaning up`);
+      const stop = stopServing;
+      stopServing = () => {};
+      return stop();
+    }
     if (interrupted) return;
     interrupted = sig;
     console.log(
