@@ -4,13 +4,14 @@
  * so an author fixes a recipe in one round trip rather than one error per push.
  */
 
+import { LaneId } from "../protocol/fields.ts";
 import { GITHUB_DISPATCH_LIMITS } from "../protocol/messages.ts";
 import { analysisProblems } from "./analysis-check.ts";
 import { CATALOGUE, runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
 import type { Problem } from "./errors.ts";
 import { Recipe } from "./recipe.ts";
 import { schemaProblems } from "./schema-problems.ts";
-import { unstorablePaths } from "./storable-text.ts";
+import { escapeControls, unstorablePaths } from "./storable-text.ts";
 import type { ManifestStep, StepAction } from "./types.ts";
 
 /** Result of `checkRecipe`: the parsed recipe (defaults filled), or every problem found. */
@@ -23,25 +24,38 @@ export type RecipeCheck = { ok: true; recipe: Recipe } | { ok: false; problems: 
  */
 export function checkRecipe(input: unknown): RecipeCheck {
   const parsed = Recipe.safeParse(input);
+  const schema = parsed.success
+    ? []
+    : schemaProblems(Recipe, parsed.error.issues, input).map((p) => unsafeAfterSchemaFix(p, input));
+  // One problem per field: a NUL in a lane id is told by the id's own rule (naming the
+  // character and its position), not a second time as unstorable text.
+  const schemaPaths = new Set(schema.map((p) => p.path));
   const problems = [
-    ...unstorablePaths(input).map((path) => ({
-      path,
-      message:
-        "holds a NUL character or a lone UTF-16 surrogate, which no store can keep as written",
-      fix: "Remove the control character (recipes are plain UTF-8 text).",
-    })),
-    ...(parsed.success
-      ? []
-      : schemaProblems(Recipe, parsed.error.issues, input).map((p) =>
-          unsafeAfterSchemaFix(p, input),
-        )),
+    ...unstorablePaths(input)
+      .filter((path) => !schemaPaths.has(path))
+      .map((path) => ({
+        path,
+        message:
+          "holds a NUL character or a lone UTF-16 surrogate, which no store can keep as written",
+        fix: "Remove the control character (recipes are plain UTF-8 text).",
+      })),
+    ...schema,
     ...crossFieldProblems(input),
     ...recoveryProblems(input),
     ...analysisProblems(input),
     ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),
   ];
   if (parsed.success && problems.length === 0) return { ok: true, recipe: parsed.data };
-  return { ok: false, problems };
+  // Problems echo what the recipe holds; a NUL or an escape sequence must not reach a terminal.
+  return {
+    ok: false,
+    problems: problems.map((p) => ({
+      ...p,
+      path: escapeControls(p.path),
+      message: escapeControls(p.message),
+      fix: escapeControls(p.fix),
+    })),
+  };
 }
 
 function obj(v: unknown): Record<string, unknown> | undefined {
@@ -251,11 +265,18 @@ function crossFieldProblems(input: unknown): Problem[] {
     });
   }
 
-  // Lane ids: unique.
+  // Lane ids: unique. An id that is not a lane id (a NUL, a look-alike letter…) has its own
+  // problem at lanes.N.id and takes no part in the rules below: fixing it may be all the wave
+  // that names it needs, so no "unknown lane" or "in no wave" on top (one problem per field).
   const firstIndex = new Map<string, number>();
+  let badIds = 0;
   lanes.forEach((lane, i) => {
     const id = lane?.id;
     if (typeof id !== "string") return;
+    if (!LaneId.safeParse(id).success) {
+      badIds++;
+      return;
+    }
     const j = firstIndex.get(id);
     if (j === undefined) firstIndex.set(id, i);
     else {
@@ -298,6 +319,7 @@ function crossFieldProblems(input: unknown): Problem[] {
       if (typeof id !== "string") return;
       const path = `rollout.waves.${w}.lanes.${k}`;
       if (known.length > 0 && !firstIndex.has(id)) {
+        if (badIds > 0) return;
         problems.push({
           path,
           message: `wave ${w + 1} names unknown lane \`${id}\``,
@@ -333,7 +355,13 @@ function crossFieldProblems(input: unknown): Problem[] {
         message: `the last wave sets traffic to ${traffic}%, so the rollout never completes`,
         fix: "End the rollout with `traffic: 100` on the last wave.",
       });
-    } else if (!isLast && known.length > 0 && deployed.size >= known.length && traffic < 100) {
+    } else if (
+      !isLast &&
+      badIds === 0 &&
+      known.length > 0 &&
+      deployed.size >= known.length &&
+      traffic < 100
+    ) {
       problems.push({
         path: `rollout.waves.${w}.traffic`,
         message: `after wave ${w + 1} every lane runs the new image, but ${100 - traffic}% of traffic is meant for stable lanes and none remain`,

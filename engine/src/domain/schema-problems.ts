@@ -110,6 +110,30 @@ function schemaAt(
   return { node, ...(description ? { description } : {}) };
 }
 
+/**
+ * Fixes for a list with too many entries, by field name: what to do about the count (the
+ * field's own fix in `FIELD_FIXES` says how to write one entry).
+ */
+const COUNT_FIXES: Record<string, (max: number) => string> = {
+  capabilities: (max) =>
+    `Keep at most ${max} capabilities on the lane: list only the ones requests are routed by, and group related ones under one name (e.g. \`summarize\` rather than one capability per document size).`,
+  lanes: (max) =>
+    `Keep at most ${max} entries here; roll a larger fleet out as several recipes (one per group of lanes).`,
+};
+
+/** The field names a YAML merge key (`<<: {…}` or `<<: [{…}, …]`) at `path` would have merged. */
+function mergedFields(input: unknown, path: Path): string[] {
+  const v = valueAt(input, [...path, "<<"]);
+  const maps = Array.isArray(v) ? v : [v];
+  return [
+    ...new Set(
+      maps.flatMap((m) =>
+        m !== null && typeof m === "object" && !Array.isArray(m) ? Object.keys(m) : [],
+      ),
+    ),
+  ];
+}
+
 /** Edit distance, for "did you mean" on unknown keys (short strings only). */
 function distance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, j) => j);
@@ -158,6 +182,17 @@ export function schemaProblems(
           return s && s.node instanceof z.ZodObject ? Object.keys(s.node.shape) : [];
         })();
         for (const key of issue.keys) {
+          if (key === "<<") {
+            // YAML 1.1 merge keys: the recipe parser reads YAML 1.2 (no merges), so `<<` is a
+            // plain key here; say what it is rather than "unknown field".
+            const fields = mergedFields(input, path);
+            out.push({
+              path: dotted([...path, key]),
+              message: "YAML merge keys (<<) are not supported; write the fields out",
+              fix: `Replace \`<<\` in ${label} with the fields it merges${fields.length ? ` (${fields.join(", ")})` : ""}, written out in ${label} itself.`,
+            });
+            continue;
+          }
           const near = allowed
             .map((a) => ({ a, d: distance(key, a) }))
             .filter((x) => x.d <= 2)
@@ -174,6 +209,8 @@ export function schemaProblems(
       }
       case "invalid_type": {
         const missing = valueAt(input, path) === undefined;
+        // A field a merge key would have brought: the merge key's own problem says it.
+        if (missing && field && mergedFields(input, path.slice(0, -1)).includes(field)) break;
         const desc = schemaAt(schema, path)?.description;
         if (path.length === 0) {
           out.push({
@@ -224,6 +261,20 @@ export function schemaProblems(
         });
         break;
       default:
+        // Too many entries: the fix is about the count, not how to write one entry.
+        if (issue.code === "too_big" && issue.origin === "array") {
+          const given = valueAt(input, path);
+          const count = Array.isArray(given) ? given.length : undefined;
+          const max = Number(issue.maximum);
+          out.push({
+            path: at,
+            message: `${label}: ${issue.message}${count !== undefined ? `; it lists ${count}` : ""}`,
+            fix:
+              (field ? COUNT_FIXES[field]?.(max) : undefined) ??
+              `Keep at most ${max} entries in ${label}.`,
+          });
+          break;
+        }
         out.push({
           path: at,
           message: issue.message.startsWith(field ?? "\u0000")

@@ -85,3 +85,30 @@ export function unstorablePaths(value: unknown, maxNodes = 100_000): string[] {
   }
   return out.sort();
 }
+
+const JSON_SHORT: Readonly<Record<string, string>> = {
+  "\b": "\\b",
+  "\f": "\\f",
+  "\n": "\\n",
+  "\r": "\\r",
+  "\t": "\\t",
+};
+
+/**
+ * `s` safe to print on a terminal: every control, format, unassigned or private-use character
+ * and every lone surrogate (Unicode category C: NUL, ESC, a bidirectional override…) written
+ * as its JSON escape (`\n`, `\u0000`, `\u202e`); other characters, backslashes and quotes as
+ * they are, so text already escaped is not escaped twice. For problems that echo what a
+ * recipe holds (`lane "lane\u0000a"`).
+ */
+export function escapeControls(s: string): string {
+  return s.replace(
+    /\p{C}/gu,
+    (c) =>
+      JSON_SHORT[c] ??
+      // A character past U+FFFF (private use in plane 15…) as its two UTF-16 units, as JSON does.
+      [...Array(c.length).keys()]
+        .map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, "0")}`)
+        .join(""),
+  );
+}
