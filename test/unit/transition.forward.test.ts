@@ -183,8 +183,25 @@ const rows: Row[] = [
     effects: ["cp:read:sr_17_0_f"],
   },
   {
-    name: "observed matches: succeeded",
+    // The timed-out request may still land later; the identical keyed write makes it a replay.
+    name: "observed matches after a timed-out apply: the identical keyed apply again",
     setup: cpUnknown,
+    event: (r) => ({ type: "observed", step_run_id: srId(r, 0), matches: true, message: "" }),
+    stepRun: [0, "fwd", "applying"],
+    effects: ["cp:apply:sr_17_0_f"],
+  },
+  {
+    name: "observed matches after a 2xx that could not be read back: succeeded",
+    setup: () => {
+      const r = started(cpOnly);
+      return ok(r, {
+        type: "applied",
+        step_run_id: srId(r, 0),
+        outcome: "ok",
+        message: "applied",
+        read_back: { matches: null, message: "HTTP 500" },
+      }).release;
+    },
     event: (r) => ({ type: "observed", step_run_id: srId(r, 0), matches: true, message: "" }),
     stepRun: [0, "fwd", "succeeded"],
     effects: ["cp:apply:sr_17_1_f"],

@@ -174,6 +174,11 @@ export interface StepRun {
   rerun_deadline?: number | null;
   /** Set by `resolve`: an operator did this backward step run's effect by hand. */
   resolved?: { actor: string; reason: string; at: number };
+  /**
+   * Control plane: true while an apply of this step run timed out and no apply of its key has
+   * been answered 2xx since, so the timed-out request may still land later (absent = false).
+   */
+  apply_unanswered?: boolean;
 }
 
 /** What an operator confirmed when abandoning a release (docs/state-machine.md "Ways out"). */

@@ -22,6 +22,8 @@ export function applied(d: Draft, sr: StepRun, e: Ev<"applied">): void {
     );
     return;
   }
+  // Answered 2xx: the control plane has recorded the key, so no earlier copy can land later.
+  if (e.outcome === "ok") delete sr.apply_unanswered;
   if (e.outcome === "ok" && e.read_back?.matches === false) {
     // Answered 2xx, not applied: a failed step run (forward: the failure handling compensates;
     // backward: retried within its budget, then needs_operator with this message).
@@ -58,6 +60,7 @@ export function applied(d: Draft, sr: StepRun, e: Ev<"applied">): void {
   }
   sr.state = "unknown";
   sr.last_error = e.message;
+  sr.apply_unanswered = true;
   if (guards.isCurrent(r, sr)) {
     emitControlPlane(d, sr, "read", null);
     d.accept(
@@ -81,6 +84,29 @@ export function observed(d: Draft, sr: StepRun, e: Ev<"observed">): void {
   if (sr.state !== "unknown" || !guards.isCurrent(r, sr)) {
     d.ignore(
       `[engine] observation of ${sr.id} ignored: the step run is ${sr.state} and release ${r.id} is ${r.state}`,
+      sr.id,
+    );
+    return;
+  }
+  if (e.matches === true && sr.apply_unanswered === true) {
+    // The target state is in force, but a request of ours that timed out may still land
+    // later, after the next step's write, and undo it (during compensation all backward
+    // writes carry the same generation, so the receiver's fence cannot order them). Re-send
+    // the identical keyed write: once it is answered 2xx the control plane has recorded the
+    // key, and the late request can only be a replay (rule 5).
+    if (sr.tries >= CONTROL_PLANE_TRIES_MAX) {
+      sr.state = "failed";
+      sr.last_error = `at its target state, but no write of ${sr.operation_key} was answered in ${sr.tries} tries; a timed-out request may still land later`;
+      d.accept(`[engine] ${describe(r, sr)} failed: ${sr.last_error}`, sr.id);
+      settled(d, sr);
+      return;
+    }
+    sr.tries += 1;
+    const wait = backoffMs(sr.tries - 1);
+    sr.state = "applying";
+    emitControlPlane(d, sr, "apply", d.now + wait);
+    d.accept(
+      `[engine] ${describe(r, sr)} observed at its target state, but its timed-out write may still land; sending the same keyed write again in ${wait} ms so a late copy is only a replay (try ${sr.tries} of ${CONTROL_PLANE_TRIES_MAX})`,
       sr.id,
     );
     return;
