@@ -110,6 +110,29 @@ describe("watch", () => {
   });
 });
 
+describe("watch ends on every terminal state", () => {
+  it("an abandoned release ends the watch at once with exit 1 (it does not poll until the timeout)", async () => {
+    const a = asJson(runningRecord());
+    const gone = structuredClone(a);
+    gone.state = "abandoned";
+    gone.reason = "abandoned by an operator: lane-a confirmed on the previous image";
+    let out = "";
+    const client = new Scripted([a, gone]);
+    let t = 0;
+    const code = await watch(client, a.id, {
+      intervalMs: 1,
+      timeoutMs: 60_000,
+      json: false,
+      out: { write: (s: string) => (out += s) },
+      now: () => (t += 1_000),
+      sleep: async () => {},
+    });
+    expect(code).toBe(1);
+    expect(client.calls).toBe(2);
+    expect(out).toContain(`release ${a.id} abandoned`);
+  });
+});
+
 describe("watch prints the release's reason once per change", () => {
   it("the same reason on every poll is printed once; a new one once more", async () => {
     const a = asJson(runningRecord());

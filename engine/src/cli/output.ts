@@ -5,7 +5,7 @@
 import { armsLine, type GateSummary, metricLine, srmLine } from "../domain/gate/summary.ts";
 import { waveLabel } from "../domain/gate/waves.ts";
 import { type LifecycleAction, lifecycleActions } from "../domain/lifecycle.ts";
-import type { ReleaseState } from "../domain/states.ts";
+import { type ReleaseState, TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { HistoryEntry, Lineage, Manifest, Release, StepRun } from "../domain/types.ts";
 import { duration, time } from "../http/dashboard/format.ts";
 import { housekeepingLine, isHousekeeping, readOnce } from "../http/dashboard/history-label.ts";
@@ -40,7 +40,8 @@ export interface RecordJson {
   lifecycle_note?: string | null;
 }
 
-export const TERMINAL: ReadonlySet<string> = new Set(["succeeded", "rolled_back", "aborted"]);
+/** Ended states (no way out but a new release): the domain's set, `abandoned` included. */
+export const TERMINAL: ReadonlySet<string> = TERMINAL_RELEASE_STATES;
 /** States where a release waits for a person. */
 export const WAITING: ReadonlySet<string> = new Set(["paused", "needs_operator"]);
 
