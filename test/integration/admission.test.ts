@@ -96,6 +96,8 @@ describe.each(STORE_KINDS)("admission over HTTP on %s", (kind) => {
         "image_provenance",
       ]);
       expect(u.error.problems[0]?.fix).toMatch(/baton sign/);
+      // Each verb that takes a recipe is named with its --bundle (a roll forward is refused too).
+      expect(u.error.problems[0]?.fix).toMatch(/baton roll-forward <id> <recipe> --bundle/);
 
       const wrongSubject = await signedStart(h, { bundle: await trust.sign(recipe(3)) });
       expect(wrongSubject.status).toBe(422);

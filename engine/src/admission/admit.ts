@@ -104,7 +104,7 @@ export function admit(
     fail(
       "manifest_signature",
       "unsigned: the request carries no manifest bundle",
-      "sign the compiled manifest (baton sign, or keyless in the recipe workflow) and send the bundle with the recipe (baton start --bundle)",
+      "sign the compiled manifest (baton sign, or keyless in the recipe workflow) and send the bundle with the recipe (baton start <recipe> --bundle <file>, baton deploy <recipe> --bundle <file>, or baton roll-forward <id> <recipe> --bundle <file>)",
     );
   } else {
     const v = verifier.verify(input.bundle, policy.manifest.signers);
