@@ -80,6 +80,11 @@ export interface EngineConfig {
    * absent = off (docs/drift.md).
    */
   driftIntervalMs?: number;
+  /**
+   * Drift settle time (ms, BATON_DRIFT_SETTLE_MS, default: one observation interval): a lane
+   * whose deciding release ended less than this ago is not judged yet (docs/drift.md).
+   */
+  driftSettleMs?: number;
   /** Reconciler interval (ms). */
   tickMs: number;
   /** Local dispatcher: the SSH private key the runner's tools use (BATON_SSH_KEY_FILE). */
@@ -282,6 +287,12 @@ const Env = z.object({
     .max(86_400_000, "BATON_DRIFT_INTERVAL_MS must be at most 86400000 (a day)")
     .refine((v) => v === 0 || v >= 1000, "BATON_DRIFT_INTERVAL_MS must be 0 (off) or at least 1000")
     .default(60_000),
+  BATON_DRIFT_SETTLE_MS: z.coerce
+    .number({ error: "BATON_DRIFT_SETTLE_MS must be a number (ms; unset: one drift interval)" })
+    .int()
+    .min(0, "BATON_DRIFT_SETTLE_MS must be 0..86400000 (ms)")
+    .max(86_400_000, "BATON_DRIFT_SETTLE_MS must be 0..86400000 (ms)")
+    .optional(),
   BATON_TICK_MS: z.coerce
     .number({ error: "BATON_TICK_MS must be a number" })
     .int()
@@ -551,6 +562,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     tickMs: e.BATON_TICK_MS,
     driftIntervalMs: e.BATON_DRIFT_INTERVAL_MS,
+    ...(e.BATON_DRIFT_SETTLE_MS === undefined ? {} : { driftSettleMs: e.BATON_DRIFT_SETTLE_MS }),
     sshKey,
     notify: {
       webhook:

@@ -232,7 +232,14 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
         ? { admissionVerifier: new BundleVerifier(config.admission.policy) }
         : {}),
       ...(config.retention ? { retention: config.retention } : {}),
-      ...(config.driftIntervalMs ? { drift: { intervalMs: config.driftIntervalMs } } : {}),
+      ...(config.driftIntervalMs
+        ? {
+            drift: {
+              intervalMs: config.driftIntervalMs,
+              ...(config.driftSettleMs === undefined ? {} : { settleMs: config.driftSettleMs }),
+            },
+          }
+        : {}),
     },
   );
   log.info(admissionLine(config));

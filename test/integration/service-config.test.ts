@@ -123,6 +123,14 @@ describe("loadConfig", () => {
       "BATON_DRIFT_INTERVAL_MS must be 0 (off) or at least 1000",
     ]);
   });
+
+  it("BATON_DRIFT_SETTLE_MS: unset leaves the default (one interval), else 0..86400000 ms", () => {
+    expect(loadConfig(base).driftSettleMs).toBeUndefined();
+    expect(loadConfig({ ...base, BATON_DRIFT_SETTLE_MS: "15000" }).driftSettleMs).toBe(15_000);
+    expect(problems({ ...base, BATON_DRIFT_SETTLE_MS: "-5" }).map((p) => p.message)).toEqual([
+      "BATON_DRIFT_SETTLE_MS must be 0..86400000 (ms)",
+    ]);
+  });
 });
 
 describe("fault specs", () => {

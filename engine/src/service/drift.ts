@@ -45,6 +45,14 @@ export interface DriftPolicy {
    */
   mode?: "process" | "event";
   /**
+   * Settle time, ms (default: `intervalMs`; `event` mode: 0, see docs/drift.md): a model with a lane whose deciding release ended
+   * less than this ago is not judged (no drift, no `drift_cleared`), like one with a release in
+   * flight: the lanes report what the release's last steps left (a restored image, a weight)
+   * asynchronously, and the control plane may show the old value for a moment. A difference
+   * still there once the settle time has passed is drift at the next observation.
+   */
+  settleMs?: number;
+  /**
    * Epoch ms (engine clock) by which an observation must have ended: the event's time budget.
    * The control-plane read gets at most what is left (and at most `timeoutMs`); with less
    * than one second left the observation is not started (the lease is not taken, so the next
@@ -104,9 +112,13 @@ export function driftPrint(d: Pick<ModelDrift, "lanes" | "mixed" | "images">): s
   return canonicalJson([d.lanes, d.mixed, d.images]);
 }
 
-/** The drift of one model's fleet facts; null when it has a release in flight or no read. */
-export function modelDrift(m: FleetModel, now: number): ModelDrift | null {
+/**
+ * The drift of one model's fleet facts at `now` (epoch ms); null when it has a release in
+ * flight, no read, or a lane whose deciding release ended less than `settleMs` ago (settling).
+ */
+export function modelDrift(m: FleetModel, now: number, settleMs = 0): ModelDrift | null {
   if (m.active !== null || m.readError !== null) return null;
+  if (settling(m, now, settleMs)) return null;
   const lanes: DriftedLane[] = [];
   for (const l of m.lanes) {
     if (!l.desired || !l.observed || l.differs.length === 0) continue;
@@ -134,6 +146,14 @@ export function modelDrift(m: FleetModel, now: number): ModelDrift | null {
     lanes.push({ id: l.id, fields: [...l.differs], desired, observed });
   }
   return { model: m.model, lanes, mixed: m.mixed, images: m.images, observed_at: now };
+}
+
+/** True when a lane's deciding release ended less than `settleMs` before `now`. */
+export function settling(m: FleetModel, now: number, settleMs: number): boolean {
+  return m.lanes.some((l) => {
+    const ended = l.desired?.release_ended_at ?? null;
+    return ended !== null && now - ended < settleMs;
+  });
 }
 
 /** One line for people: what differs, lane by lane. */
@@ -244,6 +264,11 @@ export class DriftObserver {
     private readonly log: Logger,
     private readonly notices: DriftNotices | null = null,
   ) {}
+
+  /** The settle time in force (ms): the policy's, else one interval (`event` mode: 0). */
+  private get settleMs(): number {
+    return this.policy.settleMs ?? (this.policy.mode === "event" ? 0 : this.policy.intervalMs);
+  }
 
   /**
    * The drift last recorded for a model on `release`, read from its history (so a restarted
@@ -476,7 +501,7 @@ export class DriftObserver {
       this.counts.lastObservedAt = at;
       const judged: ObservedModel[] = [];
       for (const m of models) {
-        const d = modelDrift(m, now);
+        const d = modelDrift(m, now, this.settleMs);
         if (!d) continue;
         judged.push({
           drift: d,
@@ -493,7 +518,7 @@ export class DriftObserver {
     }
     const entries: HistoryEntry[] = [];
     for (const m of models) {
-      const d = modelDrift(m, now);
+      const d = modelDrift(m, now, this.settleMs);
       if (!d) continue;
       const release =
         m.lanes.find((l) => d.lanes.some((x) => x.id === l.id))?.desired?.release_id ??

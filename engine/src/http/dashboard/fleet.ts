@@ -27,6 +27,8 @@ import { stepWords, summarize } from "./summary.ts";
 export interface DesiredLane {
   release_id: string;
   release_state: Release["state"];
+  /** When that release ended (its last update, epoch ms), null while it runs. */
+  release_ended_at: number | null;
   /** Wave of the lane in that release, from 1 (0 when it is in none). */
   wave: number;
   /**
@@ -109,6 +111,7 @@ function declared(rec: ReleaseRecord): Map<string, DesiredLane> {
     out.set(l.id, {
       release_id: r.id,
       release_state: r.state,
+      release_ended_at: ENDED.has(r.state) ? r.updated_at : null,
       wave: l.wave,
       image: confirmed ?? (l.image === "new" ? r.manifest.image : previous),
       image_is: confirmed ? "confirmed" : l.image,
