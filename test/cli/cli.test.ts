@@ -148,7 +148,15 @@ describe("start, status, record", () => {
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(new RegExp(`^${id}\\s+running\\s+svc-test`, "m"));
     const held = await baton(["start", good, "--hold", "--json"], env());
+    const heldId = JSON.parse(held.stdout).id as string;
     expect(JSON.parse(held.stdout)).toMatchObject({ state: "pending", step_count: 16 });
+    // status --json carries the ways out the text lists (the API's available_actions).
+    const heldJson = JSON.parse((await baton(["status", heldId, "--json"], env(VIEWER))).stdout);
+    expect(heldJson.available_actions.map((a: { action: string }) => a.action).sort()).toEqual([
+      "abort",
+      "resume",
+    ]);
+    expect(heldJson.lifecycle_actions).toEqual([]);
   });
 
   it("refuses a bad recipe with the engine's problems, and a missing or read-only token", async () => {

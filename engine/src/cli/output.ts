@@ -6,6 +6,7 @@ import { armsLine, type GateSummary, metricLine, srmLine } from "../domain/gate/
 import { waveLabel } from "../domain/gate/waves.ts";
 import { type LifecycleAction, lifecycleActions } from "../domain/lifecycle.ts";
 import { type ReleaseState, TERMINAL_RELEASE_STATES } from "../domain/states.ts";
+import { type AvailableAction, availableActions } from "../domain/transition/exits.ts";
 import type { HistoryEntry, Lineage, Manifest, Release, StepRun } from "../domain/types.ts";
 import { duration, time } from "../http/dashboard/format.ts";
 import { housekeepingLine, isHousekeeping, readOnce } from "../http/dashboard/history-label.ts";
@@ -36,6 +37,8 @@ export interface RecordJson {
   lineage?: Lineage | null;
   /** The lifecycle verbs the engine accepts now (it checks what a rollback would run). */
   lifecycle_actions?: LifecycleAction[];
+  /** The ways out the engine accepts now (the dashboard's buttons; docs/state-machine.md). */
+  available_actions?: AvailableAction[];
   /** Why a lifecycle verb its state would offer cannot be taken (`lifecycleNote`); null when none. */
   lifecycle_note?: string | null;
 }
@@ -238,6 +241,10 @@ export function statusJson(rec: RecordJson) {
       last_error: s.last_error,
     })),
     refused_events: rec.history.filter((h) => h.outcome === "refused").length,
+    // The same exits `baton status` prints, for scripts: the API's lists, or derived like it.
+    available_actions: rec.available_actions ?? availableActions(asRelease(rec)),
+    lifecycle_actions: rec.lifecycle_actions ?? lifecycleActions(asRelease(rec)),
+    lifecycle_note: rec.lifecycle_note ?? null,
     lineage: rec.lineage ?? null,
     drift: currentDrift(rec.history),
     gates: (rec.gates ?? []).map((g) => ({
