@@ -14,12 +14,12 @@
  */
 import { afterEach, expect, it } from "vitest";
 import { shQuote } from "../../scripts/lib/shell-quote.ts";
-import { connect } from "../../scripts/lib/ssh.ts";
 import {
   cpHistory,
   cpTraffic,
   describeStore,
   type InProcess,
+  onTarget,
   postRecipe,
   type StoreKind,
   servedImage,
@@ -44,22 +44,6 @@ interface Rel {
   prerequisites: { ok: boolean; image: string; asked_by?: string; checks: Check[] } | null;
   step_runs: { id: string; step_index: number; state: string }[];
   history: { kind: string; message: string }[];
-}
-
-/** Runs `command` on the embedded target over SSH (as an operator at the machine would). */
-async function onTarget(e: InProcess, command: string): Promise<string> {
-  const t = e.fleet.target;
-  const s = await connect(
-    { host: t.host, port: t.port, user: t.user, hostKey: t.hostKeyPin },
-    { privateKey: t.clientPrivateKey, connectTimeoutMs: 20_000 },
-  );
-  try {
-    const r = await s.exec(command, 60_000);
-    if (r.exit_code !== 0) throw new Error(`[test] ${command}: ${r.stdout}${r.stderr}`);
-    return r.stdout;
-  } finally {
-    s.close();
-  }
 }
 
 async function rollback(e: InProcess, id: string): Promise<{ status: number; body: Rel }> {

@@ -56,11 +56,8 @@ export function readOnce(text: string): string {
     .replace(/([^:();]+): \1(?=$|[);,.])/g, "$1");
 }
 
-/**
- * History kinds an operator issues (directly, the dashboard or the CLI): a refusal of one of
- * these is the engine answering a person, and is always shown as such.
- */
-export const OPERATOR_ISSUED_KINDS: ReadonlySet<string> = new Set([
+/** History kinds that are an operator's decision (not the engine's). */
+export const OPERATOR_EVENTS: ReadonlySet<string> = new Set([
   "abort",
   "resume",
   "retry",
@@ -70,6 +67,14 @@ export const OPERATOR_ISSUED_KINDS: ReadonlySet<string> = new Set([
   "pause",
   "release",
   "confirm_restore",
+]);
+
+/**
+ * History kinds an operator issues (directly, the dashboard or the CLI): a refusal of one of
+ * these is the engine answering a person, and is always shown as such.
+ */
+export const OPERATOR_ISSUED_KINDS: ReadonlySet<string> = new Set([
+  ...OPERATOR_EVENTS,
   "rollback",
   "roll_forward",
   "start",

@@ -10,7 +10,7 @@ import { rollbackDone } from "../../domain/transition/recovery.ts";
 import type { HistoryEntry, Json, ManifestStep, Release, StepRun } from "../../domain/types.ts";
 import type { AttemptResult } from "../../ports/store.ts";
 import { type CheckRow, checkRows } from "./format.ts";
-import { readOnce } from "./history-label.ts";
+import { OPERATOR_EVENTS, readOnce } from "./history-label.ts";
 
 /** The step run states that end a step run badly. */
 const BAD = new Set(["failed", "unknown", "dispatch_failed"]);
@@ -159,18 +159,8 @@ export function decisions(history: HistoryEntry[]): Decision[] {
   return out;
 }
 
-/** History kinds that are an operator's decision (not the engine's). */
-export const OPERATOR_EVENTS: ReadonlySet<string> = new Set([
-  "abort",
-  "resume",
-  "retry",
-  "resolve",
-  "abandon",
-  "promote",
-  "pause",
-  "release",
-  "confirm_restore",
-]);
+/** History kinds that are an operator's decision (defined with the history labels). */
+export { OPERATOR_EVENTS };
 
 /** The first-screen facts of a release. */
 export function summarize(
