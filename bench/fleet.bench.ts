@@ -4,14 +4,15 @@
  * reference control plane over HTTP, the local runner running the bundled action and tools as
  * GitHub runners would, up to 20 runs at once), the engine on SQLite.
  *
- * Each run is one release of a recipe with `lanes + 1` lanes: wave 1 holds `lanes` lanes at 50%
- * with `max_unavailable: lanes` and `min_serving: 1` (the last lane), wave 2 the last lane at
- * 100%. `wave_wall_ms_N` = from wave 1's `drain_wave` step run created to its
+ * Each run is one release of a recipe with `lanes + 4` lanes in four racks (failure domains):
+ * wave 1 holds `lanes` lanes at 50% with `max_unavailable: lanes`, wave 2 one more lane of each
+ * rack at 100%, and `min_serving: 4`, so the limits allow every lane of wave 1 out at once.
+ * `wave_wall_ms_N` = from wave 1's `drain_wave` step run created to its
  * `assert_traffic_observed` step run finished (the engine's own step runs, wall clock).
  * Observed from the environment every 50 ms during the wave, not from Baton's tables:
  *   max_concurrent       runner jobs executing at once (local runner events)
  *   max_out              lanes excluded at once on the control plane
- *   capacity_floor_held  lanes in service (not excluded) on the control plane never below 1
+ *   capacity_floor_held  lanes in service (not excluded) on the control plane never below 4
  *   overshoot_pct        candidate share of 10,000 requests routed by the control plane's
  *                        router (lanes labelled with the image the runner deployed) above the
  *                        declared percent in force (0 until wave 1's `set_traffic` applied)
@@ -62,27 +63,40 @@ const TIMEOUT_MS = Number(process.env.BENCH_FLEET_TIMEOUT_MS ?? 240_000);
 const MODEL_LOAD_MS = Math.max(0, Number(process.env.BENCH_FLEET_MODEL_LOAD_MS ?? 60_000));
 const TERMINAL = new Set(["succeeded", "rolled_back", "aborted", "needs_operator", "abandoned"]);
 
-/** A recipe of `n + 1` lanes: wave 1 = n lanes in parallel at 50%, wave 2 = the last at 100%. */
+/** Failure domains (racks) of the bench's fleet. */
+const DOMAINS = 4;
+
+/**
+ * A recipe of `n + DOMAINS` lanes over DOMAINS racks: wave 1 = n lanes (lane i in rack i mod
+ * DOMAINS) in parallel at 50% with `max_unavailable: n`, wave 2 = one more lane in each rack at
+ * 100%, and `min_serving: DOMAINS`. Every rack keeps a lane in service through wave 1, so the
+ * failure-domain rule lets all n lanes of wave 1 out at once; with wave 2 a single lane, as
+ * before, three racks had every lane in wave 1 and at most 17 of 20 could leave together, so a
+ * 20-lane wave took two rounds of model loads by construction.
+ */
 function fleetRecipe(n: number): RecipeInput {
   const base = loadRecipe();
   const template = (base.lanes ?? [])[0];
   if (!template) throw new Error("[bench:fleet] the example recipe has no lane");
-  const lanes = Array.from({ length: n + 1 }, (_, i) => ({
+  const lanes = Array.from({ length: n + DOMAINS }, (_, i) => ({
     ...template,
     id: `lane-${String(i).padStart(2, "0")}`,
-    failure_domain: `rack-${i % 4}`,
+    failure_domain: `rack-${i < n ? i % DOMAINS : i - n}`,
   }));
-  const wave = lanes.slice(0, n).map((l) => l.id);
   return {
     ...base,
     name: `fleet-${n}`,
     lanes,
-    min_serving: 1,
+    min_serving: DOMAINS,
     policy: { rerun_window_minutes: 0 },
     rollout: {
       waves: [
-        { lanes: wave, traffic: 50, ...(n > 1 ? { max_unavailable: n } : {}) },
-        { lanes: [lanes[n]?.id ?? "lane-00"], traffic: 100 },
+        {
+          lanes: lanes.slice(0, n).map((l) => l.id),
+          traffic: 50,
+          ...(n > 1 ? { max_unavailable: n } : {}),
+        },
+        { lanes: lanes.slice(n).map((l) => l.id), traffic: 100 },
       ],
     },
   };
@@ -322,7 +336,7 @@ const runs = [one, many, ...(loaded ? [loaded.one, loaded.many] : [])];
 // held, in every run. Speed is a measurement: a wave that did not end in time (a slow or shared
 // machine) is reported with `complete: false`, not failed.
 const overshoot = Math.max(...runs.map((r) => r.overshoot_pct));
-const floorHeld = Math.min(...runs.map((r) => r.min_in_service)) >= 1;
+const floorHeld = Math.min(...runs.map((r) => r.min_in_service)) >= DOMAINS;
 const limitsHeld = overshoot <= 0 && floorHeld;
 const complete = runs.every((r) => r.state === "wave_done");
 const cpu = (r: RunResult) => r.cpu_self_s + r.cpu_children_s;
