@@ -81,6 +81,45 @@ describe("usage", () => {
 });
 
 describe("check", () => {
+  it("notes a parallel wave the failure-domain rule holds below max_unavailable (still ok)", async () => {
+    // 5 lanes: wave 1 = lane 0, wave 2 = lanes 1-4 with max_unavailable 4; lanes 1 and 2 are
+    // the whole of rack-x, so at most 3 leave together and the wave takes 2 rounds.
+    const base = recipe(5);
+    const lanes = (base.lanes ?? []).map((l, i) => ({
+      ...l,
+      ...(i === 1 || i === 2 ? { failure_domain: "rack-x" } : {}),
+    }));
+    const file = path.join(dir, "held.yaml");
+    writeFileSync(
+      file,
+      stringify({
+        ...base,
+        lanes,
+        rollout: {
+          waves: [
+            { lanes: [lanes[0]?.id], traffic: 10 },
+            { lanes: lanes.slice(1).map((l) => l.id), traffic: 100, max_unavailable: 4 },
+          ],
+        },
+      }),
+    );
+    const text = await baton(["check", file, good]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(
+      "note: rollout.waves.1.max_unavailable: wave 2 can have at most 3 of its 4 lanes out of service at once, not 4 (it begins with 1: lanes leave in the order the wave lists them, and lane-c would be the last of its domain in service; list the last lane of each of those domains at the end of the wave to begin with 3): failure domain rack-x has every lane in this wave",
+    );
+    expect(text.stdout).toContain(
+      "at least 2 rounds; to let its lanes go together, keep one lane of rack-x out of this wave",
+    );
+    // The serial recipe has nothing to note.
+    expect(text.stdout.split("\n").filter((l) => l.includes("note:"))).toHaveLength(1);
+    const json = JSON.parse((await baton(["check", file, "--json"])).stdout) as {
+      recipes: { ok: boolean; notes: { path: string }[] }[];
+    };
+    expect(json.recipes[0]?.ok).toBe(true);
+    expect(json.recipes[0]?.notes.map((n) => n.path)).toEqual(["rollout.waves.1.max_unavailable"]);
+  });
+
   it("passes a good recipe and fails a bad one with the field and the fix", async () => {
     const ok = await baton(["check", good, path.join(ROOT, "recipes/example.yaml")]);
     expect(ok.code).toBe(0);

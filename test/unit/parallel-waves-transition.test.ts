@@ -12,6 +12,7 @@ import { Recipe, type RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { laneHighWaterMarks } from "../../engine/src/domain/transition/lanes.ts";
 import { newRelease, transition } from "../../engine/src/domain/transition.ts";
 import type { Effect, Manifest, Release, ReleaseEvent } from "../../engine/src/domain/types.ts";
+import { waveRoundNotes, waveRounds } from "../../engine/src/domain/wave-rounds.ts";
 import { preflightOf } from "../support/sim/drive.ts";
 import { wideRecipe } from "./recipe-fixture.ts";
 
@@ -162,6 +163,65 @@ describe("parallel waves in the transition", () => {
       expect(out.violations).toEqual([]);
       expect(out.r.state).toBe("succeeded");
       expect(out.maxOut).toBeGreaterThan(1);
+    }
+  });
+
+  it("waveRounds' at_once is the most lanes the engine takes out at once; the note names the held domains", () => {
+    // Lane 0 (wave 1) is in rack-0, so rack-0 is not held; racks 1-3 have all 3 lanes in wave 2.
+    const held = manifestOf(13, 12, (i) => `rack-${i % 4}`);
+    expect(waveRounds(held)).toEqual([
+      {
+        wave: 2,
+        lanes: 12,
+        max_unavailable: 12,
+        at_once: 9,
+        // Lanes 1-8 leave; lane 9 would be rack-1's last in service, and the order holds 10-12.
+        first_round: 8,
+        held_back: "lane-j",
+        held_domains: ["rack-1", "rack-2", "rack-3"],
+        min_rounds: 2,
+      },
+    ]);
+    const [note, ...more] = waveRoundNotes(held);
+    expect(more).toEqual([]);
+    expect(note?.path).toBe("rollout.waves.1.max_unavailable");
+    expect(note?.message).toContain(
+      "at most 9 of its 12 lanes out of service at once, not 12 (it begins with 8: lanes leave in the order the wave lists them, and lane-j would be the last of its domain in service; list the last lane of each of those domains at the end of the wave to begin with 9)",
+    );
+    expect(note?.message).toContain("failure domains rack-1, rack-2, rack-3 have every lane");
+    expect(note?.message).toContain("at least 2 rounds");
+    // No domains: max_unavailable alone bounds the wave, and there is nothing to note.
+    const free = manifestOf(13, 4);
+    expect(waveRounds(free)).toEqual([
+      {
+        wave: 2,
+        lanes: 12,
+        max_unavailable: 4,
+        at_once: 4,
+        first_round: 4,
+        held_back: null,
+        held_domains: [],
+        min_rounds: 3,
+      },
+    ]);
+    expect(waveRoundNotes(free)).toEqual([]);
+    expect(waveRounds(manifestOf(13, 1))).toEqual([]);
+    // What the engine really does: never more than at_once lanes excluded on the control plane
+    // or in flight, and the first round's lanes in flight together when the wave begins.
+    for (const [m, atOnce, first] of [
+      [held, 9, 8],
+      [free, 4, 4],
+      [manifestOf(13, 12, (i) => (i === 0 ? "solo" : `zone-${i % 2}`)), 10, 10],
+    ] as const) {
+      expect(waveRounds(m)[0]).toMatchObject({ at_once: atOnce, first_round: first });
+      for (const seed of [31, 32, 33]) {
+        const out = drive(m, seed);
+        expect(out.violations).toEqual([]);
+        expect(out.r.state).toBe("succeeded");
+        expect(out.maxOut).toBeLessThanOrEqual(atOnce);
+        expect(out.maxBusy).toBeLessThanOrEqual(atOnce);
+        expect(out.maxBusy).toBeGreaterThanOrEqual(first);
+      }
     }
   });
 

@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import { RELEASE_STATES } from "../domain/states.ts";
+import { waveRoundNotes } from "../domain/wave-rounds.ts";
 import type { ReleaseSummary } from "../ports/store.ts";
 import { isReleaseId, isStepRunId } from "../protocol/ids.ts";
 import { type Connection, EngineClient } from "./client.ts";
@@ -66,6 +67,8 @@ export async function check(files: string[], o: { json: boolean }, io: Io): Prom
         steps: c.manifest.steps.length,
         waves: c.manifest.waves.length,
         manifest_digest: c.manifest_digest,
+        // Parallel waves the failure-domain rule holds below max_unavailable (not a failure).
+        notes: waveRoundNotes(c.manifest),
       };
     } catch (err) {
       if (!(err instanceof BatonError)) throw err;
@@ -78,6 +81,7 @@ export async function check(files: string[], o: { json: boolean }, io: Io): Prom
       if (r.ok)
         print(io, [
           `ok    ${r.file}: ${r.steps} steps in ${r.waves} waves, manifest ${r.manifest_digest}`,
+          ...r.notes.map((n) => `      note: ${n.path}: ${n.message}`),
         ]);
       else
         print(io, [

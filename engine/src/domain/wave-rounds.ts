@@ -1,0 +1,103 @@
+/**
+ * How many lanes of a parallel wave the limits let out of service together, as compiled, and
+ * the least number of rounds that makes the wave take (docs/recipes.md "Parallel waves").
+ * Pure: reads the manifest only, the same rule as the engine's `mayLeaveService`
+ * (transition/lanes.ts): a lane may not be the last of its failure domain still in service (a
+ * domain of one lane, or a lane with no domain, excepted). Lanes already excluded on the
+ * control plane at the start are not known here, so this is the bound with every lane in
+ * service.
+ */
+import type { Manifest } from "./types.ts";
+
+/** What bounds one parallel wave. Counts are lanes; `wave` is 1-based. */
+export interface WaveRounds {
+  wave: number;
+  lanes: number;
+  /** The wave's compiled `max_unavailable` (after `min_serving`). */
+  max_unavailable: number;
+  /** Most lanes of the wave out of service at once under the failure-domain rule too. */
+  at_once: number;
+  /**
+   * Lanes the engine takes out together when the wave begins: lanes leave service in the
+   * order the wave lists them, so it stops at the first lane its limits hold back (at most
+   * `at_once`; fewer when a held domain's last lane comes early in the list).
+   */
+  first_round: number;
+  /** The lane the engine's first round stops at (the last of its domain in service), or null. */
+  held_back: string | null;
+  /**
+   * Failure domains with more than one lane whose every lane is in this wave: each keeps one
+   * lane in service, so that lane waits for another of its domain to come back.
+   */
+  held_domains: string[];
+  /** ⌈lanes ÷ at_once⌉: the least number of rounds (deploy, model load, smoke) the wave takes. */
+  min_rounds: number;
+}
+
+/** One entry per parallel wave (`max_unavailable` above 1), in wave order. */
+export function waveRounds(m: Manifest): WaveRounds[] {
+  const size = new Map<string, number>();
+  for (const l of m.lanes)
+    if (l.failure_domain !== undefined)
+      size.set(l.failure_domain, (size.get(l.failure_domain) ?? 0) + 1);
+  const domainOf = new Map(m.lanes.map((l) => [l.id, l.failure_domain]));
+  const out: WaveRounds[] = [];
+  m.waves.forEach((w, i) => {
+    const k = w.max_unavailable ?? 1;
+    if (k <= 1) return;
+    const inWave = new Map<string, number>();
+    let free = 0;
+    for (const id of w.lanes) {
+      const d = domainOf.get(id);
+      if (d === undefined || (size.get(d) ?? 0) <= 1) free += 1;
+      else inWave.set(d, (inWave.get(d) ?? 0) + 1);
+    }
+    const held: string[] = [];
+    let fromDomains = 0;
+    for (const [d, n] of inWave) {
+      const all = size.get(d) ?? 0;
+      if (n >= all) held.push(d);
+      fromDomains += Math.min(n, all - 1);
+    }
+    const atOnce = Math.max(1, Math.min(k, w.lanes.length, free + fromDomains));
+    // The engine's own walk at the wave's start (transition/lanes.ts advanceParallelWave).
+    const outOf = new Map<string, number>();
+    let first = 0;
+    let heldBack: string | null = null;
+    for (const id of w.lanes) {
+      if (first >= k) break;
+      const d = domainOf.get(id);
+      const all = d === undefined ? 0 : (size.get(d) ?? 0);
+      if (d !== undefined && all > 1 && (outOf.get(d) ?? 0) + 1 >= all) {
+        heldBack = id;
+        break;
+      }
+      if (d !== undefined) outOf.set(d, (outOf.get(d) ?? 0) + 1);
+      first += 1;
+    }
+    out.push({
+      wave: i + 1,
+      lanes: w.lanes.length,
+      max_unavailable: k,
+      at_once: atOnce,
+      first_round: Math.max(1, first),
+      held_back: heldBack,
+      held_domains: held.sort(),
+      min_rounds: Math.ceil(w.lanes.length / atOnce),
+    });
+  });
+  return out;
+}
+
+/**
+ * A one-line note for each parallel wave the failure-domain rule holds below its
+ * `max_unavailable` (none when it does not bind), with what to change to go in one round.
+ */
+export function waveRoundNotes(m: Manifest): { path: string; message: string }[] {
+  return waveRounds(m)
+    .filter((r) => r.at_once < Math.min(r.max_unavailable, r.lanes))
+    .map((r) => ({
+      path: `rollout.waves.${r.wave - 1}.max_unavailable`,
+      message: `wave ${r.wave} can have at most ${r.at_once} of its ${r.lanes} lanes out of service at once, not ${Math.min(r.max_unavailable, r.lanes)}${r.first_round < r.at_once ? ` (it begins with ${r.first_round}: lanes leave in the order the wave lists them, and ${r.held_back} would be the last of its domain in service; list the last lane of each of those domains at the end of the wave to begin with ${r.at_once})` : ""}: failure domain${r.held_domains.length > 1 ? "s" : ""} ${r.held_domains.join(", ")} ${r.held_domains.length > 1 ? "have" : "has"} every lane in this wave and each keeps one in service, so the wave takes at least ${r.min_rounds} round${r.min_rounds > 1 ? "s" : ""}; to let its lanes go together, keep one lane of ${r.held_domains.length > 1 ? "each of those domains" : r.held_domains[0]} out of this wave`,
+    }));
+}
