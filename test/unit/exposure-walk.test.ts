@@ -144,8 +144,8 @@ describe("exposure at the reference router, step by step", () => {
 
 /**
  * A forward order the engine may walk `m` in: serial rows in table order; in a parallel wave,
- * lanes leave service in the wave's order while fewer than `max_unavailable` are out and not
- * the last of their failure domain in service, and lanes out advance one row at a time in a
+ * lanes leave service in the wave's order while fewer than `max_unavailable` are out, passing
+ * over a lane that would be the last of its failure domain in service, and lanes out advance one row at a time in a
  * random (seeded) interleaving.
  */
 function parallelOrder(m: Manifest, seed: number): number[] {
@@ -180,10 +180,11 @@ function parallelOrder(m: Manifest, seed: number): number[] {
       return members.length <= 1 || members.filter((l) => out.has(l)).length + 1 < members.length;
     };
     for (let guard = 0; guard < 10_000 && (waiting.length > 0 || out.size > 0); guard++) {
-      const canStart = waiting.length > 0 && mayLeave(waiting[0]!);
+      // The first waiting lane its limits let go (one its domain holds back lets later go).
+      const next = waiting.findIndex((id) => mayLeave(id));
       const lanes = [...out.keys()];
-      if (canStart && (lanes.length === 0 || rand(3) === 0)) {
-        const id = waiting.shift()!;
+      if (next >= 0 && (lanes.length === 0 || rand(3) === 0)) {
+        const [id] = waiting.splice(next, 1) as [string];
         out.set(id, [...(rows.get(id) ?? [])]);
         order.push(out.get(id)!.shift()!);
         continue;

@@ -175,9 +175,6 @@ describe("parallel waves in the transition", () => {
         lanes: 12,
         max_unavailable: 12,
         at_once: 9,
-        // Lanes 1-8 leave; lane 9 would be rack-1's last in service, and the order holds 10-12.
-        first_round: 8,
-        held_back: "lane-j",
         held_domains: ["rack-1", "rack-2", "rack-3"],
         min_rounds: 2,
       },
@@ -186,7 +183,7 @@ describe("parallel waves in the transition", () => {
     expect(more).toEqual([]);
     expect(note?.path).toBe("rollout.waves.1.max_unavailable");
     expect(note?.message).toContain(
-      "at most 9 of its 12 lanes out of service at once, not 12 (it begins with 8: lanes leave in the order the wave lists them, and lane-j would be the last of its domain in service; list the last lane of each of those domains at the end of the wave to begin with 9)",
+      "at most 9 of its 12 lanes out of service at once, not 12: failure domains",
     );
     expect(note?.message).toContain("failure domains rack-1, rack-2, rack-3 have every lane");
     expect(note?.message).toContain("at least 2 rounds");
@@ -198,8 +195,6 @@ describe("parallel waves in the transition", () => {
         lanes: 12,
         max_unavailable: 4,
         at_once: 4,
-        first_round: 4,
-        held_back: null,
         held_domains: [],
         min_rounds: 3,
       },
@@ -207,20 +202,20 @@ describe("parallel waves in the transition", () => {
     expect(waveRoundNotes(free)).toEqual([]);
     expect(waveRounds(manifestOf(13, 1))).toEqual([]);
     // What the engine really does: never more than at_once lanes excluded on the control plane
-    // or in flight, and the first round's lanes in flight together when the wave begins.
-    for (const [m, atOnce, first] of [
-      [held, 9, 8],
-      [free, 4, 4],
-      [manifestOf(13, 12, (i) => (i === 0 ? "solo" : `zone-${i % 2}`)), 10, 10],
+    // or in flight, and at_once lanes in flight together when the wave begins (lane-j, the last
+    // of rack-1 in service, lets lane-k and lane-l go first).
+    for (const [m, atOnce] of [
+      [held, 9],
+      [free, 4],
+      [manifestOf(13, 12, (i) => (i === 0 ? "solo" : `zone-${i % 2}`)), 10],
     ] as const) {
-      expect(waveRounds(m)[0]).toMatchObject({ at_once: atOnce, first_round: first });
+      expect(waveRounds(m)[0]?.at_once).toBe(atOnce);
       for (const seed of [31, 32, 33]) {
         const out = drive(m, seed);
         expect(out.violations).toEqual([]);
         expect(out.r.state).toBe("succeeded");
         expect(out.maxOut).toBeLessThanOrEqual(atOnce);
-        expect(out.maxBusy).toBeLessThanOrEqual(atOnce);
-        expect(out.maxBusy).toBeGreaterThanOrEqual(first);
+        expect(out.maxBusy).toBe(atOnce);
       }
     }
   });

@@ -1,9 +1,10 @@
 /**
  * How many lanes of a parallel wave the limits let out of service together, as compiled, and
  * the least number of rounds that makes the wave take (docs/recipes.md "Parallel waves").
- * Pure: reads the manifest only, the same rule as the engine's `mayLeaveService`
- * (transition/lanes.ts): a lane may not be the last of its failure domain still in service (a
- * domain of one lane, or a lane with no domain, excepted). Lanes already excluded on the
+ * Pure: reads the manifest only, the same rules as the engine's walk (transition/lanes.ts): at
+ * most `max_unavailable` out, and a lane may not be the last of its failure domain still in
+ * service (a domain of one lane, or a lane with no domain, excepted); a lane its domain holds
+ * back lets the lanes after it go, so the wave begins with `at_once` lanes. Lanes already excluded on the
  * control plane at the start are not known here, so this is the bound with every lane in
  * service.
  */
@@ -17,14 +18,6 @@ export interface WaveRounds {
   max_unavailable: number;
   /** Most lanes of the wave out of service at once under the failure-domain rule too. */
   at_once: number;
-  /**
-   * Lanes the engine takes out together when the wave begins: lanes leave service in the
-   * order the wave lists them, so it stops at the first lane its limits hold back (at most
-   * `at_once`; fewer when a held domain's last lane comes early in the list).
-   */
-  first_round: number;
-  /** The lane the engine's first round stops at (the last of its domain in service), or null. */
-  held_back: string | null;
   /**
    * Failure domains with more than one lane whose every lane is in this wave: each keeps one
    * lane in service, so that lane waits for another of its domain to come back.
@@ -60,28 +53,11 @@ export function waveRounds(m: Manifest): WaveRounds[] {
       fromDomains += Math.min(n, all - 1);
     }
     const atOnce = Math.max(1, Math.min(k, w.lanes.length, free + fromDomains));
-    // The engine's own walk at the wave's start (transition/lanes.ts advanceParallelWave).
-    const outOf = new Map<string, number>();
-    let first = 0;
-    let heldBack: string | null = null;
-    for (const id of w.lanes) {
-      if (first >= k) break;
-      const d = domainOf.get(id);
-      const all = d === undefined ? 0 : (size.get(d) ?? 0);
-      if (d !== undefined && all > 1 && (outOf.get(d) ?? 0) + 1 >= all) {
-        heldBack = id;
-        break;
-      }
-      if (d !== undefined) outOf.set(d, (outOf.get(d) ?? 0) + 1);
-      first += 1;
-    }
     out.push({
       wave: i + 1,
       lanes: w.lanes.length,
       max_unavailable: k,
       at_once: atOnce,
-      first_round: Math.max(1, first),
-      held_back: heldBack,
       held_domains: held.sort(),
       min_rounds: Math.ceil(w.lanes.length / atOnce),
     });
@@ -98,6 +74,6 @@ export function waveRoundNotes(m: Manifest): { path: string; message: string }[]
     .filter((r) => r.at_once < Math.min(r.max_unavailable, r.lanes))
     .map((r) => ({
       path: `rollout.waves.${r.wave - 1}.max_unavailable`,
-      message: `wave ${r.wave} can have at most ${r.at_once} of its ${r.lanes} lanes out of service at once, not ${Math.min(r.max_unavailable, r.lanes)}${r.first_round < r.at_once ? ` (it begins with ${r.first_round}: lanes leave in the order the wave lists them, and ${r.held_back} would be the last of its domain in service; list the last lane of each of those domains at the end of the wave to begin with ${r.at_once})` : ""}: failure domain${r.held_domains.length > 1 ? "s" : ""} ${r.held_domains.join(", ")} ${r.held_domains.length > 1 ? "have" : "has"} every lane in this wave and each keeps one in service, so the wave takes at least ${r.min_rounds} round${r.min_rounds > 1 ? "s" : ""}; to let its lanes go together, keep one lane of ${r.held_domains.length > 1 ? "each of those domains" : r.held_domains[0]} out of this wave`,
+      message: `wave ${r.wave} can have at most ${r.at_once} of its ${r.lanes} lanes out of service at once, not ${Math.min(r.max_unavailable, r.lanes)}: failure domain${r.held_domains.length > 1 ? "s" : ""} ${r.held_domains.join(", ")} ${r.held_domains.length > 1 ? "have" : "has"} every lane in this wave and each keeps one in service, so the wave takes at least ${r.min_rounds} round${r.min_rounds > 1 ? "s" : ""}; to let its lanes go together, keep one lane of ${r.held_domains.length > 1 ? "each of those domains" : r.held_domains[0]} out of this wave`,
     }));
 }

@@ -4,7 +4,8 @@
  * table (its lane rows, lane after lane), but the engine walks each lane's rows with its own
  * cursor: up to `max_unavailable` lanes are out of service (from their `exclude_lane` until
  * their `include_lane` succeeded) at once, never every lane of a failure domain with more than
- * one lane, and lanes leave service in the order the wave lists them. The per-lane state is
+ * one lane; lanes leave service in the order the wave lists them, except that a lane its failure
+ * domain holds back lets the lanes after it go first. The per-lane state is
  * derived from the durable step runs, so a restarted engine resumes where it was.
  * Traffic weights only change at the wave's `drain_wave` and `set_traffic` rows, which stay
  * serial, so the exposure ceiling is the serial table's.
@@ -136,20 +137,20 @@ function isOutOfService(r: Release, id: string, pre: ReadonlySet<string>): boole
 }
 
 /**
- * Whether lane `p` may leave service now: fewer than `max_unavailable` lanes of the wave out,
- * and not the last lane of its failure domain still in service (domains of one lane excepted).
- * Lanes excluded before the start count as out until the release includes them (such a lane
- * itself begins whatever the limits: it takes nothing more out of service).
+ * Whether the wave has room for one more lane out of service: fewer than `max_unavailable` of
+ * its lanes out. Lanes excluded before the start count as out until the release includes them
+ * (such a lane itself begins whatever the limits: it takes nothing more out of service).
  */
-function mayLeaveService(
-  r: Release,
-  wave: number,
-  lanes: LaneProgress[],
-  p: LaneProgress,
-  pre: ReadonlySet<string>,
-) {
+function waveHasRoom(r: Release, wave: number, lanes: LaneProgress[], pre: ReadonlySet<string>) {
   const out = lanes.filter((l) => l.out || (!l.started && pre.has(l.lane)));
-  if (out.length >= maxUnavailable(r, wave)) return false;
+  return out.length < maxUnavailable(r, wave);
+}
+
+/**
+ * Whether lane `p`'s failure domain lets it leave service now: it is not the last lane of its
+ * domain still in service (domains of one lane, and lanes with none, excepted).
+ */
+function domainAllows(r: Release, p: LaneProgress, pre: ReadonlySet<string>) {
   const domainOf = (id: string) => r.manifest.lanes.find((l) => l.id === id)?.failure_domain;
   const domain = domainOf(p.lane);
   if (domain === undefined) return true;
@@ -199,7 +200,10 @@ export function advanceParallelWave(
   }
   for (const l of pending) {
     if (l.started) continue;
-    if (!mayLeaveService(r, wave, lanes, l, pre)) break; // lanes leave service in the wave's order
+    // In the wave's order while there is room; a lane its domain holds back waits for one of
+    // its domain to come back, and the lanes after it go first (docs/recipes.md).
+    if (!waveHasRoom(r, wave, lanes, pre)) break;
+    if (!domainAllows(r, l, pre)) continue;
     l.started = true;
     l.out = true;
     begin(l.rows[0] as number);
