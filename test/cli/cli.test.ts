@@ -585,6 +585,7 @@ describe("serve and demo", () => {
         });
         child.on("close", () => reject(new Error(`[test] serve exited: ${out}`)));
       });
+      const listenedAt = Date.now();
       const health = await fetch(`http://127.0.0.1:${port}/healthz`);
       expect(health.status).toBe(200);
       const page = await fetch(`http://127.0.0.1:${port}/releases`, { redirect: "manual" });
@@ -594,6 +595,11 @@ describe("serve and demo", () => {
         BATON_TOKEN: "serve-operator-token-0123",
       });
       expect(JSON.parse(status.stdout)).toEqual({ releases: [] });
+      // Still serving well after the CLI's 5 s bound on a finished command's open handles
+      // (engine/src/cli/main.ts): serve's work is to keep serving until a signal.
+      await new Promise((r) => setTimeout(r, Math.max(0, listenedAt + 7_000 - Date.now())));
+      expect(child.exitCode, out).toBeNull();
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
       const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
       child.kill("SIGTERM");
       expect(await exited).toBe(0);

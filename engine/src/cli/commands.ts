@@ -795,12 +795,16 @@ export async function serve(o: { port?: string; host?: string }): Promise<ExitCo
     process.env.PORT = String(n);
   }
   const { startNodeServer } = await import("../main-node.ts");
+  let server: Awaited<ReturnType<typeof startNodeServer>>["server"];
   try {
-    await startNodeServer({}, o.host);
+    ({ server } = await startNodeServer({}, o.host));
   } catch (err) {
     if (err instanceof BatonError) throw new CliError(err.message, EXIT.usage, []);
     throw err;
   }
+  // Serving is the command's work: it ends when the server closes (SIGTERM or SIGINT; the
+  // shutdown then closes the engine and exits), not when it starts listening.
+  await new Promise<void>((resolve) => server.once("close", () => resolve()));
   return EXIT.ok;
 }
 

@@ -9,7 +9,8 @@ const code = await runCli(process.argv.slice(2));
 // reach its database): a supervisor (`Restart=always`) then sees the failure and restarts it.
 if (code !== 0) process.exit(code);
 process.exitCode = code;
-// A command that succeeded has finished its work (the demo and serve have closed their parts),
+// A command that succeeded has finished its work (the demo has closed its parts; serve returns
+// only once its server closed),
 // so nothing may keep the process alive: if a handle is still open after LINGER_MS (seen in CI:
 // the demo's successful run, after its record was written and its data dir removed, stayed up
 // until killed), say which kinds and exit with the command's code. Unref'd: a clean process
