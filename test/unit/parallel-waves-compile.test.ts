@@ -74,6 +74,8 @@ describe("parallel waves: compile and contract check", () => {
     [{ max_unavailable: "120%" }, "rollout.waves.1.max_unavailable", "percent"],
     [{ max_unavailable: "five" }, "rollout.waves.1.max_unavailable", "percent"],
     [{ max_unavailable: 2.5 }, "rollout.waves.1.max_unavailable", "whole number"],
+    // "0%" would take no lane out: refused like 0 (it used to compile as a serial wave).
+    [{ max_unavailable: "0%" }, "rollout.waves.1.max_unavailable", "from 1% to 100%"],
   ])("bad wave limit %j is a problem at its field", (wave, path, words) => {
     const res = checkAndCompile(fleetRecipe(5, wave));
     expect(res.ok).toBe(false);
@@ -81,7 +83,9 @@ describe("parallel waves: compile and contract check", () => {
     const p = res.problems.find((x) => x.path === path);
     expect(p, JSON.stringify(res.problems)).toBeDefined();
     expect(p?.message).toContain(words);
-    expect(p?.fix).toBeTruthy();
+    // The fix says what to write, not the message again.
+    expect(p?.fix).toContain("a whole number from 1 (e.g. 4) or a percent");
+    expect(p?.fix).not.toContain(p?.message ?? "");
   });
 
   it("bad min_serving and failure_domain name their field and the fix", () => {
@@ -94,7 +98,11 @@ describe("parallel waves: compile and contract check", () => {
     }
     const bad = checkAndCompile(fleetRecipe(5, {}, { min_serving: "sixty" }));
     expect(bad.ok).toBe(false);
-    if (!bad.ok) expect(bad.problems.map((x) => x.path)).toContain("min_serving");
+    if (!bad.ok) {
+      const p = bad.problems.find((x) => x.path === "min_serving");
+      expect(p?.fix).toContain('a percent of the recipe\'s lanes from 0% to 100% (e.g. "60%"');
+    }
+    expect(checkAndCompile(fleetRecipe(5, {}, { min_serving: "0%" })).ok).toBe(true);
     const r = fleetRecipe(3, {}) as RecipeInput;
     r.lanes = [{ ...lane(0), failure_domain: "rack 1!" }, lane(1), lane(2)];
     const dom = checkAndCompile(r);
@@ -102,6 +110,7 @@ describe("parallel waves: compile and contract check", () => {
     if (!dom.ok) {
       const p = dom.problems.find((x) => x.path === "lanes.0.failure_domain");
       expect(p?.message).toContain("failure_domain must be");
+      expect(p?.fix).toContain("e.g. `rack-3`");
     }
   });
 

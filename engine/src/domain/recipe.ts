@@ -154,8 +154,10 @@ export const RecipeLane = z
   .strict();
 export type RecipeLane = z.infer<typeof RecipeLane>;
 
-/** `N%` (a percent of lanes, 1..100) or a whole count of lanes (at least `min`). */
+/** `N%` (a percent of lanes, 0..100) or a whole count of lanes (at least `min`). */
 export const PERCENT_PATTERN = /^(100|[1-9]?[0-9])%$/;
+/** `N%` from 1% to 100% (a limit that must let at least one lane go). */
+const PERCENT_PATTERN_FROM_1 = /^(100|[1-9][0-9]?)%$/;
 
 /**
  * A number of lanes as a recipe writes it: a whole count (e.g. `5`) or a percent string of
@@ -169,7 +171,12 @@ function LaneCount(field: string, min = 1) {
         .int(`${field} must be a whole number of lanes or a percent such as "25%"`)
         .min(min, `${field} must be at least ${min}`)
         .max(RECIPE_LIMITS.lanes, `${field} must be at most ${RECIPE_LIMITS.lanes}`),
-      z.string().regex(PERCENT_PATTERN, `${field} must be a percent from 0% to 100% (e.g. "25%")`),
+      z
+        .string()
+        .regex(
+          min >= 1 ? PERCENT_PATTERN_FROM_1 : PERCENT_PATTERN,
+          `${field} must be a percent from ${min >= 1 ? 1 : 0}% to 100% (e.g. "25%")`,
+        ),
     ],
     { error: `${field} must be a whole number of lanes (e.g. 5) or a percent (e.g. "25%")` },
   );

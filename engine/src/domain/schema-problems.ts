@@ -47,6 +47,12 @@ const FIELD_FIXES: Record<string, string> = {
   ...SHARED_FIELD_FIXES,
   host_key: HOST_KEY_FIX,
   traffic: "Use an absolute percent from 0 to 100 (e.g. 10, then 50, then 100).",
+  max_unavailable:
+    "Write how many of the wave's lanes may redeploy at once: a whole number from 1 (e.g. 4) or a percent of the wave's lanes from 1% to 100% (e.g. \"25%\", rounded down, at least 1 lane); remove it for one lane at a time.",
+  min_serving:
+    "Write how many of the model's lanes stay in service at every instant: a whole number from 0 (e.g. 12) or a percent of the recipe's lanes from 0% to 100% (e.g. \"60%\", rounded up); remove it for no floor.",
+  failure_domain:
+    "Name the rack, zone or region with 1–64 letters, digits, `.`, `_`, `:` or `-`, starting with a letter or digit (e.g. `rack-3`, `eu-west-1a`); remove it for a domain of its own.",
   weight: "Use a whole percent from 0 to 100; the lanes' weights must add up to 100.",
   tool_revision:
     "Write the full commit sha (40 hex, or 64 in a SHA-256 repository) (`git rev-parse HEAD`), or remove the field.",
