@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import { RELEASE_STATES } from "../domain/states.ts";
-import { waveRoundNotes } from "../domain/wave-rounds.ts";
+import { drainCapacityNotes, waveRoundNotes } from "../domain/wave-rounds.ts";
 import type { ReleaseSummary } from "../ports/store.ts";
 import { isReleaseId, isStepRunId } from "../protocol/ids.ts";
 import { type Connection, EngineClient } from "./client.ts";
@@ -67,8 +67,9 @@ export async function check(files: string[], o: { json: boolean }, io: Io): Prom
         steps: c.manifest.steps.length,
         waves: c.manifest.waves.length,
         manifest_digest: c.manifest_digest,
-        // Parallel waves the failure-domain rule holds below max_unavailable (not a failure).
-        notes: waveRoundNotes(c.manifest),
+        // Not failures: parallel waves the failure-domain rule holds below max_unavailable,
+        // and drains that leave fewer lanes with traffic than min_serving.
+        notes: [...waveRoundNotes(c.manifest), ...drainCapacityNotes(c.manifest)],
       };
     } catch (err) {
       if (!(err instanceof BatonError)) throw err;

@@ -77,3 +77,31 @@ export function waveRoundNotes(m: Manifest): { path: string; message: string }[]
       message: `wave ${r.wave} can have at most ${r.at_once} of its ${r.lanes} lanes out of service at once, not ${Math.min(r.max_unavailable, r.lanes)}: failure domain${r.held_domains.length > 1 ? "s" : ""} ${r.held_domains.join(", ")} ${r.held_domains.length > 1 ? "have" : "has"} every lane in this wave and each keeps one in service, so the wave takes at least ${r.min_rounds} round${r.min_rounds > 1 ? "s" : ""}; to let its lanes go together, keep one lane of ${r.held_domains.length > 1 ? "each of those domains" : r.held_domains[0]} out of this wave`,
     }));
 }
+
+/**
+ * A note for each wave whose `drain_wave` leaves fewer lanes with traffic than the recipe's
+ * `min_serving`: the floor counts lanes in service (not excluded), and the drain moves the
+ * wave's lanes to weight 0 before any leaves service, so while the wave redeploys only the
+ * lanes the drain gives weight carry the model's traffic (until the wave's `set_traffic`).
+ * None without `min_serving`.
+ */
+export function drainCapacityNotes(m: Manifest): { path: string; message: string }[] {
+  const floor = m.min_serving;
+  if (floor === undefined || floor < 1) return [];
+  const notes: { path: string; message: string }[] = [];
+  for (const s of m.steps) {
+    if (s.name !== "drain_wave" || s.forward.kind !== "control_plane") continue;
+    const req = s.forward.request;
+    if (req.op !== "set_traffic") continue;
+    const serving = Object.entries(req.weights)
+      .filter(([, w]) => w > 0)
+      .map(([id]) => id);
+    if (serving.length >= floor) continue;
+    const shown = serving.length > 5 ? `${serving.slice(0, 5).join(", ")}, …` : serving.join(", ");
+    notes.push({
+      path: "min_serving",
+      message: `while wave ${s.wave + 1} redeploys, its drain_wave sends all of the model's traffic to ${serving.length} lane${serving.length === 1 ? "" : "s"} (${shown}), fewer than min_serving ${floor}: min_serving counts lanes in service (not excluded), and the wave's lanes, drained to weight 0, get no traffic until its set_traffic; to spread the load, move lanes out of wave ${s.wave + 1} (lanes outside a wave carry its traffic)`,
+    });
+  }
+  return notes;
+}
