@@ -114,10 +114,20 @@ describe("check", () => {
     // The serial recipe has nothing to note.
     expect(text.stdout.split("\n").filter((l) => l.includes("note:"))).toHaveLength(1);
     const json = JSON.parse((await baton(["check", file, "--json"])).stdout) as {
-      recipes: { ok: boolean; notes: { path: string }[] }[];
+      recipes: { ok: boolean; notes: { path: string }[]; parallel_waves: unknown[] }[];
     };
     expect(json.recipes[0]?.ok).toBe(true);
     expect(json.recipes[0]?.notes.map((n) => n.path)).toEqual(["rollout.waves.1.max_unavailable"]);
+    expect(json.recipes[0]?.parallel_waves).toEqual([
+      {
+        wave: 2,
+        lanes: 4,
+        max_unavailable: 4,
+        at_once: 3,
+        held_domains: ["rack-x"],
+        min_rounds: 2,
+      },
+    ]);
   });
 
   it("passes a good recipe and fails a bad one with the field and the fix", async () => {

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import { RELEASE_STATES } from "../domain/states.ts";
-import { drainCapacityNotes, waveRoundNotes } from "../domain/wave-rounds.ts";
+import { drainCapacityNotes, waveRoundNotes, waveRounds } from "../domain/wave-rounds.ts";
 import type { ReleaseSummary } from "../ports/store.ts";
 import { isReleaseId, isStepRunId } from "../protocol/ids.ts";
 import { type Connection, EngineClient } from "./client.ts";
@@ -70,6 +70,8 @@ export async function check(files: string[], o: { json: boolean }, io: Io): Prom
         // Not failures: parallel waves the failure-domain rule holds below max_unavailable,
         // and drains that leave fewer lanes with traffic than min_serving.
         notes: [...waveRoundNotes(c.manifest), ...drainCapacityNotes(c.manifest)],
+        // Each parallel wave's resolved limit (after min_serving) and what its domains allow.
+        parallel_waves: waveRounds(c.manifest),
       };
     } catch (err) {
       if (!(err instanceof BatonError)) throw err;

@@ -191,7 +191,7 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     if (room < 1) {
       planProblems.push({
         path: "min_serving",
-        message: `min_serving ${r.min_serving} keeps ${minServing} of the model's ${lanes.length} lanes in service${outAtStart.size > 0 ? ` and ${outAtStart.size} are already excluded on the control plane` : ""}, so no lane of wave ${w + 1} can be taken out of service to redeploy`,
+        message: `min_serving ${r.min_serving} keeps ${minServing} of the model's ${lanes.length} lanes in service${outAtStart.size > 0 ? ` and ${outAtStart.size} ${outAtStart.size === 1 ? "is" : "are"} already excluded on the control plane` : ""}, so no lane of wave ${w + 1} can be taken out of service to redeploy`,
         fix: `Lower min_serving to at most ${Math.max(0, lanes.length - outAtStart.size - 1)} lanes (${Math.floor(((lanes.length - outAtStart.size - 1) * 100) / lanes.length)}%), or include excluded lanes on the control plane first.`,
       });
       return 1;
