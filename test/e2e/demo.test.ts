@@ -4,7 +4,7 @@
  * printed in reverse. Plus bad arguments (exit 2, nothing started) and the step labels.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
@@ -139,6 +139,37 @@ describe("npm run demo", () => {
       "1 set_traffic(baseline)",
     ]);
     for (const l of backward) expect(l[4]).toBe("succeeded");
+    expect(out).toMatch(/release r1 ended rolled_back/);
+  }, 600_000);
+
+  it.concurrent("--fail-at a lane of a parallel wave fails that lane's health check and rolls back", async () => {
+    // Wave 1 is [lane-a, lane-b] with max_unavailable 2: lane-b's step runs are queued while
+    // lane-a's deploy (the faulted one) is still in flight. The fault used to end at the first
+    // other step run queued, so lane-a's health check passed and the release succeeded.
+    const dir = mkdtempSync(join(tmpdir(), "baton-demo-parallel-"));
+    const file = join(dir, "parallel.yaml");
+    const recipe = loadRecipe();
+    const parallel = {
+      ...recipe,
+      rollout: {
+        waves: [
+          { lanes: ["lane-a", "lane-b"], traffic: 50, max_unavailable: 2 },
+          { lanes: ["lane-c"], traffic: 100 },
+        ],
+      },
+    };
+    writeFileSync(file, JSON.stringify(parallel, null, 2)); // JSON is YAML
+    const { code, out } = await demo(["--recipe", file, "--fail-at", "attach_queue_lane:lane-a"]);
+    rmSync(dir, { recursive: true, force: true });
+    expect(code, out).toBe(1);
+    const lines = stepLines(out);
+    expect(lines.find((l) => l[1] === "attach_queue_lane:lane-a" && l[2] === "fwd")?.[4], out).toBe(
+      "failed",
+    );
+    // Only lane-a's deploy fails: lane-b's (same wave, in flight at once) and every restore pass.
+    expect(lines.find((l) => l[1] === "attach_queue_lane:lane-b")?.[4], out).toBe("succeeded");
+    for (const l of lines.filter((x) => x[2] === "bwd")) expect(l[4], out).toBe("succeeded");
+    expect(out).toMatch(/health check on lane-a answered 503: model not loaded: CUDA OOM/);
     expect(out).toMatch(/release r1 ended rolled_back/);
   }, 600_000);
 

@@ -97,7 +97,7 @@ export interface DemoTrust {
   repository: string;
 }
 
-/** How a health fault ends: at the next run of any other step run, or at the very next run. */
+/** How a health fault ends: at the lane's next run of another step run, or its very next run. */
 export type HealthFaultUntil = "other_step_run" | "next_run";
 
 /** What a failing lane's health URL answers in the demo (a model server explaining itself). */
@@ -117,8 +117,10 @@ export interface Stack {
   /**
    * Makes the health check of forward step `stepIndex` fail: when a run of that step run is
    * queued, its lane's health URL starts answering 503; it answers 200 again when a run of
-   * another step run is queued (`other_step_run`, so engine retries fail too) or when any next
-   * run is queued (`next_run`, e.g. a re-run from the Actions UI). The failing answer's body is
+   * another step run of the same lane is queued (`other_step_run`, so engine retries fail too;
+   * e.g. the lane's restore) or when any next run of that lane is queued (`next_run`, e.g. a
+   * re-run from the Actions UI). Other lanes' runs (a parallel wave's) leave the fault in
+   * place: only that lane's health URL fails, so only its step runs see it. The failing answer's body is
    * `body` (default `DEMO_HEALTH_BODY`): deploy.sh keeps it, the step run's error names it.
    */
   failHealthAt(stepIndex: number, until?: HealthFaultUntil, body?: string): void;
@@ -238,12 +240,20 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     };
     let fault: { stepIndex: number; until: HealthFaultUntil; lane: string; body: string } | null =
       null;
-    let active: { stepRunId: string; until: HealthFaultUntil } | null = null;
+    let active: { stepRunId: string; until: HealthFaultUntil; lane: string } | null = null;
     let manifest: Manifest | null = null;
+    // The lane a run's step acts on (its payload's `args.lane.id`), or null (no lane).
+    const laneOfRun = (run: LocalRunEvent["run"]): string | null => {
+      const lane = (run.payload.args as { lane?: { id?: unknown } } | undefined)?.lane?.id;
+      return typeof lane === "string" ? lane : null;
+    };
     const onEvent = (e: LocalRunEvent) => {
       if (e.type === "queued") {
         const m = /^sr_\d+_(\d+)_f$/.exec(e.run.stepRunId);
-        if (active) {
+        // Only a run of the faulted lane ends the fault: in a parallel wave, other lanes' step
+        // runs are queued while the faulted one is still in flight (its health check not yet
+        // made), and clearing then let the faulted step succeed.
+        if (active && laneOfRun(e.run) === active.lane) {
           const same = e.run.stepRunId === active.stepRunId;
           if (active.until === "next_run" || !same) {
             fleet.clearFailHealth();
@@ -252,7 +262,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
         }
         if (fault && m && Number(m[1]) === fault.stepIndex) {
           fleet.failHealthOf(fault.lane, fault.body);
-          active = { stepRunId: e.run.stepRunId, until: fault.until };
+          active = { stepRunId: e.run.stepRunId, until: fault.until, lane: fault.lane };
           fault = null;
         }
       }
