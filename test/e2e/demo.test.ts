@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
-import { runDemo } from "../../engine/src/demo/main.ts";
+import { pausedVerb, runDemo, waitingLines } from "../../engine/src/demo/main.ts";
 import { resolveStep, stepLabel } from "../../engine/src/demo/progress.ts";
 import { loadRecipe } from "../../engine/src/demo/stack.ts";
 import { compileRecipeInput } from "../../engine/src/recipes/compile-text.ts";
@@ -240,6 +240,27 @@ describe("demo arguments", () => {
     } finally {
       q.restore();
     }
+  });
+
+  it("a paused release's hint names the verb it waits for: promote at a manual promotion, resume for a pause", () => {
+    const stack = { url: "http://127.0.0.1:1", operatorToken: "tok" };
+    const at = 0;
+    const promotion = { kind: "promotion", actor: "recipe", reason: "r", at, wave: 1 } as const;
+    const held = { id: "r1", state: "paused", hold: promotion, gate: null } as const;
+    const served = waitingLines(stack, held, true).join("\n");
+    expect(served).toMatch(
+      /\[demo\] promote\s+BATON_ENGINE_URL=\S+ BATON_TOKEN=tok npx baton promote r1 /,
+    );
+    expect(served).not.toContain("baton resume");
+    expect(waitingLines(stack, held, false).join("\n")).toContain("`baton promote r1`");
+    const pause = { kind: "pause", actor: "alice", reason: "look", at } as const;
+    const paused = { id: "r1", state: "paused", hold: pause, gate: null } as const;
+    expect(waitingLines(stack, paused, true)[0]).toMatch(
+      /\[demo\] resume\s+BATON_ENGINE_URL=\S+ BATON_TOKEN=tok npx baton resume r1 /,
+    );
+    expect(pausedVerb({ hold: { kind: "dark", actor: "bob", reason: "d", at }, gate: null })).toBe(
+      "release",
+    );
   });
 
   it("resolves steps by index or name:lane; labels wave steps by percent", () => {

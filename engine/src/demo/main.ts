@@ -20,7 +20,7 @@ import type { AdmissionReport } from "../domain/admission.ts";
 import { waveLabel } from "../domain/gate/waves.ts";
 import type { RecipeInput } from "../domain/recipe.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
-import type { ManifestStep } from "../domain/types.ts";
+import type { ManifestStep, Release } from "../domain/types.ts";
 import { compileRecipeInput } from "../recipes/compile-text.ts";
 import { ProgressPrinter, resolveStep, stepLabel } from "./progress.ts";
 import { EXAMPLE_RECIPE, loadRecipe, type Stack, startStack } from "./stack.ts";
@@ -252,7 +252,7 @@ export async function runDemo(argv: string[]): Promise<number> {
       // wait for a person does not count against --timeout; without --serve the engine stops.
       const waiting = state === "needs_operator" || state === "paused";
       if (waiting && waitingSaid !== state) {
-        for (const line of waitingLines(stack, id, state, args.serve)) console.log(line);
+        for (const line of waitingLines(stack, record.release, args.serve)) console.log(line);
       }
       waitingSaid = waiting ? state : "";
       if (waiting && !args.serve) break;
@@ -304,20 +304,43 @@ export async function runDemo(argv: string[]): Promise<number> {
 }
 
 /**
- * What to do about a release waiting for a person (`paused`, `needs_operator`): the resume
- * command against this demo's engine (with its URL and operator token) and the release's page.
- * Without --serve the engine stops right after, so it says to run with --serve instead.
+ * The verb a `paused` release waits for (docs/lifecycle.md): `resume` lifts an operator's pause,
+ * `release` a dark deploy's hold, `promote` a manual promotion's hold or an inconclusive gate.
+ * `resume` is refused for the other holds, so the hint must name the right one.
  */
-function waitingLines(stack: Stack, id: string, state: string, serve: boolean): string[] {
+export function pausedVerb(r: Pick<Release, "hold" | "gate">): "resume" | "promote" | "release" {
+  if (r.hold?.kind === "pause") return "resume";
+  if (r.hold?.kind === "dark") return "release";
+  if (r.hold?.kind === "promotion") return "promote";
+  // No hold: paused at a gate that ended inconclusive, which waits for promote (or abort).
+  return r.gate ? "promote" : "resume";
+}
+
+/**
+ * What to do about a release waiting for a person (`paused`, `needs_operator`): the command it
+ * waits for (resume, promote or release; `pausedVerb`) against this demo's engine (with its URL
+ * and operator token) and the release's page. Without --serve the engine stops right after, so
+ * it says to run with --serve instead.
+ */
+export function waitingLines(
+  stack: Pick<Stack, "url" | "operatorToken">,
+  r: Pick<Release, "id" | "state" | "hold" | "gate">,
+  serve: boolean,
+): string[] {
+  const { id, state } = r;
+  const verb = pausedVerb(r);
   if (!serve) {
-    return [
-      `[demo] release ${id} is ${state}, which is not the end: an operator resumes it. Without --serve the engine stops now; run the demo with --serve to keep it up and resume it (\`baton resume ${id}\` or the dashboard)`,
-    ];
+    const how =
+      state === "paused"
+        ? `an operator ${verb}s it. Without --serve the engine stops now; run the demo with --serve to keep it up and ${verb} it (\`baton ${verb} ${id}\` or the dashboard)`
+        : `an operator decides what next. Without --serve the engine stops now; run the demo with --serve to keep it up and act on it (\`baton status ${id}\` or the dashboard)`;
+    return [`[demo] release ${id} is ${state}, which is not the end: ${how}`];
   }
   const page = `${stack.url}/releases/${id}`;
   if (state === "paused") {
+    const button = verb[0]?.toUpperCase() + verb.slice(1);
     return [
-      `[demo] resume         BATON_ENGINE_URL=${stack.url} BATON_TOKEN=${stack.operatorToken} npx baton resume ${id}   (or Resume on ${page})`,
+      `[demo] ${verb.padEnd(14)} BATON_ENGINE_URL=${stack.url} BATON_TOKEN=${stack.operatorToken} npx baton ${verb} ${id}   (or ${button} on ${page})`,
       "[demo] still serving and following the release until it ends (Ctrl-C stops)",
     ];
   }
