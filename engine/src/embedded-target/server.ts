@@ -203,7 +203,13 @@ function stopStandinServers(standinDir: string): void {
   const dir = join(standinDir, "servers");
   if (!existsSync(dir)) return;
   for (const f of readdirSync(dir).filter((n) => n.endsWith(".pid"))) {
-    const pid = Number(readFileSync(join(dir, f), "utf8").trim());
+    let pid: number;
+    try {
+      pid = Number(readFileSync(join(dir, f), "utf8").trim());
+    } catch {
+      // The server removed its pid file between the listing and the read: it is stopping.
+      continue;
+    }
     if (!Number.isInteger(pid) || pid <= 1) continue;
     try {
       process.kill(pid, "SIGTERM");
