@@ -2,7 +2,7 @@
  * What each `baton` command does. Every function resolves to an exit code or throws a
  * `CliError`; printing goes through `io` so that tests and the program share one path.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BatonError } from "../domain/errors.ts";
@@ -11,6 +11,7 @@ import { RELEASE_STATES } from "../domain/states.ts";
 import { drainCapacityNotes, waveRoundNotes, waveRounds } from "../domain/wave-rounds.ts";
 import type { ReleaseSummary } from "../ports/store.ts";
 import { isReleaseId, isStepRunId } from "../protocol/ids.ts";
+import { RECIPE_LIMITS } from "../protocol/limits.ts";
 import { type Connection, EngineClient } from "./client.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { type RecordJson, releaseSummary, releasesTable, statusJson } from "./output.ts";
@@ -40,10 +41,24 @@ export function stepRunId(id: string): string {
   return id;
 }
 
+/**
+ * A recipe file's text. A file over the recipe size limit is refused from its size alone
+ * (`payload_too_large`, as the engine answers 413), without reading it.
+ * @throws CliError (usage) when the file cannot be read.
+ */
 function readRecipe(file: string): string {
   try {
+    const size = statSync(file).size;
+    if (size > RECIPE_LIMITS.bytes) {
+      throw new BatonError(
+        "payload_too_large",
+        `[recipe] ${file}: recipe is ${size} bytes, over the ${RECIPE_LIMITS.bytes}-byte limit`,
+        [{ path: "", message: `is ${size} bytes`, fix: "Split the rollout into several recipes." }],
+      );
+    }
     return readFileSync(file, "utf8");
   } catch (err) {
+    if (err instanceof BatonError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     throw usage(
       `[cli] cannot read recipe file ${file} (${code}); give the path of a recipe YAML file`,
@@ -58,9 +73,8 @@ const printJson = (io: Io, v: unknown) => io.out.write(`${JSON.stringify(v, null
 export async function check(files: string[], o: { json: boolean }, io: Io): Promise<ExitCode> {
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
   const results = files.map((file) => {
-    const text = readRecipe(file);
     try {
-      const c = compileRecipeText(text, file);
+      const c = compileRecipeText(readRecipe(file), file);
       return {
         file,
         ok: true as const,

@@ -1,6 +1,8 @@
 /** Request bodies shared by the operator routes: who takes the action, and JSON parsing. */
 import type { Context } from "hono";
 import { z } from "zod";
+import { OTHER_BODY_LIMITS } from "../../protocol/limits.ts";
+import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 
 /** Who took an operator action, as the caller names themselves (kept in history). */
@@ -72,6 +74,7 @@ export async function jsonBody<T extends z.ZodType>(
   const text = await c.req.text();
   let value: unknown = {};
   if (text.trim() !== "") {
+    assertJsonBounds(text, OTHER_BODY_LIMITS, { component: "[engine]", where: what, path: "body" });
     try {
       value = JSON.parse(text);
     } catch {

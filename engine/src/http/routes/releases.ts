@@ -5,7 +5,6 @@
 
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { parseDocument, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import { gateSummaries } from "../../domain/gate/summary.ts";
@@ -14,15 +13,12 @@ import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
 import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
-import {
-  assertNoYamlTags,
-  assertRecipeNesting,
-  duplicateKeyAt,
-  yamlToJs,
-} from "../../recipes/parse.ts";
+import { RECIPE_LIMITS } from "../../protocol/limits.ts";
+import { readBoundedYaml } from "../../recipes/parse.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { currentDrift } from "../../service/drift.ts";
 import { requireBearer } from "../auth.ts";
+import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
 import { ActorField, actorOf, jsonBody, ReasonField, schemaFields } from "./operator-body.ts";
@@ -36,9 +32,6 @@ export interface ReleaseRouteOptions {
   /** Operator and viewer tokens. */
   readTokens: readonly string[];
 }
-
-/** Recipe body cap (bytes): a recipe is a few KB; 1 MiB leaves room for large fleets. */
-export const RECIPE_MAX_BYTES = 1024 * 1024;
 
 const ListQuery = z
   .object({
@@ -327,8 +320,9 @@ function bodyFormat(text: string, contentType: string | undefined): BodyFormat {
 /**
  * Parses a recipe body by content type: YAML for `application/yaml` (or `text/yaml`), JSON
  * for `application/json`, and with no content-type JSON when the body starts with `{` or `[`,
- * else YAML (docs/engine.md). A body too complex (brackets nested deeper than 64, an alias
- * bomb) is refused like a syntax error.
+ * else YAML (docs/engine.md). Read once, within `RECIPE_LIMITS`: a body too complex (nested
+ * deeper, or holding more entries, than the limits; an alias bomb) is refused like a syntax
+ * error, naming the limit and where it was passed.
  * @param field the path problems name (`body`, or `body.recipe` for a signed start's text).
  * @throws BatonError 400 (`bad_request`) naming `field` (or `content-type`) and the fix.
  */
@@ -345,58 +339,47 @@ export function parseRecipeBody(
   const how = guessed
     ? ` (no content-type was sent; read as ${format} because the body ${isYaml ? "does not start" : "starts"} with { or [)`
     : "";
+  const duplicate = (key: string, pos: { line: number } | null) =>
+    badRequest("recipe", [
+      {
+        path: field,
+        message: `duplicate key "${key.slice(0, 80)}"${pos ? ` at line ${pos.line}` : ""}`,
+        fix: "give every key once; a parser keeps only one of equal keys, so the meaning is ambiguous",
+      },
+    ]);
+  const syntax = (what: string, pos: { line: number; col: number } | null) => {
+    const other = isYaml ? "content-type: application/json" : "content-type: application/yaml";
+    const where = pos ? ` at line ${pos.line}, column ${pos.col}` : "";
+    return badRequest("recipe", [
+      {
+        path: field,
+        message: `is not valid ${format}${where}: ${what}${how}`,
+        fix: guessed
+          ? `fix the ${format} syntax, or ${SEND_TYPE}`
+          : `fix the ${format} syntax; if the body is not ${format}, send ${other}`,
+      },
+    ]);
+  };
   try {
-    assertRecipeNesting(text, "request body");
-    refuseDuplicateKeys(text, field);
-    if (!isYaml) return JSON.parse(text);
-    assertNoYamlTags(text, "request body");
-    const doc = parseDocument(text);
-    if (doc.errors[0]) throw doc.errors[0];
-    return yamlToJs(doc, text, "request body");
+    if (isYaml) return readBoundedYaml(text, "request body", { syntax, duplicate }).value;
+    assertJsonBounds(
+      text,
+      RECIPE_LIMITS,
+      { component: "[recipe]", where: "request body", path: field },
+      duplicate,
+    );
+    return JSON.parse(text);
   } catch (e) {
     if (e instanceof BatonError) {
-      // The recipe parser's refusals (too deep, alias bomb, a tag) name no field: name the body.
+      // The recipe reader's refusals (too complex, alias bomb, a tag) name no field: name the body.
       throw new BatonError(
         e.code,
         e.message,
         e.problems.map((p) => (p.path === "" ? { ...p, path: field } : p)),
       );
     }
-    const where =
-      e instanceof YAMLParseError && e.linePos?.[0]
-        ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}`
-        : "";
-    const other = isYaml ? "content-type: application/json" : "content-type: application/yaml";
-    throw badRequest("recipe", [
-      {
-        path: field,
-        message: `is not valid ${format}${where}: ${(e as Error).message.split("\n")[0]}${how}`,
-        fix: guessed
-          ? `fix the ${format} syntax, or ${SEND_TYPE}`
-          : `fix the ${format} syntax; if the body is not ${format}, send ${other}`,
-      },
-    ]);
+    throw syntax((e as Error).message.split("\n")[0] ?? "", null);
   }
-}
-
-/**
- * JSON.parse keeps the last of two equal keys silently; a recipe with `"image"` twice is
- * ambiguous. JSON is YAML, so the YAML parser (unique keys) finds them.
- * @throws BatonError 400 naming the key and its line.
- */
-function refuseDuplicateKeys(text: string, field: string): void {
-  const doc = parseDocument(text, { uniqueKeys: true });
-  const dup = doc.errors.find((e) => e.code === "DUPLICATE_KEY");
-  if (!dup) return;
-  const key = duplicateKeyAt(text, dup.pos[0]) ?? "?";
-  const line = dup.linePos?.[0]?.line ?? 0;
-  throw badRequest("recipe", [
-    {
-      path: field,
-      message: `duplicate key "${key}" at line ${line}`,
-      fix: "give every key once; a parser keeps only one of equal keys, so the meaning is ambiguous",
-    },
-  ]);
 }
 
 /** The hint of a query on `GET /v1/releases/:id`: paging is `…/history`'s. */
@@ -408,9 +391,12 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
   const operator = requireBearer(o.operatorTokens, "operator", o.readTokens);
   const reader = requireBearer(o.readTokens, "viewer or operator");
   const limit = bodyLimit({
-    maxSize: RECIPE_MAX_BYTES,
+    maxSize: RECIPE_LIMITS.bytes,
     onError: () => {
-      throw new BatonError("payload_too_large", `[engine] recipe over ${RECIPE_MAX_BYTES} bytes`);
+      throw new BatonError(
+        "payload_too_large",
+        `[engine] recipe over ${RECIPE_LIMITS.bytes} bytes, the limit of a recipe; nothing was read past it`,
+      );
     },
   });
 
@@ -532,6 +518,10 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     limit,
     async (c) => {
       const id = releaseParam(c);
+      // The cheap lookup first: a release that does not exist is 404 before its body is read.
+      if ((await o.api.liveState(id)) === null) {
+        throw new BatonError("not_found", `[engine] release ${id} does not exist`);
+      }
       const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
       if (body.rollback) {
         throw badRequest("roll-forward body", [

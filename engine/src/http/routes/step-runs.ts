@@ -12,6 +12,7 @@ import type { Clock } from "../../ports/clock.ts";
 import type { Store } from "../../ports/store.ts";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBody } from "../../protocol/credential.ts";
 import { STEP_RUN_ID_PATTERN } from "../../protocol/ids.ts";
+import { RUNNER_BODY_LIMITS } from "../../protocol/limits.ts";
 import {
   CALLBACK_BODY_MAX_BYTES,
   CallbackBody,
@@ -19,6 +20,7 @@ import {
 } from "../../protocol/messages.ts";
 import type { Accepted, Refusal, ReleaseApi } from "../../service/api.ts";
 import { badCredentialMessage, requireBearer } from "../auth.ts";
+import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, errorResponse, zodProblems } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
 import type { RunnerClaims, RunnerCredentialMode, RunnerOidcVerifier } from "../runner-oidc.ts";
@@ -77,21 +79,6 @@ export function answer(
 ): Response {
   if (!r.ok) return errorResponse(c, r.status, r.code, r.reason, r.problems);
   return c.json(ok(r), 200);
-}
-
-/** Deepest nesting of arrays/objects accepted in a preflight or callback body. */
-const MAX_BODY_DEPTH = 64;
-
-/** True when `value` nests arrays/objects deeper than `max`; iterative, so it cannot overflow. */
-function nestedDeeperThan(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 0]];
-  for (let n = 0; stack.length > 0 && n < 1_000_000; n++) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== "object") continue;
-    if (depth >= max) return true;
-    for (const child of Object.values(v as object)) stack.push([child, depth + 1]);
-  }
-  return false;
 }
 
 export function stepRunRoutes(o: StepRunRouteOptions): Hono {
@@ -162,6 +149,13 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
         { path: "body", message: "is not valid UTF-8", fix: "send UTF-8 JSON" },
       ]);
     }
+    // Within the runner body limits before JSON.parse builds anything: hostile nesting (e.g.
+    // checks.json of 5,000 nested arrays) overflowed the stack while the store serialised it.
+    assertJsonBounds(raw, RUNNER_BODY_LIMITS, {
+      component: "[engine]",
+      where: `${kind} body`,
+      path: "body",
+    });
     let value: unknown;
     try {
       value = JSON.parse(raw);
@@ -171,17 +165,6 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
           path: "body",
           message: `is not JSON (${(e as Error).message})`,
           fix: "send a JSON object",
-        },
-      ]);
-    }
-    // Hostile nesting (e.g. checks.json of 5,000 nested arrays) overflowed the stack while the
-    // store serialised it: a 500. Refuse it here, naming the field.
-    if (nestedDeeperThan(value, MAX_BODY_DEPTH)) {
-      throw badRequest(`${kind} body`, [
-        {
-          path: "body",
-          message: `nests deeper than ${MAX_BODY_DEPTH} levels`,
-          fix: "send checks.json as an array of flat check records",
         },
       ]);
     }
