@@ -205,6 +205,8 @@ export async function makeHarness(
     leaseMs?: number;
     /** Ask rollback prerequisites by a runner probe step per lane (default off). */
     runnerProbe?: boolean;
+    /** The engine's log (default: silent). */
+    log?: { info(m: string): void; warn(m: string): void; error(m: string, e?: unknown): void };
   } = {},
 ): Promise<Harness> {
   const dir = o.dir ?? mkdtempSync(path.join(tmpdir(), "baton-svc-"));
@@ -227,7 +229,7 @@ export async function makeHarness(
       ...(o.domain ? { domain: o.domain } : {}),
       reconciler: { leaseMs: o.leaseMs ?? 60_000 },
       ...(o.runnerProbe ? { runnerProbe: true } : {}),
-      log: { info() {}, warn() {}, error() {} },
+      log: o.log ?? { info() {}, warn() {}, error() {} },
     },
   );
   return {

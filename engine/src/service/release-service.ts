@@ -88,7 +88,7 @@ import type { EffectsDue } from "./effects-due.ts";
 import { KeyedQueue } from "./keyed-queue.ts";
 import { assertLanesFree, lanesClaimedError } from "./lane-claims.ts";
 import { capLogTail } from "./log-tail.ts";
-import { RefusalLog } from "./refusal-log.ts";
+import { RefusalLog, SampledLog } from "./refusal-log.ts";
 
 import { DEFAULT_RETENTION, Retention, type RetentionPolicy } from "./retention.ts";
 
@@ -304,6 +304,7 @@ export class ReleaseService implements ReleaseApi {
   >();
   /** Bounds the rows refused preflights and callbacks write (refusal-log.ts). */
   private readonly refusals = new RefusalLog();
+  private readonly refusalLines = new SampledLog();
   /** Last known state per release id, oldest first (insertion order). */
   private readonly cache = new Map<string, Release>();
 
@@ -1557,13 +1558,15 @@ export class ReleaseService implements ReleaseApi {
     // Counted before anything is read: a flood costs one read and one row per key a minute.
     const requests = this.refusals.admit(`${stepRunId}|${kind}|bad_credential`, now);
     if (requests === null) return;
+    // Distinct (guessable) step-run ids are distinct keys: the lines are sampled too.
+    const warn = (m: string) => this.log.warn(m);
     if (!id) {
-      this.log.warn(`${message} (no release to record it on)`);
+      this.refusalLines.line(warn, `${message} (no release to record it on)`, now);
       return;
     }
     const release = await this.load(id, false);
     if (!release?.step_runs.some((s) => s.id === stepRunId)) {
-      this.log.warn(`${message} (step run ${stepRunId} does not exist)`);
+      this.refusalLines.line(warn, `${message} (step run ${stepRunId} does not exist)`, now);
       return;
     }
     await this.store.appendHistory([

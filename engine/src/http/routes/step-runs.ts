@@ -19,6 +19,7 @@ import {
   PreflightRequest,
 } from "../../protocol/messages.ts";
 import type { Accepted, Refusal, ReleaseApi } from "../../service/api.ts";
+import { SampledLog } from "../../service/refusal-log.ts";
 import { badCredentialMessage, requireBearer } from "../auth.ts";
 import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, errorResponse, zodProblems } from "../errors.ts";
@@ -90,12 +91,17 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
    * A bad credential is recorded as refused on the step run (when it exists) and answered 401.
    */
   const mode = o.runnerCredential?.mode ?? "hmac";
+  // One line per refused request would let a stranger write the log at will: sampled.
+  const refusalLines = new SampledLog();
   const BAD = badCredentialMessage(mode);
 
   /** Records a refused credential (precise reason) and answers the one identical 401. */
   async function refuse(c: Context, kind: string, id: string, reason: string, bytes: number) {
     const why = reason.slice(0, 300);
-    if (mode !== "hmac") o.log?.info?.(`[engine] ${kind} for ${id} refused: ${why}`);
+    if (mode !== "hmac") {
+      const line = `[engine] ${kind} for ${id} refused: ${why}`;
+      refusalLines.line((m) => o.log?.info?.(m), line, o.clock.now());
+    }
     await o.api.recordRefused(
       id,
       kind,
