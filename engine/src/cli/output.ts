@@ -8,6 +8,7 @@ import { type LifecycleAction, lifecycleActions } from "../domain/lifecycle.ts";
 import { type ReleaseState, TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import { type AvailableAction, availableActions } from "../domain/transition/exits.ts";
 import type { HistoryEntry, Lineage, Manifest, Release, StepRun } from "../domain/types.ts";
+import { visible } from "../domain/visible-text.ts";
 import { duration, time } from "../http/dashboard/format.ts";
 import { housekeepingLine, isHousekeeping, readOnce } from "../http/dashboard/history-label.ts";
 import { offers } from "../http/dashboard/offers.ts";
@@ -208,14 +209,16 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     );
     for (const h of chores.slice(-3)) lines.push(`  ${time(h.at)} ${housekeepingLine(h)}`);
   }
-  return lines;
+  // Runners' text (check names, messages, excerpts, errors) with its control and
+  // bidirectional characters escaped: printed as is, it would repaint the terminal.
+  return lines.map(visible);
 }
 
 /** `release r17 rolled_back: Rolled back after a failure at step 9 (wave 2)`. */
 export function releaseLine(rec: RecordJson): string {
   const f = summarize(asRelease(rec), rec.history, rec.attempt_results as AttemptResult[]);
   const why = whyToShow(f);
-  return `release ${rec.id} ${rec.state}: ${f.headline}${why ? ` — ${why}` : ""}`;
+  return visible(`release ${rec.id} ${rec.state}: ${f.headline}${why ? ` — ${why}` : ""}`);
 }
 
 /** The compact `status <id> --json` shape. */

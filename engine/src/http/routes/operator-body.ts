@@ -1,6 +1,7 @@
 /** Request bodies shared by the operator routes: who takes the action, and JSON parsing. */
 import type { Context } from "hono";
 import { z } from "zod";
+import { HIDDEN_EXCEPT_NUL } from "../../domain/visible-text.ts";
 import { OTHER_BODY_LIMITS } from "../../protocol/limits.ts";
 import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, zodProblems } from "../errors.ts";
@@ -13,14 +14,11 @@ export const ActorField = z
   .describe("Who takes the action (e.g. your login); recorded in history after `operator:`.");
 
 /**
- * C0/C1 controls other than tab, newline and NUL (stored as U+FFFD like every store text), and the Unicode bidirectional formatting
- * characters (U+061C, U+200E–U+200F, U+202A–U+202E, U+2066–U+2069; Unicode TR #9): shown on
- * the dashboard or in a terminal, they make a reason read other than it was written
- * ("Trojan Source", CVE-2021-42574).
+ * Invisible characters (domain/visible-text.ts; NUL is allowed here: stored as U+FFFD like
+ * every store text): shown on the dashboard or in a terminal, they make a reason read other
+ * than it was written ("Trojan Source", CVE-2021-42574).
  */
-const HIDDEN =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
-  /[\u0001-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+const HIDDEN = HIDDEN_EXCEPT_NUL;
 
 /** Why an operator took an action (kept in history and the record): ≤ 1000 characters. */
 export const ReasonField = z
