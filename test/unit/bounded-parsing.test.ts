@@ -184,13 +184,13 @@ describe("baton check", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const io = () => {
     let out = "";
-    return {
-      io: {
-        out: { write: (s: string) => ((out += s), true) },
-        err: { write: (s: string) => ((out += s), true) },
+    const sink = {
+      write: (s: string) => {
+        out += s;
+        return true;
       },
-      text: () => out,
     };
+    return { io: { out: sink, err: sink }, text: () => out };
   };
 
   it.each([

@@ -28,6 +28,7 @@ function hostileRecord(): ReleaseRecord {
   return r;
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the raw characters are what must not appear
 const RAW = /[\u001b\u0007\u202e\u202c]/;
 
 describe("visible", () => {

@@ -3,7 +3,6 @@
  * Every write method is one synchronous `BEGIN IMMEDIATE` transaction (see `SyncRunner`).
  */
 import Database from "better-sqlite3";
-import { privateSqliteFile } from "./private-file.ts";
 import { Kysely, SqliteDialect, sql } from "kysely";
 import { storableValue } from "../../domain/storable-text.ts";
 import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
@@ -32,6 +31,7 @@ import {
 import { CommitStatements } from "./commit-statements.ts";
 import { deflateJson, isDeflated, sqliteJson } from "./json-codec.ts";
 import { sqliteMigrations } from "./migrations.ts";
+import { privateSqliteFile } from "./private-file.ts";
 import { SyncRunner } from "./sync-runner.ts";
 
 /** How long a write waits for another process's write lock before failing (ms). */
