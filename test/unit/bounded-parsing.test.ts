@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 import * as yaml from "yaml";
 import { runCli } from "../../engine/src/cli/program.ts";
 import { BatonError } from "../../engine/src/domain/errors.ts";
+import { bodyLimitFor } from "../../engine/src/http/body-limit.ts";
 import { assertJsonBounds } from "../../engine/src/http/bounded-json.ts";
 import { parseRecipeBody, parseStartBody } from "../../engine/src/http/routes/releases.ts";
 import { RECIPE_LIMITS, RUNNER_BODY_LIMITS } from "../../engine/src/protocol/limits.ts";
@@ -206,5 +207,13 @@ describe("baton check", () => {
     expect(code).toBe(1);
     expect(o.text()).toMatch(msg);
     expect(o.text()).not.toMatch(/FATAL|out of memory|\n\s+at /);
+  });
+});
+
+describe("body limits by route", () => {
+  it("a roll forward's fixed recipe gets the recipe's byte limit, like a start", () => {
+    expect(bodyLimitFor("POST", "/v1/releases")).toBe(RECIPE_LIMITS.bytes);
+    expect(bodyLimitFor("POST", "/v1/releases/r7/roll-forward")).toBe(RECIPE_LIMITS.bytes);
+    expect(bodyLimitFor("POST", "/v1/releases/r7/abort")).toBe(64 * 1024);
   });
 });
