@@ -10,7 +10,9 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import * as yaml from "yaml";
 import { runCli } from "../../engine/src/cli/program.ts";
+import { checkAndCompile } from "../../engine/src/domain/compile.ts";
 import { BatonError } from "../../engine/src/domain/errors.ts";
+import { UNKNOWN_KEYS_TOLD } from "../../engine/src/domain/schema-problems.ts";
 import { bodyLimitFor } from "../../engine/src/http/body-limit.ts";
 import { assertJsonBounds } from "../../engine/src/http/bounded-json.ts";
 import { parseRecipeBody, parseStartBody } from "../../engine/src/http/routes/releases.ts";
@@ -215,5 +217,19 @@ describe("body limits by route", () => {
     expect(bodyLimitFor("POST", "/v1/releases")).toBe(RECIPE_LIMITS.bytes);
     expect(bodyLimitFor("POST", "/v1/releases/r7/roll-forward")).toBe(RECIPE_LIMITS.bytes);
     expect(bodyLimitFor("POST", "/v1/releases/r7/abort")).toBe(64 * 1024);
+  });
+});
+
+describe("unknown keys within the limits", () => {
+  it("thousands of unknown keys: the first 20 named, one problem counts the rest (the answer stays small)", () => {
+    const res = checkAndCompile(manyKeys(5_000));
+    expect(res.ok).toBe(false);
+    if (res.ok) return;
+    const unknown = res.problems.filter((p) => /unknown field/.test(p.message));
+    expect(unknown).toHaveLength(UNKNOWN_KEYS_TOLD + 1);
+    expect(unknown[0]?.message).toBe(
+      `${5_000 - UNKNOWN_KEYS_TOLD} more unknown fields in the recipe (5000 in all; the first ${UNKNOWN_KEYS_TOLD} are listed)`,
+    );
+    expect(JSON.stringify(res.problems).length).toBeLessThan(20_000);
   });
 });
