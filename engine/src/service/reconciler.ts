@@ -34,8 +34,9 @@ import type { OutboxRow, Store } from "../ports/store.ts";
 import { DEFAULT_MODEL } from "../protocol/control-plane.ts";
 import { notifyBackoffMs, reconcilerBackoffMs } from "./backoff.ts";
 import { evaluateGate } from "./gate-evaluator.ts";
+import type { ApplyExtras } from "./kernel.ts";
+import type { Logger } from "./logger.ts";
 import { buildDispatchPayload } from "./payload.ts";
-import type { ApplyExtras, Logger } from "./release-service.ts";
 
 export interface ReconcilerOptions {
   /** Rows claimed per pass. Default 64. */
