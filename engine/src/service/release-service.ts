@@ -6,13 +6,10 @@
  */
 import type { AdmissionConfig } from "../admission/policy.ts";
 import type { BundleVerifier } from "../admission/verify.ts";
-import type { EffectsPolicy } from "../domain/change-effects.ts";
 import type { LifecycleLookups } from "../domain/lifecycle.ts";
-import type { NoticeKind } from "../domain/notifications.ts";
 import type { HistoryEntry, Json, Release, ReleaseEvent } from "../domain/types.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { ControlPlane } from "../ports/control-plane.ts";
-import type { Notifier } from "../ports/notifier.ts";
 import type { ReleaseSummary, Store } from "../ports/store.ts";
 import type { TargetProbe } from "../ports/target-probe.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
@@ -20,6 +17,7 @@ import type { ReleaseRecordDocument } from "../record/schema.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "./api.ts";
 import { type Domain, defaultDomain } from "./domain.ts";
 import type { EffectsDue } from "./effects-due.ts";
+import { type DeploymentsPolicy, effectsPolicyOf, type NotifyPolicy } from "./effects-policy.ts";
 import { type ApplyExtras, ApplyKernel, type StaleClaim } from "./kernel.ts";
 import { type Logger, silentLog } from "./logger.ts";
 import { StoreHealth } from "./maintenance.ts";
@@ -31,6 +29,11 @@ import { type LiveState, ReleaseQueries } from "./use-cases/queries.ts";
 import { RunnerProtocol } from "./use-cases/runner.ts";
 import { type StartOptions, Starts } from "./use-cases/start.ts";
 
+export {
+  type DeploymentsPolicy,
+  effectsPolicyOf,
+  type NotifyPolicy,
+} from "./effects-policy.ts";
 export type { ApplyExtras, StaleClaim } from "./kernel.ts";
 export { type Logger, silentLog } from "./logger.ts";
 export { ROLLBACK_SCAN, SUPERSEDE_SCAN } from "./use-cases/lookups.ts";
@@ -87,53 +90,6 @@ export interface ReleaseServiceDeps {
    * but cannot reach the machines itself (BATON_DISPATCHER=github). Default false.
    */
   runnerProbe?: boolean;
-}
-
-/** The engine's notification settings. */
-export interface NotifyPolicy {
-  notifiers: Notifier[];
-  /** Notice kinds sent (a recipe's `notify.on` narrows them per release). */
-  events: ReadonlySet<NoticeKind>;
-  /** Retry schedule: first delay (ms, doubling, capped at 5 min) and tries in all. */
-  retry: { baseMs: number; maxTries: number };
-  /** Dashboard base URL for the release link (the public URL by default). */
-  dashboardUrl?: string;
-}
-
-/** Where releases show as GitHub deployments. */
-export interface DeploymentsPolicy {
-  /** Environment of a release whose recipe names none, e.g. `production`. */
-  environment: string;
-  /** Ref a deployment names when the recipe pins no `tool_revision` (e.g. `main`). */
-  ref: string;
-  /** Retry schedule: first delay (ms, doubling, capped at 5 min) and tries in all. */
-  retry: { baseMs: number; maxTries: number };
-  /** Dashboard base URL for the release link (the public URL by default). */
-  dashboardUrl?: string;
-}
-
-/**
- * What a change deserves under these settings (domain/change-effects.ts): notices to the
- * configured notifiers' channels (off when there are none), deployment statuses when on.
- */
-export function effectsPolicyOf(o: {
-  publicUrl: string;
-  notify?: NotifyPolicy | undefined;
-  deployments?: DeploymentsPolicy | undefined;
-}): EffectsPolicy {
-  const base = (url: string | undefined) => (url ?? o.publicUrl).replace(/\/+$/, "");
-  const n = o.notify && o.notify.notifiers.length > 0 ? o.notify : null;
-  const d = o.deployments ?? null;
-  return {
-    notify: n
-      ? {
-          channels: n.notifiers.map((x) => x.channel),
-          events: n.events,
-          url: base(n.dashboardUrl),
-        }
-      : null,
-    deployments: d ? { environment: d.environment, ref: d.ref, url: base(d.dashboardUrl) } : null,
-  };
 }
 
 export class ReleaseService implements ReleaseApi {
