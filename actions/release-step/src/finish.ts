@@ -5,7 +5,7 @@
  */
 import * as core from "@actions/core";
 import type { Results } from "../../../scripts/lib/result.ts";
-import { annotateError } from "./annotate.ts";
+import { annotate, annotateError, failStep } from "./annotate.ts";
 import { type Delivery, writeSummary } from "./report.ts";
 import type { StepContext } from "./step-context.ts";
 
@@ -37,7 +37,7 @@ export async function finish(ctx: StepContext, outcome: Outcome): Promise<void> 
     }
     case "rerun_declined":
       // Shown as a failure, so that the job does not look like a successful retry.
-      core.setFailed(`[action] this re-run was declined: ${outcome.reason}`);
+      failStep(`[action] this re-run was declined: ${outcome.reason}`);
       await safeSummary({
         ...page,
         note: `Re-run declined (409): ${outcome.reason}\n\nNothing was touched.`,
@@ -45,7 +45,8 @@ export async function finish(ctx: StepContext, outcome: Outcome): Promise<void> 
       setResult("declined", "fail");
       return;
     case "declined":
-      core.notice(
+      annotate(
+        "notice",
         `[action] the engine declined this run (409): ${outcome.reason}. Nothing was touched; this is not a failure.`,
       );
       await safeSummary({
@@ -66,14 +67,14 @@ export async function finish(ctx: StepContext, outcome: Outcome): Promise<void> 
       setResult(results.status, results.overall);
       if (!delivery.final)
         annotateError(`[action] ${delivery.message}; the post step will try once more`);
-      else if (!delivery.acked) core.setFailed(`[action] callback refused: ${delivery.message}`);
+      else if (!delivery.acked) failStep(`[action] callback refused: ${delivery.message}`);
       if (results.overall !== "pass") {
         // The engine's answer says what comes next (re-run window, compensation, engine retry);
         // without one (the callback was not acknowledged), the step-run page has the truth.
         const next =
           delivery.advice ??
           `see ${ctx.engineUrl}/step-runs/${ctx.stepRunId} for what the release does next`;
-        core.setFailed(
+        failStep(
           `[action] step run ${ctx.stepRunId} ${results.status} (overall ${results.overall}); ${next}`,
         );
       }

@@ -4,7 +4,7 @@
  */
 import * as core from "@actions/core";
 import { appendLog } from "../../../scripts/lib/result.ts";
-import { annotateError, flushAnnotations } from "./annotate.ts";
+import { annotate, annotateError, failStep, flushAnnotations } from "./annotate.ts";
 import { finish, type Outcome } from "./finish.ts";
 import { removeKeyDir } from "./key-file.ts";
 import {
@@ -29,7 +29,7 @@ export async function run(): Promise<void> {
   try {
     await finish(ctx, await runPhases(ctx));
   } catch (e) {
-    core.setFailed(`[action] unexpected error: ${(e as Error).message}`);
+    failStep(`[action] unexpected error: ${(e as Error).message}`);
   } finally {
     removeKeyDir(ctx.keyDir);
     flushAnnotations();
@@ -92,7 +92,8 @@ async function work(
  */
 function stopOnCancel(ctx: StepContext): void {
   const onSignal = (sig: NodeJS.Signals) => {
-    core.warning(
+    annotate(
+      "warning",
       `[action] received ${sig}: stopping the tool; the post step removes the key and reports`,
     );
     const running = stopCurrentTool("SIGTERM");
