@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from "commander";
 import { connection } from "./client.ts";
 import * as cmd from "./commands.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
+import { demo, serve } from "./serve.ts";
 import { startPending } from "./start-pending.ts";
 
 type Globals = { engine?: string; token?: string };
@@ -509,7 +510,7 @@ export async function runCli(
     .option("--port <port>", "listen port (overrides PORT)")
     .option("--host <host>", "listen address (overrides BATON_HOST; default 127.0.0.1)")
     .action(async (o: { port?: string; host?: string }) => {
-      code = await cmd.serve(o);
+      code = await serve(o);
     });
 
   program
@@ -519,7 +520,7 @@ export async function runCli(
     .allowUnknownOption(true)
     .helpOption(false) // `baton demo --help` shows the demo's own usage
     .action(async (_o: unknown, c: Command) => {
-      code = await cmd.demo(c.args);
+      code = await demo(c.args);
     });
 
   try {

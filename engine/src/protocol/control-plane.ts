@@ -69,6 +69,12 @@ export interface LaneState {
   image?: string | null;
 }
 
+/** What the control plane holds for the lanes of a model (the fleet view's "observed"). */
+export type LanesRead =
+  | { ok: true; lanes: LaneState[] }
+  /** Unreachable, timed out or answered non-2xx: the message says which. */
+  | { ok: false; message: string };
+
 /** One absolute write. Canonicalised before hashing (capabilities sorted). */
 export type CpAction =
   /** All lanes of `model` at once; lanes of the model not named get 0. Weights sum to 100. */

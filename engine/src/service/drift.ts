@@ -3,7 +3,7 @@
  * observing its lanes — the control plane's weight, `excluded` marker and capabilities, and the
  * image the control plane or the target last reported — and compares them with what the
  * model's last ended releases left them at (the fleet view's desired state,
- * http/dashboard/fleet.ts). A difference is drift: written once to the history of the release
+ * domain/fleet.ts). A difference is drift: written once to the history of the release
  * that decided the lane (desired vs observed per field), again only when it changes, and a
  * `drift_cleared` entry when it is gone. Lanes of one model serving different images outside a
  * release are flagged as mixed versions.
@@ -14,14 +14,14 @@
  * when it is down). Drift entries are not decisions: a closed release's record digest does not
  * move.
  */
+import type { FleetModel } from "../domain/fleet.ts";
 import type { HistoryEntry, Json, OutboxEffect } from "../domain/types.ts";
-import type { FleetModel } from "../http/dashboard/fleet.ts";
-import { loadFleet } from "../http/dashboard/fleet-load.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { ControlPlane } from "../ports/control-plane.ts";
 import type { Store } from "../ports/store.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import type { ReleaseApi } from "./api.ts";
+import { loadFleet } from "./fleet-load.ts";
 
 /** History kinds of drift (on the release that decided the drifted lanes). */
 export const DRIFT_KIND = "drift";

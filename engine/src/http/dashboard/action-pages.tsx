@@ -1,5 +1,6 @@
 /** @jsxImportSource hono/jsx */
 /** Pages around operator actions: sign in, confirmation, result, and errors. */
+import type { PlanWords } from "../../views/offers.ts";
 import type { Role } from "./auth.ts";
 import { Layout, State } from "./layout.tsx";
 
@@ -41,16 +42,6 @@ const WHAT: Record<ActionName, (target: string) => string> = {
   abandon: (t) =>
     `Abandon release ${t}? It ends abandoned without further compensation. Confirm, for every lane, the image it runs now (name@sha256:…, or none); the lanes are then free for a new release.`,
 };
-
-/** What an action leads to, for people: steps grouped by lane, in the order they run. */
-export interface PlanWords {
-  /** `Will be undone, in this order` / `Will run, in this order` / `Will NOT be undone`. */
-  heading: string;
-  /** Lane (or `traffic (all lanes)`) -> step descriptions in run order. */
-  lanes: { lane: string; steps: string[] }[];
-  /** When nothing runs: what happens instead. */
-  empty: string;
-}
 
 /** An action the engine accepts now, as a link (the refusal page lists them). */
 export interface AcceptedLink {

@@ -5,13 +5,23 @@
  * have confirmation pages; resolve and abandon (which need a reason and lane confirmations)
  * are shown with their CLI command.
  */
-import { type LifecycleVerb, lifecycleActions } from "../../domain/lifecycle.ts";
-import { type AvailableAction, availableActions } from "../../domain/transition/exits.ts";
-import { type PlannedStep, planOf } from "../../domain/transition/plan.ts";
-import { rollbackDone } from "../../domain/transition/recovery.ts";
-import type { Release } from "../../domain/types.ts";
-import type { PlanWords } from "./action-pages.tsx";
-import { stepAction, stepWords } from "./summary.ts";
+import { type LifecycleVerb, lifecycleActions } from "../domain/lifecycle.ts";
+import { stepWords } from "../domain/step-words.ts";
+import { type AvailableAction, availableActions } from "../domain/transition/exits.ts";
+import { type PlannedStep, planOf } from "../domain/transition/plan.ts";
+import { rollbackDone } from "../domain/transition/recovery.ts";
+import type { Release } from "../domain/types.ts";
+import { stepAction } from "./summary.ts";
+
+/** What an action leads to, for people: steps grouped by lane, in the order they run. */
+export interface PlanWords {
+  /** `Will be undone, in this order` / `Will run, in this order` / `Will NOT be undone`. */
+  heading: string;
+  /** Lane (or `traffic (all lanes)`) -> step descriptions in run order. */
+  lanes: { lane: string; steps: string[] }[];
+  /** When nothing runs: what happens instead. */
+  empty: string;
+}
 
 /** One action offered. */
 export interface Offer {
