@@ -11,6 +11,7 @@ import { type AvailableAction, availableActions } from "../domain/transition/exi
 import { type PlannedStep, planOf } from "../domain/transition/plan.ts";
 import { rollbackDone } from "../domain/transition/recovery.ts";
 import type { Release } from "../domain/types.ts";
+import { dashboardPath } from "../domain/verbs.ts";
 import { stepAction } from "./summary.ts";
 
 /** What an action leads to, for people: steps grouped by lane, in the order they run. */
@@ -71,7 +72,7 @@ export function offers(r: Release): Offer[] {
             target: a.target,
             label: undo ? `Retry the undo of ${words}…` : `Retry ${words}…`,
             effect: a.effect,
-            href: `/step-runs/${a.target}/retry`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -81,7 +82,7 @@ export function offers(r: Release): Offer[] {
             target: a.target,
             label: r.state === "pending" ? "Start release…" : "Resume release…",
             effect: a.effect,
-            href: `/releases/${a.target}/resume`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -94,7 +95,7 @@ export function offers(r: Release): Offer[] {
               r.high_water_mark < 0
                 ? a.effect
                 : `undoes every step that may have taken effect, from step ${r.high_water_mark + 1} down to step 1, then ends rolled back`,
-            href: `/releases/${a.target}/abort`,
+            href: dashboardPath(a.action, a.target),
             danger: true,
             command: a.command,
           };
@@ -104,7 +105,7 @@ export function offers(r: Release): Offer[] {
             target: a.target,
             label: "Pause release…",
             effect: a.effect,
-            href: `/releases/${a.target}/pause`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -114,7 +115,7 @@ export function offers(r: Release): Offer[] {
             target: a.target,
             label: "Release (first exposure)…",
             effect: a.effect,
-            href: `/releases/${a.target}/release`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -124,7 +125,7 @@ export function offers(r: Release): Offer[] {
             target: a.target,
             label: "Confirm the restore action…",
             effect: a.effect,
-            href: `/releases/${a.target}/confirm-restore`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -137,7 +138,7 @@ export function offers(r: Release): Offer[] {
                 ? "Promote to the next wave…"
                 : "Promote past the inconclusive gate…",
             effect: a.effect,
-            href: `/releases/${a.target}/promote`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -177,7 +178,7 @@ export function lifecycleOffers(
           target: a.target,
           label: "Roll back…",
           effect: a.effect,
-          href: `/releases/${a.target}/rollback`,
+          href: dashboardPath(a.action, a.target),
           danger: true,
           command: a.command,
         }
@@ -186,7 +187,7 @@ export function lifecycleOffers(
           target: a.target,
           label: "Roll forward (CLI)…",
           effect: a.effect,
-          href: `/releases/${a.target}/roll-forward`,
+          href: dashboardPath(a.action, a.target),
           danger: false,
           command: a.command,
         },
