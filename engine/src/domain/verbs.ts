@@ -8,15 +8,15 @@
 import { z } from "zod";
 import type { Json, Release } from "./types.ts";
 
+/** The pattern an actor name must match (`ActorField`); the CLI drops a $USER that does not. */
+export const ACTOR_PATTERN = /^[A-Za-z0-9._@ -]{1,64}$/;
+
 /** Who took an operator action, as the caller names themselves (kept in history). */
 export const ActorField = z
   .string()
-  .regex(/^[A-Za-z0-9._@ -]{1,64}$/, "must be 1–64 letters, digits, '.', '_', '@', '-' or spaces")
+  .regex(ACTOR_PATTERN, "must be 1–64 letters, digits, '.', '_', '@', '-' or spaces")
   .optional()
   .describe("Who takes the action (e.g. your login); recorded in history after `operator:`.");
-
-/** The pattern an actor name must match (`ActorField`); the CLI drops a $USER that does not. */
-export const ACTOR_PATTERN = /^[A-Za-z0-9._@ -]{1,64}$/;
 
 /**
  * C0/C1 controls other than tab, newline and NUL (stored as U+FFFD like every store text), and the Unicode bidirectional formatting

@@ -69,7 +69,8 @@ export function verbRoutes(on: "release" | "step_run", o: VerbRouteOptions): Hon
   const operator = requireBearer(o.operatorTokens, "operator", o.readTokens);
   for (const v of VERB_NAMES.map((n) => VERBS[n]).filter((x) => x.on === on)) {
     const recipe = v.body === "recipe" ? o.recipeBody : undefined;
-    if (v.body === "recipe" && !recipe) continue;
+    if (v.body === "recipe" && !recipe)
+      throw new Error(`[engine] the route of ${v.command} reads a recipe: pass recipeBody`);
     const limit: MiddlewareHandler = recipe ? recipe.limit : (_c, next) => next();
     app.post(
       `/:id/${v.command}`,
