@@ -1,7 +1,8 @@
 /**
  * Runner-facing routes (docs/engine.md): preflight and callback, authenticated by the HMAC
  * credential over the RAW body bytes, which are then decoded and parsed (those same bytes,
- * never a re-serialisation: failure case F12). Plus the operator's retry of a step run.
+ * never a re-serialisation: failure case F12). Plus the operator verbs on a step run (retry,
+ * resolve: routes/verbs.ts).
  */
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
