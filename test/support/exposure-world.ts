@@ -179,9 +179,9 @@ export const scenarioArb: fc.Arbitrary<Scenario> = fc.integer({ min: 1, max: 6 }
         advertised: fc.boolean(),
         recipeCaps: fc.subarray([...CAPS], { minLength: 1 }),
         start: fc.oneof(
-          { weight: 5, arbitrary: fc.constant<StartImage>("previous") },
-          { weight: 3, arbitrary: fc.constant<StartImage>("previous_reported") },
-          { weight: 2, arbitrary: fc.constant<StartImage>("third") },
+          { weight: 9, arbitrary: fc.constant<StartImage>("previous") },
+          { weight: 5, arbitrary: fc.constant<StartImage>("previous_reported") },
+          { weight: 4, arbitrary: fc.constant<StartImage>("third") },
           { weight: 1, arbitrary: fc.constant<StartImage>("candidate") },
         ),
         brokenCandidate: fc.oneof(
