@@ -552,7 +552,8 @@ export class ExposureWorld {
   /**
    * The control plane may have changed (a write ended, answered or not, or an operator wrote by
    * hand): takes in what it applied since the last look (the ceiling, compensation, lanes taken
-   * out of service) and measures at the router when anything was.
+   * out of service) and measures at the router when a change can move traffic (weights,
+   * markers, declarations; not capabilities).
    */
   private async changed(what: string): Promise<void> {
     const l = this.live;
@@ -560,7 +561,10 @@ export class ExposureWorld {
     const rows = this.core.history({ after: l.historyMark });
     if (rows.length === 0) return;
     l.historyMark = rows[rows.length - 1]!.id;
+    let routing = false;
     for (const h of rows) {
+      // Capabilities do not move traffic: the router's split only changes with these.
+      if (h.kind !== "set_capabilities") routing = true;
       const m = /^([^:]+):(\d+):(fwd|bwd):/.exec(h.operation_key);
       if (m?.[1] !== l.rid && h.release_id !== `hand-${l.rid}`) continue;
       if (m?.[3] === "bwd") l.compensating = true;
@@ -573,7 +577,7 @@ export class ExposureWorld {
       if (m?.[3] === "fwd" && step && (step.name === "set_traffic" || l.early[step.wave]))
         l.ceiling = Math.max(l.ceiling, l.rec.manifest.waves[step.wave]?.traffic ?? 0);
     }
-    await this.measure(what);
+    if (routing) await this.measure(what);
   }
 
   /**
@@ -783,7 +787,9 @@ export class ExposureWorld {
       report.outcome = "refused";
       const text = await created.text();
       if (created.status !== 422) report.problems.push(`start answered ${created.status}: ${text}`);
-      for (const id of onCandidate)
+      // Refused by the baseline check (not by the recipe's own contract check, which runs first).
+      const byBaseline = text.includes("the recipe and the control plane disagree");
+      for (const id of byBaseline ? onCandidate : [])
         if (!text.includes(`lane ${id} already runs the candidate`))
           report.problems.push(`start refused without naming lane ${id}, which runs the candidate`);
       if (this.lastHistoryId() !== historyStart)

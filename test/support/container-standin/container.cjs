@@ -51,7 +51,7 @@ if (broken) {
   const body = JSON.stringify({ container: name, image: c.image, lane: c.lane, env: c.env });
   const server = http.createServer((req, res) => {
     req.resume();
-    res.writeHead(200, { "content-type": "application/json", connection: "close" });
+    res.writeHead(200, { "content-type": "application/json" });
     res.end(body);
   });
   let tries = 0;
