@@ -102,8 +102,8 @@ export const MUTANTS: Mutant[] = [
     name: "mutant-skip-read-back",
     breaks: "a control-plane write answered 2xx is taken as applied without reading it back",
     caughtBy: "unread_writes",
-    file: "engine/src/service/reconciler.ts",
-    find: "        event.read_back = await this.readBack(e.request, ctx);",
+    file: "engine/src/service/perform/control-plane.ts",
+    find: "      event.read_back = await readBack(ctx, e.request, write);",
     replace: '        event.read_back = { matches: true, message: "" };',
     // A write that lies (200, nothing applied) would then leave the fleet wrong too: those
     // releases are not this mutant's, so every other check can stay green.
@@ -141,8 +141,8 @@ export const MUTANTS: Mutant[] = [
       "deploy.sh's health check passes on any answer at the health URL (an old container's too), not only the new container's",
     caughtBy: "step_mismatches",
     file: "scripts/target/deploy.sh",
-    find: "    if target=$(probe_url); then",
-    replace: '    if target="$URL"; then',
+    find: '      if [ $rc -eq 0 ] && [ -n "$ID" ] && ! answer_has_id "$ID"; then',
+    replace: "      if false; then",
     releases: 4,
     // A machine whose candidate never listens, while the old container answers on its port.
     fits: (s) => ({

@@ -256,6 +256,20 @@ describe("deploy.sh", () => {
     expect(t.container(containerName("lane-a", B))?.running).toBe(true);
   });
 
+  it("container mode with no address for the new container fails health with a reason (no probe was made: nothing unset under set -u)", () => {
+    t.seedRunning("lane-a", B, url);
+    // The stand-in has no container addresses, as a runtime under host networking answers.
+    const r = full("deploy", A, B, "r1:1:fwd:lane-a", ["--health-timeout", "1"], {
+      BATON_HEALTH_TARGET: "container",
+    });
+    expect(r.stderr).not.toMatch(/parameter not set/);
+    expect(r.code).toBe(1);
+    const health = r.lines.find((l) => l.phase === "health")!;
+    expect(health.status).toBe("failed");
+    expect(String(health.message)).toMatch(/not healthy within 1s .*no address for/);
+    expect(t.container(containerName("lane-a", B))?.running).toBe(true);
+  });
+
   it("a failed health check keeps its HTTP status and a bounded, sanitised body excerpt", () => {
     t.seedRunning("lane-a", B, url);
     t.knob("fail-health", "lane-a");

@@ -63,8 +63,8 @@ export class ContainerTarget {
       BATON_LEDGER: join(dir, "ledger"),
       BATON_HEALTH_INTERVAL_S: "0.1",
       BATON_HEALTH_INTERVAL_MAX_S: "0.2",
-      // Probe the new container at its own address: an old one on the lane's port never passes.
-      BATON_HEALTH_TARGET: "container",
+      // deploy.sh's default health mode (identity): an answer counts only with the new
+      // container's instance id, so an old container answering on the lane's port never passes.
       BATON_DEPLOY_CONF: join(dir, "none.conf"),
       BATON_LANE_LOCK_WAIT_S: "30",
       BATON_STANDIN_MAX_S: "1800",

@@ -176,8 +176,11 @@ switch (cmd) {
       "{{.NetworkSettings.IPAddress}}": running(c) ? addr : "",
       "{{.Id}}": c.name,
     };
+    // `{{index .Config.Labels "KEY"}}`: one label's value (empty when absent), as podman answers.
+    const label = fmt === null ? null : /^\{\{index \.Config\.Labels "([^"]*)"\}\}$/.exec(fmt);
     if (fmt === null) out(JSON.stringify([{ ...c, running: running(c), addr }]));
     else if (fmt in fields) out(fields[fmt]);
+    else if (label) out(c.labels?.[label[1]] ?? "");
     else fail(125, `unsupported format ${fmt}`);
     break;
   }
