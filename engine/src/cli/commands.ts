@@ -16,10 +16,23 @@ import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { type RecordJson, releaseSummary, releasesTable, statusJson } from "./output.ts";
 import { watch } from "./watch.ts";
 
+/**
+ * Where a command prints and what it reads of its environment: `bin/baton.mjs` passes the
+ * process's streams and environment; tests pass their own, to run the CLI in process.
+ */
 export interface Io {
   out: { write(s: string): unknown; isTTY?: boolean };
   err: { write(s: string): unknown };
+  /**
+   * The variables the commands read (BATON_ENGINE_URL, BATON_TOKEN, USER, GITHUB_TOKEN, and
+   * whether an OIDC token is there for --keyless); default `process.env`. `serve`, `demo` and
+   * the Sigstore client of --keyless read `process.env` themselves.
+   */
+  env?: Record<string, string | undefined>;
 }
+
+/** The environment `io` gives the commands (`process.env` when it gives none). */
+export const envOf = (io: Io): Record<string, string | undefined> => io.env ?? process.env;
 
 /** @throws CliError (usage) unless `id` looks like `r17`. */
 export function releaseId(id: string): string {
@@ -241,7 +254,7 @@ export async function act(
   if (action === "retry") path = `/v1/releases/step-runs/${stepRunId(target)}/retry`;
   else path = `/v1/releases/${releaseId(target)}/${action}`;
   if (action === "abort") {
-    const actor = actorName(o.actor);
+    const actor = actorName(o.actor, envOf(io));
     body = JSON.stringify({ reason: o.reason ?? "", ...(actor ? { actor } : {}) });
   }
   const res = await client.call<{ state?: string; release_state?: string; generation?: number }>(
@@ -383,7 +396,7 @@ export async function sign(
   }
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
   const { signManifest } = await import("../admission/sign.ts");
-  const keyless = o.keyless ? keylessOptions(o) : undefined;
+  const keyless = o.keyless ? keylessOptions(o, envOf(io)) : undefined;
   const c = compileRecipeText(readRecipe(file), file);
   let keyPem = "";
   if (o.key) {
@@ -607,8 +620,11 @@ export function readAttestations(files: string[] | undefined): unknown[] {
 }
 
 /** The caller's name for the history: `--actor`, else $USER; undefined when neither fits. */
-function actorName(given: string | undefined): string | undefined {
-  const name = given ?? process.env.USER ?? process.env.LOGNAME;
+function actorName(
+  given: string | undefined,
+  env: Record<string, string | undefined>,
+): string | undefined {
+  const name = given ?? env.USER ?? env.LOGNAME;
   return name && /^[A-Za-z0-9._@ -]{1,64}$/.test(name) ? name : undefined;
 }
 
@@ -619,7 +635,7 @@ export async function resolve(
   o: { json: boolean; reason: string; actor?: string },
   io: Io,
 ): Promise<ExitCode> {
-  const actor = actorName(o.actor);
+  const actor = actorName(o.actor, envOf(io));
   const res = await new EngineClient(conn).call<{ release_state: string }>(
     "POST",
     `/v1/releases/step-runs/${stepRunId(target)}/resolve`,
@@ -666,7 +682,7 @@ export async function holdVerb(
   o: { json: boolean; reason?: string; actor?: string },
   io: Io,
 ): Promise<ExitCode> {
-  const actor = actorName(o.actor);
+  const actor = actorName(o.actor, envOf(io));
   const res = await new EngineClient(conn).call<{ state: string }>(
     "POST",
     `/v1/releases/${releaseId(id)}/${action}`,
@@ -699,7 +715,7 @@ export async function rollback(
   o: { json: boolean; reason?: string; actor?: string },
   io: Io,
 ): Promise<ExitCode> {
-  const actor = actorName(o.actor);
+  const actor = actorName(o.actor, envOf(io));
   const res = await new EngineClient(conn).call<NewRelease>(
     "POST",
     `/v1/releases/${releaseId(id)}/rollback`,
@@ -770,7 +786,7 @@ export async function abandon(
     }
     lanes[pair.slice(0, at)] = pair.slice(at + 1);
   }
-  const actor = actorName(o.actor);
+  const actor = actorName(o.actor, envOf(io));
   const res = await new EngineClient(conn).call<{
     state: string;
     generation: number;
