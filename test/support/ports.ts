@@ -19,14 +19,18 @@ export class PortTaken extends Error {
 
 /** True when a child's output says it could not bind because the address is in use. */
 export function saysPortTaken(output: string): boolean {
-  return /EADDRINUSE|address already in use/i.test(output);
+  // "Address already in use" (sshd, Postgres, Go servers), "the address is already in use" (the
+  // engine), EADDRINUSE (Node).
+  return /EADDRINUSE|address (is )?already in use/i.test(output);
 }
 
 /**
  * A port to propose to a child: one the kernel gave a socket bound to port 0 on 127.0.0.1, then
- * released. Only for `onFreshPort`: anything else may bind it before the child does.
+ * released. Anything else may bind it before the child does: use it through `onFreshPort`, or
+ * for an address fixed in advance (an engine restarted on the same URL) whose starts wait out
+ * EADDRINUSE (test/support/chaos-process.ts `spawnEngine`).
  */
-function proposePort(): Promise<number> {
+export function proposePort(): Promise<number> {
   return new Promise((ok, fail) => {
     const s = createServer();
     s.once("error", fail);
