@@ -275,6 +275,15 @@ export async function startInProcess(
   };
 }
 
+/**
+ * Runs `n` reconciler passes of the in-process engine, each awaited (what `n` ticks of its
+ * interval do): "nothing moves while held" is then checked over rounds that happened, not over
+ * a wait that may or may not have seen any.
+ */
+export async function reconcilerRounds(e: InProcess, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await e.stack.engine.tick();
+}
+
 /** A running engine process. */
 export interface EngineProc {
   child: ChildProcess;
