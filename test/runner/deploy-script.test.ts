@@ -2,7 +2,6 @@
 // covered in tools.test.ts). Phases, F07, idempotency per operation key, absolute naming.
 import { spawnSync } from "node:child_process";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { freePort } from "../support/sshd.ts";
 import {
   containerName,
   DEPLOY_SH,
@@ -15,7 +14,7 @@ let t: StandinTarget;
 let url: string;
 beforeEach(async () => {
   t = makeStandinTarget();
-  url = `http://127.0.0.1:${await freePort()}/healthz`;
+  url = await t.healthUrl();
 });
 afterEach(() => t.cleanup());
 
