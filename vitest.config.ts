@@ -1,4 +1,30 @@
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+
+/**
+ * Files of the tiers that take longest (seconds to minutes each: processes, real servers,
+ * browsers) start first, the quick unit and integration files fill in at the end, so the
+ * workers finish together instead of one running a long e2e file that started last. Within a
+ * tier, the order vitest chose: the longest first when its cache has an earlier run's timings,
+ * else the largest file first (a clean clone has no timings).
+ */
+const SLOW_TIERS = ["e2e", "runner", "serverless", "browser", "reliability", "cli"];
+
+class SlowTiersFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const tier = (f: TestSpecification) => {
+      const m = /\/test\/([^/]+)\//.exec(f.moduleId);
+      const i = SLOW_TIERS.indexOf(m?.[1] ?? "");
+      return i < 0 ? SLOW_TIERS.length : i;
+    };
+    // A stable sort: within a tier, the order vitest chose.
+    return sorted
+      .map((f, i) => ({ f, i, t: tier(f) }))
+      .sort((a, b) => a.t - b.t || a.i - b.i)
+      .map((x) => x.f);
+  }
+}
 
 export default defineConfig({
   test: {
@@ -9,5 +35,6 @@ export default defineConfig({
     // Integration suites start their own sshd / HTTP servers on ephemeral loopback ports.
     fileParallelism: true,
     maxWorkers: 2,
+    sequence: { sequencer: SlowTiersFirst },
   },
 });
