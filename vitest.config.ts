@@ -26,15 +26,29 @@ class SlowTiersFirst extends BaseSequencer {
   }
 }
 
+const UNIT = ["test/unit/**/*.test.ts", "test/unit/**/*.test.tsx"];
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts", "test/**/*.test.tsx"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
     // Integration suites start their own sshd / HTTP servers on ephemeral loopback ports.
     fileParallelism: true,
-    maxWorkers: 2,
+    maxWorkers: 3,
     sequence: { sequencer: SlowTiersFirst },
+    projects: [
+      // Unit files share one module graph per worker (they start no process and no server):
+      // the engine's modules load once per worker instead of once per file.
+      { extends: true, test: { name: "unit", include: UNIT, isolate: false } },
+      {
+        extends: true,
+        test: {
+          name: "tiers",
+          include: ["test/**/*.test.ts", "test/**/*.test.tsx"],
+          exclude: UNIT,
+        },
+      },
+    ],
   },
 });
