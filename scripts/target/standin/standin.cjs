@@ -232,6 +232,9 @@ function inspect(args) {
   }
   const c = readContainer(names[0] || "");
   if (!c) finish(1, "", `Error: No such object: ${names[0] || ""}`);
+  // `{{index .Config.Labels "KEY"}}`: the label's value, empty when the container has none.
+  const label = /^\{\{index \.Config\.Labels "([^"]*)"\}\}$/.exec(format);
+  if (label) finish(0, String(c.labels?.[label[1]] ?? ""), "");
   if (format.includes(".State.Running")) finish(0, String(c.running), "");
   if (format.includes(".Config.Image")) finish(0, c.image, "");
   finish(0, JSON.stringify([c]), "");
