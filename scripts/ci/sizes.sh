@@ -24,8 +24,10 @@ case "${BATON_CI_SIZE:-full}" in
     ci_size BENCH_GATE_RUNS 300
     # bench:engines: 50 releases per engine count (150 by hand).
     ci_size BENCH_ENGINES_RELEASES 50
-    # bench:exposure: 60 generated releases (200 by hand).
-    ci_size BATON_EXPOSURE_RELEASES 60
+    # bench:exposure -- --mutants: 40 generated releases (200 by hand), then each mutant on 10
+    # releases that exercise it (the health mutant on 4 machines), every one caught.
+    ci_size BATON_EXPOSURE_RELEASES 40
+    ci_size BATON_EXPOSURE_MUTANT_RELEASES 10
     # bench:storage: 2,000 stored releases (10,000 by hand).
     ci_size BENCH_RELEASES 2000
     # bench:fleet: a wave of 8 lanes against a wave of 1, and the pair again with a 5 s model
