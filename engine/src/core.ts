@@ -8,6 +8,8 @@
  *   EffectsDue ← ReleaseService (commits; notifies when a commit wrote effects)
  *   Reconciler → ReleaseService (performs the outbox, feeds outcomes back through `apply`)
  *   EffectsDue → Reconciler.kick (the core connects the two; neither knows the other)
+ *   Maintenance ← Retention, DriftObserver (built here from the ports; drift reads the fleet
+ *     view over the service's reads), run by `tick` after each reconciler pass
  *   app → service (+ `tick` for `POST /v1/tick`, store counts and drift stats for `GET /metrics`)
  * The entry decides what drives `tick()`: an interval (Node), a Cron Trigger (Workers), an
  * EventBridge schedule (Lambda). Work a request starts (a kick) is handed to
@@ -34,16 +36,19 @@ import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
 import type { TargetProbe } from "./ports/target-probe.ts";
 import type { Domain } from "./service/domain.ts";
-import type { DriftPolicy } from "./service/drift.ts";
+import { DriftObserver, type DriftPolicy } from "./service/drift.ts";
 import { EffectsDue } from "./service/effects-due.ts";
+import { loadFleet } from "./service/fleet-load.ts";
+import { Maintenance } from "./service/maintenance.ts";
 import { Reconciler, type ReconcilerOptions } from "./service/reconciler.ts";
 import {
   type DeploymentsPolicy,
+  effectsPolicyOf,
   type Logger,
   type NotifyPolicy,
   ReleaseService,
 } from "./service/release-service.ts";
-import type { RetentionPolicy } from "./service/retention.ts";
+import { DEFAULT_RETENTION, Retention, type RetentionPolicy } from "./service/retention.ts";
 
 /** How work started by a request outlives the response (Workers: `ctx.waitUntil`). */
 export interface Scheduler {
@@ -121,6 +126,8 @@ export interface Core {
   tick(): Promise<{ performed: number; failed: number }>;
   service: ReleaseService;
   reconciler: Reconciler;
+  /** The drift observer; null when drift detection is off (or the control plane lists no lanes). */
+  drift: DriftObserver | null;
   /** Stops kicking and waits (bounded) for effects in flight. */
   stop(): Promise<void>;
 }
@@ -139,14 +146,32 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
     ...(s.exclusiveLanes === undefined ? {} : { exclusiveLanes: s.exclusiveLanes }),
     ...(s.admission ? { admission: s.admission } : {}),
     ...(s.admissionVerifier ? { admissionVerifier: s.admissionVerifier } : {}),
-    ...(s.retention ? { retention: s.retention } : {}),
-    ...(s.drift ? { drift: s.drift } : {}),
     ...(ports.notify ? { notify: ports.notify } : {}),
     ...(ports.deployments ? { deployments: ports.deployments.policy } : {}),
     ...(ports.targetProbe ? { targetProbe: ports.targetProbe } : {}),
     ...(ports.runnerProbe ? { runnerProbe: true } : {}),
     controlPlane,
   });
+  const drift =
+    s.drift && controlPlane.lanes
+      ? new DriftObserver({
+          store,
+          controlPlane,
+          clock,
+          policy: s.drift,
+          log,
+          readFleet: async (cp) => (await loadFleet(service, cp, null)).models,
+          effects: effectsPolicyOf({
+            publicUrl: s.publicUrl,
+            notify: ports.notify,
+            deployments: ports.deployments?.policy,
+          }),
+        })
+      : null;
+  const maintenance = new Maintenance(
+    new Retention(store, clock, s.retention ?? DEFAULT_RETENTION, log),
+    drift,
+  );
   const notify = ports.notify && ports.notify.notifiers.length > 0 ? ports.notify : null;
   const reconciler = new Reconciler(
     {
@@ -181,7 +206,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
   }
   const tick = async () => {
     const done = await reconciler.runOnce();
-    await service.maintain();
+    await maintenance.run();
     return done;
   };
   const rc = s.runnerCredential;
@@ -208,7 +233,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
       exposition(
         engineMetrics({
           releases: await store.countReleases(),
-          drift: await service.driftMetrics(),
+          drift: await maintenance.driftMetrics(),
         }),
       ),
     publicUrl: s.publicUrl,
@@ -235,7 +260,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
   });
   const stop = async () => {
     await reconciler.stop();
-    await service.stop();
+    await maintenance.stop();
   };
-  return { app, tick, service, reconciler, stop };
+  return { app, tick, service, reconciler, drift, stop };
 }

@@ -33,6 +33,7 @@ import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
 import type { TargetProbe } from "./ports/target-probe.ts";
 import type { Domain } from "./service/domain.ts";
+import type { DriftObserver } from "./service/drift.ts";
 import { passFailureLog } from "./service/pass-failure-log.ts";
 import type { Reconciler, ReconcilerOptions } from "./service/reconciler.ts";
 import type { DeploymentsPolicy, Logger, ReleaseService } from "./service/release-service.ts";
@@ -83,6 +84,8 @@ export interface Engine {
   app: Hono;
   service: ReleaseService;
   reconciler: Reconciler;
+  /** The drift observer (its counters: `stats()`); null when drift detection is off. */
+  drift: DriftObserver | null;
   /** One reconciler pass (what the interval calls). */
   tick(): Promise<{ performed: number; failed: number }>;
   store: Store;
@@ -251,6 +254,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
     app: core.app,
     service: core.service,
     reconciler: core.reconciler,
+    drift: core.drift,
     tick: core.tick,
     store,
     dispatcher,

@@ -298,8 +298,7 @@ describe.each(STORE_KINDS)("drift detection on %s", (kind) => {
         return lanes(...args);
       };
       // Observations of each engine since `base` (the first engine observed while driving).
-      const counts = () =>
-        [first, second].map((x) => x.engine.service.driftStats()?.observations ?? 0);
+      const counts = () => [first, second].map((x) => x.engine.drift?.stats().observations ?? 0);
       const base = counts();
       const observed = () => counts().map((n, i) => n - (base[i] ?? 0));
       try {
@@ -321,11 +320,11 @@ describe.each(STORE_KINDS)("drift detection on %s", (kind) => {
         expect(drift).toHaveLength(1);
         // The holder stops cleanly: the other engine observes at its next interval.
         const [stopping, staying] = holder === 0 ? [first, second] : [second, first];
-        const before = staying.engine.service.driftStats()?.observations ?? 0;
+        const before = staying.engine.drift?.stats().observations ?? 0;
         await stopping.close(true);
         staying.clock.advance(INTERVAL);
         await staying.engine.tick();
-        expect(staying.engine.service.driftStats()?.observations).toBe(before + 1);
+        expect(staying.engine.drift?.stats().observations).toBe(before + 1);
         // It knows the drift already recorded: not recorded again.
         expect((await release(staying, id)).history.filter((e) => e.kind === "drift")).toHaveLength(
           1,

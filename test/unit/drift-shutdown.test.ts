@@ -5,19 +5,16 @@
 import { describe, expect, it } from "vitest";
 import type { ControlPlane } from "../../engine/src/ports/control-plane.ts";
 import type { Store } from "../../engine/src/ports/store.ts";
-import type { ReleaseApi } from "../../engine/src/service/api.ts";
 import { DriftObserver } from "../../engine/src/service/drift.ts";
 
 describe("drift observation at shutdown", () => {
   it("stop() waits for the observation in flight and a closed store is not a logged failure", async () => {
     let failList: (e: Error) => void = () => {};
     let leases = 0;
-    const api = {
-      list: () =>
-        new Promise((_, reject) => {
-          failList = reject;
-        }),
-    } as unknown as ReleaseApi;
+    const readFleet = () =>
+      new Promise<never>((_, reject) => {
+        failList = reject;
+      });
     const store = {
       takeLease: async () => {
         leases++;
@@ -31,14 +28,14 @@ describe("drift observation at shutdown", () => {
       warn: (m: string) => warnings.push(m),
       error: (m: string) => warnings.push(m),
     };
-    const drift = new DriftObserver(
-      api,
+    const drift = new DriftObserver({
       store,
-      cp,
-      { now: () => 1_000_000 },
-      { intervalMs: 60_000 },
-      log as never,
-    );
+      controlPlane: cp,
+      clock: { now: () => 1_000_000 },
+      policy: { intervalMs: 60_000 },
+      log,
+      readFleet,
+    });
     const observing = drift.maybeRun();
     await new Promise((r) => setTimeout(r, 10));
     expect(leases).toBe(1);

@@ -4,9 +4,9 @@
  * selects the embedded SQLite file `<dataDir>/baton.sqlite`; `':memory:'` is for unit tests.
  */
 import { join } from "node:path";
+import { privateDir } from "../node/private-file.ts";
 import type { Store } from "../ports/store.ts";
 import { openPostgresStore } from "./postgres/postgres-store.ts";
-import { privateDir } from "./sqlite/private-file.ts";
 import { openSqliteStore } from "./sqlite/sqlite-store.ts";
 
 export type StoreConfig = { databaseUrl?: string; dataDir: string } | ":memory:";

@@ -4,7 +4,7 @@
  * process kill; a power loss may drop the last transactions). `:memory:` for tests.
  */
 import Database from "better-sqlite3";
-import { privateSqliteFile } from "../adapters/sqlite/private-file.ts";
+import { privateSqliteFile } from "../node/private-file.ts";
 import type { ChangeRecord, CpAction, LaneState, LedgerEntry } from "./model.ts";
 import type { CpStore, HistoryFilter } from "./store.ts";
 

@@ -6,8 +6,8 @@
  */
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
-import { PRIVATE_DIR_MODE } from "../adapters/sqlite/private-file.ts";
 import { BatonError } from "../domain/errors.ts";
+import { PRIVATE_DIR_MODE } from "./private-file.ts";
 
 /**
  * Creates `dir` if missing, makes it 0700 (its owner's only), and proves a file can be

@@ -4,6 +4,7 @@
  */
 import type { GateEvidence } from "../domain/gate/evidence.ts";
 import { gateSummaries } from "../domain/gate/summary.ts";
+import { ACCEPT_KIND } from "../domain/release-history.ts";
 import { reportedImages } from "../domain/result-evidence.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { HistoryEntry, Release } from "../domain/types.ts";
@@ -12,8 +13,7 @@ import { canonicalJson } from "../protocol/canonical-json.ts";
 import { sha256Hex } from "../protocol/sha256.ts";
 import { OBSERVED_SOURCES, RECORD_VERSION, type ReleaseRecordDocument } from "./schema.ts";
 
-/** History kind of an owner's acceptance (appended by `accept`). */
-export const ACCEPT_KIND = "accepted_by_owner";
+export { ACCEPT_KIND };
 
 /**
  * History kinds that are decisions: operator verbs (their data names the actor), the engine's

@@ -6,7 +6,7 @@
  */
 import type { Clock } from "../ports/clock.ts";
 import type { Store } from "../ports/store.ts";
-import type { Logger } from "./release-service.ts";
+import type { Logger } from "./logger.ts";
 
 /** When and how much to compact. Times in ms. */
 export interface RetentionPolicy {

@@ -6,6 +6,7 @@ import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, sql } from "kysely";
 import { storableValue } from "../../domain/storable-text.ts";
 import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
+import { privateSqliteFile } from "../../node/private-file.ts";
 import {
   type CommitInput,
   type CommitResult,
@@ -31,7 +32,6 @@ import {
 import { CommitStatements } from "./commit-statements.ts";
 import { deflateJson, isDeflated, sqliteJson } from "./json-codec.ts";
 import { sqliteMigrations } from "./migrations.ts";
-import { privateSqliteFile } from "./private-file.ts";
 import { SyncRunner } from "./sync-runner.ts";
 
 /** How long a write waits for another process's write lock before failing (ms). */

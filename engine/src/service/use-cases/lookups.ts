@@ -1,0 +1,170 @@
+/**
+ * What the lifecycle verbs depend on in the store (docs/lifecycle.md): the earlier admitted
+ * manifest a rollback would run again, a later release that has replaced one on its lanes, and
+ * refusal texts that name what a release accepts with those lookups. Reads only.
+ */
+import {
+  acceptedActionsPhrase,
+  LIFECYCLE_STATES,
+  type LifecycleLookups,
+} from "../../domain/lifecycle.ts";
+import { closedReleaseAccepts, supersededWords } from "../../domain/lifecycle-states.ts";
+import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
+import type { Json, Release } from "../../domain/types.ts";
+import type { ReleaseSummary, Store } from "../../ports/store.ts";
+import type { Refusal } from "../api.ts";
+
+/** How many of the latest succeeded releases a rollback looks through for the previous manifest. */
+export const ROLLBACK_SCAN = 200;
+
+/** How many newer releases (any model) the supersede check reads before it gives up (none found). */
+export const SUPERSEDE_SCAN = 2000;
+
+/** The release a rollback runs again, with the recipe and bundles it was admitted with. */
+export interface PreviousAdmitted {
+  prev: { id: string };
+  data: { recipe: Json; bundle?: Json; attestations?: Json };
+}
+
+export class LifecycleReads {
+  constructor(private readonly store: Store) {}
+
+  /**
+   * What `lifecycleActions` needs from the store for `release` (docs/lifecycle.md): for a
+   * succeeded release the release a rollback would run again (`rollbackTo`, null when none),
+   * and for a finished one the later release of its model that has replaced it on the lanes
+   * (`supersededBy`, null when none). `{}` for a release in flight.
+   */
+  async lifecycleLookups(release: Release): Promise<LifecycleLookups> {
+    if (!TERMINAL_RELEASE_STATES.has(release.state)) return {};
+    const later = await this.supersededBy(release);
+    const supersededBy = later?.id ?? null;
+    const supersededState = later?.state ?? null;
+    if (!LIFECYCLE_STATES.rollback.has(release.state)) return { supersededBy, supersededState };
+    return {
+      rollbackTo: (await this.previousAdmitted(release))?.prev.id ?? null,
+      supersededBy,
+      supersededState,
+    };
+  }
+
+  /**
+   * The latest later release of `release`'s model that now defines its lanes, or null: one in
+   * flight, succeeded, abandoned (an operator confirmed what the lanes run), or aborted with
+   * effects left in place (a roll_forward_only release closed past its unsafe point). A later
+   * release that rolled back, or was aborted before anything took effect, put the lanes back
+   * and does not count. Reads newest first, at most `SUPERSEDE_SCAN` releases of any model.
+   */
+  async supersededBy(release: Release): Promise<ReleaseSummary | null> {
+    const model = release.manifest.model;
+    const number = Number(release.id.slice(1));
+    let before: number | undefined;
+    for (let read = 0; read < SUPERSEDE_SCAN; ) {
+      const page = await this.store.listReleases({
+        limit: 200,
+        ...(before !== undefined ? { before } : {}),
+      });
+      for (const r of page) {
+        if (Number(r.id.slice(1)) <= number) return null;
+        if (r.model !== model) continue;
+        const inPlace =
+          !TERMINAL_RELEASE_STATES.has(r.state) ||
+          r.state === "succeeded" ||
+          r.state === "abandoned" ||
+          (r.state === "aborted" && r.high_water_mark >= 0);
+        if (inPlace) return r;
+      }
+      read += page.length;
+      const last = page[page.length - 1];
+      if (page.length < 200 || !last) return null;
+      before = last.created_at;
+    }
+    return null;
+  }
+
+  /**
+   * The release a rollback of `release` would run again: the latest earlier succeeded release
+   * of its model (among the latest `ROLLBACK_SCAN` succeeded ones) that kept its recipe in its
+   * `created` history entry, with that entry's recipe, bundle and attestations; null when none.
+   */
+  async previousAdmitted(release: Release): Promise<PreviousAdmitted | null> {
+    const model = release.manifest.model;
+    const number = Number(release.id.slice(1));
+    const earlier = (await this.store.listReleases({ state: "succeeded", limit: ROLLBACK_SCAN }))
+      .filter((s) => s.model === model && Number(s.id.slice(1)) < number)
+      .sort((a, b) => Number(b.id.slice(1)) - Number(a.id.slice(1)));
+    for (const prev of earlier) {
+      const created = (await this.store.getHistory(prev.id, { limit: 8 })).find(
+        (h) => h.kind === "created",
+      );
+      const data = created?.data as { recipe?: Json; bundle?: Json; attestations?: Json } | null;
+      if (!data || data.recipe === undefined) continue;
+      return { prev, data: data as PreviousAdmitted["data"] };
+    }
+    return null;
+  }
+
+  /**
+   * 409 `superseded` when a later release has replaced `release` on its model's lanes: a
+   * rollback or roll forward from it would act on lanes it no longer defines. Null otherwise.
+   */
+  async supersededRefusal(
+    release: Release,
+    verb: "rollback" | "roll forward",
+  ): Promise<Refusal | null> {
+    const later = await this.supersededBy(release);
+    if (!later) return null;
+    const words = supersededWords(
+      { id: release.id, state: release.state, model: release.manifest.model },
+      later.id,
+      later.state,
+    );
+    return {
+      ok: false,
+      status: 409,
+      code: "superseded",
+      reason: `[engine] ${verb} of ${release.id} refused: ${words}`,
+    };
+  }
+
+  /**
+   * `acceptedActionsPhrase` with the store's lookups: rollback and roll forward named only
+   * when they can be taken, and why not (superseded, no earlier admitted manifest) when not.
+   */
+  async acceptedPhrase(release: Release): Promise<string> {
+    return acceptedActionsPhrase(release, await this.lifecycleLookups(release));
+  }
+
+  /**
+   * A 409 refusal that ends with what the release accepts now (`It accepts: abort, pause`), as
+   * the rollback and roll-forward refusals do; unchanged when it already says so or the release
+   * is gone.
+   */
+  async withAccepted(id: string, r: Refusal): Promise<Refusal> {
+    if (/\baccepts[: ]/.test(r.reason)) return r;
+    const release = await this.store.getRelease(id);
+    if (!release) return r;
+    return { ...r, reason: `${r.reason}. It accepts: ${await this.acceptedPhrase(release)}` };
+  }
+
+  /**
+   * The transition's refusals of a finished release name its lifecycle verb by state alone
+   * (`closedReleaseAccepts`, pure); with the store's lookups that phrase is said again by the
+   * same function, which names why a verb cannot be taken (superseded, no earlier admitted
+   * manifest) and what to do instead.
+   */
+  async withRollbackOffer(id: string, r: Refusal): Promise<Refusal> {
+    const release = await this.store.getRelease(id);
+    if (!release) return r;
+    const byState = closedReleaseAccepts(id, release.state);
+    if (!r.reason.includes(byState)) return r;
+    const o = await this.lifecycleLookups(release);
+    return {
+      ...r,
+      reason: r.reason.replace(
+        byState,
+        closedReleaseAccepts(id, release.state, { model: release.manifest.model, o }),
+      ),
+    };
+  }
+}

@@ -1,0 +1,284 @@
+/**
+ * Starting a release from a recipe: contract check and compile, admission (docs/trust.md), the
+ * lane claims (lane-claims.ts), the observed baseline read from the control plane, the plan
+ * compiled against it, and one write of the new release, already started, with its first
+ * effects. Starts run one at a time in this process.
+ */
+import { admit } from "../../admission/admit.ts";
+import type { AdmissionConfig } from "../../admission/policy.ts";
+import { describeSigner } from "../../admission/signer.ts";
+import type { BundleVerifier } from "../../admission/verify.ts";
+import { observeBaseline } from "../../domain/baseline.ts";
+import { changeDeploymentStatus, type EffectsPolicy } from "../../domain/change-effects.ts";
+import { BatonError } from "../../domain/errors.ts";
+import { type PrerequisiteReport, withProbeSteps } from "../../domain/prerequisites.ts";
+import { creationHistory } from "../../domain/release-history.ts";
+import type {
+  HistoryEntry,
+  Lineage,
+  Manifest,
+  ObservedBaseline,
+  OutboxEffect,
+  Release,
+} from "../../domain/types.ts";
+import type { ControlPlane, LanesRead } from "../../ports/control-plane.ts";
+import { type CreateExtras, LanesClaimed } from "../../ports/store.ts";
+import { canonicalJson } from "../../protocol/canonical-json.ts";
+import { manifestDigest } from "../../recipes/digest.ts";
+import type { ApplyKernel } from "../kernel.ts";
+import { assertLanesFree, lanesClaimedError } from "../lane-claims.ts";
+import type { Logger } from "../logger.ts";
+
+/** What a start carries besides the recipe (docs/trust.md "Sending the bundle"). */
+export interface StartOptions {
+  /** Create the release `pending`; `resume` starts it. */
+  hold?: boolean;
+  /**
+   * `dark` (deploy): the release waits at 0% exposure before its first traffic write above
+   * 0% until `release` (docs/lifecycle.md "Deploy and release").
+   */
+  exposure?: "dark";
+  /** The manifest's Sigstore bundle (JSON), as `baton sign` or the recipe workflow wrote it. */
+  bundle?: unknown;
+  /** Image attestation bundles (provenance, SBOM). */
+  attestations?: unknown[];
+  /** An explicit rollback: a manifest older than the model's last admitted one is allowed. */
+  rollback?: boolean;
+  /** Set by the lifecycle verbs (rollback, roll forward): stored on the release. */
+  lineage?: Lineage;
+  /**
+   * The image the lanes run now, when it is not the recipe's `previous_image` (a rollback:
+   * the rolled-back release's image). The plan's undo restores it; admission still checks the
+   * recipe as signed (its digest is `baseline.recipe_manifest_digest`).
+   */
+  restoreImage?: string;
+  /** A rollback's prerequisites as asked of the lanes: stored on the release and in its history. */
+  prerequisites?: PrerequisiteReport;
+  /**
+   * Put one read-only probe step per lane first in the plan (`withProbeSteps`): a rollback
+   * whose prerequisites are asked by runners. Its first effect runs only after every probe passed.
+   */
+  probeSteps?: boolean;
+}
+
+export interface StartDeps {
+  kernel: ApplyKernel;
+  log: Logger;
+  effects: EffectsPolicy;
+  /** Refuse a release whose lanes a non-terminal release owns (lane-claims.ts). */
+  exclusiveLanes: boolean;
+  admission: AdmissionConfig;
+  /** The bundle verifier of `enforce` mode; null otherwise. */
+  verifier: BundleVerifier | null;
+  /** Read at start for the observed baseline; null or without `lanes`: the recipe's assumed one. */
+  controlPlane: ControlPlane | null;
+}
+
+/** `bytes` random bytes as lowercase hex (Web Crypto: every runtime has it). */
+function randomHex(bytes: number): string {
+  const b = crypto.getRandomValues(new Uint8Array(bytes));
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * A compiled plan with the rollback's probe steps put first (`withProbeSteps`), its digest
+ * taken again over the new canonical JSON (the plan actually run; admission checked the recipe).
+ */
+function probedPlan(m: Manifest): { manifest: Manifest; manifest_digest: string } {
+  const manifest = withProbeSteps(m);
+  return { manifest, manifest_digest: manifestDigest(canonicalJson(manifest)) };
+}
+
+export class Starts {
+  /** Tail of the `start` queue: starts run one at a time so the lane check cannot interleave. */
+  private starting: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly deps: StartDeps) {}
+
+  /**
+   * Creates a release from a recipe and starts it (`pending` → `running`, first step begun),
+   * stored in one write. With `opts.hold` it stays `pending` until `resume` starts it.
+   * Admission runs first (docs/trust.md); its checks are stored on the release.
+   * @throws BatonError `contract_failed` (422) with every problem of the recipe.
+   * @throws BatonError `admission_refused` (422), one problem per failed check (path = check
+   *   name, with its fix); nothing is written then.
+   * @throws BatonError `conflict` (409) when a non-terminal release owns one of its lanes
+   *   (same model and lane id, or same host:port); nothing is written then.
+   */
+  start(recipe: unknown, actor: string, opts: StartOptions = {}): Promise<Release> {
+    // Serialised within this process: check-then-create must not interleave with another
+    // start (several engines on one database can still race; the store's lane claims settle
+    // that, see lane-claims.ts). Starts also read the control plane's lanes (the observed
+    // baseline): one at a time per engine keeps a burst of starts from timing those reads out.
+    const run = this.starting.then(() => this.startNow(recipe, actor, opts));
+    this.starting = run.catch(() => undefined);
+    return run;
+  }
+
+  private async startNow(recipe: unknown, actor: string, opts: StartOptions): Promise<Release> {
+    const { kernel, log } = this.deps;
+    const { store, clock, domain } = kernel;
+    const compiled = domain.compile(recipe);
+    const report = admit(this.deps.admission, this.deps.verifier, {
+      manifest: compiled.manifest,
+      manifest_digest: compiled.manifest_digest,
+      bundle: opts.bundle,
+      attestations: opts.attestations ?? [],
+      rollback: opts.rollback === true,
+      mark: await store.getAdmissionMark(compiled.manifest.model),
+      now: clock.now(),
+    });
+    if (!report.ok) {
+      const failed = report.checks.filter((c) => c.outcome === "fail");
+      log.warn(
+        `[engine] admission refused a release of ${compiled.manifest.model} (manifest sha256:${compiled.manifest_digest}) for ${actor}: ${failed.map((c) => c.check).join(", ")}`,
+      );
+      throw new BatonError(
+        "admission_refused",
+        `[admission] refused: ${failed.map((c) => `${c.check}: ${c.message}`).join("; ")}`,
+        failed.map((c) => ({ path: c.check, message: c.message, fix: c.fix ?? "" })),
+      );
+    }
+    if (this.deps.exclusiveLanes) await assertLanesFree(store, compiled.manifest);
+    const baseline = await this.observedBaseline(recipe, compiled);
+    const planRecipe =
+      opts.restoreImage !== undefined
+        ? { ...(recipe as Record<string, unknown>), previous_image: opts.restoreImage }
+        : recipe;
+    const compiledPlan =
+      baseline || planRecipe !== recipe ? domain.compile(planRecipe, baseline?.lanes) : compiled;
+    const plan = opts.probeSteps ? probedPlan(compiledPlan.manifest) : compiledPlan;
+    const number = await store.nextReleaseNumber();
+    const now = clock.now();
+    const pending: Release = {
+      ...domain.newRelease(`r${number}`, plan.manifest, plan.manifest_digest, now, randomHex(8)),
+      admission: report,
+      ...(baseline ? { baseline } : {}),
+      ...(opts.lineage ? { lineage: opts.lineage } : {}),
+      ...(opts.prerequisites ? { prerequisites: opts.prerequisites } : {}),
+      ...(opts.exposure === "dark" ? { exposure: "dark" as const } : {}),
+    };
+    const history = creationHistory({
+      release: pending,
+      actor,
+      recipe,
+      admitted: compiled.manifest,
+      plan: plan.manifest,
+      admission: report,
+      signer: report.signer ? describeSigner(report.signer) : null,
+      ...(opts.hold ? { hold: true } : {}),
+      ...(opts.exposure ? { exposure: opts.exposure } : {}),
+      ...(opts.lineage ? { lineage: opts.lineage } : {}),
+      ...(opts.bundle !== undefined ? { bundle: opts.bundle } : {}),
+      ...(opts.attestations ? { attestations: opts.attestations } : {}),
+      ...(opts.prerequisites ? { prerequisites: opts.prerequisites } : {}),
+      baseline,
+      now,
+    });
+    const extras: CreateExtras = {
+      ...(report.mode === "enforce" && report.issued_at !== null
+        ? {
+            admissionMark: {
+              model: compiled.manifest.model,
+              issued_at: report.issued_at,
+              manifest_digest: compiled.manifest_digest,
+              release_id: pending.id,
+            },
+          }
+        : {}),
+      // One owner per lane across engines (G9): the claim commits with the release or not at all.
+      ...(this.deps.exclusiveLanes ? { claimLanes: compiled.manifest.lanes.map((l) => l.id) } : {}),
+    };
+    const create = async (
+      r: Release,
+      h: HistoryEntry[],
+      effects: OutboxEffect[],
+      o: { started: boolean; wake: boolean },
+    ) => {
+      try {
+        await kernel.create(r, h, effects, now, extras, o);
+      } catch (err) {
+        if (err instanceof LanesClaimed) throw await lanesClaimedError(store, err);
+        throw err;
+      }
+    };
+    if (opts.hold) {
+      await create(pending, history, [], { started: false, wake: false });
+      return pending;
+    }
+    const started = domain.transition(pending, { type: "start" }, now);
+    if (!started.ok) {
+      throw new BatonError(
+        "illegal_transition",
+        `[engine] could not start release: ${started.reason}`,
+      );
+    }
+    // A new release is stored once, already started: resource_version 1, its first effects.
+    const release: Release = { ...started.release, resource_version: 1 };
+    await create(
+      release,
+      [...history, ...started.history],
+      [
+        ...started.effects,
+        ...changeDeploymentStatus(pending, release, { type: "start" }, now, this.deps.effects),
+      ],
+      { started: true, wake: started.effects.length > 0 },
+    );
+    return release;
+  }
+
+  /**
+   * Reads the control plane's lanes and checks them against the recipe
+   * (domain/baseline.ts). Null when no control plane port can list lanes.
+   * @throws BatonError `contract_failed` (422) naming every lane that disagrees, with the fix.
+   * @throws BatonError `unavailable` (503) when the control plane cannot be read.
+   */
+  private async observedBaseline(
+    recipe: unknown,
+    compiled: { manifest: Manifest; manifest_digest: string },
+  ): Promise<ObservedBaseline | null> {
+    const cp = this.deps.controlPlane;
+    if (!cp?.lanes) return null;
+    const { manifest } = compiled;
+    let read: LanesRead;
+    try {
+      read = await cp.lanes();
+    } catch (err) {
+      read = { ok: false, message: (err as Error).message };
+    }
+    if (!read.ok) {
+      throw new BatonError(
+        "unavailable",
+        `[engine] could not read the control plane to observe the baseline of model ${manifest.model}: ${read.message}; nothing was started — check the control plane (BATON_CONTROL_PLANE_URL) and start again`,
+      );
+    }
+    // The recipe passed the contract check: its lanes are objects with an id.
+    const stated = (recipe as { lanes: { id: string; weight?: number }[] }).lanes;
+    const seen = observeBaseline(
+      {
+        model: manifest.model,
+        image: manifest.image,
+        previous_image: manifest.previous_image,
+        lanes: manifest.lanes.map((l, i) => ({
+          id: l.id,
+          ...(typeof stated[i]?.weight === "number" ? { weight: stated[i].weight } : {}),
+        })),
+      },
+      read.lanes,
+    );
+    if (!seen.ok) {
+      const first = seen.problems[0];
+      const more = seen.problems.length > 1 ? ` (and ${seen.problems.length - 1} more)` : "";
+      throw new BatonError(
+        "contract_failed",
+        `[engine] the recipe and the control plane disagree about model ${manifest.model}: ${first?.message}; ${first?.fix}${more}`,
+        seen.problems,
+      );
+    }
+    return {
+      read_at: this.deps.kernel.clock.now(),
+      lanes: seen.baseline,
+      recipe_manifest_digest: compiled.manifest_digest,
+    };
+  }
+}
