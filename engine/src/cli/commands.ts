@@ -132,7 +132,6 @@ export async function start(
     hold: boolean;
     bundle?: string;
     attestation?: string[];
-    rollback?: boolean;
     /** `dark`: `baton deploy`, held at 0% exposure until `baton release`. */
     exposure?: "dark";
   },
@@ -140,7 +139,7 @@ export async function start(
 ): Promise<ExitCode> {
   let text = readRecipe(file);
   let type = /\.json$/i.test(file) ? "application/json" : "application/yaml";
-  if (o.bundle || o.attestation?.length || o.rollback) {
+  if (o.bundle || o.attestation?.length) {
     // A signed start (docs/trust.md): the recipe text, its manifest bundle, the attestations.
     const readJson = (f: string) => {
       try {
@@ -153,7 +152,6 @@ export async function start(
       recipe: text,
       ...(o.bundle ? { bundle: readJson(o.bundle) } : {}),
       attestations: (o.attestation ?? []).map(readJson),
-      rollback: Boolean(o.rollback),
     });
     type = "application/json";
   }

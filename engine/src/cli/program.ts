@@ -124,7 +124,6 @@ export async function runCli(
       .option("--hold", "create the release but keep it pending until `baton resume`"),
     "the manifest's Sigstore bundle (baton sign)",
   )
-    .option("--rollback", "an explicit rollback: admit a manifest older than the last admitted")
     .addOption(json())
     .action(
       async (
@@ -134,7 +133,6 @@ export async function runCli(
           hold?: boolean;
           bundle?: string;
           attestation?: string[];
-          rollback?: boolean;
         },
         c: Command,
       ) => {
@@ -146,7 +144,6 @@ export async function runCli(
             hold: Boolean(o.hold),
             ...(o.bundle ? { bundle: o.bundle } : {}),
             ...(o.attestation ? { attestation: o.attestation } : {}),
-            rollback: Boolean(o.rollback),
           },
           io,
         );

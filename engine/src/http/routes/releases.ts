@@ -92,18 +92,36 @@ const SignedStart = z
   })
   .strict();
 
-/** The start request: a plain recipe, or a signed start (`{recipe, bundle, attestations}`). */
+/**
+ * The refusal of `rollback: true` in a start or roll-forward body. An older signed manifest
+ * runs again only through the rollback verb (operator, reason, history), which re-admits the
+ * model's previous admitted manifest; a body cannot name one to replay.
+ */
+const NOT_A_ROLLBACK = {
+  path: "body.rollback",
+  message:
+    "a start is never a rollback: an older signed manifest runs again only through the rollback verb",
+  fix: "drop `rollback`; roll back the release that replaced it with POST /v1/releases/<id>/rollback and a reason (baton rollback <id> --reason …), or sign the older recipe again (a newer issued_at) and start it",
+};
+
+/**
+ * The start request: a plain recipe, or a signed start (`{recipe, bundle, attestations}`).
+ * @throws BatonError `bad_request` (400) naming the field: a signed start of a bad shape, or
+ *   `rollback: true` (`body.rollback`; the rollback verb is the only way to admit an older
+ *   manifest).
+ */
 export function parseStartBody(
   text: string,
   contentType: string | undefined,
-): { recipe: unknown; bundle?: unknown; attestations: unknown[]; rollback: boolean } {
+): { recipe: unknown; bundle?: unknown; attestations: unknown[] } {
   const value = parseRecipeBody(text, contentType);
   if (value === null || typeof value !== "object" || Array.isArray(value) || !("recipe" in value)) {
-    return { recipe: value, attestations: [], rollback: false };
+    return { recipe: value, attestations: [] };
   }
   const b = SignedStart.safeParse(value);
   if (!b.success)
     throw badRequest("signed start", zodProblems(b.error, "body", {}, schemaFields(SignedStart)));
+  if (b.data.rollback) throw badRequest("start body", [NOT_A_ROLLBACK]);
   const recipe =
     typeof b.data.recipe === "string"
       ? parseRecipeBody(b.data.recipe, "application/yaml", "body.recipe")
@@ -112,7 +130,6 @@ export function parseStartBody(
     recipe,
     ...(b.data.bundle ? { bundle: b.data.bundle } : {}),
     attestations: b.data.attestations,
-    rollback: b.data.rollback,
   };
 }
 
@@ -317,7 +334,6 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
         ...(q.data.exposure ? { exposure: q.data.exposure } : {}),
         ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
         attestations: body.attestations,
-        rollback: body.rollback,
       });
       return c.json(
         {
@@ -389,19 +405,7 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
       readTokens: o.readTokens,
       recipeBody: {
         limit,
-        read: async (c) => {
-          const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
-          if (body.rollback) {
-            throw badRequest("roll-forward body", [
-              {
-                path: "rollback",
-                message: "a roll forward is never a rollback",
-                fix: "drop `rollback`, or roll back a succeeded release with POST …/rollback",
-              },
-            ]);
-          }
-          return body;
-        },
+        read: async (c) => parseStartBody(await c.req.text(), c.req.header("content-type")),
       },
     }),
   );
