@@ -78,7 +78,8 @@ describe("sourceOrder (what the CLI concludes from git)", () => {
   });
   it("falls back to commit time when the histories are unrelated (a force-push)", () => {
     expect(sourceOrder("unrelated", { ...ours, committed_at: T + 1 }, mark)).toBe("newer");
-    expect(sourceOrder("unrelated", { ...ours, committed_at: T }, mark)).toBe("older");
+    expect(sourceOrder("unrelated", { ...ours, committed_at: T }, mark)).toBe("newer");
+    expect(sourceOrder("unrelated", { ...ours, committed_at: T - 1000 }, mark)).toBe("older");
   });
 });
 

@@ -113,7 +113,8 @@ export function sourceOrder(
   if (ancestry === "same") return "same";
   if (ancestry === "descends") return "newer";
   if (ancestry === "precedes") return "older";
-  return ours.committed_at > mark.committed_at ? "newer" : "older";
+  // Not before the mark's time is not older: the engine's own check (`sourceRefusal`) agrees.
+  return ours.committed_at >= mark.committed_at ? "newer" : "older";
 }
 
 /** A release the recipe workflow compares a recipe with: its id, state and digests. */
