@@ -280,7 +280,11 @@ export async function startPending(
         continue;
       }
       if (o.dryRun) {
-        outcomes.push({ ...base, outcome: "would_start", message: "no release has this manifest" });
+        outcomes.push({
+          ...base,
+          outcome: "would_start",
+          message: `manifest ${c.digest.slice(0, 12)} is not what stands for model ${model}`,
+        });
         continue;
       }
       let body = c.text;
@@ -326,7 +330,7 @@ export async function startPending(
         ...base,
         outcome: "started",
         release: res.id,
-        message: `started ${res.id} (state ${res.state})${signedBy}${o.attestations?.length ? `, ${o.attestations.length} image attestation file(s) sent` : ""}${fetched}`,
+        message: `started ${res.id} (state ${res.state})${claim ? ` from commit ${shortCommit(claim.commit)}` : ""}${signedBy}${o.attestations?.length ? `, ${o.attestations.length} image attestation file(s) sent` : ""}${fetched}`,
       });
     } catch (e) {
       // The engine's own ordering check (a newer commit got there first) is not a failure of
