@@ -248,7 +248,8 @@ describe.each(STORE_KINDS)("merge order is release order on %s", (kind) => {
       // d2 fails its first runner step and rolls back: the fleet runs d1 (r1) again.
       const c2 = merge(f, 2, svc(2));
       expect((await runAt(f, c2)).code).toBe(0);
-      await drive(f.h, () => "fail");
+      await drive(f.h, (p) => (p.step_run_id.endsWith("_f") ? "fail" : "pass"));
+      expect((await f.h.store.getRelease("r2"))?.state).toBe("rolled_back");
       // A cancelled run of d2b, between c2 and the revert.
       const c2b = merge(f, 3, svc(4));
       const c3 = merge(f, 4, svc(1));
