@@ -29,7 +29,9 @@ export interface StandinTarget {
   env: Record<string, string>;
   /** Recorded stand-in calls (argv arrays). */
   calls(): string[][];
-  container(name: string): { running: boolean; image: string } | null;
+  container(
+    name: string,
+  ): { running: boolean; image: string; labels?: Record<string, string> } | null;
   /** Writes a knob file (fail-health, fail-pull, hang, signal) in the stand-in dir. */
   knob(file: string, value: string): void;
   /** Pre-pulls and starts a container as if an earlier release had deployed it. */

@@ -1,7 +1,8 @@
 // Health endpoints of every stand-in container of one state dir: `node health-server.cjs DIR`.
 // One long-lived process per state dir (a target), not one per container: it listens on the port
 // of each running container's health URL (`port` in DIR/containers/<name>.json) and answers
-// there for the newest running container on that port: 200 {"container","image","lane"} when
+// there for the newest running container on that port, with its instance id (the label
+// baton.instance_id) in a Baton-Instance-Id header: 200 {"container","image","lane"} when
 // healthy; 503 when that container's lane is listed in BATON_STANDIN_FAIL_HEALTH (read at `run`
 // time) or in the file DIR/fail-health (read per request; the body is then DIR/health-body when
 // that file exists), while it loads its model (until `ready_at`, set at `run` from the
@@ -149,6 +150,10 @@ function failLanes() {
 /** One port's answer, from the state at the time of the request. */
 function answer(port, res) {
   const c = (running(port) || [])[0];
+  // The answering container's instance id (deploy.sh's label and BATON_INSTANCE_ID), echoed as
+  // docs/runner.md asks of a health endpoint, so deploy.sh can tell whose answer this is.
+  const instance = c?.labels?.["baton.instance_id"];
+  if (typeof instance === "string" && instance) res.setHeader("baton-instance-id", instance);
   // Still loading its model (run with the model-load-ms knob): 503 until ready_at.
   const loading = Boolean(c && Number.isFinite(c.ready_at) && Date.now() < c.ready_at);
   const healthy = c && !loading && !c.fail_health && !failLanes().has(c.lane);

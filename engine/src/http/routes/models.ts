@@ -6,13 +6,14 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { SourceMark } from "../../domain/source-order.ts";
+import { ActorField } from "../../domain/verbs.ts";
 import { CONTROL_PLANE_NAME_FIX, CONTROL_PLANE_NAME_PATTERN } from "../../protocol/fields.ts";
 import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
 import type { ReleaseApi } from "../../service/api.ts";
 import { requireBearer } from "../auth.ts";
 import { badRequest } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
-import { ActorField, actorOf, jsonBody } from "./operator-body.ts";
+import { actorOf, jsonBody } from "./operator-body.ts";
 import { SourceClaimBody } from "./source-claim.ts";
 
 export interface ModelRouteOptions {
