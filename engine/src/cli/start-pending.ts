@@ -49,6 +49,21 @@ import { CliError, EXIT, type ExitCode } from "./errors.ts";
 import type { GitSource } from "./git-source.ts";
 import type { GitHubAttestationSource } from "./github-attestations.ts";
 
+/** The newest release of `model` in `releases` (by creation, then number), any state. */
+function newestRelease(releases: readonly ReleaseSummary[], model: string): ReleaseSummary | null {
+  let best: ReleaseSummary | null = null;
+  for (const r of releases) {
+    if (r.model !== model) continue;
+    if (
+      !best ||
+      r.created_at > best.created_at ||
+      (r.created_at === best.created_at && Number(r.id.slice(1)) > Number(best.id.slice(1)))
+    )
+      best = r;
+  }
+  return best;
+}
+
 /** A model's source mark as `GET /v1/models/:model/source-mark` answers it. */
 interface MarkJson {
   commit: string;
@@ -224,7 +239,10 @@ export async function startPending(
         "GET",
         `/v1/models/${encodeURIComponent(model)}/source-mark`,
       );
-      const head = mark ? await compared(mark.release) : null;
+      // Without a mark yet (releases from before marks, or hand starts), the model's newest
+      // release stands in for the mark's: a rolled-back recipe still on main is not retried.
+      const newest = mark ? null : newestRelease(releases, model);
+      const head = mark ? await compared(mark.release) : newest ? await compared(newest.id) : null;
       const standingSummary = standingRelease(releases, model);
       const standing = standingSummary ? await compared(standingSummary.id) : null;
       const markPosition = mark ? { commit: mark.commit, committed_at: mark.committed_at } : null;
