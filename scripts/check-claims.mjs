@@ -59,9 +59,14 @@ export function blocks(text) {
   return out;
 }
 
-/** The code spans of `text` after its first `Tests:` (all of them when `all`). */
+/** Where `Tests:` starts in `text` outside code spans, or -1. */
+function marker(text) {
+  return text.replace(/`[^`]*`/g, (m) => " ".repeat(m.length)).indexOf("Tests:");
+}
+
+/** The code spans of `text` after its `Tests:` marker (all of them when `all`). */
 function spans(text, all = false) {
-  const at = all ? 0 : text.indexOf("Tests:");
+  const at = all ? 0 : marker(text);
   if (at < 0) return [];
   return [...text.slice(at).matchAll(/`([^`]+)`/g)].map((m) => m[1].trim());
 }
@@ -103,17 +108,20 @@ export function claimsOf(file, text) {
       const n = /^(\d+)\. /.exec(b.text)?.[1];
       if (n) id = `rule ${n}`;
     }
-    if (!id && b.text.includes("Tests:")) id = `${file}:${b.line}`;
+    if (!id && marker(b.text) >= 0) id = `${file}:${b.line}`;
     if (id) claims.push({ id, file, line: b.line, refs: references(spans(b.text)) });
   }
   for (const c of claims) if (c.refs === null) c.refs = rowRefs.get(c.id) ?? [];
   return claims;
 }
 
-/** The titles of it/test/describe calls in a test file (first string literal of each). */
+/**
+ * The titles of it/test/describe calls in a test file: the string literal each call starts with,
+ * also after a modifier or a table (`it.skipIf(skip)("…"`, `it.each([…])("…"`).
+ */
 export function titles(source) {
   const out = [];
-  const call = /\b(?:it|test|describe|bench)(?:\.[\w$]+(?:\([^()]*\))?)*\(\s*(["'`])/g;
+  const call = /(?:\b(?:it|test|describe|bench)(?:\.[\w$]+)*|\))\(\s*(["'`])/g;
   for (let m = call.exec(source); m; m = call.exec(source)) {
     const quote = m[1];
     let i = call.lastIndex;

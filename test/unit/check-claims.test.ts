@@ -45,7 +45,8 @@ describe("check:claims", () => {
       "docs/state-machine.md": rules('`test/unit/rules.test.ts > "rule 1:"`'),
       "docs/guarantees.md":
         "# G\n\n## The promises\n\n| # | p |\n|---|---|\n| G1 | **Nothing is lost.** |\n\n## How\n\n| promise | test |\n|---|---|\n| G1 G5 | `test/unit/rules.test.ts` |\n",
-      "README.md": "# Baton\n\nIt rolls back.\nTests: `test/unit/rules*.ts`.\n\nIt is fast.\n",
+      "README.md":
+        "# Baton\n\nIt rolls back.\nTests: `test/unit/rules*.ts`.\n\nIt is fast. Mark a claim with `Tests:`.\n",
     });
     expect(r.out).toContain("claims 4, tied 4");
     expect(r.status).toBe(0);
