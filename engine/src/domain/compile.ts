@@ -176,6 +176,24 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
       const ctx = { ...common, lane: null, baseline: null, traffic, previous_traffic: drain };
       steps.push(makeStep(r, row, ctx, w, steps.length));
     }
+    // A gated wave's checks run once its exposure is observed, before its gate is held: one
+    // step per check and lane, wave-scoped in the table (the lane is in the action).
+    const checks = analysisForWave(r.analysis, wave.analysis, wave.traffic)?.checks ?? [];
+    for (const row of CATALOGUE.filter((c) => c.scope === "check")) {
+      for (const check of checks) {
+        for (const id of wave.lanes) {
+          const ctx = {
+            ...common,
+            lane: byId.get(id) ?? null,
+            baseline: null,
+            traffic,
+            previous_traffic: traffic,
+            check,
+          };
+          steps.push({ ...makeStep(r, row, ctx, w, steps.length), lane: null });
+        }
+      }
+    }
     previous = traffic;
   });
   const minServing =

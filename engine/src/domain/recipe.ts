@@ -356,6 +356,7 @@ export const Recipe = z
             include_lane: StepPolicy.optional(),
             set_traffic: StepPolicy.optional(),
             assert_traffic_observed: StepPolicy.optional(),
+            assert_check_passed: StepPolicy.optional(),
           })
           .strict()
           .default({}),

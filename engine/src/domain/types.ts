@@ -209,6 +209,11 @@ export interface GateWait {
   reason: string | null;
   /** Epoch ms of the latest evaluation, or null. */
   at: number | null;
+  /**
+   * Evaluations in a row, up to the latest, whose reads failed and that could not decide with
+   * all their data: what `consecutive_error_limit` and `inconclusive_limit` count. Absent: none.
+   */
+  streak?: { errors: number; undecided: number };
 }
 
 /**
@@ -596,6 +601,8 @@ export interface GateEffect {
   generation: number;
   /** Epoch ms when the evaluation is due; null = now. */
   not_before: number | null;
+  /** The gate's streaks before this evaluation (`GateWait.streak`); absent: none. */
+  streak?: { errors: number; undecided: number };
 }
 
 /** Effects are data (docs/state-machine.md): written to the outbox in the transition's transaction. */

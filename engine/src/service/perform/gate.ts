@@ -39,6 +39,7 @@ export async function performGate(
     controlLanes: (release.baseline?.lanes ?? [])
       .filter((l) => l.weight > 0 && !l.excluded)
       .map((l) => l.id),
+    ...(e.streak ? { streak: e.streak } : {}),
   });
   if (!evidence) {
     throw new Error(`[engine] release ${release.id} wave ${e.wave} has no gate to evaluate`);
