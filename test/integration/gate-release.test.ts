@@ -89,7 +89,7 @@ describeEachRig("gated release on %s", ({ skip, open }) => {
     expect(gateLines(status).length).toBeGreaterThan(0);
     expect(lines).toMatch(/wave 1 \(20%\) gate: PASS after \d+ evaluations/);
     expect(lines).toMatch(
-      /candidate \d+ \/ control \d+ units \(planned 20\.0% candidate, observed/,
+      /candidate [\d,]+ \/ control [\d,]+ units \(planned 20\.0% candidate, observed/,
     );
     expect(lines).toMatch(/SRM: ok \(planned 20\.0%\/80\.0%/);
     expect(lines).toMatch(
