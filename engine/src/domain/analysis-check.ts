@@ -163,6 +163,8 @@ export function analysisProblems(input: unknown): Problem[] {
     problems.push(...sectionProblems(top, "analysis"));
     problems.push(...requiredProblems(top.metrics, "analysis.metrics"));
   }
+  const stop = obj(root.stop_condition);
+  if (stop) problems.push(...stopProblems(stop));
   const waves = arr(obj(root.rollout)?.waves).map((w) => obj(w));
   let gated = 0;
   waves.forEach((wave, w) => {
@@ -229,4 +231,21 @@ export function analysisProblems(input: unknown): Problem[] {
   return problems.filter(
     (p, i) => problems.findIndex((q) => q.path === p.path && q.message === p.message) === i,
   );
+}
+
+/** The stop condition: each metric has a margin or an SLO; names unique; templates as a gate's. */
+function stopProblems(stop: Record<string, unknown>): Problem[] {
+  const at = "stop_condition";
+  const problems = sectionProblems({ metrics: stop.metrics }, at);
+  arr(stop.metrics).forEach((m, i) => {
+    const metric = obj(m);
+    if (metric && metric.margin === undefined && metric.slo === undefined) {
+      problems.push({
+        path: `${at}.metrics.${i}`,
+        message: `stop-condition metric \`${typeof metric.name === "string" ? metric.name : `#${i + 1}`}\` has neither a margin nor an slo, so nothing could breach it`,
+        fix: "Give it `margin` (a breach: certainly worse than the control by more than δ), `slo` (a breach: certainly beyond the limit), or both.",
+      });
+    }
+  });
+  return problems;
 }

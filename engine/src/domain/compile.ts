@@ -251,6 +251,8 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     }),
     ...(minServing === undefined ? {} : { min_serving: minServing }),
     steps,
+    // Only when the recipe declares one: other manifests (and their digests) are unchanged.
+    ...(r.stop_condition ? { stop_condition: structuredClone(r.stop_condition) } : {}),
     // Only when the recipe says so: manifests (and digests) of other recipes are unchanged.
     ...(r.notify ? { notify: { ...r.notify } } : {}),
     ...(r.environment ? { environment: r.environment } : {}),

@@ -19,6 +19,7 @@ import {
   SshUser as SshUserField,
 } from "../protocol/fields.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
+import { StopConditionInput } from "./gate/stop-condition.ts";
 import { NOTICE_KINDS } from "./notifications.ts";
 import { FailurePolicy } from "./states.ts";
 
@@ -341,6 +342,7 @@ export const Recipe = z
     analysis: Analysis.optional().describe(
       "Evidence gate for every wave with 0 < traffic < 100 (docs/gate.md).",
     ),
+    stop_condition: StopConditionInput.optional(),
     policy: z
       .object({
         retries: Retries.optional(),

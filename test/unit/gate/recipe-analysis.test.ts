@@ -294,6 +294,22 @@ describe("analysis section", () => {
       "analysis.checks.1.name",
       /duplicate check name `task-set`/,
     ],
+    [
+      "a stop-condition metric with neither margin nor SLO",
+      (x: ReturnType<typeof gated>) => {
+        x.stop_condition = { metrics: [{ name: "errors", kind: "ratio", better: "lower" }] };
+      },
+      "stop_condition.metrics.0",
+      /has neither a margin nor an slo/,
+    ],
+    [
+      "an unknown on_breach",
+      (x: ReturnType<typeof gated>) => {
+        x.stop_condition = { on_breach: "rollback" };
+      },
+      "stop_condition.on_breach",
+      /on_breach must be compensate .* or hold/,
+    ],
   ])("refuses %s with path and fix", (_, mutate, path, message) => {
     const input = gated({ metrics: [{ ...errorRate }] });
     mutate(input);
@@ -304,7 +320,7 @@ describe("analysis section", () => {
   });
 });
 
-describe("checks in the manifest", () => {
+describe("checks and the stop condition in the manifest", () => {
   it("compiles each check into one assert_check_passed step per lane, after the traffic assert", () => {
     const input = gated({
       metrics: [errorRate],
@@ -339,6 +355,24 @@ describe("checks in the manifest", () => {
     expect(
       r.manifest.steps.filter((s) => s.name === "assert_check_passed").map((s) => s.wave),
     ).toEqual([0, 1]);
+  });
+
+  it("keeps a declared stop condition in the manifest; without one the manifest is unchanged", () => {
+    const plain = checkAndCompile(gated());
+    const stop = checkAndCompile({
+      ...gated(),
+      stop_condition: {
+        on_breach: "hold",
+        metrics: [{ name: "errors", kind: "ratio", better: "lower", slo: 0.05 }],
+      },
+    });
+    if (!plain.ok || !stop.ok) throw new Error("both compile");
+    expect(plain.canonical).not.toMatch(/stop_condition/);
+    expect(stop.manifest.stop_condition).toEqual({
+      on_breach: "hold",
+      metrics: [{ name: "errors", kind: "ratio", better: "lower", slo: 0.05 }],
+    });
+    expect(manifestDigest(stop.canonical)).not.toBe(manifestDigest(plain.canonical));
   });
 });
 

@@ -58,7 +58,7 @@ export async function performGate(
 }
 
 /** No metrics source configured: every read is missing evidence, which never passes. */
-const NO_METRICS: MetricsSource = {
+export const NO_METRICS: MetricsSource = {
   async observe(q) {
     const why = "no metrics source is configured (set BATON_PROMETHEUS_URL; docs/gate.md)";
     return {
