@@ -10,7 +10,9 @@
  * instead, its weights unchanged.
  */
 import { expect, it } from "vitest";
+import { type RecordJson, releaseSummary } from "../../engine/src/cli/output.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import {
   compensationReason,
   gatedRecipe,
@@ -20,6 +22,7 @@ import {
   run,
   start,
 } from "../support/gate-rig.ts";
+import { PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
 import { op, pumpOnce } from "./service-harness.ts";
 import { describeEachRig } from "./store-suites.ts";
 
@@ -63,7 +66,7 @@ async function turnBadAndWatch(g: Rig, ms: number): Promise<number> {
     .sort((a, b) => a - b)[0];
   if (watch === undefined) throw new Error("[test] the release is not watched");
   g.h.clock.t = Math.max(g.h.clock.t, watch);
-  await pumpOnce(g.h, () => "pass");
+  await pumpOnce(g.h, runner(g));
   const t0 = g.h.clock.now();
   g.traffic.setProfile(IMAGE, { errorRate: 0.5 });
   let last = t0;
@@ -77,10 +80,17 @@ async function turnBadAndWatch(g: Rig, ms: number): Promise<number> {
     const units = Math.floor(((g.h.clock.now() - last) / 1000) * UNITS_PER_S);
     last = g.h.clock.now();
     if (units > 0) g.traffic.send(units);
-    await pumpOnce(g.h, () => "pass");
+    await pumpOnce(g.h, runner(g));
   }
   return t0;
 }
+
+/** The runner as the rig's `run` plays it: every step passes, a restore puts the old image back. */
+const runner = (g: Rig) => (p: DispatchPayload) => {
+  const lane = (p.args as { lane?: { id?: string } }).lane?.id;
+  if (lane && p.tool === "restore-queue-lane") g.traffic.setLaneImage(lane, PREVIOUS_IMAGE);
+  return "pass" as const;
+};
 
 /** The stop condition's breach in the history: its time and message. */
 async function breach(g: Rig, id: string) {
@@ -220,6 +230,11 @@ describeEachRig("the stop condition on %s", ({ skip, open }) => {
       const b = await breach(g, id);
       expect(b!.at).toBeLessThanOrEqual(t0 + INTERVAL_MS);
       expect(g.h.cp.weights(MODEL)).toEqual({ "lane-a": 20, "lane-b": 40, "lane-c": 40 });
+      // baton status says where the watch stands.
+      const status = (await (await op(g.h, "GET", `/v1/releases/${id}`)).json()) as RecordJson;
+      expect(releaseSummary(status, g.h.clock.now()).join("\n")).toMatch(
+        /stop condition \(counting from wave 1 \(20%\)'s exposure\): BREACHED after \d+ evaluations: stop condition breached: error-rate: candidate/,
+      );
     },
   );
 });
