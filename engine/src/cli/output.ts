@@ -15,12 +15,12 @@ import type {
   StepRun,
   StopWatch,
 } from "../domain/types.ts";
-import { duration, time } from "../http/dashboard/format.ts";
-import { housekeepingLine, isHousekeeping, readOnce } from "../http/dashboard/history-label.ts";
-import { offers } from "../http/dashboard/offers.ts";
-import { stepAction, summarize, weightsText, whyToShow } from "../http/dashboard/summary.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import { currentDrift, driftMessage } from "../service/drift.ts";
+import { duration, time } from "../views/format.ts";
+import { housekeepingLine, isHousekeeping, readOnce } from "../views/history-label.ts";
+import { offers } from "../views/offers.ts";
+import { stepAction, summarize, weightsText, whyToShow } from "../views/summary.ts";
 
 /** `GET /v1/releases/:id` as the engine answers it. */
 export interface RecordJson {

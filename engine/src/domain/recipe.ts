@@ -20,7 +20,7 @@ import {
 } from "../protocol/fields.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { StopConditionInput } from "./gate/stop-condition.ts";
-import { NOTICE_KINDS } from "./notifications.ts";
+import { NOTICE_KINDS } from "./notice.ts";
 import { FailurePolicy } from "./states.ts";
 
 export {
