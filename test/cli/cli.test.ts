@@ -134,6 +134,33 @@ describe("check", () => {
     ]);
   });
 
+  it("refuses an analysis of guardrails alone, naming the field and the fix", async () => {
+    const file = path.join(dir, "guardrails-only.yaml");
+    writeFileSync(
+      file,
+      stringify({
+        ...recipe(3),
+        analysis: {
+          metrics: [
+            {
+              name: "error-rate",
+              kind: "ratio",
+              better: "lower",
+              margin: { absolute: 0.02 },
+              required: false,
+            },
+          ],
+        },
+      }),
+    );
+    const r = await baton(["check", file]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(
+      /- analysis\.metrics: the analysis has no required metric: every metric is a guardrail \(required: false\) or a dry run[\s\S]*?fix: Mark at least one metric `required: true`/,
+    );
+    noStack(r.stdout + r.stderr);
+  });
+
   it("passes a good recipe and fails a bad one with the field and the fix", async () => {
     const ok = await baton(["check", good, path.join(ROOT, "recipes/example.yaml")]);
     expect(ok.code).toBe(0);

@@ -178,7 +178,7 @@ describe("npm run demo", () => {
     expect(code, out).toBe(1);
     expect(out).toMatch(/release r1 ended rolled_back/);
     expect(out).toMatch(
-      /\[demo\] reason\s+gate of wave 1 \(10%\) failed: metric error-rate is worse than its margin: upper bound of Δ -0\.\d+ < −δ -0\.0200/,
+      /\[demo\] reason\s+gate of wave 1 \(10%\) failed: error-rate: candidate \d+\.\d+% vs control \d+\.\d+%, allowed \+2\.0 points: worse \(at least/,
     );
     // The next wave never began; the router's weights are the baseline again.
     expect(stepLines(out).some((l) => l[1] === "exclude_lane:lane-b")).toBe(false);

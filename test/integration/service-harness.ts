@@ -379,15 +379,24 @@ export async function drive(
   decide: (p: DispatchPayload) => "pass" | "fail" | "skip" = () => "pass",
   maxRounds = 400,
   beforeTick?: () => Promise<void> | void,
+  until?: () => Promise<unknown> | unknown,
 ): Promise<void> {
   for (let round = 0; round < maxRounds; round++) {
+    if (until && (await until())) return;
     await beforeTick?.();
     const { t, fresh } = await pumpOnce(h, decide);
     if (t.performed === 0 && t.failed === 0 && fresh.length === 0) {
-      // Backoff rows wait on the clock: move it on once there is nothing due now.
+      // Backoff rows wait on the clock: move it on once there is nothing due now. A paused
+      // release's stop-condition checks go on for ever: they do not keep the drive going.
       const pending = await h.store.pendingOutbox();
+      const watched = new Map<string, boolean>();
+      for (const r of pending) {
+        if (r.effect.type !== "stop_check" || watched.has(r.release_id)) continue;
+        watched.set(r.release_id, (await h.store.getRelease(r.release_id))?.state === "running");
+      }
       const next = pending
         .filter((r) => r.effect.type !== "deadline")
+        .filter((r) => r.effect.type !== "stop_check" || watched.get(r.release_id) === true)
         .map((r) => r.due_at)
         .sort((a, b) => a - b)[0];
       if (next === undefined) return;

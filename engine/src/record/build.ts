@@ -38,7 +38,16 @@ const DECISION_KINDS = new Set([
   "release",
   "confirm_restore",
   "gate",
+  "stop_check",
 ]);
+
+/** Whether a `stop_check` history entry is a breach (`data.stop_check.breached`). */
+function stopBreachOf(h: HistoryEntry): boolean {
+  const d = h.data;
+  if (!d || typeof d !== "object" || Array.isArray(d)) return false;
+  const s = d.stop_check;
+  return !!s && typeof s === "object" && !Array.isArray(s) && s.breached === true;
+}
 
 /** The decision a `gate` history entry carries (`data.gate.decision`), or null. */
 function gateDecisionOf(h: HistoryEntry): string | null {
@@ -187,7 +196,8 @@ export function buildRecord(
     .filter(
       (h) =>
         DECISION_KINDS.has(h.kind) &&
-        (h.kind !== "gate" || ["pass", "fail", "inconclusive"].includes(gateDecisionOf(h) ?? "")),
+        (h.kind !== "gate" || ["pass", "fail", "inconclusive"].includes(gateDecisionOf(h) ?? "")) &&
+        (h.kind !== "stop_check" || stopBreachOf(h)),
     )
     .map((h) => {
       const actor = actorOf(h);

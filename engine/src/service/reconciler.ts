@@ -26,6 +26,7 @@ import { performControlPlane } from "./perform/control-plane.ts";
 import { performDeployment, performNotify } from "./perform/deliveries.ts";
 import { performDispatch } from "./perform/dispatch.ts";
 import { performGate } from "./perform/gate.ts";
+import { performStopCheck } from "./perform/stop.ts";
 
 export type { ReconcilerDeps, ReleaseCommits } from "./perform/context.ts";
 
@@ -251,6 +252,9 @@ export class Reconciler {
           break;
         case "gate":
           event = await performGate(this.perform, row, e);
+          break;
+        case "stop_check":
+          event = await performStopCheck(this.perform, row, e);
           break;
         default:
           return false;

@@ -31,6 +31,7 @@ export function beginCompensation(d: Draft, why: string): void {
   r.rerun_deadline = null;
   r.gate = null;
   r.hold = null;
+  r.stop = null;
   // Other lanes of a parallel wave may have dispatches no runner has bound yet: cancelled (the
   // generation moves on, so their preflight is refused), as abort does.
   for (const sr of r.step_runs) {

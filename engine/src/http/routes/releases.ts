@@ -183,6 +183,8 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
     restore: release.restore ?? null,
     roll_forward_hold: release.roll_forward_hold ?? null,
     rerun_deadline: release.rerun_deadline ?? null,
+    // The stop condition's watch: its latest evaluation (docs/gate.md "The stop condition").
+    stop: release.stop ?? null,
     abandoned: release.abandoned ?? null,
     available_actions: availableActions(release),
     lifecycle_actions: lifecycleActions(release, o),
