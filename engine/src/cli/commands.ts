@@ -607,7 +607,7 @@ export function readAttestations(files: string[] | undefined): unknown[] {
 }
 
 /** The caller's name for the history: `--actor`, else $USER; undefined when neither fits. */
-function actorName(given: string | undefined): string | undefined {
+export function actorName(given: string | undefined): string | undefined {
   const name = given ?? process.env.USER ?? process.env.LOGNAME;
   return name && /^[A-Za-z0-9._@ -]{1,64}$/.test(name) ? name : undefined;
 }

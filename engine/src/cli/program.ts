@@ -8,6 +8,7 @@ import { connection } from "./client.ts";
 import * as cmd from "./commands.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { startPending } from "./start-pending.ts";
+import { verifyCommand } from "./verify.ts";
 
 type Globals = { engine?: string; token?: string };
 
@@ -197,6 +198,29 @@ export async function runCli(
     { required: true, help: "what you ran and what it showed (kept in the record)" },
     (cn, id, o) => cmd.holdVerb(cn, "confirm-restore", id, o, io),
   );
+
+  program
+    .command("verify")
+    .description(
+      "read every lane of a release again (control plane, and the lanes' machines) and compare it with what it should be; exit 0 when it passed",
+    )
+    .argument(
+      "<id>",
+      "release id (succeeded, rolled_back, or needs_operator after a failed verification)",
+    )
+    .option("--actor <name>", "who you are (kept in the history; default $USER)")
+    .option("--interval <ms>", "poll interval in ms while the engine reads", "1000")
+    .option("--timeout <s>", "give up waiting for the verdict after this many seconds", "120")
+    .addOption(json())
+    .action(
+      async (
+        id: string,
+        o: { json?: boolean; actor?: string; interval: string; timeout: string },
+        c: Command,
+      ) => {
+        code = await verifyCommand(conn(c), id, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
 
   program
     .command("sign")

@@ -22,6 +22,7 @@ import {
 } from "./transition/operator.ts";
 import { preflight } from "./transition/preflight.ts";
 import { callback, dispatchAccepted, dispatchFailed, runnerDeadline } from "./transition/runner.ts";
+import { verified, verifyRequested } from "./transition/verify.ts";
 import type { Manifest, Release, ReleaseEvent, TransitionResult } from "./types.ts";
 
 /**
@@ -132,6 +133,10 @@ function route(d: Draft): Refusal | undefined {
       return confirmRestore(d, e);
     case "promote":
       return promote(d, e);
+    case "verify":
+      return verifyRequested(d, e);
+    case "verified":
+      return verified(d, e);
     case "gate":
       if (guards.isTerminal(r)) {
         d.ignore(`[engine] gate evaluation ignored: release ${r.id} is ${r.state}`);

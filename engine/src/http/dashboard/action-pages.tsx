@@ -15,7 +15,8 @@ export type ActionName =
   | "promote"
   | "rollback"
   | "roll_forward"
-  | "confirm_restore";
+  | "confirm_restore"
+  | "verify";
 
 const WHAT: Record<ActionName, (target: string) => string> = {
   abort: (t) =>
@@ -38,6 +39,8 @@ const WHAT: Record<ActionName, (target: string) => string> = {
     `Roll forward past release ${t}? A NEW release of a fixed recipe of the same model replaces it without going back. The dashboard cannot take a recipe: run the command below with the fixed recipe (and its signature bundle when admission requires one).`,
   confirm_restore: (t) =>
     `Confirm the restore action of release ${t}? Its traffic was rolled back, but its recipe's recovery class is recoverable: the restore action must have been run. Say what you ran and what it showed; the engine records it with your name, ends the release rolled back, and frees its lanes.`,
+  verify: (t) =>
+    `Verify release ${t}? The engine reads every lane now: weight, excluded marker and capabilities from the control plane, and the image and health check of the lanes a runner step touched at their machines, and compares them with what they should be (the observed baseline after an undo, the manifest's end state after a success). Nothing is written to the fleet; the result is recorded on the release.`,
   abandon: (t) =>
     `Abandon release ${t}? It ends abandoned without further compensation. Confirm, for every lane, the image it runs now (name@sha256:…, or none); the lanes are then free for a new release.`,
 };

@@ -11,7 +11,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { BatonError } from "../../domain/errors.ts";
 import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
-import { availableActions } from "../../domain/transition/exits.ts";
+import { availableActions, verifyAction } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
 import type { ControlPlane } from "../../ports/control-plane.ts";
 import { isReleaseId } from "../../protocol/ids.ts";
@@ -336,7 +336,9 @@ export function dashboardApp(deps: DashboardDeps): Hono {
       const lifecycleOpts = await rollbackOpts(release);
       const offered = lifecycle(action)
         ? lifecycleActions(release, lifecycleOpts).some((a) => a.action === action)
-        : availableActions(release).some((a) => a.action === action && a.target === target);
+        : action === "verify"
+          ? verifyAction(release) !== null
+          : availableActions(release).some((a) => a.action === action && a.target === target);
       const plan = !offered
         ? null
         : action === "rollback"
@@ -445,6 +447,9 @@ export function dashboardApp(deps: DashboardDeps): Hono {
       } else if (action === "confirm_restore") {
         releaseId = (await loadRelease(target)).release.id;
         res = await deps.api.confirmRestore(target, ACTOR, text(form.reason));
+      } else if (action === "verify") {
+        releaseId = (await loadRelease(target)).release.id;
+        res = await deps.api.verify(target, ACTOR);
       } else if (action === "rollback") {
         releaseId = (await loadRelease(target)).release.id;
         res = await deps.api.rollback(target, ACTOR, text(form.reason));
@@ -525,7 +530,15 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     );
   };
 
-  for (const action of ["abort", "resume", "abandon", "pause", "release", "promote"] as const) {
+  for (const action of [
+    "abort",
+    "resume",
+    "abandon",
+    "pause",
+    "release",
+    "promote",
+    "verify",
+  ] as const) {
     app.get(`/releases/:id/${action}`, (c) => confirm(c, action, c.req.param("id")));
     app.post(`/releases/:id/${action}`, (c) => act(c, action, c.req.param("id")));
   }

@@ -203,6 +203,9 @@ const PauseBody = z
   })
   .strict();
 
+/** `POST /v1/releases/:id/verify`: who asks (optional); an empty body is `{}`. */
+const VerifyBody = z.object({ actor: ActorField }).strict();
+
 /** `POST /v1/releases/:id/confirm-restore`: the reason (what was run, what it showed) is required. */
 const ConfirmRestoreBody = PauseBody;
 
@@ -268,6 +271,8 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
     roll_forward_hold: release.roll_forward_hold ?? null,
     rerun_deadline: release.rerun_deadline ?? null,
     abandoned: release.abandoned ?? null,
+    // The latest recovery verification (docs/lifecycle.md "Recovery verification"), or null.
+    verification: release.verification ?? null,
     available_actions: availableActions(release),
     lifecycle_actions: lifecycleActions(release, o),
     // Why a verb its state would offer cannot be taken (superseded, no earlier admitted
@@ -608,6 +613,19 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
       }));
     },
   );
+
+  // Recovery verification (docs/lifecycle.md "Recovery verification"): 202, the reading is
+  // under way; `GET /v1/releases/:id` shows `verification` once it is judged.
+  app.post("/:id/verify", operator, knownQueryParams("POST /v1/releases/:id/verify"), async (c) => {
+    const id = releaseParam(c);
+    const b = await jsonBody(c, "verify body", VerifyBody);
+    const r = await o.api.verify(id, actorOf(b.actor));
+    if (!r.ok) return answer(c, r, () => ({}));
+    return c.json(
+      { id, state: r.release.state, verification: r.release.verification ?? null },
+      202,
+    );
+  });
 
   app.post(
     "/:id/release",
