@@ -38,6 +38,8 @@ const DECISION_KINDS = new Set([
   "release",
   "confirm_restore",
   "gate",
+  "verify",
+  "verified",
 ]);
 
 /** The decision a `gate` history entry carries (`data.gate.decision`), or null. */
@@ -286,6 +288,18 @@ export function buildRecord(
         .map((l) => l.id)
         .join(", ")}; compensation restores previous_image there`,
     );
+  const v = release.verification;
+  if (backward.length > 0 && !v)
+    known_gaps.push(
+      "recovery verification: none was made (the undo ended before Baton verified recoveries); baton verify reads the lanes now",
+    );
+  if (v && v.gaps.length > 0)
+    known_gaps.push(`recovery verification ${v.seq} could not observe: ${v.gaps.join("; ")}`);
+  if (v?.state === "failed")
+    deviations.push({
+      at: v.at,
+      what: `verification ${v.seq} found lanes not as desired: ${v.summary ?? "(no summary)"}`,
+    });
   if (!closed) known_gaps.push(`the release is ${release.state}: this record is not final`);
 
   const body = {
@@ -394,6 +408,26 @@ export function buildRecord(
           of: release.lineage.of,
           manifest_of: release.lineage.manifest_of ?? null,
           chain: [...(o.chain ?? [])],
+        }
+      : null,
+    recovery_verification: release.verification
+      ? {
+          seq: release.verification.seq,
+          trigger: release.verification.trigger,
+          requested_by: release.verification.requested_by,
+          requested_at: release.verification.requested_at,
+          desired_from: release.verification.desired_from,
+          state: release.verification.state,
+          at: release.verification.at,
+          by: release.verification.by,
+          summary: release.verification.summary,
+          gaps: [...release.verification.gaps],
+          lanes: release.verification.lanes.map((l) => ({
+            lane: l.lane,
+            ok: l.ok,
+            target_source: l.target_source,
+            fields: l.fields.map((f) => ({ ...f })),
+          })),
         }
       : null,
     decisions,
