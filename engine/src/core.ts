@@ -19,7 +19,6 @@ import type { Hono } from "hono";
 import type { AdmissionConfig } from "./admission/policy.ts";
 import type { BundleVerifier } from "./admission/verify.ts";
 import { createApp } from "./http/app.ts";
-import { loadFleet } from "./http/dashboard/fleet-load.ts";
 import { dashboardApp } from "./http/dashboard/index.tsx";
 import { engineMetrics } from "./http/metrics.ts";
 import { exposition } from "./http/prometheus-text.ts";
@@ -39,6 +38,7 @@ import type { TargetProbe } from "./ports/target-probe.ts";
 import type { Domain } from "./service/domain.ts";
 import { DriftObserver, type DriftPolicy } from "./service/drift.ts";
 import { EffectsDue } from "./service/effects-due.ts";
+import { loadFleet } from "./service/fleet-load.ts";
 import { Maintenance } from "./service/maintenance.ts";
 import { Reconciler, type ReconcilerOptions } from "./service/reconciler.ts";
 import {

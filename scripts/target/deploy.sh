@@ -16,7 +16,17 @@
 # Phases pull -> start -> health -> stop-old, each printing one JSON line:
 #   {"phase":"pull","status":"ok|failed|skipped|not_run","exit_code":0,"duration_ms":12,"message":"..."}
 # After a failed phase the later ones print not_run, so the old container is never stopped
-# unless the new one answered its health check (failure case F07).
+# unless the new one answered its health check (failure case F07). A new container this operation
+# started is removed again when its `run` fails or it fails its health check (nothing Created or
+# exited is left behind), and the start is marked undone in the ledger so that a retry starts it
+# again; a container the operation found already running is left alone.
+#
+# Which container answers: every container deploy.sh starts gets a fresh instance id, as the
+# environment variable BATON_INSTANCE_ID and the label baton.instance_id. With host networking an
+# old container on the same port answers the health URL while the new one starts, so (with the
+# default BATON_HEALTH_TARGET=identity) an answer counts only when it carries that id: in a
+# `Baton-Instance-Id` response header or anywhere in its body. docs/runner.md says what a server
+# must echo, and the fallback when it cannot.
 #
 # Absolute, not relative: "lane L runs image D". The container name is derived from the lane and
 # the digest (baton-<lane>-<first 12 hex>), so starting twice finds the running one, and stop-old
@@ -48,11 +58,13 @@
 #                          is then probed every 5 s, not every second: each probe starts a few
 #                          processes (the runtime's inspect, curl), and the answer is reported
 #                          at most that much later. The last probe is made at the deadline.
-#   BATON_HEALTH_TARGET    url (default): probe the health URL as given (host networking, or a
-#                          router that already sends traffic to the newest container);
+#   BATON_HEALTH_TARGET    identity (default; `url` is its former name): probe the health URL as
+#                          given and pass only on a 2xx answer carrying the new container's
+#                          instance id (host networking, or a router in front);
 #                          container: probe the URL's port and path at the NEW container's own
-#                          address (bridge networking), so an old container answering the same
-#                          URL can never pass the new one's health check
+#                          address (bridge networking), which proves the answer is the new one's
+#                          without an id. Either way an old container answering the same URL can
+#                          never pass the new one's health check.
 #   BATON_LANE_LOCK_WAIT_S how long to wait for another deploy/restore on the same lane (default 900)
 # Exit status: 0 all phases ok/skipped, 1 a phase failed (or the lane lock stayed busy),
 # 2 bad arguments, 3 refused by the generation fence.
@@ -68,7 +80,7 @@ RUN_ARGS="${BATON_RUN_ARGS:-}"
 HEALTH_TIMEOUT="${BATON_HEALTH_TIMEOUT_S:-}"
 HEALTH_INTERVAL="${BATON_HEALTH_INTERVAL_S:-1}"
 HEALTH_INTERVAL_MAX="${BATON_HEALTH_INTERVAL_MAX_S:-5}"
-HEALTH_TARGET="${BATON_HEALTH_TARGET:-url}"
+HEALTH_TARGET="${BATON_HEALTH_TARGET:-identity}"
 LOCK_WAIT="${BATON_LANE_LOCK_WAIT_S:-900}"
 NL='
 '
@@ -186,7 +198,11 @@ done
 if [ -z "$HEALTH_TIMEOUT" ]; then
   if [ "$sub" = smoke ]; then HEALTH_TIMEOUT=10; else HEALTH_TIMEOUT=60; fi
 fi
-case "$HEALTH_TARGET" in url | container) ;; *) usage_fail "BATON_HEALTH_TARGET must be url or container" ;; esac
+case "$HEALTH_TARGET" in
+  identity | container) ;;
+  url) HEALTH_TARGET=identity ;;
+  *) usage_fail "BATON_HEALTH_TARGET must be identity (the default) or container (got '$HEALTH_TARGET')" ;;
+esac
 case "$sub" in
   deploy | restore | smoke | inspect) ;;
   *) usage_fail "subcommand must be deploy, restore, smoke or inspect (got '$sub')" ;;
@@ -293,7 +309,7 @@ LOCK="" LOCKED=0
 # The lock is released on a normal exit; a shell killed by a signal leaves it behind with its
 # dead pid, and the next writer breaks it (lane_lock). No TERM trap on purpose: dash would defer
 # it until the running container command returns, and a signal must end this script at once.
-trap 'rm -f "$OUT" "$OUT.body"; [ "$LOCKED" = 1 ] && rm -f "$LOCK"' EXIT
+trap 'rm -f "$OUT" "$OUT.body" "$OUT.head"; [ "$LOCKED" = 1 ] && rm -f "$LOCK"' EXIT
 
 last_line() { tail -n 3 "$OUT" | tr '\n' ' '; }
 
@@ -304,9 +320,9 @@ is_running() { # NAME -> 0 when running; sets EXISTS=1 when the container exists
   [ "$state" = true ]
 }
 
-ledger_get() { # PHASE -> recorded JSON line (empty when none)
+ledger_get() { # PHASE -> recorded JSON line (empty when none, or when the last record is "-": undone)
   [ -r "$LEDGER" ] || return 0
-  awk -F '\t' -v k="$KEY" -v s="$sub" -v p="$1" '$1 == k && $2 == s && $3 == p { line = $4 } END { if (line != "") print line }' "$LEDGER"
+  awk -F '\t' -v k="$KEY" -v s="$sub" -v p="$1" '$1 == k && $2 == s && $3 == p { line = $4 } END { if (line != "" && line != "-") print line }' "$LEDGER"
 }
 
 ledger_has_all() { # -> 0 when every phase this run would do is already recorded for the key
@@ -390,6 +406,25 @@ phase_pull() {
   return $rc
 }
 
+# A fresh instance id: 32 hex digits from the kernel's random source (the time and pid when it
+# cannot be read). It only has to differ from every other container's on the lane.
+new_instance_id() {
+  id=$(od -An -N16 -tx1 /dev/urandom 2>/dev/null | tr -d ' \n')
+  [ "${#id}" -eq 32 ] || id=$(printf '%016x%016x' "$(now_ms)" "$$")
+  printf '%s' "$id"
+}
+
+# A label of a container (empty when it has none or the container is missing).
+label_of() { # NAME LABEL
+  "$CLI" inspect -f "{{index .Config.Labels \"$2\"}}" "$1" 2>/dev/null | head -n 1
+}
+
+# The instance id the container was started with (label baton.instance_id), or empty.
+instance_id() { # NAME
+  id=$(label_of "$1" baton.instance_id)
+  plain "$id" "${DIGITS}abcdef" "${DIGITS}abcdef" 64 && printf '%s' "$id"
+}
+
 phase_start() {
   if is_running "$NEW_NAME"; then
     MSG="$NEW_NAME already running"
@@ -397,13 +432,22 @@ phase_start() {
     return 0
   fi
   if [ "$EXISTS" = 1 ]; then "$CLI" rm -f "$NEW_NAME" >/dev/null 2>&1; fi
+  id=$(new_instance_id)
   # RUN_ARGS is word-split on purpose (operator-set configuration).
   # shellcheck disable=SC2086
   "$CLI" run -d --name "$NEW_NAME" --label "baton.lane=$LANE" --label "baton.operation_key=$KEY" \
+    --label "baton.instance_id=$id" -e "BATON_INSTANCE_ID=$id" \
     -e "BATON_HEALTH_URL=$URL" $RUN_ARGS "$IMAGE" >"$OUT" 2>&1
   rc=$?
-  [ $rc -eq 0 ] && MSG="started $NEW_NAME" || MSG="start failed: $(last_line)"
-  [ $rc -eq 0 ] && IMG_NOW=$(running_image "$NEW_NAME")
+  if [ $rc -eq 0 ]; then
+    MSG="started $NEW_NAME (instance id $id)"
+    IMG_NOW=$(running_image "$NEW_NAME")
+    return 0
+  fi
+  MSG="start failed: $(last_line)"
+  # A runtime may keep a container that failed to start (podman: state Created): remove it, so
+  # nothing is left behind and a retry starts from a clean name.
+  "$CLI" rm -f "$NEW_NAME" >/dev/null 2>&1
   return $rc
 }
 
@@ -441,25 +485,36 @@ probe_url() {
   printf '%s://%s%s%s' "$scheme" "$ip" "${port:+:$port}" "$path"
 }
 
-# One probe. Keeps the answer's HTTP status in HTTP_CODE and its body in $OUT.body (the
-# excerpt a failed health check reports); non-zero unless the status is 2xx.
+# One probe. Keeps the answer's HTTP status in HTTP_CODE, its body in $OUT.body (the excerpt a
+# failed health check reports) and its headers in $OUT.head; non-zero unless the status is 2xx.
 health_probe() { # URL
   HTTP_CODE=""
   : >"$OUT.body"
+  : >"$OUT.head"
   if command -v curl >/dev/null 2>&1; then
-    HTTP_CODE=$(curl -sS -o "$OUT.body" -w '%{http_code}' --max-time 5 "$1" 2>"$OUT")
+    HTTP_CODE=$(curl -sS -o "$OUT.body" -D "$OUT.head" -w '%{http_code}' --max-time 5 "$1" 2>"$OUT")
     rc=$?
     [ $rc -eq 0 ] || return $rc
   else
-    # wget (busybox too) keeps no body or status portably: the message says what it printed.
-    wget -q -O /dev/null -T 5 "$1" >"$OUT" 2>&1
-    return $?
+    # wget (busybox too) keeps no status portably (-S prints the headers, indented, on stderr):
+    # the message says what it printed.
+    wget -q -S -O "$OUT.body" -T 5 "$1" 2>"$OUT.head" >"$OUT"
+    rc=$?
+    [ $rc -eq 0 ] || cp "$OUT.head" "$OUT" 2>/dev/null
+    return $rc
   fi
   case "$HTTP_CODE" in
     2??) return 0 ;;
     ???) printf 'HTTP %s\n' "$HTTP_CODE" >"$OUT" ;;
   esac
   return 22
+}
+
+# 0 when the last answer carries instance id ID: a Baton-Instance-Id header with exactly that
+# value, or the id anywhere in the body. ID is hex, so it is matched as it is.
+answer_has_id() { # ID
+  grep -qF -- "$1" "$OUT.body" 2>/dev/null && return 0
+  tr -d '\r' <"$OUT.head" 2>/dev/null | grep -qiE "^[[:space:]]*baton-instance-id:[[:space:]]*$1[[:space:]]*\$"
 }
 
 # The body excerpt of the last probe for JSON: its first 2 KiB, control characters dropped
@@ -477,6 +532,10 @@ phase_health() {
   deadline=$(($(now_ms) + HEALTH_TIMEOUT * 1000))
   wait_ms=$INTERVAL_MS
   tries=0
+  # The id the answer must carry (identity): read once, it is the container's for its lifetime.
+  ID=""
+  HTTP_CODE="" # unset until a probe is made (container mode with no address makes none)
+  [ "$HEALTH_TARGET" = identity ] && ID=$(instance_id "$NEW_NAME")
   while :; do
     tries=$((tries + 1))
     # A new container that has stopped can never become healthy: fail now, with its reason,
@@ -485,15 +544,26 @@ phase_health() {
       MSG="$NEW_NAME is not running (it exited before answering $URL): $(exit_reason "$NEW_NAME")"
       return 1
     fi
+    if [ "$HEALTH_TARGET" = identity ] && [ -z "$ID" ]; then
+      MSG="cannot tell an answer of $NEW_NAME from another container's on $URL: it has no instance id (label baton.instance_id; a container started by hand or by an earlier deploy.sh has none, or it does not exist); remove it and deploy again, or see BATON_HEALTH_TARGET in docs/runner.md"
+      return 1
+    fi
+    OTHER=0
     if target=$(probe_url); then
       health_probe "$target"
       rc=$?
+      if [ $rc -eq 0 ] && [ -n "$ID" ] && ! answer_has_id "$ID"; then
+        # A 2xx that is not the new container's (or a server that does not echo the id).
+        OTHER=1 rc=21
+        printf '%s answered %s without the instance id %s of %s\n' "$target" "${HTTP_CODE:-2xx}" "$ID" "$NEW_NAME" >"$OUT"
+      fi
     else
       printf 'no address for %s\n' "$NEW_NAME" >"$OUT"
       rc=1
     fi
     if [ $rc -eq 0 ]; then
       MSG="$target healthy after $tries probe(s)"
+      [ -z "$ID" ] || MSG="$MSG, answered with instance id $ID"
       [ "$target" = "$URL" ] || MSG="$MSG (container $NEW_NAME for $URL)"
       IMG_NOW=$(running_image "$NEW_NAME")
       return 0
@@ -508,6 +578,9 @@ phase_health() {
           HEALTH_EXTRA=$(printf ',"http_status":%s,"body":"%s"' "$HTTP_CODE" "$BODY")
           ;;
       esac
+      if [ "$OTHER" = 1 ]; then
+        MSG="$target answered ${HTTP_CODE:-2xx} without the instance id $ID of $NEW_NAME ($tries probes within ${HEALTH_TIMEOUT}s): another container answers on this port (host networking: the old one), or the server does not echo BATON_INSTANCE_ID (docs/runner.md); its body: $(body_excerpt)"
+      fi
       return $rc
     fi
     [ $((now + wait_ms)) -le "$deadline" ] || wait_ms=$((deadline - now))
@@ -516,6 +589,19 @@ phase_health() {
     wait_ms=$((wait_ms * 2))
     [ "$wait_ms" -le "$INTERVAL_MAX_MS" ] || wait_ms=$INTERVAL_MAX_MS
   done
+}
+
+# After a failed health check: removes the new container when this operation started it (its
+# label baton.operation_key is this key), and marks the start undone in the ledger so that a
+# retry with the same key starts it again. A container found running is left alone.
+drop_unhealthy() {
+  [ "$(label_of "$NEW_NAME" baton.operation_key)" = "$KEY" ] || return 0
+  if "$CLI" rm -f "$NEW_NAME" >/dev/null 2>&1; then
+    ledger_put start -
+    MSG="$MSG; removed $NEW_NAME (this step started it)"
+  else
+    MSG="$MSG; could not remove $NEW_NAME"
+  fi
 }
 
 phase_stop_old() {
@@ -569,6 +655,7 @@ run_phase() {
     line=$(emit "$1" skipped 0 "$dt" "$MSG")
   else
     FAILED=1
+    [ "$1" != health ] || [ "$sub" = smoke ] || drop_unhealthy
     emit "$1" failed "$rc" "$dt" "$MSG" "" "$HEALTH_EXTRA"
     return
   fi

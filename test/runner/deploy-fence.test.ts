@@ -5,7 +5,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { freePort } from "../support/sshd.ts";
 import {
   containerName,
   DEPLOY_SH,
@@ -18,7 +17,7 @@ let t: StandinTarget;
 let url: string;
 beforeEach(async () => {
   t = makeStandinTarget();
-  url = `http://127.0.0.1:${await freePort()}/healthz`;
+  url = await t.healthUrl();
 });
 afterEach(() => t.cleanup());
 
@@ -43,7 +42,14 @@ function sh(args: string[], env: Record<string, string> = {}) {
 /** deploy/restore on `lane` as release `rel` at `gen` (forward: NEW over OLD; restore: OLD over NEW). */
 function op(
   sub: "deploy" | "restore",
-  o: { gen: number | string; key: string; lane?: string; rel?: string; extra?: string[] },
+  o: {
+    gen: number | string;
+    key: string;
+    lane?: string;
+    rel?: string;
+    extra?: string[];
+    url?: string;
+  },
   env: Record<string, string> = {},
 ) {
   const [img, prev] = sub === "deploy" ? [NEW, OLD] : [OLD, NEW];
@@ -57,7 +63,7 @@ function op(
       "--previous-image",
       prev,
       "--health-url",
-      url,
+      o.url ?? url,
       "--operation-key",
       o.key,
       "--release",
@@ -152,14 +158,16 @@ describe("deploy.sh generation fence", { timeout: 300_000 }, () => {
     expect(readFileSync(`${t.ledger}.gen-lane-a`, "utf8")).toBe("r7\t5\n");
   });
 
-  it("other releases and other lanes are unaffected", () => {
+  it("other releases and other lanes are unaffected", async () => {
     expect(op("restore", { gen: 9, key: "r7:3:bwd:lane-a" }).code).toBe(0);
     // Another release on the same lane starts from generation 0.
     const other = op("deploy", { gen: 0, key: "r8:3:fwd:lane-a", rel: "r8" });
     expect(other.code).toBe(0);
     expect(other.lines.map((l) => l.phase)).toEqual(["pull", "start", "health", "stop-old"]);
-    // The same release on another lane has its own record.
-    const b = op("deploy", { gen: 1, key: "r7:3:fwd:lane-b", lane: "lane-b" });
+    // The same release on another lane has its own record. (Its own port too: one port answers
+    // for one container, and the health check would rightly refuse lane-b's answer for lane-a.)
+    const urlB = await t.healthUrl();
+    const b = op("deploy", { gen: 1, key: "r7:3:fwd:lane-b", lane: "lane-b", url: urlB });
     expect(b.code).toBe(0);
     expect(readFileSync(`${t.ledger}.gen-lane-a`, "utf8")).toBe("r7\t9\nr8\t0\n");
     expect(readFileSync(`${t.ledger}.gen-lane-b`, "utf8")).toBe("r7\t1\n");

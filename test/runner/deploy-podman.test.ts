@@ -3,13 +3,14 @@
 // 127.0.0.1). Asserts on what the runtime runs and what the containers serve, not only on the
 // tool's own checks. CI installs podman, runc, docker-registry and busybox-static (.ci/run);
 // elsewhere the suite is skipped unless CI is set (then a missing runtime fails it).
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DeployToolSpec, runDeployTool } from "../../scripts/lib/deploy-tool.ts";
 import { seedResults } from "../../scripts/lib/result.ts";
 import { type PodmanWorld, podmanAvailable, startPodmanWorld } from "../support/podman-target.ts";
+import { proposePort as freePort } from "../support/ports.ts";
 import { type Sshd, startSshd } from "../support/sshd.ts";
 import { containerName, DEPLOY_SH } from "../support/standin-target.ts";
 
@@ -38,6 +39,19 @@ describe.skipIf(!enabled)("deploy tools on podman + registry through sshd", () =
     // deploy.sh is installed on the target like a real machine would have it (a root-owned copy).
     work = mkdtempSync(join(tmpdir(), "baton-podman-run-"));
     copyFileSync(DEPLOY_SH, join(work, "baton-deploy"));
+    // Other machine configurations: deploy.sh as installed, started with other settings (sshd's
+    // SetEnv wins over what a client sends, so a wrapper sets them).
+    //   baton-deploy-host: host networking (docs/runner.md's advice for model servers), the
+    //   default health target (unset: what an operator gets without choosing one).
+    //   baton-deploy-badrun: a `run` that fails (an entrypoint the image does not have).
+    wrapper(
+      "baton-deploy-host",
+      `env -u BATON_HEALTH_TARGET BATON_RUN_ARGS='--network host -e BIND=127.0.0.1' ${join(work, "baton-deploy")} "$@"`,
+    );
+    wrapper(
+      "baton-deploy-badrun",
+      `BATON_RUN_ARGS='--entrypoint /nonexistent' exec ${join(work, "baton-deploy")} "$@"`,
+    );
     sshd = await startSshd(world.env, { root: true });
     [v1, v2] = await Promise.all([world.image("v1"), world.image("v2")]);
   }, 240_000);
@@ -47,6 +61,11 @@ describe.skipIf(!enabled)("deploy tools on podman + registry through sshd", () =
     if (work) rmSync(work, { recursive: true, force: true });
   }, 60_000);
 
+  function wrapper(name: string, line: string) {
+    writeFileSync(join(work, name), `#!/bin/sh\n${line}\n`);
+    chmodSync(join(work, name), 0o755);
+  }
+
   /** Runs one tool through sshd; returns its exit code and checks.json. */
   async function tool(
     spec: DeployToolSpec,
@@ -54,6 +73,7 @@ describe.skipIf(!enabled)("deploy tools on podman + registry through sshd", () =
     image: string,
     previous?: string,
     env: Record<string, string> = {},
+    healthUrl = HEALTH_URL,
   ) {
     const n = ++seq;
     const dir = join(work, `run-${n}`);
@@ -68,7 +88,7 @@ describe.skipIf(!enabled)("deploy tools on podman + registry through sshd", () =
           port: sshd.port,
           user: sshd.user,
           host_key: sshd.hostKeyPin,
-          health_url: HEALTH_URL,
+          health_url: healthUrl,
         },
         image,
         ...(previous ? { previous_image: previous } : {}),
@@ -171,8 +191,90 @@ describe.skipIf(!enabled)("deploy tools on podman + registry through sshd", () =
     expect(r.code).toBe(1);
     expect(r.byName("health")?.status).toBe("failed");
     expect(r.byName("health")?.message).toMatch(/not healthy within 3s/);
-    expect(await running(containerName(lane, silent))).toBe(true);
     expect(r.byName("stop-old")?.status).toBe("not_run");
     expect(await world.probe(containerName(lane, v1))).toBe("v1");
+    // The step that started the unhealthy container stopped and removed it.
+    expect(await world.containers()).not.toContain(containerName(lane, silent));
   }, 120_000);
+
+  /** The tool environment of a host-network lane (the wrapper written in beforeAll). */
+  const host = () => ({ BATON_DEPLOY_SCRIPT: join(work, "baton-deploy-host") });
+
+  /**
+   * Deploys `image` as the first image of a host-network lane on a free loopback port; returns
+   * the lane's health URL. Another process may take the port between the pick and the
+   * container's bind: then the container exits (EADDRINUSE) and another port is tried.
+   */
+  async function hostLane(lane: string, image: string): Promise<string> {
+    let last = "";
+    for (let tries = 0; tries < 3; tries++) {
+      const url = `http://127.0.0.1:${await freePort()}/healthz`;
+      const r = await tool(DEPLOY, lane, image, undefined, host(), url);
+      if (r.code === 0) return url;
+      last = JSON.stringify(r.checks);
+      if (!/is not running/.test(r.byName("health")?.message ?? "")) break;
+    }
+    throw new Error(`[test] could not deploy ${image} on a host-network port: ${last}`);
+  }
+
+  it("host networking: a new container that never answers fails health although the old one answers on its port; the old one keeps serving, the new one is removed", async () => {
+    const lane = "lane-h1";
+    const silent = await world.image("h-silent", "silent");
+    const url = await hostLane(lane, v1);
+    const old = containerName(lane, v1);
+    const oldAnswer = await world.get(url);
+    const r = await tool(DEPLOY, lane, silent, v1, { ...host(), BATON_HEALTH_TIMEOUT_S: "3" }, url);
+    // The old container answered every probe on the shared port: that is not the new one.
+    expect(r.code, JSON.stringify(r.checks)).toBe(1);
+    expect(r.byName("health")?.status).toBe("failed");
+    expect(r.byName("health")?.message).toMatch(/without the instance id/);
+    expect(r.byName("stop-old")?.status).toBe("not_run");
+    // The old container still runs and its URL answers with the old image's identity.
+    expect(await running(old)).toBe(true);
+    const oldId = await world.instanceId(old);
+    expect(oldId).toMatch(/^[0-9a-f]{32}$/);
+    expect(oldAnswer).toBe(`v1 ${oldId}`);
+    expect(await world.get(url)).toBe(`v1 ${oldId}`);
+    // No Created or exited leftover of the new container.
+    expect(await world.containers()).not.toContain(containerName(lane, silent));
+  }, 180_000);
+
+  it("host networking: a new container that answers with its own instance id passes while the old one shares the port; the old one is stopped", async () => {
+    const lane = "lane-h2";
+    const [r1, r2] = await Promise.all([
+      world.image("r1", "reuseport"),
+      world.image("r2", "reuseport"),
+    ]);
+    const url = await hostLane(lane, r1);
+    const r = await tool(DEPLOY, lane, r2, r1, host(), url);
+    expect(r.code, JSON.stringify(r.checks)).toBe(0);
+    expect(r.checks.map((c) => [c.name, c.status])).toEqual([
+      ["connect", "ok"],
+      ["pull", "ok"],
+      ["start", "ok"],
+      ["health", "ok"],
+      ["stop-old", "ok"],
+    ]);
+    expect(r.byName("health")?.image).toBe(r2);
+    const newId = await world.instanceId(containerName(lane, r2));
+    expect(newId).toMatch(/^[0-9a-f]{32}$/);
+    expect(r.byName("health")?.message).toContain(newId);
+    expect(await running(containerName(lane, r1))).toBe(false);
+    expect(await world.get(url)).toBe(`r2 ${newId}`);
+  }, 180_000);
+
+  it("a failed `run` leaves no Created container behind; the old one keeps serving and a retry starts cleanly", async () => {
+    const lane = "lane-f";
+    expect((await tool(DEPLOY, lane, v1)).code).toBe(0);
+    const bad = { BATON_DEPLOY_SCRIPT: join(work, "baton-deploy-badrun") };
+    const r = await tool(DEPLOY, lane, v2, v1, bad);
+    expect(r.code).toBe(1);
+    expect(r.byName("start")?.status).toBe("failed");
+    expect(r.byName("start")?.message).toMatch(/nonexistent/);
+    expect(await world.containers()).not.toContain(containerName(lane, v2));
+    expect(await world.probe(containerName(lane, v1))).toBe("v1");
+    const retry = await tool(DEPLOY, lane, v2, v1);
+    expect(retry.code, JSON.stringify(retry.checks)).toBe(0);
+    expect(await world.probe(containerName(lane, v2))).toBe("v2");
+  }, 180_000);
 });

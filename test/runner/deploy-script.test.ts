@@ -1,13 +1,15 @@
 // deploy.sh run by dash (`sh`) against the stand-in container CLI, locally (the SSH path is
 // covered in tools.test.ts). Phases, F07, idempotency per operation key, absolute naming.
-import { spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { chmodSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { freePort } from "../support/sshd.ts";
 import {
   containerName,
   DEPLOY_SH,
   image,
   makeStandinTarget,
+  STANDIN_CLI,
   type StandinTarget,
 } from "../support/standin-target.ts";
 
@@ -15,7 +17,7 @@ let t: StandinTarget;
 let url: string;
 beforeEach(async () => {
   t = makeStandinTarget();
-  url = `http://127.0.0.1:${await freePort()}/healthz`;
+  url = await t.healthUrl();
 });
 afterEach(() => t.cleanup());
 
@@ -60,6 +62,34 @@ const full = (
     env,
   );
 
+/**
+ * A loopback HTTP server in a child process (deploy.sh runs synchronously, so this process cannot
+ * answer) on a port of its own: what a host-network container holding the lane's port answers.
+ * It answers 200 with the text of `bodyFile`, read per request, where `{{instance}}` becomes the
+ * instance id label of the stand-in container `name`. The test's health URL becomes its port's.
+ */
+async function holdPort(bodyFile: string, name = ""): Promise<ChildProcess> {
+  const script = `
+    const fs = require("node:fs");
+    const [bodyFile, containerFile] = process.argv.slice(1);
+    require("node:http").createServer((_q, res) => {
+      let id = "none";
+      try { id = JSON.parse(fs.readFileSync(containerFile, "utf8")).labels["baton.instance_id"]; } catch {}
+      res.end(fs.readFileSync(bodyFile, "utf8").replace("{{instance}}", id));
+    }).listen(0, "127.0.0.1", function () { console.log(this.address().port); });`;
+  const child = spawn(
+    process.execPath,
+    ["-e", script, bodyFile, join(t.standinDir, "containers", `${name}.json`)],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const port = await new Promise<string>((ok, fail) => {
+    child.once("exit", (code) => fail(new Error(`[test] port holder exited (${code})`)));
+    child.stdout?.once("data", (d: Buffer) => ok(d.toString().trim()));
+  });
+  url = `http://127.0.0.1:${port}/healthz`;
+  return child;
+}
+
 describe("deploy.sh", () => {
   it("runs pull, start, health, stop-old and stops the old container by its exact name", () => {
     t.seedRunning("lane-a", B, url);
@@ -75,12 +105,122 @@ describe("deploy.sh", () => {
     for (const l of r.lines) expect(typeof l.duration_ms).toBe("number");
     expect(t.container(containerName("lane-a", A))?.running).toBe(true);
     expect(t.container(containerName("lane-a", B))?.running).toBe(false);
+    // The new container got a fresh instance id, and its answer (the stand-in echoes it in a
+    // Baton-Instance-Id header) is what passed.
+    const id = t.container(containerName("lane-a", A))?.labels?.["baton.instance_id"];
+    expect(id).toMatch(/^[0-9a-f]{32}$/);
+    expect(r.lines[1]?.message).toContain(id);
+    expect(r.lines[2]?.message).toContain(`answered with instance id ${id}`);
     const calls = t.calls().slice(seeded);
     const stops = calls.filter((c) => c[0] === "stop");
     expect(stops).toEqual([["stop", containerName("lane-a", B)]]);
     const run = calls.find((c) => c[0] === "run");
     expect(run).toContain("-d");
     expect(run?.[run.indexOf("--name") + 1]).toBe(containerName("lane-a", A));
+    expect(run).toContain(`BATON_INSTANCE_ID=${id}`);
+  });
+
+  it("an old container answering on the new one's port (host networking) never passes the new one's health check; the new one is removed and a retry starts it again", async () => {
+    // Whatever holds the port answers 200 with no instance id: the old container of a
+    // host-network lane (the stand-in's health server cannot take the port from it).
+    const body = join(t.dir, "squatter-body");
+    writeFileSync(body, "ok from the old container");
+    const squatter = await holdPort(body);
+    t.seedRunning("lane-a", B, url);
+    try {
+      const r = full("deploy", A, B, "r1:1:fwd:lane-a", ["--health-timeout", "1"]);
+      expect(r.code).toBe(1);
+      expect(r.lines.map((l) => [l.phase, l.status])).toEqual([
+        ["pull", "ok"],
+        ["start", "ok"],
+        ["health", "failed"],
+        ["stop-old", "not_run"],
+      ]);
+      const health = r.lines[2]!;
+      expect(String(health.message)).toMatch(
+        /answered 200 without the instance id [0-9a-f]{32} of baton-lane-a-aaaaaaaaaaaa .*another container answers on this port.*its body: ok from the old container/,
+      );
+      expect(String(health.message)).toContain("removed baton-lane-a-aaaaaaaaaaaa");
+      expect(t.container(containerName("lane-a", B))?.running).toBe(true);
+      expect(t.container(containerName("lane-a", A))).toBeNull();
+    } finally {
+      squatter.kill();
+    }
+    // Same operation key again (a re-run): the start is not replayed, the container starts anew.
+    const runs = t.calls().filter((c) => c[0] === "run").length;
+    const again = full("deploy", A, B, "r1:1:fwd:lane-a");
+    expect(again.code, JSON.stringify(again.lines)).toBe(0);
+    expect(again.lines[0]?.replayed).toBe(true);
+    expect(again.lines[1]?.replayed).toBeUndefined();
+    expect(t.calls().filter((c) => c[0] === "run").length).toBe(runs + 1);
+    expect(t.container(containerName("lane-a", B))?.running).toBe(false);
+  });
+
+  it("a health answer carrying the instance id in its body passes; one carrying another id does not", async () => {
+    // The test's server holds the port and answers for the new container by reading its id.
+    const idOf = () =>
+      t.container(containerName("lane-a", A))?.labels?.["baton.instance_id"] ?? "none";
+    const body = join(t.dir, "holder-body");
+    writeFileSync(body, `{"instance": "${"f".repeat(32)}"}`);
+    const server = await holdPort(body, containerName("lane-a", A));
+    t.seedRunning("lane-a", B, url);
+    try {
+      const other = full("deploy", A, B, "k-body", ["--health-timeout", "1"]);
+      expect(other.code).toBe(1);
+      expect(String(other.lines[2]?.message)).toContain("without the instance id");
+      writeFileSync(body, '{"instance": "{{instance}}"}');
+      const ok = full("deploy", A, B, "k-body");
+      expect(ok.code, JSON.stringify(ok.lines)).toBe(0);
+      expect(ok.lines[2]?.message).toContain(`answered with instance id ${idOf()}`);
+    } finally {
+      server.kill();
+    }
+  });
+
+  it("a container with no instance id (started by hand or by an earlier deploy.sh) fails health at once, naming the fix", () => {
+    // seedRunning starts A as an earlier release would have, without an instance id.
+    t.seedRunning("lane-a", A, url);
+    const r = full("deploy", A, B, "k-legacy", ["--health-timeout", "30"]);
+    expect(r.code).toBe(1);
+    expect(r.lines[1]?.message).toMatch(/already running/);
+    expect(String(r.lines[2]?.message)).toMatch(/has no instance id .*remove it and deploy again/);
+    // Found running, not started by this step: it is left alone.
+    expect(t.container(containerName("lane-a", A))?.running).toBe(true);
+  });
+
+  it("a failed `run` removes what the runtime kept of the container (podman: Created)", () => {
+    t.seedRunning("lane-a", B, url);
+    // A runtime that creates the container, then fails to start it (exit 127).
+    const cli = join(t.dir, "docker-failing-run");
+    writeFileSync(
+      cli,
+      `#!/bin/sh\nif [ "$1" = run ]; then ${STANDIN_CLI} "$@" >/dev/null; echo 'Error: executable file not found in $PATH' >&2; exit 127; fi\nexec ${STANDIN_CLI} "$@"\n`,
+    );
+    chmodSync(cli, 0o755);
+    const r = full("deploy", A, B, "k-run", [], { BATON_CONTAINER_CLI: cli });
+    expect(r.code).toBe(1);
+    expect(r.lines.map((l) => [l.phase, l.status])).toEqual([
+      ["pull", "ok"],
+      ["start", "failed"],
+      ["health", "not_run"],
+      ["stop-old", "not_run"],
+    ]);
+    expect(String(r.lines[1]?.message)).toContain("executable file not found");
+    expect(t.container(containerName("lane-a", A))).toBeNull();
+    expect(t.calls().at(-1)).toEqual(["rm", "-f", containerName("lane-a", A)]);
+    expect(t.container(containerName("lane-a", B))?.running).toBe(true);
+  });
+
+  it("BATON_HEALTH_TARGET: url is the former name of identity; anything else is refused naming the variable", () => {
+    t.seedRunning("lane-a", B, url);
+    expect(
+      full("deploy", A, B, "k-url", [], { BATON_HEALTH_TARGET: "url" }).lines[2]?.message,
+    ).toMatch(/answered with instance id/);
+    const bad = full("deploy", A, B, "k-any", [], { BATON_HEALTH_TARGET: "any" });
+    expect(bad.code).toBe(2);
+    expect(String(bad.lines[0]?.message)).toMatch(
+      /BATON_HEALTH_TARGET must be identity .* or container/,
+    );
   });
 
   it("F07: a failed pull leaves later phases not_run and never stops the old container", () => {
@@ -112,6 +252,20 @@ describe("deploy.sh", () => {
     const r = full("deploy", A, B, "r1:1:fwd:lane-a", ["--health-timeout", "1"]);
     expect(r.code).toBe(1);
     expect(r.lines.map((l) => l.status)).toEqual(["ok", "ok", "failed", "not_run"]);
+    expect(t.container(containerName("lane-a", B))?.running).toBe(true);
+  });
+
+  it("container mode with no address for the new container fails health with a reason (no probe was made: nothing unset under set -u)", () => {
+    t.seedRunning("lane-a", B, url);
+    // The stand-in has no container addresses, as a runtime under host networking answers.
+    const r = full("deploy", A, B, "r1:1:fwd:lane-a", ["--health-timeout", "1"], {
+      BATON_HEALTH_TARGET: "container",
+    });
+    expect(r.stderr).not.toMatch(/parameter not set/);
+    expect(r.code).toBe(1);
+    const health = r.lines.find((l) => l.phase === "health")!;
+    expect(health.status).toBe("failed");
+    expect(String(health.message)).toMatch(/not healthy within 1s .*no address for/);
     expect(t.container(containerName("lane-a", B))?.running).toBe(true);
   });
 

@@ -6,7 +6,10 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { freePort } from "../support/sshd.ts";
+// These tests start the stand-in's own health server on ports it is told (its lazy start and
+// one-process-per-state-dir behaviour are what they check); it binds a port when a container
+// registers on it and tries a taken port again at its next scan.
+import { proposePort as freePort } from "../support/ports.ts";
 import {
   containerName,
   image,
@@ -84,6 +87,44 @@ describe("stand-in docker: calls answered in sh", { timeout: 240_000 }, () => {
     const stopped = call("sh", ["inspect", "-f", "{{.State.Running}}", name]);
     expect(stopped).toEqual(call("js", ["inspect", "-f", "{{.State.Running}}", name]));
     expect(stopped.stdout).toBe("false\n");
+  });
+
+  it("inspect -f of a label (the instance id deploy.sh checks): present, absent, missing container", async () => {
+    const url = `http://127.0.0.1:${await freePort()}/healthz`;
+    const A = image("a");
+    const name = containerName("lane-a", A);
+    call("js", ["pull", A]);
+    const id = "0123456789abcdef0123456789abcdef";
+    expect(
+      call("js", [
+        "run",
+        "-d",
+        "--name",
+        name,
+        "--label",
+        "baton.lane=lane-a",
+        "--label",
+        `baton.instance_id=${id}`,
+        "-e",
+        `BATON_HEALTH_URL=${url}`,
+        A,
+      ]).code,
+    ).toBe(0);
+    const fmt = (key: string) => `{{index .Config.Labels "${key}"}}`;
+    for (const [key, n] of [
+      ["baton.instance_id", name],
+      ["baton.lane", name],
+      ["instance_id", name],
+      ["baton.instance_id", "baton-lane-z-000000000000"],
+    ] as const) {
+      const sh = call("sh", ["inspect", "-f", fmt(key), n]);
+      expect(sh, `${key} ${n}`).toEqual(call("js", ["inspect", "-f", fmt(key), n]));
+    }
+    expect(call("sh", ["inspect", "-f", fmt("baton.instance_id"), name]).stdout).toBe(`${id}\n`);
+    expect(call("sh", ["inspect", "-f", fmt("instance_id"), name]).stdout).toBe("");
+    // The health server echoes it.
+    const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+    expect(res.headers.get("baton-instance-id")).toBe(id);
   });
 
   it("pull: the same image file, output and ledger line", () => {

@@ -44,6 +44,7 @@ interface StepRunState extends StepRunSeed {
   attempts: Map<number, number>; // run_attempt -> attempt
   current: number;
   results: Map<number, CallbackBody>;
+  advice?: string;
 }
 
 export interface EngineStandin {
@@ -55,6 +56,11 @@ export interface EngineStandin {
    * running it): preflights must now carry `digest` (`payloadDigestOf` of the edited payload).
    */
   setPayloadDigest(id: string, digest: string): void;
+  /**
+   * The engine's `advice` for a failed result of step run `id` (what comes next, e.g. "re-run
+   * this job before 15:32 UTC, or release r5 compensates"), sent in the callback answer.
+   */
+  setAdvice(id: string, advice: string): void;
   /** Requests that passed the credential check, in order (also the refused ones). */
   received: Received[];
   /** Accepted callback bodies per step run, keyed by attempt. */
@@ -214,7 +220,13 @@ export async function startEngineStandin(
         run.state = b.data.overall === "pass" ? "succeeded" : "failed";
       }
       record(200);
-      return c.json({ accepted: true, attempt, replay: run.results.get(attempt) !== b.data });
+      const advice = b.data.overall !== "pass" && run.advice ? { advice: run.advice } : {};
+      return c.json({
+        accepted: true,
+        attempt,
+        replay: run.results.get(attempt) !== b.data,
+        ...advice,
+      });
     });
   handle("preflight");
   handle("callback");
@@ -234,6 +246,11 @@ export async function startEngineStandin(
       const run = runs.get(id);
       if (!run) throw new Error(`[test] the stand-in has no step run ${id}`);
       run.payload_digest = digest;
+    },
+    setAdvice: (id, advice) => {
+      const run = runs.get(id);
+      if (!run) throw new Error(`[test] the stand-in has no step run ${id}`);
+      run.advice = advice;
     },
     addStepRun: (seed) =>
       runs.set(seed.id, {

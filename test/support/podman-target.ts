@@ -6,9 +6,12 @@
  * Images are built locally from `busybox-static` (no registry access needed), pushed to the
  * loopback registry from a separate "builder" store, and referred to by their manifest digest
  * (`127.0.0.1:<port>/baton/app@sha256:…`), so the target's `pull` really fetches from the
- * registry. Each image serves `/healthz` with busybox httpd on port 8080 inside its own network
- * namespace (podman's default bridge network); deploy.sh probes the new container at its own
- * address (`BATON_HEALTH_TARGET=container`).
+ * registry. Each image serves `/healthz` on the port of its `BATON_HEALTH_URL` (8080 when none),
+ * on all addresses or on `BIND` (an address given with `-e BIND=…`, e.g. 127.0.0.1 under host
+ * networking), and echoes the instance id deploy.sh gives it (`BATON_INSTANCE_ID`) in the body
+ * as `<tag> <instance id>`, as docs/runner.md asks of a model server. The world's default
+ * environment runs them on podman's bridge network and probes the new container at its own
+ * address (`BATON_HEALTH_TARGET=container`); host networking is `BATON_RUN_ARGS=--network host`.
  */
 import { execFile, execFileSync, spawn } from "node:child_process";
 import {
@@ -25,18 +28,29 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { freePort } from "./sshd.ts";
+import { proposePort as freePort } from "./ports.ts";
 
 const run = promisify(execFile);
 
 /** What an image does when started. */
 export type ImageBehaviour =
-  /** serves 200 on /healthz (body = the image's tag) */
+  /** serves 200 on /healthz with busybox httpd (body `<tag> <instance id>`) */
   | "healthy"
+  /**
+   * serves 200 `<tag> <instance id>` on every path, listening with SO_REUSEPORT: two such
+   * containers share one host-network port (a server built for zero-downtime restarts). Needs
+   * `gcc` with a static libc (test/support/reuseport-httpd.c).
+   */
+  | "reuseport"
   /** exits with status 3 at once */
   | "exits"
-  /** keeps running but never listens */
+  /** keeps running but never listens (a model server still loading its weights) */
   | "silent";
+
+/** The health port and address an image's entry script listens on (see the file comment). */
+const LISTEN =
+  `u="\${BATON_HEALTH_URL:-http://x:8080/}"; u="\${u#*://}"; u="\${u%%/*}"; port="\${u##*:}"; ` +
+  `id="\${BATON_INSTANCE_ID:-}"; `;
 
 /** Whether this machine can run the real-runtime tests (podman, runc, docker-registry, busybox, root). */
 export function podmanAvailable(): boolean {
@@ -59,8 +73,17 @@ export interface PodmanWorld {
   image(tag: string, behaviour?: ImageBehaviour): Promise<string>;
   /** Runs `podman` against the target's store; returns stdout (trimmed). */
   podman(args: string[]): Promise<string>;
-  /** GET http://<container ip>:8080/healthz; the body, or null when nothing answers. */
+  /**
+   * GET http://<container ip>:8080/healthz; the image tag it answers with (the body's first
+   * word), or null when nothing answers.
+   */
   probe(container: string): Promise<string | null>;
+  /** GET `url` from this process (e.g. a host-network lane's health URL): the body, or null. */
+  get(url: string): Promise<string | null>;
+  /** The instance id deploy.sh gave the container (its `baton.instance_id` label), or "". */
+  instanceId(container: string): Promise<string>;
+  /** Names of every container the target's store holds, running or not (`ps -a`). */
+  containers(): Promise<string[]>;
   /** Stops and removes everything; kills the registry. */
   cleanup(): Promise<void>;
 }
@@ -172,6 +195,34 @@ export async function startPodmanWorld(): Promise<PodmanWorld> {
     return r.stdout.trim();
   };
   let built = 0;
+  let reuseportBin = "";
+  /** Compiles reuseport-httpd.c statically, once per world. */
+  const reuseport = () => {
+    if (!reuseportBin) {
+      const out = join(dir, "reuseport-httpd");
+      try {
+        execFileSync(
+          "gcc",
+          ["-static", "-Os", "-o", out, join(import.meta.dirname, "reuseport-httpd.c")],
+          { stdio: ["ignore", "pipe", "pipe"] },
+        );
+      } catch (e) {
+        throw new Error(
+          `[test] the reuseport image needs gcc with a static libc (Debian gcc, libc6-dev): ${(e as Error).message}`,
+        );
+      }
+      reuseportBin = out;
+    }
+    return reuseportBin;
+  };
+  const get = async (url: string) => {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      return res.ok ? (await res.text()).trim() : null;
+    } catch {
+      return null;
+    }
+  };
   return {
     dir,
     registry,
@@ -183,11 +234,17 @@ export async function startPodmanWorld(): Promise<PodmanWorld> {
       mkdirSync(join(root, "www"), { recursive: true });
       copyFileSync("/bin/busybox", join(root, "bin", "busybox"));
       chmodSync(join(root, "bin", "busybox"), 0o755);
-      writeFileSync(join(root, "www", "healthz"), `${tag}\n`);
+      if (behaviour === "reuseport") {
+        copyFileSync(reuseport(), join(root, "bin", "reuseport-httpd"));
+        chmodSync(join(root, "bin", "reuseport-httpd"), 0o755);
+      }
       // busybox sh as PID 1 ends on TERM (a bare httpd as PID 1 would ignore it and make
-      // `podman stop` wait 10 s; TOOLCHAIN.md).
+      // `podman stop` wait 10 s; TOOLCHAIN.md); reuseport-httpd handles TERM itself.
       const script = {
-        healthy: 'trap "exit 0" TERM; /bin/busybox httpd -f -p 8080 -h /www & wait',
+        healthy:
+          `${LISTEN}echo "${tag} $id" > /www/healthz; ` +
+          `trap "exit 0" TERM; /bin/busybox httpd -f -p "\${BIND:+$BIND:}$port" -h /www & wait`,
+        reuseport: `${LISTEN}exec /bin/reuseport-httpd "\${BIND:-0.0.0.0}" "$port" 200 "${tag} $id"`,
         exits: "echo starting; echo configuration missing >&2; exit 3",
         silent: 'trap "exit 0" TERM; /bin/busybox sleep 3600 & wait',
       }[behaviour];
@@ -228,15 +285,20 @@ export async function startPodmanWorld(): Promise<PodmanWorld> {
         container,
       ]).catch(() => "");
       if (!ip) return null;
-      try {
-        const res = await fetch(`http://${ip}:8080/healthz`, {
-          signal: AbortSignal.timeout(2000),
-        });
-        return res.ok ? (await res.text()).trim() : null;
-      } catch {
-        return null;
-      }
+      return (await get(`http://${ip}:8080/healthz`))?.split(" ")[0] ?? null;
     },
+    get,
+    instanceId: (container) =>
+      podmanAs(targetEnv, [
+        "inspect",
+        "-f",
+        '{{index .Config.Labels "baton.instance_id"}}',
+        container,
+      ]).catch(() => ""),
+    containers: async () =>
+      (await podmanAs(targetEnv, ["ps", "-a", "--format", "{{.Names}}"]))
+        .split("\n")
+        .filter(Boolean),
     cleanup: async () => {
       await podmanAs(targetEnv, ["rm", "-a", "-f", "-t", "0"]).catch(() => "");
       child?.kill("SIGTERM");

@@ -5,6 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { type HealthPorts, startHealthServer } from "../../engine/src/demo/fleet.ts";
 import { sharedTempDir } from "./sshd.ts";
 
 export const REPO = resolve(import.meta.dirname, "../..");
@@ -29,9 +30,17 @@ export interface StandinTarget {
   env: Record<string, string>;
   /** Recorded stand-in calls (argv arrays). */
   calls(): string[][];
-  container(name: string): { running: boolean; image: string } | null;
+  container(
+    name: string,
+  ): { running: boolean; image: string; labels?: Record<string, string> } | null;
   /** Writes a knob file (fail-health, fail-pull, hang, signal) in the stand-in dir. */
   knob(file: string, value: string): void;
+  /**
+   * A health URL (`http://127.0.0.1:<port>/healthz`) on a new port the target's health server
+   * holds from now on (started on first use; engine/src/demo/fleet.ts `startHealthServer`), so
+   * no other process can take the port before a container is started on it.
+   */
+  healthUrl(): Promise<string>;
   /** Pre-pulls and starts a container as if an earlier release had deployed it. */
   seedRunning(lane: string, img: string, healthUrl: string): void;
   cleanup(): void;
@@ -51,6 +60,7 @@ export function makeStandinTarget(): StandinTarget {
     BATON_STANDIN_SERVER_MAX_S: "300",
     BATON_DEPLOY_CONF: join(dir, "none.conf"),
   };
+  let health: HealthPorts | null = null;
   const t: StandinTarget = {
     dir,
     standinDir,
@@ -88,7 +98,12 @@ export function makeStandinTarget(): StandinTarget {
         img,
       ]);
     },
+    healthUrl: async () => {
+      health ??= startHealthServer(standinDir);
+      return `http://127.0.0.1:${await health.hold()}/healthz`;
+    },
     cleanup: () => {
+      health?.release();
       // Health servers exit once their state dir is gone; stop them now rather than in 300 ms.
       const servers = join(standinDir, "servers");
       if (existsSync(servers)) {

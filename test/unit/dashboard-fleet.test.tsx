@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
-import { fleetFacts } from "../../engine/src/http/dashboard/fleet.ts";
+import { fleetFacts } from "../../engine/src/domain/fleet.ts";
 import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
 import type { ReleaseRecord } from "../../engine/src/service/api.ts";
 import { compensatedRecord, fakeApi, succeededRecord } from "../support/dashboard-fixtures.ts";

@@ -5,14 +5,14 @@
  */
 import { describe, expect, it } from "vitest";
 import type { HistoryEntry } from "../../engine/src/domain/types.ts";
+import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
 import {
   historyLabel,
   housekeepingLine,
   isHousekeeping,
   readOnce,
   refusalReason,
-} from "../../engine/src/http/dashboard/history-label.ts";
-import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
+} from "../../engine/src/views/history-label.ts";
 import { compensatedRecord, fakeApi } from "../support/dashboard-fixtures.ts";
 
 const BASE = "http://127.0.0.1:8787";

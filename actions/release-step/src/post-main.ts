@@ -5,6 +5,7 @@
  * short, F04).
  */
 import * as core from "@actions/core";
+import { annotateError, failStep } from "./annotate.ts";
 import { credentialOf, readInputs } from "./inputs.ts";
 import { removeKeyDir } from "./key-file.ts";
 import { sendCallback } from "./report.ts";
@@ -45,12 +46,13 @@ export async function runPost(): Promise<void> {
     core.info(
       `[action] post callback: status ${results.status}, overall ${results.overall}; ${delivery.message}`,
     );
-    if (delivery.advice) core.error(`[action] step run ${target.step_run_id}: ${delivery.advice}`);
+    if (delivery.advice)
+      annotateError(`[action] step run ${target.step_run_id}: ${delivery.advice}`);
     if (!delivery.acked)
-      core.setFailed(
+      failStep(
         `[action] ${delivery.message}; the engine will mark the step run unknown at its deadline`,
       );
   } catch (e) {
-    core.setFailed(`[action] post step error: ${(e as Error).message}`);
+    failStep(`[action] post step error: ${(e as Error).message}`);
   }
 }

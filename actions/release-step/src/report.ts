@@ -10,6 +10,7 @@ import {
   LOG_TRUNCATED_MARKER,
 } from "../../../engine/src/protocol/messages.ts";
 import { type Results, readResults } from "../../../scripts/lib/result.ts";
+import { annotate } from "./annotate.ts";
 import { errorMessage, postSigned, type RunnerCredential, retryPolicy } from "./engine-client.ts";
 import type { CallbackTarget } from "./state.ts";
 
@@ -101,7 +102,8 @@ export async function sendCallback(
 ): Promise<{ results: Results; delivery: Delivery }> {
   const results = readResults(target.result_dir);
   if (!results.checksValid)
-    core.warning(
+    annotate(
+      "warning",
       "[action] checks.json is not valid JSON; sending checks as null (the log has the tool's output)",
     );
   const text = callbackText(target, results, { ...timings, reported_at: Date.now() }, secrets);

@@ -3,9 +3,11 @@
  *   <tool> --args <args.json> --key <key> --result-dir <dir> --operation-key <key>
  * with BATON_SSH_PASSPHRASE, BATON_RELEASE_ID and BATON_RELEASE_GENERATION (the payload's
  * `release.id` / `release.generation`, for the target's generation fence) in its environment, under an overall deadline (ms). On expiry the
- * tool gets SIGTERM (it records what it saw), then SIGKILL after a grace period.
+ * tool gets SIGTERM (it records what it saw), then SIGKILL after a grace period. Its output is
+ * relayed to the step log as plain text: workflow commands are stopped while it runs.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { stepCommands } from "./workflow-commands.ts";
 
 /** How the tool ended. `spawnError` is an errno code such as ENOENT or EACCES. */
 export interface ToolExit {
@@ -58,7 +60,10 @@ export function toolEnvironment(
   return { ...out, ...extra };
 }
 
-/** Runs the tool; output is streamed to this step's log. Never rejects. */
+/**
+ * Runs the tool; output is streamed to this step's log as plain text (workflow commands stopped
+ * from before the spawn until it ended). Never rejects.
+ */
 export function runTool(
   toolPath: string,
   cliArgs: readonly string[],
@@ -68,6 +73,7 @@ export function runTool(
 ): Promise<ToolExit> {
   return new Promise((resolve) => {
     const startedAt = Date.now();
+    stepCommands.pause();
     let timedOut = false;
     let killTimer: NodeJS.Timeout | undefined;
     // Own process group, so a deadline or a cancellation reaches the tool's children too
@@ -80,7 +86,7 @@ export function runTool(
     current = child;
     let outputTail = "";
     const onOutput = (d: Buffer) => {
-      process.stdout.write(d);
+      stepCommands.write(d);
       outputTail = (outputTail + d.toString("utf8")).slice(-OUTPUT_TAIL_CHARS);
     };
     child.stdout?.on("data", onOutput);
@@ -98,6 +104,7 @@ export function runTool(
       clearTimeout(timer);
       clearTimeout(killTimer);
       current = undefined;
+      stepCommands.resume();
       resolve({
         exitCode: code,
         signal,

@@ -2,12 +2,12 @@
  * What each `baton` command does. Every function resolves to an exit code or throws a
  * `CliError`; printing goes through `io` so that tests and the program share one path.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { fileURLToPath } from "node:url";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import { RELEASE_STATES } from "../domain/states.ts";
+import { ACTOR_PATTERN, VERBS, type VerbName, verbRoute } from "../domain/verbs.ts";
 import { drainCapacityNotes, waveRoundNotes, waveRounds } from "../domain/wave-rounds.ts";
 import type { ReleaseSummary } from "../ports/store.ts";
 import { isReleaseId, isStepRunId } from "../protocol/ids.ts";
@@ -16,10 +16,23 @@ import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { type RecordJson, releaseSummary, releasesTable, statusJson } from "./output.ts";
 import { watch } from "./watch.ts";
 
+/**
+ * Where a command prints and what it reads of its environment: `bin/baton.mjs` passes the
+ * process's streams and environment; tests pass their own, to run the CLI in process.
+ */
 export interface Io {
   out: { write(s: string): unknown; isTTY?: boolean };
   err: { write(s: string): unknown };
+  /**
+   * The variables the commands read (BATON_ENGINE_URL, BATON_TOKEN, USER, GITHUB_TOKEN, and
+   * whether an OIDC token is there for --keyless); default `process.env`. `serve`, `demo` and
+   * the Sigstore client of --keyless read `process.env` themselves.
+   */
+  env?: Record<string, string | undefined>;
 }
+
+/** The environment `io` gives the commands (`process.env` when it gives none). */
+export const envOf = (io: Io): Record<string, string | undefined> => io.env ?? process.env;
 
 /** @throws CliError (usage) unless `id` looks like `r17`. */
 export function releaseId(id: string): string {
@@ -225,42 +238,6 @@ export async function watchCommand(
 }
 
 /**
- * `abort <id> --reason [--actor]`, `resume <id>`, `retry <step-run>`: operator actions;
- * refusals exit 1.
- */
-export async function act(
-  conn: Connection,
-  action: "abort" | "resume" | "retry",
-  target: string,
-  o: { json: boolean; reason?: string; actor?: string },
-  io: Io,
-): Promise<ExitCode> {
-  const client = new EngineClient(conn);
-  let path: string;
-  let body: string | undefined;
-  if (action === "retry") path = `/v1/releases/step-runs/${stepRunId(target)}/retry`;
-  else path = `/v1/releases/${releaseId(target)}/${action}`;
-  if (action === "abort") {
-    const actor = actorName(o.actor);
-    body = JSON.stringify({ reason: o.reason ?? "", ...(actor ? { actor } : {}) });
-  }
-  const res = await client.call<{ state?: string; release_state?: string; generation?: number }>(
-    "POST",
-    path,
-    body,
-  );
-  if (o.json) printJson(io, res);
-  else {
-    const state = res.state ?? res.release_state ?? "?";
-    const release = action === "retry" ? `r${target.split("_")[1]}` : target;
-    print(io, [
-      `${action} accepted: ${release} is now ${state}${res.generation !== undefined ? ` (generation ${res.generation})` : ""}`,
-    ]);
-  }
-  return EXIT.ok;
-}
-
-/**
  * Writes `text` to the file an option names (`--out`): a path that cannot be written is a
  * usage error (exit 2) naming the option, the path and the fix, not Node's raw `ENOENT: …`.
  * @throws CliError (usage) when the folder is missing, the path is a folder, or writing is denied.
@@ -317,30 +294,6 @@ export async function record(
   return EXIT.ok;
 }
 
-/** `accept <id> --by <owner>`: the owner accepts a closed release's final state. */
-export async function accept(
-  conn: Connection,
-  id: string,
-  o: { by: string; expires?: string; note?: string; digest?: string; json: boolean },
-  io: Io,
-): Promise<ExitCode> {
-  const body = {
-    by: o.by,
-    ...(o.expires ? { expires_at: o.expires } : {}),
-    ...(o.note ? { note: o.note } : {}),
-    ...(o.digest ? { record_digest: o.digest } : {}),
-  };
-  const res = await new EngineClient(conn).call<{ id: string; record_digest: string }>(
-    "POST",
-    `/v1/releases/${releaseId(id)}/accept`,
-    JSON.stringify(body),
-    "application/json",
-  );
-  if (o.json) printJson(io, res);
-  else print(io, [`accepted ${id} by ${o.by}: record sha256:${res.record_digest}`]);
-  return EXIT.ok;
-}
-
 /** `keygen <prefix>`: an ECDSA P-256 signing key (`<prefix>.key`, mode 0600) and `<prefix>.pub`. */
 export async function keygen(prefix: string, io: Io): Promise<ExitCode> {
   const { generateSigningKey } = await import("../admission/sign.ts");
@@ -383,7 +336,7 @@ export async function sign(
   }
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
   const { signManifest } = await import("../admission/sign.ts");
-  const keyless = o.keyless ? keylessOptions(o) : undefined;
+  const keyless = o.keyless ? keylessOptions(o, envOf(io)) : undefined;
   const c = compileRecipeText(readRecipe(file), file);
   let keyPem = "";
   if (o.key) {
@@ -607,142 +560,12 @@ export function readAttestations(files: string[] | undefined): unknown[] {
 }
 
 /** The caller's name for the history: `--actor`, else $USER; undefined when neither fits. */
-export function actorName(given: string | undefined): string | undefined {
-  const name = given ?? process.env.USER ?? process.env.LOGNAME;
-  return name && /^[A-Za-z0-9._@ -]{1,64}$/.test(name) ? name : undefined;
-}
-
-/** `resolve <step-run> --reason`: the operator did the backward effect by hand. */
-export async function resolve(
-  conn: Connection,
-  target: string,
-  o: { json: boolean; reason: string; actor?: string },
-  io: Io,
-): Promise<ExitCode> {
-  const actor = actorName(o.actor);
-  const res = await new EngineClient(conn).call<{ release_state: string }>(
-    "POST",
-    `/v1/releases/step-runs/${stepRunId(target)}/resolve`,
-    JSON.stringify({ reason: o.reason, ...(actor ? { actor } : {}) }),
-  );
-  if (o.json) printJson(io, res);
-  else
-    print(io, [
-      `resolve accepted: ${target} counts as done; r${target.split("_")[1]} is now ${res.release_state}`,
-    ]);
-  return EXIT.ok;
-}
-
-/** `promote <id> [--reason]`: past an inconclusive gate or a manual promotion, the next wave begins. */
-export function promote(
-  conn: Connection,
-  id: string,
-  o: { json: boolean; reason?: string; actor?: string },
-  io: Io,
-): Promise<ExitCode> {
-  return holdVerb(conn, "promote", id, o, io);
-}
-
-const HOLD_VERB_DONE: Record<
-  "pause" | "release" | "promote" | "confirm-restore",
-  (id: string, state: string) => string
-> = {
-  pause: (id) => `step runs in flight settle, then nothing new starts until baton resume ${id}`,
-  "confirm-restore": (id, state) =>
-    `the restore action is recorded with your name; ${id} is ${state === "succeeded" ? "a finished rollback" : "rolled back"} and its lanes are free`,
-  release: () => "the candidate gets its first exposure; the rollout goes on",
-  promote: () => "the next wave begins",
-};
-
-/**
- * `pause|release|promote|confirm-restore <id> [--reason] [--actor]` (docs/lifecycle.md): an
- * operator pauses a running release (reason required), exposes a release deployed dark, widens
- * it to the next wave, or confirms a recoverable release's restore action (reason required).
- */
-export async function holdVerb(
-  conn: Connection,
-  action: "pause" | "release" | "promote" | "confirm-restore",
-  id: string,
-  o: { json: boolean; reason?: string; actor?: string },
-  io: Io,
-): Promise<ExitCode> {
-  const actor = actorName(o.actor);
-  const res = await new EngineClient(conn).call<{ state: string }>(
-    "POST",
-    `/v1/releases/${releaseId(id)}/${action}`,
-    JSON.stringify({ reason: o.reason ?? "", ...(actor ? { actor } : {}) }),
-  );
-  if (o.json) printJson(io, res);
-  else
-    print(io, [
-      `${action} accepted: ${id} is now ${res.state}; ${HOLD_VERB_DONE[action](id, res.state)}`,
-    ]);
-  return EXIT.ok;
-}
-
-/** What a lifecycle verb answers: the new release and where it came from. */
-interface NewRelease {
-  id: string;
-  state: string;
-  step_count: number;
-  manifest_digest: string;
-  lineage: { verb: string; of: string; manifest_of?: string } | null;
-}
-
-/**
- * `rollback <id> [--reason]`: a succeeded release is rolled back; a new release runs the
- * previous admitted manifest of its model again (docs/lifecycle.md).
- */
-export async function rollback(
-  conn: Connection,
-  id: string,
-  o: { json: boolean; reason?: string; actor?: string },
-  io: Io,
-): Promise<ExitCode> {
-  const actor = actorName(o.actor);
-  const res = await new EngineClient(conn).call<NewRelease>(
-    "POST",
-    `/v1/releases/${releaseId(id)}/rollback`,
-    JSON.stringify({ reason: o.reason ?? "", ...(actor ? { actor } : {}) }),
-  );
-  if (o.json) printJson(io, res);
-  else
-    print(io, [
-      `rollback accepted: ${res.id} runs ${res.lineage?.manifest_of}'s admitted manifest again (${res.step_count} steps, state ${res.state}); ${id} stays as it ended`,
-      `  follow it: baton watch ${res.id}   dashboard: ${conn.engine}/releases/${res.id}`,
-    ]);
-  return EXIT.ok;
-}
-
-/**
- * `roll-forward <id> <recipe> [--bundle] [--attestation]`: a rolled-back, aborted or abandoned
- * release is replaced by a new release of a fixed recipe (docs/lifecycle.md).
- */
-export async function rollForward(
-  conn: Connection,
-  id: string,
-  file: string,
-  o: { json: boolean; bundle?: string; attestation?: string[] },
-  io: Io,
-): Promise<ExitCode> {
-  const text = JSON.stringify({
-    recipe: readRecipe(file),
-    ...(o.bundle ? { bundle: readJsonFile(o.bundle) } : {}),
-    attestations: (o.attestation ?? []).map(readJsonFile),
-  });
-  const res = await new EngineClient(conn).call<NewRelease>(
-    "POST",
-    `/v1/releases/${releaseId(id)}/roll-forward`,
-    text,
-    "application/json",
-  );
-  if (o.json) printJson(io, res);
-  else
-    print(io, [
-      `roll forward accepted: ${res.id} replaces ${id} (${res.step_count} steps, state ${res.state}, manifest ${res.manifest_digest})`,
-      `  follow it: baton watch ${res.id}   dashboard: ${conn.engine}/releases/${res.id}`,
-    ]);
-  return EXIT.ok;
+function actorName(
+  given: string | undefined,
+  env: Record<string, string | undefined>,
+): string | undefined {
+  const name = given ?? env.USER ?? env.LOGNAME;
+  return name && ACTOR_PATTERN.test(name) ? name : undefined;
 }
 
 function readJsonFile(f: string): unknown {
@@ -753,15 +576,10 @@ function readJsonFile(f: string): unknown {
   }
 }
 
-/** `abandon <id> --reason --lane l=image…`: ends a needs_operator release as abandoned. */
-export async function abandon(
-  conn: Connection,
-  id: string,
-  o: { json: boolean; reason: string; lane?: string[]; actor?: string },
-  io: Io,
-): Promise<ExitCode> {
+/** `--lane a=img --lane b=none` as `{a: "img", b: "none"}`. @throws CliError (usage) naming a bad pair. */
+function lanePairs(pairs: string[]): Record<string, string> {
   const lanes: Record<string, string> = {};
-  for (const pair of o.lane ?? []) {
+  for (const pair of pairs) {
     const at = pair.indexOf("=");
     if (at <= 0 || at === pair.length - 1) {
       throw usage(
@@ -770,63 +588,96 @@ export async function abandon(
     }
     lanes[pair.slice(0, at)] = pair.slice(at + 1);
   }
-  const actor = actorName(o.actor);
-  const res = await new EngineClient(conn).call<{
-    state: string;
-    generation: number;
-    lanes: Record<string, string>;
-  }>(
-    "POST",
-    `/v1/releases/${releaseId(id)}/abandon`,
-    JSON.stringify({ reason: o.reason, lanes, ...(actor ? { actor } : {}) }),
-  );
-  if (o.json) printJson(io, res);
-  else
-    print(io, [
-      `abandon accepted: ${id} is now ${res.state} (generation ${res.generation}); its lanes are free`,
-      ...Object.entries(res.lanes).map(([l, img]) => `  ${l} runs ${img} (as you confirmed)`),
-    ]);
-  return EXIT.ok;
+  return lanes;
 }
 
-/** `serve`: the Node server (engine/src/main-node.ts), configured from the environment. */
-export async function serve(o: { port?: string; host?: string }): Promise<ExitCode> {
-  if (o.port !== undefined) {
-    const n = Number(o.port);
-    if (!Number.isInteger(n) || n < 1 || n > 65535)
-      throw usage(`[cli] --port must be 1..65535; got ${JSON.stringify(o.port)}`);
-    process.env.PORT = String(n);
-  }
-  const { startNodeServer } = await import("../main-node.ts");
-  let server: Awaited<ReturnType<typeof startNodeServer>>["server"];
-  try {
-    ({ server } = await startNodeServer({}, o.host));
-  } catch (err) {
-    if (err instanceof BatonError) throw new CliError(err.message, EXIT.usage, []);
-    throw err;
-  }
-  // Serving is the command's work: it ends when the server closes (SIGTERM or SIGINT; the
-  // shutdown then closes the engine and exits), not when it starts listening.
-  await new Promise<void>((resolve) => server.once("close", () => resolve()));
-  return EXIT.ok;
-}
-
-const DEMO = new URL("../demo/main.ts", import.meta.url);
+/** The option's key as commander stores it: `--record-digest` -> `recordDigest`. */
+const optionKey = (flag: string) =>
+  flag.replace(/^--/, "").replace(/-([a-z])/g, (_m, ch: string) => ch.toUpperCase());
 
 /**
- * `demo`: delegates to engine/src/demo/main.ts (loaded lazily). The module may export
- * `main(args)` (or a default function) resolving to an exit code; otherwise it runs on import.
+ * The request body of `verb` from the command line: its positional arguments after the id
+ * (`args`) and its flags (`o`, as commander parsed them), as its declaration says
+ * (domain/verbs.ts); undefined for a verb that sends no body. `env` gives $USER for `--actor`'s
+ * default.
  */
-export async function demo(args: string[]): Promise<ExitCode> {
-  if (!existsSync(fileURLToPath(DEMO))) {
-    throw new CliError(
-      "[cli] the demo is not part of this build (engine/src/demo/main.ts is missing); run `baton serve` and `baton start <recipe>` instead",
-    );
+export function verbBody(
+  verb: VerbName,
+  args: readonly string[],
+  o: Readonly<Record<string, unknown>>,
+  env: Record<string, string | undefined> = process.env,
+): Record<string, unknown> | undefined {
+  const v = VERBS[verb];
+  if (v.body === "none") return undefined;
+  const body: Record<string, unknown> = {};
+  v.args.forEach((a, i) => {
+    const given = args[i] ?? "";
+    body[a.body] = a.body === "recipe" ? readRecipe(given) : given;
+  });
+  for (const f of v.flags) {
+    const given = o[optionKey(f.flag)];
+    if (f.body === null) continue;
+    if (f.reads === "actor") {
+      const actor = actorName(given as string | undefined, env);
+      if (actor) body[f.body] = actor;
+    } else if (f.reads === "lanes") body[f.body] = lanePairs((given as string[] | undefined) ?? []);
+    else if (f.reads === "json-file") {
+      if (given) body[f.body] = readJsonFile(given as string);
+    } else if (f.reads === "json-files")
+      body[f.body] = ((given as string[] | undefined) ?? []).map(readJsonFile);
+    else if (f.body === "reason") body[f.body] = (given as string | undefined) ?? "";
+    else if (given !== undefined) body[f.body] = given;
   }
-  const mod = (await import(DEMO.href)) as { main?: (a: string[]) => unknown; default?: unknown };
-  const fn =
-    mod.main ??
-    (typeof mod.default === "function" ? (mod.default as (a: string[]) => unknown) : undefined);
-  const code = fn ? await fn(args) : undefined;
-  return code === EXIT.failed || code === EXIT.usage ? code : EXIT.ok;
+  return body;
+}
+
+/** What `postVerb` sent and got: the id as checked, the body sent, the engine's answer. */
+export interface VerbPosted {
+  id: string;
+  sent: Record<string, unknown>;
+  answer: Record<string, unknown>;
+}
+
+/**
+ * Sends operator verb `name` on `target`: the id checked, the body from the command line
+ * (`verbBody`), one POST to the verb's route. @throws CliError: a bad id or flag (usage, exit
+ * 2), or the engine's refusal (exit 1, its reason).
+ */
+export async function postVerb(
+  conn: Connection,
+  name: VerbName,
+  target: string,
+  args: readonly string[],
+  o: Readonly<Record<string, unknown>>,
+  io: Io,
+): Promise<VerbPosted> {
+  const v = VERBS[name];
+  const id = v.on === "step_run" ? stepRunId(target) : releaseId(target);
+  const body = verbBody(name, args, o, envOf(io));
+  const answer = await new EngineClient(conn).call<Record<string, unknown>>(
+    "POST",
+    verbRoute(name).slice("POST ".length).replace(":id", id),
+    body === undefined ? undefined : JSON.stringify(body),
+  );
+  return { id, sent: body ?? {}, answer };
+}
+
+/**
+ * An operator verb (domain/verbs.ts: abort, resume, pause, release, promote, retry, resolve,
+ * abandon, confirm-restore, rollback, roll-forward, accept) on `target`: `postVerb`, then the
+ * verb's accepted lines (or the answer with --json). A refusal exits 1 with the engine's
+ * reason. A verb with its own action (`cli: "own"`, verify) is not run here.
+ */
+export async function verb(
+  conn: Connection,
+  name: VerbName,
+  target: string,
+  args: readonly string[],
+  o: Readonly<Record<string, unknown>> & { json: boolean },
+  io: Io,
+): Promise<ExitCode> {
+  const { id, sent, answer } = await postVerb(conn, name, target, args, o, io);
+  if (o.json) printJson(io, answer);
+  else print(io, VERBS[name].accepted(id, answer, conn.engine, sent));
+  return EXIT.ok;
 }

@@ -8,12 +8,12 @@ import { type LifecycleAction, lifecycleActions } from "../domain/lifecycle.ts";
 import { type ReleaseState, TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import { type AvailableAction, availableActions } from "../domain/transition/exits.ts";
 import type { HistoryEntry, Lineage, Manifest, Release, StepRun } from "../domain/types.ts";
-import { duration, time } from "../http/dashboard/format.ts";
-import { housekeepingLine, isHousekeeping, readOnce } from "../http/dashboard/history-label.ts";
-import { offers } from "../http/dashboard/offers.ts";
-import { stepAction, summarize, weightsText, whyToShow } from "../http/dashboard/summary.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import { currentDrift, driftMessage } from "../service/drift.ts";
+import { duration, time } from "../views/format.ts";
+import { housekeepingLine, isHousekeeping, readOnce } from "../views/history-label.ts";
+import { offers } from "../views/offers.ts";
+import { stepAction, summarize, weightsText, whyToShow } from "../views/summary.ts";
 
 /** `GET /v1/releases/:id` as the engine answers it. */
 export interface RecordJson {

@@ -4,13 +4,26 @@
  * Exit codes: 0 ok, 1 failed or refused, 2 usage (docs/cli.md).
  */
 import { Command, CommanderError, Option } from "commander";
-import { connection } from "./client.ts";
+import { VERBS, type VerbName } from "../domain/verbs.ts";
+import { type Connection, connection } from "./client.ts";
 import * as cmd from "./commands.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
+import { demo, serve } from "./serve.ts";
 import { startPending } from "./start-pending.ts";
-import { verifyCommand } from "./verify.ts";
+import { runVerify } from "./verify.ts";
 
 type Globals = { engine?: string; token?: string };
+
+/**
+ * The action of a verb declared `cli: "own"` (domain/verbs.ts): the id and the flags as
+ * commander parsed them; resolves to the exit code.
+ */
+type OwnVerbAction = (
+  conn: Connection,
+  id: string,
+  o: Readonly<Record<string, unknown>> & { json: boolean },
+  io: cmd.Io,
+) => Promise<ExitCode>;
 
 /** Where a keyless signature goes (with --keyless; docs/trust.md "Signing from the recipe workflow"). */
 const keylessFlags = {
@@ -42,8 +55,9 @@ function oneLine(s: string): string {
 }
 
 /**
- * Runs the CLI on `argv` (without node and script). Resolves to the exit code; never throws.
- * `serve` resolves once the server listens (the process then stays up).
+ * Runs the CLI on `argv` (without node and script), printing to `io` and reading the
+ * environment `io.env` (default the process's): tests call it in process with their own.
+ * Resolves to the exit code; never throws. `serve` resolves once its server has closed.
  */
 export async function runCli(
   argv: string[],
@@ -61,32 +75,41 @@ export async function runCli(
       // One line, no colour codes: commander's suggestions come on a second line, inverted.
       outputError: (s, write) => write(`[cli] ${oneLine(s)} (see baton --help)\n`),
     });
-  const conn = (c: Command) => connection(c.optsWithGlobals<Globals>());
+  const conn = (c: Command) => connection(c.optsWithGlobals<Globals>(), cmd.envOf(io));
   const json = () => new Option("--json", "print JSON instead of text");
-  type VerbOptions = { json: boolean; reason?: string; actor?: string };
   /**
-   * An operator verb on one id with `--reason` (required when `reason.required`), `--actor`
-   * (default $USER) and `--json`; `run` gets the connection, the id and those options.
+   * The command of an operator verb, built from its declaration (domain/verbs.ts): the id,
+   * any further arguments, every flag (required ones enforced, repeatable ones collected,
+   * defaults set) and `--json`. Its action is the generic `cmd.verb`, or `own` for a verb
+   * declared `cli: "own"` (which must be given it).
    */
-  const operatorVerb = (
-    name: string,
-    description: string,
-    argument: [string, string],
-    reason: { required: boolean; help: string },
-    run: (conn: ReturnType<typeof connection>, id: string, o: VerbOptions) => Promise<ExitCode>,
-  ) => {
-    const verb = program
-      .command(name)
-      .description(description)
-      .argument(...argument);
-    if (reason.required) verb.requiredOption("--reason <text>", reason.help);
-    else verb.option("--reason <text>", reason.help);
-    verb
-      .option("--actor <name>", "who you are (kept in the history; default $USER)")
-      .addOption(json())
-      .action(async (id: string, o: Omit<VerbOptions, "json"> & { json?: boolean }, c: Command) => {
-        code = await run(conn(c), id, { ...o, json: Boolean(o.json) });
-      });
+  const verbCommand = (name: VerbName, own?: OwnVerbAction) => {
+    const v = VERBS[name];
+    if ((v.cli === "own") !== (own !== undefined))
+      throw new Error(
+        `[cli] ${v.command}: ${v.cli === "own" ? "declared with its own action, but none was given" : "an own action was given, but the verb table does not declare cli: own"}`,
+      );
+    const c = program
+      .command(v.command)
+      .description(v.summary)
+      .argument(v.on === "step_run" ? "<step-run>" : "<id>", v.idHelp);
+    for (const a of v.args) c.argument(a.name, a.help);
+    for (const f of v.flags) {
+      const opt = new Option(`${f.flag} ${f.value}`, f.help);
+      if (f.repeatable) opt.argParser((x: string, prev: string[] = []) => [...prev, x]);
+      if (f.required && !f.repeatable) opt.makeOptionMandatory();
+      if (f.default !== undefined) opt.default(f.default);
+      c.addOption(opt);
+    }
+    c.addOption(json()).action(async (...a: unknown[]) => {
+      const command = a.at(-1) as Command;
+      const o = a.at(-2) as Record<string, unknown>;
+      const [id, ...rest] = a.slice(0, -2) as string[];
+      const flags = { ...o, json: Boolean(o.json) };
+      code = own
+        ? await own(conn(command), id ?? "", flags, io)
+        : await cmd.verb(conn(command), name, id ?? "", rest, flags, io);
+    });
   };
   /** `--bundle` and repeatable `--attestation`: what admission checks with a recipe. */
   const admissionOptions = (c: Command, bundleHelp: string) =>
@@ -175,52 +198,11 @@ export async function runCli(
       },
     );
 
-  operatorVerb(
-    "release",
-    "a release deployed dark waits at 0% exposure: expose it to its first wave; the rollout goes on",
-    ["<id>", "release id"],
-    { required: false, help: "why it is ready (kept in the history)" },
-    (cn, id, o) => cmd.holdVerb(cn, "release", id, o, io),
-  );
+  verbCommand("release");
+  verbCommand("pause");
+  verbCommand("confirm_restore");
 
-  operatorVerb(
-    "pause",
-    "pause a running release: nothing new starts, step runs in flight settle; `baton resume` continues",
-    ["<id>", "release id"],
-    { required: true, help: "why (kept in the history and shown on the release)" },
-    (cn, id, o) => cmd.holdVerb(cn, "pause", id, o, io),
-  );
-
-  operatorVerb(
-    "confirm-restore",
-    "a recoverable release waits after its traffic rollback: confirm you ran its restore action; it ends rolled_back",
-    ["<id>", "release id"],
-    { required: true, help: "what you ran and what it showed (kept in the record)" },
-    (cn, id, o) => cmd.holdVerb(cn, "confirm-restore", id, o, io),
-  );
-
-  program
-    .command("verify")
-    .description(
-      "read every lane of a release again (control plane, and the lanes' machines) and compare it with what it should be; exit 0 when it passed",
-    )
-    .argument(
-      "<id>",
-      "release id (succeeded, rolled_back, or needs_operator after a failed verification)",
-    )
-    .option("--actor <name>", "who you are (kept in the history; default $USER)")
-    .option("--interval <ms>", "poll interval in ms while the engine reads", "1000")
-    .option("--timeout <s>", "give up waiting for the verdict after this many seconds", "120")
-    .addOption(json())
-    .action(
-      async (
-        id: string,
-        o: { json?: boolean; actor?: string; interval: string; timeout: string },
-        c: Command,
-      ) => {
-        code = await verifyCommand(conn(c), id, { ...o, json: Boolean(o.json) }, io);
-      },
-    );
+  verbCommand("verify", runVerify);
 
   program
     .command("sign")
@@ -309,10 +291,10 @@ export async function runCli(
             json: Boolean(o.json),
             dryRun: Boolean(o.dryRun),
             ...(o.key ? { key: cmd.readSigningKey(o.key, o.keyId) } : {}),
-            ...(o.keyless ? { keyless: cmd.keylessOptions(o) } : {}),
+            ...(o.keyless ? { keyless: cmd.keylessOptions(o, cmd.envOf(io)) } : {}),
             ...(attestations.length ? { attestations } : {}),
             ...(o.githubAttestations
-              ? { github: cmd.githubAttestationSource(o.githubAttestations) }
+              ? { github: cmd.githubAttestationSource(o.githubAttestations, cmd.envOf(io)) }
               : {}),
           },
           io,
@@ -320,24 +302,7 @@ export async function runCli(
       },
     );
 
-  program
-    .command("accept")
-    .description("accept a closed release's final state as its owner")
-    .argument("<id>", "release id")
-    .requiredOption("--by <owner>", "who accepts (e.g. email or GitHub login)")
-    .option("--expires <time>", "acceptance valid until (ISO 8601)")
-    .option("--note <text>", "why, kept in the record")
-    .option("--digest <sha256>", "the record digest you reviewed (refused if it changed)")
-    .addOption(json())
-    .action(
-      async (
-        id: string,
-        o: { by: string; expires?: string; note?: string; digest?: string; json?: boolean },
-        c: Command,
-      ) => {
-        code = await cmd.accept(conn(c), id, { ...o, json: Boolean(o.json) }, io);
-      },
-    );
+  verbCommand("accept");
 
   program
     .command("status")
@@ -369,116 +334,14 @@ export async function runCli(
       },
     );
 
-  program
-    .command("abort")
-    .description("abort a release (compensates whatever may have taken effect)")
-    .argument("<id>", "release id")
-    .requiredOption("--reason <text>", "why (kept in the history and the release record)")
-    .option("--actor <name>", "who you are (kept in the history; default $USER)")
-    .addOption(json())
-    .action(
-      async (id: string, o: { json?: boolean; reason: string; actor?: string }, c: Command) => {
-        code = await cmd.act(conn(c), "abort", id, { ...o, json: Boolean(o.json) }, io);
-      },
-    );
-
-  program
-    .command("resume")
-    .description("resume a release paused by an operator or on a failure (or held pending)")
-    .argument("<id>", "release id")
-    .addOption(json())
-    .action(async (id: string, o: { json?: boolean }, c: Command) => {
-      code = await cmd.act(conn(c), "resume", id, { json: Boolean(o.json) }, io);
-    });
-
-  program
-    .command("retry")
-    .description("retry the step run a paused release waits on")
-    .argument("<step-run>", "step run id, e.g. sr_17_6_f")
-    .addOption(json())
-    .action(async (id: string, o: { json?: boolean }, c: Command) => {
-      code = await cmd.act(conn(c), "retry", id, { json: Boolean(o.json) }, io);
-    });
-
-  operatorVerb(
-    "resolve",
-    "needs_operator: record that you did the waited-on backward step run's effect by hand; compensation continues",
-    ["<step-run>", "the backward step run the release waits on, e.g. sr_17_3_b"],
-    { required: true, help: "what you did, by hand, and why (kept in the history)" },
-    (cn, id, o) => cmd.resolve(cn, id, { ...o, reason: o.reason ?? "" }, io),
-  );
-
-  operatorVerb(
-    "promote",
-    "widen to the next wave: past a manual promotion (recipe `promotion: manual`), or accepting the risk of an inconclusive gate (docs/gate.md)",
-    ["<id>", "release id"],
-    { required: false, help: "why the risk is acceptable (kept in the history)" },
-    (cn, id, o) => cmd.promote(cn, id, o, io),
-  );
-
-  operatorVerb(
-    "rollback",
-    "succeeded: start a new release that runs the previous admitted manifest of the model again (docs/lifecycle.md)",
-    ["<id>", "the succeeded release to roll back"],
-    { required: false, help: "why (kept in the history)" },
-    (cn, id, o) => cmd.rollback(cn, id, o, io),
-  );
-
-  admissionOptions(
-    program
-      .command("roll-forward")
-      .description(
-        "rolled_back, aborted or abandoned: start a fixed recipe of the same model in its place (docs/lifecycle.md)",
-      )
-      .argument("<id>", "the release to roll forward from")
-      .argument("<recipe>", "the fixed recipe YAML (or .json) file"),
-    "the fixed manifest's Sigstore bundle (baton sign)",
-  )
-    .addOption(json())
-    .action(
-      async (
-        id: string,
-        file: string,
-        o: { json?: boolean; bundle?: string; attestation?: string[] },
-        c: Command,
-      ) => {
-        code = await cmd.rollForward(
-          conn(c),
-          id,
-          file,
-          {
-            json: Boolean(o.json),
-            ...(o.bundle ? { bundle: o.bundle } : {}),
-            ...(o.attestation ? { attestation: o.attestation } : {}),
-          },
-          io,
-        );
-      },
-    );
-
-  program
-    .command("abandon")
-    .description(
-      "needs_operator: end the release as abandoned, confirming what every lane runs now; its lanes become free",
-    )
-    .argument("<id>", "release id")
-    .requiredOption("--reason <text>", "why (kept in the history)")
-    .option(
-      "--lane <lane=image>",
-      "what a lane runs now: <lane id>=<image@sha256:…> or <lane id>=none; once per lane of the release",
-      (v: string, prev: string[] = []) => [...prev, v],
-    )
-    .option("--actor <name>", "who you are (kept in the history; default $USER)")
-    .addOption(json())
-    .action(
-      async (
-        id: string,
-        o: { json?: boolean; reason: string; lane?: string[]; actor?: string },
-        c: Command,
-      ) => {
-        code = await cmd.abandon(conn(c), id, { ...o, json: Boolean(o.json) }, io);
-      },
-    );
+  verbCommand("abort");
+  verbCommand("resume");
+  verbCommand("retry");
+  verbCommand("resolve");
+  verbCommand("promote");
+  verbCommand("rollback");
+  verbCommand("roll_forward");
+  verbCommand("abandon");
 
   program
     .command("record")
@@ -533,7 +396,7 @@ export async function runCli(
     .option("--port <port>", "listen port (overrides PORT)")
     .option("--host <host>", "listen address (overrides BATON_HOST; default 127.0.0.1)")
     .action(async (o: { port?: string; host?: string }) => {
-      code = await cmd.serve(o);
+      code = await serve(o);
     });
 
   program
@@ -543,7 +406,7 @@ export async function runCli(
     .allowUnknownOption(true)
     .helpOption(false) // `baton demo --help` shows the demo's own usage
     .action(async (_o: unknown, c: Command) => {
-      code = await cmd.demo(c.args);
+      code = await demo(c.args);
     });
 
   try {

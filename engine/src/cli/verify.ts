@@ -1,13 +1,16 @@
 /**
- * `baton verify <id>` (docs/cli.md, docs/lifecycle.md "Recovery verification"): asks the engine
- * to read every lane of a release again and compare it with what it should be, waits (polling,
- * bounded by `--timeout`) for the verdict, and prints it lane by lane: each field that differs
- * with its desired and observed values, and what could not be observed. Exit 0 when it passed,
- * 1 when a lane differs, the engine refused (409 naming why) or the verdict did not come in time.
+ * `baton verify <id>` (docs/cli.md, docs/lifecycle.md "Recovery verification"), the action of
+ * the verb table's `verify` (domain/verbs.ts, `cli: "own"`): sends the verb as every verb is sent
+ * (`postVerb`), then waits (polling, bounded by `--timeout`) for the verdict, and prints it lane
+ * by lane: each field that differs with its desired and observed values, and what could not be
+ * observed. Exit 0 when it passed, 1 when a lane differs, the engine refused (409 naming why) or
+ * the verdict did not come in time.
  */
+
+import { VERBS } from "../domain/verbs.ts";
 import type { RecoveryVerification } from "../domain/verification.ts";
 import { type Connection, EngineClient } from "./client.ts";
-import { actorName, type Io, releaseId } from "./commands.ts";
+import { type Io, postVerb } from "./commands.ts";
 import { CliError, EXIT, type ExitCode, usage } from "./errors.ts";
 
 const print = (io: Io, lines: string[]) => io.out.write(`${lines.join("\n")}\n`);
@@ -42,16 +45,18 @@ export function verificationLines(id: string, v: RecoveryVerification): string[]
 }
 
 /**
- * `verify <id> [--actor] [--timeout s] [--interval ms]`. @throws CliError for bad options and
- * the engine's refusals (exit 1).
+ * `verify <id> [--actor] [--timeout s] [--interval ms] [--json]`, with `o` as commander parsed
+ * the verb's flags (verbs.ts, with their defaults). @throws CliError for bad options (usage, exit 2) and the
+ * engine's refusals (exit 1).
  */
-export async function verifyCommand(
+export async function runVerify(
   conn: Connection,
   id: string,
-  o: { json: boolean; actor?: string; interval: string; timeout: string },
+  o: Readonly<Record<string, unknown>> & { json: boolean },
   io: Io,
   wait: Partial<VerifyWait> = {},
 ): Promise<ExitCode> {
+  // Commander fills in the defaults the verb table declares.
   const interval = Number(o.interval);
   const timeout = Number(o.timeout);
   if (!Number.isFinite(interval) || interval < 100 || interval > 60_000) {
@@ -62,19 +67,16 @@ export async function verifyCommand(
       `[cli] --timeout must be a positive number of seconds; got ${JSON.stringify(o.timeout)}`,
     );
   }
-  const rid = releaseId(id);
+  const posted = await postVerb(conn, "verify", id, [], o, io);
+  const rid = posted.id;
+  const asked = posted.answer as { verification?: RecoveryVerification | null };
+  if (!o.json) print(io, VERBS.verify.accepted(rid, posted.answer, conn.engine, posted.sent));
   const client = new EngineClient(conn);
-  const actor = actorName(o.actor);
-  const asked = await client.call<{ verification: RecoveryVerification | null }>(
-    "POST",
-    `/v1/releases/${rid}/verify`,
-    JSON.stringify(actor ? { actor } : {}),
-  );
   const seq = asked.verification?.seq ?? 0;
   const now = wait.now ?? Date.now;
   const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const until = now() + timeout * 1000;
-  let v: RecoveryVerification | null = asked.verification;
+  let v: RecoveryVerification | null = asked.verification ?? null;
   // Bounded: one poll per interval until the deadline.
   for (let i = 0; i < 1_000_000 && (v?.seq !== seq || v.state === "verifying"); i++) {
     if (now() >= until) {

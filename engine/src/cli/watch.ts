@@ -4,8 +4,8 @@
  * run, redrawn in place. Ends when the release is terminal (exit 0 only for `succeeded`) or
  * waits for an operator (exit 1), or after `timeoutMs`.
  */
-import { duration, time } from "../http/dashboard/format.ts";
-import { housekeepingLine, isHousekeeping } from "../http/dashboard/history-label.ts";
+import { duration, time } from "../views/format.ts";
+import { housekeepingLine, isHousekeeping } from "../views/history-label.ts";
 import type { EngineClient } from "./client.ts";
 import { CliError, EXIT, type ExitCode } from "./errors.ts";
 import {

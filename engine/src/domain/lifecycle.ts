@@ -13,8 +13,9 @@ import {
   noRollbackTarget,
 } from "./lifecycle-states.ts";
 import { availableActions } from "./transition/exits.ts";
-import { rollForwardPointLabel } from "./transition/recovery.ts";
+import { rollForwardCommand, rollForwardPointLabel } from "./transition/recovery.ts";
 import type { Release } from "./types.ts";
+import { suggestedCommand } from "./verbs.ts";
 
 export {
   LIFECYCLE_STATES,
@@ -65,7 +66,7 @@ export function lifecycleActions(release: Release, o: LifecycleLookups = {}): Li
       action: "rollback",
       target: id,
       effect: `starts a new release that runs the previous admitted manifest of ${release.manifest.model}${o.rollbackTo ? ` (${o.rollbackTo}'s)` : ""} again (an explicit rollback; its undo restores ${id}'s image)${release.manifest.recovery?.class === "recoverable" ? `; ${id}'s recovery class is recoverable, so once traffic and images are back the rollback waits for its restore action to be confirmed (${release.manifest.recovery.restore ?? "none named"})` : ""}`,
-      command: `baton rollback ${id} --reason "<why>"`,
+      command: suggestedCommand("rollback", { target: id }),
     });
   }
   if (LIFECYCLE_STATES.roll_forward.has(release.state)) {
@@ -73,14 +74,14 @@ export function lifecycleActions(release: Release, o: LifecycleLookups = {}): Li
       action: "roll_forward",
       target: id,
       effect: `starts a new release of a fixed manifest of ${release.manifest.model} without going back to ${id}'s`,
-      command: `baton roll-forward ${id} <fixed-recipe.yaml> --bundle <bundle.json>`,
+      command: rollForwardCommand(id),
     });
   } else if (heldForRollForward(release)) {
     out.push({
       action: "roll_forward",
       target: id,
       effect: `ends ${id} aborted without undoing anything (its recovery class is roll_forward_only and ${rollForwardPointLabel(release)} may have taken effect), then starts a new release of a fixed manifest of ${release.manifest.model} in its place`,
-      command: `baton roll-forward ${id} <fixed-recipe.yaml> --bundle <bundle.json>`,
+      command: rollForwardCommand(id),
     });
   }
   return out;

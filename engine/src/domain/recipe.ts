@@ -19,7 +19,7 @@ import {
   SshUser as SshUserField,
 } from "../protocol/fields.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
-import { NOTICE_KINDS } from "./notifications.ts";
+import { NOTICE_KINDS } from "./notice.ts";
 import { FailurePolicy } from "./states.ts";
 
 export {

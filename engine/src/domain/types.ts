@@ -2,18 +2,24 @@
  * The shared shapes of the domain: manifest, release, step runs, events, effects, history.
  * Pure data; no I/O. Times are epoch milliseconds (number). Percents are integers 0–100.
  */
+import type { ControlPlaneOp } from "../protocol/control-plane.ts";
 import type { AdmissionReport } from "./admission.ts";
 import type { Analysis } from "./gate/analysis.ts";
 import type { GateDecision, GatePhase } from "./gate/decide.ts";
 import type { GateEvidence } from "./gate/evidence.ts";
-import type { Notice, NoticeKind } from "./notifications.ts";
-import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisites.ts";
+import type { Json } from "./json.ts";
+import type { Notice, NoticeKind } from "./notice.ts";
+import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisite-checks.ts";
 import type { RecoveryClass } from "./recipe.ts";
 import type { FailingCheck } from "./result-evidence.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
-import type { LaneDesired, RecoveryVerification, VerificationReading } from "./verification.ts";
+import type {
+  LaneDesired,
+  RecoveryVerification,
+  VerificationReading,
+} from "./verification-shapes.ts";
 
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type { Json } from "./json.ts";
 
 // ---------------------------------------------------------------- manifest
 
@@ -36,15 +42,8 @@ export interface ManifestLane {
   failure_domain?: string;
 }
 
-/**
- * A control-plane request, absolute by construction (docs/state-machine.md rule 4).
- * `assert_traffic` is a read: it compares the control plane's weights to `weights`.
- */
-export type ControlPlaneOp =
-  | { op: "set_traffic"; weights: Record<string, number>; percent: number }
-  | { op: "set_marker"; lane: string; marker: "excluded"; present: boolean }
-  | { op: "set_capabilities"; lane: string; capabilities: string[]; advertised: boolean }
-  | { op: "assert_traffic"; weights: Record<string, number>; percent: number };
+/** A control-plane request (defined with the wire contract in protocol/control-plane.ts). */
+export type { ControlPlaneOp } from "../protocol/control-plane.ts";
 
 /** One direction of a step: what to run and the target part of its operation key. */
 export type StepAction =

@@ -5,10 +5,10 @@
  * a stale generation (409).
  */
 import type { ControlPlaneOp } from "../domain/types.ts";
-import type { LaneState, WriteContext } from "../protocol/control-plane.ts";
+import type { LanesRead, WriteContext } from "../protocol/control-plane.ts";
 
-/** Identity of a write (with its model); defined by the wire contract. */
-export type { WriteContext };
+/** Identity of a write (with its model), and a read of the lanes; defined by the wire contract. */
+export type { LanesRead, WriteContext };
 
 export type ApplyResult =
   /** Applied now, or replayed from an earlier identical request with the same key. */
@@ -21,12 +21,6 @@ export type ApplyResult =
 export type ObserveResult =
   /** matches: the target state the op asks for is what the control plane shows now. */
   { ok: true; matches: boolean; observed: unknown } | { ok: false; message: string };
-
-/** What the control plane holds for the lanes of a model (the fleet view's "observed"). */
-export type LanesRead =
-  | { ok: true; lanes: LaneState[] }
-  /** Unreachable, timed out or answered non-2xx: the message says which. */
-  | { ok: false; message: string };
 
 export interface ControlPlane {
   /** Sends one keyed, absolute write (`assert_traffic` is answered by a read). Never throws. */

@@ -2,13 +2,22 @@
  * The control-plane wire contract (docs/control-plane.openapi.yaml), shared by the engine's
  * adapters, the test double and the reference control plane: the identity every write carries
  * (`WriteContext`, with the model the write addresses), the header names it travels in, the
- * shapes of a lane and of one absolute write, and how the port's `ControlPlaneOp` maps onto a
+ * shapes of a lane and of one absolute write, and how a `ControlPlaneOp` maps onto a
  * write and is judged against a state read back (rule: resolve `unknown` by reading).
  */
-import type { ControlPlaneOp } from "../domain/types.ts";
 
 /** Model name when a client names none. */
 export const DEFAULT_MODEL = "default";
+
+/**
+ * A control-plane request, absolute by construction (docs/state-machine.md rule 4).
+ * `assert_traffic` is a read: it compares the control plane's weights to `weights`.
+ */
+export type ControlPlaneOp =
+  | { op: "set_traffic"; weights: Record<string, number>; percent: number }
+  | { op: "set_marker"; lane: string; marker: "excluded"; present: boolean }
+  | { op: "set_capabilities"; lane: string; capabilities: string[]; advertised: boolean }
+  | { op: "assert_traffic"; weights: Record<string, number>; percent: number };
 
 /** Header names of a keyed write. */
 export const WRITE_HEADERS = {
@@ -59,6 +68,12 @@ export interface LaneState {
    */
   image?: string | null;
 }
+
+/** What the control plane holds for the lanes of a model (the fleet view's "observed"). */
+export type LanesRead =
+  | { ok: true; lanes: LaneState[] }
+  /** Unreachable, timed out or answered non-2xx: the message says which. */
+  | { ok: false; message: string };
 
 /** One absolute write. Canonicalised before hashing (capabilities sorted). */
 export type CpAction =

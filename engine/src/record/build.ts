@@ -8,6 +8,7 @@ import { ACCEPT_KIND } from "../domain/release-history.ts";
 import { reportedImages } from "../domain/result-evidence.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { HistoryEntry, Release } from "../domain/types.ts";
+import { suggestedCommand } from "../domain/verbs.ts";
 import type { AttemptResult } from "../ports/store.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import { sha256Hex } from "../protocol/sha256.ts";
@@ -291,7 +292,7 @@ export function buildRecord(
   const v = release.verification;
   if (backward.length > 0 && !v)
     known_gaps.push(
-      "recovery verification: none was made (the undo ended before Baton verified recoveries); baton verify reads the lanes now",
+      `recovery verification: none was made (the undo ended before Baton verified recoveries); ${suggestedCommand("verify", { target: release.id })} reads the lanes now`,
     );
   if (v && v.gaps.length > 0)
     known_gaps.push(`recovery verification ${v.seq} could not observe: ${v.gaps.join("; ")}`);

@@ -2,7 +2,7 @@
  * Drift detection (docs/drift.md): once a model has no release in flight, the engine keeps
  * observing its lanes — the control plane's weight, `excluded` marker and capabilities, and the
  * image the control plane or the target last reported — and compares them with what the
- * model's last ended releases left them at (the fleet view's desired state). A difference is
+ * model's last ended releases left them at (the fleet view's desired state, domain/fleet.ts). A difference is
  * drift: written once to the history of the release that decided the lane (desired vs observed
  * per field), again only when it changes, and a `drift_cleared` entry when it is gone. Lanes of
  * one model serving different images outside a release are flagged as mixed versions. What

@@ -1,7 +1,8 @@
 // Health endpoints of every stand-in container of one state dir: `node health-server.cjs DIR`.
 // One long-lived process per state dir (a target), not one per container: it listens on the port
 // of each running container's health URL (`port` in DIR/containers/<name>.json) and answers
-// there for the newest running container on that port: 200 {"container","image","lane"} when
+// there for the newest running container on that port, with its instance id (the label
+// baton.instance_id) in a Baton-Instance-Id header: 200 {"container","image","lane"} when
 // healthy; 503 when that container's lane is listed in BATON_STANDIN_FAIL_HEALTH (read at `run`
 // time) or in the file DIR/fail-health (read per request; the body is then DIR/health-body when
 // that file exists), while it loads its model (until `ready_at`, set at `run` from the
@@ -13,6 +14,13 @@
 // exits once none is left, the state dir is gone, or after BATON_STANDIN_SERVER_MAX_S (default
 // 3600) seconds. New containers are seen through fs.watch on DIR/containers and a scan every
 // 500 ms (for file systems without change events).
+//
+// Started with an IPC channel (child_process.fork), it also takes ports already listening: a
+// message {"baton_listen": port} carrying a net.Server handle (the demo's fleet binds each lane's
+// health port itself and hands the socket over, so no other process can take the port between
+// choosing it and serving it); it answers {"baton_listening": port} once it serves there. Such a
+// port stays open while the server runs (503 {"healthy": false} with no container on it), and
+// the server then leaves only on SIGTERM, when the state dir is gone, or at the time limit.
 "use strict";
 const fs = require("node:fs");
 const http = require("node:http");
@@ -149,6 +157,10 @@ function failLanes() {
 /** One port's answer, from the state at the time of the request. */
 function answer(port, res) {
   const c = (running(port) || [])[0];
+  // The answering container's instance id (deploy.sh's label and BATON_INSTANCE_ID), echoed as
+  // docs/runner.md asks of a health endpoint, so deploy.sh can tell whose answer this is.
+  const instance = c?.labels?.["baton.instance_id"];
+  if (typeof instance === "string" && instance) res.setHeader("baton-instance-id", instance);
   // Still loading its model (run with the model-load-ms knob): 503 until ready_at.
   const loading = Boolean(c && Number.isFinite(c.ready_at) && Date.now() < c.ready_at);
   const healthy = c && !loading && !c.fail_health && !failLanes().has(c.lane);
@@ -184,6 +196,11 @@ function answer(port, res) {
 /** port -> http.Server (listening or about to); a port another process holds is tried again. */
 const servers = new Map();
 const portPidFile = (port) => path.join(serversDir, `${port}.pid`);
+
+/** Ports handed over by the process that forked this one: never closed by a scan. */
+const held = new Set();
+/** Forked with an IPC channel: the parent owns this server's life (no exit when idle). */
+const owned = typeof process.send === "function";
 
 function open(port) {
   const server = http.createServer((_req, res) => answer(port, res));
@@ -226,14 +243,31 @@ function scan() {
   if (list === null || Date.now() - started > maxMs) return exit();
   const ports = new Set(list.map((c) => c.port).filter((p) => Number.isInteger(p) && p > 0));
   for (const port of ports) if (!servers.has(port)) open(port);
-  for (const port of [...servers.keys()]) if (!ports.has(port)) close(port);
-  if (ports.size > 0) idleSince = null;
+  for (const port of [...servers.keys()]) if (!ports.has(port) && !held.has(port)) close(port);
+  if (ports.size > 0 || owned) idleSince = null;
   else if (idleSince === null) idleSince = Date.now();
   else if (Date.now() - idleSince >= 1000) exit();
 }
 
 for (const signal of ["SIGTERM", "SIGINT"]) process.on(signal, exit);
 if (!claim()) process.exit(0);
+if (owned) {
+  process.on("message", (m, handle) => {
+    const port = m?.baton_listen;
+    if (!Number.isInteger(port) || !handle || servers.has(port)) return;
+    held.add(port);
+    const server = http.createServer((_req, res) => answer(port, res));
+    servers.set(port, server);
+    server.listen(handle, () => {
+      try {
+        fs.writeFileSync(portPidFile(port), me);
+      } catch {}
+      if (process.connected) process.send({ baton_listening: port });
+    });
+  });
+  // The parent lets go of the channel once it has handed its ports over.
+  process.on("disconnect", () => {});
+}
 let pending = null;
 try {
   // A new or changed container file: scan soon (coalesced), so `run -d` waits little.

@@ -232,8 +232,14 @@ function inspect(args) {
   }
   const c = readContainer(names[0] || "");
   if (!c) finish(1, "", `Error: No such object: ${names[0] || ""}`);
+  // `{{index .Config.Labels "KEY"}}`: the label's value, empty when the container has none.
+  const label = /^\{\{index \.Config\.Labels "([^"]*)"\}\}$/.exec(format);
+  if (label) finish(0, String(c.labels?.[label[1]] ?? ""), "");
   if (format.includes(".State.Running")) finish(0, String(c.running), "");
   if (format.includes(".Config.Image")) finish(0, c.image, "");
+  // Every stand-in container shares the host's network, so it has no address of its own (as
+  // podman answers under host networking).
+  if (format.includes(".NetworkSettings.IPAddress")) finish(0, "", "");
   finish(0, JSON.stringify([c]), "");
 }
 

@@ -6,29 +6,17 @@
  */
 import { transition } from "../transition.ts";
 import type { Release, ReleaseEvent } from "../types.ts";
-import { verifyCommand } from "../verification.ts";
+import { suggestedCommand, type VerbName } from "../verbs.ts";
 import { guards } from "./guards.ts";
 import { holdWords } from "./holds.ts";
 import { LANE_RUNS_NOTHING } from "./operator.ts";
-import {
-  confirmRestoreCommand,
-  pastRollForwardPoint,
-  rollbackDone,
-  rollForwardPointLabel,
-} from "./recovery.ts";
+import { pastRollForwardPoint, rollbackDone, rollForwardPointLabel } from "./recovery.ts";
 
-/** Operator actions, as the API, CLI and dashboard name them. */
-export type OperatorAction =
-  | "abort"
-  | "resume"
-  | "retry"
-  | "resolve"
-  | "abandon"
-  | "promote"
-  | "pause"
-  | "release"
-  | "confirm_restore"
-  | "verify";
+/**
+ * Operator actions on a release in flight (the verbs of domain/verbs.ts that are transitions
+ * of the release they name; the lifecycle verbs and accept are not).
+ */
+export type OperatorAction = Exclude<VerbName, "rollback" | "roll_forward" | "accept">;
 
 /** One exit the engine would accept now. */
 export interface AvailableAction {
@@ -103,7 +91,7 @@ export function verifyAction(release: Release): AvailableAction | null {
     target: release.id,
     needs_reason: false,
     effect,
-    command: verifyCommand(release.id),
+    command: suggestedCommand("verify", { target: release.id }),
   };
 }
 
@@ -127,7 +115,7 @@ export function availableActions(release: Release): AvailableAction[] {
       target: id,
       needs_reason: false,
       effect: resumeEffect(release),
-      command: `baton resume ${id}`,
+      command: suggestedCommand("resume", { target: id }),
     });
   }
   if (accepts({ type: "release", actor: PROBE_ACTOR, reason: PROBE_REASON })) {
@@ -136,7 +124,7 @@ export function availableActions(release: Release): AvailableAction[] {
       target: id,
       needs_reason: false,
       effect: `exposes the candidate for the first time: step ${release.cursor + 1} sets the first wave's traffic, then the rollout goes on`,
-      command: `baton release ${id} --reason "<why it is ready>"`,
+      command: suggestedCommand("release", { target: id }),
     });
   }
   if (accepts({ type: "promote", actor: PROBE_ACTOR, reason: PROBE_REASON })) {
@@ -150,9 +138,12 @@ export function availableActions(release: Release): AvailableAction[] {
         : release.hold?.kind === "pause"
           ? `accepts the risk of the inconclusive gate of wave ${(release.gate?.wave ?? 0) + 1}; the release stays paused (${holdWords(release.hold)}) until resume, then runs on into the next wave`
           : `accepts the risk of the inconclusive gate of wave ${(release.gate?.wave ?? 0) + 1} and runs on into the next wave`,
-      command: manual
-        ? `baton promote ${id} --reason "<why the wave is good>"`
-        : `baton promote ${id} --reason "<why the risk is acceptable>"`,
+      command: suggestedCommand("promote", {
+        target: id,
+        flags: {
+          "--reason": manual ? '"<why the wave is good>"' : '"<why the risk is acceptable>"',
+        },
+      }),
     });
   }
   if (accepts({ type: "pause", actor: PROBE_ACTOR, reason: PROBE_REASON })) {
@@ -165,7 +156,7 @@ export function availableActions(release: Release): AvailableAction[] {
         flying.length > 0
           ? `starts nothing new: ${flying.map((sr) => sr.id).join(", ")} in flight settle${release.gate ? " and the gate keeps deciding" : ""}, then the release waits paused until resume`
           : `starts nothing new: the release waits paused until resume${release.gate ? " (the gate keeps deciding)" : ""}`,
-      command: `baton pause ${id} --reason "<why>"`,
+      command: suggestedCommand("pause", { target: id }),
     });
   }
   for (const sr of release.step_runs) {
@@ -179,7 +170,7 @@ export function availableActions(release: Release): AvailableAction[] {
         target: sr.id,
         needs_reason: false,
         effect: `sends ${sr.id} again with the same operation key (a new dispatch; older attempts fenced)`,
-        command: `baton retry ${sr.id}`,
+        command: suggestedCommand("retry", { target: sr.id }),
       });
     }
     if (
@@ -190,7 +181,7 @@ export function availableActions(release: Release): AvailableAction[] {
         target: sr.id,
         needs_reason: true,
         effect: `records that you did ${sr.id}'s backward effect by hand; it counts as done and compensation continues`,
-        command: `baton resolve ${sr.id} --reason "<what you did>"`,
+        command: suggestedCommand("resolve", { target: sr.id }),
       });
     }
   }
@@ -205,7 +196,7 @@ export function availableActions(release: Release): AvailableAction[] {
           : pastRollForwardPoint(release)
             ? `ends the release aborted without undoing anything: its recovery class is roll_forward_only and ${rollForwardPointLabel(release)} may have taken effect; then roll it forward`
             : "compensates: undoes every step that may have taken effect, from the high-water mark down",
-      command: `baton abort ${id} --reason "<why>"`,
+      command: suggestedCommand("abort", { target: id }),
     });
   }
   if (accepts({ type: "confirm_restore", actor: PROBE_ACTOR, reason: PROBE_REASON })) {
@@ -216,7 +207,7 @@ export function availableActions(release: Release): AvailableAction[] {
       effect: rollbackDone(release)
         ? `records that you ran the restore action of ${release.lineage?.of} (${release.restore?.action ?? ""}), whose rollback this is, and what it showed; the rollback ends succeeded and its lanes become free`
         : `records that you ran the recipe's restore action (${release.restore?.action ?? ""}) and what it showed; the release ends rolled_back and its lanes become free`,
-      command: confirmRestoreCommand(id),
+      command: suggestedCommand("confirm_restore", { target: id }),
     });
   }
   const verify = guards.isTerminal(release) ? null : verifyAction(release);
@@ -231,7 +222,7 @@ export function availableActions(release: Release): AvailableAction[] {
       lanes,
       effect:
         "ends the release abandoned without further compensation, once you confirm what every lane runs; its lanes become free",
-      command: `baton abandon ${id} --reason "<why>" ${lanes.map((l) => `--lane ${l}=<image|none>`).join(" ")}`,
+      command: suggestedCommand("abandon", { target: id, lanes }),
     });
   }
   return out;

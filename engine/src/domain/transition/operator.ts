@@ -7,7 +7,7 @@
 import { closedReleaseAccepts } from "../lifecycle-states.ts";
 import { IMAGE_PATTERN } from "../recipe.ts";
 import type { Release, ReleaseEvent, StepRun } from "../types.ts";
-import { verifyCommand } from "../verification.ts";
+import { suggestedCommand } from "../verbs.ts";
 import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepRunAt } from "./draft.ts";
 import { beginForwardAtCursor, start } from "./forward.ts";
@@ -41,7 +41,7 @@ const NEEDS_OPERATOR_EXITS = (r: Release) =>
   waitingForRestore(r)
     ? `it waits for its restore action (${r.restore?.action}): run it, then confirm it (${confirmRestoreCommand(r.id)}), or abandon it`
     : waitsOnVerification(r)
-      ? `its undo ran but verification ${r.verification?.seq} found differences: fix the lanes, then verify again (${verifyCommand(r.id)}), or abandon it`
+      ? `its undo ran but verification ${r.verification?.seq} found differences: fix the lanes, then verify again (${suggestedCommand("verify", { target: r.id })}), or abandon it`
       : `it accepts retry or resolve of the step run it waits on, or abandon (\`baton status ${r.id}\` shows the commands)`;
 
 /**

@@ -18,6 +18,7 @@
  * `confirm_restore` ends it `succeeded`.
  */
 import type { Release } from "../types.ts";
+import { suggestedCommand } from "../verbs.ts";
 import { type Draft, stepRunAt } from "./draft.ts";
 import { guards } from "./guards.ts";
 
@@ -45,8 +46,7 @@ export function rollForwardPointLabel(r: Release): string {
 }
 
 /** The CLI line that rolls the release forward. */
-export const rollForwardCommand = (id: string) =>
-  `baton roll-forward ${id} <fixed-recipe.yaml> --bundle <bundle.json>`;
+export const rollForwardCommand = (id: string) => suggestedCommand("roll_forward", { target: id });
 
 /**
  * Instead of compensating: holds a release past its roll-forward point `paused`, saying why,
@@ -69,7 +69,7 @@ export function holdForRollForward(d: Draft, why: string): void {
 
 /** The CLI line that confirms a recoverable release's restore action. */
 export const confirmRestoreCommand = (id: string) =>
-  `baton confirm-restore ${id} --reason "<what you ran and what it showed>"`;
+  suggestedCommand("confirm_restore", { target: id });
 
 /**
  * Whether a release whose compensation just ended must wait for its restore action: the

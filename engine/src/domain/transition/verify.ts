@@ -11,13 +11,13 @@
  */
 import { closedReleaseAccepts } from "../lifecycle-states.ts";
 import type { Release, ReleaseEvent } from "../types.ts";
+import { suggestedCommand } from "../verbs.ts";
 import {
   desiredAfterSuccess,
   desiredAfterUndo,
   judgeVerification,
   type RecoveryVerification,
   VERIFY_TRIES_MAX,
-  verifyCommand,
 } from "../verification.ts";
 import type { Draft, Refusal } from "./draft.ts";
 import { guards } from "./guards.ts";
@@ -211,7 +211,7 @@ export function verified(d: Draft, e: Ev<"verified">): Refusal | undefined {
     return undefined;
   }
   r.state = "needs_operator";
-  r.reason = `the undo ran, but verification ${v.seq} found the lanes not as they were at start: ${judged.summary}; fix the lane by hand, then verify again (${verifyCommand(r.id)}), or abandon the release confirming what each lane runs`;
+  r.reason = `the undo ran, but verification ${v.seq} found the lanes not as they were at start: ${judged.summary}; fix the lane by hand, then verify again (${suggestedCommand("verify", { target: r.id })}), or abandon the release confirming what each lane runs`;
   d.accept(`[engine] release ${r.id} needs an operator: ${r.reason}`, null, data);
   return undefined;
 }

@@ -1,59 +1,12 @@
 /** @jsxImportSource hono/jsx */
 /** Pages around operator actions: sign in, confirmation, result, and errors. */
+import { VERBS, type VerbName } from "../../domain/verbs.ts";
+import type { PlanWords } from "../../views/offers.ts";
 import type { Role } from "./auth.ts";
 import { Layout, State } from "./layout.tsx";
 
-/** An operator action the dashboard offers. */
-export type ActionName =
-  | "abort"
-  | "resume"
-  | "retry"
-  | "resolve"
-  | "abandon"
-  | "pause"
-  | "release"
-  | "promote"
-  | "rollback"
-  | "roll_forward"
-  | "confirm_restore"
-  | "verify";
-
-const WHAT: Record<ActionName, (target: string) => string> = {
-  abort: (t) =>
-    `Abort release ${t}? If any forward step may have taken effect, the engine compensates: it runs the backward steps from the high-water mark down to step 1. This cannot be undone; a finished release needs a new release.`,
-  resume: (t) =>
-    `Resume release ${t}? It goes on from where it waits: a step run it is paused on is dispatched again, or the next step begins.`,
-  pause: (t) =>
-    `Pause release ${t}? Nothing new starts (no next step, lane or wave). Step runs already in flight settle first, a gate under way keeps deciding, and a failure still follows the step's policy. It waits paused, with your name and reason, until resume.`,
-  release: (t) =>
-    `Release ${t}? The candidate, deployed at 0% exposure, gets its first traffic: the first wave's traffic is set, then the rollout goes on wave by wave.`,
-  promote: (t) =>
-    `Promote release ${t}? It widens exposure to the next wave (past a manual promotion, or accepting the risk of an inconclusive gate).`,
-  retry: (t) =>
-    `Retry step run ${t}? It is dispatched again under a new dispatch number; older attempts are fenced out.`,
-  resolve: (t) =>
-    `Resolve step run ${t}? Say what you did by hand: the engine records it as done (with your reason) and compensation continues with the steps below it.`,
-  rollback: (t) =>
-    `Roll back release ${t}? ${t} stays succeeded (a closed release never changes): a NEW release runs the previous admitted manifest of its model again, admitted as an explicit rollback, after the engine asks each lane's machine that the previous image is still present and loadable with room to run. Its own undo would restore ${t}'s image.`,
-  roll_forward: (t) =>
-    `Roll forward past release ${t}? A NEW release of a fixed recipe of the same model replaces it without going back. The dashboard cannot take a recipe: run the command below with the fixed recipe (and its signature bundle when admission requires one).`,
-  confirm_restore: (t) =>
-    `Confirm the restore action of release ${t}? Its traffic was rolled back, but its recipe's recovery class is recoverable: the restore action must have been run. Say what you ran and what it showed; the engine records it with your name, ends the release rolled back, and frees its lanes.`,
-  verify: (t) =>
-    `Verify release ${t}? The engine reads every lane now: weight, excluded marker and capabilities from the control plane, and the image and health check of the lanes a runner step touched at their machines, and compares them with what they should be (the observed baseline after an undo, the manifest's end state after a success). Nothing is written to the fleet; the result is recorded on the release.`,
-  abandon: (t) =>
-    `Abandon release ${t}? It ends abandoned without further compensation. Confirm, for every lane, the image it runs now (name@sha256:…, or none); the lanes are then free for a new release.`,
-};
-
-/** What an action leads to, for people: steps grouped by lane, in the order they run. */
-export interface PlanWords {
-  /** `Will be undone, in this order` / `Will run, in this order` / `Will NOT be undone`. */
-  heading: string;
-  /** Lane (or `traffic (all lanes)`) -> step descriptions in run order. */
-  lanes: { lane: string; steps: string[] }[];
-  /** When nothing runs: what happens instead. */
-  empty: string;
-}
+/** An operator verb the dashboard offers a confirmation page for (domain/verbs.ts). */
+export type ActionName = Exclude<VerbName, "accept">;
 
 /** An action the engine accepts now, as a link (the refusal page lists them). */
 export interface AcceptedLink {
@@ -119,6 +72,7 @@ export function ConfirmPage(props: {
   refusal?: string;
 }) {
   const verb = props.action[0]!.toUpperCase() + props.action.slice(1).replace("_", " ");
+  const page = VERBS[props.action].dashboard!;
   return (
     <Layout title={`${verb} ${props.target}`} role={props.role}>
       <h1>{`${verb} ${props.target}`}</h1>
@@ -126,7 +80,7 @@ export function ConfirmPage(props: {
         {"Current state: "}
         <State state={props.state} />
       </p>
-      <p>{WHAT[props.action](props.target)}</p>
+      <p>{page.confirm(props.target)}</p>
       {props.offered === false ? (
         <>
           <p class="notice bad" role="alert">
@@ -175,42 +129,22 @@ export function ConfirmPage(props: {
                 : "You are not signed in with the operator token: the engine will refuse this action."}
             </p>
           ) : null}
-          <form method="post" action={`${props.back}/${props.action.replaceAll("_", "-")}`}>
+          <form method="post" action={`${props.back}/${VERBS[props.action].command}`}>
             <input type="hidden" name="csrf" value={props.csrf} />
             <input type="hidden" name="confirm" value="yes" />
-            {props.action === "abort" ? (
+            {page.reason ? (
               <p>
-                <label for="reason">
-                  Reason (required: say why you abort it; kept in the history with who did it)
-                </label>
-                <input id="reason" name="reason" size={60} maxlength={1000} required />
+                <label for="reason">{page.reason.label}</label>
+                <input
+                  id="reason"
+                  name="reason"
+                  size={60}
+                  maxlength={1000}
+                  required={page.reason.required}
+                />
               </p>
             ) : null}
-            {props.action === "pause" ? (
-              <p>
-                <label for="reason">
-                  Reason (required; kept in the history and shown on the release)
-                </label>
-                <input id="reason" name="reason" size={60} maxlength={1000} required />
-              </p>
-            ) : null}
-            {props.action === "release" ||
-            props.action === "promote" ||
-            props.action === "rollback" ? (
-              <p>
-                <label for="reason">Reason (kept in the history)</label>
-                <input id="reason" name="reason" size={60} maxlength={1000} />
-              </p>
-            ) : null}
-            {props.action === "resolve" ||
-            props.action === "abandon" ||
-            props.action === "confirm_restore" ? (
-              <p>
-                <label for="reason">Reason (required; kept in the history with who did it)</label>
-                <input id="reason" name="reason" size={60} maxlength={1000} required />
-              </p>
-            ) : null}
-            {props.action === "abandon"
+            {page.lanes
               ? (props.lanes ?? []).map((l) => (
                   <p>
                     <label for={`lane-${l}`}>{`${l} runs now (image@sha256:… or none)`}</label>
@@ -219,17 +153,8 @@ export function ConfirmPage(props: {
                 ))
               : null}
             <div class="bar">
-              <button
-                type="submit"
-                class={
-                  props.action === "abort" ||
-                  props.action === "abandon" ||
-                  props.action === "rollback"
-                    ? "danger"
-                    : undefined
-                }
-              >
-                {`Yes, ${props.action === "rollback" ? "roll back" : props.action === "confirm_restore" ? "confirm the restore of" : props.action} ${props.target}`}
+              <button type="submit" class={page.danger ? "danger" : undefined}>
+                {`Yes, ${page.button} ${props.target}`}
               </button>
               <a href={props.back}>Cancel</a>
             </div>

@@ -3,14 +3,15 @@
  * The first screen of a release page: the 2am answers, above the fold at 1280×800. State and
  * why, the actions the engine accepts with what each does, the failed step with its failing
  * check and evidence, what was undone and what is still to undo, and what Baton last set the
- * lanes to. Built from `summarize` (summary.ts) and `offers` (offers.ts).
+ * lanes to. Built from `summarize` (views/summary.ts) and `offers` (views/offers.ts).
  */
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
+import { stepWords } from "../../domain/step-words.ts";
 import type { Release } from "../../domain/types.ts";
-import { readOnce } from "./history-label.ts";
+import { readOnce } from "../../views/history-label.ts";
+import type { LifecycleOffer, Offer } from "../../views/offers.ts";
+import { type ReleaseSummaryFacts, stepAction, whyToShow } from "../../views/summary.ts";
 import { State } from "./layout.tsx";
-import type { LifecycleOffer, Offer } from "./offers.ts";
-import { type ReleaseSummaryFacts, stepAction, stepWords, whyToShow } from "./summary.ts";
 
 function Offers(props: { release: Release; offers: (Offer | LifecycleOffer)[] }) {
   const r = props.release;

@@ -4,9 +4,10 @@
  * declared (desired) beside what the control plane holds and the target reported (observed),
  * differences and mixed versions marked. Live: an SSE stream says when anything changed.
  */
+
+import type { FleetLane, FleetModel } from "../../domain/fleet.ts";
+import { time } from "../../views/format.ts";
 import type { Role } from "./auth.ts";
-import type { FleetLane, FleetModel } from "./fleet.ts";
-import { time } from "./format.ts";
 import { Layout } from "./layout.tsx";
 import { LIVE_SCRIPT } from "./live.ts";
 

@@ -13,17 +13,19 @@ import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../do
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
 import { availableActions, verifyAction } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
+import { suggestedCommand, VERB_NAMES, VERBS } from "../../domain/verbs.ts";
 import type { ControlPlane } from "../../ports/control-plane.ts";
 import { isReleaseId } from "../../protocol/ids.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "../../service/api.ts";
+import { loadFleet } from "../../service/fleet-load.ts";
+import { releaseOfStepRun } from "../../views/format.ts";
+import { lifecycleOffers, offers, planWords, rollbackWords } from "../../views/offers.ts";
 import { storeUnavailable } from "../errors.ts";
+import { VERB_CALLS, type VerbBody } from "../verb-calls.ts";
 import { type ActionName, ConfirmPage, ErrorPage, LoginPage, ResultPage } from "./action-pages.tsx";
 import { type Caller, roleOf, SESSION_COOKIE, Sessions, sameOrigin } from "./auth.ts";
-import { loadFleet } from "./fleet-load.ts";
 import { FleetPage } from "./fleet-page.tsx";
-import { releaseOfStepRun } from "./format.ts";
 import { liveStream, markStream } from "./live.ts";
-import { lifecycleOffers, offers, planWords, rollbackWords } from "./offers.ts";
 import { HISTORY_FILTERS, type HistoryFilter, ReleasePage } from "./release-page.tsx";
 import { PAGE_SIZE, ReleasesPage } from "./releases-page.tsx";
 import { safeNext } from "./safe-next.ts";
@@ -318,7 +320,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
 
   // ------------------------------------------------------------ operator actions
 
-  const onStepRun = (action: ActionName) => action === "retry" || action === "resolve";
+  const onStepRun = (action: ActionName) => VERBS[action].on === "step_run";
   const lifecycle = (action: ActionName): action is "rollback" | "roll_forward" =>
     action === "rollback" || action === "roll_forward";
 
@@ -429,73 +431,52 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     let releaseId: string;
     try {
       const text = (v: unknown) => (typeof v === "string" ? v.trim().slice(0, 1000) : "");
-      if (action === "retry") {
-        releaseId = (await loadStepRun(target)).record.release.id;
-        res = await deps.api.retry(target, ACTOR);
-      } else if (action === "resolve") {
-        releaseId = (await loadStepRun(target)).record.release.id;
-        res = await deps.api.resolve(target, ACTOR, text(form.reason));
-      } else if (action === "abandon") {
-        const release = (await loadRelease(target)).release;
-        releaseId = release.id;
+      const page = VERBS[action].dashboard;
+      if (!page?.form) {
+        // Roll forward needs a fixed recipe, which the dashboard cannot take.
+        return refuse(
+          400,
+          `[dashboard] ${action.replace("_", " ")} needs a fixed recipe, which the dashboard cannot take; run ${lifecycleActions((await loadRelease(target)).release).find((a) => a.action === action)?.command ?? suggestedCommand(action, { target })}`,
+        );
+      }
+      const release = onStepRun(action)
+        ? (await loadStepRun(target)).record.release
+        : (await loadRelease(target)).release;
+      releaseId = release.id;
+      const body: VerbBody = {};
+      if (page.reason) body.reason = text(form.reason);
+      if (page.lanes) {
         const lanes: Record<string, string> = {};
         for (const l of release.manifest.lanes) {
           const v = text(form[`lane:${l.id}`]);
           if (v) lanes[l.id] = v;
         }
-        res = await deps.api.abandon(target, ACTOR, text(form.reason), lanes);
-      } else if (action === "confirm_restore") {
-        releaseId = (await loadRelease(target)).release.id;
-        res = await deps.api.confirmRestore(target, ACTOR, text(form.reason));
-      } else if (action === "verify") {
-        releaseId = (await loadRelease(target)).release.id;
-        res = await deps.api.verify(target, ACTOR);
-      } else if (action === "rollback") {
-        releaseId = (await loadRelease(target)).release.id;
-        res = await deps.api.rollback(target, ACTOR, text(form.reason));
-        // Accepted: the new release is the one to look at.
-        if (res.ok) releaseId = res.release.id;
-      } else if (action === "roll_forward") {
-        return refuse(
-          400,
-          `[dashboard] roll forward needs a fixed recipe, which the dashboard cannot take; run ${lifecycleActions((await loadRelease(target)).release).find((a) => a.action === action)?.command ?? `baton roll-forward ${target} <fixed-recipe.yaml>`}`,
-        );
-      } else {
-        const release = (await loadRelease(target)).release;
-        releaseId = release.id;
-        const reason = text(form.reason);
-        if (
-          action === "abort" &&
-          !reason &&
-          availableActions(release).some((a) => a.action === "abort")
-        ) {
-          // The engine requires the operator's reason (422 reason_required); the dashboard
-          // never invents one, and asks nothing of the engine without it. (A release that
-          // refuses abort anyway gets the engine's refusal, which says why.)
-          return c.html(
-            <ResultPage
-              ok={false}
-              title="abort needs a reason"
-              message={`[dashboard] abort of ${target} not sent: the reason is empty. Say why you abort it (kept in the history with who did it, and read by whoever rolls forward), e.g. "p99 latency on lane-a doubled"; go back and fill in the Reason field.`}
-              releaseId={null}
-              state={null}
-              back={`${back}/abort`}
-              role={who.role}
-            />,
-            422,
-          );
-        }
-        res =
-          action === "abort"
-            ? await deps.api.abort(target, ACTOR, reason)
-            : action === "pause"
-              ? await deps.api.pause(target, ACTOR, text(form.reason))
-              : action === "release"
-                ? await deps.api.release(target, ACTOR, text(form.reason))
-                : action === "promote"
-                  ? await deps.api.promote(target, ACTOR, text(form.reason))
-                  : await deps.api.resume(target, ACTOR);
+        body.lanes = lanes;
       }
+      if (
+        action === "abort" &&
+        !body.reason &&
+        availableActions(release).some((a) => a.action === "abort")
+      ) {
+        // The engine requires the operator's reason (422 reason_required); the dashboard
+        // never invents one, and asks nothing of the engine without it. (A release that
+        // refuses abort anyway gets the engine's refusal, which says why.)
+        return c.html(
+          <ResultPage
+            ok={false}
+            title="abort needs a reason"
+            message={`[dashboard] abort of ${target} not sent: the reason is empty. Say why you abort it (kept in the history with who did it, and read by whoever rolls forward), e.g. "p99 latency on lane-a doubled"; go back and fill in the Reason field.`}
+            releaseId={null}
+            state={null}
+            back={`${back}/abort`}
+            role={who.role}
+          />,
+          422,
+        );
+      }
+      res = await VERB_CALLS[action](deps.api, target, ACTOR, body);
+      // A verb that starts a new release (rollback): the new release is the one to look at.
+      if (res.ok && VERBS[action].status === 201) releaseId = res.release.id;
     } catch (err) {
       return fail(c, who, err);
     }
@@ -530,27 +511,15 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     );
   };
 
-  for (const action of [
-    "abort",
-    "resume",
-    "abandon",
-    "pause",
-    "release",
-    "promote",
-    "verify",
-  ] as const) {
-    app.get(`/releases/:id/${action}`, (c) => confirm(c, action, c.req.param("id")));
-    app.post(`/releases/:id/${action}`, (c) => act(c, action, c.req.param("id")));
+  // A confirmation page (GET) and its form (POST) per verb the dashboard offers (domain/verbs.ts).
+  for (const name of VERB_NAMES) {
+    if (name === "accept") continue;
+    const v = VERBS[name];
+    if (!v.dashboard) continue;
+    const path = `/${v.on === "step_run" ? "step-runs" : "releases"}/:id/${v.command}`;
+    app.get(path, (c) => confirm(c, name, c.req.param("id") ?? ""));
+    if (v.dashboard.form) app.post(path, (c) => act(c, name, c.req.param("id") ?? ""));
   }
-  app.get("/releases/:id/confirm-restore", (c) => confirm(c, "confirm_restore", c.req.param("id")));
-  app.post("/releases/:id/confirm-restore", (c) => act(c, "confirm_restore", c.req.param("id")));
-  app.get("/releases/:id/rollback", (c) => confirm(c, "rollback", c.req.param("id")));
-  app.post("/releases/:id/rollback", (c) => act(c, "rollback", c.req.param("id")));
-  app.get("/releases/:id/roll-forward", (c) => confirm(c, "roll_forward", c.req.param("id")));
-  app.get("/step-runs/:id/retry", (c) => confirm(c, "retry", c.req.param("id")));
-  app.post("/step-runs/:id/retry", (c) => act(c, "retry", c.req.param("id")));
-  app.get("/step-runs/:id/resolve", (c) => confirm(c, "resolve", c.req.param("id")));
-  app.post("/step-runs/:id/resolve", (c) => act(c, "resolve", c.req.param("id")));
 
   return app;
 }

@@ -13,22 +13,22 @@ import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { HistoryEntry, Release, StepRun } from "../../domain/types.ts";
 import type { ReleaseRecord } from "../../service/api.ts";
 import { currentDrift, type ModelDrift } from "../../service/drift.ts";
-import type { Role } from "./auth.ts";
-import { FirstScreen } from "./first-screen.tsx";
-import { duration, runLink, span, time } from "./format.ts";
-import { GatePanel } from "./gate-panel.tsx";
+import { duration, runLink, span, time } from "../../views/format.ts";
 import {
   historyLabel,
   housekeepingLine,
   isHousekeeping,
   readOnce,
   refusalReason,
-} from "./history-label.ts";
+} from "../../views/history-label.ts";
+import { lifecycleOffers, offers } from "../../views/offers.ts";
+import { OPERATOR_EVENTS, stepAction, summarize } from "../../views/summary.ts";
+import type { Role } from "./auth.ts";
+import { FirstScreen } from "./first-screen.tsx";
+import { GatePanel } from "./gate-panel.tsx";
 import { Layout, State } from "./layout.tsx";
 import { LIVE_SCRIPT, liveVersion } from "./live.ts";
 import { MarkovPanel, type MarkovQuery, observedSuccessRate } from "./markov-panel.tsx";
-import { lifecycleOffers, offers } from "./offers.ts";
-import { OPERATOR_EVENTS, stepAction, summarize } from "./summary.ts";
 
 /** History entries per timeline page. */
 export const TIMELINE_PAGE = 100;

@@ -2,8 +2,8 @@
 /** Releases list: newest first, filter by state, paginated by a `before` cursor. */
 import { RELEASE_STATES, type ReleaseState, TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { ReleaseSummary } from "../../ports/store.ts";
+import { duration, time } from "../../views/format.ts";
 import type { Role } from "./auth.ts";
-import { duration, time } from "./format.ts";
 import { Layout, State } from "./layout.tsx";
 
 /** Rows per page of the list. */

@@ -8,8 +8,8 @@
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { Release, StepRun } from "../../domain/types.ts";
 import type { AttemptResult } from "../../ports/store.ts";
+import { checkRows, prettyJson, runLink, span, tail, time } from "../../views/format.ts";
 import type { Role } from "./auth.ts";
-import { checkRows, prettyJson, runLink, span, tail, time } from "./format.ts";
 import { Layout, State } from "./layout.tsx";
 
 /** Lines of the log shown on the page; the download has all of it. */

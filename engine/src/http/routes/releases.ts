@@ -1,9 +1,9 @@
 /**
  * Release routes: create (operator; recipe as JSON or YAML), list and read (viewer or
- * operator), abort, resume, pause, release and promote (operator).
+ * operator), and the operator verbs on a release (routes/verbs.ts).
  */
 
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { parseDocument, YAMLParseError } from "yaml";
 import { z } from "zod";
@@ -12,8 +12,6 @@ import { gateSummaries } from "../../domain/gate/summary.ts";
 import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
-import type { Release } from "../../domain/types.ts";
-import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
 import {
   assertNoYamlTags,
   assertRecipeNesting,
@@ -25,8 +23,8 @@ import { currentDrift } from "../../service/drift.ts";
 import { requireBearer } from "../auth.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
-import { ActorField, actorOf, jsonBody, ReasonField, schemaFields } from "./operator-body.ts";
-import { answer } from "./step-runs.ts";
+import { schemaFields } from "./operator-body.ts";
+import { releaseParam, verbRoutes } from "./verbs.ts";
 
 export interface ReleaseRouteOptions {
   /** owner/name for run links in the release record. */
@@ -125,33 +123,6 @@ export function parseStartBody(
   };
 }
 
-const AcceptBody = z
-  .object({
-    by: z
-      .string({ error: "must name the owner accepting, e.g. an email or GitHub login" })
-      .trim()
-      .min(1, "must not be empty")
-      .max(200, "must be at most 200 characters"),
-    expires_at: z.iso
-      .datetime({ offset: true, error: "must be an ISO 8601 time, e.g. 2027-01-31T00:00:00Z" })
-      .optional(),
-    note: z.string().max(2000, "must be at most 2000 characters").optional(),
-    // The bare hex is kept and compared; the `sha256:` prefix the CLI prints is dropped.
-    record_digest: z
-      .string()
-      .transform((d) => (d.startsWith("sha256:") ? d.slice("sha256:".length) : d))
-      .pipe(
-        z
-          .string()
-          .regex(
-            /^[a-f0-9]{64}$/,
-            "must be the record's sha256 (64 hex, sha256: prefix optional), as GET …/record shows it",
-          ),
-      )
-      .optional(),
-  })
-  .strict();
-
 /** `GET /v1/releases/:id/history?cursor=<n>&limit=<n>`: a page of the history, oldest first. */
 const HistoryQuery = z
   .object({
@@ -175,79 +146,6 @@ const HISTORY_FIXES: Readonly<Record<string, string>> = {
     "leave cursor out for the first page, then pass the next_cursor the previous page answered",
   limit: "ask for 1 to 1000 entries a page (default 200)",
 };
-
-/** `POST /v1/releases/:id/abort`: the reason is required (the history and the record keep it). */
-const AbortBody = z
-  .object({
-    reason: ReasonField.default(""),
-    actor: ActorField,
-  })
-  .strict();
-
-/**
- * `POST /v1/releases/:id/promote`: accept the risk of an inconclusive gate, or widen past a
- * manual promotion; `…/release` (first exposure of a dark deploy) takes the same body.
- */
-const PromoteBody = z
-  .object({
-    reason: ReasonField.default(""),
-    actor: ActorField,
-  })
-  .strict();
-
-/** `POST /v1/releases/:id/pause`: the reason is required (the history and the page show it). */
-const PauseBody = z
-  .object({
-    reason: ReasonField.default(""),
-    actor: ActorField,
-  })
-  .strict();
-
-/** `POST /v1/releases/:id/verify`: who asks (optional); an empty body is `{}`. */
-const VerifyBody = z.object({ actor: ActorField }).strict();
-
-/** `POST /v1/releases/:id/confirm-restore`: the reason (what was run, what it showed) is required. */
-const ConfirmRestoreBody = PauseBody;
-
-const AbandonBody = z
-  .object({
-    reason: ReasonField.default(""),
-    actor: ActorField,
-    lanes: z
-      .record(z.string().max(64), z.string().max(512, "must be at most 512 characters"), {
-        error: 'must be an object {"<lane id>": "<image it runs now, or none>"}',
-      })
-      .default({}),
-  })
-  .strict();
-
-function releaseParam(c: Context): string {
-  const id = c.req.param("id") ?? "";
-  if (!RELEASE_ID_PATTERN.test(id)) {
-    throw badRequest("release id", [
-      {
-        path: "id",
-        message: `${JSON.stringify(id.slice(0, 64))} is not a release id`,
-        fix: "use an id such as r17",
-      },
-    ]);
-  }
-  return id;
-}
-
-/** The answer to a lifecycle verb: the new release, as `POST /v1/releases` answers, and why. */
-function newReleaseJson(release: Release, reply: Record<string, unknown>): Record<string, unknown> {
-  return {
-    id: release.id,
-    manifest_digest: release.manifest_digest,
-    state: release.state,
-    step_count: release.manifest.steps.length,
-    admission: release.admission ?? null,
-    lineage: release.lineage ?? null,
-    prerequisites: release.prerequisites ?? null,
-    ...reply,
-  };
-}
 
 /** The JSON of `GET /v1/releases/:id`: the release's fields, history and attempt results. */
 export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<string, unknown> {
@@ -493,161 +391,36 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     return c.json(recordJson(record, lookups));
   });
 
-  app.post("/:id/abort", operator, knownQueryParams("POST /v1/releases/:id/abort"), async (c) => {
-    const id = releaseParam(c);
-    const b = await jsonBody(c, "abort body", AbortBody);
-    const r = await o.api.abort(id, actorOf(b.actor), b.reason);
-    return answer(c, r, (a) => ({ id, state: a.release.state, generation: a.release.generation }));
-  });
-
-  app.post(
-    "/:id/promote",
-    operator,
-    knownQueryParams("POST /v1/releases/:id/promote"),
-    async (c) => {
-      const id = releaseParam(c);
-      const b = await jsonBody(c, "promote body", PromoteBody);
-      const r = await o.api.promote(id, actorOf(b.actor), b.reason);
-      return answer(c, r, (a) => ({
-        id,
-        state: a.release.state,
-        generation: a.release.generation,
-      }));
-    },
-  );
-
-  // Lifecycle verbs (docs/lifecycle.md): each starts a new release; 201 with its id.
-  app.post(
-    "/:id/rollback",
-    operator,
-    knownQueryParams("POST /v1/releases/:id/rollback"),
-    async (c) => {
-      const id = releaseParam(c);
-      const b = await jsonBody(c, "rollback body", PromoteBody);
-      const r = await o.api.rollback(id, actorOf(b.actor), b.reason);
-      if (!r.ok) return answer(c, r, () => ({}));
-      return c.json(newReleaseJson(r.release, r.reply), 201);
-    },
-  );
-
-  app.post(
-    "/:id/roll-forward",
-    operator,
-    knownQueryParams("POST /v1/releases/:id/roll-forward"),
-    limit,
-    async (c) => {
-      const id = releaseParam(c);
-      const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
-      if (body.rollback) {
-        throw badRequest("roll-forward body", [
-          {
-            path: "rollback",
-            message: "a roll forward is never a rollback",
-            fix: "drop `rollback`, or roll back a succeeded release with POST …/rollback",
-          },
-        ]);
-      }
-      const r = await o.api.rollForward(id, body.recipe, "operator", {
-        ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
-        attestations: body.attestations,
-      });
-      if (!r.ok) return answer(c, r, () => ({}));
-      return c.json(newReleaseJson(r.release, r.reply), 201);
-    },
-  );
-
-  app.post(
-    "/:id/abandon",
-    operator,
-    knownQueryParams("POST /v1/releases/:id/abandon"),
-    async (c) => {
-      const id = releaseParam(c);
-      const b = await jsonBody(c, "abandon body", AbandonBody);
-      const r = await o.api.abandon(id, actorOf(b.actor), b.reason, b.lanes);
-      return answer(c, r, (a) => ({
-        id,
-        state: a.release.state,
-        generation: a.release.generation,
-        lanes: a.release.abandoned?.lanes ?? {},
-      }));
-    },
-  );
-
   app.get("/:id/record", reader, knownQueryParams("GET /v1/releases/:id/record"), async (c) => {
     return c.json(await o.api.releaseRecord(releaseParam(c), o.repository));
   });
 
-  app.post("/:id/accept", operator, knownQueryParams("POST /v1/releases/:id/accept"), async (c) => {
-    const id = releaseParam(c);
-    const b = await jsonBody(c, "accept body", AcceptBody, {
-      example: '{"by": "owner@example.com", "expires_at": "2027-01-31T00:00:00Z"}',
-    });
-    const r = await o.api.accept(id, b.by, {
-      ...(b.expires_at ? { expires_at: Date.parse(b.expires_at) } : {}),
-      ...(b.note ? { note: b.note } : {}),
-      ...(b.record_digest ? { record_digest: b.record_digest } : {}),
-    });
-    return answer(c, r, (a) => ({ id, state: a.release.state, ...a.reply }));
-  });
-
-  app.post("/:id/pause", operator, knownQueryParams("POST /v1/releases/:id/pause"), async (c) => {
-    const id = releaseParam(c);
-    const b = await jsonBody(c, "pause body", PauseBody);
-    const r = await o.api.pause(id, actorOf(b.actor), b.reason);
-    return answer(c, r, (a) => ({ id, state: a.release.state, reason: a.release.reason }));
-  });
-
-  app.post(
-    "/:id/confirm-restore",
-    operator,
-    knownQueryParams("POST /v1/releases/:id/confirm-restore"),
-    async (c) => {
-      const id = releaseParam(c);
-      const b = await jsonBody(c, "confirm-restore body", ConfirmRestoreBody);
-      const r = await o.api.confirmRestore(id, actorOf(b.actor), b.reason);
-      return answer(c, r, (a) => ({
-        id,
-        state: a.release.state,
-        reason: a.release.reason,
-        restore: a.release.restore ?? null,
-      }));
-    },
+  // The operator verbs on a release (domain/verbs.ts): abort, resume, pause, release, promote,
+  // abandon, confirm-restore, rollback, roll-forward, accept.
+  app.route(
+    "/",
+    verbRoutes("release", {
+      api: o.api,
+      operatorTokens: o.operatorTokens,
+      readTokens: o.readTokens,
+      recipeBody: {
+        limit,
+        read: async (c) => {
+          const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
+          if (body.rollback) {
+            throw badRequest("roll-forward body", [
+              {
+                path: "rollback",
+                message: "a roll forward is never a rollback",
+                fix: "drop `rollback`, or roll back a succeeded release with POST …/rollback",
+              },
+            ]);
+          }
+          return body;
+        },
+      },
+    }),
   );
-
-  // Recovery verification (docs/lifecycle.md "Recovery verification"): 202, the reading is
-  // under way; `GET /v1/releases/:id` shows `verification` once it is judged.
-  app.post("/:id/verify", operator, knownQueryParams("POST /v1/releases/:id/verify"), async (c) => {
-    const id = releaseParam(c);
-    const b = await jsonBody(c, "verify body", VerifyBody);
-    const r = await o.api.verify(id, actorOf(b.actor));
-    if (!r.ok) return answer(c, r, () => ({}));
-    return c.json(
-      { id, state: r.release.state, verification: r.release.verification ?? null },
-      202,
-    );
-  });
-
-  app.post(
-    "/:id/release",
-    operator,
-    knownQueryParams("POST /v1/releases/:id/release"),
-    async (c) => {
-      const id = releaseParam(c);
-      const b = await jsonBody(c, "release body", PromoteBody);
-      const r = await o.api.release(id, actorOf(b.actor), b.reason);
-      return answer(c, r, (a) => ({
-        id,
-        state: a.release.state,
-        generation: a.release.generation,
-      }));
-    },
-  );
-
-  app.post("/:id/resume", operator, knownQueryParams("POST /v1/releases/:id/resume"), async (c) => {
-    const id = releaseParam(c);
-    const r = await o.api.resume(id, "operator");
-    return answer(c, r, (a) => ({ id, state: a.release.state }));
-  });
 
   return app;
 }

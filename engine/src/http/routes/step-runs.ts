@@ -1,35 +1,26 @@
 /**
  * Runner-facing routes (docs/engine.md): preflight and callback, authenticated by the HMAC
  * credential over the RAW body bytes, which are then decoded and parsed (those same bytes,
- * never a re-serialisation: failure case F12). Plus the operator's retry of a step run.
+ * never a re-serialisation: failure case F12). Plus the operator verbs on a step run (retry,
+ * resolve: routes/verbs.ts).
  */
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import type { Json } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Store } from "../../ports/store.ts";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBody } from "../../protocol/credential.ts";
-import { STEP_RUN_ID_PATTERN } from "../../protocol/ids.ts";
 import {
   CALLBACK_BODY_MAX_BYTES,
   CallbackBody,
   PreflightRequest,
 } from "../../protocol/messages.ts";
-import type { Accepted, Refusal, ReleaseApi } from "../../service/api.ts";
-import { badCredentialMessage, requireBearer } from "../auth.ts";
+import type { ReleaseApi } from "../../service/api.ts";
+import { badCredentialMessage } from "../auth.ts";
 import { badRequest, errorResponse, zodProblems } from "../errors.ts";
-import { knownQueryParams } from "../query-params.ts";
 import type { RunnerClaims, RunnerCredentialMode, RunnerOidcVerifier } from "../runner-oidc.ts";
-import { ActorField, actorOf, jsonBody, ReasonField } from "./operator-body.ts";
-
-const ResolveBody = z
-  .object({
-    reason: ReasonField.default(""),
-    actor: ActorField,
-  })
-  .strict();
+import { answer, stepRunParam, verbRoutes } from "./verbs.ts";
 
 export interface StepRunRouteOptions {
   api: ReleaseApi;
@@ -53,31 +44,6 @@ const tooLarge = (): never => {
     `[engine] request body over ${CALLBACK_BODY_MAX_BYTES} bytes; cut the log tail to 256 KiB`,
   );
 };
-
-/** Validates the `:id` path parameter as a step-run id. @throws BatonError 400. */
-export function stepRunParam(c: Context): string {
-  const id = c.req.param("id") ?? "";
-  if (!STEP_RUN_ID_PATTERN.test(id)) {
-    throw badRequest("step run id", [
-      {
-        path: "id",
-        message: `${JSON.stringify(id.slice(0, 64))} is not a step run id`,
-        fix: "use an id such as sr_17_6_f (sr_<release>_<step>_<f|b>)",
-      },
-    ]);
-  }
-  return id;
-}
-
-/** Answers a service result: the refusal's status, or 200 with `ok`'s body. */
-export function answer(
-  c: Context,
-  r: Accepted | Refusal,
-  ok: (a: Accepted) => Record<string, unknown>,
-): Response {
-  if (!r.ok) return errorResponse(c, r.status, r.code, r.reason, r.problems);
-  return c.json(ok(r), 200);
-}
 
 /** Deepest nesting of arrays/objects accepted in a preflight or callback body. */
 const MAX_BODY_DEPTH = 64;
@@ -282,27 +248,14 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
 
   // The runner's preflight and callback take any query (a callback URL may carry its own);
   // the operator verbs take none.
-  app.post(
-    "/:id/retry",
-    requireBearer(o.operatorTokens, "operator", o.readTokens),
-    knownQueryParams("POST /v1/releases/step-runs/:id/retry"),
-    async (c) => {
-      const id = stepRunParam(c);
-      const r = await o.api.retry(id, "operator");
-      return answer(c, r, (a) => ({ step_run_id: id, release_state: a.release.state }));
-    },
-  );
-
-  app.post(
-    "/:id/resolve",
-    requireBearer(o.operatorTokens, "operator"),
-    knownQueryParams("POST /v1/releases/step-runs/:id/resolve"),
-    async (c) => {
-      const id = stepRunParam(c);
-      const b = await jsonBody(c, "resolve body", ResolveBody);
-      const r = await o.api.resolve(id, actorOf(b.actor), b.reason);
-      return answer(c, r, (a) => ({ step_run_id: id, release_state: a.release.state }));
-    },
+  // The operator verbs on a step run (domain/verbs.ts): retry, resolve.
+  app.route(
+    "/",
+    verbRoutes("step_run", {
+      api: o.api,
+      operatorTokens: o.operatorTokens,
+      readTokens: o.readTokens ?? o.operatorTokens,
+    }),
   );
 
   return app;

@@ -4,7 +4,7 @@
  * the operator's own words: a refused abort's data holds the abort's `reason` ("aborted by
  * operator"), which says why the operator asked, not why the engine said no.
  */
-import type { HistoryEntry, Json } from "../../domain/types.ts";
+import type { HistoryEntry, Json } from "../domain/types.ts";
 
 /** Event kinds whose `data.reason` is the operator's text, not a refusal reason. */
 const OPERATOR_KINDS = new Set(["abort", "resume", "retry", "start"]);

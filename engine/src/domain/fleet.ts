@@ -16,12 +16,48 @@
  * control plane reports it (`LaneState.image`) or else as the target last reported it in a
  * step's result (`image` of a check in checks.json: the runtime's answer when the step ran).
  */
-import type { Json, Release } from "../../domain/types.ts";
-import type { LanesRead } from "../../ports/control-plane.ts";
-import type { AttemptResult } from "../../ports/store.ts";
-import type { LaneState } from "../../protocol/control-plane.ts";
-import type { ReleaseRecord } from "../../service/api.ts";
-import { stepWords, summarize } from "./summary.ts";
+import type { LaneState, LanesRead } from "../protocol/control-plane.ts";
+import { stepWords } from "./step-words.ts";
+import type { Json, Release } from "./types.ts";
+
+/** A step run's result as the fleet reads it: its `checks.json` and when it arrived (epoch ms). */
+export interface FleetStepResult {
+  step_run_id: string;
+  checks: Json;
+  received_at: number;
+}
+
+/** One release with the results its runner steps reported (the service's `ReleaseRecord` fits). */
+export interface FleetRecord {
+  release: Release;
+  attempt_results: readonly FleetStepResult[];
+}
+
+/**
+ * Per lane of `r`'s manifest, the image Baton's steps left it with: `new` while a succeeded
+ * forward deploy of the lane stands (no succeeded undo), else `previous`; and its wave, from 1
+ * (0 when it is in none).
+ */
+export function laneImages(r: Release): { id: string; image: "new" | "previous"; wave: number }[] {
+  const steps = r.manifest.steps;
+  return r.manifest.lanes.map((l) => {
+    const deployed = r.step_runs.some((sr) => {
+      const step = steps[sr.step_index];
+      return (
+        step?.lane === l.id &&
+        step.kind === "runner" &&
+        sr.direction === "fwd" &&
+        sr.state === "succeeded" &&
+        step.backward !== null &&
+        !r.step_runs.some(
+          (b) => b.step_index === sr.step_index && b.direction === "bwd" && b.state === "succeeded",
+        )
+      );
+    });
+    const wave = r.manifest.waves.findIndex((w) => w.lanes.includes(l.id));
+    return { id: l.id, image: deployed ? "new" : "previous", wave: wave + 1 };
+  });
+}
 
 /** What Baton's newest release of a lane declared for it. */
 export interface DesiredLane {
@@ -96,13 +132,12 @@ function ran(r: Release): boolean {
 }
 
 /** Replays the succeeded control-plane writes of `r` into per-lane desired values. */
-function declared(rec: ReleaseRecord): Map<string, DesiredLane> {
+function declared(rec: FleetRecord): Map<string, DesiredLane> {
   const r = rec.release;
   const steps = r.manifest.steps;
-  const facts = summarize(r, [], rec.attempt_results);
   const out = new Map<string, DesiredLane>();
   const before = new Map((r.baseline?.lanes ?? []).map((b) => [b.id, str(b.image ?? undefined)]));
-  for (const l of facts.lanes) {
+  for (const l of laneImages(r)) {
     const confirmed = r.abandoned?.lanes[l.id];
     // Not deployed (never, or undone): what the lane ran at start, which is what compensation
     // restores (domain/catalogue.ts restoreImage); previous_image only when the baseline could
@@ -151,13 +186,13 @@ function str(v: Json | undefined): string | null {
 
 /** The newest image a target reported for each lane in its step results (`image` of a check). */
 function targetImages(
-  records: ReleaseRecord[],
+  records: readonly FleetRecord[],
 ): Map<string, { ref: string; at: number; step: string }> {
   const out = new Map<string, { ref: string; at: number; step: string }>();
   for (const rec of records) {
     const r = rec.release;
     const byRun = new Map(r.step_runs.map((s) => [s.id, s]));
-    for (const a of rec.attempt_results as AttemptResult[]) {
+    for (const a of rec.attempt_results) {
       const sr = byRun.get(a.step_run_id);
       const step = sr ? r.manifest.steps[sr.step_index] : undefined;
       if (!step?.lane || !Array.isArray(a.checks)) continue;
@@ -188,7 +223,7 @@ function sameList(a: string[], b: string[]): boolean {
  * and the control plane's read of each model's lanes (absent = not read).
  */
 export function fleetFacts(
-  records: ReleaseRecord[],
+  records: readonly FleetRecord[],
   reads: ReadonlyMap<string, LanesRead>,
 ): FleetModel[] {
   const newestFirst = [...records].sort((a, b) => b.release.created_at - a.release.created_at);

@@ -2,7 +2,7 @@
  * Small formatting helpers for the dashboard: times (UTC, to the second), durations,
  * GitHub run links and check ordering. Pure; no I/O.
  */
-import type { Json } from "../../domain/types.ts";
+import type { Json } from "../domain/types.ts";
 
 /** Epoch ms -> `2026-11-29 02:00:00Z` (UTC, so every reader sees the same clock). */
 export function time(ms: number | null | undefined): string {

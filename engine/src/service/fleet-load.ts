@@ -4,10 +4,11 @@
  * (sha256 of the release list's ids, states and versions plus the lanes read) that changes
  * whenever the page would.
  */
-import type { ControlPlane, LanesRead } from "../../ports/control-plane.ts";
-import { sha256Hex } from "../../protocol/sha256.ts";
-import type { ReleaseApi } from "../../service/api.ts";
-import { type FleetModel, fleetFacts } from "./fleet.ts";
+
+import { type FleetModel, fleetFacts } from "../domain/fleet.ts";
+import type { ControlPlane, LanesRead } from "../ports/control-plane.ts";
+import { sha256Hex } from "../protocol/sha256.ts";
+import type { ReleaseApi } from "./api.ts";
 
 /** Releases listed per read (newest first). */
 export const FLEET_RELEASES = 100;

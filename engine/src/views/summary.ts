@@ -5,10 +5,12 @@
  * step's failure). Pure; built from the release record (release, history, attempt results).
  * Numbers are for people: steps and waves count from 1.
  */
-import { causeOf } from "../../domain/notifications.ts";
-import { rollbackDone } from "../../domain/transition/recovery.ts";
-import type { HistoryEntry, Json, ManifestStep, Release, StepRun } from "../../domain/types.ts";
-import type { AttemptResult } from "../../ports/store.ts";
+import { laneImages } from "../domain/fleet.ts";
+import { causeOf } from "../domain/notifications.ts";
+import { stepWords } from "../domain/step-words.ts";
+import { rollbackDone } from "../domain/transition/recovery.ts";
+import type { HistoryEntry, Json, ManifestStep, Release, StepRun } from "../domain/types.ts";
+import type { AttemptResult } from "../ports/store.ts";
 import { type CheckRow, checkRows } from "./format.ts";
 import { OPERATOR_EVENTS, readOnce } from "./history-label.ts";
 
@@ -33,11 +35,6 @@ export function weightsText(w: Record<string, number>): string {
   return Object.entries(w)
     .map(([k, v]) => `${k} ${v}%`)
     .join(", ");
-}
-
-/** `step 9 (wave 2)`: a step for people. */
-export function stepWords(step: ManifestStep): string {
-  return `step ${step.index + 1} (wave ${step.wave + 1})`;
 }
 
 /** Evidence of one failing check, as the runner's checks.json recorded it. */
@@ -225,28 +222,12 @@ export function summarize(
       };
     }
   }
-  const lanes = r.manifest.lanes.map((l) => {
-    const deployed = r.step_runs.some((sr) => {
-      const step = steps[sr.step_index];
-      return (
-        step?.lane === l.id &&
-        step.kind === "runner" &&
-        sr.direction === "fwd" &&
-        sr.state === "succeeded" &&
-        step.backward !== null &&
-        !r.step_runs.some(
-          (b) => b.step_index === sr.step_index && b.direction === "bwd" && b.state === "succeeded",
-        )
-      );
-    });
-    const wave = r.manifest.waves.findIndex((w) => w.lanes.includes(l.id));
-    return {
-      id: l.id,
-      image: deployed ? ("new" as const) : ("previous" as const),
-      weight: traffic ? (traffic.weights[l.id] ?? 0) : null,
-      wave: wave + 1,
-    };
-  });
+  const lanes = laneImages(r).map((l) => ({
+    id: l.id,
+    image: l.image,
+    weight: traffic ? (traffic.weights[l.id] ?? 0) : null,
+    wave: l.wave,
+  }));
 
   const why = r.reason ? readOnce(r.reason) : null;
   return {

@@ -5,17 +5,28 @@
  * have confirmation pages; resolve and abandon (which need a reason and lane confirmations)
  * are shown with their CLI command.
  */
-import { type LifecycleVerb, lifecycleActions } from "../../domain/lifecycle.ts";
+import { type LifecycleVerb, lifecycleActions } from "../domain/lifecycle.ts";
+import { stepWords } from "../domain/step-words.ts";
 import {
   type AvailableAction,
   availableActions,
   verifyAction,
-} from "../../domain/transition/exits.ts";
-import { type PlannedStep, planOf } from "../../domain/transition/plan.ts";
-import { rollbackDone } from "../../domain/transition/recovery.ts";
-import type { Release } from "../../domain/types.ts";
-import type { PlanWords } from "./action-pages.tsx";
-import { stepAction, stepWords } from "./summary.ts";
+} from "../domain/transition/exits.ts";
+import { type PlannedStep, planOf } from "../domain/transition/plan.ts";
+import { rollbackDone } from "../domain/transition/recovery.ts";
+import type { Release } from "../domain/types.ts";
+import { dashboardPath } from "../domain/verbs.ts";
+import { stepAction } from "./summary.ts";
+
+/** What an action leads to, for people: steps grouped by lane, in the order they run. */
+export interface PlanWords {
+  /** `Will be undone, in this order` / `Will run, in this order` / `Will NOT be undone`. */
+  heading: string;
+  /** Lane (or `traffic (all lanes)`) -> step descriptions in run order. */
+  lanes: { lane: string; steps: string[] }[];
+  /** When nothing runs: what happens instead. */
+  empty: string;
+}
 
 /** One action offered. */
 export interface Offer {
@@ -70,7 +81,7 @@ export function offers(r: Release): Offer[] {
             target: a.target,
             label: undo ? `Retry the undo of ${words}…` : `Retry ${words}…`,
             effect: a.effect,
-            href: `/step-runs/${a.target}/retry`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -80,7 +91,7 @@ export function offers(r: Release): Offer[] {
             target: a.target,
             label: r.state === "pending" ? "Start release…" : "Resume release…",
             effect: a.effect,
-            href: `/releases/${a.target}/resume`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -93,7 +104,7 @@ export function offers(r: Release): Offer[] {
               r.high_water_mark < 0
                 ? a.effect
                 : `undoes every step that may have taken effect, from step ${r.high_water_mark + 1} down to step 1, then ends rolled back`,
-            href: `/releases/${a.target}/abort`,
+            href: dashboardPath(a.action, a.target),
             danger: true,
             command: a.command,
           };
@@ -103,7 +114,7 @@ export function offers(r: Release): Offer[] {
             target: a.target,
             label: "Pause release…",
             effect: a.effect,
-            href: `/releases/${a.target}/pause`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -113,7 +124,7 @@ export function offers(r: Release): Offer[] {
             target: a.target,
             label: "Release (first exposure)…",
             effect: a.effect,
-            href: `/releases/${a.target}/release`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -123,7 +134,7 @@ export function offers(r: Release): Offer[] {
             target: a.target,
             label: "Confirm the restore action…",
             effect: a.effect,
-            href: `/releases/${a.target}/confirm-restore`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -133,7 +144,7 @@ export function offers(r: Release): Offer[] {
             target: a.target,
             label: r.state === "needs_operator" ? "Verify the lanes again…" : "Verify the lanes…",
             effect: a.effect,
-            href: `/releases/${a.target}/verify`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -146,7 +157,7 @@ export function offers(r: Release): Offer[] {
                 ? "Promote to the next wave…"
                 : "Promote past the inconclusive gate…",
             effect: a.effect,
-            href: `/releases/${a.target}/promote`,
+            href: dashboardPath(a.action, a.target),
             danger: false,
             command: a.command,
           };
@@ -190,7 +201,7 @@ export function lifecycleOffers(
           target: a.target,
           label: "Roll back…",
           effect: a.effect,
-          href: `/releases/${a.target}/rollback`,
+          href: dashboardPath(a.action, a.target),
           danger: true,
           command: a.command,
         }
@@ -199,7 +210,7 @@ export function lifecycleOffers(
           target: a.target,
           label: "Roll forward (CLI)…",
           effect: a.effect,
-          href: `/releases/${a.target}/roll-forward`,
+          href: dashboardPath(a.action, a.target),
           danger: false,
           command: a.command,
         },
