@@ -3,11 +3,14 @@
  * BATON_ENGINE_URL), `--token <token>` (env BATON_TOKEN). Read commands take `--json`.
  * Exit codes: 0 ok, 1 failed or refused, 2 usage (docs/cli.md).
  */
+
+import { dirname, resolve } from "node:path";
 import { Command, CommanderError, Option } from "commander";
 import { VERBS, type VerbName } from "../domain/verbs.ts";
 import { type Connection, connection } from "./client.ts";
 import * as cmd from "./commands.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
+import { gitSource } from "./git-source.ts";
 import { demo, serve } from "./serve.ts";
 import { startPending } from "./start-pending.ts";
 import { runVerify } from "./verify.ts";
@@ -243,10 +246,14 @@ export async function runCli(
   program
     .command("start-pending")
     .description(
-      "start every recipe whose manifest digest has no release yet (the recipe workflow's start)",
+      "start every recipe whose content is not what stands for its model (the recipe workflow's start)",
     )
     .argument("<recipe...>", "recipe YAML (or .json) files, e.g. every file in recipes/")
     .option("--dry-run", "only print what would be started")
+    .option(
+      "--commit <rev>",
+      "the commit the recipe files come from (e.g. HEAD): a commit older than the newest one a model's releases came from starts nothing (superseded)",
+    )
     .option("--key <file>", "sign each started manifest with this PEM private key (baton keygen)")
     .option("--key-id <id>", "the key's id in the engine's trust policy (with --key)")
     .option(
@@ -278,6 +285,7 @@ export async function runCli(
           keyless?: boolean;
           attestation?: string[];
           githubAttestations?: string;
+          commit?: string;
         } & cmd.KeylessFlags,
         c: Command,
       ) => {
@@ -295,6 +303,10 @@ export async function runCli(
             ...(attestations.length ? { attestations } : {}),
             ...(o.githubAttestations
               ? { github: cmd.githubAttestationSource(o.githubAttestations, cmd.envOf(io)) }
+              : {}),
+            // Git is asked where the recipes are (the checkout they come from).
+            ...(o.commit !== undefined
+              ? { git: gitSource(o.commit, dirname(resolve(files[0] ?? "."))) }
               : {}),
           },
           io,

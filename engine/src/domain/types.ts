@@ -12,6 +12,7 @@ import type { Notice, NoticeKind } from "./notice.ts";
 import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisite-checks.ts";
 import type { RecoveryClass } from "./recipe.ts";
 import type { FailingCheck } from "./result-evidence.ts";
+import type { SourcePosition } from "./source-order.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
 import type {
   LaneDesired,
@@ -315,6 +316,11 @@ export interface Release {
    * or asked by `baton verify`. Absent when none was made.
    */
   verification?: RecoveryVerification | null;
+  /**
+   * The commit of the recipe repository the recipe workflow started the release from
+   * (docs/lifecycle.md "Merge order is release order"). Absent on releases started otherwise.
+   */
+  source?: SourcePosition;
   created_at: number;
   updated_at: number;
 }
