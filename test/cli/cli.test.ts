@@ -263,11 +263,15 @@ describe("start, status, record", () => {
     expect(one.stdout).toContain(`${live.ids.late}  rolled_back`);
     expect(one.stdout).toContain("high-water mark: step 3 (steps 1 to 3 may have taken effect)");
     expect(one.stdout).toMatch(/← undo step 3 \(wave 1\) restore queue lane · lane-a: succeeded/);
-    // No internal numbers: no negative cursor, no "cursor", and no action for an ended release.
+    // No internal numbers: no negative cursor, no "cursor"; an ended release accepts only
+    // verify (it reads the lanes and records what it found; the state stays).
     expect(one.stdout).not.toMatch(/step -1|cursor/);
     // This release paused on an unknown step and was then aborted: an operator abort, not a failure.
     expect(one.stdout).toContain("Rolled back after an operator abort by operator");
-    expect(one.stdout).not.toContain("what you can do");
+    const offered = one.stdout.split("what you can do:\n")[1]?.split(/\n(?! {2})/)[0];
+    expect(offered).toBe(
+      `  baton verify ${live.ids.late}  # reads every lane (control plane, and the machines of the lanes a runner step touched) and compares it with the observed baseline; the result is recorded, the release stays rolled_back`,
+    );
     // A later release of the model (the paused one) is in flight on its lanes: no lifecycle
     // verb starts from this one (docs/lifecycle.md); the roll-forward offer: the next test.
     expect(one.stdout).not.toContain("baton roll-forward");

@@ -20,6 +20,7 @@ import type { ControlPlane } from "../../engine/src/ports/control-plane.ts";
 import type { MetricsSource } from "../../engine/src/ports/metrics-source.ts";
 import type { Notifier } from "../../engine/src/ports/notifier.ts";
 import type { Store } from "../../engine/src/ports/store.ts";
+import type { TargetProbe } from "../../engine/src/ports/target-probe.ts";
 import { signBody } from "../../engine/src/protocol/credential.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import type { Domain } from "../../engine/src/service/domain.ts";
@@ -205,6 +206,8 @@ export async function makeHarness(
     leaseMs?: number;
     /** Ask rollback prerequisites by a runner probe step per lane (default off). */
     runnerProbe?: boolean;
+    /** What the engine asks lanes' machines through (default none: runner reports). */
+    targetProbe?: TargetProbe;
   } = {},
 ): Promise<Harness> {
   const dir = o.dir ?? mkdtempSync(path.join(tmpdir(), "baton-svc-"));
@@ -227,6 +230,7 @@ export async function makeHarness(
       ...(o.domain ? { domain: o.domain } : {}),
       reconciler: { leaseMs: o.leaseMs ?? 60_000 },
       ...(o.runnerProbe ? { runnerProbe: true } : {}),
+      ...(o.targetProbe ? { targetProbe: o.targetProbe } : {}),
       log: { info() {}, warn() {}, error() {} },
     },
   );

@@ -23,6 +23,7 @@ import {
 import { preflight } from "./transition/preflight.ts";
 import { callback, dispatchAccepted, dispatchFailed, runnerDeadline } from "./transition/runner.ts";
 import { stopChecked } from "./transition/stop.ts";
+import { verified, verifyRequested } from "./transition/verify.ts";
 import type { Manifest, Release, ReleaseEvent, TransitionResult } from "./types.ts";
 
 /**
@@ -133,6 +134,10 @@ function route(d: Draft): Refusal | undefined {
       return confirmRestore(d, e);
     case "promote":
       return promote(d, e);
+    case "verify":
+      return verifyRequested(d, e);
+    case "verified":
+      return verified(d, e);
     case "gate":
       if (guards.isTerminal(r)) {
         d.ignore(`[engine] gate evaluation ignored: release ${r.id} is ${r.state}`);

@@ -8,14 +8,20 @@ import type { Analysis } from "./gate/analysis.ts";
 import type { GateDecision, GatePhase } from "./gate/decide.ts";
 import type { GateEvidence, MetricEvidence } from "./gate/evidence.ts";
 import type { StopConditionInput } from "./gate/stop-condition.ts";
+import type { Json } from "./json.ts";
 import type { Notice, NoticeKind } from "./notice.ts";
 import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisite-checks.ts";
 import type { RecoveryClass } from "./recipe.ts";
 import type { FailingCheck } from "./result-evidence.ts";
 import type { SourcePosition } from "./source-order.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
+import type {
+  LaneDesired,
+  RecoveryVerification,
+  VerificationReading,
+} from "./verification-shapes.ts";
 
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type { Json } from "./json.ts";
 
 // ---------------------------------------------------------------- manifest
 
@@ -364,6 +370,12 @@ export interface Release {
    */
   prerequisites?: PrerequisiteReport;
   /**
+   * The latest recovery verification (docs/lifecycle.md "Recovery verification"): after an
+   * undo (the release stays `compensating` until it passes; a mismatch waits `needs_operator`)
+   * or asked by `baton verify`. Absent when none was made.
+   */
+  verification?: RecoveryVerification | null;
+  /**
    * The commit of the recipe repository the recipe workflow started the release from
    * (docs/lifecycle.md "Merge order is release order"). Absent on releases started otherwise.
    */
@@ -580,6 +592,23 @@ export type ReleaseEvent =
       reason: string;
     }
   | {
+      /**
+       * Verify the release's lanes against what they should be (docs/lifecycle.md "Recovery
+       * verification"): after an undo whose verification failed (`needs_operator`), or of a
+       * `succeeded` or `rolled_back` release. The reading is an effect; `verified` its outcome.
+       */
+      type: "verify";
+      actor: string;
+    }
+  | {
+      /** The outcome of a `verify` effect: what the control plane and the targets showed. */
+      type: "verified";
+      /** The verification it answers (`Release.verification.seq`) and its generation. */
+      seq: number;
+      generation: number;
+      reading: VerificationReading;
+    }
+  | {
       /** needs_operator -> abandoned, once the operator confirms what every lane runs. */
       type: "abandon";
       actor: string;
@@ -681,13 +710,31 @@ export interface StopCheckEffect {
   not_before: number | null;
 }
 
+/**
+ * Read every lane of the release once (docs/lifecycle.md "Recovery verification"): the control
+ * plane's lanes, and for each lane with `target` its machine (the engine's target probe, else the
+ * lane's last runner report). The reconciler feeds the reading back as a `verified` event.
+ * Performs nothing external but reads.
+ */
+export interface VerifyEffect {
+  type: "verify";
+  /** The verification it reads for (`Release.verification.seq`). */
+  seq: number;
+  generation: number;
+  /** The lanes and the image each should run (the target is asked with it). */
+  lanes: Pick<LaneDesired, "id" | "image" | "target">[];
+  /** Epoch ms before which the read must not run (backoff after a read error); null = now. */
+  not_before: number | null;
+}
+
 /** Effects are data (docs/state-machine.md): written to the outbox in the transition's transaction. */
 export type Effect =
   | DispatchEffect
   | ControlPlaneEffect
   | DeadlineEffect
   | GateEffect
-  | StopCheckEffect;
+  | StopCheckEffect
+  | VerifyEffect;
 
 /**
  * One GitHub deployment status of a release (domain/deployments.ts). Never emitted by the

@@ -150,6 +150,13 @@ export interface ReleaseApi {
    * rollback: the operator ran it (reason: what and what it showed); it ends `rolled_back`.
    */
   confirmRestore(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
+  /**
+   * Verify the release's lanes (docs/lifecycle.md "Recovery verification"): after an undo whose
+   * verification failed (`needs_operator`), or of a `succeeded` / `rolled_back` release. Accepted:
+   * the reading is under way (`release.verification.state` is `verifying`); its result comes
+   * with the `verified` event. 409 in other states, naming why.
+   */
+  verify(id: string, actor: string): Promise<Accepted | Refusal>;
   /** needs_operator: the operator did this backward step run's effect by hand (reason required). */
   resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   /**

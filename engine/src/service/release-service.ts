@@ -248,6 +248,10 @@ export class ReleaseService implements ReleaseApi {
     return this.operator.resolve(stepRunId, actor, reason);
   }
 
+  verify(id: string, actor: string): Promise<Accepted | Refusal> {
+    return this.operator.verify(id, actor);
+  }
+
   abandon(
     id: string,
     actor: string,

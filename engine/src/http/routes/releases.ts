@@ -186,6 +186,8 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
     // The stop condition's watch: its latest evaluation (docs/gate.md "The stop condition").
     stop: release.stop ?? null,
     abandoned: release.abandoned ?? null,
+    // The latest recovery verification (docs/lifecycle.md "Recovery verification"), or null.
+    verification: release.verification ?? null,
     available_actions: availableActions(release),
     lifecycle_actions: lifecycleActions(release, o),
     // Why a verb its state would offer cannot be taken (superseded, no earlier admitted
