@@ -72,8 +72,9 @@ export interface CorePorts {
   /** Where gates read their numbers; none: every gate's evidence is missing (docs/gate.md). */
   metrics?: MetricsSource;
   /**
-   * Asks lanes' machines a rollback's prerequisites (docs/lifecycle.md); none: the checks are
-   * recorded as not asked and the rollback goes on.
+   * Asks lanes' machines a rollback's prerequisites and, when a recovery is verified, what they
+   * run and their health (docs/lifecycle.md); none: the prerequisite checks are recorded as not
+   * asked and the rollback goes on, and verification reads the lanes' last runner reports.
    */
   targetProbe?: TargetProbe;
   /**
@@ -183,6 +184,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
       log,
       releases: service,
       ...(ports.metrics ? { metrics: ports.metrics } : {}),
+      ...(ports.targetProbe ? { targetProbe: ports.targetProbe } : {}),
       ...(notify
         ? {
             notifiers: new Map<string, Notifier>(notify.notifiers.map((n) => [n.channel, n])),

@@ -564,6 +564,7 @@ export interface FakeCall {
   method:
     | "abort"
     | "confirm_restore"
+    | "verify"
     | "resume"
     | "retry"
     | "resolve"
@@ -614,6 +615,12 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
       return structuredClone(get(id));
     },
     async releaseRecord() {
+      return unsupported();
+    },
+    async sourceMark() {
+      return unsupported();
+    },
+    async acknowledgeSource() {
       return unsupported();
     },
     async accept() {
@@ -675,6 +682,10 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
       if (r.release.state !== "paused") return refuse(`[engine] release ${id} is not paused`);
       r.release.state = "running";
       return accept(r);
+    },
+    async verify(id, actor) {
+      calls.push({ method: "verify", target: id, actor });
+      return accept(get(id));
     },
     async confirmRestore(id, actor) {
       calls.push({ method: "confirm_restore", target: id, actor });

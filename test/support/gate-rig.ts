@@ -84,7 +84,10 @@ export async function rig(kind: "sqlite" | "postgres", candidateErrorRate = 0.01
  * its attach step runs (and the previous image again when it is restored); the router sends
  * units in proportion to the fake clock's advance.
  */
-export async function run(g: Rig, o: { deploy?: boolean; send?: boolean } = {}): Promise<void> {
+export async function run(
+  g: Rig,
+  o: { deploy?: boolean; send?: boolean; until?: () => Promise<unknown> } = {},
+): Promise<void> {
   let last = g.h.clock.now();
   await drive(
     g.h,
@@ -103,6 +106,7 @@ export async function run(g: Rig, o: { deploy?: boolean; send?: boolean } = {}):
       last = now;
       if (units > 0 && o.send !== false) g.traffic.send(units);
     },
+    o.until,
   );
 }
 

@@ -1,5 +1,5 @@
 /**
- * Confirmation pages (issue 16): they list, lane by lane, what the action will undo or run
+ * Confirmation pages: they list, lane by lane, what the action will undo or run
  * (the same compensation rule the transition applies), and an action the engine would refuse
  * gets no form: the page says so (409) and lists the actions it accepts now.
  */
@@ -59,8 +59,11 @@ describe("what an action will do", () => {
     expect(done.html).not.toContain('name="csrf"');
     const t = text(done.html);
     expect(t).toContain("The engine does not accept abort for r3 now");
-    // A rolled-back release accepts only the lifecycle verb roll forward (a new release).
-    expect(t).toMatch(/It accepts: Roll forward \(CLI\)… baton roll-forward r3/);
+    // A rolled-back release accepts a verification of its lanes (which changes no state) and
+    // the lifecycle verb roll forward (a new release); nothing else.
+    expect(t).toMatch(
+      /It accepts: Verify the lanes… baton verify r3 Roll forward \(CLI\)… baton roll-forward r3 \S+ --bundle \S+ Back/,
+    );
     const paused = await get("/releases/r5/abandon");
     expect(paused.status).toBe(409);
     expect(text(paused.html)).toMatch(/It accepts: .*Retry step 2 \(wave 1\)/);

@@ -100,6 +100,29 @@ describe("the gate in the transition", () => {
     ]);
   });
 
+  it("wait: carries the streaks the limits count to the next evaluation", () => {
+    const { r } = atGate(gated(), 0);
+    const one = ok(r, { type: "gate", evidence: evidence(r, { read_error: true }) }, T0 + 1500);
+    expect(one.effects).toEqual([
+      expect.objectContaining({ seq: 2, streak: { errors: 1, undecided: 0 } }),
+    ]);
+    const two = ok(
+      one.release,
+      { type: "gate", evidence: evidence(one.release, { read_error: true, undecided: false }) },
+      T0 + 3500,
+    );
+    expect(two.effects[0]).toMatchObject({ seq: 3, streak: { errors: 2, undecided: 0 } });
+    // A read that worked ends the error streak; an undecided look starts its own.
+    const three = ok(
+      two.release,
+      { type: "gate", evidence: evidence(two.release, { undecided: true }) },
+      T0 + 5500,
+    );
+    expect(three.effects[0]).toMatchObject({ seq: 4, streak: { errors: 0, undecided: 1 } });
+    const four = ok(three.release, { type: "gate", evidence: evidence(three.release) }, T0 + 7500);
+    expect(four.effects[0]).not.toHaveProperty("streak");
+  });
+
   it("evidence bound to another release, generation, manifest or wave satisfies no guard", () => {
     const { r } = atGate(gated(), 0);
     for (const other of [

@@ -628,6 +628,7 @@ export function verbBody(
   });
   for (const f of v.flags) {
     const given = o[optionKey(f.flag)];
+    if (f.body === null) continue;
     if (f.reads === "actor") {
       const actor = actorName(given as string | undefined, env);
       if (actor) body[f.body] = actor;
@@ -642,11 +643,42 @@ export function verbBody(
   return body;
 }
 
+/** What `postVerb` sent and got: the id as checked, the body sent, the engine's answer. */
+export interface VerbPosted {
+  id: string;
+  sent: Record<string, unknown>;
+  answer: Record<string, unknown>;
+}
+
+/**
+ * Sends operator verb `name` on `target`: the id checked, the body from the command line
+ * (`verbBody`), one POST to the verb's route. @throws CliError: a bad id or flag (usage, exit
+ * 2), or the engine's refusal (exit 1, its reason).
+ */
+export async function postVerb(
+  conn: Connection,
+  name: VerbName,
+  target: string,
+  args: readonly string[],
+  o: Readonly<Record<string, unknown>>,
+  io: Io,
+): Promise<VerbPosted> {
+  const v = VERBS[name];
+  const id = v.on === "step_run" ? stepRunId(target) : releaseId(target);
+  const body = verbBody(name, args, o, envOf(io));
+  const answer = await new EngineClient(conn).call<Record<string, unknown>>(
+    "POST",
+    verbRoute(name).slice("POST ".length).replace(":id", id),
+    body === undefined ? undefined : JSON.stringify(body),
+  );
+  return { id, sent: body ?? {}, answer };
+}
+
 /**
  * An operator verb (domain/verbs.ts: abort, resume, pause, release, promote, retry, resolve,
- * abandon, confirm-restore, rollback, roll-forward, accept) on `target`: the body from the
- * command line, one POST to the verb's route, and the verb's accepted lines (or the answer
- * with --json). A refusal exits 1 with the engine's reason.
+ * abandon, confirm-restore, rollback, roll-forward, accept) on `target`: `postVerb`, then the
+ * verb's accepted lines (or the answer with --json). A refusal exits 1 with the engine's
+ * reason. A verb with its own action (`cli: "own"`, verify) is not run here.
  */
 export async function verb(
   conn: Connection,
@@ -656,15 +688,8 @@ export async function verb(
   o: Readonly<Record<string, unknown>> & { json: boolean },
   io: Io,
 ): Promise<ExitCode> {
-  const v = VERBS[name];
-  const id = v.on === "step_run" ? stepRunId(target) : releaseId(target);
-  const body = verbBody(name, args, o, envOf(io));
-  const res = await new EngineClient(conn).call<Record<string, unknown>>(
-    "POST",
-    verbRoute(name).slice("POST ".length).replace(":id", id),
-    body === undefined ? undefined : JSON.stringify(body),
-  );
-  if (o.json) printJson(io, res);
-  else print(io, v.accepted(id, res, conn.engine, body ?? {}));
+  const { id, sent, answer } = await postVerb(conn, name, target, args, o, io);
+  if (o.json) printJson(io, answer);
+  else print(io, VERBS[name].accepted(id, answer, conn.engine, sent));
   return EXIT.ok;
 }

@@ -7,7 +7,14 @@ import { waveLabel } from "../domain/gate/waves.ts";
 import { type LifecycleAction, lifecycleActions } from "../domain/lifecycle.ts";
 import { type ReleaseState, TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import { type AvailableAction, availableActions } from "../domain/transition/exits.ts";
-import type { HistoryEntry, Lineage, Manifest, Release, StepRun } from "../domain/types.ts";
+import type {
+  HistoryEntry,
+  Lineage,
+  Manifest,
+  Release,
+  StepRun,
+  StopWatch,
+} from "../domain/types.ts";
 import { visible } from "../domain/visible-text.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import { currentDrift, driftMessage } from "../service/drift.ts";
@@ -34,6 +41,8 @@ export interface RecordJson {
   manifest: Manifest;
   /** Per gated wave, the latest evaluation's decision and figures (engines with gates). */
   gates?: GateSummary[];
+  /** The stop condition's watch (engines with a stop condition; null when not watched). */
+  stop?: StopWatch | null;
   /** Set when a lifecycle verb started the release (docs/lifecycle.md). */
   lineage?: Lineage | null;
   /** The lifecycle verbs the engine accepts now (it checks what a rollback would run). */
@@ -165,6 +174,7 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
   const baseline = asRelease(rec).baseline;
   if (baseline) lines.push(`  observed baseline: ${baselineText(baseline.lanes)}`);
   lines.push(...gateLines(rec));
+  lines.push(...stopLine(rec));
   if (rec.lineage) {
     lines.push(
       rec.lineage.verb === "rollback"
@@ -282,4 +292,18 @@ export function gateLines(rec: RecordJson): string[] {
     for (const m of g.metrics) lines.push(`    ${metricLine(m)}`);
   }
   return lines;
+}
+
+/**
+ * The line of `baton status <id>` about the stop condition: `stop condition (watched from wave
+ * 1 (20%) on): OK after 12 evaluations: no breach: …`; none when the release is not watched.
+ */
+export function stopLine(rec: RecordJson): string[] {
+  const w = rec.stop;
+  if (!w) return [];
+  const word = { pending: "PENDING", ok: "OK", no_data: "NO DATA", breached: "BREACHED" }[w.status];
+  const bake = w.final_bake && !w.final_bake.done ? "; baking after the last wave" : "";
+  return [
+    `stop condition (counting from ${waveLabel(rec.manifest, w.wave)}'s exposure${bake}): ${word} after ${w.seq} ${w.seq === 1 ? "evaluation" : "evaluations"}${w.reason ? `: ${w.reason}` : ""}`,
+  ];
 }

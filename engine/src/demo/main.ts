@@ -18,6 +18,7 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { AdmissionReport } from "../domain/admission.ts";
 import { waveLabel } from "../domain/gate/waves.ts";
+import { count } from "../domain/gate/words.ts";
 import type { RecipeInput } from "../domain/recipe.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { ManifestStep, Release } from "../domain/types.ts";
@@ -358,7 +359,7 @@ async function gateLines(stack: Stack, id: string): Promise<string[]> {
   for (const e of evidence) last.set(e.wave, e);
   const out = [...last.values()].map(
     (e) =>
-      `[demo] gate ${waveLabel(manifest, e.wave)}: ${e.decision} after ${e.seq} evaluations (${(e.elapsed_ms / 1000).toFixed(1)} s, ${e.arms?.candidate ?? 0}/${e.arms?.control ?? 0} units candidate/control): ${e.reason}`,
+      `[demo] gate ${waveLabel(manifest, e.wave)}: ${e.decision} after ${e.seq} evaluations (${(e.elapsed_ms / 1000).toFixed(1)} s, ${count(e.arms?.candidate ?? 0)}/${count(e.arms?.control ?? 0)} units candidate/control): ${e.reason}`,
   );
   const began = (await stack.engine.store.getHistory(id)).find((h) =>
     / compensating from step /.test(h.message),

@@ -10,6 +10,7 @@ import { AuthThrottle, authThrottle } from "./auth-throttle.ts";
 import { bodyLimits } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
 import { singleQueryParams } from "./query-params.ts";
+import { modelRoutes } from "./routes/models.ts";
 import { releaseRoutes } from "./routes/releases.ts";
 import { type StepRunRouteOptions, stepRunRoutes } from "./routes/step-runs.ts";
 import { systemRoutes } from "./routes/system.ts";
@@ -101,6 +102,7 @@ export function createApp(o: AppOptions): Hono {
       ...(o.log ? { log: o.log } : {}),
     }),
   );
+  app.route("/v1/models", modelRoutes({ api: o.api, operatorTokens, readTokens }));
   app.route(
     "/v1/releases",
     releaseRoutes({

@@ -7,7 +7,11 @@
  */
 import { type LifecycleVerb, lifecycleActions } from "../domain/lifecycle.ts";
 import { stepWords } from "../domain/step-words.ts";
-import { type AvailableAction, availableActions } from "../domain/transition/exits.ts";
+import {
+  type AvailableAction,
+  availableActions,
+  verifyAction,
+} from "../domain/transition/exits.ts";
 import { type PlannedStep, planOf } from "../domain/transition/plan.ts";
 import { rollbackDone } from "../domain/transition/recovery.ts";
 import type { Release } from "../domain/types.ts";
@@ -43,6 +47,7 @@ export interface Offer {
 const ORDER: Record<AvailableAction["action"], number> = {
   retry: 0,
   confirm_restore: 0,
+  verify: 0,
   resume: 1,
   release: 2,
   promote: 3,
@@ -52,7 +57,10 @@ const ORDER: Record<AvailableAction["action"], number> = {
   abandon: 7,
 };
 
-/** The actions the engine accepts for `r` now, most useful first. */
+/**
+ * The actions the engine accepts for `r` now, most useful first; a closed release's `verify`
+ * (which records a verification and changes no state) with them.
+ */
 export function offers(r: Release): Offer[] {
   const steps = r.manifest.steps;
   const where = (target: string) => {
@@ -60,7 +68,8 @@ export function offers(r: Release): Offer[] {
     const step = sr ? steps[sr.step_index] : undefined;
     return { sr, words: step ? stepWords(step) : target };
   };
-  return [...availableActions(r)]
+  const closedVerify = isClosed(r) ? verifyAction(r) : null;
+  return [...availableActions(r), ...(closedVerify ? [closedVerify] : [])]
     .sort((a, b) => ORDER[a.action] - ORDER[b.action])
     .map((a): Offer => {
       const { sr, words } = where(a.target);
@@ -129,6 +138,16 @@ export function offers(r: Release): Offer[] {
             danger: false,
             command: a.command,
           };
+        case "verify":
+          return {
+            action: a.action,
+            target: a.target,
+            label: r.state === "needs_operator" ? "Verify the lanes again…" : "Verify the lanes…",
+            effect: a.effect,
+            href: dashboardPath(a.action, a.target),
+            danger: false,
+            command: a.command,
+          };
         case "promote":
           return {
             action: a.action,
@@ -154,6 +173,10 @@ export function offers(r: Release): Offer[] {
           };
       }
     });
+}
+
+function isClosed(r: Release): boolean {
+  return r.state === "succeeded" || r.state === "rolled_back";
 }
 
 /** A lifecycle verb offered on a finished (or roll-forward-held) release; shaped as `Offer`. */
@@ -248,6 +271,14 @@ export function planWords(r: Release, action: Offer["action"], target: string): 
       empty: rollbackDone(r)
         ? `The rollback of ${r.lineage?.of} is done (traffic and images are back). Run ${r.lineage?.of}'s restore action first: ${r.restore?.action ?? "(none named)"}. Confirming records who ran it and what it showed; the rollback then ends succeeded and its lanes become free.`
         : `Compensation is done (traffic rolled back). Run the restore action first: ${r.restore?.action ?? "(none named)"}. Confirming records who ran it and what it showed; the release then ends rolled back and its lanes become free.`,
+    };
+  }
+  if (action === "verify") {
+    return {
+      heading: "Nothing runs",
+      lanes: [],
+      empty:
+        "The engine reads every lane (the control plane, and the machines of the lanes a runner step touched) and records what it found against what each lane should be; nothing is written.",
     };
   }
   if (action === "pause") {

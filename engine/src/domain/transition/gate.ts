@@ -178,7 +178,13 @@ export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
     beginForwardAtCursor(d);
     return undefined;
   }
-  // wait (or a watch with no breach before its bake time): evaluate again after the interval.
+  // wait (or a watch with no breach before its bake time): evaluate again after the interval,
+  // carrying the streaks the limits count.
+  const streak = {
+    errors: ev.read_error ? (g.streak?.errors ?? 0) + 1 : 0,
+    undecided: ev.undecided ? (g.streak?.undecided ?? 0) + 1 : 0,
+  };
+  g.streak = streak;
   d.emit({
     type: "gate",
     step_run_id: srId ?? "",
@@ -188,6 +194,7 @@ export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
     since: g.since,
     generation: r.generation,
     not_before: Math.max(ev.at, d.now) + gate.analysis.interval_ms,
+    ...(streak.errors > 0 || streak.undecided > 0 ? { streak } : {}),
   });
   d.accept(
     `[engine] gate of ${label} evaluation ${ev.seq}: ${ev.decision}: ${ev.reason}`,

@@ -7,6 +7,7 @@
 import { closedReleaseAccepts } from "../lifecycle-states.ts";
 import { IMAGE_PATTERN } from "../recipe.ts";
 import type { Release, ReleaseEvent, StepRun } from "../types.ts";
+import { suggestedCommand } from "../verbs.ts";
 import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepRunAt } from "./draft.ts";
 import { beginForwardAtCursor, start } from "./forward.ts";
@@ -25,6 +26,7 @@ import {
 } from "./recovery.ts";
 import { sendAction } from "./send.ts";
 import { settled, utcMinute } from "./settle.ts";
+import { waitsOnVerification } from "./verify.ts";
 import { whereIs } from "./where.ts";
 
 /** Longest reason kept in history (characters). */
@@ -38,14 +40,16 @@ type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
 const NEEDS_OPERATOR_EXITS = (r: Release) =>
   waitingForRestore(r)
     ? `it waits for its restore action (${r.restore?.action}): run it, then confirm it (${confirmRestoreCommand(r.id)}), or abandon it`
-    : `it accepts retry or resolve of the step run it waits on, or abandon (\`baton status ${r.id}\` shows the commands)`;
+    : waitsOnVerification(r)
+      ? `its undo ran but verification ${r.verification?.seq} found differences: fix the lanes, then verify again (${suggestedCommand("verify", { target: r.id })}), or abandon it`
+      : `it accepts retry or resolve of the step run it waits on, or abandon (\`baton status ${r.id}\` shows the commands)`;
 
 /**
  * What a `compensating` release does and accepts, for refusals: it waits on no step run and
  * accepts nothing; it undoes by itself and ends `rolled_back`, or stops `needs_operator`.
  */
 const COMPENSATING_WORDS = (r: Release) =>
-  `it is undoing, by itself, what may have taken effect (backward steps from the high-water mark down) and accepts nothing until that ends: rolled_back, or needs_operator if an undo step fails (then retry, resolve or abandon); follow it: baton watch ${r.id}`;
+  `it is undoing, by itself, what may have taken effect (backward steps from the high-water mark down, then a verification that every lane is as at start) and accepts nothing until that ends: rolled_back, or needs_operator if an undo step fails (then retry, resolve or abandon) or the verification finds a difference (then verify again or abandon); follow it: baton watch ${r.id}`;
 
 export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
   const r = d.release;

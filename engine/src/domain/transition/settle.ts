@@ -14,6 +14,7 @@ import { parallelWaveOf, releaseRerunDeadline, stuckInWave, waitsOnRerun } from 
 import { backoffMs } from "./limits.ts";
 import { endOnFailedProbe, isProbeRun, probePassed } from "./probe.ts";
 import { sendAction } from "./send.ts";
+import { watchExposure } from "./stop.ts";
 
 /** Call after changing `sr` to a settled state. */
 export function settled(d: Draft, sr: StepRun): void {
@@ -52,6 +53,8 @@ function settledForward(d: Draft, sr: StepRun): void {
     return;
   }
   if (sr.state === "succeeded") {
+    // A traffic assert above 0%: the stop condition counts from this wave's exposure.
+    watchExposure(d, sr);
     if (parallelWaveOf(r, sr.step_index) !== null) {
       // A lane of a parallel wave moved on; another lane may still hold the release paused.
       const waiting = stuckInWave(r).filter((s) => s.id !== sr.id);
@@ -171,7 +174,7 @@ export function utcMinute(at: number, now: number): string {
 
 /**
  * What the runner that reported `sr` should tell people, in one sentence, given the release
- * after its callback: the failed job's summary and error print it (issue 9 item 6).
+ * after its callback: the failed job's summary and error print it.
  */
 export function runnerAdvice(r: Release, sr: StepRun, now: number): string | null {
   if (sr.state === "succeeded") return null;

@@ -11,7 +11,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { BatonError } from "../../domain/errors.ts";
 import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
-import { availableActions } from "../../domain/transition/exits.ts";
+import { availableActions, verifyAction } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
 import { suggestedCommand, VERB_NAMES, VERBS } from "../../domain/verbs.ts";
 import type { ControlPlane } from "../../ports/control-plane.ts";
@@ -344,7 +344,9 @@ export function dashboardApp(deps: DashboardDeps): Hono {
       const lifecycleOpts = await rollbackOpts(release);
       const offered = lifecycle(action)
         ? lifecycleActions(release, lifecycleOpts).some((a) => a.action === action)
-        : availableActions(release).some((a) => a.action === action && a.target === target);
+        : action === "verify"
+          ? verifyAction(release) !== null
+          : availableActions(release).some((a) => a.action === action && a.target === target);
       const plan = !offered
         ? null
         : action === "rollback"

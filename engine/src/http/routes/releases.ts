@@ -9,6 +9,7 @@ import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import { gateSummaries } from "../../domain/gate/summary.ts";
 import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
+import type { SourceClaim } from "../../domain/source-order.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import { RECIPE_LIMITS } from "../../protocol/limits.ts";
@@ -20,6 +21,7 @@ import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
 import { schemaFields } from "./operator-body.ts";
+import { SourceClaimBody } from "./source-claim.ts";
 import { releaseParam, verbRoutes } from "./verbs.ts";
 
 export interface ReleaseRouteOptions {
@@ -72,9 +74,11 @@ const CreateQuery = z
   .strict();
 
 /**
- * A signed start (docs/trust.md "Sending the bundle"): the recipe (an object, or YAML/JSON
- * text) with the manifest's Sigstore bundle and the image attestations. A plain recipe body
- * has no `recipe` key (the recipe schema is strict), so the two cannot be confused.
+ * A start with more than the recipe: a signed start (docs/trust.md "Sending the bundle"), the
+ * recipe (an object, or YAML/JSON text) with the manifest's Sigstore bundle and the image
+ * attestations, and the recipe workflow's commit (`source`, docs/lifecycle.md "Merge order is
+ * release order"). A plain recipe body has no `recipe` key (the recipe schema is strict), so
+ * the two cannot be confused.
  */
 const SignedStart = z
   .object({
@@ -89,6 +93,7 @@ const SignedStart = z
       .max(16, "at most 16 attestations")
       .default([]),
     rollback: z.boolean({ error: "must be true or false" }).default(false),
+    source: SourceClaimBody.optional(),
   })
   .strict();
 
@@ -105,7 +110,8 @@ const NOT_A_ROLLBACK = {
 };
 
 /**
- * The start request: a plain recipe, or a signed start (`{recipe, bundle, attestations}`).
+ * The start request: a plain recipe, or a start with more than the recipe
+ * (`{recipe, bundle, attestations, source}`).
  * @throws BatonError `bad_request` (400) naming the field: a signed start of a bad shape, or
  *   `rollback: true` (`body.rollback`; the rollback verb is the only way to admit an older
  *   manifest).
@@ -113,7 +119,12 @@ const NOT_A_ROLLBACK = {
 export function parseStartBody(
   text: string,
   contentType: string | undefined,
-): { recipe: unknown; bundle?: unknown; attestations: unknown[] } {
+): {
+  recipe: unknown;
+  bundle?: unknown;
+  attestations: unknown[];
+  source?: SourceClaim;
+} {
   const value = parseRecipeBody(text, contentType);
   if (value === null || typeof value !== "object" || Array.isArray(value) || !("recipe" in value)) {
     return { recipe: value, attestations: [] };
@@ -130,6 +141,7 @@ export function parseStartBody(
     recipe,
     ...(b.data.bundle ? { bundle: b.data.bundle } : {}),
     attestations: b.data.attestations,
+    ...(b.data.source ? { source: b.data.source } : {}),
   };
 }
 
@@ -178,13 +190,19 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
     restore: release.restore ?? null,
     roll_forward_hold: release.roll_forward_hold ?? null,
     rerun_deadline: release.rerun_deadline ?? null,
+    // The stop condition's watch: its latest evaluation (docs/gate.md "The stop condition").
+    stop: release.stop ?? null,
     abandoned: release.abandoned ?? null,
+    // The latest recovery verification (docs/lifecycle.md "Recovery verification"), or null.
+    verification: release.verification ?? null,
     available_actions: availableActions(release),
     lifecycle_actions: lifecycleActions(release, o),
     // Why a verb its state would offer cannot be taken (superseded, no earlier admitted
     // manifest), in the words of the API's refusals; null when none.
     lifecycle_note: lifecycleNote(release, o),
     lineage: release.lineage ?? null,
+    // The recipe workflow's commit it was started from (docs/lifecycle.md); null otherwise.
+    source: release.source ?? null,
     drift: currentDrift(r.history),
     admission: release.admission ?? null,
     prerequisites: release.prerequisites ?? null,
@@ -334,6 +352,7 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
         ...(q.data.exposure ? { exposure: q.data.exposure } : {}),
         ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
         attestations: body.attestations,
+        ...(body.source ? { source: body.source } : {}),
       });
       return c.json(
         {
@@ -405,7 +424,19 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
       readTokens: o.readTokens,
       recipeBody: {
         limit,
-        read: async (c) => parseStartBody(await c.req.text(), c.req.header("content-type")),
+        read: async (c) => {
+          const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
+          if (body.source) {
+            throw badRequest("roll-forward body", [
+              {
+                path: "source",
+                message: "a roll forward is an operator's verb, not a start of the recipe workflow",
+                fix: "drop `source`; the recipe workflow starts a release with POST /v1/releases",
+              },
+            ]);
+          }
+          return body;
+        },
       },
     }),
   );
