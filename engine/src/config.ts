@@ -19,6 +19,7 @@ import {
   runnerCredentialFromEnv,
 } from "./http/runner-oidc.ts";
 import { DEFAULT_RETENTION, type RetentionPolicy } from "./service/retention.ts";
+import { isLoopbackHost, urlSettingProblems } from "./url-settings.ts";
 
 /** The validated configuration. Times in ms. */
 export interface EngineConfig {
@@ -151,7 +152,8 @@ const Env = z.object({
       "BATON_HOST must be an address to listen on, e.g. 127.0.0.1, 0.0.0.0 or ::",
     )
     .default("127.0.0.1"),
-  BATON_PUBLIC_URL: z.url({ error: "BATON_PUBLIC_URL must be an http(s) URL" }).optional(),
+  // The URL settings are checked by urlSettingProblems (url-settings.ts), the one rule for all.
+  BATON_PUBLIC_URL: z.string().trim().optional(),
   BATON_CALLBACK_SECRETS: z
     .string({ error: "BATON_CALLBACK_SECRETS is not set" })
     .transform((s) =>
@@ -167,12 +169,9 @@ const Env = z.object({
     ),
   BATON_OPERATOR_TOKEN: secretText("BATON_OPERATOR_TOKEN"),
   BATON_VIEWER_TOKEN: secretText("BATON_VIEWER_TOKEN").optional(),
-  BATON_CONTROL_PLANE_URL: z
-    .url({ error: "BATON_CONTROL_PLANE_URL must be an http(s) URL" })
-    .optional(),
-  BATON_PROMETHEUS_URL: z
-    .url({ error: "BATON_PROMETHEUS_URL must be an http(s) URL, e.g. http://127.0.0.1:9090" })
-    .optional(),
+  BATON_CONTROL_PLANE_URL: z.string().trim().optional(),
+  BATON_PROMETHEUS_URL: z.string().trim().optional(),
+  BATON_ALLOW_HTTP: z.string().trim().optional(),
   BATON_CONTROL_PLANE_TOKEN: secretText("BATON_CONTROL_PLANE_TOKEN").optional(),
   BATON_EMBEDDED_LANES: z
     .string()
@@ -196,12 +195,7 @@ const Env = z.object({
     .regex(/^[0-9]+$/, "GITHUB_APP_ID must be digits")
     .optional(),
   GITHUB_APP_PRIVATE_KEY: z.string().min(1).optional(),
-  GITHUB_API_URL: z
-    .url({
-      protocol: /^https?$/,
-      error: "GITHUB_API_URL must be an http(s) URL, e.g. https://github.example.com/api/v3",
-    })
-    .optional(),
+  GITHUB_API_URL: z.string().trim().optional(),
   BATON_GITHUB_TIMEOUT_MS: z.coerce
     .number({ error: "BATON_GITHUB_TIMEOUT_MS must be a number" })
     .int("BATON_GITHUB_TIMEOUT_MS must be an integer")
@@ -236,13 +230,9 @@ const Env = z.object({
     .max(36_500, "BATON_RETENTION_DAYS must be at most 36500")
     .default(7),
   BATON_SSH_KEY_FILE: z.string().min(1).optional(),
-  BATON_NOTIFY_WEBHOOK_URL: z
-    .url({ error: "BATON_NOTIFY_WEBHOOK_URL must be an http(s) URL" })
-    .optional(),
+  BATON_NOTIFY_WEBHOOK_URL: z.string().trim().optional(),
   BATON_NOTIFY_WEBHOOK_SECRET: secretText("BATON_NOTIFY_WEBHOOK_SECRET").optional(),
-  BATON_NOTIFY_SLACK_URL: z
-    .url({ error: "BATON_NOTIFY_SLACK_URL must be an http(s) URL" })
-    .optional(),
+  BATON_NOTIFY_SLACK_URL: z.string().trim().optional(),
   BATON_NOTIFY_GITHUB: z
     .enum(["commit_comment", "off"], {
       error: "BATON_NOTIFY_GITHUB must be commit_comment or off",
@@ -508,6 +498,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...controlPlaneProblems(clean),
     ...notifyProblems(clean),
     ...deploymentsProblems(clean),
+    ...urlSettingProblems(clean),
     ...later,
   ];
   if (!r.success || raw.length > 0 || !admission) {
@@ -586,10 +577,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 /** True for a loopback host name or address: localhost, 127.0.0.0/8, ::1. */
-function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  return h === "localhost" || h.endsWith(".localhost") || h === "::1" || /^127\./.test(h);
-}
 
 /**
  * The start-up warning when the engine listens beyond loopback (`host` such as 0.0.0.0, ::
@@ -598,14 +585,14 @@ function isLoopback(host: string): boolean {
  * machine they run on. Null when there is nothing to say.
  */
 export function publicUrlWarning(host: string, publicUrl: string): string | null {
-  if (isLoopback(host)) return null;
+  if (isLoopbackHost(host)) return null;
   let urlHost: string;
   try {
     urlHost = new URL(publicUrl).hostname;
   } catch {
     return null;
   }
-  if (!isLoopback(urlHost)) return null;
+  if (!isLoopbackHost(urlHost)) return null;
   const port = new URL(publicUrl).port;
-  return `[engine] warning: listening on ${host} (reachable from other machines) but the public URL is ${publicUrl}, a loopback address: runners on other machines send their preflights and callbacks to the public URL and would not reach this engine; fix: set BATON_PUBLIC_URL to the address other machines use to reach it, e.g. https://baton.example.com or http://10.0.0.5${port ? `:${port}` : ""}`;
+  return `[engine] warning: listening on ${host} (reachable from other machines) but the public URL is ${publicUrl}, a loopback address: runners on other machines send their preflights and callbacks to the public URL and would not reach this engine; fix: set BATON_PUBLIC_URL to the address other machines use to reach it, e.g. https://baton.example.com (or http://10.0.0.5${port ? `:${port}` : ""} with BATON_ALLOW_HTTP=BATON_PUBLIC_URL)`;
 }

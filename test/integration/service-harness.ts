@@ -206,6 +206,8 @@ export async function makeHarness(
     leaseMs?: number;
     /** Ask rollback prerequisites by a runner probe step per lane (default off). */
     runnerProbe?: boolean;
+    /** The engine's log (default: silent). */
+    log?: { info(m: string): void; warn(m: string): void; error(m: string, e?: unknown): void };
     /** What the engine asks lanes' machines through (default none: runner reports). */
     targetProbe?: TargetProbe;
   } = {},
@@ -231,7 +233,7 @@ export async function makeHarness(
       reconciler: { leaseMs: o.leaseMs ?? 60_000 },
       ...(o.runnerProbe ? { runnerProbe: true } : {}),
       ...(o.targetProbe ? { targetProbe: o.targetProbe } : {}),
-      log: { info() {}, warn() {}, error() {} },
+      log: o.log ?? { info() {}, warn() {}, error() {} },
     },
   );
   return {

@@ -2,7 +2,7 @@
  * What each `baton` command does. Every function resolves to an exit code or throws a
  * `CliError`; printing goes through `io` so that tests and the program share one path.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
@@ -11,6 +11,7 @@ import { ACTOR_PATTERN, VERBS, type VerbName, verbRoute } from "../domain/verbs.
 import { drainCapacityNotes, waveRoundNotes, waveRounds } from "../domain/wave-rounds.ts";
 import type { ReleaseSummary } from "../ports/store.ts";
 import { isReleaseId, isStepRunId } from "../protocol/ids.ts";
+import { RECIPE_LIMITS } from "../protocol/limits.ts";
 import { type Connection, EngineClient } from "./client.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { type RecordJson, releaseSummary, releasesTable, statusJson } from "./output.ts";
@@ -53,10 +54,24 @@ export function stepRunId(id: string): string {
   return id;
 }
 
+/**
+ * A recipe file's text. A file over the recipe size limit is refused from its size alone
+ * (`payload_too_large`, as the engine answers 413), without reading it.
+ * @throws CliError (usage) when the file cannot be read.
+ */
 function readRecipe(file: string): string {
   try {
+    const size = statSync(file).size;
+    if (size > RECIPE_LIMITS.bytes) {
+      throw new BatonError(
+        "payload_too_large",
+        `[recipe] ${file}: recipe is ${size} bytes, over the ${RECIPE_LIMITS.bytes}-byte limit`,
+        [{ path: "", message: `is ${size} bytes`, fix: "Split the rollout into several recipes." }],
+      );
+    }
     return readFileSync(file, "utf8");
   } catch (err) {
+    if (err instanceof BatonError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     throw usage(
       `[cli] cannot read recipe file ${file} (${code}); give the path of a recipe YAML file`,
@@ -71,9 +86,8 @@ const printJson = (io: Io, v: unknown) => io.out.write(`${JSON.stringify(v, null
 export async function check(files: string[], o: { json: boolean }, io: Io): Promise<ExitCode> {
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
   const results = files.map((file) => {
-    const text = readRecipe(file);
     try {
-      const c = compileRecipeText(text, file);
+      const c = compileRecipeText(readRecipe(file), file);
       return {
         file,
         ok: true as const,
@@ -118,7 +132,6 @@ export async function start(
     hold: boolean;
     bundle?: string;
     attestation?: string[];
-    rollback?: boolean;
     /** `dark`: `baton deploy`, held at 0% exposure until `baton release`. */
     exposure?: "dark";
   },
@@ -126,7 +139,7 @@ export async function start(
 ): Promise<ExitCode> {
   let text = readRecipe(file);
   let type = /\.json$/i.test(file) ? "application/json" : "application/yaml";
-  if (o.bundle || o.attestation?.length || o.rollback) {
+  if (o.bundle || o.attestation?.length) {
     // A signed start (docs/trust.md): the recipe text, its manifest bundle, the attestations.
     const readJson = (f: string) => {
       try {
@@ -139,7 +152,6 @@ export async function start(
       recipe: text,
       ...(o.bundle ? { bundle: readJson(o.bundle) } : {}),
       attestations: (o.attestation ?? []).map(readJson),
-      rollback: Boolean(o.rollback),
     });
     type = "application/json";
   }

@@ -41,7 +41,6 @@ export const BODY_FIELD_FLAGS: Readonly<Record<string, string>> = {
   lanes: "--lane",
   bundle: "--bundle",
   attestations: "--attestation",
-  rollback: "--rollback",
 };
 
 const BODY_PATH = /\bbody\.([A-Za-z_]+)((?:\.[\w-]+)*)/g;

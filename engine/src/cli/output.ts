@@ -15,6 +15,7 @@ import type {
   StepRun,
   StopWatch,
 } from "../domain/types.ts";
+import { visible } from "../domain/visible-text.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import { currentDrift, driftMessage } from "../service/drift.ts";
 import { duration, time } from "../views/format.ts";
@@ -218,14 +219,16 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     );
     for (const h of chores.slice(-3)) lines.push(`  ${time(h.at)} ${housekeepingLine(h)}`);
   }
-  return lines;
+  // Runners' text (check names, messages, excerpts, errors) with its control and
+  // bidirectional characters escaped: printed as is, it would repaint the terminal.
+  return lines.map(visible);
 }
 
 /** `release r17 rolled_back: Rolled back after a failure at step 9 (wave 2)`. */
 export function releaseLine(rec: RecordJson): string {
   const f = summarize(asRelease(rec), rec.history, rec.attempt_results as AttemptResult[]);
   const why = whyToShow(f);
-  return `release ${rec.id} ${rec.state}: ${f.headline}${why ? ` — ${why}` : ""}`;
+  return visible(`release ${rec.id} ${rec.state}: ${f.headline}${why ? ` — ${why}` : ""}`);
 }
 
 /** The compact `status <id> --json` shape. */

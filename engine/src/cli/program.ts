@@ -141,7 +141,6 @@ export async function runCli(
       .option("--hold", "create the release but keep it pending until `baton resume`"),
     "the manifest's Sigstore bundle (baton sign)",
   )
-    .option("--rollback", "an explicit rollback: admit a manifest older than the last admitted")
     .addOption(json())
     .action(
       async (
@@ -151,7 +150,6 @@ export async function runCli(
           hold?: boolean;
           bundle?: string;
           attestation?: string[];
-          rollback?: boolean;
         },
         c: Command,
       ) => {
@@ -163,7 +161,6 @@ export async function runCli(
             hold: Boolean(o.hold),
             ...(o.bundle ? { bundle: o.bundle } : {}),
             ...(o.attestation ? { attestation: o.attestation } : {}),
-            rollback: Boolean(o.rollback),
           },
           io,
         );

@@ -13,6 +13,7 @@
  */
 import { z } from "zod";
 import type { Json, Release } from "./types.ts";
+import { HIDDEN_EXCEPT_NUL } from "./visible-text.ts";
 
 /** The pattern an actor name must match (`ActorField`); the CLI drops a $USER that does not. */
 export const ACTOR_PATTERN = /^[A-Za-z0-9._@ -]{1,64}$/;
@@ -25,14 +26,11 @@ export const ActorField = z
   .describe("Who takes the action (e.g. your login); recorded in history after `operator:`.");
 
 /**
- * C0/C1 controls other than tab, newline and NUL (stored as U+FFFD like every store text), and the Unicode bidirectional formatting
- * characters (U+061C, U+200E–U+200F, U+202A–U+202E, U+2066–U+2069; Unicode TR #9): shown on
- * the dashboard or in a terminal, they make a reason read other than it was written
- * ("Trojan Source", CVE-2021-42574).
+ * Invisible characters (visible-text.ts; NUL is allowed here: stored as U+FFFD like every
+ * store text): shown on the dashboard or in a terminal, they make a reason read other than it
+ * was written ("Trojan Source", CVE-2021-42574).
  */
-const HIDDEN =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
-  /[\u0001-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+const HIDDEN = HIDDEN_EXCEPT_NUL;
 
 /** Why an operator took an action (kept in history and the record): ≤ 1000 characters. */
 export const ReasonField = z

@@ -6,6 +6,7 @@ import { Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import type { Clock } from "../ports/clock.ts";
 import type { ReleaseApi } from "../service/api.ts";
+import { AuthThrottle, authThrottle } from "./auth-throttle.ts";
 import { bodyLimits } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
 import { singleQueryParams } from "./query-params.ts";
@@ -42,6 +43,14 @@ export function createApp(o: AppOptions): Hono {
   const operatorTokens = [o.operatorToken];
   const readTokens = o.viewerToken ? [o.operatorToken, o.viewerToken] : operatorTokens;
   app.onError(onError(o.log ?? console));
+  // Credential guessing is throttled per client address before anything else reads the request.
+  app.use(
+    "*",
+    authThrottle(new AuthThrottle(o.clock), [
+      o.operatorToken,
+      ...(o.viewerToken ? [o.viewerToken] : []),
+    ]),
+  );
   // Before every route (the dashboard's too, mounted by `extend`): no handler reads past it.
   app.use("*", bodyLimits());
   // CSP and frame headers on every answer (the dashboard's pages above all): no framing

@@ -59,3 +59,43 @@ export class RefusalLog {
     return this.seen.size;
   }
 }
+
+/** Log lines about refused requests written per window at most; the rest are counted. */
+export const REFUSAL_LOG_LINES = 20;
+
+/**
+ * Bounds the log lines refused requests write: a stranger can send forged requests to as many
+ * distinct step-run ids as they like, and each distinct id is a new key of `RefusalLog`. At
+ * most `perWindow` lines are written per window (default one minute); the rest are counted,
+ * and the first line of the next window says how many were not written.
+ */
+export class SampledLog {
+  private windowStart = Number.NEGATIVE_INFINITY;
+  private written = 0;
+  private counted = 0;
+
+  constructor(
+    private readonly perWindow = REFUSAL_LOG_LINES,
+    private readonly windowMs = REFUSAL_WINDOW_MS,
+  ) {}
+
+  /** Writes `message` with `write` unless this window's lines are spent; `now` is epoch ms. */
+  line(write: (message: string) => void, message: string, now: number): void {
+    if (now - this.windowStart >= this.windowMs || now < this.windowStart) {
+      if (this.counted > 0) {
+        write(
+          `[engine] ${this.counted} more refused requests in the ${Math.round(this.windowMs / 1000)} s before were counted, not logged (at most ${this.perWindow} lines a window)`,
+        );
+      }
+      this.windowStart = now;
+      this.written = 0;
+      this.counted = 0;
+    }
+    if (this.written < this.perWindow) {
+      this.written++;
+      write(message);
+    } else {
+      this.counted++;
+    }
+  }
+}

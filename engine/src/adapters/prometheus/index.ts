@@ -53,7 +53,18 @@ export class PrometheusMetricsSource implements MetricsSource {
   async query(promql: string, timeS: number): Promise<QueryResult> {
     const url = `${this.base}/api/v1/query?${new URLSearchParams({ query: promql, time: String(timeS) })}`;
     try {
-      const res = await this.fetchFn(url, { signal: AbortSignal.timeout(this.timeoutMs) });
+      // A redirect is not followed (it could lead anywhere, e.g. to a metadata service).
+      const res = await this.fetchFn(url, {
+        signal: AbortSignal.timeout(this.timeoutMs),
+        redirect: "manual",
+      });
+      if (res.status >= 300 && res.status < 400) {
+        await res.body?.cancel();
+        return {
+          ok: false,
+          reason: `prometheus answered a redirect (${res.status} to ${res.headers.get("location") ?? "?"}), which is not followed; set BATON_PROMETHEUS_URL to the address Prometheus answers at`,
+        };
+      }
       const body = (await res.json().catch(() => null)) as {
         status?: string;
         error?: string;

@@ -6,6 +6,7 @@ import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, sql } from "kysely";
 import { storableValue } from "../../domain/storable-text.ts";
 import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
+import { privateSqliteFile } from "../../node/private-file.ts";
 import {
   type CommitInput,
   type CommitResult,
@@ -272,9 +273,11 @@ export class SqliteStore extends KyselyStore {
 /**
  * Opens (creating if needed) a SQLite database file, or `:memory:` for unit tests, in WAL
  * mode with `synchronous=NORMAL` (a commit survives a process crash; a power cut may lose the
- * last commits but never corrupts the file) and a busy timeout. Does not migrate.
+ * last commits but never corrupts the file) and a busy timeout; the file and its companions
+ * are 0600 (`privateSqliteFile`). Does not migrate.
  */
 export function openSqliteStore(file: string): SqliteStore {
+  privateSqliteFile(file);
   const raw = new Database(file);
   raw.pragma("journal_mode = WAL");
   raw.pragma("synchronous = NORMAL");

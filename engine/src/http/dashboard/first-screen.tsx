@@ -8,6 +8,7 @@
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import { stepWords } from "../../domain/step-words.ts";
 import type { Release } from "../../domain/types.ts";
+import { visible } from "../../domain/visible-text.ts";
 import { readOnce } from "../../views/history-label.ts";
 import type { LifecycleOffer, Offer } from "../../views/offers.ts";
 import { type ReleaseSummaryFacts, stepAction, whyToShow } from "../../views/summary.ts";
@@ -54,26 +55,26 @@ function Failed(props: { facts: ReleaseSummaryFacts }) {
         {f.run.direction === "bwd" ? "Undo step that failed: " : "Failed step: "}
         <a href={`/step-runs/${f.run.id}`}>{f.title}</a> <State state={f.run.state} />
       </h2>
-      {f.error ? <p class="mono wrap">{readOnce(f.error)}</p> : null}
+      {f.error ? <p class="mono wrap">{visible(readOnce(f.error))}</p> : null}
       {ev ? (
         <dl class="kv">
           <dt>Failing check</dt>
           <dd>
-            <strong>{ev.check.name}</strong> <State state={ev.check.status} />
+            <strong>{visible(String(ev.check.name))}</strong> <State state={ev.check.status} />
             {` exit code ${ev.check.exit_code}`}
             {ev.http_status ? ` · HTTP ${ev.http_status}` : ""}
           </dd>
           {ev.check.message ? (
             <>
               <dt>Message</dt>
-              <dd class="wrap">{ev.check.message}</dd>
+              <dd class="wrap">{visible(String(ev.check.message))}</dd>
             </>
           ) : null}
           {ev.excerpt ? (
             <>
               <dt>Response</dt>
               <dd>
-                <pre class="excerpt">{ev.excerpt}</pre>
+                <pre class="excerpt">{visible(ev.excerpt)}</pre>
               </dd>
             </>
           ) : null}

@@ -25,6 +25,7 @@ import { VERB_CALLS, type VerbBody } from "../verb-calls.ts";
 import { type ActionName, ConfirmPage, ErrorPage, LoginPage, ResultPage } from "./action-pages.tsx";
 import { type Caller, roleOf, SESSION_COOKIE, Sessions, sameOrigin } from "./auth.ts";
 import { FleetPage } from "./fleet-page.tsx";
+import { readForm } from "./form.ts";
 import { liveStream, markStream } from "./live.ts";
 import { HISTORY_FILTERS, type HistoryFilter, ReleasePage } from "./release-page.tsx";
 import { PAGE_SIZE, ReleasesPage } from "./releases-page.tsx";
@@ -119,7 +120,12 @@ export function dashboardApp(deps: DashboardDeps): Hono {
 
   app.post("/login", async (c) => {
     const who = await sessions.caller(c);
-    const form = await c.req.parseBody();
+    const read = await readForm(c);
+    if (!read.ok) {
+      const error = `[dashboard] sign-in refused: ${read.reason}`;
+      return c.html(<LoginPage role={who.role} next="/releases" open={open} error={error} />, 400);
+    }
+    const form = read.fields;
     const token = typeof form.token === "string" ? form.token.trim() : "";
     const next = safeNext(form.next);
     const role = roleOf(token || null, deps.tokens);
@@ -408,7 +414,9 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           : `[dashboard] refused: ${action} needs the operator token; sign in with it on /login`,
       );
     }
-    const form = await c.req.parseBody();
+    const read = await readForm(c);
+    if (!read.ok) return refuse(400, `[dashboard] ${action} refused: ${read.reason}`);
+    const form = read.fields;
     if (!sessions.csrfValid(who, action, target, form.csrf)) {
       return refuse(
         403,

@@ -4,6 +4,8 @@
  */
 import type { Context } from "hono";
 import { z } from "zod";
+import { OTHER_BODY_LIMITS } from "../../protocol/limits.ts";
+import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 
 /** `operator` or `operator:<name>` when the caller named themselves. */
@@ -45,6 +47,7 @@ export async function jsonBody<T extends z.ZodType>(
   const text = await c.req.text();
   let value: unknown = {};
   if (text.trim() !== "") {
+    assertJsonBounds(text, OTHER_BODY_LIMITS, { component: "[engine]", where: what, path: "body" });
     try {
       value = JSON.parse(text);
     } catch {

@@ -5,7 +5,6 @@
 
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { parseDocument, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import { gateSummaries } from "../../domain/gate/summary.ts";
@@ -13,15 +12,12 @@ import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../do
 import type { SourceClaim } from "../../domain/source-order.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
-import {
-  assertNoYamlTags,
-  assertRecipeNesting,
-  duplicateKeyAt,
-  yamlToJs,
-} from "../../recipes/parse.ts";
+import { RECIPE_LIMITS } from "../../protocol/limits.ts";
+import { readBoundedYaml } from "../../recipes/parse.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { currentDrift } from "../../service/drift.ts";
 import { requireBearer } from "../auth.ts";
+import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
 import { schemaFields } from "./operator-body.ts";
@@ -36,9 +32,6 @@ export interface ReleaseRouteOptions {
   /** Operator and viewer tokens. */
   readTokens: readonly string[];
 }
-
-/** Recipe body cap (bytes): a recipe is a few KB; 1 MiB leaves room for large fleets. */
-export const RECIPE_MAX_BYTES = 1024 * 1024;
 
 const ListQuery = z
   .object({
@@ -105,8 +98,23 @@ const SignedStart = z
   .strict();
 
 /**
+ * The refusal of `rollback: true` in a start or roll-forward body. An older signed manifest
+ * runs again only through the rollback verb (operator, reason, history), which re-admits the
+ * model's previous admitted manifest; a body cannot name one to replay.
+ */
+const NOT_A_ROLLBACK = {
+  path: "body.rollback",
+  message:
+    "a start is never a rollback: an older signed manifest runs again only through the rollback verb",
+  fix: "drop `rollback`; roll back the release that replaced it with POST /v1/releases/<id>/rollback and a reason (baton rollback <id> --reason …), or sign the older recipe again (a newer issued_at) and start it",
+};
+
+/**
  * The start request: a plain recipe, or a start with more than the recipe
  * (`{recipe, bundle, attestations, source}`).
+ * @throws BatonError `bad_request` (400) naming the field: a signed start of a bad shape, or
+ *   `rollback: true` (`body.rollback`; the rollback verb is the only way to admit an older
+ *   manifest).
  */
 export function parseStartBody(
   text: string,
@@ -115,16 +123,16 @@ export function parseStartBody(
   recipe: unknown;
   bundle?: unknown;
   attestations: unknown[];
-  rollback: boolean;
   source?: SourceClaim;
 } {
   const value = parseRecipeBody(text, contentType);
   if (value === null || typeof value !== "object" || Array.isArray(value) || !("recipe" in value)) {
-    return { recipe: value, attestations: [], rollback: false };
+    return { recipe: value, attestations: [] };
   }
   const b = SignedStart.safeParse(value);
   if (!b.success)
     throw badRequest("signed start", zodProblems(b.error, "body", {}, schemaFields(SignedStart)));
+  if (b.data.rollback) throw badRequest("start body", [NOT_A_ROLLBACK]);
   const recipe =
     typeof b.data.recipe === "string"
       ? parseRecipeBody(b.data.recipe, "application/yaml", "body.recipe")
@@ -133,7 +141,6 @@ export function parseStartBody(
     recipe,
     ...(b.data.bundle ? { bundle: b.data.bundle } : {}),
     attestations: b.data.attestations,
-    rollback: b.data.rollback,
     ...(b.data.source ? { source: b.data.source } : {}),
   };
 }
@@ -249,8 +256,9 @@ function bodyFormat(text: string, contentType: string | undefined): BodyFormat {
 /**
  * Parses a recipe body by content type: YAML for `application/yaml` (or `text/yaml`), JSON
  * for `application/json`, and with no content-type JSON when the body starts with `{` or `[`,
- * else YAML (docs/engine.md). A body too complex (brackets nested deeper than 64, an alias
- * bomb) is refused like a syntax error.
+ * else YAML (docs/engine.md). Read once, within `RECIPE_LIMITS`: a body too complex (nested
+ * deeper, or holding more entries, than the limits; an alias bomb) is refused like a syntax
+ * error, naming the limit and where it was passed.
  * @param field the path problems name (`body`, or `body.recipe` for a signed start's text).
  * @throws BatonError 400 (`bad_request`) naming `field` (or `content-type`) and the fix.
  */
@@ -267,58 +275,47 @@ export function parseRecipeBody(
   const how = guessed
     ? ` (no content-type was sent; read as ${format} because the body ${isYaml ? "does not start" : "starts"} with { or [)`
     : "";
+  const duplicate = (key: string, pos: { line: number } | null) =>
+    badRequest("recipe", [
+      {
+        path: field,
+        message: `duplicate key "${key.slice(0, 80)}"${pos ? ` at line ${pos.line}` : ""}`,
+        fix: "give every key once; a parser keeps only one of equal keys, so the meaning is ambiguous",
+      },
+    ]);
+  const syntax = (what: string, pos: { line: number; col: number } | null) => {
+    const other = isYaml ? "content-type: application/json" : "content-type: application/yaml";
+    const where = pos ? ` at line ${pos.line}, column ${pos.col}` : "";
+    return badRequest("recipe", [
+      {
+        path: field,
+        message: `is not valid ${format}${where}: ${what}${how}`,
+        fix: guessed
+          ? `fix the ${format} syntax, or ${SEND_TYPE}`
+          : `fix the ${format} syntax; if the body is not ${format}, send ${other}`,
+      },
+    ]);
+  };
   try {
-    assertRecipeNesting(text, "request body");
-    refuseDuplicateKeys(text, field);
-    if (!isYaml) return JSON.parse(text);
-    assertNoYamlTags(text, "request body");
-    const doc = parseDocument(text);
-    if (doc.errors[0]) throw doc.errors[0];
-    return yamlToJs(doc, text, "request body");
+    if (isYaml) return readBoundedYaml(text, "request body", { syntax, duplicate }).value;
+    assertJsonBounds(
+      text,
+      RECIPE_LIMITS,
+      { component: "[recipe]", where: "request body", path: field },
+      duplicate,
+    );
+    return JSON.parse(text);
   } catch (e) {
     if (e instanceof BatonError) {
-      // The recipe parser's refusals (too deep, alias bomb, a tag) name no field: name the body.
+      // The recipe reader's refusals (too complex, alias bomb, a tag) name no field: name the body.
       throw new BatonError(
         e.code,
         e.message,
         e.problems.map((p) => (p.path === "" ? { ...p, path: field } : p)),
       );
     }
-    const where =
-      e instanceof YAMLParseError && e.linePos?.[0]
-        ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}`
-        : "";
-    const other = isYaml ? "content-type: application/json" : "content-type: application/yaml";
-    throw badRequest("recipe", [
-      {
-        path: field,
-        message: `is not valid ${format}${where}: ${(e as Error).message.split("\n")[0]}${how}`,
-        fix: guessed
-          ? `fix the ${format} syntax, or ${SEND_TYPE}`
-          : `fix the ${format} syntax; if the body is not ${format}, send ${other}`,
-      },
-    ]);
+    throw syntax((e as Error).message.split("\n")[0] ?? "", null);
   }
-}
-
-/**
- * JSON.parse keeps the last of two equal keys silently; a recipe with `"image"` twice is
- * ambiguous. JSON is YAML, so the YAML parser (unique keys) finds them.
- * @throws BatonError 400 naming the key and its line.
- */
-function refuseDuplicateKeys(text: string, field: string): void {
-  const doc = parseDocument(text, { uniqueKeys: true });
-  const dup = doc.errors.find((e) => e.code === "DUPLICATE_KEY");
-  if (!dup) return;
-  const key = duplicateKeyAt(text, dup.pos[0]) ?? "?";
-  const line = dup.linePos?.[0]?.line ?? 0;
-  throw badRequest("recipe", [
-    {
-      path: field,
-      message: `duplicate key "${key}" at line ${line}`,
-      fix: "give every key once; a parser keeps only one of equal keys, so the meaning is ambiguous",
-    },
-  ]);
 }
 
 /** The hint of a query on `GET /v1/releases/:id`: paging is `…/history`'s. */
@@ -330,9 +327,12 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
   const operator = requireBearer(o.operatorTokens, "operator", o.readTokens);
   const reader = requireBearer(o.readTokens, "viewer or operator");
   const limit = bodyLimit({
-    maxSize: RECIPE_MAX_BYTES,
+    maxSize: RECIPE_LIMITS.bytes,
     onError: () => {
-      throw new BatonError("payload_too_large", `[engine] recipe over ${RECIPE_MAX_BYTES} bytes`);
+      throw new BatonError(
+        "payload_too_large",
+        `[engine] recipe over ${RECIPE_LIMITS.bytes} bytes, the limit of a recipe; nothing was read past it`,
+      );
     },
   });
 
@@ -352,7 +352,6 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
         ...(q.data.exposure ? { exposure: q.data.exposure } : {}),
         ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
         attestations: body.attestations,
-        rollback: body.rollback,
         ...(body.source ? { source: body.source } : {}),
       });
       return c.json(
@@ -427,15 +426,6 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
         limit,
         read: async (c) => {
           const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
-          if (body.rollback) {
-            throw badRequest("roll-forward body", [
-              {
-                path: "rollback",
-                message: "a roll forward is never a rollback",
-                fix: "drop `rollback`, or roll back a succeeded release with POST …/rollback",
-              },
-            ]);
-          }
           if (body.source) {
             throw badRequest("roll-forward body", [
               {

@@ -2,9 +2,12 @@
  * The operator verbs' routes, built from their declarations (domain/verbs.ts): for each verb
  * on a release (`POST /v1/releases/:id/<verb>`) or a step run (`POST
  * /v1/releases/step-runs/:id/<verb>`), the operator token, no query, the body parsed with the
- * verb's schema (a 400 names the field), one service call, and the verb's answer.
+ * verb's schema (a 400 names the field), one service call, and the verb's answer. Every body
+ * is read within its limits (protocol/limits.ts) before a value is built: JSON bodies by
+ * `jsonBody`, a recipe by the route's `recipeBody.read`, only once the release is known.
  */
 import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { BatonError } from "../../domain/errors.ts";
 import { VERB_NAMES, VERBS, verbRoute } from "../../domain/verbs.ts";
 import { RELEASE_ID_PATTERN, STEP_RUN_ID_PATTERN } from "../../protocol/ids.ts";
 import type { Accepted, Refusal, ReleaseApi } from "../../service/api.ts";
@@ -79,6 +82,10 @@ export function verbRoutes(on: "release" | "step_run", o: VerbRouteOptions): Hon
       limit,
       async (c) => {
         const id = on === "release" ? releaseParam(c) : stepRunParam(c);
+        // A recipe body is the costly read: a release that does not exist is 404 before it.
+        if (recipe && on === "release" && (await o.api.liveState(id)) === null) {
+          throw new BatonError("not_found", `[engine] release ${id} does not exist`);
+        }
         const body: VerbBody =
           v.body === "none"
             ? {}
