@@ -2,11 +2,13 @@
  * The shared shapes of the domain: manifest, release, step runs, events, effects, history.
  * Pure data; no I/O. Times are epoch milliseconds (number). Percents are integers 0–100.
  */
+
 import type { ControlPlaneOp } from "../protocol/control-plane.ts";
 import type { AdmissionReport } from "./admission.ts";
 import type { Analysis } from "./gate/analysis.ts";
 import type { GateDecision, GatePhase } from "./gate/decide.ts";
 import type { GateEvidence } from "./gate/evidence.ts";
+import type { GateProgress } from "./gate-progress.ts";
 import type { Notice, NoticeKind } from "./notice.ts";
 import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisite-checks.ts";
 import type { RecoveryClass } from "./recipe.ts";
@@ -203,6 +205,11 @@ export interface GateWait {
   reason: string | null;
   /** Epoch ms of the latest evaluation, or null. */
   at: number | null;
+  /**
+   * What the latest evaluation waited for, with its figures (`gateProgress`); null/absent
+   * before the first evaluation and after one that did not wait.
+   */
+  progress?: GateProgress | null;
 }
 
 /**

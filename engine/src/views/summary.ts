@@ -13,6 +13,7 @@ import type { HistoryEntry, Json, ManifestStep, Release, StepRun } from "../doma
 import type { AttemptResult } from "../ports/store.ts";
 import { type CheckRow, checkRows } from "./format.ts";
 import { OPERATOR_EVENTS, readOnce } from "./history-label.ts";
+import { holdHeadline, pausedWhere } from "./where.ts";
 
 /** The step run states that end a step run badly. */
 const BAD = new Set(["failed", "unknown", "dispatch_failed"]);
@@ -81,8 +82,18 @@ export interface ReleaseSummaryFacts {
   undone: { step: ManifestStep; run: StepRun }[];
   /** Steps still to undo (compensating / needs_operator), in the order they will run. */
   toUndo: ManifestStep[];
-  /** Per lane, the image and traffic Baton last set (not a read of the fleet). */
-  lanes: { id: string; image: "new" | "previous"; weight: number | null; wave: number }[];
+  /**
+   * Per lane, the image and traffic Baton last set (not a read of the fleet): `image` whether
+   * it is the candidate (`new`) or the baseline (`previous`), `ref` that image
+   * (`name@sha256:…`).
+   */
+  lanes: {
+    id: string;
+    image: "new" | "previous";
+    ref: string;
+    weight: number | null;
+    wave: number;
+  }[];
   /** Traffic as last written and read back, or null when no traffic step ran. */
   traffic: { weights: Record<string, number>; percent: number; by: string } | null;
 }
@@ -225,6 +236,7 @@ export function summarize(
   const lanes = laneImages(r).map((l) => ({
     id: l.id,
     image: l.image,
+    ref: l.ref,
     weight: traffic ? (traffic.weights[l.id] ?? 0) : null,
     wave: l.wave,
   }));
@@ -291,10 +303,12 @@ function headline(
             : "Needs an operator: traffic was rolled back; run the restore action and confirm it"
           : "Needs an operator";
     case "paused":
-      return `Paused${at}${because}`;
+      return holdHeadline(r) ?? (failed ? `Paused${at}${because}` : `Paused ${pausedWhere(r)}`);
     case "pending":
       return "Pending: held until resumed";
     case "running": {
+      const held = holdHeadline(r);
+      if (held) return held;
       const cur = r.manifest.steps[r.cursor];
       return cur ? `Running ${stepWords(cur)} of ${total}: ${stepAction(cur)}` : "Running";
     }

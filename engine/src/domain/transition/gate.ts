@@ -12,6 +12,7 @@
 
 import { boundTo, type EvidenceBinding, evidenceSatisfies } from "../gate/evidence.ts";
 import { gateAt, lastStepOfWave, waveLabel } from "../gate/waves.ts";
+import { gateProgress } from "../gate-progress.ts";
 import { closedReleaseAccepts } from "../lifecycle-states.ts";
 import type { ReleaseEvent, StepRun } from "../types.ts";
 import { beginCompensation } from "./compensation.ts";
@@ -124,6 +125,7 @@ export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
   g.decision = ev.decision;
   g.reason = ev.reason;
   g.at = ev.at;
+  g.progress = gateProgress(ev, gate.analysis);
   const data = {
     gate: {
       wave: ev.wave,
