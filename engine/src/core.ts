@@ -213,6 +213,8 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
   if (rc && rc.mode !== "hmac" && !rc.oidc) {
     throw new Error(`[engine] runner credential ${rc.mode} needs its OIDC settings (BATON_OIDC_*)`);
   }
+  // One read of a model's lanes, for GET /v1/releases/:id/lanes (absent: no such read).
+  const lanesRead = controlPlane.lanes?.bind(controlPlane);
   const app = createApp({
     api: service,
     tick,
@@ -238,6 +240,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
       ),
     publicUrl: s.publicUrl,
     ...(s.repository ? { repository: s.repository } : {}),
+    ...(lanesRead ? { lanes: lanesRead } : {}),
     log,
     extend: (a) => {
       s.extendApp?.(a);

@@ -5,6 +5,7 @@
 import { Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import type { Clock } from "../ports/clock.ts";
+import type { LanesRead } from "../protocol/control-plane.ts";
 import type { ReleaseApi } from "../service/api.ts";
 import { bodyLimits } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
@@ -32,6 +33,8 @@ export interface AppOptions {
   repository?: string;
   /** The exposition text of `GET /metrics`; no such route when absent. */
   metrics?: () => Promise<string>;
+  /** One read of a model's lanes at the control plane (`GET /v1/releases/:id/lanes`). */
+  lanes?: (model: string) => Promise<LanesRead>;
   /** Mounts more routes (e.g. the dashboard under `/`) before the 404 handler. */
   extend?: (app: Hono) => void;
 }
@@ -99,6 +102,7 @@ export function createApp(o: AppOptions): Hono {
       operatorTokens,
       readTokens,
       ...(o.repository ? { repository: o.repository } : {}),
+      ...(o.lanes ? { lanes: o.lanes } : {}),
     }),
   );
   o.extend?.(app);

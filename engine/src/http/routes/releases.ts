@@ -12,6 +12,7 @@ import { gateSummaries } from "../../domain/gate/summary.ts";
 import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
+import type { LanesRead } from "../../protocol/control-plane.ts";
 import {
   assertNoYamlTags,
   assertRecipeNesting,
@@ -20,6 +21,7 @@ import {
 } from "../../recipes/parse.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { currentDrift } from "../../service/drift.ts";
+import { lanesView } from "../../views/lanes.ts";
 import { requireBearer } from "../auth.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
@@ -33,6 +35,8 @@ export interface ReleaseRouteOptions {
   operatorTokens: readonly string[];
   /** Operator and viewer tokens. */
   readTokens: readonly string[];
+  /** One read of a model's lanes at the control plane (`GET /v1/releases/:id/lanes`). */
+  lanes?: (model: string) => Promise<LanesRead>;
 }
 
 /** Recipe body cap (bytes): a recipe is a few KB; 1 MiB leaves room for large fleets. */
@@ -387,6 +391,22 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
         ? { rollbackTo: (await o.api.previousAdmitted(record.release))?.prev.id ?? null }
         : {};
     return c.json(recordJson(record, lookups));
+  });
+
+  // The release's lanes as it set them beside the control plane's read now (`baton status -w`).
+  app.get("/:id/lanes", reader, knownQueryParams("GET /v1/releases/:id/lanes"), async (c) => {
+    const id = releaseParam(c);
+    const release = o.api.peek ? await o.api.peek(id) : (await o.api.get(id)).release;
+    if (!release) throw new BatonError("not_found", `[engine] release ${id} does not exist`);
+    let read: LanesRead | null = null;
+    if (o.lanes) {
+      try {
+        read = await o.lanes(release.manifest.model);
+      } catch (err) {
+        read = { ok: false, message: `[engine] ${(err as Error)?.message ?? String(err)}` };
+      }
+    }
+    return c.json(lanesView(release, read));
   });
 
   app.get("/:id/record", reader, knownQueryParams("GET /v1/releases/:id/record"), async (c) => {
