@@ -16,6 +16,7 @@ import {
   type Harness,
   makeHarness,
   op,
+  pumpOnce,
   recipe,
 } from "../integration/service-harness.ts";
 import { IMAGE, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
@@ -121,3 +122,22 @@ export async function start(h: Harness, r: RecipeInput): Promise<string> {
 }
 
 export { IMAGE as IMAGE_UNDER_TEST };
+
+/**
+ * Drives release `id` until it is held at a gate that has been evaluated at least `seq` times
+ * and still decides (the router sending units as the fake clock moves, one second a round);
+ * bounded by `rounds`. @throws when the release never gets there.
+ */
+export async function holdAtGate(g: Rig, id: string, seq = 1, rounds = 300): Promise<void> {
+  for (let i = 0; i < rounds; i++) {
+    await pumpOnce(g.h);
+    g.h.clock.advance(1_000);
+    g.traffic.send(UNITS_PER_S);
+    const rec = (await (await op(g.h, "GET", `/v1/releases/${id}`)).json()) as {
+      state: string;
+      gate: { seq: number; decision: string } | null;
+    };
+    if (rec.state === "running" && rec.gate && rec.gate.seq >= seq) return;
+  }
+  throw new Error(`[test] release ${id} was not held at a gate after ${rounds} rounds`);
+}
