@@ -9,10 +9,16 @@ import type { Analysis } from "../../engine/src/domain/gate/analysis.ts";
 import type { GateEvidence, MetricEvidence } from "../../engine/src/domain/gate/evidence.ts";
 import { gateProgress } from "../../engine/src/domain/gate-progress.ts";
 import type { GateWait, Release } from "../../engine/src/domain/types.ts";
+import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
 import { whereInList } from "../../engine/src/views/list-row.ts";
 import { summarize } from "../../engine/src/views/summary.ts";
 import { holdHeadline } from "../../engine/src/views/where.ts";
-import { pausedRecord, runningRecord } from "../support/dashboard-fixtures.ts";
+import {
+  compensatedRecord,
+  fakeApi,
+  pausedRecord,
+  runningRecord,
+} from "../support/dashboard-fixtures.ts";
 
 /** r4 of the fixtures (two one-lane waves: 50% and 100%), running on step 2 of wave 1. */
 function running(): Release {
@@ -142,6 +148,32 @@ describe("the headline says what holds the release", () => {
     const row = { state: r.state, cursor: 7, step_count: 14, high_water_mark: 6 };
     expect(whereInList(row, r)).toBe("Held at wave 1 gate (50%): baking 1 s of 30 s");
     expect(whereInList(row, null)).toBe("step 8 of 14");
+  });
+});
+
+describe("the releases page", () => {
+  it("says what holds a live release and how far an ended one got", async () => {
+    const held = runningRecord();
+    held.release.cursor = 7;
+    held.release.gate = gate({
+      progress: {
+        waiting_for: "samples",
+        elapsed_ms: 9_000,
+        bake_ms: 30_000,
+        samples: { have: 1240, need: 5000 },
+        metric: "error-rate",
+      },
+    });
+    const app = dashboardApp({
+      api: fakeApi([held, compensatedRecord()]),
+      tokens: {},
+      publicUrl: "http://127.0.0.1",
+    });
+    const html = await (await app.request("/releases")).text();
+    expect(html).toContain("Held at wave 1 gate (50%): waiting for samples (1,240 of 5,000)");
+    // The rolled-back release: what it undid, not where its backward cursor ended.
+    expect(html).toMatch(/undone: steps? 1(–\d+)? of 7/);
+    expect(html).not.toMatch(/\b0\/7\b|undoing step 0/);
   });
 });
 

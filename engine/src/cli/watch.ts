@@ -24,7 +24,7 @@ export interface WatchOptions {
   timeoutMs: number;
   json: boolean;
   /** Where lines go; `tty` enables the in-place progress line. */
-  out: { write(s: string): unknown; isTTY?: boolean };
+  out: { write(s: string): unknown; isTTY?: boolean; columns?: number };
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
 }
@@ -196,7 +196,10 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
         : running
           ? `step ${running.step_index + 1}${running.direction === "bwd" ? " undo" : ""} ${running.state} for ${duration(now() - (running.started_at ?? running.created_at))}`
           : rec.state;
-      o.out.write(`\r\x1b[2K${SPIN[tick % SPIN.length]} ${done}/${total} steps done · ${what}`);
+      // One line, cut to the terminal's width: a wrapped line would not be cleared by `\r`.
+      const text = `${SPIN[tick % SPIN.length]} ${done}/${total} steps done · ${what}`;
+      const w = o.out.columns ?? 0;
+      o.out.write(`\r\x1b[2K${w > 1 && text.length > w - 1 ? `${text.slice(0, w - 2)}…` : text}`);
       progress = true;
     }
     await sleep(o.intervalMs);
