@@ -311,15 +311,18 @@ function filled(line: string, files: Files, release: string): string[] {
 
 /** The text of an HTML page as a person reads it (tags dropped, entities decoded). */
 function text(html: string): string {
-  return html
-    .replace(/<script[\s\S]*?<\/script>/g, "")
-    .replace(/<style[\s\S]*?<\/style>/g, "")
-    .replace(/<[^>]+>/g, "")
-    .replace(/&lt;/g, "<")
-    .replace(/&gt;/g, ">")
-    .replace(/&quot;/g, '"')
-    .replace(/&#39;/g, "'")
-    .replace(/&amp;/g, "&");
+  return (
+    html
+      .replace(/<script[\s\S]*?<\/script>/g, "")
+      .replace(/<style[\s\S]*?<\/style>/g, "")
+      // A tag ends a line of text: a command never spans elements (it sits in one <code>).
+      .replace(/<[^>]+>/g, "\n")
+      .replace(/&lt;/g, "<")
+      .replace(/&gt;/g, ">")
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&amp;/g, "&")
+  );
 }
 
 /** Every suggestion the release `id` shows through the API, its refusals, the dashboard and the CLI. */
@@ -369,7 +372,10 @@ async function suggestions(h: Harness, url: string, id: string): Promise<Map<str
   ]) {
     if (offered.has(v)) continue;
     const res = await op(h, "POST", `/v1/releases/${id}/${v}`, { reason: "probing refusals" });
-    if (res.status >= 400) add(`API refusal of ${v}`, await res.text());
+    if (res.status >= 400) {
+      const body = (await res.json()) as { error?: { message?: string } };
+      add(`API refusal of ${v}`, body.error?.message);
+    }
   }
   return found;
 }

@@ -19,7 +19,7 @@ import type { GateWait, HistoryEntry, Release } from "../../engine/src/domain/ty
 import type { LanesView } from "../../engine/src/views/lanes.ts";
 import { createRelease, OPERATOR, pumpOnce } from "../integration/service-harness.ts";
 import { runningRecord, succeededRecord } from "../support/dashboard-fixtures.ts";
-import { gatedRecipe, rig } from "../support/gate-rig.ts";
+import { gatedRecipe, rig, runner } from "../support/gate-rig.ts";
 
 type Rec = RecordJson & { gate?: GateWait | null; hold?: Release["hold"] };
 
@@ -305,11 +305,12 @@ describe("on a real engine, a gated release", () => {
       );
       // Drive the release (fake clock, the router sending units) while watch polls.
       let ended = false;
+      const decide = runner(g);
       void following.then(() => {
         ended = true;
       });
       for (let i = 0; i < 400 && !ended; i++) {
-        await pumpOnce(g.h);
+        await pumpOnce(g.h, decide);
         g.h.clock.advance(1_000);
         g.traffic.send(200);
         await new Promise((r) => setTimeout(r, 5));

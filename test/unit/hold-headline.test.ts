@@ -134,6 +134,28 @@ describe("the headline says what holds the release", () => {
     expect(headline(running())).toMatch(/^Running step 2 \(wave 1\) of 14: /);
   });
 
+  it("a release a failed gate rolled back says the gate failed, not an operator abort", () => {
+    const r = running();
+    r.state = "rolled_back";
+    r.reason = "gate of wave 1 (50%) failed: error-rate is worse than allowed";
+    const failedGate = {
+      release_id: r.id,
+      at: r.updated_at,
+      kind: "gate",
+      step_run_id: "sr_4_6_f",
+      outcome: "accepted" as const,
+      message: "[engine] gate of wave 1 (50%) failed (evaluation 4): error-rate is worse",
+      data: { gate: { wave: 0, phase: "gate", seq: 4, decision: "fail", elapsed_ms: 20_000 } },
+    };
+    const f = summarize(r, [failedGate], []);
+    expect(f.headline).toBe(
+      "Rolled back after the gate of wave 1 (50%) failed: error-rate is worse than allowed",
+    );
+    expect(f.cause).toBe("failure");
+    r.state = "compensating";
+    expect(summarize(r, [failedGate], []).headline).toMatch(/^Undoing after the gate of wave 1/);
+  });
+
   it("the releases list shows the hold of a live release it read, its progress otherwise", () => {
     const r = running();
     r.gate = gate({
