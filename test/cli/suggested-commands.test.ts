@@ -386,7 +386,11 @@ describe("every suggested command runs as written", () => {
     recipe: path.join(dir, "fixed-recipe.yaml"),
     bundle: path.join(dir, "bundle.json"),
   };
-  writeFileSync(files.recipe, stringify(recipe(2, { image: OTHER_IMAGE })));
+  // The fix: a new image for both lanes in one wave at 100% (a roll forward replaces the
+  // candidate on lanes that may run it, so no lane on the old image has to keep serving).
+  const fixed = recipe(2, { image: OTHER_IMAGE });
+  fixed.rollout = { waves: [{ lanes: ["lane-a", "lane-b"], traffic: 100 }] };
+  writeFileSync(files.recipe, stringify(fixed));
   writeFileSync(files.bundle, "{}\n");
   const seen: string[] = [];
   afterAll(() => {
