@@ -153,7 +153,7 @@ function LiveNow(props: { facts: ReleaseSummaryFacts; release: Release }) {
           <tbody>
             {facts.lanes.map((l) => (
               <tr>
-                <td>{l.id}</td>
+                <td class="nowrap">{l.id}</td>
                 <td>{l.wave > 0 ? String(l.wave) : "—"}</td>
                 <td class="wrap">
                   <span class="mono" title={l.ref}>

@@ -63,6 +63,7 @@ nav.filters{display:flex;flex-wrap:wrap;gap:.3rem 1rem;margin:.3rem 0}
 details>summary{cursor:pointer;font-weight:600}
 td.differs{background:#fff5f5}
 .block{display:block}
+.nowrap{white-space:nowrap}
 table.fleet td{overflow-wrap:anywhere}
 @media (max-width:640px){
  main{padding:.6rem .6rem 2rem}
