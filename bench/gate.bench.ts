@@ -21,11 +21,10 @@
  *   latency histograms of 12 buckets).
  * Last line: `RESULT {json}`.
  */
-import binomialRandom from "@stdlib/random-base-binomial";
-import normal from "@stdlib/stats-base-dists-normal";
 import { Analysis } from "../engine/src/domain/gate/analysis.ts";
 import { decideGate, type GateObservations } from "../engine/src/domain/gate/decide.ts";
 import { srmTest } from "../engine/src/domain/gate/srm.ts";
+import { seededBinomial } from "../test/support/binomial.ts";
 
 const ALPHA = 0.05;
 const AA_RUNS = Number(process.env.BENCH_GATE_RUNS ?? 1000);
@@ -33,7 +32,10 @@ const LOOKS = 60;
 const PER_LOOK = 1000;
 const SHARE = 0.2;
 const BASE_RATE = 0.02;
-const draw = binomialRandom.factory({ seed: 20261201 });
+const draw = seededBinomial(20261201);
+/** Normal quantiles at ALPHA = 0.05: Φ⁻¹(1 − α/2) and Φ⁻¹(0.8) (80% power). */
+const Z_TWO_SIDED = 1.959963984540054;
+const Z_POWER_80 = 0.8416212335729143;
 
 const analysis = Analysis.parse({
   alpha: ALPHA,
@@ -67,7 +69,7 @@ function canary(
 ): { gate: number; naive: number; srm: number } {
   const c = { n: 0, x: 0 };
   const b = { n: 0, x: 0 };
-  const z = normal.quantile(1 - ALPHA / 2, 0, 1);
+  const z = Z_TWO_SIDED;
   const out = { gate: 0, naive: 0, srm: 0 };
   for (let look = 1; look <= LOOKS; look++) {
     const nc = draw(PER_LOOK, servedShare);
@@ -117,7 +119,7 @@ for (let r = 0; r < AA_RUNS; r++) {
 }
 const pc = 2 * BASE_RATE;
 const pb = BASE_RATE;
-const zz = normal.quantile(1 - ALPHA / 2, 0, 1) + normal.quantile(0.8, 0, 1);
+const zz = Z_TWO_SIDED + Z_POWER_80;
 const fixedN =
   (zz * zz * ((pc * (1 - pc)) / SHARE + (pb * (1 - pb)) / (1 - SHARE))) / (pc - pb) ** 2;
 const fixedLooks = Math.ceil(fixedN / PER_LOOK);

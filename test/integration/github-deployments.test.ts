@@ -29,7 +29,7 @@ import {
 const TOKEN = "ghp_deployments_test_token_0123456789";
 const noWindow = { policy: { rerun_window_minutes: 0 } };
 
-// GitHub's description is 13 MB of JSON: read it once, before the clocks of the tests start.
+// Compile the description's checks once, before the clocks of the tests start.
 beforeAll(() => {
   expect(gitHubOpenApiVersion()).toMatch(/^3\./);
   const deployments = "/repos/{owner}/{repo}/deployments";

@@ -1,8 +1,10 @@
 /**
- * GitHub's own REST description (the `@octokit/openapi` package's api.github.com.json, OpenAPI
- * 3.0) as a checker for the GitHub stand-in: every request the stand-in serves is checked
- * against the operation's parameters and request body, and every answer it gives against the
- * documented responses, with Ajv (`nullable` understood, formats checked).
+ * GitHub's own REST description (OpenAPI 3.0) as a checker for the GitHub stand-in: every
+ * request the stand-in serves is checked against the operation's parameters and request body,
+ * and every answer it gives against the documented responses, with Ajv (`nullable` understood,
+ * formats checked). The description is github-openapi.json beside this file: the operations
+ * Baton calls, cut from the `@octokit/openapi` package's api.github.com.json by
+ * scripts/gen-github-openapi.ts (the package version is in its `x-baton-source`).
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -30,6 +32,7 @@ interface Operation {
 }
 interface Spec {
   openapi: string;
+  "x-baton-source": { package: string; version: string; operations: string[] };
   paths: Record<string, Record<string, Operation>>;
   components: {
     schemas: Record<string, unknown>;
@@ -42,7 +45,7 @@ let loaded: { spec: Spec; ajv: AjvType; cache: Map<string, ValidateFunction> } |
 
 function load() {
   if (loaded) return loaded;
-  const file = require.resolve("@octokit/openapi/generated/api.github.com.json");
+  const file = new URL("./github-openapi.json", import.meta.url);
   const spec = JSON.parse(readFileSync(file, "utf8")) as Spec;
   const ajv = new Ajv({ strict: false, allErrors: true, validateSchema: false });
   addFormats.default(ajv);
@@ -75,6 +78,11 @@ export function gitHubOpenApiVersion(): string {
   return load().spec.openapi;
 }
 
+/** Where the description came from: the `@octokit/openapi` version and the operations kept. */
+export function gitHubOpenApiSource(): { package: string; version: string; operations: string[] } {
+  return load().spec["x-baton-source"];
+}
+
 function validator(key: string, schema: unknown): ValidateFunction {
   const l = load();
   const hit = l.cache.get(key);
@@ -89,7 +97,11 @@ function validator(key: string, schema: unknown): ValidateFunction {
 
 function operation(method: string, template: string): Operation {
   const op = load().spec.paths[template]?.[method.toLowerCase()];
-  if (!op) throw new Error(`GitHub's OpenAPI has no ${method} ${template}`);
+  if (!op) {
+    throw new Error(
+      `GitHub's OpenAPI cut has no ${method} ${template}; add it to OPERATIONS in scripts/gen-github-openapi.ts and run the script`,
+    );
+  }
   return op;
 }
 

@@ -10,9 +10,8 @@
  * Latency is log-normal: exp(N(log median, σ²)) ms. Seeded, so a run can be replayed.
  */
 import { createHash } from "node:crypto";
-import normalRandom from "@stdlib/random-base-normal";
-import uniformRandom from "@stdlib/random-base-uniform";
 import type { ControlPlaneCore } from "./core.ts";
+import { type Draws, seededNormal, seededUniform } from "./random.ts";
 
 /** Outcome model of one image. */
 export interface ImageProfile {
@@ -69,8 +68,8 @@ export class TrafficGenerator {
   private candidate: string | null = null;
   private readonly routerWeights = new Map<string, number>();
   private nextUnit = 0;
-  private readonly uniform: () => number;
-  private readonly normal: () => number;
+  private readonly uniform: Draws;
+  private readonly normal: Draws;
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -78,10 +77,8 @@ export class TrafficGenerator {
     private readonly o: TrafficOptions,
   ) {
     const seed = o.seed ?? 1;
-    const u = uniformRandom.factory(0, 1, { seed });
-    const n = normalRandom.factory(0, 1, { seed: seed + 1 });
-    this.uniform = () => u();
-    this.normal = () => n();
+    this.uniform = seededUniform(seed);
+    this.normal = seededNormal(seed + 1);
   }
 
   /** The image lane `lane` serves now; opens its counters at 0 (so rates see the start). */

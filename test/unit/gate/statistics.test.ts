@@ -4,9 +4,6 @@
  * and the SRM test alarms on a true split in ≤ α of streams (Ville's inequality).
  * Simulations are seeded (deterministic) and bounded in count.
  */
-import betaln from "@stdlib/math-base-special-betaln";
-import binomialRandom from "@stdlib/random-base-binomial";
-import normal from "@stdlib/stats-base-dists-normal";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
@@ -16,6 +13,10 @@ import {
 } from "../../../engine/src/domain/gate/confidence-sequence.ts";
 import { shareVariance } from "../../../engine/src/domain/gate/observations.ts";
 import { srmTest } from "../../../engine/src/domain/gate/srm.ts";
+import { seededBinomial } from "../../support/binomial.ts";
+
+/** Φ⁻¹(0.975), the two-sided 5% normal quantile. */
+const Z_975 = 1.959963984540054;
 
 describe("normal-mixture confidence sequence", () => {
   it("matches Waudby-Smith et al.'s closed form for a mean of t observations", () => {
@@ -50,7 +51,7 @@ describe("normal-mixture confidence sequence", () => {
   });
 
   it("is always wider than the fixed-horizon interval at the same α", () => {
-    const z = normal.quantile(0.975, 0, 1);
+    const z = Z_975;
     for (const t of [1, 10, 100, 1e3, 1e4, 1e5, 1e6]) {
       expect(boundaryMultiplier(t, tunedRho(0.05, 2000), 0.05)).toBeGreaterThan(z);
     }
@@ -83,7 +84,7 @@ describe("normal-mixture confidence sequence", () => {
           seed: fc.integer({ min: 1, max: 2 ** 30 }),
         }),
         ({ pc, pb, perLook, candidateShare, seed }) => {
-          const draw = binomialRandom.factory({ seed });
+          const draw = seededBinomial(seed);
           const rho = tunedRho(alpha, 2000);
           const nc = Math.max(1, Math.round(perLook * candidateShare));
           const nb = perLook - nc;
@@ -118,22 +119,45 @@ describe("normal-mixture confidence sequence", () => {
 });
 
 describe("Dirichlet-multinomial SRM test", () => {
-  it("equals the Beta-binomial Bayes factor computed with betaln for two arms", () => {
+  it("equals the Beta-binomial Bayes factor for two arms", () => {
+    // B(cp + x, c(1 − p) + n − x) / B(cp, c(1 − p)) / (pˣ (1 − p)ⁿ⁻ˣ), in logarithms, computed
+    // with stdlib's `betaln` 0.3.1 and printed to 17 digits: [x, n, log BF].
     const p = 0.1;
     const c = 100;
-    for (const [x, n] of [
-      [0, 0],
-      [7, 100],
-      [140, 1000],
-      [1400, 10_000],
+    for (const [x, n, expected] of [
+      [0, 0, 0],
+      [7, 100, -0.015021373308803376],
+      [140, 1000, 6.0011693784055637],
+      [1400, 10_000, 76.904165165676318],
     ] as const) {
       const r = srmTest([x, n - x], [p, 1 - p], 0.05, c);
-      const expected =
-        betaln(c * p + x, c * (1 - p) + n - x) -
-        betaln(c * p, c * (1 - p)) -
-        x * Math.log(p) -
-        (n - x) * Math.log(1 - p);
       expect(r.logBayesFactor).toBeCloseTo(expected, 8);
+    }
+  });
+
+  it("gives the log Bayes factors it gave with stdlib's gammaln, within rounding", () => {
+    // [observed, planned, concentration, log BF with `@stdlib/math-base-special-gammaln` 0.3.1].
+    // The terms are ln Γ of counts up to 10⁷ (about 10⁸), so the sum keeps about 1e-15 of the
+    // largest term: the tolerance.
+    const cases: [number[], number[], number | undefined, number][] = [
+      [[7, 93], [0.1, 0.9], undefined, -0.015021373308456987],
+      [[140, 860], [0.1, 0.9], undefined, 6.0011693784072122],
+      [[1400, 8600], [0.1, 0.9], undefined, 76.904165165673476],
+      [[5000, 5000], [0.5, 0.5], undefined, -2.3100354643102037],
+      [[2012, 7988], [0.2, 0.8], undefined, -2.2696217055345187],
+      [[333, 333, 334], [1 / 3, 1 / 3, 1 / 3], undefined, -2.4030456010123089],
+      [[120, 300, 580], [0.1, 0.3, 0.6], undefined, -0.45358280984328303],
+      [[251_000, 749_000], [0.25, 0.75], undefined, -1.9461238738149405],
+      [[3, 97], [0.01, 0.99], 100, 0.034382211729280243],
+      [[3, 97], [0.05, 0.95], 10, -0.67545763682051074],
+      [[40, 60], [0.5, 0.5], 1, -0.51739448301515267],
+      [[1_000_123, 8_999_877], [0.1, 0.9], undefined, -5.7565408647060394],
+    ];
+    for (const [observed, planned, c, expected] of cases) {
+      const n = observed.reduce((a, b) => a + b, 0);
+      const largestTerm = (n + 100) * Math.log(n + 100);
+      const got = srmTest(observed, planned, 0.05, c).logBayesFactor;
+      expect(Math.abs(got - expected)).toBeLessThanOrEqual(1e-14 * largestTerm);
     }
   });
 
@@ -156,7 +180,7 @@ describe("Dirichlet-multinomial SRM test", () => {
   it("alarms on a true split in ≤ α of continuously monitored streams (Ville)", () => {
     const alpha = 0.05;
     const streams = 1000;
-    const draw = binomialRandom.factory({ seed: 7 });
+    const draw = seededBinomial(7);
     let alarms = 0;
     for (let s = 0; s < streams; s++) {
       let c = 0;

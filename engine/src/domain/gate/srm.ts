@@ -12,7 +12,7 @@
  * run after every unit, or at every look, and still rejects a true split with probability at
  * most α. BF is an e-value; its reciprocal is an anytime-valid p-value.
  */
-import gammaln from "@stdlib/math-base-special-gammaln";
+import { gammaln } from "./gammaln.ts";
 
 /** Prior concentration c of the Dirichlet mixture (Lindon & Malek's examples use 100·p₀). */
 export const DEFAULT_SRM_CONCENTRATION = 100;

@@ -257,6 +257,8 @@ export class Starts {
     const seen = observeBaseline(
       {
         model: manifest.model,
+        image: manifest.image,
+        previous_image: manifest.previous_image,
         lanes: manifest.lanes.map((l, i) => ({
           id: l.id,
           ...(typeof stated[i]?.weight === "number" ? { weight: stated[i].weight } : {}),
