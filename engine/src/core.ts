@@ -19,6 +19,7 @@ import type { Hono } from "hono";
 import type { AdmissionConfig } from "./admission/policy.ts";
 import type { BundleVerifier } from "./admission/verify.ts";
 import { createApp } from "./http/app.ts";
+import type { NamedToken } from "./http/auth.ts";
 import { dashboardApp } from "./http/dashboard/index.tsx";
 import { engineMetrics } from "./http/metrics.ts";
 import { exposition } from "./http/prometheus-text.ts";
@@ -95,6 +96,8 @@ export interface CoreSettings {
    */
   runnerCredential?: { mode: RunnerCredentialMode; oidc: RunnerOidcSettings | null };
   operatorToken: string;
+  /** People's own operator tokens (BATON_OPERATORS): actions sent with one are recorded as theirs. */
+  operators?: readonly NamedToken[];
   viewerToken: string | null;
   /** owner/name, for run links. */
   repository?: string;
@@ -230,6 +233,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
         }
       : {}),
     operatorToken: s.operatorToken,
+    ...(s.operators ? { operators: s.operators } : {}),
     viewerToken: s.viewerToken,
     metrics: async () =>
       exposition(

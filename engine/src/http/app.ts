@@ -7,6 +7,7 @@ import { secureHeaders } from "hono/secure-headers";
 import type { Clock } from "../ports/clock.ts";
 import type { LanesRead } from "../protocol/control-plane.ts";
 import type { ReleaseApi } from "../service/api.ts";
+import type { NamedToken } from "./auth.ts";
 import { bodyLimits } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
 import { singleQueryParams } from "./query-params.ts";
@@ -23,6 +24,8 @@ export interface AppOptions {
   /** The OIDC runner credential of preflights and callbacks; default HMAC only. */
   runnerCredential?: StepRunRouteOptions["runnerCredential"];
   operatorToken: string;
+  /** People's own operator tokens (BATON_OPERATORS): actions sent with one are recorded as theirs. */
+  operators?: readonly NamedToken[];
   viewerToken: string | null;
   log?: { error(msg: string, err?: unknown): void; info?(msg: string): void };
   /**
@@ -41,8 +44,9 @@ export interface AppOptions {
 
 export function createApp(o: AppOptions): Hono {
   const app = new Hono();
-  const operatorTokens = [o.operatorToken];
-  const readTokens = o.viewerToken ? [o.operatorToken, o.viewerToken] : operatorTokens;
+  const operators = o.operators ?? [];
+  const operatorTokens = [o.operatorToken, ...operators.map((p) => p.token)];
+  const readTokens = o.viewerToken ? [...operatorTokens, o.viewerToken] : operatorTokens;
   app.onError(onError(o.log ?? console));
   // Before every route (the dashboard's too, mounted by `extend`): no handler reads past it.
   app.use("*", bodyLimits());
@@ -90,6 +94,7 @@ export function createApp(o: AppOptions): Hono {
       clock: o.clock,
       callbackSecrets: o.callbackSecrets,
       operatorTokens,
+      operators,
       readTokens,
       ...(o.runnerCredential ? { runnerCredential: o.runnerCredential } : {}),
       ...(o.log ? { log: o.log } : {}),
@@ -100,6 +105,7 @@ export function createApp(o: AppOptions): Hono {
     releaseRoutes({
       api: o.api,
       operatorTokens,
+      operators,
       readTokens,
       ...(o.repository ? { repository: o.repository } : {}),
       ...(o.lanes ? { lanes: o.lanes } : {}),

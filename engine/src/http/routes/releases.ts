@@ -22,10 +22,10 @@ import {
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { currentDrift } from "../../service/drift.ts";
 import { lanesView } from "../../views/lanes.ts";
-import { requireBearer } from "../auth.ts";
+import { type NamedToken, personOf, requireBearer } from "../auth.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
-import { schemaFields } from "./operator-body.ts";
+import { actorFor, schemaFields } from "./operator-body.ts";
 import { releaseParam, verbRoutes } from "./verbs.ts";
 
 export interface ReleaseRouteOptions {
@@ -33,6 +33,8 @@ export interface ReleaseRouteOptions {
   repository?: string;
   api: ReleaseApi;
   operatorTokens: readonly string[];
+  /** People's own operator tokens: a release started with one is recorded as theirs. */
+  operators?: readonly NamedToken[];
   /** Operator and viewer tokens. */
   readTokens: readonly string[];
   /** One read of a model's lanes at the control plane (`GET /v1/releases/:id/lanes`). */
@@ -330,7 +332,8 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
         throw badRequest("query", zodProblems(q.error, "query", {}, schemaFields(CreateQuery)));
       }
       const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
-      const release = await o.api.start(body.recipe, "operator", {
+      const actor = actorFor(personOf(c.req.header("authorization"), o.operators ?? []), undefined);
+      const release = await o.api.start(body.recipe, actor, {
         hold: q.data.start === "false",
         ...(q.data.exposure ? { exposure: q.data.exposure } : {}),
         ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
@@ -420,6 +423,7 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     verbRoutes("release", {
       api: o.api,
       operatorTokens: o.operatorTokens,
+      ...(o.operators ? { operators: o.operators } : {}),
       readTokens: o.readTokens,
       recipeBody: {
         limit,

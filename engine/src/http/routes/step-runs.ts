@@ -17,7 +17,7 @@ import {
   PreflightRequest,
 } from "../../protocol/messages.ts";
 import type { ReleaseApi } from "../../service/api.ts";
-import { badCredentialMessage } from "../auth.ts";
+import { badCredentialMessage, type NamedToken } from "../auth.ts";
 import { badRequest, errorResponse, zodProblems } from "../errors.ts";
 import type { RunnerClaims, RunnerCredentialMode, RunnerOidcVerifier } from "../runner-oidc.ts";
 import { answer, stepRunParam, verbRoutes } from "./verbs.ts";
@@ -27,6 +27,8 @@ export interface StepRunRouteOptions {
   clock: Clock;
   callbackSecrets: readonly string[];
   operatorTokens: readonly string[];
+  /** People's own operator tokens: a retry or resolve sent with one is recorded as theirs. */
+  operators?: readonly NamedToken[];
   /** Operator and viewer tokens: the viewer token gets 403 naming the operator token. */
   readTokens?: readonly string[];
   /**
@@ -254,6 +256,7 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
     verbRoutes("step_run", {
       api: o.api,
       operatorTokens: o.operatorTokens,
+      ...(o.operators ? { operators: o.operators } : {}),
       readTokens: o.readTokens ?? o.operatorTokens,
     }),
   );
