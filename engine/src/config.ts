@@ -38,6 +38,11 @@ export interface EngineConfig {
   /** Callback secret rotation list; the first one signs. At least one, unless OIDC alone. */
   callbackSecrets: string[];
   operatorToken: string;
+  /**
+   * Named operator tokens (BATON_OPERATORS, `name=token,…`): one per person; an action sent
+   * with one is recorded as `operator:<name>`. Empty when unset.
+   */
+  operators?: NamedOperator[];
   /** Read-only token for the dashboard and GET routes; null = operator token only. */
   viewerToken: string | null;
   /** Control-plane base URL; null = the reference control plane in memory. */
@@ -169,6 +174,17 @@ const Env = z.object({
     ),
   BATON_OPERATOR_TOKEN: secretText("BATON_OPERATOR_TOKEN"),
   BATON_VIEWER_TOKEN: secretText("BATON_VIEWER_TOKEN").optional(),
+  BATON_OPERATORS: z
+    .string()
+    .transform((s, ctx) => {
+      const parsed = parseOperators(s);
+      if (typeof parsed === "string") {
+        ctx.addIssue({ code: "custom", message: parsed });
+        return z.NEVER;
+      }
+      return parsed;
+    })
+    .optional(),
   BATON_CONTROL_PLANE_URL: z.string().trim().optional(),
   BATON_PROMETHEUS_URL: z.string().trim().optional(),
   BATON_ALLOW_HTTP: z.string().trim().optional(),
@@ -389,6 +405,8 @@ const FIX: Record<string, string> = {
     "set a comma-separated list of random secrets, e.g. BATON_CALLBACK_SECRETS=$(openssl rand -hex 32)",
   BATON_OPERATOR_TOKEN: "set a random token, e.g. BATON_OPERATOR_TOKEN=$(openssl rand -hex 32)",
   BATON_VIEWER_TOKEN: "set a random token of at least 16 characters, or unset it",
+  BATON_OPERATORS:
+    "set name=token pairs separated by commas, one per person, e.g. BATON_OPERATORS=maria=$(openssl rand -hex 32),lee=$(openssl rand -hex 32), or unset it",
   BATON_CONTROL_PLANE_TOKEN:
     "set the control plane's write token (the reference control plane's BATON_CP_TOKEN), e.g. $(openssl rand -hex 32) on both sides",
   GITHUB_REPOSITORY: "set GITHUB_REPOSITORY=owner/name of the repository holding release-step.yml",
@@ -524,6 +542,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     publicUrl: (e.BATON_PUBLIC_URL ?? `http://127.0.0.1:${e.PORT}`).replace(/\/+$/, ""),
     callbackSecrets: e.BATON_CALLBACK_SECRETS,
     operatorToken: e.BATON_OPERATOR_TOKEN,
+    operators: e.BATON_OPERATORS ?? [],
     viewerToken: e.BATON_VIEWER_TOKEN ?? null,
     controlPlaneUrl: e.BATON_CONTROL_PLANE_URL ?? null,
     embeddedLanes: (e.BATON_EMBEDDED_LANES ?? []).map((f) => path.resolve(f)),
@@ -595,4 +614,37 @@ export function publicUrlWarning(host: string, publicUrl: string): string | null
   if (!isLoopbackHost(urlHost)) return null;
   const port = new URL(publicUrl).port;
   return `[engine] warning: listening on ${host} (reachable from other machines) but the public URL is ${publicUrl}, a loopback address: runners on other machines send their preflights and callbacks to the public URL and would not reach this engine; fix: set BATON_PUBLIC_URL to the address other machines use to reach it, e.g. https://baton.example.com (or http://10.0.0.5${port ? `:${port}` : ""} with BATON_ALLOW_HTTP=BATON_PUBLIC_URL)`;
+}
+
+/** A person's own operator token (BATON_OPERATORS). */
+export interface NamedOperator {
+  /** Letters, digits, `.`, `_`, `-`; recorded as `operator:<name>`. */
+  name: string;
+  /** At least 16 characters. */
+  token: string;
+}
+
+/**
+ * Parses BATON_OPERATORS (`name=token,name=token`): the list, or a message naming what is
+ * wrong (a pair without `=`, a bad name, a short token, a name or token given twice).
+ */
+export function parseOperators(text: string): NamedOperator[] | string {
+  const out: NamedOperator[] = [];
+  for (const pair of text
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean)) {
+    const at = pair.indexOf("=");
+    if (at < 0) return `BATON_OPERATORS: "${pair.slice(0, 20)}…" is not name=token`;
+    const name = pair.slice(0, at).trim();
+    const token = pair.slice(at + 1).trim();
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(name))
+      return `BATON_OPERATORS: the name "${name}" must be 1 to 64 letters, digits, '.', '_' or '-'`;
+    if (token.length < 16) return `BATON_OPERATORS: ${name}'s token must be at least 16 characters`;
+    if (out.some((o) => o.name === name)) return `BATON_OPERATORS: ${name} is named twice`;
+    if (out.some((o) => o.token === token))
+      return `BATON_OPERATORS: ${name}'s token is another person's too; give each person their own`;
+    out.push({ name, token });
+  }
+  return out;
 }

@@ -19,6 +19,7 @@ import type { Hono } from "hono";
 import type { AdmissionConfig } from "./admission/policy.ts";
 import type { BundleVerifier } from "./admission/verify.ts";
 import { createApp } from "./http/app.ts";
+import type { NamedToken } from "./http/auth.ts";
 import { dashboardApp } from "./http/dashboard/index.tsx";
 import { engineMetrics } from "./http/metrics.ts";
 import { exposition } from "./http/prometheus-text.ts";
@@ -96,6 +97,8 @@ export interface CoreSettings {
    */
   runnerCredential?: { mode: RunnerCredentialMode; oidc: RunnerOidcSettings | null };
   operatorToken: string;
+  /** People's own operator tokens (BATON_OPERATORS): actions sent with one are recorded as theirs. */
+  operators?: readonly NamedToken[];
   viewerToken: string | null;
   /** owner/name, for run links. */
   repository?: string;
@@ -215,6 +218,8 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
   if (rc && rc.mode !== "hmac" && !rc.oidc) {
     throw new Error(`[engine] runner credential ${rc.mode} needs its OIDC settings (BATON_OIDC_*)`);
   }
+  // One read of a model's lanes, for GET /v1/releases/:id/lanes (absent: no such read).
+  const lanesRead = controlPlane.lanes?.bind(controlPlane);
   const app = createApp({
     api: service,
     tick,
@@ -230,6 +235,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
         }
       : {}),
     operatorToken: s.operatorToken,
+    ...(s.operators ? { operators: s.operators } : {}),
     viewerToken: s.viewerToken,
     metrics: async () =>
       exposition(
@@ -240,6 +246,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
       ),
     publicUrl: s.publicUrl,
     ...(s.repository ? { repository: s.repository } : {}),
+    ...(lanesRead ? { lanes: lanesRead } : {}),
     log,
     extend: (a) => {
       s.extendApp?.(a);

@@ -268,7 +268,9 @@ describe("demo arguments", () => {
       /\[demo\] promote\s+BATON_ENGINE_URL=\S+ BATON_TOKEN=tok npx baton promote r1 /,
     );
     expect(served).not.toContain("baton resume");
-    expect(waitingLines(stack, held, false).join("\n")).toContain("`baton promote r1`");
+    expect(waitingLines(stack, held, false).join("\n")).toContain(
+      '`baton promote r1 --reason "<why>"`',
+    );
     const pause = { kind: "pause", actor: "alice", reason: "look", at } as const;
     const paused = { id: "r1", state: "paused", hold: pause, gate: null } as const;
     expect(waitingLines(stack, paused, true)[0]).toMatch(

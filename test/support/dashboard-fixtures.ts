@@ -614,6 +614,10 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
     async get(id) {
       return structuredClone(get(id));
     },
+    async peek(id) {
+      const r = byId.get(id);
+      return r ? structuredClone(r.release) : null;
+    },
     async releaseRecord() {
       return unsupported();
     },

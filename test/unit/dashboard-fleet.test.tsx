@@ -191,6 +191,20 @@ describe("/fleet", () => {
     expect(html).toContain("want </span>100%");
     expect(html).toContain("now </span>90%");
     expect(html).toContain('data-events="/fleet/events?model=chat-model"');
+    // Each image named and marked as the release's candidate or the lane's baseline.
+    expect(html).toContain("model@sha256:bbbbbbbbbbbb… (candidate)");
+    expect(html).toContain("model@sha256:cccccccccccc… (baseline)");
+    expect(html).not.toContain("new image");
+
+    // The release page's Live now names them too.
+    const page = await (await app.request("/releases/r2")).text();
+    const live = page.slice(
+      page.indexOf('id="live-now-part"'),
+      page.indexOf("</section>", page.indexOf('id="live-now-part"')),
+    );
+    expect(live).toContain("Traffic 100% on the candidate model@sha256:bbbbbbbbbbbb…");
+    expect(live).toMatch(/model@sha256:bbbbbbbbbbbb…<\/span> <span class="tag cand">candidate/);
+    expect(live).toMatch(/model@sha256:cccccccccccc…<\/span> <span class="tag base">baseline/);
 
     const dead = new MemoryControlPlane();
     dead.faults.arm({ mode: "error", count: 1, on: "read" });

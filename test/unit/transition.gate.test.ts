@@ -95,6 +95,44 @@ describe("the gate in the transition", () => {
     const { r } = atGate(gated(), 0);
     const out = ok(r, { type: "gate", evidence: evidence(r) }, T0 + 1500);
     expect(out.release.gate).toMatchObject({ seq: 1, decision: "wait" });
+    // What it waits for is kept with its figures (here: no figures of its primary metric yet;
+    // then too few samples for min_samples 100), so every view can say what holds the release
+    // from the release alone.
+    expect(out.release.gate?.progress).toEqual({
+      waiting_for: "metrics",
+      elapsed_ms: 1000,
+      bake_ms: 10_000,
+      samples: null,
+      metric: "error-rate",
+    });
+    const counted = ok(
+      r,
+      {
+        type: "gate",
+        evidence: evidence(r, {
+          metrics: [
+            {
+              name: "error-rate",
+              required: true,
+              verdict: "undecided",
+              missing: null,
+              candidate: { x: 1, n: 40 },
+              control: { x: 3, n: 360 },
+              estimate: 0,
+              lower: -0.1,
+              upper: 0.1,
+              margin: 0.01,
+              slo: null,
+            },
+          ],
+        }),
+      },
+      T0 + 1500,
+    );
+    expect(counted.release.gate?.progress).toMatchObject({
+      waiting_for: "samples",
+      samples: { have: 40, need: 100 },
+    });
     expect(out.effects).toEqual([
       expect.objectContaining({ type: "gate", seq: 2, not_before: T0 + 1500 + 2000 }),
     ]);

@@ -7,7 +7,13 @@ import { dirname } from "node:path";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import { RELEASE_STATES } from "../domain/states.ts";
-import { ACTOR_PATTERN, VERBS, type VerbName, verbRoute } from "../domain/verbs.ts";
+import {
+  ACTOR_PATTERN,
+  suggestedCommand,
+  VERBS,
+  type VerbName,
+  verbRoute,
+} from "../domain/verbs.ts";
 import { drainCapacityNotes, waveRoundNotes, waveRounds } from "../domain/wave-rounds.ts";
 import type { ReleaseSummary } from "../ports/store.ts";
 import { isReleaseId, isStepRunId } from "../protocol/ids.ts";
@@ -15,6 +21,7 @@ import { RECIPE_LIMITS } from "../protocol/limits.ts";
 import { type Connection, EngineClient } from "./client.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { type RecordJson, releaseSummary, releasesTable, statusJson } from "./output.ts";
+import { statusWatch } from "./status-watch.ts";
 import { watch } from "./watch.ts";
 
 /**
@@ -22,7 +29,7 @@ import { watch } from "./watch.ts";
  * process's streams and environment; tests pass their own, to run the CLI in process.
  */
 export interface Io {
-  out: { write(s: string): unknown; isTTY?: boolean };
+  out: { write(s: string): unknown; isTTY?: boolean; columns?: number };
   err: { write(s: string): unknown };
   /**
    * The variables the commands read (BATON_ENGINE_URL, BATON_TOKEN, USER, GITHUB_TOKEN, and
@@ -167,7 +174,7 @@ export async function start(
       `${o.exposure === "dark" ? "deployed" : "started"} ${res.id}: ${res.step_count} steps, state ${res.state}, manifest ${res.manifest_digest}`,
       ...(o.exposure === "dark"
         ? [
-            `  it waits at 0% exposure before the first traffic write; expose it with: baton release ${res.id}`,
+            `  it waits at 0% exposure before the first traffic write; expose it with: ${suggestedCommand("release", { target: res.id })}`,
           ]
         : []),
       `  follow it: baton watch ${res.id}   dashboard: ${conn.engine}/releases/${res.id}`,
@@ -189,10 +196,30 @@ function startQuery(o: { hold: boolean; exposure?: "dark" }): string {
 export async function status(
   conn: Connection,
   id: string | undefined,
-  o: { json: boolean; state?: string; limit?: string },
+  o: {
+    json: boolean;
+    state?: string;
+    limit?: string;
+    /** `-w`: one screen, redrawn as the release changes (`status-watch.ts`). */
+    watch?: boolean;
+    interval?: string;
+    timeout?: string;
+  },
   io: Io,
 ): Promise<ExitCode> {
   const client = new EngineClient(conn);
+  if (o.watch) {
+    if (id === undefined)
+      throw usage("[cli] status -w follows one release: give its id, e.g. baton status r17 -w");
+    if (o.json)
+      throw usage(
+        "[cli] status -w draws a screen; for one JSON object per change use baton watch <id> --json",
+      );
+    return statusWatch(client, releaseId(id), {
+      ...pollOptions({ interval: o.interval ?? "1000", timeout: o.timeout ?? "21600" }),
+      out: io.out,
+    });
+  }
   if (id !== undefined) {
     const rec = await client.call<RecordJson>("GET", `/v1/releases/${releaseId(id)}`);
     if (o.json) printJson(io, statusJson(rec));
@@ -231,6 +258,21 @@ export async function watchCommand(
   o: { json: boolean; interval: string; timeout: string },
   io: Io,
 ): Promise<ExitCode> {
+  return watch(new EngineClient(conn), releaseId(id), {
+    ...pollOptions(o),
+    json: o.json,
+    out: io.out,
+  });
+}
+
+/**
+ * `--interval <ms>` and `--timeout <s>` of a command that polls (`watch`, `status -w`).
+ * @throws CliError (usage) naming the option and its range.
+ */
+function pollOptions(o: { interval: string; timeout: string }): {
+  intervalMs: number;
+  timeoutMs: number;
+} {
   const interval = Number(o.interval);
   const timeout = Number(o.timeout);
   if (!Number.isFinite(interval) || interval < 100 || interval > 60_000) {
@@ -241,12 +283,7 @@ export async function watchCommand(
       `[cli] --timeout must be a positive number of seconds; got ${JSON.stringify(o.timeout)}`,
     );
   }
-  return watch(new EngineClient(conn), releaseId(id), {
-    intervalMs: interval,
-    timeoutMs: timeout * 1000,
-    json: o.json,
-    out: io.out,
-  });
+  return { intervalMs: interval, timeoutMs: timeout * 1000 };
 }
 
 /**

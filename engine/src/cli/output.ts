@@ -18,10 +18,17 @@ import type {
 import { visible } from "../domain/visible-text.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import { currentDrift, driftMessage } from "../service/drift.ts";
-import { duration, time } from "../views/format.ts";
+import { duration, imageLabel, shortImage, time } from "../views/format.ts";
 import { housekeepingLine, isHousekeeping, readOnce } from "../views/history-label.ts";
+import { stepProgress } from "../views/list-row.ts";
 import { offers } from "../views/offers.ts";
-import { stepAction, summarize, weightsText, whyToShow } from "../views/summary.ts";
+import {
+  type ReleaseSummaryFacts,
+  stepAction,
+  summarize,
+  weightsText,
+  whyToShow,
+} from "../views/summary.ts";
 
 /** `GET /v1/releases/:id` as the engine answers it. */
 export interface RecordJson {
@@ -69,13 +76,13 @@ function pad(rows: string[][]): string[] {
 export function releasesTable(rows: ReleaseSummary[], now: number): string[] {
   if (rows.length === 0) return ["no releases"];
   return pad([
-    ["ID", "STATE", "RECIPE", "MODEL", "STEP", "STARTED", "DURATION"],
+    ["ID", "STATE", "RECIPE", "MODEL", "PROGRESS", "STARTED", "DURATION"],
     ...rows.map((r) => [
       r.id,
       r.state,
       r.recipe_name,
       r.model,
-      `${Math.max(0, Math.min(r.cursor + 1, r.step_count))}/${r.step_count}`,
+      stepProgress(r),
       time(r.created_at),
       duration((TERMINAL.has(r.state) ? r.updated_at : now) - r.created_at),
     ]),
@@ -114,6 +121,25 @@ export function baselineText(lanes: NonNullable<Release["baseline"]>["lanes"]): 
         `${l.id} ${l.weight}%${l.excluded ? " excluded" : ""}${l.advertised ? ` advertising ${l.capabilities.join(",") || "nothing"}` : ""} ${l.image ? `on ${l.image}` : "image unknown"}`,
     )
     .join("; ");
+}
+
+/**
+ * What runs where, as Baton last set it: the traffic on the candidate and, per lane, its image
+ * (`ranker:v3.1@sha256:2a1b3c4d5e6f… (candidate)`) and weight.
+ */
+export function liveNowLines(rec: RecordJson, f: ReleaseSummaryFacts): string[] {
+  const lines = [
+    f.traffic
+      ? `  traffic now: ${f.traffic.percent}% on the candidate ${shortImage(rec.manifest.image)} (${weightsText(f.traffic.weights)}), set by ${f.traffic.by}`
+      : "  traffic now: the baseline (no traffic step has run)",
+  ];
+  const rows = f.lanes.map((l) => [
+    `    ${l.id}`,
+    l.wave > 0 ? `wave ${l.wave}` : "no wave",
+    imageLabel(l.ref, l.image === "new" ? "candidate" : "baseline"),
+    l.weight === null ? "baseline weight" : `${l.weight}%`,
+  ]);
+  return rows.length > 0 ? [...lines, ...pad(rows)] : lines;
 }
 
 /** The CLI commands of the actions the engine accepts now (none for an ended release). */
@@ -161,11 +187,7 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
       `  undone: ${f.undone.map((u) => `step ${u.step.index + 1} ${stepAction(u.step, "bwd")}`).join("; ")}`,
     );
   }
-  lines.push(
-    f.traffic
-      ? `  traffic now: ${f.traffic.percent}% on the new image (${weightsText(f.traffic.weights)}), set by ${f.traffic.by}`
-      : "  traffic now: the baseline (no traffic step has run)",
-  );
+  lines.push(...liveNowLines(rec, f));
   lines.push(
     `  started ${time(rec.created_at)}, ${live ? "running for" : "took"} ${duration((live ? now : rec.updated_at) - rec.created_at)}`,
     `  manifest ${rec.manifest_digest}, image ${rec.manifest.image}`,

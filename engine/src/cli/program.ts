@@ -319,11 +319,24 @@ export async function runCli(
     .argument("[id]", "release id, e.g. r17")
     .option("--state <state>", "only releases in this state (list)")
     .option("--limit <n>", "at most n releases (list, 1..200)")
+    .option(
+      "-w, --watch",
+      "one release: redraw its screen as it changes (state, step, lanes set vs observed, gate); ends when it ends",
+    )
+    .option("--interval <ms>", "with -w: poll interval in ms", "1000")
+    .option("--timeout <s>", "with -w: give up after this many seconds", "21600")
     .addOption(json())
     .action(
       async (
         id: string | undefined,
-        o: { json?: boolean; state?: string; limit?: string },
+        o: {
+          json?: boolean;
+          state?: string;
+          limit?: string;
+          watch?: boolean;
+          interval: string;
+          timeout: string;
+        },
         c: Command,
       ) => {
         code = await cmd.status(conn(c), id, { ...o, json: Boolean(o.json) }, io);

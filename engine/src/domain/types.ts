@@ -2,12 +2,14 @@
  * The shared shapes of the domain: manifest, release, step runs, events, effects, history.
  * Pure data; no I/O. Times are epoch milliseconds (number). Percents are integers 0–100.
  */
+
 import type { ControlPlaneOp } from "../protocol/control-plane.ts";
 import type { AdmissionReport } from "./admission.ts";
 import type { Analysis } from "./gate/analysis.ts";
 import type { GateDecision, GatePhase } from "./gate/decide.ts";
 import type { GateEvidence, MetricEvidence } from "./gate/evidence.ts";
 import type { StopConditionInput } from "./gate/stop-condition.ts";
+import type { GateProgress } from "./gate-progress.ts";
 import type { Json } from "./json.ts";
 import type { Notice, NoticeKind } from "./notice.ts";
 import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisite-checks.ts";
@@ -222,6 +224,11 @@ export interface GateWait {
    * all their data: what `consecutive_error_limit` and `inconclusive_limit` count. Absent: none.
    */
   streak?: { errors: number; undecided: number };
+  /**
+   * What the latest evaluation waited for, with its figures (`gateProgress`); null/absent
+   * before the first evaluation and after one that did not wait.
+   */
+  progress?: GateProgress | null;
 }
 
 /**

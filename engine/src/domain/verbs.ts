@@ -326,7 +326,8 @@ export const VERBS: { readonly [K in VerbName]: Verb & { name: K } } = {
     flags: [reasonFlag(true, "why (kept in the history and shown on the release)"), actorFlag],
     accepted: holdAccepted(
       "pause",
-      (id) => `step runs in flight settle, then nothing new starts until baton resume ${id}`,
+      (id) =>
+        `step runs in flight settle, then nothing new starts until ${suggestedCommand("resume", { target: id })}`,
     ),
     dashboard: {
       confirm: (t) =>

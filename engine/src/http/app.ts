@@ -5,7 +5,9 @@
 import { Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import type { Clock } from "../ports/clock.ts";
+import type { LanesRead } from "../protocol/control-plane.ts";
 import type { ReleaseApi } from "../service/api.ts";
+import type { NamedToken } from "./auth.ts";
 import { AuthThrottle, authThrottle } from "./auth-throttle.ts";
 import { bodyLimits } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
@@ -24,6 +26,8 @@ export interface AppOptions {
   /** The OIDC runner credential of preflights and callbacks; default HMAC only. */
   runnerCredential?: StepRunRouteOptions["runnerCredential"];
   operatorToken: string;
+  /** People's own operator tokens (BATON_OPERATORS): actions sent with one are recorded as theirs. */
+  operators?: readonly NamedToken[];
   viewerToken: string | null;
   log?: { error(msg: string, err?: unknown): void; info?(msg: string): void };
   /**
@@ -34,14 +38,17 @@ export interface AppOptions {
   repository?: string;
   /** The exposition text of `GET /metrics`; no such route when absent. */
   metrics?: () => Promise<string>;
+  /** One read of a model's lanes at the control plane (`GET /v1/releases/:id/lanes`). */
+  lanes?: (model: string) => Promise<LanesRead>;
   /** Mounts more routes (e.g. the dashboard under `/`) before the 404 handler. */
   extend?: (app: Hono) => void;
 }
 
 export function createApp(o: AppOptions): Hono {
   const app = new Hono();
-  const operatorTokens = [o.operatorToken];
-  const readTokens = o.viewerToken ? [o.operatorToken, o.viewerToken] : operatorTokens;
+  const operators = o.operators ?? [];
+  const operatorTokens = [o.operatorToken, ...operators.map((p) => p.token)];
+  const readTokens = o.viewerToken ? [...operatorTokens, o.viewerToken] : operatorTokens;
   app.onError(onError(o.log ?? console));
   // Credential guessing is throttled per client address before anything else reads the request.
   app.use(
@@ -97,6 +104,7 @@ export function createApp(o: AppOptions): Hono {
       clock: o.clock,
       callbackSecrets: o.callbackSecrets,
       operatorTokens,
+      operators,
       readTokens,
       ...(o.runnerCredential ? { runnerCredential: o.runnerCredential } : {}),
       ...(o.log ? { log: o.log } : {}),
@@ -108,8 +116,10 @@ export function createApp(o: AppOptions): Hono {
     releaseRoutes({
       api: o.api,
       operatorTokens,
+      operators,
       readTokens,
       ...(o.repository ? { repository: o.repository } : {}),
+      ...(o.lanes ? { lanes: o.lanes } : {}),
     }),
   );
   o.extend?.(app);

@@ -78,6 +78,11 @@ export interface ReleaseApi {
   ): Promise<SourceMark>;
   get(id: string): Promise<ReleaseRecord>;
   /**
+   * The release alone (no history, results or evidence), or null when unknown: what a list
+   * needs to say where a live release is held. Optional: lists fall back on step numbers.
+   */
+  peek?(id: string): Promise<Release | null>;
+  /**
    * One page of a release's history, oldest first: `limit` entries (1..1000) from position
    * `cursor` (0 = the first entry); `next_cursor` is null past the last one. 404 when unknown.
    */

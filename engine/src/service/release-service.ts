@@ -285,6 +285,10 @@ export class ReleaseService implements ReleaseApi {
     return this.queries.get(id);
   }
 
+  peek(id: string): Promise<Release | null> {
+    return this.queries.peek(id);
+  }
+
   list(q: { state?: Release["state"]; limit: number; before?: number }): Promise<ReleaseSummary[]> {
     return this.queries.list(q);
   }

@@ -18,11 +18,19 @@ import type { Release } from "../domain/types.ts";
 import { dashboardPath } from "../domain/verbs.ts";
 import { stepAction } from "./summary.ts";
 
-/** What an action leads to, for people: steps grouped by lane, in the order they run. */
+/**
+ * What an action leads to, for people: the steps in the order they will run (each with its
+ * lane), or, for a rollback (a new release), what each lane goes back to.
+ */
 export interface PlanWords {
   /** `Will be undone, in this order` / `Will run, in this order` / `Will NOT be undone`. */
   heading: string;
-  /** Lane (or `traffic (all lanes)`) -> step descriptions in run order. */
+  /**
+   * The steps in the order they run, lanes interleaved as the engine runs them: `lane` is the
+   * lane (or `traffic (all lanes)`), `step` the step in words. Empty when nothing runs.
+   */
+  steps: { lane: string; step: string }[];
+  /** Per lane, what it goes through (a rollback); empty for the other actions. */
   lanes: { lane: string; steps: string[] }[];
   /** When nothing runs: what happens instead. */
   empty: string;
@@ -226,6 +234,7 @@ export function rollbackWords(r: Release): PlanWords {
   const m = r.manifest;
   return {
     heading: `A new release runs the previous admitted manifest of ${m.model} again; each lane goes back to the image it ran before ${r.id}`,
+    steps: [],
     lanes: m.lanes.map((l) => ({
       lane: l.id,
       steps: [`runs ${m.image} now`, `runs ${m.previous_image} again`],
@@ -237,36 +246,35 @@ export function rollbackWords(r: Release): PlanWords {
 /** Lane label of steps that concern no single lane (traffic writes of the whole model). */
 const ALL_LANES = "traffic (all lanes)";
 
-function byLane(r: Release, steps: PlannedStep[]): PlanWords["lanes"] {
-  const lanes = new Map<string, string[]>();
-  for (const p of steps) {
+/** The planned steps in their order, each with its lane (never regrouped by lane). */
+function inOrder(r: Release, steps: PlannedStep[]): PlanWords["steps"] {
+  return steps.flatMap((p) => {
     const step = r.manifest.steps[p.index];
-    if (!step) continue;
-    const key = p.lane ?? ALL_LANES;
-    const list = lanes.get(key) ?? [];
-    list.push(`${stepWords(step)} ${stepAction(step, p.direction)}`);
-    lanes.set(key, list);
-  }
-  return [...lanes].map(([lane, list]) => ({ lane, steps: list }));
+    return step
+      ? [{ lane: p.lane ?? ALL_LANES, step: `${stepWords(step)} ${stepAction(step, p.direction)}` }]
+      : [];
+  });
 }
 
 /**
- * What taking `action` on `target` will do to `r`, lane by lane, in words (`planOf`): the undo
- * steps (abort, resolve, retry of an undo), the steps that run (resume, retry), or for
- * abandon the undo steps that will not run.
+ * What taking `action` on `target` will do to `r`, in words and in the order the engine runs
+ * it (`planOf`): the undo steps (abort, resolve, retry of an undo), the steps that run
+ * (resume, retry), or for abandon the undo steps that will not run.
  */
 export function planWords(r: Release, action: Offer["action"], target: string): PlanWords {
   const plan = planOf(r, { action, target });
   if (action === "abandon") {
     return {
       heading: "Will NOT be undone (their effect stays; you confirm what each lane runs)",
-      lanes: byLane(r, plan.leftAsIs),
+      steps: inOrder(r, plan.leftAsIs),
+      lanes: [],
       empty: "Nothing is left to undo.",
     };
   }
   if (action === "confirm_restore") {
     return {
       heading: "Nothing runs",
+      steps: [],
       lanes: [],
       empty: rollbackDone(r)
         ? `The rollback of ${r.lineage?.of} is done (traffic and images are back). Run ${r.lineage?.of}'s restore action first: ${r.restore?.action ?? "(none named)"}. Confirming records who ran it and what it showed; the rollback then ends succeeded and its lanes become free.`
@@ -276,6 +284,7 @@ export function planWords(r: Release, action: Offer["action"], target: string): 
   if (action === "verify") {
     return {
       heading: "Nothing runs",
+      steps: [],
       lanes: [],
       empty:
         "The engine reads every lane (the control plane, and the machines of the lanes a runner step touched) and records what it found against what each lane should be; nothing is written.",
@@ -284,14 +293,16 @@ export function planWords(r: Release, action: Offer["action"], target: string): 
   if (action === "pause") {
     return {
       heading: "In flight: these settle, then nothing new starts",
-      lanes: byLane(r, plan.runs),
+      steps: inOrder(r, plan.runs),
+      lanes: [],
       empty: "Nothing is in flight: the release waits at once; nothing new starts until resume.",
     };
   }
   const undo = plan.runs.length > 0 && plan.runs.every((p) => p.direction === "bwd");
   return {
     heading: undo ? "Will be undone, in this order" : "Will run, in this order",
-    lanes: byLane(r, plan.runs),
+    steps: inOrder(r, plan.runs),
+    lanes: [],
     empty:
       action === "abort"
         ? "Nothing took effect: the release ends aborted and nothing is undone."

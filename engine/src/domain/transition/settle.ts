@@ -4,6 +4,7 @@
  * (docs/state-machine.md "Failure handling").
  */
 import type { Release, StepRun } from "../types.ts";
+import { suggestedCommand } from "../verbs.ts";
 import { beginCompensation, continueCompensation } from "./compensation.ts";
 import { type Draft, describe, stepOf } from "./draft.ts";
 import { beginForwardAtCursor } from "./forward.ts";
@@ -187,7 +188,7 @@ export function runnerAdvice(r: Release, sr: StepRun, now: number): string | nul
     return `re-run this job before ${utcMinute(own, now)}, or release ${r.id} compensates${sooner}`;
   }
   if (r.state === "paused") {
-    return `release ${r.id} is paused on ${sr.id}: re-run this job, or an operator retries (baton retry ${sr.id}) or aborts (baton abort ${r.id})`;
+    return `release ${r.id} is paused on ${sr.id}: re-run this job, or an operator retries (${suggestedCommand("retry", { target: sr.id })}) or aborts (${suggestedCommand("abort", { target: r.id })})`;
   }
   if ((r.state === "running" || r.state === "compensating") && guards.inFlight(sr)) {
     return `the engine retries ${sr.id} itself (dispatch ${sr.dispatch}); a re-run of this job will be declined`;

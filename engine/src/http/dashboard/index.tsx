@@ -45,6 +45,8 @@ export interface DashboardDeps {
 }
 
 const ACTOR = "dashboard (operator token)";
+/** States in which something may hold a release (a gate, a pause, a verb it waits for). */
+const HELD_STATES: ReadonlySet<ReleaseState> = new Set(["running", "paused"]);
 
 /** How often an open fleet page's stream reads the releases list and the control plane (ms). */
 export const FLEET_POLL_MS = 2000;
@@ -167,8 +169,25 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     const before = int(c.req.query("before"));
     try {
       const rows = await deps.api.list({ state, before, limit: PAGE_SIZE + 1 });
+      // What holds a live release (a gate, a pause, a verb it waits for) is in the release
+      // itself: read those of the page's live rows, not their history.
+      const live = rows.slice(0, PAGE_SIZE).filter((r) => HELD_STATES.has(r.state));
+      const peek = deps.api.peek?.bind(deps.api);
+      const releases = new Map<string, Release>();
+      if (peek) {
+        for (const r of await Promise.all(live.map((x) => peek(x.id)))) {
+          if (r) releases.set(r.id, r);
+        }
+      }
       return c.html(
-        <ReleasesPage rows={rows} state={state} before={before} role={who.role} now={now()} />,
+        <ReleasesPage
+          rows={rows}
+          releases={releases}
+          state={state}
+          before={before}
+          role={who.role}
+          now={now()}
+        />,
       );
     } catch (err) {
       return fail(c, who, err);

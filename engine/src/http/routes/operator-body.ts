@@ -13,6 +13,15 @@ export function actorOf(name: string | undefined): string {
   return name ? `operator:${name.trim()}` : "operator";
 }
 
+/**
+ * Who takes an action: `operator:<person>` when the request carries that person's own token
+ * (the token says who; a body's `actor`, which the CLI fills from $USER, is not used), else
+ * `actorOf(claimed)`.
+ */
+export function actorFor(person: string | null, claimed: string | undefined): string {
+  return person === null ? actorOf(claimed) : `operator:${person}`;
+}
+
 /** The fields of an object schema (its shape's keys); none for other schemas. */
 export function schemaFields(schema: z.ZodType): string[] {
   return schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];

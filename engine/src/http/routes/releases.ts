@@ -12,15 +12,17 @@ import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../do
 import type { SourceClaim } from "../../domain/source-order.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
+import type { LanesRead } from "../../protocol/control-plane.ts";
 import { RECIPE_LIMITS } from "../../protocol/limits.ts";
 import { readBoundedYaml } from "../../recipes/parse.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { currentDrift } from "../../service/drift.ts";
-import { requireBearer } from "../auth.ts";
+import { lanesView } from "../../views/lanes.ts";
+import { type NamedToken, personOf, requireBearer } from "../auth.ts";
 import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
-import { schemaFields } from "./operator-body.ts";
+import { actorFor, schemaFields } from "./operator-body.ts";
 import { SourceClaimBody } from "./source-claim.ts";
 import { releaseParam, verbRoutes } from "./verbs.ts";
 
@@ -29,8 +31,12 @@ export interface ReleaseRouteOptions {
   repository?: string;
   api: ReleaseApi;
   operatorTokens: readonly string[];
+  /** People's own operator tokens: a release started with one is recorded as theirs. */
+  operators?: readonly NamedToken[];
   /** Operator and viewer tokens. */
   readTokens: readonly string[];
+  /** One read of a model's lanes at the control plane (`GET /v1/releases/:id/lanes`). */
+  lanes?: (model: string) => Promise<LanesRead>;
 }
 
 const ListQuery = z
@@ -347,7 +353,8 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
         throw badRequest("query", zodProblems(q.error, "query", {}, schemaFields(CreateQuery)));
       }
       const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
-      const release = await o.api.start(body.recipe, "operator", {
+      const actor = actorFor(personOf(c.req.header("authorization"), o.operators ?? []), undefined);
+      const release = await o.api.start(body.recipe, actor, {
         hold: q.data.start === "false",
         ...(q.data.exposure ? { exposure: q.data.exposure } : {}),
         ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
@@ -410,6 +417,22 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     return c.json(recordJson(record, lookups));
   });
 
+  // The release's lanes as it set them beside the control plane's read now (`baton status -w`).
+  app.get("/:id/lanes", reader, knownQueryParams("GET /v1/releases/:id/lanes"), async (c) => {
+    const id = releaseParam(c);
+    const release = o.api.peek ? await o.api.peek(id) : (await o.api.get(id)).release;
+    if (!release) throw new BatonError("not_found", `[engine] release ${id} does not exist`);
+    let read: LanesRead | null = null;
+    if (o.lanes) {
+      try {
+        read = await o.lanes(release.manifest.model);
+      } catch (err) {
+        read = { ok: false, message: `[engine] ${(err as Error)?.message ?? String(err)}` };
+      }
+    }
+    return c.json(lanesView(release, read));
+  });
+
   app.get("/:id/record", reader, knownQueryParams("GET /v1/releases/:id/record"), async (c) => {
     return c.json(await o.api.releaseRecord(releaseParam(c), o.repository));
   });
@@ -421,6 +444,7 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     verbRoutes("release", {
       api: o.api,
       operatorTokens: o.operatorTokens,
+      ...(o.operators ? { operators: o.operators } : {}),
       readTokens: o.readTokens,
       recipeBody: {
         limit,

@@ -19,7 +19,7 @@ import {
 } from "../../protocol/messages.ts";
 import type { ReleaseApi } from "../../service/api.ts";
 import { SampledLog } from "../../service/refusal-log.ts";
-import { badCredentialMessage } from "../auth.ts";
+import { badCredentialMessage, type NamedToken } from "../auth.ts";
 import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, errorResponse, zodProblems } from "../errors.ts";
 import type { RunnerClaims, RunnerCredentialMode, RunnerOidcVerifier } from "../runner-oidc.ts";
@@ -30,6 +30,8 @@ export interface StepRunRouteOptions {
   clock: Clock;
   callbackSecrets: readonly string[];
   operatorTokens: readonly string[];
+  /** People's own operator tokens: a retry or resolve sent with one is recorded as theirs. */
+  operators?: readonly NamedToken[];
   /** Operator and viewer tokens: the viewer token gets 403 naming the operator token. */
   readTokens?: readonly string[];
   /**
@@ -243,6 +245,7 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
     verbRoutes("step_run", {
       api: o.api,
       operatorTokens: o.operatorTokens,
+      ...(o.operators ? { operators: o.operators } : {}),
       readTokens: o.readTokens ?? o.operatorTokens,
     }),
   );

@@ -11,11 +11,11 @@ import { BatonError } from "../../domain/errors.ts";
 import { VERB_NAMES, VERBS, verbRoute } from "../../domain/verbs.ts";
 import { RELEASE_ID_PATTERN, STEP_RUN_ID_PATTERN } from "../../protocol/ids.ts";
 import type { Accepted, Refusal, ReleaseApi } from "../../service/api.ts";
-import { requireBearer } from "../auth.ts";
+import { type NamedToken, personOf, requireBearer } from "../auth.ts";
 import { badRequest, errorResponse } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
 import { VERB_CALLS, type VerbBody } from "../verb-calls.ts";
-import { actorOf, jsonBody } from "./operator-body.ts";
+import { actorFor, jsonBody } from "./operator-body.ts";
 
 /** Validates the `:id` path parameter as a release id. @throws BatonError 400. */
 export function releaseParam(c: Context): string {
@@ -62,6 +62,8 @@ export interface VerbRouteOptions {
   operatorTokens: readonly string[];
   /** Operator and viewer tokens: the viewer token gets 403 naming the operator token. */
   readTokens: readonly string[];
+  /** People's own operator tokens: an action sent with one is recorded as theirs. */
+  operators?: readonly NamedToken[];
   /** Reads a recipe body (`roll-forward`): the recipe, or a signed start; on release routes. */
   recipeBody?: { limit: MiddlewareHandler; read: (c: Context) => Promise<VerbBody> };
 }
@@ -97,10 +99,10 @@ export function verbRoutes(on: "release" | "step_run", o: VerbRouteOptions): Hon
                   v.body,
                   v.bodyExample ? { example: v.bodyExample } : {},
                 );
-        const actor =
-          v.body === "none" || v.body === "recipe"
-            ? "operator"
-            : actorOf(body.actor as string | undefined);
+        const actor = actorFor(
+          personOf(c.req.header("authorization"), o.operators ?? []),
+          v.body === "none" || v.body === "recipe" ? undefined : (body.actor as string | undefined),
+        );
         const r = await VERB_CALLS[v.name](o.api, id, actor, body);
         if (!r.ok) return answer(c, r, () => ({}));
         return c.json(v.answer(id, r.release, r.reply), v.status);
