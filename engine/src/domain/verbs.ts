@@ -5,7 +5,7 @@
  * and the dashboard's confirmation pages (http/dashboard/) are built from `VERBS`, and every
  * command line Baton suggests for a verb comes from `suggestedCommand`. Pure data and zod.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Json, Release } from "./types.ts";
 
 /** The pattern an actor name must match (`ActorField`); the CLI drops a $USER that does not. */

@@ -3,7 +3,7 @@
  * schemas themselves are declared with the verbs (domain/verbs.ts).
  */
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { badRequest, zodProblems } from "../errors.ts";
 
 /** `operator` or `operator:<name>` when the caller named themselves. */
