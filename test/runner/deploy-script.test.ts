@@ -4,7 +4,6 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { freePort } from "../support/sshd.ts";
 import {
   containerName,
   DEPLOY_SH,
@@ -18,7 +17,7 @@ let t: StandinTarget;
 let url: string;
 beforeEach(async () => {
   t = makeStandinTarget();
-  url = `http://127.0.0.1:${await freePort()}/healthz`;
+  url = await t.healthUrl();
 });
 afterEach(() => t.cleanup());
 

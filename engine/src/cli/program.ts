@@ -43,8 +43,9 @@ function oneLine(s: string): string {
 }
 
 /**
- * Runs the CLI on `argv` (without node and script). Resolves to the exit code; never throws.
- * `serve` resolves once the server listens (the process then stays up).
+ * Runs the CLI on `argv` (without node and script), printing to `io` and reading the
+ * environment `io.env` (default the process's): tests call it in process with their own.
+ * Resolves to the exit code; never throws. `serve` resolves once its server has closed.
  */
 export async function runCli(
   argv: string[],
@@ -62,7 +63,7 @@ export async function runCli(
       // One line, no colour codes: commander's suggestions come on a second line, inverted.
       outputError: (s, write) => write(`[cli] ${oneLine(s)} (see baton --help)\n`),
     });
-  const conn = (c: Command) => connection(c.optsWithGlobals<Globals>());
+  const conn = (c: Command) => connection(c.optsWithGlobals<Globals>(), cmd.envOf(io));
   const json = () => new Option("--json", "print JSON instead of text");
   /**
    * The command of an operator verb, built from its declaration (domain/verbs.ts): the id,
@@ -274,10 +275,10 @@ export async function runCli(
             json: Boolean(o.json),
             dryRun: Boolean(o.dryRun),
             ...(o.key ? { key: cmd.readSigningKey(o.key, o.keyId) } : {}),
-            ...(o.keyless ? { keyless: cmd.keylessOptions(o) } : {}),
+            ...(o.keyless ? { keyless: cmd.keylessOptions(o, cmd.envOf(io)) } : {}),
             ...(attestations.length ? { attestations } : {}),
             ...(o.githubAttestations
-              ? { github: cmd.githubAttestationSource(o.githubAttestations) }
+              ? { github: cmd.githubAttestationSource(o.githubAttestations, cmd.envOf(io)) }
               : {}),
           },
           io,
