@@ -13,11 +13,13 @@
  *   creates the isolate to the whole `/healthz` 200 read: the hop through the loader Worker,
  *   compiling and evaluating the bundle, the first event's store work (a Postgres connection
  *   over loopback TCP and the per-isolate migration check against the already migrated
- *   database) and the answer. Median of ISOLATES fresh isolates. Parts of it, same clock:
- *   `isolate_warm_request_ms`, the same request again on each loaded isolate (the hop, a new
- *   connection and pool per event as every event has, no migration check), and
- *   `isolate_load_ms`, the first request to a fresh isolate with no database settings (compile,
- *   evaluate, the settings check's 503; no store work);
+ *   database) and the answer. Median of ISOLATES fresh isolates. Its parts, same clock:
+ *   `isolate_warm_request_ms`: the same request again on each loaded isolate (the hop, a new
+ *   connection and pool as every event opens, no migration check);
+ *   `isolate_load_ms`: the first request to a fresh isolate with no database settings
+ *   (compile, evaluate, the settings check's 503; no store work);
+ *   `isolate_empty_ms`: the first request to a fresh isolate of a one-line Worker (the hop
+ *   and the isolate itself, nothing to compile);
  * - the Lambda bundle (scripts/build-lambda.mjs): cold start of a fresh `node` process that
  *   loads it and invokes the handler with an API Gateway v2 `/healthz` event, to its first 200;
  * - one release driven to `succeeded` in workerd only by requests and Cron Trigger events.
@@ -26,8 +28,8 @@
  * over budget. Last line:
  * `RESULT {"workerd_cold_start_ms":X,"worker_bundle_bytes":N,"lambda_cold_start_ms":Y,
  * "release_succeeded":true,"runtime_boot_ms":X,"isolate_cold_start_ms":I,
- * "isolate_warm_request_ms":W,"isolate_load_ms":L,"worker_bundle_gzip_bytes":G,
- * "worker_bundle_budget_bytes":B}`.
+ * "isolate_warm_request_ms":W,"isolate_load_ms":L,"isolate_empty_ms":E,
+ * "worker_bundle_gzip_bytes":G,"worker_bundle_budget_bytes":B}`.
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -92,14 +94,19 @@ try {
   const cold: number[] = [];
   const warm: number[] = [];
   const bare: number[] = [];
+  const empty: number[] = [];
   try {
     for (let i = 0; i < ISOLATES; i++) {
       for (const [samples, isolate, what, want] of [
         [cold, `isolate-${i}`, "first", 200],
         [warm, `isolate-${i}`, "warm", 200],
         [bare, `bare-${i}`, "bare first", 503],
+        [empty, `empty-${i}`, "empty first", 200],
       ] as const) {
-        const r = await loader.request(isolate, "/healthz", { bare: samples === bare });
+        const r = await loader.request(isolate, "/healthz", {
+          bare: samples === bare,
+          empty: samples === empty,
+        });
         if (r.status !== want) {
           throw new Error(`[bench] ${isolate} ${what} /healthz answered ${r.status}: ${r.body}`);
         }
@@ -111,7 +118,7 @@ try {
   }
   const ms = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(", ");
   console.log(
-    `[bench] serverless: workerd loader up in ${Math.round(loader.bootMs)} ms; new isolate → first /healthz 200 (ms): ${ms(cold)}; warm: ${ms(warm)}; bare isolate → 503: ${ms(bare)}`,
+    `[bench] serverless: workerd loader up in ${Math.round(loader.bootMs)} ms; new isolate → first /healthz 200 (ms): ${ms(cold)}; warm: ${ms(warm)}; bare isolate → 503: ${ms(bare)}; empty Worker's isolate → 200: ${ms(empty)}`,
   );
 
   // Lambda: a fresh node process loads the bundle and serves one API Gateway v2 event.
@@ -155,6 +162,7 @@ console.log("STATUS " + r.statusCode);
     isolate_cold_start_ms: Math.round(median(cold) * 10) / 10,
     isolate_warm_request_ms: Math.round(median(warm) * 10) / 10,
     isolate_load_ms: Math.round(median(bare) * 10) / 10,
+    isolate_empty_ms: Math.round(median(empty) * 10) / 10,
     worker_bundle_gzip_bytes: built.gzipBytes,
     worker_bundle_budget_bytes: WORKER_BUNDLE_BUDGET_BYTES,
   };

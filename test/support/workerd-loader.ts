@@ -21,12 +21,14 @@ export interface WorkerdLoader {
    * Sends `path` to isolate `isolate` (loaded from the bundle on first use) and times it, ms on
    * this process's clock from sending to the whole answer read. With `bare`, an isolate created
    * by this call gets only `BATON_PUBLIC_URL` as its env (no database: the bundle's settings
-   * check answers 503 before any store work); an isolate keeps the env it was created with.
+   * check answers 503 before any store work); with `empty`, an isolate created by this call
+   * runs a one-line Worker answering 200 instead of the bundle (what an isolate costs with
+   * nothing to compile). An isolate keeps what it was created with.
    */
   request(
     isolate: string,
     path: string,
-    o?: { bare?: boolean },
+    o?: { bare?: boolean; empty?: boolean },
   ): Promise<{ status: number; body: string; ms: number }>;
   close(): Promise<void>;
 }
@@ -40,16 +42,18 @@ function workerdBinary(): string {
 const LOADER = `import bundle from "worker.txt";
 import envText from "env.txt";
 const childEnv = JSON.parse(envText);
+const EMPTY = 'export default { fetch() { return new Response("ok"); } }';
 export default {
   async fetch(req, env) {
     const u = new URL(req.url);
     const id = u.searchParams.get("isolate");
     const bare = u.searchParams.has("bare");
+    const empty = u.searchParams.has("empty");
     const worker = env.LOADER.get(id, () => ({
       compatibilityDate: "2024-09-23",
       compatibilityFlags: ["nodejs_compat"],
       mainModule: "worker.mjs",
-      modules: { "worker.mjs": bundle },
+      modules: { "worker.mjs": empty ? EMPTY : bundle },
       env: bare ? { BATON_PUBLIC_URL: childEnv.BATON_PUBLIC_URL } : childEnv,
     }));
     return worker.getEntrypoint().fetch(new Request(new URL(u.searchParams.get("path"), childEnv.BATON_PUBLIC_URL), { method: req.method, headers: req.headers }));
@@ -139,7 +143,7 @@ export async function startWorkerdLoader(
   return {
     bootMs,
     async request(isolate, path, o = {}) {
-      const url = `http://127.0.0.1:${port}/?isolate=${encodeURIComponent(isolate)}&path=${encodeURIComponent(path)}${o.bare ? "&bare" : ""}`;
+      const url = `http://127.0.0.1:${port}/?isolate=${encodeURIComponent(isolate)}&path=${encodeURIComponent(path)}${o.bare ? "&bare" : ""}${o.empty ? "&empty" : ""}`;
       const t = performance.now();
       const res = await fetch(url);
       const body = await res.text();
