@@ -6,7 +6,7 @@
 
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { appPrivateKeyProblem } from "./adapters/github/app-key.ts";
 import { type AdmissionConfig, admissionFromEnv } from "./admission/policy.ts";
 import { DeploymentEnvironmentSetting, DeploymentRefSetting } from "./domain/deployments.ts";

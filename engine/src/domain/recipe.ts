@@ -4,7 +4,7 @@
  * typo such as `helth_url` cannot silently drop a field. Cross-field rules (lanes in waves,
  * increasing traffic, weight sums) live in `contract-check.ts`.
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   Capability,
   FIELD_LIMITS,

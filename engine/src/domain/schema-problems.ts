@@ -3,7 +3,7 @@
  * a fix. Fixes for well-known fields (image digests, host key pins…) come from `FIELD_FIXES`;
  * the rest are derived from the issue code and the schema's own descriptions.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { FIELD_FIXES as SHARED_FIELD_FIXES } from "../protocol/fields.ts";
 import type { Problem } from "./errors.ts";
 

@@ -11,7 +11,7 @@
  * verb: it posts like the others, then waits for the verdict (`--timeout`) and prints it lane by
  * lane. A flag with `body: null` is such a command's own setting (`--timeout`), never sent.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Json, Release } from "./types.ts";
 import { HIDDEN_EXCEPT_NUL } from "./visible-text.ts";
 

@@ -12,7 +12,7 @@
  * pool and closes it when the event's work, including effects it started, has settled
  * (`EventScope.finish`).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { GitHubDeployments } from "../adapters/github/deployments.ts";
 import { GitHubDispatcher } from "../adapters/github/dispatcher.ts";
 import { HttpControlPlane } from "../adapters/http-control-plane/index.ts";

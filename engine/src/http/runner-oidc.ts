@@ -9,7 +9,7 @@
  * nothing is accepted without a verified key). Portable: jose uses WebCrypto and fetch only.
  */
 import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose";
-import { z } from "zod";
+import * as z from "zod";
 
 /** How preflights and callbacks are authenticated (BATON_RUNNER_CREDENTIAL). */
 export type RunnerCredentialMode = "hmac" | "oidc" | "hmac+oidc";

@@ -4,7 +4,7 @@
  * time, and the owner's acceptance. The schema is the type; its JSON Schema is published at
  * engine/schema/release-record.schema.json (`npm run schema`; a test keeps it current).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { RELEASE_STATES } from "../domain/states.ts";
 
 /**

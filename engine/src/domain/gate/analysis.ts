@@ -4,7 +4,7 @@
  * The schema is the type; cross-field rules (a wave's override, traffic 0 or 100 on a gated
  * wave) live in `contract-check.ts`.
  */
-import { z } from "zod";
+import * as z from "zod";
 
 /** What is sticky to one arm for the whole wave. */
 export const AssignmentUnit = {

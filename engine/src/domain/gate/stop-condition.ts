@@ -10,7 +10,7 @@
  * resolved from the manifest by {@link stopConditionOf} (so manifests of recipes that declare
  * none keep their digest).
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   type Analysis,
   DEFAULT_ALPHA,

@@ -3,7 +3,7 @@
  * schemas themselves are declared with the verbs (domain/verbs.ts).
  */
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { OTHER_BODY_LIMITS } from "../../protocol/limits.ts";
 import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, zodProblems } from "../errors.ts";

@@ -2,7 +2,7 @@
  * The recipe workflow's commit as the API takes it (docs/lifecycle.md "Merge order is release
  * order"): in a start's `source`, and in the body of `POST /v1/models/:model/source-mark`.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { COMMIT_PATTERN } from "../../domain/source-order.ts";
 
 const Commit = z
