@@ -1,13 +1,54 @@
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+
+/**
+ * Files of the tiers that take longest (seconds to minutes each: processes, real servers,
+ * browsers) start first, the quick unit and integration files fill in at the end, so the
+ * workers finish together instead of one running a long e2e file that started last. Within a
+ * tier, the order vitest chose: the longest first when its cache has an earlier run's timings,
+ * else the largest file first (a clean clone has no timings).
+ */
+const SLOW_TIERS = ["e2e", "runner", "serverless", "browser", "reliability", "cli"];
+
+class SlowTiersFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const tier = (f: TestSpecification) => {
+      const m = /\/test\/([^/]+)\//.exec(f.moduleId);
+      const i = SLOW_TIERS.indexOf(m?.[1] ?? "");
+      return i < 0 ? SLOW_TIERS.length : i;
+    };
+    // A stable sort: within a tier, the order vitest chose.
+    return sorted
+      .map((f, i) => ({ f, i, t: tier(f) }))
+      .sort((a, b) => a.t - b.t || a.i - b.i)
+      .map((x) => x.f);
+  }
+}
+
+const UNIT = ["test/unit/**/*.test.ts", "test/unit/**/*.test.tsx"];
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts", "test/**/*.test.tsx"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
     // Integration suites start their own sshd / HTTP servers on ephemeral loopback ports.
     fileParallelism: true,
-    maxWorkers: 2,
+    maxWorkers: 3,
+    sequence: { sequencer: SlowTiersFirst },
+    projects: [
+      // Unit files share one module graph per worker (they start no process and no server):
+      // the engine's modules load once per worker instead of once per file.
+      { extends: true, test: { name: "unit", include: UNIT, isolate: false } },
+      {
+        extends: true,
+        test: {
+          name: "tiers",
+          include: ["test/**/*.test.ts", "test/**/*.test.tsx"],
+          exclude: UNIT,
+        },
+      },
+    ],
   },
 });

@@ -38,10 +38,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { freePort } from "../engine/src/demo/fleet.ts";
 import { signBody } from "../engine/src/protocol/credential.ts";
 import { payloadDigestOf } from "../engine/src/protocol/payload-digest.ts";
-import { type EngineProcess, spawnEngine } from "../test/support/chaos-process.ts";
+import { type EngineProcess, spawnEngineOnFreshPort } from "../test/support/chaos-process.ts";
 import { type OneLaneFleet, oneLaneRecipe } from "../test/support/one-lane-fleet.ts";
 import type { PayloadLike } from "../test/support/preflight-request.ts";
 
@@ -255,8 +254,7 @@ async function run(base: string, n: number, routing: Routing): Promise<RunFigure
   try {
     for (let i = 0; i < n; i++) {
       engines.push(
-        await spawnEngine(
-          await freePort(),
+        await spawnEngineOnFreshPort(
           {
             DATABASE_URL: u.toString(),
             BATON_CALLBACK_SECRETS: secret,

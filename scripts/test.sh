@@ -43,11 +43,8 @@ if [ -z "${BATON_TEST_DATABASE_URL:-}" ]; then
 fi
 
 mkdir -p test-results
+rm -f test-results/vitest.json
 npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
 status=$?
-node -e '
-  const r = JSON.parse(require("fs").readFileSync("test-results/vitest.json", "utf8"));
-  const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
-  console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${skipped} skipped`);
-' || { echo "[test] no test report"; status=1; }
+node scripts/ci/count-tests.mjs test-results/vitest.json || status=1
 exit $status

@@ -10,8 +10,11 @@ bindir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
 dir="$(mktemp -d /tmp/baton-pg.XXXXXX)"
 chown postgres:postgres "$dir"
 runuser -u postgres -- "$bindir/initdb" -D "$dir/data" -A trust --no-sync -U postgres >"$dir/initdb.log" 2>&1
+# On failure, the server's own reason (e.g. "Address already in use": callers that chose the
+# port may try another).
 runuser -u postgres -- "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start \
-  -o "-p $port -c listen_addresses=127.0.0.1 -k $dir -c fsync=off -c max_connections=200 ${BATON_PG_OPTIONS:-}" >/dev/null
+  -o "-p $port -c listen_addresses=127.0.0.1 -k $dir -c fsync=off -c max_connections=200 ${BATON_PG_OPTIONS:-}" >/dev/null \
+  || { tail -n 5 "$dir/server.log" >&2; rm -rf "$dir"; exit 1; }
 runuser -u postgres -- "$bindir/createdb" -h 127.0.0.1 -p "$port" -U postgres baton_test
 echo "export BATON_PG_DIR=$dir"
 echo "export BATON_PG_BIN=$bindir"

@@ -534,6 +534,7 @@ phase_health() {
   tries=0
   # The id the answer must carry (identity): read once, it is the container's for its lifetime.
   ID=""
+  HTTP_CODE="" # unset until a probe is made (container mode with no address makes none)
   [ "$HEALTH_TARGET" = identity ] && ID=$(instance_id "$NEW_NAME")
   while :; do
     tries=$((tries + 1))

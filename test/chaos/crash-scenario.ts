@@ -13,7 +13,7 @@ import {
   killSpec,
   runCase,
 } from "./crash.ts";
-import { pool, type Row } from "./table.ts";
+import { pool, type Row, rng, sample } from "./table.ts";
 
 /**
  * Forward runner step whose health check fails in the compensation scenario: attach_queue_lane
@@ -29,8 +29,19 @@ interface Job {
   scenario: "forward" | "compensation";
 }
 
+/** A seeded choice of kill points instead of all of them (CI's size). */
+export interface KillSample {
+  /** How many kill points, at most. */
+  points: number;
+  /** Seed of the choice (printed: the same seed on the same code chooses the same points). */
+  seed: number;
+}
+
 export interface CrashOutcome {
   rows: Row[];
+  /** Kill points enumerated in the dry runs. */
+  enumerated: number;
+  /** Kill points run: every one enumerated, or the sample's. */
   killPoints: number;
   reached: number;
   duplicates: number;
@@ -59,9 +70,15 @@ function strideChains(points: KillPoint[], n: number): KillPoint[][] {
 
 /**
  * Runs the whole crash scenario under `root`. `deadline`: epoch ms after which no new isolated
- * run starts (chained runs always run: they are the coverage of every kill point).
+ * run starts (chained runs always run: they are the coverage of every kill point). With
+ * `only`, a seeded choice of `only.points` kill points (forward and compensation alike) is run
+ * instead of every one, chained and one alone per class of the chosen points.
  */
-export async function crashScenario(root: string, deadline: number): Promise<CrashOutcome> {
+export async function crashScenario(
+  root: string,
+  deadline: number,
+  only?: KillSample,
+): Promise<CrashOutcome> {
   const log = (s: string) => console.log(`[chaos] ${s}`);
   log(
     `crash: dry runs of the example release (forward, and compensation with step ${FAIL_AT} failing)`,
@@ -93,19 +110,39 @@ export async function crashScenario(root: string, deadline: number): Promise<Cra
     forward: { ...expectedOf(fwd), state: "succeeded" },
     compensation: { ...expectedOf(comp), state: "rolled_back" },
   };
-  const fwdPoints = distinctPoints(fwd.trace);
+  const allFwd = distinctPoints(fwd.trace);
   const compTrace = distinctPoints(comp.trace);
   const failCallback = compTrace.findIndex(
     (k) => k.name === "in_callback_before_commit" && k.detail.step_run_id === `sr_1_${FAIL_AT}_f`,
   );
-  const compPoints = failCallback < 0 ? [] : compTrace.slice(failCallback);
+  const allComp = failCallback < 0 ? [] : compTrace.slice(failCallback);
+  const enumerated = allFwd.length + allComp.length;
+  let fwdPoints = allFwd;
+  let compPoints = allComp;
+  if (only && only.points < enumerated) {
+    const chosen = new Set(
+      sample(
+        [
+          ...allFwd.map((k) => `forward:${killSpec(k)}`),
+          ...allComp.map((k) => `compensation:${killSpec(k)}`),
+        ],
+        only.points,
+        rng(only.seed),
+      ),
+    );
+    fwdPoints = allFwd.filter((k) => chosen.has(`forward:${killSpec(k)}`));
+    compPoints = allComp.filter((k) => chosen.has(`compensation:${killSpec(k)}`));
+    log(
+      `crash: ${fwdPoints.length + compPoints.length} of ${enumerated} kill points chosen with seed ${only.seed} (BATON_CHAOS_KILL_POINTS, BATON_CHAOS_SEED)`,
+    );
+  }
   const total = fwdPoints.length + compPoints.length;
   const isolated = [
     ...oneOfEachClass(fwdPoints).map((k) => ({ k, scenario: "forward" as const })),
     ...oneOfEachClass(compPoints).map((k) => ({ k, scenario: "compensation" as const })),
   ];
   log(
-    `crash: ${fwd.trace.length} + ${comp.trace.length} fault-point calls in the dry runs; kill points: ${fwdPoints.length} forward + ${compPoints.length} during compensation = ${total}`,
+    `crash: ${fwd.trace.length} + ${comp.trace.length} fault-point calls in the dry runs; kill points: ${allFwd.length} forward + ${allComp.length} during compensation = ${enumerated}`,
   );
   log(
     `crash: every kill point in chained releases (one SIGKILL after another), and ${isolated.length} alone (one per fault point × effect × direction)`,
@@ -189,6 +226,7 @@ export async function crashScenario(root: string, deadline: number): Promise<Cra
   );
   return {
     rows,
+    enumerated,
     killPoints: total,
     reached: reachedSpecs.size,
     duplicates,

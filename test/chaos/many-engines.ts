@@ -26,11 +26,10 @@ import { join } from "node:path";
 import pg from "pg";
 import { openStore } from "../../engine/src/adapters/store-factory.ts";
 import { startEmbeddedControlPlane } from "../../engine/src/control-plane/embedded.ts";
-import { freePort } from "../../engine/src/demo/fleet.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { signBody } from "../../engine/src/protocol/credential.ts";
 import { payloadDigestOf } from "../../engine/src/protocol/payload-digest.ts";
-import { type EngineProcess, spawnEngine } from "../support/chaos-process.ts";
+import { type EngineProcess, spawnEngineOnFreshPort } from "../support/chaos-process.ts";
 import { startGitHubStandin } from "../support/github-standin.ts";
 import {
   checkOverlapRound,
@@ -41,7 +40,7 @@ import {
 } from "../support/lane-lifetimes.ts";
 import { type OneLaneFleet, oneLaneRecipe, oneLaneSeed } from "../support/one-lane-fleet.ts";
 import type { PayloadLike } from "../support/preflight-request.ts";
-import type { Row } from "./table.ts";
+import { type Row, rng } from "./table.ts";
 
 const RELEASES = 100;
 const ENGINES = 3;
@@ -55,17 +54,6 @@ export interface EnginesOutcome {
   wrongTerminal: number;
   problems: string[];
   releases: number;
-}
-
-/** A random generator with a seed (xorshift32), so a failing run can be replayed. */
-function rng(seed: number) {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 4_294_967_296;
-  };
 }
 
 /** A release named `name` of `model` over `laneIds` (one wave at 100%). */
@@ -274,9 +262,8 @@ export async function manyEnginesScenario(
   });
   try {
     for (let i = 0; i < ENGINES; i++) {
-      const port = await freePort();
       engines.push(
-        await spawnEngine(port, {
+        await spawnEngineOnFreshPort({
           DATABASE_URL: db.url,
           BATON_CALLBACK_SECRETS: secret,
           BATON_OPERATOR_TOKEN: operatorToken,

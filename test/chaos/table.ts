@@ -12,6 +12,31 @@ export interface Row {
   wrong: number;
 }
 
+/** A random generator with a seed (xorshift32): values in [0, 1), so a run can be replayed. */
+export function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 4_294_967_296;
+  };
+}
+
+/** `k` of `items` chosen by `random` (a seeded `rng`), in their original order. */
+export function sample<T>(items: readonly T[], k: number, random: () => number): T[] {
+  const idx = items.map((_, i) => i);
+  // Fisher-Yates: the first k positions end up a uniform choice of k indices.
+  for (let i = 0; i < Math.min(k, idx.length); i++) {
+    const j = i + Math.floor(random() * (idx.length - i));
+    [idx[i], idx[j]] = [idx[j] as number, idx[i] as number];
+  }
+  return idx
+    .slice(0, k)
+    .sort((a, b) => a - b)
+    .map((i) => items[i] as T);
+}
+
 /** Runs `tasks` with at most `n` at once; resolves to their results in order. */
 export async function pool<T>(n: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
   const out: T[] = new Array(tasks.length);

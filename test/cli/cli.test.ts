@@ -1,9 +1,9 @@
 /**
  * Every `baton` command against a running engine (real HTTP on 127.0.0.1, real releases made
  * through the signed runner protocol), including bad inputs: exit codes 0 ok, 1 failed or
- * refused, 2 usage; errors as one line without a stack trace.
+ * refused, 2 usage; errors as one line without a stack trace. Commands run in process
+ * (`runCli`); `serve`, `demo` and one smoke test of `bin/baton.mjs` run as processes.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -20,7 +20,7 @@ import {
   startLiveEngine,
   VIEWER,
 } from "./live-engine.ts";
-import { BIN, baton, cleanEnv, ROOT } from "./run-baton.ts";
+import { baton, batonBin, ROOT, serveBin } from "./run-baton.ts";
 
 // These tests stack releases of one recipe on one lane set; the one-release-per-lane rule
 // is tested in test/integration/lane-claims.test.ts.
@@ -62,11 +62,15 @@ describe("usage", () => {
     const missing = await baton(["watch"]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("missing required argument 'id'");
-  }, 180_000); // four CLI processes: over 60 s at load 30
+  });
 
-  it("works from any working directory (tsconfig found next to the bin)", async () => {
-    const r = await baton(["check", path.join(ROOT, "recipes/example.yaml")], {}, { cwd: dir });
-    expect(r.code).toBe(0);
+  it("bin/baton.mjs runs from any working directory (tsconfig found next to the bin)", async () => {
+    // The one run of the real bin/ for a command the other tests run in process.
+    const r = await batonBin(["check", path.join(ROOT, "recipes/example.yaml")], {}, { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(
+      /^ok {4}.*example\.yaml: \d+ steps in \d+ waves, manifest [0-9a-f]{64}$/m,
+    );
   });
 
   it("refuses a bad engine URL (2) and reports an unreachable engine in one line (1)", async () => {
@@ -150,7 +154,7 @@ describe("check", () => {
   it("baton demo --recipe keeps file:line:col and the fix of a recipe error, and names a look-alike in a lane id", async () => {
     const broken = path.join(dir, "broken.yaml");
     writeFileSync(broken, "name: x\nmodel: m\nimage: [unclosed\n");
-    const syntax = await baton(["demo", "--recipe", broken]);
+    const syntax = await batonBin(["demo", "--recipe", broken]);
     expect(syntax.code).toBe(2);
     expect(syntax.stderr).toMatch(
       new RegExp(`^\\[recipe\\] ${broken.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:4:1: `, "m"),
@@ -168,7 +172,7 @@ describe("check", () => {
       ["demo", "--recipe", lookAlike],
       ["check", lookAlike],
     ]) {
-      const r = await baton(args);
+      const r = args[0] === "demo" ? await batonBin(args) : await baton(args);
       const out = r.stdout + r.stderr;
       expect(r.code, out).toBe(args[0] === "demo" ? 2 : 1);
       expect(out).toContain(`${lookAlike}:${line}:`);
@@ -545,74 +549,58 @@ describe("operator actions", () => {
   });
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
+/**
+ * Runs `f` with the port of a server this test holds listening, for a `serve` that must fail
+ * before it binds: no other process can take the port meanwhile, and a serve that did get as
+ * far as binding would say the address is in use.
+ */
+async function withHeldPort<T>(f: (port: number) => Promise<T>): Promise<T> {
+  const held = createServer();
+  await new Promise<void>((r) => held.listen(0, "127.0.0.1", () => r()));
+  try {
+    return await f((held.address() as { port: number }).port);
+  } finally {
+    held.close();
+  }
 }
 
 describe("serve and demo", () => {
   it("serves the API and the dashboard, and stops on SIGTERM", async () => {
-    const port = await freePort();
     const data = mkdtempSync(path.join(tmpdir(), "baton-serve-"));
-    const child = spawn(
-      process.execPath,
-      [BIN, "serve", "--port", String(port), "--host", "127.0.0.1"],
+    const served = await serveBin(
       {
-        cwd: dir,
-        env: cleanEnv({
-          BATON_DATA_DIR: data,
-          BATON_CALLBACK_SECRETS: "serve-test-secret-0123456789",
-          BATON_OPERATOR_TOKEN: "serve-operator-token-0123",
-          BATON_ADMISSION: "off",
-          BATON_DISPATCHER: "github",
-          GITHUB_REPOSITORY: "acme/models",
-          GITHUB_TOKEN: "not-used-in-this-test",
-        }),
-        stdio: ["ignore", "pipe", "pipe"],
+        BATON_DATA_DIR: data,
+        BATON_CALLBACK_SECRETS: "serve-test-secret-0123456789",
+        BATON_OPERATOR_TOKEN: "serve-operator-token-0123",
+        BATON_ADMISSION: "off",
+        BATON_DISPATCHER: "github",
+        GITHUB_REPOSITORY: "acme/models",
+        GITHUB_TOKEN: "not-used-in-this-test",
       },
-    );
+      { cwd: dir, timeoutMs: 30_000 },
+    ).catch((e) => {
+      rmSync(data, { recursive: true, force: true });
+      throw e;
+    });
+    const { child, url } = served;
     try {
-      let out = "";
-      child.stderr.on("data", (d) => {
-        out += d;
-      });
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error(`[test] serve did not listen: ${out}`)),
-          30_000,
-        );
-        child.stdout.on("data", (d) => {
-          out += d;
-          if (out.includes("listening")) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-        child.on("close", () => reject(new Error(`[test] serve exited: ${out}`)));
-      });
       const listenedAt = Date.now();
-      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      const health = await fetch(`${url}/healthz`);
       expect(health.status).toBe(200);
-      const page = await fetch(`http://127.0.0.1:${port}/releases`, { redirect: "manual" });
+      const page = await fetch(`${url}/releases`, { redirect: "manual" });
       expect(page.status).toBe(303);
       const status = await baton(["status", "--json"], {
-        BATON_ENGINE_URL: `http://127.0.0.1:${port}`,
+        BATON_ENGINE_URL: url,
         BATON_TOKEN: "serve-operator-token-0123",
       });
       expect(JSON.parse(status.stdout)).toEqual({ releases: [] });
       // Still serving well after the CLI's 5 s bound on a finished command's open handles
       // (engine/src/cli/main.ts): serve's work is to keep serving until a signal.
       await new Promise((r) => setTimeout(r, Math.max(0, listenedAt + 7_000 - Date.now())));
-      expect(child.exitCode, out).toBeNull();
-      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
-      const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+      expect(child.exitCode, served.output()).toBeNull();
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
       child.kill("SIGTERM");
-      expect(await exited).toBe(0);
+      expect(await served.exited).toBe(0);
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
       rmSync(data, { recursive: true, force: true });
@@ -632,7 +620,7 @@ describe("serve and demo", () => {
     const port = (holder.address() as { port: number }).port;
     const data = mkdtempSync(path.join(tmpdir(), "baton-busy-"));
     try {
-      const r = await baton(
+      const r = await batonBin(
         ["serve", "--port", String(port), "--host", "127.0.0.1"],
         serveEnv({ BATON_DATA_DIR: data }),
         { timeoutMs: 60_000 },
@@ -653,14 +641,15 @@ describe("serve and demo", () => {
   });
 
   it("with Postgres unreachable at start: says so and exits non-zero (no hang)", async () => {
-    const closed = createServer();
-    await new Promise<void>((r) => closed.listen(0, "127.0.0.1", () => r()));
-    const pgPort = (closed.address() as { port: number }).port;
-    await new Promise<void>((r) => closed.close(() => r()));
-    const r = await baton(
-      ["serve", "--port", String(await freePort()), "--host", "127.0.0.1"],
-      serveEnv({ DATABASE_URL: `postgres://baton@127.0.0.1:${pgPort}/baton` }),
-      { timeoutMs: 60_000 },
+    // The discard port: nothing listens there.
+    const pgPort = 9;
+    // The engine opens its store before it listens: it never gets to bind the port given.
+    const r = await withHeldPort((port) =>
+      batonBin(
+        ["serve", "--port", String(port), "--host", "127.0.0.1"],
+        serveEnv({ DATABASE_URL: `postgres://baton@127.0.0.1:${pgPort}/baton` }),
+        { timeoutMs: 60_000 },
+      ),
     );
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/ECONNREFUSED 127\.0\.0\.1/);
@@ -675,10 +664,12 @@ describe("serve and demo", () => {
 
   it("a data directory that cannot hold files: names BATON_DATA_DIR and exits 2 (no spin)", async () => {
     // /proc refuses new files; Node's recursive mkdir under it loops for ever.
-    const r = await baton(
-      ["serve", "--port", String(await freePort()), "--host", "127.0.0.1"],
-      serveEnv({ BATON_DATA_DIR: "/proc/baton-data" }),
-      { timeoutMs: 60_000 },
+    const r = await withHeldPort((port) =>
+      batonBin(
+        ["serve", "--port", String(port), "--host", "127.0.0.1"],
+        serveEnv({ BATON_DATA_DIR: "/proc/baton-data" }),
+        { timeoutMs: 60_000 },
+      ),
     );
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toContain("BATON_DATA_DIR /proc/baton-data cannot hold the engine's files");
@@ -688,27 +679,27 @@ describe("serve and demo", () => {
   });
 
   it("refuses a bad configuration with the variable and the fix (2)", async () => {
-    const r = await baton(["serve"], { BATON_OPERATOR_TOKEN: "short" });
+    const r = await batonBin(["serve"], { BATON_OPERATOR_TOKEN: "short" });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("BATON_CALLBACK_SECRETS");
     expect(r.stderr).toContain("BATON_OPERATOR_TOKEN must be at least 16 characters");
     noStack(r.stderr);
-    expect((await baton(["serve", "--port", "99999"])).code).toBe(2);
+    expect((await batonBin(["serve", "--port", "99999"])).code).toBe(2);
   });
 
   it("delegates demo to engine/src/demo/main.ts, or says clearly that it is missing", async () => {
     const { existsSync } = await import("node:fs");
     if (!existsSync(path.join(ROOT, "engine/src/demo/main.ts"))) {
-      const r = await baton(["demo"]);
+      const r = await batonBin(["demo"]);
       expect(r.code).toBe(1);
       expect(r.stderr).toContain("[cli] the demo is not part of this build");
       return;
     }
     // Arguments and --help reach the demo; a bad --fail-at is refused before anything starts.
-    const help = await baton(["demo", "--help"]);
+    const help = await batonBin(["demo", "--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("--fail-at <step>");
-    const bad = await baton(["demo", "--fail-at", "999"]);
+    const bad = await batonBin(["demo", "--fail-at", "999"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("[demo] --fail-at 999");
   });

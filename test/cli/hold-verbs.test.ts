@@ -1,7 +1,6 @@
 /**
- * `baton deploy`, `baton release` and `baton pause` (docs/lifecycle.md, docs/cli.md): the real
- * CLI (bin/baton.mjs, a child process) against a real engine on each store, served over HTTP on
- * 127.0.0.1, its releases driven through the signed runner protocol by the service harness.
+ * `baton deploy`, `baton release` and `baton pause` (docs/lifecycle.md, docs/cli.md): the CLI
+ * (`runCli`, in process) against a real engine on each store, served over HTTP on 127.0.0.1, its releases driven through the signed runner protocol by the service harness.
  * Checked on the environment too (the control plane's weights and the runner dispatches), and
  * with bad input: a missing `--reason`, an id that is not one, an unknown release, the wrong
  * state. Exit codes: 0 accepted, 1 refused by the engine, 2 usage; each error one line naming
@@ -30,8 +29,6 @@ import {
 import { baton } from "./run-baton.ts";
 
 const MODEL = "summarizer-v7";
-/** Each CLI run is a Node process: seconds apiece on a loaded machine. */
-const T = 300_000;
 const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+:\d+:\d+/);
 
 interface Served {
@@ -133,7 +130,6 @@ describe.each(STORE_KINDS)("baton deploy, release and pause on %s", (kind) => {
       );
       noStack(again.stderr);
     },
-    T,
   );
 
   it.skipIf(skip)(
@@ -203,6 +199,5 @@ describe.each(STORE_KINDS)("baton deploy, release and pause on %s", (kind) => {
       expect(viewer.code).not.toBe(0);
       noStack(late.stderr + viewer.stderr);
     },
-    T,
   );
 });

@@ -3,13 +3,12 @@
  * steps cannot reach a machine, so start-up says so in one warning line naming what will fail
  * and what to set. With a key file (or the github dispatcher) there is no such line.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { BIN, cleanEnv } from "./run-baton.ts";
+import { serveBin } from "./run-baton.ts";
 
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
@@ -18,61 +17,26 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** Starts `baton serve` with `extra` env; resolves with stdout+stderr once it listens (bounded: 60 s), then stops it. */
+/** Starts `baton serve` with `extra` env; resolves with its output once it listens (bounded: 60 s), then stops it. */
 async function startOutput(
   extra: Record<string, string>,
-): Promise<{ stdout: string; stderr: string }> {
+): Promise<{ stderr: string; output: string }> {
   const data = mkdtempSync(path.join(tmpdir(), "baton-warn-"));
   dirs.push(data);
-  const child = spawn(
-    process.execPath,
-    [BIN, "serve", "--port", String(await freePort()), "--host", "127.0.0.1"],
+  const s = await serveBin(
     {
-      cwd: data,
-      env: cleanEnv({
-        BATON_DATA_DIR: data,
-        BATON_CALLBACK_SECRETS: "warn-test-secret-0123456789",
-        BATON_OPERATOR_TOKEN: "warn-operator-token-0123",
-        BATON_ADMISSION: "off",
-        ...extra,
-      }),
-      stdio: ["ignore", "pipe", "pipe"],
+      BATON_DATA_DIR: data,
+      BATON_CALLBACK_SECRETS: "warn-test-secret-0123456789",
+      BATON_OPERATOR_TOKEN: "warn-operator-token-0123",
+      BATON_ADMISSION: "off",
+      ...extra,
     },
+    { cwd: data },
   );
-  children.push(child);
-  let stdout = "";
-  let stderr = "";
-  child.stderr?.on("data", (d) => {
-    stderr += d;
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`[test] serve did not listen: ${stdout}${stderr}`)),
-      60_000,
-    );
-    child.stdout?.on("data", (d) => {
-      stdout += d;
-      if (stdout.includes("listening")) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.on("close", () => reject(new Error(`[test] serve exited: ${stdout}${stderr}`)));
-  });
-  const exited = new Promise<void>((r) => child.on("exit", () => r()));
-  child.kill("SIGTERM");
-  await exited;
-  return { stdout, stderr };
+  children.push(s.child);
+  s.child.kill("SIGTERM");
+  await s.exited;
+  return { stderr: s.stderr(), output: s.output() };
 }
 
 it("local dispatcher without BATON_SSH_KEY_FILE: one warning line naming what fails and what to set", async () => {
@@ -102,6 +66,6 @@ it("local dispatcher without BATON_SSH_KEY_FILE: one warning line naming what fa
   expect(lines[0]).toMatch(/runner step.*will fail/);
   expect(lines[0]).toMatch(/set BATON_SSH_KEY_FILE to the SSH private key/);
   expect(lines[0]).toMatch(/BATON_DISPATCHER=github/);
-  expect(withKey.stderr + withKey.stdout).not.toMatch(/BATON_SSH_KEY_FILE/);
-  expect(github.stderr + github.stdout).not.toMatch(/BATON_SSH_KEY_FILE/);
+  expect(withKey.output).not.toMatch(/BATON_SSH_KEY_FILE/);
+  expect(github.output).not.toMatch(/BATON_SSH_KEY_FILE/);
 }, 120_000);

@@ -6,14 +6,14 @@
  * closes a connection whose headers are not complete within BATON_HEADERS_TIMEOUT_MS; a fresh
  * connection then gets /healthz. Every loop is bounded in count and time; no timing assertion.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
-import { connect, createServer, type Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { BIN, cleanEnv } from "./run-baton.ts";
+import { serveBin } from "./run-baton.ts";
 
 const SLOW = 2_000;
 const sockets: Socket[] = [];
@@ -25,16 +25,6 @@ afterAll(() => {
   if (child && child.exitCode === null) child.kill("SIGKILL");
   if (data) rmSync(data, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** GET /healthz on a fresh connection (no agent); the status, or null when refused/closed/slow. */
 function healthz(port: number): Promise<number | null> {
@@ -56,55 +46,27 @@ function healthz(port: number): Promise<number | null> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 it("2,000 slow-header connections under a 1024 fd limit: the server closes them and /healthz answers", async () => {
-  const port = await freePort();
   data = mkdtempSync(path.join(tmpdir(), "baton-slow-"));
   // `exec` keeps the pid: the engine itself runs with the lowered limit.
-  child = spawn(
-    "bash",
-    [
-      "-c",
-      'ulimit -n 1024 && exec "$0" "$@"',
-      process.execPath,
-      BIN,
-      "serve",
-      "--port",
-      String(port),
-      "--host",
-      "127.0.0.1",
-    ],
+  const served = await serveBin(
     {
-      env: cleanEnv({
-        BATON_DATA_DIR: data,
-        BATON_CALLBACK_SECRETS: "slow-test-secret-0123456789",
-        BATON_OPERATOR_TOKEN: "slow-operator-token-0123",
-        BATON_ADMISSION: "off",
-        BATON_DISPATCHER: "github",
-        GITHUB_REPOSITORY: "acme/models",
-        GITHUB_TOKEN: "not-used-in-this-test",
-        BATON_HEADERS_TIMEOUT_MS: "2000",
-      }),
-      stdio: ["ignore", "pipe", "pipe"],
+      BATON_DATA_DIR: data,
+      BATON_CALLBACK_SECRETS: "slow-test-secret-0123456789",
+      BATON_OPERATOR_TOKEN: "slow-operator-token-0123",
+      BATON_ADMISSION: "off",
+      BATON_DISPATCHER: "github",
+      GITHUB_REPOSITORY: "acme/models",
+      GITHUB_TOKEN: "not-used-in-this-test",
+      BATON_HEADERS_TIMEOUT_MS: "2000",
+    },
+    {
+      timeoutMs: 120_000,
+      wrap: (argv) => ["bash", ["-c", 'ulimit -n 1024 && exec "$0" "$@"', ...argv]],
     },
   );
-  const proc = child;
-  let out = "";
-  proc.stderr?.on("data", (d) => {
-    out += d;
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`[test] serve did not listen: ${out}`)),
-      120_000,
-    );
-    proc.stdout?.on("data", (d) => {
-      out += d;
-      if (out.includes("listening")) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    proc.on("close", () => reject(new Error(`[test] serve exited: ${out}`)));
-  });
+  child = served.child;
+  const proc = served.child;
+  const port = served.port;
   // The engine runs with systemd's default limit, not the test machine's.
   const limits = readFileSync(`/proc/${proc.pid}/limits`, "utf8");
   expect(limits).toMatch(/^Max open files\s+1024\s/m);
@@ -145,7 +107,7 @@ it("2,000 slow-header connections under a 1024 fd limit: the server closes them 
       status = await healthz(port);
       if (status !== 200) await sleep(500);
     }
-    expect(status, out).toBe(200);
+    expect(status, served.output()).toBe(200);
     // Every slow connection is closed by the server (bounded: 30 s).
     for (let i = 0; i < 60 && closedByServer < SLOW; i++) await sleep(500);
     expect(closedByServer).toBe(SLOW);

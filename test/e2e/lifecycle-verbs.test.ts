@@ -23,6 +23,7 @@ import {
   postJson as post,
   type RecordJson,
   readJson,
+  reconcilerRounds,
   refused,
   routed,
   servedImage,
@@ -99,7 +100,7 @@ describeInProcess(
           /already paused.*release \(baton release/,
         );
         // It stays dark: a few reconciler rounds later nothing more was written.
-        await new Promise((ok) => setTimeout(ok, 2000));
+        await reconcilerRounds(e, 5);
         expect((await cpHistory(e, id)).length).toBe(darkWrites.length);
         expect((await e.record(id)).state).toBe("paused");
 

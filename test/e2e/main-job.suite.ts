@@ -17,6 +17,7 @@ import { signBody } from "../../engine/src/protocol/credential.ts";
 import {
   describeStore,
   type E2EBase,
+  reconcilerRounds,
   type StoreKind,
   startInProcess,
   startSplit,
@@ -363,9 +364,13 @@ export function mainJobSuite(kind: StoreKind): void {
     it(
       "5. a dispatch accepted but never run: no preflight before the start deadline → unknown, shown, never success; an operator retry dispatches again and the release completes",
       async () => {
+        // The engine's clock is the wall clock plus `ahead`: the start deadline is passed by
+        // moving it, not by waiting for it.
+        let ahead = 0;
         const e = await startInProcess(kind, {
           recipe: twoLaneRecipe(),
           deadlines: { start_ms: 10_000 },
+          clock: { now: () => Date.now() + ahead },
         });
         env = e;
         const { stack } = e;
@@ -376,6 +381,15 @@ export function mainJobSuite(kind: StoreKind): void {
         );
         const id = await e.startRelease();
         const srId = fwd(id, step);
+        // Dispatched (GitHub said 204) and never run: then its start deadline passes.
+        await waitUntil(
+          () => e.record(id),
+          (x) => x.step_runs.some((q) => q.id === srId && q.state === "dispatched"),
+          "the step run to be dispatched",
+          60_000,
+          summarize,
+        );
+        ahead += 11_000;
         const seen = new Set<string>();
         const stuck = await waitUntil(
           () => e.record(id),
@@ -399,8 +413,8 @@ export function mainJobSuite(kind: StoreKind): void {
         const page = await e.api(`/step-runs/${srId}`);
         expect(page.status).toBe(200);
         expect(await page.text()).toContain("unknown");
-        // Stays unknown (never success) until someone acts.
-        await new Promise((r) => setTimeout(r, 500));
+        // Stays unknown (never success) until someone acts: a few reconciler rounds later.
+        await reconcilerRounds(e, 5);
         expect((await e.record(id)).step_runs.find((s) => s.id === srId)?.state).toBe("unknown");
         // Bad token first: refused, nothing dispatched.
         const denied = await e.api(`/v1/releases/step-runs/${srId}/retry`, {

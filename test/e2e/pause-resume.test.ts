@@ -20,6 +20,7 @@ import {
   type InProcess,
   postJson as post,
   type RecordJson,
+  reconcilerRounds,
   type StoreKind,
   servedImage,
   settled,
@@ -44,12 +45,15 @@ function maxExcluded(h: CpChange[]): number {
   return max;
 }
 
-/** While paused and settled: nothing moves for `ms` (bounded), on the engine or the control plane. */
-async function nothingMoves(e: InProcess, id: string, ms: number): Promise<RecordJson> {
+/**
+ * While paused and settled: nothing moves over `rounds` reconciler passes, on the engine or the
+ * control plane.
+ */
+async function nothingMoves(e: InProcess, id: string, rounds: number): Promise<RecordJson> {
   const r0 = await e.record(id);
   const writes = (await cpHistory(e, id)).length;
   const cp = await cpTraffic(e, e.manifest.model);
-  await new Promise((ok) => setTimeout(ok, ms));
+  await reconcilerRounds(e, rounds);
   const r1 = await e.record(id);
   expect(r1.state, summarize(r1)).toBe("paused");
   expect(r1.step_runs.length).toBe(r0.step_runs.length);
@@ -143,7 +147,7 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
           true,
         );
         expect(settled(r)).toBe(true);
-        await nothingMoves(e, id, 3000);
+        await nothingMoves(e, id, 10);
         // Wave 2 never began: lane-b was never taken out of service and runs the previous image.
         const writes = await cpHistory(e, id);
         expect(writes.some((c) => c.kind === "set_marker" && c.lane === b)).toBe(false);
@@ -189,7 +193,7 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
         for (const sr of flying ?? []) {
           expect(r.step_runs.find((s) => s.id === sr)?.state).toBe("succeeded");
         }
-        const held = await nothingMoves(e, id, 3000);
+        const held = await nothingMoves(e, id, 10);
         const cp = await cpTraffic(e, m.model);
         expect(cp.excluded.length).toBeLessThanOrEqual(2);
         // The lane of wave 2 that had not begun when the pause came is still untouched.

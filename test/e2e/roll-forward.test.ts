@@ -26,6 +26,7 @@ import {
   postJson as post,
   type RecordJson,
   readJson,
+  reconcilerRounds,
   refused,
   servedImage,
   settled,
@@ -116,7 +117,7 @@ describeInProcess(
         expect(await servedImage(e, a)).toBe(m.image);
         const writes = (await cpHistory(e, id)).length;
         // It stays held: a few reconciler rounds later nothing was undone.
-        await new Promise((ok) => setTimeout(ok, 2000));
+        await reconcilerRounds(e, 5);
         expect((await e.record(id)).state).toBe("paused");
         await nothingUndone(e, id, atFailure, writes);
 
@@ -218,7 +219,7 @@ describeInProcess(
         );
         expect(r.lifecycle_actions.map((x) => x.action)).toEqual(["roll_forward"]);
         // Nothing undone now or a few reconciler rounds later.
-        await new Promise((ok) => setTimeout(ok, 2000));
+        await reconcilerRounds(e, 5);
         await nothingUndone(e, id, atFailure, writes);
         const rec = (await (await e.api(`/v1/releases/${id}/record`)).json()) as {
           decisions: { kind: string; by: string; why: string }[];

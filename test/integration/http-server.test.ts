@@ -4,7 +4,6 @@
  * over HTTP (F12's exact bytes travel over the wire), then a clean shutdown.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,18 +12,8 @@ import { MemoryDispatcher } from "../../engine/src/adapters/memory/dispatcher.ts
 import { startNodeServer } from "../../engine/src/main-node.ts";
 import { signBody } from "../../engine/src/protocol/credential.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { onFreshPort, PortTaken, saysPortTaken } from "../support/ports.ts";
 import { OPERATOR, preflightBody, recipe, SECRET, seedControlPlane } from "./service-harness.ts";
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === "object" && a ? a.port : 0));
-    });
-  });
-}
 
 let dir: string;
 let base: string;
@@ -35,10 +24,8 @@ const saved = { ...process.env };
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "baton-http-"));
-  const port = await freePort();
   Object.assign(process.env, {
     BATON_DATA_DIR: dir,
-    PORT: String(port),
     BATON_CALLBACK_SECRETS: SECRET,
     BATON_OPERATOR_TOKEN: OPERATOR,
     BATON_ADMISSION: "off",
@@ -46,10 +33,20 @@ beforeAll(async () => {
   });
   delete process.env.DATABASE_URL;
   seedControlPlane(cp, recipe(2));
-  const { engine, server } = await startNodeServer(
-    { dispatcher, controlPlane: cp, log: { info() {}, warn() {}, error() {} } },
-    "127.0.0.1",
-  );
+  // The entry binds the PORT it is configured with: a proposed one, another if it was taken.
+  const { engine, server, port } = await onFreshPort("the Node entry", async (p) => {
+    process.env.PORT = String(p);
+    try {
+      const started = await startNodeServer(
+        { dispatcher, controlPlane: cp, log: { info() {}, warn() {}, error() {} } },
+        "127.0.0.1",
+      );
+      return { ...started, port: p };
+    } catch (e) {
+      if (saysPortTaken(String((e as Error).message))) throw new PortTaken(p, String(e));
+      throw e;
+    }
+  });
   base = `http://127.0.0.1:${port}`;
   stop = async () => {
     await new Promise<void>((r) => server.close(() => r()));

@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { type AddressInfo, createServer as createTcpServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -21,6 +21,7 @@ import {
   runnerEnv,
   stateToEnv,
 } from "../../engine/src/adapters/local-runner/index.ts";
+import { startHealthServer } from "../../engine/src/demo/fleet.ts";
 import { generateEd25519, startEmbeddedTarget } from "../../engine/src/embedded-target/index.ts";
 import { verifyBody } from "../../engine/src/protocol/credential.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
@@ -171,17 +172,6 @@ afterEach(async () => {
   runner = undefined;
   engine.received.length = 0;
 });
-
-/** A free TCP port on 127.0.0.1 (bound, then released). */
-function freePort(): Promise<number> {
-  return new Promise((ok) => {
-    const srv = createTcpServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => ok(port));
-    });
-  });
-}
 
 function payload(stepRunId: string, args: Record<string, unknown> = {}): DispatchPayload {
   return {
@@ -537,7 +527,10 @@ describe.skipIf(!existsSync(BUNDLE) && process.env.CI !== "true")(
         env: { BATON_HEALTH_INTERVAL_S: "0.2", BATON_STANDIN_SERVER_MAX_S: "120" },
       });
       try {
-        const healthPort = await freePort();
+        // The lane's health port, held by the target's health server from now on.
+        const health = startHealthServer(target.standinDir);
+        const healthPort = await health.hold();
+        health.release();
         const image = `reg.example/acme/model@sha256:${"d".repeat(64)}`;
         const r = localRunnerForEmbeddedTarget({
           repoRoot: REPO,

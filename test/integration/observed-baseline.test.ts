@@ -61,6 +61,45 @@ describe.each(STORE_KINDS)("observed baseline on %s", (kind) => {
     },
   );
 
+  it.skipIf(skip)(
+    "a lane in service already on the candidate: 422 naming the lane and the fix, nothing started; excluded, it is accepted",
+    async () => {
+      h = await makeHarness({ kind });
+      h.cp.seed([
+        { id: "lane-a", weight: 50 },
+        { id: "lane-b", weight: 50 },
+      ]);
+      // A fix by hand left lane-b on the candidate; it reports it.
+      h.cp.core.reportImage("lane-b", IMAGE);
+      const res = await op(h, "POST", "/v1/releases", recipe(2));
+      expect(res.status).toBe(422);
+      const body = (await res.json()) as {
+        error: { message: string; problems: { path: string; message: string; fix: string }[] };
+      };
+      expect(body.error.message).toContain("lane lane-b already runs the candidate");
+      expect(body.error.problems[0]?.path).toBe("control_plane.lanes.lane-b.image");
+      expect(body.error.problems[0]?.fix).toContain(`redeploy lane lane-b to ${PREVIOUS_IMAGE}`);
+      expect(h.cp.history()).toEqual([]);
+      const list = await op(h, "GET", "/v1/releases");
+      expect(JSON.stringify(await list.json())).not.toContain('"r1"');
+
+      // The fix's second way: the lane out of service until its wave redeploys it.
+      h.cp.seed([
+        { id: "lane-a", weight: 100 },
+        { id: "lane-b", weight: 0, excluded: true, image: IMAGE },
+        { id: "lane-c", weight: 0 },
+      ]);
+      const waves = [
+        { lanes: ["lane-a"], traffic: 25 },
+        { lanes: ["lane-b", "lane-c"], traffic: 100 },
+      ];
+      const r = recipe(3, { rollout: { waves } });
+      const id = await createRelease(h, r);
+      await drive(h, () => "pass");
+      expect((await getRecord(h, id)).state).toBe("succeeded");
+    },
+  );
+
   it.skipIf(skip)("an unreadable control plane: 503, nothing started", async () => {
     h = await makeHarness({ kind });
     h.cp.faults.arm({ mode: "error", on: "read", match: "/v1/lanes" });

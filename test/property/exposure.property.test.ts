@@ -1,19 +1,22 @@
 /**
- * Fleet truth over generated recipes and failures (fast-check; test/support/exposure-world.ts):
- * a real engine on each store drives generated releases (1–6 lanes, 1–4 waves, random observed
- * baselines, lanes of the model outside the recipe, a lane of another model; half of them with
- * parallel waves: max_unavailable 2–4, 1–3 failure domains, min_serving 0–2 lanes) against the
- * reference control plane, with runner failures forward and backward, re-runs inside and after
- * the re-run window, lying and failing control-plane answers, writes and reads that hang past
- * the engine's timeout, engine crashes (restart on the same store between two reconciler
- * passes), lanes running a hotfix at start, and aborts. At every change the
- * router's measured exposure is ≤ the declared percent in force and never rises during
- * compensation; every finished release leaves each lane in its observed baseline or in the
- * state it declared; every write answered 2xx was read back; each time the release takes a
- * lane out of service, no parallel wave has more than its `max_unavailable` lanes out, no
- * failure domain of several lanes is wholly out and at least `min_serving` lanes serve. The
- * checks read the control plane's history and the target's ledger. Runs: BATON_EXPOSURE_RUNS (default 12 per store;
- * `npm run bench:exposure` runs 200+).
+ * Fleet truth over generated recipes and failures (fast-check; test/support/exposure-world.ts),
+ * observed by witnesses: a real engine on each store drives generated releases (1–6 lanes,
+ * 1–4 waves, random observed baselines, lanes on the previous image, a third image or the
+ * candidate at start, lanes of the model outside the recipe, a lane of another model; half of
+ * them with parallel waves) against the reference control plane, with runner failures forward
+ * and backward (a failed restore may leave its lane untouched, down, or restored), lying and
+ * failing control-plane answers, writes and reads that hang past the engine's timeout (applied
+ * or not), engine crashes and aborts. After every change, one whole batch of ≥ 100 requests is
+ * routed over HTTP through the reference router and counted per image where the lanes answer:
+ * the candidate's share is ≤ the declared percent in force and never rises during
+ * compensation. Every finished release leaves each lane (its answer, the control plane's state)
+ * in its observed baseline or in the state it declared; every write answered 2xx was read back;
+ * no forward write or dispatch follows an accepted abort; parallel waves keep their limits.
+ * Every fifth release runs deploy.sh on a machine (a stand-in runtime, a process per container,
+ * an old container answering on the new one's port, candidates that never listen): the runtime
+ * and deploy.sh's ledger are read back, and each runner step that reported success left its
+ * lane answering with its image. Runs: BATON_EXPOSURE_RUNS (default 12 per store;
+ * `npm run bench:exposure` runs 200+ and the mutants).
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -31,6 +34,9 @@ const parallelArb = scenarioArb
   .map((s) => ({
     ...s,
     parallel: s.parallel ?? { maxUnavailable: 2, domains: 2, minServing: 0 },
+    // A lane on the candidate at start is refused (the first property covers it): here the
+    // releases must run.
+    lanes: s.lanes.map((l) => (l.start === "candidate" ? { ...l, start: "third" as const } : l)),
   }));
 
 describe.each(STORE_KINDS)("exposure, baseline and read-back on %s", (kind) => {
@@ -47,9 +53,10 @@ describe.each(STORE_KINDS)("exposure, baseline and read-back on %s", (kind) => {
     "generated releases: exposure ≤ declared, restore exact, every write read back",
     async () => {
       const reports: RunReport[] = [];
+      let runs = 0;
       await fc.assert(
         fc.asyncProperty(scenarioArb, async (s) => {
-          const r = await world!.run(s);
+          const r = await world!.run(runs++ % 5 === 0 ? { ...s, target: "real" } : s);
           reports.push(r);
           if (r.problems.length > 0)
             throw new Error(`${r.outcome}: ${r.problems.slice(0, 5).join("\n")}`);
@@ -65,6 +72,14 @@ describe.each(STORE_KINDS)("exposure, baseline and read-back on %s", (kind) => {
       // The generator must reach releases that changed something, or the checks prove little.
       expect(reports.reduce((a, r) => a + r.stepsChecked, 0)).toBeGreaterThan(0);
       expect(reports.some((r) => r.outcome !== "refused")).toBe(true);
+      // Every measurement was one whole batch of at least 100 routed requests.
+      for (const r of reports) expect(r.routerSamples).toBeGreaterThanOrEqual(100 * r.stepsChecked);
+      // At least a tenth of the releases ran on a machine, read back from its runtime.
+      expect(reports.filter((r) => r.target === "real").length * 10).toBeGreaterThanOrEqual(
+        reports.length,
+      );
+      const real = reports.filter((r) => r.target === "real" && r.outcome !== "refused");
+      if (real.length > 0) expect(real.some((r) => r.targetReads > 0)).toBe(true);
     },
     600_000,
   );

@@ -13,10 +13,13 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { startEmbeddedControlPlane } from "../../engine/src/control-plane/embedded.ts";
-import { freePort } from "../../engine/src/demo/fleet.ts";
 import { verifyBody } from "../../engine/src/protocol/credential.ts";
 import { recipe, STORE_KINDS, skipStore } from "../integration/service-harness.ts";
-import { type EngineProcess, spawnEngine } from "../support/chaos-process.ts";
+import {
+  type EngineProcess,
+  spawnEngine,
+  spawnEngineOnFreshPort,
+} from "../support/chaos-process.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 
 const SECRET = "callback-secret-0123456789abcdef";
@@ -60,10 +63,12 @@ describe.each(STORE_KINDS)("notices across kill -9 on %s", (kind) => {
       cleanups.push(() => db.drop());
       databaseUrl = db.url;
     }
-    const port = await freePort();
+    // The engine's port: proposed at its first start, kept across its restarts.
+    let port = 0;
     // Nothing in this test dispatches or writes to a control plane; the start only reads the
     // lanes (the observed baseline), so a control plane serving them runs beside the engine.
-    const closed = `http://127.0.0.1:${await freePort()}`;
+    // GitHub is never called: an address where nothing listens (the discard port).
+    const closed = "http://127.0.0.1:9";
     const { handle: cp } = await startEmbeddedControlPlane({ dataDir: ":memory:" });
     cleanups.push(() => cp.close());
     cp.core.seed(
@@ -91,7 +96,12 @@ describe.each(STORE_KINDS)("notices across kill -9 on %s", (kind) => {
     let proc: EngineProcess | null = null;
     cleanups.push(async () => proc?.kill());
     const start = async (fault?: string) => {
-      proc = await spawnEngine(port, env(fault));
+      if (port === 0) {
+        proc = await spawnEngineOnFreshPort(env(fault));
+        port = Number(new URL(proc.url).port);
+      } else {
+        proc = await spawnEngine(port, env(fault));
+      }
       return proc;
     };
     const call = async (path: string, body: unknown) => {

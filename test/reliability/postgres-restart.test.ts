@@ -8,12 +8,12 @@
  * unless CI=true.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../engine/src/adapters/store-factory.ts";
-import { freePort, REPO_ROOT } from "../../engine/src/demo/fleet.ts";
+import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
 import {
   callbackBody,
   callbackUrl,
@@ -26,6 +26,7 @@ import {
   recipe,
   signedPost,
 } from "../integration/service-harness.ts";
+import { onFreshPort, PortTaken, saysPortTaken } from "../support/ports.ts";
 
 const bins = existsSync("/usr/lib/postgresql")
   ? readdirSync("/usr/lib/postgresql").map((v) => `/usr/lib/postgresql/${v}/bin`)
@@ -55,10 +56,24 @@ describe.skipIf(!usable && process.env.CI !== "true")("Postgres restarted mid-re
   let h: Harness;
   const dir = mkdtempSync(join(tmpdir(), "baton-pgr-"));
   beforeAll(async () => {
-    port = await freePort();
-    const out = execFileSync("bash", [join(REPO_ROOT, "scripts/ci/pg-start.sh"), String(port)], {
-      encoding: "utf8",
-      timeout: 60_000,
+    const out = await onFreshPort("the throwaway Postgres", async (p) => {
+      try {
+        const started = execFileSync(
+          "bash",
+          [join(REPO_ROOT, "scripts/ci/pg-start.sh"), String(p)],
+          {
+            encoding: "utf8",
+            timeout: 60_000,
+            stdio: ["ignore", "pipe", "pipe"],
+          },
+        );
+        port = p;
+        return started;
+      } catch (e) {
+        const said = String((e as { stderr?: string }).stderr ?? "");
+        if (saysPortTaken(said)) throw new PortTaken(p, said);
+        throw e;
+      }
     });
     pgDir = /BATON_PG_DIR=(\S+)/.exec(out)![1]!;
     url = /BATON_TEST_DATABASE_URL=(\S+)/.exec(out)![1]!;
@@ -89,14 +104,25 @@ describe.skipIf(!usable && process.env.CI !== "true")("Postgres restarted mid-re
     expect(cb.status).toBeGreaterThanOrEqual(500);
     await h.engine.tick().catch(() => {});
 
-    pgCtl(
-      "-w",
-      "-l",
-      join(pgDir, "server.log"),
-      "start",
-      "-o",
-      `-p ${port} -c listen_addresses=127.0.0.1 -k ${pgDir} -c fsync=off`,
-    );
+    // Back on its port (the engine's URL names it): another process that bound it while the
+    // server was down is waited out, bounded (20 tries, 250 ms apart).
+    for (let i = 0; ; i++) {
+      try {
+        pgCtl(
+          "-w",
+          "-l",
+          join(pgDir, "server.log"),
+          "start",
+          "-o",
+          `-p ${port} -c listen_addresses=127.0.0.1 -k ${pgDir} -c fsync=off`,
+        );
+        break;
+      } catch (e) {
+        const log = readFileSync(join(pgDir, "server.log"), "utf8").slice(-2_000);
+        if (i >= 20 || !saysPortTaken(log)) throw e;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
     let healthy = 0;
     for (let i = 0; i < 40 && healthy !== 200; i++) {
       healthy = (await h.engine.app.request("/healthz")).status;

@@ -5,7 +5,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { freePort } from "../support/sshd.ts";
 import {
   containerName,
   DEPLOY_SH,
@@ -18,7 +17,7 @@ let t: StandinTarget;
 let url: string;
 beforeEach(async () => {
   t = makeStandinTarget();
-  url = `http://127.0.0.1:${await freePort()}/healthz`;
+  url = await t.healthUrl();
 });
 afterEach(() => t.cleanup());
 
@@ -167,7 +166,7 @@ describe("deploy.sh generation fence", { timeout: 300_000 }, () => {
     expect(other.lines.map((l) => l.phase)).toEqual(["pull", "start", "health", "stop-old"]);
     // The same release on another lane has its own record. (Its own port too: one port answers
     // for one container, and the health check would rightly refuse lane-b's answer for lane-a.)
-    const urlB = `http://127.0.0.1:${await freePort()}/healthz`;
+    const urlB = await t.healthUrl();
     const b = op("deploy", { gen: 1, key: "r7:3:fwd:lane-b", lane: "lane-b", url: urlB });
     expect(b.code).toBe(0);
     expect(readFileSync(`${t.ledger}.gen-lane-a`, "utf8")).toBe("r7\t9\nr8\t0\n");

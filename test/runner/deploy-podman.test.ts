@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DeployToolSpec, runDeployTool } from "../../scripts/lib/deploy-tool.ts";
 import { seedResults } from "../../scripts/lib/result.ts";
 import { type PodmanWorld, podmanAvailable, startPodmanWorld } from "../support/podman-target.ts";
-import { freePort, type Sshd, startSshd } from "../support/sshd.ts";
+import { proposePort as freePort } from "../support/ports.ts";
+import { type Sshd, startSshd } from "../support/sshd.ts";
 import { containerName, DEPLOY_SH } from "../support/standin-target.ts";
 
 const PHASES = ["pull", "start", "health", "stop-old"] as const;

@@ -4,7 +4,6 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { freePort } from "../support/sshd.ts";
 import {
   containerName,
   DEPLOY_SH,
@@ -18,7 +17,7 @@ let t: StandinTarget;
 let url: string;
 beforeEach(async () => {
   t = makeStandinTarget();
-  url = `http://127.0.0.1:${await freePort()}/healthz`;
+  url = await t.healthUrl();
 });
 afterEach(() => t.cleanup());
 
@@ -253,6 +252,20 @@ describe("deploy.sh", () => {
     const r = full("deploy", A, B, "r1:1:fwd:lane-a", ["--health-timeout", "1"]);
     expect(r.code).toBe(1);
     expect(r.lines.map((l) => l.status)).toEqual(["ok", "ok", "failed", "not_run"]);
+    expect(t.container(containerName("lane-a", B))?.running).toBe(true);
+  });
+
+  it("container mode with no address for the new container fails health with a reason (no probe was made: nothing unset under set -u)", () => {
+    t.seedRunning("lane-a", B, url);
+    // The stand-in has no container addresses, as a runtime under host networking answers.
+    const r = full("deploy", A, B, "r1:1:fwd:lane-a", ["--health-timeout", "1"], {
+      BATON_HEALTH_TARGET: "container",
+    });
+    expect(r.stderr).not.toMatch(/parameter not set/);
+    expect(r.code).toBe(1);
+    const health = r.lines.find((l) => l.phase === "health")!;
+    expect(health.status).toBe("failed");
+    expect(String(health.message)).toMatch(/not healthy within 1s .*no address for/);
     expect(t.container(containerName("lane-a", B))?.running).toBe(true);
   });
 

@@ -6,7 +6,10 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { freePort } from "../support/sshd.ts";
+// These tests start the stand-in's own health server on ports it is told (its lazy start and
+// one-process-per-state-dir behaviour are what they check); it binds a port when a container
+// registers on it and tries a taken port again at its next scan.
+import { proposePort as freePort } from "../support/ports.ts";
 import {
   containerName,
   image,

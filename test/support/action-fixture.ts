@@ -9,7 +9,7 @@ import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import { payloadDigestOf } from "../../engine/src/protocol/payload-digest.ts";
 import { type EngineStandin, startEngineStandin } from "./engine-standin.ts";
 import { type ActionRun, type RunActionOptions, runAction, TEST_ALLOWLIST } from "./run-action.ts";
-import { freePort, type Sshd, sharedTempDir, startSshd } from "./sshd.ts";
+import { type Sshd, sharedTempDir, startSshd } from "./sshd.ts";
 import { DEPLOY_SH, image, makeStandinTarget, type StandinTarget } from "./standin-target.ts";
 
 export interface Fixture {
@@ -62,7 +62,7 @@ export async function startFixture(): Promise<Fixture> {
       const n = 100 + counter + Math.floor(Math.random() * 1e6) * 1000;
       const id = `sr_${n}_3_f`;
       const lane = `lane-${n}`;
-      const healthUrl = `http://127.0.0.1:${await freePort()}/healthz`;
+      const healthUrl = await target.healthUrl();
       const hex = n.toString(16);
       const img = image(hex.padStart(64, "a"));
       const prev = image(hex.padStart(64, "b"));

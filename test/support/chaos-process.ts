@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
+import { onFreshPort, PortTaken, saysPortTaken } from "./ports.ts";
 
 /** One engine process. */
 export interface EngineProcess {
@@ -68,6 +69,40 @@ export async function spawnEngine(
   timeoutMs = 120_000,
   nodeArgs: string[] = [],
 ): Promise<EngineProcess> {
+  // The port is the engine's fixed address (runs call back to it across restarts): when
+  // another process holds it (EADDRINUSE), the start is tried again, bounded by `timeoutMs`.
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await spawnEngineOnce(port, env, until, timeoutMs, nodeArgs);
+    } catch (e) {
+      if (!(e instanceof PortTaken) || Date.now() > until) throw e;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+/**
+ * `spawnEngine` on a port of its own: proposed, and another proposed when a process took it
+ * first (ports.ts). For an engine that is never restarted on the same address.
+ */
+export function spawnEngineOnFreshPort(
+  env: Record<string, string>,
+  timeoutMs = 120_000,
+  nodeArgs: string[] = [],
+): Promise<EngineProcess> {
+  return onFreshPort("engine process", (port) =>
+    spawnEngineOnce(port, env, Date.now() + timeoutMs, timeoutMs, nodeArgs),
+  );
+}
+
+async function spawnEngineOnce(
+  port: number,
+  env: Record<string, string>,
+  until: number,
+  timeoutMs: number,
+  nodeArgs: string[],
+): Promise<EngineProcess> {
   const url = `http://127.0.0.1:${port}`;
   // Imported from `-e`, so that no bundled module's "am I the main file?" check fires.
   const bundle = await bundleChaosEngine();
@@ -88,8 +123,10 @@ export async function spawnEngine(
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
+  let listening = false;
   const keep = (d: Buffer) => {
     out = (out + d.toString()).slice(-65_536);
+    listening ||= out.includes("[engine] listening on");
   };
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
@@ -119,12 +156,17 @@ export async function spawnEngine(
       clearTimeout(t);
     },
   };
-  const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (gone) {
       // A fault point may fire in the first reconciler pass: that is a kill, not a start failure.
       if ((await exited).signal === "SIGKILL") return proc;
+      if (saysPortTaken(out)) throw new PortTaken(port, out.slice(-400));
       throw new Error(`[chaos] the engine process exited at start:\n${out.slice(-4000)}`);
+    }
+    // This engine listens (it says so once bound), so the answer below is its own.
+    if (!listening) {
+      await new Promise((r) => setTimeout(r, 50));
+      continue;
     }
     try {
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });

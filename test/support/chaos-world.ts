@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { type LocalRunEvent, LocalRunner } from "../../engine/src/adapters/local-runner/index.ts";
 import { openStore } from "../../engine/src/adapters/store-factory.ts";
 import type { ChangeRecord, LedgerEntry } from "../../engine/src/control-plane/model.ts";
-import { type Fleet, freePort, REPO_ROOT, startFleet } from "../../engine/src/demo/fleet.ts";
+import { type Fleet, REPO_ROOT, startFleet } from "../../engine/src/demo/fleet.ts";
 import { laneIdsOf, pointRecipeAtFleet } from "../../engine/src/demo/recipe.ts";
 import { ensureBundles, loadRecipe, runnerEnvFor } from "../../engine/src/demo/stack.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
@@ -25,6 +25,7 @@ import { compileRecipeInput } from "../../engine/src/recipes/compile-text.ts";
 import { type EngineProcess, spawnEngine } from "./chaos-process.ts";
 import { type ChaosProxy, startChaosProxy } from "./chaos-proxy.ts";
 import { type GitHubStandin, startGitHubStandin } from "./github-standin.ts";
+import { proposePort } from "./ports.ts";
 
 export interface CrashWorldOptions {
   dir: string;
@@ -111,7 +112,9 @@ export async function startCrashWorld(o: CrashWorldOptions): Promise<CrashWorld>
     for (const c of closers.reverse()) await c().catch(() => {});
   };
   try {
-    const port = await freePort();
+    // The engine's address is fixed for the world (runs call back to it across restarts):
+    // each start waits out a process that holds the port (spawnEngine).
+    const port = await proposePort();
     const url = `http://127.0.0.1:${port}`;
     const proxy = o.proxy ? await startChaosProxy(url) : null;
     if (proxy) closers.push(() => proxy.close());

@@ -616,6 +616,12 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
     async releaseRecord() {
       return unsupported();
     },
+    async sourceMark() {
+      return unsupported();
+    },
+    async acknowledgeSource() {
+      return unsupported();
+    },
     async accept() {
       return unsupported();
     },

@@ -16,7 +16,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect } from "vitest";
 import { headSha } from "../../engine/src/adapters/local-runner/index.ts";
-import { type Fleet, freePort, REPO_ROOT, startFleet } from "../../engine/src/demo/fleet.ts";
+import { type Fleet, REPO_ROOT, startFleet } from "../../engine/src/demo/fleet.ts";
 import { stepLabel } from "../../engine/src/demo/progress.ts";
 import { laneIdsOf, pointRecipeAtFleet } from "../../engine/src/demo/recipe.ts";
 import {
@@ -33,6 +33,7 @@ import type { AttemptResult } from "../../engine/src/ports/store.ts";
 import { compileRecipeInput } from "../../engine/src/recipes/compile-text.ts";
 import { shQuote } from "../../scripts/lib/shell-quote.ts";
 import { connect } from "../../scripts/lib/ssh.ts";
+import { onFreshPort, PortTaken, saysPortTaken } from "./ports.ts";
 
 export type StoreKind = "sqlite" | "postgres";
 export const PG_URL = process.env.BATON_TEST_DATABASE_URL;
@@ -274,6 +275,15 @@ export async function startInProcess(
   };
 }
 
+/**
+ * Runs `n` reconciler passes of the in-process engine, each awaited (what `n` ticks of its
+ * interval do): "nothing moves while held" is then checked over rounds that happened, not over
+ * a wait that may or may not have seen any.
+ */
+export async function reconcilerRounds(e: InProcess, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await e.stack.engine.tick();
+}
+
 /** A running engine process. */
 export interface EngineProc {
   child: ChildProcess;
@@ -304,8 +314,9 @@ export async function startSplit(
   const recipe = pointRecipeAtFleet(source, fleet.target, fleet.lanes, headSha(REPO_ROOT));
   const manifest = compileRecipeInput(recipe).manifest;
   await fleet.prepare(manifest);
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  // The engine's port, proposed at its first start (ports.ts) and kept across restarts.
+  let port = 0;
+  let url = "";
   const operatorToken = randomBytes(24).toString("hex");
   const callbackSecret = randomBytes(24).toString("hex");
   const keyFile = join(dir, "runner-ssh-key");
@@ -314,7 +325,8 @@ export async function startSplit(
   let current: EngineProc | null = null;
   const all: EngineProc[] = [];
 
-  const startEngine = async (extra: Record<string, string> = {}): Promise<EngineProc> => {
+  /** Starts an engine process on `port`. @throws PortTaken when another process holds it. */
+  const launch = async (extra: Record<string, string>): Promise<EngineProc> => {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: process.env.HOME ?? dir,
@@ -340,12 +352,13 @@ export async function startSplit(
       { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] },
     );
     let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
+    let listening = false;
+    const keep = (d: Buffer) => {
       out += d.toString();
-    });
-    child.stderr?.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
+      listening ||= out.includes("[engine] listening on");
+    };
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((ok) =>
       child.once("exit", (code, signal) => ok({ code, signal })),
     );
@@ -359,14 +372,39 @@ export async function startSplit(
     await waitUntil(
       async () => {
         if (gone) throw new Error("exited");
-        return (await fetch(`${url}/healthz`)).status;
+        // Only once this process said it listens is the answer its own.
+        return listening ? (await fetch(`${url}/healthz`)).status : 0;
       },
       (s) => s === 200 || gone,
       "the engine process to listen",
       30_000,
     );
-    if (gone) throw new Error(`[e2e] the engine process exited at start:\n${out}`);
+    if (gone) {
+      await exited;
+      if (saysPortTaken(out)) throw new PortTaken(port, out.slice(-400));
+      throw new Error(`[e2e] the engine process exited at start:\n${out}`);
+    }
     return proc;
+  };
+  const startEngine = async (extra: Record<string, string> = {}): Promise<EngineProc> => {
+    if (port === 0) {
+      return onFreshPort("the engine process", (p) => {
+        port = p;
+        url = `http://127.0.0.1:${p}`;
+        return launch(extra);
+      });
+    }
+    // A restart keeps the address the runs call back to; another process holding it meanwhile
+    // is waited out, bounded.
+    const until = Date.now() + 30_000;
+    for (;;) {
+      try {
+        return await launch(extra);
+      } catch (e) {
+        if (!(e instanceof PortTaken) || Date.now() > until) throw e;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
   };
 
   const base = baseApi(() => ({ url, token: operatorToken }));

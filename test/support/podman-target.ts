@@ -28,7 +28,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { freePort } from "./sshd.ts";
+import { proposePort as freePort } from "./ports.ts";
 
 const run = promisify(execFile);
 

@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../engine/src/demo/fleet.ts";
+import { onFreshPort, PortTaken, saysPortTaken } from "./ports.ts";
 
 export interface PrometheusHandle {
   url: string;
@@ -30,7 +30,6 @@ export async function startPrometheus(
   o: ScrapeOptions = {},
 ): Promise<PrometheusHandle> {
   const dir = mkdtempSync(join(tmpdir(), "baton-prom-"));
-  const port = await freePort();
   writeFileSync(
     join(dir, "prometheus.yml"),
     [
@@ -51,6 +50,16 @@ export async function startPrometheus(
       "",
     ].join("\n"),
   );
+  try {
+    return await onFreshPort("prometheus", (port) => startOn(dir, port));
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** Starts Prometheus on `port`. @throws PortTaken when it could not bind it. */
+async function startOn(dir: string, port: number): Promise<PrometheusHandle> {
   const child: ChildProcess = spawn(
     PROMETHEUS_BIN,
     [
@@ -64,12 +73,16 @@ export async function startPrometheus(
   child.stderr?.on("data", (d: Buffer) => {
     log = (log + d.toString()).slice(-4000);
   });
+  const exited = new Promise((r) => child.once("exit", r));
   const url = `http://127.0.0.1:${port}`;
-  const close = async () => {
-    if (child.exitCode === null) {
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
       child.kill("SIGTERM");
-      await new Promise((r) => child.once("exit", r));
+      await exited;
     }
+  };
+  const close = async () => {
+    await stop();
     rmSync(dir, { recursive: true, force: true });
   };
   const deadline = Date.now() + 30_000;
@@ -79,9 +92,12 @@ export async function startPrometheus(
       (r) => r.ok,
       () => false,
     );
-    if (ok) return { url, close };
+    // Ready, and ours: a Prometheus that lost the port to another exits.
+    if (ok && child.exitCode === null) return { url, close };
     await new Promise((r) => setTimeout(r, 200));
   }
-  await close();
+  await stop();
+  if (saysPortTaken(log)) throw new PortTaken(port, log.slice(-300));
+  rmSync(dir, { recursive: true, force: true });
   throw new Error(`[test] prometheus did not become ready on ${url}: ${log.slice(-1500)}`);
 }

@@ -16,9 +16,10 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { createServer, connect as tcpConnect } from "node:net";
+import { connect as tcpConnect } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import { proposePort } from "./ports.ts";
 
 /** A running sshd. `hostKeyPin` is `SHA256:…` as `ssh-keygen -l -E sha256` prints it. */
 export interface Sshd {
@@ -52,18 +53,6 @@ export interface SshdOptions {
   listenAddress?: string;
   /** Extra sshd_config lines (e.g. `AllowUsers`, `Match` blocks; they go last). */
   extraConfig?: string[];
-}
-
-/** Free TCP port on 127.0.0.1 (ephemeral bind, then released). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === "object" && addr ? addr.port : 0));
-    });
-  });
 }
 
 /** Generates a key pair with ssh-keygen; returns [private key path, public key line]. */
@@ -180,8 +169,10 @@ export async function startSshd(
     .map(([k, v]) => `${k}=${v}`)
     .join(" ");
   const logFile = join(dir, "sshd.log");
+  // sshd must be told its port: a proposed one, and another when this sshd could not bind it
+  // (another process took it first: sshd then exits) or did not answer in time.
   for (let tries = 0; tries < 3; tries++) {
-    const port = await freePort();
+    const port = await proposePort();
     writeFileSync(
       join(dir, "sshd_config"),
       [
@@ -209,6 +200,17 @@ export async function startSshd(
     });
     try {
       await waitForBanner(port, Date.now() + 10_000, listen);
+      // The banner is this sshd's once it logged that it listens there (one that lost the port
+      // logs that it could not bind, and exits). Bounded: 100 reads, 20 ms apart.
+      const mine = `Server listening on ${listen} port ${port}`;
+      for (let i = 0; i < 100 && !readFileSync(logFile, "utf8").includes(mine); i++) {
+        if (child.exitCode !== null || child.signalCode !== null) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      if (!readFileSync(logFile, "utf8").includes(mine))
+        throw new Error(
+          `[test] sshd did not listen on ${port}: ${readFileSync(logFile, "utf8").slice(-400)}`,
+        );
     } catch (e) {
       child.kill("SIGKILL");
       if (tries === 2) throw e;

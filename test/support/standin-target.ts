@@ -3,8 +3,10 @@
  * the stand-in recorded. Used with `sh scripts/target/deploy.sh` directly or through sshd.
  */
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { type HealthPorts, startHealthServer } from "../../engine/src/demo/fleet.ts";
 import { sharedTempDir } from "./sshd.ts";
 
 export const REPO = resolve(import.meta.dirname, "../..");
@@ -34,7 +36,13 @@ export interface StandinTarget {
   ): { running: boolean; image: string; labels?: Record<string, string> } | null;
   /** Writes a knob file (fail-health, fail-pull, hang, signal) in the stand-in dir. */
   knob(file: string, value: string): void;
-  /** Pre-pulls and starts a container as if an earlier release had deployed it. */
+  /**
+   * A health URL (`http://127.0.0.1:<port>/healthz`) on a new port the target's health server
+   * holds from now on (started on first use; engine/src/demo/fleet.ts `startHealthServer`), so
+   * no other process can take the port before a container is started on it.
+   */
+  healthUrl(): Promise<string>;
+  /** Pre-pulls and starts a container as if an earlier release's deploy.sh had started it. */
   seedRunning(lane: string, img: string, healthUrl: string): void;
   cleanup(): void;
 }
@@ -53,6 +61,7 @@ export function makeStandinTarget(): StandinTarget {
     BATON_STANDIN_SERVER_MAX_S: "300",
     BATON_DEPLOY_CONF: join(dir, "none.conf"),
   };
+  let health: HealthPorts | null = null;
   const t: StandinTarget = {
     dir,
     standinDir,
@@ -78,6 +87,7 @@ export function makeStandinTarget(): StandinTarget {
       const run = (args: string[]) =>
         execFileSync(STANDIN_CLI, args, { env: { ...process.env, ...env }, stdio: "ignore" });
       run(["pull", img]);
+      const id = randomBytes(16).toString("hex");
       run([
         "run",
         "-d",
@@ -85,12 +95,22 @@ export function makeStandinTarget(): StandinTarget {
         containerName(lane, img),
         "--label",
         `baton.lane=${lane}`,
+        // deploy.sh gives every container it starts an instance id (identity health mode).
+        "--label",
+        `baton.instance_id=${id}`,
+        "-e",
+        `BATON_INSTANCE_ID=${id}`,
         "-e",
         `BATON_HEALTH_URL=${healthUrl}`,
         img,
       ]);
     },
+    healthUrl: async () => {
+      health ??= startHealthServer(standinDir);
+      return `http://127.0.0.1:${await health.hold()}/healthz`;
+    },
     cleanup: () => {
+      health?.release();
       // Health servers exit once their state dir is gone; stop them now rather than in 300 ms.
       const servers = join(standinDir, "servers");
       if (existsSync(servers)) {

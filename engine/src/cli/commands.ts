@@ -16,10 +16,23 @@ import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { type RecordJson, releaseSummary, releasesTable, statusJson } from "./output.ts";
 import { watch } from "./watch.ts";
 
+/**
+ * Where a command prints and what it reads of its environment: `bin/baton.mjs` passes the
+ * process's streams and environment; tests pass their own, to run the CLI in process.
+ */
 export interface Io {
   out: { write(s: string): unknown; isTTY?: boolean };
   err: { write(s: string): unknown };
+  /**
+   * The variables the commands read (BATON_ENGINE_URL, BATON_TOKEN, USER, GITHUB_TOKEN, and
+   * whether an OIDC token is there for --keyless); default `process.env`. `serve`, `demo` and
+   * the Sigstore client of --keyless read `process.env` themselves.
+   */
+  env?: Record<string, string | undefined>;
 }
+
+/** The environment `io` gives the commands (`process.env` when it gives none). */
+export const envOf = (io: Io): Record<string, string | undefined> => io.env ?? process.env;
 
 /** @throws CliError (usage) unless `id` looks like `r17`. */
 export function releaseId(id: string): string {
@@ -323,7 +336,7 @@ export async function sign(
   }
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
   const { signManifest } = await import("../admission/sign.ts");
-  const keyless = o.keyless ? keylessOptions(o) : undefined;
+  const keyless = o.keyless ? keylessOptions(o, envOf(io)) : undefined;
   const c = compileRecipeText(readRecipe(file), file);
   let keyPem = "";
   if (o.key) {
@@ -547,8 +560,11 @@ export function readAttestations(files: string[] | undefined): unknown[] {
 }
 
 /** The caller's name for the history: `--actor`, else $USER; undefined when neither fits. */
-function actorName(given: string | undefined): string | undefined {
-  const name = given ?? process.env.USER ?? process.env.LOGNAME;
+function actorName(
+  given: string | undefined,
+  env: Record<string, string | undefined>,
+): string | undefined {
+  const name = given ?? env.USER ?? env.LOGNAME;
   return name && ACTOR_PATTERN.test(name) ? name : undefined;
 }
 
@@ -582,12 +598,14 @@ const optionKey = (flag: string) =>
 /**
  * The request body of `verb` from the command line: its positional arguments after the id
  * (`args`) and its flags (`o`, as commander parsed them), as its declaration says
- * (domain/verbs.ts); undefined for a verb that sends no body.
+ * (domain/verbs.ts); undefined for a verb that sends no body. `env` gives $USER for `--actor`'s
+ * default.
  */
 export function verbBody(
   verb: VerbName,
   args: readonly string[],
   o: Readonly<Record<string, unknown>>,
+  env: Record<string, string | undefined> = process.env,
 ): Record<string, unknown> | undefined {
   const v = VERBS[verb];
   if (v.body === "none") return undefined;
@@ -599,7 +617,7 @@ export function verbBody(
   for (const f of v.flags) {
     const given = o[optionKey(f.flag)];
     if (f.reads === "actor") {
-      const actor = actorName(given as string | undefined);
+      const actor = actorName(given as string | undefined, env);
       if (actor) body[f.body] = actor;
     } else if (f.reads === "lanes") body[f.body] = lanePairs((given as string[] | undefined) ?? []);
     else if (f.reads === "json-file") {
@@ -628,7 +646,7 @@ export async function verb(
 ): Promise<ExitCode> {
   const v = VERBS[name];
   const id = v.on === "step_run" ? stepRunId(target) : releaseId(target);
-  const body = verbBody(name, args, o);
+  const body = verbBody(name, args, o, envOf(io));
   const res = await new EngineClient(conn).call<Record<string, unknown>>(
     "POST",
     verbRoute(name).slice("POST ".length).replace(":id", id),

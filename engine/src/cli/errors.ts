@@ -14,6 +14,8 @@ export class CliError extends Error {
     message: string,
     readonly exitCode: ExitCode = EXIT.failed,
     readonly problems: Problem[] = [],
+    /** The engine's error code when the engine refused (`superseded`, `conflict`…). */
+    readonly code?: string,
   ) {
     super(message);
     this.name = "CliError";

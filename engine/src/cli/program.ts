@@ -3,11 +3,14 @@
  * BATON_ENGINE_URL), `--token <token>` (env BATON_TOKEN). Read commands take `--json`.
  * Exit codes: 0 ok, 1 failed or refused, 2 usage (docs/cli.md).
  */
+
+import { dirname, resolve } from "node:path";
 import { Command, CommanderError, Option } from "commander";
 import { VERBS, type VerbName } from "../domain/verbs.ts";
 import { connection } from "./client.ts";
 import * as cmd from "./commands.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
+import { gitSource } from "./git-source.ts";
 import { demo, serve } from "./serve.ts";
 import { startPending } from "./start-pending.ts";
 
@@ -43,8 +46,9 @@ function oneLine(s: string): string {
 }
 
 /**
- * Runs the CLI on `argv` (without node and script). Resolves to the exit code; never throws.
- * `serve` resolves once the server listens (the process then stays up).
+ * Runs the CLI on `argv` (without node and script), printing to `io` and reading the
+ * environment `io.env` (default the process's): tests call it in process with their own.
+ * Resolves to the exit code; never throws. `serve` resolves once its server has closed.
  */
 export async function runCli(
   argv: string[],
@@ -62,7 +66,7 @@ export async function runCli(
       // One line, no colour codes: commander's suggestions come on a second line, inverted.
       outputError: (s, write) => write(`[cli] ${oneLine(s)} (see baton --help)\n`),
     });
-  const conn = (c: Command) => connection(c.optsWithGlobals<Globals>());
+  const conn = (c: Command) => connection(c.optsWithGlobals<Globals>(), cmd.envOf(io));
   const json = () => new Option("--json", "print JSON instead of text");
   /**
    * The command of an operator verb, built from its declaration (domain/verbs.ts): the id,
@@ -226,10 +230,14 @@ export async function runCli(
   program
     .command("start-pending")
     .description(
-      "start every recipe whose manifest digest has no release yet (the recipe workflow's start)",
+      "start every recipe whose content is not what stands for its model (the recipe workflow's start)",
     )
     .argument("<recipe...>", "recipe YAML (or .json) files, e.g. every file in recipes/")
     .option("--dry-run", "only print what would be started")
+    .option(
+      "--commit <rev>",
+      "the commit the recipe files come from (e.g. HEAD): a commit older than the newest one a model's releases came from starts nothing (superseded)",
+    )
     .option("--key <file>", "sign each started manifest with this PEM private key (baton keygen)")
     .option("--key-id <id>", "the key's id in the engine's trust policy (with --key)")
     .option(
@@ -261,6 +269,7 @@ export async function runCli(
           keyless?: boolean;
           attestation?: string[];
           githubAttestations?: string;
+          commit?: string;
         } & cmd.KeylessFlags,
         c: Command,
       ) => {
@@ -274,10 +283,14 @@ export async function runCli(
             json: Boolean(o.json),
             dryRun: Boolean(o.dryRun),
             ...(o.key ? { key: cmd.readSigningKey(o.key, o.keyId) } : {}),
-            ...(o.keyless ? { keyless: cmd.keylessOptions(o) } : {}),
+            ...(o.keyless ? { keyless: cmd.keylessOptions(o, cmd.envOf(io)) } : {}),
             ...(attestations.length ? { attestations } : {}),
             ...(o.githubAttestations
-              ? { github: cmd.githubAttestationSource(o.githubAttestations) }
+              ? { github: cmd.githubAttestationSource(o.githubAttestations, cmd.envOf(io)) }
+              : {}),
+            // Git is asked where the recipes are (the checkout they come from).
+            ...(o.commit !== undefined
+              ? { git: gitSource(o.commit, dirname(resolve(files[0] ?? "."))) }
               : {}),
           },
           io,

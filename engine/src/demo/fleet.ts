@@ -7,8 +7,10 @@
  * It also owns the health-check knob: `failHealthOf(lane)` makes that lane's health URL answer
  * 503 (the stand-in's `fail-health` file, read per request) until `clearFailHealth()`.
  */
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+
+import { type ChildProcess, fork } from "node:child_process";
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { type AddressInfo, createServer, type Server } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { shQuote } from "../../../scripts/lib/shell-quote.ts";
@@ -63,15 +65,116 @@ export interface Fleet {
   close(): Promise<void>;
 }
 
-/** A free TCP port on 127.0.0.1 (bound then released; the OS does not hand it out again soon). */
-export async function freePort(): Promise<number> {
+/** The stand-in's health server (one per state dir; scripts/target/standin/README.md). */
+const HEALTH_SERVER = join(REPO_ROOT, "scripts/target/standin/health-server.cjs");
+
+/**
+ * The stand-in's health server of one state dir, started here, serving ports this process binds
+ * and hands over (`startHealthServer`).
+ */
+export interface HealthPorts {
+  /**
+   * Binds a port (0, on 127.0.0.1) and hands the listening socket to the health server, which
+   * serves it until it stops. Resolves to the port once served there.
+   * @throws Error when the server does not take it within 20 s.
+   */
+  hold(): Promise<number>;
+  /** Lets go of the server: it keeps serving its ports until it is stopped or its dir is gone. */
+  release(): void;
+  /** Stops the server (SIGTERM). */
+  stop(): void;
+}
+
+/**
+ * Starts the stand-in's health server for the state dir `standinDir` (which it creates), with
+ * a channel to hand it listening ports: a health URL's port is then never free between being
+ * chosen and being served, whatever else binds ports meanwhile. A target stops it with its
+ * other stand-in servers (its `close`); removing the state dir stops it too.
+ */
+export function startHealthServer(standinDir: string): HealthPorts {
+  // World-writable, as the stand-in makes its state dir (the target's user may be another).
+  for (const d of [standinDir, join(standinDir, "containers")]) {
+    mkdirSync(d, { recursive: true });
+    chmodSync(d, 0o777);
+  }
+  const child = fork(HEALTH_SERVER, [standinDir], {
+    detached: true,
+    stdio: ["ignore", "ignore", "ignore", "ipc"],
+  });
+  // Neither the process nor its channel keeps this one alive.
+  child.unref();
+  child.channel?.unref();
+  return {
+    async hold() {
+      const server = createServer();
+      await new Promise<void>((ok, fail) => {
+        server.once("error", fail);
+        server.listen(0, "127.0.0.1", () => ok());
+      });
+      const port = (server.address() as AddressInfo).port;
+      try {
+        await handOver(child, server, port);
+      } finally {
+        // The health server has its own copy of the socket now.
+        server.close();
+      }
+      return port;
+    },
+    release() {
+      if (child.connected) child.disconnect();
+    },
+    stop() {
+      child.kill("SIGTERM");
+    },
+  };
+}
+
+/**
+ * Starts the stand-in's health server for `standinDir` and holds one port per lane id there
+ * (`startHealthServer`). Resolves to lane id -> port.
+ * @throws Error when the server does not take a port within 20 s.
+ */
+export async function holdHealthPorts(
+  standinDir: string,
+  laneIds: readonly string[],
+): Promise<Map<string, number>> {
+  const server = startHealthServer(standinDir);
+  const ports = new Map<string, number>();
+  try {
+    for (const id of laneIds) ports.set(id, await server.hold());
+  } catch (e) {
+    server.stop();
+    throw e;
+  } finally {
+    server.release();
+  }
+  return ports;
+}
+
+/** Sends the listening `server` to the health server; resolves once it serves `port`. */
+function handOver(child: ChildProcess, server: Server, port: number): Promise<void> {
   return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      s.close(() => ok(port));
+    const done = (err?: Error) => {
+      clearTimeout(timer);
+      child.off("message", onMessage);
+      child.off("exit", onExit);
+      if (err) fail(err);
+      else ok();
+    };
+    const onMessage = (m: unknown) => {
+      if ((m as { baton_listening?: unknown })?.baton_listening === port) done();
+    };
+    const onExit = () =>
+      done(new Error(`[demo] the stand-in health server exited before serving port ${port}`));
+    const timer = setTimeout(
+      () =>
+        done(new Error(`[demo] the stand-in health server did not serve port ${port} within 20 s`)),
+      20_000,
+    );
+    child.on("message", onMessage);
+    child.once("exit", onExit);
+    child.send({ baton_listen: port }, server, (err) => {
+      if (err) done(err);
     });
   });
 }
@@ -99,12 +202,17 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
     await handle.close();
     throw e;
   }
-  const lanes = new Map<string, FleetLane>();
-  for (const id of o.laneIds) {
-    const healthPort = await freePort();
-    lanes.set(id, { id, healthPort, healthUrl: `http://127.0.0.1:${healthPort}/healthz` });
-  }
   const standinDir = join(sandboxDir, "standin");
+  const lanes = new Map<string, FleetLane>();
+  try {
+    for (const [id, healthPort] of await holdHealthPorts(standinDir, o.laneIds)) {
+      lanes.set(id, { id, healthPort, healthUrl: `http://127.0.0.1:${healthPort}/healthz` });
+    }
+  } catch (e) {
+    await target.close().catch(() => {});
+    await handle.close();
+    throw e;
+  }
   const failFile = join(standinDir, "fail-health");
   const bodyFile = join(standinDir, "health-body");
   const deployScript = target.deployScript;

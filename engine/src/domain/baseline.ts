@@ -9,7 +9,8 @@
  * - no lane the control plane routes the model to (weight > 0) is missing from the recipe
  *   (its share would be silently moved onto the recipe's lanes);
  * - the recipe's lanes carry 100% of the model's traffic;
- * - where the recipe states a lane's `weight`, it equals the observed weight.
+ * - where the recipe states a lane's `weight`, it equals the observed weight;
+ * - no lane in service already runs the candidate (`candidate-at-start.ts`).
  * A lane of the model with weight 0 that the recipe does not name is left alone.
  *
  * Each baseline lane records the image it runs where the control plane can tell
@@ -18,6 +19,7 @@
  * target's report against it.
  */
 import { IMAGE_PATTERN } from "../protocol/fields.ts";
+import { candidateAtStart } from "./candidate-at-start.ts";
 import type { ObservedLane } from "./compile.ts";
 import type { Problem } from "./errors.ts";
 
@@ -37,6 +39,10 @@ export interface ControlPlaneLane {
 export interface RecipeLanes {
   model: string;
   lanes: readonly { id: string; weight?: number }[];
+  /** The candidate image (`name@sha256:…`): a lane in service already running it is refused. */
+  image: string;
+  /** The recipe's `previous_image`, named in the fix of a lane already on the candidate. */
+  previous_image?: string;
 }
 
 /**
@@ -96,6 +102,7 @@ export function observeBaseline(
       fix: `add lane ${lane.id} to the recipe, or move its traffic to the recipe's lanes first (PUT /v1/models/${model}/traffic)`,
     });
   }
+  problems.push(...candidateAtStart(model, recipe.image, recipe.previous_image, baseline));
   if (problems.length === 0) {
     const total = baseline.reduce((a, l) => a + l.weight, 0);
     if (total !== 100) {

@@ -11,6 +11,7 @@ import type { Notice, NoticeKind } from "./notice.ts";
 import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisite-checks.ts";
 import type { RecoveryClass } from "./recipe.ts";
 import type { FailingCheck } from "./result-evidence.ts";
+import type { SourcePosition } from "./source-order.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -303,6 +304,11 @@ export interface Release {
    * (docs/lifecycle.md "Rollback prerequisites"). Absent on other releases.
    */
   prerequisites?: PrerequisiteReport;
+  /**
+   * The commit of the recipe repository the recipe workflow started the release from
+   * (docs/lifecycle.md "Merge order is release order"). Absent on releases started otherwise.
+   */
+  source?: SourcePosition;
   created_at: number;
   updated_at: number;
 }

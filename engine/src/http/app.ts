@@ -9,6 +9,7 @@ import type { ReleaseApi } from "../service/api.ts";
 import { bodyLimits } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
 import { singleQueryParams } from "./query-params.ts";
+import { modelRoutes } from "./routes/models.ts";
 import { releaseRoutes } from "./routes/releases.ts";
 import { type StepRunRouteOptions, stepRunRoutes } from "./routes/step-runs.ts";
 import { systemRoutes } from "./routes/system.ts";
@@ -92,6 +93,7 @@ export function createApp(o: AppOptions): Hono {
       ...(o.log ? { log: o.log } : {}),
     }),
   );
+  app.route("/v1/models", modelRoutes({ api: o.api, operatorTokens, readTokens }));
   app.route(
     "/v1/releases",
     releaseRoutes({

@@ -9,6 +9,7 @@
 
 import type { Problem } from "../domain/errors.ts";
 import type { GateEvidence } from "../domain/gate/evidence.ts";
+import type { SourceClaim, SourceMark } from "../domain/source-order.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import type { HistoryEntry, Json, Release } from "../domain/types.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
@@ -58,8 +59,23 @@ export interface ReleaseApi {
       attestations?: unknown[];
       rollback?: boolean;
       exposure?: "dark";
+      /** The recipe workflow's commit (docs/lifecycle.md "Merge order is release order"). */
+      source?: SourceClaim;
     },
   ): Promise<Release>;
+  /** The model's source mark (docs/lifecycle.md "Merge order is release order"), or null. */
+  sourceMark(model: string): Promise<SourceMark | null>;
+  /**
+   * The recipe workflow found a true repeat of release `releaseId` at `claim.commit`: the
+   * model's source mark moves there (use-cases/source-marks.ts). Throws `superseded` (409) as a
+   * start from `claim` would.
+   */
+  acknowledgeSource(
+    model: string,
+    claim: SourceClaim,
+    releaseId: string,
+    actor: string,
+  ): Promise<SourceMark>;
   get(id: string): Promise<ReleaseRecord>;
   /**
    * One page of a release's history, oldest first: `limit` entries (1..1000) from position

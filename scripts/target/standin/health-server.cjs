@@ -14,6 +14,13 @@
 // exits once none is left, the state dir is gone, or after BATON_STANDIN_SERVER_MAX_S (default
 // 3600) seconds. New containers are seen through fs.watch on DIR/containers and a scan every
 // 500 ms (for file systems without change events).
+//
+// Started with an IPC channel (child_process.fork), it also takes ports already listening: a
+// message {"baton_listen": port} carrying a net.Server handle (the demo's fleet binds each lane's
+// health port itself and hands the socket over, so no other process can take the port between
+// choosing it and serving it); it answers {"baton_listening": port} once it serves there. Such a
+// port stays open while the server runs (503 {"healthy": false} with no container on it), and
+// the server then leaves only on SIGTERM, when the state dir is gone, or at the time limit.
 "use strict";
 const fs = require("node:fs");
 const http = require("node:http");
@@ -190,6 +197,11 @@ function answer(port, res) {
 const servers = new Map();
 const portPidFile = (port) => path.join(serversDir, `${port}.pid`);
 
+/** Ports handed over by the process that forked this one: never closed by a scan. */
+const held = new Set();
+/** Forked with an IPC channel: the parent owns this server's life (no exit when idle). */
+const owned = typeof process.send === "function";
+
 function open(port) {
   const server = http.createServer((_req, res) => answer(port, res));
   servers.set(port, server);
@@ -231,14 +243,31 @@ function scan() {
   if (list === null || Date.now() - started > maxMs) return exit();
   const ports = new Set(list.map((c) => c.port).filter((p) => Number.isInteger(p) && p > 0));
   for (const port of ports) if (!servers.has(port)) open(port);
-  for (const port of [...servers.keys()]) if (!ports.has(port)) close(port);
-  if (ports.size > 0) idleSince = null;
+  for (const port of [...servers.keys()]) if (!ports.has(port) && !held.has(port)) close(port);
+  if (ports.size > 0 || owned) idleSince = null;
   else if (idleSince === null) idleSince = Date.now();
   else if (Date.now() - idleSince >= 1000) exit();
 }
 
 for (const signal of ["SIGTERM", "SIGINT"]) process.on(signal, exit);
 if (!claim()) process.exit(0);
+if (owned) {
+  process.on("message", (m, handle) => {
+    const port = m?.baton_listen;
+    if (!Number.isInteger(port) || !handle || servers.has(port)) return;
+    held.add(port);
+    const server = http.createServer((_req, res) => answer(port, res));
+    servers.set(port, server);
+    server.listen(handle, () => {
+      try {
+        fs.writeFileSync(portPidFile(port), me);
+      } catch {}
+      if (process.connected) process.send({ baton_listening: port });
+    });
+  });
+  // The parent lets go of the channel once it has handed its ports over.
+  process.on("disconnect", () => {});
+}
 let pending = null;
 try {
   // A new or changed container file: scan soon (coalesced), so `run -d` waits little.

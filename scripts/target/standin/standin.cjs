@@ -237,6 +237,9 @@ function inspect(args) {
   if (label) finish(0, String(c.labels?.[label[1]] ?? ""), "");
   if (format.includes(".State.Running")) finish(0, String(c.running), "");
   if (format.includes(".Config.Image")) finish(0, c.image, "");
+  // Every stand-in container shares the host's network, so it has no address of its own (as
+  // podman answers under host networking).
+  if (format.includes(".NetworkSettings.IPAddress")) finish(0, "", "");
   finish(0, JSON.stringify([c]), "");
 }
 

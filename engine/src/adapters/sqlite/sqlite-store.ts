@@ -12,6 +12,7 @@ import {
   type CreateExtras,
   LanesClaimed,
   type OutboxRow,
+  SourceMarkMoved,
 } from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
@@ -28,6 +29,7 @@ import {
   insertRelease,
   raiseAdmissionMark,
   selectLaneClaims,
+  setSourceMark,
 } from "../kysely/writes.ts";
 import { CommitStatements } from "./commit-statements.ts";
 import { deflateJson, isDeflated, sqliteJson } from "./json-codec.ts";
@@ -104,6 +106,10 @@ export class SqliteStore extends KyselyStore {
         if (history.length > 0) this.sync.run(insertHistory(db, history));
         if (effects.length > 0) this.sync.run(insertOutbox(db, release.id, effects, now));
         if (extras.admissionMark) this.sync.run(raiseAdmissionMark(db, extras.admissionMark));
+        const source = extras.sourceMark;
+        if (source && this.sync.all(setSourceMark(db, source.mark, source.expect)).length === 0) {
+          throw new SourceMarkMoved(source.mark.model, source.expect); // rolls back the creation
+        }
         if (lanes.length > 0) {
           const got = new Set(
             this.sync.all(claimLanes(db, release.id, lanes, now)).map((r) => r.lane_id),
@@ -120,7 +126,7 @@ export class SqliteStore extends KyselyStore {
         }
       });
     } catch (err) {
-      if (err instanceof LanesClaimed) throw err;
+      if (err instanceof LanesClaimed || err instanceof SourceMarkMoved) throw err;
       throw writeFailed(`creating release ${release.id}`, err);
     }
     this.manifests.set(release.id, release.manifest);

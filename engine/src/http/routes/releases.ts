@@ -10,6 +10,7 @@ import { z } from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import { gateSummaries } from "../../domain/gate/summary.ts";
 import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
+import type { SourceClaim } from "../../domain/source-order.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import {
@@ -24,6 +25,7 @@ import { requireBearer } from "../auth.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
 import { schemaFields } from "./operator-body.ts";
+import { SourceClaimBody } from "./source-claim.ts";
 import { releaseParam, verbRoutes } from "./verbs.ts";
 
 export interface ReleaseRouteOptions {
@@ -79,9 +81,11 @@ const CreateQuery = z
   .strict();
 
 /**
- * A signed start (docs/trust.md "Sending the bundle"): the recipe (an object, or YAML/JSON
- * text) with the manifest's Sigstore bundle and the image attestations. A plain recipe body
- * has no `recipe` key (the recipe schema is strict), so the two cannot be confused.
+ * A start with more than the recipe: a signed start (docs/trust.md "Sending the bundle"), the
+ * recipe (an object, or YAML/JSON text) with the manifest's Sigstore bundle and the image
+ * attestations, and the recipe workflow's commit (`source`, docs/lifecycle.md "Merge order is
+ * release order"). A plain recipe body has no `recipe` key (the recipe schema is strict), so
+ * the two cannot be confused.
  */
 const SignedStart = z
   .object({
@@ -96,14 +100,24 @@ const SignedStart = z
       .max(16, "at most 16 attestations")
       .default([]),
     rollback: z.boolean({ error: "must be true or false" }).default(false),
+    source: SourceClaimBody.optional(),
   })
   .strict();
 
-/** The start request: a plain recipe, or a signed start (`{recipe, bundle, attestations}`). */
+/**
+ * The start request: a plain recipe, or a start with more than the recipe
+ * (`{recipe, bundle, attestations, source}`).
+ */
 export function parseStartBody(
   text: string,
   contentType: string | undefined,
-): { recipe: unknown; bundle?: unknown; attestations: unknown[]; rollback: boolean } {
+): {
+  recipe: unknown;
+  bundle?: unknown;
+  attestations: unknown[];
+  rollback: boolean;
+  source?: SourceClaim;
+} {
   const value = parseRecipeBody(text, contentType);
   if (value === null || typeof value !== "object" || Array.isArray(value) || !("recipe" in value)) {
     return { recipe: value, attestations: [], rollback: false };
@@ -120,6 +134,7 @@ export function parseStartBody(
     ...(b.data.bundle ? { bundle: b.data.bundle } : {}),
     attestations: b.data.attestations,
     rollback: b.data.rollback,
+    ...(b.data.source ? { source: b.data.source } : {}),
   };
 }
 
@@ -175,6 +190,8 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
     // manifest), in the words of the API's refusals; null when none.
     lifecycle_note: lifecycleNote(release, o),
     lineage: release.lineage ?? null,
+    // The recipe workflow's commit it was started from (docs/lifecycle.md); null otherwise.
+    source: release.source ?? null,
     drift: currentDrift(r.history),
     admission: release.admission ?? null,
     prerequisites: release.prerequisites ?? null,
@@ -332,6 +349,7 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
         ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
         attestations: body.attestations,
         rollback: body.rollback,
+        ...(body.source ? { source: body.source } : {}),
       });
       return c.json(
         {
@@ -411,6 +429,15 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
                 path: "rollback",
                 message: "a roll forward is never a rollback",
                 fix: "drop `rollback`, or roll back a succeeded release with POST …/rollback",
+              },
+            ]);
+          }
+          if (body.source) {
+            throw badRequest("roll-forward body", [
+              {
+                path: "source",
+                message: "a roll forward is an operator's verb, not a start of the recipe workflow",
+                fix: "drop `source`; the recipe workflow starts a release with POST /v1/releases",
               },
             ]);
           }

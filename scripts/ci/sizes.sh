@@ -1,0 +1,42 @@
+# Sizes of chaos and the benchmarks in CI; sourced by .ci/run (docs/engine.md "Benchmarks in CI").
+#
+# BATON_CI_SIZE=small (the default of .ci/run): every scenario and every assertion runs, with
+# fewer repetitions, so that the stages after the installs fit in 10 minutes on 2 cores.
+# BATON_CI_SIZE=full: the sizes `npm run test:chaos` and `npm run bench` use by hand.
+# A variable already set in the environment wins over this file (e.g. to replay a run).
+# A new benchmark with a size knob adds its CI size here, next to the others.
+
+ci_size() { # NAME VALUE: export NAME=VALUE unless NAME is already set
+  if [ -z "${!1+x}" ]; then export "$1=$2"; fi
+}
+
+case "${BATON_CI_SIZE:-full}" in
+  full) ;;
+  small)
+    # Chaos: 30 of the crash scenario's kill points (about 90), chosen with a seed derived from
+    # the commit (printed; BATON_CHAOS_SEED replays a run); the parallel-wave, many-engines and
+    # fuzz scenarios as they are, the fuzz with fewer cases.
+    ci_size BATON_CHAOS_KILL_POINTS 30
+    ci_size BATON_CHAOS_FUZZ_RUNS 150
+    # bench:action: median of 5 action runs (10 by hand).
+    ci_size BENCH_ACTION_RUNS 5
+    # bench:gate: 300 simulated canaries (1,000 by hand); the rates' Monte-Carlo error grows.
+    ci_size BENCH_GATE_RUNS 300
+    # bench:engines: 50 releases per engine count (150 by hand).
+    ci_size BENCH_ENGINES_RELEASES 50
+    # bench:exposure -- --mutants: 40 generated releases (200 by hand), then each mutant on 10
+    # releases that exercise it (the health mutant on 4 machines), every one caught.
+    ci_size BATON_EXPOSURE_RELEASES 40
+    ci_size BATON_EXPOSURE_MUTANT_RELEASES 10
+    # bench:storage: 2,000 stored releases (10,000 by hand).
+    ci_size BENCH_RELEASES 2000
+    # bench:fleet: a wave of 8 lanes against a wave of 1, and the pair again with a 5 s model
+    # load (20 lanes and 60 s by hand); the safety checks hold in every run.
+    ci_size BENCH_FLEET_LANES 8
+    ci_size BENCH_FLEET_MODEL_LOAD_MS 5000
+    ;;
+  *)
+    echo "[ci] BATON_CI_SIZE must be small or full, not ${BATON_CI_SIZE}" >&2
+    return 1
+    ;;
+esac
