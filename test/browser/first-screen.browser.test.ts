@@ -1,5 +1,5 @@
 /**
- * The 2am first screen in Chromium (issue 16): for a failed (undoing), a rolled-back, an
+ * The 2am first screen in Chromium: for a failed (undoing), a rolled-back, an
  * operator-aborted, a paused and a needs-operator release, the headline, why, failing step and
  * check, and the accepted actions are inside the first 1280×800 screen; at 390×844 the page
  * does not scroll sideways; axe-core finds no serious or critical violation at either width.

@@ -1,5 +1,5 @@
 /**
- * The fleet page in Chromium (issue 16): per lane, desired against observed with differences
+ * The fleet page in Chromium: per lane, desired against observed with differences
  * and mixed versions marked; it follows the control plane live (a traffic write shows without
  * a reload); no sideways overflow at 390×844, and no serious or critical axe-core violation at
  * 1280 and at 390 px, for the fleet page and the releases list.

@@ -1,4 +1,4 @@
-// Merge order is release order (docs/lifecycle.md), the two field cases replayed on both stores:
+// Merge order is release order (docs/lifecycle.md), the two cases it guards against, on both stores:
 // `baton start-pending --commit` (in process, as the recipe workflow runs it) against an engine
 // served over HTTP, on a throwaway git history with one recipe whose image moves d1 → d2 → d3.
 // 1. The run of an older commit (d2), re-run after a newer commit's release (d3) succeeded, is

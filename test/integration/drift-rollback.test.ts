@@ -1,5 +1,5 @@
 /**
- * Drift after a rollback that was undone (issue 11, docs/drift.md "What is compared"), on both
+ * Drift after a rollback that was undone (docs/drift.md "What is compared"), on both
  * stores. A rollback runs an older manifest whose `previous_image` is not what the lanes ran
  * when it started; when it is aborted, or fails and compensates, its undo restores what was
  * really there (its observed baseline). Drift must then compare the lanes with that, not with

@@ -1,5 +1,5 @@
 /**
- * Issue 14 item 4: a recipe nested deeper than the limit (100,000 `[`, a 200 KB file) gets a
+ * A recipe nested deeper than the limit (100,000 `[`, a 200 KB file) gets a
  * clear problem, never an out-of-memory crash: 400 `bad_request` naming the body from the engine
  * (which stays up; the same answer as an alias bomb, test/integration/api-consistency), exit 1
  * from `baton check` (never 134).

@@ -1,5 +1,5 @@
 /**
- * Confirmation pages (issue 16): they list, lane by lane, what the action will undo or run
+ * Confirmation pages: they list, lane by lane, what the action will undo or run
  * (the same compensation rule the transition applies), and an action the engine would refuse
  * gets no form: the page says so (409) and lists the actions it accepts now.
  */

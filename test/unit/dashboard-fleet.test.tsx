@@ -1,5 +1,5 @@
 /**
- * The fleet view (issue 16): desired (what Baton's releases declared) against observed (the
+ * The fleet view: desired (what Baton's releases declared) against observed (the
  * control plane's lanes, the target's image report), differences and mixed versions marked,
  * a control plane that does not answer said so; served at /fleet through the real in-memory
  * control plane and its HTTP adapter against the reference server.
@@ -115,7 +115,7 @@ describe("fleet facts", () => {
   });
 });
 
-describe("fleet facts of a rollback that was undone (issue 11)", () => {
+describe("fleet facts of a rollback that was undone", () => {
   // r3 rolls back to an older manifest: its recipe's previous_image (PREV) is that recipe's own
   // predecessor, not what the lanes ran when the rollback started (RAN, in its baseline).
   const RAN = `ghcr.io/acme/model@sha256:${"e".repeat(64)}`;

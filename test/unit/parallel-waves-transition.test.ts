@@ -1,5 +1,5 @@
 /**
- * Parallel waves in the transition function (issue 15): effects of a parallel wave are
+ * Parallel waves in the transition function: effects of a parallel wave are
  * performed in a shuffled order (as concurrent runners and control-plane calls would answer),
  * and after every event the control plane's truth is checked: never more than
  * `max_unavailable` lanes excluded at once, never every lane of a failure domain, lanes of

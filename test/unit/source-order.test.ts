@@ -102,7 +102,7 @@ describe("pendingDecision (what the recipe workflow does with one recipe)", () =
     }
   });
   it("an older commit with other content is superseded by the mark's release", () => {
-    // The field case: the run of d2's commit re-run after d3's release r3.
+    // The case: the run of d2's commit re-run after d3's release r3.
     expect(
       pendingDecision({
         digest: "d2",
@@ -113,7 +113,7 @@ describe("pendingDecision (what the recipe workflow does with one recipe)", () =
     ).toEqual({ kind: "superseded", release: "r3" });
   });
   it("a revert to earlier content starts it when the fleet runs something else", () => {
-    // The field case: main back to d1 while r2 (d2) stands; r1 had d1.
+    // The case: main back to d1 while r2 (d2) stands; r1 had d1.
     expect(
       pendingDecision({
         digest: "d1",

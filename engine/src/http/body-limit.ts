@@ -1,5 +1,5 @@
 /**
- * One body limit for every route of the engine (issue 14 item 3), applied before any handler
+ * One body limit for every route of the engine, applied before any handler
  * or token check reads the body: a `Content-Length` over the route's limit is refused without
  * reading a byte; a streamed (chunked) body is read into a buffer of at most the limit and
  * refused as soon as it passes it. The answer is 413 with `Connection: close` (set in

@@ -1,5 +1,5 @@
 /**
- * Bounds what refused protocol requests write (issue 14 item 2). A preflight or callback can
+ * Bounds what refused protocol requests write. A preflight or callback can
  * be refused (bad credential, duplicate, late, fenced) as often as anyone cares to send it;
  * step-run ids are guessable, so a stranger with no credential could otherwise append one
  * history row per request. Here each refusal has a key (step run, kind, reason code); the first

@@ -1,5 +1,5 @@
 /**
- * End-of-run invariants over a simulated world (issue 2 "Tests that must exist"):
+ * End-of-run invariants over a simulated world
  * effects applied at most once per operation key, one workflow run per attempt, no forward
  * work after the release left running, compensation complete and in reverse order.
  */

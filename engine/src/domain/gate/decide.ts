@@ -2,7 +2,7 @@
  * The gate's decision at one evaluation: pure, from the analysis in force, the planned split,
  * the time the wave has been observed and what the metrics source returned (docs/gate.md).
  *
- * Order, as the release question is asked (issue 10; docs/state-machine.md rule 11):
+ * Order, as the release question is asked (docs/state-machine.md rule 11):
  * 1. Evidence complete? No assignment counts → nothing can be read (wait). A metric whose
  *    query failed, returned nothing or NaN is missing: a missing primary never passes.
  * 2. Sample ratio mismatch (`srm.ts`) before any outcome is read: a mismatch fails closed.

@@ -171,7 +171,7 @@ export function utcMinute(at: number, now: number): string {
 
 /**
  * What the runner that reported `sr` should tell people, in one sentence, given the release
- * after its callback: the failed job's summary and error print it (issue 9 item 6).
+ * after its callback: the failed job's summary and error print it.
  */
 export function runnerAdvice(r: Release, sr: StepRun, now: number): string | null {
   if (sr.state === "succeeded") return null;
