@@ -22,6 +22,13 @@ case "${BATON_CI_SIZE:-full}" in
     ci_size BENCH_ACTION_RUNS 5
     # bench:gate: 300 simulated canaries (1,000 by hand); the rates' Monte-Carlo error grows.
     ci_size BENCH_GATE_RUNS 300
+    # bench:engine: 60 concurrent releases in the load phase, 120 timed sequential callbacks
+    # (100 and 160 by hand). bench:peer: 2 rounds of 100 releases per side (5 of 100 by hand):
+    # with fewer releases a round the steps ratio came out lower (1.48 at 20, 1.38-1.58 at 60).
+    ci_size BENCH_ENGINE_RELEASES 60
+    ci_size BENCH_ENGINE_SEQ_CALLBACKS 120
+    ci_size BENCH_PEER_ROUNDS 2
+    ci_size BENCH_PEER_RELEASES 100
     # bench:engines: 50 releases per engine count (150 by hand).
     ci_size BENCH_ENGINES_RELEASES 50
     # bench:exposure -- --mutants: 40 generated releases (200 by hand), then each mutant on 10

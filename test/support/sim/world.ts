@@ -20,6 +20,7 @@ import type {
 } from "../../../engine/src/domain/types.ts";
 import { payloadDigest } from "../../../engine/src/protocol/payload-digest.ts";
 import { withExpectedPayloadDigest } from "../../../engine/src/service/payload-digest.ts";
+import { deepFreeze } from "./drive.ts";
 import { type Application, KeyedReceiver, SimControlPlane } from "./receivers.ts";
 
 /** The transition as the service runs it: preflights carry the engine's payload digest. */
@@ -133,6 +134,11 @@ export class World {
     this.events += 1;
     this.now += 1_000;
     const before = this.release;
+    // A transition shares these parts of its input with its result instead of copying them
+    // (transition/draft.ts): frozen here, a handler that wrote into one would throw.
+    for (const part of [before.manifest, before.baseline, before.admission, before.lineage]) {
+      if (part && !Object.isFrozen(part)) deepFreeze(part);
+    }
     let res: TransitionResult;
     try {
       res = transition(before, event, this.now);

@@ -3,6 +3,7 @@
  */
 import type { ReleaseState } from "../../domain/states.ts";
 import type { HistoryEntry, Json, Manifest, OutboxEffect, Release } from "../../domain/types.ts";
+import { countSerialised } from "../../domain/work-counts.ts";
 import type { AttemptResult, OutboxRow, ReleaseSummary } from "../../ports/store.ts";
 import type { JsonCodec } from "./tables.ts";
 
@@ -27,12 +28,12 @@ export function dueAt(effect: OutboxEffect, now: number): number {
  */
 export function releaseDoc(r: Release): string {
   const { manifest: _manifest, ...rest } = r;
-  return JSON.stringify(rest);
+  return countSerialised(JSON.stringify(rest));
 }
 
 /** The `manifests` row of a release (written once, by `createRelease`). */
 export function manifestColumns(r: Release) {
-  return { release_id: r.id, manifest: JSON.stringify(r.manifest) };
+  return { release_id: r.id, manifest: countSerialised(JSON.stringify(r.manifest)) };
 }
 
 /**
@@ -88,12 +89,16 @@ export function historyColumns(h: HistoryEntry) {
     step_run_id: h.step_run_id ?? null,
     outcome: h.outcome,
     message: h.message,
-    data: JSON.stringify(h.data ?? null),
+    data: countSerialised(JSON.stringify(h.data ?? null)),
   };
 }
 
 export function outboxColumns(releaseId: string, effect: OutboxEffect, now: number) {
-  return { release_id: releaseId, effect: JSON.stringify(effect), due_at: dueAt(effect, now) };
+  return {
+    release_id: releaseId,
+    effect: countSerialised(JSON.stringify(effect)),
+    due_at: dueAt(effect, now),
+  };
 }
 
 export function attemptColumns(a: AttemptResult) {
@@ -104,11 +109,11 @@ export function attemptColumns(a: AttemptResult) {
     received_at: a.received_at,
     status: a.status,
     overall: a.overall,
-    checks: JSON.stringify(a.checks ?? null),
+    checks: countSerialised(JSON.stringify(a.checks ?? null)),
     log: a.log,
     log_truncated: a.log_truncated ? 1 : 0,
     raw_callback: a.raw_callback,
-    preflight: JSON.stringify(a.preflight ?? null),
+    preflight: countSerialised(JSON.stringify(a.preflight ?? null)),
   };
 }
 

@@ -16,8 +16,9 @@
  * nor runs an empty insert. Only `u` returns rows: the other parts' results are never read
  * (data-modifying CTEs run to completion whether or not they are referenced).
  */
+import { countSerialised } from "../../domain/work-counts.ts";
 import type { CommitInput } from "../../ports/store.ts";
-import { attemptColumns, dueAt, historyColumns, releaseDoc } from "../kysely/rows.ts";
+import { dueAt, releaseDoc } from "../kysely/rows.ts";
 
 /** One row: `updated` 1 if the release row was written, `claim_held` 1 if the claim is held. */
 export interface CommitOutcome {
@@ -151,22 +152,46 @@ export function commitQuery(input: CommitInput): CommitQuery {
   // `->` yields the value itself; `checks` stays text, decoded by `->>` to its exact bytes.
   if (shape.history) {
     values.push(
-      JSON.stringify(input.history.map((h) => ({ ...historyColumns(h), data: h.data ?? null }))),
+      countSerialised(
+        JSON.stringify(
+          input.history.map((h) => ({
+            release_id: h.release_id,
+            at: h.at,
+            kind: h.kind,
+            step_run_id: h.step_run_id ?? null,
+            outcome: h.outcome,
+            message: h.message,
+            data: h.data ?? null,
+          })),
+        ),
+      ),
     );
   }
   if (shape.outbox) {
     values.push(
-      JSON.stringify(input.effects.map((e) => ({ effect: e, due_at: dueAt(e, input.now) }))),
+      countSerialised(
+        JSON.stringify(input.effects.map((e) => ({ effect: e, due_at: dueAt(e, input.now) }))),
+      ),
     );
   }
   if (shape.attempts) {
     values.push(
-      JSON.stringify(
-        attempts.map((a) => ({
-          ...attemptColumns(a),
-          log_truncated: a.log_truncated,
-          preflight: a.preflight ?? null,
-        })),
+      countSerialised(
+        JSON.stringify(
+          attempts.map((a) => ({
+            step_run_id: a.step_run_id,
+            attempt: a.attempt,
+            release_id: a.release_id,
+            received_at: a.received_at,
+            status: a.status,
+            overall: a.overall,
+            checks: countSerialised(JSON.stringify(a.checks ?? null)),
+            log: a.log,
+            log_truncated: a.log_truncated,
+            raw_callback: a.raw_callback,
+            preflight: a.preflight ?? null,
+          })),
+        ),
       ),
     );
   }

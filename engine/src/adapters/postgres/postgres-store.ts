@@ -21,6 +21,7 @@ import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
 import { CREATE_MIGRATION_TABLE, migrationFailed, pending } from "../kysely/migrate.ts";
 import { type CompactionPlan, chunks } from "../kysely/retention.ts";
 import { historyColumns, toOutboxRow } from "../kysely/rows.ts";
+import { storableCommit } from "../kysely/storable-commit.ts";
 import { type BatonDatabase, parsedJson } from "../kysely/tables.ts";
 import {
   claimLanes,
@@ -161,7 +162,7 @@ export class PostgresStore extends KyselyStore {
 
   async commit(dirty: CommitInput): Promise<CommitResult> {
     this.live();
-    const input = storableValue(dirty);
+    const input = storableCommit(dirty);
     checkNextVersion(input.release.id, input.expected_version, input.release.resource_version);
     let outcome: CommitOutcome | undefined;
     try {

@@ -6,6 +6,7 @@
  */
 import type { Database, Statement } from "better-sqlite3";
 import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
+import { countSerialised } from "../../domain/work-counts.ts";
 import type { AttemptResult } from "../../ports/store.ts";
 import { attemptColumns, dueAt, historyColumns, releaseDoc } from "../kysely/rows.ts";
 
@@ -71,7 +72,8 @@ export class CommitStatements {
   }
 
   insertOutbox(releaseId: string, effects: OutboxEffect[], now: number): void {
-    for (const e of effects) this.outbox.run(releaseId, JSON.stringify(e), dueAt(e, now));
+    for (const e of effects)
+      this.outbox.run(releaseId, countSerialised(JSON.stringify(e)), dueAt(e, now));
   }
 
   /** Upsert by (step_run_id, attempt): a replayed callback overwrites its own attempt only. */

@@ -20,6 +20,7 @@ import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
 import { CREATE_MIGRATION_TABLE, migrationFailed, pending } from "../kysely/migrate.ts";
 import { type CompactionPlan, chunks } from "../kysely/retention.ts";
 import { historyColumns, toOutboxRow } from "../kysely/rows.ts";
+import { storableCommit } from "../kysely/storable-commit.ts";
 import type { BatonDatabase } from "../kysely/tables.ts";
 import {
   claimLanes,
@@ -148,7 +149,7 @@ export class SqliteStore extends KyselyStore {
 
   async commit(dirty: CommitInput): Promise<CommitResult> {
     this.live();
-    const input = storableValue(dirty);
+    const input = storableCommit(dirty);
     const { release, history, effects, now } = input;
     checkNextVersion(release.id, input.expected_version, release.resource_version);
     try {

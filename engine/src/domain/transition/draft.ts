@@ -1,7 +1,8 @@
 /**
- * The working copy of one transition: a deep copy of the release that handlers change in
- * place, plus the effects, history and reply they produce. The input release is never
- * touched (it may be frozen); `transition.ts` turns a draft into a `TransitionResult`.
+ * The working copy of one transition: a copy of the release that handlers change in place
+ * (deep for every part they may write, `draftCopy`), plus the effects, history and reply they
+ * produce. The input release is never touched (it may be frozen); `transition.ts` turns a
+ * draft into a `TransitionResult`.
  */
 import { stepRunId } from "../../protocol/ids.ts";
 import type { Direction } from "../states.ts";
@@ -15,6 +16,7 @@ import type {
   StepAction,
   StepRun,
 } from "../types.ts";
+import { countDeepCopy, countingWork } from "../work-counts.ts";
 
 /** A refusal produced by a handler: HTTP status, a stable code and one sentence. */
 export interface Refusal {
@@ -24,7 +26,7 @@ export interface Refusal {
 }
 
 export class Draft {
-  /** Deep copy of the input release; handlers change this one only. */
+  /** Copy of the input release (`draftCopy`); handlers change this one only. */
   readonly release: Release;
   readonly effects: Effect[] = [];
   readonly history: HistoryEntry[] = [];
@@ -37,12 +39,7 @@ export class Draft {
     readonly event: ReleaseEvent,
     readonly now: number,
   ) {
-    // The manifest is immutable and never written by a handler, so it is shared; everything
-    // else is deep-copied (the input may be deep-frozen, and a handler writes nested objects:
-    // `restore.confirmed`, the gate's seq and decision). A shallow copy let a probe of
-    // availableActions write its placeholder into the caller's release.
-    const { manifest, ...rest } = original;
-    this.release = { ...structuredClone(rest), manifest } as Release;
+    this.release = draftCopy(original);
   }
 
   /** Records an accepted change; `message` must start with `[engine]`. */
@@ -77,6 +74,49 @@ export class Draft {
       data: first && outcome === "accepted" ? mergeData(eventData(this.event), data) : data,
     });
   }
+}
+
+/**
+ * Parts of a release no handler writes into, neither in place nor nested: the draft shares
+ * them with the input instead of copying them. The manifest (~20 KB) is immutable; the observed
+ * baseline, the admission report and the lineage are set when the release is created and only
+ * read afterwards. `transition.purity.test.ts` runs the transitions on deep-frozen releases,
+ * so a handler that wrote into a shared part would throw there.
+ */
+const SHARED: ReadonlySet<string> = new Set(["manifest", "baseline", "admission", "lineage"]);
+
+/**
+ * The draft's working copy of `original`: every part a handler may write (step runs and their
+ * attempts, the gate, holds, restore, prerequisites…) deep-copied, the `SHARED` parts shared;
+ * keys in the input's order with the manifest last. A hand-written copy of plain JSON data:
+ * `structuredClone` (a serialise and deserialise through V8's value serializer) cost several
+ * times as much for the same release.
+ */
+function draftCopy(original: Readonly<Release>): Release {
+  const out: Record<string, unknown> = {};
+  const count = { nodes: 1 };
+  for (const k of Object.keys(original)) {
+    if (k === "manifest") continue;
+    const v = (original as unknown as Record<string, unknown>)[k];
+    out[k] = SHARED.has(k) ? v : copyJson(v, count);
+  }
+  out.manifest = original.manifest;
+  if (countingWork()) countDeepCopy(count.nodes);
+  return out as unknown as Release;
+}
+
+/** A deep copy of plain JSON data (objects, arrays, primitives); counts what it allocates. */
+function copyJson(v: unknown, count: { nodes: number }): unknown {
+  if (v === null || typeof v !== "object") return v;
+  count.nodes++;
+  if (Array.isArray(v)) {
+    const a = new Array(v.length);
+    for (let i = 0; i < v.length; i++) a[i] = copyJson(v[i], count);
+    return a;
+  }
+  const o: Record<string, unknown> = {};
+  for (const k of Object.keys(v)) o[k] = copyJson((v as Record<string, unknown>)[k], count);
+  return o;
 }
 
 /** The event as history data (events are plain JSON by construction). */
