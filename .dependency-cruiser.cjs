@@ -26,9 +26,9 @@ const LAYERS = [
   },
   {
     name: "support",
-    path: "^engine/src/(faults\\.ts$|node/spawn-off-thread\\.ts$|types/)",
+    path: "^engine/src/(faults\\.ts$|url-settings\\.ts$|node/(spawn-off-thread|private-file)\\.ts$|types/)",
     may: [],
-    why: "the fault points, the off-thread spawner and ambient module types import nothing of the engine",
+    why: "the fault points, the URL settings rule, the off-thread spawner, the private file modes and ambient module types import nothing of the engine",
   },
   {
     name: "domain",
@@ -51,8 +51,8 @@ const LAYERS = [
   {
     name: "control-plane",
     path: "^engine/src/control-plane/",
-    may: ["domain", "protocol"],
-    why: "the reference control plane is a separate server: it imports only protocol/ and domain/",
+    may: ["domain", "protocol", "support"],
+    why: "the reference control plane is a separate server: it imports only protocol/, domain/ and support (its SQLite files' modes)",
   },
   {
     name: "adapters",
@@ -142,7 +142,7 @@ const LAYERS = [
   },
   {
     name: "entries",
-    path: "^(?!engine/src/node/spawn-off-thread\\.ts$)engine/src/(entries/|node/|main-node\\.ts$|engine\\.ts$|config\\.ts$|embedded-lanes\\.ts$|cli/(main|program|serve)\\.ts$)",
+    path: "^(?!engine/src/node/(spawn-off-thread|private-file)\\.ts$)engine/src/(entries/|node/|main-node\\.ts$|engine\\.ts$|config\\.ts$|embedded-lanes\\.ts$|cli/(main|program|serve)\\.ts$)",
     may: [
       "core",
       "cli",

@@ -3,7 +3,7 @@
  * with the no-op tool against the engine stand-in on 127.0.0.1; the bundle sizes; one SSH
  * connect + exec round trip to a real sshd on loopback.
  *   overhead_ms = median over runs of (action start -> tool start) + (tool end -> callback acked)
- * Targets (issue 3): overhead < 500 ms, action bundle < 2 MB. Last line: RESULT {json}.
+ * Targets: overhead < 500 ms, action bundle < 2 MB. Last line: RESULT {json}.
  */
 import { readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";

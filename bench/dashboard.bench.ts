@@ -10,7 +10,7 @@
  * included: a real engine (createEngine) on SQLite (better-sqlite3 runs in this process, so
  * its queries count) serving its own HTTP app; each poll reads the release mark.
  * Prints figures, then `RESULT {...}` as the last line.
- * Targets (issue 5): p50 < 50 ms, page < 300 KB; (issue 16) phone_overflow_px 0.
+ * Targets: p50 < 50 ms, page < 300 KB; phone_overflow_px 0.
  */
 import { existsSync } from "node:fs";
 import { serve } from "@hono/node-server";

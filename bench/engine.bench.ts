@@ -1,5 +1,5 @@
 /**
- * Engine benchmark (`npm run bench:engine`), issue 2 "Benchmark". What each figure measures:
+ * Engine benchmark (`npm run bench:engine`). What each figure measures:
  *
  * For each store (a SQLite file; Postgres from BATON_TEST_DATABASE_URL, or a throwaway cluster
  * started with scripts/ci/pg-start.sh), in one run, on one store object (one SQLite connection,

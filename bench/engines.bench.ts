@@ -1,5 +1,5 @@
 /**
- * Engines benchmark (`npm run bench:engines`), issue 15 "engines that scale out": the same
+ * Engines benchmark (`npm run bench:engines`): the same
  * work driven through 1, 2 and 3 engine processes on one Postgres database.
  *
  * For each engine count, on a fresh database of one Postgres server (BATON_TEST_DATABASE_URL,

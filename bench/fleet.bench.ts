@@ -1,5 +1,5 @@
 /**
- * Fleet benchmark (`npm run bench:fleet`), issue 15: the wall time of a parallel wave of 20
+ * Fleet benchmark (`npm run bench:fleet`): the wall time of a parallel wave of 20
  * lanes against a wave of 1 lane, on the embedded default (one SSH target with many lanes, the
  * reference control plane over HTTP, the local runner running the bundled action and tools as
  * GitHub runners would, up to 20 runs at once), the engine on SQLite.

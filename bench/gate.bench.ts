@@ -1,5 +1,5 @@
 /**
- * Gate benchmark (`npm run bench:gate`), issue 10. A seeded simulation of canary waves, every
+ * Gate benchmark (`npm run bench:gate`). A seeded simulation of canary waves, every
  * figure from the gate's own decision function (`decideGate`) fed with simulated counts:
  *
  * - A/A (`aa_runs` canaries × `looks` looks): both arms have the same error rate (2%); each

@@ -1,5 +1,5 @@
 /**
- * Hostile load benchmark (issue 14 item 3): the engine's peak memory while ten clients each
+ * Hostile load benchmark: the engine's peak memory while ten clients each
  * send a 100 MB body at once, to the sign-in form, the recipe route, a callback and an abort,
  * half announced with Content-Length (refused before reading) and half streamed chunked (read
  * up to the route's limit, then refused). Every one must get 413; /healthz must answer during.

@@ -1,14 +1,35 @@
 /**
  * Serverless benchmark (`npm run bench:serverless`), on real parts on 127.0.0.1 (Postgres, the
  * GitHub stand-in, the reference control plane):
- * - the Workers bundle (scripts/build-worker.mjs): its size, and workerd's cold start (workerd
- *   process start through miniflare 3 to the first 200 on `/healthz`, migrations included);
+ * - the Workers bundle (scripts/build-worker.mjs): its size, all modules as uploaded
+ *   (`worker_bundle_bytes`, and gzipped), where the bytes come from, and a failure when it is
+ *   over its budget (WORKER_BUNDLE_BUDGET_BYTES);
+ * - workerd's boot (`runtime_boot_ms`): workerd process start through miniflare 3 to the first
+ *   200 on `/healthz`, the store's migrations included (`workerd_cold_start_ms` is the same
+ *   figure under its earlier name);
+ * - an isolate's cold start (`isolate_cold_start_ms`): in a workerd already up (its boot is not
+ *   counted), the bundle loaded into a new V8 isolate by workerd's Worker Loader
+ *   (test/support/workerd-loader.ts), timed by this process from sending the request that
+ *   creates the isolate to the whole `/healthz` 200 read: the hop through the loader Worker,
+ *   compiling and evaluating the bundle, the first event's store work (a Postgres connection
+ *   over loopback TCP and the per-isolate migration check against the already migrated
+ *   database) and the answer. Median of ISOLATES fresh isolates. Its parts, same clock:
+ *   `isolate_warm_request_ms`: the same request again on each loaded isolate (the hop, a new
+ *   connection and pool as every event opens, no migration check);
+ *   `isolate_load_ms`: the first request to a fresh isolate with no database settings
+ *   (compile, evaluate, the settings check's 503; no store work);
+ *   `isolate_empty_ms`: the first request to a fresh isolate of a one-line Worker (the hop
+ *   and the isolate itself, nothing to compile);
  * - the Lambda bundle (scripts/build-lambda.mjs): cold start of a fresh `node` process that
  *   loads it and invokes the handler with an API Gateway v2 `/healthz` event, to its first 200;
  * - one release driven to `succeeded` in workerd only by requests and Cron Trigger events.
  * Postgres: BATON_TEST_DATABASE_URL, or a throwaway cluster from scripts/ci/pg-start.sh.
- * Bounded: 240 s, then it fails. Last line:
- * `RESULT {"workerd_cold_start_ms":X,"worker_bundle_bytes":N,"lambda_cold_start_ms":Y,"release_succeeded":true}`.
+ * Bounded: 240 s, then it fails. Exits 1 when the release does not succeed or the bundle is
+ * over budget. Last line:
+ * `RESULT {"workerd_cold_start_ms":X,"worker_bundle_bytes":N,"lambda_cold_start_ms":Y,
+ * "release_succeeded":true,"runtime_boot_ms":X,"isolate_cold_start_ms":I,
+ * "isolate_warm_request_ms":W,"isolate_load_ms":L,"isolate_empty_ms":E,
+ * "worker_bundle_gzip_bytes":G,"worker_bundle_budget_bytes":B}`.
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -32,24 +53,73 @@ if (!process.env.BATON_TEST_DATABASE_URL) {
 const { driveRelease, startServerlessWorld, startWorkerd } = await import(
   "../test/support/serverless-world.ts"
 );
+const { startWorkerdLoader } = await import("../test/support/workerd-loader.ts");
+const { breakdown, buildWorker, WORKER_BUNDLE_BUDGET_BYTES } = await import(
+  "../scripts/build-worker.mjs"
+);
+
+/** Fresh isolates whose first request is timed (median reported). */
+const ISOLATES = 5;
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
 
 const dir = mkdtempSync(join(tmpdir(), "baton-bench-serverless-"));
 const PUBLIC_URL = "https://baton.example.workers.dev";
 let result: Record<string, unknown> | null = null;
 const world = await startServerlessWorld(PUBLIC_URL);
 try {
-  // Build both bundles with the project's scripts (run as the CLI would).
+  // Build both bundles with the project's scripts.
   const workerOut = join(dir, "worker.mjs");
   const lambdaOut = join(dir, "lambda", "index.mjs");
-  const built = JSON.parse(
-    execFileSync(process.execPath, ["scripts/build-worker.mjs", workerOut], { encoding: "utf8" }),
-  ) as { bytes: number };
+  const built = await buildWorker(workerOut);
+  console.log(
+    `[bench] serverless: Workers bundle ${built.bytes} bytes (gzip ${built.gzipBytes}; budget ${WORKER_BUNDLE_BUDGET_BYTES}); largest parts:`,
+  );
+  for (const { name, bytes } of breakdown(built.metafile).slice(0, 12)) {
+    console.log(`${String(bytes).padStart(9)}  ${name}`);
+  }
   execFileSync(process.execPath, ["scripts/build-lambda.mjs", lambdaOut], { encoding: "utf8" });
+  const bundle = readFileSync(workerOut, "utf8");
 
   // workerd: process start → first /healthz 200 (migrations run on this first event).
-  const w = await startWorkerd(readFileSync(workerOut, "utf8"), world.env, PUBLIC_URL);
+  const w = await startWorkerd(bundle, world.env, PUBLIC_URL);
   const release = await driveRelease(world, w.send, w.tick);
   await w.dispose();
+
+  // An isolate in a runtime already up: load → first /healthz 200, then once more warm; and a
+  // bare isolate (no database settings) whose first answer is the settings check's 503.
+  const loader = await startWorkerdLoader(bundle, world.env);
+  const cold: number[] = [];
+  const warm: number[] = [];
+  const bare: number[] = [];
+  const empty: number[] = [];
+  try {
+    for (let i = 0; i < ISOLATES; i++) {
+      for (const [samples, isolate, what, want] of [
+        [cold, `isolate-${i}`, "first", 200],
+        [warm, `isolate-${i}`, "warm", 200],
+        [bare, `bare-${i}`, "bare first", 503],
+        [empty, `empty-${i}`, "empty first", 200],
+      ] as const) {
+        const r = await loader.request(isolate, "/healthz", {
+          bare: samples === bare,
+          empty: samples === empty,
+        });
+        if (r.status !== want) {
+          throw new Error(`[bench] ${isolate} ${what} /healthz answered ${r.status}: ${r.body}`);
+        }
+        samples.push(r.ms);
+      }
+    }
+  } finally {
+    await loader.close();
+  }
+  const ms = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(", ");
+  console.log(
+    `[bench] serverless: workerd loader up in ${Math.round(loader.bootMs)} ms; new isolate → first /healthz 200 (ms): ${ms(cold)}; warm: ${ms(warm)}; bare isolate → 503: ${ms(bare)}; empty Worker's isolate → 200: ${ms(empty)}`,
+  );
 
   // Lambda: a fresh node process loads the bundle and serves one API Gateway v2 event.
   const probe = join(dir, "lambda", "probe.mjs");
@@ -88,6 +158,13 @@ console.log("STATUS " + r.statusCode);
     worker_bundle_bytes: built.bytes,
     lambda_cold_start_ms: Math.round(lambdaCold),
     release_succeeded: release.state === "succeeded",
+    runtime_boot_ms: Math.round(w.coldStartMs),
+    isolate_cold_start_ms: Math.round(median(cold) * 10) / 10,
+    isolate_warm_request_ms: Math.round(median(warm) * 10) / 10,
+    isolate_load_ms: Math.round(median(bare) * 10) / 10,
+    isolate_empty_ms: Math.round(median(empty) * 10) / 10,
+    worker_bundle_gzip_bytes: built.gzipBytes,
+    worker_bundle_budget_bytes: WORKER_BUNDLE_BUDGET_BYTES,
   };
 } finally {
   await world.close();
@@ -95,4 +172,12 @@ console.log("STATUS " + r.statusCode);
   if (pgDir) execFileSync("scripts/ci/pg-stop.sh", [pgDir]);
 }
 console.log(`RESULT ${JSON.stringify(result)}`);
-process.exit(result?.release_succeeded === true ? 0 : 1);
+const overBudget =
+  typeof result?.worker_bundle_bytes === "number" &&
+  result.worker_bundle_bytes > WORKER_BUNDLE_BUDGET_BYTES;
+if (overBudget) {
+  console.error(
+    `[bench] serverless: the Workers bundle is ${result?.worker_bundle_bytes} bytes, over its budget of ${WORKER_BUNDLE_BUDGET_BYTES} (node scripts/build-worker.mjs --analyze shows what grew)`,
+  );
+}
+process.exit(result?.release_succeeded === true && !overBudget ? 0 : 1);

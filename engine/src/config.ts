@@ -6,7 +6,7 @@
 
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { appPrivateKeyProblem } from "./adapters/github/app-key.ts";
 import { type AdmissionConfig, admissionFromEnv } from "./admission/policy.ts";
 import { DeploymentEnvironmentSetting, DeploymentRefSetting } from "./domain/deployments.ts";
@@ -19,6 +19,7 @@ import {
   runnerCredentialFromEnv,
 } from "./http/runner-oidc.ts";
 import { DEFAULT_RETENTION, type RetentionPolicy } from "./service/retention.ts";
+import { isLoopbackHost, urlSettingProblems } from "./url-settings.ts";
 
 /** The validated configuration. Times in ms. */
 export interface EngineConfig {
@@ -37,6 +38,11 @@ export interface EngineConfig {
   /** Callback secret rotation list; the first one signs. At least one, unless OIDC alone. */
   callbackSecrets: string[];
   operatorToken: string;
+  /**
+   * Named operator tokens (BATON_OPERATORS, `name=token,…`): one per person; an action sent
+   * with one is recorded as `operator:<name>`. Empty when unset.
+   */
+  operators?: NamedOperator[];
   /** Read-only token for the dashboard and GET routes; null = operator token only. */
   viewerToken: string | null;
   /** Control-plane base URL; null = the reference control plane in memory. */
@@ -151,7 +157,8 @@ const Env = z.object({
       "BATON_HOST must be an address to listen on, e.g. 127.0.0.1, 0.0.0.0 or ::",
     )
     .default("127.0.0.1"),
-  BATON_PUBLIC_URL: z.url({ error: "BATON_PUBLIC_URL must be an http(s) URL" }).optional(),
+  // The URL settings are checked by urlSettingProblems (url-settings.ts), the one rule for all.
+  BATON_PUBLIC_URL: z.string().trim().optional(),
   BATON_CALLBACK_SECRETS: z
     .string({ error: "BATON_CALLBACK_SECRETS is not set" })
     .transform((s) =>
@@ -167,12 +174,20 @@ const Env = z.object({
     ),
   BATON_OPERATOR_TOKEN: secretText("BATON_OPERATOR_TOKEN"),
   BATON_VIEWER_TOKEN: secretText("BATON_VIEWER_TOKEN").optional(),
-  BATON_CONTROL_PLANE_URL: z
-    .url({ error: "BATON_CONTROL_PLANE_URL must be an http(s) URL" })
+  BATON_OPERATORS: z
+    .string()
+    .transform((s, ctx) => {
+      const parsed = parseOperators(s);
+      if (typeof parsed === "string") {
+        ctx.addIssue({ code: "custom", message: parsed });
+        return z.NEVER;
+      }
+      return parsed;
+    })
     .optional(),
-  BATON_PROMETHEUS_URL: z
-    .url({ error: "BATON_PROMETHEUS_URL must be an http(s) URL, e.g. http://127.0.0.1:9090" })
-    .optional(),
+  BATON_CONTROL_PLANE_URL: z.string().trim().optional(),
+  BATON_PROMETHEUS_URL: z.string().trim().optional(),
+  BATON_ALLOW_HTTP: z.string().trim().optional(),
   BATON_CONTROL_PLANE_TOKEN: secretText("BATON_CONTROL_PLANE_TOKEN").optional(),
   BATON_EMBEDDED_LANES: z
     .string()
@@ -196,12 +211,7 @@ const Env = z.object({
     .regex(/^[0-9]+$/, "GITHUB_APP_ID must be digits")
     .optional(),
   GITHUB_APP_PRIVATE_KEY: z.string().min(1).optional(),
-  GITHUB_API_URL: z
-    .url({
-      protocol: /^https?$/,
-      error: "GITHUB_API_URL must be an http(s) URL, e.g. https://github.example.com/api/v3",
-    })
-    .optional(),
+  GITHUB_API_URL: z.string().trim().optional(),
   BATON_GITHUB_TIMEOUT_MS: z.coerce
     .number({ error: "BATON_GITHUB_TIMEOUT_MS must be a number" })
     .int("BATON_GITHUB_TIMEOUT_MS must be an integer")
@@ -236,13 +246,9 @@ const Env = z.object({
     .max(36_500, "BATON_RETENTION_DAYS must be at most 36500")
     .default(7),
   BATON_SSH_KEY_FILE: z.string().min(1).optional(),
-  BATON_NOTIFY_WEBHOOK_URL: z
-    .url({ error: "BATON_NOTIFY_WEBHOOK_URL must be an http(s) URL" })
-    .optional(),
+  BATON_NOTIFY_WEBHOOK_URL: z.string().trim().optional(),
   BATON_NOTIFY_WEBHOOK_SECRET: secretText("BATON_NOTIFY_WEBHOOK_SECRET").optional(),
-  BATON_NOTIFY_SLACK_URL: z
-    .url({ error: "BATON_NOTIFY_SLACK_URL must be an http(s) URL" })
-    .optional(),
+  BATON_NOTIFY_SLACK_URL: z.string().trim().optional(),
   BATON_NOTIFY_GITHUB: z
     .enum(["commit_comment", "off"], {
       error: "BATON_NOTIFY_GITHUB must be commit_comment or off",
@@ -399,6 +405,8 @@ const FIX: Record<string, string> = {
     "set a comma-separated list of random secrets, e.g. BATON_CALLBACK_SECRETS=$(openssl rand -hex 32)",
   BATON_OPERATOR_TOKEN: "set a random token, e.g. BATON_OPERATOR_TOKEN=$(openssl rand -hex 32)",
   BATON_VIEWER_TOKEN: "set a random token of at least 16 characters, or unset it",
+  BATON_OPERATORS:
+    "set name=token pairs separated by commas, one per person, e.g. BATON_OPERATORS=maria=$(openssl rand -hex 32),lee=$(openssl rand -hex 32), or unset it",
   BATON_CONTROL_PLANE_TOKEN:
     "set the control plane's write token (the reference control plane's BATON_CP_TOKEN), e.g. $(openssl rand -hex 32) on both sides",
   GITHUB_REPOSITORY: "set GITHUB_REPOSITORY=owner/name of the repository holding release-step.yml",
@@ -508,6 +516,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...controlPlaneProblems(clean),
     ...notifyProblems(clean),
     ...deploymentsProblems(clean),
+    ...urlSettingProblems(clean),
     ...later,
   ];
   if (!r.success || raw.length > 0 || !admission) {
@@ -533,6 +542,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     publicUrl: (e.BATON_PUBLIC_URL ?? `http://127.0.0.1:${e.PORT}`).replace(/\/+$/, ""),
     callbackSecrets: e.BATON_CALLBACK_SECRETS,
     operatorToken: e.BATON_OPERATOR_TOKEN,
+    operators: e.BATON_OPERATORS ?? [],
     viewerToken: e.BATON_VIEWER_TOKEN ?? null,
     controlPlaneUrl: e.BATON_CONTROL_PLANE_URL ?? null,
     embeddedLanes: (e.BATON_EMBEDDED_LANES ?? []).map((f) => path.resolve(f)),
@@ -586,10 +596,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 /** True for a loopback host name or address: localhost, 127.0.0.0/8, ::1. */
-function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  return h === "localhost" || h.endsWith(".localhost") || h === "::1" || /^127\./.test(h);
-}
 
 /**
  * The start-up warning when the engine listens beyond loopback (`host` such as 0.0.0.0, ::
@@ -598,14 +604,47 @@ function isLoopback(host: string): boolean {
  * machine they run on. Null when there is nothing to say.
  */
 export function publicUrlWarning(host: string, publicUrl: string): string | null {
-  if (isLoopback(host)) return null;
+  if (isLoopbackHost(host)) return null;
   let urlHost: string;
   try {
     urlHost = new URL(publicUrl).hostname;
   } catch {
     return null;
   }
-  if (!isLoopback(urlHost)) return null;
+  if (!isLoopbackHost(urlHost)) return null;
   const port = new URL(publicUrl).port;
-  return `[engine] warning: listening on ${host} (reachable from other machines) but the public URL is ${publicUrl}, a loopback address: runners on other machines send their preflights and callbacks to the public URL and would not reach this engine; fix: set BATON_PUBLIC_URL to the address other machines use to reach it, e.g. https://baton.example.com or http://10.0.0.5${port ? `:${port}` : ""}`;
+  return `[engine] warning: listening on ${host} (reachable from other machines) but the public URL is ${publicUrl}, a loopback address: runners on other machines send their preflights and callbacks to the public URL and would not reach this engine; fix: set BATON_PUBLIC_URL to the address other machines use to reach it, e.g. https://baton.example.com (or http://10.0.0.5${port ? `:${port}` : ""} with BATON_ALLOW_HTTP=BATON_PUBLIC_URL)`;
+}
+
+/** A person's own operator token (BATON_OPERATORS). */
+export interface NamedOperator {
+  /** Letters, digits, `.`, `_`, `-`; recorded as `operator:<name>`. */
+  name: string;
+  /** At least 16 characters. */
+  token: string;
+}
+
+/**
+ * Parses BATON_OPERATORS (`name=token,name=token`): the list, or a message naming what is
+ * wrong (a pair without `=`, a bad name, a short token, a name or token given twice).
+ */
+export function parseOperators(text: string): NamedOperator[] | string {
+  const out: NamedOperator[] = [];
+  for (const pair of text
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean)) {
+    const at = pair.indexOf("=");
+    if (at < 0) return `BATON_OPERATORS: "${pair.slice(0, 20)}…" is not name=token`;
+    const name = pair.slice(0, at).trim();
+    const token = pair.slice(at + 1).trim();
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(name))
+      return `BATON_OPERATORS: the name "${name}" must be 1 to 64 letters, digits, '.', '_' or '-'`;
+    if (token.length < 16) return `BATON_OPERATORS: ${name}'s token must be at least 16 characters`;
+    if (out.some((o) => o.name === name)) return `BATON_OPERATORS: ${name} is named twice`;
+    if (out.some((o) => o.token === token))
+      return `BATON_OPERATORS: ${name}'s token is another person's too; give each person their own`;
+    out.push({ name, token });
+  }
+  return out;
 }

@@ -19,6 +19,7 @@ import type { Hono } from "hono";
 import type { AdmissionConfig } from "./admission/policy.ts";
 import type { BundleVerifier } from "./admission/verify.ts";
 import { createApp } from "./http/app.ts";
+import type { NamedToken } from "./http/auth.ts";
 import { dashboardApp } from "./http/dashboard/index.tsx";
 import { engineMetrics } from "./http/metrics.ts";
 import { exposition } from "./http/prometheus-text.ts";
@@ -72,8 +73,9 @@ export interface CorePorts {
   /** Where gates read their numbers; none: every gate's evidence is missing (docs/gate.md). */
   metrics?: MetricsSource;
   /**
-   * Asks lanes' machines a rollback's prerequisites (docs/lifecycle.md); none: the checks are
-   * recorded as not asked and the rollback goes on.
+   * Asks lanes' machines a rollback's prerequisites and, when a recovery is verified, what they
+   * run and their health (docs/lifecycle.md); none: the prerequisite checks are recorded as not
+   * asked and the rollback goes on, and verification reads the lanes' last runner reports.
    */
   targetProbe?: TargetProbe;
   /**
@@ -95,6 +97,8 @@ export interface CoreSettings {
    */
   runnerCredential?: { mode: RunnerCredentialMode; oidc: RunnerOidcSettings | null };
   operatorToken: string;
+  /** People's own operator tokens (BATON_OPERATORS): actions sent with one are recorded as theirs. */
+  operators?: readonly NamedToken[];
   viewerToken: string | null;
   /** owner/name, for run links. */
   repository?: string;
@@ -183,6 +187,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
       log,
       releases: service,
       ...(ports.metrics ? { metrics: ports.metrics } : {}),
+      ...(ports.targetProbe ? { targetProbe: ports.targetProbe } : {}),
       ...(notify
         ? {
             notifiers: new Map<string, Notifier>(notify.notifiers.map((n) => [n.channel, n])),
@@ -213,6 +218,8 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
   if (rc && rc.mode !== "hmac" && !rc.oidc) {
     throw new Error(`[engine] runner credential ${rc.mode} needs its OIDC settings (BATON_OIDC_*)`);
   }
+  // One read of a model's lanes, for GET /v1/releases/:id/lanes (absent: no such read).
+  const lanesRead = controlPlane.lanes?.bind(controlPlane);
   const app = createApp({
     api: service,
     tick,
@@ -228,6 +235,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
         }
       : {}),
     operatorToken: s.operatorToken,
+    ...(s.operators ? { operators: s.operators } : {}),
     viewerToken: s.viewerToken,
     metrics: async () =>
       exposition(
@@ -238,6 +246,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
       ),
     publicUrl: s.publicUrl,
     ...(s.repository ? { repository: s.repository } : {}),
+    ...(lanesRead ? { lanes: lanesRead } : {}),
     log,
     extend: (a) => {
       s.extendApp?.(a);

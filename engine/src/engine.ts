@@ -222,6 +222,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       callbackSecrets: config.callbackSecrets,
       ...(config.runnerCredential ? { runnerCredential: config.runnerCredential } : {}),
       operatorToken: config.operatorToken,
+      ...(config.operators ? { operators: config.operators } : {}),
       viewerToken: config.viewerToken,
       ...(config.githubRepository ? { repository: config.githubRepository } : {}),
       ...(o.dashboard === false ? { dashboard: false } : {}),

@@ -34,6 +34,9 @@ case "${BATON_CI_SIZE:-full}" in
     ci_size BATON_EXPOSURE_MUTANT_RELEASES 5
     # bench:storage: 2,000 stored releases (10,000 by hand).
     ci_size BENCH_RELEASES 2000
+    # bench:fuzz: 30 fast-check cases per property (100 by hand); every route x every body and
+    # the limit bodies run whole (about 5,200 cases per store).
+    ci_size BATON_FUZZ_RUNS 30
     # bench:fleet: a wave of 8 lanes against a wave of 1, and the pair again with a 5 s model
     # load (20 lanes and 60 s by hand); the safety checks hold in every run.
     ci_size BENCH_FLEET_LANES 8

@@ -1,5 +1,5 @@
 /**
- * The 2am first screen in Chromium (issue 16): for a failed (undoing), a rolled-back, an
+ * The 2am first screen in Chromium: for a failed (undoing), a rolled-back, an
  * operator-aborted, a paused and a needs-operator release, the headline, why, failing step and
  * check, and the accepted actions are inside the first 1280×800 screen; at 390×844 the page
  * does not scroll sideways; axe-core finds no serious or critical violation at either width.
@@ -64,7 +64,7 @@ function records(): Record<string, ReleaseRecord> {
   stuck.release.state = "needs_operator";
   stuck.release.cursor = 1;
   stuck.release.reason =
-    "step run sr_13_1_b (step 2 restore_queue_lane, backward) ended failed: ssh: connect timed out; fix the lane by hand, then retry the step run";
+    "step 2 restore_queue_lane, backward (step run sr_13_1_b) ended failed: ssh: connect timed out; fix the lane by hand, then retry the step run";
   stuck.release.step_runs = stuck.release.step_runs.filter(
     (s) => !(s.direction === "bwd" && s.step_index === 0),
   );

@@ -1,5 +1,5 @@
 /**
- * The fleet page in Chromium (issue 16): per lane, desired against observed with differences
+ * The fleet page in Chromium: per lane, desired against observed with differences
  * and mixed versions marked; it follows the control plane live (a traffic write shows without
  * a reload); no sideways overflow at 390×844, and no serious or critical axe-core violation at
  * 1280 and at 390 px, for the fleet page and the releases list.
@@ -89,12 +89,15 @@ describe.skipIf(!have)("fleet page in Chromium", () => {
     const t1 = (await row1.textContent()) ?? "";
     expect(t1).toContain("want 100%");
     expect(t1).toContain("now 90%");
-    expect(t1).toMatch(/now model@sha256:b{12}… \(target, r2 step \d+ \(wave 1\)\)/);
+    // The image is named and marked: r2's candidate, as desired and as the target reported it.
+    expect(t1).toMatch(/want model@sha256:b{12}… \(candidate\)/);
+    expect(t1).toMatch(/now model@sha256:b{12}… \(candidate, target, r2 step \d+ \(wave 1\)\)/);
     await expect(row1.locator("td.differs").count()).resolves.toBe(1);
     const t2 = (await row2.textContent()) ?? "";
     expect(t2).toContain("want 0%");
     expect(t2).toContain("now 10%");
-    expect(t2).toContain("(control plane)");
+    // lane-2 still runs the baseline, as the control plane reports it.
+    expect(t2).toMatch(/now model@sha256:c{12}… \(baseline, control plane\)/);
     const box = await section.locator("h2").boundingBox();
     expect(box!.y + box!.height).toBeLessThanOrEqual(800);
     await page.screenshot({ path: "test-results/fleet-1280.png" });

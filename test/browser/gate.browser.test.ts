@@ -85,7 +85,7 @@ describe.skipIf(!have)("the release page's gates in Chromium", () => {
     await expect(first.locator("h3").textContent()).resolves.toMatch(/Wave 1 \(20%\) gate: pass/);
     await expect(first.locator(".gate-reason").isVisible()).resolves.toBe(true);
     await expect(first.locator(".gate-arms").textContent()).resolves.toMatch(
-      /candidate \d+ \/ control \d+ units \(planned 20\.0% candidate, observed 1\d\.\d%|candidate \d+ \/ control \d+ units \(planned 20\.0% candidate, observed 2\d\.\d%/,
+      /candidate [\d,]+ \/ control [\d,]+ units \(planned 20\.0% candidate, observed 1\d\.\d%|candidate [\d,]+ \/ control [\d,]+ units \(planned 20\.0% candidate, observed 2\d\.\d%/,
     );
     await expect(first.locator(".gate-srm").textContent()).resolves.toMatch(/^SRM: ok/);
     // One SVG per metric, drawn by the server: the band, the estimate, the margin −δ.
@@ -135,7 +135,7 @@ describe.skipIf(!have)("the release page's gates in Chromium", () => {
     await expect(gates.count()).resolves.toBe(1);
     await expect(gates.first().getAttribute("data-decision")).resolves.toBe("fail");
     await expect(gates.first().locator(".gate-reason").textContent()).resolves.toMatch(
-      /metric error-rate is worse than its margin: upper bound of Δ -0\.\d+ < −δ -0\.0300/,
+      /error-rate: candidate \d+\.\d+% vs control \d+\.\d+%, allowed \+3\.0 points: worse/,
     );
     const verdicts = await gates.first().locator("tbody tr td:last-child").allTextContents();
     expect(verdicts[0]).toBe("inferior");

@@ -1,5 +1,5 @@
 /**
- * A real runner failure, end to end (issue 16): the embedded default (engine on SQLite, the
+ * A real runner failure, end to end: the embedded default (engine on SQLite, the
  * local runner running the bundled action, the tools over SSH to the embedded target's
  * deploy.sh) with lane-a's health URL answering 503 "model not loaded: CUDA OOM". Once the
  * release has rolled back, its reason still names the failing check and its evidence: in the

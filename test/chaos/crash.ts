@@ -1,5 +1,5 @@
 /**
- * Crash injection over the whole example release (issue 6, "Crash injection"): the engine runs
+ * Crash injection over the whole example release: the engine runs
  * as its own process on a SQLite file; fault points (engine/src/faults.ts) SIGKILL it at durable
  * boundaries; the harness restarts it on the same store and lets the release finish.
  *

@@ -1,12 +1,12 @@
 /**
- * Several engines, one database (issue 6): three engine processes on one Postgres database,
+ * Several engines, one database: three engine processes on one Postgres database,
  * 100 concurrent releases of a one-lane recipe, dispatched through the GitHub stand-in to a
  * driver that plays the runners: it preflights and calls back over HTTP to RANDOM instances,
  * duplicates 10% of the callbacks (the same body to two instances at once), reorders 10%
  * (the callback is held back, then an older message — the preflight — is delivered after it),
  * and makes GitHub deliver 10% of the dispatches twice (a second run id, fenced at preflight).
  * One instance is SIGSTOPped for longer than the outbox lease, then SIGCONTed.
- * Overlapping starts (issue 14, G9): in each of `OVERLAP_ROUNDS` rounds every engine receives
+ * Overlapping starts (G9): in each of `OVERLAP_ROUNDS` rounds every engine receives
  * two releases at the same instant whose lanes overlap (one lane shared by all six, two-lane
  * recipes listing it first or last); exactly one may be accepted, the rest answered 409 naming
  * the owner, and the control plane must show one owner per lane: the shared lane carries only the

@@ -1,5 +1,5 @@
 /**
- * The parallel-wave scenario of `npm run test:chaos` (issue 15, "Faults"): the example's three
+ * The parallel-wave scenario of `npm run test:chaos`: the example's three
  * lanes redeployed in ONE parallel wave (`max_unavailable: 2`; lane-a and lane-b share failure
  * domain rack-1, lane-c is rack-2; `min_serving: 1`; the wave lists lane-a, lane-c, lane-b, so
  * lane-a and lane-c leave service together and lane-b waits for both limits), the engine

@@ -1,6 +1,6 @@
 /**
- * `npm run test:chaos`: reliability of the running system under faults (issue 6;
- * docs/guarantees.md says what is promised and how each promise is tested here).
+ * `npm run test:chaos`: reliability of the running system under faults
+ * (docs/guarantees.md says what is promised and how each promise is tested here).
  *
  * Scenarios, in order, within a time budget (BATON_CHAOS_BUDGET_S, default 540 s; .ci/run
  * bounds the whole command to 600 s):

@@ -134,6 +134,33 @@ describe("check", () => {
     ]);
   });
 
+  it("refuses an analysis of guardrails alone, naming the field and the fix", async () => {
+    const file = path.join(dir, "guardrails-only.yaml");
+    writeFileSync(
+      file,
+      stringify({
+        ...recipe(3),
+        analysis: {
+          metrics: [
+            {
+              name: "error-rate",
+              kind: "ratio",
+              better: "lower",
+              margin: { absolute: 0.02 },
+              required: false,
+            },
+          ],
+        },
+      }),
+    );
+    const r = await baton(["check", file]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(
+      /- analysis\.metrics: the analysis has no required metric: every metric is a guardrail \(required: false\) or a dry run[\s\S]*?fix: Mark at least one metric `required: true`/,
+    );
+    noStack(r.stdout + r.stderr);
+  });
+
   it("passes a good recipe and fails a bad one with the field and the fix", async () => {
     const ok = await baton(["check", good, path.join(ROOT, "recipes/example.yaml")]);
     expect(ok.code).toBe(0);
@@ -236,11 +263,15 @@ describe("start, status, record", () => {
     expect(one.stdout).toContain(`${live.ids.late}  rolled_back`);
     expect(one.stdout).toContain("high-water mark: step 3 (steps 1 to 3 may have taken effect)");
     expect(one.stdout).toMatch(/← undo step 3 \(wave 1\) restore queue lane · lane-a: succeeded/);
-    // No internal numbers: no negative cursor, no "cursor", and no action for an ended release.
+    // No internal numbers: no negative cursor, no "cursor"; an ended release accepts only
+    // verify (it reads the lanes and records what it found; the state stays).
     expect(one.stdout).not.toMatch(/step -1|cursor/);
     // This release paused on an unknown step and was then aborted: an operator abort, not a failure.
     expect(one.stdout).toContain("Rolled back after an operator abort by operator");
-    expect(one.stdout).not.toContain("what you can do");
+    const offered = one.stdout.split("what you can do:\n")[1]?.split(/\n(?! {2})/)[0];
+    expect(offered).toBe(
+      `  baton verify ${live.ids.late}  # reads every lane (control plane, and the machines of the lanes a runner step touched) and compares it with the observed baseline; the result is recorded, the release stays rolled_back`,
+    );
     // A later release of the model (the paused one) is in flight on its lanes: no lifecycle
     // verb starts from this one (docs/lifecycle.md); the roll-forward offer: the next test.
     expect(one.stdout).not.toContain("baton roll-forward");

@@ -6,8 +6,14 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { GateEvidence } from "../../engine/src/domain/gate/evidence.ts";
+import type { SourceMark } from "../../engine/src/domain/source-order.ts";
 import type { Effect, HistoryEntry, Json, Release } from "../../engine/src/domain/types.ts";
-import { type AttemptResult, LanesClaimed, type Store } from "../../engine/src/ports/store.ts";
+import {
+  type AttemptResult,
+  LanesClaimed,
+  SourceMarkMoved,
+  type Store,
+} from "../../engine/src/ports/store.ts";
 
 export interface StoreHarness {
   /** A migrated store on an empty database. */
@@ -1033,6 +1039,82 @@ export function storeContract(name: string, factory: StoreFactory): void {
             effects: [],
             now: T0,
           });
+        }
+      });
+    });
+
+    describe("source marks (merge order is release order)", () => {
+      const C1 = "1".repeat(40);
+      const C2 = "2".repeat(40);
+      const C3 = "3".repeat(40);
+      const mark = (commit: string, release_id: string, committed_at = T0): SourceMark => ({
+        model: "llama-3-8b",
+        commit,
+        committed_at,
+        release_id,
+        at: T0 + 5,
+      });
+      async function moved(p: Promise<unknown>): Promise<SourceMarkMoved> {
+        const err = await p.then(
+          () => new Error("expected SourceMarkMoved"),
+          (e: unknown) => e,
+        );
+        if (!(err instanceof SourceMarkMoved)) throw err;
+        return err;
+      }
+
+      it("createRelease sets the mark only from the commit it expects; a moved mark writes nothing", async () => {
+        expect(await store.getSourceMark("llama-3-8b")).toBeNull();
+        await store.createRelease(makeRelease(1), [note("r1", "c")], [], T0, {
+          sourceMark: { mark: mark(C1, "r1"), expect: null },
+        });
+        expect(await store.getSourceMark("llama-3-8b")).toEqual(mark(C1, "r1"));
+        // A start judged against "no mark" (or an old commit) finds it moved: nothing written,
+        // not even its lane claims.
+        for (const stale of [null, C3]) {
+          const err = await moved(
+            store.createRelease(makeRelease(2), [note("r2", "c")], [apply("sr_2_0_f")], T0, {
+              claimLanes: ["lane-x"],
+              sourceMark: { mark: mark(C2, "r2"), expect: stale },
+            }),
+          );
+          expect(err.model).toBe("llama-3-8b");
+          expect(err.expected).toBe(stale);
+        }
+        expect(await store.getRelease("r2")).toBeNull();
+        expect(await store.getHistory("r2")).toEqual([]);
+        expect(await store.pendingOutbox("r2")).toEqual([]);
+        expect(await store.laneClaims(["lane-x"])).toEqual([]);
+        expect(await store.getSourceMark("llama-3-8b")).toEqual(mark(C1, "r1"));
+        await store.createRelease(makeRelease(2), [], [], T0, {
+          sourceMark: { mark: mark(C2, "r2", T0 + 1), expect: C1 },
+        });
+        expect(await store.getSourceMark("llama-3-8b")).toEqual(mark(C2, "r2", T0 + 1));
+        expect(await store.getSourceMark("another-model")).toBeNull();
+      });
+
+      it("raiseSourceMark moves the mark without a release, only from the commit it expects", async () => {
+        expect(await store.raiseSourceMark(mark(C1, "r7"), C2)).toBe(false);
+        expect(await store.getSourceMark("llama-3-8b")).toBeNull();
+        expect(await store.raiseSourceMark(mark(C1, "r7"), null)).toBe(true);
+        expect(await store.raiseSourceMark(mark(C2, "r7"), null)).toBe(false);
+        expect(await store.raiseSourceMark(mark(C2, "r7", T0 + 9), C1)).toBe(true);
+        expect(await store.getSourceMark("llama-3-8b")).toEqual(mark(C2, "r7", T0 + 9));
+      });
+
+      it("four stores moving the mark from the same commit at once: exactly one wins, every round", async () => {
+        const stores = [store, await h.openPeer(), await h.openPeer(), await h.openPeer()];
+        await store.raiseSourceMark(mark(C1, "r1"), null);
+        let at = C1;
+        for (let round = 0; round < 6; round++) {
+          const next = stores.map((_, i) => `${round}${i}`.padStart(40, "a"));
+          const won = await Promise.all(
+            stores.map((s, i) => s.raiseSourceMark(mark(next[i] as string, `r${i}`), at)),
+          );
+          expect(won.filter(Boolean)).toHaveLength(1);
+          const winner = next[won.indexOf(true)] as string;
+          expect((await store.getSourceMark("llama-3-8b"))?.commit).toBe(winner);
+          at = winner;
         }
       });
     });

@@ -31,6 +31,11 @@ function publishedSchemaRecord(file: string) {
     ran: { observed_lanes: { lane: string; source: string; observed: Record<string, unknown> }[] };
     recovery: { exercised: boolean; rto_ms: number | null };
     lineage: unknown;
+    recovery_verification: {
+      state: string;
+      by: string | null;
+      lanes: { lane: string; ok: boolean; target_source: string | null }[];
+    } | null;
   };
   expect(recordSchemaErrors(doc)).toBeNull();
   return doc;
@@ -124,6 +129,17 @@ describe("npm run demo", () => {
     expect(rec.release).toMatchObject({ state: "rolled_back", closed: true });
     expect(rec.recovery.exercised).toBe(true);
     expect(rec.recovery.rto_ms).toBeGreaterThan(0);
+    // rolled_back only after the undo was read back: the control plane's lanes, and the two
+    // deployed lanes' machines asked over SSH (deploy.sh smoke: the restored image runs, healthy).
+    const v = rec.recovery_verification;
+    expect(v).toMatchObject({ state: "passed", trigger: "compensation", desired_from: "baseline" });
+    expect(v?.by).toContain("target probe (deploy.sh smoke over SSH)");
+    expect(
+      v?.lanes.filter((l) => l.target_source === "target_probe").map((l) => [l.lane, l.ok]),
+    ).toEqual([
+      ["lane-a", true],
+      ["lane-b", true],
+    ]);
     const lines = stepLines(out);
     expect(lines.find((l) => l[1] === "attach_queue_lane:lane-b")?.[4]).toBe("failed");
     const backward = lines.filter((l) => l[2] === "bwd");
@@ -178,7 +194,7 @@ describe("npm run demo", () => {
     expect(code, out).toBe(1);
     expect(out).toMatch(/release r1 ended rolled_back/);
     expect(out).toMatch(
-      /\[demo\] reason\s+gate of wave 1 \(10%\) failed: metric error-rate is worse than its margin: upper bound of Δ -0\.\d+ < −δ -0\.0200/,
+      /\[demo\] reason\s+gate of wave 1 \(10%\) failed: error-rate: candidate \d+\.\d+% vs control \d+\.\d+%, allowed \+2\.0 points: worse \(at least/,
     );
     // The next wave never began; the router's weights are the baseline again.
     expect(stepLines(out).some((l) => l[1] === "exclude_lane:lane-b")).toBe(false);
@@ -252,7 +268,9 @@ describe("demo arguments", () => {
       /\[demo\] promote\s+BATON_ENGINE_URL=\S+ BATON_TOKEN=tok npx baton promote r1 /,
     );
     expect(served).not.toContain("baton resume");
-    expect(waitingLines(stack, held, false).join("\n")).toContain("`baton promote r1`");
+    expect(waitingLines(stack, held, false).join("\n")).toContain(
+      '`baton promote r1 --reason "<why>"`',
+    );
     const pause = { kind: "pause", actor: "alice", reason: "look", at } as const;
     const paused = { id: "r1", state: "paused", hold: pause, gate: null } as const;
     expect(waitingLines(stack, paused, true)[0]).toMatch(

@@ -80,7 +80,7 @@ describeInProcess(
         expect(r.state, summarize(r)).toBe("paused");
         expect(r.hold?.kind).toBe("dark");
         expect(r.exposure).toBe("dark");
-        expect(r.reason).toContain(`release (baton release ${id})`);
+        expect(r.reason).toContain(`release (baton release ${id} --reason "<why it is ready>")`);
         expect(r.available_actions.map((x) => x.action)).toEqual(["release", "abort"]);
         // The environment: lane-a runs the candidate, in service at weight 0; the router sends
         // it nothing; lane-b was not touched.
@@ -120,7 +120,9 @@ describeInProcess(
         expect(r.state, summarize(r)).toBe("paused");
         expect(r.hold).toMatchObject({ kind: "promotion", wave: 1 });
         expect(r.exposure).toBe("released");
-        expect(r.reason).toContain(`promote (baton promote ${id})`);
+        expect(r.reason).toContain(
+          `promote (baton promote ${id} --reason "<why the wave is good>")`,
+        );
         expect(r.available_actions.map((x) => x.action)).toEqual(["promote", "abort"]);
         cp = await cpTraffic(e, m.model);
         expect(cp.weights).toEqual({ [a]: 50, [b]: 50 });

@@ -1,5 +1,5 @@
 /**
- * The main job end to end on a real Postgres server (issue 4, test 6: the suite runs on both
+ * The main job end to end on a real Postgres server (the suite runs on both
  * stores). Each test gets a fresh database on BATON_TEST_DATABASE_URL.
  */
 import { mainJobSuite } from "./main-job.suite.ts";

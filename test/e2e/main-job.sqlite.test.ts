@@ -1,4 +1,4 @@
-/** The main job end to end on the embedded SQLite store (issue 4, tests 1–5). */
+/** The main job end to end on the embedded SQLite store. */
 import { mainJobSuite } from "./main-job.suite.ts";
 
 mainJobSuite("sqlite");

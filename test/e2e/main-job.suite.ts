@@ -1,5 +1,5 @@
 /**
- * The main job end to end (issue 4, "Tests that must exist"), on real parts: recipe → engine →
+ * The main job end to end, on real parts: recipe → engine →
  * dispatch → local runner running the bundled action → tools over SSH to the embedded target
  * (deploy.sh + container stand-in) → signed callback; control-plane steps against the
  * reference control plane over HTTP. One suite, run on SQLite and on Postgres (test 6) by

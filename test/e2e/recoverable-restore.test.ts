@@ -119,7 +119,7 @@ for (const kind of ["sqlite", "postgres"] as StoreKind[]) {
           digest: string | null;
         };
         expect(recordSchemaErrors(rec)).toBeNull();
-        expect(rec.record_version).toBe(2);
+        expect(rec.record_version).toBe(3);
         expect(rec.recovery.class).toBe("recoverable");
         expect(rec.recovery.exercised).toBe(true);
         expect(rec.recovery.restore.action).toBe(RESTORE);

@@ -1,5 +1,5 @@
 /**
- * Re-run from the Actions UI under the default policy (issue 9 item 6), through the bundled
+ * Re-run from the Actions UI under the default policy, through the bundled
  * release-step action as the local runner runs it (same run id, GITHUB_RUN_ATTEMPT=2), on the
  * demo stack: engine, reference control plane, SSH target with deploy.sh.
  * 1. Default window (30 min): the failed job's error and summary say "re-run this job before

@@ -1,5 +1,5 @@
 /**
- * A lane whose host does not resolve (issue 9, "a lane can be wedged for good"), through the
+ * A lane whose host does not resolve, through the
  * bundled release-step action as the local runner runs it, on both stores: the first runner
  * step of lane-a fails at connect, its result files prove nothing ran (connect_failed, every
  * other phase not_run), so the high-water mark does not cover it and compensation skips its

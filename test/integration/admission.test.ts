@@ -109,7 +109,7 @@ describe.each(STORE_KINDS)("admission over HTTP on %s", (kind) => {
   );
 
   it.skipIf(skip)(
-    "a replayed older manifest is refused after a newer one was admitted; an explicit rollback is admitted",
+    "a replayed older manifest is refused after a newer one was admitted, and `rollback: true` on a start does not let it through",
     async () => {
       h = await makeHarness({ kind, admission: trust.admission });
       const older = await trust.sign(recipe(2), { issued_at: new Date(T0 - 3_600_000) });
@@ -124,9 +124,17 @@ describe.each(STORE_KINDS)("admission over HTTP on %s", (kind) => {
       };
       expect(body.error.problems.map((p) => p.path)).toEqual(["manifest_freshness"]);
       expect(body.error.problems[0]?.message).toContain(`release ${id}`);
-      const rollback = await signedStart(h, { bundle: older, rollback: true });
-      expect(rollback.status).toBe(201);
-      // The mark stays at the newest manifest: the rollback does not lower it.
+      // Only the rollback verb (operator, reason, history) admits an older manifest: a start
+      // that asks for a rollback is refused before admission, naming the field and the verb.
+      const asRollback = await signedStart(h, { bundle: older, rollback: true });
+      expect(asRollback.status).toBe(400);
+      const refused = (await asRollback.json()) as {
+        error: { problems: { path: string; message: string; fix: string }[] };
+      };
+      expect(refused.error.problems.map((p) => p.path)).toEqual(["body.rollback"]);
+      expect(refused.error.problems[0]?.fix).toContain(`POST /v1/releases/<id>/rollback`);
+      expect((await h.store.listReleases({ limit: 10 })).map((r) => r.id)).toEqual([id]);
+      // The mark stays at the newest manifest.
       expect(await h.store.getAdmissionMark("summarizer-v7")).toMatchObject({
         release_id: id,
         issued_at: T0,

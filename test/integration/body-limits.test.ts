@@ -1,5 +1,5 @@
 /**
- * Issue 14 items 3 and 7: every route refuses an oversize body before reading it (a
+ * Every route refuses an oversize body before reading it (a
  * Content-Length over the route's limit), or as soon as a streamed (chunked) body passes it,
  * with 413 and `Connection: close` (the unread rest of the body would otherwise be read as
  * the next request). Over a real socket: the engine app served by @hono/node-server.

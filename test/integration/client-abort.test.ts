@@ -1,5 +1,5 @@
 /**
- * Issue 14 item 7: a client that closes its connection before its request body arrived is
+ * A client that closes its connection before its request body arrived is
  * logged as one quiet line (info, no stack), not as an error, and is not mistaken for a store
  * outage (the driver-like `ECONNRESET` of the aborted body read is the client's, not the
  * database's).

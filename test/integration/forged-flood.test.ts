@@ -1,5 +1,5 @@
 /**
- * Issue 14 items 2 and 7: requests a stranger (or a repeating runner) sends must not grow a
+ * Requests a stranger (or a repeating runner) sends must not grow a
  * release's history per request. Refused preflights and callbacks (bad credential, duplicate,
  * late) are recorded at most once per (step run, kind, reason) per minute per engine process;
  * the requests in between are counted and the count rides on the next recorded row

@@ -1,6 +1,5 @@
 /**
- * The GitHub dispatcher against the local GitHub stand-in (failure case F01; issue 4
- * "Dispatchers": 422/404/401 not retryable with GitHub's message, network/5xx retryable).
+ * The GitHub dispatcher against the local GitHub stand-in (failure case F01; docs/dispatchers.md: 422/404/401 not retryable with GitHub's message, network/5xx retryable).
  */
 import { generateKeyPairSync } from "node:crypto";
 import { Octokit } from "@octokit/rest";

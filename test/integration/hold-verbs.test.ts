@@ -164,7 +164,9 @@ describe.each(STORE_KINDS)("hold verbs on %s", (kind) => {
       await run(g);
       const held = await full(g.h, id);
       expect(held.state).toBe("paused");
-      expect(held.reason).toMatch(/0% exposure; release \(baton release r\d+\)/);
+      expect(held.reason).toMatch(
+        /0% exposure; release \(baton release r\d+ --reason "<why it is ready>"\)/,
+      );
       expect(held.hold?.kind).toBe("dark");
       expect(held.exposure).toBe("dark");
       expect(held.available_actions.map((a) => a.action)).toEqual(["release", "abort"]);

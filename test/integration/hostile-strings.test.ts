@@ -1,5 +1,5 @@
 /**
- * Issue 14 item 1: strings Postgres cannot hold (NUL, lone UTF-16 surrogates) in a runner's
+ * Strings Postgres cannot hold (NUL, lone UTF-16 surrogates) in a runner's
  * log and checks, an operator's reason, or a recipe field. The same answer on SQLite and
  * Postgres: a callback is accepted and stored with U+FFFD in their place (deterministic), a
  * recipe field is refused with a 422 naming it. Never a 500, never a stranded release.

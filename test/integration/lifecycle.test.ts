@@ -191,6 +191,12 @@ describe.each(STORE_KINDS)("lifecycle verbs on %s", (kind) => {
       });
       expect(otherModel.status).toBe(422);
       expect(await otherModel.text()).toMatch(/"path":"model"/);
+      const asRollback = await op(h, "POST", `/v1/releases/${r}/roll-forward`, {
+        recipe: recipe(2, { image: FIXED }),
+        rollback: true,
+      });
+      expect(asRollback.status).toBe(400);
+      expect(await asRollback.text()).toMatch(/"path":"body\.rollback"/);
       const same = await op(h, "POST", `/v1/releases/${r}/roll-forward`, { recipe: bad });
       expect(same.status).toBe(422);
       expect(await same.text()).toMatch(/"path":"image"/);

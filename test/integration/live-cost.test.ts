@@ -1,5 +1,5 @@
 /**
- * Issue 14 item 2: the live dashboard stream's cost is bounded. Each poll reads a release
+ * The live dashboard stream's cost is bounded. Each poll reads a release
  * mark (state, version, history count: one indexed query), never the whole record, and tabs
  * watching the same release at the same moment share one read.
  */

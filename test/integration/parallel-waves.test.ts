@@ -1,5 +1,5 @@
 /**
- * Parallel waves through the engine, on both stores (issue 15): a wave with `max_unavailable`
+ * Parallel waves through the engine, on both stores: a wave with `max_unavailable`
  * runs its lanes concurrently; the control plane (what it holds, observed between reconciler
  * passes) never has more than `max_unavailable` lanes excluded, never every lane of a failure
  * domain, never fewer than `min_serving` lanes in service; a failing lane compensates every

@@ -349,7 +349,7 @@ describe.each(STORE_KINDS)("recovery classes on %s", (kind) => {
       expect(closed.state).toBe("rolled_back");
       expect(h.cp.weights("summarizer-v7")).toEqual(baseline);
       const rec = await record(h, id);
-      expect(rec.record_version).toBe(2);
+      expect(rec.record_version).toBe(3);
       expect(rec.intended.recovery_class).toBe("recoverable");
       expect(rec.intended.recovery_policy.restore).toBe(restore);
       expect(rec.recovery.exercised).toBe(true);

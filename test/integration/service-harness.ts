@@ -20,6 +20,7 @@ import type { ControlPlane } from "../../engine/src/ports/control-plane.ts";
 import type { MetricsSource } from "../../engine/src/ports/metrics-source.ts";
 import type { Notifier } from "../../engine/src/ports/notifier.ts";
 import type { Store } from "../../engine/src/ports/store.ts";
+import type { TargetProbe } from "../../engine/src/ports/target-probe.ts";
 import { signBody } from "../../engine/src/protocol/credential.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import type { Domain } from "../../engine/src/service/domain.ts";
@@ -205,6 +206,10 @@ export async function makeHarness(
     leaseMs?: number;
     /** Ask rollback prerequisites by a runner probe step per lane (default off). */
     runnerProbe?: boolean;
+    /** The engine's log (default: silent). */
+    log?: { info(m: string): void; warn(m: string): void; error(m: string, e?: unknown): void };
+    /** What the engine asks lanes' machines through (default none: runner reports). */
+    targetProbe?: TargetProbe;
   } = {},
 ): Promise<Harness> {
   const dir = o.dir ?? mkdtempSync(path.join(tmpdir(), "baton-svc-"));
@@ -227,7 +232,8 @@ export async function makeHarness(
       ...(o.domain ? { domain: o.domain } : {}),
       reconciler: { leaseMs: o.leaseMs ?? 60_000 },
       ...(o.runnerProbe ? { runnerProbe: true } : {}),
-      log: { info() {}, warn() {}, error() {} },
+      ...(o.targetProbe ? { targetProbe: o.targetProbe } : {}),
+      log: o.log ?? { info() {}, warn() {}, error() {} },
     },
   );
   return {
@@ -379,15 +385,24 @@ export async function drive(
   decide: (p: DispatchPayload) => "pass" | "fail" | "skip" = () => "pass",
   maxRounds = 400,
   beforeTick?: () => Promise<void> | void,
+  until?: () => Promise<unknown> | unknown,
 ): Promise<void> {
   for (let round = 0; round < maxRounds; round++) {
+    if (until && (await until())) return;
     await beforeTick?.();
     const { t, fresh } = await pumpOnce(h, decide);
     if (t.performed === 0 && t.failed === 0 && fresh.length === 0) {
-      // Backoff rows wait on the clock: move it on once there is nothing due now.
+      // Backoff rows wait on the clock: move it on once there is nothing due now. A paused
+      // release's stop-condition checks go on for ever: they do not keep the drive going.
       const pending = await h.store.pendingOutbox();
+      const watched = new Map<string, boolean>();
+      for (const r of pending) {
+        if (r.effect.type !== "stop_check" || watched.has(r.release_id)) continue;
+        watched.set(r.release_id, (await h.store.getRelease(r.release_id))?.state === "running");
+      }
       const next = pending
         .filter((r) => r.effect.type !== "deadline")
+        .filter((r) => r.effect.type !== "stop_check" || watched.get(r.release_id) === true)
         .map((r) => r.due_at)
         .sort((a, b) => a - b)[0];
       if (next === undefined) return;

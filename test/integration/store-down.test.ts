@@ -1,5 +1,5 @@
 /**
- * Issue 14 item 7: with the store unavailable, requests get 503 (retry later), not 500; and
+ * With the store unavailable, requests get 503 (retry later), not 500; and
  * the dashboard carries CSP and frame headers.
  */
 import { afterEach, describe, expect, it } from "vitest";

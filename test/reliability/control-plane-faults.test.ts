@@ -1,5 +1,5 @@
 /**
- * Faults in the control plane around a running release (issue 6): the reference control-plane
+ * Faults in the control plane around a running release: the reference control-plane
  * server with fault injection, reached through the real HTTP adapter with a short timeout, and
  * the real engine (SQLite). A 500, a hang past the timeout, and "applied, then no answer" each
  * leave the step run `unknown` until resolved by re-sending the identical keyed request (the

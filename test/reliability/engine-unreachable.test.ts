@@ -1,5 +1,5 @@
 /**
- * The engine unreachable while the action posts its callback (issue 6): the bundled action,
+ * The engine unreachable while the action posts its callback: the bundled action,
  * run by the local runner on the embedded SSH target, reaches the engine (its own process)
  * through a proxy that drops the first callbacks of the first runner step run. The main step
  * retries and gives up (2 attempts here); the post step sends the result; nothing is lost: the

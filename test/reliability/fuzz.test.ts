@@ -1,4 +1,4 @@
-/** Hostile and malformed input (issues 6 and 14): the properties of test/support/chaos-fuzz.ts, on both stores. */
+/** Hostile and malformed input: the properties of test/support/chaos-fuzz.ts, on both stores. */
 import { describe, expect, it } from "vitest";
 import { STORE_KINDS, skipStore } from "../integration/service-harness.ts";
 import { fuzzEngine } from "../support/chaos-fuzz.ts";

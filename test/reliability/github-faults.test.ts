@@ -1,5 +1,5 @@
 /**
- * Faults at GitHub around a running release (issue 6): the real GitHub dispatcher against the
+ * Faults at GitHub around a running release: the real GitHub dispatcher against the
  * GitHub stand-in (which checks GitHub's documented limits) and the real engine (SQLite).
  * A 5xx and a timeout are retried as the SAME step run (same id, the engine's dispatch
  * sequence unchanged); a dispatch GitHub delivers twice runs twice, and the second run is

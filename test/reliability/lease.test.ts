@@ -1,6 +1,6 @@
 /**
  * A paused engine must not perform an effect whose outbox claim lapsed while it was paused
- * (issue 6, "Several engines, one database": a SIGSTOPped instance resumed after its lease).
+ * (several engines, one database: a SIGSTOPped instance resumed after its lease).
  * The pause is simulated between the claim and the perform: the store's `claimDue` returns the
  * rows, then the clock jumps past the lease. Without the lease check the reconciler went on
  * and sent the effect, which another engine could already have claimed and sent.

@@ -1,5 +1,5 @@
 /**
- * Postgres restarted in the middle of a release (issue 6): the engine on its own throwaway
+ * Postgres restarted in the middle of a release: the engine on its own throwaway
  * Postgres cluster (scripts/ci/pg-start.sh on a free port, so the shared test server is never
  * touched). While the server is down `/healthz` answers 503 and runner requests get a 5xx the
  * action retries; nothing crashes; once the server is back `/healthz` answers 200 again and the

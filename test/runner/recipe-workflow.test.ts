@@ -2,7 +2,9 @@
 // GitHub does: bash -e -o pipefail) against a throwaway git history and a real engine over
 // HTTP: a first merge, three quick merges whose middle run GitHub cancelled, a force-push and
 // a run with a zero `before`. Every merged recipe is started exactly once, asserted on the
-// engine's releases; a recipe failing its check or an unreachable engine fails the job.
+// engine's releases; a recipe failing its check or an unreachable engine fails the job. Merge
+// order is release order: the cancelled run of an older recipe, re-run after a newer one was
+// released, fails naming the release that stands, and a revert starts a new release.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
@@ -10,8 +12,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { stringify } from "yaml";
-import { type Harness, makeHarness, OPERATOR, recipe } from "../integration/service-harness.ts";
+import { parse, stringify } from "yaml";
+import {
+  drive,
+  type Harness,
+  makeHarness,
+  OPERATOR,
+  recipe,
+} from "../integration/service-harness.ts";
 import { runWorkflowStep, START_STEP } from "../support/recipe-workflow.ts";
 
 let h: Harness;
@@ -53,7 +61,14 @@ function recipeText(k: number, model = `model-${k}`): string {
   });
 }
 
+/** Commit dates of `gitAt` (epoch seconds); `git` leaves them to the clock. */
+let commitDate: number | null = null;
+
 function git(repo: string, ...args: string[]): string {
+  const date =
+    commitDate === null
+      ? {}
+      : { GIT_AUTHOR_DATE: `@${commitDate} +0000`, GIT_COMMITTER_DATE: `@${commitDate} +0000` };
   return execFileSync("git", ["-C", repo, ...args], {
     encoding: "utf8",
     env: {
@@ -62,6 +77,7 @@ function git(repo: string, ...args: string[]): string {
       GIT_AUTHOR_EMAIL: "t@example.com",
       GIT_COMMITTER_NAME: "t",
       GIT_COMMITTER_EMAIL: "t@example.com",
+      ...date,
     },
   }).trim();
 }
@@ -150,6 +166,52 @@ describe("recipe.yml start job", () => {
       "svc-4": 1,
       "svc-5": 1,
     });
+  }, 240_000);
+
+  it("merge order is release order: a re-run of an older run fails naming the release that stands; a revert starts", async () => {
+    const origin = join(dir, "origin-order");
+    mkdirSync(join(origin, "recipes"), { recursive: true });
+    git(origin, "init", "-q", "-b", "main");
+    const image = (n: number) => `ghcr.io/acme/summarizer@sha256:${String(n).repeat(64)}`;
+    const base = 1_800_000_000;
+    const merge = (minute: number, n: number) => {
+      const r = parse(recipeText(6)) as Record<string, unknown>;
+      writeFileSync(join(origin, "recipes", "svc-6.yaml"), stringify({ ...r, image: image(n) }));
+      commitDate = base + minute * 60;
+      try {
+        git(origin, "add", ".");
+        git(origin, "commit", "-q", "-m", `svc-6 d${n}`);
+        return git(origin, "rev-parse", "HEAD");
+      } finally {
+        commitDate = null;
+      }
+    };
+    const c1 = merge(1, 1);
+    const first = await runStart(origin, c1);
+    expect(first.code, first.out).toBe(0);
+    await drive(h);
+    const c2 = merge(2, 2); // its run was cancelled: a newer push queued
+    const c3 = merge(3, 3);
+    const third = await runStart(origin, c3);
+    expect(third.code, third.out).toBe(0);
+    const r3 = /started\s+recipes\/svc-6\.yaml: started (r\d+)/.exec(third.out)?.[1];
+    expect(r3, third.out).toBeDefined();
+    await drive(h);
+    // The cancelled run, re-run from the Actions UI: the job fails, naming what stands.
+    const rerun = await runStart(origin, c2);
+    expect(rerun.code, rerun.out).toBe(1);
+    const stands = `commit ${c3.slice(0, 7)} (committed 2027-01-15T08:03:00Z), from which release ${r3} (succeeded, image ${image(3)}) stands for model model-6`;
+    expect(rerun.out).toMatch(/superseded\s+recipes\/svc-6\.yaml: \[cli\] commit /);
+    expect(rerun.out).toContain(stands);
+    expect(rerun.summary).toContain(stands);
+    expect(rerun.out).not.toMatch(/\bstarted r/);
+    expect((await releasesByRecipe())["svc-6"]).toBe(2);
+    // main back to d1 while the fleet runs d3: a new release of d1.
+    const c4 = merge(4, 1);
+    const revert = await runStart(origin, c4);
+    expect(revert.code, revert.out).toBe(0);
+    expect(revert.out).toMatch(/started\s+recipes\/svc-6\.yaml: started r\d+/);
+    expect((await releasesByRecipe())["svc-6"]).toBe(3);
   }, 240_000);
 
   it("fails loudly on a recipe that fails its check and on an unreachable engine", async () => {

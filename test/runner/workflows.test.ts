@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { z } from "zod";
+import * as z from "zod";
 import { REPO } from "../support/standin-target.ts";
 
 const WF_DIR = join(REPO, ".github/workflows");

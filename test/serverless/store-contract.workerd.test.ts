@@ -10,7 +10,6 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-// @ts-expect-error: a plain .mjs build script without type declarations
 import { buildWorker } from "../../scripts/build-worker.mjs";
 
 const PG = process.env.BATON_TEST_DATABASE_URL;

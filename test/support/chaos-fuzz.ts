@@ -1,5 +1,5 @@
 /**
- * Hostile and malformed input (issue 6), as fast-check properties over the engine's real HTTP
+ * Hostile and malformed input, as fast-check properties over the engine's real HTTP
  * app on a real SQLite store (test/integration/service-harness.ts): recipes (JSON and YAML),
  * preflight and callback bodies and headers, `checks` (huge, deeply nested, not JSON), logs
  * (10 MB, binary, invalid UTF-8), dispatch payloads as the action validates them, and forged,
@@ -41,7 +41,7 @@ export interface FuzzReport {
   halfWritten: number;
 }
 
-/** Hostile string values for every string field (issue 14 item 8). */
+/** Hostile string values for every string field. */
 export const HOSTILE_STRINGS: readonly string[] = [
   "a\u0000b",
   "lone \ud800 high",

@@ -564,6 +564,7 @@ export interface FakeCall {
   method:
     | "abort"
     | "confirm_restore"
+    | "verify"
     | "resume"
     | "retry"
     | "resolve"
@@ -613,7 +614,17 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
     async get(id) {
       return structuredClone(get(id));
     },
+    async peek(id) {
+      const r = byId.get(id);
+      return r ? structuredClone(r.release) : null;
+    },
     async releaseRecord() {
+      return unsupported();
+    },
+    async sourceMark() {
+      return unsupported();
+    },
+    async acknowledgeSource() {
       return unsupported();
     },
     async accept() {
@@ -675,6 +686,10 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
       if (r.release.state !== "paused") return refuse(`[engine] release ${id} is not paused`);
       r.release.state = "running";
       return accept(r);
+    },
+    async verify(id, actor) {
+      calls.push({ method: "verify", target: id, actor });
+      return accept(get(id));
     },
     async confirmRestore(id, actor) {
       calls.push({ method: "confirm_restore", target: id, actor });

@@ -16,6 +16,7 @@ import {
   type Harness,
   makeHarness,
   op,
+  pumpOnce,
   recipe,
 } from "../integration/service-harness.ts";
 import { IMAGE, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
@@ -80,22 +81,36 @@ export async function rig(kind: "sqlite" | "postgres", candidateErrorRate = 0.01
 }
 
 /**
+ * The simulated runner: every step passes; a lane's image becomes the candidate when its attach
+ * step runs (unless `deploy` is false), and the previous image again when it is restored.
+ */
+export function runner(
+  g: Rig,
+  o: { deploy?: boolean } = {},
+): (p: DispatchPayload) => "pass" | "fail" | "skip" {
+  return (p) => {
+    const lane = (p.args as { lane?: { id?: string } }).lane?.id;
+    if (lane && o.deploy !== false && p.tool === "attach-queue-lane") {
+      g.traffic.setLaneImage(lane, IMAGE);
+    }
+    if (lane && p.tool === "restore-queue-lane") g.traffic.setLaneImage(lane, PREVIOUS_IMAGE);
+    return "pass";
+  };
+}
+
+/**
  * Drives the release: the runner passes every step; a lane's image becomes the candidate when
  * its attach step runs (and the previous image again when it is restored); the router sends
  * units in proportion to the fake clock's advance.
  */
-export async function run(g: Rig, o: { deploy?: boolean; send?: boolean } = {}): Promise<void> {
+export async function run(
+  g: Rig,
+  o: { deploy?: boolean; send?: boolean; until?: () => Promise<unknown> } = {},
+): Promise<void> {
   let last = g.h.clock.now();
   await drive(
     g.h,
-    (p: DispatchPayload) => {
-      const lane = (p.args as { lane?: { id?: string } }).lane?.id;
-      if (lane && o.deploy !== false && p.tool === "attach-queue-lane") {
-        g.traffic.setLaneImage(lane, IMAGE);
-      }
-      if (lane && p.tool === "restore-queue-lane") g.traffic.setLaneImage(lane, PREVIOUS_IMAGE);
-      return "pass";
-    },
+    runner(g, o),
     600,
     () => {
       const now = g.h.clock.now();
@@ -103,6 +118,7 @@ export async function run(g: Rig, o: { deploy?: boolean; send?: boolean } = {}):
       last = now;
       if (units > 0 && o.send !== false) g.traffic.send(units);
     },
+    o.until,
   );
 }
 
@@ -121,3 +137,23 @@ export async function start(h: Harness, r: RecipeInput): Promise<string> {
 }
 
 export { IMAGE as IMAGE_UNDER_TEST };
+
+/**
+ * Drives release `id` until it is held at a gate that has been evaluated at least `seq` times
+ * and still decides (the router sending units as the fake clock moves, one second a round);
+ * bounded by `rounds`. @throws when the release never gets there.
+ */
+export async function holdAtGate(g: Rig, id: string, seq = 1, rounds = 300): Promise<void> {
+  const decide = runner(g);
+  for (let i = 0; i < rounds; i++) {
+    await pumpOnce(g.h, decide);
+    g.h.clock.advance(1_000);
+    g.traffic.send(UNITS_PER_S);
+    const rec = (await (await op(g.h, "GET", `/v1/releases/${id}`)).json()) as {
+      state: string;
+      gate: { seq: number; decision: string } | null;
+    };
+    if (rec.state === "running" && rec.gate && rec.gate.seq >= seq) return;
+  }
+  throw new Error(`[test] release ${id} was not held at a gate after ${rounds} rounds`);
+}

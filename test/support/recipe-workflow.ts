@@ -1,10 +1,11 @@
 /**
  * The recipe workflow's start step (`.github/workflows/recipe.yml`, job `start`, the step whose
  * `run:` calls `baton start-pending`), run as a GitHub runner runs a `run:` step: bash with
- * `--noprofile --norc -e -o pipefail`, in the checkout, with the given environment.
+ * `--noprofile --norc -e -o pipefail`, in the checkout (made one first: `asCheckout`), with the
+ * given environment.
  */
-import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { REPO } from "./standin-target.ts";
@@ -21,6 +22,28 @@ export const START_STEP: string = (() => {
 })();
 
 /**
+ * Makes `cwd` what actions/checkout leaves: a git checkout whose HEAD holds every file there. A
+ * folder that is no checkout yet becomes one; changes since its last commit are committed (a
+ * new push). The start step passes `--commit` and start-pending refuses files HEAD lacks.
+ */
+export function asCheckout(cwd: string): void {
+  const env = {
+    ...process.env,
+    GIT_AUTHOR_NAME: "t",
+    GIT_AUTHOR_EMAIL: "t@example.com",
+    GIT_COMMITTER_NAME: "t",
+    GIT_COMMITTER_EMAIL: "t@example.com",
+  };
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-C", cwd, ...args], { encoding: "utf8", env }).trim();
+  if (!existsSync(join(cwd, ".git"))) git("init", "-q", "-b", "main");
+  if (git("status", "--porcelain") !== "") {
+    git("add", "-A");
+    git("commit", "-q", "-m", "push");
+  }
+}
+
+/**
  * Runs `argv` (default: the start step as a runner runs a `run:` step) in `cwd` with `PATH`,
  * `HOME`, `RUNNER_TEMP=cwd`, `BATON_BIN` (this checkout's CLI) and `env`; killed after
  * `timeoutMs` (default 90,000). Resolves with the exit code (null when killed) and
@@ -31,6 +54,7 @@ export async function runWorkflowStep(
   env: Record<string, string>,
   o: { argv?: string[]; timeoutMs?: number } = {},
 ): Promise<{ code: number | null; out: string }> {
+  if (!o.argv) asCheckout(cwd);
   const [cmd, ...args] = o.argv ?? [
     "bash",
     "--noprofile",

@@ -3,6 +3,7 @@
  * the stand-in recorded. Used with `sh scripts/target/deploy.sh` directly or through sshd.
  */
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type HealthPorts, startHealthServer } from "../../engine/src/demo/fleet.ts";
@@ -41,7 +42,7 @@ export interface StandinTarget {
    * no other process can take the port before a container is started on it.
    */
   healthUrl(): Promise<string>;
-  /** Pre-pulls and starts a container as if an earlier release had deployed it. */
+  /** Pre-pulls and starts a container as if an earlier release's deploy.sh had started it. */
   seedRunning(lane: string, img: string, healthUrl: string): void;
   cleanup(): void;
 }
@@ -86,6 +87,7 @@ export function makeStandinTarget(): StandinTarget {
       const run = (args: string[]) =>
         execFileSync(STANDIN_CLI, args, { env: { ...process.env, ...env }, stdio: "ignore" });
       run(["pull", img]);
+      const id = randomBytes(16).toString("hex");
       run([
         "run",
         "-d",
@@ -93,6 +95,11 @@ export function makeStandinTarget(): StandinTarget {
         containerName(lane, img),
         "--label",
         `baton.lane=${lane}`,
+        // deploy.sh gives every container it starts an instance id (identity health mode).
+        "--label",
+        `baton.instance_id=${id}`,
+        "-e",
+        `BATON_INSTANCE_ID=${id}`,
         "-e",
         `BATON_HEALTH_URL=${healthUrl}`,
         img,

@@ -62,6 +62,7 @@ describe("publicUrlWarning", () => {
       ...base,
       BATON_HOST: "0.0.0.0",
       BATON_PUBLIC_URL: "http://10.1.2.3:8787",
+      BATON_ALLOW_HTTP: "BATON_PUBLIC_URL",
     });
     expect(publicUrlWarning(ok.host ?? "", ok.publicUrl)).toBeNull();
   });

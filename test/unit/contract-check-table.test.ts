@@ -94,7 +94,9 @@ describe("checkStepTable", () => {
     // The engine's own words for a step run of that step say the same number.
     const m = compileRecipe(Recipe.parse(goodRecipe())).manifest;
     const run = { id: "sr_1_6_f", step_index: 6, direction: "fwd" } as StepRun;
-    expect(describeRun({ manifest: m } as Release, run)).toContain("(step 7 set_traffic, forward)");
+    expect(describeRun({ manifest: m } as Release, run)).toContain(
+      "step 7 set_traffic, forward (step run",
+    );
   });
 
   it("refuses the same lane effect planned twice", () => {

@@ -1,5 +1,5 @@
 /**
- * The fleet view (issue 16): desired (what Baton's releases declared) against observed (the
+ * The fleet view: desired (what Baton's releases declared) against observed (the
  * control plane's lanes, the target's image report), differences and mixed versions marked,
  * a control plane that does not answer said so; served at /fleet through the real in-memory
  * control plane and its HTTP adapter against the reference server.
@@ -115,7 +115,7 @@ describe("fleet facts", () => {
   });
 });
 
-describe("fleet facts of a rollback that was undone (issue 11)", () => {
+describe("fleet facts of a rollback that was undone", () => {
   // r3 rolls back to an older manifest: its recipe's previous_image (PREV) is that recipe's own
   // predecessor, not what the lanes ran when the rollback started (RAN, in its baseline).
   const RAN = `ghcr.io/acme/model@sha256:${"e".repeat(64)}`;
@@ -191,6 +191,20 @@ describe("/fleet", () => {
     expect(html).toContain("want </span>100%");
     expect(html).toContain("now </span>90%");
     expect(html).toContain('data-events="/fleet/events?model=chat-model"');
+    // Each image named and marked as the release's candidate or the lane's baseline.
+    expect(html).toContain("model@sha256:bbbbbbbbbbbb… (candidate)");
+    expect(html).toContain("model@sha256:cccccccccccc… (baseline)");
+    expect(html).not.toContain("new image");
+
+    // The release page's Live now names them too.
+    const page = await (await app.request("/releases/r2")).text();
+    const live = page.slice(
+      page.indexOf('id="live-now-part"'),
+      page.indexOf("</section>", page.indexOf('id="live-now-part"')),
+    );
+    expect(live).toContain("Traffic 100% on the candidate model@sha256:bbbbbbbbbbbb…");
+    expect(live).toMatch(/model@sha256:bbbbbbbbbbbb…<\/span> <span class="tag cand">candidate/);
+    expect(live).toMatch(/model@sha256:cccccccccccc…<\/span> <span class="tag base">baseline/);
 
     const dead = new MemoryControlPlane();
     dead.faults.arm({ mode: "error", count: 1, on: "read" });

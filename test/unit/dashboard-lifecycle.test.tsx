@@ -1,5 +1,5 @@
 /**
- * Dashboard pages for the lifecycle verbs and the drift banner (issue 11): rollback of a
+ * Dashboard pages for the lifecycle verbs and the drift banner: rollback of a
  * succeeded release has a confirmation page (lane by lane, which image goes back) and a CSRF
  * form that starts the new release; roll forward explains the CLI command (the dashboard cannot
  * take a recipe); both are offered only where `lifecycleActions` offers them, and refused (409,

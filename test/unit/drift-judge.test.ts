@@ -13,6 +13,7 @@ import {
   driftClearedEntry,
   driftEntry,
   drifted,
+  driftedValues,
   driftMessage,
   driftPrint,
   driftRelease,
@@ -94,7 +95,7 @@ describe("drift judgement", () => {
     expect(drifted(d)).toBe(true);
     expect(driftRelease(m, d)).toBe("r4");
     expect(driftMessage(d)).toBe(
-      '[drift] model m: a image desired "img@sha256:new" observed "img@sha256:old", weight desired 50 observed 0; b excluded desired false observed true, capabilities desired ["chat"] observed []',
+      '[drift] model m: a image desired "img@sha256:new" observed "img@sha256:old", weight desired 50 observed 0; b excluded desired false observed true, capabilities desired ["chat"] observed [], advertised desired true observed false',
     );
     const e = driftEntry("r4", d, 5_000);
     expect(e).toMatchObject({ release_id: "r4", at: 5_000, kind: DRIFT_KIND, outcome: "accepted" });
@@ -105,6 +106,23 @@ describe("drift judgement", () => {
       { lane: "c", desired: 50, observed: 50 },
     ]);
     expect(observedModel(m, d).waves).toEqual([{ wave: 1, images: 2 }]);
+  });
+
+  it("a lane whose capabilities match but are no longer advertised names advertised, not two equal lists", () => {
+    const m = model([
+      {
+        id: "b",
+        desired: desired(),
+        observed: observed({ advertised: false }),
+        differs: ["capabilities"],
+      },
+    ]);
+    const d = modelDrift(m, 5_000);
+    if (!d) throw new Error("judged");
+    expect(driftMessage(d)).toBe("[drift] model m: b advertised desired true observed false");
+    expect(driftedValues(d.lanes[0]!)).toEqual([
+      { field: "advertised", desired: true, observed: false },
+    ]);
   });
 
   it("mixed versions outside a release are a drift even when every lane matches", () => {

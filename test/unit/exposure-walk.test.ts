@@ -1,5 +1,5 @@
 /**
- * The exposure rule through the reference router (issue 9): the compiled step table of
+ * The exposure rule through the reference router: the compiled step table of
  * recipes/example.yaml (and generated variants) applied to the reference control plane one step
  * at a time, 10,000 requests routed after every step. The candidate image's share at the
  * router is never above the declared percent of the wave in force (0 before the first traffic

@@ -1,5 +1,5 @@
 /**
- * The failing check names the cause (issue 16): a failed health probe's HTTP status and body
+ * The failing check names the cause: a failed health probe's HTTP status and body
  * excerpt, a check's message and exit code, in the step run's error and the release's reason,
  * kept once the release has rolled back.
  */

@@ -6,7 +6,7 @@ import {
   stationary,
 } from "../../engine/src/domain/markov.ts";
 
-describe("two-state retry chain (issue 5 exact values)", () => {
+describe("two-state retry chain (exact values)", () => {
   it("p = 0.5, q = 0 gives 0.5 after one step", () => {
     expect(probCompleted(0.5, 0, 1)).toBe(0.5);
   });

@@ -1,5 +1,5 @@
 /**
- * Which notice a state change gets (issue 16): every kind the dashboard's on-call reader needs,
+ * Which notice a state change gets: every kind the dashboard's on-call reader needs,
  * decided from the release before and after the change. The end-to-end deliveries are in
  * test/integration/notifier.test.ts; this covers the gate's hold, which needs `Release.gate`.
  */

@@ -1,5 +1,5 @@
 /**
- * Parallel waves, compile side (issue 15): `max_unavailable`, `failure_domain` and
+ * Parallel waves, compile side: `max_unavailable`, `failure_domain` and
  * `min_serving` are opt-in; without them the table and the manifest are byte for byte what
  * they were; bad values are contract problems that name the field and the fix.
  */

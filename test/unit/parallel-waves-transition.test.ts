@@ -1,5 +1,5 @@
 /**
- * Parallel waves in the transition function (issue 15): effects of a parallel wave are
+ * Parallel waves in the transition function: effects of a parallel wave are
  * performed in a shuffled order (as concurrent runners and control-plane calls would answer),
  * and after every event the control plane's truth is checked: never more than
  * `max_unavailable` lanes excluded at once, never every lane of a failure domain, lanes of
@@ -54,6 +54,15 @@ function drive(m: Manifest, seed: number, failAt?: (lane: string, name: string) 
   const random = rng(seed);
   let r: Release = newRelease("r17", 17, m, "d".repeat(64), T0);
   const excluded = new Set<string>();
+  // The rest of the control plane as the writes leave it (read back by a verification), from
+  // the state the plan was compiled against (no observed baseline: the recipe's).
+  let weights: Record<string, number> = Object.fromEntries(
+    m.lanes.map((l) => [l.id, l.baseline_weight]),
+  );
+  const caps = new Map<string, { capabilities: string[]; advertised: boolean }>(
+    m.lanes.map((l) => [l.id, { capabilities: [...l.capabilities].sort(), advertised: false }]),
+  );
+  const verifies: Extract<Effect, { type: "verify" }>[] = [];
   const keysApplied = new Map<string, number>();
   const queue: Pending[] = [];
   const reruns: Extract<Effect, { type: "deadline" }>[] = [];
@@ -69,6 +78,7 @@ function drive(m: Manifest, seed: number, failAt?: (lane: string, name: string) 
       if (eff.type === "dispatch" || eff.type === "control_plane")
         queue.push({ effect: eff, phase: "send" });
       if (eff.type === "deadline" && eff.kind === "rerun") reruns.push(eff);
+      if (eff.type === "verify") verifies.push(eff);
     }
     maxOut = Math.max(maxOut, excluded.size);
     if (excluded.size > k) violations.push(`${excluded.size} lanes excluded at once`);
@@ -89,6 +99,32 @@ function drive(m: Manifest, seed: number, failAt?: (lane: string, name: string) 
   apply({ type: "start" });
   for (let guard = 0; guard < 20_000; guard++) {
     if (queue.length === 0) {
+      // The undo's verification reads this control plane as the writes left it.
+      const v = verifies.shift();
+      if (v) {
+        apply({
+          type: "verified",
+          seq: v.seq,
+          generation: v.generation,
+          reading: {
+            at: T0,
+            by: "the test's control plane",
+            read_error: null,
+            lanes: m.lanes.map((l) => ({
+              id: l.id,
+              control_plane: {
+                weight: weights[l.id] ?? 0,
+                excluded: excluded.has(l.id),
+                capabilities: caps.get(l.id)?.capabilities ?? [],
+                advertised: caps.get(l.id)?.advertised ?? false,
+              },
+              target: null,
+              target_gap: "not observed in this test",
+            })),
+          },
+        });
+        continue;
+      }
       // Nothing else in flight: the re-run windows pass without a re-run.
       const due = reruns.shift();
       if (!due) break;
@@ -105,6 +141,13 @@ function drive(m: Manifest, seed: number, failAt?: (lane: string, name: string) 
       if (req.op === "set_marker") {
         if (req.present) excluded.add(req.lane);
         else excluded.delete(req.lane);
+      } else if (req.op === "set_traffic") {
+        weights = Object.fromEntries(m.lanes.map((l) => [l.id, req.weights[l.id] ?? 0]));
+      } else if (req.op === "set_capabilities") {
+        caps.set(req.lane, {
+          capabilities: [...new Set(req.capabilities)].sort(),
+          advertised: req.advertised,
+        });
       }
       apply({ type: "applied", step_run_id: eff.step_run_id, outcome: "ok", message: "applied" });
     } else if (eff.type === "dispatch") {

@@ -157,7 +157,7 @@ describe("groupWeights (per-version groups)", () => {
 describe("exposureOf", () => {
   it("is the candidates' share over lanes that can take traffic", () => {
     expect(exposureOf({ a: 10, b: 45, c: 45 }, new Set(["a"]))).toBe(10);
-    // An excluded lane's share is spread over the others, candidates included (issue 9).
+    // An excluded lane's share is spread over the others, candidates included.
     expect(exposureOf({ a: 34, b: 33, c: 33 }, new Set(["a"]), new Set(["c"]))).toBeCloseTo(
       (34 * 100) / 67,
     );

@@ -208,9 +208,9 @@ describe("formatProblems", () => {
     expect(gh.split("\n")).toHaveLength(problems.length);
   });
 
-  it("refuses a recipe text over the size limit", () => {
+  it("refuses a recipe text over the size limit (413, as the engine answers an oversize body)", () => {
     const e = thrown(() => parseRecipeText(`# ${"x".repeat(RECIPE_MAX_BYTES)}\n`, "big.yaml"));
-    expect(e.status).toBe(400);
+    expect(e.status).toBe(413);
     expect(e.message).toMatch(/over the 1048576-byte limit/);
   });
 });

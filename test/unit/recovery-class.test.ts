@@ -79,6 +79,14 @@ describe("recovery class in the recipe", () => {
       /attach_queue_lane/,
     ],
     [
+      {
+        recovery_class: "roll_forward_only",
+        unsafe_after: { step: "assert_check_passed", wave: 1 },
+      },
+      "unsafe_after.step",
+      /read-only check.*Set `unsafe_after\.step` to the step that changes something rollback cannot undo: a lane step \(exclude_lane, .*\) with `unsafe_after\.lane`, or a wave step \(drain_wave, set_traffic, assert_traffic_observed\)/,
+    ],
+    [
       { recovery_class: "roll_forward_only", unsafe_after: { step: "attach_queue_lane" } },
       "unsafe_after.lane",
       /Add `unsafe_after\.lane`: one of lane-a, lane-b, lane-c, e\.g\. `unsafe_after: \{step: attach_queue_lane, lane: lane-a\}`/,

@@ -16,6 +16,7 @@ import {
   release,
   sr,
   T0,
+  verifyPasses,
 } from "../support/sim/drive.ts";
 import {
   boundAt0,
@@ -187,7 +188,7 @@ describe("compensation walks", () => {
     let r = ok(boundAt0(), abortEv).release;
     const res = ok(r, callbackOf("sr_17_0_f", "pass"));
     expect(effectTypes(res.effects)).toEqual(["dispatch:sr_17_0_b"]);
-    r = finishCurrent(res.release, "pass");
+    r = verifyPasses(finishCurrent(res.release, "pass"));
     expect(r.state).toBe("rolled_back");
     expect(r.step_runs.filter((s) => s.direction === "bwd").map((s) => s.id)).toEqual([
       "sr_17_0_b",
@@ -207,7 +208,7 @@ describe("compensation walks", () => {
     });
     // No read of the forward write: the backward write is absolute and newer.
     expect(effectTypes(b.effects)).toEqual(["cp:apply:sr_17_1_b"]);
-    r = finishCurrent(finishCurrent(b.release, "pass"), "pass");
+    r = verifyPasses(finishCurrent(finishCurrent(b.release, "pass"), "pass"));
     expect(r.state).toBe("rolled_back");
   });
 
@@ -251,7 +252,7 @@ describe("compensation walks", () => {
     expect(r.state).toBe("needs_operator");
     r = ok(r, { type: "retry", actor: "ops", step_run_id: "sr_17_0_b" }).release;
     expect(sr(r, 0, "bwd")).toMatchObject({ dispatch: 3, retries_used: 1 });
-    r = finishCurrent(r, "pass");
+    r = verifyPasses(finishCurrent(r, "pass"));
     expect(r.state).toBe("rolled_back");
   });
 
@@ -278,10 +279,11 @@ describe("compensation walks", () => {
       message: "weights differ",
     }).release;
     const order: number[] = [];
-    for (let i = 0; i < 10 && r.state === "compensating"; i++) {
+    for (let i = 0; i < 10 && r.state === "compensating" && r.cursor >= 0; i++) {
       order.push(r.cursor);
       r = finishCurrent(r, "pass");
     }
+    r = verifyPasses(r);
     expect(r.state).toBe("rolled_back");
     expect(order).toEqual([5, 4, 3, 1, 0]);
   });

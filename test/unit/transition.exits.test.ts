@@ -19,6 +19,7 @@ import {
   release,
   sr,
   T0,
+  verifyPasses,
 } from "../support/sim/drive.ts";
 import {
   boundAt0,
@@ -120,7 +121,7 @@ describe("resolve <step-run> --reason", () => {
     const first = res.history[0]!;
     expect(first.kind).toBe("resolve");
     expect(first.message).toContain("resolved by operator:alice: ran include_lane's undo by hand");
-    expect(finishCurrent(r, "pass").state).toBe("rolled_back");
+    expect(verifyPasses(finishCurrent(r, "pass")).state).toBe("rolled_back");
   });
 
   it("refused for a step run that is not the one waited on (409)", () => {

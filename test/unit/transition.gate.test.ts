@@ -95,9 +95,70 @@ describe("the gate in the transition", () => {
     const { r } = atGate(gated(), 0);
     const out = ok(r, { type: "gate", evidence: evidence(r) }, T0 + 1500);
     expect(out.release.gate).toMatchObject({ seq: 1, decision: "wait" });
+    // What it waits for is kept with its figures (here: no figures of its primary metric yet;
+    // then too few samples for min_samples 100), so every view can say what holds the release
+    // from the release alone.
+    expect(out.release.gate?.progress).toEqual({
+      waiting_for: "metrics",
+      elapsed_ms: 1000,
+      bake_ms: 10_000,
+      samples: null,
+      metric: "error-rate",
+    });
+    const counted = ok(
+      r,
+      {
+        type: "gate",
+        evidence: evidence(r, {
+          metrics: [
+            {
+              name: "error-rate",
+              required: true,
+              verdict: "undecided",
+              missing: null,
+              candidate: { x: 1, n: 40 },
+              control: { x: 3, n: 360 },
+              estimate: 0,
+              lower: -0.1,
+              upper: 0.1,
+              margin: 0.01,
+              slo: null,
+            },
+          ],
+        }),
+      },
+      T0 + 1500,
+    );
+    expect(counted.release.gate?.progress).toMatchObject({
+      waiting_for: "samples",
+      samples: { have: 40, need: 100 },
+    });
     expect(out.effects).toEqual([
       expect.objectContaining({ type: "gate", seq: 2, not_before: T0 + 1500 + 2000 }),
     ]);
+  });
+
+  it("wait: carries the streaks the limits count to the next evaluation", () => {
+    const { r } = atGate(gated(), 0);
+    const one = ok(r, { type: "gate", evidence: evidence(r, { read_error: true }) }, T0 + 1500);
+    expect(one.effects).toEqual([
+      expect.objectContaining({ seq: 2, streak: { errors: 1, undecided: 0 } }),
+    ]);
+    const two = ok(
+      one.release,
+      { type: "gate", evidence: evidence(one.release, { read_error: true, undecided: false }) },
+      T0 + 3500,
+    );
+    expect(two.effects[0]).toMatchObject({ seq: 3, streak: { errors: 2, undecided: 0 } });
+    // A read that worked ends the error streak; an undecided look starts its own.
+    const three = ok(
+      two.release,
+      { type: "gate", evidence: evidence(two.release, { undecided: true }) },
+      T0 + 5500,
+    );
+    expect(three.effects[0]).toMatchObject({ seq: 4, streak: { errors: 0, undecided: 1 } });
+    const four = ok(three.release, { type: "gate", evidence: evidence(three.release) }, T0 + 7500);
+    expect(four.effects[0]).not.toHaveProperty("streak");
   });
 
   it("evidence bound to another release, generation, manifest or wave satisfies no guard", () => {

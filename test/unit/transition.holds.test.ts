@@ -102,7 +102,9 @@ describe("deploy (dark) and release", () => {
     expect(cur.state).toBe("paused");
     expect(cur.cursor).toBe(first);
     expect(cur.hold).toMatchObject({ kind: "dark" });
-    expect(cur.reason).toMatch(/0% exposure; release \(baton release r5\)/);
+    expect(cur.reason).toMatch(
+      /0% exposure; release \(baton release r5 --reason "<why it is ready>"\)/,
+    );
     // Every forward write so far kept the candidate at 0%.
     for (const s of cur.manifest.steps.slice(0, first)) {
       const req = s.forward.kind === "control_plane" ? s.forward.request : null;
@@ -110,7 +112,7 @@ describe("deploy (dark) and release", () => {
     }
     expect(offered(cur)).toEqual(["release", "abort"]);
     expect(refused(cur, { type: "resume", actor: "x" }).reason).toMatch(
-      /waits for release \(baton release r5\)/,
+      /waits for release \(baton release r5 --reason "<why it is ready>"\)/,
     );
     expect(refused(cur, pause).reason).toMatch(/already paused/);
     const out = ok(cur, { type: "release", actor: "carol", reason: "smoke looks good" });

@@ -22,7 +22,9 @@ const example = compileRecipeText(
 const world = () =>
   new World(newRelease("r17", 17, example.manifest, example.manifest_digest, T0), T0);
 const pendingOf = (w: World, id: string) => {
-  const row = w.pending("effect").find((r) => r.effect.step_run_id === id);
+  const row = w
+    .pending("effect")
+    .find((r) => "step_run_id" in r.effect && r.effect.step_run_id === id);
   if (!row) throw new Error(`no pending effect of ${id}`);
   return row;
 };
@@ -64,7 +66,10 @@ describe("a timed-out backward write that lands late", () => {
     // Forward without faults until step 5 (include lane-a) has its apply due.
     for (
       let i = 0;
-      i < 500 && !w.pending("effect").some((r) => r.effect.step_run_id === "sr_17_5_f");
+      i < 500 &&
+      !w
+        .pending("effect")
+        .some((r) => "step_run_id" in r.effect && r.effect.step_run_id === "sr_17_5_f");
       i++
     ) {
       const row = w.pending("effect")[0];

@@ -104,7 +104,7 @@ describe("rollback probe steps run concurrently", () => {
     const last = ok(r, answer(r, 1));
     r = last.release;
     expect(r.cursor).toBe(n);
-    expect(last.effects.map((e) => [e.type, e.step_run_id])).toEqual([
+    expect(last.effects.map((e) => [e.type, "step_run_id" in e ? e.step_run_id : null])).toEqual([
       ["control_plane", `sr_17_${n}_f`],
     ]);
     expect(last.history.map((h) => h.message).join("\n")).toContain(

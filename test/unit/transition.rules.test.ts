@@ -22,6 +22,7 @@ import {
   release,
   sr,
   T0,
+  verifyPasses,
 } from "../support/sim/drive.ts";
 import { boundAt0, dispatchedAt0 } from "../support/sim/scenes.ts";
 
@@ -67,7 +68,9 @@ describe("rules 1–7 (docs/state-machine.md)", () => {
       preflightOf(r, "sr_17_0_f", { run_attempt: 2 }),
     ]);
     expect(
-      after.effects.filter((e) => e.step_run_id.endsWith("_f") && e.type !== "deadline"),
+      after.effects.filter(
+        (e) => "step_run_id" in e && e.step_run_id.endsWith("_f") && e.type !== "deadline",
+      ),
     ).toEqual([]);
     expect(after.release.step_runs.filter((s) => s.direction === "fwd").map((s) => s.id)).toEqual([
       "sr_17_0_f",
@@ -96,10 +99,11 @@ describe("rules 1–7 (docs/state-machine.md)", () => {
     expect(r.high_water_mark).toBe(6);
     expect(r.cursor).toBe(5); // step 6 is an assertion: skipped at once
     const seen: string[] = [];
-    while (r.state === "compensating") {
+    while (r.state === "compensating" && r.cursor >= 0) {
       seen.push(sr(r, r.cursor, "bwd").id);
       r = finishCurrent(r, "pass");
     }
+    r = verifyPasses(r);
     expect(seen).toEqual(["sr_17_5_b", "sr_17_4_b", "sr_17_3_b", "sr_17_1_b", "sr_17_0_b"]);
     // Restarting from any stored state never re-enters the forward path: replaying every
     // forward outcome to the rolled-back release creates nothing.
@@ -204,7 +208,7 @@ describe("rules 1–7 (docs/state-machine.md)", () => {
     });
     all.push(...res.effects);
     r = res.release;
-    while (r.state === "compensating") {
+    while (r.state === "compensating" && r.cursor >= 0) {
       const s = sr(r, r.cursor, "bwd");
       const out =
         s.kind === "runner"
@@ -219,6 +223,8 @@ describe("rules 1–7 (docs/state-machine.md)", () => {
       expect(e.operation_key.startsWith("r17:")).toBe(true);
       expect(e.generation).toBe(2);
     }
+    // The undo's verification reads with the same generation; its reading must carry it back.
+    expect(all.filter((e) => e.type === "verify").map((e) => e.generation)).toEqual([2]);
   });
 });
 
@@ -333,7 +339,7 @@ describe("failure cases at the pure level", () => {
     const order: number[] = [];
     const requests: unknown[] = [];
     const hist: string[] = [];
-    while (r.state === "compensating") {
+    while (r.state === "compensating" && r.cursor >= 0) {
       const s = sr(r, r.cursor, "bwd");
       order.push(s.step_index);
       const res =
@@ -347,6 +353,7 @@ describe("failure cases at the pure level", () => {
         r = res.release;
       } else r = finishCurrent(r, "pass");
     }
+    r = verifyPasses(r);
     expect(order).toEqual([3, 2, 0]);
     expect(requests.at(-1)).toEqual({ op: "set_traffic", weights: { l1: 0, l0: 100 }, percent: 0 });
     expect(hist.join("\n")).toMatch(/step 2 \S+ skipped in compensation: no backward action/);

@@ -14,6 +14,7 @@ import {
   release,
   sr,
   T0,
+  verifyPasses,
 } from "../support/sim/drive.ts";
 
 const specs: StepSpec[] = [
@@ -244,7 +245,7 @@ const rows: Row[] = [
         attempt: 1,
       }).release;
       r = ok(r, { type: "abort", actor: "ops", reason: "test" }).release;
-      return finishCurrent(r, "pass");
+      return verifyPasses(finishCurrent(r, "pass"));
     },
     event: () => callbackOf(S0, "pass"),
     refused: { status: 409, code: "late" },

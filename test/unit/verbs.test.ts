@@ -47,6 +47,7 @@ describe("suggestedCommand", () => {
       "baton roll-forward r1 <fixed-recipe.yaml> --bundle <bundle.json>",
     );
     expect(suggestedCommand("accept", { target: "r1" })).toBe('baton accept r1 --by "<owner>"');
+    expect(suggestedCommand("verify", { target: "r1" })).toBe("baton verify r1");
     expect(
       suggestedCommand("promote", {
         target: "r1",
@@ -69,8 +70,14 @@ describe("suggestedCommand", () => {
       const sent: { url: string; method: string; body: string | undefined }[] = [];
       vi.stubGlobal("fetch", async (url: string, init: RequestInit) => {
         sent.push({ url, method: init.method ?? "GET", body: init.body as string | undefined });
+        // verify waits for its verdict: this one is judged already, so it asks nothing more.
         return new Response(
-          JSON.stringify({ id: "r3", state: "running", release_state: "running" }),
+          JSON.stringify({
+            id: "r3",
+            state: "running",
+            release_state: "running",
+            verification: { seq: 1, state: "passed", trigger: "operator", lanes: [], gaps: [] },
+          }),
           {
             status: v.status,
             headers: { "content-type": "application/json" },
@@ -93,7 +100,8 @@ describe("suggestedCommand", () => {
       else {
         const parsed = v.body.safeParse(JSON.parse(sent[0]!.body!));
         expect(parsed.success).toBe(true);
-        for (const f of v.flags.filter((x) => x.required)) {
+        for (const f of v.flags) {
+          if (!f.required || f.body === null) continue;
           expect(JSON.stringify((parsed.data as Record<string, unknown>)[f.body])).not.toMatch(
             /^(""|\{\}|undefined)$/,
           );

@@ -3,8 +3,8 @@
  * knows a dialect exists (docs/storage.md). `DATABASE_URL=postgres://…` selects Postgres; unset
  * selects the embedded SQLite file `<dataDir>/baton.sqlite`; `':memory:'` is for unit tests.
  */
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { privateDir } from "../node/private-file.ts";
 import type { Store } from "../ports/store.ts";
 import { openPostgresStore } from "./postgres/postgres-store.ts";
 import { openSqliteStore } from "./sqlite/sqlite-store.ts";
@@ -42,6 +42,6 @@ function pick(config: StoreConfig): Store {
     }
     return openPostgresStore({ connectionString: url });
   }
-  mkdirSync(config.dataDir, { recursive: true });
+  privateDir(config.dataDir);
   return openSqliteStore(join(config.dataDir, "baton.sqlite"));
 }

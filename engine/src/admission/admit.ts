@@ -13,6 +13,7 @@ import {
   type SignerIdentity,
 } from "../domain/admission.ts";
 import type { Manifest } from "../domain/types.ts";
+import { suggestedCommand } from "../domain/verbs.ts";
 import type { AdmissionMark } from "../ports/store.ts";
 import type { AdmissionConfig } from "./policy.ts";
 import { describeSigner } from "./signer.ts";
@@ -104,7 +105,7 @@ export function admit(
     fail(
       "manifest_signature",
       "unsigned: the request carries no manifest bundle",
-      "sign the compiled manifest (baton sign, or keyless in the recipe workflow) and send the bundle with the recipe (baton start <recipe> --bundle <file>, baton deploy <recipe> --bundle <file>, or baton roll-forward <id> <recipe> --bundle <file>)",
+      `sign the compiled manifest (baton sign, or keyless in the recipe workflow) and send the bundle with the recipe (baton start <recipe> --bundle <bundle.json>, baton deploy <recipe> --bundle <bundle.json>, or ${suggestedCommand("roll_forward", { target: "<id>" })})`,
     );
   } else {
     const v = verifier.verify(input.bundle, policy.manifest.signers);

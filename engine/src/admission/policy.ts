@@ -9,7 +9,7 @@ import { createPublicKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
-import { z } from "zod";
+import * as z from "zod";
 import { BatonError, type Problem } from "../domain/errors.ts";
 
 /** GitHub Actions' OIDC issuer (the `iss` of its ID tokens, Fulcio's issuer extension). */

@@ -4,7 +4,7 @@
  * build publishes (SLSA provenance, SBOM), in the form GitHub artifact attestations use. The
  * schema is the type; everything read from a bundle goes through `safeParse`.
  */
-import { z } from "zod";
+import * as z from "zod";
 
 /** DSSE payload type of an in-toto Statement. */
 export const IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json";

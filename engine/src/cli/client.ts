@@ -129,6 +129,6 @@ export class EngineClient {
         : "; pass --token <token> or set BATON_TOKEN";
     }
     if (res.status === 403) message += "; pass the operator token with --token or BATON_TOKEN";
-    throw new CliError(message, EXIT.failed, problemsByFlag(err?.problems ?? []));
+    throw new CliError(message, EXIT.failed, problemsByFlag(err?.problems ?? []), err?.code);
   }
 }

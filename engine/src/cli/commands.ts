@@ -2,18 +2,26 @@
  * What each `baton` command does. Every function resolves to an exit code or throws a
  * `CliError`; printing goes through `io` so that tests and the program share one path.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import { RELEASE_STATES } from "../domain/states.ts";
-import { ACTOR_PATTERN, VERBS, type VerbName, verbRoute } from "../domain/verbs.ts";
+import {
+  ACTOR_PATTERN,
+  suggestedCommand,
+  VERBS,
+  type VerbName,
+  verbRoute,
+} from "../domain/verbs.ts";
 import { drainCapacityNotes, waveRoundNotes, waveRounds } from "../domain/wave-rounds.ts";
 import type { ReleaseSummary } from "../ports/store.ts";
 import { isReleaseId, isStepRunId } from "../protocol/ids.ts";
+import { RECIPE_LIMITS } from "../protocol/limits.ts";
 import { type Connection, EngineClient } from "./client.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { type RecordJson, releaseSummary, releasesTable, statusJson } from "./output.ts";
+import { statusWatch } from "./status-watch.ts";
 import { watch } from "./watch.ts";
 
 /**
@@ -21,7 +29,7 @@ import { watch } from "./watch.ts";
  * process's streams and environment; tests pass their own, to run the CLI in process.
  */
 export interface Io {
-  out: { write(s: string): unknown; isTTY?: boolean };
+  out: { write(s: string): unknown; isTTY?: boolean; columns?: number };
   err: { write(s: string): unknown };
   /**
    * The variables the commands read (BATON_ENGINE_URL, BATON_TOKEN, USER, GITHUB_TOKEN, and
@@ -53,10 +61,24 @@ export function stepRunId(id: string): string {
   return id;
 }
 
+/**
+ * A recipe file's text. A file over the recipe size limit is refused from its size alone
+ * (`payload_too_large`, as the engine answers 413), without reading it.
+ * @throws CliError (usage) when the file cannot be read.
+ */
 function readRecipe(file: string): string {
   try {
+    const size = statSync(file).size;
+    if (size > RECIPE_LIMITS.bytes) {
+      throw new BatonError(
+        "payload_too_large",
+        `[recipe] ${file}: recipe is ${size} bytes, over the ${RECIPE_LIMITS.bytes}-byte limit`,
+        [{ path: "", message: `is ${size} bytes`, fix: "Split the rollout into several recipes." }],
+      );
+    }
     return readFileSync(file, "utf8");
   } catch (err) {
+    if (err instanceof BatonError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     throw usage(
       `[cli] cannot read recipe file ${file} (${code}); give the path of a recipe YAML file`,
@@ -71,9 +93,8 @@ const printJson = (io: Io, v: unknown) => io.out.write(`${JSON.stringify(v, null
 export async function check(files: string[], o: { json: boolean }, io: Io): Promise<ExitCode> {
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
   const results = files.map((file) => {
-    const text = readRecipe(file);
     try {
-      const c = compileRecipeText(text, file);
+      const c = compileRecipeText(readRecipe(file), file);
       return {
         file,
         ok: true as const,
@@ -118,7 +139,6 @@ export async function start(
     hold: boolean;
     bundle?: string;
     attestation?: string[];
-    rollback?: boolean;
     /** `dark`: `baton deploy`, held at 0% exposure until `baton release`. */
     exposure?: "dark";
   },
@@ -126,7 +146,7 @@ export async function start(
 ): Promise<ExitCode> {
   let text = readRecipe(file);
   let type = /\.json$/i.test(file) ? "application/json" : "application/yaml";
-  if (o.bundle || o.attestation?.length || o.rollback) {
+  if (o.bundle || o.attestation?.length) {
     // A signed start (docs/trust.md): the recipe text, its manifest bundle, the attestations.
     const readJson = (f: string) => {
       try {
@@ -139,7 +159,6 @@ export async function start(
       recipe: text,
       ...(o.bundle ? { bundle: readJson(o.bundle) } : {}),
       attestations: (o.attestation ?? []).map(readJson),
-      rollback: Boolean(o.rollback),
     });
     type = "application/json";
   }
@@ -155,7 +174,7 @@ export async function start(
       `${o.exposure === "dark" ? "deployed" : "started"} ${res.id}: ${res.step_count} steps, state ${res.state}, manifest ${res.manifest_digest}`,
       ...(o.exposure === "dark"
         ? [
-            `  it waits at 0% exposure before the first traffic write; expose it with: baton release ${res.id}`,
+            `  it waits at 0% exposure before the first traffic write; expose it with: ${suggestedCommand("release", { target: res.id })}`,
           ]
         : []),
       `  follow it: baton watch ${res.id}   dashboard: ${conn.engine}/releases/${res.id}`,
@@ -177,10 +196,30 @@ function startQuery(o: { hold: boolean; exposure?: "dark" }): string {
 export async function status(
   conn: Connection,
   id: string | undefined,
-  o: { json: boolean; state?: string; limit?: string },
+  o: {
+    json: boolean;
+    state?: string;
+    limit?: string;
+    /** `-w`: one screen, redrawn as the release changes (`status-watch.ts`). */
+    watch?: boolean;
+    interval?: string;
+    timeout?: string;
+  },
   io: Io,
 ): Promise<ExitCode> {
   const client = new EngineClient(conn);
+  if (o.watch) {
+    if (id === undefined)
+      throw usage("[cli] status -w follows one release: give its id, e.g. baton status r17 -w");
+    if (o.json)
+      throw usage(
+        "[cli] status -w draws a screen; for one JSON object per change use baton watch <id> --json",
+      );
+    return statusWatch(client, releaseId(id), {
+      ...pollOptions({ interval: o.interval ?? "1000", timeout: o.timeout ?? "21600" }),
+      out: io.out,
+    });
+  }
   if (id !== undefined) {
     const rec = await client.call<RecordJson>("GET", `/v1/releases/${releaseId(id)}`);
     if (o.json) printJson(io, statusJson(rec));
@@ -219,6 +258,21 @@ export async function watchCommand(
   o: { json: boolean; interval: string; timeout: string },
   io: Io,
 ): Promise<ExitCode> {
+  return watch(new EngineClient(conn), releaseId(id), {
+    ...pollOptions(o),
+    json: o.json,
+    out: io.out,
+  });
+}
+
+/**
+ * `--interval <ms>` and `--timeout <s>` of a command that polls (`watch`, `status -w`).
+ * @throws CliError (usage) naming the option and its range.
+ */
+function pollOptions(o: { interval: string; timeout: string }): {
+  intervalMs: number;
+  timeoutMs: number;
+} {
   const interval = Number(o.interval);
   const timeout = Number(o.timeout);
   if (!Number.isFinite(interval) || interval < 100 || interval > 60_000) {
@@ -229,12 +283,7 @@ export async function watchCommand(
       `[cli] --timeout must be a positive number of seconds; got ${JSON.stringify(o.timeout)}`,
     );
   }
-  return watch(new EngineClient(conn), releaseId(id), {
-    intervalMs: interval,
-    timeoutMs: timeout * 1000,
-    json: o.json,
-    out: io.out,
-  });
+  return { intervalMs: interval, timeoutMs: timeout * 1000 };
 }
 
 /**
@@ -616,6 +665,7 @@ export function verbBody(
   });
   for (const f of v.flags) {
     const given = o[optionKey(f.flag)];
+    if (f.body === null) continue;
     if (f.reads === "actor") {
       const actor = actorName(given as string | undefined, env);
       if (actor) body[f.body] = actor;
@@ -630,11 +680,42 @@ export function verbBody(
   return body;
 }
 
+/** What `postVerb` sent and got: the id as checked, the body sent, the engine's answer. */
+export interface VerbPosted {
+  id: string;
+  sent: Record<string, unknown>;
+  answer: Record<string, unknown>;
+}
+
+/**
+ * Sends operator verb `name` on `target`: the id checked, the body from the command line
+ * (`verbBody`), one POST to the verb's route. @throws CliError: a bad id or flag (usage, exit
+ * 2), or the engine's refusal (exit 1, its reason).
+ */
+export async function postVerb(
+  conn: Connection,
+  name: VerbName,
+  target: string,
+  args: readonly string[],
+  o: Readonly<Record<string, unknown>>,
+  io: Io,
+): Promise<VerbPosted> {
+  const v = VERBS[name];
+  const id = v.on === "step_run" ? stepRunId(target) : releaseId(target);
+  const body = verbBody(name, args, o, envOf(io));
+  const answer = await new EngineClient(conn).call<Record<string, unknown>>(
+    "POST",
+    verbRoute(name).slice("POST ".length).replace(":id", id),
+    body === undefined ? undefined : JSON.stringify(body),
+  );
+  return { id, sent: body ?? {}, answer };
+}
+
 /**
  * An operator verb (domain/verbs.ts: abort, resume, pause, release, promote, retry, resolve,
- * abandon, confirm-restore, rollback, roll-forward, accept) on `target`: the body from the
- * command line, one POST to the verb's route, and the verb's accepted lines (or the answer
- * with --json). A refusal exits 1 with the engine's reason.
+ * abandon, confirm-restore, rollback, roll-forward, accept) on `target`: `postVerb`, then the
+ * verb's accepted lines (or the answer with --json). A refusal exits 1 with the engine's
+ * reason. A verb with its own action (`cli: "own"`, verify) is not run here.
  */
 export async function verb(
   conn: Connection,
@@ -644,15 +725,8 @@ export async function verb(
   o: Readonly<Record<string, unknown>> & { json: boolean },
   io: Io,
 ): Promise<ExitCode> {
-  const v = VERBS[name];
-  const id = v.on === "step_run" ? stepRunId(target) : releaseId(target);
-  const body = verbBody(name, args, o, envOf(io));
-  const res = await new EngineClient(conn).call<Record<string, unknown>>(
-    "POST",
-    verbRoute(name).slice("POST ".length).replace(":id", id),
-    body === undefined ? undefined : JSON.stringify(body),
-  );
-  if (o.json) printJson(io, res);
-  else print(io, v.accepted(id, res, conn.engine, body ?? {}));
+  const { id, sent, answer } = await postVerb(conn, name, target, args, o, io);
+  if (o.json) printJson(io, answer);
+  else print(io, VERBS[name].accepted(id, answer, conn.engine, sent));
   return EXIT.ok;
 }

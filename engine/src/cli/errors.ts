@@ -14,6 +14,8 @@ export class CliError extends Error {
     message: string,
     readonly exitCode: ExitCode = EXIT.failed,
     readonly problems: Problem[] = [],
+    /** The engine's error code when the engine refused (`superseded`, `conflict`…). */
+    readonly code?: string,
   ) {
     super(message);
     this.name = "CliError";
@@ -39,7 +41,6 @@ export const BODY_FIELD_FLAGS: Readonly<Record<string, string>> = {
   lanes: "--lane",
   bundle: "--bundle",
   attestations: "--attestation",
-  rollback: "--rollback",
 };
 
 const BODY_PATH = /\bbody\.([A-Za-z_]+)((?:\.[\w-]+)*)/g;

@@ -7,13 +7,28 @@ import { waveLabel } from "../domain/gate/waves.ts";
 import { type LifecycleAction, lifecycleActions } from "../domain/lifecycle.ts";
 import { type ReleaseState, TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import { type AvailableAction, availableActions } from "../domain/transition/exits.ts";
-import type { HistoryEntry, Lineage, Manifest, Release, StepRun } from "../domain/types.ts";
+import type {
+  HistoryEntry,
+  Lineage,
+  Manifest,
+  Release,
+  StepRun,
+  StopWatch,
+} from "../domain/types.ts";
+import { visible } from "../domain/visible-text.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import { currentDrift, driftMessage } from "../service/drift.ts";
-import { duration, time } from "../views/format.ts";
+import { duration, imageLabel, shortImage, time } from "../views/format.ts";
 import { housekeepingLine, isHousekeeping, readOnce } from "../views/history-label.ts";
+import { stepProgress } from "../views/list-row.ts";
 import { offers } from "../views/offers.ts";
-import { stepAction, summarize, weightsText, whyToShow } from "../views/summary.ts";
+import {
+  type ReleaseSummaryFacts,
+  stepAction,
+  summarize,
+  weightsText,
+  whyToShow,
+} from "../views/summary.ts";
 
 /** `GET /v1/releases/:id` as the engine answers it. */
 export interface RecordJson {
@@ -33,6 +48,8 @@ export interface RecordJson {
   manifest: Manifest;
   /** Per gated wave, the latest evaluation's decision and figures (engines with gates). */
   gates?: GateSummary[];
+  /** The stop condition's watch (engines with a stop condition; null when not watched). */
+  stop?: StopWatch | null;
   /** Set when a lifecycle verb started the release (docs/lifecycle.md). */
   lineage?: Lineage | null;
   /** The lifecycle verbs the engine accepts now (it checks what a rollback would run). */
@@ -59,13 +76,13 @@ function pad(rows: string[][]): string[] {
 export function releasesTable(rows: ReleaseSummary[], now: number): string[] {
   if (rows.length === 0) return ["no releases"];
   return pad([
-    ["ID", "STATE", "RECIPE", "MODEL", "STEP", "STARTED", "DURATION"],
+    ["ID", "STATE", "RECIPE", "MODEL", "PROGRESS", "STARTED", "DURATION"],
     ...rows.map((r) => [
       r.id,
       r.state,
       r.recipe_name,
       r.model,
-      `${Math.max(0, Math.min(r.cursor + 1, r.step_count))}/${r.step_count}`,
+      stepProgress(r),
       time(r.created_at),
       duration((TERMINAL.has(r.state) ? r.updated_at : now) - r.created_at),
     ]),
@@ -104,6 +121,25 @@ export function baselineText(lanes: NonNullable<Release["baseline"]>["lanes"]): 
         `${l.id} ${l.weight}%${l.excluded ? " excluded" : ""}${l.advertised ? ` advertising ${l.capabilities.join(",") || "nothing"}` : ""} ${l.image ? `on ${l.image}` : "image unknown"}`,
     )
     .join("; ");
+}
+
+/**
+ * What runs where, as Baton last set it: the traffic on the candidate and, per lane, its image
+ * (`ranker:v3.1@sha256:2a1b3c4d5e6f… (candidate)`) and weight.
+ */
+export function liveNowLines(rec: RecordJson, f: ReleaseSummaryFacts): string[] {
+  const lines = [
+    f.traffic
+      ? `  traffic now: ${f.traffic.percent}% on the candidate ${shortImage(rec.manifest.image)} (${weightsText(f.traffic.weights)}), set by ${f.traffic.by}`
+      : "  traffic now: the baseline (no traffic step has run)",
+  ];
+  const rows = f.lanes.map((l) => [
+    `    ${l.id}`,
+    l.wave > 0 ? `wave ${l.wave}` : "no wave",
+    imageLabel(l.ref, l.image === "new" ? "candidate" : "baseline"),
+    l.weight === null ? "baseline weight" : `${l.weight}%`,
+  ]);
+  return rows.length > 0 ? [...lines, ...pad(rows)] : lines;
 }
 
 /** The CLI commands of the actions the engine accepts now (none for an ended release). */
@@ -151,11 +187,7 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
       `  undone: ${f.undone.map((u) => `step ${u.step.index + 1} ${stepAction(u.step, "bwd")}`).join("; ")}`,
     );
   }
-  lines.push(
-    f.traffic
-      ? `  traffic now: ${f.traffic.percent}% on the new image (${weightsText(f.traffic.weights)}), set by ${f.traffic.by}`
-      : "  traffic now: the baseline (no traffic step has run)",
-  );
+  lines.push(...liveNowLines(rec, f));
   lines.push(
     `  started ${time(rec.created_at)}, ${live ? "running for" : "took"} ${duration((live ? now : rec.updated_at) - rec.created_at)}`,
     `  manifest ${rec.manifest_digest}, image ${rec.manifest.image}`,
@@ -164,6 +196,7 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
   const baseline = asRelease(rec).baseline;
   if (baseline) lines.push(`  observed baseline: ${baselineText(baseline.lanes)}`);
   lines.push(...gateLines(rec));
+  lines.push(...stopLine(rec));
   if (rec.lineage) {
     lines.push(
       rec.lineage.verb === "rollback"
@@ -208,14 +241,16 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     );
     for (const h of chores.slice(-3)) lines.push(`  ${time(h.at)} ${housekeepingLine(h)}`);
   }
-  return lines;
+  // Runners' text (check names, messages, excerpts, errors) with its control and
+  // bidirectional characters escaped: printed as is, it would repaint the terminal.
+  return lines.map(visible);
 }
 
 /** `release r17 rolled_back: Rolled back after a failure at step 9 (wave 2)`. */
 export function releaseLine(rec: RecordJson): string {
   const f = summarize(asRelease(rec), rec.history, rec.attempt_results as AttemptResult[]);
   const why = whyToShow(f);
-  return `release ${rec.id} ${rec.state}: ${f.headline}${why ? ` — ${why}` : ""}`;
+  return visible(`release ${rec.id} ${rec.state}: ${f.headline}${why ? ` — ${why}` : ""}`);
 }
 
 /** The compact `status <id> --json` shape. */
@@ -279,4 +314,18 @@ export function gateLines(rec: RecordJson): string[] {
     for (const m of g.metrics) lines.push(`    ${metricLine(m)}`);
   }
   return lines;
+}
+
+/**
+ * The line of `baton status <id>` about the stop condition: `stop condition (watched from wave
+ * 1 (20%) on): OK after 12 evaluations: no breach: …`; none when the release is not watched.
+ */
+export function stopLine(rec: RecordJson): string[] {
+  const w = rec.stop;
+  if (!w) return [];
+  const word = { pending: "PENDING", ok: "OK", no_data: "NO DATA", breached: "BREACHED" }[w.status];
+  const bake = w.final_bake && !w.final_bake.done ? "; baking after the last wave" : "";
+  return [
+    `stop condition (counting from ${waveLabel(rec.manifest, w.wave)}'s exposure${bake}): ${word} after ${w.seq} ${w.seq === 1 ? "evaluation" : "evaluations"}${w.reason ? `: ${w.reason}` : ""}`,
+  ];
 }

@@ -3,15 +3,30 @@
  * BATON_ENGINE_URL), `--token <token>` (env BATON_TOKEN). Read commands take `--json`.
  * Exit codes: 0 ok, 1 failed or refused, 2 usage (docs/cli.md).
  */
+
+import { dirname, resolve } from "node:path";
 import { Command, CommanderError, Option } from "commander";
 import { VERBS, type VerbName } from "../domain/verbs.ts";
-import { connection } from "./client.ts";
+import { type Connection, connection } from "./client.ts";
 import * as cmd from "./commands.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
+import { gitSource } from "./git-source.ts";
 import { demo, serve } from "./serve.ts";
 import { startPending } from "./start-pending.ts";
+import { runVerify } from "./verify.ts";
 
 type Globals = { engine?: string; token?: string };
+
+/**
+ * The action of a verb declared `cli: "own"` (domain/verbs.ts): the id and the flags as
+ * commander parsed them; resolves to the exit code.
+ */
+type OwnVerbAction = (
+  conn: Connection,
+  id: string,
+  o: Readonly<Record<string, unknown>> & { json: boolean },
+  io: cmd.Io,
+) => Promise<ExitCode>;
 
 /** Where a keyless signature goes (with --keyless; docs/trust.md "Signing from the recipe workflow"). */
 const keylessFlags = {
@@ -67,11 +82,16 @@ export async function runCli(
   const json = () => new Option("--json", "print JSON instead of text");
   /**
    * The command of an operator verb, built from its declaration (domain/verbs.ts): the id,
-   * any further arguments, every flag (required ones enforced, repeatable ones collected)
-   * and `--json`.
+   * any further arguments, every flag (required ones enforced, repeatable ones collected,
+   * defaults set) and `--json`. Its action is the generic `cmd.verb`, or `own` for a verb
+   * declared `cli: "own"` (which must be given it).
    */
-  const verbCommand = (name: VerbName) => {
+  const verbCommand = (name: VerbName, own?: OwnVerbAction) => {
     const v = VERBS[name];
+    if ((v.cli === "own") !== (own !== undefined))
+      throw new Error(
+        `[cli] ${v.command}: ${v.cli === "own" ? "declared with its own action, but none was given" : "an own action was given, but the verb table does not declare cli: own"}`,
+      );
     const c = program
       .command(v.command)
       .description(v.summary)
@@ -81,20 +101,17 @@ export async function runCli(
       const opt = new Option(`${f.flag} ${f.value}`, f.help);
       if (f.repeatable) opt.argParser((x: string, prev: string[] = []) => [...prev, x]);
       if (f.required && !f.repeatable) opt.makeOptionMandatory();
+      if (f.default !== undefined) opt.default(f.default);
       c.addOption(opt);
     }
     c.addOption(json()).action(async (...a: unknown[]) => {
       const command = a.at(-1) as Command;
       const o = a.at(-2) as Record<string, unknown>;
       const [id, ...rest] = a.slice(0, -2) as string[];
-      code = await cmd.verb(
-        conn(command),
-        name,
-        id ?? "",
-        rest,
-        { ...o, json: Boolean(o.json) },
-        io,
-      );
+      const flags = { ...o, json: Boolean(o.json) };
+      code = own
+        ? await own(conn(command), id ?? "", flags, io)
+        : await cmd.verb(conn(command), name, id ?? "", rest, flags, io);
     });
   };
   /** `--bundle` and repeatable `--attestation`: what admission checks with a recipe. */
@@ -124,7 +141,6 @@ export async function runCli(
       .option("--hold", "create the release but keep it pending until `baton resume`"),
     "the manifest's Sigstore bundle (baton sign)",
   )
-    .option("--rollback", "an explicit rollback: admit a manifest older than the last admitted")
     .addOption(json())
     .action(
       async (
@@ -134,7 +150,6 @@ export async function runCli(
           hold?: boolean;
           bundle?: string;
           attestation?: string[];
-          rollback?: boolean;
         },
         c: Command,
       ) => {
@@ -146,7 +161,6 @@ export async function runCli(
             hold: Boolean(o.hold),
             ...(o.bundle ? { bundle: o.bundle } : {}),
             ...(o.attestation ? { attestation: o.attestation } : {}),
-            rollback: Boolean(o.rollback),
           },
           io,
         );
@@ -188,6 +202,8 @@ export async function runCli(
   verbCommand("pause");
   verbCommand("confirm_restore");
 
+  verbCommand("verify", runVerify);
+
   program
     .command("sign")
     .description("sign a recipe's compiled manifest (Sigstore bundle) for admission")
@@ -227,10 +243,14 @@ export async function runCli(
   program
     .command("start-pending")
     .description(
-      "start every recipe whose manifest digest has no release yet (the recipe workflow's start)",
+      "start every recipe whose content is not what stands for its model (the recipe workflow's start)",
     )
     .argument("<recipe...>", "recipe YAML (or .json) files, e.g. every file in recipes/")
     .option("--dry-run", "only print what would be started")
+    .option(
+      "--commit <rev>",
+      "the commit the recipe files come from (e.g. HEAD): a commit older than the newest one a model's releases came from starts nothing (superseded)",
+    )
     .option("--key <file>", "sign each started manifest with this PEM private key (baton keygen)")
     .option("--key-id <id>", "the key's id in the engine's trust policy (with --key)")
     .option(
@@ -262,6 +282,7 @@ export async function runCli(
           keyless?: boolean;
           attestation?: string[];
           githubAttestations?: string;
+          commit?: string;
         } & cmd.KeylessFlags,
         c: Command,
       ) => {
@@ -280,6 +301,10 @@ export async function runCli(
             ...(o.githubAttestations
               ? { github: cmd.githubAttestationSource(o.githubAttestations, cmd.envOf(io)) }
               : {}),
+            // Git is asked where the recipes are (the checkout they come from).
+            ...(o.commit !== undefined
+              ? { git: gitSource(o.commit, dirname(resolve(files[0] ?? "."))) }
+              : {}),
           },
           io,
         );
@@ -294,11 +319,24 @@ export async function runCli(
     .argument("[id]", "release id, e.g. r17")
     .option("--state <state>", "only releases in this state (list)")
     .option("--limit <n>", "at most n releases (list, 1..200)")
+    .option(
+      "-w, --watch",
+      "one release: redraw its screen as it changes (state, step, lanes set vs observed, gate); ends when it ends",
+    )
+    .option("--interval <ms>", "with -w: poll interval in ms", "1000")
+    .option("--timeout <s>", "with -w: give up after this many seconds", "21600")
     .addOption(json())
     .action(
       async (
         id: string | undefined,
-        o: { json?: boolean; state?: string; limit?: string },
+        o: {
+          json?: boolean;
+          state?: string;
+          limit?: string;
+          watch?: boolean;
+          interval: string;
+          timeout: string;
+        },
         c: Command,
       ) => {
         code = await cmd.status(conn(c), id, { ...o, json: Boolean(o.json) }, io);

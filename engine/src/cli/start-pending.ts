@@ -1,11 +1,20 @@
 /**
- * `baton start-pending <recipe…>`: starts every recipe whose manifest digest has no release
- * yet, and nothing else. This is what the recipe workflow runs on the default branch: it looks
+ * `baton start-pending <recipe…>`: the recipe workflow's start on the default branch. It looks
  * at every recipe in the tree, not at a `before..HEAD` diff, so a run GitHub cancelled, a
- * force-push or a zero `before` (new branch) cannot lose a merged recipe, and a recipe that
- * already has a release (any state) is never started twice. A recipe that fails the contract
- * check, an engine that cannot be listed, or a start the engine refuses fails the command
- * (exit 1) after the other recipes were handled; nothing is skipped silently.
+ * force-push or a zero `before` (new branch) cannot lose a merged recipe. For each recipe it
+ * asks the engine what stands for the recipe's model (the model's source mark and the release
+ * that defines its lanes) and decides with `pendingDecision` (domain/source-order.ts,
+ * docs/lifecycle.md "Merge order is release order"):
+ * - `already_released`: a true repeat, the recipe's content is that of the release standing for
+ *   the newest commit, or the fleet runs it already; nothing is started;
+ * - `superseded`: with `--commit`, the commit is older (by git history; by commit time when the
+ *   histories are unrelated) than the newest the model's mark came from; nothing is started and
+ *   the line names the release that stands (id, commit, image);
+ * - `started`: anything else, a revert to earlier content included, sent with the commit
+ *   (`source`), so the engine refuses it too if a newer commit got there first.
+ * A recipe that fails the contract check, an engine that cannot be listed, a start the engine
+ * refuses, or a superseded recipe fails the command (exit 1) after the other recipes were
+ * handled; nothing is skipped silently.
  *
  * With `key` (self-hosted, key-based signing, docs/trust.md "Signing"), each recipe it starts
  * is sent as a signed start: its compiled manifest signed with that PEM key under `key_id` (the
@@ -24,11 +33,44 @@ import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { SerializedBundle } from "@sigstore/bundle";
 import type { SignOptions } from "sigstore";
+import {
+  type ComparedRelease,
+  pendingDecision,
+  shortCommit,
+  sourceOrder,
+  sourceRefusalWords,
+  standingRelease,
+} from "../domain/source-order.ts";
+import type { ReleaseState } from "../domain/states.ts";
 import type { ReleaseSummary } from "../ports/store.ts";
 import { type Connection, EngineClient } from "./client.ts";
 import type { Io } from "./commands.ts";
-import { EXIT, type ExitCode } from "./errors.ts";
+import { CliError, EXIT, type ExitCode } from "./errors.ts";
+import type { GitSource } from "./git-source.ts";
 import type { GitHubAttestationSource } from "./github-attestations.ts";
+
+/** The newest release of `model` in `releases` (by creation, then number), any state. */
+function newestRelease(releases: readonly ReleaseSummary[], model: string): ReleaseSummary | null {
+  let best: ReleaseSummary | null = null;
+  for (const r of releases) {
+    if (r.model !== model) continue;
+    if (
+      !best ||
+      r.created_at > best.created_at ||
+      (r.created_at === best.created_at && Number(r.id.slice(1)) > Number(best.id.slice(1)))
+    )
+      best = r;
+  }
+  return best;
+}
+
+/** A model's source mark as `GET /v1/models/:model/source-mark` answers it. */
+interface MarkJson {
+  commit: string;
+  committed_at: number;
+  release: string;
+  at: number;
+}
 
 /** One line: the error's message and each of its problems (path: message). */
 function describe(e: unknown): string {
@@ -40,12 +82,15 @@ function describe(e: unknown): string {
 /** Most list pages read (200 releases each) before giving up loudly. */
 const MAX_PAGES = 500;
 
-/** One recipe's outcome. `release` is the existing or new release id. */
+/**
+ * One recipe's outcome. `release` is the release that stands (already_released, superseded) or
+ * the new one (started).
+ */
 export interface PendingOutcome {
   file: string;
   recipe_name?: string;
   manifest_digest?: string;
-  outcome: "already_released" | "started" | "would_start" | "failed";
+  outcome: "already_released" | "superseded" | "started" | "would_start" | "failed";
   release?: string;
   message: string;
 }
@@ -101,6 +146,11 @@ export async function startPending(
     attestations?: unknown[];
     /** Also send the attestations GitHub holds for each recipe's image digest. */
     github?: GitHubAttestationSource;
+    /**
+     * The commit the recipe files come from (`--commit`): each start carries it, and a commit
+     * older than a model's source mark is `superseded`. Absent: no ordering, no mark moved.
+     */
+    git?: GitSource;
   },
   io: Io,
 ): Promise<ExitCode> {
@@ -150,43 +200,109 @@ export async function startPending(
       });
     compiled.length = 0;
   }
-  // Release id -> the digests it was started from (fetched lazily): its manifest's and, when
-  // the engine compiled the plan against the control plane's observed baseline, the recipe's
-  // own (`baseline.recipe_manifest_digest`), which is what this command computes.
-  const digests = new Map<string, string[]>();
+  // Release id -> what a recipe is compared with (fetched lazily): its state, image and the
+  // digests it was started from, its manifest's and, when the engine compiled the plan against
+  // the control plane's observed baseline, the recipe's own (`baseline.recipe_manifest_digest`),
+  // which is what this command computes.
+  const seen = new Map<string, ComparedRelease & { image: string }>();
+  const compared = async (id: string) => {
+    let r = seen.get(id);
+    if (!r) {
+      const rec = await client.call<{
+        state: ReleaseState;
+        manifest_digest: string;
+        manifest: { image: string };
+        baseline?: { recipe_manifest_digest?: string } | null;
+      }>("GET", `/v1/releases/${id}`);
+      const recipeDigest = rec.baseline?.recipe_manifest_digest;
+      r = {
+        id,
+        state: rec.state,
+        image: rec.manifest.image,
+        digests: [rec.manifest_digest, ...(recipeDigest ? [recipeDigest] : [])],
+      };
+      seen.set(id, r);
+    }
+    return r;
+  };
+  const source = o.git?.position;
   for (const c of compiled) {
     const base = { file: c.file, recipe_name: c.name, manifest_digest: c.digest };
     try {
-      let existing: string | undefined;
-      // Oldest first, so the answer names the release that first took this digest.
-      const candidates = releases
-        .filter((r) => r.recipe_name === c.name)
-        .sort((a, b) => a.created_at - b.created_at);
-      for (const r of candidates) {
-        if (!digests.has(r.id)) {
-          const rec = await client.call<{
-            manifest_digest: string;
-            baseline?: { recipe_manifest_digest?: string } | null;
-          }>("GET", `/v1/releases/${r.id}`);
-          const recipeDigest = rec.baseline?.recipe_manifest_digest;
-          digests.set(r.id, [rec.manifest_digest, ...(recipeDigest ? [recipeDigest] : [])]);
-        }
-        if (digests.get(r.id)?.includes(c.digest)) {
-          existing = r.id;
-          break;
-        }
+      const fileProblem = o.git?.fileProblem(c.file);
+      if (fileProblem) {
+        outcomes.push({ ...base, outcome: "failed", message: `[cli] ${fileProblem}` });
+        continue;
       }
-      if (existing) {
+      const model = c.compiled.manifest.model;
+      const { mark } = await client.call<{ mark: MarkJson | null }>(
+        "GET",
+        `/v1/models/${encodeURIComponent(model)}/source-mark`,
+      );
+      // Without a mark yet (releases from before marks, or hand starts), the model's newest
+      // release stands in for the mark's: a rolled-back recipe still on main is not retried.
+      const newest = mark ? null : newestRelease(releases, model);
+      const head = mark ? await compared(mark.release) : newest ? await compared(newest.id) : null;
+      const standingSummary = standingRelease(releases, model);
+      const standing = standingSummary ? await compared(standingSummary.id) : null;
+      const markPosition = mark ? { commit: mark.commit, committed_at: mark.committed_at } : null;
+      const order =
+        o.git && source && markPosition
+          ? sourceOrder(o.git.ancestry(markPosition.commit), source, markPosition)
+          : "none";
+      const decision = pendingDecision({ digest: c.digest, order, head, standing });
+      const claim = source ? { ...source, after: mark?.commit ?? null } : null;
+      if (decision.kind === "superseded" && mark && claim) {
+        const r = head ?? (await compared(decision.release));
         outcomes.push({
           ...base,
-          outcome: "already_released",
-          release: existing,
-          message: `manifest ${c.digest.slice(0, 12)} already has release ${existing}`,
+          outcome: "superseded",
+          release: decision.release,
+          message: sourceRefusalWords(
+            "older",
+            claim,
+            { ...mark, model, release_id: mark.release },
+            { id: r.id, state: r.state, image: r.image },
+            "cli",
+          ),
         });
         continue;
       }
+      if (decision.kind === "repeat") {
+        const r = await compared(decision.release);
+        let message =
+          decision.of === "head"
+            ? `manifest ${c.digest.slice(0, 12)} already has release ${r.id} (${r.state})${mark ? `, which stands for commit ${shortCommit(mark.commit)}` : ""}`
+            : `the fleet runs manifest ${c.digest.slice(0, 12)} already: release ${r.id} (${r.state}) stands for model ${model}`;
+        // The mark moves to this commit (standing for that release), so that a later re-run of
+        // an older commit is refused even though nothing was started here.
+        if (claim && !o.dryRun && (order === "newer" || order === "none")) {
+          try {
+            await client.call(
+              "POST",
+              `/v1/models/${encodeURIComponent(model)}/source-mark`,
+              JSON.stringify({ ...claim, release: r.id }),
+            );
+            message += `; model ${model} now marked at commit ${shortCommit(claim.commit)}`;
+          } catch (e) {
+            outcomes.push({
+              ...base,
+              outcome: e instanceof CliError && e.code === "superseded" ? "superseded" : "failed",
+              release: r.id,
+              message: describe(e),
+            });
+            continue;
+          }
+        }
+        outcomes.push({ ...base, outcome: "already_released", release: r.id, message });
+        continue;
+      }
       if (o.dryRun) {
-        outcomes.push({ ...base, outcome: "would_start", message: "no release has this manifest" });
+        outcomes.push({
+          ...base,
+          outcome: "would_start",
+          message: `manifest ${c.digest.slice(0, 12)} is not what stands for model ${model}`,
+        });
         continue;
       }
       let body = c.text;
@@ -207,10 +323,19 @@ export async function startPending(
         signedBy = o.key
           ? `, manifest signed with key ${o.key.key_id}`
           : `, manifest signed keylessly by ${certificateIdentity(bundle)}`;
-        body = JSON.stringify({ recipe: c.text, bundle, attestations });
+        body = JSON.stringify({
+          recipe: c.text,
+          bundle,
+          attestations,
+          ...(claim ? { source: claim } : {}),
+        });
         type = "application/json";
-      } else if (attestations.length) {
-        body = JSON.stringify({ recipe: c.text, attestations });
+      } else if (attestations.length || claim) {
+        body = JSON.stringify({
+          recipe: c.text,
+          attestations,
+          ...(claim ? { source: claim } : {}),
+        });
         type = "application/json";
       }
       const res = await client.call<{ id: string; state: string }>(
@@ -223,10 +348,17 @@ export async function startPending(
         ...base,
         outcome: "started",
         release: res.id,
-        message: `started ${res.id} (state ${res.state})${signedBy}${o.attestations?.length ? `, ${o.attestations.length} image attestation file(s) sent` : ""}${fetched}`,
+        message: `started ${res.id} (state ${res.state})${claim ? ` from commit ${shortCommit(claim.commit)}` : ""}${signedBy}${o.attestations?.length ? `, ${o.attestations.length} image attestation file(s) sent` : ""}${fetched}`,
       });
     } catch (e) {
-      outcomes.push({ ...base, outcome: "failed", message: describe(e) });
+      // The engine's own ordering check (a newer commit got there first) is not a failure of
+      // this recipe but the same outcome as the one found here.
+      const superseded = e instanceof CliError && e.code === "superseded";
+      outcomes.push({
+        ...base,
+        outcome: superseded ? "superseded" : "failed",
+        message: describe(e),
+      });
     }
   }
   if (o.json) io.out.write(`${JSON.stringify({ recipes: outcomes }, null, 2)}\n`);
@@ -234,5 +366,7 @@ export async function startPending(
     for (const r of outcomes) io.out.write(`${r.outcome.padEnd(16)} ${r.file}: ${r.message}\n`);
     if (files.length === 0) io.out.write("no recipe files given\n");
   }
-  return outcomes.some((r) => r.outcome === "failed") ? EXIT.failed : EXIT.ok;
+  return outcomes.some((r) => r.outcome === "failed" || r.outcome === "superseded")
+    ? EXIT.failed
+    : EXIT.ok;
 }

@@ -4,8 +4,10 @@
  * run, redrawn in place. Ends when the release is terminal (exit 0 only for `succeeded`) or
  * waits for an operator (exit 1), or after `timeoutMs`.
  */
+import type { HistoryEntry, Release } from "../domain/types.ts";
 import { duration, time } from "../views/format.ts";
 import { housekeepingLine, isHousekeeping } from "../views/history-label.ts";
+import { holdHeadline } from "../views/where.ts";
 import type { EngineClient } from "./client.ts";
 import { CliError, EXIT, type ExitCode } from "./errors.ts";
 import {
@@ -22,12 +24,39 @@ export interface WatchOptions {
   timeoutMs: number;
   json: boolean;
   /** Where lines go; `tty` enables the in-place progress line. */
-  out: { write(s: string): unknown; isTTY?: boolean };
+  out: { write(s: string): unknown; isTTY?: boolean; columns?: number };
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
 }
 
 const SPIN = ["|", "/", "-", "\\"];
+
+/**
+ * What holds the release, as a key that changes when a gate begins or ends, a gate's decision
+ * turns inconclusive, or a hold begins (not on every evaluation: those print their own line).
+ */
+function holdKey(rec: RecordJson): string {
+  const r = rec as unknown as Release;
+  const g = r.gate;
+  return `${g ? `${g.wave}:${g.phase}:${g.decision === "inconclusive" ? "inconclusive" : "deciding"}` : ""}|${r.hold?.kind ?? ""}`;
+}
+
+/** The figures of an accepted gate evaluation in history, or null for any other entry. */
+function gateEvaluation(
+  h: HistoryEntry,
+): { wave: number; phase: string; seq: number; decision: string; elapsed_ms: number } | null {
+  if (h.kind !== "gate" || h.outcome !== "accepted") return null;
+  const d = h.data as { gate?: Record<string, unknown> } | null;
+  const g = d?.gate;
+  if (!g || typeof g.seq !== "number" || typeof g.decision !== "string") return null;
+  return {
+    wave: Number(g.wave) + 1,
+    phase: String(g.phase),
+    seq: g.seq,
+    decision: g.decision,
+    elapsed_ms: Number(g.elapsed_ms),
+  };
+}
 
 /** Watches release `id`; resolves to the exit code. @throws CliError from the client. */
 export async function watch(client: EngineClient, id: string, o: WatchOptions): Promise<ExitCode> {
@@ -38,6 +67,7 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
   let historySeen = 0;
   let lastState = "";
   let lastReason: string | null = null;
+  let lastHeld = "";
   let progress = false;
   const until = now() + o.timeoutMs;
   const line = (s: string) => {
@@ -56,7 +86,9 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
     const changes: { seq: number; event: Record<string, unknown>; text: string }[] = [];
     const lastEntry = new Map<string, number>();
     rec.history.forEach((h, i) => {
-      if (h.step_run_id && h.outcome !== "refused") lastEntry.set(h.step_run_id, i);
+      // A gate's evaluations name the wave's last step run; they are printed on their own.
+      if (h.step_run_id && h.outcome !== "refused" && h.kind !== "gate")
+        lastEntry.set(h.step_run_id, i);
     });
     for (const sr of rec.step_runs) {
       const a = sr.attempts.at(-1);
@@ -81,7 +113,17 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
       });
     }
     rec.history.forEach((h, i) => {
-      if (i < historySeen || h.outcome !== "refused") return;
+      if (i < historySeen) return;
+      const gate = gateEvaluation(h);
+      if (gate) {
+        changes.push({
+          seq: i,
+          event: { type: "gate", ...gate, message: h.message, at: h.at },
+          text: `${time(h.at)} ${h.message.replace(/^\[engine\] /, "")}`,
+        });
+        return;
+      }
+      if (h.outcome !== "refused") return;
       const chore = isHousekeeping(h);
       changes.push({
         seq: i,
@@ -106,13 +148,16 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
     // final line) is printed after the last step run, never before it.
     // Once per change of state or reason: an unchanged reason is not printed again on the
     // next poll, a new one (a hold, a gate's verdict) is printed once.
-    if (rec.state !== lastState || rec.reason !== lastReason) {
+    // And once per change of what holds it (a gate begins or ends, a pause, a hold).
+    const held = holdKey(rec);
+    if (rec.state !== lastState || rec.reason !== lastReason || held !== lastHeld) {
       emit(
         { type: "release", id: rec.id, state: rec.state, reason: rec.reason, at: rec.updated_at },
         `${time(rec.updated_at)} ${releaseLine(rec)}`,
       );
       lastState = rec.state;
       lastReason = rec.reason;
+      lastHeld = held;
     }
 
     if (TERMINAL.has(rec.state)) {
@@ -145,10 +190,16 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
         (s) => s.direction === "fwd" && s.state === "succeeded",
       ).length;
       const total = rec.manifest.steps.length;
-      const what = running
-        ? `step ${running.step_index + 1}${running.direction === "bwd" ? " undo" : ""} ${running.state} for ${duration(now() - (running.started_at ?? running.created_at))}`
-        : rec.state;
-      o.out.write(`\r\x1b[2K${SPIN[tick % SPIN.length]} ${done}/${total} steps done · ${what}`);
+      const hold = holdHeadline(rec as unknown as Release);
+      const what = hold
+        ? hold
+        : running
+          ? `step ${running.step_index + 1}${running.direction === "bwd" ? " undo" : ""} ${running.state} for ${duration(now() - (running.started_at ?? running.created_at))}`
+          : rec.state;
+      // One line, cut to the terminal's width: a wrapped line would not be cleared by `\r`.
+      const text = `${SPIN[tick % SPIN.length]} ${done}/${total} steps done · ${what}`;
+      const w = o.out.columns ?? 0;
+      o.out.write(`\r\x1b[2K${w > 1 && text.length > w - 1 ? `${text.slice(0, w - 2)}…` : text}`);
       progress = true;
     }
     await sleep(o.intervalMs);

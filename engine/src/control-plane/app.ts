@@ -10,7 +10,7 @@ import { Hono } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
-import { z } from "zod";
+import * as z from "zod";
 import type { ControlPlaneCore } from "./core.ts";
 import { DEFAULT_MODEL } from "./core.ts";
 import { CpError } from "./errors.ts";

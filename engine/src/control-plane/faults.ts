@@ -8,7 +8,7 @@
  *   proxy that acknowledges a write it drops; only a read-back catches it).
  * The test double turns `hang` / `apply_then_hang` into an immediate `unknown` outcome.
  */
-import { z } from "zod";
+import * as z from "zod";
 
 export const FaultMode = z.enum(["error", "hang", "apply_then_hang", "lie"], {
   message: "mode must be one of: error, hang, apply_then_hang, lie",

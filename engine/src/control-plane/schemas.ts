@@ -3,7 +3,7 @@
  * zod issues to `Problem`s naming the field. Used by the HTTP app and by the core, so the test
  * double refuses exactly what the server refuses.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Problem } from "../domain/errors.ts";
 import {
   imageRef,

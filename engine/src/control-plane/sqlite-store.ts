@@ -4,6 +4,7 @@
  * process kill; a power loss may drop the last transactions). `:memory:` for tests.
  */
 import Database from "better-sqlite3";
+import { privateSqliteFile } from "../node/private-file.ts";
 import type { ChangeRecord, CpAction, LaneState, LedgerEntry } from "./model.ts";
 import type { CpStore, HistoryFilter } from "./store.ts";
 
@@ -84,6 +85,7 @@ export class SqliteCpStore implements CpStore {
   private readonly db: Database.Database;
 
   constructor(file: string) {
+    privateSqliteFile(file);
     this.db = new Database(file);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");

@@ -18,9 +18,11 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { AdmissionReport } from "../domain/admission.ts";
 import { waveLabel } from "../domain/gate/waves.ts";
+import { count } from "../domain/gate/words.ts";
 import type { RecipeInput } from "../domain/recipe.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { ManifestStep, Release } from "../domain/types.ts";
+import { suggestedCommand } from "../domain/verbs.ts";
 import { compileRecipeInput } from "../recipes/compile-text.ts";
 import { ProgressPrinter, resolveStep, stepLabel } from "./progress.ts";
 import { EXAMPLE_RECIPE, loadRecipe, type Stack, startStack } from "./stack.ts";
@@ -273,7 +275,7 @@ export async function runDemo(argv: string[]): Promise<number> {
       const doc = await stack.engine.service.releaseRecord(id);
       writeFileSync(args.record, `${JSON.stringify(doc, null, 2)}\n`);
       console.log(
-        `[demo] record         ${args.record} (digest ${doc.digest ?? "none: not closed"}; accept it with baton accept ${id} --by <owner> while serving)`,
+        `[demo] record         ${args.record} (digest ${doc.digest ?? "none: not closed"}; ${args.serve ? `accept it while the demo serves: BATON_ENGINE_URL=${stack.url} BATON_TOKEN=${stack.operatorToken} npx ${suggestedCommand("accept", { target: id })}` : "the engine stops now (no --serve), so nothing can accept it; run the demo with --serve --record to accept it with baton accept while it serves"})`,
       );
     }
     const weights = stack.fleet.cp.core.lanes(manifest.model).map((l) => `${l.id} ${l.weight}%`);
@@ -332,7 +334,7 @@ export function waitingLines(
   if (!serve) {
     const how =
       state === "paused"
-        ? `an operator ${verb}s it. Without --serve the engine stops now; run the demo with --serve to keep it up and ${verb} it (\`baton ${verb} ${id}\` or the dashboard)`
+        ? `an operator ${verb}s it. Without --serve the engine stops now; run the demo with --serve to keep it up and ${verb} it (\`${suggestedCommand(verb, { target: id })}\` or the dashboard)`
         : `an operator decides what next. Without --serve the engine stops now; run the demo with --serve to keep it up and act on it (\`baton status ${id}\` or the dashboard)`;
     return [`[demo] release ${id} is ${state}, which is not the end: ${how}`];
   }
@@ -340,7 +342,7 @@ export function waitingLines(
   if (state === "paused") {
     const button = verb[0]?.toUpperCase() + verb.slice(1);
     return [
-      `[demo] ${verb.padEnd(14)} BATON_ENGINE_URL=${stack.url} BATON_TOKEN=${stack.operatorToken} npx baton ${verb} ${id}   (or ${button} on ${page})`,
+      `[demo] ${verb.padEnd(14)} BATON_ENGINE_URL=${stack.url} BATON_TOKEN=${stack.operatorToken} npx ${suggestedCommand(verb, { target: id })}   (or ${button} on ${page})`,
       "[demo] still serving and following the release until it ends (Ctrl-C stops)",
     ];
   }
@@ -358,7 +360,7 @@ async function gateLines(stack: Stack, id: string): Promise<string[]> {
   for (const e of evidence) last.set(e.wave, e);
   const out = [...last.values()].map(
     (e) =>
-      `[demo] gate ${waveLabel(manifest, e.wave)}: ${e.decision} after ${e.seq} evaluations (${(e.elapsed_ms / 1000).toFixed(1)} s, ${e.arms?.candidate ?? 0}/${e.arms?.control ?? 0} units candidate/control): ${e.reason}`,
+      `[demo] gate ${waveLabel(manifest, e.wave)}: ${e.decision} after ${e.seq} evaluations (${(e.elapsed_ms / 1000).toFixed(1)} s, ${count(e.arms?.candidate ?? 0)}/${count(e.arms?.control ?? 0)} units candidate/control): ${e.reason}`,
   );
   const began = (await stack.engine.store.getHistory(id)).find((h) =>
     / compensating from step /.test(h.message),

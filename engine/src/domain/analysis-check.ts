@@ -4,6 +4,7 @@
  * variables. Reads only the parts of the raw input that are well typed (the schema reports
  * the rest); every problem has a path and a fix.
  */
+import { TOOL_ALLOWLIST } from "./catalogue.ts";
 import type { Problem } from "./errors.ts";
 import { DEFAULT_BAKE_MS, DEFAULT_INTERVAL_MS, DEFAULT_MAX_WAIT_MS } from "./gate/analysis.ts";
 import { promqlProblem } from "./promql-check.ts";
@@ -51,8 +52,56 @@ const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const num = (v: unknown, d: number): number =>
   typeof v === "number" && Number.isFinite(v) ? v : d;
 
-function sectionProblems(section: Record<string, unknown>, at: string): Problem[] {
+/** The checks of one section: unique names, allowlisted tools. */
+function checkProblems(section: Record<string, unknown>, at: string): Problem[] {
   const problems: Problem[] = [];
+  const seen = new Map<string, number>();
+  arr(section.checks).forEach((c, i) => {
+    const check = obj(c);
+    const name = check?.name;
+    if (typeof name === "string") {
+      const j = seen.get(name);
+      if (j !== undefined) {
+        problems.push({
+          path: `${at}.checks.${i}.name`,
+          message: `duplicate check name \`${name}\` (also ${at}.checks.${j})`,
+          fix: "Give every check of a gate its own name; its step's operation key is built from it.",
+        });
+      } else seen.set(name, i);
+    }
+    const tool = check?.tool;
+    if (typeof tool === "string" && !TOOL_ALLOWLIST.includes(tool)) {
+      problems.push({
+        path: `${at}.checks.${i}.tool`,
+        message: `check tool \`${tool}\` is not in the allowlist`,
+        fix: `Use an allowlisted tool (${TOOL_ALLOWLIST.join(", ")}), or add it to scripts/release/allowlist.json and TOOL_ALLOWLIST after review.`,
+      });
+    }
+  });
+  return problems;
+}
+
+/**
+ * The metrics of a gate must include a required one: guardrails only watch for breaches, so a
+ * gate of guardrails alone would have nothing to show before it passes. `metrics` is the list
+ * in force (a wave's own, else the recipe's); `at` the path that holds it.
+ */
+function requiredProblems(metrics: unknown, at: string, wave?: number): Problem[] {
+  const list = arr(metrics).map((m) => obj(m));
+  if (list.length === 0) return [];
+  const required = list.some((m) => m?.required !== false && m?.dry_run !== true);
+  if (required) return [];
+  return [
+    {
+      path: at,
+      message: `${wave === undefined ? "the analysis" : `wave ${wave + 1}'s gate`} has no required metric: every metric is a guardrail (required: false) or a dry run, and a gate of guardrails alone would pass with nothing shown`,
+      fix: "Mark at least one metric `required: true` (the default), e.g. the error rate with a margin; guardrails then watch beside it.",
+    },
+  ];
+}
+
+function sectionProblems(section: Record<string, unknown>, at: string): Problem[] {
+  const problems: Problem[] = [...checkProblems(section, at)];
   const seen = new Map<string, number>();
   arr(section.metrics).forEach((m, i) => {
     const metric = obj(m);
@@ -110,7 +159,12 @@ export function analysisProblems(input: unknown): Problem[] {
   if (!root) return [];
   const problems: Problem[] = [];
   const top = root.analysis === undefined ? undefined : obj(root.analysis);
-  if (top) problems.push(...sectionProblems(top, "analysis"));
+  if (top) {
+    problems.push(...sectionProblems(top, "analysis"));
+    problems.push(...requiredProblems(top.metrics, "analysis.metrics"));
+  }
+  const stop = obj(root.stop_condition);
+  if (stop) problems.push(...stopProblems(stop));
   const waves = arr(obj(root.rollout)?.waves).map((w) => obj(w));
   let gated = 0;
   waves.forEach((wave, w) => {
@@ -142,6 +196,8 @@ export function analysisProblems(input: unknown): Problem[] {
       }
     } else if (!top || traffic === 0 || traffic === 100) return;
     gated++;
+    if (own?.metrics !== undefined)
+      problems.push(...requiredProblems(own.metrics, `${at}.metrics`, w));
     const eff = { ...(top ?? {}), ...(own ?? {}) };
     const mine = (field: string) => own !== undefined && field in own;
     const where = (field: string) => (mine(field) ? `${at}.${field}` : `analysis.${field}`);
@@ -175,4 +231,21 @@ export function analysisProblems(input: unknown): Problem[] {
   return problems.filter(
     (p, i) => problems.findIndex((q) => q.path === p.path && q.message === p.message) === i,
   );
+}
+
+/** The stop condition: each metric has a margin or an SLO; names unique; templates as a gate's. */
+function stopProblems(stop: Record<string, unknown>): Problem[] {
+  const at = "stop_condition";
+  const problems = sectionProblems({ metrics: stop.metrics }, at);
+  arr(stop.metrics).forEach((m, i) => {
+    const metric = obj(m);
+    if (metric && metric.margin === undefined && metric.slo === undefined) {
+      problems.push({
+        path: `${at}.metrics.${i}`,
+        message: `stop-condition metric \`${typeof metric.name === "string" ? metric.name : `#${i + 1}`}\` has neither a margin nor an slo, so nothing could breach it`,
+        fix: "Give it `margin` (a breach: certainly worse than the control by more than δ), `slo` (a breach: certainly beyond the limit), or both.",
+      });
+    }
+  });
+  return problems;
 }

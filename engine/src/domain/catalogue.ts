@@ -57,6 +57,8 @@ export interface StepContext {
   traffic: TrafficState;
   /** Traffic right before this step: what its backward write restores. */
   previous_traffic: TrafficState;
+  /** `assert_check_passed`: the gate's check this step runs (analysis `checks`). */
+  check?: { name: string; tool: string; args?: Record<string, string | number | boolean> };
 }
 
 export type ActionName =
@@ -69,7 +71,8 @@ export type ActionName =
   | "withdraw_capabilities"
   | "set_traffic"
   | "drain_wave"
-  | "assert_traffic_observed";
+  | "assert_traffic_observed"
+  | "assert_check_passed";
 
 /** Forward step names, in the order they appear per lane and then per wave. */
 export type StepName =
@@ -80,16 +83,20 @@ export type StepName =
   | "advertise_capabilities"
   | "include_lane"
   | "set_traffic"
-  | "assert_traffic_observed";
+  | "assert_traffic_observed"
+  | "assert_check_passed";
 
 /**
  * One row of the catalogue. Per wave: the `wave_start` rows, then the `lane` rows for each lane
- * of the wave in order, then the `wave` rows.
+ * of the wave in order, then the `wave` rows, then, on a gated wave whose analysis lists
+ * `checks`, one `check` row per check and lane of the wave (docs/gate.md "Checks"). A check row
+ * is wave-scoped in the table (its `lane` is null, so a parallel wave's lane walk leaves it
+ * alone); the lane it checks is in its arguments and its operation key.
  */
 export interface CatalogueRow {
   name: StepName;
   kind: StepKind;
-  scope: "wave_start" | "lane" | "wave";
+  scope: "wave_start" | "lane" | "wave" | "check";
   forward: ActionName;
   backward?: ActionName;
 }
@@ -145,6 +152,7 @@ export const CATALOGUE: readonly CatalogueRow[] = [
     scope: "wave",
     forward: "assert_traffic_observed",
   },
+  { name: "assert_check_passed", kind: "runner", scope: "check", forward: "assert_check_passed" },
 ];
 
 /** Forward step names of the catalogue, in table order. */
@@ -305,6 +313,23 @@ export const ACTIONS: Record<
       name: "set_traffic",
       target: `traffic=${t.percent}`,
       request: { op: "set_traffic", weights: { ...t.weights }, percent: t.percent },
+    };
+  },
+  // A gate's deterministic check against one candidate lane: the check's allowlisted tool with
+  // the lane, the images and the check's own arguments; read-only, so no backward action.
+  assert_check_passed: (ctx) => {
+    const lane = needLane(ctx, "assert_check_passed");
+    const check = ctx.check;
+    if (!check) throw new Error("[recipe] action assert_check_passed needs a check");
+    return {
+      kind: "runner",
+      name: "assert_check_passed",
+      target: `lane=${lane.id}:check=${check.name}`,
+      tool: check.tool,
+      args: {
+        ...runnerArgs(lane, ctx.image, ctx.previous_image),
+        check: { name: check.name, args: { ...(check.args ?? {}) } },
+      },
     };
   },
   assert_traffic_observed: (ctx) => ({

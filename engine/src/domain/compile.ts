@@ -176,6 +176,24 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
       const ctx = { ...common, lane: null, baseline: null, traffic, previous_traffic: drain };
       steps.push(makeStep(r, row, ctx, w, steps.length));
     }
+    // A gated wave's checks run once its exposure is observed, before its gate is held: one
+    // step per check and lane, wave-scoped in the table (the lane is in the action).
+    const checks = analysisForWave(r.analysis, wave.analysis, wave.traffic)?.checks ?? [];
+    for (const row of CATALOGUE.filter((c) => c.scope === "check")) {
+      for (const check of checks) {
+        for (const id of wave.lanes) {
+          const ctx = {
+            ...common,
+            lane: byId.get(id) ?? null,
+            baseline: null,
+            traffic,
+            previous_traffic: traffic,
+            check,
+          };
+          steps.push({ ...makeStep(r, row, ctx, w, steps.length), lane: null });
+        }
+      }
+    }
     previous = traffic;
   });
   const minServing =
@@ -233,6 +251,8 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     }),
     ...(minServing === undefined ? {} : { min_serving: minServing }),
     steps,
+    // Only when the recipe declares one: other manifests (and their digests) are unchanged.
+    ...(r.stop_condition ? { stop_condition: structuredClone(r.stop_condition) } : {}),
     // Only when the recipe says so: manifests (and digests) of other recipes are unchanged.
     ...(r.notify ? { notify: { ...r.notify } } : {}),
     ...(r.environment ? { environment: r.environment } : {}),

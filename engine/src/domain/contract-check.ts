@@ -70,7 +70,11 @@ const isPercent = (v: unknown): v is number =>
   typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 100;
 
 const LANE_STEPS = CATALOGUE.filter((c) => c.scope === "lane").map((c) => c.name);
-const WAVE_STEPS = CATALOGUE.filter((c) => c.scope !== "lane").map((c) => c.name);
+// A gate's check step is read-only: rollback after it is as safe as before it, so
+// `unsafe_after` cannot name it.
+const WAVE_STEPS = CATALOGUE.filter((c) => c.scope === "wave" || c.scope === "wave_start").map(
+  (c) => c.name,
+);
 
 /** Lane ids and wave count of a recipe as given (only the well-typed parts are read). */
 function unsafeAfterScope(input: unknown): { lanes: string[]; waves: number } {
@@ -196,6 +200,14 @@ function recoveryProblems(input: unknown): Problem[] {
     return problems;
   }
   if (!row) return problems;
+  if (row.scope === "check") {
+    problems.push({
+      path: "unsafe_after.step",
+      message: `${row.name} is a gate's read-only check: rollback after it is as safe as before it`,
+      fix: `Set \`unsafe_after.step\` to the step that changes something rollback cannot undo: a lane step (${LANE_STEPS.join(", ")}) with \`unsafe_after.lane\`, or a wave step (${WAVE_STEPS.join(", ")}) with \`unsafe_after.wave\`.`,
+    });
+    return problems;
+  }
   if (row.scope === "lane") {
     const ids = arr(root.lanes)
       .map((l) => obj(l)?.id)

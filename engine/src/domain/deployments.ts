@@ -12,7 +12,7 @@
  * | `rolled_back`, `aborted`, `abandoned` | `inactive` (the candidate no longer serves) |
  * | `needs_operator` | `error` |
  */
-import { z } from "zod";
+import * as z from "zod";
 import { causeOf, stepLabel } from "./notifications.ts";
 import type { DeploymentReport, DeploymentStatusState, Release, ReleaseEvent } from "./types.ts";
 

@@ -134,11 +134,10 @@ export function settling(m: DriftFacts, now: number, settleMs: number): boolean 
 export function driftMessage(d: ModelDrift): string {
   const parts = d.lanes.map(
     (l) =>
-      `${l.id} ${l.fields
-        .map((f) =>
-          f === "capabilities"
-            ? `capabilities desired ${JSON.stringify(l.desired.capabilities)} observed ${JSON.stringify(l.observed.capabilities)}`
-            : `${f} desired ${JSON.stringify(l.desired[f])} observed ${JSON.stringify(l.observed[f])}`,
+      `${l.id} ${driftedValues(l)
+        .map(
+          (v) =>
+            `${v.field} desired ${JSON.stringify(v.desired)} observed ${JSON.stringify(v.observed)}`,
         )
         .join(", ")}`,
   );
@@ -147,6 +146,33 @@ export function driftMessage(d: ModelDrift): string {
       `mixed versions outside a release: ${d.images.map((i) => `${i.ref} on ${i.lanes.join(",")}`).join("; ")}`,
     );
   return `[drift] model ${d.model}: ${parts.join("; ")}`;
+}
+
+/**
+ * The values of a drifted lane that differ, one per field people can compare: `capabilities`
+ * is split into the list and `advertised`, and only the part that differs is named (a lane
+ * whose capabilities are the same but no longer advertised shows `advertised desired true
+ * observed false`, not two identical lists).
+ */
+export function driftedValues(
+  l: DriftedLane,
+): { field: string; desired: Json | undefined; observed: Json | undefined }[] {
+  return l.fields.flatMap((f) => {
+    if (f !== "capabilities") return [{ field: f, desired: l.desired[f], observed: l.observed[f] }];
+    const out: { field: string; desired: Json | undefined; observed: Json | undefined }[] = [];
+    const lists = [l.desired.capabilities, l.observed.capabilities];
+    if (canonicalJson(lists[0] ?? null) !== canonicalJson(lists[1] ?? null))
+      out.push({ field: "capabilities", desired: lists[0], observed: lists[1] });
+    if (l.desired.advertised !== l.observed.advertised)
+      out.push({
+        field: "advertised",
+        desired: l.desired.advertised,
+        observed: l.observed.advertised,
+      });
+    return out.length > 0
+      ? out
+      : [{ field: "capabilities", desired: lists[0], observed: lists[1] }];
+  });
 }
 
 /** Distinct images per wave: each listed lane's observed image, else its desired one. */

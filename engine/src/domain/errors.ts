@@ -15,6 +15,7 @@ export type ErrorCode =
   | "contract_failed"
   | "admission_refused"
   | "prerequisite_failed"
+  | "superseded"
   | "unavailable";
 
 type Status = 400 | 401 | 403 | 404 | 409 | 413 | 422 | 503;
@@ -35,6 +36,9 @@ const STATUS: Record<ErrorCode, Status> = {
   admission_refused: 422,
   // A rollback whose prerequisite failed on a lane (docs/lifecycle.md); problems name lane and check.
   prerequisite_failed: 422,
+  // A start from a commit older than the newest the model's releases came from (docs/lifecycle.md
+  // "Merge order is release order"); the message names the release that stands.
+  superseded: 409,
   // A dependency the request needs did not answer (e.g. the control plane at release start).
   unavailable: 503,
 };

@@ -34,12 +34,18 @@ export interface FleetRecord {
 }
 
 /**
- * Per lane of `r`'s manifest, the image Baton's steps left it with: `new` while a succeeded
- * forward deploy of the lane stands (no succeeded undo), else `previous`; and its wave, from 1
- * (0 when it is in none).
+ * Per lane of `r`'s manifest, the image Baton's steps left it with: `new` (the candidate, the
+ * manifest's `image`) while a succeeded forward deploy of the lane stands (no succeeded undo),
+ * else `previous` (the baseline: what the lane ran when the release started, as its observed
+ * baseline recorded it and its undo restores; the recipe's `previous_image` only when the
+ * baseline could not tell); `ref` is that image (`name@sha256:…`) and `baseline` the lane's
+ * baseline image; and its wave, from 1 (0 when it is in none).
  */
-export function laneImages(r: Release): { id: string; image: "new" | "previous"; wave: number }[] {
+export function laneImages(
+  r: Release,
+): { id: string; image: "new" | "previous"; ref: string; baseline: string; wave: number }[] {
   const steps = r.manifest.steps;
+  const before = new Map((r.baseline?.lanes ?? []).map((b) => [b.id, str(b.image ?? undefined)]));
   return r.manifest.lanes.map((l) => {
     const deployed = r.step_runs.some((sr) => {
       const step = steps[sr.step_index];
@@ -55,7 +61,14 @@ export function laneImages(r: Release): { id: string; image: "new" | "previous";
       );
     });
     const wave = r.manifest.waves.findIndex((w) => w.lanes.includes(l.id));
-    return { id: l.id, image: deployed ? "new" : "previous", wave: wave + 1 };
+    const baseline = before.get(l.id) ?? r.manifest.previous_image;
+    return {
+      id: l.id,
+      image: deployed ? "new" : "previous",
+      ref: deployed ? r.manifest.image : baseline,
+      baseline,
+      wave: wave + 1,
+    };
   });
 }
 
@@ -74,6 +87,9 @@ export interface DesiredLane {
    */
   image: string;
   image_is: "new" | "previous" | "confirmed";
+  /** That release's candidate (its manifest's `image`) and the lane's baseline image. */
+  candidate: string;
+  baseline: string;
   /** Weight (%) of the last traffic write, null when no traffic step of the release ran. */
   weight: number | null;
   /** `excluded` marker as last set, null when the release never set it. */
@@ -136,20 +152,20 @@ function declared(rec: FleetRecord): Map<string, DesiredLane> {
   const r = rec.release;
   const steps = r.manifest.steps;
   const out = new Map<string, DesiredLane>();
-  const before = new Map((r.baseline?.lanes ?? []).map((b) => [b.id, str(b.image ?? undefined)]));
   for (const l of laneImages(r)) {
     const confirmed = r.abandoned?.lanes[l.id];
     // Not deployed (never, or undone): what the lane ran at start, which is what compensation
     // restores (domain/catalogue.ts restoreImage); previous_image only when the baseline could
     // not tell. A rollback's previous_image is its older recipe's, not what ran on the lanes.
-    const previous = before.get(l.id) ?? r.manifest.previous_image;
     out.set(l.id, {
       release_id: r.id,
       release_state: r.state,
       release_ended_at: ENDED.has(r.state) ? r.updated_at : null,
       wave: l.wave,
-      image: confirmed ?? (l.image === "new" ? r.manifest.image : previous),
+      image: confirmed ?? l.ref,
       image_is: confirmed ? "confirmed" : l.image,
+      candidate: r.manifest.image,
+      baseline: l.baseline,
       weight: null,
       excluded: null,
       capabilities: null,

@@ -3,6 +3,7 @@
  * of lifecycle.ts, so the transition's refusals can name them. Pure.
  */
 import type { ReleaseState } from "./states.ts";
+import { suggestedCommand } from "./verbs.ts";
 
 export type LifecycleVerb = "rollback" | "roll_forward";
 
@@ -44,7 +45,7 @@ export function supersededWords(
 ): string {
   const what =
     laterState === "succeeded"
-      ? `roll back ${later} instead (\`baton rollback ${later} --reason "<why>"\`), or roll forward from ${later} once it has failed`
+      ? `roll back ${later} instead (\`${suggestedCommand("rollback", { target: later })}\`), or roll forward from ${later} once it has failed`
       : laterState && TERMINAL.has(laterState)
         ? `act on ${later} instead (\`baton status ${later}\` shows what it accepts)`
         : laterState
@@ -90,9 +91,9 @@ export function closedReleaseAccepts(
   const blocked = lookups ? lifecycleBlocked({ id, state, model: lookups.model }, lookups.o) : null;
   if (blocked) return blocked;
   if (LIFECYCLE_STATES.rollback.has(state))
-    return `it accepts rollback (a new release of the previous manifest: \`baton rollback ${id} --reason "<why>"\`)`;
+    return `it accepts rollback (a new release of the previous manifest: \`${suggestedCommand("rollback", { target: id })}\`)`;
   if (LIFECYCLE_STATES.roll_forward.has(state))
-    return `it accepts roll-forward (a new release of a fixed recipe: \`baton roll-forward ${id} <fixed-recipe.yaml>\`)`;
+    return `it accepts roll-forward (a new release of a fixed recipe: \`${suggestedCommand("roll_forward", { target: id })}\`)`;
   return "it accepts nothing";
 }
 
@@ -102,5 +103,5 @@ export function closedReleaseAccepts(
  * the way on is a new release. Pure.
  */
 export function noRollbackTarget(id: string, model: string): string {
-  return `there is no earlier admitted manifest of model ${model} to roll ${id} back to; roll forward with a new recipe instead (a new release: \`baton start <new-recipe.yaml> --bundle <its bundle.json>\`)`;
+  return `there is no earlier admitted manifest of model ${model} to roll ${id} back to; roll forward with a new recipe instead (a new release: \`baton start <new-recipe.yaml> --bundle <bundle.json>\`)`;
 }

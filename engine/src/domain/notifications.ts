@@ -28,7 +28,7 @@ export function noticeKindFor(
       // A hold: the recipe's manual promotion waits for promote; a pause or a dark deploy
       // waiting at 0% is a plain pause (its reason says who and which verb).
       if (after.hold) return after.hold.kind === "promotion" ? "waiting_for_promotion" : "paused";
-      // The gate a release is held at (issue 10's `Release.gate`), read without its type.
+      // The gate a release is held at (`Release.gate`), read without its type.
       if ((after as { gate?: unknown }).gate) return "waiting_for_promotion";
       return "paused";
     case "succeeded":

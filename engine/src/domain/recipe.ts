@@ -4,7 +4,7 @@
  * typo such as `helth_url` cannot silently drop a field. Cross-field rules (lanes in waves,
  * increasing traffic, weight sums) live in `contract-check.ts`.
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   Capability,
   FIELD_LIMITS,
@@ -19,6 +19,7 @@ import {
   SshUser as SshUserField,
 } from "../protocol/fields.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
+import { StopConditionInput } from "./gate/stop-condition.ts";
 import { NOTICE_KINDS } from "./notice.ts";
 import { FailurePolicy } from "./states.ts";
 
@@ -341,6 +342,7 @@ export const Recipe = z
     analysis: Analysis.optional().describe(
       "Evidence gate for every wave with 0 < traffic < 100 (docs/gate.md).",
     ),
+    stop_condition: StopConditionInput.optional(),
     policy: z
       .object({
         retries: Retries.optional(),
@@ -356,6 +358,7 @@ export const Recipe = z
             include_lane: StepPolicy.optional(),
             set_traffic: StepPolicy.optional(),
             assert_traffic_observed: StepPolicy.optional(),
+            assert_check_passed: StepPolicy.optional(),
           })
           .strict()
           .default({}),

@@ -1,5 +1,5 @@
 /**
- * What a runner step's result files prove about the machine (issue 9 "Nothing undone that
+ * What a runner step's result files prove about the machine ("nothing undone that
  * never happened"). Pure. Conservative by construction: only an explicit record that the tool
  * never reached a remote shell counts; anything else (a phase that ran, is running, was
  * cancelled, an unreadable or empty checks.json) may have taken effect.

@@ -3,7 +3,7 @@
  * a fix. Fixes for well-known fields (image digests, host key pins…) come from `FIELD_FIXES`;
  * the rest are derived from the issue code and the schema's own descriptions.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { FIELD_FIXES as SHARED_FIELD_FIXES } from "../protocol/fields.ts";
 import type { Problem } from "./errors.ts";
 
@@ -140,6 +140,9 @@ function mergedFields(input: unknown, path: Path): string[] {
   ];
 }
 
+/** Unknown keys of one mapping told one by one; the rest are counted in one problem. */
+export const UNKNOWN_KEYS_TOLD = 20;
+
 /** Edit distance, for "did you mean" on unknown keys (short strings only). */
 function distance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, j) => j);
@@ -187,7 +190,17 @@ export function schemaProblems(
           const s = schemaAt(schema, path);
           return s && s.node instanceof z.ZodObject ? Object.keys(s.node.shape) : [];
         })();
-        for (const key of issue.keys) {
+        // Each unknown key is told by name up to a point; past it, one problem counts the
+        // rest (a hostile recipe may carry thousands: the answer stays small, its cost linear).
+        const told = issue.keys.slice(0, UNKNOWN_KEYS_TOLD);
+        if (issue.keys.length > told.length) {
+          out.push({
+            path: at,
+            message: `${issue.keys.length - told.length} more unknown fields in ${label} (${issue.keys.length} in all; the first ${told.length} are listed)`,
+            fix: `Remove the unknown fields of ${label}${allowed.length ? `; allowed fields here: ${allowed.join(", ")}` : ""}.`,
+          });
+        }
+        for (const key of told) {
           if (key === "<<") {
             // YAML 1.1 merge keys: the recipe parser reads YAML 1.2 (no merges), so `<<` is a
             // plain key here; say what it is rather than "unknown field".

@@ -7,7 +7,7 @@
 
 import { applied, observed } from "./transition/control-plane.ts";
 import { Draft, eventData, findStepRun, type Refusal } from "./transition/draft.ts";
-import { start } from "./transition/forward.ts";
+import { beginForwardAtCursor, start } from "./transition/forward.ts";
 import { gateEvaluated, promote } from "./transition/gate.ts";
 import { guards } from "./transition/guards.ts";
 import {
@@ -22,6 +22,8 @@ import {
 } from "./transition/operator.ts";
 import { preflight } from "./transition/preflight.ts";
 import { callback, dispatchAccepted, dispatchFailed, runnerDeadline } from "./transition/runner.ts";
+import { stopChecked } from "./transition/stop.ts";
+import { verified, verifyRequested } from "./transition/verify.ts";
 import type { Manifest, Release, ReleaseEvent, TransitionResult } from "./types.ts";
 
 /**
@@ -132,12 +134,18 @@ function route(d: Draft): Refusal | undefined {
       return confirmRestore(d, e);
     case "promote":
       return promote(d, e);
+    case "verify":
+      return verifyRequested(d, e);
+    case "verified":
+      return verified(d, e);
     case "gate":
       if (guards.isTerminal(r)) {
         d.ignore(`[engine] gate evaluation ignored: release ${r.id} is ${r.state}`);
         return undefined;
       }
       return gateEvaluated(d, e);
+    case "stop_check":
+      return stopChecked(d, e, beginForwardAtCursor);
     default:
       break;
   }

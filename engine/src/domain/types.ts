@@ -2,18 +2,28 @@
  * The shared shapes of the domain: manifest, release, step runs, events, effects, history.
  * Pure data; no I/O. Times are epoch milliseconds (number). Percents are integers 0–100.
  */
+
 import type { ControlPlaneOp } from "../protocol/control-plane.ts";
 import type { AdmissionReport } from "./admission.ts";
 import type { Analysis } from "./gate/analysis.ts";
 import type { GateDecision, GatePhase } from "./gate/decide.ts";
-import type { GateEvidence } from "./gate/evidence.ts";
+import type { GateEvidence, MetricEvidence } from "./gate/evidence.ts";
+import type { StopConditionInput } from "./gate/stop-condition.ts";
+import type { GateProgress } from "./gate-progress.ts";
+import type { Json } from "./json.ts";
 import type { Notice, NoticeKind } from "./notice.ts";
 import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisite-checks.ts";
 import type { RecoveryClass } from "./recipe.ts";
 import type { FailingCheck } from "./result-evidence.ts";
+import type { SourcePosition } from "./source-order.ts";
 import type { Direction, FailurePolicy, ReleaseState, StepKind, StepRunState } from "./states.ts";
+import type {
+  LaneDesired,
+  RecoveryVerification,
+  VerificationReading,
+} from "./verification-shapes.ts";
 
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type { Json } from "./json.ts";
 
 // ---------------------------------------------------------------- manifest
 
@@ -101,6 +111,12 @@ export interface Manifest {
   }[];
   /** Lanes of the model kept in service at every instant (recipe `min_serving`, resolved). */
   min_serving?: number;
+  /**
+   * The recipe's `stop_condition`, as written (docs/gate.md "The stop condition"); absent when
+   * the recipe declares none (then the analysis's guardrails and SLO bounds serve, resolved by
+   * `stopConditionOf`, and the manifest's digest is unchanged).
+   */
+  stop_condition?: StopConditionInput;
   steps: ManifestStep[];
   /** GitHub environment of the release's deployment (recipe `environment`); absent = the engine's. */
   environment?: string;
@@ -203,6 +219,58 @@ export interface GateWait {
   reason: string | null;
   /** Epoch ms of the latest evaluation, or null. */
   at: number | null;
+  /**
+   * Evaluations in a row, up to the latest, whose reads failed and that could not decide with
+   * all their data: what `consecutive_error_limit` and `inconclusive_limit` count. Absent: none.
+   */
+  streak?: { errors: number; undecided: number };
+  /**
+   * What the latest evaluation waited for, with its figures (`gateProgress`); null/absent
+   * before the first evaluation and after one that did not wait.
+   */
+  progress?: GateProgress | null;
+}
+
+/**
+ * The stop condition's watch (docs/gate.md "The stop condition"): from the first observed
+ * exposure of the candidate, the release evaluates its stop condition every `interval_ms` in
+ * every state where the candidate serves traffic, counting from the latest wave's exposure.
+ */
+export interface StopWatch {
+  /** 0-based wave whose exposure was observed last. */
+  wave: number;
+  /** Epoch ms that exposure was observed: counts are taken from here. */
+  since: number;
+  /** Evaluations taken so far (the seq of the latest); 0 before the first. */
+  seq: number;
+  /** Epoch ms of the latest evaluation, or null. */
+  at: number | null;
+  /** The latest evaluation: `ok` (nothing breached), `no_data` (a metric could not be read), `breached`. */
+  status: "pending" | "ok" | "no_data" | "breached";
+  /** Its reason, for people, or null. */
+  reason: string | null;
+  /**
+   * A bake after the last wave (`stop_condition.bake_ms`): the release, every step done, stays
+   * running and watched until `until` (epoch ms), then succeeds; `done` once it has.
+   */
+  final_bake?: { until: number; done: boolean };
+}
+
+/** One evaluation of the stop condition, as the reconciler reports it (plain JSON). */
+export interface StopEvaluation {
+  seq: number;
+  /** Epoch ms of the read. */
+  at: number;
+  /** The wave and the exposure instant it counted from (the release's watch when read). */
+  wave: number;
+  since: number;
+  breached: boolean;
+  /** True when a metric had no data (not a breach; recorded). */
+  no_data: boolean;
+  /** For people: a breach names the metric, its value and the bound; else what was seen. */
+  reason: string;
+  arms: { candidate: number; control: number } | null;
+  metrics: MetricEvidence[];
 }
 
 /**
@@ -260,6 +328,11 @@ export interface Release {
   /** The operator verb a `paused` release waits for besides abort; null/absent otherwise. */
   hold?: Hold | null;
   /**
+   * The stop condition's watch, from the candidate's first observed exposure until the release
+   * compensates or ends; null/absent before it, or when the release has no stop condition.
+   */
+  stop?: StopWatch | null;
+  /**
    * `dark`: deployed with 0% exposure (`deploy`); the release holds before its first traffic
    * write above 0% until `release`, which sets `released`. Absent: exposed as it goes.
    */
@@ -303,6 +376,17 @@ export interface Release {
    * (docs/lifecycle.md "Rollback prerequisites"). Absent on other releases.
    */
   prerequisites?: PrerequisiteReport;
+  /**
+   * The latest recovery verification (docs/lifecycle.md "Recovery verification"): after an
+   * undo (the release stays `compensating` until it passes; a mismatch waits `needs_operator`)
+   * or asked by `baton verify`. Absent when none was made.
+   */
+  verification?: RecoveryVerification | null;
+  /**
+   * The commit of the recipe repository the recipe workflow started the release from
+   * (docs/lifecycle.md "Merge order is release order"). Absent on releases started otherwise.
+   */
+  source?: SourcePosition;
   created_at: number;
   updated_at: number;
 }
@@ -471,6 +555,12 @@ export type ReleaseEvent =
       type: "gate";
       evidence: GateEvidence;
     }
+  | {
+      /** One evaluation of the stop condition (docs/gate.md "The stop condition"). */
+      type: "stop_check";
+      generation: number;
+      evaluation: StopEvaluation;
+    }
   | { type: "abort"; actor: string; reason: string }
   | { type: "resume"; actor: string }
   | {
@@ -507,6 +597,23 @@ export type ReleaseEvent =
       actor: string;
       step_run_id: string;
       reason: string;
+    }
+  | {
+      /**
+       * Verify the release's lanes against what they should be (docs/lifecycle.md "Recovery
+       * verification"): after an undo whose verification failed (`needs_operator`), or of a
+       * `succeeded` or `rolled_back` release. The reading is an effect; `verified` its outcome.
+       */
+      type: "verify";
+      actor: string;
+    }
+  | {
+      /** The outcome of a `verify` effect: what the control plane and the targets showed. */
+      type: "verified";
+      /** The verification it answers (`Release.verification.seq`) and its generation. */
+      seq: number;
+      generation: number;
+      reading: VerificationReading;
     }
   | {
       /** needs_operator -> abandoned, once the operator confirms what every lane runs. */
@@ -590,10 +697,51 @@ export interface GateEffect {
   generation: number;
   /** Epoch ms when the evaluation is due; null = now. */
   not_before: number | null;
+  /** The gate's streaks before this evaluation (`GateWait.streak`); absent: none. */
+  streak?: { errors: number; undecided: number };
+}
+
+/**
+ * Evaluate the release's stop condition once (docs/gate.md "The stop condition"): the
+ * reconciler reads the metrics source since the release's latest observed exposure and feeds
+ * the result back as a `stop_check` event. Performs nothing external but reads.
+ */
+export interface StopCheckEffect {
+  type: "stop_check";
+  /** The forward step run whose observed exposure (a traffic assert) began the watch. */
+  step_run_id: string;
+  /** The evaluation number (1-based within the release). */
+  seq: number;
+  generation: number;
+  /** Epoch ms when the evaluation is due; null = now. */
+  not_before: number | null;
+}
+
+/**
+ * Read every lane of the release once (docs/lifecycle.md "Recovery verification"): the control
+ * plane's lanes, and for each lane with `target` its machine (the engine's target probe, else the
+ * lane's last runner report). The reconciler feeds the reading back as a `verified` event.
+ * Performs nothing external but reads.
+ */
+export interface VerifyEffect {
+  type: "verify";
+  /** The verification it reads for (`Release.verification.seq`). */
+  seq: number;
+  generation: number;
+  /** The lanes and the image each should run (the target is asked with it). */
+  lanes: Pick<LaneDesired, "id" | "image" | "target">[];
+  /** Epoch ms before which the read must not run (backoff after a read error); null = now. */
+  not_before: number | null;
 }
 
 /** Effects are data (docs/state-machine.md): written to the outbox in the transition's transaction. */
-export type Effect = DispatchEffect | ControlPlaneEffect | DeadlineEffect | GateEffect;
+export type Effect =
+  | DispatchEffect
+  | ControlPlaneEffect
+  | DeadlineEffect
+  | GateEffect
+  | StopCheckEffect
+  | VerifyEffect;
 
 /**
  * One GitHub deployment status of a release (domain/deployments.ts). Never emitted by the

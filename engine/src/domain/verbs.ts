@@ -4,9 +4,16 @@
  * confirmation. The API routes (http/routes/verbs.ts), the `baton` commands (cli/program.ts)
  * and the dashboard's confirmation pages (http/dashboard/) are built from `VERBS`, and every
  * command line Baton suggests for a verb comes from `suggestedCommand`. Pure data and zod.
+ *
+ * A command is run by the CLI's one generic `verb()` (one POST, then the verb's `accepted`
+ * lines), unless its declaration says `cli: "own"`: then cli/program.ts attaches that verb's
+ * own action to the command built here (same help, flags and route). `verify` is the one such
+ * verb: it posts like the others, then waits for the verdict (`--timeout`) and prints it lane by
+ * lane. A flag with `body: null` is such a command's own setting (`--timeout`), never sent.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Json, Release } from "./types.ts";
+import { HIDDEN_EXCEPT_NUL } from "./visible-text.ts";
 
 /** The pattern an actor name must match (`ActorField`); the CLI drops a $USER that does not. */
 export const ACTOR_PATTERN = /^[A-Za-z0-9._@ -]{1,64}$/;
@@ -19,14 +26,11 @@ export const ActorField = z
   .describe("Who takes the action (e.g. your login); recorded in history after `operator:`.");
 
 /**
- * C0/C1 controls other than tab, newline and NUL (stored as U+FFFD like every store text), and the Unicode bidirectional formatting
- * characters (U+061C, U+200E–U+200F, U+202A–U+202E, U+2066–U+2069; Unicode TR #9): shown on
- * the dashboard or in a terminal, they make a reason read other than it was written
- * ("Trojan Source", CVE-2021-42574).
+ * Invisible characters (visible-text.ts; NUL is allowed here: stored as U+FFFD like every
+ * store text): shown on the dashboard or in a terminal, they make a reason read other than it
+ * was written ("Trojan Source", CVE-2021-42574).
  */
-const HIDDEN =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
-  /[\u0001-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+const HIDDEN = HIDDEN_EXCEPT_NUL;
 
 /** Why an operator took an action (kept in history and the record): ≤ 1000 characters. */
 export const ReasonField = z
@@ -43,6 +47,9 @@ export const ReasonField = z
 
 /** `{reason, actor}`: the body of most verbs. The service refuses an empty reason where it is required. */
 const ReasonBody = z.object({ reason: ReasonField.default(""), actor: ActorField }).strict();
+
+/** `{actor}`: who asks (optional); an empty body is `{}`. */
+const ActorBody = z.object({ actor: ActorField }).strict();
 
 const AbandonBody = z
   .object({
@@ -94,6 +101,7 @@ export const VERB_NAMES = [
   "resolve",
   "abandon",
   "confirm_restore",
+  "verify",
   "rollback",
   "roll_forward",
   "accept",
@@ -103,7 +111,8 @@ export type VerbName = (typeof VERB_NAMES)[number];
 /**
  * One flag of a verb's command. `body` is the request field it fills: `reason`, `actor`
  * (defaults to $USER), `lanes` (repeated `<lane>=<image>`), a plain field, or a file the CLI
- * reads as JSON (`bundle`, `attestations`).
+ * reads as JSON (`bundle`, `attestations`); null for a setting of a command with its own
+ * action (`cli: "own"`), which is never sent (verify's `--timeout`).
  */
 export interface VerbFlag {
   /** `--reason`. */
@@ -121,7 +130,9 @@ export interface VerbFlag {
   repeatable?: boolean;
   /** The placeholder a suggestion shows for it, e.g. `"<why>"` (already quoted if it must be). */
   placeholder?: string;
-  body: string;
+  body: string | null;
+  /** The value commander gives a `body: null` flag when it is not given (help shows it). */
+  default?: string;
   /** How the CLI turns the flag into the body field. Default: the text as given. */
   reads?: "actor" | "lanes" | "json-file" | "json-files";
 }
@@ -158,8 +169,11 @@ export interface Verb {
   body: z.ZodObject | "none" | "recipe";
   /** Who may call it: the operator token. */
   role: "operator";
-  /** Its status when accepted: 200, or 201 for a verb that starts a new release. */
-  status: 200 | 201;
+  /**
+   * Its status when accepted: 200; 201 for a verb that starts a new release; 202 for a verb
+   * whose work goes on after the answer (verify: the lanes are being read).
+   */
+  status: 200 | 201 | 202;
   /**
    * What it answers when accepted: `id` is the route's id; `release` the release after it
    * (the new release for a 201); `reply` what the service added.
@@ -173,6 +187,11 @@ export interface Verb {
   idHelp: string;
   /** CLI flags (besides `--json`), in help order. */
   flags: VerbFlag[];
+  /**
+   * CLI: `own` when the command's action is not the generic `verb()` but the verb's own, which
+   * cli/program.ts attaches (it must, or building the CLI throws). Absent: generic.
+   */
+  cli?: "own";
   /** An example body for the 400 that refuses a bad one (default: the schema's fields). */
   bodyExample?: string;
   /**
@@ -307,7 +326,8 @@ export const VERBS: { readonly [K in VerbName]: Verb & { name: K } } = {
     flags: [reasonFlag(true, "why (kept in the history and shown on the release)"), actorFlag],
     accepted: holdAccepted(
       "pause",
-      (id) => `step runs in flight settle, then nothing new starts until baton resume ${id}`,
+      (id) =>
+        `step runs in flight settle, then nothing new starts until ${suggestedCommand("resume", { target: id })}`,
     ),
     dashboard: {
       confirm: (t) =>
@@ -513,6 +533,55 @@ export const VERBS: { readonly [K in VerbName]: Verb & { name: K } } = {
       lanes: false,
       danger: false,
       button: "confirm the restore of",
+      form: true,
+    },
+  },
+  verify: {
+    name: "verify",
+    command: "verify",
+    on: "release",
+    body: ActorBody,
+    role: "operator",
+    status: 202,
+    answer: (id, release) => ({
+      id,
+      state: release.state,
+      verification: release.verification ?? null,
+    }),
+    summary:
+      "read every lane of a release again (control plane, and the lanes' machines) and compare it with what it should be; exit 0 when it passed",
+    idHelp: "release id (succeeded, rolled_back, or needs_operator after a failed verification)",
+    args: [],
+    flags: [
+      actorFlag,
+      {
+        flag: "--interval",
+        value: "<ms>",
+        help: "poll interval in ms while the engine reads",
+        required: false,
+        body: null,
+        default: "1000",
+      },
+      {
+        flag: "--timeout",
+        value: "<s>",
+        help: "give up waiting for the verdict after this many seconds",
+        required: false,
+        body: null,
+        default: "120",
+      },
+    ],
+    cli: "own",
+    accepted: (id, a) => [
+      `verify accepted: ${id} reads its lanes (verification ${str((a.verification as { seq?: number } | null)?.seq)}); the verdict follows`,
+    ],
+    dashboard: {
+      confirm: (t) =>
+        `Verify release ${t}? The engine reads every lane now: weight, excluded marker and capabilities from the control plane, and the image and health check of the lanes a runner step touched at their machines, and compares them with what they should be (the observed baseline after an undo, the manifest's end state after a success). Nothing is written to the fleet; the result is recorded on the release.`,
+      reason: null,
+      lanes: false,
+      danger: false,
+      button: "verify",
       form: true,
     },
   },

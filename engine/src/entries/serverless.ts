@@ -12,7 +12,7 @@
  * pool and closes it when the event's work, including effects it started, has settled
  * (`EventScope.finish`).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { GitHubDeployments } from "../adapters/github/deployments.ts";
 import { GitHubDispatcher } from "../adapters/github/dispatcher.ts";
 import { HttpControlPlane } from "../adapters/http-control-plane/index.ts";
@@ -26,11 +26,13 @@ import {
   runnerCredentialFromEnv,
 } from "../http/runner-oidc.ts";
 import { systemClock } from "../ports/clock.ts";
+import { urlSettingProblems } from "../url-settings.ts";
 
 /** The environment a serverless entry reads: variable name → value. */
 export type ServerlessEnv = Record<string, unknown>;
 
-const url = z.string().regex(/^https?:\/\/[^\s]+$/, "must be an http(s) URL");
+// Checked by urlSettingProblems (url-settings.ts), the one rule of every URL setting.
+const url = z.string().min(1, "must be a URL");
 const secretList = z
   .string()
   .transform((s) => s.split(",").map((x) => x.trim()))
@@ -87,12 +89,14 @@ export function serverlessSettings(env: ServerlessEnv): ServerlessSettings {
     audience: String(clean.BATON_PUBLIC_URL ?? "").replace(/\/+$/, ""),
     repository: typeof clean.GITHUB_REPOSITORY === "string" ? clean.GITHUB_REPOSITORY : null,
   });
-  if (r.success && rc.ok) {
+  const urls = urlSettingProblems(clean);
+  if (r.success && rc.ok && urls.length === 0) {
     return { ...r.data, runnerCredential: { mode: rc.mode, oidc: rc.oidc } };
   }
   const lines = [
     ...(r.success ? [] : r.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`)),
     ...(rc.ok ? [] : rc.problems.map((p) => `${p.name}: ${p.message}`)),
+    ...urls.map((p) => `${p.message} (fix: ${p.fix})`),
   ];
   throw new Error(
     `[engine] invalid configuration: ${lines.join("; ")}; set these as the function's variables or secrets (docs/deploying.md)`,

@@ -5,10 +5,14 @@
 import { Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import type { Clock } from "../ports/clock.ts";
+import type { LanesRead } from "../protocol/control-plane.ts";
 import type { ReleaseApi } from "../service/api.ts";
+import type { NamedToken } from "./auth.ts";
+import { AuthThrottle, authThrottle } from "./auth-throttle.ts";
 import { bodyLimits } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
 import { singleQueryParams } from "./query-params.ts";
+import { modelRoutes } from "./routes/models.ts";
 import { releaseRoutes } from "./routes/releases.ts";
 import { type StepRunRouteOptions, stepRunRoutes } from "./routes/step-runs.ts";
 import { systemRoutes } from "./routes/system.ts";
@@ -22,6 +26,8 @@ export interface AppOptions {
   /** The OIDC runner credential of preflights and callbacks; default HMAC only. */
   runnerCredential?: StepRunRouteOptions["runnerCredential"];
   operatorToken: string;
+  /** People's own operator tokens (BATON_OPERATORS): actions sent with one are recorded as theirs. */
+  operators?: readonly NamedToken[];
   viewerToken: string | null;
   log?: { error(msg: string, err?: unknown): void; info?(msg: string): void };
   /**
@@ -32,15 +38,26 @@ export interface AppOptions {
   repository?: string;
   /** The exposition text of `GET /metrics`; no such route when absent. */
   metrics?: () => Promise<string>;
+  /** One read of a model's lanes at the control plane (`GET /v1/releases/:id/lanes`). */
+  lanes?: (model: string) => Promise<LanesRead>;
   /** Mounts more routes (e.g. the dashboard under `/`) before the 404 handler. */
   extend?: (app: Hono) => void;
 }
 
 export function createApp(o: AppOptions): Hono {
   const app = new Hono();
-  const operatorTokens = [o.operatorToken];
-  const readTokens = o.viewerToken ? [o.operatorToken, o.viewerToken] : operatorTokens;
+  const operators = o.operators ?? [];
+  const operatorTokens = [o.operatorToken, ...operators.map((p) => p.token)];
+  const readTokens = o.viewerToken ? [...operatorTokens, o.viewerToken] : operatorTokens;
   app.onError(onError(o.log ?? console));
+  // Credential guessing is throttled per client address before anything else reads the request.
+  app.use(
+    "*",
+    authThrottle(new AuthThrottle(o.clock), [
+      o.operatorToken,
+      ...(o.viewerToken ? [o.viewerToken] : []),
+    ]),
+  );
   // Before every route (the dashboard's too, mounted by `extend`): no handler reads past it.
   app.use("*", bodyLimits());
   // CSP and frame headers on every answer (the dashboard's pages above all): no framing
@@ -87,18 +104,22 @@ export function createApp(o: AppOptions): Hono {
       clock: o.clock,
       callbackSecrets: o.callbackSecrets,
       operatorTokens,
+      operators,
       readTokens,
       ...(o.runnerCredential ? { runnerCredential: o.runnerCredential } : {}),
       ...(o.log ? { log: o.log } : {}),
     }),
   );
+  app.route("/v1/models", modelRoutes({ api: o.api, operatorTokens, readTokens }));
   app.route(
     "/v1/releases",
     releaseRoutes({
       api: o.api,
       operatorTokens,
+      operators,
       readTokens,
       ...(o.repository ? { repository: o.repository } : {}),
+      ...(o.lanes ? { lanes: o.lanes } : {}),
     }),
   );
   o.extend?.(app);

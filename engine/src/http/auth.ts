@@ -60,6 +60,27 @@ export function requireBearer(
   };
 }
 
+/** A person's own operator token, as BATON_OPERATORS names it. */
+export interface NamedToken {
+  name: string;
+  token: string;
+}
+
+/**
+ * The name of the person whose token the request carries (`Authorization: Bearer …`), or
+ * null for any other token (the shared operator token) or none. Compared in constant time.
+ */
+export function personOf(
+  authorization: string | undefined,
+  people: readonly NamedToken[],
+): string | null {
+  const given = bearer(authorization);
+  if (!given) return null;
+  let found: string | null = null;
+  for (const p of people) if (tokenMatches(given, [p.token])) found = p.name;
+  return found;
+}
+
 /** One identical 401 body for every bad credential (forged, expired, missing, malformed). */
 export const BAD_CREDENTIAL_MESSAGE =
   "[engine] bad credential: sign the exact request body with the callback secret (x-baton-signature, x-baton-timestamp within 5 minutes)";

@@ -9,7 +9,7 @@
  * nothing is accepted without a verified key). Portable: jose uses WebCrypto and fetch only.
  */
 import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose";
-import { z } from "zod";
+import * as z from "zod";
 
 /** How preflights and callbacks are authenticated (BATON_RUNNER_CREDENTIAL). */
 export type RunnerCredentialMode = "hmac" | "oidc" | "hmac+oidc";
@@ -172,11 +172,10 @@ const OidcEnv = z.object({
       error: "BATON_RUNNER_CREDENTIAL must be hmac, oidc or hmac+oidc",
     })
     .default("hmac"),
-  BATON_OIDC_ISSUER: z
-    .url({ error: "BATON_OIDC_ISSUER must be an https URL" })
-    .default(GITHUB_ISSUER),
+  // Both URLs are checked with every URL setting (url-settings.ts, at start-up).
+  BATON_OIDC_ISSUER: z.string().trim().default(GITHUB_ISSUER),
   BATON_OIDC_AUDIENCE: text.optional(),
-  BATON_OIDC_JWKS_URL: z.url({ error: "BATON_OIDC_JWKS_URL must be an http(s) URL" }).optional(),
+  BATON_OIDC_JWKS_URL: z.string().trim().optional(),
   BATON_OIDC_REPOSITORY: z
     .string()
     .regex(/^[\w.-]+\/[\w.-]+$/, "BATON_OIDC_REPOSITORY must be owner/name")

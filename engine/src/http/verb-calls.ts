@@ -32,6 +32,7 @@ export const VERB_CALLS: {
   abandon: (api, id, actor, b) =>
     api.abandon(id, actor, text(b.reason), (b.lanes ?? {}) as Record<string, string>),
   confirm_restore: (api, id, actor, b) => api.confirmRestore(id, actor, text(b.reason)),
+  verify: (api, id, actor) => api.verify(id, actor),
   rollback: (api, id, actor, b) => api.rollback(id, actor, text(b.reason)),
   roll_forward: (api, id, actor, b) =>
     api.rollForward(id, b.recipe, actor, {

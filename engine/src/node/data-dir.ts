@@ -4,12 +4,14 @@
  * stops the engine with one line naming the variable instead of failing later (Node's
  * recursive mkdir loops for ever under a read-only pseudo file system such as /proc).
  */
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import { BatonError } from "../domain/errors.ts";
+import { PRIVATE_DIR_MODE } from "./private-file.ts";
 
 /**
- * Creates `dir` if missing and proves a file can be written and removed in it.
+ * Creates `dir` if missing, makes it 0700 (its owner's only), and proves a file can be
+ * written and removed in it.
  * @throws BatonError (bad_request) naming BATON_DATA_DIR, the path, the OS error and the fix.
  */
 export function prepareDataDir(dir: string): void {
@@ -25,6 +27,8 @@ export function prepareDataDir(dir: string): void {
         if ((m as NodeJS.ErrnoException).code !== "EEXIST") throw m;
       }
     }
+    // The folder holds the store, runners' logs and keys: its owner's only.
+    chmodSync(abs, PRIVATE_DIR_MODE);
     writeFileSync(probe, "");
     rmSync(probe, { force: true });
   } catch (e) {

@@ -10,7 +10,7 @@
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { serve } from "@hono/node-server";
-import { z } from "zod";
+import * as z from "zod";
 import { BatonError, type Problem } from "../domain/errors.ts";
 import { bodyLimitFor } from "../http/body-limit.ts";
 import { errorBody } from "../http/errors.ts";

@@ -9,6 +9,7 @@
  */
 
 import type { GateEvidence } from "../domain/gate/evidence.ts";
+import type { SourceMark } from "../domain/source-order.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import type { HistoryEntry, Json, OutboxEffect, Release } from "../domain/types.ts";
 
@@ -103,6 +104,28 @@ export interface CreateExtras {
    * taken over.
    */
   claimLanes?: readonly string[];
+  /**
+   * Set the model's source mark to `mark` (docs/lifecycle.md "Merge order is release order"),
+   * only if the model's mark is still at commit `expect` (null: the model has none). When it
+   * moved, `createRelease` writes nothing and throws `SourceMarkMoved`.
+   */
+  sourceMark?: { mark: SourceMark; expect: string | null };
+}
+
+/**
+ * Thrown by `createRelease` when the model's source mark is no longer at the commit the start
+ * was judged against (another start of the model moved it); nothing was written.
+ */
+export class SourceMarkMoved extends Error {
+  constructor(
+    readonly model: string,
+    readonly expected: string | null,
+  ) {
+    super(
+      `[store] the source mark of model ${model} is no longer at ${expected ?? "no commit"}; nothing was written`,
+    );
+    this.name = "SourceMarkMoved";
+  }
 }
 
 /** A lane claim: the lane id and the release that owns it. */
@@ -144,6 +167,15 @@ export interface Store {
   ): Promise<void>;
   /** The model's admission mark, or null before its first signed manifest. */
   getAdmissionMark(model: string): Promise<AdmissionMark | null>;
+  /** The model's source mark, or null before the recipe workflow first acted on the model. */
+  getSourceMark(model: string): Promise<SourceMark | null>;
+  /**
+   * Sets the model's source mark to `mark` without a release (the recipe workflow found a true
+   * repeat), only if the mark is still at commit `expect` (null: none yet). One conditional
+   * upsert: of several callers expecting the same commit exactly one wins. False, changing
+   * nothing, when the mark moved.
+   */
+  raiseSourceMark(mark: SourceMark, expect: string | null): Promise<boolean>;
   /** Claim rows of `laneIds` (any order; absent lanes are not listed), sorted by lane id. */
   laneClaims(laneIds: readonly string[]): Promise<LaneClaim[]>;
   getRelease(id: string): Promise<Release | null>;

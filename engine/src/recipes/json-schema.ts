@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { Recipe } from "../domain/recipe.ts";
 
 /** Where the generated JSON Schema of recipes lives, relative to the repository root. */

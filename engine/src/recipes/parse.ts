@@ -1,76 +1,236 @@
 /**
- * Reads a recipe file's text (YAML, or JSON, which is YAML 1.2) into a plain value, with
- * parse errors that name the file, line and column instead of a stack trace.
+ * Reads a recipe file's text (YAML, or JSON, which is YAML 1.2) into a plain value within the
+ * recipe limits (protocol/limits.ts), with errors that name the file, line and column instead
+ * of a stack trace.
  */
-import { Alias, type Document, isNode, Lexer, parseAllDocuments, parseDocument, visit } from "yaml";
+import {
+  Alias,
+  Composer,
+  CST,
+  type Document,
+  isMap,
+  isNode,
+  isScalar,
+  isSeq,
+  Lexer,
+  LineCounter,
+  Parser,
+  visit,
+} from "yaml";
 import { BatonError } from "../domain/errors.ts";
+import { type BodyLimits, RECIPE_LIMITS } from "../protocol/limits.ts";
 
-/** Largest recipe text accepted (bytes of UTF-8): a 256-lane recipe is well under 200 KB. */
-export const RECIPE_MAX_BYTES = 1024 * 1024;
+/** Largest recipe text accepted (bytes of UTF-8): `RECIPE_LIMITS.bytes`. */
+export const RECIPE_MAX_BYTES = RECIPE_LIMITS.bytes;
 
-/** Deepest nesting of `[` / `{` accepted in a recipe (a real one nests 4 levels). */
-export const RECIPE_MAX_NESTING = 64;
+/** Most collections open at once in a recipe: `RECIPE_LIMITS.depth`. */
+export const RECIPE_MAX_NESTING = RECIPE_LIMITS.depth;
 
-/**
- * Refuses text whose flow collections (`[`, `{`; JSON is YAML flow) nest deeper than
- * `RECIPE_MAX_NESTING`, before any parser builds a tree of it: 100,000 nested `[` (a 200 KB
- * file) ran the YAML library out of memory. Uses the YAML lexer (a flat token stream, so
- * brackets inside quoted strings are not counted) and stops at the first level too deep.
- * Block nesting needs indentation, which the size limit already bounds.
- * A "body too complex" refusal, answered like an alias bomb (`yamlToJs`): a syntax-level
- * problem of the text, not of the recipe's fields.
- * @throws BatonError `bad_request` (400) with one problem naming `<filename>:<line>:<col>`.
- */
-export function assertRecipeNesting(text: string, filename: string): void {
-  let depth = 0;
-  for (const { token, offset } of lexed(text)) {
-    if (token === "[" || token === "{") {
-      depth++;
-      if (depth > RECIPE_MAX_NESTING) {
-        throw bad(
-          filename,
-          position(lineStarts(text), offset),
-          `brackets are nested deeper than ${RECIPE_MAX_NESTING} levels`,
-          `Close the brackets: a recipe nests a few levels (lanes, waves); more than ${RECIPE_MAX_NESTING} is not a recipe.`,
-        );
-      }
-    } else if (token === "]" || token === "}") {
-      depth = Math.max(0, depth - 1);
-    }
+/** Alias expansions a recipe may make: `RECIPE_LIMITS.aliases`. */
+export const RECIPE_MAX_ALIASES = RECIPE_LIMITS.aliases;
+
+/** CST token types that open a collection (what `depth` counts). */
+const COLLECTIONS: ReadonlySet<string> = new Set(["block-map", "block-seq", "flow-collection"]);
+
+/** Lexical tokens that begin an entry: `- `, `? `, `: `, `,`, and a flow `[` / `{`. */
+const ENTRY_STARTS: ReadonlySet<string> = new Set([
+  "seq-item-ind",
+  "explicit-key-ind",
+  "map-value-ind",
+  "comma",
+  "flow-seq-start",
+  "flow-map-start",
+]);
+
+/** Bytes of `text` as UTF-8 (no Buffer: the core also runs on Workers). */
+export function utf8Bytes(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n += 4;
+        i++;
+      } else n += 3;
+    } else n += 3;
   }
+  return n;
+}
+
+/** What to say about problems whose wording differs between a recipe file and a request body. */
+export interface YamlWording {
+  /** A syntax error of the YAML library at `pos`. */
+  syntax(what: string, pos: { line: number; col: number } | null, code: string): BatonError;
+  /** A key given twice in one mapping. */
+  duplicate(key: string, pos: { line: number; col: number } | null): BatonError;
+}
+
+/** A YAML document read within limits, and where its lines start. */
+export interface BoundedYaml {
+  doc: Document.Parsed;
+  value: unknown;
+  /** 1-based line and column of an offset in the text. */
+  at(offset: number): { line: number; col: number };
 }
 
 /**
- * Refuses the first YAML tag in `text` (`!!python/object:...`, `!foo`, `!!str`, `!<...>`, a
- * `%TAG` handle's `!e!x`, the bare `!`): recipes are plain YAML. The YAML library resolves an
- * unknown tag to a plain string with only a warning and a known one (`!!binary`, `!!set`) to a
- * value no recipe field takes, so a tag is refused where it is written rather than guessed at.
- * Uses the YAML lexer: a `!` inside quotes, block scalars, comments or a plain word is no tag.
- * @throws BatonError `bad_request` (400) naming the tag and `<filename>:<line>:<col>`.
+ * Reads YAML text (JSON included) within `limits`, parsing it exactly once. One pass of the
+ * YAML library's lexer feeds its CST parser token by token; before the composer builds any
+ * node it refuses, at the first token past a limit: more than `limits.depth` collections open
+ * at once (counted on the parser's own stack, so nesting by indentation, by `- ` / `? ` on one
+ * line and by brackets all count), more than `limits.entries` entries (counted from the
+ * indicators that begin them: `- `, `? `, `: `, `,`, `[`, `{`), more than `limits.tokens`
+ * lexical tokens, a YAML tag, several documents.
+ * Then it composes the tokens already parsed, refuses a key given twice in one mapping (one
+ * set per mapping: linear) and converts with at most `RECIPE_LIMITS.aliases` alias expansions.
+ * Time and memory are linear in the text's length.
+ * @throws BatonError `bad_request` (400) naming `<filename>:<line>:<col>` and the fix; syntax
+ *   errors and duplicate keys as `wording` says.
  */
-export function assertNoYamlTags(text: string, filename: string): void {
-  for (const { token, offset } of lexed(text)) {
-    if (!token.startsWith("!")) continue;
-    const pos = position(lineStarts(text), offset);
-    const tag = token.length > 80 ? `${token.slice(0, 80)}…` : token;
-    throw bad(
-      filename,
-      pos,
-      `the YAML tag \`${tag}\` is not allowed`,
-      `Remove \`${tag}\`: recipes are plain YAML: no tags (\`!name\`, \`!!type\`). Write the value itself; quote it ("...") if it must stay a string.`,
+export function readBoundedYaml(
+  text: string,
+  filename: string,
+  wording: YamlWording,
+  limits: BodyLimits & { tokens: number } = RECIPE_LIMITS,
+): BoundedYaml {
+  const bytes = utf8Bytes(text);
+  if (bytes > limits.bytes) {
+    throw new BatonError(
+      "payload_too_large",
+      `[recipe] ${filename}: recipe is ${bytes} bytes, over the ${limits.bytes}-byte limit`,
+      [
+        {
+          path: "",
+          message: `is ${bytes} bytes, over the ${limits.bytes}-byte limit`,
+          fix: "Split the rollout into several recipes.",
+        },
+      ],
     );
   }
+  const lines = new LineCounter();
+  const at = (offset: number) => {
+    const p = lines.linePos(offset);
+    return { line: p.line, col: p.col };
+  };
+  const parser = new Parser(lines.addNewLine);
+  lines.addNewLine(0);
+  const tokens: CST.Token[] = [];
+  let documents = 0;
+  let entries = 0;
+  let lexemes = 0;
+  const take = (t: CST.Token) => {
+    tokens.push(t);
+    if (t.type === "document") documents++;
+  };
+  for (const lexeme of new Lexer().lex(text)) {
+    const offset = parser.offset;
+    if (++lexemes > limits.tokens) {
+      throw tooComplex(
+        filename,
+        at(offset),
+        `holds more than ${limits.tokens} YAML tokens (indicators, values, comments, spaces, line breaks)`,
+        `A recipe is a few thousand tokens; at most ${limits.tokens} are read. Remove blank lines and comments the recipe does not need, or split the rollout into several recipes.`,
+      );
+    }
+    const type = CST.tokenType(lexeme);
+    if (type === "tag") throw tagRefused(lexeme, filename, at(offset));
+    if (type && ENTRY_STARTS.has(type) && ++entries > limits.entries) {
+      throw tooComplex(
+        filename,
+        at(offset),
+        `holds more than ${limits.entries} entries (mapping keys and list items)`,
+        `A recipe holds a few hundred entries; at most ${limits.entries} are read. Remove what the recipe does not need, or split the rollout into several recipes.`,
+      );
+    }
+    for (const t of parser.next(lexeme)) take(t);
+    if (parser.stack.length > limits.depth && openCollections(parser.stack) > limits.depth) {
+      throw tooComplex(
+        filename,
+        at(offset),
+        `is nested deeper than ${limits.depth} levels (collections open at once, by indentation, \`- \`, \`? \` or brackets)`,
+        `Nest less: a recipe nests a few levels (lanes, waves); more than ${limits.depth} is not a recipe.`,
+      );
+    }
+  }
+  for (const t of parser.end()) take(t);
+  if (documents > 1) {
+    const message = `[recipe] ${filename} holds ${documents} YAML documents; a recipe file holds exactly one (remove the \`---\` separators)`;
+    return throwMulti(message);
+  }
+  // Duplicate keys are found below with one set per mapping: the library's own check
+  // (`uniqueKeys`) compares each key with every earlier one, which 40,000 keys made take 9 s.
+  const composer = new Composer({ uniqueKeys: false, merge: false, strict: true });
+  let doc: Document.Parsed | undefined;
+  for (const d of composer.compose(tokens, true, text.length)) doc ??= d;
+  if (!doc) throw wording.syntax("the text holds no YAML document", null, "EMPTY");
+  const err = doc.errors[0];
+  if (err) {
+    const what = (err.message.split("\n")[0] ?? err.message).replace(
+      / at line \d+, column \d+:?$/,
+      "",
+    );
+    throw wording.syntax(what, at(err.pos[0]), err.code);
+  }
+  const dup = firstDuplicateKey(doc);
+  if (dup) throw wording.duplicate(dup.key, dup.offset === null ? null : at(dup.offset));
+  return { doc, value: yamlToJs(doc, text, filename), at };
 }
 
-/** The YAML lexer's tokens of `text`, each with its offset in `text`. */
-function* lexed(text: string): Generator<{ token: string; offset: number }> {
-  let offset = 0;
-  for (const token of new Lexer().lex(text)) {
-    yield { token, offset };
-    // The lexer adds one-character control tokens (document start, scalar) not in the text.
-    const control = token.length === 1 && token.charCodeAt(0) < 0x20 && !/[\t\n\r]/.test(token);
-    if (!control) offset += token.length;
+/** Collections open on the CST parser's stack. */
+function openCollections(stack: readonly CST.Token[]): number {
+  let n = 0;
+  for (const t of stack) if (COLLECTIONS.has(t.type)) n++;
+  return n;
+}
+
+/**
+ * The first key given twice in one mapping (compared as the property names they become:
+ * `1` and `"1"` are the same key), with its offset; null when none. Iterative: depth is
+ * bounded before this runs, but no recursion is needed either.
+ */
+function firstDuplicateKey(doc: Document.Parsed): { key: string; offset: number | null } | null {
+  const stack: unknown[] = [doc.contents];
+  while (stack.length > 0) {
+    const n = stack.pop();
+    if (isMap(n)) {
+      const seen = new Set<string>();
+      for (const pair of n.items) {
+        const k = pair.key;
+        if (isScalar(k)) {
+          const name = String(k.value);
+          if (seen.has(name)) return { key: name.slice(0, 80), offset: k.range?.[0] ?? null };
+          seen.add(name);
+        } else stack.push(k);
+        stack.push(pair.value);
+      }
+    } else if (isSeq(n)) {
+      for (const item of n.items) stack.push(item);
+    }
   }
+  return null;
+}
+
+function tagRefused(token: string, filename: string, pos: { line: number; col: number }) {
+  const tag = token.length > 80 ? `${token.slice(0, 80)}…` : token;
+  return bad(
+    filename,
+    pos,
+    `the YAML tag \`${tag}\` is not allowed`,
+    `Remove \`${tag}\`: recipes are plain YAML: no tags (\`!name\`, \`!!type\`). Write the value itself; quote it ("...") if it must stay a string.`,
+  );
+}
+
+/** A "too complex to read" refusal: 400, naming the limit passed and where. */
+function tooComplex(
+  filename: string,
+  pos: { line: number; col: number },
+  what: string,
+  fix: string,
+): BatonError {
+  return bad(filename, pos, `too complex to read: the text ${what}`, fix);
 }
 
 /** A parsed recipe file: its value and a way to find where a path is in the text. */
@@ -80,80 +240,47 @@ export interface ParsedRecipeText {
   locate(path: readonly (string | number)[]): { line: number; col: number } | null;
 }
 
-/**
- * Parses `text` as YAML 1.2 (JSON included). Duplicate keys, several documents, unresolved
- * aliases and alias bombs are errors. Throws `BatonError` `bad_request` (400) whose message is
- * `[recipe] <filename>:<line>:<col>: <what is wrong>` and whose one problem carries the fix.
- */
-/**
- * The key a `DUPLICATE_KEY` error points at (`offset`: the error's first position), as
- * written: a quoted key without its quotes, a plain key up to its colon; at most 80
- * characters. Null when nothing key-like is there.
- */
-export function duplicateKeyAt(text: string, offset: number): string | null {
-  const m = /^(?:"((?:[^"\\\n]|\\.){1,80})"|'([^'\n]{1,80})'|([^:#\n]{1,80}?))\s*:/.exec(
-    text.slice(offset, offset + 200),
-  );
-  const key = m?.[1] ?? m?.[2] ?? m?.[3]?.trim();
-  return key ? key : null;
+/** How a recipe file's syntax errors and duplicate keys are worded (`baton check`, the workflow). */
+function fileWording(filename: string): YamlWording {
+  return {
+    syntax: (what, pos) =>
+      bad(
+        filename,
+        pos,
+        what,
+        `Fix the ${filename.endsWith(".json") ? "JSON" : "YAML"} syntax there: check the indentation (spaces, not tabs), that every key is followed by \`: \`, and that brackets and quotes are closed.`,
+      ),
+    duplicate: (key, pos) =>
+      bad(
+        filename,
+        pos,
+        `the key \`${key}\` appears twice in one mapping`,
+        `Give \`${key}\` once: remove or rename the repeated key.`,
+      ),
+  };
 }
 
+/**
+ * Parses a recipe file's `text` as YAML 1.2 (JSON included) within `RECIPE_LIMITS`
+ * (`readBoundedYaml`). Duplicate keys, several documents, tags, unresolved aliases and alias
+ * bombs are errors.
+ * @throws BatonError `bad_request` (400) whose message is `[recipe] <filename>:<line>:<col>:
+ *   <what is wrong>` and whose one problem carries the fix; `payload_too_large` (413) over
+ *   `RECIPE_LIMITS.bytes`.
+ */
 export function parseRecipeText(text: string, filename: string): ParsedRecipeText {
-  const bytes = Buffer.byteLength(text, "utf8");
-  if (bytes > RECIPE_MAX_BYTES) {
-    throw bad(
-      filename,
-      null,
-      `recipe is ${bytes} bytes, over the ${RECIPE_MAX_BYTES}-byte limit`,
-      "Split the rollout into several recipes.",
-    );
-  }
-  assertRecipeNesting(text, filename);
-  assertNoYamlTags(text, filename);
-  // Count documents first: `parseDocument` reports a second one as "use
-  // YAML.parseAllDocuments()", which reads like a bug in Baton rather than in the file.
-  const docs = parseAllDocuments(text, { merge: false });
-  const count = Array.isArray(docs) ? docs.length : 0;
-  if (count > 1) {
-    const message = `[recipe] ${filename} holds ${count} YAML documents; a recipe file holds exactly one (remove the \`---\` separators)`;
-    return throwMulti(message);
-  }
-  const doc = parseDocument(text, {
-    prettyErrors: true,
-    uniqueKeys: true,
-    merge: false,
-    strict: true,
-  });
-  const err = doc.errors[0];
-  if (err) {
-    const pos = err.linePos?.[0] ?? null;
-    const what = (err.message.split("\n")[0] ?? err.message).replace(
-      / at line \d+, column \d+:?$/,
-      "",
-    );
-    const dup = err.code === "DUPLICATE_KEY" ? duplicateKeyAt(text, err.pos[0]) : null;
-    const fix =
-      err.code === "DUPLICATE_KEY"
-        ? `Give ${dup ? `\`${dup}\`` : "each key"} once: remove or rename the repeated key.`
-        : `Fix the ${filename.endsWith(".json") ? "JSON" : "YAML"} syntax there: check the indentation (spaces, not tabs), that every key is followed by \`: \`, and that brackets and quotes are closed.`;
-    throw bad(filename, pos, dup ? `the key \`${dup}\` appears twice in one mapping` : what, fix);
-  }
-  const value = yamlToJs(doc, text, filename);
-  const lineCounterStarts = lineStarts(text);
+  const { doc, value, at } = readBoundedYaml(text, filename, fileWording(filename));
   return {
     value,
     locate(path) {
       for (let n = path.length; n >= 0; n--) {
         const node = doc.getIn(path.slice(0, n), true);
-        if (isNode(node) && node.range) return position(lineCounterStarts, node.range[0]);
+        if (isNode(node) && node.range) return at(node.range[0]);
       }
       return null;
     },
   };
 }
-
-/** Alias expansions a recipe may make (the YAML library's `maxAliasCount`). */
-export const RECIPE_MAX_ALIASES = 100;
 
 /**
  * `doc.toJS()` with at most `RECIPE_MAX_ALIASES` alias expansions. An alias bomb ("billion

@@ -8,6 +8,7 @@ import { ACCEPT_KIND } from "../domain/release-history.ts";
 import { reportedImages } from "../domain/result-evidence.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { HistoryEntry, Release } from "../domain/types.ts";
+import { suggestedCommand } from "../domain/verbs.ts";
 import type { AttemptResult } from "../ports/store.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import { sha256Hex } from "../protocol/sha256.ts";
@@ -38,7 +39,18 @@ const DECISION_KINDS = new Set([
   "release",
   "confirm_restore",
   "gate",
+  "stop_check",
+  "verify",
+  "verified",
 ]);
+
+/** Whether a `stop_check` history entry is a breach (`data.stop_check.breached`). */
+function stopBreachOf(h: HistoryEntry): boolean {
+  const d = h.data;
+  if (!d || typeof d !== "object" || Array.isArray(d)) return false;
+  const s = d.stop_check;
+  return !!s && typeof s === "object" && !Array.isArray(s) && s.breached === true;
+}
 
 /** The decision a `gate` history entry carries (`data.gate.decision`), or null. */
 function gateDecisionOf(h: HistoryEntry): string | null {
@@ -187,7 +199,8 @@ export function buildRecord(
     .filter(
       (h) =>
         DECISION_KINDS.has(h.kind) &&
-        (h.kind !== "gate" || ["pass", "fail", "inconclusive"].includes(gateDecisionOf(h) ?? "")),
+        (h.kind !== "gate" || ["pass", "fail", "inconclusive"].includes(gateDecisionOf(h) ?? "")) &&
+        (h.kind !== "stop_check" || stopBreachOf(h)),
     )
     .map((h) => {
       const actor = actorOf(h);
@@ -286,6 +299,18 @@ export function buildRecord(
         .map((l) => l.id)
         .join(", ")}; compensation restores previous_image there`,
     );
+  const v = release.verification;
+  if (backward.length > 0 && !v)
+    known_gaps.push(
+      `recovery verification: none was made (the undo ended before Baton verified recoveries); ${suggestedCommand("verify", { target: release.id })} reads the lanes now`,
+    );
+  if (v && v.gaps.length > 0)
+    known_gaps.push(`recovery verification ${v.seq} could not observe: ${v.gaps.join("; ")}`);
+  if (v?.state === "failed")
+    deviations.push({
+      at: v.at,
+      what: `verification ${v.seq} found lanes not as desired: ${v.summary ?? "(no summary)"}`,
+    });
   if (!closed) known_gaps.push(`the release is ${release.state}: this record is not final`);
 
   const body = {
@@ -394,6 +419,26 @@ export function buildRecord(
           of: release.lineage.of,
           manifest_of: release.lineage.manifest_of ?? null,
           chain: [...(o.chain ?? [])],
+        }
+      : null,
+    recovery_verification: release.verification
+      ? {
+          seq: release.verification.seq,
+          trigger: release.verification.trigger,
+          requested_by: release.verification.requested_by,
+          requested_at: release.verification.requested_at,
+          desired_from: release.verification.desired_from,
+          state: release.verification.state,
+          at: release.verification.at,
+          by: release.verification.by,
+          summary: release.verification.summary,
+          gaps: [...release.verification.gaps],
+          lanes: release.verification.lanes.map((l) => ({
+            lane: l.lane,
+            ok: l.ok,
+            target_source: l.target_source,
+            fields: l.fields.map((f) => ({ ...f })),
+          })),
         }
       : null,
     decisions,

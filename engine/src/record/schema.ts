@@ -4,16 +4,17 @@
  * time, and the owner's acceptance. The schema is the type; its JSON Schema is published at
  * engine/schema/release-record.schema.json (`npm run schema`; a test keeps it current).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { RELEASE_STATES } from "../domain/states.ts";
 
 /**
  * The record's shape version (docs/record.md "Versions"). A change of shape changes this, so a
  * digest an owner accepted is never recomputed from a different shape under the same number.
  * 1: the first record; 2: `ran.observed_lanes`, `lineage`, `recovery.traffic_restored_at` and
- * `recovery.restore` (a recoverable release's restore action and who confirmed it).
+ * `recovery.restore` (a recoverable release's restore action and who confirmed it);
+ * 3: `recovery_verification` (the latest recovery verification, lane by lane).
  */
-export const RECORD_VERSION = 2 as const;
+export const RECORD_VERSION = 3 as const;
 
 /** Where the generated JSON Schema of the record lives, relative to the repository root. */
 export const RECORD_SCHEMA_PATH = "engine/schema/release-record.schema.json";
@@ -29,6 +30,57 @@ export const OBSERVED_SOURCES = [
   "traffic_assert",
   "target_report",
 ] as const;
+
+const FieldVerdict = z.object({
+  field: z.enum(["image", "weight", "excluded", "capabilities", "health"]),
+  desired: z
+    .unknown()
+    .describe(
+      'what the lane should be (image ref, %, boolean, {capabilities, advertised}, or "pass")',
+    ),
+  observed: z.unknown().describe("what was read; null when not observed"),
+  ok: z.boolean().nullable().describe("null: not observed (see note)"),
+  note: z.string().nullable().describe("the difference in words, or why it was not observed"),
+});
+
+const RecoveryVerification = z
+  .object({
+    seq: z.number().int().describe("1 for the release's first verification, +1 for each later one"),
+    trigger: z
+      .enum(["compensation", "operator"])
+      .describe("compensation: the undo ended; operator: baton verify"),
+    requested_by: z.string().describe("`engine` after an undo, else the operator"),
+    requested_at: Ms,
+    desired_from: z
+      .enum(["baseline", "manifest"])
+      .describe(
+        "baseline: the lanes as observed at start (an undo); manifest: its declared end state (a succeeded release)",
+      ),
+    state: z.enum(["verifying", "passed", "failed"]),
+    at: Ms.nullable().describe("when the deciding reading was made; null while verifying"),
+    by: z
+      .string()
+      .nullable()
+      .describe(
+        "what read the lanes (the control plane; a target probe or the lanes' last runner reports)",
+      ),
+    summary: z.string().nullable(),
+    gaps: z.array(z.string()).describe("fields that could not be observed, lane by lane"),
+    lanes: z.array(
+      z.object({
+        lane: z.string(),
+        ok: z.boolean(),
+        target_source: z
+          .enum(["target_probe", "runner_report"])
+          .nullable()
+          .describe(
+            "where the image and health came from; null when the lane's machine was not asked",
+          ),
+        fields: z.array(FieldVerdict),
+      }),
+    ),
+  })
+  .nullable();
 
 const LineageLink = z.object({
   id: z.string(),
@@ -49,7 +101,7 @@ export const ReleaseRecordDocument = z
     record_version: z
       .literal(RECORD_VERSION)
       .describe(
-        "the record's shape version: 2 (1 had no observed_lanes, lineage, traffic_restored_at or restore; docs/record.md)",
+        "the record's shape version: 3 (2 had no recovery_verification; 1 had no observed_lanes, lineage, traffic_restored_at or restore; docs/record.md)",
       ),
     release: z.object({
       id: z.string(),
@@ -227,6 +279,9 @@ export const ReleaseRecordDocument = z
       })
       .nullable()
       .describe("which lifecycle verb started this release, and from which release (null: start)"),
+    recovery_verification: RecoveryVerification.describe(
+      "the latest recovery verification (docs/lifecycle.md): per lane, desired against observed image, weight, excluded marker, capabilities and health; null when none was made",
+    ),
     decisions: z.array(
       z.object({
         at: Ms,

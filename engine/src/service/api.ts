@@ -9,6 +9,7 @@
 
 import type { Problem } from "../domain/errors.ts";
 import type { GateEvidence } from "../domain/gate/evidence.ts";
+import type { SourceClaim, SourceMark } from "../domain/source-order.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import type { HistoryEntry, Json, Release } from "../domain/types.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
@@ -58,9 +59,29 @@ export interface ReleaseApi {
       attestations?: unknown[];
       rollback?: boolean;
       exposure?: "dark";
+      /** The recipe workflow's commit (docs/lifecycle.md "Merge order is release order"). */
+      source?: SourceClaim;
     },
   ): Promise<Release>;
+  /** The model's source mark (docs/lifecycle.md "Merge order is release order"), or null. */
+  sourceMark(model: string): Promise<SourceMark | null>;
+  /**
+   * The recipe workflow found a true repeat of release `releaseId` at `claim.commit`: the
+   * model's source mark moves there (use-cases/source-marks.ts). Throws `superseded` (409) as a
+   * start from `claim` would.
+   */
+  acknowledgeSource(
+    model: string,
+    claim: SourceClaim,
+    releaseId: string,
+    actor: string,
+  ): Promise<SourceMark>;
   get(id: string): Promise<ReleaseRecord>;
+  /**
+   * The release alone (no history, results or evidence), or null when unknown: what a list
+   * needs to say where a live release is held. Optional: lists fall back on step numbers.
+   */
+  peek?(id: string): Promise<Release | null>;
   /**
    * One page of a release's history, oldest first: `limit` entries (1..1000) from position
    * `cursor` (0 = the first entry); `next_cursor` is null past the last one. 404 when unknown.
@@ -134,6 +155,13 @@ export interface ReleaseApi {
    * rollback: the operator ran it (reason: what and what it showed); it ends `rolled_back`.
    */
   confirmRestore(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
+  /**
+   * Verify the release's lanes (docs/lifecycle.md "Recovery verification"): after an undo whose
+   * verification failed (`needs_operator`), or of a `succeeded` / `rolled_back` release. Accepted:
+   * the reading is under way (`release.verification.state` is `verifying`); its result comes
+   * with the `verified` event. 409 in other states, naming why.
+   */
+  verify(id: string, actor: string): Promise<Accepted | Refusal>;
   /** needs_operator: the operator did this backward step run's effect by hand (reason required). */
   resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   /**

@@ -25,6 +25,8 @@ export interface GateRun {
   controlImage?: string;
   /** The lanes serving the model at release start (the observed baseline); see GateQuery. */
   controlLanes?: string[];
+  /** Evaluations in a row before this one that failed to read / could not decide. */
+  streak?: { errors: number; undecided: number };
 }
 
 /**
@@ -56,6 +58,7 @@ export async function evaluateGate(
       plannedCandidateShare: wave.traffic / 100,
       elapsedMs: Math.max(0, run.now - run.waveStartedAt),
       phase: gate.phase,
+      ...(run.streak ? { streak: run.streak } : {}),
     },
     observations,
   );

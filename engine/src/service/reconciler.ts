@@ -10,7 +10,7 @@
  * If the claim was lost meanwhile (lease expired, another engine took the row), the commit
  * conflicts and the outcome is dropped: the row's new holder decides. This file is the claim
  * loop; how each kind of row is performed is in perform/ (dispatch, control plane, gate, the
- * deliveries of notices and deployment statuses).
+ * reads of a recovery verification, the deliveries of notices and deployment statuses).
  */
 import type { DeadlineEffect, ReleaseEvent } from "../domain/types.ts";
 import { FaultCrash } from "../faults.ts";
@@ -26,6 +26,8 @@ import { performControlPlane } from "./perform/control-plane.ts";
 import { performDeployment, performNotify } from "./perform/deliveries.ts";
 import { performDispatch } from "./perform/dispatch.ts";
 import { performGate } from "./perform/gate.ts";
+import { performStopCheck } from "./perform/stop.ts";
+import { performVerify } from "./perform/verify.ts";
 
 export type { ReconcilerDeps, ReleaseCommits } from "./perform/context.ts";
 
@@ -251,6 +253,12 @@ export class Reconciler {
           break;
         case "gate":
           event = await performGate(this.perform, row, e);
+          break;
+        case "stop_check":
+          event = await performStopCheck(this.perform, row, e);
+          break;
+        case "verify":
+          event = await performVerify(this.perform, row, e);
           break;
         default:
           return false;

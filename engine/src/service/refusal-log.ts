@@ -1,5 +1,5 @@
 /**
- * Bounds what refused protocol requests write (issue 14 item 2). A preflight or callback can
+ * Bounds what refused protocol requests write. A preflight or callback can
  * be refused (bad credential, duplicate, late, fenced) as often as anyone cares to send it;
  * step-run ids are guessable, so a stranger with no credential could otherwise append one
  * history row per request. Here each refusal has a key (step run, kind, reason code); the first
@@ -57,5 +57,45 @@ export class RefusalLog {
   /** Keys remembered now (for tests). */
   get size(): number {
     return this.seen.size;
+  }
+}
+
+/** Log lines about refused requests written per window at most; the rest are counted. */
+export const REFUSAL_LOG_LINES = 20;
+
+/**
+ * Bounds the log lines refused requests write: a stranger can send forged requests to as many
+ * distinct step-run ids as they like, and each distinct id is a new key of `RefusalLog`. At
+ * most `perWindow` lines are written per window (default one minute); the rest are counted,
+ * and the first line of the next window says how many were not written.
+ */
+export class SampledLog {
+  private windowStart = Number.NEGATIVE_INFINITY;
+  private written = 0;
+  private counted = 0;
+
+  constructor(
+    private readonly perWindow = REFUSAL_LOG_LINES,
+    private readonly windowMs = REFUSAL_WINDOW_MS,
+  ) {}
+
+  /** Writes `message` with `write` unless this window's lines are spent; `now` is epoch ms. */
+  line(write: (message: string) => void, message: string, now: number): void {
+    if (now - this.windowStart >= this.windowMs || now < this.windowStart) {
+      if (this.counted > 0) {
+        write(
+          `[engine] ${this.counted} more refused requests in the ${Math.round(this.windowMs / 1000)} s before were counted, not logged (at most ${this.perWindow} lines a window)`,
+        );
+      }
+      this.windowStart = now;
+      this.written = 0;
+      this.counted = 0;
+    }
+    if (this.written < this.perWindow) {
+      this.written++;
+      write(message);
+    } else {
+      this.counted++;
+    }
   }
 }

@@ -7,6 +7,7 @@
 import type { AdmissionConfig } from "../admission/policy.ts";
 import type { BundleVerifier } from "../admission/verify.ts";
 import type { LifecycleLookups } from "../domain/lifecycle.ts";
+import type { SourceClaim, SourceMark } from "../domain/source-order.ts";
 import type { HistoryEntry, Json, Release, ReleaseEvent } from "../domain/types.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { ControlPlane } from "../ports/control-plane.ts";
@@ -27,6 +28,7 @@ import { LifecycleReads, type PreviousAdmitted } from "./use-cases/lookups.ts";
 import { OperatorVerbs } from "./use-cases/operator.ts";
 import { type LiveState, ReleaseQueries } from "./use-cases/queries.ts";
 import { RunnerProtocol } from "./use-cases/runner.ts";
+import { SourceMarks } from "./use-cases/source-marks.ts";
 import { type StartOptions, Starts } from "./use-cases/start.ts";
 
 export {
@@ -104,6 +106,7 @@ export class ReleaseService implements ReleaseApi {
   private readonly operator: OperatorVerbs;
   private readonly runner: RunnerProtocol;
   private readonly storeHealth: StoreHealth;
+  private readonly sources: SourceMarks;
 
   constructor(deps: ReleaseServiceDeps) {
     this.store = deps.store;
@@ -144,6 +147,7 @@ export class ReleaseService implements ReleaseApi {
       targetProbe,
       runnerProbe: deps.runnerProbe === true && targetProbe === null,
     });
+    this.sources = new SourceMarks(this.kernel, this.starts);
     this.acceptance = new Acceptance(this.kernel, this.queries);
     this.operator = new OperatorVerbs(this.kernel, this.reads);
     this.runner = new RunnerProtocol(this.kernel, log);
@@ -170,6 +174,19 @@ export class ReleaseService implements ReleaseApi {
 
   start(recipe: unknown, actor: string, opts: StartOptions = {}): Promise<Release> {
     return this.starts.start(recipe, actor, opts);
+  }
+
+  sourceMark(model: string): Promise<SourceMark | null> {
+    return this.sources.get(model);
+  }
+
+  acknowledgeSource(
+    model: string,
+    claim: SourceClaim,
+    releaseId: string,
+    actor: string,
+  ): Promise<SourceMark> {
+    return this.sources.acknowledge(model, claim, releaseId, actor);
   }
 
   rollback(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
@@ -231,6 +248,10 @@ export class ReleaseService implements ReleaseApi {
     return this.operator.resolve(stepRunId, actor, reason);
   }
 
+  verify(id: string, actor: string): Promise<Accepted | Refusal> {
+    return this.operator.verify(id, actor);
+  }
+
   abandon(
     id: string,
     actor: string,
@@ -262,6 +283,10 @@ export class ReleaseService implements ReleaseApi {
 
   get(id: string): Promise<ReleaseRecord> {
     return this.queries.get(id);
+  }
+
+  peek(id: string): Promise<Release | null> {
+    return this.queries.peek(id);
   }
 
   list(q: { state?: Release["state"]; limit: number; before?: number }): Promise<ReleaseSummary[]> {

@@ -101,3 +101,30 @@ export function releaseOfStepRun(stepRunId: string): string | null {
   const m = /^sr_([0-9]{1,12})_[0-9]{1,4}_[fb]$/.exec(stepRunId);
   return m ? `r${m[1]}` : null;
 }
+
+/**
+ * An image for people, short enough for a phone: `ghcr.io/acme/ranker:v3.1@sha256:2a1b…` ->
+ * `ranker:v3.1@sha256:2a1b3c4d5e6f…` (the last path segment with its tag, the digest's first
+ * 12 hex). A reference without a digest is kept (cut at 60 characters).
+ */
+export function shortImage(ref: string): string {
+  const at = ref.indexOf("@sha256:");
+  if (at < 0) return ref.length > 60 ? `${ref.slice(0, 57)}…` : ref;
+  const name = ref.slice(0, at).split("/").at(-1) ?? "";
+  return `${name}@sha256:${ref.slice(at + 8, at + 20)}…`;
+}
+
+/** Which image a lane runs, for people: the release's candidate, or the baseline it replaces. */
+export type ImageRole = "candidate" | "baseline";
+
+/** `ranker:v3.1@sha256:2a1b3c4d5e6f… (candidate)`. */
+export function imageLabel(ref: string, role: ImageRole): string {
+  return `${shortImage(ref)} (${role})`;
+}
+
+/** `1,240`: a count for people (thousands separated by commas, whatever the locale). */
+export function count(n: number): string {
+  return Math.round(n)
+    .toString()
+    .replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}

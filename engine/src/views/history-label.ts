@@ -67,6 +67,7 @@ export const OPERATOR_EVENTS: ReadonlySet<string> = new Set([
   "pause",
   "release",
   "confirm_restore",
+  "verify",
 ]);
 
 /**
@@ -99,6 +100,7 @@ const WHAT: Record<string, string> = {
   applied: "control-plane outcome",
   observed: "control-plane read",
   gate: "gate evaluation",
+  verified: "verification reading",
   notice: "notice",
   deployment: "GitHub deployment status",
 };

@@ -7,18 +7,30 @@
  */
 import { type LifecycleVerb, lifecycleActions } from "../domain/lifecycle.ts";
 import { stepWords } from "../domain/step-words.ts";
-import { type AvailableAction, availableActions } from "../domain/transition/exits.ts";
+import {
+  type AvailableAction,
+  availableActions,
+  verifyAction,
+} from "../domain/transition/exits.ts";
 import { type PlannedStep, planOf } from "../domain/transition/plan.ts";
 import { rollbackDone } from "../domain/transition/recovery.ts";
 import type { Release } from "../domain/types.ts";
 import { dashboardPath } from "../domain/verbs.ts";
 import { stepAction } from "./summary.ts";
 
-/** What an action leads to, for people: steps grouped by lane, in the order they run. */
+/**
+ * What an action leads to, for people: the steps in the order they will run (each with its
+ * lane), or, for a rollback (a new release), what each lane goes back to.
+ */
 export interface PlanWords {
   /** `Will be undone, in this order` / `Will run, in this order` / `Will NOT be undone`. */
   heading: string;
-  /** Lane (or `traffic (all lanes)`) -> step descriptions in run order. */
+  /**
+   * The steps in the order they run, lanes interleaved as the engine runs them: `lane` is the
+   * lane (or `traffic (all lanes)`), `step` the step in words. Empty when nothing runs.
+   */
+  steps: { lane: string; step: string }[];
+  /** Per lane, what it goes through (a rollback); empty for the other actions. */
   lanes: { lane: string; steps: string[] }[];
   /** When nothing runs: what happens instead. */
   empty: string;
@@ -43,6 +55,7 @@ export interface Offer {
 const ORDER: Record<AvailableAction["action"], number> = {
   retry: 0,
   confirm_restore: 0,
+  verify: 0,
   resume: 1,
   release: 2,
   promote: 3,
@@ -52,7 +65,10 @@ const ORDER: Record<AvailableAction["action"], number> = {
   abandon: 7,
 };
 
-/** The actions the engine accepts for `r` now, most useful first. */
+/**
+ * The actions the engine accepts for `r` now, most useful first; a closed release's `verify`
+ * (which records a verification and changes no state) with them.
+ */
 export function offers(r: Release): Offer[] {
   const steps = r.manifest.steps;
   const where = (target: string) => {
@@ -60,7 +76,8 @@ export function offers(r: Release): Offer[] {
     const step = sr ? steps[sr.step_index] : undefined;
     return { sr, words: step ? stepWords(step) : target };
   };
-  return [...availableActions(r)]
+  const closedVerify = isClosed(r) ? verifyAction(r) : null;
+  return [...availableActions(r), ...(closedVerify ? [closedVerify] : [])]
     .sort((a, b) => ORDER[a.action] - ORDER[b.action])
     .map((a): Offer => {
       const { sr, words } = where(a.target);
@@ -129,6 +146,16 @@ export function offers(r: Release): Offer[] {
             danger: false,
             command: a.command,
           };
+        case "verify":
+          return {
+            action: a.action,
+            target: a.target,
+            label: r.state === "needs_operator" ? "Verify the lanes again…" : "Verify the lanes…",
+            effect: a.effect,
+            href: dashboardPath(a.action, a.target),
+            danger: false,
+            command: a.command,
+          };
         case "promote":
           return {
             action: a.action,
@@ -154,6 +181,10 @@ export function offers(r: Release): Offer[] {
           };
       }
     });
+}
+
+function isClosed(r: Release): boolean {
+  return r.state === "succeeded" || r.state === "rolled_back";
 }
 
 /** A lifecycle verb offered on a finished (or roll-forward-held) release; shaped as `Offer`. */
@@ -203,6 +234,7 @@ export function rollbackWords(r: Release): PlanWords {
   const m = r.manifest;
   return {
     heading: `A new release runs the previous admitted manifest of ${m.model} again; each lane goes back to the image it ran before ${r.id}`,
+    steps: [],
     lanes: m.lanes.map((l) => ({
       lane: l.id,
       steps: [`runs ${m.image} now`, `runs ${m.previous_image} again`],
@@ -214,53 +246,63 @@ export function rollbackWords(r: Release): PlanWords {
 /** Lane label of steps that concern no single lane (traffic writes of the whole model). */
 const ALL_LANES = "traffic (all lanes)";
 
-function byLane(r: Release, steps: PlannedStep[]): PlanWords["lanes"] {
-  const lanes = new Map<string, string[]>();
-  for (const p of steps) {
+/** The planned steps in their order, each with its lane (never regrouped by lane). */
+function inOrder(r: Release, steps: PlannedStep[]): PlanWords["steps"] {
+  return steps.flatMap((p) => {
     const step = r.manifest.steps[p.index];
-    if (!step) continue;
-    const key = p.lane ?? ALL_LANES;
-    const list = lanes.get(key) ?? [];
-    list.push(`${stepWords(step)} ${stepAction(step, p.direction)}`);
-    lanes.set(key, list);
-  }
-  return [...lanes].map(([lane, list]) => ({ lane, steps: list }));
+    return step
+      ? [{ lane: p.lane ?? ALL_LANES, step: `${stepWords(step)} ${stepAction(step, p.direction)}` }]
+      : [];
+  });
 }
 
 /**
- * What taking `action` on `target` will do to `r`, lane by lane, in words (`planOf`): the undo
- * steps (abort, resolve, retry of an undo), the steps that run (resume, retry), or for
- * abandon the undo steps that will not run.
+ * What taking `action` on `target` will do to `r`, in words and in the order the engine runs
+ * it (`planOf`): the undo steps (abort, resolve, retry of an undo), the steps that run
+ * (resume, retry), or for abandon the undo steps that will not run.
  */
 export function planWords(r: Release, action: Offer["action"], target: string): PlanWords {
   const plan = planOf(r, { action, target });
   if (action === "abandon") {
     return {
       heading: "Will NOT be undone (their effect stays; you confirm what each lane runs)",
-      lanes: byLane(r, plan.leftAsIs),
+      steps: inOrder(r, plan.leftAsIs),
+      lanes: [],
       empty: "Nothing is left to undo.",
     };
   }
   if (action === "confirm_restore") {
     return {
       heading: "Nothing runs",
+      steps: [],
       lanes: [],
       empty: rollbackDone(r)
         ? `The rollback of ${r.lineage?.of} is done (traffic and images are back). Run ${r.lineage?.of}'s restore action first: ${r.restore?.action ?? "(none named)"}. Confirming records who ran it and what it showed; the rollback then ends succeeded and its lanes become free.`
         : `Compensation is done (traffic rolled back). Run the restore action first: ${r.restore?.action ?? "(none named)"}. Confirming records who ran it and what it showed; the release then ends rolled back and its lanes become free.`,
     };
   }
+  if (action === "verify") {
+    return {
+      heading: "Nothing runs",
+      steps: [],
+      lanes: [],
+      empty:
+        "The engine reads every lane (the control plane, and the machines of the lanes a runner step touched) and records what it found against what each lane should be; nothing is written.",
+    };
+  }
   if (action === "pause") {
     return {
       heading: "In flight: these settle, then nothing new starts",
-      lanes: byLane(r, plan.runs),
+      steps: inOrder(r, plan.runs),
+      lanes: [],
       empty: "Nothing is in flight: the release waits at once; nothing new starts until resume.",
     };
   }
   const undo = plan.runs.length > 0 && plan.runs.every((p) => p.direction === "bwd");
   return {
     heading: undo ? "Will be undone, in this order" : "Will run, in this order",
-    lanes: byLane(r, plan.runs),
+    steps: inOrder(r, plan.runs),
+    lanes: [],
     empty:
       action === "abort"
         ? "Nothing took effect: the release ends aborted and nothing is undone."

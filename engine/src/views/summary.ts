@@ -13,6 +13,7 @@ import type { HistoryEntry, Json, ManifestStep, Release, StepRun } from "../doma
 import type { AttemptResult } from "../ports/store.ts";
 import { type CheckRow, checkRows } from "./format.ts";
 import { OPERATOR_EVENTS, readOnce } from "./history-label.ts";
+import { holdHeadline, pausedWhere } from "./where.ts";
 
 /** The step run states that end a step run badly. */
 const BAD = new Set(["failed", "unknown", "dispatch_failed"]);
@@ -81,8 +82,18 @@ export interface ReleaseSummaryFacts {
   undone: { step: ManifestStep; run: StepRun }[];
   /** Steps still to undo (compensating / needs_operator), in the order they will run. */
   toUndo: ManifestStep[];
-  /** Per lane, the image and traffic Baton last set (not a read of the fleet). */
-  lanes: { id: string; image: "new" | "previous"; weight: number | null; wave: number }[];
+  /**
+   * Per lane, the image and traffic Baton last set (not a read of the fleet): `image` whether
+   * it is the candidate (`new`) or the baseline (`previous`), `ref` that image
+   * (`name@sha256:…`).
+   */
+  lanes: {
+    id: string;
+    image: "new" | "previous";
+    ref: string;
+    weight: number | null;
+    wave: number;
+  }[];
   /** Traffic as last written and read back, or null when no traffic step ran. */
   traffic: { weights: Record<string, number>; percent: number; by: string } | null;
 }
@@ -171,7 +182,9 @@ export function summarize(
   const bwdBad = lastBad(r, "bwd");
   // An accepted abort is the operator's decision, whatever failed before it.
   const ended = ["compensating", "rolled_back", "aborted"].includes(r.state);
-  const cause = abort && ended ? "operator_abort" : causeOf(r);
+  // A gate that failed compensates with no failed step run: it is a failure, not an abort.
+  const gateFailed = !abort && history.some(isGateFail);
+  const cause = abort && ended ? "operator_abort" : gateFailed ? "failure" : causeOf(r);
   const failed =
     r.state === "needs_operator" && bwdBad
       ? failedStep(r, bwdBad, results)
@@ -225,13 +238,14 @@ export function summarize(
   const lanes = laneImages(r).map((l) => ({
     id: l.id,
     image: l.image,
+    ref: l.ref,
     weight: traffic ? (traffic.weights[l.id] ?? 0) : null,
     wave: l.wave,
   }));
 
   const why = r.reason ? readOnce(r.reason) : null;
   return {
-    headline: headline(r, cause, failed, operator, abort),
+    headline: headline(r, cause, failed, operator, abort, gateFailed),
     why,
     cause,
     abort,
@@ -255,13 +269,27 @@ export function whyToShow(f: ReleaseSummaryFacts): string | null {
   return f.why;
 }
 
+/** An accepted gate evaluation that failed (it began compensation). */
+function isGateFail(e: HistoryEntry): boolean {
+  if (e.kind !== "gate" || e.outcome !== "accepted") return false;
+  const d = e.data as { gate?: { decision?: unknown } } | null;
+  return d?.gate?.decision === "fail";
+}
+
 function headline(
   r: Release,
   cause: ReleaseSummaryFacts["cause"],
   failed: FailedStep | null,
   operator: ReleaseSummaryFacts["operator"],
   abort: Decision | null,
+  gateFailed = false,
 ): string {
+  // A failed gate: the release's reason says which gate and why (`gate of wave 1 (20%)
+  // failed: …`), kept after the release ended.
+  const gate =
+    gateFailed && !failed
+      ? ` the ${r.reason?.startsWith("gate of ") ? readOnce(r.reason) : "gate failed"}`
+      : null;
   const at = failed ? ` at ${stepWords(failed.step)}` : "";
   // The failing check's cause in the headline itself (`… at step 4 (wave 1): health check on
   // lane-a answered 503: model not loaded: CUDA OOM (exit code 1)`), kept after the release ends.
@@ -275,11 +303,15 @@ function headline(
     case "rolled_back":
       return cause === "operator_abort"
         ? `Rolled back after an operator abort${by}`
-        : `Rolled back after a failure${at}${because}`;
+        : gate
+          ? `Rolled back after${gate}`
+          : `Rolled back after a failure${at}${because}`;
     case "compensating":
       return cause === "operator_abort"
         ? `Undoing after an operator abort${by}`
-        : `Undoing after a failure${at}${because}`;
+        : gate
+          ? `Undoing after${gate}`
+          : `Undoing after a failure${at}${because}`;
     case "aborted":
       return `Aborted${by} before anything took effect`;
     case "needs_operator":
@@ -291,10 +323,12 @@ function headline(
             : "Needs an operator: traffic was rolled back; run the restore action and confirm it"
           : "Needs an operator";
     case "paused":
-      return `Paused${at}${because}`;
+      return holdHeadline(r) ?? (failed ? `Paused${at}${because}` : `Paused ${pausedWhere(r)}`);
     case "pending":
       return "Pending: held until resumed";
     case "running": {
+      const held = holdHeadline(r);
+      if (held) return held;
       const cur = r.manifest.steps[r.cursor];
       return cur ? `Running ${stepWords(cur)} of ${total}: ${stepAction(cur)}` : "Running";
     }

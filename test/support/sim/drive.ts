@@ -91,8 +91,55 @@ export function callbackOf(
   };
 }
 
-/** Drives the current step run (at the cursor, in the release's direction) to an outcome. */
+/**
+ * The reading of `r`'s verification in flight: every lane as desired (`pass`), or lane 1's
+ * weight one point off (`fail`); targets not observed.
+ */
+export function verifiedEvent(r: Release, outcome: "pass" | "fail" = "pass"): ReleaseEvent {
+  const v = r.verification;
+  if (v?.state !== "verifying") throw new Error(`${r.id} is not verifying`);
+  return {
+    type: "verified",
+    seq: v.seq,
+    generation: v.generation,
+    reading: {
+      at: T0,
+      by: "test reading",
+      read_error: null,
+      lanes: v.desired.map((l, i) => ({
+        id: l.id,
+        control_plane: {
+          weight: outcome === "fail" && i === 0 ? l.weight + 1 : l.weight,
+          excluded: l.excluded,
+          capabilities: l.capabilities,
+          advertised: l.advertised,
+        },
+        target: null,
+        target_gap: "not observed in this test",
+      })),
+    },
+  };
+}
+
+/**
+ * An undo that has run to its end: asserts `r` is `compensating` and verifying with one
+ * `verify` effect's worth of work left, and feeds it a reading that finds every lane as desired.
+ */
+export function verifyPasses(r: Release, now = T0): Release {
+  expect(r.state).toBe("compensating");
+  expect(r.cursor).toBe(-1);
+  expect(r.verification?.state).toBe("verifying");
+  return ok(r, verifiedEvent(r, "pass"), now).release;
+}
+
+/**
+ * Drives the current step run (at the cursor, in the release's direction) to an outcome; a
+ * release whose undo is done and is verifying gets its reading (`verifiedEvent`).
+ */
 export function finishCurrent(r: Release, outcome: "pass" | "fail", now = T0): Release {
+  if (r.state === "compensating" && r.verification?.state === "verifying") {
+    return ok(r, verifiedEvent(r, outcome), now).release;
+  }
   const dir = r.state === "compensating" ? "bwd" : "fwd";
   const s = sr(r, r.cursor, dir);
   if (s.kind === "control_plane") {
@@ -129,7 +176,11 @@ export function advanceTo(r: Release, index: number, now = T0): Release {
 
 export const effectTypes = (effects: Effect[]) =>
   effects.map((e) =>
-    e.type === "control_plane" ? `cp:${e.mode}:${e.step_run_id}` : `${e.type}:${e.step_run_id}`,
+    e.type === "control_plane"
+      ? `cp:${e.mode}:${e.step_run_id}`
+      : e.type === "verify"
+        ? `verify:${e.seq}`
+        : `${e.type}:${e.step_run_id}`,
   );
 
 /** Deep-freezes a value so that any mutation throws in strict mode. */

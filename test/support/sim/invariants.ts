@@ -1,5 +1,5 @@
 /**
- * End-of-run invariants over a simulated world (issue 2 "Tests that must exist"):
+ * End-of-run invariants over a simulated world
  * effects applied at most once per operation key, one workflow run per attempt, no forward
  * work after the release left running, compensation complete and in reverse order.
  */
@@ -68,6 +68,19 @@ export function finalViolations(w: World): string[] {
     }
     if (bwdRuns.some((s) => s.state !== "succeeded"))
       out.push("rolled back with an unfinished backward step run");
+    // Rolled back only once a reading of the control plane found every lane as at start.
+    if (r.verification?.state !== "passed")
+      out.push(`rolled back without a passed verification (${r.verification?.state ?? "none"})`);
+    for (const l of r.manifest.lanes) {
+      const start = r.baseline?.lanes.find((b) => b.id === l.id);
+      if (
+        start &&
+        ((w.cp.weights[l.id] ?? 0) !== start.weight ||
+          w.cp.excluded.has(l.id) !== start.excluded ||
+          w.cp.advertised.has(l.id) !== start.advertised)
+      )
+        out.push(`rolled back but lane ${l.id} is not as at start in the control plane`);
+    }
     // Receiver truth: every forward write that reached a receiver is undone.
     for (const a of w.log) {
       if (

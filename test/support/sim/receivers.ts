@@ -57,6 +57,8 @@ export class SimControlPlane extends KeyedReceiver {
   weights: Record<string, number> = { l1: 0, l0: 100 };
   excluded = new Set<string>();
   advertised = new Set<string>();
+  /** Capabilities as last set per lane (sorted). */
+  capabilities = new Map<string, string[]>();
 
   constructor(log: Application[]) {
     super("control_plane", log);
@@ -71,8 +73,11 @@ export class SimControlPlane extends KeyedReceiver {
     else if (op.op === "set_marker") {
       if (op.present) this.excluded.add(op.lane);
       else this.excluded.delete(op.lane);
-    } else if (op.advertised) this.advertised.add(op.lane);
-    else this.advertised.delete(op.lane);
+    } else {
+      if (op.advertised) this.advertised.add(op.lane);
+      else this.advertised.delete(op.lane);
+      this.capabilities.set(op.lane, [...new Set(op.capabilities)].sort());
+    }
     return res;
   }
 

@@ -57,6 +57,7 @@ const INTERNAL = new Set([
   "applied",
   "observed",
   "deadline",
+  "verified",
 ]);
 
 export class World {
@@ -83,11 +84,46 @@ export class World {
   private nextRun = 5000;
 
   constructor(release: Release, now: number) {
-    this.release = release;
     this.now = now;
     this.cp.weights = Object.fromEntries(
       release.manifest.lanes.map((l) => [l.id, l.baseline_weight]),
     );
+    // The control plane at start is what a complete undo writes back: each field as the
+    // backward action of the first step that touches it leaves it (the fixtures' tables are
+    // not derived from a start state, so this makes "undone" and "as at start" the same).
+    const steps = release.manifest.steps;
+    for (let i = steps.length - 1; i >= 0; i--) {
+      const b = steps[i]?.backward;
+      if (b?.kind !== "control_plane") continue;
+      const q = b.request;
+      if (q.op === "set_traffic") this.cp.weights = { ...q.weights };
+      else if (q.op === "set_marker") {
+        if (q.present) this.cp.excluded.add(q.lane);
+        else this.cp.excluded.delete(q.lane);
+      } else if (q.op === "set_capabilities") {
+        if (q.advertised) this.cp.advertised.add(q.lane);
+        else this.cp.advertised.delete(q.lane);
+        this.cp.capabilities.set(q.lane, [...new Set(q.capabilities)].sort());
+      }
+    }
+    // What the engine observed of that control plane at start (its observed baseline).
+    this.release = release.baseline
+      ? release
+      : {
+          ...release,
+          baseline: {
+            read_at: now,
+            lanes: release.manifest.lanes.map((l) => ({
+              id: l.id,
+              weight: this.cp.weights[l.id] ?? 0,
+              excluded: this.cp.excluded.has(l.id),
+              capabilities: this.cp.capabilities.get(l.id) ?? [],
+              advertised: this.cp.advertised.has(l.id),
+              image: null,
+            })),
+            recipe_manifest_digest: release.manifest_digest,
+          },
+        };
   }
 
   // ------------------------------------------------------------------ the engine side
@@ -117,7 +153,9 @@ export class World {
         this.violations.push(`terminal ${before.state} changed on ${event.type}`);
       if (res.release.resource_version !== before.resource_version + 1)
         this.violations.push("resource_version must move by 1");
-      const fwd = res.effects.filter((e) => e.type !== "deadline" && e.step_run_id.endsWith("_f"));
+      const fwd = res.effects.flatMap((e) =>
+        e.type !== "deadline" && e.type !== "verify" && e.step_run_id.endsWith("_f") ? [e] : [],
+      );
       if (this.leftForward && fwd.length > 0)
         this.violations.push(
           `forward effect ${fwd[0]!.step_run_id} after the release left running (${event.type})`,
@@ -200,6 +238,31 @@ export class World {
         step_run_id: e.step_run_id,
         matches: unreadable ? null : this.cp.matches(e.request),
         message: unreadable ? "HTTP 500" : "read",
+      };
+    } else if (e.type === "verify") {
+      // The reading comes from the simulated control plane's lanes (what the receivers hold);
+      // the simulator keeps no image per lane, so the targets are not observed.
+      const unreadable = fault % 7 === 6;
+      outcome = {
+        type: "verified",
+        seq: e.seq,
+        generation: e.generation,
+        reading: {
+          at: this.now,
+          by: "simulated control plane",
+          read_error: unreadable ? "HTTP 500" : null,
+          lanes: this.release.manifest.lanes.map((l) => ({
+            id: l.id,
+            control_plane: {
+              weight: this.cp.weights[l.id] ?? 0,
+              excluded: this.cp.excluded.has(l.id),
+              capabilities: this.cp.capabilities.get(l.id) ?? [],
+              advertised: this.cp.advertised.has(l.id),
+            },
+            target: null,
+            target_gap: "the simulator keeps no image per lane",
+          })),
+        },
       };
     } else if (e.type === "deadline") {
       outcome = {
@@ -421,7 +484,9 @@ export class World {
       if (guards.isTerminal(r)) return i;
       if (r.state === "paused")
         this.commit({ type: "abort", actor: "drain", reason: "end of run" });
-      else if (r.state === "needs_operator") {
+      else if (r.state === "needs_operator" && r.verification?.state === "failed") {
+        this.commit({ type: "verify", actor: "drain" });
+      } else if (r.state === "needs_operator") {
         const s = r.step_runs.find((x) => x.step_index === r.cursor && x.direction === "bwd");
         if (!s) return -1;
         this.commit({ type: "retry", actor: "drain", step_run_id: s.id });

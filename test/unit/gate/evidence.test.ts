@@ -125,7 +125,7 @@ describe("gate evidence", () => {
     const e = (await evaluateGate(source, { ...run, seq: 2 })) as GateEvidence;
     expect(e.decision).toBe("fail");
     expect(e.reason).toMatch(
-      /metric error-rate is worse than its margin: upper bound of Δ -0\.\d+ < −δ -0\.0100/,
+      /^error-rate: candidate \d+\.\d+% vs control \d\.\d+%, allowed \+1\.0 points: worse \(at least \d\.\d+ points worse than the control/,
     );
     expect(evidenceSatisfies(e, binding)).toBe(false);
   });

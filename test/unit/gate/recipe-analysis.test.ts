@@ -251,6 +251,65 @@ describe("analysis section", () => {
       "rollout.waves.0.analysis.metrics",
       /names no metrics/,
     ],
+    [
+      "an analysis of guardrails only",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.metrics = [{ ...errorRate, required: false }];
+      },
+      "analysis.metrics",
+      /^the analysis has no required metric: every metric is a guardrail \(required: false\) or a dry run/,
+    ],
+    [
+      "an analysis whose only required metric is a dry run",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.metrics = [{ ...errorRate, dry_run: true }];
+      },
+      "analysis.metrics",
+      /has no required metric/,
+    ],
+    [
+      "a wave's own metrics with guardrails only",
+      (x: ReturnType<typeof gated>) => {
+        x.rollout.waves[1].analysis = { metrics: [{ ...errorRate, required: false }] };
+      },
+      "rollout.waves.1.analysis.metrics",
+      /^wave 2's gate has no required metric/,
+    ],
+    [
+      "a check whose tool is not allowlisted",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.checks = [{ name: "task-set", tool: "curl-anything" }];
+      },
+      "analysis.checks.0.tool",
+      /^check tool `curl-anything` is not in the allowlist/,
+    ],
+    [
+      "two checks of one name",
+      (x: ReturnType<typeof gated>) => {
+        x.analysis.checks = [
+          { name: "task-set", tool: "run-smoke" },
+          { name: "task-set", tool: "run-smoke" },
+        ];
+      },
+      "analysis.checks.1.name",
+      /duplicate check name `task-set`/,
+    ],
+    [
+      "a stop-condition metric with neither margin nor SLO",
+      (x: ReturnType<typeof gated>) => {
+        x.stop_condition = { metrics: [{ name: "errors", kind: "ratio", better: "lower" }] };
+      },
+      "stop_condition.metrics.0",
+      /has neither a margin nor an slo/,
+    ],
+    [
+      "an unknown on_breach",
+      (x: ReturnType<typeof gated>) => {
+        x.stop_condition = { on_breach: "rollback" };
+      },
+      "stop_condition.on_breach",
+      /on_breach must be compensate .* or hold/,
+    ],
   ])("refuses %s with path and fix", (_, mutate, path, message) => {
     const input = gated({ metrics: [{ ...errorRate }] });
     mutate(input);
@@ -258,6 +317,62 @@ describe("analysis section", () => {
     expect(found, JSON.stringify(problems(input))).toBeDefined();
     expect(found?.message).toMatch(message);
     expect(found?.fix.length).toBeGreaterThan(10);
+  });
+});
+
+describe("checks and the stop condition in the manifest", () => {
+  it("compiles each check into one assert_check_passed step per lane, after the traffic assert", () => {
+    const input = gated({
+      metrics: [errorRate],
+      checks: [{ name: "task-set", tool: "run-smoke", args: { suite: "golden-20" } }],
+    });
+    input.rollout.waves[0].lanes = ["lane-a"];
+    const r = checkAndCompile(input);
+    if (!r.ok) throw new Error(JSON.stringify(r.problems));
+    const wave0 = r.manifest.steps.filter((s) => s.wave === 0);
+    expect(wave0.map((s) => s.name).slice(-3)).toEqual([
+      "set_traffic",
+      "assert_traffic_observed",
+      "assert_check_passed",
+    ]);
+    const check = wave0.at(-1);
+    expect(check).toMatchObject({
+      kind: "runner",
+      lane: null,
+      backward: null,
+      forward: {
+        kind: "runner",
+        tool: "run-smoke",
+        target: "lane=lane-a:check=task-set",
+        args: {
+          lane: { id: "lane-a" },
+          image: input.image,
+          check: { name: "task-set", args: { suite: "golden-20" } },
+        },
+      },
+    });
+    // The 50% wave inherits the recipe's checks; the 100% wave has no gate and no check.
+    expect(
+      r.manifest.steps.filter((s) => s.name === "assert_check_passed").map((s) => s.wave),
+    ).toEqual([0, 1]);
+  });
+
+  it("keeps a declared stop condition in the manifest; without one the manifest is unchanged", () => {
+    const plain = checkAndCompile(gated());
+    const stop = checkAndCompile({
+      ...gated(),
+      stop_condition: {
+        on_breach: "hold",
+        metrics: [{ name: "errors", kind: "ratio", better: "lower", slo: 0.05 }],
+      },
+    });
+    if (!plain.ok || !stop.ok) throw new Error("both compile");
+    expect(plain.canonical).not.toMatch(/stop_condition/);
+    expect(stop.manifest.stop_condition).toEqual({
+      on_breach: "hold",
+      metrics: [{ name: "errors", kind: "ratio", better: "lower", slo: 0.05 }],
+    });
+    expect(manifestDigest(stop.canonical)).not.toBe(manifestDigest(plain.canonical));
   });
 });
 

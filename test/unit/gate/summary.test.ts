@@ -85,7 +85,7 @@ describe("gate summaries", () => {
       /^SRM: ok \(planned 10\.0%\/90\.0%, observed 100\/900; log Bayes factor -3\.00/,
     );
     expect(metricLine(g.metrics[0]!)).toBe(
-      "error-rate (primary): Δ +0.00 pp, bounds [−5.00 pp, +5.00 pp] vs −δ −2.00 pp; candidate 1.00% (1/100), control 1.00% (9/900); undecided",
+      "error-rate (primary): candidate 1.00% vs control 1.00%, allowed +2.0 points: not yet shown within (at most 5.0 points worse than the control, anytime-valid at α 0.05; candidate 1/100, control 9/900, lower is better)",
     );
     expect(srmLine({ srm: null })).toBe("SRM: not tested");
   });

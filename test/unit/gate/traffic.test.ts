@@ -115,6 +115,8 @@ describe("traffic generator", () => {
       await source.observe(query),
     );
     expect(e.decision).toBe("fail");
-    expect(e.reason).toMatch(/metric error-rate is worse than its margin/);
+    expect(e.reason).toMatch(
+      /^error-rate: candidate .* vs control .*, allowed \+\S+ points: worse/,
+    );
   });
 });

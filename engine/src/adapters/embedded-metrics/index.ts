@@ -76,7 +76,11 @@ export class EmbeddedMetricsSource implements MetricsSource {
     const metrics: GateObservations["metrics"] = {};
     for (const m of q.analysis.metrics) {
       if (m.query) {
-        metrics[m.name] = { missing: "a PromQL query needs the Prometheus metrics source" };
+        // A read that can never succeed here: an error, not data still to come.
+        metrics[m.name] = {
+          missing: "a PromQL query needs the Prometheus metrics source",
+          error: true,
+        };
       } else if (m.kind === "ratio") {
         metrics[m.name] = {
           candidate: { kind: "ratio", counts: { numerator: c.errors, denominator: c.requests } },

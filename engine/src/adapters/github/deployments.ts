@@ -15,11 +15,15 @@
  * - `success` then marks the environment's previous successful Baton deployment `inactive`
  *   (superseded; GitHub's `auto_inactive` skips production environments, so Baton does it).
  *
+ * Requests go through `@octokit/core`'s `request` (as the dispatcher's do). Its JSON decoder
+ * gives integers past 2^53 - 1 as bigints; deployment ids are far below that and are read as
+ * numbers.
+ *
  * Outcomes like the notifiers': network errors, timeouts, 5xx, 429 and rate-limit 403s are
  * retryable; other 4xx are given up with GitHub's message and the fix.
  */
 import { createAppAuth } from "@octokit/auth-app";
-import { Octokit } from "@octokit/rest";
+import { Octokit } from "@octokit/core";
 import type { DeploymentReport, DeploymentStatusState } from "../../domain/types.ts";
 import type { DeploymentTracker } from "../../ports/deployments.ts";
 import type { NotifyResult } from "../../ports/notifier.ts";
@@ -149,7 +153,7 @@ export class GitHubDeployments implements DeploymentTracker {
       const found = await this.find(r);
       if (found !== null) id = found;
       else if (r.state === "in_progress" || r.state === "success" || r.state === "failure") {
-        const res = await this.octokit.rest.repos.createDeployment({
+        const res = await this.octokit.request("POST /repos/{owner}/{repo}/deployments", {
           ...base,
           ref: r.ref,
           task: deploymentTask(r.release_id),
@@ -175,7 +179,7 @@ export class GitHubDeployments implements DeploymentTracker {
             message: `[github] creating the deployment of ${r.release_id} answered HTTP ${res.status} without a deployment: ${JSON.stringify(res.data).slice(0, 200)}`,
           };
         }
-        id = res.data.id;
+        id = Number(res.data.id);
       } else {
         // Nothing to mark inactive or in error: the release never showed as a deployment.
         return { ok: true, status: null };
@@ -186,15 +190,18 @@ export class GitHubDeployments implements DeploymentTracker {
     try {
       const latest = await this.latestStatus(id);
       if (!statusMayFollow(latest?.state ?? null, r.state)) return { ok: true, status: null };
-      const res = await this.octokit.rest.repos.createDeploymentStatus({
-        ...base,
-        deployment_id: id,
-        state: r.state,
-        log_url: r.log_url,
-        description: r.description,
-        environment: r.environment,
-        auto_inactive: false,
-      });
+      const res = await this.octokit.request(
+        "POST /repos/{owner}/{repo}/deployments/{deployment_id}/statuses",
+        {
+          ...base,
+          deployment_id: id,
+          state: r.state,
+          log_url: r.log_url,
+          description: r.description,
+          environment: r.environment,
+          auto_inactive: false,
+        },
+      );
       if (r.state === "success") {
         const gone = await this.supersede(r, id);
         if (!gone.ok) return gone;
@@ -207,7 +214,7 @@ export class GitHubDeployments implements DeploymentTracker {
 
   /** The release's deployment id, or null when it has none yet. */
   private async find(r: DeploymentReport): Promise<number | null> {
-    const res = await this.octokit.rest.repos.listDeployments({
+    const res = await this.octokit.request("GET /repos/{owner}/{repo}/deployments", {
       owner: this.owner,
       repo: this.repo,
       environment: r.environment,
@@ -224,18 +231,22 @@ export class GitHubDeployments implements DeploymentTracker {
           (p.baton.uid ?? null) === r.uid
         );
       })
-      .sort((a, b) => a.id - b.id);
-    return mine[0]?.id ?? null;
+      .map((d) => Number(d.id))
+      .sort((a, b) => a - b);
+    return mine[0] ?? null;
   }
 
   /** The newest status of deployment `id`, or null when it has none. */
   private async latestStatus(id: number): Promise<{ state: string; log_url: string } | null> {
-    const res = await this.octokit.rest.repos.listDeploymentStatuses({
-      owner: this.owner,
-      repo: this.repo,
-      deployment_id: id,
-      per_page: 1,
-    });
+    const res = await this.octokit.request(
+      "GET /repos/{owner}/{repo}/deployments/{deployment_id}/statuses",
+      {
+        owner: this.owner,
+        repo: this.repo,
+        deployment_id: id,
+        per_page: 1,
+      },
+    );
     const s = res.data[0];
     return s ? { state: s.state, log_url: s.log_url ?? s.target_url ?? "" } : null;
   }
@@ -243,25 +254,29 @@ export class GitHubDeployments implements DeploymentTracker {
   /** Marks the environment's previous successful Baton deployment(s) inactive. */
   private async supersede(r: DeploymentReport, current: number): Promise<NotifyResult> {
     try {
-      const res = await this.octokit.rest.repos.listDeployments({
+      const res = await this.octokit.request("GET /repos/{owner}/{repo}/deployments", {
         owner: this.owner,
         repo: this.repo,
         environment: r.environment,
         per_page: SUPERSEDE_SCAN,
       });
       for (const d of res.data) {
-        if (d.id >= current || !d.task.startsWith("deploy:baton-")) continue;
-        const latest = await this.latestStatus(d.id);
+        const did = Number(d.id);
+        if (did >= current || !d.task.startsWith("deploy:baton-")) continue;
+        const latest = await this.latestStatus(did);
         if (latest?.state !== "success") continue;
-        await this.octokit.rest.repos.createDeploymentStatus({
-          owner: this.owner,
-          repo: this.repo,
-          deployment_id: d.id,
-          state: "inactive",
-          ...(latest.log_url ? { log_url: latest.log_url } : {}),
-          description: `superseded by ${r.release_id}`.slice(0, 140),
-          auto_inactive: false,
-        });
+        await this.octokit.request(
+          "POST /repos/{owner}/{repo}/deployments/{deployment_id}/statuses",
+          {
+            owner: this.owner,
+            repo: this.repo,
+            deployment_id: did,
+            state: "inactive",
+            ...(latest.log_url ? { log_url: latest.log_url } : {}),
+            description: `superseded by ${r.release_id}`.slice(0, 140),
+            auto_inactive: false,
+          },
+        );
         // Each success inactivates the one before it: older ones are inactive already.
         break;
       }

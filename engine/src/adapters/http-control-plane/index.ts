@@ -158,10 +158,21 @@ export class HttpControlPlane implements ControlPlane {
           ...(body === undefined ? {} : { "content-type": "application/json" }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
+        // A redirect is not followed: the write would go where the answer says (another
+        // origin, a metadata service), with the token.
+        redirect: "manual",
         signal: signal
           ? AbortSignal.any([AbortSignal.timeout(this.timeoutMs), signal])
           : AbortSignal.timeout(this.timeoutMs),
       });
+      if (res.status >= 300 && res.status < 400) {
+        await res.body?.cancel();
+        return {
+          kind: "answer",
+          status: res.status,
+          body: `[control-plane] ${method} ${path} answered a redirect (${res.status} to ${res.headers.get("location") ?? "?"}), which is not followed; set BATON_CONTROL_PLANE_URL to the address the control plane answers at`,
+        };
+      }
       const text = await res.text();
       let parsed: unknown = text;
       try {

@@ -6,6 +6,7 @@
 import type { Kysely } from "kysely";
 import { sql } from "kysely";
 import type { GateEvidence } from "../../domain/gate/evidence.ts";
+import type { SourceMark } from "../../domain/source-order.ts";
 import { type ReleaseState, TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import { storableValue } from "../../domain/storable-text.ts";
 import type { HistoryEntry, Json, Manifest, OutboxEffect, Release } from "../../domain/types.ts";
@@ -32,7 +33,7 @@ import {
   toSummary,
 } from "./rows.ts";
 import type { BatonDatabase, JsonCodec } from "./tables.ts";
-import { finishOutbox, selectLaneClaims } from "./writes.ts";
+import { finishOutbox, selectLaneClaims, setSourceMark } from "./writes.ts";
 
 export abstract class KyselyStore implements Store {
   protected closed = false;
@@ -254,6 +255,27 @@ export abstract class KyselyStore implements Store {
       manifest_digest: row.manifest_digest,
       release_id: row.release_id,
     };
+  }
+
+  async getSourceMark(model: string): Promise<SourceMark | null> {
+    const row = await this.live()
+      .selectFrom("source_marks")
+      .selectAll()
+      .where("model", "=", model)
+      .executeTakeFirst();
+    if (!row) return null;
+    return {
+      model: row.model,
+      commit: row.source_commit,
+      committed_at: Number(row.committed_at),
+      release_id: row.release_id,
+      at: Number(row.at),
+    };
+  }
+
+  async raiseSourceMark(mark: SourceMark, expect: string | null): Promise<boolean> {
+    const row = await setSourceMark(this.live(), mark, expect).executeTakeFirst();
+    return row !== undefined;
   }
 
   async appendHistory(entries: HistoryEntry[]): Promise<void> {

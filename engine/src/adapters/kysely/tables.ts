@@ -89,6 +89,21 @@ export interface AdmissionMarksTable {
   release_id: string;
 }
 
+/**
+ * Per model, the newest commit the recipe workflow acted on and the release that stands for it
+ * (docs/lifecycle.md "Merge order is release order"): moved only by a conditional upsert that
+ * names the commit it expects (`setSourceMark`).
+ */
+export interface SourceMarksTable {
+  model: string;
+  source_commit: string;
+  /** The commit's committer time, epoch ms. */
+  committed_at: number;
+  release_id: string;
+  /** When the mark was set, epoch ms. */
+  at: number;
+}
+
 /** SQLite only (Postgres uses a SEQUENCE): one row per counter. */
 /** One gate evaluation (docs/gate.md); `doc` is the whole `GateEvidence` record. */
 export interface GateEvidenceTable {
@@ -116,6 +131,7 @@ export interface BatonDatabase {
   release_sequence: ReleaseSequenceTable;
   release_retention: ReleaseRetentionTable;
   admission_marks: AdmissionMarksTable;
+  source_marks: SourceMarksTable;
   gate_evidence: GateEvidenceTable;
   lane_claims: LaneClaimsTable;
   runner_token_ids: RunnerTokenIdsTable;

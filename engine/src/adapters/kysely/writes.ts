@@ -5,6 +5,7 @@
  * fixed statements per dialect (`sqlite/commit-statements.ts`, `postgres/commit-statement.ts`).
  */
 import { type Kysely, sql } from "kysely";
+import type { SourceMark } from "../../domain/source-order.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
 import type { AdmissionMark } from "../../ports/store.ts";
@@ -55,6 +56,34 @@ export function raiseAdmissionMark(db: Db, mark: AdmissionMark) {
         })
         .where(sql<boolean>`excluded.issued_at > admission_marks.issued_at`),
     );
+}
+
+/**
+ * Sets the model's source mark to `mark` only while it is at commit `expect`: with `expect` null
+ * an insert that does nothing when the model has a mark, otherwise an update of the row still at
+ * `expect`. Returns the model's row when the mark was set, none when it had moved. Two writers
+ * expecting the same commit: the second waits on the row (or its key) and finds it moved.
+ */
+export function setSourceMark(db: Db, mark: SourceMark, expect: string | null) {
+  const row = {
+    source_commit: mark.commit,
+    committed_at: mark.committed_at,
+    release_id: mark.release_id,
+    at: mark.at,
+  };
+  if (expect === null) {
+    return db
+      .insertInto("source_marks")
+      .values({ model: mark.model, ...row })
+      .onConflict((oc) => oc.column("model").doNothing())
+      .returning("model");
+  }
+  return db
+    .updateTable("source_marks")
+    .set(row)
+    .where("model", "=", mark.model)
+    .where("source_commit", "=", expect)
+    .returning("model");
 }
 
 /**

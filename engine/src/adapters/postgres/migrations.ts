@@ -182,4 +182,16 @@ export const postgresMigrations: SqlMigrations = {
   "0011_engine_state": [
     `CREATE TABLE engine_state (name text PRIMARY KEY, value text NOT NULL, at bigint NOT NULL)`,
   ],
+  // Merge order is release order (docs/lifecycle.md): per model, the newest commit the recipe
+  // workflow acted on and the release that stands for it. Models with releases from before get
+  // their mark at the workflow's next run.
+  "0012_source_marks": [
+    `CREATE TABLE source_marks (
+      model text PRIMARY KEY,
+      source_commit text NOT NULL,
+      committed_at bigint NOT NULL,
+      release_id text NOT NULL,
+      at bigint NOT NULL
+    )`,
+  ],
 };

@@ -14,6 +14,7 @@ import {
   type CreateExtras,
   LanesClaimed,
   type OutboxRow,
+  SourceMarkMoved,
 } from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
@@ -29,6 +30,7 @@ import {
   insertRelease,
   raiseAdmissionMark,
   selectLaneClaims,
+  setSourceMark,
 } from "../kysely/writes.ts";
 import { claimStatement } from "./claim-statement.ts";
 import { type CommitOutcome, commitQuery } from "./commit-statement.ts";
@@ -130,9 +132,13 @@ export class PostgresStore extends KyselyStore {
           if (history.length > 0) await insertHistory(tx, history).execute();
           if (effects.length > 0) await insertOutbox(tx, release.id, effects, now).execute();
           if (extras.admissionMark) await raiseAdmissionMark(tx, extras.admissionMark).execute();
+          const source = extras.sourceMark;
+          if (source && !(await setSourceMark(tx, source.mark, source.expect).executeTakeFirst())) {
+            throw new SourceMarkMoved(source.mark.model, source.expect); // rolls back the creation
+          }
         });
     } catch (err) {
-      if (err instanceof LanesClaimed) throw err;
+      if (err instanceof LanesClaimed || err instanceof SourceMarkMoved) throw err;
       throw writeFailed(`creating release ${release.id}`, err);
     }
     this.manifests.set(release.id, release.manifest);

@@ -31,6 +31,12 @@ interface Sample {
 }
 type QueryResult = { ok: true; samples: Sample[] } | { ok: false; reason: string };
 
+/** A failed read names its query and the error: what a person needs to fix it. */
+const failed = (promql: string, reason: string): Missing => ({
+  missing: `query \`${promql}\` failed: ${reason}`,
+  error: true,
+});
+
 /** See the module comment. */
 export class PrometheusMetricsSource implements MetricsSource {
   private readonly base: string;
@@ -47,7 +53,18 @@ export class PrometheusMetricsSource implements MetricsSource {
   async query(promql: string, timeS: number): Promise<QueryResult> {
     const url = `${this.base}/api/v1/query?${new URLSearchParams({ query: promql, time: String(timeS) })}`;
     try {
-      const res = await this.fetchFn(url, { signal: AbortSignal.timeout(this.timeoutMs) });
+      // A redirect is not followed (it could lead anywhere, e.g. to a metadata service).
+      const res = await this.fetchFn(url, {
+        signal: AbortSignal.timeout(this.timeoutMs),
+        redirect: "manual",
+      });
+      if (res.status >= 300 && res.status < 400) {
+        await res.body?.cancel();
+        return {
+          ok: false,
+          reason: `prometheus answered a redirect (${res.status} to ${res.headers.get("location") ?? "?"}), which is not followed; set BATON_PROMETHEUS_URL to the address Prometheus answers at`,
+        };
+      }
       const body = (await res.json().catch(() => null)) as {
         status?: string;
         error?: string;
@@ -80,24 +97,28 @@ export class PrometheusMetricsSource implements MetricsSource {
 
   private async scalar(promql: string, timeS: number): Promise<number | Missing> {
     const r = await this.query(promql, timeS);
-    if (!r.ok) return { missing: r.reason };
-    if (r.samples.length === 0) return { missing: `no series for ${promql}` };
+    if (!r.ok) return failed(promql, r.reason);
+    if (r.samples.length === 0) return { missing: `no series yet for \`${promql}\`` };
     if (r.samples.length > 1)
-      return { missing: `${r.samples.length} series for ${promql}; sum them in the query` };
+      return {
+        missing: `${r.samples.length} series for \`${promql}\`; sum them in the query`,
+        error: true,
+      };
     const v = Number((r.samples[0] as Sample).value[1]);
     return Number.isFinite(v)
       ? v
-      : { missing: `value ${(r.samples[0] as Sample).value[1]} for ${promql}` };
+      : { missing: `value ${(r.samples[0] as Sample).value[1]} for \`${promql}\`` };
   }
 
   private async buckets(promql: string, timeS: number): Promise<Bucket[] | Missing> {
     const r = await this.query(promql, timeS);
-    if (!r.ok) return { missing: r.reason };
-    if (r.samples.length === 0) return { missing: `no series for ${promql}` };
+    if (!r.ok) return failed(promql, r.reason);
+    if (r.samples.length === 0) return { missing: `no series yet for \`${promql}\`` };
     const out: Bucket[] = [];
     for (const s of r.samples) {
       const le = s.metric.le;
-      if (le === undefined) return { missing: `a series without an le label for ${promql}` };
+      if (le === undefined)
+        return { missing: `a series without an le label for \`${promql}\``, error: true };
       out.push({
         le: le === "+Inf" ? Number.POSITIVE_INFINITY : Number(le),
         count: Number(s.value[1]),
@@ -122,6 +143,7 @@ export class PrometheusMetricsSource implements MetricsSource {
               .map((v, i) => (typeof v === "number" ? null : `${arms[i]}: ${v.missing}`))
               .filter(Boolean)
               .join("; "),
+            error: [uc, ub].some((v) => typeof v !== "number" && v.error === true),
           };
     const metrics: GateObservations["metrics"] = {};
     await Promise.all(
@@ -145,9 +167,9 @@ export class PrometheusMetricsSource implements MetricsSource {
         const [c, b] = perArm as [ArmObservation | Missing, ArmObservation | Missing];
         metrics[m.name] =
           "missing" in c
-            ? { missing: `candidate: ${c.missing}` }
+            ? { missing: `candidate: ${c.missing}`, error: c.error === true }
             : "missing" in b
-              ? { missing: `control: ${b.missing}` }
+              ? { missing: `control: ${b.missing}`, error: b.error === true }
               : { candidate: c, control: b };
       }),
     );

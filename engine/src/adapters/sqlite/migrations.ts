@@ -192,4 +192,16 @@ export const sqliteMigrations: SqlMigrations = {
   "0011_engine_state": [
     `CREATE TABLE engine_state (name TEXT PRIMARY KEY, value TEXT NOT NULL, at INTEGER NOT NULL) STRICT`,
   ],
+  // Merge order is release order (docs/lifecycle.md): per model, the newest commit the recipe
+  // workflow acted on and the release that stands for it. Models with releases from before get
+  // their mark at the workflow's next run.
+  "0012_source_marks": [
+    `CREATE TABLE source_marks (
+      model TEXT PRIMARY KEY,
+      source_commit TEXT NOT NULL,
+      committed_at INTEGER NOT NULL,
+      release_id TEXT NOT NULL,
+      at INTEGER NOT NULL
+    ) STRICT`,
+  ],
 };

@@ -6,12 +6,14 @@ import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, sql } from "kysely";
 import { storableValue } from "../../domain/storable-text.ts";
 import type { HistoryEntry, OutboxEffect, Release } from "../../domain/types.ts";
+import { privateSqliteFile } from "../../node/private-file.ts";
 import {
   type CommitInput,
   type CommitResult,
   type CreateExtras,
   LanesClaimed,
   type OutboxRow,
+  SourceMarkMoved,
 } from "../../ports/store.ts";
 import { KyselyStore } from "../kysely/base-store.ts";
 import { checkNextVersion, writeFailed } from "../kysely/errors.ts";
@@ -27,6 +29,7 @@ import {
   insertRelease,
   raiseAdmissionMark,
   selectLaneClaims,
+  setSourceMark,
 } from "../kysely/writes.ts";
 import { CommitStatements } from "./commit-statements.ts";
 import { deflateJson, isDeflated, sqliteJson } from "./json-codec.ts";
@@ -103,6 +106,10 @@ export class SqliteStore extends KyselyStore {
         if (history.length > 0) this.sync.run(insertHistory(db, history));
         if (effects.length > 0) this.sync.run(insertOutbox(db, release.id, effects, now));
         if (extras.admissionMark) this.sync.run(raiseAdmissionMark(db, extras.admissionMark));
+        const source = extras.sourceMark;
+        if (source && this.sync.all(setSourceMark(db, source.mark, source.expect)).length === 0) {
+          throw new SourceMarkMoved(source.mark.model, source.expect); // rolls back the creation
+        }
         if (lanes.length > 0) {
           const got = new Set(
             this.sync.all(claimLanes(db, release.id, lanes, now)).map((r) => r.lane_id),
@@ -119,7 +126,7 @@ export class SqliteStore extends KyselyStore {
         }
       });
     } catch (err) {
-      if (err instanceof LanesClaimed) throw err;
+      if (err instanceof LanesClaimed || err instanceof SourceMarkMoved) throw err;
       throw writeFailed(`creating release ${release.id}`, err);
     }
     this.manifests.set(release.id, release.manifest);
@@ -266,9 +273,11 @@ export class SqliteStore extends KyselyStore {
 /**
  * Opens (creating if needed) a SQLite database file, or `:memory:` for unit tests, in WAL
  * mode with `synchronous=NORMAL` (a commit survives a process crash; a power cut may lose the
- * last commits but never corrupts the file) and a busy timeout. Does not migrate.
+ * last commits but never corrupts the file) and a busy timeout; the file and its companions
+ * are 0600 (`privateSqliteFile`). Does not migrate.
  */
 export function openSqliteStore(file: string): SqliteStore {
+  privateSqliteFile(file);
   const raw = new Database(file);
   raw.pragma("journal_mode = WAL");
   raw.pragma("synchronous = NORMAL");

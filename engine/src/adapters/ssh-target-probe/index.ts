@@ -1,6 +1,8 @@
 /**
  * The target probe over SSH: logs in to a lane's machine the way the runner's tools do (the
- * same key, the lane's pinned host key, its bastion) and runs `deploy.sh inspect` (read-only).
+ * same key, the lane's pinned host key, its bastion) and runs `deploy.sh inspect` (a
+ * rollback's prerequisites) or `deploy.sh smoke` (what a verified lane runs and its health),
+ * both read-only.
  * Used where the engine holds the runners' SSH key: the local dispatcher (BATON_SSH_KEY_FILE),
  * the demo and the e2e tests. Bounded: one connect deadline and one command deadline per lane.
  */
@@ -12,6 +14,7 @@ import {
   type PrerequisiteCheck,
 } from "../../domain/prerequisites.ts";
 import type { ManifestLane } from "../../domain/types.ts";
+import { answerFromSmoke, type TargetAnswer } from "../../domain/verification.ts";
 import type { TargetProbe } from "../../ports/target-probe.ts";
 
 export interface SshTargetProbeOptions {
@@ -34,11 +37,15 @@ export class SshTargetProbe implements TargetProbe {
     this.deployScript = o.deployScript ?? DEFAULT_DEPLOY_SCRIPT;
   }
 
-  async inspect(lane: ManifestLane, image: string): Promise<PrerequisiteCheck[]> {
-    const where = `${lane.user}@${lane.host}:${lane.port}`;
-    let session: Awaited<ReturnType<typeof connect>>;
+  /** Logs in to `lane`'s machine; the SSH error's class and message when it cannot. */
+  private async login(
+    lane: ManifestLane,
+  ): Promise<
+    | { ok: true; session: Awaited<ReturnType<typeof connect>> }
+    | { ok: false; cls: string; message: string }
+  > {
     try {
-      session = await connect(
+      const session = await connect(
         {
           host: lane.host,
           port: lane.port,
@@ -61,16 +68,71 @@ export class SshTargetProbe implements TargetProbe {
           connectTimeoutMs: this.o.connectTimeoutMs ?? 10_000,
         },
       );
+      return { ok: true, session };
     } catch (e) {
-      const cls = e instanceof SshError ? e.errorClass : "connect_failed";
+      return {
+        ok: false,
+        cls: e instanceof SshError ? e.errorClass : "connect_failed",
+        message: (e as Error).message,
+      };
+    }
+  }
+
+  async observe(lane: ManifestLane, image: string): Promise<TargetAnswer> {
+    const where = `${lane.user}@${lane.host}:${lane.port}`;
+    const login = await this.login(lane);
+    if (!login.ok) {
+      return {
+        reached: false,
+        running: null,
+        image: null,
+        health: null,
+        message: `could not log in to ${where} (${login.cls}): ${login.message}`,
+      };
+    }
+    try {
+      const cmd = [
+        this.deployScript,
+        "smoke",
+        "--lane",
+        lane.id,
+        "--image",
+        image,
+        "--health-url",
+        lane.health_url,
+      ]
+        .map(shQuote)
+        .join(" ");
+      const r = await login.session.exec(cmd, this.o.commandTimeoutMs ?? 30_000);
+      if (r.timed_out) {
+        return {
+          reached: false,
+          running: null,
+          image: null,
+          health: null,
+          message: `${this.deployScript} smoke on ${where} did not answer in time`,
+        };
+      }
+      return answerFromSmoke(`${r.stdout}\n${r.stderr}`, this.deployScript);
+    } finally {
+      login.session.close();
+    }
+  }
+
+  async inspect(lane: ManifestLane, image: string): Promise<PrerequisiteCheck[]> {
+    const where = `${lane.user}@${lane.host}:${lane.port}`;
+    const login = await this.login(lane);
+    if (!login.ok) {
+      const cls = login.cls;
       return checksUnreachable(
         lane.id,
-        `could not log in to ${where} (${cls}): ${(e as Error).message}`,
+        `could not log in to ${where} (${cls}): ${login.message}`,
         cls === "auth_failed"
           ? `authorise the runners' SSH key for ${lane.user} on lane ${lane.id}'s machine (authorized_keys), then roll back again`
           : `make lane ${lane.id}'s machine reachable at ${where} with the pinned host key, then roll back again`,
       );
     }
+    const session = login.session;
     try {
       const cmd = [this.deployScript, "inspect", "--lane", lane.id, "--image", image]
         .map(shQuote)

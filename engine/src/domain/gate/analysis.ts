@@ -4,7 +4,7 @@
  * The schema is the type; cross-field rules (a wave's override, traffic 0 or 100 on a gated
  * wave) live in `contract-check.ts`.
  */
-import { z } from "zod";
+import * as z from "zod";
 
 /** What is sticky to one arm for the whole wave. */
 export const AssignmentUnit = {
@@ -22,6 +22,12 @@ export const DEFAULT_BAKE_MS = 60_000;
 export const DEFAULT_INTERVAL_MS = 10_000;
 export const DEFAULT_MAX_WAIT_MS = 30 * 60_000;
 export const DEFAULT_MIN_SAMPLES = 1000;
+/**
+ * Default `consecutive_error_limit`: evaluations in a row whose data could not be read (a query
+ * failed, timed out, or Prometheus was unreachable) before the gate ends inconclusive. Argo
+ * Rollouts' `consecutiveErrorLimit` defaults to 4 as well.
+ */
+export const DEFAULT_CONSECUTIVE_ERROR_LIMIT = 4;
 
 const METRIC_NAME = /^[a-z][a-z0-9_-]{0,62}$/;
 /** A PromQL template; its `$variables` are listed in `analysis-check.ts` (QUERY_VARIABLES). */
@@ -49,6 +55,14 @@ export const Margin = z.union(
           .min(0, "margin.relative must be ≥ 0")
           .max(10, "margin.relative must be ≤ 10")
           .describe("δ as a fraction of the control's value, e.g. 0.1 = 10% worse at most."),
+        floor: z
+          .number()
+          .min(0, "margin.floor must be ≥ 0")
+          .max(1, "margin.floor must be ≤ 1 (metrics are shares)")
+          .optional()
+          .describe(
+            "Smallest δ, in the metric's unit, whatever the control's value (default 1/min_samples: one event in the sample a pass needs). A control with no errors would otherwise give δ = 0, which nothing can pass.",
+          ),
       })
       .strict(),
   ],
@@ -75,7 +89,13 @@ const Common = {
     .boolean()
     .default(true)
     .describe(
-      "true: primary, must be shown non-inferior to promote; false: guardrail, only its breach counts, and it is watched through every later wave.",
+      "true: primary, must be shown non-inferior to promote; false: guardrail, only its breach counts, and it is watched through every later wave. Either way, a metric without data never passes.",
+    ),
+  dry_run: z
+    .boolean()
+    .optional()
+    .describe(
+      "true: evaluated and recorded in the evidence, but never decides (neither blocks nor fails the gate). A way to try a new metric on real releases.",
     ),
 };
 
@@ -123,6 +143,36 @@ export const LatencyMetric = z
 export const GateMetric = z.discriminatedUnion("kind", [RatioMetric, LatencyMetric]);
 export type GateMetric = z.infer<typeof GateMetric>;
 
+const CHECK_NAME = /^[a-z][a-z0-9_-]{0,62}$/;
+
+/**
+ * A deterministic check of a gate: an allowlisted runner tool run against each lane of the
+ * gated wave once its exposure is observed, through the step protocol (dispatch, preflight,
+ * callback, result files). Compiled into the step table as `assert_check_passed` steps; one
+ * failure blocks the wave's promotion whatever the statistics say.
+ */
+export const GateCheck = z
+  .object({
+    name: z
+      .string()
+      .regex(CHECK_NAME, "check name must be lowercase letters, digits, '_' or '-' (≤ 63)")
+      .describe("Check name, unique in the gate, e.g. task-set."),
+    tool: z
+      .string()
+      .regex(/^[a-z][a-z0-9-]{0,63}$/, "tool must be a tool name such as run-smoke")
+      .describe(
+        "Allowlisted runner tool (scripts/release/allowlist.json) run against each candidate lane of the wave.",
+      ),
+    args: z
+      .record(z.string().max(64), z.union([z.string().max(1024), z.number(), z.boolean()]))
+      .optional()
+      .describe(
+        "Extra arguments for the tool (strings, numbers, booleans), passed as `check.args` beside the lane.",
+      ),
+  })
+  .strict();
+export type GateCheck = z.infer<typeof GateCheck>;
+
 const fields = {
   assignment_unit: z
     .enum(["request", "session", "user", "tenant"])
@@ -160,6 +210,26 @@ const fields = {
     .array(GateMetric)
     .min(1, "analysis needs at least one metric")
     .max(32, "analysis has at most 32 metrics"),
+  consecutive_error_limit: z
+    .number()
+    .int("consecutive_error_limit must be a whole number of evaluations")
+    .min(1, "consecutive_error_limit must be ≥ 1")
+    .max(1000, "consecutive_error_limit must be ≤ 1000")
+    .describe(
+      `Evaluations in a row whose data could not be read (a query failed, timed out, or the source was unreachable) before the gate ends inconclusive (default ${DEFAULT_CONSECUTIVE_ERROR_LIMIT}).`,
+    ),
+  inconclusive_limit: z
+    .number()
+    .int("inconclusive_limit must be a whole number of evaluations")
+    .min(1, "inconclusive_limit must be ≥ 1")
+    .max(1000, "inconclusive_limit must be ≤ 1000")
+    .describe(
+      "Evaluations in a row that had all their data, min_samples and the bake, and still could not show every primary metric within its margin, before the gate ends inconclusive (default: none; max_wait_ms decides).",
+    ),
+  checks: z
+    .array(GateCheck)
+    .min(1, "checks lists at least one check (or leave it out)")
+    .max(8, "a gate has at most 8 checks"),
 };
 
 /** The recipe-level section; every wave with 0 < traffic < 100 is gated by it. */
@@ -172,6 +242,9 @@ export const Analysis = z
     interval_ms: fields.interval_ms.default(DEFAULT_INTERVAL_MS),
     max_wait_ms: fields.max_wait_ms.default(DEFAULT_MAX_WAIT_MS),
     metrics: fields.metrics,
+    consecutive_error_limit: fields.consecutive_error_limit.optional(),
+    inconclusive_limit: fields.inconclusive_limit.optional(),
+    checks: fields.checks.optional(),
   })
   .strict()
   .describe("Evidence gate: a canary against a concurrent control (docs/gate.md).");
@@ -192,6 +265,9 @@ export const WaveAnalysis = z.union([
       interval_ms: fields.interval_ms.optional(),
       max_wait_ms: fields.max_wait_ms.optional(),
       metrics: fields.metrics.optional(),
+      consecutive_error_limit: fields.consecutive_error_limit.optional(),
+      inconclusive_limit: fields.inconclusive_limit.optional(),
+      checks: fields.checks.optional(),
     })
     .strict(),
 ]);

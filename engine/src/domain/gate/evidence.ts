@@ -20,6 +20,10 @@ export interface EvidenceBinding {
 export interface MetricEvidence {
   name: string;
   required: boolean;
+  /** Recorded, never decided (absent on records written before dry runs existed). */
+  dry_run?: boolean;
+  /** Which direction of the metric is better (absent on older records: lower). */
+  better?: "lower" | "higher";
   verdict: MetricResult["verdict"];
   missing: string | null;
   candidate: { x: number; n: number } | null;
@@ -30,6 +34,8 @@ export interface MetricEvidence {
   upper: number | null;
   /** δ ≥ 0; pass needs lower ≥ −δ. */
   margin: number | null;
+  /** True when a relative margin was raised to its floor (absent: not floored). */
+  floored?: boolean;
   slo: { limit: number; lower: number | null; upper: number | null } | null;
 }
 
@@ -53,6 +59,13 @@ export interface GateEvidence extends EvidenceBinding {
     mismatch: boolean;
   } | null;
   metrics: MetricEvidence[];
+  /**
+   * This evaluation could not read data it needs (a failed read), and this one had every datum
+   * and still could not decide: what the gate's consecutive-error and inconclusive limits
+   * count. Absent on records written before the limits existed (false).
+   */
+  read_error?: boolean;
+  undecided?: boolean;
 }
 
 const fin = (v: number | undefined): number | null =>
@@ -87,19 +100,29 @@ export function toEvidence(
           mismatch: e.srm.mismatch,
         }
       : null,
-    metrics: e.metrics.map((m) => ({
-      name: m.name,
-      required: m.required,
-      verdict: m.verdict,
-      missing: m.missing,
-      candidate: m.candidate ? { ...m.candidate } : null,
-      control: m.control ? { ...m.control } : null,
-      estimate: fin(m.difference?.estimate),
-      lower: fin(m.difference?.lower),
-      upper: fin(m.difference?.upper),
-      margin: fin(m.margin ?? undefined),
-      slo: m.slo ? { limit: m.slo.limit, lower: fin(m.slo.lower), upper: fin(m.slo.upper) } : null,
-    })),
+    read_error: e.readError,
+    undecided: e.undecided,
+    metrics: e.metrics.map(metricEvidence),
+  };
+}
+
+/** One metric's result as stored (JSON-safe: NaN and ±Infinity become null). */
+export function metricEvidence(m: MetricResult): MetricEvidence {
+  return {
+    name: m.name,
+    required: m.required,
+    ...(m.dryRun ? { dry_run: true } : {}),
+    better: m.better,
+    verdict: m.verdict,
+    missing: m.missing,
+    candidate: m.candidate ? { ...m.candidate } : null,
+    control: m.control ? { ...m.control } : null,
+    estimate: fin(m.difference?.estimate),
+    lower: fin(m.difference?.lower),
+    upper: fin(m.difference?.upper),
+    margin: fin(m.margin ?? undefined),
+    ...(m.floored ? { floored: true } : {}),
+    slo: m.slo ? { limit: m.slo.limit, lower: fin(m.slo.lower), upper: fin(m.slo.upper) } : null,
   };
 }
 

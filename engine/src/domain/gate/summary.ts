@@ -7,6 +7,8 @@
  */
 import type { GateDecision, GatePhase } from "./decide.ts";
 import type { GateEvidence, MetricEvidence } from "./evidence.ts";
+import { type MetricResult, metricSentence } from "./metric.ts";
+import { count } from "./words.ts";
 
 /** One look of one metric: Δ (positive is better) and its bounds at `elapsed_ms`. */
 export interface BoundPoint {
@@ -132,25 +134,52 @@ export function pp(v: number | null | undefined): string {
   return `${x >= 0 ? "+" : "−"}${Math.abs(x).toFixed(2)} pp`;
 }
 
+/** A stored metric as the sentence builder reads it (the evidence keeps the same figures). */
+function asResult(m: MetricEvidence): MetricResult {
+  const difference =
+    m.estimate !== null && m.lower !== null && m.upper !== null
+      ? { estimate: m.estimate, lower: m.lower, upper: m.upper }
+      : null;
+  return {
+    name: m.name,
+    kind: "ratio",
+    required: m.required,
+    dryRun: m.dry_run === true,
+    better: m.better ?? "lower",
+    missing: m.missing,
+    readError: false,
+    candidate: m.candidate,
+    control: m.control,
+    difference,
+    margin: m.margin,
+    floored: m.floored === true,
+    slo:
+      m.slo && m.slo.lower !== null && m.slo.upper !== null
+        ? { limit: m.slo.limit, lower: m.slo.lower, upper: m.slo.upper }
+        : null,
+    verdict: m.verdict,
+  };
+}
+
 /**
- * One line per metric of a summary, for people: `error-rate (primary): Δ +0.10 pp, bounds
- * [−0.30 pp, +0.50 pp] vs −δ −2.00 pp; candidate 1.00% (10/1000), control 0.90% (90/10000);
- * pass`.
+ * One line per metric of a summary, for people, as the gate's reasons say it: `error-rate
+ * (primary): candidate 1.00% vs control 0.90%, allowed +2.0 points: within (at most 0.30 points
+ * worse than the control, anytime-valid at α 0.05; candidate 10/1,000, control 90/10,000, lower
+ * is better)`; a metric without data says why.
  */
-export function metricLine(m: MetricEvidence): string {
-  const kind = m.required ? "primary" : "guardrail";
-  if (m.missing) return `${m.name} (${kind}): missing — ${m.missing}`;
-  const arm = (a: { x: number; n: number } | null) =>
-    a ? `${pct(a.n > 0 ? a.x / a.n : null)} (${a.x}/${a.n})` : "—";
-  return `${m.name} (${kind}): Δ ${pp(m.estimate)}, bounds [${pp(m.lower)}, ${pp(m.upper)}] vs −δ ${pp(m.margin === null ? null : -m.margin)}; candidate ${arm(m.candidate)}, control ${arm(m.control)}; ${m.verdict}`;
+export function metricLine(m: MetricEvidence, alpha = 0.05): string {
+  const kind = `${m.required ? "primary" : "guardrail"}${m.dry_run ? ", dry run" : ""}`;
+  if (m.missing) return `${m.name} (${kind}): no data — ${m.missing}`;
+  const sentence = metricSentence(asResult(m), alpha);
+  return `${m.name} (${kind})${sentence.slice(m.name.length)}`;
 }
 
 /** `candidate 1,000 / control 9,000 units (planned 10.0%, observed 10.0%)`. */
 export function armsLine(s: Pick<GateSummary, "arms" | "srm">): string {
-  if (!s.arms) return "no assignment counts";
+  if (!s.arms) return "no unit counts";
   const total = s.arms.candidate + s.arms.control;
   const planned = s.srm?.planned[0];
-  return `candidate ${s.arms.candidate} / control ${s.arms.control} units${
+  return `candidate ${count(s.arms.candidate)} / control ${count(s.arms.control)} units${
     planned !== undefined ? ` (planned ${pct(planned, 1)} candidate` : " ("
   }${total > 0 ? `, observed ${pct(s.arms.candidate / total, 1)})` : ")"}`;
 }
@@ -162,5 +191,5 @@ export function srmLine(s: Pick<GateSummary, "srm">): string {
   const lbf = x.log_bayes_factor === null ? "—" : x.log_bayes_factor.toFixed(2);
   const p =
     x.p_value === null ? "—" : x.p_value < 1e-4 ? x.p_value.toExponential(1) : x.p_value.toFixed(4);
-  return `SRM: ${x.mismatch ? "MISMATCH" : "ok"} (planned ${x.planned.map((v) => pct(v, 1)).join("/")}, observed ${x.observed.join("/")}; log Bayes factor ${lbf}, anytime p ${p})`;
+  return `SRM: ${x.mismatch ? "MISMATCH" : "ok"} (planned ${x.planned.map((v) => pct(v, 1)).join("/")}, observed ${x.observed.map(count).join("/")}; log Bayes factor ${lbf}, anytime p ${p})`;
 }

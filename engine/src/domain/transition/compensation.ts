@@ -5,13 +5,9 @@
  */
 import { type Draft, stepRunAt } from "./draft.ts";
 import { guards } from "./guards.ts";
-import {
-  awaitsRestore,
-  holdForRestore,
-  holdForRollForward,
-  pastRollForwardPoint,
-} from "./recovery.ts";
+import { holdForRollForward, pastRollForwardPoint } from "./recovery.ts";
 import { beginStepRun } from "./send.ts";
+import { beginVerification, verifying } from "./verify.ts";
 
 /**
  * running/paused -> compensating: `generation + 1`, cursor at the high-water mark; a
@@ -31,6 +27,7 @@ export function beginCompensation(d: Draft, why: string): void {
   r.rerun_deadline = null;
   r.gate = null;
   r.hold = null;
+  r.stop = null;
   // Other lanes of a parallel wave may have dispatches no runner has bound yet: cancelled (the
   // generation moves on, so their preflight is refused), as abort does.
   for (const sr of r.step_runs) {
@@ -52,8 +49,11 @@ export function beginCompensation(d: Draft, why: string): void {
 
 /**
  * Messages name steps 1-based, as the dashboard and CLI show them.
- * Starts the next backward step run, skipping steps with nothing to undo; `rolled_back`
- * below step 0 (a recoverable release first waits `needs_operator` for its restore action). Waits while a forward step run is still in flight or a backward one runs.
+ * Starts the next backward step run, skipping steps with nothing to undo. Below step 0 the
+ * undo is verified (`verify.ts`): the release stays `compensating` until the reading comes
+ * back, then ends `rolled_back` (a recoverable release first waits `needs_operator` for its
+ * restore action) or `needs_operator` on a difference. Waits while a forward step run is
+ * still in flight or a backward one runs.
  */
 export function continueCompensation(d: Draft): void {
   const r = d.release;
@@ -86,13 +86,11 @@ export function continueCompensation(d: Draft): void {
     );
     r.cursor -= 1;
   }
-  // recoverable: traffic rollback alone does not restore service; wait for the restore action.
-  if (awaitsRestore(r)) {
-    holdForRestore(d);
-    return;
-  }
-  r.state = "rolled_back";
+  // Every step that may have taken effect is undone: read the lanes back before rolled_back
+  // (the restore wait of a recoverable release comes after a passed verification).
+  if (verifying(r)) return;
   d.accept(
-    `[engine] release ${r.id} rolled back: every step that may have taken effect was undone`,
+    `[engine] release ${r.id}: every step that may have taken effect was undone; verifying the lanes before it is rolled back`,
   );
+  beginVerification(d, "compensation", "engine");
 }

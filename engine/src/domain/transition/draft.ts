@@ -132,12 +132,12 @@ export function actionOf(release: Release, sr: StepRun): StepAction {
 }
 
 /**
- * Words for a step run in messages, e.g. `step run sr_17_3_f (step 4 set_traffic, forward)`:
- * the step number is for people (index + 1, as the dashboard and CLI show it); the id keeps
- * the index.
+ * Words for a step run in messages, e.g. `step 4 set_traffic, forward (step run sr_17_3_f)`:
+ * the step number people read comes first (index + 1, as the dashboard and CLI show it); the
+ * id, a wire format that keeps the 0-based index, only follows in brackets.
  */
 export function describe(release: Release, sr: StepRun): string {
   const action = actionOf(release, sr);
   const dir = sr.direction === "fwd" ? "forward" : "backward";
-  return `step run ${sr.id} (step ${sr.step_index + 1} ${action.name}, ${dir})`;
+  return `step ${sr.step_index + 1} ${action.name}, ${dir} (step run ${sr.id})`;
 }

@@ -73,9 +73,33 @@ export function resumeEffect(release: Release): string {
 }
 
 /**
+ * `verify` as `release` accepts it now (`transition` asked, the result discarded), or null:
+ * after an undo whose verification failed (an exit of `needs_operator`), and on a `succeeded`
+ * or `rolled_back` release, where it records a new verification and changes no state.
+ */
+export function verifyAction(release: Release): AvailableAction | null {
+  const res = transition(release, { type: "verify", actor: PROBE_ACTOR }, release.updated_at);
+  if (!res.ok || !res.changed) return null;
+  const effect =
+    release.state === "succeeded"
+      ? "reads every lane (control plane, and each lane's machine) and compares it with the manifest's end state; the result is recorded, the release stays succeeded"
+      : release.state === "rolled_back"
+        ? "reads every lane (control plane, and the machines of the lanes a runner step touched) and compares it with the observed baseline; the result is recorded, the release stays rolled_back"
+        : "reads every lane again (control plane, and the machines of the lanes a runner step touched): rolled_back if each is as it was at start, else it waits here again naming the lane and field";
+  return {
+    action: "verify",
+    target: release.id,
+    needs_reason: false,
+    effect,
+    command: suggestedCommand("verify", { target: release.id }),
+  };
+}
+
+/**
  * The operator exits `transition` accepts from `release` as it is: a pure function of the
- * release (the probes' results are discarded). Empty for terminal releases. A `running` or
- * `compensating` release also moves on by itself (deadlines bound every step run).
+ * release (the probes' results are discarded). Empty for terminal releases (their `verify` is
+ * `verifyAction`). A `running` or `compensating` release also moves on by itself (deadlines
+ * bound every step run and every verification read).
  */
 export function availableActions(release: Release): AvailableAction[] {
   const now = release.updated_at;
@@ -186,6 +210,8 @@ export function availableActions(release: Release): AvailableAction[] {
       command: suggestedCommand("confirm_restore", { target: id }),
     });
   }
+  const verify = guards.isTerminal(release) ? null : verifyAction(release);
+  if (verify) out.push(verify);
   const lanes = release.manifest.lanes.map((l) => l.id);
   const confirmAll = Object.fromEntries(lanes.map((l) => [l, LANE_RUNS_NOTHING]));
   if (accepts({ type: "abandon", actor: PROBE_ACTOR, reason: PROBE_REASON, lanes: confirmAll })) {

@@ -8,6 +8,7 @@ import { advanceParallelWave, parallelWaveOf } from "./lanes.ts";
 import { advanceProbes, atProbes } from "./probe.ts";
 import { awaitsRollbackRestore, holdForRollbackRestore } from "./recovery.ts";
 import { beginStepRun } from "./send.ts";
+import { holdsForFinalBake } from "./stop.ts";
 
 /**
  * Begins the forward step at `cursor`, or finishes the release past the last step. On a lane
@@ -35,7 +36,10 @@ export function beginForwardAtCursor(d: Draft): void {
       holdForRollbackRestore(d);
       return;
     }
+    // `stop_condition.bake_ms`: stays running, watched, for the bake after the last wave.
+    if (holdsForFinalBake(d)) return;
     r.state = "succeeded";
+    r.stop = null;
     r.reason = null;
     d.accept(`[engine] release ${r.id} succeeded: all ${r.manifest.steps.length} steps done`);
     return;

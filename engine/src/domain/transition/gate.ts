@@ -12,8 +12,10 @@
 
 import { boundTo, type EvidenceBinding, evidenceSatisfies } from "../gate/evidence.ts";
 import { gateAt, lastStepOfWave, waveLabel } from "../gate/waves.ts";
+import { gateProgress } from "../gate-progress.ts";
 import { closedReleaseAccepts } from "../lifecycle-states.ts";
 import type { ReleaseEvent, StepRun } from "../types.ts";
+import { suggestedCommand } from "../verbs.ts";
 import { beginCompensation } from "./compensation.ts";
 import { type Draft, type Refusal, stepRunAt } from "./draft.ts";
 import { beginForwardAtCursor } from "./forward.ts";
@@ -124,6 +126,7 @@ export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
   g.decision = ev.decision;
   g.reason = ev.reason;
   g.at = ev.at;
+  g.progress = gateProgress(ev, gate.analysis);
   const data = {
     gate: {
       wave: ev.wave,
@@ -178,7 +181,13 @@ export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
     beginForwardAtCursor(d);
     return undefined;
   }
-  // wait (or a watch with no breach before its bake time): evaluate again after the interval.
+  // wait (or a watch with no breach before its bake time): evaluate again after the interval,
+  // carrying the streaks the limits count.
+  const streak = {
+    errors: ev.read_error ? (g.streak?.errors ?? 0) + 1 : 0,
+    undecided: ev.undecided ? (g.streak?.undecided ?? 0) + 1 : 0,
+  };
+  g.streak = streak;
   d.emit({
     type: "gate",
     step_run_id: srId ?? "",
@@ -188,6 +197,7 @@ export function gateEvaluated(d: Draft, e: Ev<"gate">): Refusal | undefined {
     since: g.since,
     generation: r.generation,
     not_before: Math.max(ev.at, d.now) + gate.analysis.interval_ms,
+    ...(streak.errors > 0 || streak.undecided > 0 ? { streak } : {}),
   });
   d.accept(
     `[engine] gate of ${label} evaluation ${ev.seq}: ${ev.decision}: ${ev.reason}`,
@@ -235,7 +245,7 @@ export function promote(d: Draft, e: Ev<"promote">): Refusal | undefined {
   r.gate = null;
   if (h?.kind === "pause") {
     // The gate's question is answered; the operator's pause still holds the next wave.
-    r.reason = `${holdWords(h)}; nothing new starts until resume (baton resume ${r.id})`;
+    r.reason = `${holdWords(h)}; nothing new starts until resume (${suggestedCommand("resume", { target: r.id })})`;
     d.accept(
       `[engine] gate of ${label} promoted by ${e.actor}${e.reason ? `: ${e.reason}` : ""}; the evidence was inconclusive, the operator accepts the risk; release ${r.id} stays paused (${holdWords(h)}); the next wave waits for ${holdVerb(r, h)}`,
       null,

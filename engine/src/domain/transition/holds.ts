@@ -8,6 +8,7 @@
  */
 import { waveLabel } from "../gate/waves.ts";
 import type { Hold, Manifest, Release } from "../types.ts";
+import { suggestedCommand } from "../verbs.ts";
 import type { Draft } from "./draft.ts";
 
 /**
@@ -34,10 +35,18 @@ function waveStartingAt(m: Manifest, index: number): number | null {
 
 /** The verb each hold waits for, as a command. */
 export function holdVerb(r: Release, h: Hold): string {
-  if (h.kind === "pause") return `resume (baton resume ${r.id})`;
-  if (h.kind === "dark") return `release (baton release ${r.id})`;
-  return `promote (baton promote ${r.id})`;
+  if (h.kind === "pause") return `resume (${suggestedCommand("resume", { target: r.id })})`;
+  if (h.kind === "dark") return `release (${suggestedCommand("release", { target: r.id })})`;
+  return `promote (${suggestedCommand("promote", { target: r.id })})`;
 }
+
+/** `baton promote r1 --reason "<why the risk is acceptable>"` and the abort that compensates. */
+const promoteRisk = (id: string) =>
+  suggestedCommand("promote", {
+    target: id,
+    flags: { "--reason": '"<why the risk is acceptable>"' },
+  });
+const abortCommand = (id: string) => suggestedCommand("abort", { target: id });
 
 /** One phrase: `paused by alice: canary looks odd`, `deployed dark by bob: …`. */
 export function holdWords(h: Hold): string {
@@ -53,7 +62,7 @@ export function holdWords(h: Hold): string {
 export function inconclusiveGateReason(r: Release): string {
   const g = r.gate;
   const label = waveLabel(r.manifest, g?.wave ?? 0);
-  return `gate of ${label} is inconclusive: ${g?.reason ?? ""}; promote (baton promote ${r.id}) to accept the risk, or abort (baton abort ${r.id}) to compensate`;
+  return `gate of ${label} is inconclusive: ${g?.reason ?? ""}; promote (${promoteRisk(r.id)}) to accept the risk, or abort (${abortCommand(r.id)}) to compensate`;
 }
 
 /**
@@ -64,7 +73,7 @@ export function inconclusiveGateReason(r: Release): string {
 export function pausedAtInconclusiveGateReason(r: Release, h: Hold): string {
   const g = r.gate;
   const label = waveLabel(r.manifest, g?.wave ?? 0);
-  return `${holdWords(h)}; and the gate of ${label} is inconclusive: ${g?.reason ?? ""}; the next wave waits for both promote (baton promote ${r.id}, accepts the gate's risk) and resume (baton resume ${r.id}, lifts the pause), or abort (baton abort ${r.id}) to compensate`;
+  return `${holdWords(h)}; and the gate of ${label} is inconclusive: ${g?.reason ?? ""}; the next wave waits for both promote (${promoteRisk(r.id)}, accepts the gate's risk) and resume (${suggestedCommand("resume", { target: r.id })}, lifts the pause), or abort (${abortCommand(r.id)}) to compensate`;
 }
 
 /**
@@ -89,7 +98,7 @@ export function holdsAtCursor(d: Draft): boolean {
       hold(d, {
         kind: "dark",
         actor: "operator",
-        reason: `the candidate runs on ${lanes} with 0% exposure; release (baton release ${r.id}) exposes it to ${waveLabel(m, step?.wave ?? 0)} (${pct}% at step ${first + 1}), abort undoes it`,
+        reason: `the candidate runs on ${lanes} with 0% exposure; release (${suggestedCommand("release", { target: r.id })}) exposes it to ${waveLabel(m, step?.wave ?? 0)} (${pct}% at step ${first + 1}), abort undoes it`,
         at: d.now,
       });
       return true;
@@ -101,7 +110,7 @@ export function holdsAtCursor(d: Draft): boolean {
       hold(d, {
         kind: "promotion",
         actor: "recipe",
-        reason: `${waveLabel(m, w - 1)} is done and its promotion is manual; promote (baton promote ${r.id}) widens to ${waveLabel(m, w)}, abort undoes the release`,
+        reason: `${waveLabel(m, w - 1)} is done and its promotion is manual; promote (${suggestedCommand("promote", { target: r.id, flags: { "--reason": '"<why the wave is good>"' } })}) widens to ${waveLabel(m, w)}, abort undoes the release`,
         at: d.now,
         wave: w,
       });

@@ -7,6 +7,7 @@
 import { closedReleaseAccepts } from "../lifecycle-states.ts";
 import { IMAGE_PATTERN } from "../recipe.ts";
 import type { Release, ReleaseEvent, StepRun } from "../types.ts";
+import { suggestedCommand } from "../verbs.ts";
 import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepRunAt } from "./draft.ts";
 import { beginForwardAtCursor, start } from "./forward.ts";
@@ -25,6 +26,7 @@ import {
 } from "./recovery.ts";
 import { sendAction } from "./send.ts";
 import { settled, utcMinute } from "./settle.ts";
+import { waitsOnVerification } from "./verify.ts";
 import { whereIs } from "./where.ts";
 
 /** Longest reason kept in history (characters). */
@@ -38,14 +40,16 @@ type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
 const NEEDS_OPERATOR_EXITS = (r: Release) =>
   waitingForRestore(r)
     ? `it waits for its restore action (${r.restore?.action}): run it, then confirm it (${confirmRestoreCommand(r.id)}), or abandon it`
-    : `it accepts retry or resolve of the step run it waits on, or abandon (\`baton status ${r.id}\` shows the commands)`;
+    : waitsOnVerification(r)
+      ? `its undo ran but verification ${r.verification?.seq} found differences: fix the lanes, then verify again (${suggestedCommand("verify", { target: r.id })}), or abandon it`
+      : `it accepts retry or resolve of the step run it waits on, or abandon (\`baton status ${r.id}\` shows the commands)`;
 
 /**
  * What a `compensating` release does and accepts, for refusals: it waits on no step run and
  * accepts nothing; it undoes by itself and ends `rolled_back`, or stops `needs_operator`.
  */
 const COMPENSATING_WORDS = (r: Release) =>
-  `it is undoing, by itself, what may have taken effect (backward steps from the high-water mark down) and accepts nothing until that ends: rolled_back, or needs_operator if an undo step fails (then retry, resolve or abandon); follow it: baton watch ${r.id}`;
+  `it is undoing, by itself, what may have taken effect (backward steps from the high-water mark down, then a verification that every lane is as at start) and accepts nothing until that ends: rolled_back, or needs_operator if an undo step fails (then retry, resolve or abandon) or the verification finds a difference (then verify again or abandon); follow it: baton watch ${r.id}`;
 
 export function abort(d: Draft, e: Ev<"abort">): Refusal | undefined {
   const r = d.release;
@@ -154,7 +158,7 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] release ${r.id} is paused (${holdWords(h)}); resume continues only an operator's pause; it waits for ${holdVerb(r, h)}, or abort (baton abort ${r.id})`,
+      reason: `[engine] release ${r.id} is paused (${holdWords(h)}); resume continues only an operator's pause; it waits for ${holdVerb(r, h)}, or abort (${suggestedCommand("abort", { target: r.id })})`,
     };
   }
   if (r.gate && r.gate.decision === "inconclusive" && h) {
@@ -173,7 +177,7 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
     return {
       status: 409,
       code: "conflict",
-      reason: `[engine] release ${r.id} is paused at the gate of wave ${r.gate.wave + 1}, which was inconclusive; promote it (baton promote ${r.id}) to accept the risk, or abort it`,
+      reason: `[engine] release ${r.id} is paused at the gate of wave ${r.gate.wave + 1}, which was inconclusive; promote it (${suggestedCommand("promote", { target: r.id, flags: { "--reason": '"<why the risk is acceptable>"' } })}) to accept the risk, or abort it (${suggestedCommand("abort", { target: r.id })})`,
     };
   }
   const sr = stepRunAt(r, r.cursor, "fwd");
@@ -294,7 +298,7 @@ export function resolve(d: Draft, sr: StepRun, e: Ev<"resolve">): Refusal | unde
       : r.state === "needs_operator" && waited
         ? `; the release waits on ${waited.id}`
         : rerun
-          ? `; resolve is for an undo that failed, and release ${r.id} waits for a re-run of its failed step until ${utcMinute(r.rerun_deadline as number, d.now)}: re-run the failed job, retry it from here (baton retry ${stepRunAt(r, r.cursor, "fwd")?.id ?? "<step-run>"}), or abort the release (baton abort ${r.id})`
+          ? `; resolve is for an undo that failed, and release ${r.id} waits for a re-run of its failed step until ${utcMinute(r.rerun_deadline as number, d.now)}: re-run the failed job, retry it from here (${suggestedCommand("retry", { target: stepRunAt(r, r.cursor, "fwd")?.id ?? "<step-run>" })}), or abort the release (${suggestedCommand("abort", { target: r.id })})`
           : `; only the backward step run a needs_operator release waits on can be resolved${guards.isTerminal(r) ? `; ${closedReleaseAccepts(r.id, r.state)}` : ""}`;
     return {
       status: 409,
@@ -411,7 +415,7 @@ export function pause(d: Draft, e: Ev<"pause">): Refusal | undefined {
       return pauseRefusal(
         r.id,
         r.state,
-        `; it has not started: resume (baton resume ${r.id}) starts it, abort ends it`,
+        `; it has not started: resume (${suggestedCommand("resume", { target: r.id })}) starts it, abort ends it`,
       );
     if (r.state === "compensating")
       return pauseRefusal(
@@ -439,7 +443,7 @@ export function pause(d: Draft, e: Ev<"pause">): Refusal | undefined {
   const gate = r.gate ? `; the gate of wave ${r.gate.wave + 1} keeps deciding` : "";
   r.state = "paused";
   r.hold = { kind: "pause", actor: e.actor, reason: e.reason, at: d.now };
-  r.reason = `${holdWords(r.hold)}; nothing new starts until resume (baton resume ${r.id})`;
+  r.reason = `${holdWords(r.hold)}; nothing new starts until resume (${suggestedCommand("resume", { target: r.id })})`;
   d.accept(
     `[engine] release ${r.id} paused by ${e.actor} at step ${r.cursor + 1}: ${e.reason}; ${
       flying.length > 0

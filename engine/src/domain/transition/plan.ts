@@ -57,7 +57,8 @@ function forwardFrom(r: Release, from: number): PlannedStep[] {
  * - pause: nothing new runs; `runs` lists the forward step runs in flight, which settle;
  * - release: the forward steps from the cursor (the first exposure) to the end;
  * - confirm_restore: nothing runs (compensation is done; the release ends rolled_back; a
- *   rollback release's steps are done, and it ends succeeded).
+ *   rollback release's steps are done, and it ends succeeded);
+ * - verify: no step runs (the lanes are read: the control plane and the lanes' machines).
  */
 export function planOf(r: Release, a: Pick<AvailableAction, "action" | "target">): ActionPlan {
   const none: ActionPlan = { runs: [], leftAsIs: [] };
@@ -98,6 +99,7 @@ export function planOf(r: Release, a: Pick<AvailableAction, "action" | "target">
     case "abandon":
       return { runs: [], leftAsIs: undoFrom(r, Math.max(r.cursor, r.high_water_mark)) };
     case "confirm_restore":
+    case "verify":
       return none;
   }
 }

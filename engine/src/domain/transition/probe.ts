@@ -18,6 +18,7 @@ import {
   probeLaneOf,
 } from "../prerequisites.ts";
 import type { Json, Release, StepRun } from "../types.ts";
+import { suggestedCommand } from "../verbs.ts";
 import { type Draft, describe, stepOf, stepRunAt } from "./draft.ts";
 import { guards } from "./guards.ts";
 
@@ -79,7 +80,7 @@ export function advanceProbes(d: Draft, begin: (index: number) => void): boolean
 function rollbackAgain(r: Release): string {
   const of = r.lineage?.of;
   return of
-    ? `roll back again once it is fixed (baton rollback ${of})`
+    ? `roll back again once it is fixed (${suggestedCommand("rollback", { target: of })})`
     : "start the rollback again once it is fixed";
 }
 

@@ -61,7 +61,7 @@ export function holdForRollForward(d: Draft, why: string): void {
   r.rerun_deadline = null;
   r.gate = null;
   r.roll_forward_hold = { at: d.now, unsafe_after: rollForwardPoint(r) ?? -1, why };
-  r.reason = `${why}; not compensated: the recipe's recovery class is roll_forward_only and ${rollForwardPointLabel(r)} may have taken effect, after which rollback is unsafe; roll forward with a fixed recipe (${rollForwardCommand(r.id)})${retryable && failed ? `, or retry ${failed.id} (baton retry ${failed.id})` : ""}; abort ends the release without undoing anything`;
+  r.reason = `${why}; not compensated: the recipe's recovery class is roll_forward_only and ${rollForwardPointLabel(r)} may have taken effect, after which rollback is unsafe; roll forward with a fixed recipe (${rollForwardCommand(r.id)})${retryable && failed ? `, or retry ${failed.id} (${suggestedCommand("retry", { target: failed.id })})` : ""}; abort ends the release without undoing anything`;
   d.accept(`[engine] release ${r.id} held for roll forward: ${r.reason}`, null, {
     roll_forward_hold: { unsafe_after: r.roll_forward_hold.unsafe_after, why },
   });

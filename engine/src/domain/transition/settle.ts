@@ -4,6 +4,7 @@
  * (docs/state-machine.md "Failure handling").
  */
 import type { Release, StepRun } from "../types.ts";
+import { suggestedCommand } from "../verbs.ts";
 import { beginCompensation, continueCompensation } from "./compensation.ts";
 import { type Draft, describe, stepOf } from "./draft.ts";
 import { beginForwardAtCursor } from "./forward.ts";
@@ -14,6 +15,7 @@ import { parallelWaveOf, releaseRerunDeadline, stuckInWave, waitsOnRerun } from 
 import { backoffMs } from "./limits.ts";
 import { endOnFailedProbe, isProbeRun, probePassed } from "./probe.ts";
 import { sendAction } from "./send.ts";
+import { watchExposure } from "./stop.ts";
 
 /** Call after changing `sr` to a settled state. */
 export function settled(d: Draft, sr: StepRun): void {
@@ -52,6 +54,8 @@ function settledForward(d: Draft, sr: StepRun): void {
     return;
   }
   if (sr.state === "succeeded") {
+    // A traffic assert above 0%: the stop condition counts from this wave's exposure.
+    watchExposure(d, sr);
     if (parallelWaveOf(r, sr.step_index) !== null) {
       // A lane of a parallel wave moved on; another lane may still hold the release paused.
       const waiting = stuckInWave(r).filter((s) => s.id !== sr.id);
@@ -171,7 +175,7 @@ export function utcMinute(at: number, now: number): string {
 
 /**
  * What the runner that reported `sr` should tell people, in one sentence, given the release
- * after its callback: the failed job's summary and error print it (issue 9 item 6).
+ * after its callback: the failed job's summary and error print it.
  */
 export function runnerAdvice(r: Release, sr: StepRun, now: number): string | null {
   if (sr.state === "succeeded") return null;
@@ -184,7 +188,7 @@ export function runnerAdvice(r: Release, sr: StepRun, now: number): string | nul
     return `re-run this job before ${utcMinute(own, now)}, or release ${r.id} compensates${sooner}`;
   }
   if (r.state === "paused") {
-    return `release ${r.id} is paused on ${sr.id}: re-run this job, or an operator retries (baton retry ${sr.id}) or aborts (baton abort ${r.id})`;
+    return `release ${r.id} is paused on ${sr.id}: re-run this job, or an operator retries (${suggestedCommand("retry", { target: sr.id })}) or aborts (${suggestedCommand("abort", { target: r.id })})`;
   }
   if ((r.state === "running" || r.state === "compensating") && guards.inFlight(sr)) {
     return `the engine retries ${sr.id} itself (dispatch ${sr.dispatch}); a re-run of this job will be declined`;

@@ -20,7 +20,28 @@ function PlanTable(props: { plan: PlanWords }) {
   return (
     <section aria-labelledby="plan-h" id="plan">
       <h2 id="plan-h">{plan.heading}</h2>
-      {plan.lanes.length === 0 ? (
+      {plan.steps.length > 0 ? (
+        <div class="scroll">
+          <table class="compact">
+            <thead>
+              <tr>
+                <th scope="col">#</th>
+                <th scope="col">Lane</th>
+                <th scope="col">Step</th>
+              </tr>
+            </thead>
+            <tbody>
+              {plan.steps.map((s, i) => (
+                <tr>
+                  <td>{String(i + 1)}</td>
+                  <td>{s.lane}</td>
+                  <td class="wrap">{s.step}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : plan.lanes.length === 0 ? (
         <p class="muted">{plan.empty}</p>
       ) : (
         <div class="scroll">
@@ -47,7 +68,7 @@ function PlanTable(props: { plan: PlanWords }) {
 }
 
 /**
- * The confirmation step: what the action will do (lane by lane), then a POST form with the
+ * The confirmation step: what the action will do (in the order it runs), then a POST form with the
  * CSRF token and an explicit confirm field. An action the engine would refuse now
  * (`offered: false`) gets no form: the page says so and lists `accepted`.
  */
@@ -62,7 +83,7 @@ export function ConfirmPage(props: {
   lanes?: string[];
   /** Whether the engine accepts this action now (its `availableActions`). */
   offered?: boolean;
-  /** What it will undo or run, by lane (`planOf`). */
+  /** What it will undo or run, in order (`planOf`). */
   plan?: PlanWords | null;
   /** The actions the engine accepts now (shown when this one is not). */
   accepted?: AcceptedLink[];

@@ -8,6 +8,8 @@
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import { stepWords } from "../../domain/step-words.ts";
 import type { Release } from "../../domain/types.ts";
+import { visible } from "../../domain/visible-text.ts";
+import { shortImage } from "../../views/format.ts";
 import { readOnce } from "../../views/history-label.ts";
 import type { LifecycleOffer, Offer } from "../../views/offers.ts";
 import { type ReleaseSummaryFacts, stepAction, whyToShow } from "../../views/summary.ts";
@@ -54,26 +56,26 @@ function Failed(props: { facts: ReleaseSummaryFacts }) {
         {f.run.direction === "bwd" ? "Undo step that failed: " : "Failed step: "}
         <a href={`/step-runs/${f.run.id}`}>{f.title}</a> <State state={f.run.state} />
       </h2>
-      {f.error ? <p class="mono wrap">{readOnce(f.error)}</p> : null}
+      {f.error ? <p class="mono wrap">{visible(readOnce(f.error))}</p> : null}
       {ev ? (
         <dl class="kv">
           <dt>Failing check</dt>
           <dd>
-            <strong>{ev.check.name}</strong> <State state={ev.check.status} />
+            <strong>{visible(String(ev.check.name))}</strong> <State state={ev.check.status} />
             {` exit code ${ev.check.exit_code}`}
             {ev.http_status ? ` · HTTP ${ev.http_status}` : ""}
           </dd>
           {ev.check.message ? (
             <>
               <dt>Message</dt>
-              <dd class="wrap">{ev.check.message}</dd>
+              <dd class="wrap">{visible(String(ev.check.message))}</dd>
             </>
           ) : null}
           {ev.excerpt ? (
             <>
               <dt>Response</dt>
               <dd>
-                <pre class="excerpt">{ev.excerpt}</pre>
+                <pre class="excerpt">{visible(ev.excerpt)}</pre>
               </dd>
             </>
           ) : null}
@@ -133,7 +135,7 @@ function LiveNow(props: { facts: ReleaseSummaryFacts; release: Release }) {
       <h2 id="live-now">Live now (as Baton last set it)</h2>
       <p class="small muted">
         {facts.traffic
-          ? `Traffic ${facts.traffic.percent}% on the new image, set by ${facts.traffic.by}. `
+          ? `Traffic ${facts.traffic.percent}% on the candidate ${shortImage(r.manifest.image)}, set by ${facts.traffic.by}. `
           : "No traffic step has run: the baseline weights hold. "}
         <a href={`/fleet?model=${encodeURIComponent(r.manifest.model)}`}>
           What the control plane reports →
@@ -152,9 +154,16 @@ function LiveNow(props: { facts: ReleaseSummaryFacts; release: Release }) {
           <tbody>
             {facts.lanes.map((l) => (
               <tr>
-                <td>{l.id}</td>
+                <td class="nowrap">{l.id}</td>
                 <td>{l.wave > 0 ? String(l.wave) : "—"}</td>
-                <td>{l.image === "new" ? "new image" : "previous image"}</td>
+                <td class="wrap">
+                  <span class="mono" title={l.ref}>
+                    {shortImage(l.ref)}
+                  </span>{" "}
+                  <span class={l.image === "new" ? "tag cand" : "tag base"}>
+                    {l.image === "new" ? "candidate" : "baseline"}
+                  </span>
+                </td>
                 <td>{l.weight === null ? "baseline" : `${l.weight}%`}</td>
               </tr>
             ))}
@@ -193,8 +202,8 @@ export function FirstScreen(props: {
       <Offers release={r} offers={props.offers} />
       <Failed facts={facts} />
       <div class="cols tight">
-        <Undo facts={facts} release={r} />
         <LiveNow facts={facts} release={r} />
+        <Undo facts={facts} release={r} />
       </div>
     </div>
   );

@@ -6,17 +6,15 @@
  */
 
 import type { FleetLane, FleetModel } from "../../domain/fleet.ts";
-import { time } from "../../views/format.ts";
+import { shortImage, time } from "../../views/format.ts";
 import type { Role } from "./auth.ts";
 import { Layout } from "./layout.tsx";
 import { LIVE_SCRIPT } from "./live.ts";
 
-/** `ghcr.io/acme/model@sha256:0123456789ab…`: a digest short enough for a phone. */
-export function shortImage(ref: string): string {
-  const at = ref.indexOf("@sha256:");
-  if (at < 0) return ref.length > 60 ? `${ref.slice(0, 57)}…` : ref;
-  const name = ref.slice(0, at).split("/").at(-1) ?? "";
-  return `${name}@sha256:${ref.slice(at + 8, at + 20)}…`;
+/** `candidate` or `baseline` when `ref` is one of the lane's release's images, else null. */
+function roleOf(d: FleetLane["desired"], ref: string): string | null {
+  if (!d) return null;
+  return ref === d.candidate ? "candidate" : ref === d.baseline ? "baseline" : null;
 }
 
 const yesNo = (v: boolean) => (v ? "yes" : "no");
@@ -68,12 +66,12 @@ function LaneRow(props: { lane: FleetLane }) {
         label="Image"
         want={
           d
-            ? `${shortImage(d.image)} (${d.image_is === "confirmed" ? "confirmed by operator" : `${d.image_is} image`})`
+            ? `${shortImage(d.image)} (${d.image_is === "confirmed" ? "confirmed by operator" : d.image_is === "new" ? "candidate" : "baseline"})`
             : null
         }
         now={
           img
-            ? `${shortImage(img.ref)} (${img.source === "control_plane" ? "control plane" : `target, ${img.step ?? "step"}`})`
+            ? `${shortImage(img.ref)} (${[roleOf(d, img.ref), img.source === "control_plane" ? "control plane" : `target, ${img.step ?? "step"}`].filter(Boolean).join(", ")})`
             : o
               ? "not reported"
               : null

@@ -11,7 +11,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { BatonError } from "../../domain/errors.ts";
 import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
-import { availableActions } from "../../domain/transition/exits.ts";
+import { availableActions, verifyAction } from "../../domain/transition/exits.ts";
 import type { Release } from "../../domain/types.ts";
 import { suggestedCommand, VERB_NAMES, VERBS } from "../../domain/verbs.ts";
 import type { ControlPlane } from "../../ports/control-plane.ts";
@@ -25,6 +25,7 @@ import { VERB_CALLS, type VerbBody } from "../verb-calls.ts";
 import { type ActionName, ConfirmPage, ErrorPage, LoginPage, ResultPage } from "./action-pages.tsx";
 import { type Caller, roleOf, SESSION_COOKIE, Sessions, sameOrigin } from "./auth.ts";
 import { FleetPage } from "./fleet-page.tsx";
+import { readForm } from "./form.ts";
 import { liveStream, markStream } from "./live.ts";
 import { HISTORY_FILTERS, type HistoryFilter, ReleasePage } from "./release-page.tsx";
 import { PAGE_SIZE, ReleasesPage } from "./releases-page.tsx";
@@ -44,6 +45,8 @@ export interface DashboardDeps {
 }
 
 const ACTOR = "dashboard (operator token)";
+/** States in which something may hold a release (a gate, a pause, a verb it waits for). */
+const HELD_STATES: ReadonlySet<ReleaseState> = new Set(["running", "paused"]);
 
 /** How often an open fleet page's stream reads the releases list and the control plane (ms). */
 export const FLEET_POLL_MS = 2000;
@@ -119,7 +122,12 @@ export function dashboardApp(deps: DashboardDeps): Hono {
 
   app.post("/login", async (c) => {
     const who = await sessions.caller(c);
-    const form = await c.req.parseBody();
+    const read = await readForm(c);
+    if (!read.ok) {
+      const error = `[dashboard] sign-in refused: ${read.reason}`;
+      return c.html(<LoginPage role={who.role} next="/releases" open={open} error={error} />, 400);
+    }
+    const form = read.fields;
     const token = typeof form.token === "string" ? form.token.trim() : "";
     const next = safeNext(form.next);
     const role = roleOf(token || null, deps.tokens);
@@ -161,8 +169,25 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     const before = int(c.req.query("before"));
     try {
       const rows = await deps.api.list({ state, before, limit: PAGE_SIZE + 1 });
+      // What holds a live release (a gate, a pause, a verb it waits for) is in the release
+      // itself: read those of the page's live rows, not their history.
+      const live = rows.slice(0, PAGE_SIZE).filter((r) => HELD_STATES.has(r.state));
+      const peek = deps.api.peek?.bind(deps.api);
+      const releases = new Map<string, Release>();
+      if (peek) {
+        for (const r of await Promise.all(live.map((x) => peek(x.id)))) {
+          if (r) releases.set(r.id, r);
+        }
+      }
       return c.html(
-        <ReleasesPage rows={rows} state={state} before={before} role={who.role} now={now()} />,
+        <ReleasesPage
+          rows={rows}
+          releases={releases}
+          state={state}
+          before={before}
+          role={who.role}
+          now={now()}
+        />,
       );
     } catch (err) {
       return fail(c, who, err);
@@ -338,7 +363,9 @@ export function dashboardApp(deps: DashboardDeps): Hono {
       const lifecycleOpts = await rollbackOpts(release);
       const offered = lifecycle(action)
         ? lifecycleActions(release, lifecycleOpts).some((a) => a.action === action)
-        : availableActions(release).some((a) => a.action === action && a.target === target);
+        : action === "verify"
+          ? verifyAction(release) !== null
+          : availableActions(release).some((a) => a.action === action && a.target === target);
       const plan = !offered
         ? null
         : action === "rollback"
@@ -406,7 +433,9 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           : `[dashboard] refused: ${action} needs the operator token; sign in with it on /login`,
       );
     }
-    const form = await c.req.parseBody();
+    const read = await readForm(c);
+    if (!read.ok) return refuse(400, `[dashboard] ${action} refused: ${read.reason}`);
+    const form = read.fields;
     if (!sessions.csrfValid(who, action, target, form.csrf)) {
       return refuse(
         403,

@@ -8,6 +8,7 @@
  * hidden by default, operator decisions marked), the manifest, and the retry model folded.
  */
 
+import { driftedValues } from "../../domain/drift.ts";
 import { probCompleted } from "../../domain/markov.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { HistoryEntry, Release, StepRun } from "../../domain/types.ts";
@@ -414,12 +415,12 @@ export function DriftBanner(props: { drift: ModelDrift | null }) {
             </thead>
             <tbody>
               {d.lanes.flatMap((l) =>
-                l.fields.map((f) => (
+                driftedValues(l).map((v) => (
                   <tr>
                     <th scope="row">{l.id}</th>
-                    <td>{f}</td>
-                    <td class="mono wrap">{shown(l.desired[f])}</td>
-                    <td class="mono wrap">{shown(l.observed[f])}</td>
+                    <td>{v.field}</td>
+                    <td class="mono wrap">{shown(v.desired)}</td>
+                    <td class="mono wrap">{shown(v.observed)}</td>
                   </tr>
                 )),
               )}

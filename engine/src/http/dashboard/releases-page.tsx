@@ -1,24 +1,15 @@
 /** @jsxImportSource hono/jsx */
 /** Releases list: newest first, filter by state, paginated by a `before` cursor. */
 import { RELEASE_STATES, type ReleaseState, TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
+import type { Release } from "../../domain/types.ts";
 import type { ReleaseSummary } from "../../ports/store.ts";
 import { duration, time } from "../../views/format.ts";
+import { whereInList } from "../../views/list-row.ts";
 import type { Role } from "./auth.ts";
 import { Layout, State } from "./layout.tsx";
 
 /** Rows per page of the list. */
 export const PAGE_SIZE = 25;
-
-/** The current step for people: numbered from 1, as the release page and `baton status`. */
-export function currentStep(r: ReleaseSummary): string {
-  if (r.state === "succeeded") return `all ${r.step_count} done`;
-  if (r.state === "pending") return `not started (${r.step_count} steps)`;
-  if (r.state === "compensating" || r.state === "rolled_back" || r.state === "needs_operator") {
-    return r.cursor >= 0 ? `undoing step ${r.cursor + 1} of ${r.step_count}` : "undone";
-  }
-  if (r.cursor >= r.step_count) return `all ${r.step_count} done`;
-  return `step ${r.cursor + 1} of ${r.step_count}`;
-}
 
 /**
  * The list. `rows` may hold one more than `PAGE_SIZE`: that extra row only says a next
@@ -26,6 +17,8 @@ export function currentStep(r: ReleaseSummary): string {
  */
 export function ReleasesPage(props: {
   rows: ReleaseSummary[];
+  /** The releases of live rows, read to say what holds them (absent: step progress only). */
+  releases?: ReadonlyMap<string, Release>;
   state: ReleaseState | undefined;
   before: number | undefined;
   role: Role;
@@ -71,7 +64,7 @@ export function ReleasesPage(props: {
               <th scope="col">Release</th>
               <th scope="col">Recipe / model</th>
               <th scope="col">State</th>
-              <th scope="col">Current step</th>
+              <th scope="col">Where</th>
               <th scope="col" class="wide">
                 Started
               </th>
@@ -100,7 +93,7 @@ export function ReleasesPage(props: {
                   <td>
                     <State state={r.state} />
                   </td>
-                  <td>{currentStep(r)}</td>
+                  <td class="wrap">{whereInList(r, props.releases?.get(r.id) ?? null)}</td>
                   <td class="mono wide">{time(r.created_at)}</td>
                   <td class="wide">
                     {duration(

@@ -7,6 +7,7 @@
 
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { Release, StepRun } from "../../domain/types.ts";
+import { visible } from "../../domain/visible-text.ts";
 import type { AttemptResult } from "../../ports/store.ts";
 import { checkRows, prettyJson, runLink, span, tail, time } from "../../views/format.ts";
 import type { Role } from "./auth.ts";
@@ -32,7 +33,7 @@ function Checks(props: { result: AttemptResult }) {
     return (
       <>
         <p class="notice bad">checks.json is not an array of checks; shown as received:</p>
-        <pre>{JSON.stringify(props.result.checks, null, 2)}</pre>
+        <pre>{visible(JSON.stringify(props.result.checks, null, 2) ?? "")}</pre>
       </>
     );
   }
@@ -60,14 +61,18 @@ function Checks(props: { result: AttemptResult }) {
         ) : (
           rows.map((c) => (
             <tr class={c.failing ? "failing" : undefined}>
-              <td>{c.name}</td>
+              <td>{visible(String(c.name))}</td>
               <td>
                 <State state={c.status} />
               </td>
               <td class="mono">{c.exit_code}</td>
               <td class="mono">{c.signal}</td>
               <td>{c.duration}</td>
-              <td>{c.message}</td>
+              <td>
+                {c.message === undefined || c.message === null
+                  ? c.message
+                  : visible(String(c.message))}
+              </td>
             </tr>
           ))
         )}
@@ -102,7 +107,7 @@ function Result(props: { run: StepRun; result: AttemptResult }) {
           Download the full stored log
         </a>
       </p>
-      <pre>{log.text || "(empty log)"}</pre>
+      <pre>{visible(log.text) || "(empty log)"}</pre>
       <div class="cols">
         <div>
           <h2 id="callback">Raw callback</h2>
@@ -110,7 +115,7 @@ function Result(props: { run: StepRun; result: AttemptResult }) {
             <summary>
               Callback body as received ({String(Buffer.byteLength(result.raw_callback))} bytes)
             </summary>
-            <pre>{result.raw_callback}</pre>
+            <pre>{visible(result.raw_callback)}</pre>
           </details>
         </div>
         <div>

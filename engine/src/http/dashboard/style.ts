@@ -16,7 +16,7 @@ th{background:var(--soft);font-weight:600}
 caption{text-align:left;color:var(--muted);padding:.2rem 0}
 td.mono{white-space:nowrap}
 code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em}
-pre{background:var(--soft);border:1px solid var(--line);padding:.6rem;overflow:auto;max-height:32rem;white-space:pre-wrap;word-break:break-word}
+pre{background:var(--soft);border:1px solid var(--line);padding:.6rem;overflow:auto;max-height:32rem;white-space:pre-wrap;overflow-wrap:anywhere}
 .st{display:inline-block;padding:0 .45rem;border-radius:1rem;font-weight:600;font-size:.85em;border:1px solid currentColor;white-space:nowrap}
 .st-succeeded,.st-pass,.st-passed,.st-ok{color:var(--ok)}
 .st-failed,.st-fail,.st-dispatch_failed,.st-needs_operator,.st-aborted{color:var(--bad)}
@@ -30,7 +30,7 @@ tr.housekeeping td{color:#57606a}
 tr.failing td:first-child{border-left:4px solid var(--bad)}
 .muted{color:var(--muted)}.small{font-size:.85em}
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:.15rem 1rem;margin:0}
-dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;word-break:break-all}
+dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;overflow-wrap:anywhere}
 .bar{display:flex;flex-wrap:wrap;gap:.6rem;align-items:center;margin:.6rem 0}
 .btn,button{font:inherit;padding:.3rem .8rem;border:1px solid var(--line);border-radius:.35rem;background:var(--soft);color:var(--fg);cursor:pointer;text-decoration:none}
 .btn.danger,button.danger{border-color:var(--bad);color:var(--bad)}
@@ -43,10 +43,10 @@ label{margin-right:.3rem}
 nav.pages{margin:.6rem 0;display:flex;gap:1rem}
 :focus-visible{outline:3px solid #0969da;outline-offset:2px}
 h1 .sub{display:block;font-size:.85rem;font-weight:400;color:var(--muted);margin-top:.15rem}
-.headline{font-size:1.1rem;font-weight:600;margin:.2rem 0 .3rem}
+.headline{font-size:1.1rem;font-weight:600;margin:.2rem 0 .3rem;overflow-wrap:anywhere}
 .why{margin:.2rem 0 .5rem;border-left:5px solid var(--bad);padding:.3rem .7rem;background:#fff5f5;overflow-wrap:anywhere}
 .tag{display:inline-block;margin-left:.5rem;padding:0 .4rem;border-radius:.3rem;font-size:.8em;font-weight:600;border:1px solid currentColor}
-.tag.op{color:#8250df}.tag.bad{color:var(--bad)}
+.tag.op{color:#8250df}.tag.bad{color:var(--bad)}.tag.cand{color:var(--run);margin-left:0}.tag.base{color:var(--muted);margin-left:0}
 ul.offers{list-style:none;padding:0;margin:.4rem 0;display:grid;gap:.35rem}
 ul.offers li{display:flex;flex-wrap:wrap;gap:.2rem .6rem;align-items:baseline}
 .panel.bad{border-left:5px solid var(--bad);padding:.4rem .8rem;margin:.5rem 0}
@@ -54,7 +54,7 @@ ul.offers li{display:flex;flex-wrap:wrap;gap:.2rem .6rem;align-items:baseline}
 .panel p{margin:.2rem 0}
 pre.excerpt{margin:0;max-height:6rem}
 .scroll{overflow-x:auto;max-width:100%}
-.wrap{overflow-wrap:anywhere;word-break:break-word}
+.wrap{overflow-wrap:anywhere}
 table.compact td,table.compact th{padding:.15rem .4rem}
 .cols.tight{gap:0 1.2rem}.cols.tight h2{margin:.5rem 0 .2rem;font-size:1rem}.cols.tight p{margin:.2rem 0}
 tr.wave th{background:#eef3f8;font-weight:600}
@@ -63,6 +63,7 @@ nav.filters{display:flex;flex-wrap:wrap;gap:.3rem 1rem;margin:.3rem 0}
 details>summary{cursor:pointer;font-weight:600}
 td.differs{background:#fff5f5}
 .block{display:block}
+.nowrap{white-space:nowrap}
 table.fleet td{overflow-wrap:anywhere}
 @media (max-width:640px){
  main{padding:.6rem .6rem 2rem}

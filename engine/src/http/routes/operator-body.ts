@@ -3,12 +3,23 @@
  * schemas themselves are declared with the verbs (domain/verbs.ts).
  */
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
+import { OTHER_BODY_LIMITS } from "../../protocol/limits.ts";
+import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 
 /** `operator` or `operator:<name>` when the caller named themselves. */
 export function actorOf(name: string | undefined): string {
   return name ? `operator:${name.trim()}` : "operator";
+}
+
+/**
+ * Who takes an action: `operator:<person>` when the request carries that person's own token
+ * (the token says who; a body's `actor`, which the CLI fills from $USER, is not used), else
+ * `actorOf(claimed)`.
+ */
+export function actorFor(person: string | null, claimed: string | undefined): string {
+  return person === null ? actorOf(claimed) : `operator:${person}`;
 }
 
 /** The fields of an object schema (its shape's keys); none for other schemas. */
@@ -45,6 +56,7 @@ export async function jsonBody<T extends z.ZodType>(
   const text = await c.req.text();
   let value: unknown = {};
   if (text.trim() !== "") {
+    assertJsonBounds(text, OTHER_BODY_LIMITS, { component: "[engine]", where: what, path: "body" });
     try {
       value = JSON.parse(text);
     } catch {

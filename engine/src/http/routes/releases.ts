@@ -5,25 +5,25 @@
 
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { parseDocument, YAMLParseError } from "yaml";
-import { z } from "zod";
+import * as z from "zod";
 import { BatonError } from "../../domain/errors.ts";
 import { gateSummaries } from "../../domain/gate/summary.ts";
 import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
+import type { SourceClaim } from "../../domain/source-order.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
-import {
-  assertNoYamlTags,
-  assertRecipeNesting,
-  duplicateKeyAt,
-  yamlToJs,
-} from "../../recipes/parse.ts";
+import type { LanesRead } from "../../protocol/control-plane.ts";
+import { RECIPE_LIMITS } from "../../protocol/limits.ts";
+import { readBoundedYaml } from "../../recipes/parse.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { currentDrift } from "../../service/drift.ts";
-import { requireBearer } from "../auth.ts";
+import { lanesView } from "../../views/lanes.ts";
+import { type NamedToken, personOf, requireBearer } from "../auth.ts";
+import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, zodProblems } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
-import { schemaFields } from "./operator-body.ts";
+import { actorFor, schemaFields } from "./operator-body.ts";
+import { SourceClaimBody } from "./source-claim.ts";
 import { releaseParam, verbRoutes } from "./verbs.ts";
 
 export interface ReleaseRouteOptions {
@@ -31,12 +31,13 @@ export interface ReleaseRouteOptions {
   repository?: string;
   api: ReleaseApi;
   operatorTokens: readonly string[];
+  /** People's own operator tokens: a release started with one is recorded as theirs. */
+  operators?: readonly NamedToken[];
   /** Operator and viewer tokens. */
   readTokens: readonly string[];
+  /** One read of a model's lanes at the control plane (`GET /v1/releases/:id/lanes`). */
+  lanes?: (model: string) => Promise<LanesRead>;
 }
-
-/** Recipe body cap (bytes): a recipe is a few KB; 1 MiB leaves room for large fleets. */
-export const RECIPE_MAX_BYTES = 1024 * 1024;
 
 const ListQuery = z
   .object({
@@ -79,9 +80,11 @@ const CreateQuery = z
   .strict();
 
 /**
- * A signed start (docs/trust.md "Sending the bundle"): the recipe (an object, or YAML/JSON
- * text) with the manifest's Sigstore bundle and the image attestations. A plain recipe body
- * has no `recipe` key (the recipe schema is strict), so the two cannot be confused.
+ * A start with more than the recipe: a signed start (docs/trust.md "Sending the bundle"), the
+ * recipe (an object, or YAML/JSON text) with the manifest's Sigstore bundle and the image
+ * attestations, and the recipe workflow's commit (`source`, docs/lifecycle.md "Merge order is
+ * release order"). A plain recipe body has no `recipe` key (the recipe schema is strict), so
+ * the two cannot be confused.
  */
 const SignedStart = z
   .object({
@@ -96,21 +99,46 @@ const SignedStart = z
       .max(16, "at most 16 attestations")
       .default([]),
     rollback: z.boolean({ error: "must be true or false" }).default(false),
+    source: SourceClaimBody.optional(),
   })
   .strict();
 
-/** The start request: a plain recipe, or a signed start (`{recipe, bundle, attestations}`). */
+/**
+ * The refusal of `rollback: true` in a start or roll-forward body. An older signed manifest
+ * runs again only through the rollback verb (operator, reason, history), which re-admits the
+ * model's previous admitted manifest; a body cannot name one to replay.
+ */
+const NOT_A_ROLLBACK = {
+  path: "body.rollback",
+  message:
+    "a start is never a rollback: an older signed manifest runs again only through the rollback verb",
+  fix: "drop `rollback`; roll back the release that replaced it with POST /v1/releases/<id>/rollback and a reason (baton rollback <id> --reason …), or sign the older recipe again (a newer issued_at) and start it",
+};
+
+/**
+ * The start request: a plain recipe, or a start with more than the recipe
+ * (`{recipe, bundle, attestations, source}`).
+ * @throws BatonError `bad_request` (400) naming the field: a signed start of a bad shape, or
+ *   `rollback: true` (`body.rollback`; the rollback verb is the only way to admit an older
+ *   manifest).
+ */
 export function parseStartBody(
   text: string,
   contentType: string | undefined,
-): { recipe: unknown; bundle?: unknown; attestations: unknown[]; rollback: boolean } {
+): {
+  recipe: unknown;
+  bundle?: unknown;
+  attestations: unknown[];
+  source?: SourceClaim;
+} {
   const value = parseRecipeBody(text, contentType);
   if (value === null || typeof value !== "object" || Array.isArray(value) || !("recipe" in value)) {
-    return { recipe: value, attestations: [], rollback: false };
+    return { recipe: value, attestations: [] };
   }
   const b = SignedStart.safeParse(value);
   if (!b.success)
     throw badRequest("signed start", zodProblems(b.error, "body", {}, schemaFields(SignedStart)));
+  if (b.data.rollback) throw badRequest("start body", [NOT_A_ROLLBACK]);
   const recipe =
     typeof b.data.recipe === "string"
       ? parseRecipeBody(b.data.recipe, "application/yaml", "body.recipe")
@@ -119,7 +147,7 @@ export function parseStartBody(
     recipe,
     ...(b.data.bundle ? { bundle: b.data.bundle } : {}),
     attestations: b.data.attestations,
-    rollback: b.data.rollback,
+    ...(b.data.source ? { source: b.data.source } : {}),
   };
 }
 
@@ -168,13 +196,19 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
     restore: release.restore ?? null,
     roll_forward_hold: release.roll_forward_hold ?? null,
     rerun_deadline: release.rerun_deadline ?? null,
+    // The stop condition's watch: its latest evaluation (docs/gate.md "The stop condition").
+    stop: release.stop ?? null,
     abandoned: release.abandoned ?? null,
+    // The latest recovery verification (docs/lifecycle.md "Recovery verification"), or null.
+    verification: release.verification ?? null,
     available_actions: availableActions(release),
     lifecycle_actions: lifecycleActions(release, o),
     // Why a verb its state would offer cannot be taken (superseded, no earlier admitted
     // manifest), in the words of the API's refusals; null when none.
     lifecycle_note: lifecycleNote(release, o),
     lineage: release.lineage ?? null,
+    // The recipe workflow's commit it was started from (docs/lifecycle.md); null otherwise.
+    source: release.source ?? null,
     drift: currentDrift(r.history),
     admission: release.admission ?? null,
     prerequisites: release.prerequisites ?? null,
@@ -228,8 +262,9 @@ function bodyFormat(text: string, contentType: string | undefined): BodyFormat {
 /**
  * Parses a recipe body by content type: YAML for `application/yaml` (or `text/yaml`), JSON
  * for `application/json`, and with no content-type JSON when the body starts with `{` or `[`,
- * else YAML (docs/engine.md). A body too complex (brackets nested deeper than 64, an alias
- * bomb) is refused like a syntax error.
+ * else YAML (docs/engine.md). Read once, within `RECIPE_LIMITS`: a body too complex (nested
+ * deeper, or holding more entries, than the limits; an alias bomb) is refused like a syntax
+ * error, naming the limit and where it was passed.
  * @param field the path problems name (`body`, or `body.recipe` for a signed start's text).
  * @throws BatonError 400 (`bad_request`) naming `field` (or `content-type`) and the fix.
  */
@@ -246,58 +281,47 @@ export function parseRecipeBody(
   const how = guessed
     ? ` (no content-type was sent; read as ${format} because the body ${isYaml ? "does not start" : "starts"} with { or [)`
     : "";
+  const duplicate = (key: string, pos: { line: number } | null) =>
+    badRequest("recipe", [
+      {
+        path: field,
+        message: `duplicate key "${key.slice(0, 80)}"${pos ? ` at line ${pos.line}` : ""}`,
+        fix: "give every key once; a parser keeps only one of equal keys, so the meaning is ambiguous",
+      },
+    ]);
+  const syntax = (what: string, pos: { line: number; col: number } | null) => {
+    const other = isYaml ? "content-type: application/json" : "content-type: application/yaml";
+    const where = pos ? ` at line ${pos.line}, column ${pos.col}` : "";
+    return badRequest("recipe", [
+      {
+        path: field,
+        message: `is not valid ${format}${where}: ${what}${how}`,
+        fix: guessed
+          ? `fix the ${format} syntax, or ${SEND_TYPE}`
+          : `fix the ${format} syntax; if the body is not ${format}, send ${other}`,
+      },
+    ]);
+  };
   try {
-    assertRecipeNesting(text, "request body");
-    refuseDuplicateKeys(text, field);
-    if (!isYaml) return JSON.parse(text);
-    assertNoYamlTags(text, "request body");
-    const doc = parseDocument(text);
-    if (doc.errors[0]) throw doc.errors[0];
-    return yamlToJs(doc, text, "request body");
+    if (isYaml) return readBoundedYaml(text, "request body", { syntax, duplicate }).value;
+    assertJsonBounds(
+      text,
+      RECIPE_LIMITS,
+      { component: "[recipe]", where: "request body", path: field },
+      duplicate,
+    );
+    return JSON.parse(text);
   } catch (e) {
     if (e instanceof BatonError) {
-      // The recipe parser's refusals (too deep, alias bomb, a tag) name no field: name the body.
+      // The recipe reader's refusals (too complex, alias bomb, a tag) name no field: name the body.
       throw new BatonError(
         e.code,
         e.message,
         e.problems.map((p) => (p.path === "" ? { ...p, path: field } : p)),
       );
     }
-    const where =
-      e instanceof YAMLParseError && e.linePos?.[0]
-        ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}`
-        : "";
-    const other = isYaml ? "content-type: application/json" : "content-type: application/yaml";
-    throw badRequest("recipe", [
-      {
-        path: field,
-        message: `is not valid ${format}${where}: ${(e as Error).message.split("\n")[0]}${how}`,
-        fix: guessed
-          ? `fix the ${format} syntax, or ${SEND_TYPE}`
-          : `fix the ${format} syntax; if the body is not ${format}, send ${other}`,
-      },
-    ]);
+    throw syntax((e as Error).message.split("\n")[0] ?? "", null);
   }
-}
-
-/**
- * JSON.parse keeps the last of two equal keys silently; a recipe with `"image"` twice is
- * ambiguous. JSON is YAML, so the YAML parser (unique keys) finds them.
- * @throws BatonError 400 naming the key and its line.
- */
-function refuseDuplicateKeys(text: string, field: string): void {
-  const doc = parseDocument(text, { uniqueKeys: true });
-  const dup = doc.errors.find((e) => e.code === "DUPLICATE_KEY");
-  if (!dup) return;
-  const key = duplicateKeyAt(text, dup.pos[0]) ?? "?";
-  const line = dup.linePos?.[0]?.line ?? 0;
-  throw badRequest("recipe", [
-    {
-      path: field,
-      message: `duplicate key "${key}" at line ${line}`,
-      fix: "give every key once; a parser keeps only one of equal keys, so the meaning is ambiguous",
-    },
-  ]);
 }
 
 /** The hint of a query on `GET /v1/releases/:id`: paging is `…/history`'s. */
@@ -309,9 +333,12 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
   const operator = requireBearer(o.operatorTokens, "operator", o.readTokens);
   const reader = requireBearer(o.readTokens, "viewer or operator");
   const limit = bodyLimit({
-    maxSize: RECIPE_MAX_BYTES,
+    maxSize: RECIPE_LIMITS.bytes,
     onError: () => {
-      throw new BatonError("payload_too_large", `[engine] recipe over ${RECIPE_MAX_BYTES} bytes`);
+      throw new BatonError(
+        "payload_too_large",
+        `[engine] recipe over ${RECIPE_LIMITS.bytes} bytes, the limit of a recipe; nothing was read past it`,
+      );
     },
   });
 
@@ -326,12 +353,13 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
         throw badRequest("query", zodProblems(q.error, "query", {}, schemaFields(CreateQuery)));
       }
       const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
-      const release = await o.api.start(body.recipe, "operator", {
+      const actor = actorFor(personOf(c.req.header("authorization"), o.operators ?? []), undefined);
+      const release = await o.api.start(body.recipe, actor, {
         hold: q.data.start === "false",
         ...(q.data.exposure ? { exposure: q.data.exposure } : {}),
         ...(body.bundle !== undefined ? { bundle: body.bundle } : {}),
         attestations: body.attestations,
-        rollback: body.rollback,
+        ...(body.source ? { source: body.source } : {}),
       });
       return c.json(
         {
@@ -389,6 +417,22 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     return c.json(recordJson(record, lookups));
   });
 
+  // The release's lanes as it set them beside the control plane's read now (`baton status -w`).
+  app.get("/:id/lanes", reader, knownQueryParams("GET /v1/releases/:id/lanes"), async (c) => {
+    const id = releaseParam(c);
+    const release = o.api.peek ? await o.api.peek(id) : (await o.api.get(id)).release;
+    if (!release) throw new BatonError("not_found", `[engine] release ${id} does not exist`);
+    let read: LanesRead | null = null;
+    if (o.lanes) {
+      try {
+        read = await o.lanes(release.manifest.model);
+      } catch (err) {
+        read = { ok: false, message: `[engine] ${(err as Error)?.message ?? String(err)}` };
+      }
+    }
+    return c.json(lanesView(release, read));
+  });
+
   app.get("/:id/record", reader, knownQueryParams("GET /v1/releases/:id/record"), async (c) => {
     return c.json(await o.api.releaseRecord(releaseParam(c), o.repository));
   });
@@ -400,17 +444,18 @@ export function releaseRoutes(o: ReleaseRouteOptions): Hono {
     verbRoutes("release", {
       api: o.api,
       operatorTokens: o.operatorTokens,
+      ...(o.operators ? { operators: o.operators } : {}),
       readTokens: o.readTokens,
       recipeBody: {
         limit,
         read: async (c) => {
           const body = parseStartBody(await c.req.text(), c.req.header("content-type"));
-          if (body.rollback) {
+          if (body.source) {
             throw badRequest("roll-forward body", [
               {
-                path: "rollback",
-                message: "a roll forward is never a rollback",
-                fix: "drop `rollback`, or roll back a succeeded release with POST …/rollback",
+                path: "source",
+                message: "a roll forward is an operator's verb, not a start of the recipe workflow",
+                fix: "drop `source`; the recipe workflow starts a release with POST /v1/releases",
               },
             ]);
           }

@@ -11,13 +11,16 @@ import type { Json } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Store } from "../../ports/store.ts";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBody } from "../../protocol/credential.ts";
+import { RUNNER_BODY_LIMITS } from "../../protocol/limits.ts";
 import {
   CALLBACK_BODY_MAX_BYTES,
   CallbackBody,
   PreflightRequest,
 } from "../../protocol/messages.ts";
 import type { ReleaseApi } from "../../service/api.ts";
-import { badCredentialMessage } from "../auth.ts";
+import { SampledLog } from "../../service/refusal-log.ts";
+import { badCredentialMessage, type NamedToken } from "../auth.ts";
+import { assertJsonBounds } from "../bounded-json.ts";
 import { badRequest, errorResponse, zodProblems } from "../errors.ts";
 import type { RunnerClaims, RunnerCredentialMode, RunnerOidcVerifier } from "../runner-oidc.ts";
 import { answer, stepRunParam, verbRoutes } from "./verbs.ts";
@@ -27,6 +30,8 @@ export interface StepRunRouteOptions {
   clock: Clock;
   callbackSecrets: readonly string[];
   operatorTokens: readonly string[];
+  /** People's own operator tokens: a retry or resolve sent with one is recorded as theirs. */
+  operators?: readonly NamedToken[];
   /** Operator and viewer tokens: the viewer token gets 403 naming the operator token. */
   readTokens?: readonly string[];
   /**
@@ -45,21 +50,6 @@ const tooLarge = (): never => {
   );
 };
 
-/** Deepest nesting of arrays/objects accepted in a preflight or callback body. */
-const MAX_BODY_DEPTH = 64;
-
-/** True when `value` nests arrays/objects deeper than `max`; iterative, so it cannot overflow. */
-function nestedDeeperThan(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 0]];
-  for (let n = 0; stack.length > 0 && n < 1_000_000; n++) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== "object") continue;
-    if (depth >= max) return true;
-    for (const child of Object.values(v as object)) stack.push([child, depth + 1]);
-  }
-  return false;
-}
-
 export function stepRunRoutes(o: StepRunRouteOptions): Hono {
   const app = new Hono();
   const limit = bodyLimit({ maxSize: CALLBACK_BODY_MAX_BYTES, onError: tooLarge });
@@ -69,12 +59,17 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
    * A bad credential is recorded as refused on the step run (when it exists) and answered 401.
    */
   const mode = o.runnerCredential?.mode ?? "hmac";
+  // One line per refused request would let a stranger write the log at will: sampled.
+  const refusalLines = new SampledLog();
   const BAD = badCredentialMessage(mode);
 
   /** Records a refused credential (precise reason) and answers the one identical 401. */
   async function refuse(c: Context, kind: string, id: string, reason: string, bytes: number) {
     const why = reason.slice(0, 300);
-    if (mode !== "hmac") o.log?.info?.(`[engine] ${kind} for ${id} refused: ${why}`);
+    if (mode !== "hmac") {
+      const line = `[engine] ${kind} for ${id} refused: ${why}`;
+      refusalLines.line((m) => o.log?.info?.(m), line, o.clock.now());
+    }
     await o.api.recordRefused(
       id,
       kind,
@@ -128,6 +123,13 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
         { path: "body", message: "is not valid UTF-8", fix: "send UTF-8 JSON" },
       ]);
     }
+    // Within the runner body limits before JSON.parse builds anything: hostile nesting (e.g.
+    // checks.json of 5,000 nested arrays) overflowed the stack while the store serialised it.
+    assertJsonBounds(raw, RUNNER_BODY_LIMITS, {
+      component: "[engine]",
+      where: `${kind} body`,
+      path: "body",
+    });
     let value: unknown;
     try {
       value = JSON.parse(raw);
@@ -137,17 +139,6 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
           path: "body",
           message: `is not JSON (${(e as Error).message})`,
           fix: "send a JSON object",
-        },
-      ]);
-    }
-    // Hostile nesting (e.g. checks.json of 5,000 nested arrays) overflowed the stack while the
-    // store serialised it: a 500. Refuse it here, naming the field.
-    if (nestedDeeperThan(value, MAX_BODY_DEPTH)) {
-      throw badRequest(`${kind} body`, [
-        {
-          path: "body",
-          message: `nests deeper than ${MAX_BODY_DEPTH} levels`,
-          fix: "send checks.json as an array of flat check records",
         },
       ]);
     }
@@ -254,6 +245,7 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
     verbRoutes("step_run", {
       api: o.api,
       operatorTokens: o.operatorTokens,
+      ...(o.operators ? { operators: o.operators } : {}),
       readTokens: o.readTokens ?? o.operatorTokens,
     }),
   );

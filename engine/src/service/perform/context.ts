@@ -11,6 +11,7 @@ import type { Dispatcher } from "../../ports/dispatcher.ts";
 import type { MetricsSource } from "../../ports/metrics-source.ts";
 import type { Notifier } from "../../ports/notifier.ts";
 import type { OutboxRow, Store } from "../../ports/store.ts";
+import type { TargetProbe } from "../../ports/target-probe.ts";
 import type { ApplyExtras } from "../kernel.ts";
 import type { Logger } from "../logger.ts";
 
@@ -25,6 +26,11 @@ export interface ReconcilerDeps {
   releases: ReleaseCommits;
   /** Where gates read their numbers; absent: every gate's evidence is missing. */
   metrics?: MetricsSource;
+  /**
+   * Asks lanes' machines what they run when a recovery is verified (its `observe`); absent:
+   * the lanes' last runner reports are read instead.
+   */
+  targetProbe?: TargetProbe;
   /** Notifiers by channel name (`notify` rows); a row for a missing channel is dropped. */
   notifiers?: ReadonlyMap<string, Notifier>;
   /** Retry schedule of notices: first delay (ms, doubling, capped at 5 min) and tries in all. */

@@ -39,6 +39,7 @@ export async function performGate(
     controlLanes: (release.baseline?.lanes ?? [])
       .filter((l) => l.weight > 0 && !l.excluded)
       .map((l) => l.id),
+    ...(e.streak ? { streak: e.streak } : {}),
   });
   if (!evidence) {
     throw new Error(`[engine] release ${release.id} wave ${e.wave} has no gate to evaluate`);
@@ -57,7 +58,7 @@ export async function performGate(
 }
 
 /** No metrics source configured: every read is missing evidence, which never passes. */
-const NO_METRICS: MetricsSource = {
+export const NO_METRICS: MetricsSource = {
   async observe(q) {
     const why = "no metrics source is configured (set BATON_PROMETHEUS_URL; docs/gate.md)";
     return {

@@ -108,7 +108,7 @@ export class LifecycleVerbs {
       ok: false,
       status: 422,
       code: "no_previous_manifest",
-      reason: `[engine] rollback of ${id} refused: ${noRollbackTarget(id, model)}. An older recipe you still have can be started as an explicit rollback: baton start <previous-recipe.yaml> --bundle <its bundle> --rollback`,
+      reason: `[engine] rollback of ${id} refused: ${noRollbackTarget(id, model)}. An older recipe you still have can be signed again (a newer issued_at) and started: baton sign <previous-recipe.yaml>, then baton start <previous-recipe.yaml> --bundle <the new bundle>`,
     };
   }
 

@@ -9,6 +9,7 @@ import {
   type LifecycleLookups,
 } from "../../domain/lifecycle.ts";
 import { closedReleaseAccepts, supersededWords } from "../../domain/lifecycle-states.ts";
+import { definesLanes } from "../../domain/source-order.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { Json, Release } from "../../domain/types.ts";
 import type { ReleaseSummary, Store } from "../../ports/store.ts";
@@ -67,12 +68,7 @@ export class LifecycleReads {
       for (const r of page) {
         if (Number(r.id.slice(1)) <= number) return null;
         if (r.model !== model) continue;
-        const inPlace =
-          !TERMINAL_RELEASE_STATES.has(r.state) ||
-          r.state === "succeeded" ||
-          r.state === "abandoned" ||
-          (r.state === "aborted" && r.high_water_mark >= 0);
-        if (inPlace) return r;
+        if (definesLanes(r)) return r;
       }
       read += page.length;
       const last = page[page.length - 1];

@@ -1,6 +1,6 @@
 /**
  * The operator verbs on a release or one of its step runs (docs/lifecycle.md): abort, pause,
- * resume, release, promote, confirm_restore, resolve, abandon, retry. Each is one event through
+ * resume, release, promote, confirm_restore, verify, resolve, abandon, retry. Each is one event through
  * the kernel; a 409 refusal is said again with what the release accepts now.
  */
 import type { ReleaseEvent } from "../../domain/types.ts";
@@ -43,6 +43,14 @@ export class OperatorVerbs {
   /** A recoverable release's restore action was run (docs/lifecycle.md "Recovery classes"). */
   confirmRestore(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
     return this.operator(id, { type: "confirm_restore", actor, reason });
+  }
+
+  /**
+   * Reads the lanes again and judges them (docs/lifecycle.md "Recovery verification"): an undo
+   * whose verification failed, or a succeeded or rolled_back release.
+   */
+  verify(id: string, actor: string): Promise<Accepted | Refusal> {
+    return this.operator(id, { type: "verify", actor });
   }
 
   /** needs_operator: the operator did this backward step run's effect by hand. */

@@ -50,6 +50,11 @@ export class ReleaseQueries {
     return { release, history, attempt_results, gate_evidence };
   }
 
+  /** The release alone, or null when unknown (`ReleaseApi.peek`). */
+  peek(id: string): Promise<Release | null> {
+    return RELEASE_ID_PATTERN.test(id) ? this.store.getRelease(id) : Promise.resolve(null);
+  }
+
   list(q: { state?: Release["state"]; limit: number; before?: number }): Promise<ReleaseSummary[]> {
     return this.store.listReleases(q);
   }

@@ -27,8 +27,12 @@ import type { Accepted, Refusal } from "../api.ts";
 import { type ApplyKernel, notFound } from "../kernel.ts";
 import { capLogTail } from "../log-tail.ts";
 import type { Logger } from "../logger.ts";
+import { SampledLog } from "../refusal-log.ts";
 
 export class RunnerProtocol {
+  /** Log lines of refusals with no release to record them on, sampled (refusal-log.ts). */
+  private readonly refusalLines = new SampledLog();
+
   constructor(
     private readonly kernel: ApplyKernel,
     private readonly log: Logger,
@@ -162,13 +166,15 @@ export class RunnerProtocol {
     // Counted before anything is read: a flood costs one read and one row per key a minute.
     const requests = this.kernel.refusals.admit(`${stepRunId}|${kind}|bad_credential`, now);
     if (requests === null) return;
+    // Distinct (guessable) step-run ids are distinct keys: the lines are sampled too.
+    const warn = (m: string) => this.log.warn(m);
     if (!id) {
-      this.log.warn(`${message} (no release to record it on)`);
+      this.refusalLines.line(warn, `${message} (no release to record it on)`, now);
       return;
     }
     const release = await this.kernel.read(id, false);
     if (!release?.step_runs.some((s) => s.id === stepRunId)) {
-      this.log.warn(`${message} (step run ${stepRunId} does not exist)`);
+      this.refusalLines.line(warn, `${message} (step run ${stepRunId} does not exist)`, now);
       return;
     }
     await this.kernel.store.appendHistory([

@@ -13,6 +13,12 @@ import { changeDeploymentStatus, type EffectsPolicy } from "../../domain/change-
 import { BatonError } from "../../domain/errors.ts";
 import { type PrerequisiteReport, withProbeSteps } from "../../domain/prerequisites.ts";
 import { creationHistory } from "../../domain/release-history.ts";
+import {
+  type SourceClaim,
+  type SourceMark,
+  sourceRefusal,
+  sourceRefusalWords,
+} from "../../domain/source-order.ts";
 import type {
   HistoryEntry,
   Lineage,
@@ -22,7 +28,7 @@ import type {
   Release,
 } from "../../domain/types.ts";
 import type { ControlPlane, LanesRead } from "../../ports/control-plane.ts";
-import { type CreateExtras, LanesClaimed } from "../../ports/store.ts";
+import { type CreateExtras, LanesClaimed, SourceMarkMoved } from "../../ports/store.ts";
 import { canonicalJson } from "../../protocol/canonical-json.ts";
 import { manifestDigest } from "../../recipes/digest.ts";
 import type { ApplyKernel } from "../kernel.ts";
@@ -59,6 +65,12 @@ export interface StartOptions {
    * whose prerequisites are asked by runners. Its first effect runs only after every probe passed.
    */
   probeSteps?: boolean;
+  /**
+   * The recipe workflow's commit and the mark it checked it against (docs/lifecycle.md "Merge
+   * order is release order"): judged by `sourceRefusal` before admission, stored on the
+   * release, and the model's source mark moves to it in the release's own write.
+   */
+  source?: SourceClaim;
 }
 
 export interface StartDeps {
@@ -104,6 +116,8 @@ export class Starts {
    *   name, with its fix); nothing is written then.
    * @throws BatonError `conflict` (409) when a non-terminal release owns one of its lanes
    *   (same model and lane id, or same host:port); nothing is written then.
+   * @throws BatonError `superseded` (409) when `opts.source` is older than the model's source
+   *   mark, or was checked against another commit (`judgeSource`); nothing is written then.
    */
   start(recipe: unknown, actor: string, opts: StartOptions = {}): Promise<Release> {
     // Serialised within this process: check-then-create must not interleave with another
@@ -119,6 +133,9 @@ export class Starts {
     const { kernel, log } = this.deps;
     const { store, clock, domain } = kernel;
     const compiled = domain.compile(recipe);
+    const model = compiled.manifest.model;
+    // Judged before admission: an older commit is refused whatever its signature says.
+    const mark = opts.source ? await this.judgeSource(model, opts.source) : null;
     const report = admit(this.deps.admission, this.deps.verifier, {
       manifest: compiled.manifest,
       manifest_digest: compiled.manifest_digest,
@@ -157,6 +174,9 @@ export class Starts {
       ...(opts.lineage ? { lineage: opts.lineage } : {}),
       ...(opts.prerequisites ? { prerequisites: opts.prerequisites } : {}),
       ...(opts.exposure === "dark" ? { exposure: "dark" as const } : {}),
+      ...(opts.source
+        ? { source: { commit: opts.source.commit, committed_at: opts.source.committed_at } }
+        : {}),
     };
     const history = creationHistory({
       release: pending,
@@ -188,6 +208,21 @@ export class Starts {
         : {}),
       // One owner per lane across engines (G9): the claim commits with the release or not at all.
       ...(this.deps.exclusiveLanes ? { claimLanes: compiled.manifest.lanes.map((l) => l.id) } : {}),
+      // The mark moves with the release, and only from the commit judged above.
+      ...(opts.source
+        ? {
+            sourceMark: {
+              mark: {
+                model,
+                commit: opts.source.commit,
+                committed_at: opts.source.committed_at,
+                release_id: pending.id,
+                at: now,
+              },
+              expect: mark?.commit ?? null,
+            },
+          }
+        : {}),
     };
     const create = async (
       r: Release,
@@ -199,6 +234,14 @@ export class Starts {
         await kernel.create(r, h, effects, now, extras, o);
       } catch (err) {
         if (err instanceof LanesClaimed) throw await lanesClaimedError(store, err);
+        if (err instanceof SourceMarkMoved && opts.source) {
+          // Another engine started from a newer commit in between: judged again, it refuses.
+          await this.judgeSource(model, opts.source);
+          throw new BatonError(
+            "superseded",
+            `[engine] the source mark of model ${model} moved while release ${r.id} was being started; nothing was started. Run the recipe workflow again`,
+          );
+        }
         throw err;
       }
     };
@@ -225,6 +268,27 @@ export class Starts {
       { started: true, wake: started.effects.length > 0 },
     );
     return release;
+  }
+
+  /**
+   * The model's source mark, once `claim` is judged against it (`sourceRefusal`).
+   * @throws BatonError `superseded` (409) naming the release that stands for the newer commit
+   *   (id, state, image) when the claim's commit is older, or was checked against another commit.
+   */
+  async judgeSource(model: string, claim: SourceClaim): Promise<SourceMark | null> {
+    const { store } = this.deps.kernel;
+    const mark = await store.getSourceMark(model);
+    const why = sourceRefusal(mark, claim);
+    if (why === null || mark === null) return mark;
+    const r = await store.getRelease(mark.release_id);
+    const words = sourceRefusalWords(
+      why,
+      claim,
+      mark,
+      r ? { id: r.id, state: r.state, image: r.manifest.image } : null,
+    );
+    this.deps.log.warn(words);
+    throw new BatonError("superseded", words);
   }
 
   /**

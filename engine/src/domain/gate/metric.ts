@@ -1,0 +1,269 @@
+/**
+ * One metric at one evaluation: the two arms' shares, the confidence sequence of their
+ * difference against the margin, the candidate's own against its SLO, and the verdict; and the
+ * sentence a person reads about it, plain comparison first, statistics after. Shared by the
+ * gate (decide.ts) and the stop condition (stop.ts). Pure.
+ */
+import type { Margin } from "./analysis.ts";
+import { csInterval, type Interval, tunedRho } from "./confidence-sequence.ts";
+import {
+  type ArmObservation,
+  latencyShare,
+  ratioShare,
+  type Share,
+  type ShareOrMissing,
+  shareVariance,
+} from "./observations.ts";
+import { fraction, percent, points } from "./words.ts";
+
+/** A value that could not be observed, and why (query failed, empty, NaN, timeout…). */
+export interface Missing {
+  /** For people: the metric's query and what went wrong. */
+  missing: string;
+  /**
+   * True when a read failed (HTTP or PromQL error, timeout, unreachable source), as opposed to
+   * data that is not there yet (no series, no samples): what `consecutive_error_limit` counts.
+   */
+  error?: boolean;
+}
+
+/** True when `v` is a {@link Missing}. */
+export const isMissing = (v: object): v is Missing => "missing" in v;
+
+/** One metric's observation: both arms, or why it is missing. */
+export type MetricObservation = { candidate: ArmObservation; control: ArmObservation } | Missing;
+
+/** What evaluating a metric needs to know about it (a gate metric or a stop metric). */
+export interface MetricSpec {
+  name: string;
+  kind: "ratio" | "latency";
+  better?: "lower" | "higher";
+  threshold_ms?: number;
+  /** Absent: no comparison with the control (a stop metric with only an SLO). */
+  margin?: Margin;
+  slo?: number;
+}
+
+/** The statistics settings of an evaluation. */
+export interface Tuning {
+  alpha: number;
+  min_samples: number;
+}
+
+/** One metric's result at one evaluation. */
+export interface MetricResult {
+  name: string;
+  kind: "ratio" | "latency";
+  required: boolean;
+  /** Recorded, never decides. */
+  dryRun: boolean;
+  better: "lower" | "higher";
+  /** Missing evidence's reason, or null. */
+  missing: string | null;
+  /** True when the metric is missing because a read failed (see {@link Missing.error}). */
+  readError: boolean;
+  candidate: Share | null;
+  control: Share | null;
+  /** Δ = candidate − control oriented so that positive is better, with its CS bounds. */
+  difference: Interval | null;
+  /** The margin δ ≥ 0 in the metric's unit (a relative margin resolved on the control). */
+  margin: number | null;
+  /** True when a relative margin was raised to its floor (the control's value was too low). */
+  floored: boolean;
+  /** The candidate's own CS against its SLO, when one is declared. */
+  slo: { limit: number; lower: number; upper: number } | null;
+  verdict: "non_inferior" | "inferior" | "slo_breached" | "undecided" | "missing";
+}
+
+function share(metric: MetricSpec, o: ArmObservation): ShareOrMissing {
+  if (metric.kind === "ratio") {
+    return o.kind === "ratio" ? ratioShare(o.counts) : { ok: false, reason: "not a ratio" };
+  }
+  return o.kind === "latency"
+    ? latencyShare(o.buckets, metric.threshold_ms ?? Number.NaN)
+    : { ok: false, reason: "not a histogram" };
+}
+
+/**
+ * δ of `margin` with the control at `control` (a share): an absolute margin as written; a
+ * relative one is `relative × control`, never below its floor (`floor`, default one event in
+ * `min_samples`): a control with no errors would otherwise give δ = 0, which no candidate can be
+ * shown within, however many requests it serves without an error.
+ */
+export function resolveMargin(
+  margin: Margin,
+  control: number,
+  t: Tuning,
+): { delta: number; floored: boolean } {
+  if ("absolute" in margin) return { delta: margin.absolute, floored: false };
+  const floor = margin.floor ?? 1 / t.min_samples;
+  const raw = margin.relative * control;
+  return raw >= floor ? { delta: raw, floored: false } : { delta: floor, floored: true };
+}
+
+/**
+ * Evaluates `metric` on `obs`. Never throws: anything unreadable is `missing` with its reason.
+ * `control` false reads the candidate alone (no control serves beside it): only the SLO.
+ */
+export function evaluateMetric(
+  metric: MetricSpec,
+  obs: MetricObservation | undefined,
+  t: Tuning,
+  flags: { required: boolean; dryRun: boolean; controlOptional?: boolean } = {
+    required: true,
+    dryRun: false,
+  },
+): MetricResult {
+  const better = metric.kind === "ratio" ? (metric.better ?? "lower") : "lower";
+  const base: MetricResult = {
+    name: metric.name,
+    kind: metric.kind,
+    required: flags.required,
+    dryRun: flags.dryRun,
+    better,
+    missing: null,
+    readError: false,
+    candidate: null,
+    control: null,
+    difference: null,
+    margin: null,
+    floored: false,
+    slo: null,
+    verdict: "missing",
+  };
+  if (!obs) return { ...base, missing: "the metrics source returned nothing for it" };
+  if (isMissing(obs)) return { ...base, missing: obs.missing, readError: obs.error === true };
+  const c = share(metric, obs.candidate);
+  const b = share(metric, obs.control);
+  if (!c.ok) return { ...base, missing: `candidate: ${c.reason}` };
+  if (!b.ok) return { ...base, missing: `control: ${b.reason}` };
+  const cs = c.share;
+  const bs = b.share;
+  // The stop condition reads a 100% wave too, where no control serves: its SLO still counts.
+  const noControl = bs.n === 0 && flags.controlOptional === true && metric.slo !== undefined;
+  const compare = metric.margin !== undefined && !noControl;
+  if (cs.n === 0 || (compare && bs.n === 0)) {
+    return {
+      ...base,
+      candidate: cs,
+      control: bs,
+      missing: `no ${cs.n === 0 ? "candidate" : "control"} samples yet`,
+    };
+  }
+  const pc = cs.x / cs.n;
+  let slo: MetricResult["slo"] = null;
+  let sloBreached = false;
+  let sloMet = true;
+  if (metric.slo !== undefined) {
+    const own = csInterval(pc, shareVariance(cs), cs.n, tunedRho(t.alpha, t.min_samples), t.alpha);
+    slo = { limit: metric.slo, lower: own.lower, upper: own.upper };
+    sloBreached = better === "lower" ? own.lower > metric.slo : own.upper < metric.slo;
+    sloMet = better === "lower" ? own.upper <= metric.slo : own.lower >= metric.slo;
+  }
+  if (!compare || !metric.margin) {
+    const verdict = sloBreached ? "slo_breached" : sloMet ? "non_inferior" : "undecided";
+    return { ...base, candidate: cs, control: bs.n > 0 ? bs : null, slo, verdict };
+  }
+  const pb = bs.x / bs.n;
+  const sign = better === "lower" ? -1 : 1;
+  const difference = csInterval(
+    sign * (pc - pb),
+    shareVariance(cs) + shareVariance(bs),
+    cs.n + bs.n,
+    tunedRho(t.alpha, 2 * t.min_samples),
+    t.alpha,
+  );
+  const { delta: margin, floored } = resolveMargin(metric.margin, pb, t);
+  if (Number.isNaN(difference.lower)) {
+    return { ...base, candidate: cs, control: bs, missing: "bounds are NaN" };
+  }
+  const verdict: MetricResult["verdict"] = sloBreached
+    ? "slo_breached"
+    : difference.upper < -margin
+      ? "inferior"
+      : difference.lower >= -margin && sloMet
+        ? "non_inferior"
+        : "undecided";
+  return { ...base, candidate: cs, control: bs, difference, margin, floored, slo, verdict };
+}
+
+const ratioOf = (s: Share) => s.x / s.n;
+
+/** `+2.0 points` for a lower-is-better metric (worse is up), `−2.0 points` otherwise. */
+function allowed(m: MetricResult): string {
+  const sign = m.better === "lower" ? "+" : "−";
+  return `${sign}${points(m.margin ?? 0)} points${m.floored ? " (the floor of its relative margin)" : ""}`;
+}
+
+/**
+ * The plain comparison a person reads first: `error-rate: candidate 5.78% vs control 0.91%,
+ * allowed +2.0 points: worse`. `word` is the verdict in words (worse, within, not yet within).
+ */
+export function comparison(m: MetricResult, word: string): string {
+  const c = m.candidate ? percent(ratioOf(m.candidate)) : "—";
+  const b = m.control && m.control.n > 0 ? percent(ratioOf(m.control)) : "—";
+  if (m.margin === null) return `${m.name}: candidate ${c}, SLO ${slos(m)}: ${word}`;
+  return `${m.name}: candidate ${c} vs control ${b}, allowed ${allowed(m)}: ${word}`;
+}
+
+function slos(m: MetricResult): string {
+  if (!m.slo) return "—";
+  return `${m.better === "lower" ? "≤" : "≥"} ${percent(m.slo.limit)}`;
+}
+
+/** The counts behind a comparison: `candidate 62/1,059, control 90/9,741, lower is better`. */
+function counts(m: MetricResult): string {
+  const arm = (name: string, s: Share | null) => (s ? `${name} ${fraction(s.x, s.n)}` : null);
+  return [arm("candidate", m.candidate), arm("control", m.control), `${m.better} is better`]
+    .filter(Boolean)
+    .join(", ");
+}
+
+/** How much worse the candidate may be, at most (from the lower bound of Δ): `+0.41 points`. */
+function worseAtMost(d: Interval): string {
+  return d.lower >= 0
+    ? "no worse than the control"
+    : `at most ${points(-d.lower)} points worse than the control`;
+}
+
+/**
+ * The sentence for a metric that decided or waits, plain comparison first, then the bound that
+ * decided and the counts: `error-rate: candidate 5.85% vs control 0.92%, allowed +3.0 points:
+ * worse (at least 3.6 points worse at every look, α 0.05; candidate 62/1,059, control 90/9,741,
+ * lower is better)`.
+ */
+export function metricSentence(m: MetricResult, alpha: number): string {
+  if (m.missing) return `${m.name}: no data (${m.missing})`;
+  const stat = `anytime-valid at α ${alpha}`;
+  if (m.verdict === "slo_breached" && m.slo) {
+    const bound =
+      m.better === "lower"
+        ? `the candidate's own value is at least ${percent(m.slo.lower)}`
+        : `the candidate's own value is at most ${percent(m.slo.upper)}`;
+    const c = m.candidate ? percent(ratioOf(m.candidate)) : "—";
+    return `${m.name}: candidate ${c}, SLO ${slos(m)}: breached (${bound}, ${stat}; ${counts(m)})`;
+  }
+  const d = m.difference;
+  if (!d) {
+    // SLO only (a stop metric): met or not yet shown.
+    const word = m.verdict === "non_inferior" ? "within" : "not yet shown within";
+    const s = m.slo;
+    const bound = s
+      ? m.better === "lower"
+        ? `upper bound ${percent(s.upper)}`
+        : `lower bound ${percent(s.lower)}`
+      : "";
+    return `${comparison(m, word)} (${bound}, ${stat}; ${counts(m)})`;
+  }
+  if (m.verdict === "inferior") {
+    return `${comparison(m, "worse")} (at least ${points(-d.upper)} points worse than the control, ${stat}; ${counts(m)})`;
+  }
+  if (m.verdict === "non_inferior") {
+    return `${comparison(m, "within")} (${worseAtMost(d)}, ${stat}; ${counts(m)})`;
+  }
+  const slo =
+    m.slo && d.lower >= -(m.margin ?? 0)
+      ? `; SLO ${slos(m)} not yet shown (upper bound ${percent(m.slo.upper)})`
+      : "";
+  return `${comparison(m, "not yet shown within")} (${worseAtMost(d)}, ${stat}; ${counts(m)})${slo}`;
+}
