@@ -37,6 +37,8 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 3,
     sequence: { sequencer: SlowTiersFirst },
+    // BATON_TEST_CPU_LOG=FILE: one line per test file with its CPU and wall time.
+    setupFiles: process.env.BATON_TEST_CPU_LOG ? ["test/support/cpu-meter.ts"] : [],
     projects: [
       // Unit files share one module graph per worker (they start no process and no server):
       // the engine's modules load once per worker instead of once per file.
