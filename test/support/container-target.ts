@@ -47,6 +47,8 @@ export interface DeployRun {
 
 export class ContainerTarget {
   private readonly forwarders = new Map<string, net.Server>();
+  /** Every open connection of each lane's port: closing a port ends them (keep-alive ones too). */
+  private readonly connections = new Map<string, Set<net.Socket>>();
   private readonly turn = new Map<number, number>();
   private constructor(
     readonly dir: string,
@@ -77,7 +79,11 @@ export class ContainerTarget {
 
   /** Opens lane `lane`'s port (127.0.0.1:0, kept); returns its health URL. */
   async openLane(lane: string): Promise<string> {
+    const open = new Set<net.Socket>();
+    this.connections.set(lane, open);
     const server = net.createServer((socket) => {
+      open.add(socket);
+      socket.once("close", () => open.delete(socket));
       const port = (server.address() as net.AddressInfo).port;
       const holders = this.holders(port);
       if (holders.length === 0) return socket.destroy();
@@ -117,6 +123,9 @@ export class ContainerTarget {
   async closeLane(lane: string): Promise<void> {
     const s = this.forwarders.get(lane);
     this.forwarders.delete(lane);
+    // server.close waits for every connection to end: an idle keep-alive one never does.
+    for (const socket of this.connections.get(lane) ?? []) socket.destroy();
+    this.connections.delete(lane);
     if (s) await new Promise<void>((ok) => s.close(() => ok()));
   }
 

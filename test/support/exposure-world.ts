@@ -620,7 +620,8 @@ export class ExposureWorld {
   private async routeBatch(model: string): Promise<{ size: number; candidate: number }> {
     const url = `${this.router.url}/route/${model}/serve`;
     const one = async () => {
-      const res = await fetch(url);
+      // Bounded: a request the router never answers fails the run instead of stalling it.
+      const res = await fetch(url, { signal: AbortSignal.timeout(30_000) });
       const batch = res.headers.get("baton-batch");
       let image: string | null = null;
       if (res.status === 200) image = ((await res.json()) as { image?: string }).image ?? null;
