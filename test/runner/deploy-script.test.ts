@@ -178,8 +178,8 @@ describe("deploy.sh", () => {
   });
 
   it("a container with no instance id (started by hand or by an earlier deploy.sh) fails health at once, naming the fix", () => {
-    // seedRunning starts A as an earlier release would have, without an instance id.
-    t.seedRunning("lane-a", A, url);
+    // A started by hand (or by a deploy.sh from before instance ids): no instance id.
+    t.seedRunning("lane-a", A, url, { instanceId: false });
     const r = full("deploy", A, B, "k-legacy", ["--health-timeout", "30"]);
     expect(r.code).toBe(1);
     expect(r.lines[1]?.message).toMatch(/already running/);

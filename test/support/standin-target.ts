@@ -42,8 +42,11 @@ export interface StandinTarget {
    * no other process can take the port before a container is started on it.
    */
   healthUrl(): Promise<string>;
-  /** Pre-pulls and starts a container as if an earlier release's deploy.sh had started it. */
-  seedRunning(lane: string, img: string, healthUrl: string): void;
+  /**
+   * Pre-pulls and starts a container as if an earlier release's deploy.sh had started it (with
+   * an instance id), or, with `o.instanceId` false, as one started by hand (none).
+   */
+  seedRunning(lane: string, img: string, healthUrl: string, o?: { instanceId?: boolean }): void;
   cleanup(): void;
 }
 
@@ -83,11 +86,16 @@ export function makeStandinTarget(): StandinTarget {
       execFileSync("mkdir", ["-p", "-m", "777", standinDir]);
       writeFileSync(join(standinDir, file), value, { mode: 0o666 });
     },
-    seedRunning: (lane, img, healthUrl) => {
+    seedRunning: (lane, img, healthUrl, o = {}) => {
       const run = (args: string[]) =>
         execFileSync(STANDIN_CLI, args, { env: { ...process.env, ...env }, stdio: "ignore" });
       run(["pull", img]);
       const id = randomBytes(16).toString("hex");
+      // deploy.sh gives every container it starts an instance id (identity health mode).
+      const identity =
+        o.instanceId === false
+          ? []
+          : ["--label", `baton.instance_id=${id}`, "-e", `BATON_INSTANCE_ID=${id}`];
       run([
         "run",
         "-d",
@@ -95,11 +103,7 @@ export function makeStandinTarget(): StandinTarget {
         containerName(lane, img),
         "--label",
         `baton.lane=${lane}`,
-        // deploy.sh gives every container it starts an instance id (identity health mode).
-        "--label",
-        `baton.instance_id=${id}`,
-        "-e",
-        `BATON_INSTANCE_ID=${id}`,
+        ...identity,
         "-e",
         `BATON_HEALTH_URL=${healthUrl}`,
         img,
