@@ -241,7 +241,8 @@ describe("baton status -w", () => {
     expect(first).toMatch(/LANE\s+WAVE\s+IMAGE\s+SET\s+OBSERVED/);
     expect(first).toMatch(/lane-1\s+1\s+model@sha256:bbbbbbbbbbbb… \(candidate\)\s+\S+\s+50%/);
     expect(first).toContain("wave 1 gate (50%): WAIT after 2 evaluations (10 s): too few samples");
-    expect(first).toContain("error-rate (primary): Δ");
+    expect(first).toContain("candidate 2,480 / control 2,520 units (observed 49.6%)");
+    expect(first).toContain("error-rate (primary): candidate 1.01% vs control 0.79%");
     expect(first).toContain("baton abort r4 --reason");
     expect(out).toContain("waiting for samples (1,240 of 5,000)");
   });

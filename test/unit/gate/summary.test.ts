@@ -88,5 +88,12 @@ describe("gate summaries", () => {
       "error-rate (primary): candidate 1.00% vs control 1.00%, allowed +2.0 points: not yet shown within (at most 5.0 points worse than the control, anytime-valid at α 0.05; candidate 1/100, control 9/900, lower is better)",
     );
     expect(srmLine({ srm: null })).toBe("SRM: not tested");
+    // Without an SRM test there is no planned split: only what was observed, or nothing.
+    expect(armsLine({ arms: g.arms, srm: null })).toBe(
+      "candidate 100 / control 900 units (observed 10.0%)",
+    );
+    expect(armsLine({ arms: { candidate: 0, control: 0 }, srm: null })).toBe(
+      "candidate 0 / control 0 units",
+    );
   });
 });

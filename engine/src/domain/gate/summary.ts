@@ -179,9 +179,12 @@ export function armsLine(s: Pick<GateSummary, "arms" | "srm">): string {
   if (!s.arms) return "no unit counts";
   const total = s.arms.candidate + s.arms.control;
   const planned = s.srm?.planned[0];
-  return `candidate ${count(s.arms.candidate)} / control ${count(s.arms.control)} units${
-    planned !== undefined ? ` (planned ${pct(planned, 1)} candidate` : " ("
-  }${total > 0 ? `, observed ${pct(s.arms.candidate / total, 1)})` : ")"}`;
+  const shares = [
+    ...(planned !== undefined ? [`planned ${pct(planned, 1)} candidate`] : []),
+    ...(total > 0 ? [`observed ${pct(s.arms.candidate / total, 1)}`] : []),
+  ];
+  const units = `candidate ${count(s.arms.candidate)} / control ${count(s.arms.control)} units`;
+  return shares.length > 0 ? `${units} (${shares.join(", ")})` : units;
 }
 
 /** `SRM: ok (log BF 0.12, p 1)` / `SRM: mismatch …` / `SRM: not tested`. */
