@@ -270,7 +270,7 @@ describe("start, status, record", () => {
     expect(one.stdout).toContain("Rolled back after an operator abort by operator");
     const offered = one.stdout.split("what you can do:\n")[1]?.split(/\n(?! {2})/)[0];
     expect(offered).toBe(
-      `  baton verify ${live.ids.late}  # reads every lane (control plane, and the machines of the lanes a runner step touched) and compares it with the observed baseline; the result is recorded, the release stays rolled_back`,
+      `  baton verify ${live.ids.late}  # reads every lane against its observed baseline and records it; the state stays`,
     );
     // A later release of the model (the paused one) is in flight on its lanes: no lifecycle
     // verb starts from this one (docs/lifecycle.md); the roll-forward offer: the next test.

@@ -82,9 +82,9 @@ export function verifyAction(release: Release): AvailableAction | null {
   if (!res.ok || !res.changed) return null;
   const effect =
     release.state === "succeeded"
-      ? "reads every lane (control plane, and each lane's machine) and compares it with the manifest's end state; the result is recorded, the release stays succeeded"
+      ? "reads every lane and its machine against the manifest's end state and records it; the state stays"
       : release.state === "rolled_back"
-        ? "reads every lane (control plane, and the machines of the lanes a runner step touched) and compares it with the observed baseline; the result is recorded, the release stays rolled_back"
+        ? "reads every lane against its observed baseline and records it; the state stays"
         : "reads every lane again (control plane, and the machines of the lanes a runner step touched): rolled_back if each is as it was at start, else it waits here again naming the lane and field";
   return {
     action: "verify",
