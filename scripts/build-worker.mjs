@@ -11,7 +11,7 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
 
@@ -36,8 +36,22 @@ export const WORKER_BUNDLE_BUDGET_BYTES = 1_000_000;
  *   the store migrates with raw SQL (adapters/postgres/migrations.ts) and never builds DDL with
  *   Kysely. The workerd store contract test (test/serverless/store-contract.workerd.test.ts)
  *   runs every store operation in this bundle, so a use of it would fail there, by name.
+ * - Kysely's `withSchema` (`WithSchemaPlugin`, and with it the operation-node transformer that
+ *   only plugins use; ~24 KB): the store names its schema through the connection's
+ *   `search_path` (adapters/postgres/pool.ts) and installs no Kysely plugin;
+ * - Kysely's MERGE builder (`db.mergeInto`, ~4 KB): the store writes with insert, update and
+ *   delete (adapters/kysely/), never MERGE;
+ * - Kysely's CASE, JSON path and window builders (`eb.case`, `eb.ref(column, "->")`,
+ *   `.over()`; ~2 KB): no query of the store (adapters/kysely/) uses them;
+ * - Kysely's Postgres introspector (`db.introspection`, ~2 KB): the store reads no catalog
+ *   through Kysely (its migrations are plain SQL);
+ * - zod's JSON Schema generation (`z.toJSONSchema`, `schema.toJSONSchema()`, ~18 KB): only the
+ *   `npm run schema` script writes JSON Schema (recipes/json-schema.ts, record/schema.ts); the
+ *   Worker validates with zod and never generates a schema document.
  * Each stub's `filter` and `importer` name the module exactly; if a dependency moves it, the
- * stub stops matching and the budget check shows the bytes coming back.
+ * stub stops matching and the budget check shows the bytes coming back. A stub with `throws`
+ * (instead of `contents`) exports every name the real module exports, each a function that
+ * throws that message when called or constructed; a module's top level never calls them.
  */
 const UNREACHABLE = [
   {
@@ -59,6 +73,39 @@ const UNREACHABLE = [
     contents:
       'export class SchemaModule { constructor() { throw new Error("[store] Kysely\'s schema builder (db.schema) is not built into the Workers bundle: write the DDL as a migration (adapters/postgres/migrations.ts)"); } }',
     loader: "js",
+  },
+  {
+    filter: /^\.\.?\/plugin\/with-schema\/with-schema-plugin\.js$/,
+    importer:
+      /[\\/]node_modules[\\/]kysely[\\/]dist[\\/]esm[\\/](kysely|index|query-creator|expression[\\/]expression-builder)\.js$/,
+    throws:
+      "[store] Kysely's withSchema is not built into the Workers bundle: the store names its schema through search_path (adapters/postgres/pool.ts)",
+  },
+  {
+    filter: /^\.\/query-builder\/merge-query-builder\.js$/,
+    importer: /[\\/]node_modules[\\/]kysely[\\/]dist[\\/]esm[\\/](query-creator|index)\.js$/,
+    throws:
+      "[store] Kysely's MERGE builder (db.mergeInto) is not built into the Workers bundle: write with insert, update or delete",
+  },
+  {
+    filter: /^\.\/(dialect\/postgres\/)?postgres-introspector\.js$/,
+    importer:
+      /[\\/]node_modules[\\/]kysely[\\/]dist[\\/]esm[\\/](dialect[\\/]postgres[\\/]postgres-dialect|index)\.js$/,
+    throws:
+      "[store] Kysely's introspection (db.introspection) is not built into the Workers bundle: query the catalog with SQL",
+  },
+  {
+    filter: /^\.\.?\/query-builder\/(case|json-path|over)-builder\.js$/,
+    importer:
+      /[\\/]node_modules[\\/]kysely[\\/]dist[\\/]esm[\\/](kysely|index|expression[\\/]expression-builder|parser[\\/]parse-utils)\.js$/,
+    throws:
+      "[store] Kysely's CASE, JSON path and window (OVER) builders are not built into the Workers bundle: the store's queries use none of them",
+  },
+  {
+    filter: /^(\.\.\/core\/|\.\/)(to-json-schema|json-schema-processors)\.js$/,
+    importer: /[\\/]node_modules[\\/]zod[\\/]v4[\\/](core|classic)[\\/][a-z-]+\.js$/,
+    throws:
+      "[engine] zod's JSON Schema generation (toJSONSchema) is not built into the Workers bundle: the schema files are written by `npm run schema`",
   },
 ];
 
@@ -96,13 +143,21 @@ export async function buildWorker(outfile, o = {}) {
             b.onResolve({ filter: u.filter }, (args) =>
               u.importer && !u.importer.test(args.importer)
                 ? undefined
-                : { path: args.path, namespace: "unreachable", pluginData: u },
+                : {
+                    path: u.throws ? resolve(args.resolveDir, args.path) : args.path,
+                    namespace: "unreachable",
+                    pluginData: u,
+                  },
             );
           }
-          b.onLoad({ filter: /.*/, namespace: "unreachable" }, (args) => ({
-            contents: args.pluginData.contents,
-            loader: args.pluginData.loader,
-          }));
+          b.onLoad({ filter: /.*/, namespace: "unreachable" }, async (args) => {
+            const u = args.pluginData;
+            if (!u.throws) return { contents: u.contents, loader: u.loader };
+            const names = Object.keys(await import(pathToFileURL(args.path).href));
+            const no = `function no() { throw new Error(${JSON.stringify(u.throws)}); }`;
+            const exports = names.map((n) => `export function ${n}() { no(); }`);
+            return { contents: [no, ...exports].join("\n"), loader: "js" };
+          });
         },
       },
       {

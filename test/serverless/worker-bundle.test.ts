@@ -5,6 +5,7 @@
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { breakdown, buildWorker, WORKER_BUNDLE_BUDGET_BYTES } from "../../scripts/build-worker.mjs";
 
@@ -24,5 +25,25 @@ describe("Workers bundle size", () => {
       built.bytes,
       `the Workers bundle is ${built.bytes} bytes, over its budget of ${WORKER_BUNDLE_BUDGET_BYTES} (largest: ${largest}; node scripts/build-worker.mjs --analyze)`,
     ).toBeLessThanOrEqual(WORKER_BUNDLE_BUDGET_BYTES);
+  }, 60_000);
+
+  it("leaves out only code the Worker cannot reach, each stub failing by name if reached", async () => {
+    const out = join(dir, "unreachable.mjs");
+    await buildWorker(out, { entry: "test/workerd/unreachable-entry.ts" });
+    const m = await import(pathToFileURL(out).href);
+    const thrown: Record<string, string> = m.reachUnreachable();
+    expect(Object.keys(thrown)).toHaveLength(9);
+    for (const [name, message] of Object.entries(thrown)) {
+      expect(message, name).toMatch(
+        /^\[(store|engine)\] .* is not built into the Workers bundle|are not built into the Workers bundle/,
+      );
+    }
+    expect(thrown.mergeInto).toContain("MERGE");
+    expect(thrown.withSchema).toContain("withSchema");
+    expect(thrown.toJSONSchema).toContain("toJSONSchema");
+    expect(m.ordinaryWork()).toEqual({
+      sql: 'insert into "t" ("a", "b") values ($1, $2) on conflict ("a") do update set "b" = $3 returning "a"',
+      parsed: { a: 1, b: "x" },
+    });
   }, 60_000);
 });

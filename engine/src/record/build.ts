@@ -12,7 +12,8 @@ import { suggestedCommand } from "../domain/verbs.ts";
 import type { AttemptResult } from "../ports/store.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import { sha256Hex } from "../protocol/sha256.ts";
-import { OBSERVED_SOURCES, RECORD_VERSION, type ReleaseRecordDocument } from "./schema.ts";
+import { OBSERVED_SOURCES, RECORD_VERSION } from "./constants.ts";
+import type { ReleaseRecordDocument } from "./schema.ts";
 
 export { ACCEPT_KIND };
 

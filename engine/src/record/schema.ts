@@ -6,15 +6,9 @@
  */
 import * as z from "zod";
 import { RELEASE_STATES } from "../domain/states.ts";
+import { OBSERVED_SOURCES, RECORD_VERSION } from "./constants.ts";
 
-/**
- * The record's shape version (docs/record.md "Versions"). A change of shape changes this, so a
- * digest an owner accepted is never recomputed from a different shape under the same number.
- * 1: the first record; 2: `ran.observed_lanes`, `lineage`, `recovery.traffic_restored_at` and
- * `recovery.restore` (a recoverable release's restore action and who confirmed it);
- * 3: `recovery_verification` (the latest recovery verification, lane by lane).
- */
-export const RECORD_VERSION = 3 as const;
+export { OBSERVED_SOURCES, RECORD_VERSION };
 
 /** Where the generated JSON Schema of the record lives, relative to the repository root. */
 export const RECORD_SCHEMA_PATH = "engine/schema/release-record.schema.json";
@@ -24,13 +18,6 @@ const Signer = z.union([
   z.object({ kind: z.literal("key"), key_id: z.string() }),
   z.object({ kind: z.literal("keyless"), san: z.string(), issuer: z.string() }),
 ]);
-/** Where an observed lane state in the record comes from (`ran.observed_lanes[].source`). */
-export const OBSERVED_SOURCES = [
-  "control_plane_at_start",
-  "traffic_assert",
-  "target_report",
-] as const;
-
 const FieldVerdict = z.object({
   field: z.enum(["image", "weight", "excluded", "capabilities", "health"]),
   desired: z
