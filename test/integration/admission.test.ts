@@ -97,7 +97,9 @@ describe.each(STORE_KINDS)("admission over HTTP on %s", (kind) => {
       ]);
       expect(u.error.problems[0]?.fix).toMatch(/baton sign/);
       // Each verb that takes a recipe is named with its --bundle (a roll forward is refused too).
-      expect(u.error.problems[0]?.fix).toMatch(/baton roll-forward <id> <recipe> --bundle/);
+      expect(u.error.problems[0]?.fix).toMatch(
+        /baton roll-forward <id> <fixed-recipe\.yaml> --bundle/,
+      );
 
       const wrongSubject = await signedStart(h, { bundle: await trust.sign(recipe(3)) });
       expect(wrongSubject.status).toBe(422);
