@@ -38,16 +38,23 @@ export function countEffects(ev: Evidence): EffectCounts {
       problems.push(`control plane applied operation key ${key} ${n} times`);
     }
   }
-  const phases = new Map<string, number>();
+  // In ledger order: a phase recorded while an earlier record of it stands is a duplicate; a
+  // "-" record is deploy.sh undoing it (a start whose container failed its health check was
+  // removed), after which a retry with the same key applies it again, once.
+  const standing = new Map<string, number>();
+  const repeats = new Map<string, number>();
   for (const l of ev.deployLedger) {
     const k = `${l.key}|${l.sub}|${l.phase}`;
-    phases.set(k, (phases.get(k) ?? 0) + 1);
-  }
-  for (const [k, n] of phases) {
-    if (n > 1) {
-      duplicates += n - 1;
-      problems.push(`deploy.sh recorded ${k.replaceAll("|", " ")} ${n} times`);
+    if (l.line.trim() === "-") {
+      standing.set(k, 0);
+      continue;
     }
+    if ((standing.get(k) ?? 0) > 0) repeats.set(k, (repeats.get(k) ?? 1) + 1);
+    standing.set(k, (standing.get(k) ?? 0) + 1);
+  }
+  for (const [k, n] of repeats) {
+    duplicates += n - 1;
+    problems.push(`deploy.sh recorded ${k.replaceAll("|", " ")} ${n} times`);
   }
   // Containers started: never more than the start phases deploy.sh recorded (a repeat of a
   // keyed deploy must replay from the ledger, not run the container CLI again).
