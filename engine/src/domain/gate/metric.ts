@@ -14,6 +14,15 @@ import {
   type ShareOrMissing,
   shareVariance,
 } from "./observations.ts";
+import {
+  type ArmQuantile,
+  armQuantile,
+  type QuantileResult,
+  type QuantileSpec,
+  quantilePriorConcentration,
+  quantileSentence,
+  quantileVerdict,
+} from "./quantile.ts";
 import { fraction, percent, points } from "./words.ts";
 
 /** A value that could not be observed, and why (query failed, empty, NaN, timeout…). */
@@ -34,7 +43,16 @@ export const isMissing = (v: object): v is Missing => "missing" in v;
 export type MetricObservation = { candidate: ArmObservation; control: ArmObservation } | Missing;
 
 /** What evaluating a metric needs to know about it (a gate metric or a stop metric). */
-export interface MetricSpec {
+export type MetricSpec = ShareMetricSpec | QuantileMetricSpec;
+
+/** A quantile metric (quantile.ts): a level, a margin in ms or percent, an SLO in ms. */
+export interface QuantileMetricSpec extends QuantileSpec {
+  name: string;
+  kind: "quantile";
+}
+
+/** A metric whose value is a share (ratio, or the share of requests slower than a bound). */
+export interface ShareMetricSpec {
   name: string;
   kind: "ratio" | "latency";
   better?: "lower" | "higher";
@@ -53,7 +71,7 @@ export interface Tuning {
 /** One metric's result at one evaluation. */
 export interface MetricResult {
   name: string;
-  kind: "ratio" | "latency";
+  kind: "ratio" | "latency" | "quantile";
   required: boolean;
   /** Recorded, never decides. */
   dryRun: boolean;
@@ -73,9 +91,14 @@ export interface MetricResult {
   /** The candidate's own CS against its SLO, when one is declared. */
   slo: { limit: number; lower: number; upper: number } | null;
   verdict: "non_inferior" | "inferior" | "slo_breached" | "undecided" | "missing";
+  /**
+   * A quantile metric's bounds (quantile.ts); its `candidate`/`control` shares then count the
+   * requests in and above the bucket holding each arm's quantile, and `difference` is null.
+   */
+  quantile?: QuantileResult;
 }
 
-function share(metric: MetricSpec, o: ArmObservation): ShareOrMissing {
+function share(metric: ShareMetricSpec, o: ArmObservation): ShareOrMissing {
   if (metric.kind === "ratio") {
     return o.kind === "ratio" ? ratioShare(o.counts) : { ok: false, reason: "not a ratio" };
   }
@@ -114,6 +137,7 @@ export function evaluateMetric(
     dryRun: false,
   },
 ): MetricResult {
+  if (metric.kind === "quantile") return evaluateQuantile(metric, obs, t, flags);
   const better = metric.kind === "ratio" ? (metric.better ?? "lower") : "lower";
   const base: MetricResult = {
     name: metric.name,
@@ -187,6 +211,75 @@ export function evaluateMetric(
   return { ...base, candidate: cs, control: bs, difference, margin, floored, slo, verdict };
 }
 
+/**
+ * A quantile metric (quantile.ts) on `obs`: each arm's quantile bounded at the buckets'
+ * resolution, then compared. Missing evidence as for a share: no histogram, malformed buckets,
+ * no samples on an arm the comparison needs.
+ */
+function evaluateQuantile(
+  metric: QuantileMetricSpec,
+  obs: MetricObservation | undefined,
+  t: Tuning,
+  flags: { required: boolean; dryRun: boolean; controlOptional?: boolean },
+): MetricResult {
+  const base: MetricResult = {
+    name: metric.name,
+    kind: "quantile",
+    required: flags.required,
+    dryRun: flags.dryRun,
+    better: "lower",
+    missing: null,
+    readError: false,
+    candidate: null,
+    control: null,
+    difference: null,
+    margin: null,
+    floored: false,
+    slo: null,
+    verdict: "missing",
+  };
+  if (!obs) return { ...base, missing: "the metrics source returned nothing for it" };
+  if (isMissing(obs)) return { ...base, missing: obs.missing, readError: obs.error === true };
+  const k = quantilePriorConcentration(t.alpha, t.min_samples);
+  const arm = (o: ArmObservation) =>
+    o.kind === "latency" ? armQuantile(o.buckets, metric.quantile, t.alpha, k) : "not a histogram";
+  const c = arm(obs.candidate);
+  const b = arm(obs.control);
+  if (typeof c === "string") return { ...base, missing: `candidate: ${c}` };
+  if (typeof b === "string") return { ...base, missing: `control: ${b}` };
+  const tail = (a: ArmQuantile, o: ArmObservation): Share => {
+    const below =
+      o.kind === "latency" ? (o.buckets.find((x) => x.le === a.bucket.low)?.count ?? 0) : 0;
+    return { x: a.n - below, n: a.n };
+  };
+  const cs = tail(c, obs.candidate);
+  const bs = tail(b, obs.control);
+  const noControl = b.n === 0 && flags.controlOptional === true && metric.slo_ms !== undefined;
+  const compare = metric.margin !== undefined && !noControl;
+  if (c.n === 0 || (compare && b.n === 0)) {
+    return {
+      ...base,
+      candidate: cs,
+      control: bs,
+      missing: `no ${c.n === 0 ? "candidate" : "control"} samples yet`,
+    };
+  }
+  const q: QuantileResult = {
+    quantile: metric.quantile,
+    candidate: c,
+    control: compare || b.n > 0 ? b : null,
+    margin: compare ? (metric.margin ?? null) : null,
+    slo_ms: metric.slo_ms ?? null,
+  };
+  return {
+    ...base,
+    candidate: cs,
+    control: b.n > 0 ? bs : null,
+    verdict: quantileVerdict(q),
+    quantile: q,
+  };
+}
+
 const ratioOf = (s: Share) => s.x / s.n;
 
 /** `+2.0 points` for a lower-is-better metric (worse is up), `−2.0 points` otherwise. */
@@ -234,6 +327,9 @@ function worseAtMost(d: Interval): string {
  */
 export function metricSentence(m: MetricResult, alpha: number): string {
   if (m.missing) return `${m.name}: no data (${m.missing})`;
+  if (m.quantile && m.verdict !== "missing") {
+    return quantileSentence(m.name, m.quantile, m.verdict, alpha);
+  }
   const stat = `anytime-valid at α ${alpha}`;
   if (m.verdict === "slo_breached" && m.slo) {
     const bound =
