@@ -9,6 +9,11 @@ import { checkAndCompile } from "../../../engine/src/domain/compile.ts";
 import type { Problem } from "../../../engine/src/domain/errors.ts";
 import { Analysis } from "../../../engine/src/domain/gate/analysis.ts";
 import {
+  boundaryMultiplier,
+  oneSidedMultiplier,
+  tunedRho,
+} from "../../../engine/src/domain/gate/confidence-sequence.ts";
+import {
   decideGate,
   type GateContext,
   type GateObservations,
@@ -245,5 +250,39 @@ describe("recipe: quantile metrics", () => {
       found.some((p) => p.path.startsWith(path) && message.test(p.message)),
       JSON.stringify(found),
     ).toBe(true);
+  });
+});
+
+describe("the fail side of a share's metric is one-sided at α", () => {
+  it("c⁺ lies between the fixed-horizon one-sided z and the two-sided multiplier", () => {
+    const rho = tunedRho(0.05, 2000);
+    for (const t of [500, 2000, 5000, 50_000]) {
+      const c = oneSidedMultiplier(t, rho, 0.05);
+      expect(c).toBeGreaterThan(1.6449);
+      expect(c).toBeLessThan(boundaryMultiplier(t, rho, 0.05));
+    }
+  });
+
+  it("fails 40/1,000 against 80/4,000 (δ 0), which the two-sided bound alone would not", () => {
+    const a = Analysis.parse({
+      min_samples: 1000,
+      metrics: [{ name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0 } }],
+    });
+    const e = decideGate(
+      { analysis: a, plannedCandidateShare: 0.2, elapsedMs: 5_000, phase: "gate" },
+      {
+        assignments: { candidate: 1000, control: 4000 },
+        metrics: {
+          "error-rate": {
+            candidate: { kind: "ratio", counts: { numerator: 40, denominator: 1000 } },
+            control: { kind: "ratio", counts: { numerator: 80, denominator: 4000 } },
+          },
+        },
+      },
+    );
+    expect(e.decision).toBe("fail");
+    expect(e.reason).toMatch(
+      /^error-rate: candidate 4\.00% vs control 2\.00%, allowed \+0 points: worse/,
+    );
   });
 });

@@ -5,7 +5,7 @@
  * gate (decide.ts) and the stop condition (stop.ts). Pure.
  */
 import type { Margin } from "./analysis.ts";
-import { csInterval, type Interval, tunedRho } from "./confidence-sequence.ts";
+import { csInterval, type Interval, oneSidedMultiplier, tunedRho } from "./confidence-sequence.ts";
 import {
   type ArmObservation,
   latencyShare,
@@ -82,7 +82,12 @@ export interface MetricResult {
   readError: boolean;
   candidate: Share | null;
   control: Share | null;
-  /** Δ = candidate − control oriented so that positive is better, with its CS bounds. */
+  /**
+   * Δ = candidate − control oriented so that positive is better, with its CS bounds: `lower`
+   * from the two-sided boundary (a pass reads it), `upper` from the one-sided boundary at α (a
+   * fail reads it: "worse than the margin" is claimed in that direction only). Each claim is
+   * wrong with probability ≤ α at every look at once.
+   */
   difference: Interval | null;
   /** The margin δ ≥ 0 in the metric's unit (a relative margin resolved on the control). */
   margin: number | null;
@@ -190,13 +195,15 @@ export function evaluateMetric(
   }
   const pb = bs.x / bs.n;
   const sign = better === "lower" ? -1 : 1;
-  const difference = csInterval(
-    sign * (pc - pb),
-    shareVariance(cs) + shareVariance(bs),
-    cs.n + bs.n,
-    tunedRho(t.alpha, 2 * t.min_samples),
-    t.alpha,
-  );
+  const variance = shareVariance(cs) + shareVariance(bs);
+  const rho = tunedRho(t.alpha, 2 * t.min_samples);
+  const two = csInterval(sign * (pc - pb), variance, cs.n + bs.n, rho, t.alpha);
+  // "Worse than the margin" is a claim in one direction only: its bound is one-sided at α
+  // (confidence-sequence.ts, oneSidedMultiplier), the pass side keeps the two-sided bound.
+  const difference = {
+    ...two,
+    upper: two.estimate + oneSidedMultiplier(cs.n + bs.n, rho, t.alpha) * Math.sqrt(variance),
+  };
   const { delta: margin, floored } = resolveMargin(metric.margin, pb, t);
   if (Number.isNaN(difference.lower)) {
     return { ...base, candidate: cs, control: bs, missing: "bounds are NaN" };
