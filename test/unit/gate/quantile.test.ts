@@ -253,6 +253,41 @@ describe("recipe: quantile metrics", () => {
   });
 });
 
+describe("the test at the margin", () => {
+  const a = Analysis.parse({
+    min_samples: 1000,
+    metrics: [{ name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0 } }],
+  });
+  const at = (xc: number) =>
+    decideGate(
+      { analysis: a, plannedCandidateShare: 0.2, elapsedMs: 5_000, phase: "gate" },
+      {
+        assignments: { candidate: 1000, control: 4000 },
+        metrics: {
+          "error-rate": {
+            candidate: { kind: "ratio", counts: { numerator: xc, denominator: 1000 } },
+            control: { kind: "ratio", counts: { numerator: 80, denominator: 4000 } },
+          },
+        },
+      },
+    );
+
+  it("fails 35/1,000 against 80/4,000 (δ 0) with the null's variance, before the bound on Δ does", () => {
+    const e = at(35);
+    expect(e.decision).toBe("fail");
+    expect(e.reason).toMatch(
+      /^error-rate: candidate 3\.50% vs control 2\.00%, allowed \+0 points: worse \(more than 0 points worse than the control, tested at the margin, anytime-valid at α 0\.05;/,
+    );
+    // The plug-in bound on Δ alone does not show it yet.
+    expect(e.metrics[0]?.difference?.upper ?? -1).toBeGreaterThan(0);
+  });
+
+  it("does not fail a candidate as good as the control", () => {
+    expect(at(20).decision).not.toBe("fail");
+    expect(at(24).decision).not.toBe("fail");
+  });
+});
+
 describe("the fail side of a share's metric is one-sided at α", () => {
   it("c⁺ lies between the fixed-horizon one-sided z and the two-sided multiplier", () => {
     const rho = tunedRho(0.05, 2000);

@@ -208,14 +208,48 @@ export function evaluateMetric(
   if (Number.isNaN(difference.lower)) {
     return { ...base, candidate: cs, control: bs, missing: "bounds are NaN" };
   }
+  const worseAtMargin = marginTest(
+    sign * (pc - pb),
+    cs,
+    bs,
+    margin,
+    better,
+    oneSidedMultiplier(cs.n + bs.n, rho, t.alpha),
+  );
   const verdict: MetricResult["verdict"] = sloBreached
     ? "slo_breached"
-    : difference.upper < -margin
+    : difference.upper < -margin || worseAtMargin
       ? "inferior"
       : difference.lower >= -margin && sloMet
         ? "non_inferior"
         : "undecided";
   return { ...base, candidate: cs, control: bs, difference, margin, floored, slo, verdict };
+}
+
+/**
+ * The one-sided test of "the candidate is worse than the control by more than δ" at the margin
+ * itself: the estimate Δ̂ (oriented, positive is better) against −δ, with the variance the
+ * boundary null gives (the control's rate p_b, regularised, and the candidate's at exactly δ
+ * worse, p₀ = p_b ± δ) rather than the candidate's observed one, as a score test does: a
+ * candidate that is worse has the larger variance, and the plug-in bound pays for it. Rejects
+ * when Δ̂ + c⁺·sqrt(p₀(1−p₀)/n_c + p_b(1−p_b)/n_b) < −δ, c⁺ the one-sided multiplier at α.
+ * Nulls inside the margin have Δ > −δ and, with p₀ on the same side of ½ as every such null
+ * (checked: otherwise no test), a variance no larger than p₀'s: the boundary is the hardest
+ * null, so the test is wrong with probability ≤ α for every candidate no worse than δ.
+ */
+function marginTest(
+  estimate: number,
+  c: Share,
+  b: Share,
+  delta: number,
+  better: "lower" | "higher",
+  multiplier: number,
+): boolean {
+  const pb = (b.x + 1) / (b.n + 2);
+  const p0 = better === "lower" ? pb + delta : pb - delta;
+  if (better === "lower" ? p0 > 0.5 : p0 < 0.5) return false;
+  const v0 = (p0 * (1 - p0)) / c.n + (pb * (1 - pb)) / b.n;
+  return Number.isFinite(v0) && estimate + multiplier * Math.sqrt(v0) < -delta;
 }
 
 /**
@@ -359,7 +393,12 @@ export function metricSentence(m: MetricResult, alpha: number): string {
     return `${comparison(m, word)} (${bound}, ${stat}; ${counts(m)})`;
   }
   if (m.verdict === "inferior") {
-    return `${comparison(m, "worse")} (at least ${points(-d.upper)} points worse than the control, ${stat}; ${counts(m)})`;
+    // Shown by the test at the margin before the bound on Δ passed it (marginTest).
+    const atLeast =
+      d.upper < -(m.margin ?? 0)
+        ? `at least ${points(-d.upper)} points worse than the control`
+        : `more than ${points(m.margin ?? 0)} points worse than the control, tested at the margin`;
+    return `${comparison(m, "worse")} (${atLeast}, ${stat}; ${counts(m)})`;
   }
   if (m.verdict === "non_inferior") {
     return `${comparison(m, "within")} (${worseAtMost(d)}, ${stat}; ${counts(m)})`;
