@@ -282,6 +282,22 @@ describe("the test at the margin", () => {
     expect(e.metrics[0]?.difference?.upper ?? -1).toBeGreaterThan(0);
   });
 
+  it("waits for 10 expected events per arm: 3 errors in the first 10 requests is no verdict yet", () => {
+    const e = decideGate(
+      { analysis: a, plannedCandidateShare: 0.2, elapsedMs: 5_000, phase: "gate" },
+      {
+        assignments: { candidate: 10, control: 40 },
+        metrics: {
+          "error-rate": {
+            candidate: { kind: "ratio", counts: { numerator: 3, denominator: 10 } },
+            control: { kind: "ratio", counts: { numerator: 0, denominator: 40 } },
+          },
+        },
+      },
+    );
+    expect(e.decision).toBe("wait");
+  });
+
   it("does not fail a candidate as good as the control", () => {
     expect(at(20).decision).not.toBe("fail");
     expect(at(24).decision).not.toBe("fail");

@@ -235,8 +235,13 @@ export function evaluateMetric(
  * when Δ̂ + c⁺·sqrt(p₀(1−p₀)/n_c + p_b(1−p_b)/n_b) < −δ, c⁺ the one-sided multiplier at α.
  * Nulls inside the margin have Δ > −δ and, with p₀ on the same side of ½ as every such null
  * (checked: otherwise no test), a variance no larger than p₀'s: the boundary is the hardest
- * null, so the test is wrong with probability ≤ α for every candidate no worse than δ.
+ * null, so the test is wrong with probability ≤ α for every candidate no worse than δ. Only
+ * once each arm expects {@link MARGIN_TEST_MIN_EVENTS} events under the null (the normal
+ * approximation's usual condition); before, the bound on Δ alone decides.
  */
+/** Expected events (or non-events) under the null per arm before the test at the margin applies. */
+export const MARGIN_TEST_MIN_EVENTS = 10;
+
 function marginTest(
   estimate: number,
   c: Share,
@@ -248,6 +253,13 @@ function marginTest(
   const pb = (b.x + 1) / (b.n + 2);
   const p0 = better === "lower" ? pb + delta : pb - delta;
   if (better === "lower" ? p0 > 0.5 : p0 < 0.5) return false;
+  // The normal approximation needs events: at least MARGIN_TEST_MIN_EVENTS expected under the
+  // null on each arm (3 errors in the first 10 requests against a 2% control would otherwise
+  // fail the candidate on an approximation that does not hold at such counts).
+  const events = (n: number, p: number) => n * Math.min(p, 1 - p);
+  if (events(c.n, p0) < MARGIN_TEST_MIN_EVENTS || events(b.n, pb) < MARGIN_TEST_MIN_EVENTS) {
+    return false;
+  }
   const v0 = (p0 * (1 - p0)) / c.n + (pb * (1 - pb)) / b.n;
   return Number.isFinite(v0) && estimate + multiplier * Math.sqrt(v0) < -delta;
 }
