@@ -3,7 +3,7 @@
  * engine on each store, served over HTTP on 127.0.0.1: bad input first (exit 2 naming the
  * flag, 400 naming the field, 404 for an unknown incident), then an open incident freezes the
  * start and the first exposure of a model it does not name, with nothing written; only the
- * commander may allow that model; a rollback is never frozen; resolving thaws; the timeline
+ * commander may allow that model; recovery (abort) is never frozen; resolving thaws; the timeline
  * holds the incident's events and its models' release history with who did what.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -24,6 +24,7 @@ import {
   STORE_KINDS,
   skipStore,
 } from "../integration/service-harness.ts";
+import { PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
 import { baton } from "./run-baton.ts";
 
 const MODEL = "summarizer-v7";
@@ -117,7 +118,7 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
   });
 
   it.skipIf(skip)(
-    "an open incident freezes other models' starts and first exposures; the commander allows; rollback and resolve go through",
+    "an open incident freezes other models' starts and first exposures; the commander allows; abort and resolve go through",
     async () => {
       s = await served(kind);
       const { h } = s;
@@ -219,6 +220,38 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
     },
   );
 
+  it.skipIf(skip)("a rollback is never frozen", async () => {
+    s = await served(kind);
+    const { h } = s;
+    const file = path.join(s.dir, "recipe.yaml");
+    const older = `ghcr.io/acme/summarizer@sha256:${"a1".repeat(32)}`;
+    const ids: string[] = [];
+    for (const r of [recipe(2, { image: PREVIOUS_IMAGE, previous_image: older }), recipe(2)]) {
+      writeFileSync(file, stringify(r));
+      const st = await baton(["start", file], env());
+      expect(st.code, st.stderr).toBe(0);
+      ids.push(/^started (r\d+)/m.exec(st.stdout)?.[1] as string);
+      await drive(h);
+    }
+    const dec = await op(h, "POST", "/v1/incidents", {
+      severity: "sev1",
+      summary: "ranker down",
+      models: ["ranker"],
+      commander: "maria",
+    });
+    expect(dec.status).toBe(201);
+    expect((await baton(["start", file], env())).code).toBe(1);
+    const rb = await baton(
+      ["rollback", ids[1] as string, "--reason", "back to the last good"],
+      env(),
+    );
+    expect(rb.code, rb.stderr).toBe(0);
+    await drive(h);
+    const back = (await h.store.listReleases({ limit: 5 }))[0];
+    expect(back?.id).not.toBe(ids[1]);
+    expect(back?.state).toBe("succeeded");
+  });
+
   it.skipIf(skip)(
     "the timeline collects the affected model's release history; concurrent notes are all kept",
     async () => {
@@ -247,7 +280,7 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
       expect(notes.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
       const t = (await (await op(h, "GET", "/v1/incidents/inc1")).json()) as {
         incident: { open: boolean; events: { text: string }[] };
-        timeline: { source: string; text: string; actor: string | null }[];
+        timeline: { source: string; kind: string; text: string; actor: string | null }[];
       };
       expect(t.incident.open).toBe(true);
       for (let i = 0; i < 6; i++)
