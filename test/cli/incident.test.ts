@@ -293,6 +293,24 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
       expect(fromRelease.at(-1)?.text).toContain("succeeded");
       const list = await baton(["incident", "list", "--json"], env());
       expect(JSON.parse(list.stdout).incidents[0].id).toBe("inc1");
+
+      // The dashboard: the list and the incident's page with its timeline, text escaped.
+      await op(h, "POST", "/v1/incidents/inc1/note", { text: "<script>alert(1)</script>" });
+      const page = await op(h, "GET", "/incidents");
+      expect(page.status).toBe(200);
+      const listHtml = await page.text();
+      expect(listHtml).toContain('<a href="/incidents/inc1">inc1</a>');
+      expect(listHtml).toContain("OPEN · SEV3 · summarizer latency");
+      const one = await op(h, "GET", "/incidents/inc1");
+      const oneHtml = await one.text();
+      expect(oneHtml).toContain(`<a href="/releases/${id}">${id}</a>`);
+      expect(oneHtml).toContain("note 5");
+      expect(oneHtml).not.toContain("<script>alert(1)</script>");
+      expect(oneHtml).toContain("&lt;script&gt;alert(1)&lt;/script&gt;");
+      const missing = await op(h, "GET", "/incidents/inc9");
+      expect(missing.status).toBe(404);
+      expect(await missing.text()).toContain("incident inc9 does not exist");
+      expect((await op(h, "GET", "/incidents/..%2Fx")).status).toBe(404);
     },
   );
 });
