@@ -6,7 +6,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { LaneState } from "../../engine/src/control-plane/model.ts";
-import { stickyLane } from "../../engine/src/control-plane/router.ts";
+import { type Arm, stickyLane } from "../../engine/src/control-plane/router.ts";
 
 const lane = (id: string, weight: number, excluded = false): LaneState =>
   ({
@@ -18,7 +18,7 @@ const lane = (id: string, weight: number, excluded = false): LaneState =>
     advertised: false,
     updated_at: 0,
   }) as LaneState;
-const armOf = (id: string) => (id.startsWith("c") ? "candidate" : "control") as const;
+const armOf = (id: string): Arm => (id.startsWith("c") ? "candidate" : "control");
 
 describe("stickyLane", () => {
   it("keeps a unit on the candidate while the candidate's share widens, over any lanes' split", () => {
