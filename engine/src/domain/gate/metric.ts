@@ -13,6 +13,7 @@ import {
   type Share,
   type ShareOrMissing,
   shareVariance,
+  unitShareVariance,
 } from "./observations.ts";
 import { fraction, percent, points } from "./words.ts";
 
@@ -101,15 +102,32 @@ export function resolveMargin(
   return raw >= floor ? { delta: raw, floored: false } : { delta: floor, floored: true };
 }
 
+/** Assignment units per arm behind a metric's requests (a non-`request` assignment unit). */
+export interface ArmUnits {
+  candidate: number;
+  control: number;
+}
+
+/**
+ * Variance and sample size of one arm's share: per request, or, when `units` is given, per
+ * assignment unit (`unitShareVariance`, the units as the observations).
+ */
+function spread(s: Share, units: number | undefined): { variance: number; t: number } {
+  return units === undefined
+    ? { variance: shareVariance(s), t: s.n }
+    : { variance: unitShareVariance(s, units), t: Math.min(units, s.n) };
+}
+
 /**
  * Evaluates `metric` on `obs`. Never throws: anything unreadable is `missing` with its reason.
  * `control` false reads the candidate alone (no control serves beside it): only the SLO.
+ * `units` (absent under `request` assignment): the variance counts units, not requests.
  */
 export function evaluateMetric(
   metric: MetricSpec,
   obs: MetricObservation | undefined,
   t: Tuning,
-  flags: { required: boolean; dryRun: boolean; controlOptional?: boolean } = {
+  flags: { required: boolean; dryRun: boolean; controlOptional?: boolean; units?: ArmUnits } = {
     required: true,
     dryRun: false,
   },
@@ -151,11 +169,12 @@ export function evaluateMetric(
     };
   }
   const pc = cs.x / cs.n;
+  const sc = spread(cs, flags.units?.candidate);
   let slo: MetricResult["slo"] = null;
   let sloBreached = false;
   let sloMet = true;
   if (metric.slo !== undefined) {
-    const own = csInterval(pc, shareVariance(cs), cs.n, tunedRho(t.alpha, t.min_samples), t.alpha);
+    const own = csInterval(pc, sc.variance, sc.t, tunedRho(t.alpha, t.min_samples), t.alpha);
     slo = { limit: metric.slo, lower: own.lower, upper: own.upper };
     sloBreached = better === "lower" ? own.lower > metric.slo : own.upper < metric.slo;
     sloMet = better === "lower" ? own.upper <= metric.slo : own.lower >= metric.slo;
@@ -166,10 +185,11 @@ export function evaluateMetric(
   }
   const pb = bs.x / bs.n;
   const sign = better === "lower" ? -1 : 1;
+  const sb = spread(bs, flags.units?.control);
   const difference = csInterval(
     sign * (pc - pb),
-    shareVariance(cs) + shareVariance(bs),
-    cs.n + bs.n,
+    sc.variance + sb.variance,
+    sc.t + sb.t,
     tunedRho(t.alpha, 2 * t.min_samples),
     t.alpha,
   );
