@@ -37,9 +37,12 @@ case "${BATON_CI_SIZE:-full}" in
     ci_size BENCH_PEER_MIN_STEPS_RATIO 1.0
     # bench:engines: 50 releases per engine count (150 by hand).
     ci_size BENCH_ENGINES_RELEASES 50
-    # bench:exposure -- --mutants: no full check (200 driven releases by hand): npm test's
-    # property test (test/property/exposure.property.test.ts) drives generated releases through
-    # the same checks on both stores (12 + 6 per store, every fifth on a machine), so CI drives
+    # npm test's exposure property test (test/property/exposure.property.test.ts): 8 generated
+    # releases and 4 with parallel waves per store (12 and 6 by hand), every fifth on a machine;
+    # its hangs wait out the engine's 5 s control-plane timeout in real time.
+    ci_size BATON_EXPOSURE_RUNS 8
+    # bench:exposure -- --mutants: no full check (200 driven releases by hand): the property
+    # test above drives generated releases through the same checks on both stores, so CI drives
     # them once. Then every mutant, each on 2 releases that exercise it (20 by hand, the health
     # mutant 4 machines), every one caught with every other check at 0: the mutants prove the
     # checker, the property test the engine.
