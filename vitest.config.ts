@@ -8,7 +8,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  * tier, the order vitest chose: the longest first when its cache has an earlier run's timings,
  * else the largest file first (a clean clone has no timings).
  */
-const SLOW_TIERS = ["e2e", "runner", "serverless", "browser", "reliability", "cli"];
+const SLOW_TIERS = ["property", "e2e", "runner", "serverless", "browser", "reliability", "cli"];
 
 class SlowTiersFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
