@@ -8,7 +8,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  * tier, the order vitest chose: the longest first when its cache has an earlier run's timings,
  * else the largest file first (a clean clone has no timings).
  */
-const SLOW_TIERS = ["e2e", "runner", "serverless", "browser", "reliability", "cli"];
+const SLOW_TIERS = ["property", "e2e", "runner", "serverless", "browser", "reliability", "cli"];
 
 class SlowTiersFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -27,6 +27,7 @@ class SlowTiersFirst extends BaseSequencer {
 }
 
 const UNIT = ["test/unit/**/*.test.ts", "test/unit/**/*.test.tsx"];
+const INTEGRATION = ["test/integration/**/*.test.ts"];
 
 export default defineConfig({
   test: {
@@ -43,12 +44,24 @@ export default defineConfig({
       // Unit files share one module graph per worker (they start no process and no server):
       // the engine's modules load once per worker instead of once per file.
       { extends: true, test: { name: "unit", include: UNIT, isolate: false } },
+      // Integration files too (in-process engines, servers they close, no module mocks): what
+      // a file sets in process.env is restored after it (test/support/env-restore.ts; the
+      // project's setup files come after the root's).
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: INTEGRATION,
+          isolate: false,
+          setupFiles: ["test/support/env-restore.ts"],
+        },
+      },
       {
         extends: true,
         test: {
           name: "tiers",
           include: ["test/**/*.test.ts", "test/**/*.test.tsx"],
-          exclude: UNIT,
+          exclude: [...UNIT, ...INTEGRATION],
         },
       },
     ],

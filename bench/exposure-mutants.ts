@@ -40,7 +40,10 @@ export interface Mutant {
   file: string;
   find: string;
   replace: string;
-  /** Driven releases it runs (default: BATON_EXPOSURE_MUTANT_RELEASES or 20). */
+  /**
+   * Driven releases it runs (default and upper bound: BATON_EXPOSURE_MUTANT_RELEASES, 20 unless
+   * set; CI's size runs fewer).
+   */
   releases?: number;
   /** The generated releases it runs on; may reshape one (null: skip it). */
   fits: (s: Scenario) => Scenario | null;

@@ -1239,6 +1239,26 @@ export function storeContract(name: string, factory: StoreFactory): void {
         expect(await peer.getState("drift")).toEqual({ value: { observations: 4 }, at: T0 + 5 });
         expect(await peer.getState("other")).toBeNull();
       });
+
+      it("swapState: of two writers expecting the same time exactly one wins; the time always moves", async () => {
+        const peer = await h.openPeer();
+        // Never written: only one of two first writes lands.
+        const first = await Promise.all([
+          store.swapState({ name: "book", value: { by: "a" }, now: T0, expect: null }),
+          peer.swapState({ name: "book", value: { by: "b" }, now: T0, expect: null }),
+        ]);
+        expect(first.filter((t) => t !== null)).toEqual([T0]);
+        const stored = await store.getState("book");
+        expect(stored?.at).toBe(T0);
+        // Same clock reading again: the new time is expect + 1, and a stale expect loses.
+        expect(
+          await store.swapState({ name: "book", value: { by: "c" }, now: T0, expect: T0 }),
+        ).toBe(T0 + 1);
+        expect(
+          await peer.swapState({ name: "book", value: { by: "d" }, now: T0 + 9, expect: T0 }),
+        ).toBeNull();
+        expect(await peer.getState("book")).toEqual({ value: { by: "c" }, at: T0 + 1 });
+      });
     });
 
     it("ping works while open and fails after close", async () => {

@@ -15,8 +15,8 @@
  * Every fifth release runs deploy.sh on a machine (a stand-in runtime, a process per container,
  * an old container answering on the new one's port, candidates that never listen): the runtime
  * and deploy.sh's ledger are read back, and each runner step that reported success left its
- * lane answering with its image. Runs: BATON_EXPOSURE_RUNS (default 12 per store;
- * `npm run bench:exposure` runs 200+ and the mutants).
+ * lane answering with its image. Runs: BATON_EXPOSURE_RUNS (default 12 per store; 8 at CI size,
+ * scripts/ci/sizes.sh; `npm run bench:exposure` runs 200+ and the mutants).
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -23,6 +23,7 @@ import {
   GITHUB_HOSTED_BUILDER,
   provenanceStatement,
 } from "../../engine/src/admission/statement.ts";
+import { baton } from "../cli/run-baton.ts";
 import {
   FakeClock,
   type Harness,
@@ -120,34 +121,45 @@ function recipeText(n: number): string {
   });
 }
 
-const run = (argv: string[], cwd: string, env: Record<string, string>) =>
-  runWorkflowStep(cwd, env, { argv, timeoutMs: 120_000 });
-
 const runStart = (cwd: string, env: Record<string, string>) =>
   runWorkflowStep(cwd, env, { timeoutMs: 120_000 });
 
-/** `baton sign --keyless` as a workflow step would run it; returns the bundle. */
+/**
+ * `baton sign --keyless` with a runner's environment, in process (`runCli`): these bundles feed
+ * the refusal cases; the start step's own `baton` processes are what `runStart` runs. The
+ * Sigstore client reads the OIDC request variables from `process.env`, so they are set for the
+ * call and restored after it (the tests of a file run one at a time). Returns the bundle.
+ */
 async function signKeyless(cwd: string, env: Record<string, string>, extra: string[] = []) {
   const out = join(cwd, `bundle-${Math.random().toString(36).slice(2)}.json`);
-  const r = await run(
-    [
-      process.execPath,
-      join(REPO, "bin/baton.mjs"),
-      "sign",
-      "recipes/svc-1.yaml",
-      "--keyless",
-      "--fulcio-url",
-      env.BATON_FULCIO_URL as string,
-      "--tsa-url",
-      env.BATON_TSA_URL as string,
-      "--out",
-      out,
-      ...extra,
-    ],
-    cwd,
-    env,
-  );
-  expect(r.code, r.out).toBe(0);
+  const oidcVars = ["ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"] as const;
+  const saved = oidcVars.map((k) => [k, process.env[k]] as const);
+  for (const k of oidcVars) process.env[k] = env[k];
+  let r: Awaited<ReturnType<typeof baton>>;
+  try {
+    r = await baton(
+      [
+        "sign",
+        join(cwd, "recipes/svc-1.yaml"),
+        "--keyless",
+        "--fulcio-url",
+        env.BATON_FULCIO_URL as string,
+        "--tsa-url",
+        env.BATON_TSA_URL as string,
+        "--out",
+        out,
+        ...extra,
+      ],
+      env,
+      { timeoutMs: 120_000 },
+    );
+  } finally {
+    for (const [k, v] of saved) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+  expect(r.code, r.stdout + r.stderr).toBe(0);
   return JSON.parse(readFileSync(out, "utf8")) as {
     dsseEnvelope: { payload: string; signatures: unknown[] };
   };

@@ -608,6 +608,9 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
   };
   return {
     calls,
+    get incidents() {
+      return unsupported();
+    },
     async start() {
       return unsupported();
     },

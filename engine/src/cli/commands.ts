@@ -609,7 +609,7 @@ export function readAttestations(files: string[] | undefined): unknown[] {
 }
 
 /** The caller's name for the history: `--actor`, else $USER; undefined when neither fits. */
-function actorName(
+export function actorName(
   given: string | undefined,
   env: Record<string, string | undefined>,
 ): string | undefined {

@@ -11,6 +11,13 @@ import { type Connection, connection } from "./client.ts";
 import * as cmd from "./commands.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { gitSource } from "./git-source.ts";
+import {
+  changeIncident,
+  declareIncident,
+  type DeclareOptions as IncidentDeclareOptions,
+  listIncidents,
+  showIncident,
+} from "./incident.ts";
 import { demo, serve } from "./serve.ts";
 import { startPending } from "./start-pending.ts";
 import { runVerify } from "./verify.ts";
@@ -353,6 +360,109 @@ export async function runCli(
     .action(
       async (id: string, o: { json?: boolean; interval: string; timeout: string }, c: Command) => {
         code = await cmd.watchCommand(conn(c), id, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
+
+  const incident = program
+    .command("incident")
+    .description(
+      "incidents: while one is open, releases of models it does not name are frozen (docs/incidents.md)",
+    );
+  const actorOption = () =>
+    new Option("--actor <name>", "who acts, recorded in the timeline (default: $USER)");
+  incident
+    .command("declare")
+    .description("open an incident: name its models and its commander; other models freeze")
+    .requiredOption("--severity <sev>", "sev1 (worst) … sev4")
+    .requiredOption("--summary <text>", "what is wrong, in a sentence")
+    .requiredOption(
+      "--model <model>",
+      "an affected model (its releases go on); repeatable",
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
+    .requiredOption("--commander <name>", "the incident commander (only they may allow releases)")
+    .option("--operations <name>", "operations lead")
+    .option("--communications <name>", "communications lead")
+    .option("--release-owner <name>", "owner of the release involved")
+    .option("--recorder <name>", "who keeps the timeline")
+    .addOption(actorOption())
+    .addOption(json())
+    .action(async (o: IncidentDeclareOptions, c: Command) => {
+      code = await declareIncident(conn(c), { ...o, json: Boolean(o.json) }, io);
+    });
+  incident
+    .command("list")
+    .description("every incident, newest first")
+    .addOption(json())
+    .action(async (o: { json?: boolean }, c: Command) => {
+      code = await listIncidents(conn(c), { json: Boolean(o.json) }, io);
+    });
+  incident
+    .command("show")
+    .description("one incident with its timeline (its events and its models' release history)")
+    .argument("<id>", "incident id, e.g. inc3")
+    .addOption(json())
+    .action(async (id: string, o: { json?: boolean }, c: Command) => {
+      code = await showIncident(conn(c), id, { json: Boolean(o.json) }, io);
+    });
+  incident
+    .command("note")
+    .description("add a note to an open incident's timeline")
+    .argument("<id>", "incident id")
+    .requiredOption("--text <text>", "the note")
+    .addOption(actorOption())
+    .addOption(json())
+    .action(async (id: string, o: { text: string; actor?: string; json?: boolean }, c: Command) => {
+      code = await changeIncident(
+        conn(c),
+        id,
+        "note",
+        { text: o.text },
+        { ...o, json: Boolean(o.json) },
+        io,
+      );
+    });
+  incident
+    .command("allow")
+    .description("the commander lets one more model release while the incident is open")
+    .argument("<id>", "incident id")
+    .requiredOption("--model <model>", "the model to allow")
+    .option("--reason <text>", "why", "")
+    .addOption(actorOption())
+    .addOption(json())
+    .action(
+      async (
+        id: string,
+        o: { model: string; reason: string; actor?: string; json?: boolean },
+        c: Command,
+      ) => {
+        code = await changeIncident(
+          conn(c),
+          id,
+          "allow",
+          { model: o.model, reason: o.reason },
+          { ...o, json: Boolean(o.json) },
+          io,
+        );
+      },
+    );
+  incident
+    .command("resolve")
+    .description("close an incident with what was found and done; frozen models thaw")
+    .argument("<id>", "incident id")
+    .requiredOption("--summary <text>", "what was found and done")
+    .addOption(actorOption())
+    .addOption(json())
+    .action(
+      async (id: string, o: { summary: string; actor?: string; json?: boolean }, c: Command) => {
+        code = await changeIncident(
+          conn(c),
+          id,
+          "resolve",
+          { summary: o.summary },
+          { ...o, json: Boolean(o.json) },
+          io,
+        );
       },
     );
 

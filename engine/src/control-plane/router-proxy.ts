@@ -12,13 +12,42 @@
  * `baton-batch: <plan>/<index>/<size>`, so a client can tell one whole batch from requests that
  * straddled a change. Within a batch the lanes are interleaved evenly.
  *
+ * Sticky assignment (docs/control-plane.md "Sticky assignment"): with `assignment`, a model whose
+ * assignment unit is `session`, `user` or `tenant` routes a request that carries the unit's key
+ * (header `baton-session`, `baton-user`, `baton-tenant` unless configured) with `stickyLane`,
+ * so the unit keeps its arm while the candidate's share holds or widens; a request without a
+ * key is routed per request (the batches above) and counted apart as `keyless`. The router
+ * counts, per model, lane and arm, requests, units (a unit counts once per arm per split: its
+ * first request after the lanes' weights last changed) and keyless requests, and the units that
+ * moved between arms; `GET /counts/<model>` answers them as JSON.
+ *
  * No lane can take traffic: 503 `no_lane`. A lane's endpoint that does not answer: 502
  * `lane_unreachable` with `baton-lane`. Node only (node:http); loopback by default.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import type { AssignmentUnit } from "../domain/gate/analysis.ts";
 import type { LaneState } from "./model.ts";
-import { route } from "./router.ts";
+import { type Arm, route, stickyLane } from "./router.ts";
+
+/** Header carrying each unit's key unless `assignment.headers` says otherwise. */
+export const UNIT_HEADERS: Readonly<Record<Exclude<AssignmentUnit, "request">, string>> = {
+  session: "baton-session",
+  user: "baton-user",
+  tenant: "baton-tenant",
+};
+
+/** How the router assigns units to arms (absent: every model per request, as batches). */
+export interface AssignmentOptions {
+  /** The model's assignment unit now: the `assignment_unit` of the gated wave in force. */
+  unit: (model: string) => AssignmentUnit;
+  /** The arm lane `lane` of `model` serves now: `candidate` when it serves the candidate image. */
+  arm: (model: string, lane: string) => Arm;
+  /** Header carrying each unit's key (lower case); defaults: {@link UNIT_HEADERS}. */
+  headers?: Partial<Record<Exclude<AssignmentUnit, "request">, string>>;
+  /** Mixed into every unit's hash, e.g. the release id; default: the model. */
+  salt?: (model: string) => string;
+}
 
 /** Where the proxy reads lanes and finds their endpoints. */
 export interface RouterProxyOptions {
@@ -28,6 +57,8 @@ export interface RouterProxyOptions {
   upstream: (lane: string) => string | null;
   /** Fewest requests a batch covers (default 100); a batch is a whole multiple of the weights' sum. */
   minBatch?: number;
+  /** Sticky assignment and arm counts; absent: per request, counted per lane only. */
+  assignment?: AssignmentOptions;
   /** Interface to bind (default 127.0.0.1); port 0 (default) picks a free one. */
   host?: string;
   port?: number;
@@ -36,7 +67,193 @@ export interface RouterProxyOptions {
 export interface RouterProxyHandle {
   /** Base URL, e.g. `http://127.0.0.1:40123`; requests go to `${url}/route/<model>/<path>`. */
   url: string;
+  /** The counts `GET /counts/<model>` answers. */
+  counts(model: string): RouterCounts;
   close(): Promise<void>;
+}
+
+/** Cumulative counts of one lane or arm since the router started. */
+export interface ArmCount {
+  /** Requests routed (keyless ones included). */
+  requests: number;
+  /**
+   * Assignment units: a unit counts once per arm per split (its first request after the
+   * model's split last changed); under `request` assignment every request is a unit.
+   */
+  units: number;
+  /** Requests without the unit's key under a non-request unit, routed per request. */
+  keyless: number;
+}
+
+/** What the router counted for one model (`GET /counts/<model>`). */
+export interface RouterCounts {
+  model: string;
+  /** The model's assignment unit now. */
+  unit: AssignmentUnit;
+  /** Number of the split in force: bumped when the lanes' weights, markers or arms change. */
+  split: number;
+  /** Per lane (the arm it served under, when known). */
+  lanes: Record<string, ArmCount & { arm: Arm | null }>;
+  /** Per arm; zeros without `assignment`. */
+  arms: Record<Arm, ArmCount>;
+  /** Units whose request went to another arm than their previous one, by the arm they moved to. */
+  moved: Record<Arm, number>;
+}
+
+const zero = (): ArmCount => ({ requests: 0, units: 0, keyless: 0 });
+
+/** One routing decision of {@link UnitRouter}. */
+export interface UnitPick {
+  lane: string;
+  arm: Arm | null;
+  /** The unit the request was assigned by, or `request` (keyless ones included). */
+  by: AssignmentUnit;
+  /** Set when the request was routed per request (a batch position). */
+  batch?: { plan: number; index: number; size: number };
+}
+
+interface ModelCounts {
+  split: number;
+  splitKey: string;
+  /** `<arm>\0<key>` of the units seen in the current split. */
+  seen: Set<string>;
+  /** Each unit's last arm (for `moved`). */
+  last: Map<string, Arm>;
+  lanes: Map<string, ArmCount & { arm: Arm | null }>;
+  arms: Record<Arm, ArmCount>;
+  moved: Record<Arm, number>;
+}
+
+/**
+ * Routes and counts: per request through {@link BatchRouter}, or stickily by a unit's key
+ * ({@link stickyLane}). Keeps every unit key it has seen in memory (a reference router for the
+ * demo and the tests). Exported for tests.
+ */
+export class UnitRouter {
+  private readonly batch: BatchRouter;
+  private readonly models = new Map<string, ModelCounts>();
+  constructor(
+    private readonly lanes: (model: string) => LaneState[],
+    private readonly assignment?: AssignmentOptions,
+    minBatch?: number,
+  ) {
+    this.batch = new BatchRouter(lanes, minBatch);
+  }
+
+  /** The model's assignment unit now (`request` without `assignment`). */
+  unit(model: string): AssignmentUnit {
+    return this.assignment?.unit(model) ?? "request";
+  }
+
+  /** The header that carries `unit`'s key, or null for `request`. */
+  header(unit: AssignmentUnit): string | null {
+    if (unit === "request") return null;
+    return (this.assignment?.headers?.[unit] ?? UNIT_HEADERS[unit]).toLowerCase();
+  }
+
+  /**
+   * The lane for one request of `model` carrying `key` (null or empty: none), counted; null
+   * when no lane takes traffic.
+   */
+  next(model: string, key: string | null): UnitPick | null {
+    const unit = this.unit(model);
+    const lanes = this.lanes(model);
+    const armOf = (lane: string): Arm | null => this.assignment?.arm(model, lane) ?? null;
+    const m = this.model(model, lanes, armOf);
+    let pick: UnitPick;
+    if (unit !== "request" && key) {
+      const salt = this.assignment?.salt?.(model) ?? model;
+      const s = stickyLane(lanes, (l) => armOf(l) ?? "control", salt, key);
+      if (!s) return null;
+      pick = { lane: s.lane, arm: s.arm, by: unit };
+    } else {
+      const b = this.batch.next(model);
+      if (!b) return null;
+      const { lane, ...batch } = b;
+      pick = { lane, arm: armOf(lane), by: "request", batch };
+    }
+    this.count(m, pick, unit, unit === "request" ? null : key || null);
+    return pick;
+  }
+
+  private model(
+    model: string,
+    lanes: LaneState[],
+    armOf: (lane: string) => Arm | null,
+  ): ModelCounts {
+    const splitKey = lanes
+      .filter((l) => !l.excluded && l.weight > 0)
+      .map((l) => `${l.id}=${l.weight}:${armOf(l.id) ?? "-"}`)
+      .sort()
+      .join(",");
+    let m = this.models.get(model);
+    if (!m) {
+      m = {
+        split: 0,
+        splitKey: "",
+        seen: new Set(),
+        last: new Map(),
+        lanes: new Map(),
+        arms: { candidate: zero(), control: zero() },
+        moved: { candidate: 0, control: 0 },
+      };
+      this.models.set(model, m);
+    }
+    if (m.splitKey !== splitKey || m.split === 0) {
+      m.split++;
+      m.splitKey = splitKey;
+      m.seen.clear();
+    }
+    return m;
+  }
+
+  /** Counts one request: a unit of its own (`request`), a keyed unit's, or a keyless one. */
+  private count(m: ModelCounts, pick: UnitPick, unit: AssignmentUnit, key: string | null): void {
+    let lane = m.lanes.get(pick.lane);
+    if (!lane) {
+      lane = { ...zero(), arm: pick.arm };
+      m.lanes.set(pick.lane, lane);
+    }
+    lane.arm = pick.arm;
+    const rows: ArmCount[] = pick.arm ? [lane, m.arms[pick.arm]] : [lane];
+    const keyless = unit !== "request" && key === null;
+    let fresh = unit === "request";
+    if (key !== null && pick.arm) {
+      const seen = `${pick.arm}\u0000${key}`;
+      fresh = !m.seen.has(seen);
+      m.seen.add(seen);
+      const before = m.last.get(key);
+      if (before !== undefined && before !== pick.arm) m.moved[pick.arm]++;
+      m.last.set(key, pick.arm);
+    } else if (key !== null) {
+      fresh = !m.seen.has(key);
+      m.seen.add(key);
+    }
+    for (const r of rows) {
+      r.requests++;
+      if (keyless) r.keyless++;
+      else if (fresh) r.units++;
+    }
+  }
+
+  /** What the router counted for `model` (zeros before its first request). */
+  counts(model: string): RouterCounts {
+    const m = this.models.get(model);
+    const copy = (c: ArmCount): ArmCount => ({ ...c });
+    return {
+      model,
+      unit: this.unit(model),
+      split: m?.split ?? 0,
+      lanes: Object.fromEntries(
+        [...(m?.lanes ?? new Map()).entries()].map(([k, v]) => [k, { ...v }]),
+      ),
+      arms: {
+        candidate: copy(m?.arms.candidate ?? zero()),
+        control: copy(m?.arms.control ?? zero()),
+      },
+      moved: { ...(m?.moved ?? { candidate: 0, control: 0 }) },
+    };
+  }
 }
 
 interface Batch {
@@ -97,7 +314,7 @@ export class BatchRouter {
 
 /** Starts the proxy; resolves once it listens. */
 export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterProxyHandle> {
-  const router = new BatchRouter(o.lanes, o.minBatch);
+  const router = new UnitRouter(o.lanes, o.assignment, o.minBatch);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const fail = (res: http.ServerResponse, status: number, code: string, message: string) => {
     if (res.headersSent) return res.destroy();
@@ -105,14 +322,26 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
     res.end(JSON.stringify({ error: { code, message } }));
   };
   const server = http.createServer((req, res) => {
+    const counts = /^\/counts\/([^/?]+)$/.exec(req.url ?? "");
+    if (counts && req.method === "GET") {
+      req.resume();
+      res.writeHead(200, { "content-type": "application/json" });
+      return res.end(JSON.stringify(router.counts(decodeURIComponent(counts[1]!))));
+    }
     const m = /^\/route\/([^/?]+)(\/[^?]*)?(\?.*)?$/.exec(req.url ?? "");
     if (!m) return fail(res, 404, "not_found", "[router] route requests as /route/<model>/<path>");
     const model = decodeURIComponent(m[1]!);
-    const pick = router.next(model);
+    const header = router.header(router.unit(model));
+    const raw = header ? req.headers[header] : undefined;
+    const key = (Array.isArray(raw) ? raw[0] : raw)?.trim() || null;
+    const pick = router.next(model, key);
     if (!pick) return fail(res, 503, "no_lane", `[router] no lane of ${model} takes traffic`);
-    const batch = `${pick.plan}/${pick.index}/${pick.size}`;
-    res.setHeader("baton-lane", pick.lane);
-    res.setHeader("baton-batch", batch);
+    const tags: Record<string, string> = { "baton-lane": pick.lane };
+    if (pick.batch)
+      tags["baton-batch"] = `${pick.batch.plan}/${pick.batch.index}/${pick.batch.size}`;
+    if (pick.arm) tags["baton-arm"] = pick.arm;
+    if (header) tags["baton-unit"] = key === null ? "none" : pick.by;
+    for (const [k, v] of Object.entries(tags)) res.setHeader(k, v);
     const base = o.upstream(pick.lane);
     if (!base)
       return fail(res, 502, "lane_unreachable", `[router] lane ${pick.lane} has no endpoint`);
@@ -121,11 +350,7 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
       target,
       { method: req.method, headers: { ...req.headers, host: target.host }, agent },
       (answer) => {
-        res.writeHead(answer.statusCode ?? 502, {
-          ...answer.headers,
-          "baton-lane": pick.lane,
-          "baton-batch": batch,
-        });
+        res.writeHead(answer.statusCode ?? 502, { ...answer.headers, ...tags });
         answer.pipe(res);
       },
     );
@@ -143,6 +368,7 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
   });
   return {
     url: `http://${o.host ?? "127.0.0.1"}:${info.port}`,
+    counts: (model) => router.counts(model),
     async close() {
       agent.destroy();
       await new Promise<void>((resolve) => {

@@ -9,9 +9,9 @@
  *
  * Latency is log-normal: exp(N(log median, σ²)) ms. Seeded, so a run can be replayed.
  */
-import { createHash } from "node:crypto";
 import type { ControlPlaneCore } from "./core.ts";
 import { type Draws, seededNormal, seededUniform } from "./random.ts";
+import { unitPosition } from "./router.ts";
 
 /** Outcome model of one image. */
 export interface ImageProfile {
@@ -63,10 +63,7 @@ export interface TrafficOptions {
 const escapeLabel = (v: string) =>
   v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
 
-/** Hash of a unit id to [0, 1): the sticky assignment. */
-export function unitPosition(unitId: string): number {
-  return createHash("sha256").update(unitId).digest().readUInt32BE(0) / 2 ** 32;
-}
+export { unitPosition };
 
 /** See the module comment. */
 export class TrafficGenerator {

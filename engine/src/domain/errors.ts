@@ -16,6 +16,7 @@ export type ErrorCode =
   | "admission_refused"
   | "prerequisite_failed"
   | "superseded"
+  | "frozen"
   | "unavailable";
 
 type Status = 400 | 401 | 403 | 404 | 409 | 413 | 422 | 503;
@@ -39,6 +40,9 @@ const STATUS: Record<ErrorCode, Status> = {
   // A start from a commit older than the newest the model's releases came from (docs/lifecycle.md
   // "Merge order is release order"); the message names the release that stands.
   superseded: 409,
+  // A start, first exposure or promote of a model an open incident does not name
+  // (docs/incidents.md); the message names the incident and its commander.
+  frozen: 409,
   // A dependency the request needs did not answer (e.g. the control plane at release start).
   unavailable: 503,
 };

@@ -12,6 +12,7 @@ import { AuthThrottle, authThrottle } from "./auth-throttle.ts";
 import { bodyLimits } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
 import { singleQueryParams } from "./query-params.ts";
+import { incidentRoutes } from "./routes/incidents.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { releaseRoutes } from "./routes/releases.ts";
 import { type StepRunRouteOptions, stepRunRoutes } from "./routes/step-runs.ts";
@@ -111,6 +112,7 @@ export function createApp(o: AppOptions): Hono {
     }),
   );
   app.route("/v1/models", modelRoutes({ api: o.api, operatorTokens, readTokens }));
+  app.route("/v1/incidents", incidentRoutes({ api: o.api, operatorTokens, operators, readTokens }));
   app.route(
     "/v1/releases",
     releaseRoutes({

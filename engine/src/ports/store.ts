@@ -298,5 +298,17 @@ export interface Store {
   putState(q: { name: string; value: Json; now: number }): Promise<void>;
   /** Engine state `name` as last written, with its time (epoch ms); null when never written. */
   getState(name: string): Promise<{ value: Json; at: number } | null>;
+  /**
+   * Compare-and-set of engine state `name`: writes `value` only if the state's time is still
+   * `expect` (null: only if it was never written). The new time is `max(now, expect + 1)`, so
+   * every write moves it. Returns the new time, or null (nothing changed) when another write
+   * came first: read again and retry. For documents several engines may change (incidents).
+   */
+  swapState(q: {
+    name: string;
+    value: Json;
+    now: number;
+    expect: number | null;
+  }): Promise<number | null>;
   close(): Promise<void>;
 }

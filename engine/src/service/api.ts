@@ -15,6 +15,7 @@ import type { HistoryEntry, Json, Release } from "../domain/types.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
 import type { ReleaseRecordDocument } from "../record/schema.ts";
+import type { Incidents } from "./use-cases/incidents.ts";
 
 /** A protocol message the engine refused; recorded in history with `reason`. */
 export interface Refusal {
@@ -44,6 +45,8 @@ export interface ReleaseRecord {
 }
 
 export interface ReleaseApi {
+  /** Incidents: declare, note, allow, resolve, timeline (docs/incidents.md). */
+  readonly incidents: Incidents;
   /**
    * Validates and compiles a recipe (object already parsed from YAML/JSON), creates a release
    * and starts it; with `opts.hold` it stays `pending` until `resume`. With

@@ -23,6 +23,7 @@ import { type ApplyExtras, ApplyKernel, type StaleClaim } from "./kernel.ts";
 import { type Logger, silentLog } from "./logger.ts";
 import { StoreHealth } from "./maintenance.ts";
 import { Acceptance, type AcceptOptions } from "./use-cases/accept.ts";
+import { Incidents } from "./use-cases/incidents.ts";
 import { LifecycleVerbs } from "./use-cases/lifecycle.ts";
 import { LifecycleReads, type PreviousAdmitted } from "./use-cases/lookups.ts";
 import { OperatorVerbs } from "./use-cases/operator.ts";
@@ -107,6 +108,8 @@ export class ReleaseService implements ReleaseApi {
   private readonly runner: RunnerProtocol;
   private readonly storeHealth: StoreHealth;
   private readonly sources: SourceMarks;
+  /** Incidents and the release freeze they impose (use-cases/incidents.ts). */
+  readonly incidents: Incidents;
 
   constructor(deps: ReleaseServiceDeps) {
     this.store = deps.store;
@@ -126,6 +129,7 @@ export class ReleaseService implements ReleaseApi {
     });
     const admission = deps.admission ?? { mode: "off" as const };
     const targetProbe = deps.targetProbe ?? null;
+    this.incidents = new Incidents(deps.store, deps.clock);
     this.queries = new ReleaseQueries(deps.store);
     this.reads = new LifecycleReads(deps.store);
     this.starts = new Starts({
@@ -137,6 +141,7 @@ export class ReleaseService implements ReleaseApi {
       // The verifier (sigstore, Node-only) is built by the entry and injected.
       verifier: admission.mode === "enforce" ? (deps.admissionVerifier ?? null) : null,
       controlPlane: deps.controlPlane ?? null,
+      incidents: this.incidents,
     });
     this.lifecycle = new LifecycleVerbs({
       kernel: this.kernel,
@@ -149,7 +154,7 @@ export class ReleaseService implements ReleaseApi {
     });
     this.sources = new SourceMarks(this.kernel, this.starts);
     this.acceptance = new Acceptance(this.kernel, this.queries);
-    this.operator = new OperatorVerbs(this.kernel, this.reads);
+    this.operator = new OperatorVerbs(this.kernel, this.reads, this.incidents);
     this.runner = new RunnerProtocol(this.kernel, log);
     this.storeHealth = new StoreHealth(deps.store);
   }

@@ -501,6 +501,31 @@ export abstract class KyselyStore implements Store {
     return row ? { value: JSON.parse(row.value) as Json, at: Number(row.at) } : null;
   }
 
+  async swapState(q: {
+    name: string;
+    value: Json;
+    now: number;
+    expect: number | null;
+  }): Promise<number | null> {
+    const value = JSON.stringify(q.value);
+    const at = q.expect === null ? q.now : Math.max(q.now, q.expect + 1);
+    if (q.expect === null) {
+      const r = await this.live()
+        .insertInto("engine_state")
+        .values({ name: q.name, value, at })
+        .onConflict((oc) => oc.column("name").doNothing())
+        .executeTakeFirst();
+      return Number(r.numInsertedOrUpdatedRows ?? 0n) > 0 ? at : null;
+    }
+    const r = await this.live()
+      .updateTable("engine_state")
+      .set({ value, at })
+      .where("name", "=", q.name)
+      .where("at", "=", q.expect)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0 ? at : null;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -185,10 +185,14 @@ export function decideGate(ctx: GateContext, obs: GateObservations): GateEvaluat
 
   // 3. Metrics: a certain breach of any deciding metric fails at once.
   const read = analysis.metrics.filter((m) => phase === "gate" || !m.required);
+  // Sticky units (session, user, tenant): their requests are not independent, so each
+  // metric's variance counts units, as the SRM test does.
+  const units = analysis.assignment_unit === "request" ? undefined : out.arms;
   out.metrics = read.map((m) =>
     evaluateMetric(m, obs.metrics[m.name], analysis, {
       required: m.required,
       dryRun: m.dry_run === true,
+      ...(units ? { units } : {}),
     }),
   );
   const deciding = out.metrics.filter((m) => !m.dryRun);

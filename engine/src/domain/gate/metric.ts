@@ -13,6 +13,7 @@ import {
   type Share,
   type ShareOrMissing,
   shareVariance,
+  unitShareVariance,
 } from "./observations.ts";
 import {
   type ArmQuantile,
@@ -129,15 +130,32 @@ export function resolveMargin(
   return raw >= floor ? { delta: raw, floored: false } : { delta: floor, floored: true };
 }
 
+/** Assignment units per arm behind a metric's requests (a non-`request` assignment unit). */
+export interface ArmUnits {
+  candidate: number;
+  control: number;
+}
+
+/**
+ * Variance and sample size of one arm's share: per request, or, when `units` is given, per
+ * assignment unit (`unitShareVariance`, the units as the observations).
+ */
+function spread(s: Share, units: number | undefined): { variance: number; t: number } {
+  return units === undefined
+    ? { variance: shareVariance(s), t: s.n }
+    : { variance: unitShareVariance(s, units), t: Math.min(units, s.n) };
+}
+
 /**
  * Evaluates `metric` on `obs`. Never throws: anything unreadable is `missing` with its reason.
  * `control` false reads the candidate alone (no control serves beside it): only the SLO.
+ * `units` (absent under `request` assignment): the variance counts units, not requests.
  */
 export function evaluateMetric(
   metric: MetricSpec,
   obs: MetricObservation | undefined,
   t: Tuning,
-  flags: { required: boolean; dryRun: boolean; controlOptional?: boolean } = {
+  flags: { required: boolean; dryRun: boolean; controlOptional?: boolean; units?: ArmUnits } = {
     required: true,
     dryRun: false,
   },
@@ -180,11 +198,12 @@ export function evaluateMetric(
     };
   }
   const pc = cs.x / cs.n;
+  const sc = spread(cs, flags.units?.candidate);
   let slo: MetricResult["slo"] = null;
   let sloBreached = false;
   let sloMet = true;
   if (metric.slo !== undefined) {
-    const own = csInterval(pc, shareVariance(cs), cs.n, tunedRho(t.alpha, t.min_samples), t.alpha);
+    const own = csInterval(pc, sc.variance, sc.t, tunedRho(t.alpha, t.min_samples), t.alpha);
     slo = { limit: metric.slo, lower: own.lower, upper: own.upper };
     sloBreached = better === "lower" ? own.lower > metric.slo : own.upper < metric.slo;
     sloMet = better === "lower" ? own.upper <= metric.slo : own.lower >= metric.slo;
@@ -195,14 +214,15 @@ export function evaluateMetric(
   }
   const pb = bs.x / bs.n;
   const sign = better === "lower" ? -1 : 1;
-  const variance = shareVariance(cs) + shareVariance(bs);
+  const sb = spread(bs, flags.units?.control);
+  const variance = sc.variance + sb.variance;
   const rho = tunedRho(t.alpha, 2 * t.min_samples);
-  const two = csInterval(sign * (pc - pb), variance, cs.n + bs.n, rho, t.alpha);
+  const two = csInterval(sign * (pc - pb), variance, sc.t + sb.t, rho, t.alpha);
   // "Worse than the margin" is a claim in one direction only: its bound is one-sided at α
   // (confidence-sequence.ts, oneSidedMultiplier), the pass side keeps the two-sided bound.
   const difference = {
     ...two,
-    upper: two.estimate + oneSidedMultiplier(cs.n + bs.n, rho, t.alpha) * Math.sqrt(variance),
+    upper: two.estimate + oneSidedMultiplier(sc.t + sb.t, rho, t.alpha) * Math.sqrt(variance),
   };
   const { delta: margin, floored } = resolveMargin(metric.margin, pb, t);
   if (Number.isNaN(difference.lower)) {
@@ -210,11 +230,11 @@ export function evaluateMetric(
   }
   const worseAtMargin = marginTest(
     sign * (pc - pb),
-    cs,
-    bs,
+    (bs.x + 1) / (bs.n + 2),
+    { candidate: sc.t, control: sb.t },
     margin,
     better,
-    oneSidedMultiplier(cs.n + bs.n, rho, t.alpha),
+    oneSidedMultiplier(sc.t + sb.t, rho, t.alpha),
   );
   const verdict: MetricResult["verdict"] = sloBreached
     ? "slo_breached"
@@ -226,41 +246,45 @@ export function evaluateMetric(
   return { ...base, candidate: cs, control: bs, difference, margin, floored, slo, verdict };
 }
 
+/** Expected events (or non-events) under the null per arm before the test at the margin applies. */
+export const MARGIN_TEST_MIN_EVENTS = 10;
+
 /**
  * The one-sided test of "the candidate is worse than the control by more than δ" at the margin
  * itself: the estimate Δ̂ (oriented, positive is better) against −δ, with the variance the
  * boundary null gives (the control's rate p_b, regularised, and the candidate's at exactly δ
  * worse, p₀ = p_b ± δ) rather than the candidate's observed one, as a score test does: a
  * candidate that is worse has the larger variance, and the plug-in bound pays for it. Rejects
- * when Δ̂ + c⁺·sqrt(p₀(1−p₀)/n_c + p_b(1−p_b)/n_b) < −δ, c⁺ the one-sided multiplier at α.
+ * when Δ̂ + c⁺·sqrt(p₀(1−p₀)/n_c + p_b(1−p_b)/n_b) < −δ, c⁺ the one-sided multiplier at α;
+ * n_c, n_b are the arms' sample sizes as the variance counts them (units under a sticky
+ * assignment unit, requests otherwise), p_b the control's share regularised to (x+1)/(n+2).
  * Nulls inside the margin have Δ > −δ and, with p₀ on the same side of ½ as every such null
  * (checked: otherwise no test), a variance no larger than p₀'s: the boundary is the hardest
  * null, so the test is wrong with probability ≤ α for every candidate no worse than δ. Only
  * once each arm expects {@link MARGIN_TEST_MIN_EVENTS} events under the null (the normal
  * approximation's usual condition); before, the bound on Δ alone decides.
  */
-/** Expected events (or non-events) under the null per arm before the test at the margin applies. */
-export const MARGIN_TEST_MIN_EVENTS = 10;
-
 function marginTest(
   estimate: number,
-  c: Share,
-  b: Share,
+  pb: number,
+  n: { candidate: number; control: number },
   delta: number,
   better: "lower" | "higher",
   multiplier: number,
 ): boolean {
-  const pb = (b.x + 1) / (b.n + 2);
   const p0 = better === "lower" ? pb + delta : pb - delta;
   if (better === "lower" ? p0 > 0.5 : p0 < 0.5) return false;
   // The normal approximation needs events: at least MARGIN_TEST_MIN_EVENTS expected under the
   // null on each arm (3 errors in the first 10 requests against a 2% control would otherwise
   // fail the candidate on an approximation that does not hold at such counts).
-  const events = (n: number, p: number) => n * Math.min(p, 1 - p);
-  if (events(c.n, p0) < MARGIN_TEST_MIN_EVENTS || events(b.n, pb) < MARGIN_TEST_MIN_EVENTS) {
+  const events = (k: number, p: number) => k * Math.min(p, 1 - p);
+  if (
+    events(n.candidate, p0) < MARGIN_TEST_MIN_EVENTS ||
+    events(n.control, pb) < MARGIN_TEST_MIN_EVENTS
+  ) {
     return false;
   }
-  const v0 = (p0 * (1 - p0)) / c.n + (pb * (1 - pb)) / b.n;
+  const v0 = (p0 * (1 - p0)) / n.candidate + (pb * (1 - pb)) / n.control;
   return Number.isFinite(v0) && estimate + multiplier * Math.sqrt(v0) < -delta;
 }
 

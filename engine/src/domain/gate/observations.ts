@@ -72,3 +72,18 @@ export function shareVariance(s: Share): number {
   const p = (s.x + 1) / (s.n + 2);
   return (p * (1 - p)) / s.n;
 }
+
+/**
+ * Variance of a share's estimate x/n when its n requests come from `units` assignment units
+ * (sessions, users, tenants) whose requests may fail together: the plug-in variance of
+ * {@link shareVariance} with the units, not the requests, as the sample size,
+ * p(1 − p) / min(units, n). That is the variance when every request of a unit has the same
+ * outcome and units are of equal size (the largest design effect, m requests per unit);
+ * with units ≥ n it is {@link shareVariance}. `units` ≤ 0 gives +∞.
+ */
+export function unitShareVariance(s: Share, units: number): number {
+  const m = Math.min(units, s.n);
+  if (!(m > 0)) return Number.POSITIVE_INFINITY;
+  const p = (s.x + 1) / (s.n + 2);
+  return (p * (1 - p)) / m;
+}

@@ -9,6 +9,7 @@
 import { type Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { BatonError } from "../../domain/errors.ts";
+import { INCIDENT_ID_PATTERN } from "../../domain/incidents.ts";
 import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
 import { RELEASE_STATES, type ReleaseState } from "../../domain/states.ts";
 import { availableActions, verifyAction } from "../../domain/transition/exits.ts";
@@ -26,6 +27,7 @@ import { type ActionName, ConfirmPage, ErrorPage, LoginPage, ResultPage } from "
 import { type Caller, roleOf, SESSION_COOKIE, Sessions, sameOrigin } from "./auth.ts";
 import { FleetPage } from "./fleet-page.tsx";
 import { readForm } from "./form.ts";
+import { IncidentPage, IncidentsPage } from "./incidents-page.tsx";
 import { liveStream, markStream } from "./live.ts";
 import { HISTORY_FILTERS, type HistoryFilter, ReleasePage } from "./release-page.tsx";
 import { PAGE_SIZE, ReleasesPage } from "./releases-page.tsx";
@@ -189,6 +191,33 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           now={now()}
         />,
       );
+    } catch (err) {
+      return fail(c, who, err);
+    }
+  });
+
+  app.get("/incidents", async (c) => {
+    const who = await reader(c);
+    if (who instanceof Response) return who;
+    try {
+      return c.html(<IncidentsPage incidents={await deps.api.incidents.list()} role={who.role} />);
+    } catch (err) {
+      return fail(c, who, err);
+    }
+  });
+
+  app.get("/incidents/:id", async (c) => {
+    const who = await reader(c);
+    if (who instanceof Response) return who;
+    const id = c.req.param("id");
+    try {
+      if (!INCIDENT_ID_PATTERN.test(id))
+        throw new BatonError(
+          "not_found",
+          `[dashboard] ${JSON.stringify(id.slice(0, 64))} is not an incident id; see /incidents`,
+        );
+      const t = await deps.api.incidents.timeline(id);
+      return c.html(<IncidentPage incident={t.incident} timeline={t.timeline} role={who.role} />);
     } catch (err) {
       return fail(c, who, err);
     }

@@ -40,6 +40,7 @@ export function Layout(props: {
           <nav aria-label="Main">
             <a href="/releases">Releases</a>
             <a href="/fleet">Fleet</a>
+            <a href="/incidents">Incidents</a>
           </nav>
           <span class="who">
             {ROLE_WORDS[props.role]}

@@ -7,13 +7,21 @@ import type { ReleaseEvent } from "../../domain/types.ts";
 import { releaseIdOfStepRun } from "../../protocol/ids.ts";
 import type { Accepted, Refusal } from "../api.ts";
 import { type ApplyKernel, notFound } from "../kernel.ts";
+import type { Incidents } from "./incidents.ts";
 import type { LifecycleReads } from "./lookups.ts";
 
 export class OperatorVerbs {
   constructor(
     private readonly kernel: ApplyKernel,
     private readonly reads: LifecycleReads,
+    private readonly incidents: Incidents,
   ) {}
+
+  /** @throws BatonError `frozen` (409) when an open incident freezes `action` on the release's model. */
+  private async unfrozen(id: string, action: "release" | "promote"): Promise<void> {
+    const release = await this.kernel.recentRelease(id);
+    if (release) await this.incidents.assertNotFrozen(release.manifest.model, action);
+  }
 
   abort(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
     return this.operator(id, { type: "abort", actor, reason });
@@ -30,12 +38,14 @@ export class OperatorVerbs {
   }
 
   /** First exposure of a release deployed dark (docs/lifecycle.md "Deploy and release"). */
-  release(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
+  async release(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
+    await this.unfrozen(id, "release");
     return this.operator(id, { type: "release", actor, reason });
   }
 
   /** A release paused at an inconclusive gate: the operator accepts the risk (docs/gate.md). */
   async promote(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
+    await this.unfrozen(id, "promote");
     const r = await this.operator(id, { type: "promote", actor, reason });
     return r.ok || r.status !== 409 ? r : this.reads.withAccepted(id, r);
   }

@@ -34,6 +34,7 @@ import { manifestDigest } from "../../recipes/digest.ts";
 import type { ApplyKernel } from "../kernel.ts";
 import { assertLanesFree, lanesClaimedError } from "../lane-claims.ts";
 import type { Logger } from "../logger.ts";
+import type { Incidents } from "./incidents.ts";
 
 /** What a start carries besides the recipe (docs/trust.md "Sending the bundle"). */
 export interface StartOptions {
@@ -84,6 +85,8 @@ export interface StartDeps {
   verifier: BundleVerifier | null;
   /** Read at start for the observed baseline; null or without `lanes`: the recipe's assumed one. */
   controlPlane: ControlPlane | null;
+  /** Open incidents freeze starts of models they do not name (rollbacks excepted). */
+  incidents: Incidents;
 }
 
 /** `bytes` random bytes as lowercase hex (Web Crypto: every runtime has it). */
@@ -118,6 +121,8 @@ export class Starts {
    *   (same model and lane id, or same host:port); nothing is written then.
    * @throws BatonError `superseded` (409) when `opts.source` is older than the model's source
    *   mark, or was checked against another commit (`judgeSource`); nothing is written then.
+   * @throws BatonError `frozen` (409) when an open incident does not name the model (a
+   *   rollback is never frozen); nothing is written then.
    */
   start(recipe: unknown, actor: string, opts: StartOptions = {}): Promise<Release> {
     // Serialised within this process: check-then-create must not interleave with another
@@ -134,6 +139,7 @@ export class Starts {
     const { store, clock, domain } = kernel;
     const compiled = domain.compile(recipe);
     const model = compiled.manifest.model;
+    if (opts.rollback !== true) await this.deps.incidents.assertNotFrozen(model, "start");
     // Judged before admission: an older commit is refused whatever its signature says.
     const mark = opts.source ? await this.judgeSource(model, opts.source) : null;
     const report = admit(this.deps.admission, this.deps.verifier, {
