@@ -200,6 +200,21 @@ describe("npm run demo", () => {
     expect(stepLines(out).some((l) => l[1] === "exclude_lane:lane-b")).toBe(false);
     expect(out).toMatch(/weights now lane-a 34%, lane-b 33%, lane-c 33%/);
   }, 600_000);
+
+  it.concurrent("--candidate-latency-ms 400 fails the first wave on the p99 metric and rolls back", async () => {
+    const { code, out } = await demo(["--candidate-latency-ms", "400"]);
+    expect(code, out).toBe(1);
+    expect(out).toMatch(/release r1 ended rolled_back/);
+    // The p99 metric decided (through the gate or the stop condition that watches the same
+    // guardrail), not the slow-requests guardrail.
+    const reason = /^\[demo\] reason\s+(.*)$/m.exec(out)?.[1] ?? "";
+    expect(reason, out).toMatch(
+      /latency-p99: candidate p99 [\d,–]+ ms vs control [\d,–≤ ]+ ms, allowed \+100 ms: worse \(at the buckets' resolution the candidate's p99 is above [\d,]+ ms and the control's at most [\d,]+ ms/,
+    );
+    expect(reason).not.toMatch(/slow-requests/);
+    expect(stepLines(out).some((l) => l[1] === "exclude_lane:lane-b")).toBe(false);
+    expect(out).toMatch(/weights now lane-a 34%, lane-b 33%, lane-c 33%/);
+  }, 600_000);
 });
 
 describe("demo arguments", () => {
@@ -251,6 +266,10 @@ describe("demo arguments", () => {
       expect(q.text()).toMatch(/bogus/);
       expect(await runDemo(["--timeout", "soon"])).toBe(2);
       expect(q.text()).toContain("--timeout must be a positive number of seconds");
+      expect(await runDemo(["--candidate-latency-ms", "slow"])).toBe(2);
+      expect(q.text()).toContain(
+        "--candidate-latency-ms must be a number of ms between 0 and 60000",
+      );
       expect(await runDemo(["--recipe", "/nonexistent/recipe.yaml"])).toBe(2);
       expect(q.text()).toContain("[demo] cannot read recipe /nonexistent/recipe.yaml");
     } finally {

@@ -21,6 +21,8 @@ export interface ImageProfile {
   latencyMedianMs: number;
   /** σ of log latency (≥ 0). */
   latencySigma: number;
+  /** ms added to every request's latency (a slower candidate, e.g. 400); default 0. */
+  latencyAddMs?: number;
 }
 
 /** Default outcome model: 1% errors, 80 ms median latency. */
@@ -30,8 +32,14 @@ export const DEFAULT_PROFILE: ImageProfile = {
   latencySigma: 0.6,
 };
 
-/** Upper bounds (ms) of the latency histogram's buckets; `+Inf` is implied. */
-export const LATENCY_BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000] as const;
+/**
+ * Upper bounds (ms) of the latency histogram's buckets; `+Inf` is implied. Finer between 100
+ * ms and 1 s, where the tail of the default profile lies, so that a quantile metric (a p99 at
+ * the buckets' resolution) can tell a 400 ms regression from the baseline.
+ */
+export const LATENCY_BUCKETS_MS = [
+  5, 10, 25, 50, 100, 150, 200, 250, 300, 400, 500, 600, 800, 1000, 2500, 5000,
+] as const;
 
 /** Cumulative counts of one lane and image since the generator started. */
 export interface ArmCounters {
@@ -157,7 +165,9 @@ export class TrafficGenerator {
       for (let r = 0; r < perUnit; r++) {
         c.requests++;
         if (this.uniform() < p.errorRate) c.errors++;
-        const ms = Math.exp(Math.log(p.latencyMedianMs) + p.latencySigma * this.normal());
+        const ms =
+          (p.latencyAddMs ?? 0) +
+          Math.exp(Math.log(p.latencyMedianMs) + p.latencySigma * this.normal());
         c.latencySumMs += ms;
         for (let b = 0; b < LATENCY_BUCKETS_MS.length; b++) {
           if (ms <= LATENCY_BUCKETS_MS[b]!) c.buckets[b]!++;

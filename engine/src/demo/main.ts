@@ -4,8 +4,8 @@
  * starts a release from recipes/example.yaml aimed at them; prints each step run as it ends;
  * exits 0 only when the release `succeeded`.
  *
- *   demo [--fail-at <step>] [--candidate-error-rate <r>] [--recipe <file>] [--data-dir <dir>]
- *        [--serve] [--timeout <s>]
+ *   demo [--fail-at <step>] [--candidate-error-rate <r>] [--candidate-latency-ms <ms>]
+ *        [--recipe <file>] [--data-dir <dir>] [--serve] [--timeout <s>]
  *
  * The reference router generates traffic and the release is gated (docs/gate.md): a recipe
  * without an `analysis:` section gets the demo's own (`DEMO_ANALYSIS`, seconds instead of
@@ -36,6 +36,10 @@ const USAGE = `usage: npm run demo -- [options]
                      share of the candidate's requests that fail in the router's traffic
                      (0..1, default 0.01 like the baseline); e.g. 0.05 fails the gate and
                      the release rolls back
+  --candidate-latency-ms <ms>
+                     ms added to every candidate request's latency in the router's traffic
+                     and its latency histogram (default 0); e.g. 400 fails the gate's p99
+                     metric and the release rolls back
   --recipe <file>    recipe to roll out (default recipes/example.yaml)
   --data-dir <dir>   keep the engine's SQLite file, the control plane and the sandbox here
                      (default: a temporary folder, removed at the end)
@@ -46,8 +50,11 @@ const USAGE = `usage: npm run demo -- [options]
 /**
  * The gate the demo adds to a recipe without one: every wave between 1% and 99% is held until
  * the candidate's error rate is shown to be at most 2 points worse than the baseline serving
- * beside it (and its share of requests slower than 250 ms at most 5 points worse, a guardrail),
- * with at least 1,000 requests per arm and 2 s of bake. The router draws 4,000 units a second.
+ * beside it, with at least 1,000 requests per arm and 2 s of bake. Two guardrails fail the
+ * wave when breached: the candidate's p99 latency certainly more than 100 ms above the
+ * baseline's (anytime-valid, at the histogram's buckets' resolution), and its share of requests
+ * slower than 1 s certainly more than 5 points above the baseline's. The router draws 4,000
+ * units a second.
  */
 export const DEMO_ANALYSIS: NonNullable<RecipeInput["analysis"]> = {
   assignment_unit: "request",
@@ -59,9 +66,16 @@ export const DEMO_ANALYSIS: NonNullable<RecipeInput["analysis"]> = {
   metrics: [
     { name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.02 } },
     {
+      name: "latency-p99",
+      kind: "quantile",
+      quantile: 0.99,
+      margin: { ms: 100 },
+      required: false,
+    },
+    {
       name: "slow-requests",
       kind: "latency",
-      threshold_ms: 250,
+      threshold_ms: 1000,
       margin: { absolute: 0.05 },
       required: false,
     },
@@ -165,9 +179,18 @@ export async function runDemo(argv: string[]): Promise<number> {
       admission: "sign",
       // Drift detection on, every 5 s (docs/drift.md): /metrics shows baton_drift_* under --serve.
       driftIntervalMs: DEMO_DRIFT_INTERVAL_MS,
-      ...(args.candidateErrorRate === undefined
+      ...(args.candidateErrorRate === undefined && args.candidateLatencyMs === undefined
         ? {}
-        : { candidateProfile: { errorRate: args.candidateErrorRate } }),
+        : {
+            candidateProfile: {
+              ...(args.candidateErrorRate === undefined
+                ? {}
+                : { errorRate: args.candidateErrorRate }),
+              ...(args.candidateLatencyMs === undefined
+                ? {}
+                : { latencyAddMs: args.candidateLatencyMs }),
+            },
+          }),
     });
     stack = await starting;
     const { manifest } = stack;
@@ -187,7 +210,7 @@ export async function runDemo(argv: string[]): Promise<number> {
     const gated = manifest.waves.flatMap((w, i) => (w.analysis ? [waveLabel(manifest, i)] : []));
     if (gated.length > 0) {
       console.log(
-        `[demo] gates        ${gated.join(", ")}: the router serves ${manifest.model} traffic; candidate error rate ${((args.candidateErrorRate ?? 0.01) * 100).toFixed(1)}% vs baseline 1.0% (docs/gate.md)`,
+        `[demo] gates        ${gated.join(", ")}: the router serves ${manifest.model} traffic; candidate error rate ${((args.candidateErrorRate ?? 0.01) * 100).toFixed(1)}% vs baseline 1.0%${args.candidateLatencyMs ? `, candidate latency +${count(args.candidateLatencyMs)} ms` : ""} (docs/gate.md)`,
       );
     }
     if (failStep) {
@@ -397,6 +420,7 @@ function parse(argv: string[]) {
     options: {
       "fail-at": { type: "string" },
       "candidate-error-rate": { type: "string" },
+      "candidate-latency-ms": { type: "string" },
       recipe: { type: "string" },
       "data-dir": { type: "string" },
       serve: { type: "boolean", default: false },
@@ -420,8 +444,18 @@ function parse(argv: string[]) {
       );
     }
   }
+  let candidateLatencyMs: number | undefined;
+  if (values["candidate-latency-ms"] !== undefined) {
+    candidateLatencyMs = Number(values["candidate-latency-ms"]);
+    if (!(candidateLatencyMs >= 0 && candidateLatencyMs <= 60_000)) {
+      throw new Error(
+        `--candidate-latency-ms must be a number of ms between 0 and 60000, e.g. 400 (got ${values["candidate-latency-ms"]})`,
+      );
+    }
+  }
   return {
     candidateErrorRate,
+    candidateLatencyMs,
     failAt: values["fail-at"],
     recipe: values.recipe ? resolve(values.recipe) : EXAMPLE_RECIPE,
     dataDir: values["data-dir"] ? resolve(values["data-dir"]) : undefined,

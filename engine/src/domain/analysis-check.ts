@@ -116,6 +116,14 @@ function sectionProblems(section: Record<string, unknown>, at: string): Problem[
         });
       } else seen.set(name, i);
     }
+    const buckets = obj(metric?.query)?.buckets;
+    if (metric?.kind === "quantile" && typeof buckets === "string" && !/\ble\b/.test(buckets)) {
+      problems.push({
+        path: `${at}.metrics.${i}.query.buckets`,
+        message: `quantile metric \`${typeof name === "string" ? name : `#${i + 1}`}\`: query.buckets does not keep the \`le\` label, so the histogram's buckets cannot be told apart`,
+        fix: 'Sum by the bucket bound, e.g. `sum by (le) (increase(http_latency_ms_bucket{model="$model",$arm_selector}[$window]))`.',
+      });
+    }
     for (const [field, text] of Object.entries(obj(metric?.query) ?? {})) {
       if (typeof text !== "string") continue;
       const used = [...text.matchAll(/\$([A-Za-z_]\w*)/g)].map((m) => m[1] as string);
@@ -239,11 +247,16 @@ function stopProblems(stop: Record<string, unknown>): Problem[] {
   const problems = sectionProblems({ metrics: stop.metrics }, at);
   arr(stop.metrics).forEach((m, i) => {
     const metric = obj(m);
-    if (metric && metric.margin === undefined && metric.slo === undefined) {
+    if (
+      metric &&
+      metric.margin === undefined &&
+      metric.slo === undefined &&
+      metric.slo_ms === undefined
+    ) {
       problems.push({
         path: `${at}.metrics.${i}`,
         message: `stop-condition metric \`${typeof metric.name === "string" ? metric.name : `#${i + 1}`}\` has neither a margin nor an slo, so nothing could breach it`,
-        fix: "Give it `margin` (a breach: certainly worse than the control by more than δ), `slo` (a breach: certainly beyond the limit), or both.",
+        fix: "Give it `margin` (a breach: certainly worse than the control by more than δ), `slo` (a breach: certainly beyond the limit; `slo_ms` for a quantile metric), or both.",
       });
     }
   });

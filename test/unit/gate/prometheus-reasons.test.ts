@@ -96,3 +96,50 @@ describe("prometheus source reasons", () => {
     expect(frac.assignments).toEqual({ candidate: 174.4360902255639, control: 174.4360902255639 });
   });
 });
+
+describe("prometheus source: quantile metrics", () => {
+  it("reads a quantile metric's buckets from the histogram query, `le` labels in ms", async () => {
+    const q: GateQuery = {
+      ...query,
+      analysis: Analysis.parse({
+        metrics: [
+          { name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.01 } },
+          { name: "latency-p99", kind: "quantile", quantile: 0.99, margin: { ms: 100 } },
+        ],
+      }),
+    };
+    const o = await source((promql) =>
+      promql.includes("baton_arm_latency_ms_bucket")
+        ? json(200, {
+            status: "success",
+            data: {
+              resultType: "vector",
+              result: [
+                { metric: { le: "400" }, value: [60, "990"] },
+                { metric: { le: "+Inf" }, value: [60, "1000"] },
+              ],
+            },
+          })
+        : json(200, {
+            status: "success",
+            data: { resultType: "vector", result: [{ metric: {}, value: [60, "10"] }] },
+          }),
+    ).observe(q);
+    expect(o.metrics["latency-p99"]).toEqual({
+      candidate: {
+        kind: "latency",
+        buckets: [
+          { le: 400, count: 990 },
+          { le: Number.POSITIVE_INFINITY, count: 1000 },
+        ],
+      },
+      control: {
+        kind: "latency",
+        buckets: [
+          { le: 400, count: 990 },
+          { le: Number.POSITIVE_INFINITY, count: 1000 },
+        ],
+      },
+    });
+  });
+});

@@ -151,7 +151,7 @@ export class PrometheusMetricsSource implements MetricsSource {
         const t = metricTemplates(m);
         const perArm = await Promise.all(
           arms.map(async (a): Promise<ArmObservation | Missing> => {
-            if (m.kind === "latency") {
+            if (m.kind === "latency" || m.kind === "quantile") {
               const b = await this.buckets(fillTemplate(t.buckets as string, vars(a)), timeS);
               return Array.isArray(b) ? { kind: "latency", buckets: b } : b;
             }

@@ -139,8 +139,79 @@ export const LatencyMetric = z
   })
   .strict();
 
+/** How much slower the candidate's quantile may be than the control's: ms, or percent. */
+export const QuantileMargin = z.union(
+  [
+    z
+      .object({
+        ms: z
+          .number()
+          .min(0, "margin.ms must be ≥ 0")
+          .max(3_600_000, "margin.ms must be ≤ 3600000 (an hour)")
+          .describe(
+            "δ in ms: the candidate's quantile may be at most this much above the control's.",
+          ),
+      })
+      .strict(),
+    z
+      .object({
+        percent: z
+          .number()
+          .min(0, "margin.percent must be ≥ 0")
+          .max(1000, "margin.percent must be ≤ 1000")
+          .describe("δ in percent of the control's quantile, e.g. 20 = at most 20% slower."),
+      })
+      .strict(),
+  ],
+  {
+    error:
+      "a quantile metric's margin must be one of {ms: δ} (e.g. {ms: 100}) or {percent: r} (e.g. {percent: 20})",
+  },
+);
+export type QuantileMargin = z.infer<typeof QuantileMargin>;
+
+/**
+ * A latency quantile (e.g. p99) from histogram buckets, candidate against control, with
+ * anytime-valid bounds at the buckets' resolution (quantile.ts).
+ */
+export const QuantileMetric = z
+  .object({
+    name: Common.name,
+    kind: z.literal("quantile"),
+    quantile: z
+      .number({ error: "quantile must be a number in (0, 1), e.g. 0.99 for p99" })
+      .gt(0, "quantile must be in (0, 1), e.g. 0.99 for p99")
+      .lt(1, "quantile must be in (0, 1), e.g. 0.99 for p99")
+      .describe("The level compared, e.g. 0.99 for p99, 0.5 for the median."),
+    margin: QuantileMargin.describe(
+      "How much slower the candidate's quantile may be: fail when it is certainly slower by more, pass when certainly slower by less.",
+    ),
+    slo_ms: z
+      .number()
+      .positive("slo_ms must be > 0 (ms)")
+      .optional()
+      .describe("Absolute limit on the candidate's quantile, ms, whatever the control does."),
+    required: Common.required,
+    dry_run: Common.dry_run,
+    query: z
+      .object({
+        buckets: PromQl.describe(
+          "PromQL giving the cumulative bucket counts (with an `le` label, in ms) of one arm.",
+        ),
+      })
+      .strict()
+      .optional()
+      .describe("Prometheus template; default: the reference router's latency histogram."),
+  })
+  .strict();
+export type QuantileMetric = z.infer<typeof QuantileMetric>;
+
 /** One metric of the gate. */
-export const GateMetric = z.discriminatedUnion("kind", [RatioMetric, LatencyMetric]);
+export const GateMetric = z.discriminatedUnion("kind", [
+  RatioMetric,
+  LatencyMetric,
+  QuantileMetric,
+]);
 export type GateMetric = z.infer<typeof GateMetric>;
 
 const CHECK_NAME = /^[a-z][a-z0-9_-]{0,62}$/;

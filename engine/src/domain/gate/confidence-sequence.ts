@@ -63,3 +63,47 @@ export function csInterval(
   const half = boundaryMultiplier(t, rho, alpha) * Math.sqrt(variance);
   return { estimate, lower: estimate - half, upper: estimate + half };
 }
+
+/** Φ(x) for x ≥ 0 (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7): enough for a boundary. */
+function phiNonNegative(x: number): number {
+  const u = x / Math.SQRT2;
+  const k = 1 / (1 + 0.3275911 * u);
+  const erf =
+    1 -
+    ((((1.061405429 * k - 1.453152027) * k + 1.421413741) * k - 0.284496736) * k + 0.254829592) *
+      k *
+      Math.exp(-u * u);
+  return 0.5 * (1 + erf);
+}
+
+/**
+ * The multiplier c⁺_t of sqrt(V) for a one-sided claim at level α (the estimate is above
+ * estimate − c⁺·sqrt(V) at every look, with probability ≥ 1 − α): the one-sided normal mixture
+ * (Howard et al. 2021, §3.5: the mixing density of the two-sided mixture restricted to λ ≥ 0 and
+ * doubled), which in z units (S = z·√t, V = t, mixing variance ρ²) is
+ *
+ *   M⁺(z) = 2 / sqrt(1 + tρ²) · exp( tρ² z² / (2(1 + tρ²)) ) · Φ( ρ√t · z / sqrt(1 + tρ²) ),
+ *
+ * a non-negative supermartingale under the null with M⁺ ≥ 1/α only with probability ≤ α
+ * (Ville); c⁺ solves M⁺(c⁺) = 1/α (bisection; M⁺ increases with z). The two-sided boundary at
+ * α spends only about α/2 on each side: a claim that only ever goes one way (the gate's "the
+ * candidate is worse") may spend all of α on that side, and is decided sooner.
+ */
+export function oneSidedMultiplier(t: number, rho: number, alpha: number): number {
+  const tr = Math.max(t, 1) * rho * rho;
+  const target = Math.log(1 / alpha);
+  const logM = (z: number) =>
+    Math.LN2 -
+    0.5 * Math.log1p(tr) +
+    (tr * z * z) / (2 * (1 + tr)) +
+    Math.log(phiNonNegative((Math.sqrt(tr) * z) / Math.sqrt(1 + tr)));
+  let lo = 0;
+  let hi = boundaryMultiplier(t, rho, alpha);
+  // M⁺ ≥ the two-sided M for z > 0, so the two-sided multiplier is an upper end.
+  for (let i = 0; i < 60 && hi - lo > 1e-9; i++) {
+    const mid = (lo + hi) / 2;
+    if (logM(mid) >= target) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}

@@ -5,7 +5,9 @@
  * whatever its decision. The record is plain JSON (no NaN or ±Infinity: those become null) so
  * both stores and canonical JSON can carry it.
  */
+import type { QuantileMargin } from "./analysis.ts";
 import type { GateDecision, GateEvaluation, GatePhase, MetricResult } from "./decide.ts";
+import type { ArmQuantile, QuantileResult } from "./quantile.ts";
 
 /** What an evaluation is about. */
 export interface EvidenceBinding {
@@ -37,6 +39,61 @@ export interface MetricEvidence {
   /** True when a relative margin was raised to its floor (absent: not floored). */
   floored?: boolean;
   slo: { limit: number; lower: number | null; upper: number | null } | null;
+  /** A quantile metric's bounds, ms (+∞ stored as null); absent for a share's metric. */
+  quantile?: StoredQuantile;
+}
+
+/** One arm's quantile as stored: `upper` and `bucket.high` null for +∞. */
+export interface StoredArmQuantile {
+  n: number;
+  bucket: { low: number; high: number | null };
+  lower: number;
+  upper: number | null;
+}
+
+/** {@link QuantileResult} as stored (JSON-safe). */
+export interface StoredQuantile {
+  quantile: number;
+  candidate: StoredArmQuantile;
+  control: StoredArmQuantile | null;
+  margin: QuantileMargin | null;
+  slo_ms: number | null;
+}
+
+const storeArm = (a: ArmQuantile): StoredArmQuantile => ({
+  n: a.n,
+  bucket: { low: a.bucket.low, high: fin(a.bucket.high) },
+  lower: a.lower,
+  upper: fin(a.upper),
+});
+
+const loadArm = (a: StoredArmQuantile): ArmQuantile => ({
+  n: a.n,
+  bucket: { low: a.bucket.low, high: a.bucket.high ?? Number.POSITIVE_INFINITY },
+  lower: a.lower,
+  upper: a.upper ?? Number.POSITIVE_INFINITY,
+});
+
+/** A quantile's bounds as stored (JSON-safe). */
+export function storeQuantile(q: QuantileResult): StoredQuantile {
+  return {
+    quantile: q.quantile,
+    candidate: storeArm(q.candidate),
+    control: q.control ? storeArm(q.control) : null,
+    margin: q.margin ? { ...q.margin } : null,
+    slo_ms: q.slo_ms,
+  };
+}
+
+/** The stored bounds read back (null stands for +∞). */
+export function loadQuantile(q: StoredQuantile): QuantileResult {
+  return {
+    quantile: q.quantile,
+    candidate: loadArm(q.candidate),
+    control: q.control ? loadArm(q.control) : null,
+    margin: q.margin,
+    slo_ms: q.slo_ms,
+  };
 }
 
 /** One stored gate evaluation. */
@@ -123,6 +180,7 @@ export function metricEvidence(m: MetricResult): MetricEvidence {
     margin: fin(m.margin ?? undefined),
     ...(m.floored ? { floored: true } : {}),
     slo: m.slo ? { limit: m.slo.limit, lower: fin(m.slo.lower), upper: fin(m.slo.upper) } : null,
+    ...(m.quantile ? { quantile: storeQuantile(m.quantile) } : {}),
   };
 }
 

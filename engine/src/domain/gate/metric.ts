@@ -5,7 +5,7 @@
  * gate (decide.ts) and the stop condition (stop.ts). Pure.
  */
 import type { Margin } from "./analysis.ts";
-import { csInterval, type Interval, tunedRho } from "./confidence-sequence.ts";
+import { csInterval, type Interval, oneSidedMultiplier, tunedRho } from "./confidence-sequence.ts";
 import {
   type ArmObservation,
   latencyShare,
@@ -15,6 +15,15 @@ import {
   shareVariance,
   unitShareVariance,
 } from "./observations.ts";
+import {
+  type ArmQuantile,
+  armQuantile,
+  type QuantileResult,
+  type QuantileSpec,
+  quantilePriorConcentration,
+  quantileSentence,
+  quantileVerdict,
+} from "./quantile.ts";
 import { fraction, percent, points } from "./words.ts";
 
 /** A value that could not be observed, and why (query failed, empty, NaN, timeout…). */
@@ -35,7 +44,16 @@ export const isMissing = (v: object): v is Missing => "missing" in v;
 export type MetricObservation = { candidate: ArmObservation; control: ArmObservation } | Missing;
 
 /** What evaluating a metric needs to know about it (a gate metric or a stop metric). */
-export interface MetricSpec {
+export type MetricSpec = ShareMetricSpec | QuantileMetricSpec;
+
+/** A quantile metric (quantile.ts): a level, a margin in ms or percent, an SLO in ms. */
+export interface QuantileMetricSpec extends QuantileSpec {
+  name: string;
+  kind: "quantile";
+}
+
+/** A metric whose value is a share (ratio, or the share of requests slower than a bound). */
+export interface ShareMetricSpec {
   name: string;
   kind: "ratio" | "latency";
   better?: "lower" | "higher";
@@ -54,7 +72,7 @@ export interface Tuning {
 /** One metric's result at one evaluation. */
 export interface MetricResult {
   name: string;
-  kind: "ratio" | "latency";
+  kind: "ratio" | "latency" | "quantile";
   required: boolean;
   /** Recorded, never decides. */
   dryRun: boolean;
@@ -65,7 +83,12 @@ export interface MetricResult {
   readError: boolean;
   candidate: Share | null;
   control: Share | null;
-  /** Δ = candidate − control oriented so that positive is better, with its CS bounds. */
+  /**
+   * Δ = candidate − control oriented so that positive is better, with its CS bounds: `lower`
+   * from the two-sided boundary (a pass reads it), `upper` from the one-sided boundary at α (a
+   * fail reads it: "worse than the margin" is claimed in that direction only). Each claim is
+   * wrong with probability ≤ α at every look at once.
+   */
   difference: Interval | null;
   /** The margin δ ≥ 0 in the metric's unit (a relative margin resolved on the control). */
   margin: number | null;
@@ -74,9 +97,14 @@ export interface MetricResult {
   /** The candidate's own CS against its SLO, when one is declared. */
   slo: { limit: number; lower: number; upper: number } | null;
   verdict: "non_inferior" | "inferior" | "slo_breached" | "undecided" | "missing";
+  /**
+   * A quantile metric's bounds (quantile.ts); its `candidate`/`control` shares then count the
+   * requests in and above the bucket holding each arm's quantile, and `difference` is null.
+   */
+  quantile?: QuantileResult;
 }
 
-function share(metric: MetricSpec, o: ArmObservation): ShareOrMissing {
+function share(metric: ShareMetricSpec, o: ArmObservation): ShareOrMissing {
   if (metric.kind === "ratio") {
     return o.kind === "ratio" ? ratioShare(o.counts) : { ok: false, reason: "not a ratio" };
   }
@@ -132,6 +160,7 @@ export function evaluateMetric(
     dryRun: false,
   },
 ): MetricResult {
+  if (metric.kind === "quantile") return evaluateQuantile(metric, obs, t, flags);
   const better = metric.kind === "ratio" ? (metric.better ?? "lower") : "lower";
   const base: MetricResult = {
     name: metric.name,
@@ -186,25 +215,146 @@ export function evaluateMetric(
   const pb = bs.x / bs.n;
   const sign = better === "lower" ? -1 : 1;
   const sb = spread(bs, flags.units?.control);
-  const difference = csInterval(
-    sign * (pc - pb),
-    sc.variance + sb.variance,
-    sc.t + sb.t,
-    tunedRho(t.alpha, 2 * t.min_samples),
-    t.alpha,
-  );
+  const variance = sc.variance + sb.variance;
+  const rho = tunedRho(t.alpha, 2 * t.min_samples);
+  const two = csInterval(sign * (pc - pb), variance, sc.t + sb.t, rho, t.alpha);
+  // "Worse than the margin" is a claim in one direction only: its bound is one-sided at α
+  // (confidence-sequence.ts, oneSidedMultiplier), the pass side keeps the two-sided bound.
+  const difference = {
+    ...two,
+    upper: two.estimate + oneSidedMultiplier(sc.t + sb.t, rho, t.alpha) * Math.sqrt(variance),
+  };
   const { delta: margin, floored } = resolveMargin(metric.margin, pb, t);
   if (Number.isNaN(difference.lower)) {
     return { ...base, candidate: cs, control: bs, missing: "bounds are NaN" };
   }
+  const worseAtMargin = marginTest(
+    sign * (pc - pb),
+    (bs.x + 1) / (bs.n + 2),
+    { candidate: sc.t, control: sb.t },
+    margin,
+    better,
+    oneSidedMultiplier(sc.t + sb.t, rho, t.alpha),
+  );
   const verdict: MetricResult["verdict"] = sloBreached
     ? "slo_breached"
-    : difference.upper < -margin
+    : difference.upper < -margin || worseAtMargin
       ? "inferior"
       : difference.lower >= -margin && sloMet
         ? "non_inferior"
         : "undecided";
   return { ...base, candidate: cs, control: bs, difference, margin, floored, slo, verdict };
+}
+
+/** Expected events (or non-events) under the null per arm before the test at the margin applies. */
+export const MARGIN_TEST_MIN_EVENTS = 10;
+
+/**
+ * The one-sided test of "the candidate is worse than the control by more than δ" at the margin
+ * itself: the estimate Δ̂ (oriented, positive is better) against −δ, with the variance the
+ * boundary null gives (the control's rate p_b, regularised, and the candidate's at exactly δ
+ * worse, p₀ = p_b ± δ) rather than the candidate's observed one, as a score test does: a
+ * candidate that is worse has the larger variance, and the plug-in bound pays for it. Rejects
+ * when Δ̂ + c⁺·sqrt(p₀(1−p₀)/n_c + p_b(1−p_b)/n_b) < −δ, c⁺ the one-sided multiplier at α;
+ * n_c, n_b are the arms' sample sizes as the variance counts them (units under a sticky
+ * assignment unit, requests otherwise), p_b the control's share regularised to (x+1)/(n+2).
+ * Nulls inside the margin have Δ > −δ and, with p₀ on the same side of ½ as every such null
+ * (checked: otherwise no test), a variance no larger than p₀'s: the boundary is the hardest
+ * null, so the test is wrong with probability ≤ α for every candidate no worse than δ. Only
+ * once each arm expects {@link MARGIN_TEST_MIN_EVENTS} events under the null (the normal
+ * approximation's usual condition); before, the bound on Δ alone decides.
+ */
+function marginTest(
+  estimate: number,
+  pb: number,
+  n: { candidate: number; control: number },
+  delta: number,
+  better: "lower" | "higher",
+  multiplier: number,
+): boolean {
+  const p0 = better === "lower" ? pb + delta : pb - delta;
+  if (better === "lower" ? p0 > 0.5 : p0 < 0.5) return false;
+  // The normal approximation needs events: at least MARGIN_TEST_MIN_EVENTS expected under the
+  // null on each arm (3 errors in the first 10 requests against a 2% control would otherwise
+  // fail the candidate on an approximation that does not hold at such counts).
+  const events = (k: number, p: number) => k * Math.min(p, 1 - p);
+  if (
+    events(n.candidate, p0) < MARGIN_TEST_MIN_EVENTS ||
+    events(n.control, pb) < MARGIN_TEST_MIN_EVENTS
+  ) {
+    return false;
+  }
+  const v0 = (p0 * (1 - p0)) / n.candidate + (pb * (1 - pb)) / n.control;
+  return Number.isFinite(v0) && estimate + multiplier * Math.sqrt(v0) < -delta;
+}
+
+/**
+ * A quantile metric (quantile.ts) on `obs`: each arm's quantile bounded at the buckets'
+ * resolution, then compared. Missing evidence as for a share: no histogram, malformed buckets,
+ * no samples on an arm the comparison needs.
+ */
+function evaluateQuantile(
+  metric: QuantileMetricSpec,
+  obs: MetricObservation | undefined,
+  t: Tuning,
+  flags: { required: boolean; dryRun: boolean; controlOptional?: boolean },
+): MetricResult {
+  const base: MetricResult = {
+    name: metric.name,
+    kind: "quantile",
+    required: flags.required,
+    dryRun: flags.dryRun,
+    better: "lower",
+    missing: null,
+    readError: false,
+    candidate: null,
+    control: null,
+    difference: null,
+    margin: null,
+    floored: false,
+    slo: null,
+    verdict: "missing",
+  };
+  if (!obs) return { ...base, missing: "the metrics source returned nothing for it" };
+  if (isMissing(obs)) return { ...base, missing: obs.missing, readError: obs.error === true };
+  const k = quantilePriorConcentration(t.alpha, t.min_samples);
+  const arm = (o: ArmObservation) =>
+    o.kind === "latency" ? armQuantile(o.buckets, metric.quantile, t.alpha, k) : "not a histogram";
+  const c = arm(obs.candidate);
+  const b = arm(obs.control);
+  if (typeof c === "string") return { ...base, missing: `candidate: ${c}` };
+  if (typeof b === "string") return { ...base, missing: `control: ${b}` };
+  const tail = (a: ArmQuantile, o: ArmObservation): Share => {
+    const below =
+      o.kind === "latency" ? (o.buckets.find((x) => x.le === a.bucket.low)?.count ?? 0) : 0;
+    return { x: a.n - below, n: a.n };
+  };
+  const cs = tail(c, obs.candidate);
+  const bs = tail(b, obs.control);
+  const noControl = b.n === 0 && flags.controlOptional === true && metric.slo_ms !== undefined;
+  const compare = metric.margin !== undefined && !noControl;
+  if (c.n === 0 || (compare && b.n === 0)) {
+    return {
+      ...base,
+      candidate: cs,
+      control: bs,
+      missing: `no ${c.n === 0 ? "candidate" : "control"} samples yet`,
+    };
+  }
+  const q: QuantileResult = {
+    quantile: metric.quantile,
+    candidate: c,
+    control: compare || b.n > 0 ? b : null,
+    margin: compare ? (metric.margin ?? null) : null,
+    slo_ms: metric.slo_ms ?? null,
+  };
+  return {
+    ...base,
+    candidate: cs,
+    control: b.n > 0 ? bs : null,
+    verdict: quantileVerdict(q),
+    quantile: q,
+  };
 }
 
 const ratioOf = (s: Share) => s.x / s.n;
@@ -254,6 +404,9 @@ function worseAtMost(d: Interval): string {
  */
 export function metricSentence(m: MetricResult, alpha: number): string {
   if (m.missing) return `${m.name}: no data (${m.missing})`;
+  if (m.quantile && m.verdict !== "missing") {
+    return quantileSentence(m.name, m.quantile, m.verdict, alpha);
+  }
   const stat = `anytime-valid at α ${alpha}`;
   if (m.verdict === "slo_breached" && m.slo) {
     const bound =
@@ -276,7 +429,12 @@ export function metricSentence(m: MetricResult, alpha: number): string {
     return `${comparison(m, word)} (${bound}, ${stat}; ${counts(m)})`;
   }
   if (m.verdict === "inferior") {
-    return `${comparison(m, "worse")} (at least ${points(-d.upper)} points worse than the control, ${stat}; ${counts(m)})`;
+    // Shown by the test at the margin before the bound on Δ passed it (marginTest).
+    const atLeast =
+      d.upper < -(m.margin ?? 0)
+        ? `at least ${points(-d.upper)} points worse than the control`
+        : `more than ${points(m.margin ?? 0)} points worse than the control, tested at the margin`;
+    return `${comparison(m, "worse")} (${atLeast}, ${stat}; ${counts(m)})`;
   }
   if (m.verdict === "non_inferior") {
     return `${comparison(m, "within")} (${worseAtMost(d)}, ${stat}; ${counts(m)})`;

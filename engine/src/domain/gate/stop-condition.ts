@@ -18,6 +18,8 @@ import {
   DEFAULT_MIN_SAMPLES,
   LatencyMetric,
   Margin,
+  QuantileMargin,
+  QuantileMetric,
   RatioMetric,
 } from "./analysis.ts";
 
@@ -31,6 +33,11 @@ const stopFields = {
 export const StopMetric = z.discriminatedUnion("kind", [
   RatioMetric.omit({ required: true, dry_run: true }).extend(stopFields),
   LatencyMetric.omit({ required: true, dry_run: true }).extend(stopFields),
+  QuantileMetric.omit({ required: true, dry_run: true }).extend({
+    margin: QuantileMargin.optional().describe(
+      "Breach when the candidate's quantile is certainly slower than the control's by more than δ (absent: only slo_ms).",
+    ),
+  }),
 ]);
 export type StopMetric = z.infer<typeof StopMetric>;
 
@@ -134,7 +141,7 @@ export function stopConditionOf(m: StopConditionSource): StopCondition | null {
       if (!required) {
         seen.add(metric.name);
         metrics.push(rest);
-      } else if (metric.slo !== undefined) {
+      } else if ((metric.kind === "quantile" ? metric.slo_ms : metric.slo) !== undefined) {
         seen.add(metric.name);
         const { margin: _m, ...sloOnly } = rest;
         metrics.push(sloOnly);

@@ -6,7 +6,7 @@
  * "Evidence"). Pure.
  */
 import type { GateDecision, GatePhase } from "./decide.ts";
-import type { GateEvidence, MetricEvidence } from "./evidence.ts";
+import { type GateEvidence, loadQuantile, type MetricEvidence } from "./evidence.ts";
 import { type MetricResult, metricSentence } from "./metric.ts";
 import { count } from "./words.ts";
 
@@ -142,7 +142,7 @@ function asResult(m: MetricEvidence): MetricResult {
       : null;
   return {
     name: m.name,
-    kind: "ratio",
+    kind: m.quantile ? "quantile" : "ratio",
     required: m.required,
     dryRun: m.dry_run === true,
     better: m.better ?? "lower",
@@ -158,6 +158,7 @@ function asResult(m: MetricEvidence): MetricResult {
         ? { limit: m.slo.limit, lower: m.slo.lower, upper: m.slo.upper }
         : null,
     verdict: m.verdict,
+    ...(m.quantile ? { quantile: loadQuantile(m.quantile) } : {}),
   };
 }
 

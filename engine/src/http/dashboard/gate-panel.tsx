@@ -6,7 +6,12 @@
  * (positive is better) over the wave's time against the margin −δ. No script draws anything.
  */
 
-import type { GateEvidence } from "../../domain/gate/evidence.ts";
+import {
+  type GateEvidence,
+  loadQuantile,
+  type StoredQuantile,
+} from "../../domain/gate/evidence.ts";
+import { type ArmQuantile, bucketWords, quantileLabel } from "../../domain/gate/quantile.ts";
 import {
   armsLine,
   type BoundPoint,
@@ -17,6 +22,7 @@ import {
   srmLine,
 } from "../../domain/gate/summary.ts";
 import { waveLabel } from "../../domain/gate/waves.ts";
+import { count } from "../../domain/gate/words.ts";
 import type { Release } from "../../domain/types.ts";
 import { State } from "./layout.tsx";
 
@@ -178,6 +184,34 @@ function armCell(a: { x: number; n: number } | null) {
   return a ? `${pct(a.n > 0 ? a.x / a.n : null)} (${a.x}/${a.n})` : "—";
 }
 
+/**
+ * A quantile metric's cells (docs/gate.md "Latency quantiles"): each arm's quantile bucket and
+ * requests, its anytime-valid bounds in ms at the buckets' resolution, and the margin.
+ */
+function quantileCells(stored: StoredQuantile) {
+  const q = loadQuantile(stored);
+  const label = quantileLabel(q.quantile);
+  const arm = (a: ArmQuantile | null) => (a ? `${label} ${bucketWords(a)} (${count(a.n)})` : "—");
+  const bounds = (a: ArmQuantile | null) =>
+    a
+      ? `(${count(a.lower)}, ${a.upper === Number.POSITIVE_INFINITY ? "∞" : count(a.upper)}] ms`
+      : "—";
+  const margin = q.margin
+    ? "ms" in q.margin
+      ? `+${count(q.margin.ms)} ms`
+      : `+${count(q.margin.percent)}%`
+    : "—";
+  return (
+    <>
+      <td>{arm(q.candidate)}</td>
+      <td>{arm(q.control)}</td>
+      <td>—</td>
+      <td>{`candidate ${bounds(q.candidate)}, control ${bounds(q.control)}`}</td>
+      <td>{margin}</td>
+    </>
+  );
+}
+
 function OneGate(props: { release: Release; gate: GateSeries }) {
   const g = props.gate;
   const label = waveLabel(props.release.manifest, g.wave);
@@ -215,6 +249,8 @@ function OneGate(props: { release: Release; gate: GateSeries }) {
                 <td>{`${m.name} (${m.required ? "primary" : "guardrail"})`}</td>
                 {m.missing ? (
                   <td colspan={5} class="wrap">{`missing: ${m.missing}`}</td>
+                ) : m.quantile ? (
+                  quantileCells(m.quantile)
                 ) : (
                   <>
                     <td>{armCell(m.candidate)}</td>
