@@ -562,7 +562,12 @@ export type ReleaseEvent =
       evaluation: StopEvaluation;
     }
   | { type: "abort"; actor: string; reason: string }
-  | { type: "resume"; actor: string }
+  | {
+      type: "resume";
+      actor: string;
+      /** Why, when the operator says (optional): kept in the history. */
+      reason?: string;
+    }
   | {
       /** An operator pauses a running release: nothing new starts; in-flight work settles. */
       type: "pause";
@@ -581,7 +586,13 @@ export type ReleaseEvent =
       actor: string;
       reason: string;
     }
-  | { type: "retry"; actor: string; step_run_id: string }
+  | {
+      type: "retry";
+      actor: string;
+      step_run_id: string;
+      /** Why, when the operator says (optional): kept in the history. */
+      reason?: string;
+    }
   | {
       /**
        * needs_operator, waiting for a recoverable release's restore action: the operator ran it
@@ -606,6 +617,8 @@ export type ReleaseEvent =
        */
       type: "verify";
       actor: string;
+      /** Why, when the operator says (optional): kept in the history. */
+      reason?: string;
     }
   | {
       /** The outcome of a `verify` effect: what the control plane and the targets showed. */

@@ -537,7 +537,11 @@ export function ReleasePage(props: ReleasePageProps) {
           />
         </div>
         <div id="part-gates" data-part>
-          <GatePanel release={r} evidence={props.record.gate_evidence ?? []} />
+          <GatePanel
+            release={r}
+            evidence={props.record.gate_evidence ?? []}
+            history={props.record.history}
+          />
         </div>
         <h2 id="steps">Steps</h2>
         <div id="part-steps" data-part>
