@@ -146,6 +146,8 @@ export interface Attempt {
   callback_at: number | null;
   status: string | null;
   overall: "pass" | "fail" | null;
+  /** Who ran it, from its callback (absent: not reported). */
+  run_by?: RunBy;
   /**
    * True when this attempt's result files prove that no remote command ran (connect failed,
    * host key mismatch, authentication failed, bad arguments; every phase `not_run`): its
@@ -497,6 +499,18 @@ export interface CallbackEvent {
    * last one's digest differs (`imageMismatch`). Absent or empty = nothing to compare.
    */
   images?: string[];
+  /**
+   * Who ran this attempt, as the runner reports it: `actor` started the workflow run
+   * (github.actor, the same on a re-run), `triggering_actor` started this run attempt (the
+   * person who re-ran the job from the Actions UI). Absent from older runners.
+   */
+  run_by?: RunBy;
+}
+
+/** Who ran a run attempt (GitHub logins; see `CallbackEvent.run_by`). */
+export interface RunBy {
+  actor?: string;
+  triggering_actor?: string;
 }
 
 export type ReleaseEvent =
