@@ -20,6 +20,7 @@ import type { AdmissionConfig } from "./admission/policy.ts";
 import type { BundleVerifier } from "./admission/verify.ts";
 import { createApp } from "./http/app.ts";
 import type { NamedToken } from "./http/auth.ts";
+import type { DashboardTokens } from "./http/dashboard/auth.ts";
 import { dashboardApp } from "./http/dashboard/index.tsx";
 import { engineMetrics } from "./http/metrics.ts";
 import { exposition } from "./http/prometheus-text.ts";
@@ -251,7 +252,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
     extend: (a) => {
       s.extendApp?.(a);
       if (s.dashboard !== false) {
-        const tokens: { operator?: string; viewer?: string } = { operator: s.operatorToken };
+        const tokens: DashboardTokens = { operator: s.operatorToken, people: s.operators ?? [] };
         if (s.viewerToken) tokens.viewer = s.viewerToken;
         a.route(
           "/",

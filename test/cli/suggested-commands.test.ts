@@ -32,6 +32,9 @@ import {
   op,
   pumpOnce,
   recipe,
+  STORE_KINDS,
+  type StoreKind,
+  skipStore,
 } from "../integration/service-harness.ts";
 import { gatedRecipe, holdAtGate, type Rig, rig, run } from "../support/gate-rig.ts";
 import { compensatedRelease, pausedRelease } from "./live-engine.ts";
@@ -49,8 +52,8 @@ interface Built {
 /** Runner outcome: every runner step fails, forward and backward (needs_operator). */
 const failRunners = (p: DispatchPayload) => (p.tool.includes("smoke") ? "pass" : "fail");
 
-async function fresh(): Promise<Harness> {
-  return makeHarness({ kind: "sqlite" });
+async function fresh(kind: StoreKind): Promise<Harness> {
+  return makeHarness({ kind });
 }
 
 async function runningWithStepInFlight(h: Harness, r: RecipeInput): Promise<string> {
@@ -63,31 +66,31 @@ async function runningWithStepInFlight(h: Harness, r: RecipeInput): Promise<stri
 }
 
 /** A gated release held at its first wave's gate (evaluated at least once, still waiting). */
-async function heldAtGate(minSamples: number): Promise<Built> {
-  const g = await rig("sqlite");
+async function heldAtGate(kind: StoreKind, minSamples: number): Promise<Built> {
+  const g = await rig(kind);
   const r = gatedRecipe({ min_samples: minSamples, max_wait_ms: 600_000, bake_ms: 300_000 });
   const id = await createRelease(g.h, r);
   await holdAtGate(g, id);
   return { h: g.h, ids: [id], rig: g };
 }
 
-const SCENARIOS: Record<string, () => Promise<Built>> = {
-  "paused on a lost dispatch": async () => {
-    const h = await fresh();
+const SCENARIOS: Record<string, (kind: StoreKind) => Promise<Built>> = {
+  "paused on a lost dispatch": async (kind) => {
+    const h = await fresh(kind);
     return { h, ids: [await pausedRelease(h)] };
   },
-  "rolled back": async () => {
-    const h = await fresh();
+  "rolled back": async (kind) => {
+    const h = await fresh(kind);
     return { h, ids: [await compensatedRelease(h)] };
   },
-  needs_operator: async () => {
-    const h = await fresh();
+  needs_operator: async (kind) => {
+    const h = await fresh(kind);
     const id = await createRelease(h, recipe(2, { policy: { rerun_window_minutes: 0 } }));
     await drive(h, failRunners);
     return { h, ids: [id] };
   },
-  compensating: async () => {
-    const h = await fresh();
+  compensating: async (kind) => {
+    const h = await fresh(kind);
     const id = await createRelease(h, recipe(2, { policy: { rerun_window_minutes: 0 } }));
     let held = false;
     await drive(h, (p) => {
@@ -100,33 +103,33 @@ const SCENARIOS: Record<string, () => Promise<Built>> = {
     });
     return { h, ids: [id] };
   },
-  "paused by an operator between steps": async () => {
-    const h = await fresh();
+  "paused by an operator between steps": async (kind) => {
+    const h = await fresh(kind);
     const id = await runningWithStepInFlight(h, recipe(2));
     const res = await op(h, "POST", `/v1/releases/${id}/pause`, { reason: "checking GPU memory" });
     if (res.status !== 200) throw new Error(`[test] pause answered ${res.status}`);
     return { h, ids: [id] };
   },
-  "waiting for promote": async () => {
-    const h = await fresh();
+  "waiting for promote": async (kind) => {
+    const h = await fresh(kind);
     const id = await createRelease(h, recipe(2, { promotion: "manual" }));
     await drive(h);
     return { h, ids: [id] };
   },
-  "deployed dark": async () => {
-    const h = await fresh();
+  "deployed dark": async (kind) => {
+    const h = await fresh(kind);
     const res = await op(h, "POST", "/v1/releases?exposure=dark", recipe(2));
     const id = ((await res.json()) as { id: string }).id;
     await drive(h);
     return { h, ids: [id] };
   },
-  pending: async () => {
-    const h = await fresh();
+  pending: async (kind) => {
+    const h = await fresh(kind);
     const res = await op(h, "POST", "/v1/releases?start=false", recipe(2));
     return { h, ids: [((await res.json()) as { id: string }).id] };
   },
-  "held for roll forward": async () => {
-    const h = await fresh();
+  "held for roll forward": async (kind) => {
+    const h = await fresh(kind);
     const id = await createRelease(
       h,
       recipe(2, {
@@ -144,8 +147,8 @@ const SCENARIOS: Record<string, () => Promise<Built>> = {
     );
     return { h, ids: [id] };
   },
-  "waiting for its restore action": async () => {
-    const h = await fresh();
+  "waiting for its restore action": async (kind) => {
+    const h = await fresh(kind);
     const id = await createRelease(
       h,
       recipe(2, {
@@ -157,8 +160,8 @@ const SCENARIOS: Record<string, () => Promise<Built>> = {
     await drive(h, (p) => (p.tool === "run-smoke" ? "fail" : "pass"));
     return { h, ids: [id] };
   },
-  "succeeded, then superseded": async () => {
-    const h = await fresh();
+  "succeeded, then superseded": async (kind) => {
+    const h = await fresh(kind);
     const first = await createRelease(h, recipe(2));
     await drive(h);
     const second = await createRelease(
@@ -168,17 +171,17 @@ const SCENARIOS: Record<string, () => Promise<Built>> = {
     await drive(h);
     return { h, ids: [second, first] };
   },
-  "held at a gate": () => heldAtGate(400),
-  "paused by an operator at a gate": async () => {
-    const b = await heldAtGate(400);
+  "held at a gate": (kind) => heldAtGate(kind, 400),
+  "paused by an operator at a gate": async (kind) => {
+    const b = await heldAtGate(kind, 400);
     const res = await op(b.h, "POST", `/v1/releases/${b.ids[0]}/pause`, {
       reason: "checking GPU memory",
     });
     if (res.status !== 200) throw new Error(`[test] pause answered ${res.status}`);
     return b;
   },
-  "paused at an inconclusive gate": async () => {
-    const g = await rig("sqlite");
+  "paused at an inconclusive gate": async (kind) => {
+    const g = await rig(kind);
     const id = await createRelease(
       g.h,
       gatedRecipe({ min_samples: 1_000_000, max_wait_ms: 30_000, bake_ms: 10_000 }),
@@ -380,7 +383,7 @@ async function suggestions(h: Harness, url: string, id: string): Promise<Map<str
   return found;
 }
 
-describe("every suggested command runs as written", () => {
+describe.each(STORE_KINDS)("every suggested command runs as written, on %s", (kind) => {
   const dir = mkdtempSync(path.join(tmpdir(), "baton-suggest-"));
   const files: Files = {
     recipe: path.join(dir, "fixed-recipe.yaml"),
@@ -398,52 +401,57 @@ describe("every suggested command runs as written", () => {
     console.log(`[test] suggestions run:\n${seen.join("\n")}`);
   });
 
-  it.each(Object.keys(SCENARIOS))("%s", { timeout: 240_000 }, async (name) => {
-    const build = SCENARIOS[name] as () => Promise<Built>;
-    const first = await build();
-    const found = new Map<string, { where: string; id: string }>();
-    try {
-      const s = await served(first.h);
+  it.skipIf(skipStore(kind)).each(Object.keys(SCENARIOS))(
+    "%s",
+    { timeout: 240_000 },
+    async (name) => {
+      const build = () => (SCENARIOS[name] as (k: StoreKind) => Promise<Built>)(kind);
+      const first = await build();
+      const found = new Map<string, { where: string; id: string }>();
       try {
-        for (const id of first.ids) {
-          for (const [c, where] of await suggestions(first.h, s.url, id)) {
-            if (!found.has(c)) found.set(c, { where, id });
+        const s = await served(first.h);
+        try {
+          for (const id of first.ids) {
+            for (const [c, where] of await suggestions(first.h, s.url, id)) {
+              if (!found.has(c)) found.set(c, { where, id });
+            }
           }
+        } finally {
+          await s.close();
         }
       } finally {
-        await s.close();
+        await close(first);
       }
-    } finally {
-      await close(first);
-    }
-    expect(found.size, `${name}: no suggestion found`).toBeGreaterThan(0);
-    const bad: string[] = [];
-    for (const [line, { where, id }] of found) {
-      const twin = await build();
-      const s = await served(twin.h);
-      try {
-        const args = filled(line, files, id);
-        // watch follows until the release ends or waits; bound it here.
-        if (args[0] === "watch") args.push("--timeout", "2", "--interval", "100");
-        // verify waits for the engine's verdict; this twin runs no reconciler: bound the wait
-        // (what is checked is that the engine accepts it, 202).
-        if (args[0] === "verify") args.push("--timeout", "1", "--interval", "100");
-        const r = await cli(s.url, args);
-        const post = s.posts.at(-1);
-        const outcome = post
-          ? `${post.status}${post.code ? ` ${post.code}` : ""}`
-          : `exit ${r.code}`;
-        seen.push(`${name} | ${where} | ${line} -> ${outcome}`);
-        const ok =
-          r.code !== 2 &&
-          (post ? [200, 201, 202, 409].includes(post.status) : true) &&
-          !/unknown option|missing required|required option|is required/i.test(r.err);
-        if (!ok) bad.push(`${line} (from ${where}) -> ${outcome}, exit ${r.code}: ${r.err.trim()}`);
-      } finally {
-        await s.close();
-        await close(twin);
+      expect(found.size, `${name}: no suggestion found`).toBeGreaterThan(0);
+      const bad: string[] = [];
+      for (const [line, { where, id }] of found) {
+        const twin = await build();
+        const s = await served(twin.h);
+        try {
+          const args = filled(line, files, id);
+          // watch follows until the release ends or waits; bound it here.
+          if (args[0] === "watch") args.push("--timeout", "2", "--interval", "100");
+          // verify waits for the engine's verdict; this twin runs no reconciler: bound the wait
+          // (what is checked is that the engine accepts it, 202).
+          if (args[0] === "verify") args.push("--timeout", "1", "--interval", "100");
+          const r = await cli(s.url, args);
+          const post = s.posts.at(-1);
+          const outcome = post
+            ? `${post.status}${post.code ? ` ${post.code}` : ""}`
+            : `exit ${r.code}`;
+          seen.push(`${name} | ${where} | ${line} -> ${outcome}`);
+          const ok =
+            r.code !== 2 &&
+            (post ? [200, 201, 202, 409].includes(post.status) : true) &&
+            !/unknown option|missing required|required option|is required/i.test(r.err);
+          if (!ok)
+            bad.push(`${line} (from ${where}) -> ${outcome}, exit ${r.code}: ${r.err.trim()}`);
+        } finally {
+          await s.close();
+          await close(twin);
+        }
       }
-    }
-    expect(bad).toEqual([]);
-  });
+      expect(bad).toEqual([]);
+    },
+  );
 });

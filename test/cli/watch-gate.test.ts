@@ -17,7 +17,13 @@ import { watch } from "../../engine/src/cli/watch.ts";
 import type { GateSummary } from "../../engine/src/domain/gate/summary.ts";
 import type { GateWait, HistoryEntry, Release } from "../../engine/src/domain/types.ts";
 import type { LanesView } from "../../engine/src/views/lanes.ts";
-import { createRelease, OPERATOR, pumpOnce } from "../integration/service-harness.ts";
+import {
+  createRelease,
+  OPERATOR,
+  pumpOnce,
+  STORE_KINDS,
+  skipStore,
+} from "../integration/service-harness.ts";
 import { runningRecord, succeededRecord } from "../support/dashboard-fixtures.ts";
 import { gatedRecipe, rig, runner } from "../support/gate-rig.ts";
 
@@ -282,76 +288,80 @@ describe("baton status -w", () => {
   });
 });
 
-describe("on a real engine, a gated release", () => {
-  it("watch prints the evaluations while the gate decides; status -w shows the lanes as the router holds them", {
-    timeout: 120_000,
-  }, async () => {
-    const g = await rig("sqlite");
-    const id = await createRelease(
-      g.h,
-      gatedRecipe({ min_samples: 1_000_000, max_wait_ms: 30_000, bake_ms: 10_000 }),
-    );
-    const server = serve({ fetch: g.h.engine.app.fetch, port: 0, hostname: "127.0.0.1" });
-    await new Promise<void>((resolve) => server.once("listening", () => resolve()));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    try {
-      let out = "";
-      const io = {
-        out: { write: (s: string) => (out += s) },
-        err: { write: (s: string) => (out += s) },
-      };
-      const following = runCli(
-        ["--engine", url, "--token", OPERATOR, "watch", id, "--interval", "100"],
-        io,
+describe.each(STORE_KINDS)("on a real engine on %s, a gated release", (kind) => {
+  it.skipIf(skipStore(kind))(
+    "watch prints the evaluations while the gate decides; status -w shows the lanes as the router holds them",
+    {
+      timeout: 120_000,
+    },
+    async () => {
+      const g = await rig(kind);
+      const id = await createRelease(
+        g.h,
+        gatedRecipe({ min_samples: 1_000_000, max_wait_ms: 30_000, bake_ms: 10_000 }),
       );
-      // Drive the release (fake clock, the router sending units) while watch polls.
-      let ended = false;
-      const decide = runner(g);
-      void following.then(() => {
-        ended = true;
-      });
-      for (let i = 0; i < 400 && !ended; i++) {
-        await pumpOnce(g.h, decide);
-        g.h.clock.advance(1_000);
-        g.traffic.send(200);
-        await new Promise((r) => setTimeout(r, 5));
-      }
-      expect(await following).toBe(1); // paused at the inconclusive gate: waits for an operator
-      expect(out).toMatch(/Held at wave 1 gate \(20%\)/);
-      expect(out).toMatch(/gate of wave 1 \(20%\) evaluation \d+: wait/);
-      expect(out).toMatch(/Paused at wave 1 gate \(20%\): inconclusive/);
+      const server = serve({ fetch: g.h.engine.app.fetch, port: 0, hostname: "127.0.0.1" });
+      await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      try {
+        let out = "";
+        const io = {
+          out: { write: (s: string) => (out += s) },
+          err: { write: (s: string) => (out += s) },
+        };
+        const following = runCli(
+          ["--engine", url, "--token", OPERATOR, "watch", id, "--interval", "100"],
+          io,
+        );
+        // Drive the release (fake clock, the router sending units) while watch polls.
+        let ended = false;
+        const decide = runner(g);
+        void following.then(() => {
+          ended = true;
+        });
+        for (let i = 0; i < 400 && !ended; i++) {
+          await pumpOnce(g.h, decide);
+          g.h.clock.advance(1_000);
+          g.traffic.send(200);
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        expect(await following).toBe(1); // paused at the inconclusive gate: waits for an operator
+        expect(out).toMatch(/Held at wave 1 gate \(20%\)/);
+        expect(out).toMatch(/gate of wave 1 \(20%\) evaluation \d+: wait/);
+        expect(out).toMatch(/Paused at wave 1 gate \(20%\): inconclusive/);
 
-      let screen = "";
-      const code = await runCli(
-        [
-          "--engine",
-          url,
-          "--token",
-          OPERATOR,
-          "status",
-          id,
-          "-w",
-          "--timeout",
-          "1",
-          "--interval",
-          "100",
-        ],
-        {
-          out: { write: (s: string) => (screen += s) },
-          err: { write: (s: string) => (screen += s) },
-        },
-      );
-      expect(code).toBe(1); // still paused when the timeout passes
-      expect(screen).toMatch(/lane-a\s+1\s+summarizer@sha256:\w{12}… \(candidate\)\s+20%\s+20%/);
-      expect(screen).toMatch(/lane-b\s+2\s+summarizer@sha256:\w{12}… \(baseline\)/);
-      expect(screen).toContain("still paused after 1 s");
-    } finally {
-      await new Promise<void>((resolve) => {
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-        server.close(() => resolve());
-      });
-      g.traffic.stop();
-      await g.h.close();
-    }
-  });
+        let screen = "";
+        const code = await runCli(
+          [
+            "--engine",
+            url,
+            "--token",
+            OPERATOR,
+            "status",
+            id,
+            "-w",
+            "--timeout",
+            "1",
+            "--interval",
+            "100",
+          ],
+          {
+            out: { write: (s: string) => (screen += s) },
+            err: { write: (s: string) => (screen += s) },
+          },
+        );
+        expect(code).toBe(1); // still paused when the timeout passes
+        expect(screen).toMatch(/lane-a\s+1\s+summarizer@sha256:\w{12}… \(candidate\)\s+20%\s+20%/);
+        expect(screen).toMatch(/lane-b\s+2\s+summarizer@sha256:\w{12}… \(baseline\)/);
+        expect(screen).toContain("still paused after 1 s");
+      } finally {
+        await new Promise<void>((resolve) => {
+          (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+          server.close(() => resolve());
+        });
+        g.traffic.stop();
+        await g.h.close();
+      }
+    },
+  );
 });

@@ -77,8 +77,8 @@ describeStore("sqlite", "re-run from the Actions UI through the bundled action",
       expect(log1).toContain(`::error::[action] step run ${srId} failed (overall fail); ${truth}`);
       expect(log1).not.toContain('use "Re-run failed jobs" to retry');
       expect(readFileSync(run1.summaryFile, "utf8")).toContain(`**Next:** ${truth}`);
-      // "Re-run failed jobs" in the Actions UI: the same run id, attempt 2.
-      expect(e.stack.runner.rerun(run1.runId)).toEqual({ runId: run1.runId, attempt: 2 });
+      // "Re-run failed jobs" in the Actions UI, by lee: the same run id, attempt 2.
+      expect(e.stack.runner.rerun(run1.runId, "lee")).toEqual({ runId: run1.runId, attempt: 2 });
       const r = await e.waitFor(id, (x) => TERMINAL.has(x.state), "the release to end");
       expect(r.state, summarize(r)).toBe("succeeded");
       const sr = r.step_runs.find((s) => s.id === srId)!;
@@ -90,6 +90,12 @@ describeStore("sqlite", "re-run from the Actions UI through the bundled action",
       expect(r.generation).toBe(1);
       const run2 = e.stack.runner.runsOf(srId).find((x) => x.attempt === 2)!;
       expect(run2.conclusion).toBe("success");
+      // The action reported who re-ran it (GITHUB_TRIGGERING_ACTOR); GITHUB_ACTOR stayed the
+      // run's starter. The history says both.
+      const history = (await e.record(id)).history.filter((x) => x.step_run_id === srId);
+      expect(history.map((x) => x.message).join("\n")).toContain(
+        `attempt 2 reported succeeded (pass) (re-run by lee from the Actions UI; the run was started by baton-local-runner[bot])`,
+      );
     },
     T,
   );

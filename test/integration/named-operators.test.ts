@@ -5,6 +5,9 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  createRelease,
+  drive,
+  getRecord,
   type Harness,
   makeHarness,
   op,
@@ -67,13 +70,19 @@ describe.each(STORE_KINDS)("named operators on %s", (kind) => {
         rec.history.find((e) => e.kind === "pause" && e.outcome === "accepted")?.data,
       ).toMatchObject({ actor: "operator:maria" });
 
-      // lee resumes (a verb with no body): recorded as lee's, not a bare "operator".
-      const resumed = await op(h, "POST", `/v1/releases/${id}/resume`, undefined, as(LEE));
+      // lee resumes, saying why (resume's reason is optional): recorded as lee's, with it.
+      const resumed = await op(
+        h,
+        "POST",
+        `/v1/releases/${id}/resume`,
+        { reason: "GPU memory is fine" },
+        as(LEE),
+      );
       expect(resumed.status).toBe(200);
       rec = await full(h, id);
       expect(
         rec.history.find((e) => e.kind === "resume" && e.outcome === "accepted")?.data,
-      ).toMatchObject({ actor: "operator:lee" });
+      ).toMatchObject({ actor: "operator:lee", reason: "GPU memory is fine" });
 
       // The shared operator token still records the name the caller gives.
       const shared = await op(h, "POST", `/v1/releases/${id}/abort`, {
@@ -87,6 +96,74 @@ describe.each(STORE_KINDS)("named operators on %s", (kind) => {
       ).toMatchObject({ actor: "operator:alice" });
       // The start, too, names who started it.
       expect(JSON.stringify(rec.history)).toContain("operator:maria");
+    },
+    60_000,
+  );
+
+  it.skipIf(skip)(
+    "retry and resume record who and why: the person's token, and the optional reason the verb table declares",
+    async () => {
+      h = await makeHarness({
+        kind,
+        config: { operators: [{ name: "maria", token: MARIA }] },
+      });
+      const hh = h;
+      const id = await createRelease(
+        hh,
+        recipe(2, { policy: { rerun_window_minutes: 0, on_failure: "pause" } }),
+      );
+      const bad = (await getRecord(hh, id)).manifest.steps.find((x) => x.kind === "runner")!.index;
+      let failures = 1;
+      const decide = (p: { step_run_id: string }) =>
+        p.step_run_id.endsWith(`_${bad}_f`) && failures-- > 0 ? "fail" : "pass";
+      await drive(hh, decide);
+      expect((await getRecord(hh, id)).state).toBe("paused");
+      const sr = `sr_${id.slice(1)}_${bad}_f`;
+      // The body's fields are the verb's declared ones: an unknown one is named.
+      const typo = await op(
+        hh,
+        "POST",
+        `/v1/releases/step-runs/${sr}/retry`,
+        { reson: "x" },
+        as(MARIA),
+      );
+      expect(typo.status).toBe(400);
+      expect(JSON.stringify(await typo.json())).toContain('unknown field \\"reson');
+      const retried = await op(
+        hh,
+        "POST",
+        `/v1/releases/step-runs/${sr}/retry`,
+        { reason: "runner image fixed", actor: "somebody" },
+        as(MARIA),
+      );
+      expect(retried.status).toBe(200);
+      const rec = await full(hh, id);
+      const entry = rec.history.find((e) => e.kind === "retry" && e.outcome === "accepted") as
+        | { data: unknown; message: string }
+        | undefined;
+      expect(entry?.data).toMatchObject({ actor: "operator:maria", reason: "runner image fixed" });
+      expect(entry?.message).toContain("retried by operator:maria: runner image fixed");
+      // The release record's decisions name who retried (not the engine) and why.
+      const record = (await (await op(hh, "GET", `/v1/releases/${id}/record`)).json()) as {
+        decisions: { kind: string; by: string; automatic: boolean; why: string }[];
+      };
+      expect(record.decisions.find((x) => x.kind === "retry")).toMatchObject({
+        by: "operator:maria",
+        automatic: false,
+        why: expect.stringContaining("runner image fixed"),
+      });
+    },
+    60_000,
+  );
+
+  it.skipIf(skip)(
+    "a person's own token is a known token: using it many times is never throttled as guessing",
+    async () => {
+      h = await makeHarness({ kind, config: { operators: [{ name: "maria", token: MARIA }] } });
+      for (let i = 0; i < 15; i++) {
+        const res = await op(h, "GET", "/v1/releases", undefined, as(MARIA));
+        expect(res.status, `request ${i + 1}`).toBe(200);
+      }
     },
     60_000,
   );

@@ -110,6 +110,43 @@ describe.each(STORE_KINDS)("re-run window on %s", (kind) => {
   );
 
   it.skipIf(skip)(
+    "a re-run from the Actions UI records who re-ran it (github.triggering_actor); github.actor stays the run's starter",
+    async () => {
+      const { h, id, p } = await failFirstRunner();
+      const run2 = { run_id: "7001", run_attempt: 2 };
+      expect(
+        (await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run2))).status,
+      ).toBe(200);
+      const cb = await signedPost(
+        h,
+        callbackUrl(p.step_run_id),
+        callbackBody(p.step_run_id, run2, "pass", { actor: "maria", triggering_actor: "lee" }),
+      );
+      expect(cb.status).toBe(200);
+      const rec = (await (await op(h, "GET", `/v1/releases/${id}`)).json()) as {
+        history: { kind: string; outcome: string; message: string; data: unknown }[];
+      };
+      const line = rec.history.find(
+        (e) => e.kind === "callback" && e.outcome === "accepted" && /attempt 2/.test(e.message),
+      );
+      expect(line?.message).toContain(
+        "(re-run by lee from the Actions UI; the run was started by maria)",
+      );
+      expect(line?.data).toMatchObject({ run_by: { actor: "maria", triggering_actor: "lee" } });
+      const record = (await (await op(h, "GET", `/v1/releases/${id}/record`)).json()) as {
+        ran: { step_runs: { id: string; attempts: { n: number; run_by: unknown }[] }[] };
+      };
+      const attempts = record.ran.step_runs.find((s) => s.id === p.step_run_id)?.attempts;
+      expect(attempts?.find((a) => a.n === 2)?.run_by).toEqual({
+        actor: "maria",
+        triggering_actor: "lee",
+      });
+      // The first attempt's callback named nobody: the record says so (null).
+      expect(attempts?.find((a) => a.n === 1)?.run_by).toBeNull();
+    },
+  );
+
+  it.skipIf(skip)(
     "at the end of the window the release compensates; a re-run is then declined, saying why",
     async () => {
       const { h, id, p } = await failFirstRunner(5);

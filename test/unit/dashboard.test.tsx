@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Sessions } from "../../engine/src/http/dashboard/auth.ts";
+import { type DashboardTokens, Sessions } from "../../engine/src/http/dashboard/auth.ts";
 import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
 import { reasonOf } from "../../engine/src/http/dashboard/release-page.tsx";
 import type { ReleaseRecord } from "../../engine/src/service/api.ts";
@@ -17,7 +17,7 @@ const BASE = "http://127.0.0.1:8787";
 
 function setup(
   opts: {
-    tokens?: { operator?: string; viewer?: string };
+    tokens?: DashboardTokens;
     records?: ReleaseRecord[];
     repository?: string;
     publicUrl?: string;
@@ -343,7 +343,9 @@ describe("sign-in and operator actions", () => {
     expect((await get("/releases/r3/events", null)).status).toBe(401);
     const wrong = await post("/login", { token: "nope", next: "/releases/r3" }, null);
     expect(wrong.status).toBe(401);
-    expect(await wrong.text()).toContain("neither the operator nor the viewer token");
+    expect(await wrong.text()).toContain(
+      "that token is not your own (BATON_OPERATORS), the operator or the viewer token",
+    );
     const ok = await post("/login", { token: VIEW, next: "/releases/r3" }, null);
     expect(ok.status).toBe(303);
     expect(ok.headers.get("location")).toBe("/releases/r3");
@@ -381,6 +383,51 @@ describe("sign-in and operator actions", () => {
     expect(api.calls).toEqual([
       { method: "retry", target: "sr_5_1_f", actor: "dashboard (operator token)" },
     ]);
+  });
+
+  it("a person signs in with their own token: each action is recorded as theirs, never as the shared token", async () => {
+    const MARIA = "maria-token-0123456789abcdef";
+    const LEE = "lee-token-0123456789abcdefgh";
+    const people = [
+      { name: "maria", token: MARIA },
+      { name: "lee", token: LEE },
+    ];
+    const { get, post, api, signIn, clock } = setup({
+      tokens: { operator: OP, viewer: VIEW, people },
+    });
+    const page = await (await get("/step-runs/sr_5_1_f/retry", MARIA)).text();
+    expect(page).toContain("Yes, retry sr_5_1_f");
+    expect(page).toContain("signed in as maria (operator)");
+    const accepted = await post(
+      "/step-runs/sr_5_1_f/retry",
+      { csrf: csrfOf(page), confirm: "yes" },
+      MARIA,
+    );
+    expect(accepted.status).toBe(200);
+    expect(api.calls).toEqual([{ method: "retry", target: "sr_5_1_f", actor: "operator:maria" }]);
+    // lee's form token is lee's: maria's does not carry over to lee's session, nor back.
+    const leePage = await (await get("/releases/r4/abort", LEE)).text();
+    expect(
+      (await post("/releases/r4/abort", { csrf: csrfOf(page), confirm: "yes" }, LEE)).status,
+    ).toBe(403);
+    const aborted = await post(
+      "/releases/r4/abort",
+      { csrf: csrfOf(leePage), confirm: "yes", reason: "p99 doubled" },
+      LEE,
+    );
+    expect(aborted.status).toBe(200);
+    expect(api.calls.at(-1)).toEqual({ method: "abort", target: "r4", actor: "operator:lee" });
+    // A person's session is signed with their own token: another engine that knows only the
+    // shared tokens (or a changed token for maria) does not take it.
+    const cookie = (await signIn(MARIA)).replace(/^baton_session=/, "");
+    const at = () => clock.t;
+    expect(await new Sessions({ operator: OP, viewer: VIEW }, at).verify(cookie)).toBeNull();
+    const changed = [{ name: "maria", token: `${LEE}x` }];
+    expect(await new Sessions({ operator: OP, people: changed }, at).verify(cookie)).toBeNull();
+    expect(await new Sessions({ operator: OP, people }, at).verify(cookie)).toMatchObject({
+      role: "operator",
+      person: "maria",
+    });
   });
 
   it("refuses a missing or foreign CSRF token, an unconfirmed form and another site's origin", async () => {

@@ -167,6 +167,12 @@ export async function preflightPhase(
     attempt: accepted.data.attempt,
     result_dir: resultDir,
     engine_url: inputs.engineUrl,
+    // Who ran it: a re-run from the Actions UI keeps GITHUB_ACTOR (the run's starter) and sets
+    // GITHUB_TRIGGERING_ACTOR to the person who re-ran the job; the engine records both.
+    ...(ctx.env.GITHUB_ACTOR ? { actor: ctx.env.GITHUB_ACTOR } : {}),
+    ...(ctx.env.GITHUB_TRIGGERING_ACTOR
+      ? { triggering_actor: ctx.env.GITHUB_TRIGGERING_ACTOR }
+      : {}),
   };
   save(STATE.callback, JSON.stringify(target));
   save(STATE.timings, JSON.stringify(ctx.timings));

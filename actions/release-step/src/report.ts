@@ -57,6 +57,8 @@ export function callbackText(
     log: tail.log,
     log_truncated: tail.truncated,
     timings,
+    ...(target.actor ? { actor: target.actor } : {}),
+    ...(target.triggering_actor ? { triggering_actor: target.triggering_actor } : {}),
   };
   let text = JSON.stringify(body);
   if (Buffer.byteLength(text) > CALLBACK_BODY_MAX_BYTES) {

@@ -25,6 +25,10 @@ export interface CallbackTarget {
   attempt: number;
   result_dir: string;
   engine_url: string;
+  /** GITHUB_ACTOR: who started the workflow run (the same on every re-run). */
+  actor?: string;
+  /** GITHUB_TRIGGERING_ACTOR: who started this run attempt (a re-run's person). */
+  triggering_actor?: string;
 }
 
 export function save(name: (typeof STATE)[keyof typeof STATE], value: string): void {

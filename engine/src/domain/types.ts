@@ -146,6 +146,8 @@ export interface Attempt {
   callback_at: number | null;
   status: string | null;
   overall: "pass" | "fail" | null;
+  /** Who ran it, from its callback (absent: not reported). */
+  run_by?: RunBy;
   /**
    * True when this attempt's result files prove that no remote command ran (connect failed,
    * host key mismatch, authentication failed, bad arguments; every phase `not_run`): its
@@ -497,6 +499,18 @@ export interface CallbackEvent {
    * last one's digest differs (`imageMismatch`). Absent or empty = nothing to compare.
    */
   images?: string[];
+  /**
+   * Who ran this attempt, as the runner reports it: `actor` started the workflow run
+   * (github.actor, the same on a re-run), `triggering_actor` started this run attempt (the
+   * person who re-ran the job from the Actions UI). Absent from older runners.
+   */
+  run_by?: RunBy;
+}
+
+/** Who ran a run attempt (GitHub logins; see `CallbackEvent.run_by`). */
+export interface RunBy {
+  actor?: string;
+  triggering_actor?: string;
 }
 
 export type ReleaseEvent =
@@ -562,7 +576,12 @@ export type ReleaseEvent =
       evaluation: StopEvaluation;
     }
   | { type: "abort"; actor: string; reason: string }
-  | { type: "resume"; actor: string }
+  | {
+      type: "resume";
+      actor: string;
+      /** Why, when the operator says (optional): kept in the history. */
+      reason?: string;
+    }
   | {
       /** An operator pauses a running release: nothing new starts; in-flight work settles. */
       type: "pause";
@@ -581,7 +600,13 @@ export type ReleaseEvent =
       actor: string;
       reason: string;
     }
-  | { type: "retry"; actor: string; step_run_id: string }
+  | {
+      type: "retry";
+      actor: string;
+      step_run_id: string;
+      /** Why, when the operator says (optional): kept in the history. */
+      reason?: string;
+    }
   | {
       /**
        * needs_operator, waiting for a recoverable release's restore action: the operator ran it
@@ -606,6 +631,8 @@ export type ReleaseEvent =
        */
       type: "verify";
       actor: string;
+      /** Why, when the operator says (optional): kept in the history. */
+      reason?: string;
     }
   | {
       /** The outcome of a `verify` effect: what the control plane and the targets showed. */

@@ -48,9 +48,6 @@ export const ReasonField = z
 /** `{reason, actor}`: the body of most verbs. The service refuses an empty reason where it is required. */
 const ReasonBody = z.object({ reason: ReasonField.default(""), actor: ActorField }).strict();
 
-/** `{actor}`: who asks (optional); an empty body is `{}`. */
-const ActorBody = z.object({ actor: ActorField }).strict();
-
 const AbandonBody = z
   .object({
     reason: ReasonField.default(""),
@@ -226,6 +223,15 @@ const reasonFlag = (required: boolean, help: string, placeholder = '"<why>"'): V
   body: "reason",
 });
 
+/** An optional `--reason` that suggestions leave out (the verb needs none to be taken). */
+const whyFlag = (help: string): VerbFlag => ({
+  flag: "--reason",
+  value: "<text>",
+  help,
+  required: false,
+  body: "reason",
+});
+
 const generation = (id: string, release: Release) => ({
   id,
   state: release.state,
@@ -292,19 +298,19 @@ export const VERBS: { readonly [K in VerbName]: Verb & { name: K } } = {
     name: "resume",
     command: "resume",
     on: "release",
-    body: "none",
+    body: ReasonBody,
     role: "operator",
     status: 200,
     answer: (id, release) => ({ id, state: release.state }),
     summary: "resume a release paused by an operator or on a failure (or held pending)",
     idHelp: "release id",
     args: [],
-    flags: [],
+    flags: [whyFlag("why it may go on (kept in the history)"), actorFlag],
     accepted: (id, a) => [`resume accepted: ${id} is now ${str(a.state)}`],
     dashboard: {
       confirm: (t) =>
         `Resume release ${t}? It goes on from where it waits: a step run it is paused on is dispatched again, or the next step begins.`,
-      reason: null,
+      reason: { label: "Reason (kept in the history with who did it)", required: false },
       lanes: false,
       danger: false,
       button: "resume",
@@ -403,19 +409,19 @@ export const VERBS: { readonly [K in VerbName]: Verb & { name: K } } = {
     name: "retry",
     command: "retry",
     on: "step_run",
-    body: "none",
+    body: ReasonBody,
     role: "operator",
     status: 200,
     answer: (id, release) => ({ step_run_id: id, release_state: release.state }),
     summary: "retry the step run a paused release waits on",
     idHelp: "step run id, e.g. sr_17_6_f",
     args: [],
-    flags: [],
+    flags: [whyFlag("why another try may succeed (kept in the history)"), actorFlag],
     accepted: (id, a) => [`retry accepted: ${releaseOf(id)} is now ${str(a.release_state)}`],
     dashboard: {
       confirm: (t) =>
         `Retry step run ${t}? It is dispatched again under a new dispatch number; older attempts are fenced out.`,
-      reason: null,
+      reason: { label: "Reason (kept in the history with who did it)", required: false },
       lanes: false,
       danger: false,
       button: "retry",
@@ -540,7 +546,7 @@ export const VERBS: { readonly [K in VerbName]: Verb & { name: K } } = {
     name: "verify",
     command: "verify",
     on: "release",
-    body: ActorBody,
+    body: ReasonBody,
     role: "operator",
     status: 202,
     answer: (id, release) => ({
@@ -553,6 +559,7 @@ export const VERBS: { readonly [K in VerbName]: Verb & { name: K } } = {
     idHelp: "release id (succeeded, rolled_back, or needs_operator after a failed verification)",
     args: [],
     flags: [
+      whyFlag("why you verify (kept in the history)"),
       actorFlag,
       {
         flag: "--interval",
@@ -578,7 +585,7 @@ export const VERBS: { readonly [K in VerbName]: Verb & { name: K } } = {
     dashboard: {
       confirm: (t) =>
         `Verify release ${t}? The engine reads every lane now: weight, excluded marker and capabilities from the control plane, and the image and health check of the lanes a runner step touched at their machines, and compares them with what they should be (the observed baseline after an undo, the manifest's end state after a success). Nothing is written to the fleet; the result is recorded on the release.`,
-      reason: null,
+      reason: { label: "Reason (kept in the history with who did it)", required: false },
       lanes: false,
       danger: false,
       button: "verify",

@@ -54,10 +54,8 @@ export function createApp(o: AppOptions): Hono {
   // Credential guessing is throttled per client address before anything else reads the request.
   app.use(
     "*",
-    authThrottle(new AuthThrottle(o.clock), [
-      o.operatorToken,
-      ...(o.viewerToken ? [o.viewerToken] : []),
-    ]),
+    // People's own tokens are known tokens: using one is never a failed guess.
+    authThrottle(new AuthThrottle(o.clock), readTokens),
   );
   // Before every route (the dashboard's too, mounted by `extend`): no handler reads past it.
   app.use("*", bodyLimits());

@@ -23,16 +23,16 @@ export const VERB_CALLS: {
   ) => Promise<Accepted | Refusal>;
 } = {
   abort: (api, id, actor, b) => api.abort(id, actor, text(b.reason)),
-  resume: (api, id, actor) => api.resume(id, actor),
+  resume: (api, id, actor, b) => api.resume(id, actor, text(b.reason)),
   pause: (api, id, actor, b) => api.pause(id, actor, text(b.reason)),
   release: (api, id, actor, b) => api.release(id, actor, text(b.reason)),
   promote: (api, id, actor, b) => api.promote(id, actor, text(b.reason)),
-  retry: (api, id, actor) => api.retry(id, actor),
+  retry: (api, id, actor, b) => api.retry(id, actor, text(b.reason)),
   resolve: (api, id, actor, b) => api.resolve(id, actor, text(b.reason)),
   abandon: (api, id, actor, b) =>
     api.abandon(id, actor, text(b.reason), (b.lanes ?? {}) as Record<string, string>),
   confirm_restore: (api, id, actor, b) => api.confirmRestore(id, actor, text(b.reason)),
-  verify: (api, id, actor) => api.verify(id, actor),
+  verify: (api, id, actor, b) => api.verify(id, actor, text(b.reason)),
   rollback: (api, id, actor, b) => api.rollback(id, actor, text(b.reason)),
   roll_forward: (api, id, actor, b) =>
     api.rollForward(id, b.recipe, actor, {

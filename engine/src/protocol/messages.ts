@@ -94,6 +94,17 @@ export const CALLBACK_BODY_MAX_BYTES = 1024 * 1024;
 /** Marker placed at the start of a cut log. */
 export const LOG_TRUNCATED_MARKER = "[baton] log truncated: earlier output omitted\n";
 
+/**
+ * A GitHub login as a workflow run names it (`GITHUB_ACTOR`, `GITHUB_TRIGGERING_ACTOR`): letters,
+ * digits and hyphens, or an app's `name[bot]`. Anything else is dropped (undefined), never a
+ * refusal: a runner's result is never lost over who ran it.
+ */
+const GithubLogin = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,38}(\[bot\])?$/)
+  .optional()
+  .catch(undefined);
+
 /** Body of `POST /v1/releases/step-runs/:id/callback`; signed over its raw bytes. */
 export const CallbackBody = z
   .object({
@@ -114,6 +125,13 @@ export const CallbackBody = z
       })
       .passthrough()
       .default({}),
+    /** Who started the workflow run (`github.actor`, GITHUB_ACTOR): the same on every re-run. */
+    actor: GithubLogin,
+    /**
+     * Who started this run attempt (`github.triggering_actor`, GITHUB_TRIGGERING_ACTOR): the
+     * person who re-ran the job from the Actions UI, on a re-run.
+     */
+    triggering_actor: GithubLogin,
   })
   .passthrough();
 export type CallbackBody = z.infer<typeof CallbackBody>;

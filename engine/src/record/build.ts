@@ -383,6 +383,7 @@ export function buildRecord(
           state: a.state,
           status: a.status,
           overall: a.overall,
+          run_by: a.run_by ? { ...a.run_by } : null,
           run_url: runUrl(o.repository, a.run_id, a.run_attempt),
         })),
       })),

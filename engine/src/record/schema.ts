@@ -176,6 +176,13 @@ export const ReleaseRecordDocument = z
               state: z.string(),
               status: z.string().nullable(),
               overall: z.enum(["pass", "fail"]).nullable(),
+              run_by: z
+                .object({ actor: z.string().optional(), triggering_actor: z.string().optional() })
+                .nullable()
+                .optional()
+                .describe(
+                  "who ran it, from the callback: actor started the workflow run (github.actor), triggering_actor this run attempt (github.triggering_actor: who re-ran the job); null when the runner did not say",
+                ),
               run_url: z
                 .string()
                 .nullable()

@@ -111,7 +111,8 @@ export interface ReleaseApi {
   liveState(id: string): Promise<{ mark: string; state: ReleaseState } | null>;
   list(q: { state?: ReleaseState; limit: number; before?: number }): Promise<ReleaseSummary[]>;
   abort(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
-  resume(id: string, actor: string): Promise<Accepted | Refusal>;
+  /** `reason` (optional, "" for none) is kept in the history beside who resumed. */
+  resume(id: string, actor: string, reason?: string): Promise<Accepted | Refusal>;
   /**
    * An operator pauses a running release: nothing new starts, in-flight work settles; it
    * waits paused, naming who and why, until `resume` (docs/lifecycle.md). Reason required.
@@ -124,7 +125,8 @@ export interface ReleaseApi {
    * (docs/lifecycle.md) runs on into the next wave.
    */
   promote(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
-  retry(stepRunId: string, actor: string): Promise<Accepted | Refusal>;
+  /** `reason` (optional, "" for none) is kept in the history beside who retried. */
+  retry(stepRunId: string, actor: string, reason?: string): Promise<Accepted | Refusal>;
   /**
    * A succeeded release is rolled back: a new release runs the previous admitted manifest of
    * its model again (docs/lifecycle.md). Accepted: `release` is the new release.
@@ -164,7 +166,7 @@ export interface ReleaseApi {
    * the reading is under way (`release.verification.state` is `verifying`); its result comes
    * with the `verified` event. 409 in other states, naming why.
    */
-  verify(id: string, actor: string): Promise<Accepted | Refusal>;
+  verify(id: string, actor: string, reason?: string): Promise<Accepted | Refusal>;
   /** needs_operator: the operator did this backward step run's effect by hand (reason required). */
   resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal>;
   /**

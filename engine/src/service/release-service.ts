@@ -229,8 +229,8 @@ export class ReleaseService implements ReleaseApi {
     return this.operator.abort(id, actor, reason);
   }
 
-  resume(id: string, actor: string): Promise<Accepted | Refusal> {
-    return this.operator.resume(id, actor);
+  resume(id: string, actor: string, reason = ""): Promise<Accepted | Refusal> {
+    return this.operator.resume(id, actor, reason);
   }
 
   pause(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
@@ -253,8 +253,8 @@ export class ReleaseService implements ReleaseApi {
     return this.operator.resolve(stepRunId, actor, reason);
   }
 
-  verify(id: string, actor: string): Promise<Accepted | Refusal> {
-    return this.operator.verify(id, actor);
+  verify(id: string, actor: string, reason = ""): Promise<Accepted | Refusal> {
+    return this.operator.verify(id, actor, reason);
   }
 
   abandon(
@@ -266,8 +266,8 @@ export class ReleaseService implements ReleaseApi {
     return this.operator.abandon(id, actor, reason, lanes);
   }
 
-  retry(stepRunId: string, actor: string): Promise<Accepted | Refusal> {
-    return this.operator.retry(stepRunId, actor);
+  retry(stepRunId: string, actor: string, reason = ""): Promise<Accepted | Refusal> {
+    return this.operator.retry(stepRunId, actor, reason);
   }
 
   // The runner's protocol (use-cases/runner.ts).

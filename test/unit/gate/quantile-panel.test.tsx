@@ -49,7 +49,7 @@ describe("gate panel: quantile metric", () => {
       generation: 1,
       manifest: { waves: [{ traffic: 10 }] },
     } as unknown as Release;
-    const html = String(await (<GatePanel release={release} evidence={[evidence]} />));
+    const html = String(await (<GatePanel release={release} evidence={[evidence]} history={[]} />));
     expect(html).toContain("p99 600–800 ms (4,000)");
     expect(html).toContain("p99 300–400 ms (16,000)");
     expect(html).toContain("candidate (600, 800] ms, control (300, 400] ms");

@@ -36,6 +36,8 @@ export interface RunnerContext {
   workspace: string;
   runId: string;
   runAttempt: number;
+  /** GITHUB_TRIGGERING_ACTOR: who started this attempt (GITHUB_ACTOR stays the run's starter). */
+  triggeringActor?: string;
   runNumber: number;
   sha: string;
   eventPath: string;
@@ -89,7 +91,7 @@ export function runnerEnv(
     GITHUB_JOB: "release-step",
     GITHUB_ACTION: "release-step",
     GITHUB_ACTOR: "baton-local-runner[bot]",
-    GITHUB_TRIGGERING_ACTOR: "baton-local-runner[bot]",
+    GITHUB_TRIGGERING_ACTOR: ctx.triggeringActor ?? "baton-local-runner[bot]",
     GITHUB_WORKSPACE: ctx.workspace,
     GITHUB_SERVER_URL: "https://github.com",
     GITHUB_API_URL: "https://api.github.com",

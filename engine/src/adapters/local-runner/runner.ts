@@ -58,10 +58,15 @@ export interface LocalRunnerOptions {
 export type LocalRunState = "queued" | "running" | "completed" | "never_ran";
 export type LocalRunConclusion = "success" | "failure" | "cancelled" | "timed_out";
 
+/** The login the local runner starts runs as (GITHUB_ACTOR, and GITHUB_TRIGGERING_ACTOR of first attempts). */
+export const RUNNER_ACTOR = "baton-local-runner[bot]";
+
 /** One attempt of one run, as the Actions UI would show it. */
 export interface LocalRun {
   runId: string;
   attempt: number;
+  /** Who started this attempt (GITHUB_TRIGGERING_ACTOR): the run's bot, or who re-ran it. */
+  triggeringActor: string;
   stepRunId: string;
   payload: DispatchPayload;
   state: LocalRunState;
@@ -177,10 +182,11 @@ export class LocalRunner implements Dispatcher {
 
   /**
    * Re-runs a finished run ("Re-run jobs" in the Actions UI): same run id and payload,
-   * attempt + 1, fresh runner folders.
+   * attempt + 1, fresh runner folders; `by` is who re-ran it (GITHUB_TRIGGERING_ACTOR of the new
+   * attempt; GITHUB_ACTOR stays the run's starter, as on GitHub).
    * @throws Error when the run is unknown, never ran, or is still queued or running.
    */
-  rerun(runId: string): { runId: string; attempt: number } {
+  rerun(runId: string, by: string = RUNNER_ACTOR): { runId: string; attempt: number } {
     const latest = this.runs.filter((r) => r.runId === runId).at(-1);
     if (!latest) throw new Error(`${COMPONENT} no run ${runId}; list runs with runner.list()`);
     if (latest.state === "never_ran")
@@ -191,7 +197,7 @@ export class LocalRunner implements Dispatcher {
       throw new Error(
         `${COMPONENT} run ${runId} attempt ${latest.attempt} is still ${latest.state}; re-run it after it completes`,
       );
-    const run = this.newRun(latest.payload, runId, latest.attempt + 1);
+    const run = this.newRun(latest.payload, runId, latest.attempt + 1, by);
     this.enqueue(run);
     return { runId, attempt: run.attempt };
   }
@@ -269,11 +275,17 @@ export class LocalRunner implements Dispatcher {
     return String(this.lastRunId);
   }
 
-  private newRun(payload: DispatchPayload, runId: string, attempt: number): LocalRun {
+  private newRun(
+    payload: DispatchPayload,
+    runId: string,
+    attempt: number,
+    triggeringActor: string = RUNNER_ACTOR,
+  ): LocalRun {
     const dir = join(resolve(this.options.workDir), `run-${runId}-${attempt}`);
     const run: LocalRun = {
       runId,
       attempt,
+      triggeringActor,
       stepRunId: payload.step_run_id,
       payload,
       state: "queued",
@@ -449,6 +461,7 @@ export class LocalRunner implements Dispatcher {
       workspace: this.repoRoot,
       runId: run.runId,
       runAttempt: run.attempt,
+      triggeringActor: run.triggeringActor,
       runNumber: ++this.runNumber,
       sha: this.sha,
       eventPath: join(run.dir, "event.json"),

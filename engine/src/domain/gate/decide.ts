@@ -97,6 +97,9 @@ export interface GateEvaluation {
 const named = (list: readonly MetricResult[]) =>
   list.map((m) => `${m.name} (${m.missing})`).join("; ");
 
+/** What an inconclusive gate's reason ends with: the decision it leaves to a person. */
+export const INCONCLUSIVE_ASKS = "an operator must promote or abort";
+
 /**
  * Decides one evaluation. Pure: same input, same output; throws only on a malformed context
  * (planned share outside (0, 1)), never on bad observations (those are missing evidence).
@@ -121,7 +124,7 @@ export function decideGate(ctx: GateContext, obs: GateObservations): GateEvaluat
     undecided: false,
   };
   const timedOut = elapsedMs >= analysis.max_wait_ms;
-  const operator = "an operator must promote or abort";
+  const operator = INCONCLUSIVE_ASKS;
   const waitOr = (reason: string, o: { readError?: boolean; undecided?: boolean } = {}) => {
     const e = { ...out, readError: o.readError === true, undecided: o.undecided === true };
     if (e.readError && streak.errors + 1 >= errorLimit) {

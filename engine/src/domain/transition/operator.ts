@@ -36,6 +36,14 @@ export const LANE_RUNS_NOTHING = "none";
 
 type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
 
+/** `: <reason>` after who did it, when the operator gave a reason (optional ones); else "". */
+export const because = (reason: string | undefined): string =>
+  reason?.trim() ? `: ${reason.trim()}` : "";
+
+/** Who and why, for an operator event's history data (`reason` only when given). */
+const whoWhy = (e: { actor: string; reason?: string }): { actor: string; reason?: string } =>
+  e.reason?.trim() ? { actor: e.actor, reason: e.reason.trim() } : { actor: e.actor };
+
 /** What a `needs_operator` release accepts, for refusals (the guards in `exits.ts` decide). */
 const NEEDS_OPERATOR_EXITS = (r: Release) =>
   waitingForRestore(r)
@@ -142,7 +150,11 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
   const r = d.release;
   if (r.state === "pending") {
     // A release created on hold starts when resumed.
-    d.accept(`[engine] release ${r.id} resumed by ${e.actor} before it started`);
+    d.accept(
+      `[engine] release ${r.id} resumed by ${e.actor}${because(e.reason)} before it started`,
+      null,
+      whoWhy(e),
+    );
     start(d);
     return undefined;
   }
@@ -167,9 +179,9 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
     r.hold = null;
     r.reason = inconclusiveGateReason(r);
     d.accept(
-      `[engine] release ${r.id} resumed by ${e.actor} (it was ${holdWords(h)}); it stays paused: ${r.reason}`,
+      `[engine] release ${r.id} resumed by ${e.actor}${because(e.reason)} (it was ${holdWords(h)}); it stays paused: ${r.reason}`,
       null,
-      { actor: e.actor, paused: { by: h.actor, reason: h.reason, at: h.at } },
+      { ...whoWhy(e), paused: { by: h.actor, reason: h.reason, at: h.at } },
     );
     return undefined;
   }
@@ -195,9 +207,9 @@ export function resume(d: Draft, e: Ev<"resume">): Refusal | undefined {
   r.hold = null;
   r.roll_forward_hold = null;
   d.accept(
-    `[engine] release ${r.id} resumed by ${e.actor} at step ${r.cursor + 1}${h ? ` (it was ${holdWords(h)})` : ""}`,
+    `[engine] release ${r.id} resumed by ${e.actor}${because(e.reason)} at step ${r.cursor + 1}${h ? ` (it was ${holdWords(h)})` : ""}`,
     null,
-    h ? { actor: e.actor, paused: { by: h.actor, reason: h.reason, at: h.at } } : {},
+    h ? { ...whoWhy(e), paused: { by: h.actor, reason: h.reason, at: h.at } } : whoWhy(e),
   );
   if (r.gate) {
     // Paused while its gate was deciding: the gate goes on deciding (pass begins the next wave).
@@ -242,8 +254,9 @@ export function retry(d: Draft, sr: StepRun, e: Ev<"retry">): Refusal | undefine
     sendAction(d, sr, null);
     if (typeof r.rerun_deadline === "number") r.rerun_deadline = releaseRerunDeadline(r);
     d.accept(
-      `[engine] ${describe(r, sr)} retried by ${e.actor} with the same operation key; release ${r.id} stays paused on ${othersWaiting.map((s) => s.id).join(", ")}`,
+      `[engine] ${describe(r, sr)} retried by ${e.actor}${because(e.reason)} with the same operation key; release ${r.id} stays paused on ${othersWaiting.map((s) => s.id).join(", ")}`,
       sr.id,
+      whoWhy(e),
     );
     return undefined;
   }
@@ -253,8 +266,9 @@ export function retry(d: Draft, sr: StepRun, e: Ev<"retry">): Refusal | undefine
   r.roll_forward_hold = null;
   sendAction(d, sr, null);
   d.accept(
-    `[engine] ${describe(r, sr)} retried by ${e.actor} with the same operation key; release ${r.id} is ${r.state} again`,
+    `[engine] ${describe(r, sr)} retried by ${e.actor}${because(e.reason)} with the same operation key; release ${r.id} is ${r.state} again`,
     sr.id,
+    whoWhy(e),
   );
   // Lanes of a parallel wave that finished a row while the release was paused move on.
   if (sr.direction === "fwd" && parallelWaveOf(r, sr.step_index) !== null) beginForwardAtCursor(d);

@@ -3,7 +3,7 @@
  * "Runner steps"; docs/state-machine.md rules 2, 5, 6). Preflight is in `preflight.ts`.
  */
 import { failingCheckText, imageMismatch } from "../result-evidence.ts";
-import type { CallbackEvent, Release, ReleaseEvent, StepRun } from "../types.ts";
+import type { Attempt, CallbackEvent, Release, ReleaseEvent, StepRun } from "../types.ts";
 import { beginCompensation } from "./compensation.ts";
 import { type Draft, describe, type Refusal, stepOf } from "./draft.ts";
 import { guards } from "./guards.ts";
@@ -167,6 +167,7 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
   attempt.status = e.status;
   attempt.overall = e.overall;
   if (!pass && e.nothing_ran === true) attempt.nothing_ran = true;
+  if (e.run_by) attempt.run_by = { ...e.run_by };
   const was = sr.state;
   sr.state = pass ? "succeeded" : "failed";
   // The failing check names the cause (`health check on lane-a answered 503: …`); the
@@ -193,8 +194,9 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
       parallelWaveOf(r, sr.step_index) === null ? sr.step_index - 1 : recomputedHighWaterMark(r);
   }
   d.accept(
-    `[engine] ${describe(r, sr)} attempt ${attempt.n} reported ${e.status} (${e.overall})${mismatch ? `, but ${mismatch}; the step run failed` : ""}${was === "unknown" ? "; this settles the unknown outcome" : ""}`,
+    `[engine] ${describe(r, sr)} attempt ${attempt.n} reported ${e.status} (${e.overall})${runByWords(attempt)}${mismatch ? `, but ${mismatch}; the step run failed` : ""}${was === "unknown" ? "; this settles the unknown outcome" : ""}`,
     sr.id,
+    e.run_by ? { run_by: { ...e.run_by } } : {},
   );
   if (probe && e.probe_checks) recordProbeAnswer(d, sr, e.probe_checks);
   settled(d, sr);
@@ -277,4 +279,18 @@ function runningImageMismatch(
   if (typeof expected !== "string") return null;
   const lane = (action.args.lane as { id?: unknown } | undefined)?.id;
   return imageMismatch(typeof lane === "string" ? lane : (step?.lane ?? "?"), expected, images);
+}
+
+/**
+ * Who ran an attempt, for its history line: ` (re-run by lee from the Actions UI; the run was
+ * started by maria)` when the run attempt was started by someone (`triggering_actor`) after
+ * the workflow run's first one, ` (run by maria)` otherwise; "" when the runner said nobody.
+ */
+export function runByWords(a: Pick<Attempt, "run_attempt" | "run_by">): string {
+  const by = a.run_by;
+  const who = by?.triggering_actor ?? by?.actor;
+  if (!who) return "";
+  if (a.run_attempt > 1 && by?.triggering_actor)
+    return ` (re-run by ${by.triggering_actor} from the Actions UI${by.actor ? `; the run was started by ${by.actor}` : ""})`;
+  return ` (run by ${who})`;
 }

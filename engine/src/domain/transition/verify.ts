@@ -41,12 +41,14 @@ export function waitsOnVerification(r: Release): boolean {
 
 /**
  * Starts a verification of `r` (state unchanged): a new `verification` (next seq, this
- * generation) and one `verify` effect. `trigger` and `actor` say who asked.
+ * generation) and one `verify` effect. `trigger` and `actor` say who asked; `reason` why (an
+ * operator's optional reason, kept in the history).
  */
 export function beginVerification(
   d: Draft,
   trigger: RecoveryVerification["trigger"],
   actor: string,
+  reason = "",
 ): void {
   const r = d.release;
   const fromManifest = r.state === "succeeded";
@@ -79,9 +81,13 @@ export function beginVerification(
   });
   const asked = desired.filter((l) => l.target).map((l) => l.id);
   d.accept(
-    `[engine] release ${r.id} verifies ${fromManifest ? "its lanes against the manifest's end state" : "its recovery against the observed baseline"} (verification ${seq}, asked by ${actor}): reads every lane's weight, excluded marker and capabilities from the control plane${asked.length > 0 ? `, and the image and health of ${asked.join(", ")} at their machines` : ""}`,
+    `[engine] release ${r.id} verifies ${fromManifest ? "its lanes against the manifest's end state" : "its recovery against the observed baseline"} (verification ${seq}, asked by ${actor}${reason.trim() ? `: ${reason.trim()}` : ""}): reads every lane's weight, excluded marker and capabilities from the control plane${asked.length > 0 ? `, and the image and health of ${asked.join(", ")} at their machines` : ""}`,
     null,
-    { verification: { seq, trigger, desired_from: fromManifest ? "manifest" : "baseline" } },
+    {
+      actor,
+      ...(reason.trim() ? { reason: reason.trim() } : {}),
+      verification: { seq, trigger, desired_from: fromManifest ? "manifest" : "baseline" },
+    },
   );
 }
 
@@ -115,11 +121,11 @@ export function verifyRequested(d: Draft, e: Ev<"verify">): Refusal | undefined 
   }
   if (waitsOnVerification(r)) {
     r.state = "compensating";
-    beginVerification(d, "operator", e.actor);
+    beginVerification(d, "operator", e.actor, e.reason);
     return undefined;
   }
   if (r.state === "succeeded" || r.state === "rolled_back") {
-    beginVerification(d, "operator", e.actor);
+    beginVerification(d, "operator", e.actor, e.reason);
     return undefined;
   }
   const why =

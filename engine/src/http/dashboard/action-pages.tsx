@@ -78,6 +78,8 @@ export function ConfirmPage(props: {
   back: string;
   csrf: string;
   role: Role;
+  /** The signed-in person (their own token), named in the header. */
+  person?: string | null;
   state: string;
   /** Lane ids of the release (abandon asks what each runs). */
   lanes?: string[];
@@ -95,7 +97,7 @@ export function ConfirmPage(props: {
   const verb = props.action[0]!.toUpperCase() + props.action.slice(1).replace("_", " ");
   const page = VERBS[props.action].dashboard!;
   return (
-    <Layout title={`${verb} ${props.target}`} role={props.role}>
+    <Layout title={`${verb} ${props.target}`} role={props.role} person={props.person ?? null}>
       <h1>{`${verb} ${props.target}`}</h1>
       <p>
         {"Current state: "}
@@ -195,9 +197,11 @@ export function ResultPage(props: {
   state: string | null;
   back: string;
   role: Role;
+  /** The signed-in person (their own token), named in the header. */
+  person?: string | null;
 }) {
   return (
-    <Layout title={props.title} role={props.role}>
+    <Layout title={props.title} role={props.role} person={props.person ?? null}>
       <h1>{props.title}</h1>
       <p class={`notice ${props.ok ? "ok" : "bad"}`} role="status">
         {props.message}
@@ -216,9 +220,15 @@ export function ResultPage(props: {
 }
 
 /** Sign in with the operator or viewer token. */
-export function LoginPage(props: { role: Role; next: string; error?: string; open: boolean }) {
+export function LoginPage(props: {
+  role: Role;
+  person?: string | null;
+  next: string;
+  error?: string;
+  open: boolean;
+}) {
   return (
-    <Layout title="Sign in" role={props.role}>
+    <Layout title="Sign in" role={props.role} person={props.person ?? null}>
       <h1>Sign in</h1>
       {props.error ? (
         <p class="notice bad" role="alert">
@@ -234,7 +244,7 @@ export function LoginPage(props: { role: Role; next: string; error?: string; ope
       <form method="post" action="/login">
         <input type="hidden" name="next" value={props.next} />
         <p>
-          <label for="token">Operator or viewer token</label>
+          <label for="token">Your own token (or the operator or viewer token)</label>
           <input
             id="token"
             name="token"
@@ -247,17 +257,24 @@ export function LoginPage(props: { role: Role; next: string; error?: string; ope
         <button type="submit">Sign in</button>
       </form>
       <p class="muted small">
-        The viewer token reads; the operator token may also abort, resume and retry. The token is
-        kept in an HttpOnly cookie for this site only.
+        Your own token (BATON_OPERATORS) acts as you: every action you take here is recorded with
+        your name. The shared operator token acts too, recorded only as "dashboard (operator
+        token)"; the viewer token reads. The token itself is never stored: an HttpOnly cookie for
+        this site holds a signed session.
       </p>
     </Layout>
   );
 }
 
 /** An error page: one clear sentence, never a stack trace. */
-export function ErrorPage(props: { title: string; message: string; role: Role }) {
+export function ErrorPage(props: {
+  title: string;
+  message: string;
+  role: Role;
+  person?: string | null;
+}) {
   return (
-    <Layout title={props.title} role={props.role}>
+    <Layout title={props.title} role={props.role} person={props.person ?? null}>
       <h1>{props.title}</h1>
       <p class="notice bad" role="alert">
         {props.message}

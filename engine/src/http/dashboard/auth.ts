@@ -1,17 +1,20 @@
 /**
  * Who is looking at the dashboard: sign-in sessions and CSRF tokens for its forms.
  *
- * A person signs in by pasting a token on `/login`. The cookie does not hold that token: it
- * holds a session, a JWT (HS256, `jose`) carrying the role, a random session id and an expiry
- * (`SESSION_TTL_S`), signed with a key derived from the role's token (HMAC-SHA256 of
- * "baton-session-v1" under the token). So every engine that holds the same tokens accepts it,
- * a changed token ends every session signed under the old one, and nothing in the cookie
- * gives the token away. The cookie is HttpOnly, SameSite=Strict, Path=/, Secure when the
+ * A person signs in by pasting a token on `/login`: their own (BATON_OPERATORS names it: they
+ * act as operator, and every action is recorded as theirs, `operator:<name>`), or the shared
+ * operator or viewer token. The cookie does not hold that token: it holds a session, a JWT
+ * (HS256, `jose`) carrying the role, the person (`sub`, for a person's own token), a random
+ * session id and an expiry (`SESSION_TTL_S`), signed with a key derived from the token it was
+ * issued for (HMAC-SHA256 of "baton-session-v1" under the token). So every engine that holds
+ * the same tokens accepts it, a changed token ends every session signed under the old one, a
+ * session names only the person whose token signed it, and nothing in the cookie gives the
+ * token away. The cookie is HttpOnly, SameSite=Strict, Path=/, Secure when the
  * public URL is https, and lives as long as the session. Signing out revokes the session id on
  * this engine (kept until the session would have expired) and clears the cookie.
  *
- * Scripts may send `Authorization: Bearer <token>` instead. The operator token may act; the
- * viewer token only reads. With no token configured at all, pages are readable by anyone and
+ * Scripts may send `Authorization: Bearer <token>` instead. The operator token and a person's
+ * own token may act; the viewer token only reads. With no token configured at all, pages are readable by anyone and
  * every action is refused (there is nobody who may act).
  *
  * CSRF: each form carries `<expiry>.<HMAC-SHA256(session key, session id, action, target,
@@ -27,6 +30,7 @@ import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
 import { jwtVerify, SignJWT } from "jose";
 import { constantTimeEqual, hmacSha256Hex, sha256Hex } from "../../protocol/sha256.ts";
+import type { NamedToken } from "../auth.ts";
 
 /** Name of the session cookie. */
 export const SESSION_COOKIE = "baton_session";
@@ -37,10 +41,12 @@ export const CSRF_BEARER_TTL_S = 3600;
 /** At most this many revoked sessions are remembered (the oldest-expiring go first). */
 const MAX_REVOKED = 100_000;
 
-/** Tokens the dashboard accepts; either may be absent. */
+/** Tokens the dashboard accepts; any may be absent. */
 export interface DashboardTokens {
   operator?: string;
   viewer?: string;
+  /** People's own operator tokens (BATON_OPERATORS): a sign-in with one acts as that person. */
+  people?: readonly NamedToken[];
 }
 
 export type Role = "operator" | "viewer" | "anonymous" | "none";
@@ -48,11 +54,19 @@ export type Role = "operator" | "viewer" | "anonymous" | "none";
 /**
  * The caller: `anonymous` = no tokens configured (open reads), `none` = not signed in.
  * `session` is the signed-in session (id and expiry, epoch seconds), or a bearer caller's
- * stand-in (`sid` "bearer:<sha256 of the token>"); null when there is neither.
+ * stand-in (`sid` "bearer:<sha256 of the token>"); null when there is neither. `person` is
+ * the name of the person whose own token signed in (or is the bearer), else null.
  */
 export interface Caller {
   role: Role;
   session: { sid: string; exp: number } | null;
+  person: string | null;
+}
+
+/** Who a token is: its role and, for a person's own token, the person's name. */
+export interface Identity {
+  role: Role;
+  person: string | null;
 }
 
 /** Constant-time equality over sha256 digests (equal lengths, so no length leaks). */
@@ -60,12 +74,32 @@ function same(a: string, b: string): boolean {
   return constantTimeEqual(sha256Hex(a), sha256Hex(b));
 }
 
+/** Whether no token at all is configured (pages are open to read, nobody may act). */
+export function noTokens(tokens: DashboardTokens): boolean {
+  return !tokens.operator && !tokens.viewer && (tokens.people ?? []).length === 0;
+}
+
+/**
+ * Who a token is: a person's own token is that person acting as operator; the shared operator
+ * or viewer token is its role with no person; anonymous when no tokens are configured; none
+ * for anything else. Every configured token is compared (constant time, no early exit).
+ */
+export function identityOf(token: string | null, tokens: DashboardTokens): Identity {
+  let found: Identity | null = null;
+  if (token) {
+    for (const p of tokens.people ?? [])
+      if (same(token, p.token)) found = { role: "operator", person: p.name };
+    if (tokens.viewer && same(token, tokens.viewer)) found ??= { role: "viewer", person: null };
+    if (tokens.operator && same(token, tokens.operator))
+      found = found?.person ? found : { role: "operator", person: null };
+  }
+  if (found) return found;
+  return { role: noTokens(tokens) ? "anonymous" : "none", person: null };
+}
+
 /** Role of a token: operator, viewer, anonymous (no tokens configured) or none. */
 export function roleOf(token: string | null, tokens: DashboardTokens): Role {
-  if (token && tokens.operator && same(token, tokens.operator)) return "operator";
-  if (token && tokens.viewer && same(token, tokens.viewer)) return "viewer";
-  if (!tokens.operator && !tokens.viewer) return "anonymous";
-  return "none";
+  return identityOf(token, tokens).role;
 }
 
 /** The session-signing key of a role's token (32 bytes). */
@@ -89,36 +123,53 @@ export class Sessions {
     return Math.floor(this.now() / 1000);
   }
 
-  private tokenOf(role: Role): string | undefined {
-    return role === "operator"
+  /** The token an identity signs its sessions and forms with (undefined: none configured). */
+  private tokenOf(who: Identity): string | undefined {
+    if (who.person !== null)
+      return (this.tokens.people ?? []).find((p) => p.name === who.person)?.token;
+    return who.role === "operator"
       ? this.tokens.operator
-      : role === "viewer"
+      : who.role === "viewer"
         ? this.tokens.viewer
         : undefined;
   }
 
-  /** A new session for `role` (operator or viewer): the cookie value and its lifetime (s). */
-  async issue(role: "operator" | "viewer"): Promise<{ value: string; maxAge: number }> {
-    const token = this.tokenOf(role);
-    if (!token) throw new Error(`[dashboard] no ${role} token is configured`);
+  /** Every identity that may hold a session, with the token that signs it. */
+  private identities(): { who: Identity; token: string }[] {
+    const out: { who: Identity; token: string }[] = [];
+    for (const p of this.tokens.people ?? [])
+      out.push({ who: { role: "operator", person: p.name }, token: p.token });
+    if (this.tokens.operator)
+      out.push({ who: { role: "operator", person: null }, token: this.tokens.operator });
+    if (this.tokens.viewer)
+      out.push({ who: { role: "viewer", person: null }, token: this.tokens.viewer });
+    return out;
+  }
+
+  /**
+   * A new session for `who` (operator or viewer; a person signs in as operator): the cookie
+   * value and its lifetime (s). @throws Error when no token is configured for `who`.
+   */
+  async issue(who: Identity): Promise<{ value: string; maxAge: number }> {
+    const token = this.tokenOf(who);
+    if (!token || (who.role !== "operator" && who.role !== "viewer"))
+      throw new Error(`[dashboard] no ${who.person ?? who.role} token is configured`);
     const iat = this.seconds();
     const sid = crypto.randomUUID();
-    const value = await new SignJWT({ role })
+    const jwt = new SignJWT({ role: who.role })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setJti(sid)
       .setIssuedAt(iat)
       .setExpirationTime(iat + SESSION_TTL_S)
-      .setAudience("baton-dashboard")
-      .sign(keyOf(token));
-    return { value, maxAge: SESSION_TTL_S };
+      .setAudience("baton-dashboard");
+    if (who.person !== null) jwt.setSubject(who.person);
+    return { value: await jwt.sign(keyOf(token)), maxAge: SESSION_TTL_S };
   }
 
   /** The session a cookie value stands for, or null (bad signature, expired, revoked). */
   async verify(value: string | undefined): Promise<Caller | null> {
     if (!value || value.length > 4096) return null;
-    for (const role of ["operator", "viewer"] as const) {
-      const token = this.tokenOf(role);
-      if (!token) continue;
+    for (const { who, token } of this.identities()) {
       try {
         const { payload } = await jwtVerify(value, keyOf(token), {
           algorithms: ["HS256"],
@@ -126,11 +177,13 @@ export class Sessions {
           currentDate: new Date(this.now()),
           requiredClaims: ["jti", "exp", "iat"],
         });
-        if (payload.role !== role || typeof payload.jti !== "string") return null;
+        // The key says whose session it is: the claims must agree with it.
+        if (payload.role !== who.role || typeof payload.jti !== "string") return null;
+        if ((payload.sub ?? null) !== who.person) return null;
         if (this.revoked.has(payload.jti)) return null;
-        return { role, session: { sid: payload.jti, exp: payload.exp as number } };
+        return { ...who, session: { sid: payload.jti, exp: payload.exp as number } };
       } catch {
-        // Not signed under this role's key (or expired): try the next one.
+        // Not signed under this identity's key (or expired): try the next one.
       }
     }
     return null;
@@ -152,22 +205,22 @@ export class Sessions {
     const header = c.req.header("authorization");
     const bearer = header?.startsWith("Bearer ") ? header.slice(7).trim() : undefined;
     if (bearer) {
-      const role = roleOf(bearer, this.tokens);
-      if (role === "operator" || role === "viewer") {
+      const who = identityOf(bearer, this.tokens);
+      if (who.role === "operator" || who.role === "viewer") {
         return {
-          role,
+          ...who,
           session: { sid: `bearer:${sha256Hex(bearer)}`, exp: this.seconds() + CSRF_BEARER_TTL_S },
         };
       }
-      return { role, session: null };
+      return { ...who, session: null };
     }
     const signedIn = await this.verify(getCookie(c, SESSION_COOKIE));
     if (signedIn) return signedIn;
-    return { role: roleOf(null, this.tokens), session: null };
+    return { ...identityOf(null, this.tokens), session: null };
   }
 
   private csrfMac(who: Caller, action: string, target: string, exp: number): string {
-    const token = this.tokenOf(who.role);
+    const token = this.tokenOf(who);
     if (!token || !who.session) return "";
     return hmacSha256Hex(
       keyOf(token),

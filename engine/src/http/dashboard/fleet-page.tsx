@@ -163,11 +163,13 @@ export function FleetPage(props: {
   model: string | null;
   mark: string;
   role: Role;
+  /** The signed-in person (their own token), named in the header. */
+  person?: string | null;
   now: number;
 }) {
   const q = props.model ? `?model=${encodeURIComponent(props.model)}` : "";
   return (
-    <Layout title="Fleet" role={props.role} refreshSeconds={10}>
+    <Layout title="Fleet" role={props.role} person={props.person ?? null} refreshSeconds={10}>
       <div id="live" data-live="1" data-version={props.mark} data-events={`/fleet/events${q}`}>
         <h1>
           {props.model ? `Fleet · ${props.model}` : "Fleet"}

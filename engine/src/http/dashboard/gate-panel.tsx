@@ -6,6 +6,7 @@
  * (positive is better) over the wave's time against the margin −δ. No script draws anything.
  */
 
+import { INCONCLUSIVE_ASKS } from "../../domain/gate/decide.ts";
 import {
   type GateEvidence,
   loadQuantile,
@@ -23,7 +24,8 @@ import {
 } from "../../domain/gate/summary.ts";
 import { waveLabel } from "../../domain/gate/waves.ts";
 import { count } from "../../domain/gate/words.ts";
-import type { Release } from "../../domain/types.ts";
+import type { HistoryEntry, Release } from "../../domain/types.ts";
+import { type Promotion, promotionsByWave, promotionWords } from "../../views/promotions.ts";
 import { State } from "./layout.tsx";
 
 const W = 520;
@@ -212,9 +214,12 @@ function quantileCells(stored: StoredQuantile) {
   );
 }
 
-function OneGate(props: { release: Release; gate: GateSeries }) {
+function OneGate(props: { release: Release; gate: GateSeries; promotion: Promotion | null }) {
   const g = props.gate;
   const label = waveLabel(props.release.manifest, g.wave);
+  // Once an operator promoted past it, the gate no longer asks for a promote: it says who did.
+  const promoted = g.decision === "inconclusive" ? props.promotion : null;
+  const reason = promoted ? g.reason.replace(`; ${INCONCLUSIVE_ASKS}`, "") : g.reason;
   return (
     <div class="panel gate" data-wave={String(g.wave + 1)} data-decision={g.decision}>
       <h3 style="margin:.1rem 0 .3rem;font-size:1rem">
@@ -224,7 +229,13 @@ function OneGate(props: { release: Release; gate: GateSeries }) {
           {` · ${g.evaluations} ${g.evaluations === 1 ? "evaluation" : "evaluations"} over ${Math.round(g.elapsed_ms / 1000)} s · α ${g.alpha}${g.generation !== props.release.generation ? ` · generation ${g.generation}` : ""}`}
         </span>
       </h3>
-      <p class="gate-reason wrap">{g.reason}</p>
+      <p class="gate-reason wrap">{reason}</p>
+      {promoted ? (
+        <p class="gate-promoted wrap">
+          <strong>{`Promoted past this gate: ${promotionWords(promoted)}`}</strong>
+          {" (the operator accepted the risk of the inconclusive evidence)"}
+        </p>
+      ) : null}
       <p class="small">
         <span class="gate-arms">{armsLine(g)}</span>
         {" · "}
@@ -280,9 +291,17 @@ function OneGate(props: { release: Release; gate: GateSeries }) {
   );
 }
 
-/** Every gate of the release, oldest first; nothing when the release has no evidence. */
-export function GatePanel(props: { release: Release; evidence: readonly GateEvidence[] }) {
+/**
+ * Every gate of the release, oldest first; nothing when the release has no evidence. `history`
+ * says who promoted past an inconclusive gate.
+ */
+export function GatePanel(props: {
+  release: Release;
+  evidence: readonly GateEvidence[];
+  history: readonly HistoryEntry[];
+}) {
   const gates = gateSeries(props.evidence);
+  const promotions = promotionsByWave(props.history);
   if (gates.length === 0) return null;
   return (
     <section aria-labelledby="gates">
@@ -292,7 +311,7 @@ export function GatePanel(props: { release: Release; evidence: readonly GateEvid
         anytime-valid: looking at every evaluation does not inflate false alarms.
       </p>
       {gates.map((g) => (
-        <OneGate release={props.release} gate={g} />
+        <OneGate release={props.release} gate={g} promotion={promotions.get(g.wave) ?? null} />
       ))}
     </section>
   );

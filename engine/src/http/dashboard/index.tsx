@@ -24,7 +24,15 @@ import { lifecycleOffers, offers, planWords, rollbackWords } from "../../views/o
 import { storeUnavailable } from "../errors.ts";
 import { VERB_CALLS, type VerbBody } from "../verb-calls.ts";
 import { type ActionName, ConfirmPage, ErrorPage, LoginPage, ResultPage } from "./action-pages.tsx";
-import { type Caller, roleOf, SESSION_COOKIE, Sessions, sameOrigin } from "./auth.ts";
+import {
+  type Caller,
+  type DashboardTokens,
+  identityOf,
+  noTokens,
+  SESSION_COOKIE,
+  Sessions,
+  sameOrigin,
+} from "./auth.ts";
 import { FleetPage } from "./fleet-page.tsx";
 import { readForm } from "./form.ts";
 import { IncidentPage, IncidentsPage } from "./incidents-page.tsx";
@@ -37,7 +45,8 @@ import { StepRunPage } from "./step-run-page.tsx";
 /** What the dashboard needs from the engine. `repository` (owner/name) enables run links. */
 export interface DashboardDeps {
   api: ReleaseApi;
-  tokens: { operator?: string; viewer?: string };
+  /** The shared operator and viewer tokens, and people's own (BATON_OPERATORS). */
+  tokens: DashboardTokens;
   publicUrl: string;
   repository?: string;
   /** Clock for durations of running work (epoch ms); defaults to Date.now. */
@@ -46,7 +55,14 @@ export interface DashboardDeps {
   controlPlane?: Pick<ControlPlane, "lanes">;
 }
 
-const ACTOR = "dashboard (operator token)";
+/**
+ * Who a dashboard action is recorded as: the signed-in person (`operator:<name>`, as the API
+ * records a person's own token), or `dashboard (operator token)` for the shared token, which
+ * says nothing about who holds it.
+ */
+export function dashboardActor(who: Pick<Caller, "person">): string {
+  return who.person !== null ? `operator:${who.person}` : "dashboard (operator token)";
+}
 /** States in which something may hold a release (a gate, a pause, a verb it waits for). */
 const HELD_STATES: ReadonlySet<ReleaseState> = new Set(["running", "paused"]);
 
@@ -72,7 +88,7 @@ function num(v: string | undefined): number | undefined {
 export function dashboardApp(deps: DashboardDeps): Hono {
   const app = new Hono();
   const now = deps.now ?? Date.now;
-  const open = !deps.tokens.operator && !deps.tokens.viewer;
+  const open = noTokens(deps.tokens);
   const secure = deps.publicUrl.startsWith("https:");
   const sessions = new Sessions(deps.tokens, now);
 
@@ -86,6 +102,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           title="Store unavailable"
           message="[dashboard] the store does not answer (database down, full or closed); nothing was changed; reload in a few seconds"
           role={who.role}
+          person={who.person}
         />,
         503,
       );
@@ -101,6 +118,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
         title={status === 404 ? "Not found" : "Error"}
         message={message}
         role={who.role}
+        person={who.person}
       />,
       status,
     );
@@ -119,7 +137,14 @@ export function dashboardApp(deps: DashboardDeps): Hono {
 
   app.get("/login", async (c) => {
     const who = await sessions.caller(c);
-    return c.html(<LoginPage role={who.role} next={safeNext(c.req.query("next"))} open={open} />);
+    return c.html(
+      <LoginPage
+        role={who.role}
+        person={who.person}
+        next={safeNext(c.req.query("next"))}
+        open={open}
+      />,
+    );
   });
 
   app.post("/login", async (c) => {
@@ -127,20 +152,35 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     const read = await readForm(c);
     if (!read.ok) {
       const error = `[dashboard] sign-in refused: ${read.reason}`;
-      return c.html(<LoginPage role={who.role} next="/releases" open={open} error={error} />, 400);
+      return c.html(
+        <LoginPage
+          role={who.role}
+          person={who.person}
+          next="/releases"
+          open={open}
+          error={error}
+        />,
+        400,
+      );
     }
     const form = read.fields;
     const token = typeof form.token === "string" ? form.token.trim() : "";
     const next = safeNext(form.next);
-    const role = roleOf(token || null, deps.tokens);
-    if (!sameOrigin(c, deps.publicUrl) || (role !== "operator" && role !== "viewer")) {
+    const signer = identityOf(token || null, deps.tokens);
+    if (
+      !sameOrigin(c, deps.publicUrl) ||
+      (signer.role !== "operator" && signer.role !== "viewer")
+    ) {
       const error = open
         ? "[dashboard] no tokens are configured, so there is nothing to sign in with"
-        : "[dashboard] that token is neither the operator nor the viewer token; check BATON_OPERATOR_TOKEN / BATON_VIEWER_TOKEN";
-      return c.html(<LoginPage role={who.role} next={next} open={open} error={error} />, 401);
+        : "[dashboard] that token is not your own (BATON_OPERATORS), the operator or the viewer token; check BATON_OPERATORS / BATON_OPERATOR_TOKEN / BATON_VIEWER_TOKEN";
+      return c.html(
+        <LoginPage role={who.role} person={who.person} next={next} open={open} error={error} />,
+        401,
+      );
     }
-    // The cookie holds a signed session (role, random id, expiry), never the token itself.
-    const session = await sessions.issue(role);
+    // The cookie holds a signed session (role, person, random id, expiry), never the token.
+    const session = await sessions.issue(signer);
     setCookie(c, SESSION_COOKIE, session.value, {
       httpOnly: true,
       sameSite: "Strict",
@@ -165,7 +205,10 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     const s = c.req.query("state");
     if (s && !RELEASE_STATES.includes(s as ReleaseState)) {
       const msg = `[dashboard] state "${s}" is not a release state; use one of ${RELEASE_STATES.join(", ")}`;
-      return c.html(<ErrorPage title="Bad filter" message={msg} role={who.role} />, 400);
+      return c.html(
+        <ErrorPage title="Bad filter" message={msg} role={who.role} person={who.person} />,
+        400,
+      );
     }
     const state = (s || undefined) as ReleaseState | undefined;
     const before = int(c.req.query("before"));
@@ -188,6 +231,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           state={state}
           before={before}
           role={who.role}
+          person={who.person}
           now={now()}
         />,
       );
@@ -235,6 +279,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           model={model}
           mark={fleet.mark}
           role={who.role}
+          person={who.person}
           now={now()}
         />,
       );
@@ -287,6 +332,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           rollbackTo={rollbackTo}
           supersededBy={supersededBy}
           role={who.role}
+          person={who.person}
           now={now()}
           repository={deps.repository}
           events={{
@@ -343,6 +389,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           results={record.attempt_results.filter((a) => a.step_run_id === run.id)}
           attempt={int(c.req.query("attempt"))}
           role={who.role}
+          person={who.person}
           repository={deps.repository}
           now={now()}
         />,
@@ -409,6 +456,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           back={back}
           csrf={sessions.csrfToken(who, action, target)}
           role={who.role}
+          person={who.person}
           state={state}
           lanes={release.manifest.lanes.map((l) => l.id)}
           offered={offered}
@@ -448,6 +496,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           state={null}
           back={back}
           role={who.role}
+          person={who.person}
         />,
         status,
       );
@@ -526,11 +575,12 @@ export function dashboardApp(deps: DashboardDeps): Hono {
             state={null}
             back={`${back}/abort`}
             role={who.role}
+            person={who.person}
           />,
           422,
         );
       }
-      res = await VERB_CALLS[action](deps.api, target, ACTOR, body);
+      res = await VERB_CALLS[action](deps.api, target, dashboardActor(who), body);
       // A verb that starts a new release (rollback): the new release is the one to look at.
       if (res.ok && VERBS[action].status === 201) releaseId = res.release.id;
     } catch (err) {
@@ -546,6 +596,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
           state={null}
           back={back}
           role={who.role}
+          person={who.person}
         />,
         res.status,
       );
@@ -563,6 +614,7 @@ export function dashboardApp(deps: DashboardDeps): Hono {
         state={res.release.state}
         back={`/releases/${releaseId}`}
         role={who.role}
+        person={who.person}
       />,
     );
   };

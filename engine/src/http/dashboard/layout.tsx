@@ -18,6 +18,8 @@ const ROLE_WORDS: Record<Role, string> = {
 export function Layout(props: {
   title: string;
   role: Role;
+  /** The signed-in person (their own token): the header says `signed in as <name>`. */
+  person?: string | null;
   refreshSeconds?: number;
   children?: Child;
 }) {
@@ -43,7 +45,7 @@ export function Layout(props: {
             <a href="/incidents">Incidents</a>
           </nav>
           <span class="who">
-            {ROLE_WORDS[props.role]}
+            {props.person ? `signed in as ${props.person} (operator)` : ROLE_WORDS[props.role]}
             {props.role === "operator" || props.role === "viewer" ? (
               <form method="post" action="/logout" style="display:inline;margin-left:.6rem">
                 <button type="submit">Sign out</button>

@@ -37,6 +37,8 @@ export const TIMELINE_PAGE = 100;
 export interface ReleasePageProps {
   record: ReleaseRecord;
   role: Role;
+  /** The signed-in person (their own token), named in the header. */
+  person?: string | null;
   now: number;
   repository: string | undefined;
   /** Timeline offset from the newest event, and which events to show. */
@@ -498,7 +500,12 @@ export function ReleasePage(props: ReleasePageProps) {
   const live = !TERMINAL_RELEASE_STATES.has(r.state);
   const facts = summarize(r, props.record.history, props.record.attempt_results);
   return (
-    <Layout title={`Release ${r.id}`} role={props.role} refreshSeconds={live ? 10 : undefined}>
+    <Layout
+      title={`Release ${r.id}`}
+      role={props.role}
+      person={props.person ?? null}
+      refreshSeconds={live ? 10 : undefined}
+    >
       <div
         id="live"
         data-release={r.id}
@@ -530,7 +537,11 @@ export function ReleasePage(props: ReleasePageProps) {
           />
         </div>
         <div id="part-gates" data-part>
-          <GatePanel release={r} evidence={props.record.gate_evidence ?? []} />
+          <GatePanel
+            release={r}
+            evidence={props.record.gate_evidence ?? []}
+            history={props.record.history}
+          />
         </div>
         <h2 id="steps">Steps</h2>
         <div id="part-steps" data-part>

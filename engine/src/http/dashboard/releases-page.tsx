@@ -22,6 +22,8 @@ export function ReleasesPage(props: {
   state: ReleaseState | undefined;
   before: number | undefined;
   role: Role;
+  /** The signed-in person (their own token), named in the header. */
+  person?: string | null;
   now: number;
 }) {
   const rows = props.rows.slice(0, PAGE_SIZE);
@@ -35,7 +37,7 @@ export function ReleasesPage(props: {
     return s ? `/releases?${s}` : "/releases";
   };
   return (
-    <Layout title="Releases" role={props.role}>
+    <Layout title="Releases" role={props.role} person={props.person ?? null}>
       <h1>Releases</h1>
       <form method="get" action="/releases" class="bar">
         <label for="state">Filter by state</label>

@@ -23,6 +23,8 @@ export interface StepRunPageProps {
   /** Attempt asked for with `?attempt=`, if any. */
   attempt: number | undefined;
   role: Role;
+  /** The signed-in person (their own token), named in the header. */
+  person?: string | null;
   repository: string | undefined;
   now: number;
 }
@@ -140,7 +142,7 @@ export function StepRunPage(props: StepRunPageProps) {
   // Only what the engine would accept now for this step run (the domain's own list).
   const exits = availableActions(r).filter((a) => a.target === run.id);
   return (
-    <Layout title={`Step run ${run.id}`} role={props.role}>
+    <Layout title={`Step run ${run.id}`} role={props.role} person={props.person ?? null}>
       <p class="small">
         <a href={`/releases/${r.id}`}>{`← Release ${r.id}`}</a> <State state={r.state} />
       </p>

@@ -28,8 +28,8 @@ export class OperatorVerbs {
   }
 
   /** Resumes a paused release; a release held `pending` (created with `hold`) starts. */
-  resume(id: string, actor: string): Promise<Accepted | Refusal> {
-    return this.operator(id, { type: "resume", actor });
+  resume(id: string, actor: string, reason = ""): Promise<Accepted | Refusal> {
+    return this.operator(id, { type: "resume", actor, reason });
   }
 
   /** An operator pauses a running release (docs/lifecycle.md "Pause and resume"). */
@@ -59,8 +59,8 @@ export class OperatorVerbs {
    * Reads the lanes again and judges them (docs/lifecycle.md "Recovery verification"): an undo
    * whose verification failed, or a succeeded or rolled_back release.
    */
-  verify(id: string, actor: string): Promise<Accepted | Refusal> {
-    return this.operator(id, { type: "verify", actor });
+  verify(id: string, actor: string, reason = ""): Promise<Accepted | Refusal> {
+    return this.operator(id, { type: "verify", actor, reason });
   }
 
   /** needs_operator: the operator did this backward step run's effect by hand. */
@@ -80,10 +80,10 @@ export class OperatorVerbs {
     return this.operator(id, { type: "abandon", actor, reason, lanes });
   }
 
-  async retry(stepRunId: string, actor: string): Promise<Accepted | Refusal> {
+  async retry(stepRunId: string, actor: string, reason = ""): Promise<Accepted | Refusal> {
     const id = releaseIdOfStepRun(stepRunId);
     if (!id) return notFound(`[engine] step run ${stepRunId} does not exist`);
-    return this.operator(id, { type: "retry", actor, step_run_id: stepRunId });
+    return this.operator(id, { type: "retry", actor, step_run_id: stepRunId, reason });
   }
 
   private async operator(id: string, ev: ReleaseEvent): Promise<Accepted | Refusal> {

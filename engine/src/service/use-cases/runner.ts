@@ -70,6 +70,7 @@ export class RunnerProtocol {
         ...withFailingCheck(body.overall, body.checks),
         ...(reportedImages(body.checks).length > 0 ? { images: reportedImages(body.checks) } : {}),
         ...(probe ? { probe_checks: probe.checks } : {}),
+        ...runByOf(body),
       },
       {
         beforeCommit: () => faultPoint("in_callback_before_commit", { step_run_id: stepRunId }),
@@ -201,4 +202,13 @@ function withFailingCheck(
 ): { failing_check?: FailingCheck } {
   const c = failingCheckOf(overall, checks);
   return c ? { failing_check: storableValue(c) } : {};
+}
+
+/** Who ran the attempt, as the callback says (`{}` when it names nobody). */
+function runByOf(body: CallbackBody): { run_by?: { actor?: string; triggering_actor?: string } } {
+  const run_by = {
+    ...(body.actor ? { actor: body.actor } : {}),
+    ...(body.triggering_actor ? { triggering_actor: body.triggering_actor } : {}),
+  };
+  return Object.keys(run_by).length > 0 ? { run_by } : {};
 }
