@@ -63,6 +63,7 @@ export class PostgresStore extends KyselyStore {
   }
 
   async migrate(): Promise<void> {
+    if (await this.migrated()) return;
     const db = this.live();
     let current = "(setup)";
     try {
@@ -92,6 +93,29 @@ export class PostgresStore extends KyselyStore {
         );
       }
       throw migrationFailed(current, err);
+    }
+  }
+
+  /**
+   * One read, no transaction or lock: true when every migration is applied already (the usual
+   * case for each new serverless isolate's first event, whose round trips it saves). Migrations
+   * are only ever added, so a set found complete stays complete. False on any error (no
+   * migration table or schema yet, database down): `migrate` then takes the locked path, which
+   * creates them or reports the error.
+   */
+  private async migrated(): Promise<boolean> {
+    try {
+      const { rows } = await sql<{ name: string }>`SELECT name FROM baton_migration`.execute(
+        this.live(),
+      );
+      return (
+        pending(
+          postgresMigrations,
+          rows.map((r) => r.name),
+        ).length === 0
+      );
+    } catch {
+      return false;
     }
   }
 
