@@ -63,10 +63,10 @@ export class PostgresStore extends KyselyStore {
   }
 
   async migrate(): Promise<void> {
-    if (await this.migrated()) return;
     const db = this.live();
     let current = "(setup)";
     try {
+      if (await this.migrated()) return;
       await db.transaction().execute(async (tx) => {
         // Engines starting together wait here instead of racing (one lock for the database:
         // migrations are rare and short).
@@ -99,9 +99,9 @@ export class PostgresStore extends KyselyStore {
   /**
    * One read, no transaction or lock: true when every migration is applied already (the usual
    * case for each new serverless isolate's first event, whose round trips it saves). Migrations
-   * are only ever added, so a set found complete stays complete. False on any error (no
-   * migration table or schema yet, database down): `migrate` then takes the locked path, which
-   * creates them or reports the error.
+   * are only ever added, so a set found complete stays complete. False when there is no
+   * migration table yet (`migrate` then takes the locked path, which creates it); any other error
+   * (database down) is thrown, so a dead database fails once, within one timeout, not twice.
    */
   private async migrated(): Promise<boolean> {
     try {
@@ -114,8 +114,11 @@ export class PostgresStore extends KyselyStore {
           rows.map((r) => r.name),
         ).length === 0
       );
-    } catch {
-      return false;
+    } catch (err) {
+      // undefined_table (none on the search path), invalid_schema_name
+      const code = (err as { code?: unknown }).code;
+      if (code === "42P01" || code === "3F000") return false;
+      throw err;
     }
   }
 
