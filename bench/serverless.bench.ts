@@ -12,7 +12,7 @@
  *   (test/support/workerd-loader.ts), timed by this process from sending the request that
  *   creates the isolate to the whole `/healthz` 200 read: the hop through the loader Worker,
  *   compiling and evaluating the bundle, the first event's store work (a Postgres connection
- *   over loopback TCP and the per-isolate migration check against the already migrated
+ *   over loopback TCP and the per-isolate migration check, one read on the already migrated
  *   database) and the answer. Median of ISOLATES fresh isolates. Its parts, same clock:
  *   `isolate_warm_request_ms`: the same request again on each loaded isolate (the hop, a new
  *   connection and pool as every event opens, no migration check);

@@ -1,6 +1,7 @@
 /**
  * The work-count budgets' file (`bench/budgets.json`) and the comparison the check makes.
  */
+import type { PageWork } from "./dashboard-work.ts";
 import type { CallbackWork, StoreKind, WorkRun } from "./work-budget.ts";
 
 /** `bench/budgets.json`: per store, the most work per callback allowed, and why. */
@@ -18,6 +19,8 @@ export interface Budgets {
       callback_ratio: number | null;
     }
   >;
+  /** The most work per dashboard release page (bench/support/dashboard-work.ts). */
+  dashboard: { reason: string; per_page: PageWork };
 }
 
 /** One sentence per count of `run` above its budget (none: within budget). */
@@ -35,4 +38,13 @@ export function overBudget(run: WorkRun, budgets: Budgets): string[] {
     );
   }
   return out;
+}
+
+/** One sentence per dashboard count above its budget (none: within budget). */
+export function dashboardOverBudget(work: PageWork, budgets: Budgets): string[] {
+  const b = budgets.dashboard?.per_page;
+  if (!b) return ["no dashboard budget in bench/budgets.json"];
+  return (Object.entries(b) as [keyof PageWork, number][])
+    .filter(([k, limit]) => work[k] > limit)
+    .map(([k, limit]) => `dashboard: ${k} per release page ${work[k]} > budget ${limit}`);
 }

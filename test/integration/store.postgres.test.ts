@@ -4,7 +4,7 @@
  * Without the variable the suite is skipped with a message, unless CI=true (then it fails).
  */
 import pg from "pg";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { postgresMigrations } from "../../engine/src/adapters/postgres/migrations.ts";
 import { openPostgresStore } from "../../engine/src/adapters/postgres/postgres-store.ts";
 import { openStore } from "../../engine/src/adapters/store-factory.ts";
@@ -78,6 +78,25 @@ if (!url) {
         );
       } finally {
         for (const s of stores) await s.close();
+        await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      }
+    });
+
+    it("migrating an up-to-date schema is one read: no transaction, no lock", async () => {
+      const schema = testSchemaName();
+      const store = openPostgresStore({ connectionString, schema, max: 1 });
+      const query = vi.spyOn(pg.Client.prototype, "query");
+      try {
+        await store.migrate();
+        expect(query.mock.calls.length).toBeGreaterThan(3); // the locked path, creating it all
+        query.mockClear();
+        await store.migrate();
+        expect(
+          query.mock.calls.map((c) => String((c[0] as { text?: string }).text ?? c[0])),
+        ).toEqual([expect.stringMatching(/^select name from baton_migration$/i)]);
+      } finally {
+        query.mockRestore();
+        await store.close();
         await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       }
     });

@@ -69,7 +69,39 @@ export function newRelease(
  * naming a step the manifest does not have).
  */
 export function transition(release: Release, event: ReleaseEvent, now: number): TransitionResult {
-  const d = new Draft(release, event, now);
+  return run(new Draft(release, event, now));
+}
+
+/**
+ * Whether `transition(release, event, now)` would accept `event` and change the release, asked
+ * of `frozen` (`frozenProbeCopy(release)`) in place, without copying: handlers check their
+ * guards before they write, so a refusal or a repeat returns as it would on a copy, and the
+ * first write into the frozen copy (a `TypeError`) means the event is accepted. Any other
+ * error falls back to `transition` on a copy, which throws it as it would have.
+ */
+export function wouldChange(
+  release: Release,
+  frozen: Readonly<Release>,
+  event: ReleaseEvent,
+  now: number,
+): boolean {
+  try {
+    const res = run(new Draft(frozen, event, now, true));
+    return res.ok && res.changed;
+  } catch (err) {
+    if (err instanceof TypeError && FROZEN_WRITE.test(err.message)) return true;
+    const res = transition(release, event, now);
+    return res.ok && res.changed;
+  }
+}
+
+/** V8's messages for a write into a frozen object or array (strict mode). */
+const FROZEN_WRITE =
+  /read only property|object is not extensible|Cannot add property|Cannot delete property/;
+
+function run(d: Draft): TransitionResult {
+  const release = d.original as Release;
+  const { event, now } = d;
   const refusal = route(d);
   if (refusal) {
     return {

@@ -10,6 +10,7 @@ import { stepWords } from "../domain/step-words.ts";
 import {
   type AvailableAction,
   availableActions,
+  Probe,
   verifyAction,
 } from "../domain/transition/exits.ts";
 import { type PlannedStep, planOf } from "../domain/transition/plan.ts";
@@ -76,8 +77,9 @@ export function offers(r: Release): Offer[] {
     const step = sr ? steps[sr.step_index] : undefined;
     return { sr, words: step ? stepWords(step) : target };
   };
-  const closedVerify = isClosed(r) ? verifyAction(r) : null;
-  return [...availableActions(r), ...(closedVerify ? [closedVerify] : [])]
+  const probe = new Probe(r);
+  const closedVerify = isClosed(r) ? verifyAction(r, probe) : null;
+  return [...availableActions(r, probe), ...(closedVerify ? [closedVerify] : [])]
     .sort((a, b) => ORDER[a.action] - ORDER[b.action])
     .map((a): Offer => {
       const { sr, words } = where(a.target);

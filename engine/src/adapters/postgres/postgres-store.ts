@@ -66,6 +66,7 @@ export class PostgresStore extends KyselyStore {
     const db = this.live();
     let current = "(setup)";
     try {
+      if (await this.migrated()) return;
       await db.transaction().execute(async (tx) => {
         // Engines starting together wait here instead of racing (one lock for the database:
         // migrations are rare and short).
@@ -92,6 +93,32 @@ export class PostgresStore extends KyselyStore {
         );
       }
       throw migrationFailed(current, err);
+    }
+  }
+
+  /**
+   * One read, no transaction or lock: true when every migration is applied already (the usual
+   * case for each new serverless isolate's first event, whose round trips it saves). Migrations
+   * are only ever added, so a set found complete stays complete. False when there is no
+   * migration table yet (`migrate` then takes the locked path, which creates it); any other error
+   * (database down) is thrown, so a dead database fails once, within one timeout, not twice.
+   */
+  private async migrated(): Promise<boolean> {
+    try {
+      const { rows } = await sql<{ name: string }>`SELECT name FROM baton_migration`.execute(
+        this.live(),
+      );
+      return (
+        pending(
+          postgresMigrations,
+          rows.map((r) => r.name),
+        ).length === 0
+      );
+    } catch (err) {
+      // undefined_table (none on the search path), invalid_schema_name
+      const code = (err as { code?: unknown }).code;
+      if (code === "42P01" || code === "3F000") return false;
+      throw err;
     }
   }
 

@@ -34,12 +34,17 @@ export class Draft {
   /** Set by `accept`: the release changed and must be written. */
   changed = false;
 
+  /**
+   * `inPlace`: handlers work on `original` itself, which must then be a deep-frozen probe copy
+   * (`frozenProbeCopy`): the first write into it throws a `TypeError` (exits.ts `Probe`).
+   */
   constructor(
     readonly original: Readonly<Release>,
     readonly event: ReleaseEvent,
     readonly now: number,
+    inPlace = false,
   ) {
-    this.release = draftCopy(original);
+    this.release = inPlace ? (original as Release) : draftCopy(original);
   }
 
   /** Records an accepted change; `message` must start with `[engine]`. */
@@ -103,6 +108,23 @@ function draftCopy(original: Readonly<Release>): Release {
   out.manifest = original.manifest;
   if (countingWork()) countDeepCopy(count.nodes);
   return out as unknown as Release;
+}
+
+/**
+ * A copy of `release` for probing (`Draft` with `inPlace`): the draft's copy with every copied
+ * part deep-frozen, so a handler's first write into it throws instead of changing it. The
+ * `SHARED` parts stay the caller's, unfrozen (handlers never write into them, as with any draft).
+ */
+export function frozenProbeCopy(release: Readonly<Release>): Readonly<Release> {
+  const copy = draftCopy(release) as unknown as Record<string, unknown>;
+  for (const k of Object.keys(copy)) if (!SHARED.has(k)) deepFreeze(copy[k]);
+  return Object.freeze(copy) as unknown as Release;
+}
+
+function deepFreeze(v: unknown): void {
+  if (v === null || typeof v !== "object") return;
+  Object.freeze(v);
+  for (const k of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[k]);
 }
 
 /** A deep copy of plain JSON data (objects, arrays, primitives); counts what it allocates. */

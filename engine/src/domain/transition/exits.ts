@@ -4,9 +4,10 @@
  * accept are offered. The API (`GET /v1/releases/:id` → `available_actions`), the CLI
  * (`baton status` suggestions) and the dashboard (buttons) show exactly this list.
  */
-import { transition } from "../transition.ts";
+import { transition, wouldChange } from "../transition.ts";
 import type { Release, ReleaseEvent } from "../types.ts";
 import { suggestedCommand, type VerbName } from "../verbs.ts";
+import { frozenProbeCopy } from "./draft.ts";
 import { guards } from "./guards.ts";
 import { holdWords } from "./holds.ts";
 import { LANE_RUNS_NOTHING } from "./operator.ts";
@@ -36,6 +37,22 @@ export interface AvailableAction {
 /** Placeholders only for probing; never stored (the probe's result is thrown away). */
 const PROBE_ACTOR = "probe";
 const PROBE_REASON = "probe";
+
+/**
+ * Asks `transition` which events one release would accept (each answer as `transition` gives
+ * it, the result discarded), copying the release once for all the questions instead of once
+ * per question (`wouldChange` runs each probe in place on one deep-frozen copy).
+ */
+export class Probe {
+  private frozen: Readonly<Release> | null = null;
+  constructor(readonly release: Release) {}
+
+  /** True when `transition(release, event, release.updated_at)` would accept and change it. */
+  accepts(event: ReleaseEvent): boolean {
+    this.frozen ??= frozenProbeCopy(this.release);
+    return wouldChange(this.release, this.frozen, event, this.release.updated_at);
+  }
+}
 
 /**
  * What `resume` does to `release` now, in one sentence, read from what the transition itself
@@ -77,9 +94,11 @@ export function resumeEffect(release: Release): string {
  * after an undo whose verification failed (an exit of `needs_operator`), and on a `succeeded`
  * or `rolled_back` release, where it records a new verification and changes no state.
  */
-export function verifyAction(release: Release): AvailableAction | null {
-  const res = transition(release, { type: "verify", actor: PROBE_ACTOR }, release.updated_at);
-  if (!res.ok || !res.changed) return null;
+export function verifyAction(
+  release: Release,
+  probe: Probe = new Probe(release),
+): AvailableAction | null {
+  if (!probe.accepts({ type: "verify", actor: PROBE_ACTOR })) return null;
   const effect =
     release.state === "succeeded"
       ? "reads every lane and its machine against the manifest's end state and records it; the state stays"
@@ -101,12 +120,12 @@ export function verifyAction(release: Release): AvailableAction | null {
  * `verifyAction`). A `running` or `compensating` release also moves on by itself (deadlines
  * bound every step run and every verification read).
  */
-export function availableActions(release: Release): AvailableAction[] {
-  const now = release.updated_at;
-  const accepts = (e: ReleaseEvent) => {
-    const res = transition(release, e, now);
-    return res.ok && res.changed;
-  };
+export function availableActions(
+  release: Release,
+  probe: Probe = new Probe(release),
+): AvailableAction[] {
+  if (probe.release !== release) throw new Error("[engine] a Probe answers for its own release");
+  const accepts = (e: ReleaseEvent) => probe.accepts(e);
   const id = release.id;
   const out: AvailableAction[] = [];
   if (accepts({ type: "resume", actor: PROBE_ACTOR })) {
@@ -161,8 +180,7 @@ export function availableActions(release: Release): AvailableAction[] {
   }
   for (const sr of release.step_runs) {
     // Retry and resolve are accepted only for the step run at the cursor (guards.isCurrent is
-    // part of both guards): probing the others would clone the release once per step run
-    // for nothing (quadratic in step runs on a long release's page).
+    // part of both guards): probing the others would cost a walk per step run for nothing.
     if (sr.step_index !== release.cursor) continue;
     if (accepts({ type: "retry", actor: PROBE_ACTOR, step_run_id: sr.id })) {
       out.push({
@@ -210,7 +228,7 @@ export function availableActions(release: Release): AvailableAction[] {
       command: suggestedCommand("confirm_restore", { target: id }),
     });
   }
-  const verify = guards.isTerminal(release) ? null : verifyAction(release);
+  const verify = guards.isTerminal(release) ? null : verifyAction(release, probe);
   if (verify) out.push(verify);
   const lanes = release.manifest.lanes.map((l) => l.id);
   const confirmAll = Object.fromEntries(lanes.map((l) => [l, LANE_RUNS_NOTHING]));
