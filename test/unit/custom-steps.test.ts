@@ -122,6 +122,15 @@ describe("custom steps: the contract check refuses", () => {
     ).toContain("Add 2 to `placement.waves`");
   });
 
+  it("inputs too large for a dispatch payload, naming the field", () => {
+    const inputs = Object.fromEntries(
+      Array.from({ length: 20 }, (_, k) => [`part_${k}`, "x".repeat(1000)]),
+    );
+    const p = problemAt(withSteps({ ...warm, inputs }), "custom_steps.0.inputs");
+    expect(p.message).toContain("64 KiB");
+    expect(p.fix).toContain("16384 bytes");
+  });
+
   it("an irreversible step with a backward tool, or with a reversible recovery class", () => {
     expect(
       problemAt(withSteps({ ...warm, irreversible: true }), "custom_steps.0.irreversible").fix,

@@ -65,6 +65,12 @@ function allowlistFix(tool: string): string {
   return `Use an allowlisted tool (${TOOL_ALLOWLIST.join(", ")}), or add \`${tool}\` to scripts/release/allowlist.json and TOOL_ALLOWLIST after review.`;
 }
 
+/**
+ * Largest `inputs` JSON (bytes, UTF-8) of one custom step: a quarter of GitHub's 64 KiB
+ * `client_payload`, leaving the lane, the images and the envelope ample room.
+ */
+export const MAX_INPUTS_BYTES = 16_384;
+
 /** The drained placements, for a fix text. */
 const DRAINED_FORMS =
   "between exclude_lane and include_lane, e.g. `placement: {after: exclude_lane}` or `placement: {before: include_lane}`";
@@ -147,6 +153,15 @@ export function customStepProblems(input: unknown): Problem[] {
         path: `${at}.irreversible`,
         message: `irreversible custom step \`${name}\` makes the release roll forward only once it may have taken effect, but recovery_class is ${cls}`,
         fix: `Set \`recovery_class: roll_forward_only\` (or leave it out), or give \`${name}\` a backward tool instead of \`irreversible: true\`.`,
+      });
+    }
+    const inputs = obj(c.inputs);
+    const size = inputs ? new TextEncoder().encode(JSON.stringify(inputs)).length : 0;
+    if (size > MAX_INPUTS_BYTES) {
+      problems.push({
+        path: `${at}.inputs`,
+        message: `the inputs of custom step \`${name}\` are ${size} bytes of JSON; every run of the step carries them in its dispatch payload, which GitHub caps at 64 KiB`,
+        fix: `Keep \`inputs\` under ${MAX_INPUTS_BYTES} bytes: pass a reference (a path, a URL, a key) to larger data instead of the data.`,
       });
     }
     const placement = obj(c.placement);
