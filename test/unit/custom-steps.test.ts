@@ -9,6 +9,7 @@ import { checkStepTable } from "../../engine/src/domain/contract-check.ts";
 import type { Problem } from "../../engine/src/domain/errors.ts";
 import { Recipe, type RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { manifestDigest } from "../../engine/src/recipes/digest.ts";
+import { stepAction } from "../../engine/src/views/summary.ts";
 import { goodRecipe } from "./recipe-fixture.ts";
 
 type CustomInput = NonNullable<RecipeInput["custom_steps"]>[number];
@@ -207,6 +208,9 @@ describe("custom steps: the compiled table", () => {
     expect(row.forward.kind === "runner" && (row.forward.args.lane as { id: string }).id).toBe(
       "lane-b",
     );
+    // The dashboard and the CLI name it with the lane it runs for, both ways.
+    expect(stepAction(row)).toBe("register discovery · lane-b");
+    expect(stepAction(row, "bwd")).toBe("undo register discovery · lane-b");
   });
 
   it("is part of the manifest's digest; recipes without custom steps keep theirs", () => {
