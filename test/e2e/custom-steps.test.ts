@@ -121,8 +121,8 @@ describeInProcess(
             expect.objectContaining({ direction: "bwd" }),
           ]);
         const page = await (await e.api(`/releases/${id}`)).text();
-        expect(page).toContain(`undo warm cache · ${a}`);
-        expect(page).toContain(`undo register discovery · ${a}`);
+        expect(page).toContain(`warm cache · ${a}`);
+        expect(page).toContain(`register discovery · ${a}`);
         const status = await baton(["status", id], {
           BATON_ENGINE_URL: e.url(),
           BATON_TOKEN: e.operatorToken,
