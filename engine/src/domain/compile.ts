@@ -5,7 +5,8 @@
  * Table per wave (docs/recipes.md): drain_wave (the wave's lanes to weight 0, their share to
  * lanes of the same image), then for each lane of the wave the catalogue's lane rows in order
  * (exclude_lane, attach_queue_lane, assert_smoke_passed, advertise_capabilities,
- * include_lane); then the wave rows (set_traffic(p), assert_traffic_observed(p)).
+ * include_lane); then the wave rows (set_traffic(p), assert_traffic_observed(p)). A recipe's
+ * custom steps go right before or after the built-in step they are placed by.
  *
  * Traffic follows the exposure rule (docs/state-machine.md "Exposure"): per-version groups,
  * the candidate group carries the percent in force, the baseline group the rest, lanes out of
@@ -21,9 +22,11 @@ import {
   type TrafficState,
 } from "./catalogue.ts";
 import { checkRecipe, checkStepTable } from "./contract-check.ts";
+import { customStepRow, customStepsAt } from "./custom-steps.ts";
 import { BatonError, type Problem } from "./errors.ts";
 import { analysisForWave } from "./gate/analysis.ts";
 import {
+  type CustomStepAnchor,
   DEFAULT_CONTROL_PLANE_RETRIES,
   DEFAULT_RUNNER_RETRIES,
   type Recipe,
@@ -150,6 +153,19 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
       weights: groupWeights(lanes, groupAfter, wave.traffic),
     };
     const common = { image: r.image, previous_image: r.previous_image };
+    // Custom steps placed right before or after a built-in step: in the lane's block when
+    // placed by a lane step, else one wave row per lane of the wave (docs/recipes.md).
+    const custom = (position: "before" | "after", anchor: CustomStepAnchor, only?: string) => {
+      for (const id of only === undefined ? wave.lanes : [only]) {
+        const lane = byId.get(id);
+        if (!lane) continue;
+        for (const c of customStepsAt(r, position, anchor, w, id)) {
+          const restore = baselineOf(id).image ?? r.previous_image;
+          steps.push(customStepRow(r, c, lane, restore, w, steps.length, only !== undefined));
+        }
+      }
+    };
+    custom("before", "drain_wave");
     for (const row of CATALOGUE.filter((c) => c.scope === "wave_start" && !outage)) {
       const ctx = {
         ...common,
@@ -160,6 +176,7 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
       };
       steps.push(makeStep(r, row, ctx, w, steps.length));
     }
+    custom("after", "drain_wave");
     for (const id of wave.lanes) {
       for (const row of CATALOGUE.filter((c) => c.scope === "lane")) {
         const ctx = {
@@ -169,12 +186,16 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
           traffic,
           previous_traffic: drain,
         };
+        custom("before", row.name as CustomStepAnchor, id);
         steps.push(makeStep(r, row, ctx, w, steps.length));
+        custom("after", row.name as CustomStepAnchor, id);
       }
     }
     for (const row of CATALOGUE.filter((c) => c.scope === "wave")) {
       const ctx = { ...common, lane: null, baseline: null, traffic, previous_traffic: drain };
+      custom("before", row.name as CustomStepAnchor);
       steps.push(makeStep(r, row, ctx, w, steps.length));
+      custom("after", row.name as CustomStepAnchor);
     }
     // A gated wave's checks run once its exposure is observed, before its gate is held: one
     // step per check and lane, wave-scoped in the table (the lane is in the action).
@@ -219,8 +240,13 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
   planProblems.push(...domainsBlocked(r, lanes, outAtStart, parallel));
   if (planProblems.length > 0) throw contractFailed(planProblems);
 
-  const unsafeAfter = unsafeAfterIndex(r, steps);
-  if (typeof unsafeAfter !== "number" && unsafeAfter !== null) throw contractFailed([unsafeAfter]);
+  const declared = unsafeAfterIndex(r, steps);
+  if (typeof declared !== "number" && declared !== null) throw contractFailed([declared]);
+  // An irreversible custom step is a recovery boundary of its own: the earliest boundary wins.
+  const boundary = steps.find((s) => s.custom?.irreversible)?.index ?? null;
+  const unsafeAfter =
+    declared === null ? boundary : boundary === null ? declared : Math.min(declared, boundary);
+  const recoveryClass = r.recovery_class ?? (boundary !== null ? "roll_forward_only" : undefined);
 
   const tableProblems = checkStepTable(steps);
   if (tableProblems.length > 0) throw contractFailed(tableProblems);
@@ -258,10 +284,10 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     ...(r.environment ? { environment: r.environment } : {}),
     // Only when the recipe declares its recovery class: absent means reversible, and the
     // manifests (and digests) of recipes that declare none are unchanged.
-    ...(r.recovery_class
+    ...(recoveryClass
       ? {
           recovery: {
-            class: r.recovery_class,
+            class: recoveryClass,
             ...(unsafeAfter !== null ? { unsafe_after: unsafeAfter } : {}),
             ...(r.restore !== undefined ? { restore: r.restore } : {}),
           },

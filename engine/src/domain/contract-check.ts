@@ -8,6 +8,7 @@ import { LaneId } from "../protocol/fields.ts";
 import { GITHUB_DISPATCH_LIMITS } from "../protocol/messages.ts";
 import { analysisProblems } from "./analysis-check.ts";
 import { CATALOGUE, runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
+import { customStepProblems, hasIrreversibleCustomStep } from "./custom-steps.ts";
 import type { Problem } from "./errors.ts";
 import { Recipe } from "./recipe.ts";
 import { schemaProblems } from "./schema-problems.ts";
@@ -42,6 +43,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     ...schema,
     ...crossFieldProblems(input),
     ...recoveryProblems(input),
+    ...customStepProblems(input),
     ...analysisProblems(input),
     ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),
   ];
@@ -160,7 +162,12 @@ function recoveryProblems(input: unknown): Problem[] {
   const problems: Problem[] = [];
   const cls = root.recovery_class;
   const after = obj(root.unsafe_after);
-  if (cls === "roll_forward_only" && root.unsafe_after === undefined) {
+  // An irreversible custom step is a roll-forward point of its own: unsafe_after is optional.
+  if (
+    cls === "roll_forward_only" &&
+    root.unsafe_after === undefined &&
+    !hasIrreversibleCustomStep(input)
+  ) {
     problems.push({
       path: "unsafe_after",
       message: "recovery_class roll_forward_only needs the step after which rollback is unsafe",
@@ -439,7 +446,8 @@ const ROWS = new Map(CATALOGUE.map((r) => [r.name, r]));
 
 /**
  * Checks a compiled step table (also used on hand-made tables in tests): indexes in order,
- * catalogue names, every mutating step has a backward step and no assertion has one, runner
+ * catalogue names (or a recipe's custom step), every mutating step has a backward step unless it
+ * is an irreversible custom step, and no assertion has one, runner
  * tools in `allowlist`, and unique operation keys (`{step}:{direction}:{target}`; the release
  * part is the same for the whole table). Returns every problem; paths are `steps.<i>.<field>`.
  */
@@ -496,7 +504,9 @@ export function checkStepTable(
       });
     }
     const row = ROWS.get(step.name as never);
-    if (!row) {
+    // A recipe's custom step (docs/recipes.md "Custom steps") is named by the recipe.
+    const custom = step.custom !== undefined;
+    if (!row && !custom) {
       problems.push({
         path: `steps.${i}.name`,
         message: `step \`${step.name}\` is not in the catalogue`,
@@ -511,7 +521,21 @@ export function checkStepTable(
       });
     }
     const assertion = step.name.startsWith("assert_");
-    if (!assertion && step.backward === null) {
+    if (custom && step.kind !== "runner") {
+      problems.push({
+        path: `steps.${i}.kind`,
+        message: `custom step ${i + 1} (\`${step.name}\`) is not a runner step`,
+        fix: "Custom steps run allowlisted runner tools; recompile the recipe rather than editing a manifest.",
+      });
+    }
+    if (custom && step.custom?.irreversible === true && step.backward !== null) {
+      problems.push({
+        path: `steps.${i}.backward`,
+        message: `irreversible custom step ${i + 1} (\`${step.name}\`) has a backward step`,
+        fix: "An irreversible step has nothing compensation can run: remove its backward action, or drop `irreversible`.",
+      });
+    }
+    if (!assertion && step.backward === null && step.custom?.irreversible !== true) {
       problems.push({
         path: `steps.${i}.backward`,
         message: `step ${i + 1} (\`${step.name}\`) changes state but has no backward step`,

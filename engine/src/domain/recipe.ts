@@ -266,6 +266,125 @@ export const UnsafeAfter = z
   .strict();
 export type UnsafeAfter = z.infer<typeof UnsafeAfter>;
 
+/**
+ * Built-in steps a custom step may be placed before or after (docs/recipes.md "Custom
+ * steps"): the lane steps (`exclude_lane` … `include_lane`, once per lane) and the wave steps
+ * (`drain_wave`, `set_traffic`, `assert_traffic_observed`, once per wave).
+ */
+export const CUSTOM_STEP_ANCHORS = [
+  "drain_wave",
+  "exclude_lane",
+  "attach_queue_lane",
+  "assert_smoke_passed",
+  "advertise_capabilities",
+  "include_lane",
+  "set_traffic",
+  "assert_traffic_observed",
+] as const;
+export type CustomStepAnchor = (typeof CUSTOM_STEP_ANCHORS)[number];
+
+/** Names a custom step can take: its step name in the table, the dashboard, the CLI and the record. */
+export const CUSTOM_STEP_NAME = /^[a-z][a-z0-9_]{0,47}$/;
+
+const Anchor = z.enum(CUSTOM_STEP_ANCHORS, {
+  error: `a custom step is placed before or after one of ${CUSTOM_STEP_ANCHORS.join(", ")}`,
+});
+const ToolName = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{0,63}$/, "a tool is named as in the allowlist, e.g. warm-cache");
+
+/**
+ * Where a custom step runs: right before or right after one built-in step (exactly one of
+ * `before`/`after`), in the waves listed (1-based; default every wave), for the lanes listed
+ * (default every lane of those waves). Extensible: later placement forms add fields here.
+ */
+export const CustomStepPlacement = z
+  .object({
+    before: Anchor.optional().describe("The built-in step this step runs right before."),
+    after: Anchor.optional().describe("The built-in step this step runs right after."),
+    waves: z
+      .array(
+        z
+          .number()
+          .int("placement.waves lists whole wave numbers (1 = the first wave)")
+          .min(1, "placement.waves counts from 1 (the first wave)")
+          .max(64, "placement.waves lists waves 1 to 64"),
+      )
+      .min(1, "placement.waves lists at least one wave (leave it out for every wave)")
+      .max(64)
+      .optional()
+      .describe("Waves (1-based) the step runs in; default every wave."),
+    lanes: z
+      .array(z.string().max(RECIPE_LIMITS.lane_id, "placement.lanes lists lane ids"))
+      .min(1, "placement.lanes lists at least one lane (leave it out for every lane)")
+      .max(RECIPE_LIMITS.lanes)
+      .optional()
+      .describe("Lanes the step runs for; default every lane of its waves."),
+  })
+  .strict();
+export type CustomStepPlacement = z.infer<typeof CustomStepPlacement>;
+
+/**
+ * A step pair the recipe declares (docs/recipes.md "Custom steps"): an allowlisted runner tool
+ * forward, its compensating tool backward (or `irreversible: true`: a recovery boundary, after
+ * which the release rolls forward only). Runs once per lane it is placed for, through the same
+ * runner protocol as the built-in runner steps.
+ */
+export const CustomStep = z
+  .object({
+    name: z
+      .string()
+      .regex(
+        CUSTOM_STEP_NAME,
+        "a custom step name is 1-48 lowercase letters, digits and '_', starting with a letter (e.g. warm_cache)",
+      )
+      .describe("Step name in the table, the dashboard, the CLI and the record."),
+    forward: ToolName.describe("Allowlisted runner tool that does the step."),
+    backward: ToolName.optional().describe(
+      "Allowlisted runner tool that undoes it during compensation; required unless `irreversible`.",
+    ),
+    irreversible: z
+      .boolean()
+      .optional()
+      .describe(
+        "true: the step cannot be undone; once it may have taken effect the release rolls forward only (a recovery boundary).",
+      ),
+    placement: CustomStepPlacement.describe("Where in the step table the step runs."),
+    inputs: z
+      .record(
+        z
+          .string()
+          .regex(/^[a-z][a-z0-9_]{0,63}$/, "an input name is lowercase letters, digits and '_'"),
+        z.union([
+          z.string().max(1000, "an input value is at most 1000 characters"),
+          z.number(),
+          z.boolean(),
+        ]),
+      )
+      .optional()
+      .describe("Arguments for both tools, passed as `inputs` beside the lane and the images."),
+    timeout_ms: z
+      .number()
+      .int()
+      .min(10_000, "timeout_ms must be at least 10000 (10 s)")
+      .max(86_400_000, "timeout_ms must be at most 86400000 (24 h)")
+      .optional()
+      .describe(
+        "ms from preflight accepted to callback before a run of the step is unknown (default deadlines.callback_ms).",
+      ),
+    retries: Retries.optional(),
+    on_failure: OnFailure.optional(),
+    rerun_window_minutes: RerunWindow.optional(),
+    needs_drained: z
+      .boolean()
+      .optional()
+      .describe(
+        "true: the step must run while its lane serves no traffic (between exclude_lane and include_lane); the contract check refuses another placement.",
+      ),
+  })
+  .strict();
+export type CustomStep = z.infer<typeof CustomStep>;
+
 /** The user's rollout description (docs/glossary.md recipe). Input of the contract check. */
 export const Recipe = z
   .object({
@@ -322,6 +441,11 @@ export const Recipe = z
       .describe(
         "recoverable: the restore or compensate action that must follow a traffic rollback (what an operator runs, e.g. a runbook command).",
       ),
+    custom_steps: z
+      .array(CustomStep)
+      .max(32, "a recipe declares at most 32 custom steps")
+      .optional()
+      .describe("Steps of the recipe's own, each a forward/backward pair of allowlisted tools."),
     lanes: z
       .array(RecipeLane)
       .min(1, "a recipe needs at least one lane")

@@ -79,6 +79,13 @@ export interface ManifestStep {
    * (manifests compiled before it existed): compensate at once.
    */
   rerun_window_ms?: number;
+  /**
+   * Present only on a recipe's custom steps (docs/recipes.md "Custom steps"), so the
+   * manifests (and digests) of recipes without them are unchanged. `irreversible`: the step
+   * has no backward action and is a recovery boundary (rollback is unsafe once it may have
+   * taken effect); `needs_drained`: it runs while its lane is excluded.
+   */
+  custom?: { irreversible?: true; needs_drained?: true };
 }
 
 /** The compiled, immutable plan of one release. `manifest_digest` = sha256 of canonical JSON. */

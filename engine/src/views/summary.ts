@@ -18,7 +18,10 @@ import { holdHeadline, pausedWhere } from "./where.ts";
 /** The step run states that end a step run badly. */
 const BAD = new Set(["failed", "unknown", "dispatch_failed"]);
 
-/** `set traffic 10%`, `exclude lane lane-b`: a step's action in words, with its percent. */
+/**
+ * `set traffic 10%`, `exclude lane lane-b`: a step's action in words, with its percent, and its
+ * lane (a custom step's wave row: the lane it runs for).
+ */
 export function stepAction(step: ManifestStep, direction: "fwd" | "bwd" = "fwd"): string {
   const a = direction === "fwd" ? step.forward : (step.backward ?? step.forward);
   const name = a.name.replaceAll("_", " ");
@@ -28,7 +31,11 @@ export function stepAction(step: ManifestStep, direction: "fwd" | "bwd" = "fwd")
       return `${name} ${r.percent}% (${weightsText(r.weights)})`;
     }
   }
-  return `${name}${step.lane ? ` · ${step.lane}` : ""}`;
+  // A custom step placed by a wave step is a wave row per lane: its lane is in its args.
+  const argLane =
+    step.custom && a.kind === "runner" ? (a.args.lane as { id?: unknown } | undefined)?.id : null;
+  const lane = step.lane ?? (typeof argLane === "string" ? argLane : null);
+  return `${name}${lane ? ` · ${lane}` : ""}`;
 }
 
 /** `lane-a 90%, lane-b 10%`. */

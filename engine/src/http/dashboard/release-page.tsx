@@ -154,7 +154,9 @@ function StepTable(props: { release: Release; repository: string | undefined; no
               />
             </>
           ) : (
-            <span class="muted small">{step.backward ? "—" : "check only"}</span>
+            <span class="muted small">
+              {step.backward ? "—" : step.custom?.irreversible ? "irreversible" : "check only"}
+            </span>
           )}
         </td>
         <td class="wide">
