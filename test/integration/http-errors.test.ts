@@ -177,6 +177,22 @@ describe("GET /v1/releases and /v1/releases/:id", () => {
     await expectError(await op(h, "GET", "/v1/releases?limit=0"), 400, "query.limit");
     await expectError(await op(h, "GET", "/v1/releases?limit=abc"), 400, "query.limit");
     await expectError(await op(h, "GET", "/v1/releases?colour=red"), 400, "query.colour");
+    // One rule for every numeric query parameter: decimal digits only, in range.
+    const loose = ["0x10", "1e1", "0b11", "0o7", "", "%20", "%205", "5.0", "-1", "+5"];
+    for (const v of loose) {
+      for (const url of [
+        `/v1/releases/${id}/history?cursor=${v}`,
+        `/v1/releases/${id}/history?limit=${v}`,
+        `/v1/releases?limit=${v}`,
+        `/v1/releases?before=${v}`,
+      ]) {
+        const name = /[?&](\w+)=/.exec(url)?.[1] ?? "";
+        const body = await expectError(await op(h, "GET", url), 400, `query.${name}`);
+        expect(body.error.message).toMatch(/decimal digits only/);
+      }
+    }
+    expect((await op(h, "GET", `/v1/releases/${id}/history?cursor=0&limit=5`)).status).toBe(200);
+    expect((await op(h, "GET", "/v1/releases?before=1764662400000")).status).toBe(200);
     const ok = await op(h, "GET", "/v1/releases?state=running&limit=5");
     expect(ok.status).toBe(200);
     expect(

@@ -70,7 +70,7 @@ describe.each(STORE_KINDS)("plain refusals on %s", (kind) => {
       plain(l);
       expect(l.error.problems?.[0]).toMatchObject({
         path: "query.limit",
-        message: "must be 1..200",
+        message: "must be a whole number written in decimal digits only, 1..200",
       });
       expect(l.error.problems?.[0]?.fix).toMatch(
         /1 to 200 .*before=<created_at of the last release/,

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import * as yaml from "yaml";
 import { runCli } from "../../engine/src/cli/program.ts";
+import { readRecipeFile } from "../../engine/src/demo/recipe.ts";
 import { checkAndCompile } from "../../engine/src/domain/compile.ts";
 import { BatonError } from "../../engine/src/domain/errors.ts";
 import { UNKNOWN_KEYS_TOLD } from "../../engine/src/domain/schema-problems.ts";
@@ -18,6 +19,7 @@ import { assertJsonBounds } from "../../engine/src/http/bounded-json.ts";
 import { parseRecipeBody, parseStartBody } from "../../engine/src/http/routes/releases.ts";
 import { RECIPE_LIMITS, RUNNER_BODY_LIMITS } from "../../engine/src/protocol/limits.ts";
 import { parseRecipeText } from "../../engine/src/recipes/parse.ts";
+import { readRecipeFileText } from "../../engine/src/recipes/read-file.ts";
 import { goodRecipe } from "./recipe-fixture.ts";
 
 function thrown(f: () => unknown): BatonError {
@@ -209,6 +211,29 @@ describe("baton check", () => {
     expect(code).toBe(1);
     expect(o.text()).toMatch(msg);
     expect(o.text()).not.toMatch(/FATAL|out of memory|\n\s+at /);
+  });
+
+  it("a file with no size (/dev/zero): reads at most the limit + 1 bytes, FAIL naming the limit, exit 1", async () => {
+    const o = io();
+    // biome-ignore lint/suspicious/noExplicitAny: a minimal writable for the CLI's io
+    const code = await runCli(["check", "/dev/zero"], o.io as any);
+    expect(code).toBe(1);
+    expect(o.text()).toMatch(/over the 1048576-byte limit/);
+    expect(o.text()).not.toMatch(/FATAL|out of memory|\n\s+at /);
+  });
+
+  it("the demo reads a recipe through the same bounded read", () => {
+    const e = thrown(() => readRecipeFile("/dev/zero"));
+    expect(e.code).toBe("payload_too_large");
+    expect(e.message).toMatch(/over the 1048576-byte limit/);
+  });
+
+  it("readRecipeFileText stops one byte past the limit and reads a small file whole", () => {
+    expect(() => readRecipeFileText("/dev/zero", 10)).toThrow(/over the 10-byte limit/);
+    const file = join(dir, "small.yaml");
+    writeFileSync(file, "0123456789");
+    expect(readRecipeFileText(file, 10)).toBe("0123456789");
+    expect(() => readRecipeFileText(file, 9)).toThrow(/over the 9-byte limit/);
   });
 });
 

@@ -256,6 +256,31 @@ describe("compensation walks", () => {
     expect(r.state).toBe("rolled_back");
   });
 
+  it("the compensation's cause survives an operator's retry or resolve of a backward step run, through to rolled_back", () => {
+    const cause = compensating().reason;
+    expect(cause).toMatch(/HTTP 422/);
+    const undoRest = (r: Release): Release => {
+      for (let i = 0; i < 5 && r.state === "compensating" && r.cursor >= 0; i++) {
+        r = finishCurrent(r, "pass");
+      }
+      return verifyPasses(r);
+    };
+    const stuck = needsOperator();
+    expect(stuck.reason).toMatch(/HTTP 500; fix the lane by hand/);
+    let retried = ok(stuck, { type: "retry", actor: "ops", step_run_id: "sr_17_1_b" }).release;
+    expect(retried).toMatchObject({ state: "compensating", reason: cause });
+    retried = undoRest(retried);
+    expect(retried).toMatchObject({ state: "rolled_back", reason: cause });
+    const resolved = ok(stuck, {
+      type: "resolve",
+      actor: "ops",
+      step_run_id: "sr_17_1_b",
+      reason: "excluded by hand",
+    }).release;
+    expect(resolved).toMatchObject({ state: "compensating", reason: cause });
+    expect(undoRest(resolved)).toMatchObject({ state: "rolled_back", reason: cause });
+  });
+
   it("a policy of pause holds the release instead of compensating", () => {
     const specs: StepSpec[] = [
       { name: "include_lane", kind: "control_plane", backward: true, on_failure: "pause" },

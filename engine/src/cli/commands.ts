@@ -2,7 +2,7 @@
  * What each `baton` command does. Every function resolves to an exit code or throws a
  * `CliError`; printing goes through `io` so that tests and the program share one path.
  */
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
@@ -17,7 +17,7 @@ import {
 import { drainCapacityNotes, waveRoundNotes, waveRounds } from "../domain/wave-rounds.ts";
 import type { ReleaseSummary } from "../ports/store.ts";
 import { isReleaseId, isStepRunId } from "../protocol/ids.ts";
-import { RECIPE_LIMITS } from "../protocol/limits.ts";
+import { readRecipeFileText } from "../recipes/read-file.ts";
 import { type Connection, EngineClient } from "./client.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { type RecordJson, releaseSummary, releasesTable, statusJson } from "./output.ts";
@@ -62,21 +62,14 @@ export function stepRunId(id: string): string {
 }
 
 /**
- * A recipe file's text. A file over the recipe size limit is refused from its size alone
- * (`payload_too_large`, as the engine answers 413), without reading it.
+ * A recipe file's text, read through `readRecipeFileText`: at most the recipe size limit + 1
+ * bytes of any file (a device or FIFO included); past the limit it is refused
+ * (`payload_too_large`, as the engine answers 413).
  * @throws CliError (usage) when the file cannot be read.
  */
 function readRecipe(file: string): string {
   try {
-    const size = statSync(file).size;
-    if (size > RECIPE_LIMITS.bytes) {
-      throw new BatonError(
-        "payload_too_large",
-        `[recipe] ${file}: recipe is ${size} bytes, over the ${RECIPE_LIMITS.bytes}-byte limit`,
-        [{ path: "", message: `is ${size} bytes`, fix: "Split the rollout into several recipes." }],
-      );
-    }
-    return readFileSync(file, "utf8");
+    return readRecipeFileText(file);
   } catch (err) {
     if (err instanceof BatonError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;

@@ -30,7 +30,6 @@
  * attestations GitHub holds for each recipe's image digest are read and sent too.
  */
 import { X509Certificate } from "node:crypto";
-import { readFileSync } from "node:fs";
 import type { SerializedBundle } from "@sigstore/bundle";
 import type { SignOptions } from "sigstore";
 import {
@@ -43,6 +42,7 @@ import {
 } from "../domain/source-order.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import type { ReleaseSummary } from "../ports/store.ts";
+import { readRecipeFileText } from "../recipes/read-file.ts";
 import { type Connection, EngineClient } from "./client.ts";
 import type { Io } from "./commands.ts";
 import { CliError, EXIT, type ExitCode } from "./errors.ts";
@@ -169,7 +169,7 @@ export async function startPending(
   }[] = [];
   for (const file of files) {
     try {
-      const text = readFileSync(file, "utf8");
+      const text = readRecipeFileText(file);
       const c = compileRecipeText(text, file);
       compiled.push({
         file,

@@ -11,6 +11,7 @@ import { bearerAuth } from "hono/bearer-auth";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import * as z from "zod";
+import { queryNumber } from "../protocol/query-number.ts";
 import type { ControlPlaneCore } from "./core.ts";
 import { DEFAULT_MODEL } from "./core.ts";
 import { CpError } from "./errors.ts";
@@ -62,8 +63,8 @@ const Paging = z.object({
   operation_key: z.string().min(1).optional(),
   release_id: z.string().min(1).optional(),
   lane: z.string().min(1).optional(),
-  after: z.coerce.number().int().min(0).optional(),
-  limit: z.coerce.number().int().min(1).max(10_000).optional(),
+  after: queryNumber({ min: 0 }).optional(),
+  limit: queryNumber({ min: 1, max: 10_000 }).optional(),
 });
 
 async function jsonBody(c: Context): Promise<unknown> {

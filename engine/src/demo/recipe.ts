@@ -4,11 +4,12 @@
  * the local runner reports as GITHUB_SHA (so the preflight's revision check runs for real).
  * Everything else (images, waves, policy) is the recipe as written.
  */
-import { readFileSync } from "node:fs";
+import { BatonError } from "../domain/errors.ts";
 import type { RecipeInput } from "../domain/recipe.ts";
 import type { EmbeddedTarget } from "../embedded-target/index.ts";
 import { compileRecipeText } from "../recipes/compile-text.ts";
 import { parseRecipeText } from "../recipes/parse.ts";
+import { readRecipeFileText } from "../recipes/read-file.ts";
 import type { FleetLane } from "./fleet.ts";
 
 /**
@@ -19,8 +20,9 @@ import type { FleetLane } from "./fleet.ts";
 export function readRecipeFile(file: string): RecipeInput {
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = readRecipeFileText(file);
   } catch (e) {
+    if (e instanceof BatonError) throw e;
     throw new Error(`[demo] cannot read recipe ${file}: ${(e as Error).message}`);
   }
   // The same parse and contract check as `baton check`, so problems keep file:line:col.

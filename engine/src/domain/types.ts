@@ -327,6 +327,13 @@ export interface Release {
    * step run before it compensates (the re-run window); null/absent otherwise.
    */
   rerun_deadline?: number | null;
+  /**
+   * Why the release compensates (set when compensation begins): the release's `reason` while
+   * it compensates and once it ends rolled_back, given back after an operator's retry or
+   * resolve of a backward step run replaced it with the hand-over's text. Absent before
+   * compensation and on releases stored before it existed.
+   */
+  compensation_cause?: string | null;
   /** Set when the release was `abandoned`. */
   abandoned?: Abandonment;
   /**

@@ -24,6 +24,7 @@ export function beginCompensation(d: Draft, why: string): void {
   r.generation += 1;
   r.cursor = r.high_water_mark;
   r.reason = why;
+  r.compensation_cause = why;
   r.rerun_deadline = null;
   r.gate = null;
   r.hold = null;

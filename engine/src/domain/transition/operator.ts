@@ -261,7 +261,8 @@ export function retry(d: Draft, sr: StepRun, e: Ev<"retry">): Refusal | undefine
     return undefined;
   }
   r.state = sr.direction === "fwd" ? "running" : "compensating";
-  r.reason = null;
+  // Compensating again: its cause is the release's reason again, not the hand-over's text.
+  r.reason = sr.direction === "fwd" ? null : (r.compensation_cause ?? null);
   r.rerun_deadline = null;
   r.roll_forward_hold = null;
   sendAction(d, sr, null);

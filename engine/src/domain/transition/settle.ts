@@ -201,8 +201,8 @@ function settledBackward(d: Draft, sr: StepRun): void {
   const step = stepOf(r, sr);
   if (sr.state === "succeeded") {
     // The compensation's cause stays the release's reason through to rolled_back (what an
-    // on-call engineer reads first); only the operator hand-over's text is dropped.
-    if (r.state !== "compensating") r.reason = null;
+    // on-call engineer reads first); the operator hand-over's text gives way to it again.
+    if (r.state !== "compensating") r.reason = r.compensation_cause ?? null;
     r.state = "compensating";
     r.cursor = sr.step_index - 1;
     d.accept(`[engine] ${describe(r, sr)} succeeded`, sr.id);

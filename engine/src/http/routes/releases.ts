@@ -14,6 +14,7 @@ import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { LanesRead } from "../../protocol/control-plane.ts";
 import { RECIPE_LIMITS } from "../../protocol/limits.ts";
+import { queryNumber } from "../../protocol/query-number.ts";
 import { readBoundedYaml } from "../../recipes/parse.ts";
 import type { ReleaseApi, ReleaseRecord } from "../../service/api.ts";
 import { currentDrift } from "../../service/drift.ts";
@@ -44,17 +45,8 @@ const ListQuery = z
     state: z
       .enum(RELEASE_STATES, { error: `must be one of ${RELEASE_STATES.join(", ")}` })
       .optional(),
-    limit: z.coerce
-      .number({ error: "must be a number" })
-      .int("must be an integer")
-      .min(1, "must be 1..200")
-      .max(200, "must be 1..200")
-      .default(50),
-    before: z.coerce
-      .number({ error: "must be a time in epoch milliseconds" })
-      .int("must be a whole number of epoch milliseconds")
-      .nonnegative("must be 0 or more epoch milliseconds")
-      .optional(),
+    limit: queryNumber({ min: 1, max: 200 }).default(50),
+    before: queryNumber({ min: 0 }, "a time in epoch milliseconds").optional(),
   })
   .strict();
 
@@ -154,17 +146,11 @@ export function parseStartBody(
 /** `GET /v1/releases/:id/history?cursor=<n>&limit=<n>`: a page of the history, oldest first. */
 const HistoryQuery = z
   .object({
-    cursor: z.coerce
-      .number({ error: "must be a whole number (the next_cursor of the previous page)" })
-      .int("must be a whole number (the next_cursor of the previous page)")
-      .min(0, "must be 0 or more")
-      .default(0),
-    limit: z.coerce
-      .number({ error: "must be a whole number" })
-      .int("must be a whole number")
-      .min(1, "must be 1..1000")
-      .max(1000, "must be 1..1000")
-      .default(200),
+    cursor: queryNumber(
+      { min: 0 },
+      "a whole number (the next_cursor of the previous page)",
+    ).default(0),
+    limit: queryNumber({ min: 1, max: 1000 }).default(200),
   })
   .strict();
 
