@@ -128,7 +128,8 @@ describe("the demo walk (docs/demo.md)", () => {
       });
       const d = demo as ReturnType<typeof spawnDemo> | null;
       if (d) {
-        process.kill(d.pgid, "SIGINT");
+        // Ctrl-C in the demo's terminal: SIGINT to its process group (npm and the demo).
+        process.kill(-d.pgid, "SIGINT");
         expect(await d.exit(120_000), d.output()).toEqual({ code: 0, signal: null });
       }
     } finally {
