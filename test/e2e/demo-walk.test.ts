@@ -91,7 +91,13 @@ describe("the demo walk (docs/demo.md)", () => {
         if (npm) {
           demo = spawnDemo(npm[1]!.split(/\s+/), { npm: true });
           const d = demo;
-          const up = await within(600_000, () => /\[demo\] serving until Ctrl-C/.test(d.output()));
+          let gone = false;
+          void d.exited.then(() => {
+            gone = true;
+          });
+          // Serving once r1 succeeded; a demo that exits instead fails at once with its output.
+          await within(600_000, () => gone || /\[demo\] serving until Ctrl-C/.test(d.output()));
+          const up = /\[demo\] serving until Ctrl-C/.test(d.output());
           expect(up, d.output()).toBe(true);
           expect(d.output()).toMatch(/\[demo\] release r1 ended succeeded/);
           expect(d.output()).toContain("[demo] gate added     the recipe has no analysis: section");
