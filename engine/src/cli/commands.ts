@@ -401,6 +401,50 @@ export async function sign(
   return EXIT.ok;
 }
 
+/** An image reference pinned by digest (`name[:tag]@sha256:<64 hex>`). */
+const PINNED_IMAGE = /^[^\s@]+@sha256:[a-f0-9]{64}$/;
+
+/**
+ * `baton attest <image|recipe>`: signs a SLSA provenance v1 Statement for the image (a recipe
+ * file's `image`) with a local key, in GitHub's layout (what `actions/attest-build-provenance`
+ * writes), and prints the Sigstore bundle (or writes it to `--out`): the file `--attestation`
+ * sends. For keys a trust policy lists (the demo's own, tests); a real build attests in its
+ * build job. `--builder` defaults to GitHub-hosted runners' id.
+ * @throws CliError (usage) for a missing flag, an unreadable key or recipe, or an image not
+ *   pinned by digest.
+ */
+export async function attest(
+  subject: string,
+  o: { key?: string; keyId?: string; repository?: string; builder?: string; out?: string },
+  io: Io,
+): Promise<ExitCode> {
+  if (!o.key) throw usage("[cli] attest needs --key <file> (with --key-id), the signing key");
+  const key = readSigningKey(o.key, o.keyId);
+  if (!o.repository)
+    throw usage(
+      "[cli] attest needs --repository <url>, the source repository the trust policy lists (images.source_repositories), e.g. https://github.com/acme/models",
+    );
+  const { GITHUB_HOSTED_BUILDER, provenanceStatement } = await import("../admission/statement.ts");
+  const { signWithKey } = await import("../admission/sign.ts");
+  let image = subject;
+  if (!PINNED_IMAGE.test(subject)) {
+    const { compileRecipeText } = await import("../recipes/compile-text.ts");
+    image = compileRecipeText(readRecipe(subject), subject).manifest.image;
+  }
+  const builder = o.builder ?? GITHUB_HOSTED_BUILDER;
+  const bundle = await signWithKey(
+    provenanceStatement(image, { builder, repository: o.repository }),
+    key,
+  );
+  const text = `${JSON.stringify(bundle)}\n`;
+  if (o.out) writeOutFile(o.out, text);
+  else io.out.write(text);
+  io.err.write(
+    `attested ${image}: built by ${builder} from ${o.repository}, signed by key ${key.key_id}${o.out ? ` -> ${o.out}` : ""}\n`,
+  );
+  return EXIT.ok;
+}
+
 /** A RecordSignatureError as a CLI error (exit 1) with its check and fix. */
 async function recordFailure<T>(f: () => T | Promise<T>): Promise<T> {
   const { RecordSignatureError } = await import("../record/sign.ts");

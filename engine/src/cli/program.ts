@@ -240,6 +240,32 @@ export async function runCli(
     );
 
   program
+    .command("attest")
+    .description(
+      "sign a SLSA provenance attestation for an image with a local key (what --attestation sends; a real build attests in its build job)",
+    )
+    .argument("<image>", "an image pinned by digest (name@sha256:…), or a recipe file (its image)")
+    .option("--key <file>", "PEM private key (baton keygen)")
+    .option("--key-id <id>", "the key's id in the engine's trust policy")
+    .option(
+      "--repository <url>",
+      "the source repository the build came from (the trust policy's images.source_repositories)",
+    )
+    .option(
+      "--builder <id>",
+      "the builder id (default https://github.com/actions/runner/github-hosted)",
+    )
+    .option("--out <file>", "write the bundle here instead of stdout")
+    .action(
+      async (
+        subject: string,
+        o: { key?: string; keyId?: string; repository?: string; builder?: string; out?: string },
+      ) => {
+        code = await cmd.attest(subject, o, io);
+      },
+    );
+
+  program
     .command("keygen")
     .description("write a new signing key pair: <prefix>.key and <prefix>.pub")
     .argument("<prefix>", "file name prefix, e.g. release-key")

@@ -9,7 +9,7 @@
  */
 
 import { type ChildProcess, fork } from "node:child_process";
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer, type Server } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,7 +19,11 @@ import { HttpControlPlane } from "../adapters/http-control-plane/index.ts";
 import { startEmbeddedControlPlane } from "../control-plane/embedded.ts";
 import type { ControlPlaneHandle } from "../control-plane/server.ts";
 import type { Manifest } from "../domain/types.ts";
-import { type EmbeddedTarget, startEmbeddedTarget } from "../embedded-target/index.ts";
+import {
+  type EmbeddedTarget,
+  type SshKeyPair,
+  startEmbeddedTarget,
+} from "../embedded-target/index.ts";
 
 /** Repository root (this file is engine/src/demo/fleet.ts). */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -52,6 +56,14 @@ export interface Fleet {
   cp: ControlPlaneHandle;
   target: EmbeddedTarget;
   lanes: Map<string, FleetLane>;
+  /**
+   * What changed from the addresses the folder kept (`ADDRESSES_FILE`): one sentence per port
+   * of an earlier start that was taken and replaced. Empty on a first start or when every
+   * address was kept.
+   */
+  moved: string[];
+  /** Whether the target's address and host key were those of an earlier start in this folder. */
+  kept: boolean;
   /** Absolute path of deploy.sh on the target (what BATON_DEPLOY_SCRIPT must name). */
   deployScript: string;
   /** Puts the lanes in their pre-release state: control-plane baseline + previous image running. */
@@ -74,11 +86,12 @@ const HEALTH_SERVER = join(REPO_ROOT, "scripts/target/standin/health-server.cjs"
  */
 export interface HealthPorts {
   /**
-   * Binds a port (0, on 127.0.0.1) and hands the listening socket to the health server, which
-   * serves it until it stops. Resolves to the port once served there.
-   * @throws Error when the server does not take it within 20 s.
+   * Binds `port` on 127.0.0.1 (default 0: a free one) and hands the listening socket to the
+   * health server, which serves it until it stops. Resolves to the port once served there.
+   * @throws Error when the port cannot be bound (its `code`, e.g. EADDRINUSE) or the server
+   *   does not take it within 20 s.
    */
-  hold(): Promise<number>;
+  hold(port?: number): Promise<number>;
   /** Lets go of the server: it keeps serving its ports until it is stopped or its dir is gone. */
   release(): void;
   /** Stops the server (SIGTERM). */
@@ -105,11 +118,11 @@ export function startHealthServer(standinDir: string): HealthPorts {
   child.unref();
   child.channel?.unref();
   return {
-    async hold() {
+    async hold(want = 0) {
       const server = createServer();
       await new Promise<void>((ok, fail) => {
         server.once("error", fail);
-        server.listen(0, "127.0.0.1", () => ok());
+        server.listen(want, "127.0.0.1", () => ok());
       });
       const port = (server.address() as AddressInfo).port;
       try {
@@ -137,11 +150,12 @@ export function startHealthServer(standinDir: string): HealthPorts {
 export async function holdHealthPorts(
   standinDir: string,
   laneIds: readonly string[],
+  hold: (server: HealthPorts, laneId: string) => Promise<number> = (server) => server.hold(),
 ): Promise<Map<string, number>> {
   const server = startHealthServer(standinDir);
   const ports = new Map<string, number>();
   try {
-    for (const id of laneIds) ports.set(id, await server.hold());
+    for (const id of laneIds) ports.set(id, await hold(server, id));
   } catch (e) {
     server.stop();
     throw e;
@@ -180,8 +194,71 @@ function handOver(child: ChildProcess, server: Server, port: number): Promise<vo
 }
 
 /**
+ * The file in the target's sandbox that keeps the fleet's addresses between starts in one
+ * folder (mode 0600: it holds the target's host key and the client key): a release's manifest
+ * names its lanes' SSH port, host-key pin and health URLs, so a rollback to a release of an
+ * earlier start (`npm run demo -- --data-dir D`, twice) reaches the same machine only if the
+ * target comes back at the same address with the same host key.
+ */
+export const ADDRESSES_FILE = "fleet-addresses.json";
+
+/** What `ADDRESSES_FILE` holds. */
+interface FleetAddresses {
+  v: 1;
+  ssh_port: number;
+  host_key: SshKeyPair;
+  client_key: SshKeyPair;
+  /** Lane id -> health port. */
+  health_ports: Record<string, number>;
+}
+
+/** The kept addresses, or null when there are none (or the file is not ours). */
+function readAddresses(file: string): FleetAddresses | null {
+  if (!existsSync(file)) return null;
+  try {
+    const a = JSON.parse(readFileSync(file, "utf8")) as FleetAddresses;
+    const port = (p: unknown) => Number.isInteger(p) && (p as number) > 0 && (p as number) < 65536;
+    if (a?.v !== 1 || !port(a.ssh_port) || !a.host_key?.privateKey || !a.client_key?.privateKey)
+      return null;
+    const health: Record<string, number> = {};
+    for (const [id, p] of Object.entries(a.health_ports ?? {})) if (port(p)) health[id] = p;
+    return { ...a, health_ports: health };
+  } catch {
+    return null;
+  }
+}
+
+/** Tries to bind a kept port again this many times before taking a new one. */
+const REBIND_TRIES = 10;
+/** Pause between those tries, ms: an earlier start's servers may still be closing. */
+const REBIND_PAUSE_MS = 100;
+
+/**
+ * `bind(port)`, retried on EADDRINUSE (`REBIND_TRIES` times, `REBIND_PAUSE_MS` apart), then
+ * `bind(0)`; `port` undefined binds 0 at once. Resolves to the bound result and whether the
+ * kept port was lost.
+ */
+async function rebind<T>(
+  port: number | undefined,
+  bind: (port: number) => Promise<T>,
+): Promise<{ value: T; lost: boolean }> {
+  if (port === undefined) return { value: await bind(0), lost: false };
+  for (let i = 0; i < REBIND_TRIES; i++) {
+    try {
+      return { value: await bind(port), lost: false };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EADDRINUSE") throw e;
+      await new Promise((r) => setTimeout(r, REBIND_PAUSE_MS));
+    }
+  }
+  return { value: await bind(0), lost: true };
+}
+
+/**
  * Starts the control plane and the target. Throws when a port or folder is unusable.
- * Call `prepare(manifest)` once the recipe is compiled.
+ * Call `prepare(manifest)` once the recipe is compiled. A folder started in before keeps the
+ * target's port, host key and client key and each lane's health port (`ADDRESSES_FILE`): they
+ * are bound again (a port taken meanwhile is replaced by a free one, said in `moved`).
  */
 export async function startFleet(o: FleetOptions): Promise<Fleet> {
   const dir = resolve(o.dir);
@@ -195,9 +272,24 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
   );
   const { handle } = await startEmbeddedControlPlane({ dataDir: join(dir, "control-plane") });
   const controlPlane = new HttpControlPlane({ baseUrl: handle.url, token: handle.writeToken });
+  const addressesFile = join(sandboxDir, ADDRESSES_FILE);
+  const kept = readAddresses(addressesFile);
+  const moved: string[] = [];
   let target: EmbeddedTarget;
   try {
-    target = await startEmbeddedTarget({ sandboxDir });
+    const t = await rebind(kept?.ssh_port, (port) =>
+      startEmbeddedTarget({
+        sandboxDir,
+        port,
+        ...(kept ? { hostKey: kept.host_key, clientKey: kept.client_key } : {}),
+      }),
+    );
+    target = t.value;
+    if (t.lost) {
+      moved.push(
+        `the SSH target's port ${kept?.ssh_port} of the last start is in use, so it listens on ${target.port} now: releases started before name port ${kept?.ssh_port}, and a rollback to them fails lane_credentials`,
+      );
+    }
   } catch (e) {
     await handle.close();
     throw e;
@@ -205,9 +297,29 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
   const standinDir = join(sandboxDir, "standin");
   const lanes = new Map<string, FleetLane>();
   try {
-    for (const [id, healthPort] of await holdHealthPorts(standinDir, o.laneIds)) {
+    const ports = await holdHealthPorts(standinDir, o.laneIds, async (server, id) => {
+      const want = kept?.health_ports[id];
+      const h = await rebind(want, (port) => server.hold(port));
+      if (h.lost) {
+        moved.push(
+          `lane ${id}'s health port ${want} of the last start is in use, so its health URL is http://127.0.0.1:${h.value}/healthz now: releases started before name port ${want}`,
+        );
+      }
+      return h.value;
+    });
+    for (const [id, healthPort] of ports) {
       lanes.set(id, { id, healthPort, healthUrl: `http://127.0.0.1:${healthPort}/healthz` });
     }
+    const addresses: FleetAddresses = {
+      v: 1,
+      ssh_port: target.port,
+      host_key: target.hostKey,
+      client_key: { privateKey: target.clientPrivateKey, publicKey: target.clientPublicKey },
+      // Lanes of other recipes started in this folder keep theirs too.
+      health_ports: { ...kept?.health_ports, ...Object.fromEntries(ports) },
+    };
+    writeFileSync(addressesFile, `${JSON.stringify(addresses, null, 2)}\n`, { mode: 0o600 });
+    chmodSync(addressesFile, 0o600);
   } catch (e) {
     await target.close().catch(() => {});
     await handle.close();
@@ -222,6 +334,8 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
     cp: handle,
     target,
     lanes,
+    moved,
+    kept: kept !== null && !moved.some((m) => m.startsWith("the SSH target")),
     deployScript,
     async prepare(manifest) {
       // The fleet before any release: baseline weights, no marker, capabilities not advertised

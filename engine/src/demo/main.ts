@@ -5,17 +5,19 @@
  * exits 0 only when the release `succeeded`.
  *
  *   demo [--fail-at <step>] [--candidate-error-rate <r>] [--candidate-latency-ms <ms>]
- *        [--recipe <file>] [--data-dir <dir>] [--serve] [--timeout <s>]
+ *        [--recipe <file>] [--data-dir <dir>] [--port <port>] [--serve] [--timeout <s>]
+ *        [--record <file>]
  *
  * The reference router generates traffic and the release is gated (docs/gate.md): a recipe
  * without an `analysis:` section gets the demo's own (`DEMO_ANALYSIS`, seconds instead of
  * minutes), so each partial wave is held until the candidate is shown non-inferior.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { stringify } from "yaml";
 import type { AdmissionReport } from "../domain/admission.ts";
 import { waveLabel } from "../domain/gate/waves.ts";
 import { count } from "../domain/gate/words.ts";
@@ -41,8 +43,10 @@ const USAGE = `usage: npm run demo -- [options]
                      and its latency histogram (default 0); e.g. 400 fails the gate's p99
                      metric and the release rolls back
   --recipe <file>    recipe to roll out (default recipes/example.yaml)
-  --data-dir <dir>   keep the engine's SQLite file, the control plane and the sandbox here
+  --data-dir <dir>   keep the engine's SQLite file, the control plane, the sandbox, the
+                     target's addresses and the demo's signing key here, for the next run
                      (default: a temporary folder, removed at the end)
+  --port <port>      the engine's port (API and dashboard) on 127.0.0.1 (default: a free one)
   --serve            keep the engine and dashboard up after the release ends (Ctrl-C stops)
   --timeout <s>      give up after this many seconds (default 600)
   --record <file>    write the finished release's record (docs/record.md) to this file`;
@@ -82,6 +86,25 @@ export const DEMO_ANALYSIS: NonNullable<RecipeInput["analysis"]> = {
   ],
 };
 
+/**
+ * What the demo says when it adds `DEMO_ANALYSIS` to a recipe without `analysis:`: the gate,
+ * in words, and how to change it. `aimed` is the file the demo wrote the recipe it started to.
+ */
+export function addedGateLines(aimed: string): string[] {
+  const a = DEMO_ANALYSIS;
+  const pts = (m: (typeof a.metrics)[number]["margin"]) =>
+    m && "absolute" in m ? `${(m.absolute * 100).toFixed(1)} points` : "its margin";
+  const metrics = a.metrics.map((m) => {
+    const what = m.kind === "latency" ? `${m.name} (over ${m.threshold_ms} ms)` : m.name;
+    const role = m.required === false ? ", a guardrail" : "";
+    return `${what} at most ${pts(m.margin)} worse than the baseline${role}`;
+  });
+  return [
+    `[demo] gate added     the recipe has no analysis: section, so the demo gates each wave between 1% and 99% with its own: ${metrics.join("; ")}; at least ${count(a.min_samples ?? 0)} requests per arm, ${(a.bake_ms ?? 0) / 1000} s of bake, α ${a.alpha}, inconclusive after ${(a.max_wait_ms ?? 0) / 1000} s`,
+    `[demo]                to change it: give the recipe an analysis: section of its own (or analysis: false for none; docs/gate.md) and pass it with --recipe; the recipe as started, this gate included, is ${aimed}`,
+  ];
+}
+
 /** How often the demo's engine looks for drift once the release has ended, ms. */
 export const DEMO_DRIFT_INTERVAL_MS = 5000;
 
@@ -108,9 +131,11 @@ export async function runDemo(argv: string[]): Promise<number> {
   // Check the recipe and --fail-at before starting anything (labels do not depend on hosts).
   let recipe: RecipeInput;
   let failStep: ManifestStep | null = null;
+  let gateAdded = false;
   try {
     recipe = loadRecipe(args.recipe);
     if (recipe.analysis === undefined) {
+      gateAdded = true;
       recipe = { ...recipe, analysis: structuredClone(DEMO_ANALYSIS) };
     }
     // --fail-at shows compensation: no one re-runs the failed job in a demo, so unless the
@@ -179,6 +204,7 @@ export async function runDemo(argv: string[]): Promise<number> {
       admission: "sign",
       // Drift detection on, every 5 s (docs/drift.md): /metrics shows baton_drift_* under --serve.
       driftIntervalMs: DEMO_DRIFT_INTERVAL_MS,
+      ...(args.port === undefined ? {} : { port: args.port }),
       ...(args.candidateErrorRate === undefined && args.candidateLatencyMs === undefined
         ? {}
         : {
@@ -203,11 +229,29 @@ export async function runDemo(argv: string[]): Promise<number> {
     );
     console.log(`[demo] engine         ${stack.url} (SQLite in ${join(dir, "engine")})`);
     console.log(`[demo] control plane  ${stack.fleet.cp.url} (model ${manifest.model})`);
-    console.log(`[demo] SSH target     ${t.user}@${t.host}:${t.port} host key ${t.hostKeyPin}`);
+    console.log(
+      `[demo] SSH target     ${t.user}@${t.host}:${t.port} host key ${t.hostKeyPin}${stack.fleet.kept ? " (the address and host key of the last run on this data dir)" : ""}`,
+    );
+    for (const m of stack.fleet.moved) console.log(`[demo] warning        ${m}`);
+    // The recipe as aimed at this fleet and the engine's address, for commands by hand.
+    const aimed = join(dir, "recipe.yaml");
+    writeFileSync(aimed, stringify(stack.recipe, { lineWidth: 0 }));
+    const envFile = join(dir, "demo.env");
+    writeFileSync(envFile, `BATON_ENGINE_URL=${stack.url}\nBATON_TOKEN=${stack.operatorToken}\n`, {
+      mode: 0o600,
+    });
+    chmodSync(envFile, 0o600);
+    console.log(
+      `[demo] recipe         ${aimed} (the recipe as started, aimed at the embedded fleet: copy it to roll out another image)`,
+    );
+    console.log(
+      `[demo] env            ${envFile} (BATON_ENGINE_URL and BATON_TOKEN for baton commands: set -a; . ${envFile}; set +a)`,
+    );
     console.log(
       `[demo] lanes          ${manifest.lanes.map((l) => `${l.id} ${l.baseline_weight}%`).join(", ")} (running ${manifest.previous_image.split("@")[0]})`,
     );
     const gated = manifest.waves.flatMap((w, i) => (w.analysis ? [waveLabel(manifest, i)] : []));
+    if (gateAdded) for (const line of addedGateLines(aimed)) console.log(line);
     if (gated.length > 0) {
       console.log(
         `[demo] gates        ${gated.join(", ")}: the router serves ${manifest.model} traffic; candidate error rate ${((args.candidateErrorRate ?? 0.01) * 100).toFixed(1)}% vs baseline 1.0%${args.candidateLatencyMs ? `, candidate latency +${count(args.candidateLatencyMs)} ms` : ""} (docs/gate.md)`,
@@ -311,6 +355,9 @@ export async function runDemo(argv: string[]): Promise<number> {
         `[demo] API            curl -H 'Authorization: Bearer ${stack.operatorToken}' ${stack.url}/v1/releases/${id}`,
       );
       console.log("[demo] serving until Ctrl-C (or SIGTERM)");
+      // The router keeps serving the model's traffic, so the gates of releases started by hand
+      // (baton deploy, roll-forward, rollback) see requests too.
+      stack.traffic.start(400, 100);
       await new Promise<void>((r) => {
         stopServing = r;
       });
@@ -423,6 +470,7 @@ function parse(argv: string[]) {
       "candidate-latency-ms": { type: "string" },
       recipe: { type: "string" },
       "data-dir": { type: "string" },
+      port: { type: "string" },
       serve: { type: "boolean", default: false },
       timeout: { type: "string", default: "600" },
       record: { type: "string" },
@@ -434,6 +482,13 @@ function parse(argv: string[]) {
   const timeoutS = Number(values.timeout);
   if (!Number.isFinite(timeoutS) || timeoutS <= 0) {
     throw new Error(`--timeout must be a positive number of seconds (got ${values.timeout})`);
+  }
+  let port: number | undefined;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new Error(`--port must be a port number 1..65535, e.g. 8787 (got ${values.port})`);
+    }
   }
   let candidateErrorRate: number | undefined;
   if (values["candidate-error-rate"] !== undefined) {
@@ -460,6 +515,7 @@ function parse(argv: string[]) {
     recipe: values.recipe ? resolve(values.recipe) : EXAMPLE_RECIPE,
     dataDir: values["data-dir"] ? resolve(values["data-dir"]) : undefined,
     serve: values.serve === true,
+    port,
     timeoutS,
     record: values.record ? resolve(values.record) : undefined,
     help: values.help === true,

@@ -43,6 +43,8 @@ export interface StackOptions {
   databaseUrl?: string | null;
   /** The recipe to aim at the fleet (already read); its lanes decide the fleet's health ports. */
   recipe: RecipeInput;
+  /** The engine's (API and dashboard) port on 127.0.0.1; default 0 (a free one). */
+  port?: number;
   /** Reconciler interval, ms (default 200). */
   tickMs?: number;
   /** Deadline overrides written into the recipe (ms). */
@@ -170,6 +172,32 @@ const quietLog: Logger = {
 };
 
 /**
+ * Listens for the engine on 127.0.0.1:`port` (0: any free port) with the engine's own server
+ * limits (body limits answered before 100 Continue, timeouts).
+ * @throws Error naming the port and the fix when it is in use or cannot be bound.
+ */
+async function listenEngine(
+  port: number,
+  fetch: (req: Request) => Response | Promise<Response>,
+): Promise<Server> {
+  return new Promise<Server>((ok, fail) => {
+    const s = serveWithLimits(
+      { fetch, port, hostname: "127.0.0.1", limits: httpLimitsFromEnv() },
+      () => ok(s as Server),
+    );
+    (s as Server).once("error", (e: NodeJS.ErrnoException) =>
+      fail(
+        new Error(
+          e.code === "EADDRINUSE"
+            ? `[demo] port ${port} on 127.0.0.1 is in use: choose another --port, or leave --port out to take a free one`
+            : `[demo] cannot listen on 127.0.0.1:${port}: ${e.message}`,
+        ),
+      ),
+    );
+  });
+}
+
+/**
  * Starts fleet, runner and engine, and prepares the fleet for the recipe (baseline weights in
  * the control plane, previous image running on every lane). Does not start a release.
  * @throws Error (prefixed with its component) when a part cannot start; started parts are closed.
@@ -179,40 +207,38 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   mkdirSync(dir, { recursive: true });
   await ensureBundles();
   const model = String(o.recipe.model ?? "default");
-  const fleet = await startFleet({
-    dir,
-    laneIds: laneIdsOf(o.recipe),
-    model,
-    ...(o.healthTimeoutS === undefined ? {} : { healthTimeoutS: o.healthTimeoutS }),
-    ...(o.modelLoadMs === undefined ? {} : { modelLoadMs: o.modelLoadMs }),
-  });
-  const closers: (() => Promise<unknown>)[] = [() => fleet.close()];
+  const closers: (() => Promise<unknown>)[] = [];
   const closeAll = async () => {
     for (const c of closers.reverse()) await c().catch(() => {});
   };
+  // The engine's HTTP server first (port 0 unless `port` fixes it), so that a port in use
+  // fails before anything else starts, and so its URL can go into the runner's inputs.
+  let fetcher: ((req: Request) => Response | Promise<Response>) | null = null;
+  const server = await listenEngine(o.port ?? 0, (req) =>
+    fetcher ? fetcher(req) : new Response("starting", { status: 503 }),
+  );
+  closers.push(
+    () =>
+      new Promise<void>((ok) => {
+        server.closeAllConnections();
+        server.close(() => ok());
+      }),
+  );
+  let fleet: Fleet;
   try {
-    // The engine's HTTP server first (port 0), so its URL can go into the runner's inputs.
-    let fetcher: ((req: Request) => Response | Promise<Response>) | null = null;
-    const server = await new Promise<Server>((ok, fail) => {
-      // The engine's own server limits (body limits answered before 100 Continue, timeouts).
-      const s = serveWithLimits(
-        {
-          fetch: (req) => (fetcher ? fetcher(req) : new Response("starting", { status: 503 })),
-          port: 0,
-          hostname: "127.0.0.1",
-          limits: httpLimitsFromEnv(),
-        },
-        () => ok(s as Server),
-      );
-      (s as Server).once("error", fail);
+    fleet = await startFleet({
+      dir,
+      laneIds: laneIdsOf(o.recipe),
+      model,
+      ...(o.healthTimeoutS === undefined ? {} : { healthTimeoutS: o.healthTimeoutS }),
+      ...(o.modelLoadMs === undefined ? {} : { modelLoadMs: o.modelLoadMs }),
     });
-    closers.push(
-      () =>
-        new Promise<void>((ok) => {
-          server.closeAllConnections();
-          server.close(() => ok());
-        }),
-    );
+  } catch (e) {
+    await closeAll();
+    throw e;
+  }
+  closers.push(() => fleet.close());
+  try {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const callbackSecret = randomBytes(24).toString("hex");
     const operatorToken = randomBytes(24).toString("hex");

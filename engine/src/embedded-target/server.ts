@@ -30,6 +30,11 @@ export interface EmbeddedTargetOptions {
    * the one key the action is given, as a fleet's machines share the deploy user's key.
    */
   clientKey?: SshKeyPair;
+  /**
+   * Use this host key instead of generating one: a target started again with the same host key
+   * and port keeps the pin (`hostKeyPin`) and address that earlier manifests name.
+   */
+  hostKey?: SshKeyPair;
   /** More authorised public keys (OpenSSH `.pub` lines or PEM), e.g. an RSA key for F09. */
   extraAuthorizedKeys?: string[];
   /** Folders put first on PATH; default the container CLI stand-in `scripts/target/standin`. */
@@ -61,6 +66,8 @@ export interface EmbeddedTarget {
    * `baton-deploy`, found on the target's PATH, so one value serves every embedded target.
    */
   deployScript: string;
+  /** The host key pair (OpenSSH format), to start the target again with the same pin. */
+  hostKey: SshKeyPair;
   /** Commands run so far (for tests and the demo's log), oldest first. */
   commands: string[];
   /** Stops listening, ends sessions and kills running commands. */
@@ -88,7 +95,7 @@ export async function startEmbeddedTarget(options: EmbeddedTargetOptions): Promi
     }
   }
   const user = options.user ?? "baton";
-  const host = generateEd25519("baton-embedded-target");
+  const host = options.hostKey ?? generateEd25519("baton-embedded-target");
   const client =
     options.clientKey ?? generateEd25519(`${user}@baton-embedded`, options.clientKeyPassphrase);
   const authorized = [client.publicKey, ...(options.extraAuthorizedKeys ?? [])].map((k) =>
@@ -182,6 +189,7 @@ export async function startEmbeddedTarget(options: EmbeddedTargetOptions): Promi
     knownHostsLine: `[127.0.0.1]:${port} ${hostLine}`,
     clientPrivateKey: client.privateKey,
     clientPublicKey: client.publicKey,
+    hostKey: host,
     sandboxDir,
     deployScript: "baton-deploy",
     standinDir: env.BATON_STANDIN_DIR!,

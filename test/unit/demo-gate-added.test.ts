@@ -1,0 +1,50 @@
+/**
+ * What the demo says about the gate it adds to a recipe without `analysis:` (and how to change
+ * it), and its `--port` option: listed by `--help`, checked before anything starts.
+ */
+import { describe, expect, it, vi } from "vitest";
+import { runCli } from "../../engine/src/cli/program.ts";
+import { addedGateLines, DEMO_ANALYSIS, runDemo } from "../../engine/src/demo/main.ts";
+
+describe("the demo's added gate", () => {
+  it("names every metric with its margin, the samples, the bake and where the recipe is", () => {
+    const lines = addedGateLines("/d/recipe.yaml");
+    expect(lines[0]).toMatch(/^\[demo\] gate added {5}the recipe has no analysis: section/);
+    for (const m of DEMO_ANALYSIS.metrics) expect(lines[0]).toContain(m.name);
+    expect(lines[0]).toContain("error-rate at most 2.0 points worse than the baseline");
+    expect(lines[0]).toContain(
+      "slow-requests (over 250 ms) at most 5.0 points worse than the baseline, a guardrail",
+    );
+    expect(lines[0]).toContain("at least 1,000 requests per arm, 2 s of bake");
+    expect(lines[1]).toContain("analysis: section of its own");
+    expect(lines[1]).toContain("/d/recipe.yaml");
+  });
+});
+
+describe("demo --port", () => {
+  it("--help lists --port (baton demo --help and the demo itself)", async () => {
+    let out = "";
+    const log = vi.spyOn(console, "log").mockImplementation((s: string) => {
+      out += `${s}\n`;
+    });
+    try {
+      expect(await runCli(["demo", "--help"])).toBe(0);
+    } finally {
+      log.mockRestore();
+    }
+    expect(out).toMatch(/--port <port>\s+the engine's port \(API and dashboard\) on 127\.0\.0\.1/);
+  });
+
+  it("a port that is not 1..65535 is refused before anything starts (exit 2)", async () => {
+    let err = "";
+    const spy = vi.spyOn(console, "error").mockImplementation((s: string) => {
+      err += `${s}\n`;
+    });
+    try {
+      expect(await runDemo(["--port", "99999"])).toBe(2);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(err).toContain("--port must be a port number 1..65535");
+  });
+});
