@@ -13,7 +13,10 @@ describe("the demo's added gate", () => {
     for (const m of DEMO_ANALYSIS.metrics) expect(lines[0]).toContain(m.name);
     expect(lines[0]).toContain("error-rate at most 2.0 points worse than the baseline");
     expect(lines[0]).toContain(
-      "slow-requests (over 250 ms) at most 5.0 points worse than the baseline, a guardrail",
+      "slow-requests (over 1000 ms) at most 5.0 points worse than the baseline, a guardrail",
+    );
+    expect(lines[0]).toContain(
+      "latency-p99 (the p99 latency) at most 100 ms worse than the baseline, a guardrail",
     );
     expect(lines[0]).toContain("at least 1,000 requests per arm, 2 s of bake");
     expect(lines[1]).toContain("analysis: section of its own");

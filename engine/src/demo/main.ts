@@ -93,9 +93,20 @@ export const DEMO_ANALYSIS: NonNullable<RecipeInput["analysis"]> = {
 export function addedGateLines(aimed: string): string[] {
   const a = DEMO_ANALYSIS;
   const pts = (m: (typeof a.metrics)[number]["margin"]) =>
-    m && "absolute" in m ? `${(m.absolute * 100).toFixed(1)} points` : "its margin";
+    m && "absolute" in m
+      ? `${(m.absolute * 100).toFixed(1)} points`
+      : m && "ms" in m
+        ? `${count(m.ms)} ms`
+        : m && "percent" in m
+          ? `${count(m.percent)}%`
+          : "its margin";
   const metrics = a.metrics.map((m) => {
-    const what = m.kind === "latency" ? `${m.name} (over ${m.threshold_ms} ms)` : m.name;
+    const what =
+      m.kind === "latency"
+        ? `${m.name} (over ${m.threshold_ms} ms)`
+        : m.kind === "quantile"
+          ? `${m.name} (the p${Math.round(m.quantile * 100)} latency)`
+          : m.name;
     const role = m.required === false ? ", a guardrail" : "";
     return `${what} at most ${pts(m.margin)} worse than the baseline${role}`;
   });
