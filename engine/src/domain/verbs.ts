@@ -68,7 +68,11 @@ const AcceptBody = z
       .min(1, "must not be empty")
       .max(200, "must be at most 200 characters"),
     expires_at: z.iso
-      .datetime({ offset: true, error: "must be an ISO 8601 time, e.g. 2027-01-31T00:00:00Z" })
+      .datetime({
+        offset: true,
+        error:
+          "must be a date and a time of day with its offset (Z or ±hh:mm), e.g. 2027-01-31T00:00:00Z; a date alone such as 2027-01-31 is not enough",
+      })
       .optional(),
     note: z.string().max(2000, "must be at most 2000 characters").optional(),
     // The bare hex is kept and compared; the `sha256:` prefix the CLI prints is dropped.
