@@ -31,3 +31,34 @@ describe("accept's expires_at", () => {
     );
   });
 });
+
+describe("NUL and lone surrogates in free text", () => {
+  const pause = verbNamed("pause")!.body as z.ZodType;
+  it("are refused in a reason, naming the field and the position", () => {
+    expect(messages(pause.safeParse({ reason: "a\u0000b" }))).toEqual([
+      expect.stringMatching(
+        /^reason: holds the NUL character \(U\+0000\) at position 2; remove it/,
+      ),
+    ]);
+    expect(messages(pause.safeParse({ reason: "a\ud800b" }))).toEqual([
+      expect.stringMatching(/^reason: holds a lone UTF-16 surrogate \(U\+D800\) at position 2/),
+    ]);
+    expect(messages(pause.safeParse({ reason: "ab\udc00" }))).toEqual([
+      expect.stringMatching(/^reason: holds a lone UTF-16 surrogate \(U\+DC00\) at position 3/),
+    ]);
+  });
+
+  it("are refused in accept's by and note", () => {
+    expect(messages(accept.safeParse({ by: "me\u0000" }))).toEqual([
+      expect.stringMatching(/^by: holds the NUL character \(U\+0000\) at position 3/),
+    ]);
+    expect(messages(accept.safeParse({ by: "me", note: "x\ud83d" }))).toEqual([
+      expect.stringMatching(/^note: holds a lone UTF-16 surrogate \(U\+D83D\) at position 2/),
+    ]);
+  });
+
+  it("a surrogate pair (an emoji) passes", () => {
+    expect(pause.safeParse({ reason: "ok \u{1F680}" }).success).toBe(true);
+    expect(accept.safeParse({ by: "me", note: "\u{1F680}" }).success).toBe(true);
+  });
+});
