@@ -314,7 +314,7 @@ describe("start, status, record", () => {
     );
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^ {2}- --digest: must be the record's sha256/m);
-    expect(r.stderr).toMatch(/^ {2}- --expires: must be an ISO 8601 time/m);
+    expect(r.stderr).toMatch(/^ {2}- --expires: must be a date and a time of day with its offset/m);
     expect(r.stderr).not.toContain("body.");
     noStack(r.stderr);
   });

@@ -10,7 +10,7 @@ import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpLimitsFromEnv, serveWithLimits } from "../../engine/src/node/http-server.ts";
 import { rawExchange } from "../support/raw-http.ts";
-import { createRelease, type Harness, makeHarness, recipe } from "./service-harness.ts";
+import { createRelease, type Harness, makeHarness, OPERATOR, recipe } from "./service-harness.ts";
 
 let h: Harness;
 let server: Server;
@@ -111,5 +111,38 @@ describe("Expect: 100-continue (what curl sends for a large body)", () => {
     });
     expect(got).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 (303|401) /);
     expect(got).not.toMatch(/payload_too_large/);
+  });
+});
+
+describe("compressed bodies (Content-Encoding other than identity)", () => {
+  for (const enc of ["gzip", "br", "deflate, identity"]) {
+    it(`Content-Encoding: ${enc} is 415 naming the header and the fix, before the body is read`, async () => {
+      const { gzipSync } = await import("node:zlib");
+      const body = gzipSync(Buffer.from(JSON.stringify(recipe(2))));
+      const res = await fetch(`http://127.0.0.1:${port}/v1/releases`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${OPERATOR}`,
+          "content-type": "application/json",
+          "content-encoding": enc,
+        },
+        body,
+      });
+      expect(res.status).toBe(415);
+      expect(res.headers.get("connection")).toBe("close");
+      const out = (await res.json()) as { error: { code: string; message: string } };
+      expect(out.error.code).toBe("unsupported_media_type");
+      expect(out.error.message).toMatch(/Content-Encoding/);
+      expect(out.error.message).toMatch(/send the body uncompressed/);
+    });
+  }
+
+  it("Content-Encoding: identity is read as usual", async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/v1/releases/r1/abort`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-encoding": "identity" },
+      body: "{}",
+    });
+    expect(res.status).not.toBe(415);
   });
 });

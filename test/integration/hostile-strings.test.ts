@@ -1,8 +1,9 @@
 /**
  * Strings Postgres cannot hold (NUL, lone UTF-16 surrogates) in a runner's
  * log and checks, an operator's reason, or a recipe field. The same answer on SQLite and
- * Postgres: a callback is accepted and stored with U+FFFD in their place (deterministic), a
- * recipe field is refused with a 422 naming it. Never a 500, never a stranded release.
+ * Postgres: a callback is accepted and stored with U+FFFD in their place (deterministic), an
+ * operator's reason is refused with a 400 naming it and the position, a recipe field is
+ * refused with a 422 naming it. Never a 500, never a stranded release.
  */
 import { expect, it } from "vitest";
 import {
@@ -62,16 +63,25 @@ describeEachStore("hostile strings on %s", ({ skip, open }) => {
     expect(await h.store.listReleases({ limit: 10 })).toEqual([]);
   });
 
-  it("an abort reason with NUL and a lone surrogate is stored with U+FFFD", async () => {
+  it("an abort or pause reason with NUL or a lone surrogate is refused (400) naming the field and position, nothing recorded", async () => {
     const h = await open({ seed: recipe(2) });
     const id = await createRelease(h, recipe(2));
-    const res = await op(h, "POST", `/v1/releases/${id}/abort`, {
-      reason: `stop${NUL}now${LONE_LOW}`,
-    });
-    expect(res.status, await res.clone().text()).toBe(200);
+    const before = (await getRecord(h, id)).history.length;
+    for (const [verb, reason, says] of [
+      ["abort", `stop${NUL}now`, "NUL character (U+0000) at position 5"],
+      ["abort", `stop now${LONE_LOW}`, "lone UTF-16 surrogate (U+DC00) at position 9"],
+      ["pause", `a${LONE_HIGH}b`, "lone UTF-16 surrogate (U+D800) at position 2"],
+    ] as const) {
+      const res = await op(h, "POST", `/v1/releases/${id}/${verb}`, { reason });
+      expect(res.status).toBe(400);
+      const text = await res.text();
+      expect(text).toContain("reason");
+      expect(text).toContain(says);
+    }
     const rec = await getRecord(h, id);
+    expect(rec.state).not.toBe("aborted");
     expect(JSON.stringify(rec)).not.toContain("\\u0000");
-    expect(rec.history.some((e) => e.message.includes("stop\ufffdnow\ufffd"))).toBe(true);
+    expect(rec.history.filter((e) => e.outcome !== "refused").length).toBe(before);
   });
 
   it("a reason with a bidirectional override or an escape sequence is refused naming it, nothing recorded", async () => {

@@ -18,12 +18,13 @@ import {
   verifyToolPhase,
 } from "./phases.ts";
 import { OUTPUT_TAIL_CHARS, stopCurrentTool } from "./run-tool.ts";
-import type { CallbackTarget } from "./state.ts";
+import { type CallbackTarget, STATE, save } from "./state.ts";
 import { type StepContext, stepContext } from "./step-context.ts";
 import { judgeToolExit, recordVerdict } from "./tool-verdict.ts";
 
 /** Entry point of dist/index.js. Never throws; ends with process.exitCode set. */
 export async function run(): Promise<void> {
+  save(STATE.started, "true");
   const ctx = stepContext(process.env);
   stopOnCancel(ctx);
   try {

@@ -21,11 +21,17 @@ export async function runPost(): Promise<void> {
     }
     const targetText = load(STATE.callback);
     if (!targetText) {
-      core.info("[action] no accepted preflight: nothing to report");
+      core.info(
+        load(STATE.started) === "true"
+          ? "[action] the main step had no preflight accepted: nothing to report"
+          : "[action] the post step got no state from the main step (it did not start, or the runner did not pass the state it saved): nothing to report from here",
+      );
       return;
     }
     if (load(STATE.acked) === "true") {
-      core.info("[action] the callback was already acknowledged");
+      core.info(
+        "[action] the main step reported already: its callback was already acknowledged by the engine",
+      );
       return;
     }
     const target = JSON.parse(targetText) as CallbackTarget;

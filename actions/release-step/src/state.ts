@@ -6,6 +6,8 @@
 import * as core from "@actions/core";
 
 export const STATE = {
+  /** "true" as soon as the main step starts: its absence means the post step got no state at all. */
+  started: "main_started",
   /** Directory holding the key file; removed by post. */
   keyDir: "key_dir",
   /** JSON of {@link CallbackTarget}; present once preflight said 200. */

@@ -11,6 +11,7 @@ export type ErrorCode =
   | "fenced"
   | "stale"
   | "payload_too_large"
+  | "unsupported_media_type"
   | "illegal_transition"
   | "contract_failed"
   | "admission_refused"
@@ -19,7 +20,7 @@ export type ErrorCode =
   | "frozen"
   | "unavailable";
 
-type Status = 400 | 401 | 403 | 404 | 409 | 413 | 422 | 503;
+type Status = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 503;
 
 const STATUS: Record<ErrorCode, Status> = {
   bad_request: 400,
@@ -31,6 +32,8 @@ const STATUS: Record<ErrorCode, Status> = {
   fenced: 409,
   stale: 409,
   payload_too_large: 413,
+  // A body sent compressed (`Content-Encoding` other than identity): the engine reads bodies as sent.
+  unsupported_media_type: 415,
   illegal_transition: 422,
   contract_failed: 422,
   // A manifest that failed an admission check (docs/trust.md); problems name the checks.

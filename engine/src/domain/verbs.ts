@@ -13,7 +13,7 @@
  */
 import * as z from "zod";
 import type { Json, Release } from "./types.ts";
-import { HIDDEN_EXCEPT_NUL } from "./visible-text.ts";
+import { HIDDEN_EXCEPT_NUL, unstorableText } from "./visible-text.ts";
 
 /** The pattern an actor name must match (`ActorField`); the CLI drops a $USER that does not. */
 export const ACTOR_PATTERN = /^[A-Za-z0-9._@ -]{1,64}$/;
@@ -26,17 +26,28 @@ export const ActorField = z
   .describe("Who takes the action (e.g. your login); recorded in history after `operator:`.");
 
 /**
- * Invisible characters (visible-text.ts; NUL is allowed here: stored as U+FFFD like every
- * store text): shown on the dashboard or in a terminal, they make a reason read other than it
+ * Invisible characters (visible-text.ts; NUL and lone surrogates are refused by
+ * `unstorableText`, before these): shown on the dashboard or in a terminal, they make a reason read other than it
  * was written ("Trojan Source", CVE-2021-42574).
  */
 const HIDDEN = HIDDEN_EXCEPT_NUL;
+
+/** Refuses NUL and lone surrogates in a free-text field (`unstorableText`), naming the position. */
+function refuseUnstorable(s: string, ctx: z.RefinementCtx): void {
+  const bad = unstorableText(s);
+  if (bad) ctx.addIssue({ code: "custom", message: bad });
+}
 
 /** Why an operator took an action (kept in history and the record): ≤ 1000 characters. */
 export const ReasonField = z
   .string()
   .max(1000, "must be at most 1000 characters")
   .superRefine((s, ctx) => {
+    const bad = unstorableText(s);
+    if (bad) {
+      ctx.addIssue({ code: "custom", message: bad });
+      return;
+    }
     const m = HIDDEN.exec(s);
     if (m)
       ctx.addIssue({
@@ -66,11 +77,20 @@ const AcceptBody = z
       .string({ error: "must name the owner accepting, e.g. an email or GitHub login" })
       .trim()
       .min(1, "must not be empty")
-      .max(200, "must be at most 200 characters"),
+      .max(200, "must be at most 200 characters")
+      .superRefine(refuseUnstorable),
     expires_at: z.iso
-      .datetime({ offset: true, error: "must be an ISO 8601 time, e.g. 2027-01-31T00:00:00Z" })
+      .datetime({
+        offset: true,
+        error:
+          "must be a date and a time of day with its offset (Z or ±hh:mm), e.g. 2027-01-31T00:00:00Z; a date alone such as 2027-01-31 is not enough",
+      })
       .optional(),
-    note: z.string().max(2000, "must be at most 2000 characters").optional(),
+    note: z
+      .string()
+      .max(2000, "must be at most 2000 characters")
+      .superRefine(refuseUnstorable)
+      .optional(),
     // The bare hex is kept and compared; the `sha256:` prefix the CLI prints is dropped.
     record_digest: z
       .string()

@@ -16,6 +16,28 @@ const RANGES =
  */
 export const HIDDEN_EXCEPT_NUL = new RegExp(`[${RANGES}]`, "u");
 
+/** A UTF-16 surrogate without its pair (no text can hold it; stores would change it). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Why `text` cannot be kept as written, or null: it holds NUL (the stores keep it as U+FFFD,
+ * so the answer and the history would differ) or a lone UTF-16 surrogate (not text at all).
+ * The one rule for every free text people write (reasons, notes, names). Positions count
+ * UTF-16 code units from 1.
+ */
+export function unstorableText(text: string): string | null {
+  const nul = text.indexOf("\u0000");
+  const lone = LONE_SURROGATE.exec(text);
+  if (nul >= 0 && (!lone || nul < lone.index)) {
+    return `holds the NUL character (U+0000) at position ${nul + 1}; remove it (text is stored without NUL)`;
+  }
+  if (lone) {
+    const hex = lone[0].charCodeAt(0).toString(16).toUpperCase();
+    return `holds a lone UTF-16 surrogate (U+${hex}) at position ${lone.index + 1}; send well-formed UTF-8/UTF-16 text`;
+  }
+  return null;
+}
+
 const HIDDEN_ALL = new RegExp(`[\\u0000${RANGES}]`, "gu");
 
 /** The escape shown for one hidden character: `\x1b` below U+0100, else `\u202e`. */

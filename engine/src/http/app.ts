@@ -9,7 +9,7 @@ import type { LanesRead } from "../protocol/control-plane.ts";
 import type { ReleaseApi } from "../service/api.ts";
 import type { NamedToken } from "./auth.ts";
 import { AuthThrottle, authThrottle } from "./auth-throttle.ts";
-import { bodyLimits } from "./body-limit.ts";
+import { bodyLimits, identityEncodingOnly } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
 import { singleQueryParams } from "./query-params.ts";
 import { incidentRoutes } from "./routes/incidents.ts";
@@ -59,6 +59,8 @@ export function createApp(o: AppOptions): Hono {
   );
   // Before every route (the dashboard's too, mounted by `extend`): no handler reads past it.
   app.use("*", bodyLimits());
+  // Bodies are read as sent: a compressed one is refused (415) before anything reads it.
+  app.use("*", identityEncodingOnly());
   // CSP and frame headers on every answer (the dashboard's pages above all): no framing
   // (clickjacking of the abort/resume forms), no plugins, forms post only here. The pages'
   // small inline scripts and styles still need 'unsafe-inline' (everything they print is

@@ -54,3 +54,27 @@ export function bodyLimits(): MiddlewareHandler {
     return mw(c, next);
   };
 }
+
+/**
+ * Middleware: a request whose `Content-Encoding` is anything but `identity` (gzip, br, …) is
+ * refused with 415 before any body is read. The engine reads bodies as sent: a compressed
+ * recipe would otherwise be parsed as raw bytes and refused with a misleading shape error.
+ */
+export function identityEncodingOnly(): MiddlewareHandler {
+  return async (c, next) => {
+    const enc = c.req.header("content-encoding");
+    if (enc !== undefined) {
+      const codings = enc
+        .split(",")
+        .map((s) => s.trim().toLowerCase())
+        .filter((s) => s !== "" && s !== "identity");
+      if (codings.length > 0) {
+        throw new BatonError(
+          "unsupported_media_type",
+          `[engine] the Content-Encoding header says "${enc.slice(0, 64)}"; the engine reads request bodies uncompressed only. Fix: send the body uncompressed, without a Content-Encoding header (or with "Content-Encoding: identity")`,
+        );
+      }
+    }
+    await next();
+  };
+}

@@ -1,7 +1,7 @@
 /**
  * Error answers of the HTTP API, mapped in one place (hono `onError`).
  * Body: `{"error": {"code", "message", "problems"?: [{path, message, fix}]}}`.
- * `BatonError` → its status (400 / 401 / 403 / 404 / 409 / 413 / 422); anything else → 500, logged,
+ * `BatonError` → its status (400 / 401 / 403 / 404 / 409 / 413 / 415 / 422); anything else → 500, logged,
  * with no internals in the body.
  */
 import type { Context } from "hono";
@@ -119,8 +119,9 @@ export function onError(log: {
     }
     if (err instanceof BatonError || (err instanceof HTTPException && err.status === 413)) {
       // The rest of an oversize body is never read: close the connection rather than take
-      // it for the next request (the client sees the 413, then the close).
-      if (err.status === 413) c.header("Connection", "close");
+      // it for the next request (the client sees the 413, then the close). The same for a
+      // compressed body refused unread (415).
+      if (err.status === 413 || err.status === 415) c.header("Connection", "close");
     }
     if (err instanceof BatonError) {
       return errorResponse(c, err.status, err.code, err.message, err.problems);

@@ -110,6 +110,7 @@ export function readBoundedYaml(
       ],
     );
   }
+  refuseEncoding(text, filename);
   const lines = new LineCounter();
   const at = (offset: number) => {
     const p = lines.linePos(offset);
@@ -343,6 +344,38 @@ function throwMulti(message: string): never {
       fix: "Keep one recipe per file: delete the `---` lines (and split other rollouts into their own files).",
     },
   ]);
+}
+
+/**
+ * Refuses text that is not a UTF-8 recipe with LF or CRLF line endings, before YAML reads it
+ * (it would misread it as one string or no value at all): a UTF-16/UTF-32 byte-order mark
+ * (decoded from bytes as UTF-8 it is U+FFFD U+FFFD, or U+FEFF followed by NUL), NUL bytes
+ * (UTF-16/UTF-32 text without a mark), or a CR not followed by LF (classic Mac line endings).
+ * @throws BatonError `bad_request` (400) naming the place and the fix.
+ */
+function refuseEncoding(text: string, filename: string): void {
+  const nul = text.indexOf("\u0000");
+  const bomLike = text.startsWith("\uFFFD\uFFFD") || text.startsWith("\uFFFE");
+  if (bomLike || nul >= 0) {
+    const pos = bomLike ? { line: 1, col: 1 } : position(lineStarts(text), nul);
+    throw bad(
+      filename,
+      pos,
+      bomLike
+        ? "the recipe is not UTF-8: it begins with a UTF-16 or UTF-32 byte-order mark"
+        : "the recipe is not UTF-8: it holds NUL bytes (UTF-16 or UTF-32 text, or a binary file)",
+      "Save the recipe as UTF-8.",
+    );
+  }
+  const cr = /\r(?!\n)/.exec(text);
+  if (cr) {
+    throw bad(
+      filename,
+      position(lineStarts(text), cr.index),
+      "a line ends with CR alone (classic Mac line endings); YAML would read the recipe as one line",
+      "Use LF or CRLF line endings.",
+    );
+  }
 }
 
 function lineStarts(text: string): number[] {
