@@ -45,10 +45,10 @@ type Rel = {
   lineage?: { verb: string; of: string; manifest_of?: string } | null;
 };
 
-/** The state, hold and reason of each release r1..r3, for a failure message. */
+/** The state, hold and reason of each release r1..r4, for a failure message. */
 async function stateOf(get: (id: string) => Promise<Rel>): Promise<string> {
   const out: string[] = [];
-  for (const id of ["r1", "r2", "r3"])
+  for (const id of ["r1", "r2", "r3", "r4"])
     out.push(`${id}: ${JSON.stringify(await get(id)).slice(0, 600)}`);
   return out.join("\n");
 }
@@ -60,10 +60,11 @@ const WAITS: Record<string, (get: (id: string) => Promise<Rel>) => Promise<boole
   pause: async (get) => (await get("r2")).hold?.kind === "pause",
   abort: async (get) => (await get("r2")).state === "rolled_back",
   "roll-forward": async (get) => (await get("r3")).state === "succeeded",
+  rollback: async (get) => (await get("r4")).state === "succeeded",
 };
 
 describe("the demo walk (docs/demo.md)", () => {
-  it("the walk in docs/demo.md: deploy, release, promote, pause, abort, roll forward on one stack", async () => {
+  it("the walk in docs/demo.md: deploy, release, promote, pause, abort, roll forward, rollback on one stack", async () => {
     const dir = mkdtempSync(join(tmpdir(), "baton-demo-walk-"));
     const lines = walkLines().map((l) => l.replaceAll("/tmp/baton-demo", dir));
     const verbs = lines.flatMap((l) => /^npx baton (\S+)/.exec(l)?.[1] ?? []);
@@ -78,6 +79,7 @@ describe("the demo walk (docs/demo.md)", () => {
       "sign",
       "attest",
       "roll-forward",
+      "rollback",
     ]);
     let demo: ReturnType<typeof spawnDemo> | null = null;
     const env: Record<string, string> = {};
@@ -134,6 +136,11 @@ describe("the demo walk (docs/demo.md)", () => {
       expect((await get("r1")).state).toBe("succeeded");
       expect((await get("r2")).state).toBe("rolled_back");
       expect((await get("r3")).lineage).toMatchObject({ verb: "roll_forward", of: "r2" });
+      expect((await get("r4")).lineage).toMatchObject({
+        verb: "rollback",
+        of: "r3",
+        manifest_of: "r1",
+      });
       const d = demo as ReturnType<typeof spawnDemo> | null;
       if (d) {
         // Ctrl-C in the demo's terminal: SIGINT to its process group (npm and the demo).

@@ -36,6 +36,27 @@ import { laneIdsOf, pointRecipeAtFleet, readRecipeFile } from "./recipe.ts";
 /** Default recipe of the demo. */
 export const EXAMPLE_RECIPE = join(REPO_ROOT, "recipes/example.yaml");
 
+/**
+ * The image a lane runs after a local-runner event, when that event is a deploy or a restore
+ * (`attach-queue-lane`, `restore-queue-lane`) that ran and succeeded: `{lane, image}` from its
+ * payload's `args`; null for anything else. A run that ended `success` without doing its step
+ * (its preflight declined, 409: a stale generation after an abort, say; output `status` is then
+ * `declined`) changed nothing on the lane, so it reports nothing: only the action's output
+ * `status: succeeded` counts. Otherwise the next release's observed baseline names an image the
+ * lane never ran, its deploy stops that (absent) container instead of the one running, and the
+ * old container keeps running beside the new one.
+ */
+export function laneImageChange(e: LocalRunEvent): { lane: string; image: string } | null {
+  if (e.type !== "finished" || e.run.conclusion !== "success") return null;
+  if (e.run.outputs.status !== "succeeded") return null;
+  const p = e.run.payload;
+  if (p.tool !== "attach-queue-lane" && p.tool !== "restore-queue-lane") return null;
+  const lane = (p.args as { lane?: { id?: unknown } }).lane?.id;
+  const image = (p.args as { image?: unknown }).image;
+  if (typeof lane !== "string" || typeof image !== "string") return null;
+  return { lane, image };
+}
+
 export interface StackOptions {
   /** Working folder: engine SQLite file, control-plane file, target sandbox, runner folders. */
   dir: string;
@@ -248,20 +269,15 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     // The router and the control plane learn which image a lane serves from the runner steps
     // that change it.
     const laneImage = (e: LocalRunEvent) => {
-      if (e.type !== "finished" || e.run.conclusion !== "success") return;
-      const p = e.run.payload;
-      const lane = (p.args as { lane?: { id?: unknown } }).lane?.id;
-      const image = (p.args as { image?: unknown }).image;
-      if (typeof lane !== "string" || typeof image !== "string") return;
-      if (p.tool === "attach-queue-lane" || p.tool === "restore-queue-lane") {
-        traffic.setLaneImage(lane, image);
-        // The lane reports the image it now runs to the control plane (LaneState.image), as a
-        // fleet's lane registration would after a deploy or a restore.
-        try {
-          fleet.cp.core.reportImage(lane, image);
-        } catch {
-          // A lane the control plane does not know: nothing to report to.
-        }
+      const changed = laneImageChange(e);
+      if (!changed) return;
+      traffic.setLaneImage(changed.lane, changed.image);
+      // The lane reports the image it now runs to the control plane (LaneState.image), as a
+      // fleet's lane registration would after a deploy or a restore.
+      try {
+        fleet.cp.core.reportImage(changed.lane, changed.image);
+      } catch {
+        // A lane the control plane does not know: nothing to report to.
       }
     };
     let fault: { stepIndex: number; until: HealthFaultUntil; lane: string; body: string } | null =
