@@ -162,23 +162,8 @@ export function evaluateMetric(
 ): MetricResult {
   if (metric.kind === "quantile") return evaluateQuantile(metric, obs, t, flags);
   const better = metric.kind === "ratio" ? (metric.better ?? "lower") : "lower";
-  const base: MetricResult = {
-    name: metric.name,
-    kind: metric.kind,
-    required: flags.required,
-    dryRun: flags.dryRun,
-    better,
-    missing: null,
-    readError: false,
-    candidate: null,
-    control: null,
-    difference: null,
-    margin: null,
-    floored: false,
-    slo: null,
-    verdict: "missing",
-  };
-  if (!obs) return { ...base, missing: "the metrics source returned nothing for it" };
+  const base = unread(metric.name, metric.kind, better, flags);
+  if (!obs) return { ...base, missing: NOTHING_RETURNED };
   if (isMissing(obs)) return { ...base, missing: obs.missing, readError: obs.error === true };
   const c = share(metric, obs.candidate);
   const b = share(metric, obs.control);
@@ -288,6 +273,33 @@ function marginTest(
   return Number.isFinite(v0) && estimate + multiplier * Math.sqrt(v0) < -delta;
 }
 
+const NOTHING_RETURNED = "the metrics source returned nothing for it";
+
+/** A metric's result before anything is read: no figures, verdict `missing`. */
+function unread(
+  name: string,
+  kind: MetricResult["kind"],
+  better: MetricResult["better"],
+  flags: { required: boolean; dryRun: boolean },
+): MetricResult {
+  return {
+    name,
+    kind,
+    required: flags.required,
+    dryRun: flags.dryRun,
+    better,
+    missing: null,
+    readError: false,
+    candidate: null,
+    control: null,
+    difference: null,
+    margin: null,
+    floored: false,
+    slo: null,
+    verdict: "missing",
+  };
+}
+
 /**
  * A quantile metric (quantile.ts) on `obs`: each arm's quantile bounded at the buckets'
  * resolution, then compared. Missing evidence as for a share: no histogram, malformed buckets,
@@ -299,23 +311,8 @@ function evaluateQuantile(
   t: Tuning,
   flags: { required: boolean; dryRun: boolean; controlOptional?: boolean },
 ): MetricResult {
-  const base: MetricResult = {
-    name: metric.name,
-    kind: "quantile",
-    required: flags.required,
-    dryRun: flags.dryRun,
-    better: "lower",
-    missing: null,
-    readError: false,
-    candidate: null,
-    control: null,
-    difference: null,
-    margin: null,
-    floored: false,
-    slo: null,
-    verdict: "missing",
-  };
-  if (!obs) return { ...base, missing: "the metrics source returned nothing for it" };
+  const base = unread(metric.name, "quantile", "lower", flags);
+  if (!obs) return { ...base, missing: NOTHING_RETURNED };
   if (isMissing(obs)) return { ...base, missing: obs.missing, readError: obs.error === true };
   const k = quantilePriorConcentration(t.alpha, t.min_samples);
   const arm = (o: ArmObservation) =>
