@@ -84,6 +84,41 @@ describe("body limits on every route", () => {
     expect(got.toLowerCase()).toMatch(/\r\nconnection: close\r\n/);
   });
 
+  it("a client still writing its body after the 413 sees the answer and a clean close, not a reset (lingering close)", async () => {
+    const { connect } = await import("node:net");
+    const head = `POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n`;
+    const mb = Buffer.alloc(1024 * 1024, 0x78);
+    const out = await new Promise<{ got: string; error: string | null }>((resolve) => {
+      const s = connect(port, "127.0.0.1");
+      let got = "";
+      let error: string | null = null;
+      let wroteAfter = false;
+      const timer = setTimeout(() => s.destroy(new Error("still open after 10 s")), 10_000);
+      s.on("data", (d) => {
+        got += d.toString("latin1");
+        // Once the whole answer is in, go on sending as a client streaming its body does:
+        // 4 MB more, then close our side. Closed at once, the server would answer these with
+        // a reset.
+        if (!wroteAfter && got.includes("payload_too_large")) {
+          wroteAfter = true;
+          for (let i = 0; i < 4; i++) s.write(mb);
+          s.end();
+        }
+      });
+      s.on("error", (e: NodeJS.ErrnoException) => {
+        error = e.code ?? e.message;
+      });
+      s.on("close", () => {
+        clearTimeout(timer);
+        resolve({ got, error });
+      });
+      s.write(head);
+      s.write(mb.subarray(0, 256 * 1024));
+    });
+    expect(out.got).toMatch(/^HTTP\/1\.1 413 /);
+    expect(out.error).toBeNull();
+  });
+
   it("a small body still works on a kept-alive connection", async () => {
     const res = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(res.status).toBe(200);

@@ -5,10 +5,12 @@
  * below the process's open-file limit, so sockets can never take the descriptors the store,
  * the runner's pipes and a fresh /healthz need). An `Expect: 100-continue` request whose
  * `Content-Length` is over its route's body limit is answered 413 before the client sends the
- * body (no `100 Continue`), with `Connection: close`.
+ * body (no `100 Continue`), with `Connection: close`. A connection closed after an answer sent
+ * before its request's body was read (a 413) closes lingering: see `lingerOnUnreadBody`.
  */
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import { serve } from "@hono/node-server";
 import * as z from "zod";
 import { BatonError, type Problem } from "../domain/errors.ts";
@@ -144,6 +146,48 @@ export function onCheckContinue(server: Server) {
   };
 }
 
+/** How long (ms) a lingering close keeps reading, and discarding, what the client still sends. */
+export const LINGER_MS = 2_000;
+
+/**
+ * A lingering close (as nginx's `lingering_close`): when the server closes a connection whose
+ * request body it has not read to the end (it answered 413 before the body, or mid-body), it
+ * half-closes (FIN after the answer) and reads and discards what the client still sends until
+ * the client closes or `LINGER_MS` passes. Closing at once would make the kernel answer the
+ * unread bytes with a reset, and a client still writing its body would see `ECONNRESET` instead
+ * of the 413. Nothing read is kept.
+ *
+ * Node's server closes a `Connection: close` connection through `socket.destroySoon()` (the
+ * same in Node 20 and 24); this wraps that method on each accepted socket.
+ */
+export function lingerOnUnreadBody(server: Server): void {
+  const current = new WeakMap<Socket, IncomingMessage>();
+  server.on("request", (req: IncomingMessage) => {
+    current.set(req.socket, req);
+  });
+  server.on("connection", (socket: Socket & { destroySoon?: () => void }) => {
+    const destroySoon = socket.destroySoon?.bind(socket);
+    if (!destroySoon) return;
+    socket.destroySoon = () => {
+      const req = current.get(socket);
+      if (!req || req.complete || socket.destroyed) return destroySoon();
+      const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+      timer.unref();
+      socket.once("close", () => clearTimeout(timer));
+      socket.on("error", () => socket.destroy());
+      // allowHalfOpen is false on the server's sockets: the client's FIN destroys it.
+      socket.end();
+      // Whatever still reads the body (the app's request stream, paused when its queue is
+      // full) lets go; the rest is discarded.
+      req.removeAllListeners("data");
+      req.removeAllListeners("readable");
+      req.on("data", () => {});
+      req.resume();
+      socket.resume();
+    };
+  });
+}
+
 /**
  * Serves `fetch` on `port`/`hostname` with `limits` applied; `onListening` runs once bound.
  * Bind errors come as the server's `error` event.
@@ -181,5 +225,6 @@ export function serveWithLimits(
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.maxConnections = limits.maxConnections;
   server.on("checkContinue", onCheckContinue(server));
+  lingerOnUnreadBody(server);
   return server;
 }
