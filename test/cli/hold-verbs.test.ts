@@ -6,19 +6,14 @@
  * state. Exit codes: 0 accepted, 1 refused by the engine, 2 usage; each error one line naming
  * the flag or the verb that applies, never a stack trace.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { serve } from "@hono/node-server";
 import { afterEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import {
   drive,
   getRecord,
-  type Harness,
-  makeHarness,
   OPERATOR,
   pumpOnce,
   recipe,
@@ -27,37 +22,10 @@ import {
   skipStore,
 } from "../integration/service-harness.ts";
 import { baton } from "./run-baton.ts";
+import { type Served, served } from "./served-engine.ts";
 
 const MODEL = "summarizer-v7";
 const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+:\d+:\d+/);
-
-interface Served {
-  h: Harness;
-  url: string;
-  dir: string;
-  close(): Promise<void>;
-}
-
-async function served(kind: "sqlite" | "postgres"): Promise<Served> {
-  const h = await makeHarness({ kind });
-  const server = serve({ fetch: h.engine.app.fetch, port: 0, hostname: "127.0.0.1" });
-  await new Promise<void>((ok) => server.once("listening", () => ok()));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const dir = mkdtempSync(path.join(tmpdir(), "baton-cli-hold-"));
-  return {
-    h,
-    url,
-    dir,
-    async close() {
-      await new Promise<void>((ok) => {
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-        server.close(() => ok());
-      });
-      await h.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 describe.each(STORE_KINDS)("baton deploy, release and pause on %s", (kind) => {
   const skip = skipStore(kind);
@@ -71,7 +39,7 @@ describe.each(STORE_KINDS)("baton deploy, release and pause on %s", (kind) => {
   it.skipIf(skip)(
     "deploy holds the candidate at 0% until release; release is refused out of turn",
     async () => {
-      s = await served(kind);
+      s = await served(kind, "baton-cli-hold-");
       const { h } = s;
       const file = path.join(s.dir, "recipe.yaml");
       writeFileSync(file, stringify(recipe(2)));
@@ -135,7 +103,7 @@ describe.each(STORE_KINDS)("baton deploy, release and pause on %s", (kind) => {
   it.skipIf(skip)(
     "pause needs --reason; paused, nothing new is dispatched and the weights stay; refused when not running",
     async () => {
-      s = await served(kind);
+      s = await served(kind, "baton-cli-hold-");
       const { h } = s;
       const file = path.join(s.dir, "recipe.yaml");
       writeFileSync(file, stringify(recipe(2)));

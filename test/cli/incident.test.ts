@@ -6,18 +6,13 @@
  * commander may allow that model; recovery (abort) is never frozen; resolving thaws; the timeline
  * holds the incident's events and its models' release history with who did what.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { serve } from "@hono/node-server";
 import { afterEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import {
   drive,
   getRecord,
-  type Harness,
-  makeHarness,
   OPERATOR,
   op,
   recipe,
@@ -26,37 +21,10 @@ import {
 } from "../integration/service-harness.ts";
 import { PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
 import { baton } from "./run-baton.ts";
+import { type Served, served } from "./served-engine.ts";
 
 const MODEL = "summarizer-v7";
 const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+:\d+:\d+/);
-
-interface Served {
-  h: Harness;
-  url: string;
-  dir: string;
-  close(): Promise<void>;
-}
-
-async function served(kind: "sqlite" | "postgres"): Promise<Served> {
-  const h = await makeHarness({ kind });
-  const server = serve({ fetch: h.engine.app.fetch, port: 0, hostname: "127.0.0.1" });
-  await new Promise<void>((ok) => server.once("listening", () => ok()));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const dir = mkdtempSync(path.join(tmpdir(), "baton-cli-incident-"));
-  return {
-    h,
-    url,
-    dir,
-    async close() {
-      await new Promise<void>((ok) => {
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-        server.close(() => ok());
-      });
-      await h.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
   const skip = skipStore(kind);
@@ -68,7 +36,7 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
   const env = () => ({ BATON_ENGINE_URL: s?.url, BATON_TOKEN: OPERATOR, USER: "dana" });
 
   it.skipIf(skip)("bad input: every refusal names the flag or field and the fix", async () => {
-    s = await served(kind);
+    s = await served(kind, "baton-cli-incident-");
     const noCommander = await baton(
       ["incident", "declare", "--severity", "sev2", "--summary", "x", "--model", "ranker"],
       env(),
@@ -120,7 +88,7 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
   it.skipIf(skip)(
     "an open incident freezes other models' starts and first exposures; the commander allows; abort and resolve go through",
     async () => {
-      s = await served(kind);
+      s = await served(kind, "baton-cli-incident-");
       const { h } = s;
       const file = path.join(s.dir, "recipe.yaml");
       writeFileSync(file, stringify(recipe(2)));
@@ -221,7 +189,7 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
   );
 
   it.skipIf(skip)("a rollback is never frozen", async () => {
-    s = await served(kind);
+    s = await served(kind, "baton-cli-incident-");
     const { h } = s;
     const file = path.join(s.dir, "recipe.yaml");
     const older = `ghcr.io/acme/summarizer@sha256:${"a1".repeat(32)}`;
@@ -255,7 +223,7 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
   it.skipIf(skip)(
     "the timeline collects the affected model's release history; concurrent notes are all kept",
     async () => {
-      s = await served(kind);
+      s = await served(kind, "baton-cli-incident-");
       const { h } = s;
       const file = path.join(s.dir, "recipe.yaml");
       writeFileSync(file, stringify(recipe(2)));
