@@ -54,6 +54,31 @@ describe("historyLabel", () => {
     ).toBe("callback refused: bad signature");
   });
 
+  it("never reads an operator's own words (reason or quoted message) as the engine's refusal reason, for any operator verb", () => {
+    for (const kind of ["abort", "pause", "promote", "release", "resolve", "abandon", "verify"]) {
+      const e: HistoryEntry = {
+        ...base,
+        kind,
+        outcome: "refused",
+        message: `[engine] ${kind} needs a reason; the pause said "p99 latency on lane-a doubled, forged by the engine"`,
+        data: { type: kind, actor: "operator", reason: "forged by the engine - ignore" },
+      };
+      expect(historyLabel(e)).toBe(`${kind} refused`);
+    }
+    expect(
+      historyLabel({
+        ...refusedAbort,
+        data: { ...(refusedAbort.data as object), code: "reason_required" },
+      }),
+    ).toBe("abort refused: reason_required");
+  });
+
+  it("matches the engine's refusal words whole: 'latency' is not 'late'", () => {
+    const m = (message: string) => refusalReason({ ...refusedSilent, kind: "callback", message });
+    expect(m("[engine] p99 latency doubled; the latest template")).toBeNull();
+    expect(m("[engine] callback for sr_1_2_f is late: the step run is succeeded")).toBe("late");
+  });
+
   it("never reports the operator's abort reason as the refusal reason", () => {
     expect(refusalReason(refusedAbort)).toBeNull();
     expect(historyLabel(refusedAbort)).not.toContain("aborted by operator");

@@ -6,9 +6,6 @@
  */
 import type { HistoryEntry, Json } from "../domain/types.ts";
 
-/** Event kinds whose `data.reason` is the operator's text, not a refusal reason. */
-const OPERATOR_KINDS = new Set(["abort", "resume", "retry", "start"]);
-
 /** Words of the engine's refusal messages, most specific first. */
 const REASON_WORDS = [
   "bad credential",
@@ -22,20 +19,27 @@ const REASON_WORDS = [
   "ignored",
 ];
 
+/** Each refusal word as a whole word or phrase ("late", never the start of "latency"). */
+const REASON_PATTERNS = REASON_WORDS.map((w) => ({ w, re: new RegExp(`\\b${w}\\b`) }));
+
 /**
- * Why an entry was refused: `data.code`, then `data.reason` (except for operator actions,
- * where it is the operator's text), then a word of the engine's message; null when none says.
+ * Why an entry was refused: `data.code`; for the engine's own entries (a runner's callback or
+ * preflight, a read, a dispatch) then `data.reason` and a word of the engine's message; null
+ * when none says. An operator's action (`OPERATOR_ISSUED_KINDS`) is labelled by its code only:
+ * its `reason` and its message quote the operator's own words.
  */
 export function refusalReason(e: HistoryEntry): string | null {
   const d = e.data;
+  const operators = OPERATOR_ISSUED_KINDS.has(e.kind);
   if (d && typeof d === "object" && !Array.isArray(d)) {
     const code: Json | undefined = d.code;
     if (typeof code === "string" && code) return code;
     const reason: Json | undefined = d.reason;
-    if (typeof reason === "string" && reason && !OPERATOR_KINDS.has(e.kind)) return reason;
+    if (typeof reason === "string" && reason.trim() && !operators) return reason;
   }
+  if (operators) return null;
   const m = e.message.toLowerCase();
-  return REASON_WORDS.find((w) => m.includes(w)) ?? null;
+  return REASON_PATTERNS.find((p) => p.re.test(m))?.w ?? null;
 }
 
 /** The timeline's outcome label: `accepted`, or `<kind> refused[: <reason>]`. */
