@@ -86,7 +86,7 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
   });
 
   it.skipIf(skip)(
-    "an open incident freezes other models' starts and first exposures; the commander allows; abort and resolve go through",
+    "an open incident freezes other models' starts, first exposures and promotes; only the commander allows and resolves; abort goes through",
     async () => {
       s = await served(kind, "baton-cli-incident-");
       const { h } = s;
@@ -133,6 +133,11 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
       expect(rel.code).toBe(1);
       expect(rel.stderr).toContain("frozen by incident inc1");
       expect((await getRecord(h, dark)).state).toBe("paused");
+      // Frozen: a promote, refused before anything else is looked at.
+      const pro = await baton(["promote", dark, "--reason", "looks fine"], env());
+      expect(pro.code).toBe(1);
+      expect(pro.stderr).toContain(`a promote of ${MODEL} is refused while it is open`);
+      expect((await getRecord(h, dark)).state).toBe("paused");
       // Recovery is not frozen: the dark release is aborted (its undo runs).
       const abort = await baton(["abort", dark, "--reason", "incident: hold everything"], env());
       expect(abort.code, abort.stderr).toBe(0);
@@ -159,13 +164,28 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
         env(),
       );
       expect(noted.code, noted.stderr).toBe(0);
+      // Only the commander may resolve (it thaws every model).
+      const notHers = await baton(["incident", "resolve", "inc1", "--summary", "dana's"], env());
+      expect(notHers.code).toBe(1);
+      expect(notHers.stderr).toContain("only incident inc1's commander (maria) may resolve it");
       const res = await baton(
-        ["incident", "resolve", "inc1", "--summary", "bad tokenizer; rolled back"],
+        [
+          "incident",
+          "resolve",
+          "inc1",
+          "--summary",
+          "bad tokenizer; rolled back",
+          "--actor",
+          "maria",
+        ],
         env(),
       );
       expect(res.code, res.stderr).toBe(0);
       expect(res.stdout).toContain("inc1  resolved  SEV2");
-      const again = await baton(["incident", "resolve", "inc1", "--summary", "x"], env());
+      const again = await baton(
+        ["incident", "resolve", "inc1", "--summary", "x", "--actor", "maria"],
+        env(),
+      );
       expect(again.code).toBe(1);
       expect(again.stderr).toContain("incident inc1 was resolved");
 
@@ -179,7 +199,9 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
         at(/declared SEV2/),
       );
       expect(at(/operator:dana: p99 back to normal/)).toBeGreaterThan(at(/allowed releases/));
-      expect(at(/resolved: bad tokenizer; rolled back/)).toBeGreaterThan(at(/p99 back/));
+      expect(at(/operator:maria: resolved: bad tokenizer; rolled back/)).toBeGreaterThan(
+        at(/p99 back/),
+      );
       expect(show.stdout).toContain("roles: commander maria, recorder lee");
 
       // Thawed: another release of the model starts.

@@ -100,7 +100,7 @@ export async function declareIncident(
   else
     print(io, [
       `declared ${incidentLine(r.incident)}`,
-      `releases of other models are frozen until: baton incident resolve ${r.incident.id} --summary "<what was found and done>"`,
+      `releases of other models are frozen until its commander resolves it: baton incident resolve ${r.incident.id} --summary "<what was found and done>" --actor ${r.incident.roles.commander}`,
     ]);
   return EXIT.ok;
 }

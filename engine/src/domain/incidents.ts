@@ -190,10 +190,7 @@ export function allow(
 ): IncidentBook {
   const inc = find(book, id);
   openOnly(inc, "allow a release");
-  if (person !== inc.roles.commander)
-    throw refuse(
-      `[engine] only incident ${id}'s commander (${inc.roles.commander}) may allow releases during it; ${person === "" ? "nobody was named" : `${person} is not the commander`}: ask ${inc.roles.commander}`,
-    );
+  commanderOnly(inc, person, "allow releases during it");
   if (inc.allowed.includes(model)) return book;
   return replace(book, {
     ...inc,
@@ -210,21 +207,40 @@ export function allow(
   });
 }
 
-/** Closes an incident with what was found and done; releases of other models thaw. */
+/**
+ * Refuses `person` unless they are the incident's commander.
+ * @throws BatonError 409 naming the commander to ask.
+ */
+function commanderOnly(inc: Incident, person: string, what: string): void {
+  if (person === inc.roles.commander) return;
+  throw refuse(
+    `[engine] only incident ${inc.id}'s commander (${inc.roles.commander}) may ${what}; ${person === "" ? "nobody was named" : `${person} is not the commander`}: ask ${inc.roles.commander}`,
+  );
+}
+
+/**
+ * Closes an incident with what was found and done; releases of other models thaw. Only the
+ * commander: `person` as for `allow`.
+ * @throws BatonError 409 when `person` is not the commander or the incident is resolved.
+ */
 export function resolve(
   book: IncidentBook,
   id: string,
   resolution: string,
-  actor: string,
+  person: string,
   now: number,
 ): IncidentBook {
   const inc = find(book, id);
   openOnly(inc, "be resolved again");
+  commanderOnly(inc, person, "resolve it (resolving thaws every model)");
   return replace(book, {
     ...inc,
     resolved_at: now,
     resolution,
-    events: [...inc.events, { at: now, actor, kind: "resolved", text: `resolved: ${resolution}` }],
+    events: [
+      ...inc.events,
+      { at: now, actor: `operator:${person}`, kind: "resolved", text: `resolved: ${resolution}` },
+    ],
   });
 }
 
@@ -256,7 +272,7 @@ export function frozenBy(
     action === "start" ? "a new release" : action === "release" ? "a first exposure" : "a promote";
   return {
     incident: inc,
-    reason: `[engine] releases of ${model} are frozen by incident ${inc.id} (${inc.severity.toUpperCase()}: ${inc.summary}; affects ${inc.models.join(", ")}): ${verb} of ${model} is refused while it is open. Its commander ${inc.roles.commander} may allow it (baton incident allow ${inc.id} --model ${model} --reason "<why>"), or it ends with baton incident resolve ${inc.id}`,
+    reason: `[engine] releases of ${model} are frozen by incident ${inc.id} (${inc.severity.toUpperCase()}: ${inc.summary}; affects ${inc.models.join(", ")}): ${verb} of ${model} is refused while it is open. Its commander ${inc.roles.commander} may allow it (baton incident allow ${inc.id} --model ${model} --reason "<why>" --actor ${inc.roles.commander}), or end it (baton incident resolve ${inc.id} --summary "<what was found and done>" --actor ${inc.roles.commander})`,
   };
 }
 

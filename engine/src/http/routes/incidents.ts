@@ -61,6 +61,10 @@ export function incidentRoutes(o: IncidentRouteOptions): Hono {
   const operator = requireBearer(o.operatorTokens, "operator", o.readTokens);
   const reader = requireBearer(o.readTokens, "viewer or operator");
   const person = (c: Context) => personOf(c.req.header("authorization"), o.operators ?? []);
+  // Who claims the commander's role: a named operator token names its person, else the name
+  // the caller gives (`actor`).
+  const commanderClaim = (c: Context, actor: string | undefined) =>
+    person(c) ?? actor?.trim() ?? "";
 
   app.get("/", reader, knownQueryParams("GET /v1/incidents"), async (c) =>
     c.json({ incidents: (await o.api.incidents.list()).map(incidentJson) }),
@@ -91,9 +95,7 @@ export function incidentRoutes(o: IncidentRouteOptions): Hono {
     const b = await jsonBody(c, "allow", AllowBody, {
       example: `{"model": "embedder", "reason": "security fix", "actor": "maria"}`,
     });
-    // The commander is a person: their own token names them, else the name they give.
-    const who = person(c) ?? b.actor?.trim() ?? "";
-    const inc = await o.api.incidents.allow(id, b.model, who, b.reason);
+    const inc = await o.api.incidents.allow(id, b.model, commanderClaim(c, b.actor), b.reason);
     return c.json({ incident: incidentJson(inc) });
   });
 
@@ -106,7 +108,7 @@ export function incidentRoutes(o: IncidentRouteOptions): Hono {
       const b = await jsonBody(c, "resolve", ResolveBody, {
         example: `{"summary": "rolled back r17; the new tokenizer broke batching"}`,
       });
-      const inc = await o.api.incidents.resolve(id, b.summary, actorFor(person(c), b.actor));
+      const inc = await o.api.incidents.resolve(id, b.summary, commanderClaim(c, b.actor));
       return c.json({ incident: incidentJson(inc) });
     },
   );

@@ -105,9 +105,10 @@ export class Incidents {
     });
   }
 
-  resolve(id: string, resolution: string, actor: string): Promise<Incident> {
+  /** The commander (`person`) resolves the incident; every model thaws. */
+  resolve(id: string, resolution: string, person: string): Promise<Incident> {
     return this.change((book, now) => {
-      const next = resolve(book, id, resolution, actor, now);
+      const next = resolve(book, id, resolution, person, now);
       return { book: next, out: incidentOf(next, id) };
     });
   }
