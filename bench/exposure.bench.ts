@@ -276,7 +276,9 @@ if (process.argv.includes("--mutants")) {
   const lanes = Array.from({ length: Math.min(MUTANTS_AT_ONCE, queue.length) }, async () => {
     for (let m = queue.shift(); m; m = queue.shift()) if (await runMutant(m)) caught++;
   });
-  await Promise.all(lanes);
+  // Every lane ends (and removes its copies) before a harness error is thrown.
+  const ended = await Promise.allSettled(lanes);
+  for (const e of ended) if (e.status === "rejected") throw e.reason;
 }
 
 const result = {
