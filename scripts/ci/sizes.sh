@@ -18,6 +18,8 @@ case "${BATON_CI_SIZE:-full}" in
     # chained and one alone per class of the chosen points; the parallel-wave, many-engines and fuzz scenarios
     # as they are, the fuzz with fewer cases (500 by hand).
     ci_size BATON_CHAOS_KILL_POINTS 16
+    # Three crash releases at a time (2 by hand): each waits on its runner steps much of the time.
+    ci_size BATON_CHAOS_AT_ONCE 3
     ci_size BATON_CHAOS_FUZZ_RUNS 150
     # bench:action: median of 5 action runs (10 by hand).
     ci_size BENCH_ACTION_RUNS 5
