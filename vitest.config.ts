@@ -36,7 +36,10 @@ export default defineConfig({
     pool: "forks",
     // Integration suites start their own sshd / HTTP servers on ephemeral loopback ports.
     fileParallelism: true,
-    maxWorkers: 3,
+    // Four files at a time on 2 cores: the slow tiers spend much of their time waiting (gates
+    // baking in real time, health checks, control-plane timeouts, processes starting); one
+    // run's files add up to about 1,860 s of wall time for about 800 CPU seconds.
+    maxWorkers: 4,
     sequence: { sequencer: SlowTiersFirst },
     // BATON_TEST_CPU_LOG=FILE: one line per test file with its CPU and wall time.
     setupFiles: process.env.BATON_TEST_CPU_LOG ? ["test/support/cpu-meter.ts"] : [],

@@ -12,6 +12,8 @@
  *
  * `npm run bench:exposure -- --mutants` then runs every mutant of bench/exposure-mutants.ts on
  * a patched copy of the tree: each must raise the figure it targets while every other stays 0.
+ * BATON_EXPOSURE_MUTANTS_AT_ONCE (default 1) mutants run side by side, each on its own copy,
+ * engine and worker processes.
  *
  * The release count is the goal: starts refused with 422 do not count, so each of the worker
  * processes (BATON_EXPOSURE_SHARDS, default 2) takes every SHARDS-th generated scenario until
@@ -46,6 +48,8 @@ const BUDGET_MS = Number(process.env.BATON_EXPOSURE_BUDGET_MS ?? 1_200_000);
 const SEED = Number(process.env.BATON_EXPOSURE_SEED ?? 20261201);
 const SHARDS = Number(process.env.BATON_EXPOSURE_SHARDS ?? 2);
 const SHARD = process.env.BATON_EXPOSURE_SHARD;
+/** Mutants driven at the same time (BATON_EXPOSURE_MUTANTS_AT_ONCE, default 1: one after another). */
+const MUTANTS_AT_ONCE = wholeAtLeastOne("BATON_EXPOSURE_MUTANTS_AT_ONCE", 1);
 /** In a worker: the mutant whose releases it drives (the tree it runs from is patched). */
 const MUTANT = process.env.BATON_EXPOSURE_MUTANT;
 /**
@@ -53,6 +57,18 @@ const MUTANT = process.env.BATON_EXPOSURE_MUTANT;
  * the full check, and again from the start of each mutant's run.
  */
 const DEADLINE = Number(process.env.BATON_EXPOSURE_DEADLINE ?? Date.now() + BUDGET_MS);
+
+/** A whole number ≥ 1 from the environment variable `name`, else `fallback`; refuses anything else. */
+function wholeAtLeastOne(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(
+      `[bench] ${name} must be a whole number of 1 or more, not ${JSON.stringify(raw)}`,
+    );
+  return n;
+}
 
 /** What a worker reports: each release's figures, the first problems. */
 interface Part {
@@ -223,35 +239,46 @@ if (otherProblems(f, full) !== 0) failures.push(`${otherProblems(f, full)} other
 if (f.real_releases * 10 < f.releases)
   failures.push(`only ${f.real_releases} of ${f.releases} releases were real (< 10%)`);
 
+/** One mutant on a patched copy of the tree: caught when its figure rose and every other stayed 0. */
+async function runMutant(m: (typeof MUTANTS)[number]): Promise<boolean> {
+  const t0 = Date.now();
+  const root = patchedCopy(m);
+  try {
+    const part = await drive(
+      join(root, "bench/exposure.bench.ts"),
+      Math.min(m.releases ?? MUTANT_RELEASES, MUTANT_RELEASES),
+      m.name,
+    );
+    const g = figures(part);
+    const raised = g[m.caughtBy] > 0;
+    const others = mustBeZero.filter((k) => k !== m.caughtBy && g[k] !== 0);
+    const extra = otherProblems(g, part) + g.limits_exceeded;
+    const ok = raised && others.length === 0 && extra === 0 && !part.capped;
+    if (!ok)
+      failures.push(
+        `${m.name}: ${part.capped ? "time cap reached; " : ""}${raised ? "" : `${m.caughtBy} stayed 0`}${others.length ? ` also raised ${others.map((k) => `${k} ${g[k]}`).join(", ")}` : ""}${extra ? ` ${extra} other problems` : ""}`,
+      );
+    console.log(
+      `[bench] ${m.name} (${m.breaks}): ${g.releases} releases in ${Date.now() - t0} ms, ${m.caughtBy} ${g[m.caughtBy]} → ${ok ? "caught" : "NOT CAUGHT"}${others.length || extra ? `; other checks: ${others.map((k) => `${k} ${g[k]}`).join(", ")}${extra ? ` ${extra} other problems` : ""}` : ", every other check green"}`,
+    );
+    if (!ok) for (const p of part.problems.slice(0, 5)) console.log(`[bench]   ${p}`);
+    return ok;
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
 let caught = 0;
 if (process.argv.includes("--mutants")) {
-  for (const m of MUTANTS) {
-    const t0 = Date.now();
-    const root = patchedCopy(m);
-    try {
-      const part = await drive(
-        join(root, "bench/exposure.bench.ts"),
-        Math.min(m.releases ?? MUTANT_RELEASES, MUTANT_RELEASES),
-        m.name,
-      );
-      const g = figures(part);
-      const raised = g[m.caughtBy] > 0;
-      const others = mustBeZero.filter((k) => k !== m.caughtBy && g[k] !== 0);
-      const extra = otherProblems(g, part) + g.limits_exceeded;
-      const ok = raised && others.length === 0 && extra === 0 && !part.capped;
-      if (ok) caught++;
-      else
-        failures.push(
-          `${m.name}: ${part.capped ? "time cap reached; " : ""}${raised ? "" : `${m.caughtBy} stayed 0`}${others.length ? ` also raised ${others.map((k) => `${k} ${g[k]}`).join(", ")}` : ""}${extra ? ` ${extra} other problems` : ""}`,
-        );
-      console.log(
-        `[bench] ${m.name} (${m.breaks}): ${g.releases} releases in ${Date.now() - t0} ms, ${m.caughtBy} ${g[m.caughtBy]} → ${ok ? "caught" : "NOT CAUGHT"}${others.length || extra ? `; other checks: ${others.map((k) => `${k} ${g[k]}`).join(", ")}${extra ? ` ${extra} other problems` : ""}` : ", every other check green"}`,
-      );
-      if (!ok) for (const p of part.problems.slice(0, 5)) console.log(`[bench]   ${p}`);
-    } finally {
-      rmSync(root, { recursive: true, force: true });
-    }
-  }
+  // MUTANTS_AT_ONCE mutants run side by side (each on its own copy, engine, ports and
+  // workers); the next starts when one ends.
+  const queue = [...MUTANTS];
+  const lanes = Array.from({ length: Math.min(MUTANTS_AT_ONCE, queue.length) }, async () => {
+    for (let m = queue.shift(); m; m = queue.shift()) if (await runMutant(m)) caught++;
+  });
+  // Every lane ends (and removes its copies) before a harness error is thrown.
+  const ended = await Promise.allSettled(lanes);
+  for (const e of ended) if (e.status === "rejected") throw e.reason;
 }
 
 const result = {

@@ -22,6 +22,22 @@ import { pool, type Row, rng, sample } from "./table.ts";
  */
 export const FAIL_AT = 10;
 
+/**
+ * Crash releases run at the same time, each with its own engine process, store and fleet
+ * (BATON_CHAOS_AT_ONCE, default 2): a kill point is a call the engine makes, not a moment, so
+ * how many run side by side changes the time taken, not which points are reached.
+ */
+function releasesAtOnce(): number {
+  const raw = process.env.BATON_CHAOS_AT_ONCE;
+  if (raw === undefined || raw === "") return 2;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(
+      `[chaos] BATON_CHAOS_AT_ONCE must be a whole number of releases (1 or more), not ${JSON.stringify(raw)}`,
+    );
+  return n;
+}
+
 interface Job {
   label: string;
   failAt: number | null;
@@ -216,7 +232,7 @@ export async function crashScenario(
     });
   };
   await pool(
-    2,
+    releasesAtOnce(),
     [...jobs, ...isolatedJobs].map((j, n) => runJob(j, n)),
   );
   if (skipped > 0) log(`crash: ${skipped} isolated runs skipped: the time budget was used`);

@@ -6,7 +6,8 @@
  * bounds the whole command to 600 s):
  * 1. crash: the example release with the engine as its own process on SQLite, SIGKILLed at
  *    every enumerated kill point, or at BATON_CHAOS_KILL_POINTS of them chosen with the seed
- *    BATON_CHAOS_SEED (default: from the commit; printed) (test/chaos/crash-scenario.ts);
+ *    BATON_CHAOS_SEED (default: from the commit; printed), BATON_CHAOS_AT_ONCE releases
+ *    (default 2) at a time (test/chaos/crash-scenario.ts);
  * 2. parallel: the example's three lanes in one parallel wave (max_unavailable 2, lane-a and
  *    lane-b in one failure domain, min_serving 1), two chained releases SIGKILLed at 8 kill
  *    points while two lanes are in flight, beside the uncrashed run; the limits are checked on
