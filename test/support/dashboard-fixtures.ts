@@ -611,6 +611,9 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
     get incidents() {
       return unsupported();
     },
+    get killSwitches() {
+      return unsupported();
+    },
     async start() {
       return unsupported();
     },

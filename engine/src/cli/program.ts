@@ -18,6 +18,7 @@ import {
   listIncidents,
   showIncident,
 } from "./incident.ts";
+import { type KillSwitchOptions, killSwitch } from "./kill-switch.ts";
 import { demo, serve } from "./serve.ts";
 import { startPending } from "./start-pending.ts";
 import { runVerify } from "./verify.ts";
@@ -489,6 +490,28 @@ export async function runCli(
           { ...o, json: Boolean(o.json) },
           io,
         );
+      },
+    );
+
+  program
+    .command("kill-switch")
+    .description(
+      "withdraw one capability from every lane of a model at the control plane (--restore gives it back); without a capability, list the model's kill switches (docs/recovery-actions.md)",
+    )
+    .argument("<model>", "the model, e.g. ranker")
+    .argument("[capability]", "the capability, e.g. chat")
+    .option("--reason <text>", "why (required to withdraw or restore; kept in the record)")
+    .option("--restore", "give the capability back to the lanes the kill switch took it from")
+    .addOption(actorOption())
+    .addOption(json())
+    .action(
+      async (
+        model: string,
+        capability: string | undefined,
+        o: Omit<KillSwitchOptions, "json"> & { json?: boolean },
+        c: Command,
+      ) => {
+        code = await killSwitch(conn(c), model, capability, { ...o, json: Boolean(o.json) }, io);
       },
     );
 

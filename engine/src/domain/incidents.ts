@@ -30,13 +30,16 @@ export type Role = (typeof ROLES)[number];
 /** The actions an open incident freezes for models it does not name. */
 export type FrozenAction = "start" | "release" | "promote";
 
-/** One line of an incident's own timeline (declared, a note, a model allowed, resolved). */
+/**
+ * One line of an incident's own timeline (declared, a note, a model allowed, a recovery action
+ * on one of its models, resolved).
+ */
 export interface IncidentEvent {
   /** Epoch ms. */
   at: number;
   /** Who, as history names actors (`operator:maria`). */
   actor: string;
-  kind: "declared" | "note" | "allowed" | "role" | "resolved";
+  kind: "declared" | "note" | "allowed" | "role" | "recovery" | "resolved";
   text: string;
 }
 
@@ -242,6 +245,27 @@ export function resolve(
       { at: now, actor: `operator:${person}`, kind: "resolved", text: `resolved: ${resolution}` },
     ],
   });
+}
+
+/**
+ * Adds a recovery action on `model` (a kill switch, with its verdict) to the timeline of every
+ * open incident that names the model; returns the next book and those incidents' ids.
+ */
+export function recovery(
+  book: IncidentBook,
+  model: string,
+  text: string,
+  actor: string,
+  now: number,
+): { book: IncidentBook; ids: string[] } {
+  const hit = affecting(book, model);
+  let next = book;
+  for (const inc of hit)
+    next = replace(next, {
+      ...inc,
+      events: [...inc.events, { at: now, actor, kind: "recovery", text }],
+    });
+  return { book: next, ids: hit.map((i) => i.id) };
 }
 
 /** The incident with id `id`. @throws BatonError 404. */

@@ -111,7 +111,7 @@ export function createApp(o: AppOptions): Hono {
       ...(o.log ? { log: o.log } : {}),
     }),
   );
-  app.route("/v1/models", modelRoutes({ api: o.api, operatorTokens, readTokens }));
+  app.route("/v1/models", modelRoutes({ api: o.api, operatorTokens, operators, readTokens }));
   app.route("/v1/incidents", incidentRoutes({ api: o.api, operatorTokens, operators, readTokens }));
   app.route(
     "/v1/releases",

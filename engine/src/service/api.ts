@@ -16,6 +16,7 @@ import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
 import type { ReleaseRecordDocument } from "../record/schema.ts";
 import type { Incidents } from "./use-cases/incidents.ts";
+import type { KillSwitches } from "./use-cases/kill-switch.ts";
 
 /** A protocol message the engine refused; recorded in history with `reason`. */
 export interface Refusal {
@@ -47,6 +48,8 @@ export interface ReleaseRecord {
 export interface ReleaseApi {
   /** Incidents: declare, note, allow, resolve, timeline (docs/incidents.md). */
   readonly incidents: Incidents;
+  /** Kill switches: withdraw and restore a capability at the control plane (docs/recovery-actions.md). */
+  readonly killSwitches: KillSwitches;
   /**
    * Validates and compiles a recipe (object already parsed from YAML/JSON), creates a release
    * and starts it; with `opts.hold` it stays `pending` until `resume`. With

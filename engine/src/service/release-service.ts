@@ -24,6 +24,7 @@ import { type Logger, silentLog } from "./logger.ts";
 import { StoreHealth } from "./maintenance.ts";
 import { Acceptance, type AcceptOptions } from "./use-cases/accept.ts";
 import { Incidents } from "./use-cases/incidents.ts";
+import { KillSwitches } from "./use-cases/kill-switch.ts";
 import { LifecycleVerbs } from "./use-cases/lifecycle.ts";
 import { LifecycleReads, type PreviousAdmitted } from "./use-cases/lookups.ts";
 import { OperatorVerbs } from "./use-cases/operator.ts";
@@ -110,6 +111,8 @@ export class ReleaseService implements ReleaseApi {
   private readonly sources: SourceMarks;
   /** Incidents and the release freeze they impose (use-cases/incidents.ts). */
   readonly incidents: Incidents;
+  /** Kill switches (use-cases/kill-switch.ts). */
+  readonly killSwitches: KillSwitches;
 
   constructor(deps: ReleaseServiceDeps) {
     this.store = deps.store;
@@ -130,6 +133,12 @@ export class ReleaseService implements ReleaseApi {
     const admission = deps.admission ?? { mode: "off" as const };
     const targetProbe = deps.targetProbe ?? null;
     this.incidents = new Incidents(deps.store, deps.clock);
+    this.killSwitches = new KillSwitches(
+      deps.store,
+      deps.clock,
+      deps.controlPlane ?? null,
+      this.incidents,
+    );
     this.queries = new ReleaseQueries(deps.store);
     this.reads = new LifecycleReads(deps.store);
     this.starts = new Starts({

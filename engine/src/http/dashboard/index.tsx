@@ -36,6 +36,7 @@ import {
 import { FleetPage } from "./fleet-page.tsx";
 import { readForm } from "./form.ts";
 import { IncidentPage, IncidentsPage } from "./incidents-page.tsx";
+import { KillSwitchesPage } from "./kill-switches-page.tsx";
 import { liveStream, markStream } from "./live.ts";
 import { HISTORY_FILTERS, type HistoryFilter, ReleasePage } from "./release-page.tsx";
 import { PAGE_SIZE, ReleasesPage } from "./releases-page.tsx";
@@ -245,6 +246,18 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     if (who instanceof Response) return who;
     try {
       return c.html(<IncidentsPage incidents={await deps.api.incidents.list()} role={who.role} />);
+    } catch (err) {
+      return fail(c, who, err);
+    }
+  });
+
+  app.get("/kill-switches", async (c) => {
+    const who = await reader(c);
+    if (who instanceof Response) return who;
+    try {
+      return c.html(
+        <KillSwitchesPage switches={await deps.api.killSwitches.list()} role={who.role} />,
+      );
     } catch (err) {
       return fail(c, who, err);
     }

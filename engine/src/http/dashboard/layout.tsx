@@ -43,6 +43,7 @@ export function Layout(props: {
             <a href="/releases">Releases</a>
             <a href="/fleet">Fleet</a>
             <a href="/incidents">Incidents</a>
+            <a href="/kill-switches">Kill switches</a>
           </nav>
           <span class="who">
             {props.person ? `signed in as ${props.person} (operator)` : ROLE_WORDS[props.role]}

@@ -1,24 +1,29 @@
 /**
  * Model routes: a model's source mark (docs/lifecycle.md "Merge order is release order"), which
  * the recipe workflow reads before it decides (viewer or operator) and moves when it finds a
- * true repeat of what stands (operator).
+ * true repeat of what stands (operator); and its kill switches (docs/recovery-actions.md):
+ * `POST …/kill-switch` withdraws a capability from every lane, `POST …/kill-switch/restore`
+ * gives it back, `GET …/kill-switch` lists them (operator to change, viewer or operator to read).
  */
 import { type Context, Hono } from "hono";
 import * as z from "zod";
+import { type KillSwitch, KillSwitchBody } from "../../domain/kill-switch.ts";
 import type { SourceMark } from "../../domain/source-order.ts";
 import { ActorField } from "../../domain/verbs.ts";
 import { CONTROL_PLANE_NAME_FIX, CONTROL_PLANE_NAME_PATTERN } from "../../protocol/fields.ts";
 import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
 import type { ReleaseApi } from "../../service/api.ts";
-import { requireBearer } from "../auth.ts";
+import { type NamedToken, personOf, requireBearer } from "../auth.ts";
 import { badRequest } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
-import { actorOf, jsonBody } from "./operator-body.ts";
+import { actorFor, actorOf, jsonBody } from "./operator-body.ts";
 import { SourceClaimBody } from "./source-claim.ts";
 
 export interface ModelRouteOptions {
   api: ReleaseApi;
   operatorTokens: readonly string[];
+  /** Named operators' tokens: such a token names who acts. */
+  operators?: readonly NamedToken[];
   /** Operator and viewer tokens. */
   readTokens: readonly string[];
 }
@@ -57,10 +62,52 @@ function markJson(mark: SourceMark | null): Record<string, unknown> | null {
     : null;
 }
 
+/** A kill switch as the API answers it (times in epoch ms). */
+export function killSwitchJson(ks: KillSwitch): Record<string, unknown> {
+  const last = ks.actions[ks.actions.length - 1];
+  return { ...ks, verified: last?.verified ?? false };
+}
+
 export function modelRoutes(o: ModelRouteOptions): Hono {
   const app = new Hono();
   const operator = requireBearer(o.operatorTokens, "operator", o.readTokens);
   const reader = requireBearer(o.readTokens, "viewer or operator");
+  const person = (c: Context) => personOf(c.req.header("authorization"), o.operators ?? []);
+
+  app.get(
+    "/:model/kill-switch",
+    reader,
+    knownQueryParams("GET /v1/models/:model/kill-switch"),
+    async (c) => {
+      const model = modelParam(c);
+      const list = await o.api.killSwitches.list(model);
+      return c.json({ model, kill_switches: list.map(killSwitchJson) });
+    },
+  );
+
+  for (const kind of ["withdraw", "restore"] as const) {
+    const route = kind === "withdraw" ? "/:model/kill-switch" : "/:model/kill-switch/restore";
+    app.post(route, operator, knownQueryParams(`POST /v1/models${route}`), async (c) => {
+      const model = modelParam(c);
+      const b = await jsonBody(c, "kill switch", KillSwitchBody, {
+        example: `{"capability": "chat", "reason": "chat answers leak PII", "actor": "maria"}`,
+      });
+      const actor = actorFor(person(c), b.actor);
+      if (actor === actorOf(undefined))
+        throw badRequest("kill switch", [
+          {
+            path: "body.actor",
+            message: "is required: a kill switch records who acted",
+            fix: 'send "actor": "<your name>" (the CLI sends --actor, else $USER), or use your own operator token',
+          },
+        ]);
+      const ks =
+        kind === "withdraw"
+          ? await o.api.killSwitches.withdraw(model, b.capability, b.reason, actor)
+          : await o.api.killSwitches.restore(model, b.capability, b.reason, actor);
+      return c.json({ kill_switch: killSwitchJson(ks) });
+    });
+  }
 
   app.get(
     "/:model/source-mark",

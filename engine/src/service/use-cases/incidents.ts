@@ -16,6 +16,7 @@ import {
   type IncidentBook,
   incidentOf,
   note,
+  recovery,
   resolve,
 } from "../../domain/incidents.ts";
 import type { Json } from "../../domain/types.ts";
@@ -110,6 +111,17 @@ export class Incidents {
     return this.change((book, now) => {
       const next = resolve(book, id, resolution, person, now);
       return { book: next, out: incidentOf(next, id) };
+    });
+  }
+
+  /**
+   * Records a recovery action on `model` in the timeline of every open incident that names it;
+   * returns their ids (none: nothing written).
+   */
+  recordRecovery(model: string, text: string, actor: string): Promise<string[]> {
+    return this.change((book, now) => {
+      const r = recovery(book, model, text, actor, now);
+      return { book: r.ids.length ? r.book : book, out: r.ids };
     });
   }
 
