@@ -99,7 +99,7 @@ export function isHousekeeping(e: HistoryEntry): boolean {
 const WHAT: Record<string, string> = {
   callback: "callback",
   preflight: "preflight",
-  dispatch_accepted: "dispatch answer from GitHub",
+  dispatch_accepted: "dispatch answer (GitHub or the local runner)",
   dispatch_failed: "dispatch failure report",
   applied: "control-plane outcome",
   observed: "control-plane read",

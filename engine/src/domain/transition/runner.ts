@@ -39,7 +39,7 @@ export function dispatchAccepted(d: Draft, sr: StepRun, e: Ev<"dispatch_accepted
     at: d.now + step.start_deadline_ms,
   });
   d.accept(
-    `[engine] ${describe(r, sr)} dispatch ${sr.dispatch} accepted by GitHub; a runner must preflight within ${step.start_deadline_ms} ms`,
+    `[engine] ${describe(r, sr)} dispatch ${sr.dispatch} accepted by the dispatcher (GitHub, or the local runner); a runner must preflight within ${step.start_deadline_ms} ms`,
     sr.id,
   );
 }
