@@ -32,8 +32,10 @@ describe("Workers bundle size", () => {
     await buildWorker(out, { entry: "test/workerd/unreachable-entry.ts" });
     const m = await import(pathToFileURL(out).href);
     const thrown: Record<string, string> = m.reachUnreachable();
-    expect(Object.keys(thrown)).toHaveLength(9);
-    for (const [name, message] of Object.entries(thrown)) {
+    const later: Record<string, string> = await m.reachUnreachableLater();
+    expect(Object.keys(thrown)).toHaveLength(11);
+    expect(Object.keys(later)).toHaveLength(2);
+    for (const [name, message] of Object.entries({ ...thrown, ...later })) {
       expect(message, name).toMatch(
         /^\[(store|engine)\] .* is not built into the Workers bundle|are not built into the Workers bundle/,
       );
@@ -41,9 +43,26 @@ describe("Workers bundle size", () => {
     expect(thrown.mergeInto).toContain("MERGE");
     expect(thrown.withSchema).toContain("withSchema");
     expect(thrown.toJSONSchema).toContain("toJSONSchema");
+    expect(thrown.yamlStringify).toContain("YAML library's stringifier");
+    expect(thrown.graphql).toContain("GraphQL");
+    expect(later.mount).toContain("app.mount()");
+    expect(later.channelBinding).toContain("SCRAM-SHA-256-PLUS");
     expect(m.ordinaryWork()).toEqual({
       sql: 'insert into "t" ("a", "b") values ($1, $2) on conflict ("a") do update set "b" = $3 returning "a"',
       parsed: { a: 1, b: "x" },
     });
+  }, 60_000);
+
+  it("reads PromQL, YAML and Postgres values as the unbundled libraries do, beside the stubs", async () => {
+    const out = join(dir, "reading.mjs");
+    await buildWorker(out, { entry: "test/workerd/unreachable-entry.ts" });
+    const bundled = await (await import(pathToFileURL(out).href)).ordinaryReading();
+    const { ordinaryReading } = await import("../workerd/unreachable-entry.ts");
+    const { pgpassPassword, ...rest } = await ordinaryReading();
+    // The PromQL tree without the highlighting styles, the YAML value without the stringifier,
+    // pg's text parsers without the binary ones: the same as the full libraries give.
+    expect(bundled).toEqual({ ...rest, pgpassPassword: null });
+    expect(bundled.promqlTree).toMatch(/^PromQL\(AggregateExpr\(/);
+    expect(pgpassPassword === null || typeof pgpassPassword === "string").toBe(true);
   }, 60_000);
 });

@@ -164,3 +164,33 @@ describe("several YAML documents", () => {
     expect(parseRecipeText("---\na: 1\n", "file.yaml").value).toEqual({ a: 1 });
   });
 });
+
+describe("mapping keys that are lists or mappings", () => {
+  it("are refused where they stand, as the property name they would become is not the text", () => {
+    for (const [text, line, col] of [
+      ["a: 1\n? [x, y]\n: 2\n", 2, 3],
+      ["a:\n  {b: 1}: 2\n", 2, 3],
+      ["k: &k [x]\nm:\n  *k : 1\n", 3, 3],
+    ] as const) {
+      let err: unknown;
+      try {
+        parseRecipeText(text, "file.yaml");
+      } catch (e) {
+        err = e;
+      }
+      expect(err, text).toBeInstanceOf(BatonError);
+      const be = err as BatonError;
+      expect(be.status).toBe(400);
+      expect(be.message).toBe(
+        `[recipe] file.yaml:${line}:${col}: a mapping key is itself a list or a mapping; keys are plain values (text or numbers) (line ${line}, column ${col})`,
+      );
+    }
+  });
+
+  it("keys that are plain values, aliases of them and null are read as before", () => {
+    expect(parseRecipeText("a: &n 1\nm:\n  *n : x\n  ~: y\n  2: z\n", "file.yaml").value).toEqual({
+      a: 1,
+      m: { "1": "x", "": "y", "2": "z" },
+    });
+  });
+});

@@ -3,7 +3,14 @@
  * bundle, and builds one ordinary query and one zod parse beside them. Bundled the way the
  * Worker is (test/serverless/worker-bundle.test.ts), so each stub's message can be read.
  */
+
+import { Octokit } from "@octokit/core";
+import { parser } from "@prometheus-io/lezer-promql";
+import { Hono } from "hono";
 import { Kysely, PostgresDialect } from "kysely";
+import pg from "pg";
+import sasl from "pg/lib/crypto/sasl.js";
+import { Document, parse as parseYaml } from "yaml";
 import * as z from "zod";
 
 /** What each unreachable piece threw when reached (the message), by name. */
@@ -29,6 +36,8 @@ export function reachUnreachable(): Record<string, string> {
     over: () => db.selectFrom("t").select((eb) => eb.fn.count("a").over().as("n")),
     toJSONSchema: () => z.toJSONSchema(z.string()),
     schemaToJSONSchema: () => z.string().toJSONSchema(),
+    yamlStringify: () => new Document({ a: 1 }).toString(),
+    graphql: () => new Octokit({ auth: "t" }).graphql("{ viewer { login } }"),
   };
   const out: Record<string, string> = {};
   for (const [name, run] of Object.entries(tries)) {
@@ -55,4 +64,54 @@ export function ordinaryWork(): { sql: string; parsed: unknown } {
     .compile();
   const parsed = z.object({ a: z.number().int(), b: z.string().min(1) }).parse({ a: 1, b: "x" });
   return { sql: q.sql, parsed };
+}
+
+/**
+ * The stubs reached only inside a request or an authentication exchange, each message by name:
+ * Hono's `app.mount()` (in the request it serves) and pg's SCRAM channel binding (a server
+ * asking for `SCRAM-SHA-256-PLUS` on a socket that has a peer certificate).
+ */
+export async function reachUnreachableLater(): Promise<Record<string, string>> {
+  const app = new Hono();
+  app.mount("/other", () => new Response("other"));
+  app.onError((e) => new Response(e.message, { status: 500 }));
+  const mount = await (await app.request("/other/x")).text();
+  const stream = { getPeerCertificate: () => ({ raw: new Uint8Array(8) }) };
+  const session = sasl.startSession(["SCRAM-SHA-256-PLUS"], stream);
+  const channelBinding = await sasl
+    .continueSession(session, "pw", `r=${session.clientNonce}server,s=c2FsdA==,i=1`, stream)
+    .then(
+      () => "did not throw",
+      (e: unknown) => (e instanceof Error ? e.message : String(e)),
+    );
+  return { mount, channelBinding };
+}
+
+/**
+ * What the Worker keeps reading the same way beside the stubs: a PromQL parse tree (node names,
+ * without the grammar's highlighting styles), a YAML document read to a value, pg's text
+ * parsers (a timestamp, a bigint array) and pg's answer for a password file (none).
+ */
+export async function ordinaryReading(): Promise<{
+  promqlTree: string;
+  yaml: unknown;
+  timestamp: string;
+  bigints: unknown;
+  pgpassPassword: unknown;
+}> {
+  const promqlTree = parser
+    .parse('sum(rate(http_requests_total{job=~"a|b"}[5m])) by (le)')
+    .toString();
+  const yaml = parseYaml("a: [1, 2]\nb: {c: x}\n");
+  const ts = pg.types.getTypeParser(1184, "text")("2026-12-07 00:00:00+00") as Date;
+  const bigints = pg.types.getTypeParser(1016 as never, "text")("{1,2}");
+  // No password given and none in the connection string: pg asks pgpass, as on a server that
+  // wants one; on Workers there is no file, so none is found.
+  const client = new pg.Client({ host: "127.0.0.1", user: "u", database: "d" });
+  const pgpassPassword = await new Promise((resolve) =>
+    (client as unknown as { _getPassword(cb: () => void): void })._getPassword(() =>
+      resolve((client as unknown as { password: unknown }).password),
+    ),
+  );
+  return { promqlTree, yaml, timestamp: ts.toISOString(), bigints, pgpassPassword };
 }

@@ -8,6 +8,7 @@ import {
   Composer,
   CST,
   type Document,
+  isAlias,
   isMap,
   isNode,
   isScalar,
@@ -175,8 +176,20 @@ export function readBoundedYaml(
     );
     throw wording.syntax(what, at(err.pos[0]), err.code);
   }
-  const dup = firstDuplicateKey(doc);
-  if (dup) throw wording.duplicate(dup.key, dup.offset === null ? null : at(dup.offset));
+  const keyProblem = firstKeyProblem(doc);
+  if (keyProblem?.collection) {
+    throw wording.syntax(
+      "a mapping key is itself a list or a mapping; keys are plain values (text or numbers)",
+      keyProblem.offset === null ? null : at(keyProblem.offset),
+      "COLLECTION_KEY",
+    );
+  }
+  if (keyProblem) {
+    throw wording.duplicate(
+      keyProblem.key,
+      keyProblem.offset === null ? null : at(keyProblem.offset),
+    );
+  }
   return { doc, value: yamlToJs(doc, text, filename), at };
 }
 
@@ -188,11 +201,15 @@ function openCollections(stack: readonly CST.Token[]): number {
 }
 
 /**
- * The first key given twice in one mapping (compared as the property names they become:
- * `1` and `"1"` are the same key), with its offset; null when none. Iterative: depth is
+ * The first key of a mapping that no recipe value can have, with its offset; null when none:
+ * a key given twice in one mapping (compared as the property names they become: `1` and `"1"`
+ * are the same key), or a key that is itself a list or a mapping (`? [a, b]`, `{a: 1}: x`, or
+ * an alias of one), which a property name cannot be (`collection: true`). Iterative: depth is
  * bounded before this runs, but no recursion is needed either.
  */
-function firstDuplicateKey(doc: Document.Parsed): { key: string; offset: number | null } | null {
+function firstKeyProblem(
+  doc: Document.Parsed,
+): { key: string; offset: number | null; collection?: true } | null {
   const stack: unknown[] = [doc.contents];
   while (stack.length > 0) {
     const n = stack.pop();
@@ -200,11 +217,16 @@ function firstDuplicateKey(doc: Document.Parsed): { key: string; offset: number 
       const seen = new Set<string>();
       for (const pair of n.items) {
         const k = pair.key;
+        const target = isAlias(k) ? k.resolve(doc) : k;
+        if (isMap(target) || isSeq(target)) {
+          const offset = (isNode(k) ? k.range?.[0] : undefined) ?? null;
+          return { key: "", offset, collection: true };
+        }
         if (isScalar(k)) {
           const name = String(k.value);
           if (seen.has(name)) return { key: name.slice(0, 80), offset: k.range?.[0] ?? null };
           seen.add(name);
-        } else stack.push(k);
+        }
         stack.push(pair.value);
       }
     } else if (isSeq(n)) {
