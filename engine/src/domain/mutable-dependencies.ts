@@ -26,7 +26,7 @@ export const MAX_REVISION = 256;
 const NAME = /^[a-z][a-z0-9_-]{0,62}$/;
 const OWNER = /^[A-Za-z0-9][A-Za-z0-9 ._@+/-]{0,127}$/;
 /** Printable, no control characters: what a terminal and both stores show as written. */
-const REVISION = /^[^\u0000-\u001f\u007f]{1,256}$/;
+const REVISION = /^\P{Cc}{1,256}$/u;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const FIELD = /^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$/;
 const CHECK = /^[a-z][a-z0-9_-]{0,62}$/;
