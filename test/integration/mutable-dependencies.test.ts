@@ -101,14 +101,6 @@ describe.each(STORE_KINDS)("mutable dependencies on %s", (kind) => {
     expect(res.status, await res.clone().text()).toBe(201);
     const id = ((await res.json()) as { id: string }).id;
     await run(g as Rig);
-    const b = await get(id);
-    if (b.state !== "succeeded")
-      console.log(
-        b.history
-          .slice(-15)
-          .map((h) => `${h.kind}: ${h.message}`)
-          .join("\n"),
-      );
     return id;
   };
   /** One drift interval later, one tick: the probes are asked. */
