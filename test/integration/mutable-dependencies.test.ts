@@ -10,7 +10,9 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { NOTICE_KINDS, type Notice } from "../../engine/src/domain/notifications.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import type { Notifier } from "../../engine/src/ports/notifier.ts";
 import { gatedRecipe, type Rig, rig, run } from "../support/gate-rig.ts";
 import { PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
 import { op, STORE_KINDS, skipStore } from "./service-harness.ts";
@@ -115,7 +117,23 @@ describe.each(STORE_KINDS)("mutable dependencies on %s", (kind) => {
     "a new revision raises drift and blocks the next release until a release requalifies it; an unchanged one does not",
     async () => {
       p = await provider();
-      g = await rig(kind, 0.01, { driftIntervalMs: INTERVAL });
+      const sent: Notice[] = [];
+      const notifier: Notifier = {
+        channel: "webhook",
+        send: async (n) => {
+          sent.push(n);
+          return { ok: true, status: 200 };
+        },
+      };
+      const notify = {
+        webhook: null,
+        slack: null,
+        github: false,
+        events: [...NOTICE_KINDS],
+        retryBaseMs: 1_000,
+        maxTries: 3,
+      };
+      g = await rig(kind, 0.01, { driftIntervalMs: INTERVAL, notify }, [notifier]);
       const r1 = await release(recipeWith(p.url));
       expect((await get(r1)).state).toBe("succeeded");
 
@@ -147,9 +165,22 @@ describe.each(STORE_KINDS)("mutable dependencies on %s", (kind) => {
           ),
         }),
       ]);
-      // Observed again, unchanged: recorded once.
+      // Observed again, unchanged: recorded once, and told once (a drift notice, delivered
+      // from the outbox by the ticks).
       await observe();
       expect(await kinds(r2)).toEqual(["dependency_drift"]);
+      expect(sent.filter((n) => n.kind === "drift" && /mutable dependenc/.test(n.summary))).toEqual(
+        [
+          expect.objectContaining({
+            release_id: r2,
+            summary: expect.stringMatching(
+              new RegExp(
+                `^${r2} has mutable dependencies that need requalification: model summarizer-v7: mutable dependency summarizer-api .*observed "2026-12-01"`,
+              ),
+            ),
+          }),
+        ],
+      );
 
       // The next release of the same recipe is refused, naming the dependency and the fix.
       const before = (await g.h.store.listReleases({ limit: 50 })).length;

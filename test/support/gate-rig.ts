@@ -10,6 +10,7 @@ import { EmbeddedMetricsSource } from "../../engine/src/adapters/embedded-metric
 import type { EngineConfig } from "../../engine/src/config.ts";
 import { TrafficGenerator } from "../../engine/src/control-plane/traffic.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import type { Notifier } from "../../engine/src/ports/notifier.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import {
   drive,
@@ -67,6 +68,8 @@ export async function rig(
   candidateErrorRate = 0.01,
   /** Engine settings beside the harness's (e.g. `driftIntervalMs`). */
   config: Partial<EngineConfig> = {},
+  /** The engine's notifiers (none by default). */
+  notifiers?: Notifier[],
 ): Promise<Rig> {
   const clock = new FakeClock();
   const seed = gatedRecipe();
@@ -77,6 +80,7 @@ export async function rig(
     clock,
     seed,
     config,
+    ...(notifiers ? { notifiers } : {}),
     metrics: { observe: (q) => (source as EmbeddedMetricsSource).observe(q) },
   });
   const traffic = new TrafficGenerator(h.cp.core, { model: MODEL, seed: 11 });

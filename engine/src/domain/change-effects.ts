@@ -145,6 +145,9 @@ export function driftNotices(
   const notice = buildDriftNotice(release, message, {
     url: releaseUrl(p.url, release.id),
     at: now,
+    ...(tag === "dependency-drift"
+      ? { headline: "has mutable dependencies that need requalification" }
+      : {}),
   });
   return channels.map((channel) => ({
     type: "notify",
