@@ -31,12 +31,14 @@ import {
 } from "./http/runner-oidc.ts";
 import type { Clock } from "./ports/clock.ts";
 import type { ControlPlane } from "./ports/control-plane.ts";
+import type { DependencyProbe } from "./ports/dependency-probe.ts";
 import type { DeploymentTracker } from "./ports/deployments.ts";
 import type { Dispatcher } from "./ports/dispatcher.ts";
 import type { MetricsSource } from "./ports/metrics-source.ts";
 import type { Notifier } from "./ports/notifier.ts";
 import type { Store } from "./ports/store.ts";
 import type { TargetProbe } from "./ports/target-probe.ts";
+import { DependencyProbes } from "./service/dependency-probes.ts";
 import type { Domain } from "./service/domain.ts";
 import { DriftObserver, type DriftPolicy } from "./service/drift.ts";
 import { EffectsDue } from "./service/effects-due.ts";
@@ -84,6 +86,12 @@ export interface CorePorts {
    * through `dispatcher` (docs/lifecycle.md "Rollback prerequisites"). Default false.
    */
   runnerProbe?: boolean;
+  /**
+   * Asks mutable dependencies' providers their revision (docs/drift.md "Mutable dependencies"),
+   * on the drift schedule; none (or drift off): not probed, and starts are judged by their
+   * contracts' expiry alone.
+   */
+  dependencyProbe?: DependencyProbe;
 }
 
 /** The settings the core needs (the rest of EngineConfig is for entries and adapters). */
@@ -173,9 +181,25 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
           }),
         })
       : null;
+  const dependencies =
+    s.drift && ports.dependencyProbe
+      ? new DependencyProbes({
+          store,
+          probe: ports.dependencyProbe,
+          clock,
+          policy: s.drift,
+          log,
+          effects: effectsPolicyOf({
+            publicUrl: s.publicUrl,
+            notify: ports.notify,
+            deployments: ports.deployments?.policy,
+          }),
+        })
+      : null;
   const maintenance = new Maintenance(
     new Retention(store, clock, s.retention ?? DEFAULT_RETENTION, log),
     drift,
+    dependencies,
   );
   const notify = ports.notify && ports.notify.notifiers.length > 0 ? ports.notify : null;
   const reconciler = new Reconciler(

@@ -10,6 +10,7 @@ import type { Hono } from "hono";
 import { GitHubDeployments } from "./adapters/github/deployments.ts";
 import { GitHubDispatcher } from "./adapters/github/index.ts";
 import { HttpControlPlane } from "./adapters/http-control-plane/index.ts";
+import { HttpDependencyProbe } from "./adapters/http-dependency-probe/index.ts";
 import { LocalRunner } from "./adapters/local-runner/index.ts";
 import { notifiersFromConfig } from "./adapters/notifier/index.ts";
 import { PrometheusMetricsSource } from "./adapters/prometheus/index.ts";
@@ -26,6 +27,7 @@ import { prepareDataDir } from "./node/data-dir.ts";
 import { nodeFaultHost } from "./node/fault-host.ts";
 import { type Clock, systemClock } from "./ports/clock.ts";
 import type { ControlPlane } from "./ports/control-plane.ts";
+import type { DependencyProbe } from "./ports/dependency-probe.ts";
 import type { DeploymentTracker } from "./ports/deployments.ts";
 import type { Dispatcher } from "./ports/dispatcher.ts";
 import type { MetricsSource } from "./ports/metrics-source.ts";
@@ -77,6 +79,8 @@ export interface EngineOverrides {
    * (BATON_DISPATCHER=github: the runners reach the machines, the engine does not).
    */
   runnerProbe?: boolean;
+  /** Asks mutable dependencies' providers their revision; default: their probe URLs over HTTP. */
+  dependencyProbe?: DependencyProbe;
 }
 
 export interface Engine {
@@ -205,6 +209,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       ...(metrics ? { metrics } : {}),
       ...(deployments ? { deployments } : {}),
       ...(targetProbe ? { targetProbe } : {}),
+      dependencyProbe: o.dependencyProbe ?? new HttpDependencyProbe(),
       ...(!targetProbe && (o.runnerProbe ?? config.dispatcher === "github")
         ? { runnerProbe: true }
         : {}),

@@ -7,8 +7,10 @@
  */
 import { expect } from "vitest";
 import { EmbeddedMetricsSource } from "../../engine/src/adapters/embedded-metrics/index.ts";
+import type { EngineConfig } from "../../engine/src/config.ts";
 import { TrafficGenerator } from "../../engine/src/control-plane/traffic.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import type { Notifier } from "../../engine/src/ports/notifier.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import {
   drive,
@@ -61,7 +63,14 @@ export interface Rig {
   traffic: TrafficGenerator;
 }
 
-export async function rig(kind: "sqlite" | "postgres", candidateErrorRate = 0.01): Promise<Rig> {
+export async function rig(
+  kind: "sqlite" | "postgres",
+  candidateErrorRate = 0.01,
+  /** Engine settings beside the harness's (e.g. `driftIntervalMs`). */
+  config: Partial<EngineConfig> = {},
+  /** The engine's notifiers (none by default). */
+  notifiers?: Notifier[],
+): Promise<Rig> {
   const clock = new FakeClock();
   const seed = gatedRecipe();
   // The router draws units over the weights the engine writes to the control-plane double.
@@ -70,6 +79,8 @@ export async function rig(kind: "sqlite" | "postgres", candidateErrorRate = 0.01
     kind,
     clock,
     seed,
+    config,
+    ...(notifiers ? { notifiers } : {}),
     metrics: { observe: (q) => (source as EmbeddedMetricsSource).observe(q) },
   });
   const traffic = new TrafficGenerator(h.cp.core, { model: MODEL, seed: 11 });

@@ -2,6 +2,8 @@
  * Text output of the read commands: the releases table, one release's summary, and the lines
  * `watch` prints. Pure functions of the engine's JSON (`GET /v1/releases[/:id]`).
  */
+
+import { currentDependencyDrift, dependencyDriftMessage } from "../domain/dependency-drift.ts";
 import { armsLine, type GateSummary, metricLine, srmLine } from "../domain/gate/summary.ts";
 import { waveLabel } from "../domain/gate/waves.ts";
 import { type LifecycleAction, lifecycleActions } from "../domain/lifecycle.ts";
@@ -209,6 +211,11 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     lines.push(
       `  DRIFT since ${time(drift.observed_at)}: ${driftMessage(drift).replace(/^\[drift\] /, "")}`,
     );
+  const deps = currentDependencyDrift(rec.history);
+  if (deps)
+    lines.push(
+      `  DEPENDENCY DRIFT since ${time(deps.observed_at)}: ${dependencyDriftMessage(deps).replace(/^\[drift\] /, "")}`,
+    );
   const cmds = acceptedCommands(rec);
   if (cmds.length > 0) {
     lines.push("what you can do:");
@@ -282,6 +289,7 @@ export function statusJson(rec: RecordJson) {
     lifecycle_note: rec.lifecycle_note ?? null,
     lineage: rec.lineage ?? null,
     drift: currentDrift(rec.history),
+    dependency_drift: currentDependencyDrift(rec.history),
     gates: (rec.gates ?? []).map((g) => ({
       wave: g.wave + 1,
       phase: g.phase,

@@ -135,6 +135,8 @@ export function driftNotices(
   message: string,
   now: number,
   policy: EffectsPolicy,
+  /** Part of each delivery's key: `drift` (lanes), `dependency-drift` (mutable dependencies). */
+  tag = "drift",
 ): NotifyEffect[] {
   const p = policy.notify;
   if (!p) return [];
@@ -143,11 +145,14 @@ export function driftNotices(
   const notice = buildDriftNotice(release, message, {
     url: releaseUrl(p.url, release.id),
     at: now,
+    ...(tag === "dependency-drift"
+      ? { headline: "has mutable dependencies that need requalification" }
+      : {}),
   });
   return channels.map((channel) => ({
     type: "notify",
     channel,
-    delivery: `${release.id}.${release.uid ?? "0"}.drift.${now}.${channel}`,
+    delivery: `${release.id}.${release.uid ?? "0"}.${tag}.${now}.${channel}`,
     notice,
     not_before: null,
   }));

@@ -282,6 +282,9 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     // Only when the recipe says so: manifests (and digests) of other recipes are unchanged.
     ...(r.notify ? { notify: { ...r.notify } } : {}),
     ...(r.environment ? { environment: r.environment } : {}),
+    ...(r.mutable_dependencies?.length
+      ? { mutable_dependencies: r.mutable_dependencies.map((d) => structuredClone(d)) }
+      : {}),
     // Only when the recipe declares its recovery class: absent means reversible, and the
     // manifests (and digests) of recipes that declare none are unchanged.
     ...(recoveryClass

@@ -10,6 +10,7 @@ import { analysisProblems } from "./analysis-check.ts";
 import { CATALOGUE, runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
 import { customStepProblems, hasIrreversibleCustomStep } from "./custom-steps.ts";
 import type { Problem } from "./errors.ts";
+import { dependencyProblems } from "./mutable-dependencies.ts";
 import { Recipe } from "./recipe.ts";
 import { schemaProblems } from "./schema-problems.ts";
 import { escapeControls, unstorablePaths } from "./storable-text.ts";
@@ -45,6 +46,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     ...recoveryProblems(input),
     ...customStepProblems(input),
     ...analysisProblems(input),
+    ...dependencyProblems(input),
     ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),
   ];
   if (parsed.success && problems.length === 0) return { ok: true, recipe: parsed.data };

@@ -18,6 +18,7 @@ export type ErrorCode =
   | "prerequisite_failed"
   | "superseded"
   | "frozen"
+  | "requalification_required"
   | "unavailable";
 
 type Status = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 503;
@@ -46,6 +47,9 @@ const STATUS: Record<ErrorCode, Status> = {
   // A start, first exposure or promote of a model an open incident does not name
   // (docs/incidents.md); the message names the incident and its commander.
   frozen: 409,
+  // A start of a model whose mutable dependency changed or whose contract expired since its
+  // recipe was qualified (docs/drift.md "Mutable dependencies"); problems name the field and fix.
+  requalification_required: 409,
   // A dependency the request needs did not answer (e.g. the control plane at release start).
   unavailable: 503,
 };

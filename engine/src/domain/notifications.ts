@@ -170,7 +170,8 @@ export function buildNotice(
 export function buildDriftNotice(
   release: Release,
   message: string,
-  o: { url: string; at: number },
+  /** `headline`: what drifted, in words (default: the lanes). */
+  o: { url: string; at: number; headline?: string },
 ): Notice {
   return {
     v: 1,
@@ -188,9 +189,10 @@ export function buildDriftNotice(
     commit_sha: release.manifest.tool_revision ?? null,
     url: o.url,
     at: o.at,
-    summary: `${release.id} ${HEADLINE.drift}: ${message.replace(/^\[drift\] /, "")}`.slice(
-      0,
-      1000,
-    ),
+    summary:
+      `${release.id} ${o.headline ?? HEADLINE.drift}: ${message.replace(/^\[drift\] /, "")}`.slice(
+        0,
+        1000,
+      ),
   };
 }

@@ -20,6 +20,7 @@ import {
 } from "../protocol/fields.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { StopConditionInput } from "./gate/stop-condition.ts";
+import { MutableDependencies } from "./mutable-dependencies.ts";
 import { NOTICE_KINDS } from "./notice.ts";
 import { FailurePolicy } from "./states.ts";
 
@@ -467,6 +468,8 @@ export const Recipe = z
       "Evidence gate for every wave with 0 < traffic < 100 (docs/gate.md).",
     ),
     stop_condition: StopConditionInput.optional(),
+    // Mutable dependencies (domain/mutable-dependencies.ts: schema, cross-field rules, drift).
+    mutable_dependencies: MutableDependencies.optional(),
     policy: z
       .object({
         retries: Retries.optional(),

@@ -11,6 +11,7 @@ import type { GateEvidence, MetricEvidence } from "./gate/evidence.ts";
 import type { StopConditionInput } from "./gate/stop-condition.ts";
 import type { GateProgress } from "./gate-progress.ts";
 import type { Json } from "./json.ts";
+import type { MutableDependency } from "./mutable-dependencies.ts";
 import type { Notice, NoticeKind } from "./notice.ts";
 import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisite-checks.ts";
 import type { RecoveryClass } from "./recipe.ts";
@@ -135,6 +136,11 @@ export interface Manifest {
   recovery?: { class: RecoveryClass; unsafe_after?: number; restore?: string };
   /** The recipe's `notify` (kinds and channels); absent = the engine's settings. */
   notify?: { on?: NoticeKind[]; channels?: ("webhook" | "slack" | "github")[] };
+  /**
+   * The recipe's mutable dependencies as written (domain/mutable-dependencies.ts); absent when it
+   * declares none, so the digests of other manifests are unchanged.
+   */
+  mutable_dependencies?: MutableDependency[];
 }
 
 // ---------------------------------------------------------------- release

@@ -16,6 +16,7 @@ import * as z from "zod";
 import { GitHubDeployments } from "../adapters/github/deployments.ts";
 import { GitHubDispatcher } from "../adapters/github/dispatcher.ts";
 import { HttpControlPlane } from "../adapters/http-control-plane/index.ts";
+import { HttpDependencyProbe } from "../adapters/http-dependency-probe/index.ts";
 import { PostgresStore } from "../adapters/postgres/postgres-store.ts";
 import { type Core, createCore, type Scheduler } from "../core.ts";
 import { DeploymentEnvironmentSetting, DeploymentRefSetting } from "../domain/deployments.ts";
@@ -144,6 +145,7 @@ export class EventScope implements Scheduler {
         scheduler: this,
         // The runners reach the machines, the engine does not: rollbacks ask them first.
         runnerProbe: true,
+        dependencyProbe: new HttpDependencyProbe(),
         ...(s.BATON_GITHUB_DEPLOYMENTS
           ? {
               deployments: {

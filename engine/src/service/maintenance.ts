@@ -1,9 +1,10 @@
 /**
  * Housekeeping run after each reconciler pass (the core's `tick`), and the store's health
  * check. Built by the core from the ports: retention of finished releases (retention.ts) and,
- * when on, drift observation (drift.ts).
+ * when on, drift observation (drift.ts) and the mutable dependencies' probes (dependency-probes.ts).
  */
 import type { Store } from "../ports/store.ts";
+import type { DependencyProbes } from "./dependency-probes.ts";
 import type { DriftObserver, DriftStats } from "./drift.ts";
 import type { Retention } from "./retention.ts";
 
@@ -12,17 +13,21 @@ export class Maintenance {
     private readonly retention: Retention,
     /** Null when drift detection is off. */
     readonly drift: DriftObserver | null,
+    /** Null when drift detection is off or no dependency probe is wired. */
+    readonly dependencies: DependencyProbes | null = null,
   ) {}
 
-  /** One round: retention when due, then a drift observation when due. */
+  /** One round: retention when due, then a drift observation and the dependencies' probes when due. */
   async run(): Promise<void> {
     await this.retention.maybeRun();
     await this.drift?.maybeRun();
+    await this.dependencies?.maybeRun();
   }
 
-  /** Gives back what this engine holds for others to take over (the drift lease): a clean stop. */
+  /** Gives back what this engine holds for others to take over (the drift leases): a clean stop. */
   async stop(): Promise<void> {
     await this.drift?.stop();
+    await this.dependencies?.stop();
   }
 
   /**

@@ -8,6 +8,7 @@
  * hidden by default, operator decisions marked), the manifest, and the retry model folded.
  */
 
+import { currentDependencyDrift } from "../../domain/dependency-drift.ts";
 import { driftedValues } from "../../domain/drift.ts";
 import { probCompleted } from "../../domain/markov.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
@@ -25,6 +26,7 @@ import {
 import { lifecycleOffers, offers } from "../../views/offers.ts";
 import { OPERATOR_EVENTS, stepAction, summarize } from "../../views/summary.ts";
 import type { Role } from "./auth.ts";
+import { DependencyDriftBanner } from "./dependency-drift.tsx";
 import { FirstScreen } from "./first-screen.tsx";
 import { GatePanel } from "./gate-panel.tsx";
 import { Layout, State } from "./layout.tsx";
@@ -526,6 +528,7 @@ export function ReleasePage(props: ReleasePageProps) {
           </h1>
           {props.notice ? <p class={`notice ${props.notice.kind}`}>{props.notice.text}</p> : null}
           <DriftBanner drift={currentDrift(props.record.history)} />
+          <DependencyDriftBanner drift={currentDependencyDrift(props.record.history)} />
           <FirstScreen
             release={r}
             facts={facts}

@@ -6,6 +6,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import * as z from "zod";
+import { currentDependencyDrift } from "../../domain/dependency-drift.ts";
 import { BatonError } from "../../domain/errors.ts";
 import { gateSummaries } from "../../domain/gate/summary.ts";
 import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
@@ -196,6 +197,8 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
     // The recipe workflow's commit it was started from (docs/lifecycle.md); null otherwise.
     source: release.source ?? null,
     drift: currentDrift(r.history),
+    // The mutable dependencies' drift recorded on it (docs/drift.md); null when none or requalified.
+    dependency_drift: currentDependencyDrift(r.history),
     admission: release.admission ?? null,
     prerequisites: release.prerequisites ?? null,
     baseline: release.baseline ?? null,

@@ -10,6 +10,7 @@ import { describeSigner } from "../../admission/signer.ts";
 import type { BundleVerifier } from "../../admission/verify.ts";
 import { observeBaseline } from "../../domain/baseline.ts";
 import { changeDeploymentStatus, type EffectsPolicy } from "../../domain/change-effects.ts";
+import { requalificationProblems } from "../../domain/dependency-drift.ts";
 import { BatonError } from "../../domain/errors.ts";
 import { type PrerequisiteReport, withProbeSteps } from "../../domain/prerequisites.ts";
 import { creationHistory } from "../../domain/release-history.ts";
@@ -31,6 +32,7 @@ import type { ControlPlane, LanesRead } from "../../ports/control-plane.ts";
 import { type CreateExtras, LanesClaimed, SourceMarkMoved } from "../../ports/store.ts";
 import { canonicalJson } from "../../protocol/canonical-json.ts";
 import { manifestDigest } from "../../recipes/digest.ts";
+import { readDependencyBook } from "../dependency-probes.ts";
 import type { ApplyKernel } from "../kernel.ts";
 import { assertLanesFree, lanesClaimedError } from "../lane-claims.ts";
 import type { Logger } from "../logger.ts";
@@ -123,6 +125,9 @@ export class Starts {
    *   mark, or was checked against another commit (`judgeSource`); nothing is written then.
    * @throws BatonError `frozen` (409) when an open incident does not name the model (a
    *   rollback is never frozen); nothing is written then.
+   * @throws BatonError `requalification_required` (409) when a mutable dependency's probe
+   *   observed a revision other than the recipe's, or its contract expired (a rollback is never
+   *   refused for it); one problem per dependency, naming the field and how to requalify.
    */
   start(recipe: unknown, actor: string, opts: StartOptions = {}): Promise<Release> {
     // Serialised within this process: check-then-create must not interleave with another
@@ -134,12 +139,36 @@ export class Starts {
     return run;
   }
 
+  /**
+   * Refuses a start whose mutable dependencies need requalification (domain/dependency-drift.ts),
+   * judged against the probes' last answers and the engine clock.
+   */
+  private async assertQualified(manifest: Manifest): Promise<void> {
+    if (!manifest.mutable_dependencies?.length) return;
+    const { store, clock } = this.deps.kernel;
+    const problems = requalificationProblems(
+      manifest,
+      await readDependencyBook(store),
+      clock.now(),
+    );
+    if (problems.length === 0) return;
+    this.deps.log.warn(
+      `[engine] a release of ${manifest.model} was refused: ${problems.map((p) => p.message).join("; ")}`,
+    );
+    throw new BatonError(
+      "requalification_required",
+      `[engine] release of ${manifest.model} refused: ${problems.map((p) => `${p.message}. Fix: ${p.fix}`).join(" ")}`,
+      problems,
+    );
+  }
+
   private async startNow(recipe: unknown, actor: string, opts: StartOptions): Promise<Release> {
     const { kernel, log } = this.deps;
     const { store, clock, domain } = kernel;
     const compiled = domain.compile(recipe);
     const model = compiled.manifest.model;
     if (opts.rollback !== true) await this.deps.incidents.assertNotFrozen(model, "start");
+    if (opts.rollback !== true) await this.assertQualified(compiled.manifest);
     // Judged before admission: an older commit is refused whatever its signature says.
     const mark = opts.source ? await this.judgeSource(model, opts.source) : null;
     const report = admit(this.deps.admission, this.deps.verifier, {
