@@ -132,9 +132,97 @@ describe.each(STORE_KINDS)("parallel waves on %s", (kind) => {
     expect(rec.state).toBe("rolled_back");
     expect(seen.maxOut).toBeLessThanOrEqual(4);
     expect(h.cp.core.lanes(MODEL).map((l) => [l.id, l.weight, l.excluded])).toEqual(before);
+    // One lane at a time, each lane's rows in reverse.
+    const steps = rec.manifest.steps as { index: number; lane?: string | null }[];
     const bwd = rec.step_runs.filter((s) => s.direction === "bwd").map((s) => s.step_index);
-    expect(bwd).toEqual([...bwd].sort((a, b) => b - a));
+    const lanes = bwd.flatMap((i) => steps[i]?.lane ?? []);
+    const runs = lanes.filter((l, i) => l !== lanes[i - 1]);
+    expect(runs).toEqual([...new Set(runs)]);
+    for (const lane of runs) {
+      const rows = bwd.filter((i) => steps[i]?.lane === lane);
+      expect(rows).toEqual([...rows].sort((a, b) => b - a));
+    }
   });
+
+  it.skipIf(skip)(
+    "a lane excluded before the start and a lane still out when compensation begins: the undo keeps max_unavailable",
+    async () => {
+      // Wave 2 is lane-b, lane-c, lane-d with max_unavailable 2; lane-d is excluded on the
+      // control plane at start. lane-d and lane-b leave service first, lane-c when lane-d is
+      // back; lane-b's smoke check fails after lane-c and lane-d are back on the new image.
+      // Undone in table order, lane-d went back to excluded, then lane-c left service while
+      // lane-b was still out: 3 lanes of the wave out.
+      const r = recipe(4, {
+        policy: { rerun_window_minutes: 0 },
+        rollout: {
+          waves: [
+            { lanes: ["lane-a"], traffic: 10 },
+            { lanes: ["lane-b", "lane-c", "lane-d"], traffic: 100, max_unavailable: 2 },
+          ],
+        },
+      });
+      const cp = new MemoryControlPlane({ model: MODEL, now: () => h?.clock.now() ?? 0 });
+      const start = [
+        { id: "lane-a", weight: 40, excluded: false },
+        { id: "lane-b", weight: 30, excluded: false },
+        { id: "lane-c", weight: 30, excluded: false },
+        { id: "lane-d", weight: 0, excluded: true },
+      ];
+      cp.seed(start.map((l) => ({ ...l, capabilities: [], advertised: false })));
+      h = await makeHarness({ kind, cp });
+      const hh = h;
+      const before = hh.cp.core.lanes(MODEL).map((l) => [l.id, l.weight, l.excluded]);
+      const id = await createRelease(hh, r);
+      const rec0 = await getRecord(hh, id);
+      const stepOf = (lane: string, name: string) =>
+        (rec0.manifest.steps as { index: number; lane?: string | null; name: string }[]).find(
+          (s) => s.lane === lane && s.name === name,
+        )?.index;
+      const smokeB = `sr_${id.slice(1)}_${stepOf("lane-b", "assert_smoke_passed")}_f`;
+      let held: DispatchPayload | null = null;
+      await drive(hh, (p) => {
+        if (p.step_run_id !== smokeB) return "pass";
+        held = p;
+        return "skip";
+      });
+      const waiting = await getRecord(hh, id);
+      const fwdState = (i: number | undefined) =>
+        waiting.step_runs.find((s) => s.step_index === i && s.direction === "fwd")?.state;
+      expect(fwdState(stepOf("lane-c", "include_lane"))).toBe("succeeded");
+      expect(fwdState(stepOf("lane-d", "include_lane"))).toBe("succeeded");
+      if (!held) throw new Error("lane-b's smoke check was not dispatched");
+      await runStep(hh, held, "fail");
+      await drive(hh);
+      const rec = await getRecord(hh, id);
+      expect(rec.state).toBe("rolled_back");
+      expect(hh.cp.core.lanes(MODEL).map((l) => [l.id, l.weight, l.excluded])).toEqual(before);
+      // The control plane's changes replayed: each time a lane of wave 2 leaves service, at
+      // most 2 of its lanes are out (lane-d counts while it is excluded).
+      const out = new Set(start.filter((l) => l.excluded).map((l) => l.id));
+      const wave = ["lane-b", "lane-c", "lane-d"];
+      let maxOut = 0;
+      for (const c of hh.cp.history()) {
+        if (c.kind !== "set_marker" || c.lane === null) continue;
+        const now = (c.after as { excluded: boolean }).excluded;
+        const was = out.has(c.lane);
+        if (now) out.add(c.lane);
+        else out.delete(c.lane);
+        if (now && !was && wave.includes(c.lane)) {
+          const n = wave.filter((l) => out.has(l)).length;
+          maxOut = Math.max(maxOut, n);
+          expect(n, `after ${c.operation_key}`).toBeLessThanOrEqual(2);
+        }
+      }
+      expect(maxOut).toBe(2);
+      // lane-b first (out of service), then lane-c, then lane-d (excluded before the start).
+      const steps = rec.manifest.steps as { index: number; lane?: string | null }[];
+      const undone = rec.step_runs
+        .filter((s) => s.direction === "bwd")
+        .flatMap((s) => steps[s.step_index]?.lane ?? [])
+        .filter((l) => l !== "lane-a");
+      expect(undone.filter((l, i) => l !== undone[i - 1])).toEqual(["lane-b", "lane-c", "lane-d"]);
+    },
+  );
 
   it.skipIf(skip)(
     "a lane excluded before the start counts as out of service for its failure domain and the wave's limit",

@@ -16,14 +16,18 @@
  * an old container answering on the new one's port, candidates that never listen): the runtime
  * and deploy.sh's ledger are read back, and each runner step that reported success left its
  * lane answering with its image. Runs: BATON_EXPOSURE_RUNS (default 12 per store; 8 at CI size,
- * scripts/ci/sizes.sh; `npm run bench:exposure` runs 200+ and the mutants).
+ * scripts/ci/sizes.sh; `npm run bench:exposure` runs 200+ and the mutants). The seed is random
+ * on each run; a failure prints its seed, path and the command that replays that case
+ * (`BATON_PROPERTY_SEED`, `BATON_PROPERTY_PATH`; test/support/property-replay.ts).
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { STORE_KINDS, skipStore } from "../integration/service-harness.ts";
 import { ExposureWorld, type RunReport, scenarioArb } from "../support/exposure-world.ts";
+import { assertReplayable, firstCaseIndex, replayParams } from "../support/property-replay.ts";
 
 const RUNS = Number(process.env.BATON_EXPOSURE_RUNS ?? 12);
+const FILE = "test/property/exposure.property.test.ts";
 
 /**
  * Scenarios that always have a parallel wave: 3–6 lanes, a wave of several lanes, limits
@@ -53,21 +57,17 @@ describe.each(STORE_KINDS)("exposure, baseline and read-back on %s", (kind) => {
     "generated releases: exposure ≤ declared, restore exact, every write read back",
     async () => {
       const reports: RunReport[] = [];
-      let runs = 0;
-      await fc.assert(
+      // Every fifth case runs on a machine, counted from the case a replayed path starts at.
+      let runs = firstCaseIndex(replayParams());
+      await assertReplayable(
         fc.asyncProperty(scenarioArb, async (s) => {
           const r = await world!.run(runs++ % 5 === 0 ? { ...s, target: "real" } : s);
           reports.push(r);
           if (r.problems.length > 0)
             throw new Error(`${r.outcome}: ${r.problems.slice(0, 5).join("\n")}`);
         }),
-        {
-          numRuns: RUNS,
-          seed: process.env.BATON_PROPERTY_SEED
-            ? Number(process.env.BATON_PROPERTY_SEED)
-            : undefined,
-          endOnFailure: true,
-        },
+        { numRuns: RUNS, endOnFailure: true },
+        { file: FILE, name: "generated releases: exposure" },
       );
       // The generator must reach releases that changed something, or the checks prove little.
       expect(reports.reduce((a, r) => a + r.stepsChecked, 0)).toBeGreaterThan(0);
@@ -88,20 +88,15 @@ describe.each(STORE_KINDS)("exposure, baseline and read-back on %s", (kind) => {
     "generated releases with parallel waves: the same rules at every change",
     async () => {
       const reports: RunReport[] = [];
-      await fc.assert(
+      await assertReplayable(
         fc.asyncProperty(parallelArb, async (s) => {
           const r = await world!.run(s);
           reports.push(r);
           if (r.problems.length > 0)
             throw new Error(`${r.outcome}: ${r.problems.slice(0, 5).join("\n")}`);
         }),
-        {
-          numRuns: Math.max(4, Math.ceil(RUNS / 2)),
-          seed: process.env.BATON_PROPERTY_SEED
-            ? Number(process.env.BATON_PROPERTY_SEED)
-            : undefined,
-          endOnFailure: true,
-        },
+        { numRuns: Math.max(4, Math.ceil(RUNS / 2)), endOnFailure: true },
+        { file: FILE, name: "generated releases with parallel waves" },
       );
       // Parallel waves must have been driven with several lanes out at once, or the limits
       // were never put to the test.

@@ -3,15 +3,22 @@
  * performed in a shuffled order (as concurrent runners and control-plane calls would answer),
  * and after every event the control plane's truth is checked: never more than
  * `max_unavailable` lanes excluded at once, never every lane of a failure domain, lanes of
- * the wave really in flight together, each step run begun once; failures compensate lane by
- * lane in reverse table order back to the observed baseline.
+ * the wave really in flight together, each step run begun once; failures compensate one lane at
+ * a time (lanes out of service first, each lane's rows in reverse) back to the observed baseline.
  */
 import { describe, expect, it } from "vitest";
 import { compileRecipe } from "../../engine/src/domain/compile.ts";
 import { Recipe, type RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { laneHighWaterMarks } from "../../engine/src/domain/transition/lanes.ts";
+import { undoFrom } from "../../engine/src/domain/transition/plan.ts";
 import { newRelease, transition } from "../../engine/src/domain/transition.ts";
-import type { Effect, Manifest, Release, ReleaseEvent } from "../../engine/src/domain/types.ts";
+import type {
+  Effect,
+  Manifest,
+  ObservedBaseline,
+  Release,
+  ReleaseEvent,
+} from "../../engine/src/domain/types.ts";
 import { waveRoundNotes, waveRounds } from "../../engine/src/domain/wave-rounds.ts";
 import { preflightOf } from "../support/sim/drive.ts";
 import { wideRecipe } from "./recipe-fixture.ts";
@@ -32,6 +39,38 @@ function manifestOf(
   return compileRecipe(Recipe.parse(r)).manifest;
 }
 
+/**
+ * `manifestOf(n, k)` compiled against an observed baseline in which the lanes `excluded` are
+ * excluded on the control plane (weight 0); the other lanes share the traffic.
+ */
+function excludingAtStart(
+  n: number,
+  k: number,
+  excluded: string[],
+): { m: Manifest; baseline: ObservedBaseline } {
+  const r = wideRecipe(n) as RecipeInput;
+  const second = r.rollout?.waves?.[1];
+  if (second) second.max_unavailable = k;
+  const ids = (r.lanes ?? []).map((l) => l.id);
+  const serving = ids.filter((id) => !excluded.includes(id));
+  const baseline = (r.lanes ?? []).map((l) => {
+    const out = excluded.includes(l.id);
+    const i = serving.indexOf(l.id);
+    const share = Math.floor(100 / serving.length) + (i === 0 ? 100 % serving.length : 0);
+    return {
+      id: l.id,
+      weight: out ? 0 : share,
+      excluded: out,
+      capabilities: [...(l.capabilities ?? [])],
+      advertised: false,
+    };
+  });
+  return {
+    m: compileRecipe(Recipe.parse(r), baseline).manifest,
+    baseline: { read_at: T0, lanes: baseline, recipe_manifest_digest: "e".repeat(64) },
+  };
+}
+
 /** A tiny seeded generator (mulberry32), so every shuffle is reproducible. */
 function rng(seed: number) {
   let a = seed >>> 0;
@@ -49,11 +88,24 @@ interface Pending {
   phase: "send" | "preflight" | "callback";
 }
 
-/** Drives a release to a terminal state; `failAt(lane, step name)` makes that callback fail. */
-function drive(m: Manifest, seed: number, failAt?: (lane: string, name: string) => boolean) {
+/**
+ * Drives a release to a terminal state; `failAt(lane, step name)` makes that callback fail.
+ * `baseline`: the observed baseline the manifest was compiled against (`excludingAtStart`),
+ * the control plane's state at start. `pick` chooses the pending effect performed next (index
+ * into the queue; default: a seeded random one).
+ */
+function drive(
+  m: Manifest,
+  seed: number,
+  failAt?: (lane: string, name: string) => boolean,
+  opts: { baseline?: ObservedBaseline; pick?: (queue: readonly Pending[]) => number } = {},
+) {
   const random = rng(seed);
   let r: Release = newRelease("r17", 17, m, "d".repeat(64), T0);
-  const excluded = new Set<string>();
+  if (opts.baseline) r = { ...r, baseline: opts.baseline };
+  const excluded = new Set<string>(
+    opts.baseline?.lanes.filter((l) => l.excluded).map((l) => l.id) ?? [],
+  );
   // The rest of the control plane as the writes leave it (read back by a verification), from
   // the state the plan was compiled against (no observed baseline: the recipe's).
   let weights: Record<string, number> = Object.fromEntries(
@@ -68,12 +120,16 @@ function drive(m: Manifest, seed: number, failAt?: (lane: string, name: string) 
   const reruns: Extract<Effect, { type: "deadline" }>[] = [];
   let maxOut = 0;
   let maxBusy = 0;
+  let plannedUndo: number[] | null = null;
   const violations: string[] = [];
   const k = Math.max(...m.waves.map((w) => w.max_unavailable ?? 1));
   const apply = (e: ReleaseEvent) => {
     const res = transition(r, e, T0);
     if (!res.ok) throw new Error(`${e.type} refused: ${res.reason}`);
     r = res.release;
+    // What a confirmation page lists as the undo when compensation begins.
+    if (r.state === "compensating" && plannedUndo === null)
+      plannedUndo = undoFrom(r, r.high_water_mark).map((p) => p.index);
     for (const eff of res.effects) {
       if (eff.type === "dispatch" || eff.type === "control_plane")
         queue.push({ effect: eff, phase: "send" });
@@ -132,7 +188,8 @@ function drive(m: Manifest, seed: number, failAt?: (lane: string, name: string) 
       apply({ type: "deadline", ...rest });
       continue;
     }
-    const [p] = queue.splice(Math.floor(random() * queue.length), 1);
+    const at = opts.pick ? opts.pick(queue) : Math.floor(random() * queue.length);
+    const [p] = queue.splice(at, 1);
     if (!p) break;
     const eff = p.effect;
     if (eff.type === "control_plane") {
@@ -175,7 +232,39 @@ function drive(m: Manifest, seed: number, failAt?: (lane: string, name: string) 
       }
     }
   }
-  return { r, maxOut, maxBusy, violations, excluded, keysApplied };
+  return { r, maxOut, maxBusy, violations, excluded, keysApplied, plannedUndo };
+}
+
+/**
+ * The order compensation ran its backward step runs in: the table in reverse, except that the
+ * lanes of a parallel wave are undone one lane at a time (each lane's rows in reverse), the
+ * lanes out of service when it began (their `include_lane` never succeeded) before the lanes
+ * back in service.
+ */
+function expectUndoOrder(r: Release) {
+  const m = r.manifest;
+  const bwd = r.step_runs.filter((s) => s.direction === "bwd").map((s) => s.step_index);
+  const parallel = (i: number) => {
+    const st = m.steps[i];
+    return st?.lane != null && (m.waves[st.wave]?.max_unavailable ?? 1) > 1 ? st : null;
+  };
+  const serial = bwd.filter((i) => !parallel(i));
+  expect(serial).toEqual([...serial].sort((a, b) => b - a));
+  const lanes = bwd.flatMap((i) => parallel(i)?.lane ?? []);
+  const runs = lanes.filter((l, i) => l !== lanes[i - 1]);
+  expect(runs, "one lane at a time").toEqual([...new Set(runs)]);
+  for (const lane of runs) {
+    const rows = bwd.filter((i) => parallel(i)?.lane === lane);
+    expect(rows).toEqual([...rows].sort((a, b) => b - a));
+  }
+  const back = (lane: string) => {
+    const inc = m.steps.find((s) => s.lane === lane && s.name === "include_lane");
+    return r.step_runs.some(
+      (s) => s.step_index === inc?.index && s.direction === "fwd" && s.state === "succeeded",
+    );
+  };
+  const firstBack = runs.findIndex(back);
+  if (firstBack >= 0) expect(runs.slice(firstBack).every(back), runs.join(",")).toBe(true);
 }
 
 describe("parallel waves in the transition", () => {
@@ -263,7 +352,7 @@ describe("parallel waves in the transition", () => {
     }
   });
 
-  it("a failing lane compensates every lane in reverse table order, limits held", () => {
+  it("a failing lane compensates every lane, lanes out of service first, each lane's rows in reverse, limits held", () => {
     const m = manifestOf(13, 4);
     for (const seed of [11, 12, 13, 14]) {
       const out = drive(
@@ -277,10 +366,8 @@ describe("parallel waves in the transition", () => {
         `${out.r.reason} ${JSON.stringify(out.r.step_runs.filter((s) => s.state !== "succeeded").map((s) => [s.id, s.state]))}`,
       ).toBe("rolled_back");
       expect(out.excluded.size).toBe(0);
-      // Backward step runs ran in strictly decreasing step order.
-      const bwd = out.r.step_runs.filter((s) => s.direction === "bwd").map((s) => s.step_index);
-      expect(bwd).toEqual([...bwd].sort((a, b) => b - a));
-      expect(bwd.length).toBeGreaterThan(0);
+      expectUndoOrder(out.r);
+      expect(out.r.step_runs.some((s) => s.direction === "bwd")).toBe(true);
       expect([...out.keysApplied.values()].every((n) => n === 1)).toBe(true);
     }
   });
@@ -292,10 +379,59 @@ describe("parallel waves in the transition", () => {
       expect(out.violations).toEqual([]);
       expect(out.r.state).toBe("rolled_back");
       expect(out.excluded.size).toBe(0);
-      const bwd = out.r.step_runs.filter((s) => s.direction === "bwd").map((s) => s.step_index);
-      expect(bwd).toEqual([...bwd].sort((a, b) => b - a));
+      expectUndoOrder(out.r);
       expect([...out.keysApplied.values()].every((n) => n === 1)).toBe(true);
     }
+  });
+
+  it("compensation undoes the lanes out of service first, a lane excluded before the start last: max_unavailable holds", () => {
+    // Wave 2 is lane-b, lane-c, lane-d (max_unavailable 2); lane-d is excluded on the control
+    // plane when the release starts. lane-d begins at once and lane-b beside it; lane-c goes
+    // when lane-d is back. lane-b's runner is slow: c and d are back in service on the new
+    // image before its smoke check fails. Undoing in table order would exclude lane-d again
+    // (its baseline) and then lane-c while lane-b is still out: 3 lanes of the wave out.
+    const { m, baseline } = excludingAtStart(4, 2, ["lane-d"]);
+    expect(m.waves[1]?.max_unavailable).toBe(2);
+    const laneOf = (p: Pending) => {
+      const id =
+        p.effect.type === "dispatch" || p.effect.type === "control_plane"
+          ? p.effect.step_run_id
+          : "";
+      return r0.manifest.steps[Number(/^sr_\d+_(\d+)_/.exec(id)?.[1])]?.lane ?? null;
+    };
+    const r0 = newRelease("r17", 17, m, "d".repeat(64), T0);
+    const out = drive(m, 1, (lane, name) => lane === "lane-b" && name === "assert_smoke_passed", {
+      baseline,
+      // lane-b's effects wait while any other effect can be performed.
+      pick: (queue) =>
+        Math.max(
+          0,
+          queue.findIndex((p) => laneOf(p) !== "lane-b"),
+        ),
+    });
+    expect(out.violations).toEqual([]);
+    expect(out.maxOut).toBe(2);
+    expect(out.r.state, `${out.r.reason}`).toBe("rolled_back");
+    // Back to the observed baseline: lane-d excluded, the others in service.
+    expect([...out.excluded]).toEqual(["lane-d"]);
+    // lane-c and lane-d were back on the new image when lane-b failed.
+    const include = (lane: string) =>
+      m.steps.find((s) => s.lane === lane && s.name === "include_lane")?.index;
+    for (const lane of ["lane-c", "lane-d"])
+      expect(
+        out.r.step_runs.find((s) => s.step_index === include(lane) && s.direction === "fwd")?.state,
+      ).toBe("succeeded");
+    // Undone lane by lane: lane-b (out of service), lane-c, then lane-d (excluded at start).
+    const undone = out.r.step_runs
+      .filter((s) => s.direction === "bwd")
+      .map((s) => m.steps[s.step_index]?.lane)
+      .filter((l) => l !== null && l !== "lane-a");
+    expect(undone.filter((l, i) => l !== undone[i - 1])).toEqual(["lane-b", "lane-c", "lane-d"]);
+    // The undo the plan listed when compensation began is the one that ran.
+    expect(out.plannedUndo).toEqual(
+      out.r.step_runs.filter((s) => s.direction === "bwd").map((s) => s.step_index),
+    );
+    expect([...out.keysApplied.values()].every((n) => n === 1)).toBe(true);
   });
 
   it("a serial wave (no max_unavailable) never has two lanes in flight", () => {

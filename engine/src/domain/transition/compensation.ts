@@ -1,10 +1,12 @@
 /**
  * Compensation (docs/state-machine.md rule 3 and "Compensation"): backward step
  * runs from the high-water mark down to step index 0, one at a time, each durable, only for steps that
- * have a backward action and may have taken effect. Never re-enters the forward path.
+ * have a backward action and may have taken effect; the lane rows of a parallel wave lane by
+ * lane in the order that keeps its limits (`undoLaneOrder`). Never re-enters the forward path.
  */
 import { type Draft, stepRunAt } from "./draft.ts";
 import { guards } from "./guards.ts";
+import { laneUndoSequence, parallelWaveOf, undoLaneOrder } from "./lanes.ts";
 import { holdForRollForward, pastRollForwardPoint } from "./recovery.ts";
 import { beginStepRun } from "./send.ts";
 import { beginVerification, verifying } from "./verify.ts";
@@ -68,6 +70,11 @@ export function continueCompensation(d: Draft): void {
     return;
   }
   while (r.cursor >= 0) {
+    const wave = parallelWaveOf(r, r.cursor);
+    if (wave !== null) {
+      if (undoParallelWave(d, wave)) return;
+      continue;
+    }
     const step = r.manifest.steps[r.cursor];
     const fwd = stepRunAt(r, r.cursor, "fwd");
     if (step?.backward && fwd && guards.mayHaveTakenEffect(fwd)) {
@@ -94,4 +101,47 @@ export function continueCompensation(d: Draft): void {
     `[engine] release ${r.id}: every step that may have taken effect was undone; verifying the lanes before it is rolled back`,
   );
   beginVerification(d, "compensation", "engine");
+}
+
+/** Whether step `i` has something to undo: a backward action and a forward step run that may have taken effect. */
+function hasEffectToUndo(d: Draft, i: number): boolean {
+  const fwd = stepRunAt(d.release, i, "fwd");
+  return !!d.release.manifest.steps[i]?.backward && !!fwd && guards.mayHaveTakenEffect(fwd);
+}
+
+/**
+ * The cursor is on a lane row of parallel wave `wave`: begins (or waits on) the backward step
+ * run of the first row, in `laneUndoSequence` order, with something to undo and not undone yet,
+ * and returns true; when none is left, moves the cursor below the wave's lane rows and returns
+ * false. Undoing the lanes out of service first and the lanes excluded before the start last
+ * keeps the wave within `max_unavailable`, its failure domains and `min_serving` while it is
+ * undone, as the forward walk was (docs/recipes.md "Parallel waves").
+ */
+function undoParallelWave(d: Draft, wave: number): boolean {
+  const r = d.release;
+  const rows = laneUndoSequence(r, wave);
+  const todo = rows.filter((i) => hasEffectToUndo(d, i));
+  const next = todo.find((i) => stepRunAt(r, i, "bwd")?.state !== "succeeded");
+  if (next === undefined) {
+    r.cursor = Math.min(...rows) - 1;
+    d.accept(
+      todo.length === 0
+        ? `[engine] lanes of wave ${wave + 1}: nothing to undo`
+        : `[engine] every lane of wave ${wave + 1} is undone`,
+    );
+    return false;
+  }
+  const bwd = stepRunAt(r, next, "bwd");
+  if (!todo.some((i) => stepRunAt(r, i, "bwd"))) {
+    const lanes = undoLaneOrder(r, wave)
+      .filter((l) => l.rows.some((i) => todo.includes(i)))
+      .map((l) => l.lane);
+    d.accept(
+      `[engine] undoing the lanes of wave ${wave + 1} one at a time: ${lanes.join(", ")} (lanes out of service first, lanes excluded before the start last, so no more of them are out at once than max_unavailable allows)`,
+    );
+  }
+  r.cursor = next;
+  if (bwd && guards.inFlight(bwd)) return true;
+  beginStepRun(d, next, "bwd");
+  return true;
 }

@@ -124,6 +124,55 @@ export function excludedAtStart(m: Manifest): Set<string> {
 }
 
 /**
+ * The order compensation undoes the lanes of parallel wave `wave` in (docs/recipes.md
+ * "Parallel waves"), so that the undo never has more of the wave's lanes out of service than the
+ * forward walk was allowed: first the lanes out of service now (started, not back: their undo
+ * brings them back, or leaves them excluded as their baseline), then the lanes back in service
+ * (each leaves service for its own undo, one lane at a time), last the lanes excluded before the
+ * start that this release brought back (their undo excludes them again: the observed
+ * baseline). Within each group, the wave's last lane first; lanes never begun (nothing to
+ * undo) at the end. Derived from the forward step runs alone, which compensation does not
+ * change, so a restarted engine finds the same order.
+ */
+export function undoLaneOrder(r: Release, wave: number): LaneProgress[] {
+  const pre = excludedAtStart(r.manifest);
+  const group = (l: LaneProgress) => (!l.started ? 3 : l.out ? 0 : pre.has(l.lane) ? 2 : 1);
+  return laneProgress(r, wave)
+    .map((l, i) => ({ l, i, g: group(l) }))
+    .sort((a, b) => a.g - b.g || b.i - a.i)
+    .map((x) => x.l);
+}
+
+/**
+ * Step indexes of every lane row of parallel wave `wave` in the order compensation walks them:
+ * lane by lane in `undoLaneOrder`, each lane's rows in reverse.
+ */
+export function laneUndoSequence(r: Release, wave: number): number[] {
+  return undoLaneOrder(r, wave).flatMap((l) => [...l.rows].reverse());
+}
+
+/**
+ * Every step index from `from` down to 0 in the order compensation walks them: the table in
+ * reverse, except that the lane rows of a parallel wave come lane by lane in `undoLaneOrder`
+ * (the whole wave's rows, where the wave's lowest row is at or below `from`).
+ */
+export function undoSequence(r: Release, from: number): number[] {
+  const out: number[] = [];
+  const done = new Set<number>();
+  for (let i = Math.min(from, r.manifest.steps.length - 1); i >= 0; i--) {
+    const wave = parallelWaveOf(r, i);
+    if (wave === null) {
+      out.push(i);
+      continue;
+    }
+    if (done.has(wave)) continue;
+    done.add(wave);
+    out.push(...laneUndoSequence(r, wave));
+  }
+  return out;
+}
+
+/**
  * Whether lane `id` is out of service now: between its `exclude_lane` and the success of its
  * `include_lane`, or excluded before the start and not yet included by this release.
  */

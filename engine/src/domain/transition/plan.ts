@@ -9,6 +9,7 @@
 import type { Release } from "../types.ts";
 import type { AvailableAction } from "./exits.ts";
 import { guards } from "./guards.ts";
+import { undoSequence } from "./lanes.ts";
 
 /** One step run the action leads to. `index` is the 0-based step index. */
 export interface PlannedStep {
@@ -27,13 +28,17 @@ export interface ActionPlan {
 const at = (r: Release, i: number, dir: "fwd" | "bwd") =>
   r.step_runs.find((s) => s.step_index === i && s.direction === dir);
 
-/** The backward steps compensation would run from step `from` down to step 0. */
-export function undoFrom(r: Release, from: number): PlannedStep[] {
+/**
+ * The backward steps compensation would still run, from step `from` down to step 0, in the
+ * order it runs them (`undoSequence`: a parallel wave's lanes one at a time, lanes out of
+ * service first), leaving out `except` (the step run being retried or resolved).
+ */
+export function undoFrom(r: Release, from: number, except?: number): PlannedStep[] {
   const out: PlannedStep[] = [];
-  for (let i = Math.min(from, r.manifest.steps.length - 1); i >= 0; i--) {
-    const step = r.manifest.steps[i]!;
+  for (const i of undoSequence(r, from)) {
+    const step = r.manifest.steps[i];
     const fwd = at(r, i, "fwd");
-    if (!step.backward || !fwd || !guards.mayHaveTakenEffect(fwd)) continue;
+    if (i === except || !step?.backward || !fwd || !guards.mayHaveTakenEffect(fwd)) continue;
     if (at(r, i, "bwd")?.state === "succeeded") continue;
     out.push({ index: i, direction: "bwd", lane: step.lane });
   }
@@ -52,7 +57,7 @@ function forwardFrom(r: Release, from: number): PlannedStep[] {
  * - resume: the forward steps from the cursor (step 0 for a pending release) to the end;
  * - promote: the forward steps from the cursor (the next wave, past the inconclusive gate);
  * - retry: the step run again, then forward to the end (or, for an undo, the rest of the undo);
- * - resolve: the undo steps below the resolved one;
+ * - resolve: the undo steps that follow the resolved one;
  * - abandon: nothing runs; `leftAsIs` lists the undo steps that will not run;
  * - pause: nothing new runs; `runs` lists the forward step runs in flight, which settle;
  * - release: the forward steps from the cursor (the first exposure) to the end;
@@ -90,11 +95,11 @@ export function planOf(r: Release, a: Pick<AvailableAction, "action" | "target">
       const self: PlannedStep = { index: sr.step_index, direction: sr.direction, lane };
       return sr.direction === "fwd"
         ? { runs: [self, ...forwardFrom(r, sr.step_index + 1)], leftAsIs: [] }
-        : { runs: [self, ...undoFrom(r, sr.step_index - 1)], leftAsIs: [] };
+        : { runs: [self, ...undoFrom(r, r.high_water_mark, sr.step_index)], leftAsIs: [] };
     }
     case "resolve": {
       const sr = r.step_runs.find((s) => s.id === a.target);
-      return sr ? { runs: undoFrom(r, sr.step_index - 1), leftAsIs: [] } : none;
+      return sr ? { runs: undoFrom(r, r.high_water_mark, sr.step_index), leftAsIs: [] } : none;
     }
     case "abandon":
       return { runs: [], leftAsIs: undoFrom(r, Math.max(r.cursor, r.high_water_mark)) };

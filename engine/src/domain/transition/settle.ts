@@ -204,7 +204,9 @@ function settledBackward(d: Draft, sr: StepRun): void {
     // on-call engineer reads first); the operator hand-over's text gives way to it again.
     if (r.state !== "compensating") r.reason = r.compensation_cause ?? null;
     r.state = "compensating";
-    r.cursor = sr.step_index - 1;
+    // A lane row of a parallel wave: the cursor stays in the wave, whose lanes are undone in
+    // their own order (compensation.ts); elsewhere the next step down.
+    r.cursor = parallelWaveOf(r, sr.step_index) === null ? sr.step_index - 1 : sr.step_index;
     d.accept(`[engine] ${describe(r, sr)} succeeded`, sr.id);
     continueCompensation(d);
     return;
