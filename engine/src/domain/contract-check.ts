@@ -8,6 +8,7 @@ import { LaneId } from "../protocol/fields.ts";
 import { GITHUB_DISPATCH_LIMITS } from "../protocol/messages.ts";
 import { analysisProblems } from "./analysis-check.ts";
 import { CATALOGUE, runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
+import { conformanceProblems } from "./conformance.ts";
 import { customStepProblems, hasIrreversibleCustomStep } from "./custom-steps.ts";
 import type { Problem } from "./errors.ts";
 import { Recipe } from "./recipe.ts";
@@ -44,6 +45,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     ...crossFieldProblems(input),
     ...recoveryProblems(input),
     ...customStepProblems(input),
+    ...conformanceProblems(input),
     ...analysisProblems(input),
     ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),
   ];
