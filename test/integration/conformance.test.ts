@@ -152,8 +152,25 @@ describeEachRig("mixed-version conformance on %s", ({ skip, open }) => {
       expect(g.h.cp.weights(MODEL)).toEqual(BASELINE);
       // The reason names the check, its pair, exposure 0 and what to do.
       expect(await compensationReason(g.h, id)).toMatch(
-        /conformance check `new-reader-old-writer` \(new reader × old writer\) did not pass, so no traffic reached the candidate: step 2 assert_conformance_passed, forward .* ended failed: .*To go on, make the candidate read what the previous version writes, then start a new release/,
+        /conformance check `new-reader-old-writer` \(new reader × old writer\) did not pass, so no traffic reached the candidate: step 2 assert_conformance_passed `new-reader-old-writer` \(new reader × old writer\), forward .* ended failed: .*To go on, make the candidate read what the previous version writes, then start a new release/,
       );
+      // The step history names each check with its runner's result.
+      const history = (await g.h.store.getHistory(id)).map((x) => x.message);
+      expect(
+        history.some((m) =>
+          /step 1 assert_conformance_passed `old-reader-new-writer` \(old reader × new writer\), forward .* reported succeeded \(pass\)/.test(
+            m,
+          ),
+        ),
+        history.join("\n"),
+      ).toBe(true);
+      expect(
+        history.some((m) =>
+          /step 2 assert_conformance_passed `new-reader-old-writer` \(new reader × old writer\), forward .* reported .* \(fail\)/.test(
+            m,
+          ),
+        ),
+      ).toBe(true);
       const record = await recordOf(g, id);
       expect(record.evidence.conformance?.map((c) => [c.name, c.outcome])).toEqual([
         ["old-reader-new-writer", "pass"],
