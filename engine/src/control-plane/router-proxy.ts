@@ -21,13 +21,19 @@
  * first request after the lanes' weights last changed) and keyless requests, and the units that
  * moved between arms; `GET /counts/<model>` answers them as JSON.
  *
+ * Release labels (docs/control-plane.md "Release labels"): every request forwarded to a lane
+ * carries `baton-release: <id>` (the release the model's traffic is under, `none` before any)
+ * and `baton-arm: candidate | control` (`unknown` when the router is not told arms); a client's
+ * own values of those headers are replaced. The router counts requests per release and arm
+ * (`releases` in `GET /counts/<model>`), so the lanes' counts by label can be checked against it.
+ *
  * No lane can take traffic: 503 `no_lane`. A lane's endpoint that does not answer: 502
  * `lane_unreachable` with `baton-lane`. Node only (node:http); loopback by default.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { AssignmentUnit } from "../domain/gate/analysis.ts";
-import type { LaneState } from "./model.ts";
+import type { ChangeRecord, LaneState } from "./model.ts";
 import { type Arm, route, stickyLane } from "./router.ts";
 
 /** Header carrying each unit's key unless `assignment.headers` says otherwise. */
@@ -59,6 +65,12 @@ export interface RouterProxyOptions {
   minBatch?: number;
   /** Sticky assignment and arm counts; absent: per request, counted per lane only. */
   assignment?: AssignmentOptions;
+  /**
+   * The release `model`'s traffic is under now, labelled on every forwarded request; null: none
+   * yet. Default: none (`baton-release: none`). {@link ObservedRelease} reads it from the
+   * control plane's history.
+   */
+  release?: (model: string) => string | null;
   /** Interface to bind (default 127.0.0.1); port 0 (default) picks a free one. */
   host?: string;
   port?: number;
@@ -98,6 +110,54 @@ export interface RouterCounts {
   arms: Record<Arm, ArmCount>;
   /** Units whose request went to another arm than their previous one, by the arm they moved to. */
   moved: Record<Arm, number>;
+  /**
+   * Requests forwarded per release label (`none` before any release) and arm label (`unknown`
+   * without arms), as the lanes received them in `baton-release` and `baton-arm`.
+   */
+  releases: Record<string, ReleaseCount>;
+}
+
+/** Requests of one release label, per arm label. */
+export type ReleaseCount = Record<ArmLabel, number>;
+
+/** The `baton-arm` value: the arm, or `unknown` when the router is not told arms. */
+export type ArmLabel = Arm | "unknown";
+
+/** Header naming the release a forwarded request is served under (`none`: no release yet). */
+export const RELEASE_HEADER = "baton-release";
+/** Header naming the arm of a forwarded request: `candidate`, `control` or `unknown`. */
+export const ARM_HEADER = "baton-arm";
+
+/**
+ * The release a model's traffic is under, read from the control plane's history: the release of
+ * the latest applied change to the model's traffic or to one of its lanes. Reads only entries it
+ * has not seen (`after`), so a request costs no more than the changes since the last one.
+ */
+export class ObservedRelease {
+  private after = 0;
+  /** `m:<model>` or `l:<lane>` -> the latest change to it (history id) and its release. */
+  private readonly latest = new Map<string, { id: number; release: string }>();
+  constructor(
+    private readonly history: (q: { after: number }) => ChangeRecord[],
+    private readonly lanes: (model: string) => LaneState[],
+  ) {}
+
+  /** The release of the latest change to `model` or its lanes; null when none wrote them. */
+  of(model: string): string | null {
+    for (const c of this.history({ after: this.after })) {
+      this.after = Math.max(this.after, c.id);
+      const seen = { id: c.id, release: c.release_id };
+      if (c.model !== null) this.latest.set(`m:${c.model}`, seen);
+      if (c.lane !== null) this.latest.set(`l:${c.lane}`, seen);
+    }
+    const keys = [`m:${model}`, ...this.lanes(model).map((l) => `l:${l.id}`)];
+    let best: { id: number; release: string } | undefined;
+    for (const k of keys) {
+      const v = this.latest.get(k);
+      if (v && (!best || v.id > best.id)) best = v;
+    }
+    return best?.release ?? null;
+  }
 }
 
 const zero = (): ArmCount => ({ requests: 0, units: 0, keyless: 0 });
@@ -132,6 +192,7 @@ interface ModelCounts {
 export class UnitRouter {
   private readonly batch: BatchRouter;
   private readonly models = new Map<string, ModelCounts>();
+  private readonly releases = new Map<string, Map<string, ReleaseCount>>();
   constructor(
     private readonly lanes: (model: string) => LaneState[],
     private readonly assignment?: AssignmentOptions,
@@ -236,6 +297,21 @@ export class UnitRouter {
     }
   }
 
+  /** Counts one forwarded request of `model` under its release and arm labels. */
+  label(model: string, release: string, arm: ArmLabel): void {
+    let m = this.releases.get(model);
+    if (!m) {
+      m = new Map();
+      this.releases.set(model, m);
+    }
+    let c = m.get(release);
+    if (!c) {
+      c = { candidate: 0, control: 0, unknown: 0 };
+      m.set(release, c);
+    }
+    c[arm]++;
+  }
+
   /** What the router counted for `model` (zeros before its first request). */
   counts(model: string): RouterCounts {
     const m = this.models.get(model);
@@ -252,6 +328,11 @@ export class UnitRouter {
         control: copy(m?.arms.control ?? zero()),
       },
       moved: { ...(m?.moved ?? { candidate: 0, control: 0 }) },
+      releases: Object.fromEntries(
+        [...(this.releases.get(model) ?? new Map<string, ReleaseCount>()).entries()].map(
+          ([k, v]) => [k, { ...v }],
+        ),
+      ),
     };
   }
 }
@@ -339,16 +420,22 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
     const tags: Record<string, string> = { "baton-lane": pick.lane };
     if (pick.batch)
       tags["baton-batch"] = `${pick.batch.plan}/${pick.batch.index}/${pick.batch.size}`;
-    if (pick.arm) tags["baton-arm"] = pick.arm;
+    const release = o.release?.(model) ?? "none";
+    const arm: ArmLabel = pick.arm ?? "unknown";
+    tags[ARM_HEADER] = arm;
+    tags[RELEASE_HEADER] = release;
     if (header) tags["baton-unit"] = key === null ? "none" : pick.by;
     for (const [k, v] of Object.entries(tags)) res.setHeader(k, v);
     const base = o.upstream(pick.lane);
     if (!base)
       return fail(res, 502, "lane_unreachable", `[router] lane ${pick.lane} has no endpoint`);
     const target = new URL(`${m[2] ?? "/"}${m[3] ?? ""}`, base);
+    // The labels are the router's: a client's own baton-release or baton-arm is replaced.
+    const labels = { [RELEASE_HEADER]: release, [ARM_HEADER]: arm };
+    router.label(model, release, arm);
     const up = http.request(
       target,
-      { method: req.method, headers: { ...req.headers, host: target.host }, agent },
+      { method: req.method, headers: { ...req.headers, ...labels, host: target.host }, agent },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, { ...answer.headers, ...tags });
         answer.pipe(res);

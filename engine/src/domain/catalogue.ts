@@ -9,6 +9,7 @@
  * `lane=<id>:excluded=true`, `lane=<id>:image=<first 12 hex of digest>`,
  * `lane=<id>:smoke=<12 hex>`, `lane=<id>:capabilities=advertised`, `traffic=<p>`.
  */
+import type { ConformanceCheck } from "./conformance-schema.ts";
 import type { StepKind } from "./states.ts";
 import type { Json, ManifestLane, StepAction } from "./types.ts";
 
@@ -59,6 +60,8 @@ export interface StepContext {
   previous_traffic: TrafficState;
   /** `assert_check_passed`: the gate's check this step runs (analysis `checks`). */
   check?: { name: string; tool: string; args?: Record<string, string | number | boolean> };
+  /** `assert_conformance_passed`: the recipe's conformance check this step runs. */
+  conformance?: ConformanceCheck;
 }
 
 export type ActionName =
@@ -72,7 +75,8 @@ export type ActionName =
   | "set_traffic"
   | "drain_wave"
   | "assert_traffic_observed"
-  | "assert_check_passed";
+  | "assert_check_passed"
+  | "assert_conformance_passed";
 
 /** Forward step names, in the order they appear per lane and then per wave. */
 export type StepName =
@@ -84,25 +88,34 @@ export type StepName =
   | "include_lane"
   | "set_traffic"
   | "assert_traffic_observed"
-  | "assert_check_passed";
+  | "assert_check_passed"
+  | "assert_conformance_passed";
 
 /**
  * One row of the catalogue. Per wave: the `wave_start` rows, then the `lane` rows for each lane
  * of the wave in order, then the `wave` rows, then, on a gated wave whose analysis lists
  * `checks`, one `check` row per check and lane of the wave (docs/gate.md "Checks"). A check row
  * is wave-scoped in the table (its `lane` is null, so a parallel wave's lane walk leaves it
- * alone); the lane it checks is in its arguments and its operation key.
+ * alone); the lane it checks is in its arguments and its operation key. The `conformance` rows
+ * (one per check of the recipe's `conformance`) come before everything else, before wave 1's
+ * first step (docs/recipes.md "Conformance checks"), wave-scoped in the same way.
  */
 export interface CatalogueRow {
   name: StepName;
   kind: StepKind;
-  scope: "wave_start" | "lane" | "wave" | "check";
+  scope: "conformance" | "wave_start" | "lane" | "wave" | "check";
   forward: ActionName;
   backward?: ActionName;
 }
 
 /** The table compiled for every wave: lane rows for each lane, then the wave rows. */
 export const CATALOGUE: readonly CatalogueRow[] = [
+  {
+    name: "assert_conformance_passed",
+    kind: "runner",
+    scope: "conformance",
+    forward: "assert_conformance_passed",
+  },
   {
     name: "drain_wave",
     kind: "control_plane",
@@ -329,6 +342,30 @@ export const ACTIONS: Record<
       args: {
         ...runnerArgs(lane, ctx.image, ctx.previous_image),
         check: { name: check.name, args: { ...(check.args ?? {}) } },
+      },
+    };
+  },
+  // A mixed-version conformance check, before any exposure: the check's allowlisted tool with
+  // both images, the side of each, and the lane it may use; read-only, so no backward action.
+  assert_conformance_passed: (ctx) => {
+    const lane = needLane(ctx, "assert_conformance_passed");
+    const c = ctx.conformance;
+    if (!c) throw new Error("[recipe] action assert_conformance_passed needs a conformance check");
+    return {
+      kind: "runner",
+      name: "assert_conformance_passed",
+      target: `conformance=${c.name}`,
+      tool: c.tool,
+      args: {
+        ...runnerArgs(lane, ctx.image, ctx.previous_image),
+        conformance: {
+          name: c.name,
+          reader: c.reader,
+          writer: c.writer,
+          reader_image: c.reader === "new" ? ctx.image : ctx.previous_image,
+          writer_image: c.writer === "new" ? ctx.image : ctx.previous_image,
+          args: { ...(c.args ?? {}) },
+        },
       },
     };
   },

@@ -6,7 +6,8 @@
  * lanes of the same image), then for each lane of the wave the catalogue's lane rows in order
  * (exclude_lane, attach_queue_lane, assert_smoke_passed, advertise_capabilities,
  * include_lane); then the wave rows (set_traffic(p), assert_traffic_observed(p)). A recipe's
- * custom steps go right before or after the built-in step they are placed by.
+ * custom steps go right before or after the built-in step they are placed by; its conformance
+ * checks (`assert_conformance_passed`) come before everything.
  *
  * Traffic follows the exposure rule (docs/state-machine.md "Exposure"): per-version groups,
  * the candidate group carries the percent in force, the baseline group the rest, lanes out of
@@ -108,6 +109,24 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     weights: Object.fromEntries(lanes.map((l) => [l.id, l.baseline_weight])),
   };
   const deployed = new Set<string>();
+  // Conformance checks first: before wave 1's first step, so they run before any lane changes
+  // and before any traffic reaches the candidate. Wave-scoped rows (lane null, the lane in the
+  // action: the first lane of wave 1, which the tool may use to reach the fleet).
+  const firstLane = byId.get(r.rollout.waves[0]?.lanes[0] ?? "") ?? null;
+  for (const row of CATALOGUE.filter((c) => c.scope === "conformance")) {
+    for (const conformance of r.conformance ?? []) {
+      const ctx = {
+        image: r.image,
+        previous_image: r.previous_image,
+        lane: firstLane,
+        baseline: null,
+        traffic: previous,
+        previous_traffic: previous,
+        conformance,
+      };
+      steps.push({ ...makeStep(r, row, ctx, 0, steps.length), lane: null });
+    }
+  }
   r.rollout.waves.forEach((wave, w) => {
     const inWave = new Set(wave.lanes);
     // drain_wave: the wave's lanes out of service; the percent in force stays on the lanes

@@ -8,6 +8,7 @@ import { LaneId } from "../protocol/fields.ts";
 import { GITHUB_DISPATCH_LIMITS } from "../protocol/messages.ts";
 import { analysisProblems } from "./analysis-check.ts";
 import { CATALOGUE, runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
+import { conformanceProblems } from "./conformance.ts";
 import { customStepProblems, hasIrreversibleCustomStep } from "./custom-steps.ts";
 import type { Problem } from "./errors.ts";
 import { dependencyProblems } from "./mutable-dependencies.ts";
@@ -45,6 +46,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     ...crossFieldProblems(input),
     ...recoveryProblems(input),
     ...customStepProblems(input),
+    ...conformanceProblems(input),
     ...analysisProblems(input),
     ...dependencyProblems(input),
     ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),

@@ -18,6 +18,7 @@ import {
   SshPort as SshPortField,
   SshUser as SshUserField,
 } from "../protocol/fields.ts";
+import { Conformance } from "./conformance-schema.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { StopConditionInput } from "./gate/stop-condition.ts";
 import { MutableDependencies } from "./mutable-dependencies.ts";
@@ -447,6 +448,7 @@ export const Recipe = z
       .max(32, "a recipe declares at most 32 custom steps")
       .optional()
       .describe("Steps of the recipe's own, each a forward/backward pair of allowlisted tools."),
+    conformance: Conformance.optional(),
     lanes: z
       .array(RecipeLane)
       .min(1, "a recipe needs at least one lane")
@@ -477,6 +479,7 @@ export const Recipe = z
         rerun_window_minutes: RerunWindow.default(DEFAULT_RERUN_WINDOW_MINUTES),
         steps: z
           .object({
+            assert_conformance_passed: StepPolicy.optional(),
             drain_wave: StepPolicy.optional(),
             exclude_lane: StepPolicy.optional(),
             attach_queue_lane: StepPolicy.optional(),

@@ -2,6 +2,7 @@
  * Builds the release record (schema.ts) from what the engine keeps: the release, its history
  * and attempt results. Pure except for the digest (sha256 of canonical JSON).
  */
+import { conformanceEvidence } from "../domain/conformance.ts";
 import type { GateEvidence } from "../domain/gate/evidence.ts";
 import { gateSummaries } from "../domain/gate/summary.ts";
 import { ACCEPT_KIND } from "../domain/release-history.ts";
@@ -193,6 +194,7 @@ export function buildRecord(
   o: RecordInputs = {},
 ): ReleaseRecordDocument {
   const m = release.manifest;
+  const conformance = conformanceEvidence(release);
   const closed = TERMINAL_RELEASE_STATES.has(release.state);
   const stepName = (i: number) => m.steps[i]?.name ?? `step ${i + 1}`;
   const accepted = history.filter((h) => h.outcome === "accepted" && h.kind !== ACCEPT_KIND);
@@ -402,6 +404,8 @@ export function buildRecord(
           }
         : null,
       gates: gateSummaries(o.evidence ?? []) as unknown as Record<string, unknown>[],
+      // Only when the recipe lists conformance checks: other records (and digests) are unchanged.
+      ...(conformance.length > 0 ? { conformance } : {}),
       // Only on a rollback: the records (and fixed digests) of other releases are unchanged.
       ...(release.prerequisites
         ? {

@@ -256,6 +256,25 @@ export const ReleaseRecordDocument = z
         .describe(
           'a rollback\'s prerequisites (docs/lifecycle.md "Rollback prerequisites"); absent on other releases',
         ),
+      conformance: z
+        .array(
+          z.object({
+            name: z.string(),
+            reader: z.enum(["old", "new"]),
+            writer: z.enum(["old", "new"]),
+            tool: z.string(),
+            step_index: z.number().int().describe("0-based index of its step in the table"),
+            step_run_id: z.string().nullable().describe("its forward step run; null: never began"),
+            outcome: z
+              .enum(["pass", "fail", "not_run"])
+              .describe("pass: its step run succeeded; fail: failed or unknown; not_run: not yet"),
+            message: z.string().nullable().describe("why it failed, in words"),
+          }),
+        )
+        .optional()
+        .describe(
+          'the recipe\'s mixed-version conformance checks, run before any exposure (docs/recipes.md "Conformance checks"); absent when it lists none',
+        ),
     }),
     lineage: z
       .object({

@@ -5,6 +5,7 @@
  * draft into a `TransitionResult`.
  */
 import { stepRunId } from "../../protocol/ids.ts";
+import { conformanceOf, pairWords } from "../conformance.ts";
 import type { Direction } from "../states.ts";
 import type {
   Effect,
@@ -196,10 +197,15 @@ export function actionOf(release: Release, sr: StepRun): StepAction {
 /**
  * Words for a step run in messages, e.g. `step 4 set_traffic, forward (step run sr_17_3_f)`:
  * the step number people read comes first (index + 1, as the dashboard and CLI show it); the
- * id, a wire format that keeps the 0-based index, only follows in brackets.
+ * id, a wire format that keeps the 0-based index, only follows in brackets. A conformance step
+ * adds its check: `step 1 assert_conformance_passed \`old-reader-new-writer\` (old reader × new
+ * writer), forward (…)`.
  */
 export function describe(release: Release, sr: StepRun): string {
   const action = actionOf(release, sr);
   const dir = sr.direction === "fwd" ? "forward" : "backward";
-  return `step ${sr.step_index + 1} ${action.name}, ${dir} (step run ${sr.id})`;
+  // A conformance step names its check and pair in every history line about it.
+  const c = conformanceOf(stepOf(release, sr));
+  const what = c ? ` \`${c.name}\` (${pairWords(c)})` : "";
+  return `step ${sr.step_index + 1} ${action.name}${what}, ${dir} (step run ${sr.id})`;
 }

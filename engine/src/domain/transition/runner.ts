@@ -2,6 +2,7 @@
  * Runner step runs: dispatch outcomes, callbacks and deadlines (docs/state-machine.md
  * "Runner steps"; docs/state-machine.md rules 2, 5, 6). Preflight is in `preflight.ts`.
  */
+import { conformanceFailureWords } from "../conformance.ts";
 import { failingCheckText, imageMismatch } from "../result-evidence.ts";
 import type { Attempt, CallbackEvent, Release, ReleaseEvent, StepRun } from "../types.ts";
 import { beginCompensation } from "./compensation.ts";
@@ -233,10 +234,9 @@ export function runnerDeadline(d: Draft, sr: StepRun, e: Ev<"deadline">): void {
       e.dispatch === sr.dispatch &&
       e.attempt === sr.attempts.length
     ) {
-      beginCompensation(
-        d,
-        `${describe(r, sr)} failed and was not re-run before the window closed at ${utcMinute(until, d.now)}`,
-      );
+      const closed = `${describe(r, sr)} failed and was not re-run before the window closed at ${utcMinute(until, d.now)}`;
+      const cause = `${closed}${sr.last_error ? ` (${sr.last_error})` : ""}`;
+      beginCompensation(d, conformanceFailureWords(stepOf(r, sr), cause) ?? closed);
       return;
     }
   } else if (e.kind === "callback") {

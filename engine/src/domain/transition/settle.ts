@@ -3,6 +3,7 @@
  * move forward, retry, pause, compensate, or hand over to an operator
  * (docs/state-machine.md "Failure handling").
  */
+import { conformanceFailureWords } from "../conformance.ts";
 import type { Release, StepRun } from "../types.ts";
 import { suggestedCommand } from "../verbs.ts";
 import { beginCompensation, continueCompensation } from "./compensation.ts";
@@ -103,7 +104,9 @@ function settledForward(d: Draft, sr: StepRun): void {
     else beginForwardAtCursor(d);
     return;
   }
-  const why = `${describe(r, sr)} ended ${sr.state}${sr.last_error ? `: ${sr.last_error}` : ""}`;
+  const ended = `${describe(r, sr)} ended ${sr.state}${sr.last_error ? `: ${sr.last_error}` : ""}`;
+  // A conformance check names itself, says exposure stayed 0 and what to do.
+  const why = conformanceFailureWords(step, ended) ?? ended;
   if (r.hold) {
     // A failure is not held by an operator's pause: the step's own policy decides (retry,
     // pause for an operator, re-run window, compensation), as without the pause.
@@ -211,7 +214,9 @@ function settledBackward(d: Draft, sr: StepRun): void {
     continueCompensation(d);
     return;
   }
-  const why = `${describe(r, sr)} ended ${sr.state}${sr.last_error ? `: ${sr.last_error}` : ""}`;
+  const ended = `${describe(r, sr)} ended ${sr.state}${sr.last_error ? `: ${sr.last_error}` : ""}`;
+  // A conformance check names itself, says exposure stayed 0 and what to do.
+  const why = conformanceFailureWords(step, ended) ?? ended;
   if (retriedWithinBudget(d, sr, step.retries, why)) return;
   r.state = "needs_operator";
   r.reason = `${why}; fix the lane by hand, then retry the step run`;
