@@ -22,7 +22,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
  * Cloudflare counts every module of an upload towards a Worker's size, and a bigger script
  * parses longer at each isolate start. Raising it is a reviewed change with its reason.
  */
-export const WORKER_BUNDLE_BUDGET_BYTES = 1_000_000;
+export const WORKER_BUNDLE_BUDGET_BYTES = 1_040_000;
 
 /**
  * Code the Workers entry cannot reach, replaced by a module that says so if it ever runs:
