@@ -160,7 +160,7 @@ export function admit(
       predicate = p.data;
       pass(
         "manifest_subject",
-        `the bundle's subject is this manifest, sha256:${input.manifest_digest}`,
+        `the bundle's subject is the manifest compiled from this recipe, sha256:${input.manifest_digest} (the plan run may differ where the fleet differs from the recipe: baseline.recipe_manifest_digest)`,
       );
     }
   }
