@@ -25,6 +25,7 @@ import type { RecipeInput } from "../domain/recipe.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { ManifestStep, Release } from "../domain/types.ts";
 import { suggestedCommand } from "../domain/verbs.ts";
+import { makeDirs, proveWritable } from "../node/data-dir.ts";
 import { compileRecipeInput } from "../recipes/compile-text.ts";
 import { ProgressPrinter, resolveStep, stepLabel } from "./progress.ts";
 import { EXAMPLE_RECIPE, loadRecipe, type Stack, startStack } from "./stack.ts";
@@ -159,6 +160,14 @@ export async function runDemo(argv: string[]): Promise<number> {
   } catch (e) {
     console.error(describe(e));
     return 2;
+  }
+  // A --data-dir that cannot hold files stops here, before anything starts.
+  if (args.dataDir) {
+    const bad = dataDirProblem(args.dataDir);
+    if (bad) {
+      console.error(bad);
+      return 2;
+    }
   }
   const dir = args.dataDir ?? mkdtempSync(join(tmpdir(), "baton-demo-"));
   let stack: Stack | null = null;
@@ -457,6 +466,21 @@ function admissionLines(a: AdmissionReport): string[] {
     `[demo] admission      ${a.ok ? "passed" : "refused"}: manifest signed by ${who} (a key generated for this demo; docs/trust.md)`,
     ...a.checks.map((c) => `[demo]   ${c.outcome.padEnd(7)} ${c.check.padEnd(19)} ${c.message}`),
   ];
+}
+
+/**
+ * Why `--data-dir <dir>` cannot be used (one line naming the flag, the OS error and the fix), or
+ * null once `dir` exists (created if missing) and a file can be written in it.
+ */
+export function dataDirProblem(dir: string): string | null {
+  try {
+    makeDirs(dir);
+    proveWritable(dir);
+    return null;
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    return `[demo] --data-dir ${dir} cannot hold the demo's files (${err.code ?? err.message}); fix: pass a folder this user can write (it is created if missing), e.g. --data-dir ./.baton-demo, or leave --data-dir out for a temporary one`;
+  }
 }
 
 /** An error as one line for people: BatonError problems listed with their fix. */
