@@ -4,6 +4,7 @@
  * refused, 2 usage; errors as one line without a stack trace. Commands run in process
  * (`runCli`); `serve`, `demo` and one smoke test of `bin/baton.mjs` run as processes.
  */
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -208,6 +209,15 @@ describe("check", () => {
       );
       noStack(out);
     }
+  });
+
+  it("refuses a FIFO as not a regular file (2), without waiting for a writer", async () => {
+    const fifo = path.join(dir, "recipe.fifo");
+    execFileSync("mkfifo", [fifo]);
+    // A process, killed if it blocks: a blocked open would stall this test worker.
+    const r = await batonBin(["check", fifo], {}, { timeoutMs: 30_000 });
+    expect(r.stderr + r.stdout).toContain(`${fifo} (a FIFO, not a regular file)`);
+    expect(r.code).toBe(2);
   });
 
   it("refuses a missing file as usage (2)", async () => {

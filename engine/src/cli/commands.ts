@@ -72,7 +72,9 @@ function readRecipe(file: string): string {
     return readRecipeFileText(file);
   } catch (err) {
     if (err instanceof BatonError) throw err;
-    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    const e = err as NodeJS.ErrnoException;
+    // Not a regular file (a FIFO, a device…): its message says what it is.
+    const code = e.code === "EFTYPE" ? e.message : (e.code ?? e.message);
     throw usage(
       `[cli] cannot read recipe file ${file} (${code}); give the path of a recipe YAML file`,
     );
