@@ -216,15 +216,33 @@ describe("check", () => {
     execFileSync("mkfifo", [fifo]);
     // A process, killed if it blocks: a blocked open would stall this test worker.
     const r = await batonBin(["check", fifo], {}, { timeoutMs: 30_000 });
-    expect(r.stderr + r.stdout).toContain(`${fifo} (a FIFO, not a regular file)`);
+    expect(r.stdout).toContain(`${fifo} (a FIFO, not a regular file)`);
     expect(r.code).toBe(2);
   });
 
   it("refuses a missing file as usage (2)", async () => {
     const r = await baton(["check", path.join(dir, "nope.yaml")]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("cannot read recipe file");
-    expect(r.stderr).toContain("ENOENT");
+    expect(r.stdout).toContain(`FAIL  ${path.join(dir, "nope.yaml")}`);
+    expect(r.stdout).toContain("cannot read recipe file");
+    expect(r.stdout).toContain("ENOENT");
+  });
+
+  it("an unreadable file among others: lists it as FAIL naming it, checks the rest, exit 2", async () => {
+    const missing = path.join(dir, "missing.yaml");
+    const r = await baton(["check", missing, good, path.join(ROOT, "recipes/example.yaml")]);
+    expect(r.stdout).toContain(`FAIL  ${missing}`);
+    expect(r.stdout).toContain(`cannot read recipe file ${missing} (ENOENT)`);
+    expect(r.stdout).toContain(`ok    ${good}:`);
+    expect(r.stdout).toContain(`ok    ${path.join(ROOT, "recipes/example.yaml")}:`);
+    expect(r.code).toBe(2);
+    const json = JSON.parse((await baton(["check", good, missing, "--json"])).stdout) as {
+      recipes: { file: string; ok: boolean; unreadable?: boolean }[];
+    };
+    expect(json.recipes.map((x) => [x.file, x.ok, x.unreadable ?? false])).toEqual([
+      [good, true, false],
+      [missing, false, true],
+    ]);
   });
 });
 

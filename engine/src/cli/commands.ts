@@ -84,7 +84,11 @@ function readRecipe(file: string): string {
 const print = (io: Io, lines: string[]) => io.out.write(`${lines.join("\n")}\n`);
 const printJson = (io: Io, v: unknown) => io.out.write(`${JSON.stringify(v, null, 2)}\n`);
 
-/** `check <recipe…>`: contract check and compile, locally; exit 1 when any recipe fails. */
+/**
+ * `check <recipe…>`: contract check and compile every file, locally, listing every problem at
+ * once (a file that cannot be read is a `FAIL` naming it, and the others are still checked).
+ * Exit 2 when any file could not be read, else 1 when any recipe fails, else 0.
+ */
 export async function check(files: string[], o: { json: boolean }, io: Io): Promise<ExitCode> {
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
   const results = files.map((file) => {
@@ -103,6 +107,10 @@ export async function check(files: string[], o: { json: boolean }, io: Io): Prom
         parallel_waves: waveRounds(c.manifest),
       };
     } catch (err) {
+      // A file that cannot be read is one more problem in the list: the others are still checked.
+      if (err instanceof CliError && err.exitCode === EXIT.usage) {
+        return { file, ok: false as const, unreadable: true, message: err.message, problems: [] };
+      }
       if (!(err instanceof BatonError)) throw err;
       return { file, ok: false as const, message: err.message, problems: err.problems };
     }
@@ -122,6 +130,8 @@ export async function check(files: string[], o: { json: boolean }, io: Io): Prom
         ]);
     }
   }
+  // Exit codes (docs/cli.md): 2 when a file could not be read, else 1 when a recipe failed.
+  if (results.some((r) => !r.ok && "unreadable" in r)) return EXIT.usage;
   return results.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
 }
 
