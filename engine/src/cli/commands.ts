@@ -674,9 +674,13 @@ function readJsonFile(f: string): unknown {
   }
 }
 
-/** `--lane a=img --lane b=none` as `{a: "img", b: "none"}`. @throws CliError (usage) naming a bad pair. */
+/**
+ * `--lane a=img --lane b=none` as `{a: "img", b: "none"}`.
+ * @throws CliError (usage) naming a bad pair, or a lane named twice (which value is meant is
+ *   not for the CLI to guess).
+ */
 function lanePairs(pairs: string[]): Record<string, string> {
-  const lanes: Record<string, string> = {};
+  const lanes = new Map<string, string>();
   for (const pair of pairs) {
     const at = pair.indexOf("=");
     if (at <= 0 || at === pair.length - 1) {
@@ -684,9 +688,17 @@ function lanePairs(pairs: string[]): Record<string, string> {
         `[cli] --lane ${JSON.stringify(pair)} must be <lane id>=<image> or <lane id>=none, e.g. --lane lane-a=registry/model@sha256:…`,
       );
     }
-    lanes[pair.slice(0, at)] = pair.slice(at + 1);
+    const lane = pair.slice(0, at);
+    const value = pair.slice(at + 1);
+    const earlier = lanes.get(lane);
+    if (earlier !== undefined) {
+      throw usage(
+        `[cli] --lane ${lane} is given twice (${earlier} and ${value}); give each lane once, with the image it runs now or none`,
+      );
+    }
+    lanes.set(lane, value);
   }
-  return lanes;
+  return Object.fromEntries(lanes);
 }
 
 /** The option's key as commander stores it: `--record-digest` -> `recordDigest`. */
