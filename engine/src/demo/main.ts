@@ -496,21 +496,43 @@ function describe(e: unknown): string {
   return [msg, ...problems].join("\n");
 }
 
+const OPTIONS = {
+  "fail-at": { type: "string" },
+  "candidate-error-rate": { type: "string" },
+  "candidate-latency-ms": { type: "string" },
+  recipe: { type: "string" },
+  "data-dir": { type: "string" },
+  port: { type: "string" },
+  serve: { type: "boolean", default: false },
+  timeout: { type: "string", default: "600" },
+  record: { type: "string" },
+  help: { type: "boolean", short: "h", default: false },
+} as const;
+
+/**
+ * `--timeout -1` as `--timeout=-1`: node's parseArgs refuses a value that starts with a dash
+ * ("argument is ambiguous"), so a negative number given to a value option is joined to it here,
+ * and the option's own check then names the flag and its valid range.
+ */
+function joinNegativeValues(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    const next = argv[i + 1];
+    const name = a.startsWith("--") ? a.slice(2) : "";
+    const takesValue = name in OPTIONS && OPTIONS[name as keyof typeof OPTIONS].type === "string";
+    if (takesValue && next !== undefined && /^-(\d|\.\d)/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
 function parse(argv: string[]) {
   const { values } = parseArgs({
-    args: argv,
-    options: {
-      "fail-at": { type: "string" },
-      "candidate-error-rate": { type: "string" },
-      "candidate-latency-ms": { type: "string" },
-      recipe: { type: "string" },
-      "data-dir": { type: "string" },
-      port: { type: "string" },
-      serve: { type: "boolean", default: false },
-      timeout: { type: "string", default: "600" },
-      record: { type: "string" },
-      help: { type: "boolean", short: "h", default: false },
-    },
+    args: joinNegativeValues(argv),
+    options: OPTIONS,
     strict: true,
     allowPositionals: false,
   });
