@@ -483,8 +483,17 @@ describe("watch", () => {
     const events = r.stdout
       .trim()
       .split("\n")
-      .map((l) => JSON.parse(l) as { type: string; state?: string; direction?: string });
-    expect(events.at(-1)).toMatchObject({ type: "release", state: "rolled_back" });
+      .map(
+        (l) => JSON.parse(l) as { type: string; state?: string; direction?: string; at?: number },
+      );
+    const stamped = events.flatMap((e) => (typeof e.at === "number" ? [e.at] : []));
+    expect(stamped).toEqual([...stamped].sort((a, b) => a - b));
+    // The final release line, then only what the engine stamped later (deadlines it ignored
+    // once the release had ended: housekeeping), in time order.
+    const last = events.findLastIndex((e) => e.type === "release");
+    expect(events[last]).toMatchObject({ type: "release", state: "rolled_back" });
+    for (const e of events.slice(last + 1))
+      expect(e).toMatchObject({ type: "refused", housekeeping: true });
     expect(events.some((e) => e.type === "step_run" && e.direction === "bwd")).toBe(true);
   });
 
