@@ -4,6 +4,7 @@
  * refused, 2 usage; errors as one line without a stack trace. Commands run in process
  * (`runCli`); `serve`, `demo` and one smoke test of `bin/baton.mjs` run as processes.
  */
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -210,11 +211,38 @@ describe("check", () => {
     }
   });
 
+  it("refuses a FIFO as not a regular file (2), without waiting for a writer", async () => {
+    const fifo = path.join(dir, "recipe.fifo");
+    execFileSync("mkfifo", [fifo]);
+    // A process, killed if it blocks: a blocked open would stall this test worker.
+    const r = await batonBin(["check", fifo], {}, { timeoutMs: 30_000 });
+    expect(r.stdout).toContain(`${fifo} (a FIFO, not a regular file)`);
+    expect(r.code).toBe(2);
+  });
+
   it("refuses a missing file as usage (2)", async () => {
     const r = await baton(["check", path.join(dir, "nope.yaml")]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("cannot read recipe file");
-    expect(r.stderr).toContain("ENOENT");
+    expect(r.stdout).toContain(`FAIL  ${path.join(dir, "nope.yaml")}`);
+    expect(r.stdout).toContain("cannot read recipe file");
+    expect(r.stdout).toContain("ENOENT");
+  });
+
+  it("an unreadable file among others: lists it as FAIL naming it, checks the rest, exit 2", async () => {
+    const missing = path.join(dir, "missing.yaml");
+    const r = await baton(["check", missing, good, path.join(ROOT, "recipes/example.yaml")]);
+    expect(r.stdout).toContain(`FAIL  ${missing}`);
+    expect(r.stdout).toContain(`cannot read recipe file ${missing} (ENOENT)`);
+    expect(r.stdout).toContain(`ok    ${good}:`);
+    expect(r.stdout).toContain(`ok    ${path.join(ROOT, "recipes/example.yaml")}:`);
+    expect(r.code).toBe(2);
+    const json = JSON.parse((await baton(["check", good, missing, "--json"])).stdout) as {
+      recipes: { file: string; ok: boolean; unreadable?: boolean }[];
+    };
+    expect(json.recipes.map((x) => [x.file, x.ok, x.unreadable ?? false])).toEqual([
+      [good, true, false],
+      [missing, false, true],
+    ]);
   });
 });
 
@@ -455,8 +483,17 @@ describe("watch", () => {
     const events = r.stdout
       .trim()
       .split("\n")
-      .map((l) => JSON.parse(l) as { type: string; state?: string; direction?: string });
-    expect(events.at(-1)).toMatchObject({ type: "release", state: "rolled_back" });
+      .map(
+        (l) => JSON.parse(l) as { type: string; state?: string; direction?: string; at?: number },
+      );
+    const stamped = events.flatMap((e) => (typeof e.at === "number" ? [e.at] : []));
+    expect(stamped).toEqual([...stamped].sort((a, b) => a - b));
+    // The final release line, then only what the engine stamped later (deadlines it ignored
+    // once the release had ended: housekeeping), in time order.
+    const last = events.findLastIndex((e) => e.type === "release");
+    expect(events[last]).toMatchObject({ type: "release", state: "rolled_back" });
+    for (const e of events.slice(last + 1))
+      expect(e).toMatchObject({ type: "refused", housekeeping: true });
     expect(events.some((e) => e.type === "step_run" && e.direction === "bwd")).toBe(true);
   });
 

@@ -68,6 +68,7 @@ describe("watch", () => {
       message,
       data: null,
     });
+    done.updated_at = s + 4_000;
     done.history.push(
       h(s + 1_000, "refused", "callback", "[engine] callback refused: bad credential"),
       h(s + 3_000, "accepted", "transition", `[engine] step run ${sr.id} succeeded`),
@@ -156,6 +157,58 @@ describe("watch prints the release's reason once per change", () => {
     expect(out.match(/evaluation 1/g) ?? []).toHaveLength(1);
     expect(out.match(/evaluation 2/g) ?? []).toHaveLength(1);
     expect(out.match(new RegExp(`release ${a.id} running`, "g")) ?? []).toHaveLength(2);
+  });
+});
+
+describe("watch prints in time order", () => {
+  it("a finished release: housekeeping stamped after its final line prints after it", async () => {
+    const running = asJson(runningRecord());
+    const done = structuredClone(running);
+    const sr = done.step_runs.find((x) => x.state === "running")!;
+    const s = sr.started_at!;
+    sr.state = "succeeded";
+    sr.finished_at = s + 3_000;
+    for (const a of sr.attempts) a.state = "succeeded";
+    done.state = "succeeded";
+    done.updated_at = s + 3_000;
+    done.history.push(
+      {
+        release_id: done.id,
+        at: s + 3_000,
+        kind: "transition",
+        step_run_id: sr.id,
+        outcome: "accepted",
+        message: `[engine] step run ${sr.id} succeeded`,
+        data: null,
+      },
+      {
+        release_id: done.id,
+        at: s + 60_000,
+        kind: "callback",
+        step_run_id: sr.id,
+        outcome: "refused",
+        message: `[engine] callback for ${sr.id} attempt 1 is late: the step run is succeeded and release ${done.id} is succeeded`,
+        data: { type: "callback", step_run_id: sr.id, run_id: "9001", run_attempt: 1 },
+      },
+    );
+    let out = "";
+    // Watched once it has ended: one poll holds the final line and the later housekeeping.
+    await watch(new Scripted([done]), done.id, {
+      intervalMs: 1,
+      timeoutMs: 60_000,
+      json: true,
+      out: { write: (x: string) => (out += x) },
+      now: () => done.updated_at,
+      sleep: async () => {},
+    });
+    const events = out
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; at?: number; state?: string });
+    const stamped = events.filter((e) => typeof e.at === "number").map((e) => e.at as number);
+    expect(stamped).toEqual([...stamped].sort((a, b) => a - b));
+    expect(events.at(-1)).toMatchObject({ type: "refused", housekeeping: true });
+    expect(events.at(-2)).toMatchObject({ type: "release", state: "succeeded" });
   });
 });
 

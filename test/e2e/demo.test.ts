@@ -267,6 +267,20 @@ describe("demo arguments", () => {
       expect(q.text()).toMatch(/bogus/);
       expect(await runDemo(["--timeout", "soon"])).toBe(2);
       expect(q.text()).toContain("--timeout must be a positive number of seconds");
+      // A negative value after a space: the flag's own message, not parseArgs' "ambiguous".
+      for (const [flag, says] of [
+        ["--timeout", "--timeout must be a positive number of seconds (got -1)"],
+        ["--port", "--port must be a port number 1..65535, e.g. 8787 (got -1)"],
+        ["--candidate-error-rate", "--candidate-error-rate must be a share between 0 and 1"],
+        [
+          "--candidate-latency-ms",
+          "--candidate-latency-ms must be a number of ms between 0 and 60000",
+        ],
+      ] as const) {
+        expect(await runDemo([flag, "-1"])).toBe(2);
+        expect(q.text()).toContain(says);
+      }
+      expect(q.text()).not.toContain("ambiguous");
       expect(await runDemo(["--candidate-latency-ms", "slow"])).toBe(2);
       expect(q.text()).toContain(
         "--candidate-latency-ms must be a number of ms between 0 and 60000",

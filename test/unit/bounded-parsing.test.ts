@@ -213,27 +213,27 @@ describe("baton check", () => {
     expect(o.text()).not.toMatch(/FATAL|out of memory|\n\s+at /);
   });
 
-  it("a file with no size (/dev/zero): reads at most the limit + 1 bytes, FAIL naming the limit, exit 1", async () => {
+  it("a device (/dev/zero, which never ends): refused before any read as not a regular file, exit 2", async () => {
     const o = io();
     // biome-ignore lint/suspicious/noExplicitAny: a minimal writable for the CLI's io
     const code = await runCli(["check", "/dev/zero"], o.io as any);
-    expect(code).toBe(1);
-    expect(o.text()).toMatch(/over the 1048576-byte limit/);
+    expect(code).toBe(2);
+    expect(o.text()).toContain("/dev/zero (a device, not a regular file)");
     expect(o.text()).not.toMatch(/FATAL|out of memory|\n\s+at /);
   });
 
-  it("the demo reads a recipe through the same bounded read", () => {
-    const e = thrown(() => readRecipeFile("/dev/zero"));
-    expect(e.code).toBe("payload_too_large");
-    expect(e.message).toMatch(/over the 1048576-byte limit/);
+  it("the demo reads a recipe through the same read: a device is refused naming the file", () => {
+    expect(() => readRecipeFile("/dev/zero")).toThrow(
+      "[demo] cannot read recipe /dev/zero: a device, not a regular file",
+    );
   });
 
   it("readRecipeFileText stops one byte past the limit and reads a small file whole", () => {
-    expect(() => readRecipeFileText("/dev/zero", 10)).toThrow(/over the 10-byte limit/);
     const file = join(dir, "small.yaml");
     writeFileSync(file, "0123456789");
     expect(readRecipeFileText(file, 10)).toBe("0123456789");
     expect(() => readRecipeFileText(file, 9)).toThrow(/over the 9-byte limit/);
+    expect(() => readRecipeFileText(dir, 10)).toThrow("a folder, not a regular file");
   });
 });
 

@@ -29,3 +29,29 @@ describe("BATON_OPERATORS", () => {
     );
   });
 });
+
+describe("operator tokens and callback secrets", () => {
+  it("refuses to start when BATON_OPERATOR_TOKEN is one of BATON_CALLBACK_SECRETS, naming both and the fix", () => {
+    const shared = "x".repeat(32);
+    expect(() =>
+      loadConfig({
+        BATON_CALLBACK_SECRETS: `${"s".repeat(32)}, ${shared}`,
+        BATON_OPERATOR_TOKEN: shared,
+      }),
+    ).toThrow(
+      /BATON_OPERATOR_TOKEN equals one of BATON_CALLBACK_SECRETS[^\n]*; fix: give each operator token a value of its own/,
+    );
+  });
+
+  it("refuses a BATON_OPERATORS token that is a callback secret, naming the person, not the token", () => {
+    let message = "";
+    try {
+      loadConfig({ ...base, BATON_OPERATORS: `maria=${M},lee=${base.BATON_CALLBACK_SECRETS}` });
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toContain("BATON_OPERATORS: lee's token equals one of BATON_CALLBACK_SECRETS");
+    expect(message).not.toContain("maria's token equals");
+    expect(message).not.toContain(base.BATON_CALLBACK_SECRETS);
+  });
+});

@@ -72,7 +72,9 @@ function readRecipe(file: string): string {
     return readRecipeFileText(file);
   } catch (err) {
     if (err instanceof BatonError) throw err;
-    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    const e = err as NodeJS.ErrnoException;
+    // Not a regular file (a FIFO, a device…): its message says what it is.
+    const code = e.code === "EFTYPE" ? e.message : (e.code ?? e.message);
     throw usage(
       `[cli] cannot read recipe file ${file} (${code}); give the path of a recipe YAML file`,
     );
@@ -82,7 +84,11 @@ function readRecipe(file: string): string {
 const print = (io: Io, lines: string[]) => io.out.write(`${lines.join("\n")}\n`);
 const printJson = (io: Io, v: unknown) => io.out.write(`${JSON.stringify(v, null, 2)}\n`);
 
-/** `check <recipe…>`: contract check and compile, locally; exit 1 when any recipe fails. */
+/**
+ * `check <recipe…>`: contract check and compile every file, locally, listing every problem at
+ * once (a file that cannot be read is a `FAIL` naming it, and the others are still checked).
+ * Exit 2 when any file could not be read, else 1 when any recipe fails, else 0.
+ */
 export async function check(files: string[], o: { json: boolean }, io: Io): Promise<ExitCode> {
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
   const results = files.map((file) => {
@@ -101,6 +107,10 @@ export async function check(files: string[], o: { json: boolean }, io: Io): Prom
         parallel_waves: waveRounds(c.manifest),
       };
     } catch (err) {
+      // A file that cannot be read is one more problem in the list: the others are still checked.
+      if (err instanceof CliError && err.exitCode === EXIT.usage) {
+        return { file, ok: false as const, unreadable: true, message: err.message, problems: [] };
+      }
       if (!(err instanceof BatonError)) throw err;
       return { file, ok: false as const, message: err.message, problems: err.problems };
     }
@@ -120,6 +130,8 @@ export async function check(files: string[], o: { json: boolean }, io: Io): Prom
         ]);
     }
   }
+  // Exit codes (docs/cli.md): 2 when a file could not be read, else 1 when a recipe failed.
+  if (results.some((r) => !r.ok && "unreadable" in r)) return EXIT.usage;
   return results.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
 }
 
@@ -662,9 +674,13 @@ function readJsonFile(f: string): unknown {
   }
 }
 
-/** `--lane a=img --lane b=none` as `{a: "img", b: "none"}`. @throws CliError (usage) naming a bad pair. */
+/**
+ * `--lane a=img --lane b=none` as `{a: "img", b: "none"}`.
+ * @throws CliError (usage) naming a bad pair, or a lane named twice (which value is meant is
+ *   not for the CLI to guess).
+ */
 function lanePairs(pairs: string[]): Record<string, string> {
-  const lanes: Record<string, string> = {};
+  const lanes = new Map<string, string>();
   for (const pair of pairs) {
     const at = pair.indexOf("=");
     if (at <= 0 || at === pair.length - 1) {
@@ -672,9 +688,17 @@ function lanePairs(pairs: string[]): Record<string, string> {
         `[cli] --lane ${JSON.stringify(pair)} must be <lane id>=<image> or <lane id>=none, e.g. --lane lane-a=registry/model@sha256:…`,
       );
     }
-    lanes[pair.slice(0, at)] = pair.slice(at + 1);
+    const lane = pair.slice(0, at);
+    const value = pair.slice(at + 1);
+    const earlier = lanes.get(lane);
+    if (earlier !== undefined) {
+      throw usage(
+        `[cli] --lane ${lane} is given twice (${earlier} and ${value}); give each lane once, with the image it runs now or none`,
+      );
+    }
+    lanes.set(lane, value);
   }
-  return lanes;
+  return Object.fromEntries(lanes);
 }
 
 /** The option's key as commander stores it: `--record-digest` -> `recordDigest`. */

@@ -83,7 +83,13 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
     // This poll's changes, printed in the order the history recorded them: a refused event at
     // its history sequence, a step run at its last history entry (or, without one, among the
     // entries by time), so a late callback refused before a step run ended prints before it.
-    const changes: { seq: number; event: Record<string, unknown>; text: string }[] = [];
+    const changes: {
+      seq: number;
+      /** When it happened (ms): what comes after the release line's time prints after it. */
+      at: number;
+      event: Record<string, unknown>;
+      text: string;
+    }[] = [];
     const lastEntry = new Map<string, number>();
     rec.history.forEach((h, i) => {
       // A gate's evaluations name the wave's last step run; they are printed on their own.
@@ -98,6 +104,7 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
       const at = sr.finished_at ?? sr.started_at ?? sr.created_at;
       changes.push({
         seq: lastEntry.get(sr.id) ?? rec.history.filter((h) => h.at <= at).length - 0.5,
+        at,
         event: {
           type: "step_run",
           id: sr.id,
@@ -118,6 +125,7 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
       if (gate) {
         changes.push({
           seq: i,
+          at: h.at,
           event: { type: "gate", ...gate, message: h.message, at: h.at },
           text: `${time(h.at)} ${h.message.replace(/^\[engine\] /, "")}`,
         });
@@ -127,6 +135,7 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
       const chore = isHousekeeping(h);
       changes.push({
         seq: i,
+        at: h.at,
         event: {
           type: "refused",
           kind: h.kind,
@@ -142,23 +151,27 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
       });
     });
     // Stable: step runs of one sequence keep the release's step order.
-    for (const c of changes.sort((x, y) => x.seq - y.seq)) emit(c.event, c.text);
+    changes.sort((x, y) => x.seq - y.seq);
     historySeen = rec.history.length;
     // The release line comes after the step runs of the same poll, so `succeeded` (or any
-    // final line) is printed after the last step run, never before it.
+    // final line) is printed after the last step run, never before it; what happened after
+    // the release's own time (a late callback refused after it ended: housekeeping) comes
+    // after the release line, so the lines stay in time order.
     // Once per change of state or reason: an unchanged reason is not printed again on the
     // next poll, a new one (a hold, a gate's verdict) is printed once.
     // And once per change of what holds it (a gate begins or ends, a pause, a hold).
     const held = holdKey(rec);
     if (rec.state !== lastState || rec.reason !== lastReason || held !== lastHeld) {
+      for (const c of changes) if (c.at <= rec.updated_at) emit(c.event, c.text);
       emit(
         { type: "release", id: rec.id, state: rec.state, reason: rec.reason, at: rec.updated_at },
         `${time(rec.updated_at)} ${releaseLine(rec)}`,
       );
+      for (const c of changes) if (c.at > rec.updated_at) emit(c.event, c.text);
       lastState = rec.state;
       lastReason = rec.reason;
       lastHeld = held;
-    }
+    } else for (const c of changes) emit(c.event, c.text);
 
     if (TERMINAL.has(rec.state)) {
       return rec.state === "succeeded" ? EXIT.ok : EXIT.failed;

@@ -25,6 +25,7 @@ import type { RecipeInput } from "../domain/recipe.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { ManifestStep, Release } from "../domain/types.ts";
 import { suggestedCommand } from "../domain/verbs.ts";
+import { makeDirs, proveWritable } from "../node/data-dir.ts";
 import { compileRecipeInput } from "../recipes/compile-text.ts";
 import { ProgressPrinter, resolveStep, stepLabel } from "./progress.ts";
 import { EXAMPLE_RECIPE, loadRecipe, type Stack, startStack } from "./stack.ts";
@@ -159,6 +160,14 @@ export async function runDemo(argv: string[]): Promise<number> {
   } catch (e) {
     console.error(describe(e));
     return 2;
+  }
+  // A --data-dir that cannot hold files stops here, before anything starts.
+  if (args.dataDir) {
+    const bad = dataDirProblem(args.dataDir);
+    if (bad) {
+      console.error(bad);
+      return 2;
+    }
   }
   const dir = args.dataDir ?? mkdtempSync(join(tmpdir(), "baton-demo-"));
   let stack: Stack | null = null;
@@ -459,6 +468,21 @@ function admissionLines(a: AdmissionReport): string[] {
   ];
 }
 
+/**
+ * Why `--data-dir <dir>` cannot be used (one line naming the flag, the OS error and the fix), or
+ * null once `dir` exists (created if missing) and a file can be written in it.
+ */
+export function dataDirProblem(dir: string): string | null {
+  try {
+    makeDirs(dir);
+    proveWritable(dir);
+    return null;
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    return `[demo] --data-dir ${dir} cannot hold the demo's files (${err.code ?? err.message}); fix: pass a folder this user can write (it is created if missing), e.g. --data-dir ./.baton-demo, or leave --data-dir out for a temporary one`;
+  }
+}
+
 /** An error as one line for people: BatonError problems listed with their fix. */
 function describe(e: unknown): string {
   const err = e as Error & { problems?: { path: string; message: string; fix?: string }[] };
@@ -472,21 +496,43 @@ function describe(e: unknown): string {
   return [msg, ...problems].join("\n");
 }
 
+const OPTIONS = {
+  "fail-at": { type: "string" },
+  "candidate-error-rate": { type: "string" },
+  "candidate-latency-ms": { type: "string" },
+  recipe: { type: "string" },
+  "data-dir": { type: "string" },
+  port: { type: "string" },
+  serve: { type: "boolean", default: false },
+  timeout: { type: "string", default: "600" },
+  record: { type: "string" },
+  help: { type: "boolean", short: "h", default: false },
+} as const;
+
+/**
+ * `--timeout -1` as `--timeout=-1`: node's parseArgs refuses a value that starts with a dash
+ * ("argument is ambiguous"), so a negative number given to a value option is joined to it here,
+ * and the option's own check then names the flag and its valid range.
+ */
+function joinNegativeValues(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    const next = argv[i + 1];
+    const name = a.startsWith("--") ? a.slice(2) : "";
+    const takesValue = name in OPTIONS && OPTIONS[name as keyof typeof OPTIONS].type === "string";
+    if (takesValue && next !== undefined && /^-(\d|\.\d)/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
 function parse(argv: string[]) {
   const { values } = parseArgs({
-    args: argv,
-    options: {
-      "fail-at": { type: "string" },
-      "candidate-error-rate": { type: "string" },
-      "candidate-latency-ms": { type: "string" },
-      recipe: { type: "string" },
-      "data-dir": { type: "string" },
-      port: { type: "string" },
-      serve: { type: "boolean", default: false },
-      timeout: { type: "string", default: "600" },
-      record: { type: "string" },
-      help: { type: "boolean", short: "h", default: false },
-    },
+    args: joinNegativeValues(argv),
+    options: OPTIONS,
     strict: true,
     allowPositionals: false,
   });

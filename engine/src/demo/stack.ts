@@ -26,6 +26,7 @@ import { type ImageProfile, TrafficGenerator } from "../control-plane/traffic.ts
 import type { RecipeInput } from "../domain/recipe.ts";
 import type { Manifest } from "../domain/types.ts";
 import { createEngine, type Engine } from "../engine.ts";
+import { makeDirs } from "../node/data-dir.ts";
 import { httpLimitsFromEnv, serveWithLimits } from "../node/http-server.ts";
 import type { Clock } from "../ports/clock.ts";
 import { compileRecipeInput } from "../recipes/compile-text.ts";
@@ -225,7 +226,7 @@ async function listenEngine(
  */
 export async function startStack(o: StackOptions): Promise<Stack> {
   const dir = resolve(o.dir);
-  mkdirSync(dir, { recursive: true });
+  makeDirs(dir);
   await ensureBundles();
   const model = String(o.recipe.model ?? "default");
   const closers: (() => Promise<unknown>)[] = [];

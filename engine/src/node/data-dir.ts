@@ -15,22 +15,11 @@ import { PRIVATE_DIR_MODE } from "./private-file.ts";
  * @throws BatonError (bad_request) naming BATON_DATA_DIR, the path, the OS error and the fix.
  */
 export function prepareDataDir(dir: string): void {
-  const probe = join(dir, `.baton-write-check-${process.pid}`);
   try {
-    // One level at a time: `mkdirSync(…, { recursive: true })` never returns under /proc.
-    const abs = resolve(dir);
-    const parts = abs.split(sep).filter(Boolean);
-    for (let i = 1; i <= parts.length; i++) {
-      try {
-        mkdirSync(sep + parts.slice(0, i).join(sep));
-      } catch (m) {
-        if ((m as NodeJS.ErrnoException).code !== "EEXIST") throw m;
-      }
-    }
+    makeDirs(dir);
     // The folder holds the store, runners' logs and keys: its owner's only.
-    chmodSync(abs, PRIVATE_DIR_MODE);
-    writeFileSync(probe, "");
-    rmSync(probe, { force: true });
+    chmodSync(resolve(dir), PRIVATE_DIR_MODE);
+    proveWritable(dir);
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     const message = `BATON_DATA_DIR ${dir} cannot hold the engine's files (${err.code ?? err.message})`;
@@ -42,4 +31,33 @@ export function prepareDataDir(dir: string): void {
       [{ path: "BATON_DATA_DIR", message, fix }],
     );
   }
+}
+
+/**
+ * Creates `dir` and its missing parents, one level at a time (at most one `mkdir` per path
+ * component): `mkdirSync(…, { recursive: true })` never returns under a pseudo file system such
+ * as /proc (it spins, and no signal handler can run meanwhile). Use this instead of it.
+ * @param mode mode of the folders it creates (default 0o777 less the umask).
+ * @throws the file system's error (with its `code`, e.g. ENOENT, EACCES, ENOTDIR) when a level
+ *   cannot be created.
+ */
+export function makeDirs(dir: string, mode?: number): void {
+  const parts = resolve(dir).split(sep).filter(Boolean);
+  for (let i = 1; i <= parts.length; i++) {
+    try {
+      mkdirSync(sep + parts.slice(0, i).join(sep), mode);
+    } catch (m) {
+      if ((m as NodeJS.ErrnoException).code !== "EEXIST") throw m;
+    }
+  }
+}
+
+/**
+ * Proves a file can be written and removed in the existing folder `dir`.
+ * @throws the file system's error (with its `code`) when it cannot.
+ */
+export function proveWritable(dir: string): void {
+  const probe = join(dir, `.baton-write-check-${process.pid}`);
+  writeFileSync(probe, "");
+  rmSync(probe, { force: true });
 }
