@@ -18,6 +18,7 @@ import {
   type RunnerOidcSettings,
   runnerCredentialFromEnv,
 } from "./http/runner-oidc.ts";
+import { operatorSecretProblems } from "./secret-settings.ts";
 import { DEFAULT_RETENTION, type RetentionPolicy } from "./service/retention.ts";
 import { isLoopbackHost, urlSettingProblems } from "./url-settings.ts";
 
@@ -328,42 +329,14 @@ function notifyProblems(
   return out;
 }
 
-/**
- * An operator token must not be a callback secret: the runner holds every callback secret, so
- * anyone with the runner's secret would act as an operator. Checked on the raw variables, even
- * when others are bad; names the variables (and the person, never a token).
- */
-function sharedSecretProblems(
-  e: Record<string, string | undefined>,
-): { path: string; message: string; fix: string }[] {
-  const secrets = new Set(
-    (e.BATON_CALLBACK_SECRETS ?? "")
-      .split(",")
-      .map((x) => x.trim())
-      .filter(Boolean),
-  );
-  if (secrets.size === 0) return [];
-  const fix =
-    "give each operator token a value of its own, never one of BATON_CALLBACK_SECRETS, e.g. $(openssl rand -hex 32)";
-  const out: { path: string; message: string; fix: string }[] = [];
-  if (e.BATON_OPERATOR_TOKEN && secrets.has(e.BATON_OPERATOR_TOKEN)) {
-    out.push({
-      path: "BATON_OPERATOR_TOKEN",
-      message:
-        "BATON_OPERATOR_TOKEN equals one of BATON_CALLBACK_SECRETS: anyone holding the runner's callback secret would be an operator",
-      fix,
-    });
-  }
+/** `operatorSecretProblems` on the raw variables, even when others are bad. */
+function sharedSecretProblems(e: Record<string, string | undefined>) {
   const operators = e.BATON_OPERATORS ? parseOperators(e.BATON_OPERATORS) : [];
-  for (const o of typeof operators === "string" ? [] : operators) {
-    if (!secrets.has(o.token)) continue;
-    out.push({
-      path: "BATON_OPERATORS",
-      message: `BATON_OPERATORS: ${o.name}'s token equals one of BATON_CALLBACK_SECRETS: anyone holding the runner's callback secret would be an operator`,
-      fix,
-    });
-  }
-  return out;
+  return operatorSecretProblems(
+    e.BATON_CALLBACK_SECRETS,
+    e.BATON_OPERATOR_TOKEN,
+    typeof operators === "string" ? [] : operators,
+  );
 }
 
 /** GitHub Deployments post through the engine's GitHub credential. */

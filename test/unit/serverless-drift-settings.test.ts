@@ -51,3 +51,22 @@ describe("serverless drift settings", () => {
     expect(observed).toEqual([0, 5, 10]);
   });
 });
+
+describe("serverless secrets", () => {
+  it("refuses an operator token equal to a callback secret, naming both variables and never the token", () => {
+    const shared = "x".repeat(40);
+    let text = "";
+    try {
+      serverlessSettings({
+        ...env,
+        BATON_CALLBACK_SECRETS: `${"s".repeat(32)},${shared}`,
+        BATON_OPERATOR_TOKEN: shared,
+      });
+    } catch (e) {
+      text = (e as Error).message;
+    }
+    expect(text).toMatch(/BATON_OPERATOR_TOKEN equals one of BATON_CALLBACK_SECRETS/);
+    expect(text).toMatch(/fix: give each operator token a value of its own/);
+    expect(text).not.toContain(shared);
+  });
+});

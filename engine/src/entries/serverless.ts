@@ -27,6 +27,7 @@ import {
   runnerCredentialFromEnv,
 } from "../http/runner-oidc.ts";
 import { systemClock } from "../ports/clock.ts";
+import { operatorSecretProblems } from "../secret-settings.ts";
 import { urlSettingProblems } from "../url-settings.ts";
 
 /** The environment a serverless entry reads: variable name → value. */
@@ -91,13 +92,18 @@ export function serverlessSettings(env: ServerlessEnv): ServerlessSettings {
     repository: typeof clean.GITHUB_REPOSITORY === "string" ? clean.GITHUB_REPOSITORY : null,
   });
   const urls = urlSettingProblems(clean);
-  if (r.success && rc.ok && urls.length === 0) {
+  const shared = operatorSecretProblems(
+    typeof clean.BATON_CALLBACK_SECRETS === "string" ? clean.BATON_CALLBACK_SECRETS : undefined,
+    typeof clean.BATON_OPERATOR_TOKEN === "string" ? clean.BATON_OPERATOR_TOKEN : undefined,
+  );
+  if (r.success && rc.ok && urls.length === 0 && shared.length === 0) {
     return { ...r.data, runnerCredential: { mode: rc.mode, oidc: rc.oidc } };
   }
   const lines = [
     ...(r.success ? [] : r.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`)),
     ...(rc.ok ? [] : rc.problems.map((p) => `${p.name}: ${p.message}`)),
     ...urls.map((p) => `${p.message} (fix: ${p.fix})`),
+    ...shared.map((p) => `${p.message} (fix: ${p.fix})`),
   ];
   throw new Error(
     `[engine] invalid configuration: ${lines.join("; ")}; set these as the function's variables or secrets (docs/deploying.md)`,
