@@ -26,9 +26,9 @@ const LAYERS = [
   },
   {
     name: "support",
-    path: "^engine/src/(faults\\.ts$|url-settings\\.ts$|node/(spawn-off-thread|private-file)\\.ts$|types/)",
+    path: "^engine/src/(faults\\.ts$|url-settings\\.ts$|secret-settings\\.ts$|node/(spawn-off-thread|private-file)\\.ts$|types/)",
     may: [],
-    why: "the fault points, the URL settings rule, the off-thread spawner, the private file modes and ambient module types import nothing of the engine",
+    why: "the fault points, the URL settings rule, the secret settings rule, the off-thread spawner, the private file modes and ambient module types import nothing of the engine",
   },
   {
     name: "domain",

@@ -19,13 +19,11 @@ import {
   recovery,
   resolve,
 } from "../../domain/incidents.ts";
-import type { Json } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Store } from "../../ports/store.ts";
+import { StateDocument } from "../state-document.ts";
 
 const STATE = "incidents";
-/** Attempts of one change against concurrent writers before it gives up (503). */
-const MAX_SWAPS = 8;
 /** The releases a timeline looks through (newest first). */
 const TIMELINE_RELEASES = 200;
 
@@ -43,40 +41,16 @@ export interface TimelineEntry {
 export class Incidents {
   constructor(
     private readonly store: Store,
-    private readonly clock: Clock,
-  ) {}
-
-  private async read(): Promise<{ book: IncidentBook; at: number | null }> {
-    const s = await this.store.getState(STATE);
-    return { book: bookOf(s?.value), at: s ? s.at : null };
+    readonly clock: Clock,
+  ) {
+    this.doc = new StateDocument(store, clock, STATE, bookOf, "incident book");
   }
 
-  /** Applies `change` to the book with compare-and-set, retried while other writers win. */
-  private async change<T>(
-    change: (book: IncidentBook, now: number) => { book: IncidentBook; out: T },
-  ): Promise<T> {
-    for (let i = 0; i < MAX_SWAPS; i++) {
-      const { book, at } = await this.read();
-      const now = this.clock.now();
-      const next = change(book, now);
-      if (next.book === book) return next.out;
-      const wrote = await this.store.swapState({
-        name: STATE,
-        value: next.book as unknown as Json,
-        now,
-        expect: at,
-      });
-      if (wrote !== null) return next.out;
-    }
-    throw new BatonError(
-      "unavailable",
-      `[engine] the incident book changed under ${MAX_SWAPS} attempts in a row (other engines writing); try again`,
-    );
-  }
+  private readonly doc: StateDocument<IncidentBook>;
 
   /** Every incident, newest first. */
   async list(): Promise<Incident[]> {
-    return [...(await this.read()).book.incidents].reverse();
+    return [...(await this.doc.read()).doc.incidents].reverse();
   }
 
   /** Open incidents, newest first. */
@@ -85,32 +59,32 @@ export class Incidents {
   }
 
   declare(input: DeclareInput, actor: string): Promise<Incident> {
-    return this.change((book, now) => {
+    return this.doc.change((book, now) => {
       const r = declare(book, input, actor, now);
-      return { book: r.book, out: r.incident };
+      return { doc: r.book, out: r.incident };
     });
   }
 
   note(id: string, text: string, actor: string): Promise<Incident> {
-    return this.change((book, now) => {
+    return this.doc.change((book, now) => {
       const next = note(book, id, text, actor, now);
-      return { book: next, out: incidentOf(next, id) };
+      return { doc: next, out: incidentOf(next, id) };
     });
   }
 
   /** The commander (`person`) allows releases of `model` during the incident. */
   allow(id: string, model: string, person: string, reason: string): Promise<Incident> {
-    return this.change((book, now) => {
+    return this.doc.change((book, now) => {
       const next = allow(book, id, model, person, reason, now);
-      return { book: next, out: incidentOf(next, id) };
+      return { doc: next, out: incidentOf(next, id) };
     });
   }
 
   /** The commander (`person`) resolves the incident; every model thaws. */
   resolve(id: string, resolution: string, person: string): Promise<Incident> {
-    return this.change((book, now) => {
+    return this.doc.change((book, now) => {
       const next = resolve(book, id, resolution, person, now);
-      return { book: next, out: incidentOf(next, id) };
+      return { doc: next, out: incidentOf(next, id) };
     });
   }
 
@@ -119,9 +93,9 @@ export class Incidents {
    * returns their ids (none: nothing written).
    */
   recordRecovery(model: string, text: string, actor: string): Promise<string[]> {
-    return this.change((book, now) => {
+    return this.doc.change((book, now) => {
       const r = recovery(book, model, text, actor, now);
-      return { book: r.ids.length ? r.book : book, out: r.ids };
+      return { doc: r.ids.length ? r.book : book, out: r.ids };
     });
   }
 
@@ -142,7 +116,7 @@ export class Incidents {
    * @throws BatonError 404.
    */
   async timeline(id: string): Promise<{ incident: Incident; timeline: TimelineEntry[] }> {
-    const incident = incidentOf((await this.read()).book, id);
+    const incident = incidentOf((await this.doc.read()).doc, id);
     const from = incident.opened_at;
     const to = incident.resolved_at ?? Number.POSITIVE_INFINITY;
     const entries: TimelineEntry[] = incident.events.map((e) => ({

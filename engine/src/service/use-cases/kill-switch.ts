@@ -23,15 +23,13 @@ import {
   switchToRestore,
   verify,
 } from "../../domain/kill-switch.ts";
-import type { Json } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { ControlPlane } from "../../ports/control-plane.ts";
 import type { Store } from "../../ports/store.ts";
+import { StateDocument } from "../state-document.ts";
 import type { Incidents } from "./incidents.ts";
 
 const STATE = "kill_switches";
-/** Attempts of one change against concurrent writers before it gives up (503). */
-const MAX_SWAPS = 8;
 
 function uid(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(8)), (x) =>
@@ -41,43 +39,19 @@ function uid(): string {
 
 export class KillSwitches {
   constructor(
-    private readonly store: Store,
+    store: Store,
     private readonly clock: Clock,
     private readonly controlPlane: ControlPlane | null,
     private readonly incidents: Incidents,
-  ) {}
-
-  private async read(): Promise<{ book: KillSwitchBook; at: number | null }> {
-    const s = await this.store.getState(STATE);
-    return { book: killSwitchBookOf(s?.value), at: s ? s.at : null };
+  ) {
+    this.doc = new StateDocument(store, clock, STATE, killSwitchBookOf, "kill-switch book");
   }
 
-  /** Applies `change` with compare-and-set, retried while other writers win. */
-  private async change<T>(
-    change: (book: KillSwitchBook, now: number) => { book: KillSwitchBook; out: T },
-  ): Promise<T> {
-    for (let i = 0; i < MAX_SWAPS; i++) {
-      const { book, at } = await this.read();
-      const now = this.clock.now();
-      const next = change(book, now);
-      if (next.book === book) return next.out;
-      const wrote = await this.store.swapState({
-        name: STATE,
-        value: next.book as unknown as Json,
-        now,
-        expect: at,
-      });
-      if (wrote !== null) return next.out;
-    }
-    throw new BatonError(
-      "unavailable",
-      `[engine] the kill-switch book changed under ${MAX_SWAPS} attempts in a row (other engines writing); try again`,
-    );
-  }
+  private readonly doc: StateDocument<KillSwitchBook>;
 
   /** Every kill switch, newest first; of one model when `model` is given. */
   async list(model?: string): Promise<KillSwitch[]> {
-    const all = [...(await this.read()).book.switches].reverse();
+    const all = [...(await this.doc.read()).doc.switches].reverse();
     return model === undefined ? all : all.filter((s) => s.model === model);
   }
 
@@ -134,7 +108,7 @@ export class KillSwitches {
   ): Promise<KillSwitch> {
     const before = await this.lanesOf(model);
     // Reserve the action (and, for a new switch, its id) before any write.
-    const started = await this.change((book, now) => {
+    const started = await this.doc.change((book, now) => {
       let ks: KillSwitch;
       let next: KillSwitchBook;
       if (kind === "withdraw") {
@@ -176,7 +150,7 @@ export class KillSwitches {
       const out: KillSwitch = { ...ks, actions: [...ks.actions, action] };
       const has = next.switches.some((s) => s.id === out.id);
       return {
-        book: {
+        doc: {
           ...next,
           switches: has
             ? next.switches.map((s) => (s.id === out.id ? out : s))
@@ -227,13 +201,14 @@ export class KillSwitches {
       state: kind === "restore" && verdict.verified ? "restored" : "withdrawn",
     };
     done.incidents = await this.incidents.recordRecovery(model, actionLine(ks0, done), actor);
-    return this.change((book) => {
+    return this.doc.change((book) => {
       const cur = book.switches.find((s) => s.id === started.id);
-      if (!cur) return { book, out: { ...ks0, actions: [...started.actions.slice(0, -1), done] } };
+      if (!cur)
+        return { doc: book, out: { ...ks0, actions: [...started.actions.slice(0, -1), done] } };
       const actions = cur.actions.map((a) => (a.generation === done.generation ? done : a));
       const out: KillSwitch = { ...cur, state: ks0.state, actions };
       return {
-        book: { ...book, switches: book.switches.map((s) => (s.id === out.id ? out : s)) },
+        doc: { ...book, switches: book.switches.map((s) => (s.id === out.id ? out : s)) },
         out,
       };
     });
