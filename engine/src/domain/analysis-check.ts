@@ -7,6 +7,7 @@
 import { TOOL_ALLOWLIST } from "./catalogue.ts";
 import type { Problem } from "./errors.ts";
 import { DEFAULT_BAKE_MS, DEFAULT_INTERVAL_MS, DEFAULT_MAX_WAIT_MS } from "./gate/analysis.ts";
+import { asArray as arr, asObject as obj } from "./json.ts";
 import { promqlProblem } from "./promql-check.ts";
 
 /**
@@ -44,11 +45,6 @@ const VARIABLE_HINTS: Record<string, string> = {
 /** One of QUERY_VARIABLES. */
 export type QueryVariable = (typeof QUERY_VARIABLES)[number];
 
-const obj = (v: unknown): Record<string, unknown> | undefined =>
-  v !== null && typeof v === "object" && !Array.isArray(v)
-    ? (v as Record<string, unknown>)
-    : undefined;
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const num = (v: unknown, d: number): number =>
   typeof v === "number" && Number.isFinite(v) ? v : d;
 

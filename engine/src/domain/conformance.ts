@@ -10,13 +10,8 @@
 import { TOOL_ALLOWLIST } from "./catalogue.ts";
 import { CONFORMANCE_STEP, type ConformanceSide } from "./conformance-schema.ts";
 import type { Problem } from "./errors.ts";
+import { asArray as arr, asObject as obj } from "./json.ts";
 import type { ManifestStep, Release } from "./types.ts";
-
-const obj = (v: unknown): Record<string, unknown> | undefined =>
-  v !== null && typeof v === "object" && !Array.isArray(v)
-    ? (v as Record<string, unknown>)
-    : undefined;
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 /**
  * The contract check's rules for `conformance` (the schema checks each field's form): unique

@@ -11,6 +11,7 @@ import { CATALOGUE, runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.t
 import { conformanceProblems } from "./conformance.ts";
 import { customStepProblems, hasIrreversibleCustomStep } from "./custom-steps.ts";
 import type { Problem } from "./errors.ts";
+import { asArray as arr, asObject as obj } from "./json.ts";
 import { dependencyProblems } from "./mutable-dependencies.ts";
 import { Recipe } from "./recipe.ts";
 import { schemaProblems } from "./schema-problems.ts";
@@ -64,14 +65,6 @@ export function checkRecipe(input: unknown): RecipeCheck {
   };
 }
 
-function obj(v: unknown): Record<string, unknown> | undefined {
-  return v !== null && typeof v === "object" && !Array.isArray(v)
-    ? (v as Record<string, unknown>)
-    : undefined;
-}
-function arr(v: unknown): unknown[] {
-  return Array.isArray(v) ? v : [];
-}
 const isPercent = (v: unknown): v is number =>
   typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 100;
 

@@ -8,6 +8,7 @@
  */
 import { runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
 import type { Problem } from "./errors.ts";
+import { asArray as arr, asObject as obj } from "./json.ts";
 import {
   CUSTOM_STEP_ANCHORS,
   type CustomStep,
@@ -49,15 +50,6 @@ export function placementOf(
 /** Whether a custom step placed by `anchor` is a lane row (else a wave row per lane). */
 export function isLaneAnchor(anchor: CustomStepAnchor): boolean {
   return LANE_ANCHORS.includes(anchor);
-}
-
-function obj(v: unknown): Record<string, unknown> | undefined {
-  return v !== null && typeof v === "object" && !Array.isArray(v)
-    ? (v as Record<string, unknown>)
-    : undefined;
-}
-function arr(v: unknown): unknown[] {
-  return Array.isArray(v) ? v : [];
 }
 
 /** `Use an allowlisted tool (…), or …` for a tool outside the allowlist. */

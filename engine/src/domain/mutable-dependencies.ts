@@ -13,6 +13,7 @@
  */
 import * as z from "zod";
 import type { Problem } from "./errors.ts";
+import { asArray as arr, asObject as obj } from "./json.ts";
 
 /** What a mutable dependency is. */
 export const DEPENDENCY_KINDS = ["hosted_model", "tool", "corpus"] as const;
@@ -180,15 +181,6 @@ export const MutableDependencies = z
   .describe(
     "Parts without byte identity (hosted model, live tool, corpus): probed on the drift schedule; a new revision or an expired contract needs requalification.",
   );
-
-function obj(v: unknown): Record<string, unknown> | undefined {
-  return v !== null && typeof v === "object" && !Array.isArray(v)
-    ? (v as Record<string, unknown>)
-    : undefined;
-}
-function arr(v: unknown): unknown[] {
-  return Array.isArray(v) ? v : [];
-}
 
 /** Names of the deterministic checks the recipe's gated waves run (as written). */
 function gateCheckNames(root: Record<string, unknown>): Set<string> {
