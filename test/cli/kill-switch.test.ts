@@ -1,65 +1,33 @@
-/**
- * Kill switches (docs/recovery-actions.md) through `baton kill-switch …` (in process) against a
- * real engine on each store, served over HTTP on 127.0.0.1, with the control-plane stand-in (the
- * reference server's core) as the fleet. Every assertion about the fleet reads the stand-in's
- * own state, not the engine's record: a withdraw takes one capability off every lane of the
- * model and nothing else, a restore gives it back to the lanes that had it; each action is
- * recorded with who, why, when, the lanes read before and after, and its verdict, and goes into
- * the timeline of an open incident on the model. A write the control plane acknowledges but
- * drops is caught by the read-back. Bad input is refused naming the field and the fix.
- */
-import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
 import { afterEach, describe, expect, it } from "vitest";
 import type { KillSwitch } from "../../engine/src/domain/kill-switch.ts";
 import {
   type Harness,
-  makeHarness,
   OPERATOR,
   op,
   STORE_KINDS,
   skipStore,
 } from "../integration/service-harness.ts";
 import { baton } from "./run-baton.ts";
+import { type Served, served } from "./served-engine.ts";
 
 const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+:\d+:\d+/);
 
-interface Served {
-  h: Harness;
-  url: string;
-  close(): Promise<void>;
-}
-
 /** An engine whose control plane holds three lanes of `ranker` and one of another model. */
-async function served(kind: "sqlite" | "postgres"): Promise<Served> {
-  const h = await makeHarness({ kind });
-  h.cp.core.seed([
-    {
-      id: "ranker-a",
-      model: "ranker",
-      weight: 50,
-      capabilities: ["chat", "search"],
-      advertised: true,
-    },
-    { id: "ranker-b", model: "ranker", weight: 50, capabilities: ["chat"], advertised: true },
-    { id: "ranker-c", model: "ranker", weight: 0, capabilities: ["search"], advertised: true },
-    { id: "other-a", model: "other", weight: 100, capabilities: ["chat"], advertised: true },
-  ]);
-  const server = serve({ fetch: h.engine.app.fetch, port: 0, hostname: "127.0.0.1" });
-  await new Promise<void>((ok) => server.once("listening", () => ok()));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    h,
-    url,
-    async close() {
-      await new Promise<void>((ok) => {
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-        server.close(() => ok());
-      });
-      await h.close();
-    },
-  };
-}
+const servedWithLanes = (kind: "sqlite" | "postgres") =>
+  served(kind, "baton-cli-kill-switch-", (h) =>
+    h.cp.core.seed([
+      {
+        id: "ranker-a",
+        model: "ranker",
+        weight: 50,
+        capabilities: ["chat", "search"],
+        advertised: true,
+      },
+      { id: "ranker-b", model: "ranker", weight: 50, capabilities: ["chat"], advertised: true },
+      { id: "ranker-c", model: "ranker", weight: 0, capabilities: ["search"], advertised: true },
+      { id: "other-a", model: "other", weight: 100, capabilities: ["chat"], advertised: true },
+    ]),
+  );
 
 /** Capabilities per lane as the control-plane stand-in holds them now. */
 function atControlPlane(h: Harness): Record<string, string[]> {
@@ -88,7 +56,7 @@ describe.each(STORE_KINDS)("baton kill-switch on %s", (kind) => {
   it.skipIf(skip)(
     "a kill switch withdraws and restores one capability on every lane, read at the control plane",
     async () => {
-      s = await served(kind);
+      s = await servedWithLanes(kind);
       const { h } = s;
       const dec = await op(h, "POST", "/v1/incidents", {
         severity: "sev2",
@@ -213,7 +181,7 @@ describe.each(STORE_KINDS)("baton kill-switch on %s", (kind) => {
   it.skipIf(skip)(
     "a write the control plane acknowledges but drops fails the read-back; a second withdraw finishes it",
     async () => {
-      s = await served(kind);
+      s = await servedWithLanes(kind);
       const { h } = s;
       h.cp.faults.arm({ mode: "lie", match: "ks1:withdraw:g1:ranker-b" });
       const off = await baton(["kill-switch", "ranker", "chat", "--reason", "leak"], env());
@@ -230,7 +198,7 @@ describe.each(STORE_KINDS)("baton kill-switch on %s", (kind) => {
   );
 
   it.skipIf(skip)("bad input: every refusal names the field or flag and the fix", async () => {
-    s = await served(kind);
+    s = await servedWithLanes(kind);
     const { h } = s;
     const noReason = await baton(["kill-switch", "ranker", "chat"], env());
     expect(noReason.code).toBe(2);

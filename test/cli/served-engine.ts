@@ -17,9 +17,17 @@ export interface Served {
   close(): Promise<void>;
 }
 
-/** Starts an engine on `kind` and serves it; `prefix` names the scratch directory. */
-export async function served(kind: "sqlite" | "postgres", prefix: string): Promise<Served> {
+/**
+ * Starts an engine on `kind` and serves it; `prefix` names the scratch directory; `prepare`
+ * runs on the harness before the engine serves (e.g. seeding the control plane's lanes).
+ */
+export async function served(
+  kind: "sqlite" | "postgres",
+  prefix: string,
+  prepare: (h: Harness) => void = () => {},
+): Promise<Served> {
   const h = await makeHarness({ kind });
+  prepare(h);
   const server = serve({ fetch: h.engine.app.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((ok) => server.once("listening", () => ok()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
