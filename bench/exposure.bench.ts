@@ -140,7 +140,8 @@ async function drive(entry: string, releases: number, mutant?: string): Promise<
           child.stdout.on("data", (d) => {
             text += String(d);
           });
-          child.once("exit", (code) => {
+          // "close", not "exit": stdout may still hold the PART line when the process exits.
+          child.once("close", (code) => {
             const line = text.split("\n").find((l) => l.startsWith("PART "));
             if (!line) reject(new Error(`[bench] worker ${i} exited ${code} without a result`));
             else resolve(JSON.parse(line.slice(5)) as Part);

@@ -54,7 +54,7 @@ case "${BATON_CI_SIZE:-full}" in
     # another, 57 s three at a time, under the CPU lock on 2 cores).
     ci_size BATON_EXPOSURE_RELEASES 0
     ci_size BATON_EXPOSURE_MUTANT_RELEASES 2
-    ci_size BATON_EXPOSURE_MUTANTS_AT_ONCE 3
+    ci_size BATON_EXPOSURE_MUTANTS_AT_ONCE 1
     # bench:storage: 2,000 stored releases (10,000 by hand).
     ci_size BENCH_RELEASES 2000
     # bench:fuzz: 30 fast-check cases per property (100 by hand); every route x every body and
