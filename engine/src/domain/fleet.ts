@@ -17,6 +17,7 @@
  * step's result (`image` of a check in checks.json: the runtime's answer when the step ran).
  */
 import type { LaneState, LanesRead } from "../protocol/control-plane.ts";
+import { withoutWithdrawn } from "./kill-switch.ts";
 import { stepWords } from "./step-words.ts";
 import type { Json, Release } from "./types.ts";
 
@@ -236,11 +237,13 @@ function sameList(a: string[], b: string[]): boolean {
 
 /**
  * The fleet: one entry per model, from the release records (newest first or in any order)
- * and the control plane's read of each model's lanes (absent = not read).
+ * and the control plane's read of each model's lanes (absent = not read). `withdrawn` gives a
+ * model's capabilities withdrawn by kill switches in force: its desired lists leave them out.
  */
 export function fleetFacts(
   records: readonly FleetRecord[],
   reads: ReadonlyMap<string, LanesRead>,
+  withdrawn: ReadonlyMap<string, readonly string[]> = new Map(),
 ): FleetModel[] {
   const newestFirst = [...records].sort((a, b) => b.release.created_at - a.release.created_at);
   const models = new Set<string>([...newestFirst.map((r) => r.release.manifest.model)]);
@@ -277,8 +280,13 @@ export function fleetFacts(
     if (read?.ok)
       for (const l of read.lanes) if (l.model === null && desired.has(l.id)) listed.set(l.id, l);
     const ids = [...new Set([...desired.keys(), ...listed.keys()])].sort();
+    const killed = withdrawn.get(model) ?? [];
     const lanes: FleetLane[] = ids.map((id) => {
-      const d = desired.get(id) ?? null;
+      const decidedLane = desired.get(id) ?? null;
+      const d =
+        decidedLane?.capabilities && killed.length
+          ? { ...decidedLane, capabilities: withoutWithdrawn(decidedLane.capabilities, killed) }
+          : decidedLane;
       const cp = listed.get(id);
       const t = images.get(id);
       const observed: ObservedLane | null = cp

@@ -113,6 +113,27 @@ export function capabilitiesOf(lanes: readonly LaneState[]): LaneCapabilities[] 
     .map((l) => ({ lane: l.id, capabilities: [...l.capabilities], advertised: l.advertised }));
 }
 
+/** The capabilities of `model` withdrawn by kill switches in force, sorted. */
+export function withdrawnCapabilities(book: KillSwitchBook, model: string): string[] {
+  const caps = book.switches
+    .filter((s) => s.model === model && s.state === "withdrawn")
+    .map((s) => s.capability);
+  return [...new Set(caps)].sort();
+}
+
+/**
+ * `capabilities` without those a kill switch withdrew (sorted, unique): what the engine writes
+ * and expects for a lane of the model while the switches are in force. A release's capability
+ * writes, the recovery verification after an undo and the fleet's desired state all go through
+ * it, so neither a forward step nor an undo gives a withdrawn capability back.
+ */
+export function withoutWithdrawn(
+  capabilities: readonly string[],
+  withdrawn: readonly string[],
+): string[] {
+  return [...new Set(capabilities)].filter((c) => !withdrawn.includes(c)).sort();
+}
+
 /** The kill switch of `capability` on `model` still in force, if any. */
 export function inForce(
   book: KillSwitchBook,
@@ -141,14 +162,15 @@ export function checkWithdraw(
   if (lanes.length === 0)
     throw new BatonError(
       "not_found",
-      `[engine] model ${model} has no lane at the control plane; check the model name (baton fleet lists the models and their lanes)`,
+      `[engine] model ${model} has no lane at the control plane; check the model name (the dashboard's Fleet page, /fleet, lists the models and their lanes)`,
       [{ path: "model", message: `no lane serves ${model}`, fix: "name a model that has lanes" }],
     );
   const open = inForce(book, model, capability);
-  if (open && last(open)?.verified)
+  const advertising = lanes.filter((l) => l.capabilities.includes(capability));
+  if (open && last(open)?.verified && advertising.length === 0)
     throw new BatonError(
       "conflict",
-      `[engine] capability ${capability} of ${model} is already withdrawn by kill switch ${open.id} (${last(open)?.actor}); restore it with: baton kill-switch ${model} ${capability} --restore --reason "<why>"`,
+      `[engine] capability ${capability} of ${model} is already withdrawn by kill switch ${open.id} (${last(open)?.actor}) and no lane of ${model} advertises it at the control plane; restore it with: baton kill-switch ${model} ${capability} --restore --reason "<why>"`,
     );
   if (!open && !lanes.some((l) => l.capabilities.includes(capability))) {
     const known = [...new Set(lanes.flatMap((l) => l.capabilities))].sort();

@@ -87,6 +87,11 @@ export interface VerificationReading {
   /** The control plane could not be listed (its message): the reading proves nothing. */
   read_error: string | null;
   lanes: LaneReading[];
+  /**
+   * Capabilities of the model withdrawn by kill switches in force at the reading: the desired
+   * lists leave them out (a kill switch outranks the baseline an undo restores). Absent: none.
+   */
+  withdrawn?: string[];
 }
 
 /** One field's verdict: `ok` null means not observed (a gap, named in `note`). */

@@ -6,6 +6,7 @@
  * marker, capabilities, and the lane's health check. The reading is the reconciler's
  * (service/perform/verify.ts); the transition only compares (transition/verify.ts).
  */
+import { withoutWithdrawn } from "./kill-switch.ts";
 import { isProbeStep } from "./prerequisites.ts";
 import { digestOf } from "./result-evidence.ts";
 import type { Release } from "./types.ts";
@@ -330,7 +331,15 @@ export function judgeVerification(
   reading: VerificationReading,
 ): { passed: boolean; lanes: LaneVerdict[]; gaps: string[]; summary: string } {
   const byId = new Map(reading.lanes.map((l) => [l.id, l]));
-  const lanes = desired.map((want) => judgeLane(want, byId.get(want.id)));
+  const withdrawn = reading.withdrawn ?? [];
+  const lanes = desired.map((want) =>
+    judgeLane(
+      withdrawn.length
+        ? { ...want, capabilities: withoutWithdrawn(want.capabilities, withdrawn) }
+        : want,
+      byId.get(want.id),
+    ),
+  );
   const gaps = lanes.flatMap((l) =>
     l.fields
       .filter((f) => f.ok === null && f.field !== "health")

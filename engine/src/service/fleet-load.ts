@@ -52,5 +52,9 @@ export async function loadFleet(
   if (model === null && read?.ok) for (const l of read.lanes) if (l.model) names.add(l.model);
   const reads = new Map<string, LanesRead>();
   if (read) for (const m of names) reads.set(m, read);
-  return { models: fleetFacts(records, reads), mark };
+  const withdrawn = new Map<string, string[]>();
+  for (const ks of await api.killSwitches.list())
+    if (ks.state === "withdrawn" && names.has(ks.model))
+      withdrawn.set(ks.model, [...(withdrawn.get(ks.model) ?? []), ks.capability]);
+  return { models: fleetFacts(records, reads, withdrawn), mark };
 }

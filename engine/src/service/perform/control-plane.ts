@@ -3,11 +3,13 @@
  * state) or an observation, through the ControlPlane port, with the release id, generation and
  * model on every call. The outcome event says what the control plane shows vs what was asked.
  */
+import { withoutWithdrawn } from "../../domain/kill-switch.ts";
 import type { ControlPlaneEffect, ControlPlaneOp, ReleaseEvent } from "../../domain/types.ts";
 import { faultPoint } from "../../faults.ts";
 import type { ControlPlane, WriteContext } from "../../ports/control-plane.ts";
-import type { OutboxRow } from "../../ports/store.ts";
+import type { OutboxRow, Store } from "../../ports/store.ts";
 import { DEFAULT_MODEL } from "../../protocol/control-plane.ts";
+import { withdrawnOf } from "../use-cases/kill-switch.ts";
 import type { PerformContext } from "./context.ts";
 
 /** The outcome event of one control-plane write (`applied`, with its read-back) or read (`observed`). */
@@ -33,9 +35,10 @@ export async function performControlPlane(
   });
   let event: ReleaseEvent;
   if (e.mode === "apply") {
+    const { request, withheld } = await withKillSwitches(ctx.deps.store, e.request, write.model);
     let r: Awaited<ReturnType<ControlPlane["apply"]>>;
     try {
-      r = await ctx.deps.controlPlane.apply(e.request, write);
+      r = await ctx.deps.controlPlane.apply(request, write);
     } catch (err) {
       r = {
         outcome: "unknown",
@@ -50,14 +53,14 @@ export async function performControlPlane(
         r.outcome === "ok"
           ? r.replayed
             ? "[engine] control plane replayed the keyed write"
-            : "[engine] control plane applied the write"
+            : `[engine] control plane applied the write${withheld.length ? ` (without ${withheld.join(", ")}: withdrawn by a kill switch in force)` : ""}`
           : r.outcome === "failed"
             ? `HTTP ${r.status}: ${r.message}`
             : r.message,
     };
     // A 2xx is not the state: read back what the write changed (assert_traffic is a read).
-    if (r.outcome === "ok" && e.request.op !== "assert_traffic") {
-      event.read_back = await readBack(ctx, e.request, write);
+    if (r.outcome === "ok" && request.op !== "assert_traffic") {
+      event.read_back = await readBack(ctx, request, write);
     }
   } else {
     let r: Awaited<ReturnType<ControlPlane["observe"]>>;
@@ -80,6 +83,27 @@ export async function performControlPlane(
     effect: "control_plane",
   });
   return event;
+}
+
+/**
+ * A capability write without the capabilities a kill switch in force withdrew from the model
+ * (docs/recovery-actions.md): neither a forward `advertise_capabilities` nor its undo (which
+ * restores the baseline observed before the withdraw) gives one back. Other ops unchanged,
+ * with no read of the kill-switch book.
+ */
+async function withKillSwitches(
+  store: Pick<Store, "getState">,
+  op: ControlPlaneOp,
+  model: string,
+): Promise<{ request: ControlPlaneOp; withheld: string[] }> {
+  if (op.op !== "set_capabilities") return { request: op, withheld: [] };
+  const withdrawn = await withdrawnOf(store, model);
+  const withheld = [...new Set(op.capabilities)].filter((c) => withdrawn.includes(c)).sort();
+  if (withheld.length === 0) return { request: op, withheld };
+  return {
+    request: { ...op, capabilities: withoutWithdrawn(op.capabilities, withdrawn) },
+    withheld,
+  };
 }
 
 /** The read-back after a 2xx write: what the control plane shows now vs the write's target. */

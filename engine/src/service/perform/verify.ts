@@ -17,6 +17,7 @@ import type {
 } from "../../domain/verification.ts";
 import type { AttemptResult, OutboxRow } from "../../ports/store.ts";
 import type { TargetProbe } from "../../ports/target-probe.ts";
+import { withdrawnOf } from "../use-cases/kill-switch.ts";
 import type { PerformContext } from "./context.ts";
 
 /** Lanes asked at their machines at once, at most (each bounded by the probe's deadlines). */
@@ -65,11 +66,13 @@ export async function performVerify(
       target_gap: targets[i]?.gap ?? null,
     };
   });
+  const withdrawn = await withdrawnOf(store, release.manifest.model);
   const reading: VerificationReading = {
     at: clock.now(),
     by: `control plane lanes + ${probe ? "target probe (deploy.sh smoke over SSH)" : "the lanes' last runner reports"}`,
     read_error: read.ok ? null : read.message,
     lanes,
+    ...(withdrawn.length ? { withdrawn } : {}),
   };
   return { type: "verified", seq: e.seq, generation: e.generation, reading };
 }

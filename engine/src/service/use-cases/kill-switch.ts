@@ -22,6 +22,7 @@ import {
   plannedWrites,
   switchToRestore,
   verify,
+  withdrawnCapabilities,
 } from "../../domain/kill-switch.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { ControlPlane } from "../../ports/control-plane.ts";
@@ -30,6 +31,19 @@ import { StateDocument } from "../state-document.ts";
 import type { Incidents } from "./incidents.ts";
 
 const STATE = "kill_switches";
+
+/**
+ * The capabilities of `model` withdrawn by kill switches in force, sorted (one read of the
+ * book): what a release's capability writes, its recovery verification and the fleet's desired
+ * state leave out (domain/kill-switch.ts `withoutWithdrawn`).
+ */
+export async function withdrawnOf(
+  store: Pick<Store, "getState">,
+  model: string,
+): Promise<string[]> {
+  const s = await store.getState(STATE);
+  return withdrawnCapabilities(killSwitchBookOf(s?.value), model);
+}
 
 function uid(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(8)), (x) =>
