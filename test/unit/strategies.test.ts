@@ -126,6 +126,16 @@ describe("strategies: compile", () => {
     expect(b.strategy).toBeUndefined();
   });
 
+  it("rolling with an analysis: every batch below 100% is gated", () => {
+    const analysis = {
+      metrics: [{ name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.01 } }],
+    };
+    const r = rolling([25, 25, 25, 25], [["a"], ["b", "c"], ["d"]], { analysis });
+    const m = compileRecipe(Recipe.parse(r)).manifest;
+    expect(m.waves.map((w) => w.traffic)).toEqual([25, 75, 100]);
+    expect(m.waves.map((w) => w.analysis !== undefined)).toEqual([true, true, false]);
+  });
+
   it("rolling: max_unavailable per batch and min_serving are the parallel-wave limits", () => {
     const r = rolling(
       [25, 25, 25, 25],
