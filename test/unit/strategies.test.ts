@@ -181,6 +181,33 @@ describe("strategies: compile", () => {
     }
   });
 
+  it("blue_green with a canary phase: green beside blue at the declared percent, gated, then the switch", () => {
+    const analysis = {
+      metrics: [{ name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.01 } }],
+    };
+    const r = blueGreen({
+      lanes: [50, 50, 0, 0, 0].map((w, i) => ({ ...lane(i), weight: w })),
+      rollout: {
+        waves: [
+          { lanes: ["lane-c"], traffic: 10 },
+          { lanes: ["lane-d"] }, // keeps 10%: lane-d deployed dark beside the canary
+          { lanes: ["lane-e"] },
+        ],
+      },
+      analysis,
+    });
+    const m = compileRecipe(Recipe.parse(r)).manifest;
+    expect(m.waves.map((w) => w.traffic)).toEqual([10, 10, 100]);
+    expect(m.waves.map((w) => w.analysis !== undefined)).toEqual([true, true, false]);
+    const sets = m.steps.filter((s) => s.name === "set_traffic").map((s) => weightsOf(s.forward));
+    expect(sets).toEqual([
+      { "lane-a": 45, "lane-b": 45, "lane-c": 10, "lane-d": 0, "lane-e": 0 },
+      { "lane-a": 45, "lane-b": 45, "lane-c": 5, "lane-d": 5, "lane-e": 0 },
+      { "lane-a": 0, "lane-b": 0, "lane-c": 34, "lane-d": 33, "lane-e": 33 },
+    ]);
+    expect(m.steps.some((s) => s.lane === "lane-a" || s.lane === "lane-b")).toBe(false);
+  });
+
   it("the example strategy recipes compile and name their strategy", () => {
     expect(compileRecipeText(read("recipes/rolling.yaml"), "rolling.yaml").manifest.strategy).toBe(
       "rolling",
@@ -210,7 +237,28 @@ describe("strategies: the contract check refuses", () => {
     Object.assign(bg.rollout?.waves?.[0] ?? {}, { traffic: 100 });
     const bps = problemsOf(bg);
     expect(bps.map((p) => p.path)).toEqual(["rollout.waves.0.traffic"]);
-    expect(bps[0]?.message).toMatch(/blue_green takes no traffic percent/);
+    expect(bps[0]?.message).toMatch(/blue_green's last wave is the switch/);
+    expect(bps[0]?.fix).toMatch(/Remove `traffic` from wave 1/);
+  });
+
+  it("a blue-green canary phase at 100% or going down", () => {
+    const r = blueGreen({
+      lanes: [50, 50, 0, 0, 0].map((w, i) => ({ ...lane(i), weight: w })),
+      rollout: {
+        waves: [
+          { lanes: ["lane-c"], traffic: 20 },
+          { lanes: ["lane-d"], traffic: 10 },
+          { lanes: ["lane-e"] },
+        ],
+      },
+    });
+    const down = problemsOf(r);
+    expect(down.map((p) => p.path)).toEqual(["rollout.waves.1.traffic"]);
+    expect(down[0]?.fix).toMatch(/use 20 or more here/);
+    Object.assign(r.rollout?.waves?.[1] ?? {}, { traffic: 100 });
+    const full = problemsOf(r);
+    expect(full.map((p) => p.path)).toEqual(["rollout.waves.1.traffic"]);
+    expect(full[0]?.fix).toMatch(/from 1 to 99/);
   });
 
   it("a canary wave without traffic", () => {

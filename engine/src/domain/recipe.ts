@@ -217,7 +217,7 @@ export const RecipeWave = z
       .max(100, "traffic must be 0..100 (a percent)")
       .optional()
       .describe(
-        "Absolute % of the model's traffic on all lanes deployed so far; required under strategy canary (the default), absent under rolling and blue_green.",
+        "Absolute % of the model's traffic on all lanes deployed so far; required under strategy canary (the default), absent under rolling; under blue_green only on a wave before the last (1-99: a concurrent-traffic canary phase).",
       ),
     analysis: WaveAnalysis.optional().describe(
       "This wave's gate: fields replacing the recipe's `analysis`, or false for no gate.",

@@ -11,7 +11,8 @@
  * - `blue_green`: the waves deploy the green environment dark (0%); lanes in no wave are the
  *   blue environment, which keeps `previous_image` and stays in service (warm). The last wave's
  *   `set_traffic` moves every request to green in one write; compensation's backward write of it
- *   is one switch back.
+ *   is one switch back. A wave before the last may declare a percent (1–99): a concurrent-traffic
+ *   canary phase, green beside blue as its control, gated like any canary wave.
  */
 import * as z from "zod";
 import type { Problem } from "./errors.ts";
@@ -25,7 +26,7 @@ export type StrategyName = (typeof STRATEGIES)[number];
 export const Strategy = z
   .enum(STRATEGIES, { error: `strategy must be one of ${STRATEGIES.join(", ")}` })
   .describe(
-    "How the waves expose the candidate: canary (default; each wave declares its traffic %), rolling (waves are batches; traffic follows the lanes in service), blue_green (waves deploy the green lanes dark, then traffic switches at once; lanes in no wave are blue and stay warm).",
+    "How the waves expose the candidate: canary (default; each wave declares its traffic %), rolling (waves are batches; traffic follows the lanes in service), blue_green (waves deploy the green lanes dark, then traffic switches at once; lanes in no wave are blue and stay warm; a wave before the last may declare a canary-phase percent).",
   );
 
 /** The strategy a recipe (raw or parsed) names; `canary` when it names none or an unknown one. */
@@ -40,8 +41,9 @@ export function strategyOf(input: unknown): StrategyName {
  * - rolling: the deployed lanes' share of the summed baseline weights, rounded down (the
  *   candidate never gets more than its capacity), the last wave 100. All-zero baselines count
  *   every lane equally.
- * - blue_green: 0 for every wave but the last (green deployed dark), 100 for the last (the
- *   switch).
+ * - blue_green: 100 for the last wave (the switch); before it the wave's own `traffic` (a
+ *   canary phase); a wave without one keeps the percent in force (0 before any: green deployed
+ *   dark).
  * `waves` are lane id lists; `baseline` maps a lane id to its baseline weight (%).
  */
 export function wavePercents(
@@ -51,7 +53,13 @@ export function wavePercents(
 ): number[] {
   const last = waves.length - 1;
   if (strategy === "canary") return waves.map((w) => w.traffic ?? 0);
-  if (strategy === "blue_green") return waves.map((_, i) => (i === last ? 100 : 0));
+  if (strategy === "blue_green") {
+    let inForce = 0;
+    return waves.map((w, i) => {
+      inForce = i === last ? 100 : Math.max(inForce, w.traffic ?? 0);
+      return inForce;
+    });
+  }
   const total = [...baseline.values()].reduce((a, b) => a + b, 0);
   const weightOf = (id: string) => (total > 0 ? (baseline.get(id) ?? 0) : 1);
   const sum = total > 0 ? total : baseline.size;
@@ -65,7 +73,8 @@ export function wavePercents(
 /**
  * The percent each wave of a raw recipe sets, as far as the recipe alone tells (the recipe's
  * weights, or an equal split, stand in for the observed baseline): the waves' own `traffic`
- * under canary (undefined where it is not a number), derived under rolling and blue_green.
+ * under canary (undefined where it is not a number), derived under rolling and blue_green (a
+ * blue-green canary phase's own percent included).
  * For checks that run before the recipe is parsed; never throws.
  */
 export function declaredPercents(input: unknown): (number | undefined)[] {
@@ -109,17 +118,22 @@ export function strategyProblems(input: unknown): Problem[] {
         fix: `Add \`traffic: <absolute percent 0-100>\` to wave ${w + 1} (the last wave 100), or set \`strategy: rolling\` (traffic follows the lanes in service) or \`strategy: blue_green\`.`,
       });
     }
-    if (strategy !== "canary" && wave.traffic !== undefined) {
+    if (strategy === "rolling" && wave.traffic !== undefined) {
       problems.push({
         path,
-        message:
-          strategy === "rolling"
-            ? `strategy rolling takes no traffic percent: traffic follows the lanes in service (after each batch every lane carries its baseline weight), so wave ${w + 1}'s \`traffic: ${String(wave.traffic)}\` would split traffic beyond capacity`
-            : `strategy blue_green takes no traffic percent: the green lanes are deployed dark (0%) and the last wave switches every request to them at once, so wave ${w + 1}'s \`traffic: ${String(wave.traffic)}\` means nothing here`,
+        message: `strategy rolling takes no traffic percent: traffic follows the lanes in service (after each batch every lane carries its baseline weight), so wave ${w + 1}'s \`traffic: ${String(wave.traffic)}\` would split traffic beyond capacity`,
         fix: `Remove \`traffic\` from wave ${w + 1}, or set \`strategy: canary\` to declare percents.`,
       });
     }
+    if (strategy === "blue_green" && wave.traffic !== undefined && w === waves.length - 1) {
+      problems.push({
+        path,
+        message: `strategy blue_green's last wave is the switch: it moves every request to the green lanes at once, so its \`traffic: ${String(wave.traffic)}\` means nothing here`,
+        fix: `Remove \`traffic\` from wave ${w + 1}; for a concurrent-traffic canary phase, give an earlier wave of green lanes a percent from 1 to 99.`,
+      });
+    }
   });
+  if (strategy === "blue_green") problems.push(...canaryPhaseProblems(waves));
   if (strategy === "blue_green") {
     const inWave = new Set(waves.flatMap((w) => arr(w?.lanes)));
     const ids = arr(root.lanes)
@@ -133,14 +147,43 @@ export function strategyProblems(input: unknown): Problem[] {
         fix: "Leave the lanes that serve now (blue) out of every wave and list only the green lanes in `rollout.waves`, or use `strategy: rolling`.",
       });
     }
-    if (root.analysis !== undefined) {
+    const phase = waves.some((w, i) => i < waves.length - 1 && w?.traffic !== undefined);
+    if (root.analysis !== undefined && !phase) {
       problems.push({
         path: "analysis",
         message:
-          "strategy blue_green never splits traffic between candidate and control (0% then 100%), so an analysis gate would never be held",
-        fix: "Remove `analysis` (watch the switched release with `stop_condition`), or use `strategy: canary` for a gated comparison.",
+          "strategy blue_green without a canary phase never splits traffic between candidate and control (0% then 100%), so an analysis gate would never be held",
+        fix: "Remove `analysis` (watch the switched release with `stop_condition`), or give a wave before the last a percent from 1 to 99 (a concurrent-traffic canary phase, gated with blue as its control).",
       });
     }
   }
+  return problems;
+}
+
+/**
+ * A blue-green canary phase's percents: whole, 0–99 (the last wave switches to 100), and never
+ * decreasing (a wave without one is dark: 0).
+ */
+function canaryPhaseProblems(waves: (Record<string, unknown> | undefined)[]): Problem[] {
+  const problems: Problem[] = [];
+  let prev = 0;
+  waves.forEach((wave, w) => {
+    const t = wave?.traffic;
+    if (w === waves.length - 1 || typeof t !== "number" || !Number.isInteger(t)) return;
+    if (t > 99) {
+      problems.push({
+        path: `rollout.waves.${w}.traffic`,
+        message: `a blue-green canary phase sends the green lanes part of the traffic; ${t}% leaves blue, the control, nothing`,
+        fix: "Use a percent from 1 to 99 here; the last wave switches every request to green.",
+      });
+    } else if (t < prev) {
+      problems.push({
+        path: `rollout.waves.${w}.traffic`,
+        message: `traffic goes down from ${prev}% to ${t}% (wave ${w + 1})`,
+        fix: `Traffic is absolute and may only stay or rise: use ${prev} or more here, or leave \`traffic\` out (the wave keeps ${prev}%).`,
+      });
+    }
+    prev = Math.max(prev, t);
+  });
   return problems;
 }
