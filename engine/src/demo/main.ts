@@ -12,6 +12,7 @@
  * without an `analysis:` section gets the demo's own (`DEMO_ANALYSIS`, seconds instead of
  * minutes), so each partial wave is held until the candidate is shown non-inferior.
  */
+
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -23,6 +24,7 @@ import { waveLabel } from "../domain/gate/waves.ts";
 import { count } from "../domain/gate/words.ts";
 import type { RecipeInput } from "../domain/recipe.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
+import { strategyOf } from "../domain/strategy.ts";
 import type { ManifestStep, Release } from "../domain/types.ts";
 import { suggestedCommand } from "../domain/verbs.ts";
 import { makeDirs, proveWritable } from "../node/data-dir.ts";
@@ -146,7 +148,8 @@ export async function runDemo(argv: string[]): Promise<number> {
   let gateAdded = false;
   try {
     recipe = loadRecipe(args.recipe);
-    if (recipe.analysis === undefined) {
+    // Blue-green never splits traffic between the arms: there is no wave to gate.
+    if (recipe.analysis === undefined && strategyOf(recipe) !== "blue_green") {
       gateAdded = true;
       recipe = { ...recipe, analysis: structuredClone(DEMO_ANALYSIS) };
     }

@@ -4,11 +4,13 @@
  * variables. Reads only the parts of the raw input that are well typed (the schema reports
  * the rest); every problem has a path and a fix.
  */
+
 import { TOOL_ALLOWLIST } from "./catalogue.ts";
 import type { Problem } from "./errors.ts";
 import { DEFAULT_BAKE_MS, DEFAULT_INTERVAL_MS, DEFAULT_MAX_WAIT_MS } from "./gate/analysis.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
 import { promqlProblem } from "./promql-check.ts";
+import { declaredPercents } from "./strategy.ts";
 
 /**
  * Variables a PromQL template may use, filled per arm at query time (their values:
@@ -171,8 +173,10 @@ export function analysisProblems(input: unknown): Problem[] {
   if (stop) problems.push(...stopProblems(stop));
   const waves = arr(obj(root.rollout)?.waves).map((w) => obj(w));
   let gated = 0;
+  // Under rolling and blue_green the percents are derived from the strategy (strategy.ts).
+  const percents = declaredPercents(input);
   waves.forEach((wave, w) => {
-    const traffic = wave?.traffic;
+    const traffic = percents[w];
     if (typeof traffic !== "number") return;
     const raw = wave?.analysis;
     if (raw === false) return;

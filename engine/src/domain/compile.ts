@@ -33,6 +33,7 @@ import {
   type Recipe,
   resolveLaneCount,
 } from "./recipe.ts";
+import { strategyOf, wavePercents } from "./strategy.ts";
 import type { Manifest, ManifestLane, ManifestStep } from "./types.ts";
 import { equalBaseline, groupWeights, type LaneGroup } from "./weights.ts";
 
@@ -99,6 +100,13 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
       advertised: false,
     };
   };
+  // The percent each wave sets: declared (canary) or derived from the strategy (strategy.ts).
+  const strategy = strategyOf(r);
+  const percents = wavePercents(
+    strategy,
+    r.rollout.waves,
+    new Map(lanes.map((l) => [l.id, l.baseline_weight])),
+  );
   // Lanes excluded when the release starts serve nothing until their wave includes them.
   const outAtStart = new Set(lanes.filter((l) => baselineOf(l.id).excluded).map((l) => l.id));
 
@@ -127,7 +135,8 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
       steps.push({ ...makeStep(r, row, ctx, 0, steps.length), lane: null });
     }
   }
-  r.rollout.waves.forEach((wave, w) => {
+  r.rollout.waves.forEach((recipeWave, w) => {
+    const wave = { ...recipeWave, traffic: percents[w] ?? 0 };
     const inWave = new Set(wave.lanes);
     // drain_wave: the wave's lanes out of service; the percent in force stays on the lanes
     // already on the new image, the rest on the lanes still serving the previous image. When
@@ -278,12 +287,15 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     previous_image: r.previous_image,
     tool_revision: r.tool_revision ?? null,
     lanes,
+    // Only a strategy other than canary is written: canary manifests (and digests) are unchanged.
+    ...(strategy === "canary" ? {} : { strategy }),
     waves: r.rollout.waves.map((w, i) => {
-      const gate = analysisForWave(r.analysis, w.analysis, w.traffic);
+      const traffic = percents[i] ?? 0;
+      const gate = analysisForWave(r.analysis, w.analysis, traffic);
       const k = parallel[i] ?? 1;
       return {
         lanes: [...w.lanes],
-        traffic: w.traffic,
+        traffic,
         ...(gate ? { analysis: gate } : {}),
         // Only parallel waves say so: serial manifests (and their digests) are unchanged.
         ...(k > 1 ? { max_unavailable: k } : {}),

@@ -16,6 +16,7 @@ import { dependencyProblems } from "./mutable-dependencies.ts";
 import { Recipe } from "./recipe.ts";
 import { schemaProblems } from "./schema-problems.ts";
 import { escapeControls, unstorablePaths } from "./storable-text.ts";
+import { strategyOf, strategyProblems } from "./strategy.ts";
 import type { ManifestStep, StepAction } from "./types.ts";
 
 /** Result of `checkRecipe`: the parsed recipe (defaults filled), or every problem found. */
@@ -45,6 +46,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
       })),
     ...schema,
     ...crossFieldProblems(input),
+    ...strategyProblems(input),
     ...recoveryProblems(input),
     ...customStepProblems(input),
     ...conformanceProblems(input),
@@ -356,7 +358,8 @@ function crossFieldProblems(input: unknown): Problem[] {
       deployed.add(id);
     });
     const traffic = wave?.traffic;
-    if (!isPercent(traffic)) return;
+    // Under rolling and blue_green the compiler derives the percents (strategy.ts).
+    if (!isPercent(traffic) || strategyOf(input) !== "canary") return;
     const isLast = w === waves.length - 1;
     if (prev && traffic < prev.traffic) {
       problems.push({
@@ -386,7 +389,8 @@ function crossFieldProblems(input: unknown): Problem[] {
     }
     prev = { traffic, wave: w };
   });
-  for (const id of known) {
+  // Under blue_green the lanes in no wave are the blue environment (strategy.ts).
+  for (const id of strategyOf(input) === "blue_green" ? [] : known) {
     if (waves.length > 0 && !waveOf.has(id)) {
       problems.push({
         path: `lanes.${firstIndex.get(id)}.id`,

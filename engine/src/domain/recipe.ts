@@ -24,6 +24,7 @@ import { StopConditionInput } from "./gate/stop-condition.ts";
 import { MutableDependencies } from "./mutable-dependencies.ts";
 import { NOTICE_KINDS } from "./notice.ts";
 import { FailurePolicy } from "./states.ts";
+import { Strategy } from "./strategy.ts";
 
 export {
   HOST_KEY_FINGERPRINT_PATTERN,
@@ -214,7 +215,10 @@ export const RecipeWave = z
       .int("traffic must be a whole percent")
       .min(0, "traffic must be 0..100 (a percent)")
       .max(100, "traffic must be 0..100 (a percent)")
-      .describe("Absolute % of the model's traffic on all lanes deployed so far."),
+      .optional()
+      .describe(
+        "Absolute % of the model's traffic on all lanes deployed so far; required under strategy canary (the default), absent under rolling; under blue_green only on a wave before the last (1-99: a concurrent-traffic canary phase).",
+      ),
     analysis: WaveAnalysis.optional().describe(
       "This wave's gate: fields replacing the recipe's `analysis`, or false for no gate.",
     ),
@@ -443,6 +447,7 @@ export const Recipe = z
       .describe(
         "recoverable: the restore or compensate action that must follow a traffic rollback (what an operator runs, e.g. a runbook command).",
       ),
+    strategy: Strategy.optional(),
     custom_steps: z
       .array(CustomStep)
       .max(32, "a recipe declares at most 32 custom steps")

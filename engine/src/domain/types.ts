@@ -98,6 +98,12 @@ export interface Manifest {
   previous_image: string;
   /** Commit sha the tools must run from, or null when not pinned. */
   tool_revision: string | null;
+  /**
+   * The recipe's strategy (domain/strategy.ts) when it is not `canary`; absent = canary, so the
+   * manifests (and digests) of canary recipes are unchanged. Under `blue_green` the manifest's
+   * lanes in no wave are the blue environment.
+   */
+  strategy?: "rolling" | "blue_green";
   lanes: ManifestLane[];
   /** `analysis`: the gate in force for the wave (defaults filled), only on gated waves. */
   /**

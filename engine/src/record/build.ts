@@ -8,6 +8,7 @@ import { gateSummaries } from "../domain/gate/summary.ts";
 import { ACCEPT_KIND } from "../domain/release-history.ts";
 import { reportedImages } from "../domain/result-evidence.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
+import type { StrategyName } from "../domain/strategy.ts";
 import type { HistoryEntry, Release } from "../domain/types.ts";
 import { suggestedCommand } from "../domain/verbs.ts";
 import type { AttemptResult } from "../ports/store.ts";
@@ -333,6 +334,7 @@ export function buildRecord(
       recipe_name: m.recipe_name,
       image: m.image,
       previous_image: m.previous_image,
+      strategy: (m.strategy ?? "canary") as StrategyName,
       signer: release.admission?.signer ?? null,
       recovery_class: rc?.class ?? "reversible",
       recovery_policy: {

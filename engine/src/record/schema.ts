@@ -4,8 +4,10 @@
  * time, and the owner's acceptance. The schema is the type; its JSON Schema is published at
  * engine/schema/release-record.schema.json (`npm run schema`; a test keeps it current).
  */
+
 import * as z from "zod";
 import { RELEASE_STATES } from "../domain/states.ts";
+import { STRATEGIES } from "../domain/strategy.ts";
 import { OBSERVED_SOURCES, RECORD_VERSION } from "./constants.ts";
 
 export { OBSERVED_SOURCES, RECORD_VERSION };
@@ -105,6 +107,11 @@ export const ReleaseRecordDocument = z
       recipe_name: z.string(),
       image: z.string(),
       previous_image: z.string(),
+      strategy: z
+        .enum(STRATEGIES)
+        .describe(
+          'how the waves exposed the candidate (docs/recipes.md "Strategies"); canary when the manifest names none',
+        ),
       signer: Signer.nullable().describe("who signed the manifest (null: admission off)"),
       recovery_class: z
         .enum(["reversible", "recoverable", "roll_forward_only"])

@@ -1,0 +1,241 @@
+/**
+ * Strategies through the engine, on both stores (docs/recipes.md "Strategies"):
+ * - rolling: the control plane, observed between reconciler passes, never has more than a
+ *   batch's `max_unavailable` lanes out of service, and the lanes on the new image never carry
+ *   more than their share of the capacity in service;
+ * - blue_green: requests through the reference router proxy reach green only after the switch,
+ *   and when a step after the switch fails, one control-plane write sends every request back
+ *   to blue, which kept serving the previous image (never excluded, never redeployed).
+ * Each release's record names its strategy.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
+import {
+  type RouterProxyHandle,
+  startRouterProxy,
+} from "../../engine/src/control-plane/router-proxy.ts";
+import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import type { Manifest } from "../../engine/src/domain/types.ts";
+import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import {
+  createRelease,
+  drive,
+  getRecord,
+  type Harness,
+  makeHarness,
+  op,
+  recipe,
+  STORE_KINDS,
+  skipStore,
+} from "./service-harness.ts";
+
+const MODEL = "summarizer-v7";
+
+/** Six lanes, two batches of three, each at most two out at once. */
+function rollingRecipe(): RecipeInput {
+  const base = recipe(6, { policy: { rerun_window_minutes: 0 } });
+  return {
+    ...base,
+    strategy: "rolling",
+    rollout: {
+      waves: [
+        { lanes: ["lane-a", "lane-b", "lane-c"], max_unavailable: 2 },
+        { lanes: ["lane-d", "lane-e", "lane-f"], max_unavailable: 2 },
+      ],
+    },
+  };
+}
+
+/**
+ * Blue lanes a, b (50/50) and green lanes c, d (0); after the switch a custom step checks the
+ * green environment (`verify_green`, the test decides whether it passes).
+ */
+function blueGreenRecipe(): RecipeInput {
+  const base = recipe(4, { policy: { rerun_window_minutes: 0 } });
+  return {
+    ...base,
+    strategy: "blue_green",
+    lanes: (base.lanes ?? []).map((l, i) => ({ ...l, weight: i < 2 ? 50 : 0 })),
+    rollout: { waves: [{ lanes: ["lane-c", "lane-d"], max_unavailable: 2 }] },
+    custom_steps: [
+      {
+        name: "verify_green",
+        forward: "run-smoke",
+        backward: "inspect-lane",
+        placement: { after: "assert_traffic_observed", lanes: ["lane-c"] },
+      },
+    ],
+  };
+}
+
+/** A seeded control-plane double: lanes with these weights, all in service. */
+function controlPlane(h: () => Harness | null, weights: Record<string, number>) {
+  const cp = new MemoryControlPlane({ model: MODEL, now: () => h()?.clock.now() ?? 0 });
+  cp.seed(
+    Object.entries(weights).map(([id, weight]) => ({
+      id,
+      weight,
+      excluded: false,
+      capabilities: [],
+      advertised: false,
+    })),
+  );
+  return cp;
+}
+
+async function strategyInRecord(h: Harness, id: string): Promise<string> {
+  const res = await op(h, "GET", `/v1/releases/${id}/record`);
+  const body = (await res.json()) as { intended: { strategy: string } };
+  return body.intended.strategy;
+}
+
+describe.each(STORE_KINDS)("strategies on %s", (kind) => {
+  const skip = skipStore(kind);
+  let h: Harness | null = null;
+  const closers: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const c of closers.splice(0).reverse()) await c();
+    await h?.close();
+    h = null;
+  });
+
+  it.skipIf(skip)(
+    "rolling: never more than max_unavailable lanes out of service, no traffic split beyond capacity",
+    async () => {
+      const r = rollingRecipe();
+      const baseline: Record<string, number> = {
+        "lane-a": 20,
+        "lane-b": 20,
+        "lane-c": 15,
+        "lane-d": 15,
+        "lane-e": 15,
+        "lane-f": 15,
+      };
+      const cp = controlPlane(() => h, baseline);
+      h = await makeHarness({ kind, cp });
+      const hh = h;
+      const id = await createRelease(hh, r);
+      const m0 = (await getRecord(hh, id)).manifest as unknown as Manifest;
+      expect(m0.strategy).toBe("rolling");
+      // Traffic follows capacity: batch 1 holds 55% of the baseline weights.
+      expect(m0.waves.map((w) => w.traffic)).toEqual([55, 100]);
+      let maxOut = 0;
+      let checked = 0;
+      // Lanes a runner was asked to redeploy: the only ones that can run the new image.
+      const redeployed = new Set<string>();
+      const decide = (p: DispatchPayload) => {
+        const lane = (p.args as { lane?: { id?: string } }).lane?.id;
+        if (p.tool === "attach-queue-lane" && lane) redeployed.add(lane);
+        return "pass" as const;
+      };
+      await drive(hh, decide, 600, () => {
+        const lanes = hh.cp.core.lanes(MODEL);
+        const serving = lanes.filter((l) => !l.excluded);
+        maxOut = Math.max(maxOut, lanes.length - serving.length);
+        // Capacity in service: baseline weights of the lanes in service carrying traffic
+        // (a draining batch is at weight 0 before it is excluded).
+        const inService = serving.filter((l) => l.weight > 0);
+        const cap = (ls: typeof lanes) => ls.reduce((a, l) => a + (baseline[l.id] ?? 0), 0);
+        const newLanes = inService.filter((l) => redeployed.has(l.id));
+        const share = newLanes.reduce((a, l) => a + l.weight, 0);
+        expect(share * cap(inService)).toBeLessThanOrEqual(cap(newLanes) * 100);
+        checked++;
+      });
+      const rec = await getRecord(hh, id);
+      expect(rec.state).toBe("succeeded");
+      expect(checked).toBeGreaterThan(10);
+      expect(maxOut).toBe(2);
+      // Every lane back in service carrying its baseline weight: traffic followed the lanes.
+      expect(
+        Object.fromEntries(hh.cp.core.lanes(MODEL).map((l) => [l.id, [l.weight, l.excluded]])),
+      ).toEqual(Object.fromEntries(Object.entries(baseline).map(([k, w]) => [k, [w, false]])));
+      expect(await strategyInRecord(hh, id)).toBe("rolling");
+    },
+  );
+
+  /** A lane stand-in that answers with its own id. */
+  async function laneServer(id: string): Promise<string> {
+    const server = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.end(id);
+    });
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", () => ok()));
+    closers.push(
+      () =>
+        new Promise<void>((ok) => {
+          server.close(() => ok());
+          server.closeAllConnections();
+        }),
+    );
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  it.skipIf(skip)(
+    "blue_green: green serves nothing until the switch; rollback is one switch back at the router",
+    async () => {
+      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+      h = await makeHarness({ kind, cp });
+      const hh = h;
+      const ups: Record<string, string> = {};
+      for (const l of ["lane-a", "lane-b", "lane-c", "lane-d"]) ups[l] = await laneServer(l);
+      const router: RouterProxyHandle = await startRouterProxy({
+        lanes: (model) => hh.cp.core.lanes(model),
+        upstream: (l) => ups[l] ?? null,
+      });
+      closers.push(() => router.close());
+      /** Share of 20 requests through the router that green lanes answered. */
+      const greenShare = async () => {
+        let green = 0;
+        for (let i = 0; i < 20; i++) {
+          const res = await fetch(`${router.url}/route/${MODEL}/v1/generate`);
+          const who = await res.text();
+          if (who === "lane-c" || who === "lane-d") green++;
+        }
+        return green / 20;
+      };
+
+      const id = await createRelease(hh, blueGreenRecipe());
+      const m0 = (await getRecord(hh, id)).manifest as unknown as Manifest;
+      expect(m0.strategy).toBe("blue_green");
+      const verify = m0.steps.find((s) => s.name === "verify_green");
+      const failing = `sr_${id.slice(1)}_${verify?.index}_f`;
+      const shares: number[] = [];
+      let blueOut = false;
+      await drive(
+        hh,
+        (p) => (p.step_run_id === failing ? "fail" : "pass"),
+        600,
+        async () => {
+          shares.push(await greenShare());
+          const blue = hh.cp.core
+            .lanes(MODEL)
+            .filter((l) => l.id === "lane-a" || l.id === "lane-b");
+          if (blue.some((l) => l.excluded)) blueOut = true;
+        },
+      );
+      shares.push(await greenShare());
+      const rec = await getRecord(hh, id);
+      expect(rec.state).toBe("rolled_back");
+      // At the router: all or nothing, never a split; green served between the switch and the
+      // switch back, and nothing after.
+      expect(shares.every((s) => s === 0 || s === 1)).toBe(true);
+      const changes = shares.filter((s, i) => i > 0 && s !== shares[i - 1]);
+      expect(changes).toEqual([1, 0]);
+      expect(shares.at(-1)).toBe(0);
+      // The blue lanes were never taken out of service: warm, on the previous image.
+      expect(blueOut).toBe(false);
+      // One write switched back: the first traffic write of the undo moves everything to blue.
+      const undo = rec.step_runs.filter((s) => s.direction === "bwd");
+      const firstTraffic = undo.find((s) => m0.steps[s.step_index]?.name === "set_traffic");
+      const switchBack = m0.steps[firstTraffic?.step_index ?? -1]?.backward;
+      expect(switchBack?.kind === "control_plane" && switchBack.request).toMatchObject({
+        op: "set_traffic",
+        weights: { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 },
+      });
+      expect(await strategyInRecord(hh, id)).toBe("blue_green");
+    },
+  );
+});
