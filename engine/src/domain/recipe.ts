@@ -21,6 +21,7 @@ import {
 import { Conformance } from "./conformance-schema.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { StopConditionInput } from "./gate/stop-condition.ts";
+import { Credentials } from "./credentials.ts";
 import { MutableDependencies } from "./mutable-dependencies.ts";
 import { NOTICE_KINDS } from "./notice.ts";
 import { FailurePolicy } from "./states.ts";
@@ -472,6 +473,8 @@ export const Recipe = z
     stop_condition: StopConditionInput.optional(),
     // Mutable dependencies (domain/mutable-dependencies.ts: schema, cross-field rules, drift).
     mutable_dependencies: MutableDependencies.optional(),
+    // Credentials by reference only (domain/credentials.ts: schema, secret refusal, revocation).
+    credentials: Credentials.optional(),
     policy: z
       .object({
         retries: Retries.optional(),

@@ -11,6 +11,7 @@ import type { GateEvidence, MetricEvidence } from "./gate/evidence.ts";
 import type { StopConditionInput } from "./gate/stop-condition.ts";
 import type { GateProgress } from "./gate-progress.ts";
 import type { Json } from "./json.ts";
+import type { CredentialRef } from "./credentials.ts";
 import type { MutableDependency } from "./mutable-dependencies.ts";
 import type { Notice, NoticeKind } from "./notice.ts";
 import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisite-checks.ts";
@@ -141,6 +142,11 @@ export interface Manifest {
    * declares none, so the digests of other manifests are unchanged.
    */
   mutable_dependencies?: MutableDependency[];
+  /**
+   * The recipe's credential references (domain/credentials.ts): where each secret lives and the
+   * tool that revokes it, never a value; absent when it lists none.
+   */
+  credentials?: CredentialRef[];
 }
 
 // ---------------------------------------------------------------- release
