@@ -19,9 +19,9 @@ import {
   SshUser as SshUserField,
 } from "../protocol/fields.ts";
 import { Conformance } from "./conformance-schema.ts";
+import { Credentials } from "./credentials.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { StopConditionInput } from "./gate/stop-condition.ts";
-import { Credentials } from "./credentials.ts";
 import { MutableDependencies } from "./mutable-dependencies.ts";
 import { NOTICE_KINDS } from "./notice.ts";
 import { FailurePolicy } from "./states.ts";

@@ -5,13 +5,13 @@
 
 import type { ControlPlaneOp } from "../protocol/control-plane.ts";
 import type { AdmissionReport } from "./admission.ts";
+import type { CredentialRef } from "./credentials.ts";
 import type { Analysis } from "./gate/analysis.ts";
 import type { GateDecision, GatePhase } from "./gate/decide.ts";
 import type { GateEvidence, MetricEvidence } from "./gate/evidence.ts";
 import type { StopConditionInput } from "./gate/stop-condition.ts";
 import type { GateProgress } from "./gate-progress.ts";
 import type { Json } from "./json.ts";
-import type { CredentialRef } from "./credentials.ts";
 import type { MutableDependency } from "./mutable-dependencies.ts";
 import type { Notice, NoticeKind } from "./notice.ts";
 import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisite-checks.ts";
