@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { checkAndCompile } from "../../engine/src/domain/compile.ts";
-import { judge, secretShape } from "../../engine/src/domain/credentials.ts";
+import { judge } from "../../engine/src/domain/credential-revocation.ts";
+import { secretShape } from "../../engine/src/domain/credentials.ts";
 import type { Problem } from "../../engine/src/domain/errors.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { goodRecipe } from "./recipe-fixture.ts";
