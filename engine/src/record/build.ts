@@ -314,6 +314,12 @@ export function buildRecord(
       at: v.at,
       what: `verification ${v.seq} found lanes not as desired: ${v.summary ?? "(no summary)"}`,
     });
+  const labels = latestLabels(release.id, o.evidence ?? []);
+  if (labels && !labels.agree)
+    deviations.push({
+      at: labels.at,
+      what: `release labels disagree: the router forwarded ${labels.router} requests labelled ${labels.release}, the lanes counted ${labels.lanes} under it (a lane that drops or rewrites baton-release; its requests cannot be traced to this release)`,
+    });
   if (!closed) known_gaps.push(`the release is ${release.state}: this record is not final`);
 
   const body = {
@@ -404,6 +410,8 @@ export function buildRecord(
           }
         : null,
       gates: gateSummaries(o.evidence ?? []) as unknown as Record<string, unknown>[],
+      // Only when the metrics source counts labels: other records (and digests) are unchanged.
+      ...(labels ? { release_labels: labels } : {}),
       // Only when the recipe lists conformance checks: other records (and digests) are unchanged.
       ...(conformance.length > 0 ? { conformance } : {}),
       // Only on a rollback: the records (and fixed digests) of other releases are unchanged.
@@ -504,4 +512,21 @@ export function buildRecord(
           }
         : null,
   };
+}
+
+/**
+ * The release-label check of the latest gate evaluation that has one (the counts are
+ * cumulative, so the latest covers every earlier one), or null.
+ */
+function latestLabels(
+  releaseId: string,
+  evidence: readonly GateEvidence[],
+): { release: string; router: number; lanes: number; agree: boolean; at: number } | null {
+  let best: GateEvidence | null = null;
+  for (const e of evidence)
+    if (e.labels && e.labels.release === releaseId && (!best || e.at >= best.at)) best = e;
+  const l = best?.labels;
+  return best && l
+    ? { release: l.release, router: l.router, lanes: l.lanes, agree: l.agree, at: best.at }
+    : null;
 }

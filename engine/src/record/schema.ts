@@ -227,6 +227,24 @@ export const ReleaseRecordDocument = z
       gates: z
         .array(z.record(z.string(), z.unknown()))
         .describe("gate evaluations, when the release has any"),
+      release_labels: z
+        .object({
+          release: z.string(),
+          router: z
+            .number()
+            .int()
+            .describe("requests the router forwarded labelled baton-release=<release>"),
+          lanes: z
+            .number()
+            .int()
+            .describe("requests the lanes counted under that label in their metrics"),
+          agree: z.boolean().describe("router = lanes: every labelled request arrived labelled"),
+          at: Ms.describe("when the two counts were read (the latest gate evaluation)"),
+        })
+        .optional()
+        .describe(
+          'how the release labels were checked (docs/record.md "Release labels"): requests counted per release at the router and at the lanes; absent when the metrics source cannot count labels',
+        ),
       prerequisites: z
         .object({
           ok: z.boolean().describe("no check failed"),
