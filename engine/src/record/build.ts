@@ -314,6 +314,7 @@ export function buildRecord(
       at: v.at,
       what: `verification ${v.seq} found lanes not as desired: ${v.summary ?? "(no summary)"}`,
     });
+  const incidents = incidentsOf(history, closed ? release.updated_at : Number.POSITIVE_INFINITY);
   const labels = latestLabels(release.id, o.evidence ?? []);
   if (labels && !labels.agree)
     deviations.push({
@@ -427,6 +428,9 @@ export function buildRecord(
           }
         : {}),
     },
+    // Only when an incident named the model while the release was open: other records (and
+    // digests) are unchanged.
+    ...(incidents.length ? { incidents } : {}),
     lineage: release.lineage
       ? {
           verb: release.lineage.verb,
@@ -529,4 +533,46 @@ function latestLabels(
   return best && l
     ? { release: l.release, router: l.router, lanes: l.lanes, agree: l.agree, at: best.at }
     : null;
+}
+
+/**
+ * The incidents written to the release's history (use-cases/incidents.ts) up to `until` (epoch
+ * ms: when a closed release last changed, so its record stays fixed), one per incident, in
+ * order of declaration or first mention.
+ */
+function incidentsOf(
+  history: readonly HistoryEntry[],
+  until: number,
+): {
+  id: string;
+  severity: string;
+  summary: string;
+  commander: string;
+  declared_at: number | null;
+  resolved_at: number | null;
+  resolution: string | null;
+}[] {
+  const out = new Map<string, ReturnType<typeof incidentsOf>[number]>();
+  for (const h of history) {
+    if (h.at > until || (h.kind !== "incident_declared" && h.kind !== "incident_resolved"))
+      continue;
+    const i = (h.data as { incident?: Record<string, unknown> } | null)?.incident;
+    if (!i || typeof i.id !== "string") continue;
+    const cur = out.get(i.id) ?? {
+      id: i.id,
+      severity: String(i.severity ?? ""),
+      summary: String(i.summary ?? ""),
+      commander: String(i.commander ?? ""),
+      declared_at: null,
+      resolved_at: null,
+      resolution: null,
+    };
+    if (h.kind === "incident_declared") cur.declared_at = h.at;
+    else {
+      cur.resolved_at = h.at;
+      cur.resolution = typeof i.resolution === "string" ? i.resolution : null;
+    }
+    out.set(i.id, cur);
+  }
+  return [...out.values()];
 }

@@ -294,6 +294,22 @@ export const ReleaseRecordDocument = z
           'the recipe\'s mixed-version conformance checks, run before any exposure (docs/recipes.md "Conformance checks"); absent when it lists none',
         ),
     }),
+    incidents: z
+      .array(
+        z.object({
+          id: z.string(),
+          severity: z.string(),
+          summary: z.string(),
+          commander: z.string(),
+          declared_at: Ms.nullable().describe("when it was declared; null: declared before"),
+          resolved_at: Ms.nullable().describe("when it was resolved; null: still open then"),
+          resolution: z.string().nullable(),
+        }),
+      )
+      .optional()
+      .describe(
+        "incidents declared or resolved on the release's model while it was open (docs/incidents.md); absent when none",
+      ),
     lineage: z
       .object({
         verb: z.enum(["rollback", "roll_forward"]),

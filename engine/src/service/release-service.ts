@@ -141,7 +141,7 @@ export class ReleaseService implements ReleaseApi {
     });
     const admission = deps.admission ?? { mode: "off" as const };
     const targetProbe = deps.targetProbe ?? null;
-    this.incidents = new Incidents(deps.store, deps.clock);
+    this.incidents = new Incidents(deps.store, deps.clock, effects);
     this.killSwitches = new KillSwitches(
       deps.store,
       deps.clock,
