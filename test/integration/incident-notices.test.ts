@@ -117,4 +117,36 @@ describeEachStore("incident notices and records on %s", ({ kind, skip }) => {
       expect(tl.timeline.some((e) => e.kind === "incident_declared")).toBe(false);
     },
   );
+
+  it.skipIf(skip)(
+    "a release started while an incident is open names it in its record",
+    async () => {
+      h = await makeHarness({ kind });
+      const declaredAt = h.clock.now();
+      const dec = await op(h, "POST", "/v1/incidents", {
+        severity: "sev3",
+        summary: "latency up",
+        models: [MODEL],
+        commander: "lee",
+        actor: "lee",
+      });
+      expect(dec.status).toBe(201);
+      h.clock.advance(5_000);
+      const id = await createRelease(h);
+      const rec = (await (
+        await op(h, "GET", `/v1/releases/${id}/record`)
+      ).json()) as IncidentRecord;
+      expect(rec.incidents).toEqual([
+        {
+          id: "inc1",
+          severity: "sev3",
+          summary: "latency up",
+          commander: "lee",
+          declared_at: declaredAt,
+          resolved_at: null,
+          resolution: null,
+        },
+      ]);
+    },
+  );
 });

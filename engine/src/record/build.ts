@@ -567,9 +567,10 @@ function incidentsOf(
       resolved_at: null,
       resolution: null,
     };
-    if (h.kind === "incident_declared") cur.declared_at = h.at;
+    if (h.kind === "incident_declared")
+      cur.declared_at = typeof i.opened_at === "number" ? i.opened_at : h.at;
     else {
-      cur.resolved_at = h.at;
+      cur.resolved_at = typeof i.resolved_at === "number" ? i.resolved_at : h.at;
       cur.resolution = typeof i.resolution === "string" ? i.resolution : null;
     }
     out.set(i.id, cur);

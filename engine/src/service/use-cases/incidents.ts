@@ -26,6 +26,7 @@ import {
   resolve,
 } from "../../domain/incidents.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
+import type { HistoryEntry } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Store } from "../../ports/store.ts";
 import { StateDocument } from "../state-document.ts";
@@ -113,25 +114,7 @@ export class Incidents {
             : [];
         await this.store.appendHistoryWithEffects(
           id,
-          [
-            {
-              release_id: id,
-              at: now,
-              kind,
-              step_run_id: null,
-              outcome: "accepted",
-              message: `[engine] ${text}`,
-              data: {
-                incident: {
-                  id: inc.id,
-                  severity: inc.severity,
-                  summary: inc.summary,
-                  commander: inc.roles.commander,
-                  resolution: inc.resolution,
-                },
-              },
-            },
-          ],
+          [incidentEntry(id, now, kind, text, inc)],
           notices,
           now,
         );
@@ -155,6 +138,24 @@ export class Incidents {
   }
 
   /** The commander (`person`) resolves the incident; every model thaws. */
+  /**
+   * The history entries of a release of `model` created now: one per open incident naming the
+   * model (`incident_declared`, with when it was declared), so the release's record names it.
+   */
+  async namedAtStart(releaseId: string, model: string, now: number): Promise<HistoryEntry[]> {
+    return (await this.open())
+      .filter((i) => i.models.includes(model))
+      .map((inc) =>
+        incidentEntry(
+          releaseId,
+          now,
+          INCIDENT_DECLARED,
+          `incident ${inc.id} (${inc.severity}) is open on ${model}: ${inc.summary}; commander ${inc.roles.commander}`,
+          inc,
+        ),
+      );
+  }
+
   async resolve(id: string, resolution: string, person: string): Promise<Incident> {
     const inc = await this.doc.change((book, now) => {
       const next = resolve(book, id, resolution, person, now);
@@ -226,4 +227,33 @@ export class Incidents {
     entries.sort((a, b) => a.at - b.at);
     return { incident, timeline: entries };
   }
+}
+
+/** One incident history entry on release `releaseId` (its data is what the record reads). */
+function incidentEntry(
+  releaseId: string,
+  at: number,
+  kind: string,
+  text: string,
+  inc: Incident,
+): HistoryEntry {
+  return {
+    release_id: releaseId,
+    at,
+    kind,
+    step_run_id: null,
+    outcome: "accepted",
+    message: `[engine] ${text}`,
+    data: {
+      incident: {
+        id: inc.id,
+        severity: inc.severity,
+        summary: inc.summary,
+        commander: inc.roles.commander,
+        opened_at: inc.opened_at,
+        resolved_at: inc.resolved_at,
+        resolution: inc.resolution,
+      },
+    },
+  };
 }
