@@ -155,6 +155,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
     publicUrl: s.publicUrl,
     log,
     effectsDue,
+    dispatcher,
     ...(s.domain ? { domain: s.domain } : {}),
     ...(s.exclusiveLanes === undefined ? {} : { exclusiveLanes: s.exclusiveLanes }),
     ...(s.admission ? { admission: s.admission } : {}),

@@ -614,6 +614,9 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
     get killSwitches() {
       return unsupported();
     },
+    get credentials() {
+      return unsupported();
+    },
     async start() {
       return unsupported();
     },

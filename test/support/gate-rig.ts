@@ -81,7 +81,10 @@ export async function rig(
     seed,
     config,
     ...(notifiers ? { notifiers } : {}),
-    metrics: { observe: (q) => (source as EmbeddedMetricsSource).observe(q) },
+    metrics: {
+      observe: (q) => (source as EmbeddedMetricsSource).observe(q),
+      releaseLabels: (q) => (source as EmbeddedMetricsSource).releaseLabels(q),
+    },
   });
   const traffic = new TrafficGenerator(h.cp.core, { model: MODEL, seed: 11 });
   source = new EmbeddedMetricsSource(traffic);

@@ -19,6 +19,7 @@ import {
   showIncident,
 } from "./incident.ts";
 import { type KillSwitchOptions, killSwitch } from "./kill-switch.ts";
+import { type RevokeOptions, revokeCredential } from "./revoke-credential.ts";
 import { demo, serve } from "./serve.ts";
 import { startPending } from "./start-pending.ts";
 import { runVerify } from "./verify.ts";
@@ -512,6 +513,31 @@ export async function runCli(
         c: Command,
       ) => {
         code = await killSwitch(conn(c), model, capability, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
+
+  program
+    .command("revoke-credential")
+    .description(
+      "run the tool a model's recipe names to revoke (or --rotate) a credential, by its reference, through the runner; without a reference, list the model's revocations (docs/recovery-actions.md)",
+    )
+    .argument("<model>", "the model, e.g. ranker")
+    .argument(
+      "[ref]",
+      "the credential's reference as the recipe lists it, e.g. vault://kv/ranker/api-key",
+    )
+    .option("--reason <text>", "why (required; kept in the record)")
+    .option("--rotate", "ask the tool to rotate the credential instead of revoking it")
+    .addOption(actorOption())
+    .addOption(json())
+    .action(
+      async (
+        model: string,
+        ref: string | undefined,
+        o: Omit<RevokeOptions, "json"> & { json?: boolean },
+        c: Command,
+      ) => {
+        code = await revokeCredential(conn(c), model, ref, { ...o, json: Boolean(o.json) }, io);
       },
     );
 

@@ -7,11 +7,17 @@
  * the Prometheus text format (`GET /metrics`), so the Prometheus adapter reads it like any
  * service, and the embedded metrics source reads the same counters in process.
  *
+ * Release labels (docs/control-plane.md "Release labels"): with `release`, every request is
+ * labelled with the release the model's traffic is under, counted per label where the router
+ * forwards it and where the lane serves it (the lane echoes the label), both exposed as counters
+ * and read by the embedded metrics source (`releaseCounts`).
+ *
  * Latency is log-normal: exp(N(log median, σ²)) ms. Seeded, so a run can be replayed.
  */
 import type { ControlPlaneCore } from "./core.ts";
 import { type Draws, seededNormal, seededUniform } from "./random.ts";
 import { unitPosition } from "./router.ts";
+import { ObservedRelease } from "./router-proxy.ts";
 
 /** Outcome model of one image. */
 export interface ImageProfile {
@@ -55,6 +61,13 @@ export interface ArmCounters {
 
 export interface TrafficOptions {
   model: string;
+  /**
+   * The release the model's traffic is under now (`ObservedRelease.of`, router-proxy.ts): the
+   * router labels every request with it (`baton-release`; `none` before any release) and the
+   * lanes echo the label in their metrics. Default: read from the control plane's history
+   * (`ObservedRelease`): the release of the latest change to the model or its lanes.
+   */
+  release?: (model: string) => string | null;
   /** Requests each unit makes (1 for `request` assignment). Default 1. */
   requestsPerUnit?: number;
   seed?: number;
@@ -76,12 +89,25 @@ export class TrafficGenerator {
   private readonly uniform: Draws;
   private readonly normal: Draws;
   private timer: NodeJS.Timeout | null = null;
+  /** Requests the router forwarded per release label. */
+  private readonly routerReleases = new Map<string, number>();
+  /** Requests each lane counted per release label it echoed (`""`: it dropped the label). */
+  private readonly laneReleases = new Map<string, Map<string, number>>();
+  /** Mutant lanes, for tests: they serve but drop the release label from their metrics. */
+  private readonly dropsLabel = new Set<string>();
+
+  private readonly release: (model: string) => string | null;
 
   constructor(
     private readonly core: ControlPlaneCore,
     private readonly o: TrafficOptions,
   ) {
     const seed = o.seed ?? 1;
+    const observed = new ObservedRelease(
+      (q) => core.history(q),
+      (m) => core.lanes(m),
+    );
+    this.release = o.release ?? ((m) => observed.of(m));
     this.uniform = seededUniform(seed);
     this.normal = seededNormal(seed + 1);
   }
@@ -105,6 +131,26 @@ export class TrafficGenerator {
   setRouterFault(lane: string, weight: number | null): void {
     if (weight === null) this.routerWeights.delete(lane);
     else this.routerWeights.set(lane, weight);
+  }
+
+  /**
+   * A mutant lane, for tests: lane `lane` serves as before but its metrics drop the
+   * `baton-release` label it was sent (counted as unlabelled), so the lanes' count for a release
+   * falls short of the router's. `false` heals.
+   */
+  setLaneDropsLabel(lane: string, drops: boolean): void {
+    if (drops) this.dropsLabel.add(lane);
+    else this.dropsLabel.delete(lane);
+  }
+
+  /**
+   * Requests labelled `release`: as the router counted them when it forwarded them, and as the
+   * lanes counted them by the label they echoed. Equal unless a lane lost or changed labels.
+   */
+  releaseCounts(release: string): { router: number; lanes: number } {
+    let lanes = 0;
+    for (const m of this.laneReleases.values()) lanes += m.get(release) ?? 0;
+    return { router: this.routerReleases.get(release) ?? 0, lanes };
   }
 
   /** Outcome model of `image` (DEFAULT_PROFILE unless set). */
@@ -146,6 +192,7 @@ export class TrafficGenerator {
     const total = lanes.reduce((s, l) => s + l.weight, 0);
     if (total === 0) return;
     const perUnit = this.o.requestsPerUnit ?? 1;
+    const label = this.release(this.o.model) ?? "none";
     for (let i = 0; i < units; i++) {
       const x = unitPosition(`${this.o.model}/${this.nextUnit++}`) * total;
       let acc = 0;
@@ -162,6 +209,15 @@ export class TrafficGenerator {
       const c = this.arm(lane.id, image);
       const p = this.profiles.get(image) ?? DEFAULT_PROFILE;
       c.units++;
+      // The router labels what it forwards; the lane echoes the label it received.
+      this.routerReleases.set(label, (this.routerReleases.get(label) ?? 0) + perUnit);
+      let seen = this.laneReleases.get(lane.id);
+      if (!seen) {
+        seen = new Map();
+        this.laneReleases.set(lane.id, seen);
+      }
+      const echoed = this.dropsLabel.has(lane.id) ? "" : label;
+      seen.set(echoed, (seen.get(echoed) ?? 0) + perUnit);
       for (let r = 0; r < perUnit; r++) {
         c.requests++;
         if (this.uniform() < p.errorRate) c.errors++;
@@ -223,6 +279,23 @@ export class TrafficGenerator {
       out.push(`baton_arm_latency_ms_sum{${labels(c)}} ${c.latencySumMs.toFixed(3)}`);
       out.push(`baton_arm_latency_ms_count{${labels(c)}} ${c.requests}`);
     }
+    out.push(
+      '# HELP baton_release_requests_total Requests served, by the lane and the release label it echoed (release="": the lane dropped it).',
+      "# TYPE baton_release_requests_total counter",
+    );
+    for (const [lane, seen] of this.laneReleases)
+      for (const [release, n] of seen)
+        out.push(
+          `baton_release_requests_total{model="${escapeLabel(this.o.model)}",lane="${escapeLabel(lane)}",release="${escapeLabel(release)}"} ${n}`,
+        );
+    out.push(
+      "# HELP baton_router_release_requests_total Requests the router forwarded, by the release label it sent.",
+      "# TYPE baton_router_release_requests_total counter",
+    );
+    for (const [release, n] of this.routerReleases)
+      out.push(
+        `baton_router_release_requests_total{model="${escapeLabel(this.o.model)}",release="${escapeLabel(release)}"} ${n}`,
+      );
     return `${out.join("\n")}\n`;
   }
 }

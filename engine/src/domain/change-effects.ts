@@ -5,7 +5,13 @@
  * time and the engine's settings in, effects as data out.
  */
 import { buildDeploymentReport, deploymentStateFor } from "./deployments.ts";
-import { buildDriftNotice, buildNotice, type NoticeKind, noticeKindFor } from "./notifications.ts";
+import {
+  buildDriftNotice,
+  buildIncidentNotice,
+  buildNotice,
+  type NoticeKind,
+  noticeKindFor,
+} from "./notifications.ts";
 import type {
   DeploymentEffect,
   NotifyEffect,
@@ -153,6 +159,35 @@ export function driftNotices(
     type: "notify",
     channel,
     delivery: `${release.id}.${release.uid ?? "0"}.${tag}.${now}.${channel}`,
+    notice,
+    not_before: null,
+  }));
+}
+
+/**
+ * The notices of an incident declared or resolved on `release`'s model (docs/incidents.md), one
+ * per channel, written with the release's incident history entry; none when notices are off or
+ * the `incident` kind is not sent. `tag` (`inc1-declared`) keys the delivery.
+ */
+export function incidentNotices(
+  release: Release,
+  text: string,
+  now: number,
+  policy: EffectsPolicy,
+  tag: string,
+): NotifyEffect[] {
+  const p = policy.notify;
+  if (!p) return [];
+  const channels = channelsFor(p, release, "incident");
+  if (channels.length === 0) return [];
+  const notice = buildIncidentNotice(release, text, {
+    url: releaseUrl(p.url, release.id),
+    at: now,
+  });
+  return channels.map((channel) => ({
+    type: "notify",
+    channel,
+    delivery: `${release.id}.${release.uid ?? "0"}.${tag}.${channel}`,
     notice,
     not_before: null,
   }));

@@ -316,6 +316,10 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     ...(r.mutable_dependencies?.length
       ? { mutable_dependencies: r.mutable_dependencies.map((d) => structuredClone(d)) }
       : {}),
+    // Only references (never values); only when listed, so other digests are unchanged.
+    ...(r.credentials?.length
+      ? { credentials: r.credentials.map((c) => ({ ref: c.ref, revoke_tool: c.revoke_tool })) }
+      : {}),
     // Only when the recipe declares its recovery class: absent means reversible, and the
     // manifests (and digests) of recipes that declare none are unchanged.
     ...(recoveryClass

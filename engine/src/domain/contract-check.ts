@@ -9,6 +9,7 @@ import { GITHUB_DISPATCH_LIMITS } from "../protocol/messages.ts";
 import { analysisProblems } from "./analysis-check.ts";
 import { CATALOGUE, runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
 import { conformanceProblems } from "./conformance.ts";
+import { credentialToolProblems } from "./credentials.ts";
 import { customStepProblems, hasIrreversibleCustomStep } from "./custom-steps.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
@@ -52,6 +53,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     ...conformanceProblems(input),
     ...analysisProblems(input),
     ...dependencyProblems(input),
+    ...credentialToolProblems(input, TOOL_ALLOWLIST),
     ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),
   ];
   if (parsed.success && problems.length === 0) return { ok: true, recipe: parsed.data };

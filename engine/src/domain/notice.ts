@@ -26,6 +26,11 @@ export const NoticeKind = {
   ended: "ended",
   /** A finished release's lanes differ from what it left them at (docs/drift.md); once per distinct drift. */
   drift: "drift",
+  /**
+   * An incident naming the release's model was declared or resolved (docs/incidents.md); sent
+   * once per model, on its newest release.
+   */
+  incident: "incident",
 } as const;
 export type NoticeKind = (typeof NoticeKind)[keyof typeof NoticeKind];
 export const NOTICE_KINDS = Object.values(NoticeKind) as [NoticeKind, ...NoticeKind[]];

@@ -103,6 +103,7 @@ const HEADLINE: Record<NoticeKind, string> = {
   aborted: "aborted",
   ended: "ended",
   drift: "lanes drifted from what it left them at",
+  incident: "is under an incident",
 };
 
 /** A short text of a step for people: `step 9 (health_check, lane b, wave 2)`. */
@@ -194,5 +195,21 @@ export function buildDriftNotice(
         0,
         1000,
       ),
+  };
+}
+
+/**
+ * The notice of an incident declared or resolved on `release`'s model (docs/incidents.md): the
+ * release's state does not change; `summary` says which incident, its severity, who and why.
+ */
+export function buildIncidentNotice(
+  release: Release,
+  text: string,
+  o: { url: string; at: number },
+): Notice {
+  return {
+    ...buildDriftNotice(release, "", o),
+    kind: "incident",
+    summary: `${release.manifest.model} (${release.id}): ${text}`.slice(0, 1000),
   };
 }

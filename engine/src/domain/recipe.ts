@@ -19,6 +19,7 @@ import {
   SshUser as SshUserField,
 } from "../protocol/fields.ts";
 import { Conformance } from "./conformance-schema.ts";
+import { Credentials } from "./credentials.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { StopConditionInput } from "./gate/stop-condition.ts";
 import { MutableDependencies } from "./mutable-dependencies.ts";
@@ -477,6 +478,8 @@ export const Recipe = z
     stop_condition: StopConditionInput.optional(),
     // Mutable dependencies (domain/mutable-dependencies.ts: schema, cross-field rules, drift).
     mutable_dependencies: MutableDependencies.optional(),
+    // Credentials by reference only (domain/credentials.ts: schema, secret refusal, revocation).
+    credentials: Credentials.optional(),
     policy: z
       .object({
         retries: Retries.optional(),

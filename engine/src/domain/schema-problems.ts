@@ -73,6 +73,12 @@ function fieldFix(field: string | undefined, path: Path, input: unknown): string
   return field ? FIELD_FIXES[field] : undefined;
 }
 
+/** The fix a refinement gave its issue (`params.fix`), if any. */
+function customFix(issue: z.core.$ZodIssue): string | undefined {
+  const fix = issue.code === "custom" ? issue.params?.fix : undefined;
+  return typeof fix === "string" ? fix : undefined;
+}
+
 /** Renders a path as `lanes.1.host_key` (empty string for the root). */
 export function dotted(path: Path): string {
   return path.map(String).join(".");
@@ -299,7 +305,10 @@ export function schemaProblems(
           message: issue.message.startsWith(field ?? "\u0000")
             ? issue.message
             : `${label}: ${issue.message}`,
-          fix: fieldFix(field, path, input) ?? `Correct ${label}: ${issue.message}.`,
+          fix:
+            customFix(issue) ??
+            fieldFix(field, path, input) ??
+            `Correct ${label}: ${issue.message}.`,
         });
     }
   }

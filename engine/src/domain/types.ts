@@ -5,6 +5,7 @@
 
 import type { ControlPlaneOp } from "../protocol/control-plane.ts";
 import type { AdmissionReport } from "./admission.ts";
+import type { CredentialRef } from "./credentials.ts";
 import type { Analysis } from "./gate/analysis.ts";
 import type { GateDecision, GatePhase } from "./gate/decide.ts";
 import type { GateEvidence, MetricEvidence } from "./gate/evidence.ts";
@@ -147,6 +148,11 @@ export interface Manifest {
    * declares none, so the digests of other manifests are unchanged.
    */
   mutable_dependencies?: MutableDependency[];
+  /**
+   * The recipe's credential references (domain/credentials.ts): where each secret lives and the
+   * tool that revokes it, never a value; absent when it lists none.
+   */
+  credentials?: CredentialRef[];
 }
 
 // ---------------------------------------------------------------- release

@@ -5,6 +5,7 @@
  */
 import type { Analysis } from "../domain/gate/analysis.ts";
 import type { GateObservations } from "../domain/gate/decide.ts";
+import type { ReleaseLabelCheck } from "../domain/gate/evidence.ts";
 
 /** One gated wave's read. */
 export interface GateQuery {
@@ -34,4 +35,9 @@ export interface MetricsSource {
    * `{missing: reason}` in the observations, which never passes a gate.
    */
   observe(q: GateQuery): Promise<GateObservations>;
+  /**
+   * Requests labelled with the release (`baton-release`) as the router counted them and as the
+   * lanes counted them; absent (or null) when the source cannot count labels. Never throws.
+   */
+  releaseLabels?(q: Pick<GateQuery, "model" | "releaseId">): Promise<ReleaseLabelCheck | null>;
 }

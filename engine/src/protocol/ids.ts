@@ -8,6 +8,12 @@ import * as z from "zod";
 
 /** `r<N>`: a release id, e.g. `r17` (N up to 12 digits). */
 export const RELEASE_ID_PATTERN = /^r[0-9]{1,12}$/;
+/**
+ * `rv<N>`: a recovery run, e.g. `rv3`: a recovery action run by an allowlisted runner tool
+ * outside any release (a credential revocation). On the runner protocol it stands where a
+ * step run and its release stand: the dispatch's `step_run_id` and `release.id`.
+ */
+export const RECOVERY_RUN_ID_PATTERN = /^rv[0-9]{1,12}$/;
 /** `sr_<release number>_<step index>_<f|b>`, e.g. `sr_17_6_f`. */
 export const STEP_RUN_ID_PATTERN = /^sr_[0-9]{1,12}_[0-9]{1,4}_[fb]$/;
 
@@ -29,6 +35,27 @@ export const StepRunIdText = z
 /** A checked step-run id (branded). */
 export const StepRunId = StepRunIdText.brand<"StepRunId">();
 export type StepRunId = z.infer<typeof StepRunId>;
+
+/** What a runner is dispatched to run: a step run, or a recovery run (`rv3`). */
+export const RunnerRunIdText = z
+  .string()
+  .refine(
+    (s) => STEP_RUN_ID_PATTERN.test(s) || RECOVERY_RUN_ID_PATTERN.test(s),
+    "must look like sr_<release>_<step>_<f|b> (e.g. sr_17_6_f) or a recovery run rv<number>",
+  );
+
+/** What a dispatched run belongs to: a release, or a recovery run standing for itself. */
+export const RunOwnerIdText = z
+  .string()
+  .refine(
+    (s) => RELEASE_ID_PATTERN.test(s) || RECOVERY_RUN_ID_PATTERN.test(s),
+    "must look like r<number> (e.g. r17) or a recovery run rv<number>",
+  );
+
+/** Whether `s` is a recovery run id (`rv3`). */
+export function isRecoveryRunId(s: string): boolean {
+  return RECOVERY_RUN_ID_PATTERN.test(s);
+}
 
 /** Whether `s` is a release id. */
 export function isReleaseId(s: string): s is ReleaseId {

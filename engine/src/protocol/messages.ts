@@ -4,7 +4,7 @@
  * `safeParse` at the edge.
  */
 import * as z from "zod";
-import { ReleaseIdText, StepRunIdText } from "./ids.ts";
+import { RunnerRunIdText, RunOwnerIdText } from "./ids.ts";
 
 /** Event type of every dispatch (`repository_dispatch` action). */
 export const DISPATCH_EVENT_TYPE = "release-step";
@@ -19,11 +19,13 @@ export const GITHUB_DISPATCH_LIMITS = {
 /**
  * `client_payload` of a dispatch: at most 10 top-level keys; extra fields nest under `args`
  * or `release`. `release.dispatch` is the step run's dispatch sequence, echoed at preflight.
+ * A recovery run (`rv3`, protocol/ids.ts) is dispatched in the same shape: its id is both
+ * `step_run_id` and `release.id`.
  */
 export const DispatchPayload = z
   .object({
     v: z.literal(1),
-    step_run_id: StepRunIdText,
+    step_run_id: RunnerRunIdText,
     tool: z
       .string()
       .regex(/^[a-z][a-z0-9-]{0,63}$/, "must be a tool name such as attach-queue-lane"),
@@ -31,7 +33,7 @@ export const DispatchPayload = z
     callback_url: z.string().url(),
     release: z
       .object({
-        id: ReleaseIdText,
+        id: RunOwnerIdText,
         generation: z.number().int().nonnegative(),
         manifest_digest: z.string().regex(/^[a-f0-9]{64}$/),
         dispatch: z.number().int().positive(),
@@ -45,9 +47,9 @@ export type DispatchPayload = z.infer<typeof DispatchPayload>;
 /** Body of `POST /v1/releases/step-runs/:id/preflight`. */
 export const PreflightRequest = z
   .object({
-    step_run_id: StepRunIdText,
+    step_run_id: RunnerRunIdText,
     /** Echoed from the dispatch payload's `release` object (docs/state-machine.md rule 1). */
-    release_id: ReleaseIdText,
+    release_id: RunOwnerIdText,
     generation: z.number().int().nonnegative(),
     manifest_digest: z.string().regex(/^[a-f0-9]{64}$/),
     dispatch: z.number().int().positive(),
@@ -67,7 +69,7 @@ export type PreflightRequest = z.infer<typeof PreflightRequest>;
 /** 200 answer of a preflight: proceed as attempt `attempt`. */
 export const PreflightAccepted = z.object({
   proceed: z.literal(true),
-  step_run_id: StepRunIdText,
+  step_run_id: RunnerRunIdText,
   attempt: z.number().int().positive(),
   release_id: z.string(),
   generation: z.number().int(),
@@ -108,7 +110,7 @@ const GithubLogin = z
 /** Body of `POST /v1/releases/step-runs/:id/callback`; signed over its raw bytes. */
 export const CallbackBody = z
   .object({
-    step_run_id: StepRunIdText,
+    step_run_id: RunnerRunIdText,
     run_id: z.string().regex(/^[0-9]{1,20}$/),
     run_attempt: z.number().int().positive(),
     status: z.string().regex(/^[a-z_]{1,40}$/, "must be one word such as succeeded or failed"),

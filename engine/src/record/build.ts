@@ -315,6 +315,13 @@ export function buildRecord(
       at: v.at,
       what: `verification ${v.seq} found lanes not as desired: ${v.summary ?? "(no summary)"}`,
     });
+  const incidents = incidentsOf(history, closed ? release.updated_at : Number.POSITIVE_INFINITY);
+  const labels = latestLabels(release.id, o.evidence ?? []);
+  if (labels && !labels.agree)
+    deviations.push({
+      at: labels.at,
+      what: `release labels disagree: the router forwarded ${labels.router} requests labelled ${labels.release}, the lanes counted ${labels.lanes} under it (a lane that drops or rewrites baton-release; its requests cannot be traced to this release)`,
+    });
   if (!closed) known_gaps.push(`the release is ${release.state}: this record is not final`);
 
   const body = {
@@ -406,6 +413,8 @@ export function buildRecord(
           }
         : null,
       gates: gateSummaries(o.evidence ?? []) as unknown as Record<string, unknown>[],
+      // Only when the metrics source counts labels: other records (and digests) are unchanged.
+      ...(labels ? { release_labels: labels } : {}),
       // Only when the recipe lists conformance checks: other records (and digests) are unchanged.
       ...(conformance.length > 0 ? { conformance } : {}),
       // Only on a rollback: the records (and fixed digests) of other releases are unchanged.
@@ -421,6 +430,9 @@ export function buildRecord(
           }
         : {}),
     },
+    // Only when an incident named the model while the release was open: other records (and
+    // digests) are unchanged.
+    ...(incidents.length ? { incidents } : {}),
     lineage: release.lineage
       ? {
           verb: release.lineage.verb,
@@ -506,4 +518,64 @@ export function buildRecord(
           }
         : null,
   };
+}
+
+/**
+ * The release-label check of the latest gate evaluation that has one (the counts are
+ * cumulative, so the latest covers every earlier one), or null.
+ */
+function latestLabels(
+  releaseId: string,
+  evidence: readonly GateEvidence[],
+): { release: string; router: number; lanes: number; agree: boolean; at: number } | null {
+  let best: GateEvidence | null = null;
+  for (const e of evidence)
+    if (e.labels && e.labels.release === releaseId && (!best || e.at >= best.at)) best = e;
+  const l = best?.labels;
+  return best && l
+    ? { release: l.release, router: l.router, lanes: l.lanes, agree: l.agree, at: best.at }
+    : null;
+}
+
+/**
+ * The incidents written to the release's history (use-cases/incidents.ts) up to `until` (epoch
+ * ms: when a closed release last changed, so its record stays fixed), one per incident, in
+ * order of declaration or first mention.
+ */
+function incidentsOf(
+  history: readonly HistoryEntry[],
+  until: number,
+): {
+  id: string;
+  severity: string;
+  summary: string;
+  commander: string;
+  declared_at: number | null;
+  resolved_at: number | null;
+  resolution: string | null;
+}[] {
+  const out = new Map<string, ReturnType<typeof incidentsOf>[number]>();
+  for (const h of history) {
+    if (h.at > until || (h.kind !== "incident_declared" && h.kind !== "incident_resolved"))
+      continue;
+    const i = (h.data as { incident?: Record<string, unknown> } | null)?.incident;
+    if (!i || typeof i.id !== "string") continue;
+    const cur = out.get(i.id) ?? {
+      id: i.id,
+      severity: String(i.severity ?? ""),
+      summary: String(i.summary ?? ""),
+      commander: String(i.commander ?? ""),
+      declared_at: null,
+      resolved_at: null,
+      resolution: null,
+    };
+    if (h.kind === "incident_declared")
+      cur.declared_at = typeof i.opened_at === "number" ? i.opened_at : h.at;
+    else {
+      cur.resolved_at = typeof i.resolved_at === "number" ? i.resolved_at : h.at;
+      cur.resolution = typeof i.resolution === "string" ? i.resolution : null;
+    }
+    out.set(i.id, cur);
+  }
+  return [...out.values()];
 }

@@ -234,6 +234,24 @@ export const ReleaseRecordDocument = z
       gates: z
         .array(z.record(z.string(), z.unknown()))
         .describe("gate evaluations, when the release has any"),
+      release_labels: z
+        .object({
+          release: z.string(),
+          router: z
+            .number()
+            .int()
+            .describe("requests the router forwarded labelled baton-release=<release>"),
+          lanes: z
+            .number()
+            .int()
+            .describe("requests the lanes counted under that label in their metrics"),
+          agree: z.boolean().describe("router = lanes: every labelled request arrived labelled"),
+          at: Ms.describe("when the two counts were read (the latest gate evaluation)"),
+        })
+        .optional()
+        .describe(
+          'how the release labels were checked (docs/record.md "Release labels"): requests counted per release at the router and at the lanes; absent when the metrics source cannot count labels',
+        ),
       prerequisites: z
         .object({
           ok: z.boolean().describe("no check failed"),
@@ -283,6 +301,22 @@ export const ReleaseRecordDocument = z
           'the recipe\'s mixed-version conformance checks, run before any exposure (docs/recipes.md "Conformance checks"); absent when it lists none',
         ),
     }),
+    incidents: z
+      .array(
+        z.object({
+          id: z.string(),
+          severity: z.string(),
+          summary: z.string(),
+          commander: z.string(),
+          declared_at: Ms.nullable().describe("when it was declared; null: declared before"),
+          resolved_at: Ms.nullable().describe("when it was resolved; null: still open then"),
+          resolution: z.string().nullable(),
+        }),
+      )
+      .optional()
+      .describe(
+        "incidents declared or resolved on the release's model while it was open (docs/incidents.md); absent when none",
+      ),
     lineage: z
       .object({
         verb: z.enum(["rollback", "roll_forward"]),

@@ -15,6 +15,7 @@ import type { HistoryEntry, Json, Release } from "../domain/types.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
 import type { ReleaseRecordDocument } from "../record/schema.ts";
+import type { CredentialRevocations } from "./use-cases/credentials.ts";
 import type { Incidents } from "./use-cases/incidents.ts";
 import type { KillSwitches } from "./use-cases/kill-switch.ts";
 
@@ -50,6 +51,8 @@ export interface ReleaseApi {
   readonly incidents: Incidents;
   /** Kill switches: withdraw and restore a capability at the control plane (docs/recovery-actions.md). */
   readonly killSwitches: KillSwitches;
+  /** Credential revocations: run a recipe's revoke tool by reference (docs/recovery-actions.md). */
+  readonly credentials: CredentialRevocations;
   /**
    * Validates and compiles a recipe (object already parsed from YAML/JSON), creates a release
    * and starts it; with `opts.hold` it stays `pending` until `resume`. With

@@ -1,6 +1,7 @@
 /**
  * One gate evaluation of a release's wave: read the metrics source, decide (pure domain), and
- * return the evidence record bound to the release, generation, manifest digest and wave.
+ * return the evidence record bound to the release, generation, manifest digest and wave, with
+ * the source's release-label check when it can count labels.
  * What runs it on `interval_ms` and what the transition does with the decision is the
  * caller's (docs/gate.md).
  */
@@ -62,5 +63,11 @@ export async function evaluateGate(
     },
     observations,
   );
-  return toEvidence(binding, run.seq, run.now, evaluation);
+  const labels = source.releaseLabels
+    ? await source
+        .releaseLabels({ model: manifest.model, releaseId: binding.release_id })
+        .catch(() => null)
+    : null;
+  const evidence = toEvidence(binding, run.seq, run.now, evaluation);
+  return labels ? { ...evidence, labels } : evidence;
 }

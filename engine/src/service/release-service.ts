@@ -11,6 +11,7 @@ import type { SourceClaim, SourceMark } from "../domain/source-order.ts";
 import type { HistoryEntry, Json, Release, ReleaseEvent } from "../domain/types.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { ControlPlane } from "../ports/control-plane.ts";
+import type { Dispatcher } from "../ports/dispatcher.ts";
 import type { ReleaseSummary, Store } from "../ports/store.ts";
 import type { TargetProbe } from "../ports/target-probe.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
@@ -23,6 +24,7 @@ import { type ApplyExtras, ApplyKernel, type StaleClaim } from "./kernel.ts";
 import { type Logger, silentLog } from "./logger.ts";
 import { StoreHealth } from "./maintenance.ts";
 import { Acceptance, type AcceptOptions } from "./use-cases/accept.ts";
+import { CredentialRevocations } from "./use-cases/credentials.ts";
 import { Incidents } from "./use-cases/incidents.ts";
 import { KillSwitches } from "./use-cases/kill-switch.ts";
 import { LifecycleVerbs } from "./use-cases/lifecycle.ts";
@@ -49,6 +51,11 @@ export interface ReleaseServiceDeps {
   clock: Clock;
   /** Engine base URL as runners reach it (callback URLs). */
   publicUrl: string;
+  /**
+   * Runs recovery actions' runner tools (a credential revocation) outside any release; the
+   * reconciler dispatches release steps itself. Absent: such actions are refused (503).
+   */
+  dispatcher?: Dispatcher;
   log?: Logger;
   /** Transition and compiler; the real domain by default. */
   domain?: Domain;
@@ -113,6 +120,8 @@ export class ReleaseService implements ReleaseApi {
   readonly incidents: Incidents;
   /** Kill switches (use-cases/kill-switch.ts). */
   readonly killSwitches: KillSwitches;
+  /** Credential revocations run by runner tools (use-cases/credentials.ts). */
+  readonly credentials: CredentialRevocations;
 
   constructor(deps: ReleaseServiceDeps) {
     this.store = deps.store;
@@ -132,11 +141,18 @@ export class ReleaseService implements ReleaseApi {
     });
     const admission = deps.admission ?? { mode: "off" as const };
     const targetProbe = deps.targetProbe ?? null;
-    this.incidents = new Incidents(deps.store, deps.clock);
+    this.incidents = new Incidents(deps.store, deps.clock, effects);
     this.killSwitches = new KillSwitches(
       deps.store,
       deps.clock,
       deps.controlPlane ?? null,
+      this.incidents,
+    );
+    this.credentials = new CredentialRevocations(
+      deps.store,
+      deps.clock,
+      deps.dispatcher ?? null,
+      deps.publicUrl,
       this.incidents,
     );
     this.queries = new ReleaseQueries(deps.store);

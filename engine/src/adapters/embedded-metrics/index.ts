@@ -5,11 +5,13 @@
  * subtracted from later ones, as a rate over the wave's window would. The candidate arm is what
  * the candidate image served; the control arm is what the lanes serving at release start (the
  * observed baseline) served with any other image, or, without a baseline, the baseline image.
+ * `releaseLabels` compares the requests labelled with a release at the router and at the lanes.
  */
 
 import type { ArmCounters, TrafficGenerator } from "../../control-plane/traffic.ts";
 import { LATENCY_BUCKETS_MS } from "../../control-plane/traffic.ts";
 import type { GateObservations } from "../../domain/gate/decide.ts";
+import type { ReleaseLabelCheck } from "../../domain/gate/evidence.ts";
 import type { Bucket } from "../../domain/gate/observations.ts";
 import type { GateQuery, MetricsSource } from "../../ports/metrics-source.ts";
 
@@ -51,6 +53,12 @@ export class EmbeddedMetricsSource implements MetricsSource {
   private readonly starts = new Map<string, ArmCounters[]>();
 
   constructor(private readonly generator: TrafficGenerator) {}
+
+  /** The router's and the lanes' counts of requests labelled with the release. */
+  async releaseLabels(q: Pick<GateQuery, "model" | "releaseId">): Promise<ReleaseLabelCheck> {
+    const n = this.generator.releaseCounts(q.releaseId);
+    return { release: q.releaseId, ...n, agree: n.router === n.lanes };
+  }
 
   async observe(q: GateQuery): Promise<GateObservations> {
     const key = `${q.releaseId}\u0000${q.sinceMs}`;

@@ -43,6 +43,7 @@ const ICON: Record<Notice["kind"], string> = {
   aborted: ":no_entry:",
   ended: ":white_circle:",
   drift: ":twisted_rightwards_arrows:",
+  incident: ":fire:",
 };
 
 /** The Slack incoming-webhook body of a notice (`text` is the fallback and the push text). */

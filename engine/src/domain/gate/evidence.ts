@@ -97,6 +97,20 @@ export function loadQuantile(q: StoredQuantile): QuantileResult {
 }
 
 /** One stored gate evaluation. */
+/**
+ * How the release labels were checked at one evaluation (docs/record.md "Release labels"):
+ * requests labelled with the release, counted where the router forwarded them and where the
+ * lanes served them (by the `baton-release` label they echoed), and whether the two agree.
+ */
+export interface ReleaseLabelCheck {
+  release: string;
+  /** Requests the router forwarded labelled `release`. */
+  router: number;
+  /** Requests the lanes counted under `release` in their metrics. */
+  lanes: number;
+  agree: boolean;
+}
+
 export interface GateEvidence extends EvidenceBinding {
   /** 1-based evaluation number within the (release, generation, wave). */
   seq: number;
@@ -123,6 +137,8 @@ export interface GateEvidence extends EvidenceBinding {
    */
   read_error?: boolean;
   undecided?: boolean;
+  /** The release-label check read with the numbers; absent when the source cannot tell. */
+  labels?: ReleaseLabelCheck;
 }
 
 const fin = (v: number | undefined): number | null =>

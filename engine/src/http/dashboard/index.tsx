@@ -33,6 +33,7 @@ import {
   Sessions,
   sameOrigin,
 } from "./auth.ts";
+import { CredentialsPage } from "./credentials-page.tsx";
 import { FleetPage } from "./fleet-page.tsx";
 import { readForm } from "./form.ts";
 import { IncidentPage, IncidentsPage } from "./incidents-page.tsx";
@@ -246,6 +247,18 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     if (who instanceof Response) return who;
     try {
       return c.html(<IncidentsPage incidents={await deps.api.incidents.list()} role={who.role} />);
+    } catch (err) {
+      return fail(c, who, err);
+    }
+  });
+
+  app.get("/credentials", async (c) => {
+    const who = await reader(c);
+    if (who instanceof Response) return who;
+    try {
+      return c.html(
+        <CredentialsPage revocations={await deps.api.credentials.list()} role={who.role} />,
+      );
     } catch (err) {
       return fail(c, who, err);
     }

@@ -44,6 +44,7 @@ export function Layout(props: {
             <a href="/fleet">Fleet</a>
             <a href="/incidents">Incidents</a>
             <a href="/kill-switches">Kill switches</a>
+            <a href="/credentials">Credentials</a>
           </nav>
           <span class="who">
             {props.person ? `signed in as ${props.person} (operator)` : ROLE_WORDS[props.role]}

@@ -3,10 +3,13 @@
  * the recipe workflow reads before it decides (viewer or operator) and moves when it finds a
  * true repeat of what stands (operator); and its kill switches (docs/recovery-actions.md):
  * `POST …/kill-switch` withdraws a capability from every lane, `POST …/kill-switch/restore`
- * gives it back, `GET …/kill-switch` lists them (operator to change, viewer or operator to read).
+ * gives it back, `GET …/kill-switch` lists them; its credential revocations: `POST
+ * …/credentials/revoke` runs the revoke tool its recipe names for a reference, `GET
+ * …/credentials/revocations` lists them (operator to change, viewer or operator to read).
  */
 import { type Context, Hono } from "hono";
 import * as z from "zod";
+import { RevokeBody } from "../../domain/credential-revocation.ts";
 import { type KillSwitch, KillSwitchBody } from "../../domain/kill-switch.ts";
 import type { SourceMark } from "../../domain/source-order.ts";
 import { ActorField } from "../../domain/verbs.ts";
@@ -108,6 +111,39 @@ export function modelRoutes(o: ModelRouteOptions): Hono {
       return c.json({ kill_switch: killSwitchJson(ks) });
     });
   }
+
+  app.get(
+    "/:model/credentials/revocations",
+    reader,
+    knownQueryParams("GET /v1/models/:model/credentials/revocations"),
+    async (c) => {
+      const model = modelParam(c);
+      return c.json({ model, revocations: await o.api.credentials.list(model) });
+    },
+  );
+
+  app.post(
+    "/:model/credentials/revoke",
+    operator,
+    knownQueryParams("POST /v1/models/:model/credentials/revoke"),
+    async (c) => {
+      const model = modelParam(c);
+      const b = await jsonBody(c, "credential revocation", RevokeBody, {
+        example: `{"ref": "vault://kv/ranker/api-key", "mode": "revoke", "reason": "key leaked in a log", "actor": "maria"}`,
+      });
+      const actor = actorFor(person(c), b.actor);
+      if (actor === actorOf(undefined))
+        throw badRequest("credential revocation", [
+          {
+            path: "body.actor",
+            message: "is required: a revocation records who acted",
+            fix: 'send "actor": "<your name>" (the CLI sends --actor, else $USER), or use your own operator token',
+          },
+        ]);
+      const r = await o.api.credentials.revoke(model, b.ref, b.mode, b.reason, actor);
+      return c.json({ revocation: r });
+    },
+  );
 
   app.get(
     "/:model/source-mark",

@@ -1,5 +1,6 @@
 /**
- * Runner-facing routes (docs/engine.md): preflight and callback, authenticated by the HMAC
+ * Runner-facing routes (docs/engine.md): preflight and callback (of a release's step run, or of
+ * a recovery run `rv<N>` such as a credential revocation), authenticated by the HMAC
  * credential over the RAW body bytes, which are then decoded and parsed (those same bytes,
  * never a re-serialisation: failure case F12). Plus the operator verbs on a step run (retry,
  * resolve: routes/verbs.ts).
@@ -11,6 +12,7 @@ import type { Json } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Store } from "../../ports/store.ts";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBody } from "../../protocol/credential.ts";
+import { isRecoveryRunId } from "../../protocol/ids.ts";
 import { RUNNER_BODY_LIMITS } from "../../protocol/limits.ts";
 import {
   CALLBACK_BODY_MAX_BYTES,
@@ -49,6 +51,12 @@ const tooLarge = (): never => {
     `[engine] request body over ${CALLBACK_BODY_MAX_BYTES} bytes; cut the log tail to 256 KiB`,
   );
 };
+
+/** The `:id` of a preflight or callback: a step run, or a recovery run (`rv3`). */
+function runnerRunParam(c: Context): string {
+  const id = c.req.param("id") ?? "";
+  return isRecoveryRunId(id) ? id : stepRunParam(c);
+}
 
 export function stepRunRoutes(o: StepRunRouteOptions): Hono {
   const app = new Hono();
@@ -198,7 +206,7 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
   }
 
   app.post("/:id/preflight", limit, async (c) => {
-    const id = stepRunParam(c);
+    const id = runnerRunParam(c);
     const s = await signed(c, "preflight", id);
     if ("res" in s) return s.res;
     const p = PreflightRequest.safeParse(s.value);
@@ -207,6 +215,17 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
     if (other) return other;
     const refused = await bindToken(c, "preflight", id, s, p.data);
     if (refused) return refused;
+    if (isRecoveryRunId(id)) {
+      const rv = await o.api.credentials.preflight(id, p.data);
+      if (!rv.ok) return errorResponse(c, rv.status, rv.code, rv.reason);
+      return c.json({
+        proceed: true,
+        step_run_id: id,
+        release_id: id,
+        generation: 1,
+        attempt: rv.revocation.run?.run_attempt ?? 1,
+      });
+    }
     const r = await o.api.preflight(id, p.data);
     return answer(c, r, (a) => ({
       proceed: true,
@@ -218,7 +237,7 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
   });
 
   app.post("/:id/callback", limit, async (c) => {
-    const id = stepRunParam(c);
+    const id = runnerRunParam(c);
     const s = await signed(c, "callback", id);
     if ("res" in s) return s.res;
     const p = CallbackBody.safeParse(s.value);
@@ -227,6 +246,16 @@ export function stepRunRoutes(o: StepRunRouteOptions): Hono {
     if (other) return other;
     const refused = await bindToken(c, "callback", id, s, p.data);
     if (refused) return refused;
+    if (isRecoveryRunId(id)) {
+      const rv = await o.api.credentials.callback(id, p.data);
+      if (!rv.ok) return errorResponse(c, rv.status, rv.code, rv.reason);
+      return c.json({
+        accepted: true,
+        replay: !rv.changed,
+        step_run_id: id,
+        verified: rv.revocation.verified,
+      });
+    }
     const r = await o.api.callback(id, p.data, s.raw);
     return answer(c, r, (a) => ({
       accepted: true,

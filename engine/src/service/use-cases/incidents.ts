@@ -4,6 +4,12 @@
  * document (`incidents`), changed with the store's compare-and-set so that engines sharing a
  * database never lose each other's writes.
  */
+
+import {
+  type EffectsPolicy,
+  incidentNotices,
+  NO_EFFECTS_POLICY,
+} from "../../domain/change-effects.ts";
 import { BatonError } from "../../domain/errors.ts";
 import {
   allow,
@@ -19,6 +25,8 @@ import {
   recovery,
   resolve,
 } from "../../domain/incidents.ts";
+import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
+import type { HistoryEntry } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Store } from "../../ports/store.ts";
 import { StateDocument } from "../state-document.ts";
@@ -38,10 +46,18 @@ export interface TimelineEntry {
   text: string;
 }
 
+/** Kinds of the history entries an incident writes on its models' releases. */
+export const INCIDENT_DECLARED = "incident_declared";
+export const INCIDENT_RESOLVED = "incident_resolved";
+/** Releases of one model written to at most (the newest and those still in flight). */
+const AFFECTED_MAX = 10;
+
 export class Incidents {
   constructor(
     private readonly store: Store,
     readonly clock: Clock,
+    /** Who is told when an incident is declared or resolved (none by default). */
+    private readonly effects: EffectsPolicy = NO_EFFECTS_POLICY,
   ) {
     this.doc = new StateDocument(store, clock, STATE, bookOf, "incident book");
   }
@@ -58,11 +74,52 @@ export class Incidents {
     return (await this.list()).filter((i) => i.resolved_at === null);
   }
 
-  declare(input: DeclareInput, actor: string): Promise<Incident> {
-    return this.doc.change((book, now) => {
+  async declare(input: DeclareInput, actor: string): Promise<Incident> {
+    const inc = await this.doc.change((book, now) => {
       const r = declare(book, input, actor, now);
       return { doc: r.book, out: r.incident };
     });
+    await this.toReleases(
+      inc,
+      INCIDENT_DECLARED,
+      `incident ${inc.id} (${inc.severity}) declared by ${actor}: ${inc.summary}; commander ${inc.roles.commander}`,
+    );
+    return inc;
+  }
+
+  /**
+   * Writes an incident's declaration or resolution to the history of the releases of its models
+   * it affects — each model's newest release and every one still in flight — so each of their
+   * records names it, and sends the `incident` notice once per model, on its newest release
+   * (through the outbox, in the same transaction as the entry).
+   */
+  private async toReleases(inc: Incident, kind: string, text: string): Promise<void> {
+    const now = this.clock.now();
+    const summaries = await this.store.listReleases({ limit: TIMELINE_RELEASES });
+    for (const model of inc.models) {
+      const mine = summaries.filter((r) => r.model === model);
+      const newest = mine[0];
+      const ids = new Set(
+        [newest, ...mine.filter((r) => !TERMINAL_RELEASE_STATES.has(r.state))]
+          .filter((r) => r !== undefined)
+          .slice(0, AFFECTED_MAX)
+          .map((r) => r.id),
+      );
+      for (const id of ids) {
+        const release = await this.store.getRelease(id);
+        if (!release) continue;
+        const notices =
+          id === newest?.id
+            ? incidentNotices(release, text, now, this.effects, `${inc.id}-${kind}`)
+            : [];
+        await this.store.appendHistoryWithEffects(
+          id,
+          [incidentEntry(id, now, kind, text, inc)],
+          notices,
+          now,
+        );
+      }
+    }
   }
 
   note(id: string, text: string, actor: string): Promise<Incident> {
@@ -81,11 +138,35 @@ export class Incidents {
   }
 
   /** The commander (`person`) resolves the incident; every model thaws. */
-  resolve(id: string, resolution: string, person: string): Promise<Incident> {
-    return this.doc.change((book, now) => {
+  /**
+   * The history entries of a release of `model` created now: one per open incident naming the
+   * model (`incident_declared`, with when it was declared), so the release's record names it.
+   */
+  async namedAtStart(releaseId: string, model: string, now: number): Promise<HistoryEntry[]> {
+    return (await this.open())
+      .filter((i) => i.models.includes(model))
+      .map((inc) =>
+        incidentEntry(
+          releaseId,
+          now,
+          INCIDENT_DECLARED,
+          `incident ${inc.id} (${inc.severity}) is open on ${model}: ${inc.summary}; commander ${inc.roles.commander}`,
+          inc,
+        ),
+      );
+  }
+
+  async resolve(id: string, resolution: string, person: string): Promise<Incident> {
+    const inc = await this.doc.change((book, now) => {
       const next = resolve(book, id, resolution, person, now);
       return { doc: next, out: incidentOf(next, id) };
     });
+    await this.toReleases(
+      inc,
+      INCIDENT_RESOLVED,
+      `incident ${inc.id} (${inc.severity}) resolved by operator:${person}: ${resolution}`,
+    );
+    return inc;
   }
 
   /**
@@ -131,6 +212,8 @@ export class Incidents {
       if (!incident.models.includes(r.model) || r.updated_at < from) continue;
       for (const h of await this.store.getHistory(r.id)) {
         if (h.at < from || h.at > to || h.outcome !== "accepted") continue;
+        // The incident's own declaration and resolution are its events already.
+        if (h.kind === INCIDENT_DECLARED || h.kind === INCIDENT_RESOLVED) continue;
         const actor = (h.data as { actor?: unknown } | null)?.actor;
         entries.push({
           at: h.at,
@@ -144,4 +227,33 @@ export class Incidents {
     entries.sort((a, b) => a.at - b.at);
     return { incident, timeline: entries };
   }
+}
+
+/** One incident history entry on release `releaseId` (its data is what the record reads). */
+function incidentEntry(
+  releaseId: string,
+  at: number,
+  kind: string,
+  text: string,
+  inc: Incident,
+): HistoryEntry {
+  return {
+    release_id: releaseId,
+    at,
+    kind,
+    step_run_id: null,
+    outcome: "accepted",
+    message: `[engine] ${text}`,
+    data: {
+      incident: {
+        id: inc.id,
+        severity: inc.severity,
+        summary: inc.summary,
+        commander: inc.roles.commander,
+        opened_at: inc.opened_at,
+        resolved_at: inc.resolved_at,
+        resolution: inc.resolution,
+      },
+    },
+  };
 }

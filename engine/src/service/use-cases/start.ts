@@ -230,6 +230,8 @@ export class Starts {
       baseline,
       now,
     });
+    // Open incidents naming the model, written with the creation so its record names them.
+    history.push(...(await this.deps.incidents.namedAtStart(pending.id, plan.manifest.model, now)));
     const extras: CreateExtras = {
       ...(report.mode === "enforce" && report.issued_at !== null
         ? {
