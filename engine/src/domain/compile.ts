@@ -312,6 +312,9 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
             class: recoveryClass,
             ...(unsafeAfter !== null ? { unsafe_after: unsafeAfter } : {}),
             ...(r.restore !== undefined ? { restore: r.restore } : {}),
+            ...(r.restore_state !== undefined
+              ? { restore_state: structuredClone(r.restore_state) }
+              : {}),
           },
         }
       : {}),

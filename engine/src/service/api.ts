@@ -163,6 +163,13 @@ export interface ReleaseApi {
    * rollback: the operator ran it (reason: what and what it showed); it ends `rolled_back`.
    */
   confirmRestore(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
+  /** `restore_state`: run a waiting recoverable release's restore tool to `point`. */
+  restoreState(
+    id: string,
+    actor: string,
+    reason: string,
+    point?: string,
+  ): Promise<Accepted | Refusal>;
   /**
    * Verify the release's lanes (docs/lifecycle.md "Recovery verification"): after an undo whose
    * verification failed (`needs_operator`), or of a `succeeded` / `rolled_back` release. Accepted:

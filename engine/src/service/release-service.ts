@@ -258,6 +258,15 @@ export class ReleaseService implements ReleaseApi {
     return this.operator.confirmRestore(id, actor, reason);
   }
 
+  restoreState(
+    id: string,
+    actor: string,
+    reason: string,
+    point?: string,
+  ): Promise<Accepted | Refusal> {
+    return this.operator.restoreState(id, actor, reason, point);
+  }
+
   resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal> {
     return this.operator.resolve(stepRunId, actor, reason);
   }
