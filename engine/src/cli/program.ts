@@ -209,6 +209,7 @@ export async function runCli(
   verbCommand("release");
   verbCommand("pause");
   verbCommand("confirm_restore");
+  verbCommand("restore_state");
 
   verbCommand("verify", runVerify);
 
