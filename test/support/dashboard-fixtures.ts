@@ -612,6 +612,9 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
     get incidents() {
       return unsupported();
     },
+    get drills() {
+      return unsupported();
+    },
     get killSwitches() {
       return unsupported();
     },

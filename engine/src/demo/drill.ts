@@ -15,8 +15,9 @@
  * restore passed); RPO = the restore tool's `rpo_ms` (the restore point to the last lost
  * write). Checked against the table itself, not the engine's account: every row written
  * before the point is there, none written after it is, and `rows_lost` is their number; and
- * `rpo_ms > 0` whenever `rows_lost > 0`. The drill record (JSON) goes to BATON_DRILL_RECORD
- * when set. Ends with one line `RESULT {…}`; exits 1 when a check fails.
+ * `rpo_ms > 0` whenever `rows_lost > 0`. The drill record goes to the engine
+ * (`POST /v1/models/:model/drills`, read back), and as JSON to BATON_DRILL_RECORD when set.
+ * Ends with one line `RESULT {…}`; exits 1 when a check fails.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -184,6 +185,32 @@ async function main(): Promise<number> {
     if (!result.verified) problems.push("the recovery was not verified");
     if (!result.rolled_forward) problems.push(`the roll forward ${next} ended ${forward.state}`);
     if (result.rto_ms === null || result.rto_ms <= 0) problems.push(`rto_ms ${result.rto_ms}`);
+    // The drill record, kept by the engine with the model's drills (POST …/drills).
+    const posted = await s.api(`/v1/models/${s.manifest.model}/drills`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        drill,
+        passed: problems.length === 0,
+        rto_ms: result.rto_ms,
+        rpo_ms: result.rpo_ms,
+        rows_lost: result.rows_lost,
+        restored: result.restored,
+        verified: result.verified,
+        release: id,
+        problems: problems.map((p) => p.slice(0, 500)),
+        actor: "drill",
+      }),
+    });
+    if (posted.status !== 201)
+      problems.push(
+        `the engine did not record the drill: HTTP ${posted.status} ${await posted.text()}`,
+      );
+    const listed = await json<{ drills: { drill: string }[] }>(
+      s,
+      `/v1/models/${s.manifest.model}/drills`,
+    );
+    if (listed.drills[0]?.drill !== drill) problems.push("the engine does not list the drill");
     const record = { ...result, at: Date.now(), passed: problems.length === 0, problems };
     if (process.env.BATON_DRILL_RECORD)
       writeFileSync(process.env.BATON_DRILL_RECORD, `${JSON.stringify(record, null, 2)}\n`);

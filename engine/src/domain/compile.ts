@@ -301,6 +301,14 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     // Only when the recipe says so: manifests (and digests) of other recipes are unchanged.
     ...(r.notify ? { notify: { ...r.notify } } : {}),
     ...(r.environment ? { environment: r.environment } : {}),
+    ...(r.policy.drill_max_age_days !== undefined
+      ? {
+          drill_policy: {
+            max_age_days: r.policy.drill_max_age_days,
+            on_stale: r.policy.drill_stale ?? "warn",
+          },
+        }
+      : {}),
     ...(r.mutable_dependencies?.length
       ? { mutable_dependencies: r.mutable_dependencies.map((d) => structuredClone(d)) }
       : {}),

@@ -513,6 +513,21 @@ export const Recipe = z
         retries: Retries.optional(),
         on_failure: OnFailure.default(FailurePolicy.compensate),
         rerun_window_minutes: RerunWindow.default(DEFAULT_RERUN_WINDOW_MINUTES),
+        drill_max_age_days: z
+          .number()
+          .int()
+          .min(1, "drill_max_age_days must be at least 1")
+          .max(3650, "drill_max_age_days must be at most 3650")
+          .optional()
+          .describe(
+            'How old (days) the model\'s last passed recovery drill may be when a release starts (docs/recovery-actions.md "Drills").',
+          ),
+        drill_stale: z
+          .enum(["warn", "refuse"], { error: "drill_stale must be warn or refuse" })
+          .optional()
+          .describe(
+            "With drill_max_age_days: warn (default: the release starts, its history says so) or refuse the start.",
+          ),
         steps: z
           .object({
             assert_conformance_passed: StepPolicy.optional(),

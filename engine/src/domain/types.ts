@@ -133,6 +133,11 @@ export interface Manifest {
    * (declared by no recipe field). `unsafe_after`: roll_forward_only, the step index after
    * which rollback is unsafe; `restore`: recoverable, the action that must follow a rollback.
    */
+  /**
+   * The recipe's `policy.drill_max_age_days` and `policy.drill_stale` (docs/recovery-actions.md
+   * "Drills"); absent when it sets no age, so other manifests (and digests) are unchanged.
+   */
+  drill_policy?: { max_age_days: number; on_stale: "warn" | "refuse" };
   recovery?: {
     class: RecoveryClass;
     unsafe_after?: number;

@@ -15,6 +15,7 @@ import type { HistoryEntry, Json, Release } from "../domain/types.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
 import type { ReleaseRecordDocument } from "../record/schema.ts";
+import type { Drills } from "./use-cases/drills.ts";
 import type { Incidents } from "./use-cases/incidents.ts";
 import type { KillSwitches } from "./use-cases/kill-switch.ts";
 
@@ -50,6 +51,8 @@ export interface ReleaseApi {
   readonly incidents: Incidents;
   /** Kill switches: withdraw and restore a capability at the control plane (docs/recovery-actions.md). */
   readonly killSwitches: KillSwitches;
+  /** Drill records and the drill policy (docs/recovery-actions.md "Drills"). */
+  readonly drills: Drills;
   /**
    * Validates and compiles a recipe (object already parsed from YAML/JSON), creates a release
    * and starts it; with `opts.hold` it stays `pending` until `resume`. With

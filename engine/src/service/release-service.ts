@@ -23,6 +23,7 @@ import { type ApplyExtras, ApplyKernel, type StaleClaim } from "./kernel.ts";
 import { type Logger, silentLog } from "./logger.ts";
 import { StoreHealth } from "./maintenance.ts";
 import { Acceptance, type AcceptOptions } from "./use-cases/accept.ts";
+import { Drills } from "./use-cases/drills.ts";
 import { Incidents } from "./use-cases/incidents.ts";
 import { KillSwitches } from "./use-cases/kill-switch.ts";
 import { LifecycleVerbs } from "./use-cases/lifecycle.ts";
@@ -113,6 +114,8 @@ export class ReleaseService implements ReleaseApi {
   readonly incidents: Incidents;
   /** Kill switches (use-cases/kill-switch.ts). */
   readonly killSwitches: KillSwitches;
+  /** Drill records and the drill policy (use-cases/drills.ts). */
+  readonly drills: Drills;
 
   constructor(deps: ReleaseServiceDeps) {
     this.store = deps.store;
@@ -133,6 +136,7 @@ export class ReleaseService implements ReleaseApi {
     const admission = deps.admission ?? { mode: "off" as const };
     const targetProbe = deps.targetProbe ?? null;
     this.incidents = new Incidents(deps.store, deps.clock);
+    this.drills = new Drills(deps.store, deps.clock);
     this.killSwitches = new KillSwitches(
       deps.store,
       deps.clock,
@@ -151,6 +155,7 @@ export class ReleaseService implements ReleaseApi {
       verifier: admission.mode === "enforce" ? (deps.admissionVerifier ?? null) : null,
       controlPlane: deps.controlPlane ?? null,
       incidents: this.incidents,
+      drills: this.drills,
     });
     this.lifecycle = new LifecycleVerbs({
       kernel: this.kernel,

@@ -3,10 +3,12 @@
  * the recipe workflow reads before it decides (viewer or operator) and moves when it finds a
  * true repeat of what stands (operator); and its kill switches (docs/recovery-actions.md):
  * `POST …/kill-switch` withdraws a capability from every lane, `POST …/kill-switch/restore`
- * gives it back, `GET …/kill-switch` lists them (operator to change, viewer or operator to read).
+ * gives it back, `GET …/kill-switch` lists them (operator to change, viewer or operator to read);
+ * and its drill records (`POST …/drills` records one, `GET …/drills` lists them, newest first).
  */
 import { type Context, Hono } from "hono";
 import * as z from "zod";
+import { DrillBody } from "../../domain/drills.ts";
 import { type KillSwitch, KillSwitchBody } from "../../domain/kill-switch.ts";
 import type { SourceMark } from "../../domain/source-order.ts";
 import { ActorField } from "../../domain/verbs.ts";
@@ -108,6 +110,25 @@ export function modelRoutes(o: ModelRouteOptions): Hono {
       return c.json({ kill_switch: killSwitchJson(ks) });
     });
   }
+
+  app.get("/:model/drills", reader, knownQueryParams("GET /v1/models/:model/drills"), async (c) => {
+    const model = modelParam(c);
+    return c.json({ model, drills: await o.api.drills.list(model) });
+  });
+
+  app.post(
+    "/:model/drills",
+    operator,
+    knownQueryParams("POST /v1/models/:model/drills"),
+    async (c) => {
+      const model = modelParam(c);
+      const b = await jsonBody(c, "drill", DrillBody, {
+        example: `{"drill": "d1", "passed": true, "rto_ms": 1830, "rpo_ms": 3156, "rows_lost": 151, "restored": true, "verified": true}`,
+      });
+      const drill = await o.api.drills.record(model, b, actorFor(person(c), b.actor));
+      return c.json({ drill }, 201);
+    },
+  );
 
   app.get(
     "/:model/source-mark",
