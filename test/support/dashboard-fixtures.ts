@@ -564,6 +564,7 @@ export interface FakeCall {
   method:
     | "abort"
     | "confirm_restore"
+    | "restore_state"
     | "verify"
     | "resume"
     | "retry"
@@ -609,6 +610,9 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
   return {
     calls,
     get incidents() {
+      return unsupported();
+    },
+    get drills() {
       return unsupported();
     },
     get killSwitches() {
@@ -707,6 +711,10 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
         return refuse(`[engine] release ${id} waits for no restore action`);
       r.release.state = "rolled_back";
       return accept(r);
+    },
+    async restoreState(id, actor) {
+      calls.push({ method: "restore_state", target: id, actor });
+      return refuse(`[engine] release ${id} declares no restore tool`);
     },
     async pause(id, actor, reason) {
       calls.push({ method: "pause", target: id, actor });

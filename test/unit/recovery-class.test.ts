@@ -114,7 +114,7 @@ describe("recovery class in the recipe", () => {
       "unsafe_after",
       /recovery_class: roll_forward_only/,
     ],
-    [{ recovery_class: "recoverable" }, "restore", /Add `restore:/],
+    [{ recovery_class: "recoverable" }, "restore", /Add `restore_state: \{tool.*, or `restore:/],
     [{ restore: "run x" }, "restore", /recovery_class: recoverable/],
   ])("refuses %j at %s, naming the fix", (extra, path, fix) => {
     const ps = problemsOf({ ...goodRecipe(), ...extra });

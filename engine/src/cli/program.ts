@@ -9,6 +9,7 @@ import { Command, CommanderError, Option } from "commander";
 import { VERBS, type VerbName } from "../domain/verbs.ts";
 import { type Connection, connection } from "./client.ts";
 import * as cmd from "./commands.ts";
+import { type DrillOptions, drillCommand } from "./drill.ts";
 import { CliError, EXIT, type ExitCode, errorLines, usage } from "./errors.ts";
 import { gitSource } from "./git-source.ts";
 import {
@@ -210,6 +211,7 @@ export async function runCli(
   verbCommand("release");
   verbCommand("pause");
   verbCommand("confirm_restore");
+  verbCommand("restore_state");
 
   verbCommand("verify", runVerify);
 
@@ -538,6 +540,21 @@ export async function runCli(
         c: Command,
       ) => {
         code = await revokeCredential(conn(c), model, ref, { ...o, json: Boolean(o.json) }, io);
+      },
+    );
+
+  program
+    .command("drill")
+    .description(
+      "list a model's recovery drills, newest first; --record <file> records one (the JSON npm run drill writes to BATON_DRILL_RECORD) (docs/recovery-actions.md)",
+    )
+    .argument("<model>", "the model, e.g. ranker")
+    .option("--record <file>", "a drill record (JSON) to record")
+    .addOption(actorOption())
+    .addOption(json())
+    .action(
+      async (model: string, o: Omit<DrillOptions, "json"> & { json?: boolean }, c: Command) => {
+        code = await drillCommand(conn(c), model, { ...o, json: Boolean(o.json) }, io);
       },
     );
 

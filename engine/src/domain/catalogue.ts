@@ -22,6 +22,7 @@ export const TOOL_ALLOWLIST: readonly string[] = [
   "attach-queue-lane",
   "inspect-lane",
   "restore-queue-lane",
+  "restore-sqlite",
   "run-smoke",
 ];
 

@@ -313,6 +313,14 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     // Only when the recipe says so: manifests (and digests) of other recipes are unchanged.
     ...(r.notify ? { notify: { ...r.notify } } : {}),
     ...(r.environment ? { environment: r.environment } : {}),
+    ...(r.policy.drill_max_age_days !== undefined
+      ? {
+          drill_policy: {
+            max_age_days: r.policy.drill_max_age_days,
+            on_stale: r.policy.drill_stale ?? "warn",
+          },
+        }
+      : {}),
     ...(r.mutable_dependencies?.length
       ? { mutable_dependencies: r.mutable_dependencies.map((d) => structuredClone(d)) }
       : {}),
@@ -328,6 +336,9 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
             class: recoveryClass,
             ...(unsafeAfter !== null ? { unsafe_after: unsafeAfter } : {}),
             ...(r.restore !== undefined ? { restore: r.restore } : {}),
+            ...(r.restore_state !== undefined
+              ? { restore_state: structuredClone(r.restore_state) }
+              : {}),
           },
         }
       : {}),

@@ -182,12 +182,27 @@ function recoveryProblems(input: unknown): Problem[] {
       fix: "Set `recovery_class: roll_forward_only`, or remove `unsafe_after`.",
     });
   }
-  if (cls === "recoverable" && root.restore === undefined) {
+  if (cls === "recoverable" && root.restore === undefined && root.restore_state === undefined) {
     problems.push({
       path: "restore",
       message:
         "recovery_class recoverable needs the restore action that must follow a traffic rollback",
-      fix: 'Add `restore: "<what to run after the rollback, e.g. restore the feature store snapshot with ./ops/restore-fs.sh>"`, or declare `recovery_class: reversible` if traffic rollback alone restores service.',
+      fix: 'Add `restore_state: {tool: <allowlisted restore tool>}` (the engine runs it), or `restore: "<what to run after the rollback, e.g. restore the feature store snapshot with ./ops/restore-fs.sh>"` (an operator runs it and confirms), or declare `recovery_class: reversible` if traffic rollback alone restores service.',
+    });
+  }
+  if (cls !== "recoverable" && root.restore_state !== undefined) {
+    problems.push({
+      path: "restore_state",
+      message: `restore_state is only read with recovery_class recoverable (this recipe's class is ${typeof cls === "string" ? cls : "reversible, the default"})`,
+      fix: "Set `recovery_class: recoverable`, or remove `restore_state`.",
+    });
+  }
+  const restoreTool = obj(root.restore_state)?.tool;
+  if (typeof restoreTool === "string" && !TOOL_ALLOWLIST.includes(restoreTool)) {
+    problems.push({
+      path: "restore_state.tool",
+      message: `restore tool \`${restoreTool}\` is not in the allowlist`,
+      fix: `Use an allowlisted tool (${TOOL_ALLOWLIST.join(", ")}), or add \`${restoreTool}\` to scripts/release/allowlist.json and TOOL_ALLOWLIST after review.`,
     });
   }
   if (cls !== "recoverable" && root.restore !== undefined) {

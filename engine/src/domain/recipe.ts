@@ -337,6 +337,39 @@ export type CustomStepPlacement = z.infer<typeof CustomStepPlacement>;
  * which the release rolls forward only). Runs once per lane it is placed for, through the same
  * runner protocol as the built-in runner steps.
  */
+/**
+ * The restore a `recoverable` recipe runs after its traffic rollback (docs/recovery-actions.md
+ * "Restore state"): an allowlisted runner tool, dispatched and called back like any runner
+ * step, with `inputs` beside the restore point it is asked for.
+ */
+export const RestoreState = z
+  .object({
+    tool: ToolName.describe("Allowlisted runner tool that restores the state to a named point."),
+    inputs: z
+      .record(
+        z
+          .string()
+          .regex(/^[a-z][a-z0-9_]{0,63}$/, "an input name is lowercase letters, digits and '_'"),
+        z.union([
+          z.string().max(1000, "an input value is at most 1000 characters"),
+          z.number(),
+          z.boolean(),
+        ]),
+      )
+      .optional()
+      .describe("Arguments for the tool (e.g. which database and table), passed as `inputs`."),
+    point: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
+        "a restore point is 1-128 letters, digits, '.', '_', ':' or '-' (e.g. latest, snap-2041)",
+      )
+      .optional()
+      .describe("The restore point the automatic restore asks for (default `latest`)."),
+  })
+  .strict();
+export type RestoreState = z.infer<typeof RestoreState>;
+
 export const CustomStep = z
   .object({
     name: z
@@ -449,6 +482,9 @@ export const Recipe = z
         "recoverable: the restore or compensate action that must follow a traffic rollback (what an operator runs, e.g. a runbook command).",
       ),
     strategy: Strategy.optional(),
+    restore_state: RestoreState.optional().describe(
+      'recoverable: the allowlisted runner tool that restores persisted state after the traffic rollback, reporting the restore point and the data lost (docs/recovery-actions.md "Restore state").',
+    ),
     custom_steps: z
       .array(CustomStep)
       .max(32, "a recipe declares at most 32 custom steps")
@@ -485,6 +521,21 @@ export const Recipe = z
         retries: Retries.optional(),
         on_failure: OnFailure.default(FailurePolicy.compensate),
         rerun_window_minutes: RerunWindow.default(DEFAULT_RERUN_WINDOW_MINUTES),
+        drill_max_age_days: z
+          .number()
+          .int()
+          .min(1, "drill_max_age_days must be at least 1")
+          .max(3650, "drill_max_age_days must be at most 3650")
+          .optional()
+          .describe(
+            'How old (days) the model\'s last passed recovery drill may be when a release starts (docs/recovery-actions.md "Drills").',
+          ),
+        drill_stale: z
+          .enum(["warn", "refuse"], { error: "drill_stale must be warn or refuse" })
+          .optional()
+          .describe(
+            "With drill_max_age_days: warn (default: the release starts, its history says so) or refuse the start.",
+          ),
         steps: z
           .object({
             assert_conformance_passed: StepPolicy.optional(),

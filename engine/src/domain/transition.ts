@@ -21,6 +21,7 @@ import {
   retry,
 } from "./transition/operator.ts";
 import { preflight } from "./transition/preflight.ts";
+import { restoreStateRequested } from "./transition/restore.ts";
 import { callback, dispatchAccepted, dispatchFailed, runnerDeadline } from "./transition/runner.ts";
 import { stopChecked } from "./transition/stop.ts";
 import { verified, verifyRequested } from "./transition/verify.ts";
@@ -164,6 +165,8 @@ function route(d: Draft): Refusal | undefined {
       return abandon(d, e);
     case "confirm_restore":
       return confirmRestore(d, e);
+    case "restore_state":
+      return restoreStateRequested(d, e);
     case "promote":
       return promote(d, e);
     case "verify":

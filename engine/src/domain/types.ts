@@ -140,7 +140,21 @@ export interface Manifest {
    * (declared by no recipe field). `unsafe_after`: roll_forward_only, the step index after
    * which rollback is unsafe; `restore`: recoverable, the action that must follow a rollback.
    */
-  recovery?: { class: RecoveryClass; unsafe_after?: number; restore?: string };
+  /**
+   * The recipe's `policy.drill_max_age_days` and `policy.drill_stale` (docs/recovery-actions.md
+   * "Drills"); absent when it sets no age, so other manifests (and digests) are unchanged.
+   */
+  drill_policy?: { max_age_days: number; on_stale: "warn" | "refuse" };
+  recovery?: {
+    class: RecoveryClass;
+    unsafe_after?: number;
+    restore?: string;
+    /**
+     * recoverable: the allowlisted tool the engine runs after the traffic rollback (and on
+     * `restore_state`), with its inputs and the point the automatic restore asks for.
+     */
+    restore_state?: RestoreStateSpec;
+  };
   /** The recipe's `notify` (kinds and channels); absent = the engine's settings. */
   notify?: { on?: NoticeKind[]; channels?: ("webhook" | "slack" | "github")[] };
   /**
@@ -425,14 +439,57 @@ export interface Release {
   updated_at: number;
 }
 
+/** A recipe's `restore_state`: the restore tool, its inputs, the default restore point. */
+export interface RestoreStateSpec {
+  tool: string;
+  inputs?: Record<string, string | number | boolean>;
+  point?: string;
+}
+
+/**
+ * What a restore tool reported (its `restore` check in checks.json): the point restored to and
+ * when that point was taken (epoch ms), the rows written after it that the restore dropped, and
+ * the RPO: ms from the point to the last write before the restore (0 when nothing was lost).
+ */
+export interface RestoreReport {
+  point: string;
+  point_at: number;
+  rows_lost: number;
+  rpo_ms: number;
+  rows_restored: number;
+  /** The tool's own read-back: the restored table equals the point's (its `verify` check). */
+  verified: boolean;
+}
+
+/** One run of a recipe's restore tool (`restore_state`): who asked, for which point, its outcome. */
+export interface RestoreRun {
+  /** `engine` for the automatic restore after the rollback, else `operator:<name>`. */
+  actor: string;
+  reason: string;
+  /** The restore point asked for (`latest` or a named point). */
+  point: string;
+  at: number;
+  step_run_id: string;
+  /** `running` until its step run settles; then `succeeded` (with `report`) or `failed`. */
+  state: "running" | "succeeded" | "failed";
+  report: RestoreReport | null;
+  finished_at: number | null;
+  error: string | null;
+}
+
 /** The restore action a recoverable release waits for after its traffic rollback. */
 export interface RestoreWait {
-  /** The recipe's `restore`: what an operator runs (text). */
+  /** The recipe's `restore` (what an operator runs), or the restore tool's words. */
   action: string;
   /** Epoch ms compensation ended and the wait for the restore began. */
   since: number;
-  /** Set by `confirm_restore`: who ran it, what they did, when (epoch ms). */
+  /**
+   * Set by `confirm_restore` (who ran it, what they did, when, epoch ms), or by a restore tool
+   * run that succeeded (actor `engine` or the operator who asked for it; reason: its report).
+   */
   confirmed: { actor: string; reason: string; at: number } | null;
+  /** Runs of the recipe's restore tool, oldest first (absent: it declares none or none ran). */
+  runs?: RestoreRun[];
 }
 
 /** Which lifecycle verb started a release, and from which release. */
@@ -525,6 +582,11 @@ export interface CallbackEvent {
    * probe callback without them (fail closed).
    */
   probe_checks?: PrerequisiteCheck[];
+  /**
+   * Set by the service from checks.json (`restoreReportOf`) on the callback of a restore step
+   * run: the point restored to and the data lost. A restore's pass without it is a failure.
+   */
+  restore_report?: RestoreReport;
   /**
    * Set by the service from checks.json (`reportedImages`): the images the target reported
    * running, in order. A passing step whose action names an image (`args.image`) fails when the
@@ -647,6 +709,16 @@ export type ReleaseEvent =
       type: "confirm_restore";
       actor: string;
       reason: string;
+    }
+  | {
+      /**
+       * needs_operator, waiting for a recoverable release's restore, whose recipe declares a
+       * restore tool: run it to `point` (default: the recipe's point, else `latest`).
+       */
+      type: "restore_state";
+      actor: string;
+      reason: string;
+      point?: string;
     }
   | {
       /** needs_operator: the operator did this backward step run's effect by hand. */

@@ -59,6 +59,21 @@ export const ReasonField = z
 /** `{reason, actor}`: the body of most verbs. The service refuses an empty reason where it is required. */
 const ReasonBody = z.object({ reason: ReasonField.default(""), actor: ActorField }).strict();
 
+/** `restore_state`: why, who, and the restore point (default: the recipe's, else `latest`). */
+const RestoreStateBody = z
+  .object({
+    reason: ReasonField.default(""),
+    actor: ActorField,
+    point: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
+        "must be a restore point: 1-128 letters, digits, '.', '_', ':' or '-' (e.g. latest, snap-2041)",
+      )
+      .optional(),
+  })
+  .strict();
+
 const AbandonBody = z
   .object({
     reason: ReasonField.default(""),
@@ -118,6 +133,7 @@ export const VERB_NAMES = [
   "resolve",
   "abandon",
   "confirm_restore",
+  "restore_state",
   "verify",
   "rollback",
   "roll_forward",
@@ -559,6 +575,49 @@ export const VERBS: { readonly [K in VerbName]: Verb & { name: K } } = {
       lanes: false,
       danger: false,
       button: "confirm the restore of",
+      form: true,
+    },
+  },
+  restore_state: {
+    name: "restore_state",
+    command: "restore-state",
+    on: "release",
+    body: RestoreStateBody,
+    role: "operator",
+    status: 202,
+    answer: (id, release) => ({
+      id,
+      state: release.state,
+      reason: release.reason,
+      restore: release.restore ?? null,
+    }),
+    summary:
+      "a recoverable release waits after its traffic rollback: run its recipe's restore tool to a named point (it reports the data lost; the lanes are verified again)",
+    idHelp: "release id",
+    args: [],
+    flags: [
+      {
+        flag: "--point",
+        value: "<point>",
+        help: "the restore point to restore to (default: the recipe's restore_state.point, else latest)",
+        required: false,
+        body: "point",
+      },
+      reasonFlag(true, "why you restore, and to what (kept in the record)", '"<why>"'),
+      actorFlag,
+    ],
+    accepted: holdAccepted(
+      "restore-state",
+      (id) =>
+        `the restore tool runs as a runner step; ${id} ends rolled_back once the restore is read back and the lanes verified again (baton watch ${id})`,
+    ),
+    dashboard: {
+      confirm: (t) =>
+        `Run the restore tool of release ${t}? Its traffic was rolled back; the recipe's restore tool restores its state to the point you name (rows written after it are lost, and counted), then the lanes are verified again.`,
+      reason: { label: "Reason (required; kept in the history with who did it)", required: true },
+      lanes: false,
+      danger: true,
+      button: "run the restore of",
       form: true,
     },
   },

@@ -32,6 +32,8 @@ export const VERB_CALLS: {
   abandon: (api, id, actor, b) =>
     api.abandon(id, actor, text(b.reason), (b.lanes ?? {}) as Record<string, string>),
   confirm_restore: (api, id, actor, b) => api.confirmRestore(id, actor, text(b.reason)),
+  restore_state: (api, id, actor, b) =>
+    api.restoreState(id, actor, text(b.reason), b.point ? text(b.point) : undefined),
   verify: (api, id, actor, b) => api.verify(id, actor, text(b.reason)),
   rollback: (api, id, actor, b) => api.rollback(id, actor, text(b.reason)),
   roll_forward: (api, id, actor, b) =>

@@ -487,6 +487,21 @@ export function buildRecord(
                   what: restore.confirmed.reason,
                 }
               : null,
+            ...(restore.runs
+              ? {
+                  runs: restore.runs.map((x) => ({
+                    by: x.actor,
+                    why: x.reason,
+                    point: x.point,
+                    at: x.at,
+                    step_run_id: x.step_run_id,
+                    state: x.state,
+                    finished_at: x.finished_at,
+                    error: x.error,
+                    report: x.report ? { ...x.report } : null,
+                  })),
+                }
+              : {}),
           }
         : null,
       finished_at: recEnd,

@@ -378,6 +378,33 @@ export const ReleaseRecordDocument = z
             })
             .nullable()
             .describe("null: nobody confirmed it (the release waits, or was abandoned)"),
+          runs: z
+            .array(
+              z.object({
+                by: z.string().describe("`engine` (after the rollback) or the operator who asked"),
+                why: z.string(),
+                point: z.string().describe("the restore point asked for"),
+                at: Ms,
+                step_run_id: z.string(),
+                state: z.enum(["running", "succeeded", "failed"]),
+                finished_at: Ms.nullable(),
+                error: z.string().nullable(),
+                report: z
+                  .object({
+                    point: z.string().describe("the point restored to"),
+                    point_at: Ms.describe("when that point was taken"),
+                    rows_lost: z.number().describe("rows written after the point, dropped"),
+                    rpo_ms: z.number().describe("ms from the point to the last lost write"),
+                    rows_restored: z.number(),
+                    verified: z.boolean().describe("the tool read the state back equal"),
+                  })
+                  .nullable(),
+              }),
+            )
+            .optional()
+            .describe(
+              "runs of the recipe's restore tool (restore_state), oldest first; absent when the recipe declares none",
+            ),
         })
         .nullable()
         .describe(

@@ -16,6 +16,7 @@ import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import type { CallbackBody, PreflightRequest } from "../protocol/messages.ts";
 import type { ReleaseRecordDocument } from "../record/schema.ts";
 import type { CredentialRevocations } from "./use-cases/credentials.ts";
+import type { Drills } from "./use-cases/drills.ts";
 import type { Incidents } from "./use-cases/incidents.ts";
 import type { KillSwitches } from "./use-cases/kill-switch.ts";
 
@@ -53,6 +54,8 @@ export interface ReleaseApi {
   readonly killSwitches: KillSwitches;
   /** Credential revocations: run a recipe's revoke tool by reference (docs/recovery-actions.md). */
   readonly credentials: CredentialRevocations;
+  /** Drill records and the drill policy (docs/recovery-actions.md "Drills"). */
+  readonly drills: Drills;
   /**
    * Validates and compiles a recipe (object already parsed from YAML/JSON), creates a release
    * and starts it; with `opts.hold` it stays `pending` until `resume`. With
@@ -166,6 +169,13 @@ export interface ReleaseApi {
    * rollback: the operator ran it (reason: what and what it showed); it ends `rolled_back`.
    */
   confirmRestore(id: string, actor: string, reason: string): Promise<Accepted | Refusal>;
+  /** `restore_state`: run a waiting recoverable release's restore tool to `point`. */
+  restoreState(
+    id: string,
+    actor: string,
+    reason: string,
+    point?: string,
+  ): Promise<Accepted | Refusal>;
   /**
    * Verify the release's lanes (docs/lifecycle.md "Recovery verification"): after an undo whose
    * verification failed (`needs_operator`), or of a `succeeded` / `rolled_back` release. Accepted:

@@ -25,6 +25,7 @@ import { type Logger, silentLog } from "./logger.ts";
 import { StoreHealth } from "./maintenance.ts";
 import { Acceptance, type AcceptOptions } from "./use-cases/accept.ts";
 import { CredentialRevocations } from "./use-cases/credentials.ts";
+import { Drills } from "./use-cases/drills.ts";
 import { Incidents } from "./use-cases/incidents.ts";
 import { KillSwitches } from "./use-cases/kill-switch.ts";
 import { LifecycleVerbs } from "./use-cases/lifecycle.ts";
@@ -122,6 +123,8 @@ export class ReleaseService implements ReleaseApi {
   readonly killSwitches: KillSwitches;
   /** Credential revocations run by runner tools (use-cases/credentials.ts). */
   readonly credentials: CredentialRevocations;
+  /** Drill records and the drill policy (use-cases/drills.ts). */
+  readonly drills: Drills;
 
   constructor(deps: ReleaseServiceDeps) {
     this.store = deps.store;
@@ -142,6 +145,7 @@ export class ReleaseService implements ReleaseApi {
     const admission = deps.admission ?? { mode: "off" as const };
     const targetProbe = deps.targetProbe ?? null;
     this.incidents = new Incidents(deps.store, deps.clock, effects);
+    this.drills = new Drills(deps.store, deps.clock);
     this.killSwitches = new KillSwitches(
       deps.store,
       deps.clock,
@@ -167,6 +171,7 @@ export class ReleaseService implements ReleaseApi {
       verifier: admission.mode === "enforce" ? (deps.admissionVerifier ?? null) : null,
       controlPlane: deps.controlPlane ?? null,
       incidents: this.incidents,
+      drills: this.drills,
     });
     this.lifecycle = new LifecycleVerbs({
       kernel: this.kernel,
@@ -272,6 +277,15 @@ export class ReleaseService implements ReleaseApi {
 
   confirmRestore(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
     return this.operator.confirmRestore(id, actor, reason);
+  }
+
+  restoreState(
+    id: string,
+    actor: string,
+    reason: string,
+    point?: string,
+  ): Promise<Accepted | Refusal> {
+    return this.operator.restoreState(id, actor, reason, point);
   }
 
   resolve(stepRunId: string, actor: string, reason: string): Promise<Accepted | Refusal> {

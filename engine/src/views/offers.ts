@@ -56,6 +56,7 @@ export interface Offer {
 const ORDER: Record<AvailableAction["action"], number> = {
   retry: 0,
   confirm_restore: 0,
+  restore_state: 0,
   verify: 0,
   resume: 1,
   release: 2,
@@ -136,6 +137,16 @@ export function offers(r: Release): Offer[] {
             effect: a.effect,
             href: dashboardPath(a.action, a.target),
             danger: false,
+            command: a.command,
+          };
+        case "restore_state":
+          return {
+            action: a.action,
+            target: a.target,
+            label: "Run the restore tool…",
+            effect: a.effect,
+            href: dashboardPath(a.action, a.target),
+            danger: true,
             command: a.command,
           };
         case "confirm_restore":

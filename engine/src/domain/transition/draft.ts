@@ -6,6 +6,7 @@
  */
 import { stepRunId } from "../../protocol/ids.ts";
 import { conformanceOf, pairWords } from "../conformance.ts";
+import { restoreIndex, restoreStepOf } from "../restore-state.ts";
 import type { Direction } from "../states.ts";
 import type {
   Effect,
@@ -177,8 +178,19 @@ export function stepRunAt(release: Release, index: number, dir: Direction): Step
   return release.step_runs.find((sr) => sr.step_index === index && sr.direction === dir);
 }
 
+/**
+ * The row at `index`: the step table's, or one past it the restore step of a recipe that
+ * declares `restore_state` (domain/restore-state.ts). Undefined otherwise.
+ */
+export function stepAt(release: Release, index: number): ManifestStep | undefined {
+  return (
+    release.manifest.steps[index] ??
+    (index === restoreIndex(release) ? restoreStepOf(release) : undefined)
+  );
+}
+
 export function stepOf(release: Release, sr: StepRun): ManifestStep {
-  const step = release.manifest.steps[sr.step_index];
+  const step = stepAt(release, sr.step_index);
   if (!step)
     throw new Error(
       `[engine] step run ${sr.id} names step ${sr.step_index + 1}, not in the manifest`,

@@ -228,6 +228,16 @@ export function availableActions(
       command: suggestedCommand("confirm_restore", { target: id }),
     });
   }
+  if (accepts({ type: "restore_state", actor: PROBE_ACTOR, reason: PROBE_REASON })) {
+    const spec = release.manifest.recovery?.restore_state;
+    out.push({
+      action: "restore_state",
+      target: id,
+      needs_reason: true,
+      effect: `runs the recipe's restore tool \`${spec?.tool ?? "?"}\` to the point you name (default ${spec?.point ?? "latest"}): it reports the data lost, then the lanes are verified again and the release ends rolled_back`,
+      command: suggestedCommand("restore_state", { target: id }),
+    });
+  }
   const verify = guards.isTerminal(release) ? null : verifyAction(release, probe);
   if (verify) out.push(verify);
   const lanes = release.manifest.lanes.map((l) => l.id);

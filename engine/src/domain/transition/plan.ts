@@ -63,7 +63,8 @@ function forwardFrom(r: Release, from: number): PlannedStep[] {
  * - release: the forward steps from the cursor (the first exposure) to the end;
  * - confirm_restore: nothing runs (compensation is done; the release ends rolled_back; a
  *   rollback release's steps are done, and it ends succeeded);
- * - verify: no step runs (the lanes are read: the control plane and the lanes' machines).
+ * - verify: no step runs (the lanes are read: the control plane and the lanes' machines);
+ * - restore_state: the restore step (one past the table), then the lanes are read again.
  */
 export function planOf(r: Release, a: Pick<AvailableAction, "action" | "target">): ActionPlan {
   const none: ActionPlan = { runs: [], leftAsIs: [] };
@@ -106,5 +107,10 @@ export function planOf(r: Release, a: Pick<AvailableAction, "action" | "target">
     case "confirm_restore":
     case "verify":
       return none;
+    case "restore_state":
+      return {
+        runs: [{ index: r.manifest.steps.length, direction: "bwd", lane: null }],
+        leftAsIs: [],
+      };
   }
 }

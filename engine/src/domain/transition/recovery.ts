@@ -17,6 +17,7 @@
  * its steps have put traffic and images back it waits `needs_operator` the same way, and
  * `confirm_restore` ends it `succeeded`.
  */
+import { restoreToolWords } from "../restore-state.ts";
 import type { Release } from "../types.ts";
 import { suggestedCommand } from "../verbs.ts";
 import { type Draft, stepRunAt } from "./draft.ts";
@@ -125,9 +126,15 @@ export function waitingForRestore(r: Release): boolean {
  */
 export function holdForRestore(d: Draft): void {
   const r = d.release;
-  const action = r.manifest.recovery?.restore ?? "(the recipe names none)";
+  const action = r.manifest.recovery?.restore ?? (restoreToolWords(r) || "(the recipe names none)");
   r.state = "needs_operator";
-  r.restore = { action, since: d.now, confirmed: null };
+  // Runs of the recipe's restore tool stay on the record; the wait starts now.
+  r.restore = {
+    action,
+    since: r.restore?.since ?? d.now,
+    confirmed: null,
+    ...(r.restore?.runs ? { runs: r.restore.runs } : {}),
+  };
   r.reason = `traffic was rolled back (every step that may have taken effect was undone), but the recipe's recovery class is recoverable: run its restore action, then confirm it (${confirmRestoreCommand(r.id)}); until then the release is not rolled back and its lanes stay claimed; restore action: ${action}`;
   d.accept(`[engine] release ${r.id} waits for its restore action: ${r.reason}`, null, {
     restore: { action, since: d.now },

@@ -3,6 +3,7 @@
  * "Runner steps"; docs/state-machine.md rules 2, 5, 6). Preflight is in `preflight.ts`.
  */
 import { conformanceFailureWords } from "../conformance.ts";
+import { isRestoreRun } from "../restore-state.ts";
 import { failingCheckText, imageMismatch } from "../result-evidence.ts";
 import type { Attempt, CallbackEvent, Release, ReleaseEvent, StepRun } from "../types.ts";
 import { beginCompensation } from "./compensation.ts";
@@ -11,6 +12,7 @@ import { guards } from "./guards.ts";
 import { parallelWaveOf, recomputedHighWaterMark } from "./lanes.ts";
 import { backoffMs, DISPATCH_TRIES_MAX } from "./limits.ts";
 import { isProbeRun, recordProbeAnswer } from "./probe.ts";
+import { recordRestoreReport } from "./restore.ts";
 import { emitDispatch } from "./send.ts";
 import { runnerAdvice, settled, utcMinute } from "./settle.ts";
 import { whereIs } from "./where.ts";
@@ -159,10 +161,13 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
     };
   }
   // A probe passes only when the runner said pass and every check of its lane passed.
+  // A restore passes only with a report the tool read back (fail closed).
+  const restore = isRestoreRun(r, sr);
   const pass =
     e.overall === "pass" &&
     mismatch === null &&
-    (!probe || (e.probe_checks ?? []).every((c) => c.outcome === "pass"));
+    (!probe || (e.probe_checks ?? []).every((c) => c.outcome === "pass")) &&
+    (!restore || e.restore_report?.verified === true);
   attempt.state = pass ? "succeeded" : "failed";
   attempt.callback_at = d.now;
   attempt.status = e.status;
@@ -179,7 +184,9 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
       ? failedChecks.map((c) => `lane ${c.lane} ${c.check}: ${c.message}`).join("; ")
       : e.failing_check
         ? failingCheckText(e.failing_check, stepOf(r, sr).lane)
-        : `the runner reported status ${e.status}`;
+        : restore && e.overall === "pass"
+          ? "the restore tool passed but reported no restore it read back (checks.json needs an ok `restore` check with its point and data lost, and an ok `verify` check)"
+          : `the runner reported status ${e.status}`;
   sr.last_error = pass
     ? null
     : (mismatch ?? `${cause}${attempt.nothing_ran ? " (no remote command ran)" : ""}`);
@@ -200,6 +207,7 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
     e.run_by ? { run_by: { ...e.run_by } } : {},
   );
   if (probe && e.probe_checks) recordProbeAnswer(d, sr, e.probe_checks);
+  if (restore) recordRestoreReport(d, sr, e.restore_report);
   settled(d, sr);
   const advice = runnerAdvice(r, sr, d.now);
   d.reply = {

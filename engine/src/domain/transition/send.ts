@@ -5,13 +5,21 @@
  */
 import type { Direction } from "../states.ts";
 import type { StepRun } from "../types.ts";
-import { actionOf, type Draft, describe, operationKey, stepRunAt, stepRunIdOf } from "./draft.ts";
+import {
+  actionOf,
+  type Draft,
+  describe,
+  operationKey,
+  stepAt,
+  stepRunAt,
+  stepRunIdOf,
+} from "./draft.ts";
 import { isProbeRun } from "./probe.ts";
 
 /** Creates step run `(index, dir)` if absent, then sends its action as a new try. */
 export function beginStepRun(d: Draft, index: number, dir: Direction): StepRun {
   const r = d.release;
-  const step = r.manifest.steps[index];
+  const step = stepAt(r, index);
   if (!step) throw new Error(`[engine] release ${r.id} has no step ${index + 1}`);
   const action = dir === "fwd" ? step.forward : step.backward;
   if (!action) throw new Error(`[engine] step ${index + 1} has no backward action`);
@@ -35,6 +43,9 @@ export function beginStepRun(d: Draft, index: number, dir: Direction): StepRun {
       last_error: null,
     };
     r.step_runs.push(sr);
+  } else {
+    // A step whose action changes between runs (the restore step's point): the new key.
+    sr.operation_key = operationKey(r, step, dir);
   }
   sendAction(d, sr, null);
   d.accept(`[engine] ${describe(r, sr)} started with operation key ${sr.operation_key}`, sr.id, {

@@ -4,6 +4,7 @@
  * (docs/state-machine.md "Failure handling").
  */
 import { conformanceFailureWords } from "../conformance.ts";
+import { isRestoreRun, latestRestoreRun } from "../restore-state.ts";
 import type { Release, StepRun } from "../types.ts";
 import { suggestedCommand } from "../verbs.ts";
 import { beginCompensation, continueCompensation } from "./compensation.ts";
@@ -15,8 +16,10 @@ import { holdVerb, holdWords } from "./holds.ts";
 import { parallelWaveOf, releaseRerunDeadline, stuckInWave, waitsOnRerun } from "./lanes.ts";
 import { backoffMs } from "./limits.ts";
 import { endOnFailedProbe, isProbeRun, probePassed } from "./probe.ts";
+import { restoreSettled } from "./restore.ts";
 import { sendAction } from "./send.ts";
 import { watchExposure } from "./stop.ts";
+import { beginVerification } from "./verify.ts";
 
 /** Call after changing `sr` to a settled state. */
 export function settled(d: Draft, sr: StepRun): void {
@@ -29,6 +32,17 @@ export function settled(d: Draft, sr: StepRun): void {
     return;
   }
   if (!guards.isCurrent(r, sr)) return;
+  if (isRestoreRun(r, sr)) {
+    // The restore after the rollback: done, its lanes are verified again (then rolled_back).
+    if (restoreSettled(d, sr))
+      beginVerification(
+        d,
+        "compensation",
+        latestRestoreRun(r)?.actor ?? "engine",
+        "after the restore",
+      );
+    return;
+  }
   if (sr.direction === "fwd") settledForward(d, sr);
   else settledBackward(d, sr);
 }

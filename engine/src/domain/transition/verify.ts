@@ -23,6 +23,7 @@ import type { Draft, Refusal } from "./draft.ts";
 import { guards } from "./guards.ts";
 import { backoffMs } from "./limits.ts";
 import { awaitsRestore, holdForRestore } from "./recovery.ts";
+import { beginsAutomaticRestore } from "./restore.ts";
 
 type Ev<T extends ReleaseEvent["type"]> = Extract<ReleaseEvent, { type: T }>;
 
@@ -95,6 +96,8 @@ export function beginVerification(
 function finishUndo(d: Draft): void {
   const r = d.release;
   if (awaitsRestore(r)) {
+    // A recipe with a restore tool: the engine runs it (once); otherwise an operator does.
+    if (beginsAutomaticRestore(d)) return;
     holdForRestore(d);
     return;
   }

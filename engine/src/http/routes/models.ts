@@ -5,11 +5,13 @@
  * `POST …/kill-switch` withdraws a capability from every lane, `POST …/kill-switch/restore`
  * gives it back, `GET …/kill-switch` lists them; its credential revocations: `POST
  * …/credentials/revoke` runs the revoke tool its recipe names for a reference, `GET
- * …/credentials/revocations` lists them (operator to change, viewer or operator to read).
+ * …/credentials/revocations` lists them (operator to change, viewer or operator to read); and
+ * its drill records (`POST …/drills` records one, `GET …/drills` lists them, newest first).
  */
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { RevokeBody } from "../../domain/credential-revocation.ts";
+import { DrillBody } from "../../domain/drills.ts";
 import { type KillSwitch, KillSwitchBody } from "../../domain/kill-switch.ts";
 import type { SourceMark } from "../../domain/source-order.ts";
 import { ActorField } from "../../domain/verbs.ts";
@@ -111,6 +113,25 @@ export function modelRoutes(o: ModelRouteOptions): Hono {
       return c.json({ kill_switch: killSwitchJson(ks) });
     });
   }
+
+  app.get("/:model/drills", reader, knownQueryParams("GET /v1/models/:model/drills"), async (c) => {
+    const model = modelParam(c);
+    return c.json({ model, drills: await o.api.drills.list(model) });
+  });
+
+  app.post(
+    "/:model/drills",
+    operator,
+    knownQueryParams("POST /v1/models/:model/drills"),
+    async (c) => {
+      const model = modelParam(c);
+      const b = await jsonBody(c, "drill", DrillBody, {
+        example: `{"drill": "d1", "passed": true, "rto_ms": 1830, "rpo_ms": 3156, "rows_lost": 151, "restored": true, "verified": true}`,
+      });
+      const drill = await o.api.drills.record(model, b, actorFor(person(c), b.actor));
+      return c.json({ drill }, 201);
+    },
+  );
 
   app.get(
     "/:model/credentials/revocations",

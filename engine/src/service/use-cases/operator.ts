@@ -55,6 +55,20 @@ export class OperatorVerbs {
     return this.operator(id, { type: "confirm_restore", actor, reason });
   }
 
+  restoreState(
+    id: string,
+    actor: string,
+    reason: string,
+    point?: string,
+  ): Promise<Accepted | Refusal> {
+    return this.operator(id, {
+      type: "restore_state",
+      actor,
+      reason,
+      ...(point !== undefined ? { point } : {}),
+    });
+  }
+
   /**
    * Reads the lanes again and judges them (docs/lifecycle.md "Recovery verification"): an undo
    * whose verification failed, or a succeeded or rolled_back release.

@@ -12,6 +12,7 @@ import {
   probeLaneOf,
 } from "../../domain/prerequisites.ts";
 import { withRequests } from "../../domain/release-history.ts";
+import { RestoreReportError, restoreReportOf } from "../../domain/restore-state.ts";
 import {
   type FailingCheck,
   failingCheckOf,
@@ -19,7 +20,7 @@ import {
   reportedImages,
 } from "../../domain/result-evidence.ts";
 import { storableValue } from "../../domain/storable-text.ts";
-import type { Json } from "../../domain/types.ts";
+import type { Json, RestoreReport } from "../../domain/types.ts";
 import { faultPoint } from "../../faults.ts";
 import { releaseIdOfStepRun } from "../../protocol/ids.ts";
 import type { CallbackBody, PreflightRequest } from "../../protocol/messages.ts";
@@ -70,6 +71,7 @@ export class RunnerProtocol {
         ...withFailingCheck(body.overall, body.checks),
         ...(reportedImages(body.checks).length > 0 ? { images: reportedImages(body.checks) } : {}),
         ...(probe ? { probe_checks: probe.checks } : {}),
+        ...restoreReportIn(body.checks),
         ...runByOf(body),
       },
       {
@@ -211,4 +213,19 @@ function runByOf(body: CallbackBody): { run_by?: { actor?: string; triggering_ac
     ...(body.triggering_actor ? { triggering_actor: body.triggering_actor } : {}),
   };
   return Object.keys(run_by).length > 0 ? { run_by } : {};
+}
+
+/**
+ * The restore report in a callback's checks.json (`restoreReportOf`), for any step run: the
+ * transition reads it only on a restore step run, where a pass without one is a failure. A
+ * malformed report counts as none (the step run's error then says what the tool must write).
+ */
+function restoreReportIn(checks: unknown): { restore_report?: RestoreReport } {
+  try {
+    const rep = restoreReportOf(checks);
+    return rep ? { restore_report: rep } : {};
+  } catch (e) {
+    if (e instanceof RestoreReportError) return {};
+    throw e;
+  }
 }

@@ -36,6 +36,7 @@ import { readDependencyBook } from "../dependency-probes.ts";
 import type { ApplyKernel } from "../kernel.ts";
 import { assertLanesFree, lanesClaimedError } from "../lane-claims.ts";
 import type { Logger } from "../logger.ts";
+import type { Drills } from "./drills.ts";
 import type { Incidents } from "./incidents.ts";
 
 /** What a start carries besides the recipe (docs/trust.md "Sending the bundle"). */
@@ -89,6 +90,8 @@ export interface StartDeps {
   controlPlane: ControlPlane | null;
   /** Open incidents freeze starts of models they do not name (rollbacks excepted). */
   incidents: Incidents;
+  /** The drill book: a start is warned about, or refused, by the recipe's drill policy. */
+  drills: Drills;
 }
 
 /** `bytes` random bytes as lowercase hex (Web Crypto: every runtime has it). */
@@ -169,6 +172,16 @@ export class Starts {
     const model = compiled.manifest.model;
     if (opts.rollback !== true) await this.deps.incidents.assertNotFrozen(model, "start");
     if (opts.rollback !== true) await this.assertQualified(compiled.manifest);
+    // A rollback is a recovery: the drill policy never holds it back.
+    const drill = opts.rollback !== true ? await this.deps.drills.verdict(compiled.manifest) : null;
+    if (drill?.refuse) {
+      log.warn(`[engine] a release of ${model} was refused: ${drill.message}`);
+      throw new BatonError(
+        "drill_required",
+        `[engine] release of ${model} refused: ${drill.message}. Fix: ${drill.fix}`,
+        [{ path: "policy.drill_max_age_days", message: drill.message, fix: drill.fix }],
+      );
+    }
     // Judged before admission: an older commit is refused whatever its signature says.
     const mark = opts.source ? await this.judgeSource(model, opts.source) : null;
     const report = admit(this.deps.admission, this.deps.verifier, {
@@ -232,6 +245,18 @@ export class Starts {
     });
     // Open incidents naming the model, written with the creation so its record names them.
     history.push(...(await this.deps.incidents.namedAtStart(pending.id, plan.manifest.model, now)));
+    if (drill) {
+      log.warn(`[engine] release ${pending.id} starts, but ${drill.message}`);
+      history.push({
+        release_id: pending.id,
+        at: now,
+        kind: "drill_warning",
+        step_run_id: null,
+        outcome: "accepted",
+        message: `[engine] warning: ${drill.message}; fix: ${drill.fix}`,
+        data: { drill_warning: { message: drill.message, fix: drill.fix } },
+      });
+    }
     const extras: CreateExtras = {
       ...(report.mode === "enforce" && report.issued_at !== null
         ? {

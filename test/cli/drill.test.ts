@@ -1,0 +1,61 @@
+/**
+ * `baton drill <model>` on both stores (docs/recovery-actions.md "Drill records and the drill
+ * policy"): `--record <file>` records the drill `npm run drill` writes (BATON_DRILL_RECORD)
+ * with who recorded it, and `baton drill <model>` lists it; a bad model name or an unreadable
+ * file is refused before anything is sent (exit 2).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { OPERATOR, STORE_KINDS, skipStore } from "../integration/service-harness.ts";
+import { baton } from "./run-baton.ts";
+import { type Served, served } from "./served-engine.ts";
+
+describe.each(STORE_KINDS)("baton drill on %s", (kind) => {
+  const skip = skipStore(kind);
+  let s: Served | null = null;
+  const dir = mkdtempSync(join(tmpdir(), "baton-cli-drill-"));
+  afterEach(async () => {
+    await s?.close();
+    s = null;
+  });
+  const env = () => ({ BATON_ENGINE_URL: s?.url, BATON_TOKEN: OPERATOR, USER: "dana" });
+
+  it.skipIf(skip)("records a drill from its file and lists it", async () => {
+    s = await served(kind, "baton-cli-drill-");
+    const file = join(dir, `${kind}.json`);
+    writeFileSync(
+      file,
+      JSON.stringify({
+        drill: "d42",
+        model: "ranker",
+        release: "r1",
+        rto_ms: 1830,
+        rpo_ms: 3156,
+        rows_lost: 151,
+        restored: true,
+        verified: true,
+        passed: true,
+        problems: [],
+      }),
+    );
+    const rec = await baton(["drill", "ranker", "--record", file], env());
+    expect(rec.code, rec.stderr).toBe(0);
+    expect(rec.stdout).toContain("recorded drill of ranker");
+    expect(rec.stdout).toMatch(
+      /d42 {2}passed {2}rto 1830 ms {2}rpo 3156 ms {2}rows_lost 151 {2}operator:dana/,
+    );
+    const list = await baton(["drill", "ranker"], env());
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toContain("d42  passed");
+    const none = await baton(["drill", "other"], env());
+    expect(none.stdout).toContain("no drills of other");
+    const bad = await baton(["drill", "no such model"], env());
+    expect(bad.code).toBe(2);
+    const missing = await baton(["drill", "ranker", "--record", join(dir, "absent.json")], env());
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("not a readable JSON file");
+    rmSync(file, { force: true });
+  });
+});

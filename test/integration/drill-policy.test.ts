@@ -1,0 +1,120 @@
+/**
+ * Drill records and the drill policy, both stores (docs/recovery-actions.md "Drills"): a drill
+ * is recorded per model and listed newest first; a recipe whose `policy.drill_max_age_days`
+ * the model's last passed drill does not meet is refused at start with `drill_stale: refuse`
+ * (409 naming the policy and how to fix it, nothing started), and starts with a warning in its
+ * history with `drill_stale: warn`; a fresh passed drill lets it start without one; a failed
+ * drill does not count. Bad drill bodies are 400s naming the field.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import {
+  type Harness,
+  makeHarness,
+  op,
+  recipe,
+  STORE_KINDS,
+  skipStore,
+} from "./service-harness.ts";
+
+const DAY = 86_400_000;
+const DRILL = {
+  drill: "d1",
+  passed: true,
+  rto_ms: 1830,
+  rpo_ms: 3156,
+  rows_lost: 151,
+  restored: true,
+  verified: true,
+  actor: "dana",
+};
+
+function withPolicy(stale: "warn" | "refuse"): RecipeInput {
+  const r = recipe();
+  return { ...r, policy: { ...(r.policy ?? {}), drill_max_age_days: 7, drill_stale: stale } };
+}
+
+describe.each(STORE_KINDS)("drill policy on %s", (kind) => {
+  const skip = skipStore(kind);
+  let h: Harness | null = null;
+  afterEach(async () => {
+    await h?.close();
+    h = null;
+  });
+
+  it.skipIf(skip)(
+    "with drill_stale refuse, a model without a recent passed drill cannot start a release; a fresh passed drill lets it start",
+    async () => {
+      h = await makeHarness({ kind });
+      const model = String(recipe().model);
+      // No drill yet: refused, naming the policy and the fix; nothing started.
+      const refused = await op(h, "POST", "/v1/releases", withPolicy("refuse"));
+      expect(refused.status).toBe(409);
+      const text = await refused.text();
+      expect(text).toContain("drill_required");
+      expect(text).toContain("has no passed drill");
+      expect(text).toContain("policy.drill_max_age_days");
+      expect(
+        ((await (await op(h, "GET", "/v1/releases")).json()) as { releases: unknown[] }).releases,
+      ).toHaveLength(0);
+
+      // A failed drill does not count.
+      const failed = await op(h, "POST", `/v1/models/${model}/drills`, {
+        ...DRILL,
+        drill: "d0",
+        passed: false,
+      });
+      expect(failed.status).toBe(201);
+      expect((await op(h, "POST", "/v1/releases", withPolicy("refuse"))).status).toBe(409);
+
+      // A passed drill: recorded with who and when, listed newest first; the start goes ahead.
+      const ok = await op(h, "POST", `/v1/models/${model}/drills`, DRILL);
+      expect(ok.status).toBe(201);
+      expect(((await ok.json()) as { drill: { by: string; at: number } }).drill).toMatchObject({
+        by: "operator:dana",
+        at: h.clock.now(),
+      });
+      const list = (await (await op(h, "GET", `/v1/models/${model}/drills`)).json()) as {
+        drills: { drill: string }[];
+      };
+      expect(list.drills.map((d) => d.drill)).toEqual(["d1", "d0"]);
+      const started = await op(h, "POST", "/v1/releases", withPolicy("refuse"));
+      expect(started.status, await started.clone().text()).toBe(201);
+      const id = ((await started.json()) as { id: string }).id;
+      const hist = (await (await op(h, "GET", `/v1/releases/${id}/history`)).json()) as {
+        entries: { kind: string }[];
+      };
+      expect(hist.entries.length).toBeGreaterThan(0);
+      expect(hist.entries.some((e) => e.kind === "drill_warning")).toBe(false);
+    },
+  );
+
+  it.skipIf(skip)(
+    "with drill_stale warn, a release of a model whose last passed drill is too old starts and its history says so",
+    async () => {
+      h = await makeHarness({ kind });
+      const model = String(recipe().model);
+      expect((await op(h, "POST", `/v1/models/${model}/drills`, DRILL)).status).toBe(201);
+      // Eight days later the drill is stale: warn starts the release and says so.
+      h.clock.advance(8 * DAY);
+      const warned = await op(h, "POST", "/v1/releases", withPolicy("warn"));
+      expect(warned.status, await warned.clone().text()).toBe(201);
+      const wid = ((await warned.json()) as { id: string }).id;
+      const wh = (await (await op(h, "GET", `/v1/releases/${wid}/history`)).json()) as {
+        entries: { kind: string; message: string }[];
+      };
+      const warning = wh.entries.find((e) => e.kind === "drill_warning");
+      expect(warning?.message).toContain("its last passed drill (d1) is 8 days old");
+    },
+  );
+
+  it.skipIf(skip)("bad drill bodies are refused naming the field", async () => {
+    h = await makeHarness({ kind });
+    const bad = await op(h, "POST", "/v1/models/summarizer-v7/drills", { ...DRILL, passed: "yes" });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain("passed");
+    const neg = await op(h, "POST", "/v1/models/summarizer-v7/drills", { ...DRILL, rto_ms: -1 });
+    expect(neg.status).toBe(400);
+    expect(await neg.text()).toContain("rto_ms");
+  });
+});
