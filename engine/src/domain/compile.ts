@@ -33,6 +33,7 @@ import {
   type Recipe,
   resolveLaneCount,
 } from "./recipe.ts";
+import { durationMs } from "./rollback-window.ts";
 import type { Manifest, ManifestLane, ManifestStep } from "./types.ts";
 import { equalBaseline, groupWeights, type LaneGroup } from "./weights.ts";
 
@@ -300,6 +301,9 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     ...(r.stop_condition ? { stop_condition: structuredClone(r.stop_condition) } : {}),
     // Only when the recipe says so: manifests (and digests) of other recipes are unchanged.
     ...(r.notify ? { notify: { ...r.notify } } : {}),
+    ...(r.policy.rollback_window
+      ? { rollback_window_ms: durationMs(r.policy.rollback_window) }
+      : {}),
     ...(r.environment ? { environment: r.environment } : {}),
     ...(r.mutable_dependencies?.length
       ? { mutable_dependencies: r.mutable_dependencies.map((d) => structuredClone(d)) }

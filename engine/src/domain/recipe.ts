@@ -23,6 +23,7 @@ import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { StopConditionInput } from "./gate/stop-condition.ts";
 import { MutableDependencies } from "./mutable-dependencies.ts";
 import { NOTICE_KINDS } from "./notice.ts";
+import { DEFAULT_ROLLBACK_WINDOW, DURATION_PATTERN } from "./rollback-window.ts";
 import { FailurePolicy } from "./states.ts";
 
 export {
@@ -477,6 +478,16 @@ export const Recipe = z
         retries: Retries.optional(),
         on_failure: OnFailure.default(FailurePolicy.compensate),
         rerun_window_minutes: RerunWindow.default(DEFAULT_RERUN_WINDOW_MINUTES),
+        rollback_window: z
+          .string()
+          .regex(
+            DURATION_PATTERN,
+            "rollback_window must be a whole number of minutes, hours or days, e.g. 30m, 12h or 7d",
+          )
+          .optional()
+          .describe(
+            `How long after a release succeeded \`baton rollback\` to its predecessor is admitted (default ${DEFAULT_ROLLBACK_WINDOW}); a migration's contract waits for it to close.`,
+          ),
         steps: z
           .object({
             assert_conformance_passed: StepPolicy.optional(),

@@ -134,6 +134,11 @@ export interface Manifest {
    * which rollback is unsafe; `restore`: recoverable, the action that must follow a rollback.
    */
   recovery?: { class: RecoveryClass; unsafe_after?: number; restore?: string };
+  /**
+   * The recipe's `policy.rollback_window` in ms (domain/rollback-window.ts); absent when the
+   * recipe declares none (the default applies; other manifests and digests are unchanged).
+   */
+  rollback_window_ms?: number;
   /** The recipe's `notify` (kinds and channels); absent = the engine's settings. */
   notify?: { on?: NoticeKind[]; channels?: ("webhook" | "slack" | "github")[] };
   /**
@@ -409,6 +414,8 @@ export interface Release {
    * (docs/lifecycle.md "Merge order is release order"). Absent on releases started otherwise.
    */
   source?: SourcePosition;
+  /** Epoch ms the release became `succeeded` (its rollback window opens); absent otherwise. */
+  succeeded_at?: number;
   created_at: number;
   updated_at: number;
 }
