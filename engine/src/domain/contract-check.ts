@@ -12,6 +12,7 @@ import { conformanceProblems } from "./conformance.ts";
 import { customStepProblems, hasIrreversibleCustomStep } from "./custom-steps.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
+import { migrationProblems } from "./migration.ts";
 import { dependencyProblems } from "./mutable-dependencies.ts";
 import { Recipe } from "./recipe.ts";
 import { schemaProblems } from "./schema-problems.ts";
@@ -47,6 +48,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     ...crossFieldProblems(input),
     ...recoveryProblems(input),
     ...customStepProblems(input),
+    ...migrationProblems(input),
     ...conformanceProblems(input),
     ...analysisProblems(input),
     ...dependencyProblems(input),

@@ -19,11 +19,12 @@ import {
   SshUser as SshUserField,
 } from "../protocol/fields.ts";
 import { Conformance } from "./conformance-schema.ts";
+import { DEFAULT_ROLLBACK_WINDOW, DURATION_PATTERN } from "./duration.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { StopConditionInput } from "./gate/stop-condition.ts";
+import { Migration } from "./migration-schema.ts";
 import { MutableDependencies } from "./mutable-dependencies.ts";
 import { NOTICE_KINDS } from "./notice.ts";
-import { DEFAULT_ROLLBACK_WINDOW, DURATION_PATTERN } from "./rollback-window.ts";
 import { FailurePolicy } from "./states.ts";
 
 export {
@@ -450,6 +451,9 @@ export const Recipe = z
       .optional()
       .describe("Steps of the recipe's own, each a forward/backward pair of allowlisted tools."),
     conformance: Conformance.optional(),
+    migration: Migration.optional().describe(
+      'Expand → migrate → contract of a schema or cache change (docs/recipes.md "Migrations").',
+    ),
     lanes: z
       .array(RecipeLane)
       .min(1, "a recipe needs at least one lane")

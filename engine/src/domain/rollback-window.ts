@@ -6,23 +6,10 @@
  * it has the default. A migration's `contract` step waits for the window of the release that
  * activated the new form to close (domain/migration.ts). Pure.
  */
+import { DEFAULT_ROLLBACK_WINDOW, DURATION_PATTERN, durationMs, UNIT_MS } from "./duration.ts";
 import type { Release } from "./types.ts";
 
-/** A duration as a recipe writes it: a whole number of minutes, hours or days. */
-export const DURATION_PATTERN = /^([1-9][0-9]{0,5})(m|h|d)$/;
-
-/** The rollback window of a release whose recipe declares none. */
-export const DEFAULT_ROLLBACK_WINDOW = "7d";
-
-const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
-/** `30m` / `12h` / `7d` in ms. @throws Error when `text` does not match `DURATION_PATTERN`. */
-export function durationMs(text: string): number {
-  const m = DURATION_PATTERN.exec(text);
-  if (!m)
-    throw new Error(`[recipe] ${JSON.stringify(text)} is not a duration such as 30m, 12h or 7d`);
-  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
-}
+export { DEFAULT_ROLLBACK_WINDOW, DURATION_PATTERN, durationMs };
 
 /** The window of `release` in ms: its manifest's, else the default. */
 export function rollbackWindowMs(release: Pick<Release, "manifest">): number {
