@@ -4,9 +4,11 @@
  * time, and the owner's acceptance. The schema is the type; its JSON Schema is published at
  * engine/schema/release-record.schema.json (`npm run schema`; a test keeps it current).
  */
+
 import * as z from "zod";
 import { RELEASE_STATES } from "../domain/states.ts";
 import { OBSERVED_SOURCES, RECORD_VERSION } from "./constants.ts";
+import { MigrationRecord } from "./migration.ts";
 
 export { OBSERVED_SOURCES, RECORD_VERSION };
 
@@ -276,6 +278,7 @@ export const ReleaseRecordDocument = z
           'the recipe\'s mixed-version conformance checks, run before any exposure (docs/recipes.md "Conformance checks"); absent when it lists none',
         ),
     }),
+    migration: MigrationRecord.optional(),
     lineage: z
       .object({
         verb: z.enum(["rollback", "roll_forward"]),
