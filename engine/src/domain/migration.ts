@@ -159,11 +159,20 @@ export function migrationProblems(input: unknown): Problem[] {
   const laneIds = arr(root.lanes)
     .map((l) => obj(l)?.id)
     .filter((x): x is string => typeof x === "string");
+  const first = arr(obj(arr(obj(root.rollout)?.waves)[0])?.lanes).filter(
+    (x): x is string => typeof x === "string",
+  );
   if (typeof m.lane === "string" && !laneIds.includes(m.lane)) {
     problems.push({
       path: "migration.lane",
       message: `lane \`${m.lane}\` is not a lane of this recipe`,
-      fix: `Name a lane of the recipe: ${laneIds.join(", ") || "<a lane id>"}.`,
+      fix: `Name a lane of wave 1: ${first.join(", ") || "<a lane id>"}.`,
+    });
+  } else if (typeof m.lane === "string" && first.length > 0 && !first.includes(m.lane)) {
+    problems.push({
+      path: "migration.lane",
+      message: `lane \`${m.lane}\` is not in wave 1, but the migration runs before wave 1 begins, on a lane of it`,
+      fix: `Name a lane of wave 1: ${first.join(", ")}.`,
     });
   }
   arr(root.custom_steps).forEach((c, i) => {
