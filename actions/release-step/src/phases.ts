@@ -207,7 +207,10 @@ export function runToolPhase(
   const { payload, inputs } = v;
   const argsPath = join(dirname(resultDir), "args.json");
   // A resumable step continues from the checkpoint the engine answered the preflight with.
-  writeFileSync(argsPath, JSON.stringify(checkpoint ? { ...payload.args, checkpoint } : payload.args));
+  writeFileSync(
+    argsPath,
+    JSON.stringify(checkpoint ? { ...payload.args, checkpoint } : payload.args),
+  );
   const configured = Number(ctx.env.BATON_TOOL_TIMEOUT_MS);
   const timeoutMs = configured > 0 ? configured : DEFAULT_TOOL_TIMEOUT_MS;
   return inPhase(

@@ -177,7 +177,7 @@ export class Starts {
     baseline: ObservedBaseline | null,
   ): Promise<void> {
     const m = manifest.migration;
-    if (!m || !m.steps.includes("contract")) return;
+    if (!m?.steps.includes("contract")) return;
     const { store, clock } = this.deps.kernel;
     const activated = await activatingRelease(store, manifest.model, m.id);
     const readers = new Set(m.old_form_readers ?? []);
