@@ -50,7 +50,7 @@ describe("checkStepTable", () => {
           path: "steps.2.forward.tool",
           message: expect.stringMatching(/not in the allowlist/),
           fix: expect.stringMatching(
-            /attach-queue-lane, inspect-lane, restore-queue-lane, restore-sqlite, run-smoke/,
+            /attach-queue-lane, inspect-lane, migrate-table, restore-queue-lane, restore-sqlite, run-smoke/,
           ),
         }),
         expect.objectContaining({ path: "steps.10.backward.tool" }),

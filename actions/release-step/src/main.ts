@@ -47,7 +47,7 @@ async function runPhases(ctx: StepContext): Promise<Outcome> {
   const missing = await verifyToolPhase(ctx, valid);
   const pre = await preflightPhase(ctx, valid, resultDir);
   if (pre.kind !== "accepted") return pre;
-  await work(ctx, valid, pre.target, missing);
+  await work(ctx, valid, pre.target, missing, pre.checkpoint);
   return reportPhase(ctx, valid.inputs, pre.target);
 }
 
@@ -60,6 +60,7 @@ async function work(
   v: Validated,
   target: CallbackTarget,
   missing: string | null,
+  checkpoint?: Record<string, unknown>,
 ): Promise<void> {
   const dir = target.result_dir;
   const failed = (name: string, errorClass: string, message: string) =>
@@ -74,7 +75,7 @@ async function work(
     annotateError(key.message);
     return failed("ssh-key", key.errorClass, key.message);
   }
-  const exit = await runToolPhase(ctx, v, key.keyPath, dir);
+  const exit = await runToolPhase(ctx, v, key.keyPath, dir, checkpoint);
   const verdict = judgeToolExit(exit, dir);
   if (!verdict) return;
   annotateError(verdict.check.message as string);

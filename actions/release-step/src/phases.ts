@@ -46,6 +46,8 @@ export interface Validated {
 export interface Accepted {
   kind: "accepted";
   target: CallbackTarget;
+  /** A resumable step's last checkpoint, from the preflight's answer; given to the tool. */
+  checkpoint?: Record<string, unknown>;
 }
 
 /**
@@ -176,7 +178,8 @@ export async function preflightPhase(
   };
   save(STATE.callback, JSON.stringify(target));
   save(STATE.timings, JSON.stringify(ctx.timings));
-  return { kind: "accepted", target };
+  const checkpoint = accepted.data.checkpoint;
+  return { kind: "accepted", target, ...(checkpoint ? { checkpoint } : {}) };
 }
 
 /** 5. The SSH key: 0600 file, normalised, masked; an encrypted key without passphrase stops here. */
@@ -199,10 +202,15 @@ export function runToolPhase(
   v: Validated,
   keyPath: string,
   resultDir: string,
+  checkpoint?: Record<string, unknown>,
 ): Promise<ToolExit> {
   const { payload, inputs } = v;
   const argsPath = join(dirname(resultDir), "args.json");
-  writeFileSync(argsPath, JSON.stringify(payload.args));
+  // A resumable step continues from the checkpoint the engine answered the preflight with.
+  writeFileSync(
+    argsPath,
+    JSON.stringify(checkpoint ? { ...payload.args, checkpoint } : payload.args),
+  );
   const configured = Number(ctx.env.BATON_TOOL_TIMEOUT_MS);
   const timeoutMs = configured > 0 ? configured : DEFAULT_TOOL_TIMEOUT_MS;
   return inPhase(

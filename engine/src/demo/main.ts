@@ -29,6 +29,7 @@ import type { ManifestStep, Release } from "../domain/types.ts";
 import { suggestedCommand } from "../domain/verbs.ts";
 import { makeDirs, proveWritable } from "../node/data-dir.ts";
 import { compileRecipeInput } from "../recipes/compile-text.ts";
+import { contractRecipe, phaseLines, seedMigrationTable, tableLines } from "./migration.ts";
 import { ProgressPrinter, resolveStep, stepLabel } from "./progress.ts";
 import { EXAMPLE_RECIPE, loadRecipe, type Stack, startStack } from "./stack.ts";
 
@@ -286,6 +287,9 @@ export async function runDemo(argv: string[]): Promise<number> {
       );
     }
 
+    // A recipe with a migration: the table it backfills, on the SSH target (a real SQLite file).
+    const sandbox = join(resolve(dir), "target");
+    for (const line of seedMigrationTable(stack.recipe, sandbox)) console.log(line);
     const started = Date.now();
     const res = await stack.api("/v1/releases", {
       method: "POST",
@@ -361,6 +365,12 @@ export async function runDemo(argv: string[]): Promise<number> {
     console.log(
       `[demo] release ${id} ended ${state} in ${(releaseMs / 1000).toFixed(1)} s (wall time ${((Date.now() - t0) / 1000).toFixed(1)} s)`,
     );
+    if (stack.recipe.migration) {
+      const doc = await stack.engine.service.releaseRecord(id);
+      for (const line of phaseLines(doc)) console.log(line);
+      for (const line of tableLines(stack.recipe, sandbox)) console.log(line);
+      if (state === "succeeded") for (const line of await contractLines(stack)) console.log(line);
+    }
     if (args.record) {
       const doc = await stack.engine.service.releaseRecord(id);
       writeFileSync(args.record, `${JSON.stringify(doc, null, 2)}\n`);
@@ -446,6 +456,29 @@ export function waitingLines(
 }
 
 /** Each gate's last evaluation (its decision and reason), and why compensation began. */
+/**
+ * Asks the engine to start the release that contracts the migration (`contractRecipe`) right
+ * after the release that activated the new form succeeded: it is refused (409
+ * `contract_not_yet`) with when it may run, which is what the demo shows. Nothing is started.
+ */
+async function contractLines(stack: Stack): Promise<string[]> {
+  const next = contractRecipe(stack.recipe);
+  if (!next) return [];
+  const res = await stack.api("/v1/releases", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: await stack.startBody(next),
+  });
+  const body = (await res.json()) as { id?: string; error?: { code?: string; message?: string } };
+  if (res.status === 201)
+    return [
+      `[demo] contract       started as ${body.id} (unexpected: its rollback window should be open)`,
+    ];
+  return [
+    `[demo] contract       refused (HTTP ${res.status} ${body.error?.code ?? ""}): ${body.error?.message ?? JSON.stringify(body)}`,
+  ];
+}
+
 async function gateLines(stack: Stack, id: string): Promise<string[]> {
   const { manifest } = stack;
   const evidence = await stack.engine.store.listEvidence(id);

@@ -21,6 +21,7 @@ import type { Json, ManifestLane, StepAction } from "./types.ts";
 export const TOOL_ALLOWLIST: readonly string[] = [
   "attach-queue-lane",
   "inspect-lane",
+  "migrate-table",
   "restore-queue-lane",
   "restore-sqlite",
   "run-smoke",

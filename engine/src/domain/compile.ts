@@ -24,8 +24,10 @@ import {
 } from "./catalogue.ts";
 import { checkRecipe, checkStepTable } from "./contract-check.ts";
 import { customStepRow, customStepsAt } from "./custom-steps.ts";
+import { durationMs } from "./duration.ts";
 import { BatonError, type Problem } from "./errors.ts";
 import { analysisForWave } from "./gate/analysis.ts";
+import { manifestMigration } from "./migration.ts";
 import {
   type CustomStepAnchor,
   DEFAULT_CONTROL_PLANE_RETRIES,
@@ -312,6 +314,11 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     ...(r.stop_condition ? { stop_condition: structuredClone(r.stop_condition) } : {}),
     // Only when the recipe says so: manifests (and digests) of other recipes are unchanged.
     ...(r.notify ? { notify: { ...r.notify } } : {}),
+    // Only when the recipe declares a migration: other manifests (and digests) are unchanged.
+    ...(r.migration ? { migration: manifestMigration(r) } : {}),
+    ...(r.policy.rollback_window
+      ? { rollback_window_ms: durationMs(r.policy.rollback_window) }
+      : {}),
     ...(r.environment ? { environment: r.environment } : {}),
     ...(r.policy.drill_max_age_days !== undefined
       ? {

@@ -13,6 +13,7 @@ import { credentialToolProblems } from "./credentials.ts";
 import { customStepProblems, hasIrreversibleCustomStep } from "./custom-steps.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
+import { migrationProblems } from "./migration.ts";
 import { dependencyProblems } from "./mutable-dependencies.ts";
 import { Recipe } from "./recipe.ts";
 import { schemaProblems } from "./schema-problems.ts";
@@ -50,6 +51,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     ...strategyProblems(input),
     ...recoveryProblems(input),
     ...customStepProblems(input),
+    ...migrationProblems(input),
     ...conformanceProblems(input),
     ...analysisProblems(input),
     ...dependencyProblems(input),

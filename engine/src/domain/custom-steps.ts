@@ -9,6 +9,7 @@
 import { runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
+import { hasContract, type MigrationCustomStep, migrationCustomSteps } from "./migration.ts";
 import {
   CUSTOM_STEP_ANCHORS,
   type CustomStep,
@@ -217,7 +218,9 @@ export function customStepProblems(input: unknown): Problem[] {
 
 /** Whether the recipe declares an irreversible custom step (a recovery boundary of its own). */
 export function hasIrreversibleCustomStep(input: unknown): boolean {
-  return arr(obj(input)?.custom_steps).some((c) => obj(c)?.irreversible === true);
+  return (
+    arr(obj(input)?.custom_steps).some((c) => obj(c)?.irreversible === true) || hasContract(input)
+  );
 }
 
 /**
@@ -231,7 +234,8 @@ export function customStepsAt(
   wave: number,
   lane: string,
 ): CustomStep[] {
-  return (r.custom_steps ?? []).filter((c) => {
+  // A migration's phases are custom steps too (domain/migration.ts), ahead of the recipe's own.
+  return [...migrationCustomSteps(r), ...(r.custom_steps ?? [])].filter((c) => {
     const p = placementOf(c);
     if (!p || p.position !== position || p.anchor !== anchor) return false;
     if (c.placement.waves && !c.placement.waves.includes(wave + 1)) return false;
@@ -299,6 +303,7 @@ export function customStepRow(
     custom: {
       ...(c.irreversible ? { irreversible: true as const } : {}),
       ...(c.needs_drained ? { needs_drained: true as const } : {}),
+      ...("phase" in c ? { phase: (c as MigrationCustomStep).phase } : {}),
     },
   };
 }

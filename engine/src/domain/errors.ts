@@ -20,6 +20,7 @@ export type ErrorCode =
   | "frozen"
   | "requalification_required"
   | "drill_required"
+  | "contract_not_yet"
   | "unavailable";
 
 type Status = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 503;
@@ -52,6 +53,7 @@ const STATUS: Record<ErrorCode, Status> = {
   // recipe was qualified (docs/drift.md "Mutable dependencies"); problems name the field and fix.
   requalification_required: 409,
   drill_required: 409,
+  contract_not_yet: 409,
   // A dependency the request needs did not answer (e.g. the control plane at release start).
   unavailable: 503,
 };

@@ -23,6 +23,12 @@ export const LIFECYCLE_STATES: Record<LifecycleVerb, ReadonlySet<ReleaseState>> 
  */
 export interface LifecycleLookups {
   rollbackTo?: string | null;
+  /**
+   * Set when the rollback window of a succeeded release has closed: why, naming when and
+   * what to do instead (domain/rollback-window.ts `rollbackWindowClosed`). Rollback is then
+   * not offered.
+   */
+  rollbackClosed?: string | null;
   supersededBy?: string | null;
   supersededState?: ReleaseState | null;
 }
@@ -71,6 +77,8 @@ const TERMINAL: ReadonlySet<ReleaseState> = new Set<ReleaseState>([
 export function lifecycleBlocked(r: ClosedRelease, o: LifecycleLookups = {}): string | null {
   if (!TERMINAL.has(r.state)) return null;
   if (o.supersededBy) return supersededWords(r, o.supersededBy, o.supersededState);
+  if (LIFECYCLE_STATES.rollback.has(r.state) && o.rollbackClosed)
+    return `rollback of ${r.id} is closed: ${o.rollbackClosed}`;
   if (LIFECYCLE_STATES.rollback.has(r.state) && o.rollbackTo === null)
     return noRollbackTarget(r.id, r.model);
   return null;

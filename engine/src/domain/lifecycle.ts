@@ -60,6 +60,7 @@ export function lifecycleActions(release: Release, o: LifecycleLookups = {}): Li
   if (
     LIFECYCLE_STATES.rollback.has(release.state) &&
     o.rollbackTo !== null &&
+    !o.rollbackClosed &&
     release.manifest.recovery?.class !== "roll_forward_only"
   ) {
     out.push({

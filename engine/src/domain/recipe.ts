@@ -20,8 +20,10 @@ import {
 } from "../protocol/fields.ts";
 import { Conformance } from "./conformance-schema.ts";
 import { Credentials } from "./credentials.ts";
+import { DEFAULT_ROLLBACK_WINDOW, DURATION_PATTERN } from "./duration.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { StopConditionInput } from "./gate/stop-condition.ts";
+import { Migration } from "./migration-schema.ts";
 import { MutableDependencies } from "./mutable-dependencies.ts";
 import { NOTICE_KINDS } from "./notice.ts";
 import { FailurePolicy } from "./states.ts";
@@ -491,6 +493,9 @@ export const Recipe = z
       .optional()
       .describe("Steps of the recipe's own, each a forward/backward pair of allowlisted tools."),
     conformance: Conformance.optional(),
+    migration: Migration.optional().describe(
+      'Expand → migrate → contract of a schema or cache change (docs/recipes.md "Migrations").',
+    ),
     lanes: z
       .array(RecipeLane)
       .min(1, "a recipe needs at least one lane")
@@ -535,6 +540,16 @@ export const Recipe = z
           .optional()
           .describe(
             "With drill_max_age_days: warn (default: the release starts, its history says so) or refuse the start.",
+          ),
+        rollback_window: z
+          .string()
+          .regex(
+            DURATION_PATTERN,
+            "rollback_window must be a whole number of minutes, hours or days, e.g. 30m, 12h or 7d",
+          )
+          .optional()
+          .describe(
+            `How long after a release succeeded \`baton rollback\` to its predecessor is admitted (default ${DEFAULT_ROLLBACK_WINDOW}); a migration's contract waits for it to close.`,
           ),
         steps: z
           .object({

@@ -12,6 +12,7 @@ import type { GateEvidence, MetricEvidence } from "./gate/evidence.ts";
 import type { StopConditionInput } from "./gate/stop-condition.ts";
 import type { GateProgress } from "./gate-progress.ts";
 import type { Json } from "./json.ts";
+import type { ManifestMigration, MigrationStep } from "./migration-schema.ts";
 import type { MutableDependency } from "./mutable-dependencies.ts";
 import type { Notice, NoticeKind } from "./notice.ts";
 import type { PrerequisiteCheck, PrerequisiteReport } from "./prerequisite-checks.ts";
@@ -87,7 +88,7 @@ export interface ManifestStep {
    * has no backward action and is a recovery boundary (rollback is unsafe once it may have
    * taken effect); `needs_drained`: it runs while its lane is excluded.
    */
-  custom?: { irreversible?: true; needs_drained?: true };
+  custom?: { irreversible?: true; needs_drained?: true; phase?: MigrationStep };
 }
 
 /** The compiled, immutable plan of one release. `manifest_digest` = sha256 of canonical JSON. */
@@ -155,6 +156,13 @@ export interface Manifest {
      */
     restore_state?: RestoreStateSpec;
   };
+  /**
+   * The recipe's `policy.rollback_window` in ms (domain/rollback-window.ts); absent when the
+   * recipe declares none (the default applies; other manifests and digests are unchanged).
+   */
+  rollback_window_ms?: number;
+  /** The recipe's migration (domain/migration.ts); absent when it declares none. */
+  migration?: ManifestMigration;
   /** The recipe's `notify` (kinds and channels); absent = the engine's settings. */
   notify?: { on?: NoticeKind[]; channels?: ("webhook" | "slack" | "github")[] };
   /**
@@ -435,6 +443,8 @@ export interface Release {
    * (docs/lifecycle.md "Merge order is release order"). Absent on releases started otherwise.
    */
   source?: SourcePosition;
+  /** Epoch ms the release became `succeeded` (its rollback window opens); absent otherwise. */
+  succeeded_at?: number;
   created_at: number;
   updated_at: number;
 }
@@ -593,6 +603,12 @@ export interface CallbackEvent {
    * last one's digest differs (`imageMismatch`). Absent or empty = nothing to compare.
    */
   images?: string[];
+  /**
+   * Set by the service from checks.json when it holds checks of kind `verification` (a
+   * migration's `migrate` step, domain/migration.ts): their names and which failed. A passing
+   * migrate step without them, or with one failed, fails (`migrateUnverified`).
+   */
+  verifications?: { names: string[]; failed: string[] };
   /**
    * Who ran this attempt, as the runner reports it: `actor` started the workflow run
    * (github.actor, the same on a re-run), `triggering_actor` started this run attempt (the

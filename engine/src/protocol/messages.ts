@@ -66,13 +66,18 @@ export const PreflightRequest = z
   .strict();
 export type PreflightRequest = z.infer<typeof PreflightRequest>;
 
-/** 200 answer of a preflight: proceed as attempt `attempt`. */
+/**
+ * 200 answer of a preflight: proceed as attempt `attempt`. `checkpoint`, only for a resumable
+ * step (a migration's `migrate`): the last checkpoint an earlier attempt of the step run
+ * reported; the action hands it to the tool as `args.checkpoint` (docs/recipes.md "Migrations").
+ */
 export const PreflightAccepted = z.object({
   proceed: z.literal(true),
   step_run_id: RunnerRunIdText,
   attempt: z.number().int().positive(),
   release_id: z.string(),
   generation: z.number().int(),
+  checkpoint: z.record(z.string(), z.unknown()).optional(),
 });
 export type PreflightAccepted = z.infer<typeof PreflightAccepted>;
 

@@ -15,6 +15,7 @@ import type { AttemptResult } from "../ports/store.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import { sha256Hex } from "../protocol/sha256.ts";
 import { OBSERVED_SOURCES, RECORD_VERSION } from "./constants.ts";
+import { migrationRecord } from "./migration.ts";
 import type { ReleaseRecordDocument } from "./schema.ts";
 
 export { ACCEPT_KIND };
@@ -196,6 +197,7 @@ export function buildRecord(
 ): ReleaseRecordDocument {
   const m = release.manifest;
   const conformance = conformanceEvidence(release);
+  const migration = migrationRecord(release, o.attemptResults ?? []);
   const closed = TERMINAL_RELEASE_STATES.has(release.state);
   const stepName = (i: number) => m.steps[i]?.name ?? `step ${i + 1}`;
   const accepted = history.filter((h) => h.outcome === "accepted" && h.kind !== ACCEPT_KIND);
@@ -433,6 +435,8 @@ export function buildRecord(
     // Only when an incident named the model while the release was open: other records (and
     // digests) are unchanged.
     ...(incidents.length ? { incidents } : {}),
+    // Only when the manifest declares a migration: other records (and digests) are unchanged.
+    ...(migration ? { migration } : {}),
     lineage: release.lineage
       ? {
           verb: release.lineage.verb,

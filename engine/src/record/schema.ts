@@ -9,6 +9,7 @@ import * as z from "zod";
 import { RELEASE_STATES } from "../domain/states.ts";
 import { STRATEGIES } from "../domain/strategy.ts";
 import { OBSERVED_SOURCES, RECORD_VERSION } from "./constants.ts";
+import { MigrationRecord } from "./migration.ts";
 
 export { OBSERVED_SOURCES, RECORD_VERSION };
 
@@ -317,6 +318,7 @@ export const ReleaseRecordDocument = z
       .describe(
         "incidents declared or resolved on the release's model while it was open (docs/incidents.md); absent when none",
       ),
+    migration: MigrationRecord.optional(),
     lineage: z
       .object({
         verb: z.enum(["rollback", "roll_forward"]),

@@ -160,7 +160,7 @@ export class ReleaseService implements ReleaseApi {
       this.incidents,
     );
     this.queries = new ReleaseQueries(deps.store);
-    this.reads = new LifecycleReads(deps.store);
+    this.reads = new LifecycleReads(deps.store, () => deps.clock.now());
     this.starts = new Starts({
       kernel: this.kernel,
       log,

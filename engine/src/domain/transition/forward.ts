@@ -39,6 +39,7 @@ export function beginForwardAtCursor(d: Draft): void {
     // `stop_condition.bake_ms`: stays running, watched, for the bake after the last wave.
     if (holdsForFinalBake(d)) return;
     r.state = "succeeded";
+    r.succeeded_at = d.now;
     r.stop = null;
     r.reason = null;
     d.accept(`[engine] release ${r.id} succeeded: all ${r.manifest.steps.length} steps done`);

@@ -543,6 +543,7 @@ export function confirmRestore(d: Draft, e: Ev<"confirm_restore">): Refusal | un
   if (rollbackDone(r)) {
     // A rollback of a recoverable release: its steps all ran; with the restore it is done.
     r.state = "succeeded";
+    r.succeeded_at = d.now;
     r.reason = null;
     d.accept(
       `[engine] release ${r.id} succeeded: the rollback of ${r.lineage?.of} ran all ${r.manifest.steps.length} steps and ${e.actor} confirmed its restore action (${wait.action}): ${e.reason}`,

@@ -2,7 +2,9 @@
  * Runner step runs: dispatch outcomes, callbacks and deadlines (docs/state-machine.md
  * "Runner steps"; docs/state-machine.md rules 2, 5, 6). Preflight is in `preflight.ts`.
  */
+
 import { conformanceFailureWords } from "../conformance.ts";
+import { migrateUnverified } from "../migration.ts";
 import { isRestoreRun } from "../restore-state.ts";
 import { failingCheckText, imageMismatch } from "../result-evidence.ts";
 import type { Attempt, CallbackEvent, Release, ReleaseEvent, StepRun } from "../types.ts";
@@ -150,7 +152,10 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
   }
   // A deploy ends with the target's own report of the running image: a pass that left
   // another image running is a failure, whatever the tool concluded.
-  const mismatch = e.overall === "pass" ? runningImageMismatch(r, sr, e.images) : null;
+  // A migration's backfill passes only with its verifications reported and passed.
+  const mismatch =
+    (e.overall === "pass" ? runningImageMismatch(r, sr, e.images) : null) ??
+    migrateUnverified(stepOf(r, sr), sr.direction, e.overall, e.verifications);
   const probe = isProbeRun(r, sr);
   if (probe && !e.probe_checks) {
     // Fail closed: a probe's answer is its checks; the service reads them from checks.json.

@@ -10,6 +10,7 @@ import { currentDependencyDrift } from "../../domain/dependency-drift.ts";
 import { BatonError } from "../../domain/errors.ts";
 import { gateSummaries } from "../../domain/gate/summary.ts";
 import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
+import { rollbackWindowClosesAt, succeededAt } from "../../domain/rollback-window.ts";
 import type { SourceClaim } from "../../domain/source-order.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
@@ -204,6 +205,9 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
     baseline: release.baseline ?? null,
     created_at: release.created_at,
     updated_at: release.updated_at,
+    // When it succeeded and when its rollback window closes (docs/lifecycle.md); else null.
+    succeeded_at: succeededAt(release),
+    rollback_window_closes_at: rollbackWindowClosesAt(release),
     step_runs: release.step_runs,
     history: r.history,
     attempt_results: r.attempt_results,

@@ -14,6 +14,7 @@ import {
   RECOVERY_CLASS_CHECK,
   recoveryClassCheck,
 } from "../../domain/prerequisites.ts";
+import { rollbackWindowClosed } from "../../domain/rollback-window.ts";
 import type { TargetProbe } from "../../ports/target-probe.ts";
 import type { Accepted, Refusal } from "../api.ts";
 import type { ApplyKernel } from "../kernel.ts";
@@ -59,6 +60,18 @@ export class LifecycleVerbs {
     }
     const superseded = await reads.supersededRefusal(release, "rollback");
     if (superseded) return superseded;
+    // After the rollback window: what the release replaced may be gone (a migration's
+    // contract may have run), so the way back is a new release, not a rollback.
+    const closed = rollbackWindowClosed(release, this.deps.kernel.clock.now());
+    if (closed) {
+      log.warn(`[engine] rollback of ${id} refused: ${closed}`);
+      return {
+        ok: false,
+        status: 409,
+        code: "rollback_window_closed",
+        reason: `[engine] rollback of ${id} refused: ${closed}`,
+      };
+    }
     // Of the release itself, before any lane is asked: a roll_forward_only release ran past
     // the step after which rollback is unsafe (it succeeded), so it is never rolled back.
     const recovery = recoveryClassCheck(id, release.manifest.recovery);

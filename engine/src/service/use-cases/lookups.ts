@@ -9,6 +9,7 @@ import {
   type LifecycleLookups,
 } from "../../domain/lifecycle.ts";
 import { closedReleaseAccepts, supersededWords } from "../../domain/lifecycle-states.ts";
+import { rollbackWindowClosed } from "../../domain/rollback-window.ts";
 import { definesLanes } from "../../domain/source-order.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { Json, Release } from "../../domain/types.ts";
@@ -28,7 +29,11 @@ export interface PreviousAdmitted {
 }
 
 export class LifecycleReads {
-  constructor(private readonly store: Store) {}
+  /** `now`: the engine's clock (epoch ms), for the rollback window. */
+  constructor(
+    private readonly store: Store,
+    private readonly now: () => number,
+  ) {}
 
   /**
    * What `lifecycleActions` needs from the store for `release` (docs/lifecycle.md): for a
@@ -42,6 +47,8 @@ export class LifecycleReads {
     const supersededBy = later?.id ?? null;
     const supersededState = later?.state ?? null;
     if (!LIFECYCLE_STATES.rollback.has(release.state)) return { supersededBy, supersededState };
+    const closed = rollbackWindowClosed(release, this.now());
+    if (closed) return { rollbackClosed: closed, supersededBy, supersededState };
     return {
       rollbackTo: (await this.previousAdmitted(release))?.prev.id ?? null,
       supersededBy,

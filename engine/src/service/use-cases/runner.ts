@@ -4,6 +4,7 @@
  * checks read from checks.json), and refused requests that never reached a release. Refusals
  * are bounded by the kernel's refusal log: one row per key a minute, carrying the count.
  */
+import { checkpointOf, phaseOf, verificationSummary } from "../../domain/migration.ts";
 import {
   checksFromProbe,
   isProbeStep,
@@ -20,7 +21,7 @@ import {
   reportedImages,
 } from "../../domain/result-evidence.ts";
 import { storableValue } from "../../domain/storable-text.ts";
-import type { Json, RestoreReport } from "../../domain/types.ts";
+import type { Json, Release, RestoreReport } from "../../domain/types.ts";
 import { faultPoint } from "../../faults.ts";
 import { releaseIdOfStepRun } from "../../protocol/ids.ts";
 import type { CallbackBody, PreflightRequest } from "../../protocol/messages.ts";
@@ -44,7 +45,28 @@ export class RunnerProtocol {
     const id = releaseIdOfStepRun(stepRunId);
     if (!id) return notFound(`[engine] step run ${stepRunId} does not exist`);
     const r = await this.kernel.apply(id, { type: "preflight", ...req, step_run_id: stepRunId });
-    return r as Accepted | Refusal;
+    if (!r.ok) return r as Refusal;
+    const checkpoint = await this.checkpointFor(r.release, stepRunId);
+    return (checkpoint ? { ...r, reply: { ...r.reply, checkpoint } } : r) as Accepted;
+  }
+
+  /**
+   * A resumable step's last checkpoint (docs/recipes.md "Migrations"): for the forward run of
+   * a migration's `migrate` step, the checkpoint of the latest attempt of this step run that
+   * reported one (`checkpointOf` over its stored checks.json); null for every other step.
+   */
+  private async checkpointFor(release: Release, stepRunId: string): Promise<Json | null> {
+    const sr = release.step_runs.find((s) => s.id === stepRunId);
+    const step = sr ? release.manifest.steps[sr.step_index] : undefined;
+    if (!sr || !step || sr.direction !== "fwd" || phaseOf(step) !== "migrate") return null;
+    const results = (await this.kernel.store.listAttemptResults(release.id))
+      .filter((a) => a.step_run_id === stepRunId)
+      .sort((a, b) => b.attempt - a.attempt);
+    for (const a of results) {
+      const c = checkpointOf(a.checks);
+      if (c) return c;
+    }
+    return null;
   }
 
   /**
@@ -70,6 +92,7 @@ export class RunnerProtocol {
         ...(provesNothingRan(body.overall, body.checks) ? { nothing_ran: true } : {}),
         ...withFailingCheck(body.overall, body.checks),
         ...(reportedImages(body.checks).length > 0 ? { images: reportedImages(body.checks) } : {}),
+        ...withVerifications(body.checks),
         ...(probe ? { probe_checks: probe.checks } : {}),
         ...restoreReportIn(body.checks),
         ...runByOf(body),
@@ -195,6 +218,14 @@ export class RunnerProtocol {
       ),
     ]);
   }
+}
+
+/** `{ verifications }` when checks.json holds checks of kind verification, else `{}`. */
+function withVerifications(checks: unknown): {
+  verifications?: { names: string[]; failed: string[] };
+} {
+  const v = verificationSummary(checks);
+  return v ? { verifications: v } : {};
 }
 
 /** `{ failing_check }` for a failed result whose checks.json names a failing check, else `{}`. */

@@ -12,8 +12,10 @@ import { observeBaseline } from "../../domain/baseline.ts";
 import { changeDeploymentStatus, type EffectsPolicy } from "../../domain/change-effects.ts";
 import { requalificationProblems } from "../../domain/dependency-drift.ts";
 import { BatonError } from "../../domain/errors.ts";
+import { contractRefusal } from "../../domain/migration.ts";
 import { type PrerequisiteReport, withProbeSteps } from "../../domain/prerequisites.ts";
 import { creationHistory } from "../../domain/release-history.ts";
+import { rollbackWindowClosesAt } from "../../domain/rollback-window.ts";
 import {
   type SourceClaim,
   type SourceMark,
@@ -38,6 +40,7 @@ import { assertLanesFree, lanesClaimedError } from "../lane-claims.ts";
 import type { Logger } from "../logger.ts";
 import type { Drills } from "./drills.ts";
 import type { Incidents } from "./incidents.ts";
+import { activatingRelease } from "./migration-reads.ts";
 
 /** What a start carries besides the recipe (docs/trust.md "Sending the bundle"). */
 export interface StartOptions {
@@ -165,6 +168,51 @@ export class Starts {
     );
   }
 
+  /**
+   * Refuses a release that contracts a migration (docs/recipes.md "Migrations") until the
+   * rollback window of the release that activated the new form (the latest succeeded release
+   * of the model whose migration of the same id expanded and migrated) has closed and no lane
+   * runs an image the migration lists as an old-form reader (the lanes' images as observed at
+   * start, else the recipe's previous_image). 409 `contract_not_yet`, saying when it may run.
+   */
+  private async assertContractMayRun(
+    manifest: Manifest,
+    baseline: ObservedBaseline | null,
+  ): Promise<void> {
+    const m = manifest.migration;
+    if (!m?.steps.includes("contract")) return;
+    const { store, clock } = this.deps.kernel;
+    const activated = await activatingRelease(store, manifest.model, m.id);
+    const readers = new Set(m.old_form_readers ?? []);
+    const lanes = manifest.lanes
+      .map((l) => ({
+        lane: l.id,
+        image: baseline?.lanes.find((b) => b.id === l.id)?.image ?? manifest.previous_image,
+      }))
+      .filter((l) => readers.has(l.image));
+    const why = contractRefusal(
+      m.id,
+      manifest.model,
+      activated,
+      activated ? rollbackWindowClosesAt(activated) : null,
+      clock.now(),
+      lanes,
+    );
+    if (!why) return;
+    this.deps.log.warn(`[engine] a release of ${manifest.model} was refused: ${why}`);
+    throw new BatonError(
+      "contract_not_yet",
+      `[engine] release of ${manifest.model} refused: ${why}`,
+      [
+        {
+          path: "migration.contract",
+          message: why,
+          fix: "Start it again once it may run (the time above); until then the old form stays.",
+        },
+      ],
+    );
+  }
+
   private async startNow(recipe: unknown, actor: string, opts: StartOptions): Promise<Release> {
     const { kernel, log } = this.deps;
     const { store, clock, domain } = kernel;
@@ -206,6 +254,7 @@ export class Starts {
     }
     if (this.deps.exclusiveLanes) await assertLanesFree(store, compiled.manifest);
     const baseline = await this.observedBaseline(recipe, compiled);
+    await this.assertContractMayRun(compiled.manifest, baseline);
     const planRecipe =
       opts.restoreImage !== undefined
         ? { ...(recipe as Record<string, unknown>), previous_image: opts.restoreImage }

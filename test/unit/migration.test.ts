@@ -1,0 +1,144 @@
+/**
+ * The migration block compiled onto custom steps, and its contract-check rules (docs/recipes.md
+ * "Migrations"); `policy.rollback_window` in the manifest (docs/lifecycle.md "The rollback
+ * window"). Pure.
+ */
+import { describe, expect, it } from "vitest";
+import { checkAndCompile, compileRecipe } from "../../engine/src/domain/compile.ts";
+import { Recipe, type RecipeInput } from "../../engine/src/domain/recipe.ts";
+import { goodRecipe, laneId } from "./recipe-fixture.ts";
+
+const T = "migrate-table";
+const inputs = { database: "app.db", table: "customers", from: "email", to: "email_norm" };
+
+function withMigration(migration: RecipeInput["migration"], extra: Partial<RecipeInput> = {}) {
+  return { ...goodRecipe(), migration, ...extra } as RecipeInput;
+}
+
+function problems(r: unknown) {
+  const c = checkAndCompile(r);
+  return c.ok ? [] : c.problems.map((p) => `${p.path}: ${p.message}`);
+}
+
+describe("migration: the compiled table", () => {
+  it("expand then migrate run once, on the migration's lane, right before wave 1's drain_wave", () => {
+    const r = withMigration({
+      id: "email-norm",
+      lane: laneId(0),
+      inputs,
+      expand: { forward: T, backward: T },
+      migrate: { forward: T, backward: T, inputs: { batch: 10 }, retries: 2 },
+    });
+    const m = compileRecipe(Recipe.parse(r)).manifest;
+    const names = m.steps.map((s) => s.name);
+    const drain = names.indexOf("drain_wave");
+    expect(names.slice(drain - 2, drain)).toEqual(["expand", "migrate"]);
+    expect(names.filter((n) => n === "migrate")).toHaveLength(1);
+    const migrate = m.steps[drain - 1]!;
+    expect(migrate.custom).toEqual({ phase: "migrate" });
+    expect(migrate.retries).toBe(2);
+    expect(migrate.lane).toBeNull();
+    expect(migrate.forward).toMatchObject({
+      kind: "runner",
+      tool: T,
+      target: `lane=${laneId(0)}:step=migrate`,
+      args: { inputs: { ...inputs, batch: 10 }, step: { name: "migrate", direction: "forward" } },
+    });
+    expect(m.migration).toEqual({
+      id: "email-norm",
+      lane: laneId(0),
+      steps: ["expand", "migrate"],
+    });
+  });
+
+  it("a later release's contract is irreversible: the release rolls forward only from it", () => {
+    const r = withMigration({
+      id: "email-norm",
+      inputs,
+      contract: { forward: T },
+      old_form_readers: [goodRecipe().previous_image as string],
+    });
+    const m = compileRecipe(Recipe.parse(r)).manifest;
+    const contract = m.steps.find((s) => s.name === "contract")!;
+    expect(contract.custom).toEqual({ irreversible: true, phase: "contract" });
+    expect(contract.backward).toBeNull();
+    expect(m.recovery).toEqual({ class: "roll_forward_only", unsafe_after: contract.index });
+    expect(m.migration?.old_form_readers).toEqual([goodRecipe().previous_image]);
+  });
+
+  it("a recipe without a migration or a rollback window compiles to the manifest it did", () => {
+    const m = compileRecipe(Recipe.parse(goodRecipe())).manifest;
+    expect("migration" in m).toBe(false);
+    expect("rollback_window_ms" in m).toBe(false);
+    const w = compileRecipe(
+      Recipe.parse({ ...goodRecipe(), policy: { rollback_window: "36h" } }),
+    ).manifest;
+    expect(w.rollback_window_ms).toBe(36 * 3_600_000);
+  });
+});
+
+describe("migration: the contract check", () => {
+  it("refuses, naming the field: a lone expand, contract beside expand, no phase, a tool not allowlisted, a lane not in the recipe, a custom step named like a phase, a reversible contract", () => {
+    expect(problems(withMigration({ id: "m", expand: { forward: T, backward: T } }))).toContain(
+      "migration.migrate: a migration declares expand and migrate together; `migrate` is missing",
+    );
+    expect(
+      problems(
+        withMigration({
+          id: "m",
+          expand: { forward: T, backward: T },
+          migrate: { forward: T, backward: T },
+          contract: { forward: T },
+        }),
+      ).some((p) =>
+        p.startsWith(
+          "migration.contract: contract removes the old form, so it runs in a later release",
+        ),
+      ),
+    ).toBe(true);
+    expect(problems(withMigration({ id: "m" }))).toContain(
+      "migration: the migration declares no phase",
+    );
+    expect(
+      problems(
+        withMigration({
+          id: "m",
+          expand: { forward: "drop-db", backward: T },
+          migrate: { forward: T, backward: T },
+        }),
+      ),
+    ).toContain(
+      "migration.expand.forward: forward tool `drop-db` of the migration's expand is not in the allowlist",
+    );
+    expect(problems(withMigration({ id: "m", lane: "nope", contract: { forward: T } }))).toContain(
+      "migration.lane: lane `nope` is not a lane of this recipe",
+    );
+    expect(
+      problems(
+        withMigration(
+          { id: "m", contract: { forward: T } },
+          {
+            custom_steps: [
+              { name: "migrate", forward: T, backward: T, placement: { before: "drain_wave" } },
+            ],
+          },
+        ),
+      ),
+    ).toContain("custom_steps.0.name: `migrate` is a migration phase's step name");
+    expect(
+      problems(
+        withMigration({ id: "m", contract: { forward: T } }, { recovery_class: "reversible" }),
+      ),
+    ).toContain(
+      "migration.contract: contract removes the old form: once it may have taken effect the release rolls forward only, but recovery_class is reversible",
+    );
+    expect(
+      problems(withMigration({ id: "m", lane: laneId(1), contract: { forward: T } })),
+    ).toContain(
+      `migration.lane: lane \`${laneId(1)}\` is not in wave 1, but the migration runs before wave 1 begins, on a lane of it`,
+    );
+    expect(problems({ ...goodRecipe(), policy: { rollback_window: "2 weeks" } })).toContain(
+      "policy.rollback_window: rollback_window must be a whole number of minutes, hours or days, e.g. 30m, 12h or 7d",
+    );
+  });
+});
