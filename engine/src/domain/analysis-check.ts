@@ -172,7 +172,9 @@ export function analysisProblems(input: unknown): Problem[] {
   const waves = arr(obj(root.rollout)?.waves).map((w) => obj(w));
   let gated = 0;
   waves.forEach((wave, w) => {
-    const traffic = wave?.traffic;
+    // A shadow phase is gated on mirrored requests although its traffic is 0
+    // (docs/gate.md "Shadow phases"): read like a canary wave's gate.
+    const traffic = wave?.shadow !== undefined && wave?.traffic === 0 ? 50 : wave?.traffic;
     if (typeof traffic !== "number") return;
     const raw = wave?.analysis;
     if (raw === false) return;

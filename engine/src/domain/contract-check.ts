@@ -15,6 +15,7 @@ import { asArray as arr, asObject as obj } from "./json.ts";
 import { dependencyProblems } from "./mutable-dependencies.ts";
 import { Recipe } from "./recipe.ts";
 import { schemaProblems } from "./schema-problems.ts";
+import { shadowProblems } from "./shadow.ts";
 import { escapeControls, unstorablePaths } from "./storable-text.ts";
 import type { ManifestStep, StepAction } from "./types.ts";
 
@@ -48,6 +49,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     ...recoveryProblems(input),
     ...customStepProblems(input),
     ...conformanceProblems(input),
+    ...shadowProblems(input),
     ...analysisProblems(input),
     ...dependencyProblems(input),
     ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),

@@ -23,6 +23,7 @@ import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { StopConditionInput } from "./gate/stop-condition.ts";
 import { MutableDependencies } from "./mutable-dependencies.ts";
 import { NOTICE_KINDS } from "./notice.ts";
+import { ShadowPolicy, ShadowSafe, WaveShadow } from "./shadow.ts";
 import { FailurePolicy } from "./states.ts";
 
 export {
@@ -153,6 +154,9 @@ export const RecipeLane = z
       .max(100, "weight must be 0..100")
       .optional()
       .describe("Baseline traffic % of this lane; give it on every lane or none (equal split)."),
+    shadow_safe: ShadowSafe.optional().describe(
+      "Mirrored requests cause no side effects here (isolated cache and state namespaces, sandboxed tools, restricted egress): only such lanes take a shadow phase's traffic.",
+    ),
   })
   .strict();
 export type RecipeLane = z.infer<typeof RecipeLane>;
@@ -225,6 +229,9 @@ export const RecipeWave = z
       ),
     promotion: Promotion.optional().describe(
       "How the release widens past this wave: `manual` waits for an operator's promote before the next wave begins; `auto` goes on (after its gate, if any). Default: the recipe's `promotion`.",
+    ),
+    shadow: WaveShadow.optional().describe(
+      "Makes this wave (traffic 0, before any exposure) a shadow phase: the router mirrors at most `share`% of the model's requests, at most `rate_per_s` a second, to its shadow-safe lanes and discards their answers.",
     ),
   })
   .strict();
@@ -449,6 +456,9 @@ export const Recipe = z
       .optional()
       .describe("Steps of the recipe's own, each a forward/backward pair of allowlisted tools."),
     conformance: Conformance.optional(),
+    shadow: ShadowPolicy.optional().describe(
+      "`never`: this model's requests must not be mirrored, and the contract check refuses any shadow phase; `allowed` (default).",
+    ),
     lanes: z
       .array(RecipeLane)
       .min(1, "a recipe needs at least one lane")

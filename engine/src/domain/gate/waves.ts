@@ -17,6 +17,8 @@ export function gateAt(
   wave: number,
 ): { analysis: Analysis; phase: GatePhase } | null {
   const w = manifest.waves[wave];
+  // A shadow phase (traffic 0) is gated on mirrored requests (docs/gate.md "Shadow phases").
+  if (w?.shadow) return w.analysis ? { analysis: w.analysis, phase: "gate" } : null;
   if (!w || w.traffic <= 0 || w.traffic >= 100) return null;
   if (w.analysis) return { analysis: w.analysis, phase: "gate" };
   for (let i = wave - 1; i >= 0; i--) {
