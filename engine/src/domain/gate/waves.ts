@@ -37,5 +37,6 @@ export function lastStepOfWave(manifest: Manifest, wave: number): number {
 
 /** A wave as people read it: `wave 1 (10%)` (waves count from 1 in messages, like steps). */
 export function waveLabel(manifest: Manifest, wave: number): string {
-  return `wave ${wave + 1} (${manifest.waves[wave]?.traffic ?? "?"}%)`;
+  const w = manifest.waves[wave];
+  return `wave ${wave + 1} (${w?.shadow ? "shadow, " : ""}${w?.traffic ?? "?"}%)`;
 }
