@@ -136,3 +136,18 @@ describe("shadow: the manifest", () => {
     expect(JSON.stringify(out.manifest)).not.toContain("shadow");
   });
 });
+
+describe("recipes/shadow.yaml", () => {
+  it("compiles: a shadow phase on the shadow-safe lane-a, gated, then real waves", async () => {
+    const { readFileSync } = await import("node:fs");
+    const { parse } = await import("yaml");
+    const r = checkAndCompile(parse(readFileSync("recipes/shadow.yaml", "utf8")));
+    if (!r.ok) throw new Error(JSON.stringify(r.problems));
+    expect(r.manifest.waves.map((w) => [w.traffic, w.shadow ?? null, !!w.analysis])).toEqual([
+      [0, { share: 20, rate_per_s: 200 }, true],
+      [50, null, true],
+      [100, null, false],
+    ]);
+    expect(r.manifest.lanes.map((l) => !!l.shadow_env)).toEqual([true, false, false]);
+  });
+});
