@@ -69,6 +69,9 @@ export function remoteCommand(
     if (args.previous_image) parts.push("--previous-image", args.previous_image);
     if (release) parts.push("--release", release.id, "--generation", String(release.generation));
   }
+  if (spec.subcommand === "deploy" && args.env) {
+    for (const [k, v] of Object.entries(args.env).sort()) parts.push("--env", `${k}=${v}`);
+  }
   parts.push("--phase", phase);
   if (healthTimeoutS) parts.push("--health-timeout", healthTimeoutS);
   // `exec` makes deploy.sh the session's process, so a signal that kills it reaches us as a signal.

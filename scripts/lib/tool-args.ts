@@ -50,6 +50,18 @@ export const ToolArgs = z.object({
   }),
   image: ImageRef,
   previous_image: imageRef("previous_image").optional(),
+  /** Declared environment for the new container (a shadow-safe lane's), passed as `--env`. */
+  env: z
+    .record(
+      z.string().regex(/^BATON_[A-Z_]{1,58}$/, "env names are BATON_ and capitals or '_'"),
+      z
+        .string()
+        .regex(
+          /^[A-Za-z0-9._:-]{1,64}$/,
+          "env values are 1-64 letters, digits, '.', '_', ':', '-'",
+        ),
+    )
+    .optional(),
 });
 export type ToolArgs = z.infer<typeof ToolArgs>;
 

@@ -3,7 +3,7 @@
 #
 #   deploy.sh deploy|restore --lane L --image NAME@sha256:HEX --previous-image NAME@sha256:HEX \
 #             --health-url URL --operation-key KEY [--release ID --generation N] \
-#             [--phase pull|start|health|stop-old] [--health-timeout S]
+#             [--phase pull|start|health|stop-old] [--health-timeout S] [--env NAME=VALUE]...
 #   deploy.sh smoke --lane L --image NAME@sha256:HEX --health-url URL [--phase running|health] [--health-timeout S]
 #   deploy.sh inspect --lane L --image NAME@sha256:HEX
 #
@@ -176,7 +176,7 @@ secs_ms() {
 
 sub="${1:-}"
 [ $# -gt 0 ] && shift
-LANE="" IMAGE="" PREV="" URL="" KEY="" ONLY="" RELEASE="" GEN=""
+LANE="" IMAGE="" PREV="" URL="" KEY="" ONLY="" RELEASE="" GEN="" ENV_ARGS=""
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage_fail "option $1 needs a value"
   case "$1" in
@@ -189,6 +189,17 @@ while [ $# -gt 0 ]; do
     --release) RELEASE="$2" ;;
     --generation) GEN="$2" ;;
     --health-timeout) HEALTH_TIMEOUT="$2" ;;
+    # Declared environment for the new container (deploy only), e.g. a shadow-safe lane's
+    # BATON_CACHE_NAMESPACE=shadow-x: a BATON_ name and a plain value, so word-splitting is safe.
+    --env)
+      case "$2" in
+        *"$NL"* | *[!A-Za-z0-9._:=-]* | *=*=* | =*) usage_fail "--env must be NAME=VALUE: a BATON_ name of capitals and '_', a value of letters, digits, '.', '_', ':' or '-'" ;;
+        BATON_*=?*) ;;
+        *) usage_fail "--env must be NAME=VALUE: a BATON_ name of capitals and '_', a value of letters, digits, '.', '_', ':' or '-'" ;;
+      esac
+      case "${2%%=*}" in *[!A-Z_]*) usage_fail "--env name ${2%%=*} must be capitals and '_' only" ;; esac
+      ENV_ARGS="$ENV_ARGS -e $2"
+      ;;
     *) usage_fail "unknown option $1; see the usage at the top of deploy.sh" ;;
   esac
   shift 2
@@ -437,7 +448,7 @@ phase_start() {
   # shellcheck disable=SC2086
   "$CLI" run -d --name "$NEW_NAME" --label "baton.lane=$LANE" --label "baton.operation_key=$KEY" \
     --label "baton.instance_id=$id" -e "BATON_INSTANCE_ID=$id" \
-    -e "BATON_HEALTH_URL=$URL" $RUN_ARGS "$IMAGE" >"$OUT" 2>&1
+    -e "BATON_HEALTH_URL=$URL" $ENV_ARGS $RUN_ARGS "$IMAGE" >"$OUT" 2>&1
   rc=$?
   if [ $rc -eq 0 ]; then
     MSG="started $NEW_NAME (instance id $id)"

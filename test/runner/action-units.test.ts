@@ -94,6 +94,29 @@ describe("remoteCommand", () => {
   });
 });
 
+describe("remoteCommand: declared environment", () => {
+  it("passes a deploy's env (a shadow-safe lane's) to deploy.sh as --env NAME=VALUE, sorted; never to a restore", () => {
+    const args = {
+      lane: {
+        id: "lane-a",
+        host: "h",
+        port: 22,
+        user: "deploy",
+        host_key: "x",
+        health_url: "http://127.0.0.1:1/h",
+      },
+      image: `a/b@sha256:${"1".repeat(64)}`,
+      env: { BATON_TOOLS: "sandboxed", BATON_CACHE_NAMESPACE: "shadow-x" },
+    };
+    const cmd = (subcommand: "deploy" | "restore") =>
+      remoteCommand({ name: "t", subcommand, phases: [] }, "/d.sh", args, "k", "start", undefined);
+    expect(cmd("deploy")).toContain(
+      `'--env' 'BATON_CACHE_NAMESPACE=shadow-x' '--env' 'BATON_TOOLS=sandboxed' '--phase' 'start'`,
+    );
+    expect(cmd("restore")).not.toContain("--env");
+  });
+});
+
 describe("allowlist (F05, F06)", () => {
   const ws = join(dir, "ws");
   mkdirSync(join(ws, "tools"), { recursive: true });

@@ -91,6 +91,26 @@ async function holdPort(bodyFile: string, name = ""): Promise<ChildProcess> {
 }
 
 describe("deploy.sh", () => {
+  it("gives the new container the declared environment (--env NAME=VALUE); refuses a malformed one before any phase", () => {
+    t.seedRunning("lane-a", B, url);
+    const env = ["--env", "BATON_SHADOW_SAFE=1", "--env", "BATON_EGRESS=restricted"];
+    const r = full("deploy", A, B, "r1:1:fwd:lane-a", env);
+    expect(r.code, r.stderr).toBe(0);
+    const started = t
+      .calls()
+      .filter((c) => c[0] === "run")
+      .at(-1);
+    expect(started?.at(-1)).toBe(A);
+    for (const kv of ["BATON_SHADOW_SAFE=1", "BATON_EGRESS=restricted"]) {
+      expect(started?.[started.indexOf(kv) - 1], kv).toBe("-e");
+    }
+    for (const bad of ["BATON_X=a b", "PATH=/tmp", "BATON_X=$(id)", "BATON_X", "BATON_x=1"]) {
+      const refused = full("deploy", A, B, "r1:2:fwd:lane-a", ["--env", bad]);
+      expect(refused.code, bad).toBe(2);
+      expect(refused.lines[0]).toMatchObject({ phase: "args", status: "failed" });
+    }
+  });
+
   it("runs pull, start, health, stop-old and stops the old container by its exact name", () => {
     t.seedRunning("lane-a", B, url);
     const seeded = t.calls().length;

@@ -27,6 +27,16 @@
  * own values of those headers are replaced. The router counts requests per release and arm
  * (`releases` in `GET /counts/<model>`), so the lanes' counts by label can be checked against it.
  *
+ * Shadow traffic (docs/control-plane.md "The router as a shadow router"): with `shadow`, while a
+ * model has a shadow phase in force (`shadow.caps`), the router checks a request's authorization
+ * before any copy is made, asks {@link ShadowMirror} whether to mirror it (a shadow-safe lane
+ * serving the candidate at weight 0, within the share and rate caps), forwards it to the lane
+ * routed as usual, and only once that lane answered sends the copy (`baton-shadow: 1`,
+ * `baton-arm: candidate`) to the shadow lane and discards its answer. The user only ever gets
+ * the routed lane's answer. `GET /counts/<model>` then adds `shadow`: what was mirrored and
+ * skipped, and the outcome (errors, latency) of the candidate on the mirrored requests beside
+ * the routed lane's on the same requests.
+ *
  * No lane can take traffic: 503 `no_lane`. A lane's endpoint that does not answer: 502
  * `lane_unreachable` with `baton-lane`. Node only (node:http); loopback by default.
  */
@@ -35,6 +45,51 @@ import type { AddressInfo } from "node:net";
 import type { AssignmentUnit } from "../domain/gate/analysis.ts";
 import type { ChangeRecord, LaneState } from "./model.ts";
 import { type Arm, route, stickyLane } from "./router.ts";
+import { type ShadowCaps, type ShadowCounts, ShadowMirror, shadowLanes } from "./shadow-mirror.ts";
+import { LATENCY_BUCKETS_MS } from "./traffic.ts";
+
+/** Header marking a mirrored request on its way to a shadow lane. */
+export const SHADOW_HEADER = "baton-shadow";
+
+/** How the router mirrors requests to shadow lanes (absent: it mirrors nothing). */
+export interface ShadowOptions {
+  /** The model's shadow phase in force now (the manifest wave's `shadow`), or null: none. */
+  caps: (model: string) => ShadowCaps | null;
+  /** The lane's recipe declares `shadow_safe`. */
+  safe: (model: string, lane: string) => boolean;
+  /** The lane serves the candidate image now. */
+  candidate: (model: string, lane: string) => boolean;
+  /**
+   * The request's authorization, checked before any copy is made: false (or a throw) and the
+   * request is not mirrored (it is still routed, and its lane answers it as it would).
+   */
+  authorize: (headers: http.IncomingHttpHeaders) => boolean | Promise<boolean>;
+  /** Clock of the rate cap, epoch ms (default Date.now). */
+  now?: () => number;
+  /** Largest request body copied (default 1 MiB); a larger one is not sent (`too_large`). */
+  maxBodyBytes?: number;
+}
+
+/** Outcomes of one side of the mirrored requests: answers, errors (5xx, none) and latency. */
+export interface ShadowOutcome {
+  requests: number;
+  /** Answers with status ≥ 500, or no answer at all. */
+  errors: number;
+  /** Cumulative counts per bound of LATENCY_BUCKETS_MS, then +Inf. */
+  buckets: number[];
+}
+
+/** `shadow` in `GET /counts/<model>`. */
+export interface RouterShadowCounts extends ShadowCounts {
+  /** Copies sent to a shadow lane (admitted ones less `too_large`). */
+  sent: number;
+  /** Admitted requests whose body was over the copy limit (not sent). */
+  too_large: number;
+  /** The shadow lanes' answers to the copies (discarded; only counted). */
+  candidate: ShadowOutcome;
+  /** The routed lanes' answers to the same requests. */
+  baseline: ShadowOutcome;
+}
 
 /** Header carrying each unit's key unless `assignment.headers` says otherwise. */
 export const UNIT_HEADERS: Readonly<Record<Exclude<AssignmentUnit, "request">, string>> = {
@@ -71,6 +126,8 @@ export interface RouterProxyOptions {
    * control plane's history.
    */
   release?: (model: string) => string | null;
+  /** Mirroring to shadow lanes; absent: none. */
+  shadow?: ShadowOptions;
   /** Interface to bind (default 127.0.0.1); port 0 (default) picks a free one. */
   host?: string;
   port?: number;
@@ -115,6 +172,8 @@ export interface RouterCounts {
    * without arms), as the lanes received them in `baton-release` and `baton-arm`.
    */
   releases: Record<string, ReleaseCount>;
+  /** Shadow traffic, only when the router mirrors (`shadow` option). */
+  shadow?: RouterShadowCounts;
 }
 
 /** Requests of one release label, per arm label. */
@@ -393,21 +452,130 @@ export class BatchRouter {
   }
 }
 
+const outcome = (): ShadowOutcome => ({
+  requests: 0,
+  errors: 0,
+  buckets: new Array(LATENCY_BUCKETS_MS.length + 1).fill(0),
+});
+
+/** Counts one answer (status 0: none) that took `ms`. */
+function observe(o: ShadowOutcome, status: number, ms: number): void {
+  o.requests++;
+  if (status === 0 || status >= 500) o.errors++;
+  LATENCY_BUCKETS_MS.forEach((le, b) => {
+    if (ms <= le) o.buckets[b]!++;
+  });
+  o.buckets[LATENCY_BUCKETS_MS.length]!++;
+}
+
+interface ShadowTally {
+  sent: number;
+  too_large: number;
+  candidate: ShadowOutcome;
+  baseline: ShadowOutcome;
+}
+
 /** Starts the proxy; resolves once it listens. */
 export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterProxyHandle> {
   const router = new UnitRouter(o.lanes, o.assignment, o.minBatch);
+  const mirror = o.shadow ? new ShadowMirror(o.shadow.now) : null;
+  const tallies = new Map<string, ShadowTally>();
+  const tally = (model: string): ShadowTally => {
+    let t = tallies.get(model);
+    if (!t) {
+      t = { sent: 0, too_large: 0, candidate: outcome(), baseline: outcome() };
+      tallies.set(model, t);
+    }
+    return t;
+  };
+  const countsOf = (model: string): RouterCounts => {
+    const c = router.counts(model);
+    if (!mirror) return c;
+    const t = tally(model);
+    const copy = (x: ShadowOutcome): ShadowOutcome => ({ ...x, buckets: [...x.buckets] });
+    return {
+      ...c,
+      shadow: {
+        ...mirror.counts(model),
+        sent: t.sent,
+        too_large: t.too_large,
+        candidate: copy(t.candidate),
+        baseline: copy(t.baseline),
+      },
+    };
+  };
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const fail = (res: http.ServerResponse, status: number, code: string, message: string) => {
     if (res.headersSent) return res.destroy();
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify({ error: { code, message } }));
   };
-  const server = http.createServer((req, res) => {
+  /** The shadow lane a request of `model` is copied to, or null; the authorization first. */
+  const shadowLane = async (model: string, req: http.IncomingMessage): Promise<string | null> => {
+    const s = o.shadow;
+    const caps = s?.caps(model);
+    if (!s || !mirror || !caps) return null;
+    let authorized = false;
+    try {
+      authorized = (await s.authorize(req.headers)) === true;
+    } catch {
+      authorized = false;
+    }
+    const lanes = shadowLanes(
+      o.lanes(model),
+      (l) => s.safe(model, l),
+      (l) => s.candidate(model, l),
+    );
+    const d = mirror.decide(model, caps, authorized, lanes);
+    return "lane" in d ? d.lane : null;
+  };
+  /** Sends the copy of a mirrored request to `lane` and discards the answer; counts both sides. */
+  const sendCopy = (
+    model: string,
+    lane: string,
+    req: http.IncomingMessage,
+    path: string,
+    body: Buffer,
+    baseline: { status: number; ms: number },
+    labels: Record<string, string>,
+  ) => {
+    const t = tally(model);
+    const base = o.upstream(lane);
+    const started = performance.now();
+    const done = (status: number) => {
+      t.sent++;
+      observe(t.baseline, baseline.status, baseline.ms);
+      observe(t.candidate, status, performance.now() - started);
+    };
+    if (!base) return done(0);
+    const target = new URL(path, base);
+    const headers = { ...req.headers, ...labels, [SHADOW_HEADER]: "1", host: target.host };
+    delete headers["content-length"];
+    delete headers["transfer-encoding"];
+    const copy = http.request(
+      target,
+      {
+        method: req.method,
+        headers: { ...headers, "content-length": String(body.length) },
+        agent,
+      },
+      (answer) => {
+        // Discarded: read to the end only to free the socket and time the answer.
+        answer.resume();
+        answer.on("end", () => done(answer.statusCode ?? 0));
+        answer.on("error", () => done(0));
+      },
+    );
+    copy.setTimeout(10_000, () => copy.destroy(new Error("timed out")));
+    copy.on("error", () => done(0));
+    copy.end(body);
+  };
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     const counts = /^\/counts\/([^/?]+)$/.exec(req.url ?? "");
     if (counts && req.method === "GET") {
       req.resume();
       res.writeHead(200, { "content-type": "application/json" });
-      return res.end(JSON.stringify(router.counts(decodeURIComponent(counts[1]!))));
+      return res.end(JSON.stringify(countsOf(decodeURIComponent(counts[1]!))));
     }
     const m = /^\/route\/([^/?]+)(\/[^?]*)?(\?.*)?$/.exec(req.url ?? "");
     if (!m) return fail(res, 404, "not_found", "[router] route requests as /route/<model>/<path>");
@@ -417,6 +585,8 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
     const key = (Array.isArray(raw) ? raw[0] : raw)?.trim() || null;
     const pick = router.next(model, key);
     if (!pick) return fail(res, 503, "no_lane", `[router] no lane of ${model} takes traffic`);
+    // Decided before the request is forwarded, so a copy can be taken of its body as it flows.
+    const shadow = await shadowLane(model, req);
     const tags: Record<string, string> = { "baton-lane": pick.lane };
     if (pick.batch)
       tags["baton-batch"] = `${pick.batch.plan}/${pick.batch.index}/${pick.batch.size}`;
@@ -429,23 +599,74 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
     const base = o.upstream(pick.lane);
     if (!base)
       return fail(res, 502, "lane_unreachable", `[router] lane ${pick.lane} has no endpoint`);
-    const target = new URL(`${m[2] ?? "/"}${m[3] ?? ""}`, base);
+    const path = `${m[2] ?? "/"}${m[3] ?? ""}`;
+    const target = new URL(path, base);
     // The labels are the router's: a client's own baton-release or baton-arm is replaced.
     const labels = { [RELEASE_HEADER]: release, [ARM_HEADER]: arm };
     router.label(model, release, arm);
+    // A mirrored request: its body is kept (up to the limit) and the copy sent once both the
+    // body has been read and the routed lane has answered.
+    let copy: {
+      chunks: Buffer[];
+      size: number;
+      read: boolean;
+      answer?: { status: number; ms: number };
+    } | null = shadow ? { chunks: [], size: 0, read: false } : null;
+    const limit = o.shadow?.maxBodyBytes ?? 1024 * 1024;
+    const started = performance.now();
+    const maybeSend = () => {
+      if (!shadow || !copy?.read || !copy.answer) return;
+      const c = copy;
+      copy = null;
+      if (c.size > limit) {
+        tally(model).too_large++;
+        return;
+      }
+      sendCopy(model, shadow, req, path, Buffer.concat(c.chunks), c.answer!, {
+        [RELEASE_HEADER]: release,
+        [ARM_HEADER]: "candidate",
+      });
+    };
+    if (copy) {
+      req.on("data", (chunk: Buffer) => {
+        if (!copy) return;
+        copy.size += chunk.length;
+        if (copy.size <= limit) copy.chunks.push(chunk);
+      });
+      req.on("end", () => {
+        if (copy) copy.read = true;
+        maybeSend();
+      });
+    }
+    const answered = (status: number) => {
+      if (copy && !copy.answer) copy.answer = { status, ms: performance.now() - started };
+      maybeSend();
+    };
     const up = http.request(
       target,
       { method: req.method, headers: { ...req.headers, ...labels, host: target.host }, agent },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, { ...answer.headers, ...tags });
+        answer.on("end", () => answered(answer.statusCode ?? 0));
         answer.pipe(res);
       },
     );
     up.setTimeout(10_000, () => up.destroy(new Error("timed out")));
-    up.on("error", (err) =>
-      fail(res, 502, "lane_unreachable", `[router] lane ${pick.lane}: ${err.message}`),
-    );
+    up.on("error", (err) => {
+      answered(0);
+      fail(res, 502, "lane_unreachable", `[router] lane ${pick.lane}: ${err.message}`);
+    });
     req.pipe(up);
+  };
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((err: unknown) =>
+      fail(
+        res,
+        500,
+        "router_error",
+        `[router] ${err instanceof Error ? err.message : String(err)}`,
+      ),
+    );
   });
   const info = await new Promise<AddressInfo>((resolve, reject) => {
     server.once("error", reject);
@@ -455,7 +676,7 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
   });
   return {
     url: `http://${o.host ?? "127.0.0.1"}:${info.port}`,
-    counts: (model) => router.counts(model),
+    counts: countsOf,
     async close() {
       agent.destroy();
       await new Promise<void>((resolve) => {

@@ -18,6 +18,13 @@ import type { ControlPlaneCore } from "./core.ts";
 import { type Draws, seededNormal, seededUniform } from "./random.ts";
 import { unitPosition } from "./router.ts";
 import { ObservedRelease } from "./router-proxy.ts";
+import { type ShadowCaps, type ShadowCounts, ShadowMirror, shadowLanes } from "./shadow-mirror.ts";
+
+/** A shadow phase for the generator: its caps and the lanes declared shadow-safe. */
+export interface GeneratorShadow {
+  caps: ShadowCaps;
+  safe: ReadonlySet<string>;
+}
 
 /** Outcome model of one image. */
 export interface ImageProfile {
@@ -97,6 +104,10 @@ export class TrafficGenerator {
   private readonly dropsLabel = new Set<string>();
 
   private readonly release: (model: string) => string | null;
+  private shadow: GeneratorShadow | null = null;
+  private readonly mirror = new ShadowMirror();
+  /** Outcomes of mirrored requests: `<lane>\0<image>` of the shadow lane or the routed lane. */
+  private readonly shadowCounters = new Map<string, ArmCounters>();
 
   constructor(
     private readonly core: ControlPlaneCore,
@@ -153,14 +164,38 @@ export class TrafficGenerator {
     return { router: this.routerReleases.get(release) ?? 0, lanes };
   }
 
+  /**
+   * The shadow phase in force (docs/control-plane.md "The router as a shadow router"), or null:
+   * while set, requests are mirrored by the {@link ShadowMirror} rule to the shadow-safe lanes
+   * serving the candidate at weight 0; each copy's outcome is drawn from the candidate's
+   * profile and counted apart ({@link shadowSnapshot}) beside the routed lane's outcome of the
+   * same request. Users' counters are unchanged: a copy's answer is discarded.
+   */
+  setShadow(shadow: GeneratorShadow | null): void {
+    this.shadow = shadow;
+  }
+
+  /** What the mirror counted: requests seen, mirrored, skipped, per lane. */
+  shadowCounts(): ShadowCounts {
+    return this.mirror.counts(this.o.model);
+  }
+
+  /**
+   * Outcomes of the mirrored requests: rows of the shadow lanes (candidate image) and of the
+   * lanes that answered the same requests for the users (their image).
+   */
+  shadowSnapshot(): ArmCounters[] {
+    return [...this.shadowCounters.values()].map((c) => ({ ...c, buckets: [...c.buckets] }));
+  }
+
   /** Outcome model of `image` (DEFAULT_PROFILE unless set). */
   setProfile(image: string, profile: Partial<ImageProfile>): void {
     this.profiles.set(image, { ...(this.profiles.get(image) ?? DEFAULT_PROFILE), ...profile });
   }
 
-  private arm(lane: string, image: string): ArmCounters {
+  private arm(lane: string, image: string, rows = this.counters): ArmCounters {
     const key = `${lane}\u0000${image}`;
-    let c = this.counters.get(key);
+    let c = rows.get(key);
     if (!c) {
       c = {
         lane,
@@ -171,7 +206,7 @@ export class TrafficGenerator {
         buckets: new Array(LATENCY_BUCKETS_MS.length + 1).fill(0),
         latencySumMs: 0,
       };
-      this.counters.set(key, c);
+      rows.set(key, c);
     }
     return c;
   }
@@ -207,7 +242,6 @@ export class TrafficGenerator {
       const image = this.laneImages.get(lane.id);
       if (!image) continue;
       const c = this.arm(lane.id, image);
-      const p = this.profiles.get(image) ?? DEFAULT_PROFILE;
       c.units++;
       // The router labels what it forwards; the lane echoes the label it received.
       this.routerReleases.set(label, (this.routerReleases.get(label) ?? 0) + perUnit);
@@ -219,18 +253,53 @@ export class TrafficGenerator {
       const echoed = this.dropsLabel.has(lane.id) ? "" : label;
       seen.set(echoed, (seen.get(echoed) ?? 0) + perUnit);
       for (let r = 0; r < perUnit; r++) {
-        c.requests++;
-        if (this.uniform() < p.errorRate) c.errors++;
-        const ms =
-          (p.latencyAddMs ?? 0) +
-          Math.exp(Math.log(p.latencyMedianMs) + p.latencySigma * this.normal());
-        c.latencySumMs += ms;
-        for (let b = 0; b < LATENCY_BUCKETS_MS.length; b++) {
-          if (ms <= LATENCY_BUCKETS_MS[b]!) c.buckets[b]!++;
-        }
-        c.buckets[LATENCY_BUCKETS_MS.length]!++;
+        const answered = this.serve(c, image);
+        const copy = this.mirrorTo();
+        if (copy === null) continue;
+        // The pair: the routed lane's outcome of this request, and the shadow lane's of its copy.
+        const base = this.arm(lane.id, image, this.shadowCounters);
+        const shadow = this.arm(copy, this.laneImages.get(copy) ?? "", this.shadowCounters);
+        base.units++;
+        shadow.units++;
+        this.count(base, answered.error, answered.ms);
+        this.serve(shadow, shadow.image);
       }
     }
+  }
+
+  /** The shadow lane one request is copied to, or null (no shadow phase, or a rule refused). */
+  private mirrorTo(): string | null {
+    const s = this.shadow;
+    if (!s || !this.candidate) return null;
+    const lanes = shadowLanes(
+      this.core.lanes(this.o.model),
+      (l) => s.safe.has(l),
+      (l) => this.laneImages.get(l) === this.candidate,
+    );
+    // The generator's requests are its own: every one is authorized.
+    const d = this.mirror.decide(this.o.model, s.caps, true, lanes);
+    return "lane" in d ? d.lane : null;
+  }
+
+  /** Draws one request's outcome from `image`'s profile into `c`. */
+  private serve(c: ArmCounters, image: string): { error: boolean; ms: number } {
+    const p = this.profiles.get(image) ?? DEFAULT_PROFILE;
+    const error = this.uniform() < p.errorRate;
+    const ms =
+      (p.latencyAddMs ?? 0) +
+      Math.exp(Math.log(p.latencyMedianMs) + p.latencySigma * this.normal());
+    this.count(c, error, ms);
+    return { error, ms };
+  }
+
+  private count(c: ArmCounters, error: boolean, ms: number): void {
+    c.requests++;
+    if (error) c.errors++;
+    c.latencySumMs += ms;
+    for (let b = 0; b < LATENCY_BUCKETS_MS.length; b++) {
+      if (ms <= LATENCY_BUCKETS_MS[b]!) c.buckets[b]!++;
+    }
+    c.buckets[LATENCY_BUCKETS_MS.length]!++;
   }
 
   /** Sends `unitsPerTick` units every `tickMs` until `stop()`. The timer does not hold the process. */

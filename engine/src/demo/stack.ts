@@ -338,6 +338,14 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     await fleet.prepare(manifest);
     for (const l of manifest.lanes) traffic.setLaneImage(l.id, manifest.previous_image);
     traffic.setCandidate(manifest.image);
+    // A shadow phase: the router mirrors to the lanes the recipe declares shadow-safe while they
+    // serve the candidate at weight 0 (so only during that phase), within the phase's caps.
+    const shadowWave = manifest.waves.find((w) => w.shadow);
+    if (shadowWave?.shadow)
+      traffic.setShadow({
+        caps: shadowWave.shadow,
+        safe: new Set(manifest.lanes.filter((l) => l.shadow_env).map((l) => l.id)),
+      });
     if (o.candidateProfile) traffic.setProfile(manifest.image, o.candidateProfile);
 
     const trust = o.admission === "sign" ? demoTrust(dir) : null;

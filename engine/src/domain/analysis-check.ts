@@ -176,7 +176,9 @@ export function analysisProblems(input: unknown): Problem[] {
   // Under rolling and blue_green the percents are derived from the strategy (strategy.ts).
   const percents = declaredPercents(input);
   waves.forEach((wave, w) => {
-    const traffic = percents[w];
+    // A shadow phase is gated on mirrored requests although its traffic is 0
+    // (docs/gate.md "Shadow phases"): read like a canary wave's gate.
+    const traffic = wave?.shadow !== undefined && wave?.traffic === 0 ? 50 : percents[w];
     if (typeof traffic !== "number") return;
     const raw = wave?.analysis;
     if (raw === false) return;

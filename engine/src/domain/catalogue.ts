@@ -276,7 +276,11 @@ export const ACTIONS: Record<
       name: "attach_queue_lane",
       target: `lane=${lane.id}:image=${shortDigest(ctx.image)}`,
       tool: "attach-queue-lane",
-      args: runnerArgs(lane, ctx.image, restoreImage(ctx)),
+      // A shadow-safe lane's declared environment goes with the candidate's deploy only.
+      args: {
+        ...runnerArgs(lane, ctx.image, restoreImage(ctx)),
+        ...(lane.shadow_env ? { env: { ...lane.shadow_env } } : {}),
+      },
     };
   },
   // Restores the image the lane ran at start (observed baseline), else the recipe's previous.

@@ -35,9 +35,19 @@ import {
   type Recipe,
   resolveLaneCount,
 } from "./recipe.ts";
+import { shadowEnv } from "./shadow.ts";
 import { strategyOf, wavePercents } from "./strategy.ts";
 import type { Manifest, ManifestLane, ManifestStep } from "./types.ts";
 import { equalBaseline, groupWeights, type LaneGroup } from "./weights.ts";
+
+/**
+ * The gate of one wave: `analysisForWave`, and on a shadow phase (traffic 0, where no real
+ * traffic splits) the recipe's `analysis` unless the wave opts out, read on mirrored requests.
+ */
+function waveAnalysis(r: Recipe, w: Recipe["rollout"]["waves"][number], traffic: number) {
+  if (w.shadow && w.analysis === undefined) return r.analysis ?? null;
+  return analysisForWave(r.analysis, w.analysis, traffic);
+}
 
 /** A compiled recipe: the manifest and its canonical JSON (the bytes its digest is over). */
 export interface Compiled {
@@ -84,6 +94,7 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     health_url: l.health_url,
     baseline_weight: baselines[i] ?? 0,
     ...(l.failure_domain === undefined ? {} : { failure_domain: l.failure_domain }),
+    ...(l.shadow_safe ? { shadow_env: shadowEnv(l.shadow_safe) } : {}),
   }));
   const byId = new Map(lanes.map((l) => [l.id, l]));
   const baselineOf = (id: string): LaneBaseline => {
@@ -229,7 +240,7 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     }
     // A gated wave's checks run once its exposure is observed, before its gate is held: one
     // step per check and lane, wave-scoped in the table (the lane is in the action).
-    const checks = analysisForWave(r.analysis, wave.analysis, wave.traffic)?.checks ?? [];
+    const checks = waveAnalysis(r, wave, wave.traffic)?.checks ?? [];
     for (const row of CATALOGUE.filter((c) => c.scope === "check")) {
       for (const check of checks) {
         for (const id of wave.lanes) {
@@ -293,7 +304,7 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     ...(strategy === "canary" ? {} : { strategy }),
     waves: r.rollout.waves.map((w, i) => {
       const traffic = percents[i] ?? 0;
-      const gate = analysisForWave(r.analysis, w.analysis, traffic);
+      const gate = waveAnalysis(r, w, traffic);
       const k = parallel[i] ?? 1;
       return {
         lanes: [...w.lanes],
@@ -306,6 +317,7 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
         ...((w.promotion ?? r.promotion) === "manual" && i < r.rollout.waves.length - 1
           ? { promotion: "manual" as const }
           : {}),
+        ...(w.shadow ? { shadow: { ...w.shadow } } : {}),
       };
     }),
     ...(minServing === undefined ? {} : { min_serving: minServing }),

@@ -17,6 +17,7 @@ import { migrationProblems } from "./migration.ts";
 import { dependencyProblems } from "./mutable-dependencies.ts";
 import { Recipe } from "./recipe.ts";
 import { schemaProblems } from "./schema-problems.ts";
+import { shadowProblems } from "./shadow.ts";
 import { escapeControls, unstorablePaths } from "./storable-text.ts";
 import { strategyOf, strategyProblems } from "./strategy.ts";
 import type { ManifestStep, StepAction } from "./types.ts";
@@ -53,6 +54,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     ...customStepProblems(input),
     ...migrationProblems(input),
     ...conformanceProblems(input),
+    ...shadowProblems(input),
     ...analysisProblems(input),
     ...dependencyProblems(input),
     ...credentialToolProblems(input, TOOL_ALLOWLIST),

@@ -26,6 +26,7 @@ import { StopConditionInput } from "./gate/stop-condition.ts";
 import { Migration } from "./migration-schema.ts";
 import { MutableDependencies } from "./mutable-dependencies.ts";
 import { NOTICE_KINDS } from "./notice.ts";
+import { ShadowPolicy, ShadowSafe, WaveShadow } from "./shadow.ts";
 import { FailurePolicy } from "./states.ts";
 import { Strategy } from "./strategy.ts";
 
@@ -157,6 +158,9 @@ export const RecipeLane = z
       .max(100, "weight must be 0..100")
       .optional()
       .describe("Baseline traffic % of this lane; give it on every lane or none (equal split)."),
+    shadow_safe: ShadowSafe.optional().describe(
+      "Mirrored requests cause no side effects here (isolated cache and state namespaces, sandboxed tools, restricted egress): only such lanes take a shadow phase's traffic.",
+    ),
   })
   .strict();
 export type RecipeLane = z.infer<typeof RecipeLane>;
@@ -232,6 +236,9 @@ export const RecipeWave = z
       ),
     promotion: Promotion.optional().describe(
       "How the release widens past this wave: `manual` waits for an operator's promote before the next wave begins; `auto` goes on (after its gate, if any). Default: the recipe's `promotion`.",
+    ),
+    shadow: WaveShadow.optional().describe(
+      "Makes this wave (traffic 0, before any exposure) a shadow phase: the router mirrors at most `share`% of the model's requests, at most `rate_per_s` a second, to its shadow-safe lanes and discards their answers.",
     ),
   })
   .strict();
@@ -495,6 +502,9 @@ export const Recipe = z
     conformance: Conformance.optional(),
     migration: Migration.optional().describe(
       'Expand → migrate → contract of a schema or cache change (docs/recipes.md "Migrations").',
+    ),
+    shadow: ShadowPolicy.optional().describe(
+      "`never`: this model's requests must not be mirrored, and the contract check refuses any shadow phase; `allowed` (default).",
     ),
     lanes: z
       .array(RecipeLane)

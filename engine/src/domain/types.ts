@@ -47,6 +47,11 @@ export interface ManifestLane {
   baseline_weight: number;
   /** Rack, zone or region (recipe `failure_domain`); absent = a domain of its own. */
   failure_domain?: string;
+  /**
+   * Environment the candidate's container is given on this lane: the `shadow_safe`
+   * declaration (`shadowEnv` in domain/shadow.ts); absent when the lane declares none.
+   */
+  shadow_env?: Record<string, string>;
 }
 
 /** A control-plane request (defined with the wire contract in protocol/control-plane.ts). */
@@ -124,6 +129,8 @@ export interface Manifest {
     analysis?: Analysis;
     max_unavailable?: number;
     promotion?: "manual";
+    /** A shadow phase's caps (recipe wave `shadow`): the wave has traffic 0. */
+    shadow?: { share: number; rate_per_s: number };
   }[];
   /** Lanes of the model kept in service at every instant (recipe `min_serving`, resolved). */
   min_serving?: number;

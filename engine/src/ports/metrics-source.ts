@@ -23,6 +23,12 @@ export interface GateQuery {
   controlLanes?: string[];
   /** Lane ids of the model (a template's `$lane` becomes `a|b|c`, each id regex-escaped, for `=~`). */
   lanes: string[];
+  /**
+   * Set on a shadow phase (docs/gate.md "Shadow phases"): the arms are the candidate's answers
+   * to mirrored requests and the baseline's answers to the same requests, not real traffic.
+   * A source that cannot tell mirrored requests apart answers every metric missing.
+   */
+  shadow?: true;
   /** Epoch ms from which counts are taken (the wave's exposure observed). */
   sinceMs: number;
   /** Epoch ms of the read. */

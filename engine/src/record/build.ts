@@ -7,6 +7,7 @@ import type { GateEvidence } from "../domain/gate/evidence.ts";
 import { gateSummaries } from "../domain/gate/summary.ts";
 import { ACCEPT_KIND } from "../domain/release-history.ts";
 import { reportedImages } from "../domain/result-evidence.ts";
+import { shadowPhaseEvidence } from "../domain/shadow-evidence.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { StrategyName } from "../domain/strategy.ts";
 import type { HistoryEntry, Release } from "../domain/types.ts";
@@ -198,6 +199,8 @@ export function buildRecord(
   const m = release.manifest;
   const conformance = conformanceEvidence(release);
   const migration = migrationRecord(release, o.attemptResults ?? []);
+  const gates = gateSummaries(o.evidence ?? []);
+  const shadow = shadowPhaseEvidence(m, gates);
   const closed = TERMINAL_RELEASE_STATES.has(release.state);
   const stepName = (i: number) => m.steps[i]?.name ?? `step ${i + 1}`;
   const accepted = history.filter((h) => h.outcome === "accepted" && h.kind !== ACCEPT_KIND);
@@ -364,6 +367,7 @@ export function buildRecord(
           traffic: w.traffic,
           ...(w.analysis ? { analysis: w.analysis as unknown as Record<string, unknown> } : {}),
           ...(w.max_unavailable !== undefined ? { max_unavailable: w.max_unavailable } : {}),
+          ...(w.shadow ? { phase: "shadow" as const, shadow: { ...w.shadow } } : {}),
         })),
         steps: m.steps.map((s) => ({
           index: s.index,
@@ -414,9 +418,11 @@ export function buildRecord(
             rollback: release.admission.rollback,
           }
         : null,
-      gates: gateSummaries(o.evidence ?? []) as unknown as Record<string, unknown>[],
+      gates: gates as unknown as Record<string, unknown>[],
       // Only when the metrics source counts labels: other records (and digests) are unchanged.
       ...(labels ? { release_labels: labels } : {}),
+      // Only when the manifest has a shadow phase: other records (and digests) are unchanged.
+      ...(shadow.length > 0 ? { shadow } : {}),
       // Only when the recipe lists conformance checks: other records (and digests) are unchanged.
       ...(conformance.length > 0 ? { conformance } : {}),
       // Only on a rollback: the records (and fixed digests) of other releases are unchanged.

@@ -147,6 +147,14 @@ export const ReleaseRecordDocument = z
               .int()
               .optional()
               .describe("lanes of the wave out of service at once, when above 1"),
+            phase: z
+              .literal("shadow")
+              .optional()
+              .describe('a shadow phase (docs/recipes.md "Shadow phase"); absent: a wave'),
+            shadow: z
+              .object({ share: z.number(), rate_per_s: z.number() })
+              .optional()
+              .describe("the shadow phase's caps: percent of requests mirrored, per second"),
           }),
         ),
         steps: z.array(
@@ -281,6 +289,35 @@ export const ReleaseRecordDocument = z
         .optional()
         .describe(
           'a rollback\'s prerequisites (docs/lifecycle.md "Rollback prerequisites"); absent on other releases',
+        ),
+      shadow: z
+        .array(
+          z.object({
+            phase: z.literal("shadow"),
+            wave: z.number().int().describe("0-based wave index of the shadow phase"),
+            lanes: z
+              .array(z.string())
+              .describe("the shadow-safe lanes that took mirrored requests"),
+            share: z.number().describe("percent of the model's requests mirrored at most"),
+            rate_per_s: z.number().describe("mirrored requests per second at most"),
+            mirrored: z
+              .number()
+              .int()
+              .nullable()
+              .describe(
+                "mirrored requests the candidate answered (its answers discarded), as the shadow gate last counted them; null: never evaluated",
+              ),
+            baseline: z
+              .number()
+              .int()
+              .nullable()
+              .describe("the same requests as the baseline answered them (the users' answers)"),
+            decision: z.string().nullable().describe("the shadow gate's latest decision"),
+          }),
+        )
+        .optional()
+        .describe(
+          'each shadow phase and what was mirrored (docs/recipes.md "Shadow phase"); absent when the release has none',
         ),
       conformance: z
         .array(

@@ -50,13 +50,15 @@ export async function evaluateGate(
     controlImage: run.controlImage ?? manifest.previous_image,
     ...(run.controlLanes?.length ? { controlLanes: run.controlLanes } : {}),
     lanes: manifest.lanes.map((l) => l.id),
+    ...(wave.shadow ? { shadow: true as const } : {}),
     sinceMs: run.waveStartedAt,
     nowMs: run.now,
   });
   const evaluation = decideGate(
     {
       analysis: gate.analysis,
-      plannedCandidateShare: wave.traffic / 100,
+      // Mirrored requests are paired: each is answered once by either arm, so half each.
+      plannedCandidateShare: wave.shadow ? 0.5 : wave.traffic / 100,
       elapsedMs: Math.max(0, run.now - run.waveStartedAt),
       phase: gate.phase,
       ...(run.streak ? { streak: run.streak } : {}),

@@ -61,8 +61,10 @@ export class EmbeddedMetricsSource implements MetricsSource {
   }
 
   async observe(q: GateQuery): Promise<GateObservations> {
-    const key = `${q.releaseId}\u0000${q.sinceMs}`;
-    const now = this.generator.snapshot();
+    // A shadow phase reads the mirrored requests' outcomes: the candidate's copies beside the
+    // routed lanes' answers to the same requests.
+    const key = `${q.releaseId}\u0000${q.sinceMs}${q.shadow ? "\u0000shadow" : ""}`;
+    const now = q.shadow ? this.generator.shadowSnapshot() : this.generator.snapshot();
     const start = this.starts.get(key) ?? now;
     this.starts.set(key, start);
     const arm = (serves: (r: ArmCounters) => boolean) =>
@@ -70,11 +72,13 @@ export class EmbeddedMetricsSource implements MetricsSource {
     const c = arm((r) => r.image === q.candidateImage);
     // The control: what the lanes serving at release start still serve (any image but the
     // candidate's); without the observed baseline, the baseline image.
-    const baseLanes = q.controlLanes?.length ? new Set(q.controlLanes) : null;
+    const baseLanes = q.controlLanes?.length && !q.shadow ? new Set(q.controlLanes) : null;
     const b = arm((r) =>
-      baseLanes
-        ? baseLanes.has(r.lane) && r.image !== q.candidateImage
-        : r.image === q.controlImage,
+      q.shadow
+        ? r.image !== q.candidateImage
+        : baseLanes
+          ? baseLanes.has(r.lane) && r.image !== q.candidateImage
+          : r.image === q.controlImage,
     );
     const hist = (t: Totals): Bucket[] =>
       t.buckets.map((count, i) => ({

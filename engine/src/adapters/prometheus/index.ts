@@ -128,6 +128,16 @@ export class PrometheusMetricsSource implements MetricsSource {
   }
 
   async observe(q: GateQuery): Promise<GateObservations> {
+    if (q.shadow) {
+      // No shadow counters in the default templates yet: missing, so a shadow gate never passes.
+      const missing = "shadow metrics are read from the reference router (embedded source) only";
+      return {
+        assignments: { missing, error: true },
+        metrics: Object.fromEntries(
+          q.analysis.metrics.map((m) => [m.name, { missing, error: true }]),
+        ),
+      };
+    }
     const timeS = q.nowMs / 1000;
     const windowS = Math.max(1, Math.ceil((q.nowMs - q.sinceMs) / 1000));
     const vars = (arm: "candidate" | "control"): TemplateVars => armVars(arm, q, `${windowS}s`);

@@ -17,6 +17,8 @@ export function gateAt(
   wave: number,
 ): { analysis: Analysis; phase: GatePhase } | null {
   const w = manifest.waves[wave];
+  // A shadow phase (traffic 0) is gated on mirrored requests (docs/gate.md "Shadow phases").
+  if (w?.shadow) return w.analysis ? { analysis: w.analysis, phase: "gate" } : null;
   if (!w || w.traffic <= 0 || w.traffic >= 100) return null;
   if (w.analysis) return { analysis: w.analysis, phase: "gate" };
   for (let i = wave - 1; i >= 0; i--) {
@@ -35,5 +37,6 @@ export function lastStepOfWave(manifest: Manifest, wave: number): number {
 
 /** A wave as people read it: `wave 1 (10%)` (waves count from 1 in messages, like steps). */
 export function waveLabel(manifest: Manifest, wave: number): string {
-  return `wave ${wave + 1} (${manifest.waves[wave]?.traffic ?? "?"}%)`;
+  const w = manifest.waves[wave];
+  return `wave ${wave + 1} (${w?.shadow ? "shadow, " : ""}${w?.traffic ?? "?"}%)`;
 }
