@@ -9,8 +9,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
+import { ObservedRelease } from "../../engine/src/control-plane/observed-release.ts";
 import {
-  ObservedRelease,
   type RouterProxyHandle,
   startRouterProxy,
 } from "../../engine/src/control-plane/router-proxy.ts";

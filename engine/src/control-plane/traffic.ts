@@ -15,9 +15,9 @@
  * Latency is log-normal: exp(N(log median, σ²)) ms. Seeded, so a run can be replayed.
  */
 import type { ControlPlaneCore } from "./core.ts";
+import { ObservedRelease } from "./observed-release.ts";
 import { type Draws, seededNormal, seededUniform } from "./random.ts";
 import { unitPosition } from "./router.ts";
-import { ObservedRelease } from "./router-proxy.ts";
 import { type ShadowCaps, type ShadowCounts, ShadowMirror, shadowLanes } from "./shadow-mirror.ts";
 
 /** A shadow phase for the generator: its caps and the lanes declared shadow-safe. */
