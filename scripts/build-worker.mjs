@@ -20,9 +20,11 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 /**
  * The most the Worker's modules may weigh together, bytes as uploaded (before compression).
  * Cloudflare counts every module of an upload towards a Worker's size, and a bigger script
- * parses longer at each isolate start. Raising it is a reviewed change with its reason.
+ * parses longer at each isolate start. Raising it is a reviewed change with its reason: the
+ * last raise (1,040,000 → 1,100,000) took in release strategies, migrations, shadow phases,
+ * restore_state, drills and credential revocation (1,024,010 → 1,078,974 bytes).
  */
-export const WORKER_BUNDLE_BUDGET_BYTES = 1_040_000;
+export const WORKER_BUNDLE_BUDGET_BYTES = 1_100_000;
 
 /**
  * Code the Workers entry cannot reach, replaced by a module that says so if it ever runs:
