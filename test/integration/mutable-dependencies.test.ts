@@ -198,6 +198,21 @@ describe.each(STORE_KINDS)("mutable dependencies on %s", (kind) => {
         },
       ]);
       expect((await g.h.store.listReleases({ limit: 50 })).length).toBe(before);
+      // Leaving the dependency out of the recipe is no requalification: refused the same way.
+      const without = await post({ ...recipeWith(p.url), mutable_dependencies: undefined });
+      expect(without.status).toBe(409);
+      const left = (await without.json()) as Body;
+      expect(left.error?.code).toBe("requalification_required");
+      expect(left.error?.problems).toEqual([
+        {
+          path: "mutable_dependencies",
+          message: expect.stringMatching(
+            /summarizer-api of summarizer-v7 is in drift .*"2026-12-01".*no longer declares it/,
+          ),
+          fix: expect.stringMatching(/Declare summarizer-api again .*"2026-12-01"/),
+        },
+      ]);
+      expect((await g.h.store.listReleases({ limit: 50 })).length).toBe(before);
 
       // Requalified: the recipe declares the new revision; its release runs the check and succeeds.
       const dispatched = g.h.dispatcher.accepted.length;

@@ -159,6 +159,30 @@ describe("dependency drift and requalification", () => {
     );
   });
 
+  it("a recipe that leaves out a dependency recorded in drift is refused: leaving it out is no requalification", () => {
+    const d = modelDependencyDrift(manifest, "r1", seen("2026-12-01"), NOW);
+    const book: DependencyBook = {
+      ...seen("2026-12-01"),
+      recorded: [{ model: "summarizer-v7", print: dependencyDriftPrint(d), release: "r1" }],
+    };
+    const bare = { model: "summarizer-v7" };
+    const [p, ...rest] = requalificationProblems(bare, book, NOW);
+    expect(rest).toEqual([]);
+    expect(p?.path).toBe("mutable_dependencies");
+    expect(p?.message).toMatch(
+      /summarizer-api of summarizer-v7 is in drift \(its provider revision changed from "2026-11-01" to "2026-12-01"; recorded on release r1\)/,
+    );
+    // Nothing recorded (or cleared): leaving it out is fine.
+    expect(requalificationProblems(bare, seen("2026-12-01"), NOW)).toEqual([]);
+    expect(
+      requalificationProblems(
+        bare,
+        { ...book, recorded: [{ model: "summarizer-v7", print: "", release: "r1" }] },
+        NOW,
+      ),
+    ).toEqual([]);
+  });
+
   it("an expired contract is drift and a refusal, whatever the probe says", () => {
     const later = Date.UTC(2027, 3, 1);
     expect(requalificationProblems(manifest, seen(dep.revision), later - 1)).toEqual([]);

@@ -216,8 +216,9 @@ export function currentDependencyDrift(
 /**
  * Why a release of `manifest` may not start at `now`: one problem per dependency whose contract
  * has expired, or whose probe last observed a revision other than the one the recipe declares
- * (the provider changed since it was qualified). Empty: it may start. A dependency its probe
- * never answered for is judged by its contract alone.
+ * (the provider changed since it was qualified), and one per dependency of the model recorded in
+ * drift that the recipe no longer declares. Empty: it may start. A dependency its probe never
+ * answered for is judged by its contract alone.
  */
 export function requalificationProblems(
   manifest: DependentManifest,
@@ -242,5 +243,43 @@ export function requalificationProblems(
         fix: `Renew the contract with ${d.owner}, set mutable_dependencies.${i}.contract_expires to its new last day and start the recipe again; that release must pass the requalification checks ${checks} before it widens. Until then: ${d.fallback}`,
       });
   });
+  // A dependency in drift stays in drift when a recipe leaves it out: leaving it out is not a
+  // requalification (the record would say the model was requalified when nothing was checked).
+  const declared = new Set((manifest.mutable_dependencies ?? []).map((d) => d.name));
+  const recorded = book.recorded.find((r) => r.model === manifest.model);
+  for (const [name, was, observed, expired] of recordedDrift(recorded?.print ?? "")) {
+    if (declared.has(name)) continue;
+    const what = [
+      observed !== null
+        ? `its provider revision changed from ${JSON.stringify(was)} to ${JSON.stringify(observed)}`
+        : "",
+      expired ? "its contract expired" : "",
+    ]
+      .filter(Boolean)
+      .join(" and ");
+    problems.push({
+      path: "mutable_dependencies",
+      message: `mutable dependency ${name} of ${manifest.model} is in drift (${what}; recorded on release ${recorded?.release}), and this recipe no longer declares it: leaving it out does not requalify it`,
+      fix: `Declare ${name} again in mutable_dependencies with the revision its probe observes${observed !== null ? ` (${JSON.stringify(observed)})` : ""} and a contract in force, and start again; once a release that declares it has succeeded (its requalification checks passed), a later recipe may leave it out.`,
+    });
+  }
   return problems;
+}
+
+/** The `[name, declared, observed, expired]` rows of a recorded drift print ("" none). */
+function recordedDrift(print: string): [string, string, string | null, boolean][] {
+  if (print === "") return [];
+  try {
+    const rows = JSON.parse(print) as unknown;
+    return Array.isArray(rows)
+      ? (rows.filter((r) => Array.isArray(r) && typeof r[0] === "string") as [
+          string,
+          string,
+          string | null,
+          boolean,
+        ][])
+      : [];
+  } catch {
+    return [];
+  }
 }

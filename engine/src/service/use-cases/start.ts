@@ -150,7 +150,6 @@ export class Starts {
    * judged against the probes' last answers and the engine clock.
    */
   private async assertQualified(manifest: Manifest): Promise<void> {
-    if (!manifest.mutable_dependencies?.length) return;
     const { store, clock } = this.deps.kernel;
     const problems = requalificationProblems(
       manifest,
