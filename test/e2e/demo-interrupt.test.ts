@@ -6,8 +6,11 @@
  * own process group. Also: the demo's engine observes drift (its /metrics has baton_drift_*).
  * And SIGTERM to the whole process group of `npm run demo -- --serve` (as npm, systemd or docker
  * send it) while serving: the same cleanup, with its line, and nothing of the group left.
+ * And a demo stopped mid-release on a kept --data-dir: the next run on it follows the release
+ * the engine resumes instead of being refused for the lanes that release still owns.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { alive, spawnDemo, within } from "../support/demo-process.ts";
@@ -84,6 +87,38 @@ describe("npm run demo interrupted", () => {
       ).toBe("down");
     } finally {
       demo.kill();
+    }
+  }, 600_000);
+
+  it("a demo stopped mid-release on a kept --data-dir: the next run follows that release instead of being refused", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "baton-demo-kept-"));
+    try {
+      const first = spawnDemo(["--data-dir", dir]);
+      try {
+        expect(await first.started(300_000), first.output()).toBe(true);
+        process.kill(first.pgid, "SIGINT");
+        expect(await first.exit(120_000), first.output()).toEqual({ code: 130, signal: null });
+      } finally {
+        first.kill();
+      }
+      expect(first.output()).toMatch(/\[demo\] interrupted: release r1 left \w+/);
+      const second = spawnDemo(["--data-dir", dir]);
+      try {
+        const resumed = await within(
+          240_000,
+          () => /\[demo\] release r1 is running/.test(second.output()),
+          200,
+        );
+        expect(resumed, second.output()).toBe(true);
+        process.kill(second.pgid, "SIGINT");
+        expect(await second.exit(120_000), second.output()).toEqual({ code: 130, signal: null });
+      } finally {
+        second.kill();
+      }
+      expect(second.output()).toMatch(/\[demo\] resuming {7}release r1 of an earlier run/);
+      expect(second.output()).not.toMatch(/refused the recipe/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 600_000);
 });

@@ -291,23 +291,35 @@ export async function runDemo(argv: string[]): Promise<number> {
     const sandbox = join(resolve(dir), "target");
     for (const line of seedMigrationTable(stack.recipe, sandbox)) console.log(line);
     const started = Date.now();
-    const res = await stack.api("/v1/releases", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: await stack.startBody(),
-    });
-    const body = (await res.json()) as {
-      id?: string;
-      error?: { message: string };
-      admission?: AdmissionReport;
-    };
-    if (res.status !== 201 || !body.id) {
-      throw new Error(
-        `[demo] the engine refused the recipe (HTTP ${res.status}): ${body.error?.message ?? JSON.stringify(body)}`,
+    // A release of an earlier run on this data dir that never ended (the demo was stopped while
+    // it ran): the engine resumes it, and the demo follows it instead of being refused a new one.
+    const earlier = (await stack.engine.service.list({ limit: 50 })).find(
+      (r) => r.model === manifest.model && !TERMINAL_RELEASE_STATES.has(r.state as never),
+    );
+    if (earlier) {
+      id = earlier.id;
+      console.log(
+        `[demo] resuming       release ${id} of an earlier run on this data dir is still ${earlier.state}: the engine resumes it and the demo follows it instead of starting another. To start afresh, abort it while the demo serves (BATON_ENGINE_URL=${stack.url} BATON_TOKEN=${stack.operatorToken} npx ${suggestedCommand("abort", { target: id })} --actor <you>) or use another --data-dir`,
       );
+    } else {
+      const res = await stack.api("/v1/releases", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: await stack.startBody(),
+      });
+      const body = (await res.json()) as {
+        id?: string;
+        error?: { message: string };
+        admission?: AdmissionReport;
+      };
+      if (res.status !== 201 || !body.id) {
+        throw new Error(
+          `[demo] the engine refused the recipe (HTTP ${res.status}): ${body.error?.message ?? JSON.stringify(body)}`,
+        );
+      }
+      id = body.id;
+      if (body.admission) for (const line of admissionLines(body.admission)) console.log(line);
     }
-    id = body.id;
-    if (body.admission) for (const line of admissionLines(body.admission)) console.log(line);
     console.log(`[demo] watch live     ${stack.url}/releases/${id}`);
     console.log(
       `[demo] release ${id}: ${manifest.recipe_name}, ${manifest.steps.length} steps, ${manifest.lanes.length} lanes, tool revision ${manifest.tool_revision?.slice(0, 12) ?? "(not pinned)"}`,
