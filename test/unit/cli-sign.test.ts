@@ -63,4 +63,27 @@ describe("baton keygen and sign", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("keygen refuses to overwrite an existing key or public key unless --force", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "baton-keygen-"));
+    try {
+      const prefix = join(dir, "rk");
+      expect(await runCli(["keygen", prefix], io().io)).toBe(0);
+      const key = readFileSync(`${prefix}.key`, "utf8");
+      const again = io();
+      expect(await runCli(["keygen", prefix], again.io)).toBe(2);
+      expect(again.err.join("")).toContain(`${prefix}.key already exists`);
+      expect(again.err.join("")).toContain("--force");
+      expect(readFileSync(`${prefix}.key`, "utf8")).toBe(key);
+      // Only the .pub left: still refused, naming it.
+      rmSync(`${prefix}.key`);
+      const pubOnly = io();
+      expect(await runCli(["keygen", prefix], pubOnly.io)).toBe(2);
+      expect(pubOnly.err.join("")).toContain(`${prefix}.pub already exists`);
+      expect(await runCli(["keygen", prefix, "--force"], io().io)).toBe(0);
+      expect(readFileSync(`${prefix}.key`, "utf8")).not.toBe(key);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -2,7 +2,7 @@
  * What each `baton` command does. Every function resolves to an exit code or throws a
  * `CliError`; printing goes through `io` so that tests and the program share one path.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
@@ -348,8 +348,21 @@ export async function record(
   return EXIT.ok;
 }
 
-/** `keygen <prefix>`: an ECDSA P-256 signing key (`<prefix>.key`, mode 0600) and `<prefix>.pub`. */
-export async function keygen(prefix: string, io: Io): Promise<ExitCode> {
+/**
+ * `keygen <prefix>`: an ECDSA P-256 signing key (`<prefix>.key`, mode 0600) and `<prefix>.pub`.
+ * @throws CliError (usage) when either file exists and `force` is not set: a key is never
+ *   overwritten by accident.
+ */
+export async function keygen(prefix: string, o: { force?: boolean }, io: Io): Promise<ExitCode> {
+  if (!o.force) {
+    for (const file of [`${prefix}.key`, `${prefix}.pub`]) {
+      if (existsSync(file)) {
+        throw usage(
+          `[cli] keygen: ${file} already exists; choose another prefix, delete it first, or pass --force to replace the key pair`,
+        );
+      }
+    }
+  }
   const { generateSigningKey } = await import("../admission/sign.ts");
   const k = generateSigningKey();
   writeOutFile(`${prefix}.key`, k.private_key_pem, "keygen", { mode: 0o600 });
