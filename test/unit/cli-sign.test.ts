@@ -86,4 +86,39 @@ describe("baton keygen and sign", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("sign refuses --valid-for 0, a bad unit and more than 366d, naming the flag and the bounds", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "baton-valid-for-"));
+    try {
+      const recipeFile = join(dir, "r.yaml");
+      writeFileSync(recipeFile, stringify(goodRecipe()));
+      expect(await runCli(["keygen", join(dir, "rk")], io().io)).toBe(0);
+      const sign = async (validFor: string) => {
+        const r = io();
+        const args = ["sign", recipeFile, "--key", join(dir, "rk.key"), "--key-id", "rk"];
+        const code = await runCli([...args, "--valid-for", validFor], r.io);
+        return { code, out: r.out.join(""), err: r.err.join("") };
+      };
+      for (const bad of ["0d", "0h", "367d", "99999d", "8785h", "7w"]) {
+        const r = await sign(bad);
+        expect(r.code, bad).toBe(2);
+        expect(r.err).toContain(`--valid-for "${bad}"`);
+        expect(r.err).toContain("1h to 366d");
+      }
+      // The bounds themselves are accepted; 366d expires 366 days after it was issued.
+      expect((await sign("1h")).code).toBe(0);
+      const longest = await sign("366d");
+      expect(longest.code, longest.err).toBe(0);
+      const bundle = JSON.parse(longest.out) as { dsseEnvelope: { payload: string } };
+      const statement = JSON.parse(
+        Buffer.from(bundle.dsseEnvelope.payload, "base64").toString("utf8"),
+      ) as { predicate: { issued_at: string; expires_at: string } };
+      const days =
+        (Date.parse(statement.predicate.expires_at) - Date.parse(statement.predicate.issued_at)) /
+        86_400_000;
+      expect(days).toBe(366);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

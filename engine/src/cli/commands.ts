@@ -395,12 +395,7 @@ export async function sign(
   }
   if (o.key && !o.keyId)
     throw usage("[cli] --key needs --key-id <id> (the id the trust policy lists)");
-  let validMs: number | undefined;
-  if (o.validFor) {
-    const m = /^(\d+)([hd])$/.exec(o.validFor);
-    if (!m) throw usage("[cli] --valid-for must be hours or days, e.g. 12h or 7d");
-    validMs = Number(m[1]) * (m[2] === "h" ? 3_600_000 : 86_400_000);
-  }
+  const validMs = o.validFor === undefined ? undefined : parseValidFor(o.validFor);
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
   const { signManifest } = await import("../admission/sign.ts");
   const keyless = o.keyless ? keylessOptions(o, envOf(io)) : undefined;
@@ -424,6 +419,24 @@ export async function sign(
     `signed manifest sha256:${c.manifest_digest} of ${file}${o.out ? ` -> ${o.out}` : ""}\n`,
   );
   return EXIT.ok;
+}
+
+/** Longest `--valid-for` a manifest signature may have: 366 days, in ms. */
+export const MAX_VALID_FOR_MS = 366 * 86_400_000;
+
+/**
+ * `--valid-for` as ms: `<n>h` or `<n>d`, at least 1h and at most 366d.
+ * @throws CliError (usage) naming the flag, the bounds and an example otherwise.
+ */
+export function parseValidFor(text: string): number {
+  const m = /^(\d+)([hd])$/.exec(text);
+  const ms = m ? Number(m[1]) * (m[2] === "h" ? 3_600_000 : 86_400_000) : Number.NaN;
+  if (!(ms > 0 && ms <= MAX_VALID_FOR_MS)) {
+    throw usage(
+      `[cli] --valid-for ${JSON.stringify(text)}: give hours or days from 1h to 366d, e.g. 12h or 7d (leave it out for 7d)`,
+    );
+  }
+  return ms;
 }
 
 /** An image reference pinned by digest (`name[:tag]@sha256:<64 hex>`). */
