@@ -692,6 +692,19 @@ export function actorName(
   return name && ACTOR_PATTERN.test(name) ? name : undefined;
 }
 
+/**
+ * What a suggested command needs to say who acts: `""` when $USER (or $LOGNAME) names the
+ * caller, else ` --actor <given>` (the `--actor` this command was given) or ` --actor <name>`,
+ * so that the command runs as written.
+ */
+export function actorSuggestion(
+  given: string | undefined,
+  env: Record<string, string | undefined>,
+): string {
+  if (actorName(undefined, env)) return "";
+  return ` --actor ${actorName(given, {}) ?? "<name>"}`;
+}
+
 function readJsonFile(f: string): unknown {
   try {
     return JSON.parse(readFileSync(f, "utf8")) as unknown;

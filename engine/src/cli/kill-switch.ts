@@ -11,7 +11,7 @@ import {
   CONTROL_PLANE_NAME_PATTERN,
 } from "../protocol/fields.ts";
 import { type Connection, EngineClient } from "./client.ts";
-import { actorName, envOf, type Io } from "./commands.ts";
+import { actorName, actorSuggestion, envOf, type Io } from "./commands.ts";
 import { EXIT, type ExitCode, usage } from "./errors.ts";
 
 const iso = (ms: number | null) =>
@@ -73,9 +73,10 @@ export async function killSwitch(
     throw usage(
       `[cli] ${JSON.stringify(capability)} is not a capability name; capabilities are 1–64 ASCII letters, digits, '.', '_', ':' or '-'`,
     );
+  const asActor = actorSuggestion(o.actor, envOf(io));
   if (o.reason === undefined || o.reason.trim() === "")
     throw usage(
-      `[cli] --reason is required: say why (kept in the record and the incident's timeline), e.g. baton kill-switch ${model} ${capability}${o.restore ? " --restore" : ""} --reason "chat answers leak PII"`,
+      `[cli] --reason is required: say why (kept in the record and the incident's timeline), e.g. baton kill-switch ${model} ${capability}${o.restore ? " --restore" : ""} --reason "chat answers leak PII"${asActor}`,
     );
   const actor = actorName(o.actor, envOf(io));
   if (!actor)
@@ -94,7 +95,9 @@ export async function killSwitch(
         `kill switch ${ks.id}: ${a.kind === "withdraw" ? "withdrew" : "restored"} ${capability} ${a.kind === "withdraw" ? "from" : "to"} ${a.writes.map((w) => w.lane).join(", ") || "no lane (already as wanted)"} of ${model}`,
         ...killSwitchLines(ks),
         ...(a.kind === "withdraw" && a.verified
-          ? [`restore it with: baton kill-switch ${model} ${capability} --restore --reason "<why>"`]
+          ? [
+              `restore it with: baton kill-switch ${model} ${capability} --restore --reason "<why>"${asActor}`,
+            ]
           : []),
       ].join("\n")}\n`,
     );
