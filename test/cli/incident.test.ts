@@ -148,6 +148,7 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
       const notHim = await baton(["incident", "allow", "inc1", "--model", MODEL], env());
       expect(notHim.code).toBe(1);
       expect(notHim.stderr).toContain("only incident inc1's commander (maria)");
+      expect(notHim.stderr).toContain("if you are maria, name yourself with --actor maria");
       const allowed = await baton(
         ["incident", "allow", "inc1", "--model", MODEL, "--reason", "the fix", "--actor", "maria"],
         env(),
