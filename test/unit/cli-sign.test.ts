@@ -121,4 +121,26 @@ describe("baton keygen and sign", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("sign refuses a --key file that is not a private key, naming the file and baton keygen", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "baton-bad-key-"));
+    try {
+      const recipeFile = join(dir, "r.yaml");
+      writeFileSync(recipeFile, stringify(goodRecipe()));
+      expect(await runCli(["keygen", join(dir, "rk")], io().io)).toBe(0);
+      const notKey = join(dir, "passwd");
+      writeFileSync(notKey, "root:x:0:0:root:/root:/bin/bash\n");
+      for (const file of [notKey, join(dir, "rk.pub")]) {
+        const r = io();
+        const args = ["sign", recipeFile, "--key", file, "--key-id", "rk"];
+        expect(await runCli(args, r.io)).toBe(2);
+        const err = r.err.join("");
+        expect(err).toContain(`--key ${file} is not a private key`);
+        expect(err).toContain("baton keygen");
+        expect(err).not.toContain("DECODER");
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -2,6 +2,7 @@
  * What each `baton` command does. Every function resolves to an exit code or throws a
  * `CliError`; printing goes through `io` so that tests and the program share one path.
  */
+import { createPrivateKey } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { BatonError } from "../domain/errors.ts";
@@ -400,16 +401,9 @@ export async function sign(
   const { signManifest } = await import("../admission/sign.ts");
   const keyless = o.keyless ? keylessOptions(o, envOf(io)) : undefined;
   const c = compileRecipeText(readRecipe(file), file);
-  let keyPem = "";
-  if (o.key) {
-    try {
-      keyPem = readFileSync(o.key, "utf8");
-    } catch (e) {
-      throw usage(`[cli] cannot read key file ${o.key} (${(e as NodeJS.ErrnoException).code})`);
-    }
-  }
+  const key = o.key ? readSigningKey(o.key, o.keyId) : undefined;
   const bundle = await signManifest(c, {
-    ...(o.key ? { key: { key_id: o.keyId ?? "", private_key_pem: keyPem } } : { keyless }),
+    ...(key ? { key } : { keyless }),
     ...(validMs ? { valid_for_ms: validMs } : {}),
   });
   const text = `${JSON.stringify(bundle)}\n`;
@@ -571,19 +565,30 @@ export async function verifyRecordFile(
 }
 
 /**
- * Reads a PEM signing key file for `--key` with its `--key-id` (start-pending).
- * @throws usage error (exit 2) without a key id or when the file cannot be read.
+ * Reads a PEM signing key file for `--key` with its `--key-id` (sign, attest, sign-record,
+ * start-pending).
+ * @throws usage error (exit 2) without a key id, when the file cannot be read, or when it is not
+ *   a private key (a .pub, /etc/passwd…), naming the file.
  */
 export function readSigningKey(
   file: string,
   keyId: string | undefined,
 ): { key_id: string; private_key_pem: string } {
   if (!keyId) throw usage("[cli] --key needs --key-id <id> (the id the trust policy lists)");
+  let pem: string;
   try {
-    return { key_id: keyId, private_key_pem: readFileSync(file, "utf8") };
+    pem = readFileSync(file, "utf8");
   } catch (e) {
     throw usage(`[cli] cannot read key file ${file} (${(e as NodeJS.ErrnoException).code})`);
   }
+  try {
+    createPrivateKey(pem);
+  } catch {
+    throw usage(
+      `[cli] --key ${file} is not a private key: give the PEM (PKCS#8) <prefix>.key that baton keygen writes, not its .pub or another file`,
+    );
+  }
+  return { key_id: keyId, private_key_pem: pem };
 }
 
 /** Sigstore instances a keyless signature can go to (docs/trust.md "Signing from the recipe workflow"). */
