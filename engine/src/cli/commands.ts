@@ -437,6 +437,14 @@ export function parseValidFor(text: string): number {
 const PINNED_IMAGE = /^[^\s@]+@sha256:[a-f0-9]{64}$/;
 
 /**
+ * Whether `arg` reads as an image reference (a tag or digest: `ghcr.io/a/b:latest`,
+ * `b@sha256:ab…`) rather than a recipe file: no such file, no recipe extension, and a `:` or `@`.
+ */
+function looksLikeImage(arg: string): boolean {
+  return !existsSync(arg) && !/\.(ya?ml|json)$/i.test(arg) && /^[^\s]+[:@][^\s]+$/.test(arg);
+}
+
+/**
  * `baton attest <image|recipe>`: signs a SLSA provenance v1 Statement for the image (a recipe
  * file's `image`) with a local key, in GitHub's layout (what `actions/attest-build-provenance`
  * writes), and prints the Sigstore bundle (or writes it to `--out`): the file `--attestation`
@@ -450,6 +458,10 @@ export async function attest(
   o: { key?: string; keyId?: string; repository?: string; builder?: string; out?: string },
   io: Io,
 ): Promise<ExitCode> {
+  if (!PINNED_IMAGE.test(subject) && looksLikeImage(subject))
+    throw usage(
+      `[cli] attest ${subject}: this looks like an image reference not pinned by digest (and is no recipe file); give the image as name@sha256:<64 hex> or a recipe file, first: baton attest <image@sha256:…|recipe.yaml> --key <file> --key-id <id> --repository <url>`,
+    );
   if (!o.key) throw usage("[cli] attest needs --key <file> (with --key-id), the signing key");
   const key = readSigningKey(o.key, o.keyId);
   if (!o.repository)
