@@ -209,6 +209,13 @@ describe.each(STORE_KINDS)("baton kill-switch on %s", (kind) => {
       expect(off.code, off.stderr).toBe(0);
       const line = /restore it with: (baton .*)/.exec(off.stdout)?.[1];
       expect(line).toBe('baton kill-switch ranker chat --restore --reason "<why>" --actor dana');
+      // The engine's refusal of a second withdraw suggests the same command, with --actor.
+      const twice = await baton(
+        ["kill-switch", "ranker", "chat", "--reason", "again", "--actor", "dana"],
+        noUser,
+      );
+      expect(twice.code).toBe(1);
+      expect(twice.stderr).toContain(`restore it with: ${line}`);
       const args = (line ?? "").replace('"<why>"', "fixed").split(" ").slice(1);
       const on = await baton(args, noUser);
       expect(on.code, on.stderr).toBe(0);
