@@ -80,8 +80,10 @@ describe("baton keygen and sign", () => {
       const pubOnly = io();
       expect(await runCli(["keygen", prefix], pubOnly.io)).toBe(2);
       expect(pubOnly.err.join("")).toContain(`${prefix}.pub already exists`);
+      writeFileSync(`${prefix}.key`, "old", { mode: 0o644 });
       expect(await runCli(["keygen", prefix, "--force"], io().io)).toBe(0);
       expect(readFileSync(`${prefix}.key`, "utf8")).not.toBe(key);
+      expect(statSync(`${prefix}.key`).mode & 0o777).toBe(0o600);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -3,7 +3,7 @@
  * `CliError`; printing goes through `io` so that tests and the program share one path.
  */
 import { createPrivateKey } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
@@ -367,6 +367,8 @@ export async function keygen(prefix: string, o: { force?: boolean }, io: Io): Pr
   const { generateSigningKey } = await import("../admission/sign.ts");
   const k = generateSigningKey();
   writeOutFile(`${prefix}.key`, k.private_key_pem, "keygen", { mode: 0o600 });
+  // `mode` applies only to a new file: a key replaced with --force is made private too.
+  chmodSync(`${prefix}.key`, 0o600);
   writeOutFile(`${prefix}.pub`, k.public_key_pem, "keygen");
   print(io, [
     `wrote ${prefix}.key (private, keep it secret) and ${prefix}.pub`,
