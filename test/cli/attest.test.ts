@@ -92,4 +92,23 @@ describe("baton attest", () => {
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain("nope.yaml");
   });
+
+  it("an image reference not pinned by digest is named as one, with the right form", async () => {
+    for (const ref of ["ghcr.io/a/b:latest", "b@sha256:abc"]) {
+      const r = await baton(["attest", ref, ...keyFlags, "--repository", trust.repository]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`attest ${ref}: this looks like an image reference not pinned`);
+      expect(r.stderr).toContain("baton attest <image@sha256:…|recipe.yaml> --key <file>");
+      expect(r.stderr).not.toContain("ENOENT");
+    }
+    // A missing recipe file is still named as one.
+    const missing = await baton([
+      "attest",
+      join(dir, "gone.yaml"),
+      ...keyFlags,
+      "--repository",
+      trust.repository,
+    ]);
+    expect(missing.stderr).toContain("cannot read recipe file");
+  });
 });

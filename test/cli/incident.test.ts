@@ -83,6 +83,25 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
     const viewer = await s.h.engine.app.request("/v1/incidents", { method: "GET" });
     expect(viewer.status).toBe(401);
     expect((await baton(["incident", "list"], env())).stdout).toContain("no incidents");
+
+    // The engine's refusal of an empty field names the flag that set it.
+    const declared = await op(s.h, "POST", "/v1/incidents", {
+      severity: "sev3",
+      summary: "slow",
+      models: ["ranker"],
+      commander: "maria",
+    });
+    expect(declared.status).toBe(201);
+    const blankNote = await baton(["incident", "note", "inc1", "--text", ""], env());
+    expect(blankNote.code).toBe(1);
+    expect(blankNote.stderr).toContain("--text: must not be empty");
+    expect(blankNote.stderr).not.toContain("body.text");
+    const blankSummary = await baton(
+      ["incident", "resolve", "inc1", "--summary", " ", "--actor", "maria"],
+      env(),
+    );
+    expect(blankSummary.stderr).toContain("--summary");
+    expect(blankSummary.stderr).not.toContain("body.summary");
   });
 
   it.skipIf(skip)(
@@ -148,6 +167,7 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
       const notHim = await baton(["incident", "allow", "inc1", "--model", MODEL], env());
       expect(notHim.code).toBe(1);
       expect(notHim.stderr).toContain("only incident inc1's commander (maria)");
+      expect(notHim.stderr).toContain("if you are maria, name yourself with --actor maria");
       const allowed = await baton(
         ["incident", "allow", "inc1", "--model", MODEL, "--reason", "the fix", "--actor", "maria"],
         env(),

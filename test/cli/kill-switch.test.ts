@@ -197,6 +197,41 @@ describe.each(STORE_KINDS)("baton kill-switch on %s", (kind) => {
     },
   );
 
+  it.skipIf(skip)(
+    "without $USER, the restore command it suggests carries --actor and runs as written",
+    async () => {
+      s = await servedWithLanes(kind);
+      const noUser = { ...env(), USER: undefined, LOGNAME: undefined };
+      const off = await baton(
+        ["kill-switch", "ranker", "chat", "--reason", "leak", "--actor", "dana"],
+        noUser,
+      );
+      expect(off.code, off.stderr).toBe(0);
+      const line = /restore it with: (baton .*)/.exec(off.stdout)?.[1];
+      expect(line).toBe('baton kill-switch ranker chat --restore --reason "<why>" --actor dana');
+      // The engine's refusal of a second withdraw suggests the same command, with --actor.
+      const twice = await baton(
+        ["kill-switch", "ranker", "chat", "--reason", "again", "--actor", "dana"],
+        noUser,
+      );
+      expect(twice.code).toBe(1);
+      expect(twice.stderr).toContain(`restore it with: ${line}`);
+      const args = (line ?? "").replace('"<why>"', "fixed").split(" ").slice(1);
+      const on = await baton(args, noUser);
+      expect(on.code, on.stderr).toBe(0);
+      expect(atControlPlane(s.h)).toEqual(SEEDED);
+      // The example a missing --reason gives names --actor too.
+      const noReason = await baton(["kill-switch", "ranker", "chat"], noUser);
+      expect(noReason.code).toBe(2);
+      expect(noReason.stderr).toContain('--reason "chat answers leak PII" --actor <name>');
+      // With $USER set, the suggestion stays short.
+      const withUser = await baton(["kill-switch", "ranker", "chat", "--reason", "leak"], env());
+      expect(withUser.stdout).toContain(
+        'restore it with: baton kill-switch ranker chat --restore --reason "<why>"\n',
+      );
+    },
+  );
+
   it.skipIf(skip)("bad input: every refusal names the field or flag and the fix", async () => {
     s = await servedWithLanes(kind);
     const { h } = s;

@@ -68,6 +68,13 @@ describe.each(STORE_KINDS)("baton revoke-credential on %s", (kind) => {
     const noReason = await baton(["revoke-credential", MODEL, REF], env());
     expect(noReason.code).toBe(2);
     expect(noReason.stderr).toContain("--reason is required");
+    // Without $USER the example names --actor, so that it runs as written.
+    const noUser = await baton(["revoke-credential", MODEL, REF], {
+      ...env(),
+      USER: undefined,
+      LOGNAME: undefined,
+    });
+    expect(noUser.stderr).toContain('--reason "key leaked in a log" --actor <name>');
     const notRef = await baton(["revoke-credential", MODEL, "hunter2", "--reason", "x"], env());
     expect(notRef.code).toBe(2);
     expect(notRef.stderr).toContain("is not a credential reference");

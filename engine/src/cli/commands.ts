@@ -2,7 +2,8 @@
  * What each `baton` command does. Every function resolves to an exit code or throws a
  * `CliError`; printing goes through `io` so that tests and the program share one path.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { createPrivateKey } from "node:crypto";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { BatonError } from "../domain/errors.ts";
 import type { ReleaseState } from "../domain/states.ts";
@@ -348,11 +349,26 @@ export async function record(
   return EXIT.ok;
 }
 
-/** `keygen <prefix>`: an ECDSA P-256 signing key (`<prefix>.key`, mode 0600) and `<prefix>.pub`. */
-export async function keygen(prefix: string, io: Io): Promise<ExitCode> {
+/**
+ * `keygen <prefix>`: an ECDSA P-256 signing key (`<prefix>.key`, mode 0600) and `<prefix>.pub`.
+ * @throws CliError (usage) when either file exists and `force` is not set: a key is never
+ *   overwritten by accident.
+ */
+export async function keygen(prefix: string, o: { force?: boolean }, io: Io): Promise<ExitCode> {
+  if (!o.force) {
+    for (const file of [`${prefix}.key`, `${prefix}.pub`]) {
+      if (existsSync(file)) {
+        throw usage(
+          `[cli] keygen: ${file} already exists; choose another prefix, delete it first, or pass --force to replace the key pair`,
+        );
+      }
+    }
+  }
   const { generateSigningKey } = await import("../admission/sign.ts");
   const k = generateSigningKey();
   writeOutFile(`${prefix}.key`, k.private_key_pem, "keygen", { mode: 0o600 });
+  // `mode` applies only to a new file: a key replaced with --force is made private too.
+  chmodSync(`${prefix}.key`, 0o600);
   writeOutFile(`${prefix}.pub`, k.public_key_pem, "keygen");
   print(io, [
     `wrote ${prefix}.key (private, keep it secret) and ${prefix}.pub`,
@@ -382,26 +398,14 @@ export async function sign(
   }
   if (o.key && !o.keyId)
     throw usage("[cli] --key needs --key-id <id> (the id the trust policy lists)");
-  let validMs: number | undefined;
-  if (o.validFor) {
-    const m = /^(\d+)([hd])$/.exec(o.validFor);
-    if (!m) throw usage("[cli] --valid-for must be hours or days, e.g. 12h or 7d");
-    validMs = Number(m[1]) * (m[2] === "h" ? 3_600_000 : 86_400_000);
-  }
+  const validMs = o.validFor === undefined ? undefined : parseValidFor(o.validFor);
   const { compileRecipeText } = await import("../recipes/compile-text.ts");
   const { signManifest } = await import("../admission/sign.ts");
   const keyless = o.keyless ? keylessOptions(o, envOf(io)) : undefined;
   const c = compileRecipeText(readRecipe(file), file);
-  let keyPem = "";
-  if (o.key) {
-    try {
-      keyPem = readFileSync(o.key, "utf8");
-    } catch (e) {
-      throw usage(`[cli] cannot read key file ${o.key} (${(e as NodeJS.ErrnoException).code})`);
-    }
-  }
+  const key = o.key ? readSigningKey(o.key, o.keyId) : undefined;
   const bundle = await signManifest(c, {
-    ...(o.key ? { key: { key_id: o.keyId ?? "", private_key_pem: keyPem } } : { keyless }),
+    ...(key ? { key } : { keyless }),
     ...(validMs ? { valid_for_ms: validMs } : {}),
   });
   const text = `${JSON.stringify(bundle)}\n`;
@@ -413,8 +417,34 @@ export async function sign(
   return EXIT.ok;
 }
 
+/** Longest `--valid-for` a manifest signature may have: 366 days, in ms. */
+export const MAX_VALID_FOR_MS = 366 * 86_400_000;
+
+/**
+ * `--valid-for` as ms: `<n>h` or `<n>d`, at least 1h and at most 366d.
+ * @throws CliError (usage) naming the flag, the bounds and an example otherwise.
+ */
+export function parseValidFor(text: string): number {
+  const m = /^(\d+)([hd])$/.exec(text);
+  const ms = m ? Number(m[1]) * (m[2] === "h" ? 3_600_000 : 86_400_000) : Number.NaN;
+  if (!(ms > 0 && ms <= MAX_VALID_FOR_MS)) {
+    throw usage(
+      `[cli] --valid-for ${JSON.stringify(text)}: give hours or days from 1h to 366d, e.g. 12h or 7d (leave it out for 7d)`,
+    );
+  }
+  return ms;
+}
+
 /** An image reference pinned by digest (`name[:tag]@sha256:<64 hex>`). */
 const PINNED_IMAGE = /^[^\s@]+@sha256:[a-f0-9]{64}$/;
+
+/**
+ * Whether `arg` reads as an image reference (a tag or digest: `ghcr.io/a/b:latest`,
+ * `b@sha256:ab…`) rather than a recipe file: no such file, no recipe extension, and a `:` or `@`.
+ */
+function looksLikeImage(arg: string): boolean {
+  return !existsSync(arg) && !/\.(ya?ml|json)$/i.test(arg) && /^[^\s]+[:@][^\s]+$/.test(arg);
+}
 
 /**
  * `baton attest <image|recipe>`: signs a SLSA provenance v1 Statement for the image (a recipe
@@ -430,6 +460,10 @@ export async function attest(
   o: { key?: string; keyId?: string; repository?: string; builder?: string; out?: string },
   io: Io,
 ): Promise<ExitCode> {
+  if (!PINNED_IMAGE.test(subject) && looksLikeImage(subject))
+    throw usage(
+      `[cli] attest ${subject}: this looks like an image reference not pinned by digest (and is no recipe file); give the image as name@sha256:<64 hex> or a recipe file, first: baton attest <image@sha256:…|recipe.yaml> --key <file> --key-id <id> --repository <url>`,
+    );
   if (!o.key) throw usage("[cli] attest needs --key <file> (with --key-id), the signing key");
   const key = readSigningKey(o.key, o.keyId);
   if (!o.repository)
@@ -545,19 +579,30 @@ export async function verifyRecordFile(
 }
 
 /**
- * Reads a PEM signing key file for `--key` with its `--key-id` (start-pending).
- * @throws usage error (exit 2) without a key id or when the file cannot be read.
+ * Reads a PEM signing key file for `--key` with its `--key-id` (sign, attest, sign-record,
+ * start-pending).
+ * @throws usage error (exit 2) without a key id, when the file cannot be read, or when it is not
+ *   a private key (a .pub, /etc/passwd…), naming the file.
  */
 export function readSigningKey(
   file: string,
   keyId: string | undefined,
 ): { key_id: string; private_key_pem: string } {
   if (!keyId) throw usage("[cli] --key needs --key-id <id> (the id the trust policy lists)");
+  let pem: string;
   try {
-    return { key_id: keyId, private_key_pem: readFileSync(file, "utf8") };
+    pem = readFileSync(file, "utf8");
   } catch (e) {
     throw usage(`[cli] cannot read key file ${file} (${(e as NodeJS.ErrnoException).code})`);
   }
+  try {
+    createPrivateKey(pem);
+  } catch {
+    throw usage(
+      `[cli] --key ${file} is not a private key: give the PEM (PKCS#8) <prefix>.key that baton keygen writes, not its .pub or another file`,
+    );
+  }
+  return { key_id: keyId, private_key_pem: pem };
 }
 
 /** Sigstore instances a keyless signature can go to (docs/trust.md "Signing from the recipe workflow"). */
@@ -664,6 +709,19 @@ export function actorName(
 ): string | undefined {
   const name = given ?? env.USER ?? env.LOGNAME;
   return name && ACTOR_PATTERN.test(name) ? name : undefined;
+}
+
+/**
+ * What a suggested command needs to say who acts: `""` when $USER (or $LOGNAME) names the
+ * caller, else ` --actor <given>` (the `--actor` this command was given) or ` --actor <name>`,
+ * so that the command runs as written.
+ */
+export function actorSuggestion(
+  given: string | undefined,
+  env: Record<string, string | undefined>,
+): string {
+  if (actorName(undefined, env)) return "";
+  return ` --actor ${actorName(given, {}) ?? "<name>"}`;
 }
 
 function readJsonFile(f: string): unknown {

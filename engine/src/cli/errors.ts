@@ -41,6 +41,15 @@ export const BODY_FIELD_FLAGS: Readonly<Record<string, string>> = {
   lanes: "--lane",
   bundle: "--bundle",
   attestations: "--attestation",
+  text: "--text",
+  summary: "--summary",
+  severity: "--severity",
+  commander: "--commander",
+  operations: "--operations",
+  communications: "--communications",
+  release_owner: "--release-owner",
+  recorder: "--recorder",
+  model: "--model",
 };
 
 const BODY_PATH = /\bbody\.([A-Za-z_]+)((?:\.[\w-]+)*)/g;

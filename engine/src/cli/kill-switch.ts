@@ -11,8 +11,8 @@ import {
   CONTROL_PLANE_NAME_PATTERN,
 } from "../protocol/fields.ts";
 import { type Connection, EngineClient } from "./client.ts";
-import { actorName, envOf, type Io } from "./commands.ts";
-import { EXIT, type ExitCode, usage } from "./errors.ts";
+import { actorName, actorSuggestion, envOf, type Io } from "./commands.ts";
+import { CliError, EXIT, type ExitCode, usage } from "./errors.ts";
 
 const iso = (ms: number | null) =>
   ms === null ? "-" : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -35,6 +35,9 @@ export function killSwitchLines(ks: KillSwitch): string[] {
   }
   return lines;
 }
+
+/** How a suggested restore command ends, before any `--actor`. */
+const RESTORE_TAIL = '--restore --reason "<why>"';
 
 /** The options of `baton kill-switch`. */
 export interface KillSwitchOptions {
@@ -73,18 +76,30 @@ export async function killSwitch(
     throw usage(
       `[cli] ${JSON.stringify(capability)} is not a capability name; capabilities are 1–64 ASCII letters, digits, '.', '_', ':' or '-'`,
     );
+  const asActor = actorSuggestion(o.actor, envOf(io));
   if (o.reason === undefined || o.reason.trim() === "")
     throw usage(
-      `[cli] --reason is required: say why (kept in the record and the incident's timeline), e.g. baton kill-switch ${model} ${capability}${o.restore ? " --restore" : ""} --reason "chat answers leak PII"`,
+      `[cli] --reason is required: say why (kept in the record and the incident's timeline), e.g. baton kill-switch ${model} ${capability}${o.restore ? " --restore" : ""} --reason "chat answers leak PII"${asActor}`,
     );
   const actor = actorName(o.actor, envOf(io));
   if (!actor)
     throw usage("[cli] --actor is required when $USER is not set: a kill switch records who acted");
-  const r = await client.call<{ kill_switch: KillSwitch & { verified: boolean } }>(
-    "POST",
-    o.restore ? `${path}/restore` : path,
-    JSON.stringify({ capability, reason: o.reason, actor }),
-  );
+  const r = await client
+    .call<{ kill_switch: KillSwitch & { verified: boolean } }>(
+      "POST",
+      o.restore ? `${path}/restore` : path,
+      JSON.stringify({ capability, reason: o.reason, actor }),
+    )
+    .catch((e: unknown) => {
+      // The engine's refusal may suggest the restore command; make it run as written here.
+      if (!(e instanceof CliError) || !asActor || !e.message.includes(RESTORE_TAIL)) throw e;
+      throw new CliError(
+        e.message.replaceAll(RESTORE_TAIL, `${RESTORE_TAIL}${asActor}`),
+        e.exitCode,
+        e.problems,
+        e.code,
+      );
+    });
   const ks = r.kill_switch;
   if (o.json) io.out.write(`${JSON.stringify(r, null, 2)}\n`);
   else {
@@ -94,7 +109,9 @@ export async function killSwitch(
         `kill switch ${ks.id}: ${a.kind === "withdraw" ? "withdrew" : "restored"} ${capability} ${a.kind === "withdraw" ? "from" : "to"} ${a.writes.map((w) => w.lane).join(", ") || "no lane (already as wanted)"} of ${model}`,
         ...killSwitchLines(ks),
         ...(a.kind === "withdraw" && a.verified
-          ? [`restore it with: baton kill-switch ${model} ${capability} --restore --reason "<why>"`]
+          ? [
+              `restore it with: baton kill-switch ${model} ${capability} --restore --reason "<why>"${asActor}`,
+            ]
           : []),
       ].join("\n")}\n`,
     );

@@ -273,8 +273,9 @@ export async function runCli(
     .command("keygen")
     .description("write a new signing key pair: <prefix>.key and <prefix>.pub")
     .argument("<prefix>", "file name prefix, e.g. release-key")
-    .action(async (prefix: string) => {
-      code = await cmd.keygen(prefix, io);
+    .option("--force", "replace <prefix>.key and <prefix>.pub when they exist")
+    .action(async (prefix: string, o: { force?: boolean }) => {
+      code = await cmd.keygen(prefix, o, io);
     });
 
   program

@@ -9,7 +9,7 @@
 import type { Revocation } from "../domain/credential-revocation.ts";
 import { CONTROL_PLANE_NAME_FIX, CONTROL_PLANE_NAME_PATTERN } from "../protocol/fields.ts";
 import { type Connection, EngineClient } from "./client.ts";
-import { actorName, envOf, type Io } from "./commands.ts";
+import { actorName, actorSuggestion, envOf, type Io } from "./commands.ts";
 import { EXIT, type ExitCode, usage } from "./errors.ts";
 
 const iso = (ms: number | null) =>
@@ -64,7 +64,7 @@ export async function revokeCredential(
     );
   if (o.reason === undefined || o.reason.trim() === "")
     throw usage(
-      `[cli] --reason is required: say why (kept in the record and the incident's timeline), e.g. baton revoke-credential ${model} ${ref} --reason "key leaked in a log"`,
+      `[cli] --reason is required: say why (kept in the record and the incident's timeline), e.g. baton revoke-credential ${model} ${ref} --reason "key leaked in a log"${actorSuggestion(o.actor, envOf(io))}`,
     );
   const actor = actorName(o.actor, envOf(io));
   if (!actor)

@@ -212,12 +212,13 @@ export function allow(
 
 /**
  * Refuses `person` unless they are the incident's commander.
- * @throws BatonError 409 naming the commander to ask.
+ * @throws BatonError 409 naming the commander to ask, and how the commander names themself.
  */
 function commanderOnly(inc: Incident, person: string, what: string): void {
-  if (person === inc.roles.commander) return;
+  const commander = inc.roles.commander;
+  if (person === commander) return;
   throw refuse(
-    `[engine] only incident ${inc.id}'s commander (${inc.roles.commander}) may ${what}; ${person === "" ? "nobody was named" : `${person} is not the commander`}: ask ${inc.roles.commander}`,
+    `[engine] only incident ${inc.id}'s commander (${commander}) may ${what}; ${person === "" ? "nobody was named" : `${person} is not the commander`}: ask ${commander}, or if you are ${commander}, name yourself with --actor ${commander} (body.actor in the API)`,
   );
 }
 
