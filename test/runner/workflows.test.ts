@@ -236,7 +236,9 @@ describe("action.yml", () => {
     expect(Object.keys(allow).sort()).toEqual([
       "attach-queue-lane",
       "inspect-lane",
+      "migrate-table",
       "restore-queue-lane",
+      "restore-sqlite",
       "run-smoke",
     ]);
     for (const file of Object.values(allow)) {

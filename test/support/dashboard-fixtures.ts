@@ -615,8 +615,9 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
     get drills() {
       return unsupported();
     },
+    // No kill switch in force (what a fresh engine's book holds): the fleet page reads it.
     get killSwitches() {
-      return unsupported();
+      return { list: async () => [] } as unknown as ReleaseApi["killSwitches"];
     },
     get credentials() {
       return unsupported();

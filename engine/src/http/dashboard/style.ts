@@ -5,7 +5,7 @@ export const CSS = `
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);margin:0}
 header.top{display:flex;flex-wrap:wrap;gap:.4rem 1.5rem;align-items:center;padding:.6rem 1.2rem;border-bottom:1px solid var(--line);background:var(--soft)}
 header.top a{color:var(--fg);text-decoration:none;font-weight:600}
-header.top nav{display:flex;gap:1rem}
+header.top nav{display:flex;flex-wrap:wrap;gap:.3rem 1rem}
 header.top .who{margin-left:auto;color:var(--muted);font-size:.9em}
 main{max-width:1400px;margin:0 auto;padding:1rem 1.2rem 3rem}
 h1{font-size:1.45rem;margin:.4rem 0 .8rem}h2{font-size:1.15rem;margin:1.6rem 0 .5rem}
