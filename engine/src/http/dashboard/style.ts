@@ -74,6 +74,8 @@ table.fleet td{overflow-wrap:anywhere}
  td.mono{white-space:normal}
  dl.kv{grid-template-columns:1fr}
  header.top .who{margin-left:0}
+ header.top>a:first-child{display:none}
+ header.top nav{gap:.2rem .55rem;font-size:.8em}
  .panel{padding:.5rem .6rem}
  table.fleet thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
  table.fleet tr{display:block;border-bottom:2px solid var(--line);padding:.3rem 0}
