@@ -24,7 +24,7 @@
  *
  * The RESULT's ratios are Baton ÷ DBOS per round, then the median over rounds. Required:
  * `steps_per_s_ratio` ≥ 1.5 (`BENCH_PEER_MIN_STEPS_RATIO`; 1.0 at CI size) and `node_cpu_per_step_ratio` ≤ 1.0, and Baton's own
- * `statements_per_step` ≤ 2.4 (a work-count budget); the benchmark exits 1 otherwise, saying
+ * `statements_per_step` ≤ 2.6 (a work-count budget); the benchmark exits 1 otherwise, saying
  * which. Postgres: BATON_TEST_DATABASE_URL when its server preloads
  * pg_stat_statements; otherwise a throwaway cluster (scripts/ci/pg-start.sh, with
  * BATON_PG_OPTIONS preloading it) on BENCH_PEER_PG_PORT (default 55441, next ones if taken).
@@ -56,7 +56,11 @@ const REQUIRED = {
   steps_per_s_ratio: Number(process.env.BENCH_PEER_MIN_STEPS_RATIO ?? 1.5),
   node_cpu_per_step_ratio: 1.0,
 };
-const BATON_STATEMENTS_PER_STEP = 2.4;
+// 2.26 measured before kill switches, incidents, drills and requalification joined the path
+// (one read of the kill-switch book per capability write and per recovery verification; the
+// incident, drill and dependency books read at each start): 2.46 after. A rise past this is a
+// regression to explain.
+const BATON_STATEMENTS_PER_STEP = 2.6;
 const TICK_MS = 1000 / 100; // USER_HZ of /proc/<pid>/stat
 
 type SideName = "baton" | "dbos";
