@@ -106,7 +106,7 @@ export const MUTANTS: Mutant[] = [
     breaks: "a control-plane write answered 2xx is taken as applied without reading it back",
     caughtBy: "unread_writes",
     file: "engine/src/service/perform/control-plane.ts",
-    find: "      event.read_back = await readBack(ctx, e.request, write);",
+    find: "      event.read_back = await readBack(ctx, request, write);",
     replace: '        event.read_back = { matches: true, message: "" };',
     // A write that lies (200, nothing applied) would then leave the fleet wrong too: those
     // releases are not this mutant's, so every other check can stay green.
