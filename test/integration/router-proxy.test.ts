@@ -136,4 +136,40 @@ describe("router proxy over HTTP", () => {
     expect(r2.headers.get("baton-lane")).toBe("a");
     expect(await r2.text()).toContain("[router] lane a");
   });
+
+  it("a kept-alive connection the lane closes as it is reused: the request is sent again on a new one", async () => {
+    // The lane answers the first request on each connection and drops the connection when a
+    // second one arrives on it (its idle timeout firing as the router reuses the socket).
+    const served = new WeakMap<object, number>();
+    let connections = 0;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      const n = (served.get(req.socket) ?? 0) + 1;
+      served.set(req.socket, n);
+      if (n > 1) return req.socket.destroy();
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ image: "new" }));
+    });
+    server.on("connection", () => connections++);
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", () => ok()));
+    closers.push(
+      () =>
+        new Promise<void>((ok) => {
+          server.close(() => ok());
+          server.closeAllConnections();
+        }),
+    );
+    const p = await proxy(() => [lane("a", 100)], {
+      a: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${p.url}/route/m/x`);
+      statuses.push(res.status);
+      await res.arrayBuffer();
+    }
+    expect(statuses).toEqual([200, 200, 200]);
+    // Each reuse met a dropped connection and went again on a new one.
+    expect(connections).toBe(3);
+  });
 });

@@ -416,6 +416,8 @@ interface Live {
   early: boolean[];
   compensating: boolean;
   lastDuringComp: number;
+  /** The last measurement's answers by status and image (`"200 the candidate": 94`). */
+  lastAnswers: Record<string, number>;
   limits: { tookOut: (lane: string, key: string) => void };
   historyMark: number;
   /** Wire tick at which an abort of the release was accepted (null: none). */
@@ -605,10 +607,11 @@ export class ExposureWorld {
         report.exposureViolations++;
         report.maxOvershootPct = Math.max(report.maxOvershootPct, share - l.lastDuringComp);
         report.problems.push(
-          `${l.rid}: during compensation exposure rose from ${l.lastDuringComp.toFixed(2)}% to ${share.toFixed(2)}% after ${what}`,
+          `${l.rid}: during compensation exposure rose from ${l.lastDuringComp.toFixed(2)}% to ${share.toFixed(2)}% after ${what} (answers by status and image, before: ${JSON.stringify(l.lastAnswers)}, after: ${JSON.stringify(counted.answers ?? {})})`,
         );
       }
       l.lastDuringComp = share;
+      l.lastAnswers = counted.answers ?? {};
     }
   }
 
@@ -617,7 +620,9 @@ export class ExposureWorld {
    * at once; every answer must belong to that batch (a change in between plans a new one:
    * then it is tried again, at most 5 times). No lane taking traffic: 100 requests, all 503.
    */
-  private async routeBatch(model: string): Promise<{ size: number; candidate: number }> {
+  private async routeBatch(
+    model: string,
+  ): Promise<{ size: number; candidate: number; answers?: Record<string, number> }> {
     const url = `${this.router.url}/route/${model}/serve`;
     const one = async () => {
       // Bounded: a request the router never answers fails the run instead of stalling it.
@@ -646,7 +651,12 @@ export class ExposureWorld {
       const all = [first, ...rest];
       if (all.some((r) => r.plan !== first.plan)) continue;
       const candidate = all.filter((r) => digest(r.image) === digest(IMAGE)).length;
-      return { size: first.size, candidate };
+      const answers: Record<string, number> = {};
+      for (const r of all) {
+        const k = `${r.status} ${r.image ? short(r.image) : "-"}`;
+        answers[k] = (answers[k] ?? 0) + 1;
+      }
+      return { size: first.size, candidate, answers };
     }
     throw new Error(`[exposure] the router's batches of ${model} kept changing under measurement`);
   }
@@ -824,6 +834,7 @@ export class ExposureWorld {
       early,
       compensating: false,
       lastDuringComp: Number.POSITIVE_INFINITY,
+      lastAnswers: {},
       limits: limitChecker(rid, rec, before, (id) => this.core.lane(id).excluded, report),
       historyMark: historyStart,
       abortTick: null,

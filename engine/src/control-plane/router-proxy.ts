@@ -38,7 +38,9 @@
  * the routed lane's on the same requests.
  *
  * No lane can take traffic: 503 `no_lane`. A lane's endpoint that does not answer: 502
- * `lane_unreachable` with `baton-lane`. Node only (node:http); loopback by default.
+ * `lane_unreachable` with `baton-lane`; a request without a body that met a kept-alive
+ * connection the lane closed as it was reused is sent once more on a new connection first.
+ * Node only (node:http); loopback by default.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -445,6 +447,11 @@ interface ShadowTally {
 }
 
 /** Starts the proxy; resolves once it listens. */
+/** A connection the other side closed or reset: what a kept-alive socket's reuse can meet. */
+function isReset(err: NodeJS.ErrnoException): boolean {
+  return err.code === "ECONNRESET" || err.code === "EPIPE" || err.message === "socket hang up";
+}
+
 export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterProxyHandle> {
   const router = new UnitRouter(o.lanes, o.assignment, o.minBatch);
   const mirror = o.shadow ? new ShadowMirror(o.shadow.now) : null;
@@ -611,21 +618,34 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
       if (copy && !copy.answer) copy.answer = { status, ms: performance.now() - started };
       maybeSend();
     };
-    const up = http.request(
-      target,
-      { method: req.method, headers: { ...req.headers, ...labels, host: target.host }, agent },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, { ...answer.headers, ...tags });
-        answer.on("end", () => answered(answer.statusCode ?? 0));
-        answer.pipe(res);
-      },
-    );
-    up.setTimeout(10_000, () => up.destroy(new Error("timed out")));
-    up.on("error", (err) => {
-      answered(0);
-      fail(res, 502, "lane_unreachable", `[router] lane ${pick.lane}: ${err.message}`);
-    });
-    req.pipe(up);
+    // A request without a body that fails on a kept-alive connection the lane closed as it
+    // was reused (the lane's idle timeout racing the reuse) is sent once more on a new one, as
+    // Node's http docs advise (`request.reusedSocket`); a lane that does not answer a new
+    // connection either is unreachable (502).
+    const bodiless =
+      req.headers["content-length"] === undefined && req.headers["transfer-encoding"] === undefined;
+    const send = (retried: boolean) => {
+      const up = http.request(
+        target,
+        { method: req.method, headers: { ...req.headers, ...labels, host: target.host }, agent },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, { ...answer.headers, ...tags });
+          answer.on("end", () => answered(answer.statusCode ?? 0));
+          answer.pipe(res);
+        },
+      );
+      up.setTimeout(10_000, () => up.destroy(new Error("timed out")));
+      up.on("error", (err: NodeJS.ErrnoException) => {
+        if (!retried && bodiless && up.reusedSocket && !res.headersSent && isReset(err))
+          return send(true);
+        answered(0);
+        fail(res, 502, "lane_unreachable", `[router] lane ${pick.lane}: ${err.message}`);
+      });
+      if (bodiless) up.end();
+      else req.pipe(up);
+    };
+    if (bodiless) req.resume();
+    send(false);
   };
   const server = http.createServer((req, res) => {
     handle(req, res).catch((err: unknown) =>
