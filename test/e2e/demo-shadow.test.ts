@@ -4,35 +4,15 @@
  * mirrors a capped share of requests to it, the shadow gate passes on the mirrored requests, the
  * release ends `succeeded` (exit 0), and the record names the `shadow` phase and what was mirrored.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
+import { demoToEnd } from "../support/demo-process.ts";
 import { recordSchemaErrors } from "../support/record-schema.ts";
 
-function demo(args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((ok) => {
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", join(REPO_ROOT, "engine/src/cli/main.ts"), "demo", ...args],
-      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 300_000);
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      ok({ code, out });
-    });
-  });
-}
+/** Runs the demo through the npm script's command; resolves with exit code and output. */
+const demo = (args: string[]) => demoToEnd(args, 300_000);
 
 describe("npm run demo -- --recipe recipes/shadow.yaml", () => {
   it("runs the shadow phase before any exposure, gates it on mirrored requests, ends succeeded (exit 0); the record names the shadow phase and its counts", async () => {

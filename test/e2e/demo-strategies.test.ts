@@ -5,36 +5,15 @@
  * the control plane ends as the strategy says (rolling: every lane at its baseline weight;
  * blue-green: green carries everything, blue stays on the previous image at 0%).
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
+import { demoToEnd } from "../support/demo-process.ts";
 import { recordSchemaErrors } from "../support/record-schema.ts";
 
 /** Runs the demo through the npm script's command; resolves with exit code and output. */
-function demo(args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((ok) => {
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", join(REPO_ROOT, "engine/src/cli/main.ts"), "demo", ...args],
-      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 280_000);
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      ok({ code, out });
-    });
-  });
-}
+const demo = (args: string[]) => demoToEnd(args, 280_000);
 
 /** Runs one recipe through the demo with --record; the record and the demo's output. */
 async function run(recipe: string) {

@@ -3,16 +3,15 @@
  * exit 0 and `succeeded`; with `--fail-at` exit 1 and `rolled_back` with the backward steps
  * printed in reverse. Plus bad arguments (exit 2, nothing started) and the step labels.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
 import { pausedVerb, runDemo, waitingLines } from "../../engine/src/demo/main.ts";
 import { resolveStep, stepLabel } from "../../engine/src/demo/progress.ts";
 import { loadRecipe } from "../../engine/src/demo/stack.ts";
 import { compileRecipeInput } from "../../engine/src/recipes/compile-text.ts";
+import { demoToEnd } from "../support/demo-process.ts";
 import { recordSchemaErrors } from "../support/record-schema.ts";
 
 const manifest = compileRecipeInput(loadRecipe()).manifest;
@@ -42,27 +41,7 @@ function publishedSchemaRecord(file: string) {
 }
 
 /** Runs the demo through the npm script's command; resolves with exit code and output. */
-function demo(args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((ok) => {
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", join(REPO_ROOT, "engine/src/cli/main.ts"), "demo", ...args],
-      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 560_000);
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      ok({ code, out });
-    });
-  });
-}
+const demo = (args: string[]) => demoToEnd(args, 560_000);
 
 /** Step lines as printed: [index, label, direction, attempt, result]. */
 function stepLines(out: string): [number, string, string, number, string][] {

@@ -95,3 +95,20 @@ export function spawnDemo(args: string[], opts: { npm?: boolean } = {}): DemoPro
     },
   };
 }
+
+/**
+ * Runs `baton demo <args>` to its end (at most `ms`; then its process group is SIGKILLed and
+ * `code` is null); resolves with its exit code and stdout + stderr.
+ */
+export async function demoToEnd(
+  args: string[],
+  ms: number,
+): Promise<{ code: number | null; out: string }> {
+  const d = spawnDemo(args);
+  const end = await d.exit(ms);
+  if (end === null) {
+    d.kill();
+    await d.exited;
+  }
+  return { code: end?.code ?? null, out: d.output() };
+}
