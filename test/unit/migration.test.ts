@@ -78,6 +78,22 @@ describe("migration: the compiled table", () => {
 });
 
 describe("migration: the contract check", () => {
+  it("a phase's retries, on_failure and rerun window are refused in the words a custom step's are", () => {
+    const phase = { forward: T, backward: T, retries: 11, rerun_window_minutes: 2000 };
+    const got = problems(withMigration({ id: "m", expand: phase, migrate: phase }));
+    expect(got).toContain("migration.expand.retries: retries must be 10 or fewer");
+    expect(got).toContain(
+      "migration.migrate.rerun_window_minutes: rerun_window_minutes must be at most 1440 (24 h)",
+    );
+    const custom = problems({
+      ...goodRecipe(),
+      custom_steps: [
+        { name: "warm", forward: T, backward: T, retries: 11, placement: { before: "drain_wave" } },
+      ],
+    });
+    expect(custom).toContain("custom_steps.0.retries: retries must be 10 or fewer");
+  });
+
   it("refuses, naming the field: a lone expand, contract beside expand, no phase, a tool not allowlisted, a lane not in the recipe, a custom step named like a phase, a reversible contract", () => {
     expect(problems(withMigration({ id: "m", expand: { forward: T, backward: T } }))).toContain(
       "migration.migrate: a migration declares expand and migrate together; `migrate` is missing",

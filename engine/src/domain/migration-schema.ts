@@ -1,9 +1,17 @@
 /**
  * The schema of a recipe's `migration:` block and what the manifest keeps of it (the logic is
- * in migration.ts). Imports only zod and the protocol's field rules.
+ * in migration.ts). Imports only zod, the protocol's field rules and the step fields.
  */
 import * as z from "zod";
 import { imageRef } from "../protocol/fields.ts";
+import {
+  OnFailure,
+  RerunWindow,
+  Retries,
+  StepTimeoutMs,
+  ToolInputs,
+  ToolName,
+} from "./step-fields.ts";
 
 /** The phases a record shows, in order. `activate` is the release's waves. */
 export const MIGRATION_PHASES = ["expand", "migrate", "activate", "contract"] as const;
@@ -12,45 +20,23 @@ export type MigrationPhase = (typeof MIGRATION_PHASES)[number];
 export const MIGRATION_STEPS = ["expand", "migrate", "contract"] as const;
 export type MigrationStep = (typeof MIGRATION_STEPS)[number];
 
-const Tool = z
-  .string()
-  .regex(/^[a-z][a-z0-9-]{0,63}$/, "a tool is named as in the allowlist, e.g. migrate-table");
-const Inputs = z
-  .record(
-    z
-      .string()
-      .regex(/^[a-z][a-z0-9_]{0,63}$/, "an input name is lowercase letters, digits and '_'"),
-    z.union([
-      z.string().max(1000, "an input value is at most 1000 characters"),
-      z.number(),
-      z.boolean(),
-    ]),
-  )
-  .optional()
-  .describe("Arguments for the phase's tools, passed as `inputs` (over the block's own).");
-const Timeout = z
-  .number()
-  .int()
-  .min(10_000, "timeout_ms must be at least 10000 (10 s)")
-  .max(86_400_000, "timeout_ms must be at most 86400000 (24 h)")
-  .optional()
-  .describe(
-    "ms from preflight to callback before a run is unknown (default deadlines.callback_ms).",
-  );
-const Retries = z.number().int().min(0).max(10).optional();
-const OnFailure = z.enum(["compensate", "pause"]).optional();
-const RerunWindow = z.number().int().min(0).max(1440).optional();
+const Inputs = ToolInputs.optional().describe(
+  "Arguments for the phase's tools, passed as `inputs` (over the block's own).",
+);
+const Timeout = StepTimeoutMs.optional().describe(
+  "ms from preflight to callback before a run is unknown (default deadlines.callback_ms).",
+);
 
 /** A reversible phase: a forward tool and the tool that undoes it. */
 const PhasePair = z
   .object({
-    forward: Tool.describe("Allowlisted runner tool that does the phase."),
-    backward: Tool.describe("Allowlisted runner tool that undoes it during compensation."),
+    forward: ToolName.describe("Allowlisted runner tool that does the phase."),
+    backward: ToolName.describe("Allowlisted runner tool that undoes it during compensation."),
     inputs: Inputs,
     timeout_ms: Timeout,
-    retries: Retries,
-    on_failure: OnFailure,
-    rerun_window_minutes: RerunWindow,
+    retries: Retries.optional(),
+    on_failure: OnFailure.optional(),
+    rerun_window_minutes: RerunWindow.optional(),
   })
   .strict();
 
@@ -77,7 +63,7 @@ export const Migration = z
       "The resumable, verified backfill (its result reports a checkpoint and verification checks).",
     ),
     contract: z
-      .object({ forward: Tool, inputs: Inputs, timeout_ms: Timeout })
+      .object({ forward: ToolName, inputs: Inputs, timeout_ms: Timeout })
       .strict()
       .optional()
       .describe(

@@ -28,6 +28,14 @@ import { MutableDependencies } from "./mutable-dependencies.ts";
 import { NOTICE_KINDS } from "./notice.ts";
 import { ShadowPolicy, ShadowSafe, WaveShadow } from "./shadow.ts";
 import { FailurePolicy } from "./states.ts";
+import {
+  OnFailure,
+  RerunWindow,
+  Retries,
+  StepTimeoutMs,
+  ToolInputs,
+  ToolName,
+} from "./step-fields.ts";
 import { Strategy } from "./strategy.ts";
 
 export {
@@ -69,26 +77,8 @@ export const DEFAULT_RUNNER_RETRIES = 0;
 /** Default engine-side retries of a failed control-plane step (keyed, cheap, idempotent). */
 export const DEFAULT_CONTROL_PLANE_RETRIES = 2;
 
-const Retries = z
-  .number()
-  .int("retries must be a whole number")
-  .min(0, "retries must be 0 or more")
-  .max(10, "retries must be 10 or fewer")
-  .describe("Engine-side retries after the first try of a failed step.");
-const OnFailure = z
-  .enum([FailurePolicy.compensate, FailurePolicy.pause])
-  .describe("compensate: walk the table backwards (default); pause: hold for an operator.");
-
 /** Default minutes a failed runner step waits for a re-run from the Actions UI. */
 export const DEFAULT_RERUN_WINDOW_MINUTES = 30;
-const RerunWindow = z
-  .number()
-  .int("rerun_window_minutes must be a whole number of minutes")
-  .min(0, "rerun_window_minutes must be 0 (compensate at once) or more")
-  .max(1440, "rerun_window_minutes must be at most 1440 (24 h)")
-  .describe(
-    "Minutes a failed runner step waits, paused, for a re-run of its job from the Actions UI before the release compensates; 0 = compensate at once.",
-  );
 
 /** A per-step override of the policy; keys are step names of the catalogue. */
 export const StepPolicy = z
@@ -305,9 +295,6 @@ export const CUSTOM_STEP_NAME = /^[a-z][a-z0-9_]{0,47}$/;
 const Anchor = z.enum(CUSTOM_STEP_ANCHORS, {
   error: `a custom step is placed before or after one of ${CUSTOM_STEP_ANCHORS.join(", ")}`,
 });
-const ToolName = z
-  .string()
-  .regex(/^[a-z][a-z0-9-]{0,63}$/, "a tool is named as in the allowlist, e.g. warm-cache");
 
 /**
  * Where a custom step runs: right before or right after one built-in step (exactly one of
@@ -354,19 +341,9 @@ export type CustomStepPlacement = z.infer<typeof CustomStepPlacement>;
 export const RestoreState = z
   .object({
     tool: ToolName.describe("Allowlisted runner tool that restores the state to a named point."),
-    inputs: z
-      .record(
-        z
-          .string()
-          .regex(/^[a-z][a-z0-9_]{0,63}$/, "an input name is lowercase letters, digits and '_'"),
-        z.union([
-          z.string().max(1000, "an input value is at most 1000 characters"),
-          z.number(),
-          z.boolean(),
-        ]),
-      )
-      .optional()
-      .describe("Arguments for the tool (e.g. which database and table), passed as `inputs`."),
+    inputs: ToolInputs.optional().describe(
+      "Arguments for the tool (e.g. which database and table), passed as `inputs`.",
+    ),
     point: z
       .string()
       .regex(
@@ -399,28 +376,12 @@ export const CustomStep = z
         "true: the step cannot be undone; once it may have taken effect the release rolls forward only (a recovery boundary).",
       ),
     placement: CustomStepPlacement.describe("Where in the step table the step runs."),
-    inputs: z
-      .record(
-        z
-          .string()
-          .regex(/^[a-z][a-z0-9_]{0,63}$/, "an input name is lowercase letters, digits and '_'"),
-        z.union([
-          z.string().max(1000, "an input value is at most 1000 characters"),
-          z.number(),
-          z.boolean(),
-        ]),
-      )
-      .optional()
-      .describe("Arguments for both tools, passed as `inputs` beside the lane and the images."),
-    timeout_ms: z
-      .number()
-      .int()
-      .min(10_000, "timeout_ms must be at least 10000 (10 s)")
-      .max(86_400_000, "timeout_ms must be at most 86400000 (24 h)")
-      .optional()
-      .describe(
-        "ms from preflight accepted to callback before a run of the step is unknown (default deadlines.callback_ms).",
-      ),
+    inputs: ToolInputs.optional().describe(
+      "Arguments for both tools, passed as `inputs` beside the lane and the images.",
+    ),
+    timeout_ms: StepTimeoutMs.optional().describe(
+      "ms from preflight accepted to callback before a run of the step is unknown (default deadlines.callback_ms).",
+    ),
     retries: Retries.optional(),
     on_failure: OnFailure.optional(),
     rerun_window_minutes: RerunWindow.optional(),
