@@ -114,7 +114,10 @@ export function capabilitiesOf(lanes: readonly LaneState[]): LaneCapabilities[] 
 }
 
 /** The capabilities of `model` withdrawn by kill switches in force, sorted. */
-export function withdrawnCapabilities(book: KillSwitchBook, model: string): string[] {
+export function withdrawnCapabilities(
+  book: Pick<KillSwitchBook, "switches">,
+  model: string,
+): string[] {
   const caps = book.switches
     .filter((s) => s.model === model && s.state === "withdrawn")
     .map((s) => s.capability);

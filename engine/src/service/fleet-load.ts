@@ -6,6 +6,7 @@
  */
 
 import { type FleetModel, fleetFacts } from "../domain/fleet.ts";
+import { withdrawnCapabilities } from "../domain/kill-switch.ts";
 import type { ControlPlane, LanesRead } from "../ports/control-plane.ts";
 import { sha256Hex } from "../protocol/sha256.ts";
 import type { ReleaseApi } from "./api.ts";
@@ -52,9 +53,7 @@ export async function loadFleet(
   if (model === null && read?.ok) for (const l of read.lanes) if (l.model) names.add(l.model);
   const reads = new Map<string, LanesRead>();
   if (read) for (const m of names) reads.set(m, read);
-  const withdrawn = new Map<string, string[]>();
-  for (const ks of await api.killSwitches.list())
-    if (ks.state === "withdrawn" && names.has(ks.model))
-      withdrawn.set(ks.model, [...(withdrawn.get(ks.model) ?? []), ks.capability]);
+  const book = { switches: await api.killSwitches.list() };
+  const withdrawn = new Map([...names].map((m) => [m, withdrawnCapabilities(book, m)]));
   return { models: fleetFacts(records, reads, withdrawn), mark };
 }
