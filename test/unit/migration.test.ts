@@ -94,6 +94,22 @@ describe("migration: the contract check", () => {
     expect(custom).toContain("custom_steps.0.retries: retries must be 10 or fewer");
   });
 
+  it("an input that is not finite (YAML 1e309 or .inf) is refused saying what an input value may be", () => {
+    const says =
+      "an input value is a string of at most 1000 characters, a finite number or true/false (1e309 and .inf are not finite)";
+    const inf = { big: Number.POSITIVE_INFINITY };
+    expect(problems(withMigration({ id: "m", inputs: inf, contract: { forward: T } }))).toContain(
+      `migration.inputs.big: \`migration.inputs.big\`: ${says}`,
+    );
+    const custom = problems({
+      ...goodRecipe(),
+      custom_steps: [
+        { name: "warm", forward: T, backward: T, inputs: inf, placement: { before: "drain_wave" } },
+      ],
+    });
+    expect(custom).toContain(`custom_steps.0.inputs.big: \`custom_steps.0.inputs.big\`: ${says}`);
+  });
+
   it("refuses, naming the field: a lone expand, contract beside expand, no phase, a tool not allowlisted, a lane not in the recipe, a custom step named like a phase, a reversible contract", () => {
     expect(problems(withMigration({ id: "m", expand: { forward: T, backward: T } }))).toContain(
       "migration.migrate: a migration declares expand and migrate together; `migrate` is missing",

@@ -13,15 +13,17 @@ export const ToolName = z
 
 /**
  * A tool's `inputs`: names of lowercase letters, digits and '_' (≤ 64), values strings of at
- * most 1,000 characters, numbers or booleans.
+ * most 1,000 characters, finite numbers or booleans.
  */
 export const ToolInputs = z.record(
   z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "an input name is lowercase letters, digits and '_'"),
-  z.union([
-    z.string().max(1000, "an input value is at most 1000 characters"),
-    z.number(),
-    z.boolean(),
-  ]),
+  z.union(
+    [z.string().max(1000, "an input value is at most 1000 characters"), z.number(), z.boolean()],
+    {
+      error:
+        "an input value is a string of at most 1000 characters, a finite number or true/false (1e309 and .inf are not finite)",
+    },
+  ),
 );
 
 /** ms from preflight accepted to callback before a run of a step is unknown: 10 s to 24 h. */
