@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { STEP_NAMES, TOOL_ALLOWLIST } from "../../engine/src/domain/catalogue.ts";
+import { TOOL_ALLOWLIST } from "../../engine/src/domain/allowlist.ts";
+import { STEP_NAMES } from "../../engine/src/domain/catalogue.ts";
 import { checkAndCompile, compileRecipe } from "../../engine/src/domain/compile.ts";
 import { Recipe, type RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { ManifestStep } from "../../engine/src/domain/types.ts";

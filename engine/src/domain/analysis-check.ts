@@ -5,7 +5,7 @@
  * the rest); every problem has a path and a fix.
  */
 
-import { TOOL_ALLOWLIST } from "./catalogue.ts";
+import { allowlistFix, TOOL_ALLOWLIST } from "./allowlist.ts";
 import type { Problem } from "./errors.ts";
 import { DEFAULT_BAKE_MS, DEFAULT_INTERVAL_MS, DEFAULT_MAX_WAIT_MS } from "./gate/analysis.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
@@ -72,7 +72,7 @@ function checkProblems(section: Record<string, unknown>, at: string): Problem[] 
       problems.push({
         path: `${at}.checks.${i}.tool`,
         message: `check tool \`${tool}\` is not in the allowlist`,
-        fix: `Use an allowlisted tool (${TOOL_ALLOWLIST.join(", ")}), or add it to scripts/release/allowlist.json and TOOL_ALLOWLIST after review.`,
+        fix: allowlistFix(tool),
       });
     }
   });

@@ -13,20 +13,6 @@ import type { ConformanceCheck } from "./conformance-schema.ts";
 import type { StepKind } from "./states.ts";
 import type { Json, ManifestLane, StepAction } from "./types.ts";
 
-/**
- * Names of the runner tools the engine may dispatch (the keys of scripts/release/allowlist.json).
- * The test-only `noop` tool is not one of them: tests and benchmarks name it in their own
- * allowlist (test/support/tools-allowlist.json).
- */
-export const TOOL_ALLOWLIST: readonly string[] = [
-  "attach-queue-lane",
-  "inspect-lane",
-  "migrate-table",
-  "restore-queue-lane",
-  "restore-sqlite",
-  "run-smoke",
-];
-
 /** Traffic state: the absolute % on deployed lanes and the per-lane weights (sum 100). */
 export interface TrafficState {
   percent: number;

@@ -7,7 +7,7 @@
  * release with exposure 0. Here: the contract check's rules, the words a failure is told with,
  * and the evidence the record shows (the schema is in conformance-schema.ts).
  */
-import { TOOL_ALLOWLIST } from "./catalogue.ts";
+import { allowlistFix, TOOL_ALLOWLIST } from "./allowlist.ts";
 import { CONFORMANCE_STEP, type ConformanceSide } from "./conformance-schema.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
@@ -39,7 +39,7 @@ export function conformanceProblems(input: unknown): Problem[] {
       problems.push({
         path: `${at}.tool`,
         message: `conformance tool \`${c.tool}\` is not in the allowlist`,
-        fix: `Use an allowlisted tool (${TOOL_ALLOWLIST.join(", ")}), or add \`${c.tool}\` to scripts/release/allowlist.json and TOOL_ALLOWLIST after review.`,
+        fix: allowlistFix(c.tool),
       });
     }
     if ((c.reader === "old" || c.reader === "new") && c.reader === c.writer) {

@@ -6,8 +6,9 @@
 
 import { LaneId } from "../protocol/fields.ts";
 import { GITHUB_DISPATCH_LIMITS } from "../protocol/messages.ts";
+import { allowlistFix, TOOL_ALLOWLIST } from "./allowlist.ts";
 import { analysisProblems } from "./analysis-check.ts";
-import { CATALOGUE, runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
+import { CATALOGUE, runnerArgs, STEP_NAMES } from "./catalogue.ts";
 import { conformanceProblems } from "./conformance.ts";
 import { credentialToolProblems } from "./credentials.ts";
 import { customStepProblems, hasIrreversibleCustomStep } from "./custom-steps.ts";
@@ -206,7 +207,7 @@ function recoveryProblems(input: unknown): Problem[] {
     problems.push({
       path: "restore_state.tool",
       message: `restore tool \`${restoreTool}\` is not in the allowlist`,
-      fix: `Use an allowlisted tool (${TOOL_ALLOWLIST.join(", ")}), or add \`${restoreTool}\` to scripts/release/allowlist.json and TOOL_ALLOWLIST after review.`,
+      fix: allowlistFix(restoreTool),
     });
   }
   if (cls !== "recoverable" && root.restore !== undefined) {
@@ -486,7 +487,7 @@ export function checkStepTable(
       problems.push({
         path: `${at}.tool`,
         message: `runner tool \`${a.tool}\` is not in the allowlist`,
-        fix: `Use an allowlisted tool (${allowlist.join(", ")}), or add it to scripts/release/allowlist.json and TOOL_ALLOWLIST after review.`,
+        fix: allowlistFix(a.tool, allowlist),
       });
     }
     if (a.kind === "runner") {

@@ -12,6 +12,7 @@
  * and verdict are in credential-revocation.ts. Pure.
  */
 import * as z from "zod";
+import { allowlistFix } from "./allowlist.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
 
 /** Most credential references one recipe lists. */
@@ -79,7 +80,7 @@ export const CredentialRef = z
       ),
     revoke_tool: z
       .string({ error: "revoke_tool must name an allowlisted runner tool" })
-      .regex(TOOL, "revoke_tool is named as in the allowlist, e.g. revoke-vault-token")
+      .regex(TOOL, "revoke_tool is named as in the allowlist: lowercase letters, digits and '-'")
       .describe(
         "Allowlisted runner tool that revokes or rotates the credential and checks that the old one is refused.",
       ),
@@ -144,7 +145,7 @@ export function credentialToolProblems(
       out.push({
         path: `credentials.${i}.revoke_tool`,
         message: `tool \`${tool}\` is not in the runner's allowlist`,
-        fix: `Use an allowlisted tool (${allowlist.join(", ")}), or add \`${tool}\` to scripts/release/allowlist.json and TOOL_ALLOWLIST after review.`,
+        fix: allowlistFix(tool, allowlist),
       });
   });
   return out;

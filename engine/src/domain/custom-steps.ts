@@ -6,7 +6,8 @@
  * step table. A custom row is a runner step like `attach_queue_lane`: dispatched, preflighted
  * and called back the same way, keyed `{release}:{step}:{fwd|bwd}:lane=<id>:step=<name>`.
  */
-import { runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.ts";
+import { allowlistFix, TOOL_ALLOWLIST } from "./allowlist.ts";
+import { runnerArgs, STEP_NAMES } from "./catalogue.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
 import { hasContract, type MigrationCustomStep, migrationCustomSteps } from "./migration.ts";
@@ -54,10 +55,6 @@ export function isLaneAnchor(anchor: CustomStepAnchor): boolean {
 }
 
 /** `Use an allowlisted tool (…), or …` for a tool outside the allowlist. */
-function allowlistFix(tool: string): string {
-  return `Use an allowlisted tool (${TOOL_ALLOWLIST.join(", ")}), or add \`${tool}\` to scripts/release/allowlist.json and TOOL_ALLOWLIST after review.`;
-}
-
 /**
  * Largest `inputs` JSON (bytes, UTF-8) of one custom step: a quarter of GitHub's 64 KiB
  * `client_payload`, leaving the lane, the images and the envelope ample room.

@@ -12,7 +12,7 @@
  * activated the new form has closed and no lane runs an image listed in `old_form_readers`.
  * Pure.
  */
-import { TOOL_ALLOWLIST } from "./catalogue.ts";
+import { allowlistFix, TOOL_ALLOWLIST } from "./allowlist.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
 import {
@@ -151,7 +151,7 @@ export function migrationProblems(input: unknown): Problem[] {
         problems.push({
           path: `migration.${phase}.${dir}`,
           message: `${dir} tool \`${tool}\` of the migration's ${phase} is not in the allowlist`,
-          fix: `Use an allowlisted tool (${TOOL_ALLOWLIST.join(", ")}), or add \`${tool}\` to scripts/release/allowlist.json and TOOL_ALLOWLIST after review.`,
+          fix: allowlistFix(tool),
         });
       }
     }
