@@ -60,19 +60,58 @@ export function zodProblems(
     }
     const message = plainZodMessage(i.message);
     const what = path || prefix;
-    const fix = message.startsWith("is missing") ? `add ${what}` : `change ${what}: it ${message}`;
-    return { path, message, fix: given ?? fix };
+    return { path, message, fix: given ?? fixOf(what, message) };
   });
 }
 
-const ZOD_TYPE = /^Invalid input: expected (\w+), received (\w+)$/;
+/** What to do about `what`, from its plain message: `add x`, `set x to 0 or more`. */
+function fixOf(what: string, message: string): string {
+  if (message.startsWith("is missing")) return `add ${what}`;
+  const most = /^must be at most (\d+ \w+)$/.exec(message);
+  if (most) return `shorten ${what} to at most ${most[1]}`;
+  const least = /^must have at least (.*)$/.exec(message);
+  if (least) return `give ${what} at least ${least[1]}`;
+  const be = /^must be (.*?)(?:, not .*)?$/.exec(message);
+  if (be) return `set ${what} to ${be[1]}`;
+  return `change ${what}: it ${message}`;
+}
 
-/** "Invalid input: expected object, received array" -> "must be a JSON object, not an array". */
+const ZOD_TYPE = /^Invalid input: expected (\w+), received (\w+)$/;
+const ZOD_RANGE =
+  /^Too (small|big): expected (\w+) to (?:be|have) ([<>]=?)(-?[\d.e+]+)(?: (\w+))?$/;
+
+/**
+ * zod's texts in plain words: "Invalid input: expected object, received array" -> "must be a
+ * JSON object, not an array"; "Too small: expected number to be >=0" -> "must be 0 or more";
+ * "Too big: expected string to have <=64 characters" -> "must be at most 64 characters".
+ */
 function plainZodMessage(message: string): string {
+  const range = ZOD_RANGE.exec(message);
+  if (range) {
+    const [, , type = "", op = "", n = "", unit] = range;
+    const at = op.endsWith("=");
+    if (type === "number" || type === "bigint" || type === "date")
+      return op.startsWith(">")
+        ? `must be ${at ? `${n} or more` : `more than ${n}`}`
+        : `must be ${at ? `${n} or less` : `less than ${n}`}`;
+    const count = op.startsWith(">")
+      ? at
+        ? Number(n)
+        : Number(n) + 1
+      : at
+        ? Number(n)
+        : Number(n) - 1;
+    const things = (unit ?? "items").replace(/s$/, count === 1 ? "" : "s");
+    return op.startsWith(">")
+      ? `must have at least ${count} ${things}`
+      : `must be at most ${count} ${things}`;
+  }
   const m = ZOD_TYPE.exec(message);
   if (!m) return message.replace(/^Invalid input: /, "must be valid: ");
   const [, expected = "", received = ""] = m;
   if (received === "undefined") return `is missing; it must be ${typeWords(expected)}`;
+  if (received === "Infinity")
+    return `must be ${expected === "number" ? "a finite number" : typeWords(expected)}, not a number too large to be finite (such as 1e309)`;
   return `must be ${typeWords(expected)}, not ${received === "NaN" ? "something that is not a number" : typeWords(received)}`;
 }
 
