@@ -425,3 +425,53 @@ describe("checkRecipe: more refusals", () => {
     expectProblem(ps, "lanes.1.host", /DNS name or an IP address/, /.+/);
   });
 });
+
+describe("checkRecipe: fixes say what to do", () => {
+  it("no fix repeats its problem: ranges say the value to write, other rules point at the rule and the field's purpose", () => {
+    const ps = problemsOf((r) => {
+      r.rollout.waves = [];
+      r.policy = { rollback_window: "-1h" };
+      r.credentials = [
+        { ref: "vault://kv/x/key", revoke_tool: "run-smoke" },
+        { ref: "vault://kv/x/key", revoke_tool: "run-smoke" },
+      ];
+    });
+    for (const p of ps) {
+      expect(p.fix).not.toMatch(/^Correct /);
+      expect(p.fix.includes(p.message.replace(/^`[^`]*`: /, ""))).toBe(false);
+    }
+    expectProblem(
+      ps,
+      "rollout.waves",
+      /at least one wave/,
+      /^Give `rollout.waves` at least 1 entry\.$/,
+    );
+    expectProblem(ps, "credentials.1.ref", /listed twice/, /remove entry 1/);
+    expectProblem(
+      ps,
+      "policy.rollback_window",
+      /30m, 12h or 7d/,
+      /How long after a release succeeded/,
+    );
+  });
+
+  it("a migration's id and a dependency's name are not told the lane id's rule ('.' allowed, e.g. lane-a)", () => {
+    const ps = problemsOf((r) => {
+      r.migration = { id: "customers.email-norm", contract: { forward: "migrate-table" } };
+      r.mutable_dependencies = [{ name: "a.b" }];
+    });
+    for (const path of ["migration.id", "mutable_dependencies.0.name"]) {
+      const p = ps.find((x) => x.path === path);
+      expect(p, path).toBeDefined();
+      expect(p?.fix).not.toMatch(/lane-a|summarizer-v7-rollout|'\.'/);
+    }
+  });
+
+  it("a strategy that is not a name is the one problem: the waves are not judged as canary waves", () => {
+    const ps = problemsOf((r) => {
+      r.strategy = "Rolling";
+      for (const w of r.rollout.waves) delete w.traffic;
+    });
+    expect(ps.map((p) => p.path)).toEqual(["strategy"]);
+  });
+});

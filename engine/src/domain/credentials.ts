@@ -125,6 +125,9 @@ export const Credentials = z
           code: "custom",
           path: [i, "ref"],
           message: `ref ${c.ref} is listed twice`,
+          params: {
+            fix: `List each credential once: remove entry ${i} or give it the reference it was meant to have.`,
+          },
         });
       seen.add(c.ref);
     });

@@ -67,10 +67,41 @@ const FIELD_FIXES: Record<string, string> = {
     "Use a whole number of minutes from 0 (compensate at once) to 1440 (24 h), e.g. `rerun_window_minutes: 30` (the default).",
 };
 
+/**
+ * Where a fix of `FIELD_FIXES` applies when its field name is common: `id` is a lane's id and
+ * `name` the recipe's own (a migration's `id` or a dependency's `name` follow rules of their own,
+ * told by their messages).
+ */
+const FIELD_SCOPE: Record<string, (path: Path) => boolean> = {
+  id: (p) => p.length === 3 && p[0] === "lanes",
+  name: (p) => p.length === 1,
+};
+
 /** The fix for `field` at `path`: a jump host's pin gets the bastion's, others `FIELD_FIXES`. */
 function fieldFix(field: string | undefined, path: Path, input: unknown): string | undefined {
   if (field === "host_key" && isJumpPin(path)) return jumpHostKeyFix(path, input);
-  return field ? FIELD_FIXES[field] : undefined;
+  if (!field || FIELD_SCOPE[field]?.(path) === false) return undefined;
+  return FIELD_FIXES[field];
+}
+
+/**
+ * The fix for a broken rule with no fix of its own: for a range, the value to write; else a
+ * pointer to the rule, with what the field is for when the schema describes it.
+ */
+function ruleFix(issue: z.core.$ZodIssue, label: string, description?: string): string {
+  const about = description ? ` (${label}: ${description})` : "";
+  if (issue.code === "too_small" || issue.code === "too_big") {
+    const small = issue.code === "too_small";
+    const bound = String(small ? issue.minimum : issue.maximum);
+    const inclusive = issue.inclusive !== false;
+    if (issue.origin === "number" || issue.origin === "bigint" || issue.origin === "int")
+      return `Set ${label} to ${inclusive ? `${bound} or ${small ? "more" : "less"}` : `${small ? "more" : "less"} than ${bound}`}${about}.`;
+    const unit = `${issue.origin === "string" ? "character" : "entr"}${bound === "1" ? (issue.origin === "string" ? "" : "y") : issue.origin === "string" ? "s" : "ies"}`;
+    return small
+      ? `Give ${label} at least ${bound} ${unit}${about}.`
+      : `Shorten ${label} to at most ${bound} ${unit}${about}.`;
+  }
+  return `Change ${label} to meet the rule the problem states${about}; docs/recipes.md describes every field.`;
 }
 
 /** The fix a refinement gave its issue (`params.fix`), if any. */
@@ -308,7 +339,7 @@ export function schemaProblems(
           fix:
             customFix(issue) ??
             fieldFix(field, path, input) ??
-            `Correct ${label}: ${issue.message}.`,
+            ruleFix(issue, label, schemaAt(schema, path)?.description),
         });
     }
   }

@@ -105,6 +105,9 @@ export function declaredPercents(input: unknown): (number | undefined)[] {
 export function strategyProblems(input: unknown): Problem[] {
   const root = obj(input);
   if (!root) return [];
+  // A strategy that is not one of the names is the schema's one problem: the waves are not
+  // judged under a strategy the author did not write.
+  if (root.strategy !== undefined && !STRATEGIES.includes(root.strategy as StrategyName)) return [];
   const strategy = strategyOf(input);
   const problems: Problem[] = [];
   const waves = arr(obj(root.rollout)?.waves).map((w) => obj(w));
