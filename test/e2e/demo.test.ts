@@ -239,7 +239,7 @@ describe("demo arguments", () => {
     }
   });
 
-  it("refuses unknown options, a bad --timeout and a missing recipe (exit 2)", async () => {
+  it("refuses unknown options, a bad --timeout, a missing recipe and a --record path it cannot write (exit 2)", async () => {
     const q = quiet();
     try {
       expect(await runDemo(["--bogus"])).toBe(2);
@@ -266,6 +266,13 @@ describe("demo arguments", () => {
       );
       expect(await runDemo(["--recipe", "/nonexistent/recipe.yaml"])).toBe(2);
       expect(q.text()).toContain("[demo] cannot read recipe /nonexistent/recipe.yaml");
+      // A record that could not be written at the end is refused before anything starts.
+      for (const file of ["/nonexistent-dir/record.json", tmpdir()]) {
+        expect(await runDemo(["--record", file])).toBe(2);
+        expect(q.text()).toContain(`[demo] --record ${file} cannot be written (`);
+        expect(q.text()).toContain("fix: name a file in a folder this user can write");
+      }
+      expect(q.text()).not.toContain("starting the control plane");
     } finally {
       q.restore();
     }

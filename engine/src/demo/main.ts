@@ -13,9 +13,9 @@
  * minutes), so each partial wave is held until the candidate is shown non-inferior.
  */
 
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { stringify } from "yaml";
@@ -165,13 +165,14 @@ export async function runDemo(argv: string[]): Promise<number> {
     console.error(describe(e));
     return 2;
   }
-  // A --data-dir that cannot hold files stops here, before anything starts.
-  if (args.dataDir) {
-    const bad = dataDirProblem(args.dataDir);
-    if (bad) {
-      console.error(bad);
-      return 2;
-    }
+  // A --data-dir that cannot hold files, or a --record file that cannot be written, stops
+  // here, before anything starts.
+  const bad =
+    (args.dataDir ? dataDirProblem(args.dataDir) : null) ??
+    (args.record ? recordPathProblem("--record", args.record) : null);
+  if (bad) {
+    console.error(bad);
+    return 2;
   }
   const dir = args.dataDir ?? mkdtempSync(join(tmpdir(), "baton-demo-"));
   let stack: Stack | null = null;
@@ -528,6 +529,23 @@ export function dataDirProblem(dir: string): string | null {
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     return `[demo] --data-dir ${dir} cannot hold the demo's files (${err.code ?? err.message}); fix: pass a folder this user can write (it is created if missing), e.g. --data-dir ./.baton-demo, or leave --data-dir out for a temporary one`;
+  }
+}
+
+/**
+ * Why a record cannot be written to `file` (one line naming `flag`, the OS error and the fix), or
+ * null when `file` is not a folder and its folder takes a new file. Checked before a run starts,
+ * so a run's result is never lost to a bad path at its end.
+ */
+export function recordPathProblem(flag: string, file: string): string | null {
+  try {
+    if (existsSync(file) && statSync(file).isDirectory())
+      throw Object.assign(new Error("it is a folder"), { code: "EISDIR" });
+    proveWritable(dirname(file));
+    return null;
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    return `[demo] ${flag} ${file} cannot be written (${err.code ?? err.message}); fix: name a file in a folder this user can write, e.g. ${flag} ./record.json`;
   }
 }
 
