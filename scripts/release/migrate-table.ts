@@ -16,13 +16,12 @@
  * Usage: migrate-table --args <args.json> --key <ssh key> --result-dir <dir> --operation-key <key>
  */
 import { readFileSync } from "node:fs";
+import { migrateTableInputs } from "../../engine/src/protocol/migrate-table-inputs.ts";
 import { appendLog, type Check, writeChecks, writeOutcome } from "../lib/result.ts";
 import { shQuote } from "../lib/shell-quote.ts";
 import { connect, type SshSession } from "../lib/ssh.ts";
 import { parseToolCli, readToolArgs } from "../lib/tool-args.ts";
 
-const NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-const PATH = /^[A-Za-z0-9._/-]{1,200}$/;
 const STEP_MS = 120_000;
 
 interface Spec {
@@ -41,22 +40,8 @@ interface Spec {
 function specOf(raw: Record<string, unknown>): Spec {
   const step = (raw.step ?? {}) as Record<string, unknown>;
   const inputs = (raw.inputs ?? {}) as Record<string, unknown>;
-  const name = (field: string, fallback?: string) => {
-    const v = inputs[field] ?? fallback;
-    if (typeof v !== "string" || !NAME.test(v))
-      throw new Error(
-        `[migrate-table] inputs.${field} must be a lowercase SQL name (got ${JSON.stringify(v)})`,
-      );
-    return v;
-  };
-  const database = inputs.database;
-  if (typeof database !== "string" || !PATH.test(database) || database.includes(".."))
-    throw new Error(
-      "[migrate-table] inputs.database must be a file path of letters, digits, '.', '_', '/', '-' (no '..')",
-    );
-  const batch = inputs.batch ?? 100;
-  if (typeof batch !== "number" || !Number.isInteger(batch) || batch < 1 || batch > 100_000)
-    throw new Error("[migrate-table] inputs.batch must be a whole number of rows, 1 to 100000");
+  const { problems, value } = migrateTableInputs(inputs);
+  if (problems[0]) throw new Error(`[migrate-table] ${problems[0].message}`);
   const cp = (raw.checkpoint ?? null) as Record<string, unknown> | null;
   const after = cp?.after_key;
   if (after !== undefined && (typeof after !== "number" || !Number.isSafeInteger(after)))
@@ -64,12 +49,7 @@ function specOf(raw: Record<string, unknown>): Spec {
   return {
     phase: String(step.name ?? ""),
     direction: String(step.direction ?? "forward"),
-    database,
-    table: name("table"),
-    key: name("key", "id"),
-    from: name("from"),
-    to: name("to"),
-    batch,
+    ...value,
     afterKey: typeof after === "number" ? after : null,
   };
 }

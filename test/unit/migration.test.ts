@@ -94,6 +94,39 @@ describe("migration: the contract check", () => {
     expect(custom).toContain("custom_steps.0.retries: retries must be 10 or fewer");
   });
 
+  it("migrate-table's own input rules are the contract check's: a bad batch or name is refused at baton check, naming the field the run would read", () => {
+    const bad = problems(
+      withMigration({
+        id: "m",
+        inputs: { ...inputs, batch: -5 },
+        expand: { forward: T, backward: T },
+        migrate: { forward: T, backward: T, inputs: { table: "Bad Table" } },
+      }),
+    );
+    expect(bad).toContain(
+      "migration.inputs.batch: migrate-table: inputs.batch must be a whole number of rows, 1 to 100000",
+    );
+    expect(
+      bad.some((p) =>
+        p.startsWith(
+          "migration.migrate.inputs.table: migrate-table: inputs.table must be a lowercase SQL name",
+        ),
+      ),
+    ).toBe(true);
+    // Told once, though expand and migrate both read the block's batch.
+    expect(bad.filter((p) => p.startsWith("migration.inputs.batch"))).toHaveLength(1);
+    expect(
+      problems(
+        withMigration({
+          id: "m",
+          inputs,
+          expand: { forward: T, backward: T },
+          migrate: { forward: T, backward: T },
+        }),
+      ),
+    ).toEqual([]);
+  });
+
   it("an input that is not finite (YAML 1e309 or .inf) is refused saying what an input value may be", () => {
     const says =
       "an input value is a string of at most 1000 characters, a finite number or true/false (1e309 and .inf are not finite)";

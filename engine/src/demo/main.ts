@@ -381,7 +381,7 @@ export async function runDemo(argv: string[]): Promise<number> {
     if (stack.recipe.migration) {
       const doc = await stack.engine.service.releaseRecord(id);
       for (const line of phaseLines(doc)) console.log(line);
-      for (const line of tableLines(stack.recipe, sandbox)) console.log(line);
+      for (const line of tableLines(stack.recipe, sandbox, state)) console.log(line);
       if (state === "succeeded") for (const line of await contractLines(stack)) console.log(line);
     }
     if (args.record) {

@@ -42,7 +42,11 @@ function tableOf(recipe: RecipeInput): TableInputs | null {
 }
 
 function sqlite(dbPath: string, sql: string): string {
-  return execFileSync("sqlite3", ["-batch", "-bail", dbPath, sql], { encoding: "utf8" }).trim();
+  // stderr kept: a failed query is the caller's to describe, not sqlite3's raw text.
+  return execFileSync("sqlite3", ["-batch", "-bail", dbPath, sql], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  }).trim();
 }
 
 /**
@@ -70,8 +74,11 @@ export function seedMigrationTable(recipe: RecipeInput, sandboxDir: string): str
   ];
 }
 
-/** What the table holds after the release: rows, rows with the new form, row writes. */
-export function tableLines(recipe: RecipeInput, sandboxDir: string): string[] {
+/**
+ * What the table holds after the release (in `state`): rows, rows with the new form, row
+ * writes; or that the new form's column is not there, and why as far as the state tells.
+ */
+export function tableLines(recipe: RecipeInput, sandboxDir: string, state: string): string[] {
   const t = tableOf(recipe);
   if (!t) return [];
   const db = join(sandboxDir, t.database);
@@ -84,7 +91,11 @@ export function tableLines(recipe: RecipeInput, sandboxDir: string): string[] {
       `[demo] migration      table ${t.table} now: ${rows} rows, ${filled} with ${t.to}, ${writes} row writes by the backfill`,
     ];
   } catch {
-    return [`[demo] migration      table ${t.table}: ${t.to} is gone (the release was undone)`];
+    const why =
+      state === "rolled_back"
+        ? "the release was undone"
+        : `the release is ${state}: its expand did not run, or was undone`;
+    return [`[demo] migration      table ${t.table} has no column ${t.to} (${why})`];
   }
 }
 

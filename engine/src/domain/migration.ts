@@ -12,6 +12,7 @@
  * activated the new form has closed and no lane runs an image listed in `old_form_readers`.
  * Pure.
  */
+import { migrateTableInputs } from "../protocol/migrate-table-inputs.ts";
 import { allowlistFix, TOOL_ALLOWLIST } from "./allowlist.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
@@ -143,6 +144,28 @@ export function migrationProblems(input: unknown): Problem[] {
       message: "the migration declares no phase",
       fix: "Declare `expand` and `migrate` (this release activates the new form), or `contract` (a later release removes the old form).",
     });
+  }
+  // The migrate-table tool's own input rules, on the inputs each of its runs is handed (the
+  // block's, under the phase's): refused here, not on the machine.
+  const toldInputs = new Set<string>();
+  for (const phase of MIGRATION_STEPS) {
+    const p = obj(m[phase]);
+    if (p?.forward !== "migrate-table" && p?.backward !== "migrate-table") continue;
+    const own = obj(p.inputs) ?? {};
+    const inputs = { ...(obj(m.inputs) ?? {}), ...own };
+    for (const bad of migrateTableInputs(inputs).problems) {
+      const path =
+        bad.field in own
+          ? `migration.${phase}.inputs.${bad.field}`
+          : `migration.inputs.${bad.field}`;
+      if (toldInputs.has(path)) continue;
+      toldInputs.add(path);
+      problems.push({
+        path,
+        message: `migrate-table: ${bad.message}`,
+        fix: bad.fix,
+      });
+    }
   }
   for (const phase of MIGRATION_STEPS) {
     for (const dir of ["forward", "backward"] as const) {
