@@ -181,9 +181,9 @@ const UNREACHABLE = [
 /**
  * The PromQL grammar's parser (`@prometheus-io/lezer-promql`'s `parser`) is built when first
  * used, not when the Worker loads: the package builds it at import (`LRParser.deserialize`
- * decodes its tables and defines ~250 node types), which was about a third of the CPU an
- * isolate spent on its first request (`isolate_load_cpu_ms` in `npm run bench:serverless`),
- * while only the contract check of a recipe's analysis templates (domain/promql-check.ts,
+ * decodes its tables and defines ~250 node types): about 8 of the ~160 ms of workerd CPU a
+ * fresh isolate spent loading this bundle, measured under load (`isolate_load_cpu_ms` in
+ * `npm run bench:serverless`), while only the contract check of a recipe's analysis templates (domain/promql-check.ts,
  * at a release's start) parses PromQL. The Worker's `parser` keeps the one method the engine
  * calls, `parse(input, fragments?, ranges?)`, which builds the real parser once and delegates;
  * the trees are the same (test/serverless/worker-bundle.test.ts). The build fails if the
