@@ -20,6 +20,9 @@
  *   (compile, evaluate, the settings check's 503; no store work);
  *   `isolate_empty_ms`: the first request to a fresh isolate of a one-line Worker (the hop
  *   and the isolate itself, nothing to compile);
+ *   `isolate_cold_start_cpu_ms`, `isolate_load_cpu_ms`, `isolate_empty_cpu_ms`: the CPU time
+ *   workerd's threads spent during those same requests (Linux schedstat; null elsewhere),
+ *   medians: wall-clock figures on a shared machine grow with its load, CPU time much less;
  * - the Lambda bundle (scripts/build-lambda.mjs): cold start of a fresh `node` process that
  *   loads it and invokes the handler with an API Gateway v2 `/healthz` event, to its first 200;
  * - one release driven to `succeeded` in workerd only by requests and Cron Trigger events.
@@ -29,7 +32,8 @@
  * `RESULT {"workerd_cold_start_ms":X,"worker_bundle_bytes":N,"lambda_cold_start_ms":Y,
  * "release_succeeded":true,"runtime_boot_ms":X,"isolate_cold_start_ms":I,
  * "isolate_warm_request_ms":W,"isolate_load_ms":L,"isolate_empty_ms":E,
- * "worker_bundle_gzip_bytes":G,"worker_bundle_budget_bytes":B}`.
+ * "worker_bundle_gzip_bytes":G,"worker_bundle_budget_bytes":B,"isolate_cold_start_cpu_ms":C,
+ * "isolate_load_cpu_ms":LC,"isolate_empty_cpu_ms":EC}`.
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -95,6 +99,8 @@ try {
   const warm: number[] = [];
   const bare: number[] = [];
   const empty: number[] = [];
+  // workerd's CPU time during the same requests (ms), by the samples' wall-clock array.
+  const cpu = new Map<number[], number[]>([cold, warm, bare, empty].map((xs) => [xs, []]));
   try {
     for (let i = 0; i < ISOLATES; i++) {
       for (const [samples, isolate, what, want] of [
@@ -111,12 +117,20 @@ try {
           throw new Error(`[bench] ${isolate} ${what} /healthz answered ${r.status}: ${r.body}`);
         }
         samples.push(r.ms);
+        if (r.cpuMs !== null) cpu.get(samples)?.push(r.cpuMs);
       }
     }
   } finally {
     await loader.close();
   }
   const ms = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(", ");
+  const cpuMedian = (xs: number[]) => {
+    const c = cpu.get(xs) ?? [];
+    return c.length === xs.length ? Math.round(median(c) * 10) / 10 : null;
+  };
+  console.log(
+    `[bench] serverless: workerd's CPU (ms) for a new isolate's first /healthz 200: ${ms(cpu.get(cold) ?? [])}; bare → 503: ${ms(cpu.get(bare) ?? [])}; empty → 200: ${ms(cpu.get(empty) ?? [])}`,
+  );
   console.log(
     `[bench] serverless: workerd loader up in ${Math.round(loader.bootMs)} ms; new isolate → first /healthz 200 (ms): ${ms(cold)}; warm: ${ms(warm)}; bare isolate → 503: ${ms(bare)}; empty Worker's isolate → 200: ${ms(empty)}`,
   );
@@ -165,6 +179,9 @@ console.log("STATUS " + r.statusCode);
     isolate_empty_ms: Math.round(median(empty) * 10) / 10,
     worker_bundle_gzip_bytes: built.gzipBytes,
     worker_bundle_budget_bytes: WORKER_BUNDLE_BUDGET_BYTES,
+    isolate_cold_start_cpu_ms: cpuMedian(cold),
+    isolate_load_cpu_ms: cpuMedian(bare),
+    isolate_empty_cpu_ms: cpuMedian(empty),
   };
 } finally {
   await world.close();

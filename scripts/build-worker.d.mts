@@ -14,7 +14,7 @@ export interface WorkerBuild {
 /** Bundles the Workers entry (or `o.entry`) to `outfile`. */
 export declare function buildWorker(
   outfile: string,
-  o?: { entry?: string; alias?: Record<string, string> },
+  o?: { entry?: string; alias?: Record<string, string>; minify?: boolean; sourcemap?: boolean },
 ): Promise<WorkerBuild>;
 
 /** Output bytes per npm package and per engine folder, largest first. */

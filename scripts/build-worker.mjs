@@ -179,10 +179,46 @@ const UNREACHABLE = [
 ];
 
 /**
+ * The PromQL grammar's parser (`@prometheus-io/lezer-promql`'s `parser`) is built when first
+ * used, not when the Worker loads: the package builds it at import (`LRParser.deserialize`
+ * decodes its tables and defines ~250 node types): about 8 of the ~160 ms of workerd CPU a
+ * fresh isolate spent loading this bundle, measured under load (`isolate_load_cpu_ms` in
+ * `npm run bench:serverless`), while only the contract check of a recipe's analysis templates (domain/promql-check.ts,
+ * at a release's start) parses PromQL. The Worker's `parser` keeps the one method the engine
+ * calls, `parse(input, fragments?, ranges?)`, which builds the real parser once and delegates;
+ * the trees are the same (test/serverless/worker-bundle.test.ts). The build fails if the
+ * package stops declaring `const parser = LRParser.deserialize(` once.
+ */
+const LAZY_PROMQL = {
+  filter: /[\\/]node_modules[\\/]@prometheus-io[\\/]lezer-promql[\\/]dist[\\/]index\.es\.js$/,
+  eager: "const parser = LRParser.deserialize(",
+};
+
+/** `@prometheus-io/lezer-promql`'s module text with its `parser` built at the first parse. */
+function lazyPromqlParser(text, path) {
+  if (text.split(LAZY_PROMQL.eager).length !== 2) {
+    throw new Error(
+      `[build-worker] ${path} no longer declares \`${LAZY_PROMQL.eager}\` once: update LAZY_PROMQL (scripts/build-worker.mjs)`,
+    );
+  }
+  return `${text.replace(LAZY_PROMQL.eager, "const buildParser = () => LRParser.deserialize(")}
+let built;
+const parser = {
+  parse(input, fragments, ranges) {
+    built ??= buildParser();
+    return built.parse(input, fragments, ranges);
+  },
+};
+`;
+}
+
+/**
  * Bundles the entry to `outfile`. Resolves to `{ bytes, gzipBytes, metafile }`: `bytes` sums
  * every module written (what an upload counts), `gzipBytes` their gzip size (level 9).
  * Throws on a build error. `o.entry` (repository-relative) and `o.alias` (esbuild aliases) let
- * tests bundle another worker the same way (test/workerd/contract-worker.ts).
+ * tests bundle another worker the same way (test/workerd/contract-worker.ts). For profiling,
+ * `o.minify: false` keeps names and lines, `o.sourcemap: true` writes `<outfile>.map` (not
+ * counted in `bytes`).
  */
 export async function buildWorker(outfile, o = {}) {
   mkdirSync(dirname(outfile), { recursive: true });
@@ -199,12 +235,23 @@ export async function buildWorker(outfile, o = {}) {
     jsx: "automatic",
     jsxImportSource: "hono/jsx",
     external: ["node:*", "cloudflare:sockets"],
-    minify: true,
+    minify: o.minify ?? true,
     // Non-ASCII text (→, ≥, …) as is: workerd reads modules as UTF-8; escapes cost 6 bytes each.
     charset: "utf8",
     logLevel: "warning",
     metafile: true,
+    ...(o.sourcemap ? { sourcemap: "external" } : {}),
     plugins: [
+      {
+        name: "lazy-promql-parser",
+        setup(b) {
+          b.onLoad({ filter: LAZY_PROMQL.filter }, (args) => ({
+            contents: lazyPromqlParser(readFileSync(args.path, "utf8"), args.path),
+            loader: "js",
+            resolveDir: dirname(args.path),
+          }));
+        },
+      },
       {
         name: "unreachable-on-workers",
         setup(b) {

@@ -4,7 +4,7 @@
  */
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { breakdown, buildWorker, WORKER_BUNDLE_BUDGET_BYTES } from "../../scripts/build-worker.mjs";
@@ -64,5 +64,22 @@ describe("Workers bundle size", () => {
     expect(bundled).toEqual({ ...rest, pgpassPassword: null });
     expect(bundled.promqlTree).toMatch(/^PromQL\(AggregateExpr\(/);
     expect(pgpassPassword === null || typeof pgpassPassword === "string").toBe(true);
+  }, 60_000);
+
+  it("builds the PromQL parser at its first parse, not when the Worker loads", async () => {
+    const out = join(dir, "lazy-promql.mjs");
+    await buildWorker(out, {
+      entry: "test/workerd/unreachable-entry.ts",
+      alias: { "@lezer/lr": resolve("test/workerd/counting-lezer-lr.ts") },
+    });
+    const counter = globalThis as { batonLezerParsersBuilt?: number };
+    delete counter.batonLezerParsersBuilt;
+    const m = await import(pathToFileURL(out).href);
+    expect(counter.batonLezerParsersBuilt ?? 0).toBe(0);
+    const first = await m.ordinaryReading();
+    expect(first.promqlTree).toMatch(/^PromQL\(AggregateExpr\(/);
+    expect(counter.batonLezerParsersBuilt).toBe(1);
+    await m.ordinaryReading();
+    expect(counter.batonLezerParsersBuilt).toBe(1);
   }, 60_000);
 });

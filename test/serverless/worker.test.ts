@@ -16,6 +16,7 @@ import {
   MODEL,
   type Send,
   type ServerlessWorld,
+  serverlessRecipe,
   startServerlessWorld,
   startWorkerd,
   type Workerd,
@@ -58,6 +59,40 @@ describe.skipIf(!PG && process.env.CI !== "true")("Workers entry in workerd", ()
     } finally {
       await bad.dispose();
     }
+  });
+
+  it("checks a recipe's PromQL templates inside workerd (the parser built at the first parse), refusing an invalid one by field", async () => {
+    const recipe = {
+      ...serverlessRecipe(),
+      analysis: {
+        metrics: [
+          {
+            name: "error-rate",
+            kind: "ratio",
+            better: "lower",
+            margin: { absolute: 0.01 },
+            query: {
+              numerator: 'sum(increase(errors{model="$model",$arm_selector}[$window])',
+              denominator: 'sum(increase(requests{model="$model",$arm_selector}[$window])) )',
+            },
+          },
+        ],
+      },
+    };
+    const auth = {
+      authorization: `Bearer ${world.operatorToken}`,
+      "content-type": "application/json",
+    };
+    const res = await send("POST", "/v1/releases", JSON.stringify(recipe), auth);
+    expect(res.status).toBe(422);
+    expect(res.body).toContain("analysis.metrics.0.query.numerator");
+    expect(res.body).toMatch(
+      /metric `error-rate`, numerator: query is not valid PromQL once its variables are filled: the query ends too early/,
+    );
+    expect(res.body).toContain("analysis.metrics.0.query.denominator");
+    expect(res.body).toMatch(
+      /denominator: query is not valid PromQL .*unexpected `\)` at character \d+/,
+    );
   });
 
   it("a release driven by requests and scheduled ticks succeeds; traffic is on the candidate lanes' plan", async () => {
