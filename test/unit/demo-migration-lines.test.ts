@@ -21,7 +21,13 @@ afterEach(() => {
 function sandboxWithTable(withNewForm: boolean): string {
   const dir = mkdtempSync(join(tmpdir(), "baton-demo-mig-"));
   dirs.push(dir);
-  const i = recipe.migration?.inputs as Record<string, string>;
+  const i = recipe.migration?.inputs as {
+    database: string;
+    table: string;
+    key: string;
+    from: string;
+    to: string;
+  };
   const db = new Database(join(dir, i.database));
   db.exec(`CREATE TABLE ${i.table} (${i.key} INTEGER PRIMARY KEY, ${i.from} TEXT)`);
   if (withNewForm)
