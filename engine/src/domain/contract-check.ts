@@ -11,6 +11,7 @@ import { CATALOGUE, runnerArgs, STEP_NAMES, TOOL_ALLOWLIST } from "./catalogue.t
 import { conformanceProblems } from "./conformance.ts";
 import { credentialToolProblems } from "./credentials.ts";
 import { customStepProblems, hasIrreversibleCustomStep } from "./custom-steps.ts";
+import { drillPolicyProblems } from "./drills.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
 import { migrationProblems } from "./migration.ts";
@@ -57,6 +58,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     ...shadowProblems(input),
     ...analysisProblems(input),
     ...dependencyProblems(input),
+    ...drillPolicyProblems(input),
     ...credentialToolProblems(input, TOOL_ALLOWLIST),
     ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),
   ];
