@@ -13,6 +13,7 @@ import * as z from "zod";
 import type { Problem } from "./errors.ts";
 import { asObject } from "./json.ts";
 import type { HistoryEntry, Json, Manifest } from "./types.ts";
+import { ReasonField } from "./verbs.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -34,6 +35,7 @@ export const DrillBody = z
     release: z.string().max(64).optional(),
     problems: z.array(z.string().max(500)).max(20).default([]),
     actor: z.string().max(128).optional(),
+    reason: ReasonField.optional().describe("why the drill was run or recorded (kept with it)"),
   })
   .strict();
 export type DrillBody = z.infer<typeof DrillBody>;
