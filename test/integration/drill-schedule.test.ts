@@ -5,7 +5,7 @@
  * `GET /v1/releases/:id`) and a `drill_due` notice, once per due period, also across an engine
  * restart; a passed drill recorded since clears it at the schedule's next look, and the next
  * period is told again; a newer succeeded release takes the due drill over without telling it
- * again; a recipe without the field never gets one.
+ * again, and one whose recipe drops the field ends it; a recipe without the field never gets one.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { NOTICE_KINDS, type Notice } from "../../engine/src/domain/notifications.ts";
@@ -168,6 +168,18 @@ describe.each(STORE_KINDS)("drill schedule on %s", (kind) => {
       await look();
       expect((await get(r1)).drill_due).toBeNull();
       expect((await get(r2)).drill_due?.last?.drill).toBe("d3");
+      expect(dueNotices()).toHaveLength(2);
+
+      // A newer succeeded release whose recipe drops the schedule ends it.
+      const r3 = await createRelease(h, scheduled());
+      await drive(h);
+      expect((await get(r3)).state).toBe("succeeded");
+      await look();
+      expect((await get(r2)).drill_due).toBeNull();
+      expect((await get(r2)).history.at(-1)?.message).toBe(
+        `[drill] model ${MODEL}: release ${r3}, the model's newest succeeded release, sets no drill schedule`,
+      );
+      expect(await kinds(r3)).toEqual([]);
       expect(dueNotices()).toHaveLength(2);
     },
   );

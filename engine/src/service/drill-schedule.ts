@@ -174,11 +174,14 @@ export class DrillSchedule {
     const print = drillDuePrint(d);
     if ((before?.print ?? "") === print && (!d || before?.release === release.id)) return null;
     if (before?.print) {
-      const why = d
-        ? "moved"
-        : release.manifest.drill_every_days === undefined
+      // The newest succeeded release sets no schedule; a newer one holds the due drill now; or a
+      // passed drill ended the period (and, when the engine looked too late, a new one began).
+      const why =
+        release.manifest.drill_every_days === undefined
           ? "unscheduled"
-          : "drilled";
+          : d && before.release !== release.id
+            ? "moved"
+            : "drilled";
       const by =
         why === "drilled"
           ? (drillsOf(book, model).find((x) => x.passed)?.drill ?? release.id)
