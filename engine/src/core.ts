@@ -8,7 +8,7 @@
  *   EffectsDue ← ReleaseService (commits; notifies when a commit wrote effects)
  *   Reconciler → ReleaseService (performs the outbox, feeds outcomes back through `apply`)
  *   EffectsDue → Reconciler.kick (the core connects the two; neither knows the other)
- *   Maintenance ← Retention, DriftObserver (built here from the ports; drift reads the fleet
+ *   Maintenance ← Retention, DriftObserver, DependencyProbes, DrillSchedule (built here from the ports; drift reads the fleet
  *     view over the service's reads), run by `tick` after each reconciler pass
  *   app → service (+ `tick` for `POST /v1/tick`, store counts and drift stats for `GET /metrics`)
  * The entry decides what drives `tick()`: an interval (Node), a Cron Trigger (Workers), an
@@ -41,6 +41,7 @@ import type { TargetProbe } from "./ports/target-probe.ts";
 import { DependencyProbes } from "./service/dependency-probes.ts";
 import type { Domain } from "./service/domain.ts";
 import { DriftObserver, type DriftPolicy } from "./service/drift.ts";
+import { DrillSchedule } from "./service/drill-schedule.ts";
 import { EffectsDue } from "./service/effects-due.ts";
 import { loadFleet } from "./service/fleet-load.ts";
 import { Maintenance } from "./service/maintenance.ts";
@@ -197,10 +198,24 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
           }),
         })
       : null;
+  const drills = s.drift
+    ? new DrillSchedule({
+        store,
+        clock,
+        policy: s.drift,
+        log,
+        effects: effectsPolicyOf({
+          publicUrl: s.publicUrl,
+          notify: ports.notify,
+          deployments: ports.deployments?.policy,
+        }),
+      })
+    : null;
   const maintenance = new Maintenance(
     new Retention(store, clock, s.retention ?? DEFAULT_RETENTION, log),
     drift,
     dependencies,
+    drills,
   );
   const notify = ports.notify && ports.notify.notifiers.length > 0 ? ports.notify : null;
   const reconciler = new Reconciler(

@@ -1,7 +1,7 @@
 /**
  * `baton drill <model>` on both stores (docs/recovery-actions.md "Drill records and the drill
  * policy"): `--record <file>` records the drill `npm run drill` writes (BATON_DRILL_RECORD)
- * with who recorded it, and `baton drill <model>` lists it; a bad model name or an unreadable
+ * with who recorded it and why (`--reason`), and `baton drill <model>` lists it; a bad model name or an unreadable
  * file is refused before anything is sent (exit 2).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -40,15 +40,22 @@ describe.each(STORE_KINDS)("baton drill on %s", (kind) => {
         problems: [],
       }),
     );
-    const rec = await baton(["drill", "ranker", "--record", file], env());
+    const rec = await baton(
+      ["drill", "ranker", "--record", file, "--reason", "quarterly rehearsal"],
+      env(),
+    );
     expect(rec.code, rec.stderr).toBe(0);
     expect(rec.stdout).toContain("recorded drill of ranker");
     expect(rec.stdout).toMatch(
-      /d42 {2}passed {2}rto 1830 ms {2}rpo 3156 ms {2}rows_lost 151 {2}operator:dana/,
+      /d42 {2}passed {2}rto 1830 ms {2}rpo 3156 ms {2}rows_lost 151 {2}operator:dana {2}reason: quarterly rehearsal/,
     );
     const list = await baton(["drill", "ranker"], env());
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).toContain("d42  passed");
+    expect(list.stdout).toContain("operator:dana  reason: quarterly rehearsal");
+    const listing = await baton(["drill", "ranker", "--reason", "why"], env());
+    expect(listing.code).toBe(2);
+    expect(listing.stderr).toContain("--reason goes with --record <file>");
     const none = await baton(["drill", "other"], env());
     expect(none.stdout).toContain("no drills of other");
     const bad = await baton(["drill", "no such model"], env());

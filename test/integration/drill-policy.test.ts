@@ -116,5 +116,11 @@ describe.each(STORE_KINDS)("drill policy on %s", (kind) => {
     const neg = await op(h, "POST", "/v1/models/summarizer-v7/drills", { ...DRILL, rto_ms: -1 });
     expect(neg.status).toBe(400);
     expect(await neg.text()).toContain("rto_ms");
+    const nul = await op(h, "POST", "/v1/models/summarizer-v7/drills", {
+      ...DRILL,
+      reason: "quarterly\u0000rehearsal",
+    });
+    expect(nul.status).toBe(400);
+    expect(await nul.text()).toContain("reason");
   });
 });

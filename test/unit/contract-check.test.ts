@@ -475,3 +475,43 @@ describe("checkRecipe: fixes say what to do", () => {
     expect(ps.map((p) => p.path)).toEqual(["strategy"]);
   });
 });
+
+describe("checkRecipe: the drill policy", () => {
+  it("refuses drill_stale without drill_max_age_days, naming the field and the fix", () => {
+    const ps = problemsOf((r) => {
+      r.policy = { ...(r.policy ?? {}), drill_stale: "refuse" };
+    });
+    expectProblem(
+      ps,
+      "policy.drill_stale",
+      /sets no drill_max_age_days, so it would never apply/,
+      /Set policy\.drill_max_age_days .* or remove policy\.drill_stale/,
+    );
+    expect(ps).toHaveLength(1);
+  });
+
+  it("refuses drill_every_days longer than drill_max_age_days", () => {
+    const ps = problemsOf((r) => {
+      r.policy = { ...(r.policy ?? {}), drill_max_age_days: 30, drill_every_days: 45 };
+    });
+    expectProblem(
+      ps,
+      "policy.drill_every_days",
+      /drill_every_days \(45\) is longer than drill_max_age_days \(30\)/,
+      /at most 30, or raise policy\.drill_max_age_days to at least 45/,
+    );
+  });
+
+  it("accepts drill_stale with drill_max_age_days, and drill_every_days alone or within it", () => {
+    for (const policy of [
+      { drill_max_age_days: 30, drill_stale: "refuse" },
+      { drill_every_days: 14 },
+      { drill_max_age_days: 30, drill_every_days: 30 },
+    ]) {
+      const r = goodRecipe() as Mutable;
+      r.policy = { ...(r.policy ?? {}), ...policy };
+      const res = checkRecipe(r);
+      expect(res.ok, JSON.stringify(res)).toBe(true);
+    }
+  });
+});

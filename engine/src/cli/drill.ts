@@ -2,7 +2,8 @@
  * `baton drill <model>` (docs/recovery-actions.md "Drill records and the drill policy"): lists
  * the model's recovery drills, newest first; `--record <file>` records the drill in `file` (the
  * JSON `npm run drill` writes to BATON_DRILL_RECORD, or any `{drill, passed, rto_ms, rpo_ms,
- * rows_lost, restored, verified}`). One request to `/v1/models/:model/drills`.
+ * rows_lost, restored, verified}`) with who (`--actor`) and why (`--reason`). One request to
+ * `/v1/models/:model/drills`.
  */
 import { readFileSync } from "node:fs";
 import type { DrillRecord } from "../domain/drills.ts";
@@ -15,13 +16,15 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")
 
 /** One drill's line: when, id, verdict, RTO, RPO, rows lost, who. */
 export function drillLine(d: DrillRecord): string {
-  return `${iso(d.at)}  ${d.drill}  ${d.passed ? "passed" : "FAILED"}  rto ${d.rto_ms ?? "-"} ms  rpo ${d.rpo_ms ?? "-"} ms  rows_lost ${d.rows_lost ?? "-"}  ${d.by}${d.problems.length ? `  problems: ${d.problems.join("; ")}` : ""}`;
+  return `${iso(d.at)}  ${d.drill}  ${d.passed ? "passed" : "FAILED"}  rto ${d.rto_ms ?? "-"} ms  rpo ${d.rpo_ms ?? "-"} ms  rows_lost ${d.rows_lost ?? "-"}  ${d.by}${d.reason ? `  reason: ${d.reason}` : ""}${d.problems.length ? `  problems: ${d.problems.join("; ")}` : ""}`;
 }
 
 /** The options of `baton drill`. */
 export interface DrillOptions {
   record?: string;
   actor?: string;
+  /** Why the drill was run (kept with the record); else the file's `reason`, if any. */
+  reason?: string;
   json: boolean;
 }
 
@@ -36,6 +39,10 @@ export async function drillCommand(
     throw usage(`[cli] ${JSON.stringify(model)} is not a model name; ${CONTROL_PLANE_NAME_FIX}`);
   const path = `/v1/models/${model}/drills`;
   const client = new EngineClient(conn);
+  if (o.record === undefined && o.reason !== undefined)
+    throw usage(
+      "[cli] --reason goes with --record <file> (the reason is kept with the drill recorded); without --record, baton drill only lists",
+    );
   if (o.record === undefined) {
     const r = await client.call<{ drills: DrillRecord[] }>("GET", path);
     if (o.json) io.out.write(`${JSON.stringify(r, null, 2)}\n`);
@@ -52,6 +59,7 @@ export async function drillCommand(
     throw usage(`[cli] --record ${o.record}: not a readable JSON file (${(e as Error).message})`);
   }
   const actor = actorName(o.actor, envOf(io));
+  const reason = o.reason ?? (typeof doc.reason === "string" ? doc.reason : undefined);
   const body = {
     drill: doc.drill,
     passed: doc.passed,
@@ -63,6 +71,7 @@ export async function drillCommand(
     ...(typeof doc.release === "string" ? { release: doc.release } : {}),
     ...(Array.isArray(doc.problems) ? { problems: doc.problems } : {}),
     ...(actor ? { actor } : {}),
+    ...(reason ? { reason } : {}),
   };
   const r = await client.call<{ drill: DrillRecord }>("POST", path, JSON.stringify(body));
   if (o.json) io.out.write(`${JSON.stringify(r, null, 2)}\n`);

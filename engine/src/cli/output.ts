@@ -4,6 +4,7 @@
  */
 
 import { currentDependencyDrift, dependencyDriftMessage } from "../domain/dependency-drift.ts";
+import { currentDrillDue, drillDueMessage } from "../domain/drills.ts";
 import { armsLine, type GateSummary, metricLine, srmLine } from "../domain/gate/summary.ts";
 import { waveLabel } from "../domain/gate/waves.ts";
 import { type LifecycleAction, lifecycleActions } from "../domain/lifecycle.ts";
@@ -216,6 +217,11 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     lines.push(
       `  DEPENDENCY DRIFT since ${time(deps.observed_at)}: ${dependencyDriftMessage(deps).replace(/^\[drift\] /, "")}`,
     );
+  const due = currentDrillDue(rec.history);
+  if (due)
+    lines.push(
+      `  DRILL DUE since ${time(due.due_since ?? due.observed_at)}: ${drillDueMessage(due).replace(/^\[drill\] /, "")}`,
+    );
   const cmds = acceptedCommands(rec);
   if (cmds.length > 0) {
     lines.push("what you can do:");
@@ -290,6 +296,7 @@ export function statusJson(rec: RecordJson) {
     lineage: rec.lineage ?? null,
     drift: currentDrift(rec.history),
     dependency_drift: currentDependencyDrift(rec.history),
+    drill_due: currentDrillDue(rec.history),
     gates: (rec.gates ?? []).map((g) => ({
       wave: g.wave + 1,
       phase: g.phase,

@@ -551,6 +551,7 @@ export async function runCli(
     )
     .argument("<model>", "the model, e.g. ranker")
     .option("--record <file>", "a drill record (JSON) to record")
+    .option("--reason <text>", "with --record: why the drill was run (kept with the record)")
     .addOption(actorOption())
     .addOption(json())
     .action(

@@ -7,6 +7,7 @@
 import { buildDeploymentReport, deploymentStateFor } from "./deployments.ts";
 import {
   buildDriftNotice,
+  buildDrillDueNotice,
   buildIncidentNotice,
   buildNotice,
   type NoticeKind,
@@ -159,6 +160,36 @@ export function driftNotices(
     type: "notify",
     channel,
     delivery: `${release.id}.${release.uid ?? "0"}.${tag}.${now}.${channel}`,
+    notice,
+    not_before: null,
+  }));
+}
+
+/**
+ * The notices of a recovery drill falling due on `release`'s model (docs/recovery-actions.md
+ * "The drill schedule"), one per channel, written with the `drill_due` history entry; none when
+ * notices are off or the `drill_due` kind is not sent. `period` (the last passed drill it
+ * follows, or `never`) keys the delivery: one due period is told once.
+ */
+export function drillDueNotices(
+  release: Release,
+  message: string,
+  now: number,
+  policy: EffectsPolicy,
+  period: string,
+): NotifyEffect[] {
+  const p = policy.notify;
+  if (!p) return [];
+  const channels = channelsFor(p, release, "drill_due");
+  if (channels.length === 0) return [];
+  const notice = buildDrillDueNotice(release, message, {
+    url: releaseUrl(p.url, release.id),
+    at: now,
+  });
+  return channels.map((channel) => ({
+    type: "notify",
+    channel,
+    delivery: `${release.id}.${release.uid ?? "0"}.drill-due.${period}.${channel}`,
     notice,
     not_before: null,
   }));

@@ -340,6 +340,9 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
           },
         }
       : {}),
+    ...(r.policy.drill_every_days !== undefined
+      ? { drill_every_days: r.policy.drill_every_days }
+      : {}),
     ...(r.mutable_dependencies?.length
       ? { mutable_dependencies: r.mutable_dependencies.map((d) => structuredClone(d)) }
       : {}),

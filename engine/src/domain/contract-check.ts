@@ -12,6 +12,7 @@ import { CATALOGUE, runnerArgs, STEP_NAMES } from "./catalogue.ts";
 import { conformanceProblems } from "./conformance.ts";
 import { credentialToolProblems } from "./credentials.ts";
 import { customStepProblems, hasIrreversibleCustomStep } from "./custom-steps.ts";
+import { drillPolicyProblems } from "./drills.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
 import { migrationProblems } from "./migration.ts";
@@ -58,6 +59,7 @@ export function checkRecipe(input: unknown): RecipeCheck {
     ...shadowProblems(input),
     ...analysisProblems(input),
     ...dependencyProblems(input),
+    ...drillPolicyProblems(input),
     ...credentialToolProblems(input, TOOL_ALLOWLIST),
     ...(parsed.success ? dispatchSizeProblems(parsed.data) : []),
   ];

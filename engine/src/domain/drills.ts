@@ -5,10 +5,17 @@
  * them in one book (engine state `drill_book`, newest last, at most `DRILLS_KEPT` per model).
  * A recipe's `policy.drill_max_age_days` says how old a model's last passed drill may be when a
  * release of it starts; `policy.drill_stale` says what happens otherwise: `warn` (default: the
- * release starts, its history says so) or `refuse` (409 `drill_required`).
+ * release starts, its history says so) or `refuse` (409 `drill_required`). `policy.drill_every_days`
+ * sets the drill schedule: once the last passed drill is older, the model's newest succeeded
+ * release holds a "drill due" entry (`drillDue`, written by service/drill-schedule.ts).
  */
 import * as z from "zod";
-import type { Manifest } from "./types.ts";
+import type { Problem } from "./errors.ts";
+import { asObject } from "./json.ts";
+import type { HistoryEntry, Json, Manifest } from "./types.ts";
+import { ReasonField } from "./verbs.ts";
+
+const DAY_MS = 86_400_000;
 
 /** Drills kept per model (oldest dropped first). */
 export const DRILLS_KEPT = 50;
@@ -28,6 +35,7 @@ export const DrillBody = z
     release: z.string().max(64).optional(),
     problems: z.array(z.string().max(500)).max(20).default([]),
     actor: z.string().max(128).optional(),
+    reason: ReasonField.optional().describe("why the drill was run or recorded (kept with it)"),
   })
   .strict();
 export type DrillBody = z.infer<typeof DrillBody>;
@@ -91,4 +99,149 @@ export function drillVerdict(
     message: `model ${manifest.model}: ${age}; the recipe's policy.drill_max_age_days is ${p.max_age_days}`,
     fix: `rehearse its recovery and record the drill (npm run drill on the demo; POST /v1/models/${manifest.model}/drills), or raise policy.drill_max_age_days`,
   };
+}
+
+/**
+ * The drill policy's cross-field rules (the contract check): `drill_stale` says what a start
+ * does when the last passed drill is older than `drill_max_age_days`, so it needs that field;
+ * `drill_every_days` longer than `drill_max_age_days` would call a drill due only after starts
+ * were already warned or refused. Reads only well-typed parts of `input`; never throws.
+ */
+export function drillPolicyProblems(input: unknown): Problem[] {
+  const policy = asObject(asObject(input)?.policy);
+  if (!policy) return [];
+  const problems: Problem[] = [];
+  const maxAge = policy.drill_max_age_days;
+  const every = policy.drill_every_days;
+  if (policy.drill_stale !== undefined && maxAge === undefined)
+    problems.push({
+      path: "policy.drill_stale",
+      message:
+        "drill_stale says what a start does when the model's last passed drill is older than policy.drill_max_age_days, but the recipe sets no drill_max_age_days, so it would never apply",
+      fix: "Set policy.drill_max_age_days (days, 1-3650) beside it, e.g. drill_max_age_days: 30, or remove policy.drill_stale.",
+    });
+  if (
+    typeof every === "number" &&
+    typeof maxAge === "number" &&
+    Number.isInteger(every) &&
+    Number.isInteger(maxAge) &&
+    every > maxAge
+  )
+    problems.push({
+      path: "policy.drill_every_days",
+      message: `drill_every_days (${every}) is longer than drill_max_age_days (${maxAge}): the schedule would call a drill due only after starts are already ${policy.drill_stale === "refuse" ? "refused" : "warned"} for a stale drill`,
+      fix: `Set policy.drill_every_days to at most ${maxAge}, or raise policy.drill_max_age_days to at least ${every}.`,
+    });
+  return problems;
+}
+
+/** A model whose drill schedule says a drill is due: what its recipe asks and its last passed drill. */
+export interface DrillDue {
+  model: string;
+  /** The model's newest succeeded release, whose recipe sets the schedule (the entry is on it). */
+  release: string;
+  /** The recipe's `policy.drill_every_days`. */
+  every_days: number;
+  /** The model's last passed drill (id, epoch ms), or null when it has none. */
+  last: { drill: string; at: number } | null;
+  /** Epoch ms since which the drill is due (last passed drill + the interval); null: never drilled. */
+  due_since: number | null;
+  /** Epoch ms of the judgement. */
+  observed_at: number;
+}
+
+/** History kinds of a drill falling due and of its end. */
+export const DRILL_DUE_KIND = "drill_due";
+export const DRILL_DUE_CLEARED_KIND = "drill_due_cleared";
+
+/**
+ * Whether `manifest`'s model (its newest succeeded release is `release`) is due a drill at `now`:
+ * null when the recipe sets no `drill_every_days` or its last passed drill is at most that old.
+ */
+export function drillDue(
+  manifest: Pick<Manifest, "model" | "drill_every_days">,
+  release: string,
+  book: DrillBook,
+  now: number,
+): DrillDue | null {
+  const every = manifest.drill_every_days;
+  if (every === undefined) return null;
+  const last = drillsOf(book, manifest.model).find((d) => d.passed);
+  if (last && now - last.at <= every * DAY_MS) return null;
+  return {
+    model: manifest.model,
+    release,
+    every_days: every,
+    last: last ? { drill: last.drill, at: last.at } : null,
+    due_since: last ? last.at + every * DAY_MS : null,
+    observed_at: now,
+  };
+}
+
+/**
+ * What identifies one due period: the last passed drill it follows ("never" when none); ""
+ * when no drill is due. A due period is told once; a new passed drill ends it.
+ */
+export function drillDuePrint(d: DrillDue | null): string {
+  return d ? (d.last?.drill ?? "never") : "";
+}
+
+/** The message of a drill falling due (history, log, notice). */
+export function drillDueMessage(d: DrillDue): string {
+  const age = d.last
+    ? `its last passed drill (${d.last.drill}) is ${Math.floor((d.observed_at - d.last.at) / DAY_MS)} days old`
+    : "it has no passed drill";
+  return `[drill] model ${d.model}: a recovery drill is due: ${age}; the recipe's policy.drill_every_days is ${d.every_days}; rehearse its recovery and record the drill (npm run drill on the demo; baton drill ${d.model} --record FILE; POST /v1/models/${d.model}/drills)`;
+}
+
+/** The `drill_due` entry on release `d.release` (not a decision: no record digest moves). */
+export function drillDueEntry(d: DrillDue, now: number): HistoryEntry {
+  return {
+    release_id: d.release,
+    at: now,
+    kind: DRILL_DUE_KIND,
+    step_run_id: null,
+    outcome: "accepted",
+    message: drillDueMessage(d),
+    data: d as unknown as Json,
+  };
+}
+
+/**
+ * The `drill_due_cleared` entry on `releaseId`: `drilled`, a passed drill (`by`, its id) is
+ * recent enough; `moved`, the model's newer succeeded release `by` holds the due drill now;
+ * `unscheduled`, the newest succeeded release `by` sets no drill schedule.
+ */
+export function drillDueClearedEntry(
+  releaseId: string,
+  model: string,
+  by: string,
+  why: "drilled" | "moved" | "unscheduled",
+  now: number,
+): HistoryEntry {
+  const message =
+    why === "drilled"
+      ? `[drill] model ${model}: drill ${by} passed; no drill is due`
+      : why === "moved"
+        ? `[drill] model ${model}: the due drill is now recorded on ${by}, the model's newest succeeded release`
+        : `[drill] model ${model}: release ${by}, the model's newest succeeded release, sets no drill schedule`;
+  return {
+    release_id: releaseId,
+    at: now,
+    kind: DRILL_DUE_CLEARED_KIND,
+    step_run_id: null,
+    outcome: "accepted",
+    message,
+    data: { model, by, why },
+  };
+}
+
+/** The due drill a release's history holds now (null when none, or cleared since). */
+export function currentDrillDue(history: readonly HistoryEntry[]): DrillDue | null {
+  for (let i = history.length - 1; i >= 0; i--) {
+    const h = history[i];
+    if (h?.kind === DRILL_DUE_CLEARED_KIND) return null;
+    if (h?.kind === DRILL_DUE_KIND) return h.data as unknown as DrillDue;
+  }
+  return null;
 }

@@ -31,6 +31,12 @@ export const NoticeKind = {
    * once per model, on its newest release.
    */
   incident: "incident",
+  /**
+   * A model's recovery drill is due: its last passed drill is older than its recipe's
+   * `policy.drill_every_days` (docs/recovery-actions.md "The drill schedule"); once per due
+   * period, on the model's newest succeeded release.
+   */
+  drill_due: "drill_due",
 } as const;
 export type NoticeKind = (typeof NoticeKind)[keyof typeof NoticeKind];
 export const NOTICE_KINDS = Object.values(NoticeKind) as [NoticeKind, ...NoticeKind[]];

@@ -104,6 +104,7 @@ const HEADLINE: Record<NoticeKind, string> = {
   ended: "ended",
   drift: "lanes drifted from what it left them at",
   incident: "is under an incident",
+  drill_due: "is due a recovery drill",
 };
 
 /** A short text of a step for people: `step 9 (health_check, lane b, wave 2)`. */
@@ -195,6 +196,25 @@ export function buildDriftNotice(
         0,
         1000,
       ),
+  };
+}
+
+/**
+ * The notice of a recovery drill falling due on `release`'s model (docs/recovery-actions.md
+ * "The drill schedule"): a `drill_due` notice whose summary is the message.
+ */
+export function buildDrillDueNotice(
+  release: Release,
+  message: string,
+  o: { url: string; at: number },
+): Notice {
+  return {
+    ...buildDriftNotice(release, "", o),
+    kind: "drill_due",
+    summary: `${release.id} ${HEADLINE.drill_due}: ${message.replace(/^\[drill\] /, "")}`.slice(
+      0,
+      1000,
+    ),
   };
 }
 

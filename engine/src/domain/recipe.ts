@@ -512,6 +512,15 @@ export const Recipe = z
           .describe(
             "With drill_max_age_days: warn (default: the release starts, its history says so) or refuse the start.",
           ),
+        drill_every_days: z
+          .number()
+          .int()
+          .min(1, "drill_every_days must be at least 1")
+          .max(3650, "drill_every_days must be at most 3650")
+          .optional()
+          .describe(
+            'How often (days) the model\'s recovery is rehearsed: the engine raises a "drill due" notice once its last passed drill is older (docs/recovery-actions.md "The drill schedule").',
+          ),
         rollback_window: z
           .string()
           .regex(

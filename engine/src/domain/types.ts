@@ -153,6 +153,11 @@ export interface Manifest {
    * "Drills"); absent when it sets no age, so other manifests (and digests) are unchanged.
    */
   drill_policy?: { max_age_days: number; on_stale: "warn" | "refuse" };
+  /**
+   * The recipe's `policy.drill_every_days` (docs/recovery-actions.md "The drill schedule"):
+   * how often, in days, the model's recovery is rehearsed; absent when it sets none.
+   */
+  drill_every_days?: number;
   recovery?: {
     class: RecoveryClass;
     unsafe_after?: number;

@@ -1,11 +1,13 @@
 /**
  * Housekeeping run after each reconciler pass (the core's `tick`), and the store's health
  * check. Built by the core from the ports: retention of finished releases (retention.ts) and,
- * when on, drift observation (drift.ts) and the mutable dependencies' probes (dependency-probes.ts).
+ * when on, drift observation (drift.ts), the mutable dependencies' probes (dependency-probes.ts)
+ * and the drill schedule (drill-schedule.ts).
  */
 import type { Store } from "../ports/store.ts";
 import type { DependencyProbes } from "./dependency-probes.ts";
 import type { DriftObserver, DriftStats } from "./drift.ts";
+import type { DrillSchedule } from "./drill-schedule.ts";
 import type { Retention } from "./retention.ts";
 
 export class Maintenance {
@@ -15,19 +17,26 @@ export class Maintenance {
     readonly drift: DriftObserver | null,
     /** Null when drift detection is off or no dependency probe is wired. */
     readonly dependencies: DependencyProbes | null = null,
+    /** Null when drift detection is off (the drill schedule keeps the drift interval). */
+    readonly drills: DrillSchedule | null = null,
   ) {}
 
-  /** One round: retention when due, then a drift observation and the dependencies' probes when due. */
+  /**
+   * One round: retention when due, then a drift observation, the dependencies' probes and the
+   * drill schedule's judgement when due.
+   */
   async run(): Promise<void> {
     await this.retention.maybeRun();
     await this.drift?.maybeRun();
     await this.dependencies?.maybeRun();
+    await this.drills?.maybeRun();
   }
 
   /** Gives back what this engine holds for others to take over (the drift leases): a clean stop. */
   async stop(): Promise<void> {
     await this.drift?.stop();
     await this.dependencies?.stop();
+    await this.drills?.stop();
   }
 
   /**

@@ -44,6 +44,7 @@ const ICON: Record<Notice["kind"], string> = {
   ended: ":white_circle:",
   drift: ":twisted_rightwards_arrows:",
   incident: ":fire:",
+  drill_due: ":alarm_clock:",
 };
 
 /** The Slack incoming-webhook body of a notice (`text` is the fallback and the push text). */

@@ -10,6 +10,7 @@
 
 import { currentDependencyDrift } from "../../domain/dependency-drift.ts";
 import { driftedValues } from "../../domain/drift.ts";
+import { currentDrillDue } from "../../domain/drills.ts";
 import { probCompleted } from "../../domain/markov.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { HistoryEntry, Release, StepRun } from "../../domain/types.ts";
@@ -27,6 +28,7 @@ import { lifecycleOffers, offers } from "../../views/offers.ts";
 import { OPERATOR_EVENTS, stepAction, summarize } from "../../views/summary.ts";
 import type { Role } from "./auth.ts";
 import { DependencyDriftBanner } from "./dependency-drift.tsx";
+import { DrillDueBanner } from "./drill-due.tsx";
 import { FirstScreen } from "./first-screen.tsx";
 import { GatePanel } from "./gate-panel.tsx";
 import { Layout, State } from "./layout.tsx";
@@ -529,6 +531,7 @@ export function ReleasePage(props: ReleasePageProps) {
           {props.notice ? <p class={`notice ${props.notice.kind}`}>{props.notice.text}</p> : null}
           <DriftBanner drift={currentDrift(props.record.history)} />
           <DependencyDriftBanner drift={currentDependencyDrift(props.record.history)} />
+          <DrillDueBanner due={currentDrillDue(props.record.history)} />
           <FirstScreen
             release={r}
             facts={facts}

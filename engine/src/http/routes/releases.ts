@@ -7,6 +7,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import * as z from "zod";
 import { currentDependencyDrift } from "../../domain/dependency-drift.ts";
+import { currentDrillDue } from "../../domain/drills.ts";
 import { BatonError } from "../../domain/errors.ts";
 import { gateSummaries } from "../../domain/gate/summary.ts";
 import { type LifecycleLookups, lifecycleActions, lifecycleNote } from "../../domain/lifecycle.ts";
@@ -200,6 +201,8 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
     drift: currentDrift(r.history),
     // The mutable dependencies' drift recorded on it (docs/drift.md); null when none or requalified.
     dependency_drift: currentDependencyDrift(r.history),
+    // The recovery drill due on its model (docs/recovery-actions.md); null when none or drilled since.
+    drill_due: currentDrillDue(r.history),
     admission: release.admission ?? null,
     prerequisites: release.prerequisites ?? null,
     baseline: release.baseline ?? null,

@@ -18,7 +18,8 @@ import type { Clock } from "../../ports/clock.ts";
 import type { Store } from "../../ports/store.ts";
 import { StateDocument } from "../state-document.ts";
 
-const STATE = "drill_book";
+/** Name of the engine state that keeps the drill book (`Store.getState`). */
+export const DRILL_BOOK_STATE = "drill_book";
 
 export class Drills {
   private readonly doc: StateDocument<DrillBook>;
@@ -27,7 +28,7 @@ export class Drills {
     private readonly store: Store,
     private readonly clock: Clock,
   ) {
-    this.doc = new StateDocument(store, clock, STATE, drillBookOf, "drill book");
+    this.doc = new StateDocument(store, clock, DRILL_BOOK_STATE, drillBookOf, "drill book");
   }
 
   /** Records one drill of `model` by `actor` (now); answers the stored record. */
@@ -47,7 +48,7 @@ export class Drills {
   /** What the drill policy of `manifest` says about a start now (null: nothing). */
   async verdict(manifest: Manifest): Promise<DrillVerdict | null> {
     if (!manifest.drill_policy) return null;
-    const s = await this.store.getState(STATE);
+    const s = await this.store.getState(DRILL_BOOK_STATE);
     return drillVerdict(manifest, drillBookOf(s?.value), this.clock.now());
   }
 }
