@@ -71,7 +71,15 @@ export function State(props: { state: string }) {
   return toHtml(stateHtml(props.state));
 }
 
-/** `State` as markup, for the parts written with `markup`. */
+/** `State` as markup, for the parts written with `markup`; built once per state. */
 export function stateHtml(state: string): Markup {
-  return markup`<span class="st st-${state}">${state.replaceAll("_", " ")}</span>`;
+  let m = STATES.get(state);
+  if (!m) {
+    m = markup`<span class="st st-${state}">${state.replaceAll("_", " ")}</span>`;
+    // The states are a few words; a page of unexpected ones is rendered, not kept.
+    if (STATES.size < 64) STATES.set(state, m);
+  }
+  return m;
 }
+
+const STATES = new Map<string, Markup>();

@@ -31,7 +31,7 @@ import { GatePanel } from "./gate-panel.tsx";
 import { Layout, State } from "./layout.tsx";
 import { LIVE_SCRIPT, liveVersion } from "./live.ts";
 import { MarkovPanel, type MarkovQuery } from "./markov-panel.tsx";
-import { toHtml } from "./markup.ts";
+import { type Markup, markup, toHtml } from "./markup.ts";
 import { stepTableHtml } from "./step-table.ts";
 
 /** History entries per timeline page. */
@@ -93,6 +93,33 @@ const FILTER_WORDS: Record<HistoryFilter, string> = {
   gates: "Gate decisions",
 };
 
+/**
+ * One history entry as a timeline row (written with `markup`: a page holds a hundred rows).
+ * Housekeeping refusals are marked as changing nothing, operator decisions stand out.
+ */
+function historyRowHtml(e: HistoryEntry): Markup {
+  const decision = e.outcome === "accepted" && OPERATOR_EVENTS.has(e.kind);
+  const chore = isHousekeeping(e);
+  const cls = chore ? "housekeeping" : e.outcome === "refused" ? "refused" : decision ? "op" : null;
+  const event = decision
+    ? markup`<strong>${`operator ${e.kind}`}</strong>`
+    : chore
+      ? `engine housekeeping: ${e.kind}`
+      : e.kind;
+  const run = e.step_run_id
+    ? markup`<a href="${`/step-runs/${e.step_run_id}`}">${e.step_run_id}</a>`
+    : "—";
+  const outcome = chore
+    ? markup`<span class="muted">${`${historyLabel(e)} (changed nothing)`}</span>`
+    : e.outcome === "refused"
+      ? markup`<strong class="st st-failed">${historyLabel(e)}</strong>`
+      : markup`<span class="muted">accepted</span>`;
+  const message = chore
+    ? markup`${housekeepingLine(e)}<span class="muted small">${` — ${readOnce(e.message)}`}</span>`
+    : readOnce(e.message);
+  return markup`<tr${cls ? markup` class="${cls}"` : null}><td class="mono">${time(e.at).slice(11)}</td><td>${event}</td><td class="wide">${run}</td><td class="wide">${outcome}</td><td class="wrap">${message}</td></tr>`;
+}
+
 function Timeline(props: {
   id: string;
   history: HistoryEntry[];
@@ -153,62 +180,7 @@ function Timeline(props: {
               <th scope="col">Message</th>
             </tr>
           </thead>
-          <tbody>
-            {page.map((e) => {
-              const decision = e.outcome === "accepted" && OPERATOR_EVENTS.has(e.kind);
-              const chore = isHousekeeping(e);
-              return (
-                <tr
-                  class={
-                    chore
-                      ? "housekeeping"
-                      : e.outcome === "refused"
-                        ? "refused"
-                        : decision
-                          ? "op"
-                          : undefined
-                  }
-                >
-                  <td class="mono">{time(e.at).slice(11)}</td>
-                  <td>
-                    {decision ? (
-                      <strong>{`operator ${e.kind}`}</strong>
-                    ) : chore ? (
-                      `engine housekeeping: ${e.kind}`
-                    ) : (
-                      e.kind
-                    )}
-                  </td>
-                  <td class="wide">
-                    {e.step_run_id ? (
-                      <a href={`/step-runs/${e.step_run_id}`}>{e.step_run_id}</a>
-                    ) : (
-                      "—"
-                    )}
-                  </td>
-                  <td class="wide">
-                    {chore ? (
-                      <span class="muted">{`${historyLabel(e)} (changed nothing)`}</span>
-                    ) : e.outcome === "refused" ? (
-                      <strong class="st st-failed">{historyLabel(e)}</strong>
-                    ) : (
-                      <span class="muted">accepted</span>
-                    )}
-                  </td>
-                  <td class="wrap">
-                    {chore ? (
-                      <>
-                        {housekeepingLine(e)}
-                        <span class="muted small">{` — ${readOnce(e.message)}`}</span>
-                      </>
-                    ) : (
-                      readOnce(e.message)
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
+          <tbody>{toHtml(markup`${page.map((e) => historyRowHtml(e))}`)}</tbody>
         </table>
       </div>
       <nav class="pages" aria-label="History pages">

@@ -10,7 +10,7 @@
  */
 import { probCompleted } from "../../domain/markov.ts";
 import type { ManifestStep, Release, StepRun } from "../../domain/types.ts";
-import { duration, runLink, span } from "../../views/format.ts";
+import { duration, runLinks, span } from "../../views/format.ts";
 import { stepAction } from "../../views/summary.ts";
 import { stateHtml } from "./layout.tsx";
 import { forwardRuns, observedRate } from "./markov-panel.tsx";
@@ -19,14 +19,17 @@ import { type Markup, markup } from "./markup.ts";
 /** The step run states that end a step run badly (the row is marked `failing`). */
 const BAD: ReadonlySet<string> = new Set(["failed", "unknown", "dispatch_failed"]);
 
+/** Builds an attempt's GitHub run link (`runLinks`); null: no link. */
+type Linker = ((runId: string, runAttempt: number) => string) | null;
+
 /** A step run's attempts: its runner attempts with their GitHub run links, or its tries. */
-function attemptsHtml(run: StepRun, repository: string | undefined): Markup {
+function attemptsHtml(run: StepRun, link: Linker): Markup {
   if (run.kind === "control_plane") {
     return markup`<span class="muted">${`${run.tries} ${run.tries === 1 ? "try" : "tries"} (control plane)`}</span>`;
   }
   if (run.attempts.length === 0) return markup`<span class="muted">no attempt yet</span>`;
   return markup`<ul style="margin:0;padding-left:1rem">${run.attempts.map((a) => {
-    const href = runLink(repository, a.run_id, a.run_attempt);
+    const href = link?.(a.run_id, a.run_attempt);
     const label = `run ${a.run_id} · attempt ${a.run_attempt}`;
     return markup`<li>${`#${a.n} `}${stateHtml(a.state)} ${href ? markup`<a href="${href}">${label}</a>` : markup`<span>${label}</span>`}${a.callback_at ? markup`<span class="muted"> ${duration(a.callback_at - a.preflight_at)}</span>` : null}</li>`;
   })}</ul>`;
@@ -35,12 +38,12 @@ function attemptsHtml(run: StepRun, repository: string | undefined): Markup {
 /** A step run's cell: its state, id (linked), time taken and, if asked, its attempts. */
 function runCellHtml(
   run: StepRun | undefined,
-  repository: string | undefined,
+  link: Linker,
   now: number,
   attempts: boolean,
 ): Markup {
   if (!run) return stateHtml("planned");
-  return markup`${stateHtml(run.state)} <a href="${`/step-runs/${run.id}`}">${run.id}</a><span class="muted small"> ${span(run.started_at, run.finished_at, now)} </span>${attempts ? attemptsHtml(run, repository) : null}`;
+  return markup`${stateHtml(run.state)} <a href="${`/step-runs/${run.id}`}">${run.id}</a><span class="muted small"> ${span(run.started_at, run.finished_at, now)} </span>${attempts ? attemptsHtml(run, link) : null}`;
 }
 
 function hwmRowHtml(hwm: number): Markup {
@@ -55,7 +58,7 @@ function stepRowHtml(
   step: ManifestStep,
   fwd: StepRun | undefined,
   bwd: StepRun | undefined,
-  repository: string | undefined,
+  link: Linker,
   now: number,
 ): Markup {
   const p = observedRate(fwd);
@@ -63,13 +66,13 @@ function stepRowHtml(
   const bad = (s: StepRun | undefined) => s !== undefined && BAD.has(s.state);
   const cls = [bwd ? "bwd" : "", bad(fwd) || bad(bwd) ? "failing" : ""].join(" ").trim();
   const undo = bwd
-    ? markup`${"← "}${runCellHtml(bwd, repository, now, bwd.kind === "runner")}`
+    ? markup`${"← "}${runCellHtml(bwd, link, now, bwd.kind === "runner")}`
     : markup`<span class="muted small">${step.backward ? "—" : step.custom?.irreversible ? "irreversible" : "check only"}</span>`;
   const title =
     chance === null
       ? "No attempt observed yet: open the retry model"
       : "Open this step in the retry model";
-  return markup`<tr${cls ? markup` class="${cls}"` : null} id="${`step-${step.index + 1}`}"><td>${String(step.index + 1)}</td><td>${stepAction(step)}<span class="muted small">${step.kind === "runner" ? " · runner" : " · control plane"}</span></td><td>${runCellHtml(fwd, repository, now, true)}</td><td>${undo}</td><td class="wide"><a href="${`?model=${step.index}#retry-model`}" title="${title}">${chance === null ? "model" : `${Math.round(chance * 100)}%`}</a></td></tr>`;
+  return markup`<tr${cls ? markup` class="${cls}"` : null} id="${`step-${step.index + 1}`}"><td>${String(step.index + 1)}</td><td>${stepAction(step)}<span class="muted small">${step.kind === "runner" ? " · runner" : " · control plane"}</span></td><td>${runCellHtml(fwd, link, now, true)}</td><td>${undo}</td><td class="wide"><a href="${`?model=${step.index}#retry-model`}" title="${title}">${chance === null ? "model" : `${Math.round(chance * 100)}%`}</a></td></tr>`;
 }
 
 /** The step table of `release` (see the module comment); `now` times the runs still going. */
@@ -80,6 +83,7 @@ export function stepTableHtml(
 ): Markup {
   const r = release;
   const m = r.manifest;
+  const link = runLinks(repository);
   const fwds = forwardRuns(r);
   const bwds = new Map<number, StepRun>();
   for (const sr of r.step_runs) if (sr.direction === "bwd") bwds.set(sr.step_index, sr);
@@ -91,7 +95,7 @@ export function stepTableHtml(
       g = { wave: step.wave, rows: [] };
       groups.push(g);
     }
-    g.rows.push(stepRowHtml(step, fwds.get(step.index), bwds.get(step.index), repository, now));
+    g.rows.push(stepRowHtml(step, fwds.get(step.index), bwds.get(step.index), link, now));
     if (step.index === r.high_water_mark) g.rows.push(hwmRowHtml(r.high_water_mark));
   }
   const caption = `Steps by wave: each step's forward run and, beside it, its undo run. ${
