@@ -37,8 +37,19 @@ export function runLink(
   runId: string,
   runAttempt: number,
 ): string | null {
+  return runLinks(repository)?.(runId, runAttempt) ?? null;
+}
+
+/**
+ * `runLink` for many attempts of one repository (a page's step table): the repository is
+ * checked once; null when no link can be built for it.
+ */
+export function runLinks(
+  repository: string | undefined,
+): ((runId: string, runAttempt: number) => string) | null {
   if (!repository || !/^[\w.-]+\/[\w.-]+$/.test(repository)) return null;
-  return `https://github.com/${repository}/actions/runs/${encodeURIComponent(runId)}/attempts/${runAttempt}`;
+  return (runId, runAttempt) =>
+    `https://github.com/${repository}/actions/runs/${encodeURIComponent(runId)}/attempts/${runAttempt}`;
 }
 
 /** A check record as the dashboard reads it from `checks.json` (any JSON is accepted). */

@@ -5,6 +5,7 @@
  */
 import type { Child } from "hono/jsx";
 import type { Role } from "./auth.ts";
+import { type Markup, markup, toHtml } from "./markup.ts";
 import { CSS } from "./style.ts";
 
 const ROLE_WORDS: Record<Role, string> = {
@@ -67,5 +68,18 @@ export function Layout(props: {
 
 /** A state shown as coloured text (never colour alone: the word is always there). */
 export function State(props: { state: string }) {
-  return <span class={`st st-${props.state}`}>{props.state.replaceAll("_", " ")}</span>;
+  return toHtml(stateHtml(props.state));
 }
+
+/** `State` as markup, for the parts written with `markup`; built once per state. */
+export function stateHtml(state: string): Markup {
+  let m = STATES.get(state);
+  if (!m) {
+    m = markup`<span class="st st-${state}">${state.replaceAll("_", " ")}</span>`;
+    // The states are a few words; a page of unexpected ones is rendered, not kept.
+    if (STATES.size < 64) STATES.set(state, m);
+  }
+  return m;
+}
+
+const STATES = new Map<string, Markup>();

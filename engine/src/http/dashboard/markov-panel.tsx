@@ -6,7 +6,7 @@
  * recomputes); a tiny inline script adds Step / Play (2 steps/s) / Pause / Reset.
  */
 import { behaviourWords, fmt, probCompleted, stationary } from "../../domain/markov.ts";
-import type { Release } from "../../domain/types.ts";
+import type { Release, StepRun } from "../../domain/types.ts";
 import { MARKOV_SCRIPT } from "./markov-script.ts";
 
 /** Parameters from the page's query (`model`, `mp`, `mq`, `mt`); unset = defaults. */
@@ -26,7 +26,11 @@ const TABLE_T = [0, 1, 2, 3, 4, 5, 6, 8, 10];
  * (the last one succeeded when the step run did).
  */
 export function observedAttempts(r: Release, stepIndex: number): { ok: number; total: number } {
-  const run = r.step_runs.find((s) => s.step_index === stepIndex && s.direction === "fwd");
+  return attemptsOf(r.step_runs.find((s) => s.step_index === stepIndex && s.direction === "fwd"));
+}
+
+/** `observedAttempts` of one forward step run (none: nothing observed). */
+function attemptsOf(run: StepRun | undefined): { ok: number; total: number } {
   if (!run) return { ok: 0, total: 0 };
   if (run.kind === "runner") {
     const ended = run.attempts.filter((a) => a.state !== "running");
@@ -39,8 +43,25 @@ export function observedAttempts(r: Release, stepIndex: number): { ok: number; t
 
 /** Observed per-attempt success rate of a step in [0, 1]; null when nothing was observed. */
 export function observedSuccessRate(r: Release, stepIndex: number): number | null {
-  const o = observedAttempts(r, stepIndex);
+  return observedRate(r.step_runs.find((s) => s.step_index === stepIndex && s.direction === "fwd"));
+}
+
+/** `observedSuccessRate` of the step whose forward step run is `run` (none: null). */
+export function observedRate(run: StepRun | undefined): number | null {
+  const o = attemptsOf(run);
   return o.total === 0 ? null : o.ok / o.total;
+}
+
+/**
+ * Each step's forward step run by step index, looked up once per page instead of searched
+ * for per step.
+ */
+export function forwardRuns(r: Release): Map<number, StepRun> {
+  const out = new Map<number, StepRun>();
+  for (const sr of r.step_runs) {
+    if (sr.direction === "fwd" && !out.has(sr.step_index)) out.set(sr.step_index, sr);
+  }
+  return out;
 }
 
 function defaultStep(r: Release): number {
@@ -60,7 +81,8 @@ export function MarkovPanel(props: { release: Release; query: MarkovQuery }) {
   if (steps.length === 0) return null;
   const qs = props.query.step;
   const stepIndex = qs !== undefined && qs >= 0 && qs < steps.length ? qs : defaultStep(r);
-  const observed = observedAttempts(r, stepIndex);
+  const fwds = forwardRuns(r);
+  const observed = attemptsOf(fwds.get(stepIndex));
   const pDefault = observed.total === 0 ? 0.5 : observed.ok / observed.total;
   const p = prob(props.query.p) ?? pDefault;
   const q = prob(props.query.q) ?? 0;
@@ -90,7 +112,7 @@ export function MarkovPanel(props: { release: Release; query: MarkovQuery }) {
         <label for="mk-step">Step</label>
         <select id="mk-step" name="model">
           {steps.map((s) => {
-            const rate = observedSuccessRate(r, s.index);
+            const rate = observedRate(fwds.get(s.index));
             return (
               <option
                 value={String(s.index)}

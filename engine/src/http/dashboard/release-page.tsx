@@ -11,12 +11,11 @@
 import { currentDependencyDrift } from "../../domain/dependency-drift.ts";
 import { driftedValues } from "../../domain/drift.ts";
 import { currentDrillDue } from "../../domain/drills.ts";
-import { probCompleted } from "../../domain/markov.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
-import type { HistoryEntry, Release, StepRun } from "../../domain/types.ts";
+import type { HistoryEntry, Release } from "../../domain/types.ts";
 import type { ReleaseRecord } from "../../service/api.ts";
 import { currentDrift, type ModelDrift } from "../../service/drift.ts";
-import { duration, runLink, span, time } from "../../views/format.ts";
+import { span, time } from "../../views/format.ts";
 import {
   historyLabel,
   housekeepingLine,
@@ -25,7 +24,7 @@ import {
   refusalReason,
 } from "../../views/history-label.ts";
 import { lifecycleOffers, offers } from "../../views/offers.ts";
-import { OPERATOR_EVENTS, stepAction, summarize } from "../../views/summary.ts";
+import { OPERATOR_EVENTS, summarize } from "../../views/summary.ts";
 import type { Role } from "./auth.ts";
 import { DependencyDriftBanner } from "./dependency-drift.tsx";
 import { DrillDueBanner } from "./drill-due.tsx";
@@ -33,7 +32,9 @@ import { FirstScreen } from "./first-screen.tsx";
 import { GatePanel } from "./gate-panel.tsx";
 import { Layout, State } from "./layout.tsx";
 import { LIVE_SCRIPT, liveVersion } from "./live.ts";
-import { MarkovPanel, type MarkovQuery, observedSuccessRate } from "./markov-panel.tsx";
+import { MarkovPanel, type MarkovQuery } from "./markov-panel.tsx";
+import { type Markup, markup, toHtml } from "./markup.ts";
+import { stepTableHtml } from "./step-table.ts";
 
 /** History entries per timeline page. */
 export const TIMELINE_PAGE = 100;
@@ -53,178 +54,6 @@ export interface ReleasePageProps {
   rollbackTo?: string | null | undefined;
   /** A later release that replaced this one on the lanes: no lifecycle verb is offered. */
   supersededBy?: string | null | undefined;
-}
-
-function Attempts(props: { run: StepRun; repository: string | undefined }) {
-  const { run } = props;
-  if (run.kind === "control_plane") {
-    return (
-      <span class="muted">{`${run.tries} ${run.tries === 1 ? "try" : "tries"} (control plane)`}</span>
-    );
-  }
-  if (run.attempts.length === 0) return <span class="muted">no attempt yet</span>;
-  return (
-    <ul style="margin:0;padding-left:1rem">
-      {run.attempts.map((a) => {
-        const href = runLink(props.repository, a.run_id, a.run_attempt);
-        const label = `run ${a.run_id} · attempt ${a.run_attempt}`;
-        return (
-          <li>
-            {`#${a.n} `}
-            <State state={a.state} /> {href ? <a href={href}>{label}</a> : <span>{label}</span>}
-            {a.callback_at ? (
-              <span class="muted"> {duration(a.callback_at - a.preflight_at)}</span>
-            ) : null}
-          </li>
-        );
-      })}
-    </ul>
-  );
-}
-
-function RunCell(props: {
-  run: StepRun | undefined;
-  repository: string | undefined;
-  now: number;
-  attempts: boolean;
-}) {
-  const { run } = props;
-  if (!run) return <State state="planned" />;
-  return (
-    <>
-      <State state={run.state} /> <a href={`/step-runs/${run.id}`}>{run.id}</a>
-      <span class="muted small"> {span(run.started_at, run.finished_at, props.now)} </span>
-      {props.attempts ? <Attempts run={run} repository={props.repository} /> : null}
-    </>
-  );
-}
-
-function HwmRow(props: { hwm: number }) {
-  return (
-    <tr class="hwm">
-      <td colspan={5}>
-        {props.hwm < 0
-          ? "▼ high-water mark: none yet — no forward action has taken effect"
-          : `▲ high-water mark: step ${props.hwm + 1} — forward actions of steps 1 to ${props.hwm + 1} may have taken effect; undoing starts here`}
-      </td>
-    </tr>
-  );
-}
-
-/**
- * The step table grouped by wave: one row per step with its forward run and, beside it, its
- * backward (undo) run; the high-water mark as a row. Numbers count from 1.
- */
-function StepTable(props: { release: Release; repository: string | undefined; now: number }) {
-  const r = props.release;
-  const runs = new Map<string, StepRun>();
-  for (const sr of r.step_runs) runs.set(`${sr.step_index}:${sr.direction}`, sr);
-  const groups: { wave: number; rows: unknown[] }[] = [];
-  if (r.high_water_mark < 0) groups.push({ wave: -1, rows: [<HwmRow hwm={r.high_water_mark} />] });
-  for (const step of r.manifest.steps) {
-    let g = groups.at(-1);
-    if (!g || g.wave !== step.wave) {
-      g = { wave: step.wave, rows: [] };
-      groups.push(g);
-    }
-    const fwd = runs.get(`${step.index}:fwd`);
-    const bwd = runs.get(`${step.index}:bwd`);
-    const p = observedSuccessRate(r, step.index);
-    const chance = p === null ? null : probCompleted(p, 0, step.retries + 1);
-    const bad = (s: StepRun | undefined) =>
-      s !== undefined && ["failed", "unknown", "dispatch_failed"].includes(s.state);
-    const cls = [bwd ? "bwd" : "", bad(fwd) || bad(bwd) ? "failing" : ""].join(" ").trim();
-    g.rows.push(
-      <tr class={cls || undefined} id={`step-${step.index + 1}`}>
-        <td>{String(step.index + 1)}</td>
-        <td>
-          {stepAction(step)}
-          <span class="muted small">
-            {step.kind === "runner" ? " · runner" : " · control plane"}
-          </span>
-        </td>
-        <td>
-          <RunCell run={fwd} repository={props.repository} now={props.now} attempts={true} />
-        </td>
-        <td>
-          {bwd ? (
-            <>
-              {"← "}
-              <RunCell
-                run={bwd}
-                repository={props.repository}
-                now={props.now}
-                attempts={bwd.kind === "runner"}
-              />
-            </>
-          ) : (
-            <span class="muted small">
-              {step.backward ? "—" : step.custom?.irreversible ? "irreversible" : "check only"}
-            </span>
-          )}
-        </td>
-        <td class="wide">
-          <a
-            href={`?model=${step.index}#retry-model`}
-            title={
-              chance === null
-                ? "No attempt observed yet: open the retry model"
-                : "Open this step in the retry model"
-            }
-          >
-            {chance === null ? "model" : `${Math.round(chance * 100)}%`}
-          </a>
-        </td>
-      </tr>,
-    );
-    if (step.index === r.high_water_mark) g.rows.push(<HwmRow hwm={r.high_water_mark} />);
-  }
-  const m = r.manifest;
-  return (
-    <div class="scroll">
-      <table class="steps">
-        <caption>
-          {`Steps by wave: each step's forward run and, beside it, its undo run. ${
-            r.cursor >= 0 && r.cursor < m.steps.length
-              ? `${r.state === "compensating" || r.state === "needs_operator" ? "Undoing at" : "At"} step ${r.cursor + 1} of ${m.steps.length}.`
-              : `${m.steps.length} steps.`
-          }`}
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col">#</th>
-            <th scope="col">Step</th>
-            <th scope="col">→ Forward</th>
-            <th scope="col">← Undo</th>
-            <th
-              scope="col"
-              class="wide"
-              title="Retry model: chance of completing within its allowed attempts"
-            >
-              Completes (est.)
-            </th>
-          </tr>
-        </thead>
-        {groups.map((g) => {
-          const w = m.waves[g.wave];
-          return (
-            <tbody>
-              {g.wave >= 0 ? (
-                <tr class="wave">
-                  <th colspan={5} scope="rowgroup">
-                    {w
-                      ? `Wave ${g.wave + 1} · lanes ${w.lanes.join(", ")} · traffic ${w.traffic}%`
-                      : `Wave ${g.wave + 1}`}
-                  </th>
-                </tr>
-              ) : null}
-              {g.rows}
-            </tbody>
-          );
-        })}
-      </table>
-    </div>
-  );
 }
 
 /**
@@ -265,6 +94,33 @@ const FILTER_WORDS: Record<HistoryFilter, string> = {
   decisions: "Operator decisions",
   gates: "Gate decisions",
 };
+
+/**
+ * One history entry as a timeline row (written with `markup`: a page holds a hundred rows).
+ * Housekeeping refusals are marked as changing nothing, operator decisions stand out.
+ */
+function historyRowHtml(e: HistoryEntry): Markup {
+  const decision = e.outcome === "accepted" && OPERATOR_EVENTS.has(e.kind);
+  const chore = isHousekeeping(e);
+  const cls = chore ? "housekeeping" : e.outcome === "refused" ? "refused" : decision ? "op" : null;
+  const event = decision
+    ? markup`<strong>${`operator ${e.kind}`}</strong>`
+    : chore
+      ? `engine housekeeping: ${e.kind}`
+      : e.kind;
+  const run = e.step_run_id
+    ? markup`<a href="${`/step-runs/${e.step_run_id}`}">${e.step_run_id}</a>`
+    : "—";
+  const outcome = chore
+    ? markup`<span class="muted">${`${historyLabel(e)} (changed nothing)`}</span>`
+    : e.outcome === "refused"
+      ? markup`<strong class="st st-failed">${historyLabel(e)}</strong>`
+      : markup`<span class="muted">accepted</span>`;
+  const message = chore
+    ? markup`${housekeepingLine(e)}<span class="muted small">${` — ${readOnce(e.message)}`}</span>`
+    : readOnce(e.message);
+  return markup`<tr${cls ? markup` class="${cls}"` : null}><td class="mono">${time(e.at).slice(11)}</td><td>${event}</td><td class="wide">${run}</td><td class="wide">${outcome}</td><td class="wrap">${message}</td></tr>`;
+}
 
 function Timeline(props: {
   id: string;
@@ -326,62 +182,7 @@ function Timeline(props: {
               <th scope="col">Message</th>
             </tr>
           </thead>
-          <tbody>
-            {page.map((e) => {
-              const decision = e.outcome === "accepted" && OPERATOR_EVENTS.has(e.kind);
-              const chore = isHousekeeping(e);
-              return (
-                <tr
-                  class={
-                    chore
-                      ? "housekeeping"
-                      : e.outcome === "refused"
-                        ? "refused"
-                        : decision
-                          ? "op"
-                          : undefined
-                  }
-                >
-                  <td class="mono">{time(e.at).slice(11)}</td>
-                  <td>
-                    {decision ? (
-                      <strong>{`operator ${e.kind}`}</strong>
-                    ) : chore ? (
-                      `engine housekeeping: ${e.kind}`
-                    ) : (
-                      e.kind
-                    )}
-                  </td>
-                  <td class="wide">
-                    {e.step_run_id ? (
-                      <a href={`/step-runs/${e.step_run_id}`}>{e.step_run_id}</a>
-                    ) : (
-                      "—"
-                    )}
-                  </td>
-                  <td class="wide">
-                    {chore ? (
-                      <span class="muted">{`${historyLabel(e)} (changed nothing)`}</span>
-                    ) : e.outcome === "refused" ? (
-                      <strong class="st st-failed">{historyLabel(e)}</strong>
-                    ) : (
-                      <span class="muted">accepted</span>
-                    )}
-                  </td>
-                  <td class="wrap">
-                    {chore ? (
-                      <>
-                        {housekeepingLine(e)}
-                        <span class="muted small">{` — ${readOnce(e.message)}`}</span>
-                      </>
-                    ) : (
-                      readOnce(e.message)
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
+          <tbody>{toHtml(markup`${page.map((e) => historyRowHtml(e))}`)}</tbody>
         </table>
       </div>
       <nav class="pages" aria-label="History pages">
@@ -553,7 +354,7 @@ export function ReleasePage(props: ReleasePageProps) {
         </div>
         <h2 id="steps">Steps</h2>
         <div id="part-steps" data-part>
-          <StepTable release={r} repository={props.repository} now={props.now} />
+          {toHtml(stepTableHtml(r, props.repository, props.now))}
         </div>
         <div id="part-history" data-part>
           <Timeline
