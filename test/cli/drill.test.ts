@@ -65,4 +65,27 @@ describe.each(STORE_KINDS)("baton drill on %s", (kind) => {
     expect(missing.stderr).toContain("not a readable JSON file");
     rmSync(file, { force: true });
   });
+
+  it.skipIf(skip)("a drill file's time is when the drill ran: its record keeps it", async () => {
+    s = await served(kind, "baton-cli-drill-");
+    const file = join(dir, `${kind}-at.json`);
+    const at = Date.parse("2026-09-01T10:00:00Z");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        drill: "d-sept",
+        at,
+        rto_ms: 1830,
+        rpo_ms: 3156,
+        rows_lost: 151,
+        restored: true,
+        verified: true,
+        passed: true,
+      }),
+    );
+    const rec = await baton(["drill", "ranker", "--record", file, "--json"], env());
+    expect(rec.code, rec.stderr).toBe(0);
+    expect((JSON.parse(rec.stdout) as { drill: { at: number } }).drill.at).toBe(at);
+    rmSync(file, { force: true });
+  });
 });

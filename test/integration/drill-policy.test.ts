@@ -123,4 +123,45 @@ describe.each(STORE_KINDS)("drill policy on %s", (kind) => {
     expect(nul.status).toBe(400);
     expect(await nul.text()).toContain("reason");
   });
+
+  it.skipIf(skip)(
+    "a drill's age counts from when it ran: an old drill recorded today does not satisfy the policy; the same drill again is the stored one, its id with other results 409, a time later than now 400",
+    async () => {
+      h = await makeHarness({ kind });
+      const model = String(recipe().model);
+      const url = `/v1/models/${model}/drills`;
+      const old = { ...DRILL, drill: "d-sept", at: h.clock.now() - 90 * DAY };
+      const first = await op(h, "POST", url, old);
+      expect(first.status).toBe(201);
+      const stored = ((await first.json()) as { drill: { at: number; recorded_at: number } }).drill;
+      expect(stored).toMatchObject({ at: old.at, recorded_at: h.clock.now() });
+      // 90 days old under a 7-day refuse policy: refused, naming its age.
+      const refused = await op(h, "POST", "/v1/releases", withPolicy("refuse"));
+      expect(refused.status).toBe(409);
+      expect(await refused.text()).toContain("(d-sept) is 90 days old");
+      // Sent again (a retried request): the stored record, one drill listed.
+      const again = await op(h, "POST", url, old);
+      expect(again.status).toBe(201);
+      expect(((await again.json()) as { drill: unknown }).drill).toEqual(stored);
+      // The same id with other results: refused, naming the drill and the fix.
+      const other = await op(h, "POST", url, { ...old, rows_lost: 7 });
+      expect(other.status).toBe(409);
+      expect(await other.text()).toContain(
+        "drill d-sept of model summarizer-v7 is recorded already",
+      );
+      // A time later than the engine's clock: refused naming `at`.
+      const later = await op(h, "POST", url, {
+        ...DRILL,
+        drill: "d-future",
+        at: h.clock.now() + DAY,
+      });
+      expect(later.status).toBe(400);
+      expect(await later.text()).toContain("body.at");
+      const list = (await (await op(h, "GET", url)).json()) as { drills: { drill: string }[] };
+      expect(list.drills.map((d) => d.drill)).toEqual(["d-sept"]);
+      // A drill that ran today is newer than the old one, whatever the order of recording.
+      expect((await op(h, "POST", url, { ...DRILL, drill: "d-now" })).status).toBe(201);
+      expect((await op(h, "POST", "/v1/releases", withPolicy("refuse"))).status).toBe(201);
+    },
+  );
 });

@@ -70,6 +70,8 @@ export async function drillCommand(
     verified: doc.verified,
     ...(typeof doc.release === "string" ? { release: doc.release } : {}),
     ...(Array.isArray(doc.problems) ? { problems: doc.problems } : {}),
+    // When the drill ran: its age (the drill policy's) counts from then, not from now.
+    ...(doc.at !== undefined ? { at: doc.at } : {}),
     ...(actor ? { actor } : {}),
     ...(reason ? { reason } : {}),
   };

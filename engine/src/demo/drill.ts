@@ -21,8 +21,10 @@
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import type { RecipeInput } from "../domain/recipe.ts";
+import { unwritableFile } from "../node/data-dir.ts";
 import { loadRecipe, type Stack, startStack } from "./stack.ts";
 import { openStateTable } from "./state-table.ts";
 
@@ -91,7 +93,29 @@ async function startRelease(s: Stack): Promise<string> {
   return body.id;
 }
 
+/**
+ * Why the drill cannot start as asked (one line with the fix), or null: it takes no options, and
+ * BATON_DRILL_RECORD, when set, must be a file it can write (checked before the drill runs, so
+ * its measures are never lost to a bad path at the end).
+ */
+export function drillStartProblem(
+  args: readonly string[],
+  recordTo: string | undefined,
+): string | null {
+  if (args.length > 0)
+    return `[drill] npm run drill takes no options (got ${args.join(" ")}); fix: run it as it is, with BATON_DRILL_RECORD=<file> to keep the drill record as JSON`;
+  const why = recordTo ? unwritableFile(resolve(recordTo)) : null;
+  return why === null
+    ? null
+    : `[drill] BATON_DRILL_RECORD=${recordTo} cannot be written (${why}); fix: name a file in a folder this user can write, e.g. BATON_DRILL_RECORD=./drill.json`;
+}
+
 async function main(): Promise<number> {
+  const bad = drillStartProblem(process.argv.slice(2), process.env.BATON_DRILL_RECORD);
+  if (bad) {
+    console.error(bad);
+    return 2;
+  }
   const dir = mkdtempSync(join(tmpdir(), "baton-drill-"));
   const table = openStateTable(join(dir));
   const drill = `d${Date.now()}`;
@@ -229,7 +253,8 @@ async function main(): Promise<number> {
   }
 }
 
-process.exitCode = await main().catch((e: unknown) => {
-  console.error(`[drill] ${(e as Error).stack ?? e}`);
-  return 1;
-});
+if (import.meta.url === pathToFileURL(resolve(process.argv[1] ?? "")).href)
+  process.exitCode = await main().catch((e: unknown) => {
+    console.error(`[drill] ${(e as Error).message ?? e}`);
+    return 1;
+  });

@@ -13,9 +13,9 @@
  * minutes), so each partial wave is held until the candidate is shown non-inferior.
  */
 
-import { chmodSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { stringify } from "yaml";
@@ -27,7 +27,7 @@ import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import { strategyOf } from "../domain/strategy.ts";
 import type { ManifestStep, Release } from "../domain/types.ts";
 import { suggestedCommand } from "../domain/verbs.ts";
-import { makeDirs, proveWritable } from "../node/data-dir.ts";
+import { makeDirs, proveWritable, unwritableFile } from "../node/data-dir.ts";
 import { compileRecipeInput } from "../recipes/compile-text.ts";
 import { contractRecipe, phaseLines, seedMigrationTable, tableLines } from "./migration.ts";
 import { ProgressPrinter, resolveStep, stepLabel } from "./progress.ts";
@@ -538,15 +538,10 @@ export function dataDirProblem(dir: string): string | null {
  * so a run's result is never lost to a bad path at its end.
  */
 export function recordPathProblem(flag: string, file: string): string | null {
-  try {
-    if (existsSync(file) && statSync(file).isDirectory())
-      throw Object.assign(new Error("it is a folder"), { code: "EISDIR" });
-    proveWritable(dirname(file));
-    return null;
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    return `[demo] ${flag} ${file} cannot be written (${err.code ?? err.message}); fix: name a file in a folder this user can write, e.g. ${flag} ./record.json`;
-  }
+  const why = unwritableFile(file);
+  return why === null
+    ? null
+    : `[demo] ${flag} ${file} cannot be written (${why}); fix: name a file in a folder this user can write, e.g. ${flag} ./record.json`;
 }
 
 /** An error as one line for people: BatonError problems listed with their fix. */

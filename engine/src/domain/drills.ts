@@ -36,15 +36,75 @@ export const DrillBody = z
     problems: z.array(z.string().max(500)).max(20).default([]),
     actor: z.string().max(128).optional(),
     reason: ReasonField.optional().describe("why the drill was run or recorded (kept with it)"),
+    at: z
+      .number({ error: "must be when the drill ran, in epoch ms, e.g. 1796621040722" })
+      .int("must be a whole number of epoch ms")
+      .min(0)
+      .optional()
+      .describe(
+        "when the drill ran (epoch ms); default: when it is recorded; never later than that",
+      ),
   })
   .strict();
 export type DrillBody = z.infer<typeof DrillBody>;
 
-/** One stored drill: the body, the model, who recorded it and when (epoch ms). */
-export interface DrillRecord extends Omit<DrillBody, "actor"> {
+/**
+ * One stored drill: the body, the model, who recorded it, when it ran (`at`, epoch ms; its age is
+ * counted from it) and when it was recorded (`recorded_at`).
+ */
+export interface DrillRecord extends Omit<DrillBody, "actor" | "at"> {
   model: string;
   by: string;
   at: number;
+  recorded_at?: number;
+}
+
+/** Slack allowed between a drill's `at` and the engine's clock (a runner's clock skew), ms. */
+export const DRILL_CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * The record of `body` recorded now on `book`, or why not: `at` later than now (beyond the
+ * skew), or the drill's id already recorded for `model` with other results. The same drill
+ * recorded again (a retried request) is the stored record, unchanged.
+ */
+export function drillToRecord(
+  book: DrillBook,
+  model: string,
+  body: DrillBody,
+  by: string,
+  now: number,
+): { record: DrillRecord; fresh: boolean } | { problem: Problem } {
+  const { actor: _given, at, ...rest } = body;
+  if (at !== undefined && at > now + DRILL_CLOCK_SKEW_MS)
+    return {
+      problem: {
+        path: "body.at",
+        message: `the drill's time ${new Date(at).toISOString()} is later than the engine's clock (${new Date(now).toISOString()})`,
+        fix: "give the time the drill ran (epoch ms), or leave `at` out to record it as now",
+      },
+    };
+  const record: DrillRecord = { ...rest, model, by, at: at ?? now, recorded_at: now };
+  const same = book.drills.find((d) => d.model === model && d.drill === body.drill);
+  if (!same) return { record, fresh: true };
+  const results = (d: DrillRecord) =>
+    JSON.stringify([
+      d.passed,
+      d.rto_ms,
+      d.rpo_ms,
+      d.rows_lost,
+      d.restored,
+      d.verified,
+      d.release ?? null,
+    ]);
+  if (results(same) === results(record) && (at === undefined || at === same.at))
+    return { record: same, fresh: false };
+  return {
+    problem: {
+      path: "body.drill",
+      message: `drill ${body.drill} of model ${model} is recorded already (ran ${new Date(same.at).toISOString()}, by ${same.by}) with other results`,
+      fix: "a drill is recorded once: give a new drill its own id (npm run drill names each run d<epoch ms>)",
+    },
+  };
 }
 
 /** The engine's drill book: every model's drills, oldest first. */
@@ -65,9 +125,12 @@ export function withDrill(book: DrillBook, rec: DrillRecord): DrillBook {
   return { drills: [...book.drills.filter((d) => !drop.has(d)), rec] };
 }
 
-/** `model`'s drills, newest first. */
+/** `model`'s drills, newest first by when they ran (`at`; recorded later first on a tie). */
 export function drillsOf(book: DrillBook, model: string): DrillRecord[] {
-  return book.drills.filter((d) => d.model === model).reverse();
+  return book.drills
+    .filter((d) => d.model === model)
+    .reverse()
+    .sort((a, b) => b.at - a.at);
 }
 
 /** What the drill policy says about a start of `manifest` now: nothing, a warning, a refusal. */
@@ -97,7 +160,7 @@ export function drillVerdict(
   return {
     refuse: p.on_stale === "refuse",
     message: `model ${manifest.model}: ${age}; the recipe's policy.drill_max_age_days is ${p.max_age_days}`,
-    fix: `rehearse its recovery and record the drill (npm run drill on the demo; POST /v1/models/${manifest.model}/drills), or raise policy.drill_max_age_days`,
+    fix: `rehearse its recovery and record the drill (npm run drill on the demo; baton drill ${manifest.model} --record FILE; POST /v1/models/${manifest.model}/drills), or raise policy.drill_max_age_days`,
   };
 }
 

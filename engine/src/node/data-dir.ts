@@ -4,8 +4,8 @@
  * stops the engine with one line naming the variable instead of failing later (Node's
  * recursive mkdir loops for ever under a read-only pseudo file system such as /proc).
  */
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { join, resolve, sep } from "node:path";
+import { chmodSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve, sep } from "node:path";
 import { BatonError } from "../domain/errors.ts";
 import { PRIVATE_DIR_MODE } from "./private-file.ts";
 
@@ -60,4 +60,20 @@ export function proveWritable(dir: string): void {
   const probe = join(dir, `.baton-write-check-${process.pid}`);
   writeFileSync(probe, "");
   rmSync(probe, { force: true });
+}
+
+/**
+ * Why a file cannot be written at `file` (the OS error code, e.g. `ENOENT`, or `EISDIR` for a
+ * folder), or null when it is no folder and its folder takes a new file. Writes only a probe
+ * file beside it, removed at once.
+ */
+export function unwritableFile(file: string): string | null {
+  try {
+    if (existsSync(file) && statSync(file).isDirectory()) return "EISDIR: it is a folder";
+    proveWritable(dirname(file));
+    return null;
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    return err.code ?? err.message;
+  }
 }

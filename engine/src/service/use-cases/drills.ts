@@ -10,9 +10,11 @@ import {
   type DrillVerdict,
   drillBookOf,
   drillsOf,
+  drillToRecord,
   drillVerdict,
   withDrill,
 } from "../../domain/drills.ts";
+import { BatonError } from "../../domain/errors.ts";
 import type { Manifest } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Store } from "../../ports/store.ts";
@@ -31,12 +33,21 @@ export class Drills {
     this.doc = new StateDocument(store, clock, DRILL_BOOK_STATE, drillBookOf, "drill book");
   }
 
-  /** Records one drill of `model` by `actor` (now); answers the stored record. */
+  /**
+   * Records one drill of `model` by `actor`; answers the stored record. The same drill sent
+   * again is answered with the stored one, unchanged. Errors: 400 `at` later than the engine's
+   * clock; 409 `conflict` the drill's id is recorded already with other results.
+   */
   record(model: string, body: DrillBody, actor: string): Promise<DrillRecord> {
     return this.doc.change((book, now) => {
-      const { actor: _given, ...rest } = body;
-      const rec: DrillRecord = { ...rest, model, by: actor, at: now };
-      return { doc: withDrill(book, rec), out: rec };
+      const r = drillToRecord(book, model, body, actor, now);
+      if ("problem" in r)
+        throw new BatonError(
+          r.problem.path === "body.at" ? "bad_request" : "conflict",
+          `[engine] ${r.problem.message}`,
+          [r.problem],
+        );
+      return { doc: r.fresh ? withDrill(book, r.record) : book, out: r.record };
     });
   }
 
