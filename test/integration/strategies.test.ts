@@ -32,6 +32,7 @@ import {
 } from "./service-harness.ts";
 
 const MODEL = "summarizer-v7";
+const HOUR = 3_600_000;
 
 /** Six lanes, two batches of three, each at most two out at once. */
 function rollingRecipe(): RecipeInput {
@@ -237,5 +238,177 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       });
       expect(await strategyInRecord(hh, id)).toBe("blue_green");
     },
+  );
+  /** Blue lanes a, b (50/50), green c, d (0), a 2h rollback window; nothing fails. */
+  function switchRecipe(): RecipeInput {
+    const base = recipe(4, { policy: { rerun_window_minutes: 0, rollback_window: "2h" } });
+    return {
+      ...base,
+      strategy: "blue_green",
+      lanes: (base.lanes ?? []).map((l, i) => ({ ...l, weight: i < 2 ? 50 : 0 })),
+      rollout: { waves: [{ lanes: ["lane-c", "lane-d"], max_unavailable: 2 }] },
+    };
+  }
+
+  /** The release's JSON as `baton status` reads it. */
+  interface Status {
+    state: string;
+    succeeded_at: number;
+    old_environment: { lanes: string[]; image: string; state: string; until: number } | null;
+    lifecycle_actions: { action: string; effect: string }[];
+    lineage: { verb: string; of: string; switch_back?: boolean } | null;
+  }
+  const status = async (hh: Harness, id: string) =>
+    (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as Status;
+
+  /** The traffic writes the control plane applied (set_traffic, not replays), from `from` on. */
+  const trafficWrites = (cp: MemoryControlPlane, from: number) =>
+    cp.calls
+      .slice(from)
+      .filter(
+        (c) =>
+          c.method === "apply" &&
+          c.op.op === "set_traffic" &&
+          c.result.outcome === "ok" &&
+          !c.result.replayed,
+      );
+
+  it.skipIf(skip)(
+    "blue_green: the old environment stays warm until the window closes; rollback is one switch, checked at the router",
+    async () => {
+      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+      h = await makeHarness({ kind, cp });
+      const hh = h;
+      const r = switchRecipe();
+      // Each lane stand-in answers with its id; the image it runs is the environment's.
+      const imageOf: Record<string, string> = {
+        "lane-a": r.previous_image as string,
+        "lane-b": r.previous_image as string,
+        "lane-c": r.image as string,
+        "lane-d": r.image as string,
+      };
+      const ups: Record<string, string> = {};
+      for (const l of Object.keys(imageOf)) ups[l] = await laneServer(l);
+      const router: RouterProxyHandle = await startRouterProxy({
+        lanes: (model) => hh.cp.core.lanes(model),
+        upstream: (l) => ups[l] ?? null,
+      });
+      closers.push(() => router.close());
+      /** Answers per image of 40 requests through the router. */
+      const answers = async () => {
+        const n: Record<string, number> = {};
+        for (let i = 0; i < 40; i++) {
+          const res = await fetch(`${router.url}/route/${MODEL}/v1/generate`);
+          const img = imageOf[await res.text()] ?? "?";
+          n[img] = (n[img] ?? 0) + 1;
+        }
+        return n;
+      };
+
+      const id = await createRelease(hh, r);
+      await drive(hh);
+      const done = await status(hh, id);
+      expect(done.state).toBe("succeeded");
+      // The candidate answers every request; blue is warm: in service at weight 0, on v6.
+      expect(await answers()).toEqual({ [r.image as string]: 40 });
+      const blue = hh.cp.core.lanes(MODEL).filter((l) => l.id === "lane-a" || l.id === "lane-b");
+      expect(blue.map((l) => [l.weight, l.excluded])).toEqual([
+        [0, false],
+        [0, false],
+      ]);
+      const until = done.succeeded_at + 2 * HOUR;
+      expect(done.old_environment).toEqual({
+        lanes: ["lane-a", "lane-b"],
+        image: r.previous_image,
+        state: "warm",
+        until,
+      });
+      const record = (await (await op(hh, "GET", `/v1/releases/${id}/record`)).json()) as {
+        old_environment?: unknown;
+      };
+      expect(record.old_environment).toEqual({
+        lanes: ["lane-a", "lane-b"],
+        image: r.previous_image,
+        warm_until: until,
+      });
+      const offer = done.lifecycle_actions.find((a) => a.action === "rollback");
+      expect(offer?.effect).toContain("in one control-plane write");
+
+      // Rollback inside the window: a switch back, no runner step, one traffic write.
+      hh.clock.t = done.succeeded_at + HOUR;
+      const from = cp.calls.length;
+      const rb = await op(hh, "POST", `/v1/releases/${id}/rollback`, { reason: "v7 regressed" });
+      expect(rb.status, await rb.clone().text()).toBe(201);
+      const back = ((await rb.json()) as { id: string }).id;
+      const dispatched: string[] = [];
+      await drive(hh, (p) => {
+        dispatched.push(p.tool);
+        return "pass";
+      });
+      const after = await status(hh, back);
+      expect(after.state).toBe("succeeded");
+      expect(after.lineage).toMatchObject({ verb: "rollback", of: id, switch_back: true });
+      expect(dispatched).toEqual([]);
+      const backRec = await getRecord(hh, back);
+      const plan = backRec.manifest as unknown as Manifest;
+      expect(plan.steps.map((s) => [s.name, s.kind])).toEqual([
+        ["set_traffic", "control_plane"],
+        ["assert_traffic_observed", "control_plane"],
+      ]);
+      expect(backRec.step_runs.map((s) => [s.step_index, s.direction, s.state])).toEqual([
+        [0, "fwd", "succeeded"],
+        [1, "fwd", "succeeded"],
+      ]);
+      // At the router: the previous image answers every request.
+      expect(await answers()).toEqual({ [r.previous_image as string]: 40 });
+      // Exactly one control-plane traffic change, to the blue lanes' weights, read back.
+      const writes = trafficWrites(cp, from);
+      expect(writes.map((w) => w.op)).toEqual([
+        {
+          op: "set_traffic",
+          weights: { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 },
+          percent: 100,
+        },
+      ]);
+      const reads = cp.calls.slice(from).filter((c) => c.op.op === "assert_traffic");
+      expect(reads.length).toBeGreaterThan(0);
+      expect(reads.at(-1)?.op).toMatchObject({ weights: { "lane-a": 50, "lane-b": 50 } });
+      // The rolled-back release is superseded: no second switch from it.
+      expect((await status(hh, id)).old_environment).toBeNull();
+    },
+    120_000,
+  );
+
+  it.skipIf(skip)(
+    "blue_green: once the rollback window closed the old environment is retired and rollback is refused, saying why and what to do",
+    async () => {
+      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+      h = await makeHarness({ kind, cp });
+      const hh = h;
+      const id = await createRelease(hh, switchRecipe());
+      await drive(hh);
+      const done = await status(hh, id);
+      expect(done.state).toBe("succeeded");
+      const closes = done.succeeded_at + 2 * HOUR;
+      hh.clock.t = closes - 1;
+      expect((await status(hh, id)).old_environment?.state).toBe("warm");
+      hh.clock.t = closes;
+      const late = await status(hh, id);
+      expect(late.old_environment).toMatchObject({ state: "retired", until: closes });
+      expect(late.lifecycle_actions.map((a) => a.action)).not.toContain("rollback");
+      const before = (await hh.store.listReleases({ limit: 50 })).length;
+      const from = cp.calls.length;
+      const rb = await op(hh, "POST", `/v1/releases/${id}/rollback`, { reason: "late" });
+      expect(rb.status).toBe(409);
+      const e = ((await rb.json()) as { error: { code: string; message: string } }).error;
+      expect(e.code).toBe("rollback_window_closed");
+      expect(e.message).toContain(
+        `closed at ${new Date(closes).toISOString()}, and its old environment (lane-a, lane-b on`,
+      );
+      expect(e.message).toContain("Roll forward instead");
+      expect((await hh.store.listReleases({ limit: 50 })).length).toBe(before);
+      expect(trafficWrites(cp, from)).toEqual([]);
+    },
+    120_000,
   );
 });

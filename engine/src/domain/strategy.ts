@@ -29,6 +29,15 @@ export const Strategy = z
     "How the waves expose the candidate: canary (default; each wave declares its traffic %), rolling (waves are batches; traffic follows the lanes in service), blue_green (waves deploy the green lanes dark, then traffic switches at once; lanes in no wave are blue and stay warm; a wave before the last may declare a canary-phase percent).",
   );
 
+/** The lanes of a blue-green manifest in no wave: its blue (old) environment, in manifest order. */
+export function blueLanes(m: {
+  lanes: readonly { id: string }[];
+  waves: readonly { lanes: readonly string[] }[];
+}): string[] {
+  const inWave = new Set(m.waves.flatMap((w) => w.lanes));
+  return m.lanes.filter((l) => !inWave.has(l.id)).map((l) => l.id);
+}
+
 /** The strategy a recipe (raw or parsed) names; `canary` when it names none or an unknown one. */
 export function strategyOf(input: unknown): StrategyName {
   const s = obj(input)?.strategy;

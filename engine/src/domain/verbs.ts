@@ -685,7 +685,9 @@ export const VERBS: { readonly [K in VerbName]: Verb & { name: K } } = {
     args: [],
     flags: [reasonFlag(false, "why (kept in the history)"), actorFlag],
     accepted: (id, a, engine) => [
-      `rollback accepted: ${str(a.id)} runs ${str((a.lineage as { manifest_of?: string } | null)?.manifest_of)}'s admitted manifest again (${str(a.step_count)} steps, state ${str(a.state)}); ${id} stays as it ended`,
+      (a.lineage as { switch_back?: boolean } | null)?.switch_back
+        ? `rollback accepted: ${str(a.id)} switches the traffic back to ${id}'s old environment in one write (${str(a.step_count)} steps, no runner step, state ${str(a.state)}); ${id} stays as it ended`
+        : `rollback accepted: ${str(a.id)} runs ${str((a.lineage as { manifest_of?: string } | null)?.manifest_of)}'s admitted manifest again (${str(a.step_count)} steps, state ${str(a.state)}); ${id} stays as it ended`,
       `  follow it: baton watch ${str(a.id)}   dashboard: ${engine}/releases/${str(a.id)}`,
     ],
     dashboard: {
