@@ -12,6 +12,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
+import { type RecordJson, releaseSummary } from "../../engine/src/cli/output.ts";
 import {
   type RouterProxyHandle,
   startRouterProxy,
@@ -331,6 +332,11 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
         image: r.previous_image,
         warm_until: until,
       });
+      // `baton status` prints it from the same JSON.
+      const json = (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as RecordJson;
+      expect(releaseSummary(json, hh.clock.now())).toContain(
+        `old environment (lane-a, lane-b) warm on ${r.previous_image} until ${new Date(until).toISOString()} (weight 0, not stopped): \`baton rollback ${id}\` switches traffic back to it in one write`,
+      );
       const offer = done.lifecycle_actions.find((a) => a.action === "rollback");
       expect(offer?.effect).toContain("in one control-plane write");
 
@@ -396,6 +402,10 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       const late = await status(hh, id);
       expect(late.old_environment).toMatchObject({ state: "retired", until: closes });
       expect(late.lifecycle_actions.map((a) => a.action)).not.toContain("rollback");
+      const json = (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as RecordJson;
+      expect(releaseSummary(json, hh.clock.now())).toContain(
+        `old environment (lane-a, lane-b) retired at ${new Date(closes).toISOString()}, when the rollback window closed: it is no longer a way back`,
+      );
       const before = (await hh.store.listReleases({ limit: 50 })).length;
       const from = cp.calls.length;
       const rb = await op(hh, "POST", `/v1/releases/${id}/rollback`, { reason: "late" });
