@@ -12,7 +12,8 @@
  *   blue environment, which keeps `previous_image` and stays in service (warm). The last wave's
  *   `set_traffic` moves every request to green in one write; compensation's backward write of it
  *   is one switch back. A wave before the last may declare a percent (1–99): a concurrent-traffic
- *   canary phase, green beside blue as its control, gated like any canary wave.
+ *   canary phase, green beside blue as its control, gated like any canary wave. After the
+ *   release succeeded, blue stays warm until its rollback window closes (domain/blue-green.ts).
  */
 import * as z from "zod";
 import type { Problem } from "./errors.ts";
