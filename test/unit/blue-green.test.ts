@@ -12,6 +12,7 @@ import {
   switchBackRefusal,
 } from "../../engine/src/domain/blue-green.ts";
 import { compileRecipe } from "../../engine/src/domain/compile.ts";
+import { laneImages } from "../../engine/src/domain/fleet.ts";
 import { Recipe, type RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { Manifest, ObservedBaseline, Release } from "../../engine/src/domain/types.ts";
 import { goodRecipe, lane } from "./recipe-fixture.ts";
@@ -108,5 +109,23 @@ describe("blue-green: the switch back", () => {
     );
     const other = `ghcr.io/acme/summarizer:v5@sha256:${"5a".repeat(32)}`;
     expect(switchBackRefusal(m, switched({ image: other }))).toContain(`runs ${other}, not`);
+  });
+
+  it("leaves the old environment's lanes on its image and green on the candidate, with no deploy", () => {
+    const m = blueGreen();
+    const plan = switchBackPlan(m, switched()) as Manifest;
+    const back = {
+      id: "r5",
+      state: "succeeded",
+      manifest: plan,
+      step_runs: [],
+      lineage: { verb: "rollback", of: "r4", switch_back: true },
+    } as unknown as Release;
+    expect(laneImages(back).map((l) => [l.id, l.ref])).toEqual([
+      ["lane-a", m.previous_image],
+      ["lane-b", m.previous_image],
+      ["lane-c", m.image],
+      ["lane-d", m.image],
+    ]);
   });
 });
