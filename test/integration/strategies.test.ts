@@ -381,6 +381,23 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       expect(reads.at(-1)?.op).toMatchObject({ weights: { "lane-a": 50, "lane-b": 50 } });
       // The rolled-back release is superseded: no second switch from it.
       expect((await status(hh, id)).old_environment).toBeNull();
+      // The switch back is itself blue-green: green stayed warm on the candidate, so rolling
+      // it back is one write to green again.
+      expect((await status(hh, back)).old_environment).toMatchObject({
+        lanes: ["lane-c", "lane-d"],
+        image: r.image,
+        state: "warm",
+      });
+      const from2 = cp.calls.length;
+      const again = await op(hh, "POST", `/v1/releases/${back}/rollback`, { reason: "mistake" });
+      expect(again.status, await again.clone().text()).toBe(201);
+      await drive(hh, (p) => {
+        dispatched.push(p.tool);
+        return "pass";
+      });
+      expect(dispatched).toEqual([]);
+      expect(await answers()).toEqual({ [r.image as string]: 40 });
+      expect(trafficWrites(cp, from2)).toHaveLength(1);
     },
     120_000,
   );
