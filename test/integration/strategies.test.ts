@@ -342,6 +342,17 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
 
       // Rollback inside the window: a switch back, no runner step, one traffic write.
       hh.clock.t = done.succeeded_at + HOUR;
+      // A blue lane on another image is no warm old environment: refused, nothing started.
+      const count = (await hh.store.listReleases({ limit: 50 })).length;
+      const other = `ghcr.io/acme/summarizer:v5@sha256:${"5a".repeat(32)}`;
+      hh.cp.core.reportImage("lane-a", other);
+      const no = await op(hh, "POST", `/v1/releases/${id}/rollback`, { reason: "v7 regressed" });
+      expect(no.status).toBe(409);
+      expect(((await no.json()) as { error: { message: string } }).error.message).toContain(
+        `lane lane-a of the old environment runs ${other}, not ${r.previous_image}`,
+      );
+      expect((await hh.store.listReleases({ limit: 50 })).length).toBe(count);
+      hh.cp.core.reportImage("lane-a", r.previous_image as string);
       const from = cp.calls.length;
       const rb = await op(hh, "POST", `/v1/releases/${id}/rollback`, { reason: "v7 regressed" });
       expect(rb.status, await rb.clone().text()).toBe(201);
