@@ -20,6 +20,7 @@ import {
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { Manifest } from "../../engine/src/domain/types.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { recordSchemaErrors } from "../support/record-schema.ts";
 import {
   createRelease,
   drive,
@@ -327,6 +328,7 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       const record = (await (await op(hh, "GET", `/v1/releases/${id}/record`)).json()) as {
         old_environment?: unknown;
       };
+      expect(recordSchemaErrors(record)).toBeNull();
       expect(record.old_environment).toEqual({
         lanes: ["lane-a", "lane-b"],
         image: r.previous_image,
@@ -366,6 +368,11 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       expect(after.state).toBe("succeeded");
       expect(after.lineage).toMatchObject({ verb: "rollback", of: id, switch_back: true });
       expect(dispatched).toEqual([]);
+      const backRecord = (await (await op(hh, "GET", `/v1/releases/${back}/record`)).json()) as {
+        lineage: { switch_back?: boolean };
+      };
+      expect(recordSchemaErrors(backRecord)).toBeNull();
+      expect(backRecord.lineage.switch_back).toBe(true);
       const backRec = await getRecord(hh, back);
       const plan = backRec.manifest as unknown as Manifest;
       expect(plan.steps.map((s) => [s.name, s.kind])).toEqual([
