@@ -12,6 +12,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
+import { type RecordJson, releaseSummary } from "../../engine/src/cli/output.ts";
 import {
   type RouterProxyHandle,
   startRouterProxy,
@@ -19,6 +20,7 @@ import {
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { Manifest } from "../../engine/src/domain/types.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { recordSchemaErrors } from "../support/record-schema.ts";
 import {
   createRelease,
   drive,
@@ -32,6 +34,7 @@ import {
 } from "./service-harness.ts";
 
 const MODEL = "summarizer-v7";
+const HOUR = 3_600_000;
 
 /** Six lanes, two batches of three, each at most two out at once. */
 function rollingRecipe(): RecipeInput {
@@ -237,5 +240,220 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       });
       expect(await strategyInRecord(hh, id)).toBe("blue_green");
     },
+  );
+  /** Blue lanes a, b (50/50), green c, d (0), a 2h rollback window; nothing fails. */
+  function switchRecipe(): RecipeInput {
+    const base = recipe(4, { policy: { rerun_window_minutes: 0, rollback_window: "2h" } });
+    return {
+      ...base,
+      strategy: "blue_green",
+      lanes: (base.lanes ?? []).map((l, i) => ({ ...l, weight: i < 2 ? 50 : 0 })),
+      rollout: { waves: [{ lanes: ["lane-c", "lane-d"], max_unavailable: 2 }] },
+    };
+  }
+
+  /** The release's JSON as `baton status` reads it. */
+  interface Status {
+    state: string;
+    succeeded_at: number;
+    old_environment: { lanes: string[]; image: string; state: string; until: number } | null;
+    lifecycle_actions: { action: string; effect: string }[];
+    lineage: { verb: string; of: string; switch_back?: boolean } | null;
+  }
+  const status = async (hh: Harness, id: string) =>
+    (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as Status;
+
+  /** The traffic writes the control plane applied (set_traffic, not replays), from `from` on. */
+  const trafficWrites = (cp: MemoryControlPlane, from: number) =>
+    cp.calls
+      .slice(from)
+      .filter(
+        (c) =>
+          c.method === "apply" &&
+          c.op.op === "set_traffic" &&
+          c.result.outcome === "ok" &&
+          !c.result.replayed,
+      );
+
+  it.skipIf(skip)(
+    "blue_green: the old environment stays warm until the window closes; rollback is one switch, checked at the router",
+    async () => {
+      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+      h = await makeHarness({ kind, cp });
+      const hh = h;
+      const r = switchRecipe();
+      // Each lane stand-in answers with its id; the image it runs is the environment's.
+      const imageOf: Record<string, string> = {
+        "lane-a": r.previous_image as string,
+        "lane-b": r.previous_image as string,
+        "lane-c": r.image as string,
+        "lane-d": r.image as string,
+      };
+      const ups: Record<string, string> = {};
+      for (const l of Object.keys(imageOf)) ups[l] = await laneServer(l);
+      const router: RouterProxyHandle = await startRouterProxy({
+        lanes: (model) => hh.cp.core.lanes(model),
+        upstream: (l) => ups[l] ?? null,
+      });
+      closers.push(() => router.close());
+      /** Answers per image of 40 requests through the router. */
+      const answers = async () => {
+        const n: Record<string, number> = {};
+        for (let i = 0; i < 40; i++) {
+          const res = await fetch(`${router.url}/route/${MODEL}/v1/generate`);
+          const img = imageOf[await res.text()] ?? "?";
+          n[img] = (n[img] ?? 0) + 1;
+        }
+        return n;
+      };
+
+      const id = await createRelease(hh, r);
+      await drive(hh);
+      const done = await status(hh, id);
+      expect(done.state).toBe("succeeded");
+      // The candidate answers every request; blue is warm: in service at weight 0, on v6.
+      expect(await answers()).toEqual({ [r.image as string]: 40 });
+      const blue = hh.cp.core.lanes(MODEL).filter((l) => l.id === "lane-a" || l.id === "lane-b");
+      expect(blue.map((l) => [l.weight, l.excluded])).toEqual([
+        [0, false],
+        [0, false],
+      ]);
+      const until = done.succeeded_at + 2 * HOUR;
+      expect(done.old_environment).toEqual({
+        lanes: ["lane-a", "lane-b"],
+        image: r.previous_image,
+        state: "warm",
+        until,
+      });
+      const record = (await (await op(hh, "GET", `/v1/releases/${id}/record`)).json()) as {
+        old_environment?: unknown;
+      };
+      expect(recordSchemaErrors(record)).toBeNull();
+      expect(record.old_environment).toEqual({
+        lanes: ["lane-a", "lane-b"],
+        image: r.previous_image,
+        warm_until: until,
+      });
+      // `baton status` prints it from the same JSON.
+      const json = (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as RecordJson;
+      expect(releaseSummary(json, hh.clock.now())).toContain(
+        `old environment (lane-a, lane-b) warm on ${r.previous_image} until ${new Date(until).toISOString()} (weight 0, not stopped): \`baton rollback ${id}\` switches traffic back to it in one write`,
+      );
+      const offer = done.lifecycle_actions.find((a) => a.action === "rollback");
+      expect(offer?.effect).toContain("in one control-plane write");
+
+      // Rollback inside the window: a switch back, no runner step, one traffic write.
+      hh.clock.t = done.succeeded_at + HOUR;
+      // A blue lane on another image is no warm old environment: refused, nothing started.
+      const count = (await hh.store.listReleases({ limit: 50 })).length;
+      const other = `ghcr.io/acme/summarizer:v5@sha256:${"5a".repeat(32)}`;
+      hh.cp.core.reportImage("lane-a", other);
+      const no = await op(hh, "POST", `/v1/releases/${id}/rollback`, { reason: "v7 regressed" });
+      expect(no.status).toBe(409);
+      expect(((await no.json()) as { error: { message: string } }).error.message).toContain(
+        `lane lane-a of the old environment runs ${other}, not ${r.previous_image}`,
+      );
+      expect((await hh.store.listReleases({ limit: 50 })).length).toBe(count);
+      hh.cp.core.reportImage("lane-a", r.previous_image as string);
+      const from = cp.calls.length;
+      const rb = await op(hh, "POST", `/v1/releases/${id}/rollback`, { reason: "v7 regressed" });
+      expect(rb.status, await rb.clone().text()).toBe(201);
+      const back = ((await rb.json()) as { id: string }).id;
+      const dispatched: string[] = [];
+      await drive(hh, (p) => {
+        dispatched.push(p.tool);
+        return "pass";
+      });
+      const after = await status(hh, back);
+      expect(after.state).toBe("succeeded");
+      expect(after.lineage).toMatchObject({ verb: "rollback", of: id, switch_back: true });
+      expect(dispatched).toEqual([]);
+      const backRecord = (await (await op(hh, "GET", `/v1/releases/${back}/record`)).json()) as {
+        lineage: { switch_back?: boolean };
+      };
+      expect(recordSchemaErrors(backRecord)).toBeNull();
+      expect(backRecord.lineage.switch_back).toBe(true);
+      const backRec = await getRecord(hh, back);
+      const plan = backRec.manifest as unknown as Manifest;
+      expect(plan.steps.map((s) => [s.name, s.kind])).toEqual([
+        ["set_traffic", "control_plane"],
+        ["assert_traffic_observed", "control_plane"],
+      ]);
+      expect(backRec.step_runs.map((s) => [s.step_index, s.direction, s.state])).toEqual([
+        [0, "fwd", "succeeded"],
+        [1, "fwd", "succeeded"],
+      ]);
+      // At the router: the previous image answers every request.
+      expect(await answers()).toEqual({ [r.previous_image as string]: 40 });
+      // Exactly one control-plane traffic change, to the blue lanes' weights, read back.
+      const writes = trafficWrites(cp, from);
+      expect(writes.map((w) => w.op)).toEqual([
+        {
+          op: "set_traffic",
+          weights: { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 },
+          percent: 100,
+        },
+      ]);
+      const reads = cp.calls.slice(from).filter((c) => c.op.op === "assert_traffic");
+      expect(reads.length).toBeGreaterThan(0);
+      expect(reads.at(-1)?.op).toMatchObject({ weights: { "lane-a": 50, "lane-b": 50 } });
+      // The rolled-back release is superseded: no second switch from it.
+      expect((await status(hh, id)).old_environment).toBeNull();
+      // The switch back is itself blue-green: green stayed warm on the candidate, so rolling
+      // it back is one write to green again.
+      expect((await status(hh, back)).old_environment).toMatchObject({
+        lanes: ["lane-c", "lane-d"],
+        image: r.image,
+        state: "warm",
+      });
+      const from2 = cp.calls.length;
+      const again = await op(hh, "POST", `/v1/releases/${back}/rollback`, { reason: "mistake" });
+      expect(again.status, await again.clone().text()).toBe(201);
+      await drive(hh, (p) => {
+        dispatched.push(p.tool);
+        return "pass";
+      });
+      expect(dispatched).toEqual([]);
+      expect(await answers()).toEqual({ [r.image as string]: 40 });
+      expect(trafficWrites(cp, from2)).toHaveLength(1);
+    },
+    120_000,
+  );
+
+  it.skipIf(skip)(
+    "blue_green: once the rollback window closed the old environment is retired and rollback is refused, saying why and what to do",
+    async () => {
+      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+      h = await makeHarness({ kind, cp });
+      const hh = h;
+      const id = await createRelease(hh, switchRecipe());
+      await drive(hh);
+      const done = await status(hh, id);
+      expect(done.state).toBe("succeeded");
+      const closes = done.succeeded_at + 2 * HOUR;
+      hh.clock.t = closes - 1;
+      expect((await status(hh, id)).old_environment?.state).toBe("warm");
+      hh.clock.t = closes;
+      const late = await status(hh, id);
+      expect(late.old_environment).toMatchObject({ state: "retired", until: closes });
+      expect(late.lifecycle_actions.map((a) => a.action)).not.toContain("rollback");
+      const json = (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as RecordJson;
+      expect(releaseSummary(json, hh.clock.now())).toContain(
+        `old environment (lane-a, lane-b) retired at ${new Date(closes).toISOString()}, when the rollback window closed: it is no longer a way back`,
+      );
+      const before = (await hh.store.listReleases({ limit: 50 })).length;
+      const from = cp.calls.length;
+      const rb = await op(hh, "POST", `/v1/releases/${id}/rollback`, { reason: "late" });
+      expect(rb.status).toBe(409);
+      const e = ((await rb.json()) as { error: { code: string; message: string } }).error;
+      expect(e.code).toBe("rollback_window_closed");
+      expect(e.message).toContain(
+        `closed at ${new Date(closes).toISOString()}, and its old environment (lane-a, lane-b on`,
+      );
+      expect(e.message).toContain("Roll forward instead");
+      expect((await hh.store.listReleases({ limit: 50 })).length).toBe(before);
+      expect(trafficWrites(cp, from)).toEqual([]);
+    },
+    120_000,
   );
 });

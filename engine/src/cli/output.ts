@@ -3,6 +3,7 @@
  * `watch` prints. Pure functions of the engine's JSON (`GET /v1/releases[/:id]`).
  */
 
+import { type OldEnvironment, oldEnvironmentWords } from "../domain/blue-green.ts";
 import { currentDependencyDrift, dependencyDriftMessage } from "../domain/dependency-drift.ts";
 import { currentDrillDue, drillDueMessage } from "../domain/drills.ts";
 import { armsLine, type GateSummary, metricLine, srmLine } from "../domain/gate/summary.ts";
@@ -61,6 +62,8 @@ export interface RecordJson {
   available_actions?: AvailableAction[];
   /** Why a lifecycle verb its state would offer cannot be taken (`lifecycleNote`); null when none. */
   lifecycle_note?: string | null;
+  /** A succeeded blue-green release's old environment (warm or retired); null otherwise. */
+  old_environment?: OldEnvironment | null;
 }
 
 /** Ended states (no way out but a new release): the domain's set, `abandoned` included. */
@@ -202,9 +205,11 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
   lines.push(...stopLine(rec));
   if (rec.lineage) {
     lines.push(
-      rec.lineage.verb === "rollback"
-        ? `  rollback of ${rec.lineage.of}: runs ${rec.lineage.manifest_of}'s admitted manifest again`
-        : `  roll forward past ${rec.lineage.of}`,
+      rec.lineage.verb === "rollback" && rec.lineage.switch_back
+        ? `  rollback of ${rec.lineage.of}: switches the traffic back to its old environment (one write, nothing redeployed)`
+        : rec.lineage.verb === "rollback"
+          ? `  rollback of ${rec.lineage.of}: runs ${rec.lineage.manifest_of}'s admitted manifest again`
+          : `  roll forward past ${rec.lineage.of}`,
     );
   }
   const drift = currentDrift(rec.history);
@@ -232,6 +237,7 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
     lines.push("after the end (a new release, docs/lifecycle.md):");
     for (const a of verbs) lines.push(`  ${a.command}  # ${a.effect}`);
   }
+  if (rec.old_environment) lines.push(oldEnvironmentWords(rec.id, rec.old_environment));
   // Why a verb its state would offer is not (the engine's words, `lifecycle_note`).
   if (rec.lifecycle_note) lines.push(`not offered: ${rec.lifecycle_note}`);
   lines.push("step runs:");
@@ -293,6 +299,7 @@ export function statusJson(rec: RecordJson) {
     available_actions: rec.available_actions ?? availableActions(asRelease(rec)),
     lifecycle_actions: rec.lifecycle_actions ?? lifecycleActions(asRelease(rec)),
     lifecycle_note: rec.lifecycle_note ?? null,
+    old_environment: rec.old_environment ?? null,
     lineage: rec.lineage ?? null,
     drift: currentDrift(rec.history),
     dependency_drift: currentDependencyDrift(rec.history),

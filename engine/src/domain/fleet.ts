@@ -40,7 +40,8 @@ export interface FleetRecord {
  * else `previous` (the baseline: what the lane ran when the release started, as its observed
  * baseline recorded it and its undo restores; the recipe's `previous_image` only when the
  * baseline could not tell); `ref` is that image (`name@sha256:…`) and `baseline` the lane's
- * baseline image; and its wave, from 1 (0 when it is in none).
+ * baseline image; and its wave, from 1 (0 when it is in none). A switch back's wave lanes
+ * (domain/blue-green.ts) are `new`: they run its image without a deploy.
  */
 export function laneImages(
   r: Release,
@@ -48,20 +49,26 @@ export function laneImages(
   const steps = r.manifest.steps;
   const before = new Map((r.baseline?.lanes ?? []).map((b) => [b.id, str(b.image ?? undefined)]));
   return r.manifest.lanes.map((l) => {
-    const deployed = r.step_runs.some((sr) => {
-      const step = steps[sr.step_index];
-      return (
-        step?.lane === l.id &&
-        step.kind === "runner" &&
-        sr.direction === "fwd" &&
-        sr.state === "succeeded" &&
-        step.backward !== null &&
-        !r.step_runs.some(
-          (b) => b.step_index === sr.step_index && b.direction === "bwd" && b.state === "succeeded",
-        )
-      );
-    });
     const wave = r.manifest.waves.findIndex((w) => w.lanes.includes(l.id));
+    // A switch back deploys nothing: the lanes of its wave (the old environment it moves the
+    // traffic to) run its image all along.
+    const switched = r.lineage?.switch_back === true && wave >= 0;
+    const deployed =
+      switched ||
+      r.step_runs.some((sr) => {
+        const step = steps[sr.step_index];
+        return (
+          step?.lane === l.id &&
+          step.kind === "runner" &&
+          sr.direction === "fwd" &&
+          sr.state === "succeeded" &&
+          step.backward !== null &&
+          !r.step_runs.some(
+            (b) =>
+              b.step_index === sr.step_index && b.direction === "bwd" && b.state === "succeeded",
+          )
+        );
+      });
     const baseline = before.get(l.id) ?? r.manifest.previous_image;
     return {
       id: l.id,

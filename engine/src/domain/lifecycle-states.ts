@@ -2,6 +2,7 @@
  * The lifecycle verbs and the release states each takes (docs/lifecycle.md), without the rest
  * of lifecycle.ts, so the transition's refusals can name them. Pure.
  */
+import type { OldEnvironment } from "./blue-green.ts";
 import type { ReleaseState } from "./states.ts";
 import { suggestedCommand } from "./verbs.ts";
 
@@ -31,6 +32,12 @@ export interface LifecycleLookups {
   rollbackClosed?: string | null;
   supersededBy?: string | null;
   supersededState?: ReleaseState | null;
+  /**
+   * A succeeded blue-green release's old environment at the engine's clock (warm until its
+   * rollback window closes, then retired; domain/blue-green.ts); absent for other releases and
+   * once a later release defines its lanes.
+   */
+  oldEnvironment?: OldEnvironment | null;
 }
 
 /** The release a lifecycle phrase is about: its id, state and model. */

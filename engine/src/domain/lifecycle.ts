@@ -63,10 +63,14 @@ export function lifecycleActions(release: Release, o: LifecycleLookups = {}): Li
     !o.rollbackClosed &&
     release.manifest.recovery?.class !== "roll_forward_only"
   ) {
+    const env = o.oldEnvironment;
     out.push({
       action: "rollback",
       target: id,
-      effect: `starts a new release that runs the previous admitted manifest of ${release.manifest.model}${o.rollbackTo ? ` (${o.rollbackTo}'s)` : ""} again (an explicit rollback; its undo restores ${id}'s image)${release.manifest.recovery?.class === "recoverable" ? `; ${id}'s recovery class is recoverable, so once traffic and images are back the rollback waits for its restore action to be confirmed (${release.manifest.recovery.restore ?? "none named"})` : ""}`,
+      effect:
+        release.manifest.strategy === "blue_green"
+          ? `switches ${release.manifest.model}'s traffic back to ${id}'s old environment${env ? ` (${env.lanes.join(", ")} on ${env.image}, warm until ${new Date(env.until).toISOString()})` : ""} in one control-plane write, read back: a new release with no runner step, nothing redeployed`
+          : `starts a new release that runs the previous admitted manifest of ${release.manifest.model}${o.rollbackTo ? ` (${o.rollbackTo}'s)` : ""} again (an explicit rollback; its undo restores ${id}'s image)${release.manifest.recovery?.class === "recoverable" ? `; ${id}'s recovery class is recoverable, so once traffic and images are back the rollback waits for its restore action to be confirmed (${release.manifest.recovery.restore ?? "none named"})` : ""}`,
       command: suggestedCommand("rollback", { target: id }),
     });
   }

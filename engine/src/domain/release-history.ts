@@ -123,6 +123,8 @@ export function lineageMessage(
   m: Pick<Manifest, "image" | "previous_image">,
 ): string {
   if (!l) return "";
+  if (l.verb === "rollback" && l.switch_back)
+    return `; a rollback of ${l.of} by switch back: one traffic write to its old environment, still warm on ${m.image} (nothing redeployed), its undo switches to ${m.previous_image} again`;
   return l.verb === "rollback"
     ? `; an explicit rollback of ${l.of}: ${l.manifest_of}'s admitted manifest runs again (image ${m.image}), its undo restores ${m.previous_image}`
     : `; a roll forward past ${l.of} (image ${m.image}, no going back to ${l.of}'s manifest)`;

@@ -7,6 +7,7 @@
  * activated the new form to close (domain/migration.ts). Pure.
  */
 import { DEFAULT_ROLLBACK_WINDOW, DURATION_PATTERN, durationMs, UNIT_MS } from "./duration.ts";
+import { blueLanes } from "./strategy.ts";
 import type { Release } from "./types.ts";
 
 export { DEFAULT_ROLLBACK_WINDOW, DURATION_PATTERN, durationMs };
@@ -48,5 +49,8 @@ export function rollbackWindowClosed(release: Release, now: number): string | nu
   if (closes === null || now < closes) return null;
   const at = succeededAt(release) ?? 0;
   const declared = release.manifest.rollback_window_ms !== undefined;
+  const m = release.manifest;
+  if (m.strategy === "blue_green")
+    return `its rollback window (${windowText(rollbackWindowMs(release))}${declared ? ", policy.rollback_window" : ", the default"}) after it succeeded at ${new Date(at).toISOString()} closed at ${new Date(closes).toISOString()}, and its old environment (${blueLanes(m).join(", ")} on ${m.previous_image}) was retired then: there is nothing warm to switch back to, and a rollback does not redeploy. Roll forward instead: start a recipe that deploys the image you want (${m.previous_image} to go back) on the lanes (baton start <fixed-recipe.yaml>)`;
   return `its rollback window (${windowText(rollbackWindowMs(release))}${declared ? ", policy.rollback_window" : ", the default"}) after it succeeded at ${new Date(at).toISOString()} closed at ${new Date(closes).toISOString()}; what it replaced may since have been removed (a migration's contract), so going back is a new release: start a fixed recipe (baton start <fixed-recipe.yaml>), or sign the earlier recipe again with a newer issued_at and start it`;
 }

@@ -12,7 +12,8 @@
  *   blue environment, which keeps `previous_image` and stays in service (warm). The last wave's
  *   `set_traffic` moves every request to green in one write; compensation's backward write of it
  *   is one switch back. A wave before the last may declare a percent (1–99): a concurrent-traffic
- *   canary phase, green beside blue as its control, gated like any canary wave.
+ *   canary phase, green beside blue as its control, gated like any canary wave. After the
+ *   release succeeded, blue stays warm until its rollback window closes (domain/blue-green.ts).
  */
 import * as z from "zod";
 import type { Problem } from "./errors.ts";
@@ -28,6 +29,15 @@ export const Strategy = z
   .describe(
     "How the waves expose the candidate: canary (default; each wave declares its traffic %), rolling (waves are batches; traffic follows the lanes in service), blue_green (waves deploy the green lanes dark, then traffic switches at once; lanes in no wave are blue and stay warm; a wave before the last may declare a canary-phase percent).",
   );
+
+/** The lanes of a blue-green manifest in no wave: its blue (old) environment, in manifest order. */
+export function blueLanes(m: {
+  lanes: readonly { id: string }[];
+  waves: readonly { lanes: readonly string[] }[];
+}): string[] {
+  const inWave = new Set(m.waves.flatMap((w) => w.lanes));
+  return m.lanes.filter((l) => !inWave.has(l.id)).map((l) => l.id);
+}
 
 /** The strategy a recipe (raw or parsed) names; `canary` when it names none or an unknown one. */
 export function strategyOf(input: unknown): StrategyName {

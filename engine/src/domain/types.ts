@@ -527,6 +527,11 @@ export interface Lineage {
    * to be confirmed (`confirm_restore`) before it ends `succeeded`. Absent otherwise.
    */
   restore?: string;
+  /**
+   * rollback of a blue-green release: a switch back (domain/blue-green.ts), one traffic write to
+   * the old environment, which still runs the previous image; no manifest runs again.
+   */
+  switch_back?: true;
 }
 
 /** The control plane's state of the release's lanes when it started. */

@@ -680,17 +680,19 @@ export const VERBS: { readonly [K in VerbName]: Verb & { name: K } } = {
     status: 201,
     answer: newRelease,
     summary:
-      "succeeded: start a new release that runs the previous admitted manifest of the model again (docs/lifecycle.md)",
+      "succeeded: start a new release that runs the previous admitted manifest of the model again; of a blue-green release, one traffic write back to its warm old environment (docs/lifecycle.md)",
     idHelp: "the succeeded release to roll back",
     args: [],
     flags: [reasonFlag(false, "why (kept in the history)"), actorFlag],
     accepted: (id, a, engine) => [
-      `rollback accepted: ${str(a.id)} runs ${str((a.lineage as { manifest_of?: string } | null)?.manifest_of)}'s admitted manifest again (${str(a.step_count)} steps, state ${str(a.state)}); ${id} stays as it ended`,
+      (a.lineage as { switch_back?: boolean } | null)?.switch_back
+        ? `rollback accepted: ${str(a.id)} switches the traffic back to ${id}'s old environment in one write (${str(a.step_count)} steps, no runner step, state ${str(a.state)}); ${id} stays as it ended`
+        : `rollback accepted: ${str(a.id)} runs ${str((a.lineage as { manifest_of?: string } | null)?.manifest_of)}'s admitted manifest again (${str(a.step_count)} steps, state ${str(a.state)}); ${id} stays as it ended`,
       `  follow it: baton watch ${str(a.id)}   dashboard: ${engine}/releases/${str(a.id)}`,
     ],
     dashboard: {
       confirm: (t) =>
-        `Roll back release ${t}? ${t} stays succeeded (a closed release never changes): a NEW release runs the previous admitted manifest of its model again, admitted as an explicit rollback, after the engine asks each lane's machine that the previous image is still present and loadable with room to run. Its own undo would restore ${t}'s image.`,
+        `Roll back release ${t}? ${t} stays succeeded (a closed release never changes): a NEW release runs the previous admitted manifest of its model again, admitted as an explicit rollback, after the engine asks each lane's machine that the previous image is still present and loadable with room to run. Its own undo would restore ${t}'s image. (Of a blue-green release inside its rollback window, the new release is instead one traffic write back to the old environment, still warm on the previous image: nothing is redeployed.)`,
       reason: { label: "Reason (kept in the history)", required: false },
       lanes: false,
       danger: true,

@@ -2,11 +2,13 @@
  * Builds the release record (schema.ts) from what the engine keeps: the release, its history
  * and attempt results. Pure except for the digest (sha256 of canonical JSON).
  */
+import { blueLanes } from "../domain/blue-green.ts";
 import { conformanceEvidence } from "../domain/conformance.ts";
 import type { GateEvidence } from "../domain/gate/evidence.ts";
 import { gateSummaries } from "../domain/gate/summary.ts";
 import { ACCEPT_KIND } from "../domain/release-history.ts";
 import { reportedImages } from "../domain/result-evidence.ts";
+import { rollbackWindowClosesAt } from "../domain/rollback-window.ts";
 import { shadowPhaseEvidence } from "../domain/shadow-evidence.ts";
 import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { StrategyName } from "../domain/strategy.ts";
@@ -329,6 +331,11 @@ export function buildRecord(
     });
   if (!closed) known_gaps.push(`the release is ${release.state}: this record is not final`);
 
+  const closesAt = m.strategy === "blue_green" ? rollbackWindowClosesAt(release) : null;
+  const oldEnv =
+    closesAt !== null
+      ? { lanes: blueLanes(m), image: m.previous_image, warm_until: closesAt }
+      : null;
   const body = {
     record_version: RECORD_VERSION,
     release: {
@@ -443,11 +450,14 @@ export function buildRecord(
     ...(incidents.length ? { incidents } : {}),
     // Only when the manifest declares a migration: other records (and digests) are unchanged.
     ...(migration ? { migration } : {}),
+    // Only for a succeeded blue-green release: other records (and digests) are unchanged.
+    ...(oldEnv ? { old_environment: oldEnv } : {}),
     lineage: release.lineage
       ? {
           verb: release.lineage.verb,
           of: release.lineage.of,
           manifest_of: release.lineage.manifest_of ?? null,
+          ...(release.lineage.switch_back ? { switch_back: true as const } : {}),
           chain: [...(o.chain ?? [])],
         }
       : null,

@@ -356,6 +356,18 @@ export const ReleaseRecordDocument = z
         "incidents declared or resolved on the release's model while it was open (docs/incidents.md); absent when none",
       ),
     migration: MigrationRecord.optional(),
+    old_environment: z
+      .object({
+        lanes: z.array(z.string()).describe("the blue lanes: in no wave, never redeployed"),
+        image: z.string().describe("the image they keep running: the manifest's previous_image"),
+        warm_until: Ms.describe(
+          "when the rollback window closes: until then they stay in service at weight 0 and `baton rollback` switches the traffic back to them; from then on they are retired",
+        ),
+      })
+      .optional()
+      .describe(
+        'a succeeded blue-green release\'s old environment (docs/recipes.md "Strategies"); absent for every other release',
+      ),
     lineage: z
       .object({
         verb: z.enum(["rollback", "roll_forward"]),
@@ -364,6 +376,12 @@ export const ReleaseRecordDocument = z
           .string()
           .nullable()
           .describe("rollback: the earlier succeeded release whose admitted manifest ran again"),
+        switch_back: z
+          .literal(true)
+          .optional()
+          .describe(
+            "rollback of a blue-green release: one traffic write back to its warm old environment, nothing redeployed (absent otherwise)",
+          ),
         chain: z
           .array(LineageLink)
           .describe(

@@ -195,6 +195,9 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
     // Why a verb its state would offer cannot be taken (superseded, no earlier admitted
     // manifest), in the words of the API's refusals; null when none.
     lifecycle_note: lifecycleNote(release, o),
+    // A succeeded blue-green release's old environment at the engine's clock: warm until its
+    // rollback window closes, then retired (domain/blue-green.ts); null otherwise.
+    old_environment: o.oldEnvironment ?? null,
     lineage: release.lineage ?? null,
     // The recipe workflow's commit it was started from (docs/lifecycle.md); null otherwise.
     source: release.source ?? null,

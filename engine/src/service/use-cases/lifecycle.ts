@@ -15,6 +15,7 @@ import {
   recoveryClassCheck,
 } from "../../domain/prerequisites.ts";
 import { rollbackWindowClosed } from "../../domain/rollback-window.ts";
+import type { Release } from "../../domain/types.ts";
 import type { TargetProbe } from "../../ports/target-probe.ts";
 import type { Accepted, Refusal } from "../api.ts";
 import type { ApplyKernel } from "../kernel.ts";
@@ -83,6 +84,7 @@ export class LifecycleVerbs {
         [{ path: RECOVERY_CLASS_CHECK, message: recovery.message, fix: recovery.fix ?? "" }],
       );
     }
+    if (release.manifest.strategy === "blue_green") return this.switchBack(release, actor, reason);
     const model = release.manifest.model;
     const found = await reads.previousAdmitted(release);
     if (found) {
@@ -122,6 +124,48 @@ export class LifecycleVerbs {
       status: 422,
       code: "no_previous_manifest",
       reason: `[engine] rollback of ${id} refused: ${noRollbackTarget(id, model)}. An older recipe you still have can be signed again (a newer issued_at) and started: baton sign <previous-recipe.yaml>, then baton start <previous-recipe.yaml> --bundle <the new bundle>`,
+    };
+  }
+
+  /**
+   * Rollback of a succeeded blue-green release inside its rollback window (docs/recipes.md
+   * "Strategies"): a switch back. A new release of `release`'s own admitted recipe (admitted
+   * again as a rollback) whose plan is one traffic write moving every request to the old
+   * environment, still warm on the previous image, and its read-back (domain/blue-green.ts
+   * `switchBackPlan`); no runner step, no lane is asked or redeployed.
+   * @throws BatonError `conflict` (409) when the old environment is not warm at the control
+   *   plane; as `start` otherwise (admission 422, lanes 409, control plane 503).
+   */
+  private async switchBack(release: Release, actor: string, reason: string): Promise<Accepted> {
+    const data = await this.deps.reads.ownAdmitted(release);
+    if (!data) {
+      throw new BatonError(
+        "conflict",
+        `[engine] rollback of ${release.id} refused: it did not keep the recipe it was admitted with, so its switch back cannot be admitted; roll forward with a recipe that lists the old environment's lanes in its waves (baton start <recipe.yaml>)`,
+      );
+    }
+    const started = await this.deps.starts.start(data.recipe, actor, {
+      ...(data.bundle !== undefined ? { bundle: data.bundle } : {}),
+      attestations: Array.isArray(data.attestations) ? data.attestations : [],
+      rollback: true,
+      switchBack: release,
+      lineage: {
+        verb: "rollback",
+        of: release.id,
+        switch_back: true,
+        ...(release.manifest.recovery?.class === "recoverable"
+          ? { restore: release.manifest.recovery.restore ?? "(the recipe names none)" }
+          : {}),
+      },
+    });
+    this.deps.log.info(
+      `[engine] ${actor} rolled back ${release.id} (${reason || "no reason given"}): ${started.id} switches the traffic back to its old environment`,
+    );
+    return {
+      ok: true,
+      changed: true,
+      release: started,
+      reply: { rollback_of: release.id, switch_back: true, reason },
     };
   }
 

@@ -3,6 +3,8 @@
  * manifest a rollback would run again, a later release that has replaced one on its lanes, and
  * refusal texts that name what a release accepts with those lookups. Reads only.
  */
+
+import { oldEnvironment } from "../../domain/blue-green.ts";
 import {
   acceptedActionsPhrase,
   LIFECYCLE_STATES,
@@ -47,8 +49,14 @@ export class LifecycleReads {
     const supersededBy = later?.id ?? null;
     const supersededState = later?.state ?? null;
     if (!LIFECYCLE_STATES.rollback.has(release.state)) return { supersededBy, supersededState };
+    // A blue-green release's old environment, until a later release defines its lanes.
+    const env = supersededBy ? null : oldEnvironment(release, this.now());
+    const old = env ? { oldEnvironment: env } : {};
     const closed = rollbackWindowClosed(release, this.now());
-    if (closed) return { rollbackClosed: closed, supersededBy, supersededState };
+    if (closed) return { rollbackClosed: closed, supersededBy, supersededState, ...old };
+    // Its rollback is a switch back to that environment: no earlier manifest is needed.
+    if (release.manifest.strategy === "blue_green")
+      return { supersededBy, supersededState, ...old };
     return {
       rollbackTo: (await this.previousAdmitted(release))?.prev.id ?? null,
       supersededBy,
@@ -83,6 +91,18 @@ export class LifecycleReads {
       before = last.created_at;
     }
     return null;
+  }
+
+  /**
+   * The recipe, bundle and attestations `release` itself was admitted with (its `created`
+   * history entry), or null when it did not keep them.
+   */
+  async ownAdmitted(release: Release): Promise<PreviousAdmitted["data"] | null> {
+    const created = (await this.store.getHistory(release.id, { limit: 8 })).find(
+      (h) => h.kind === "created",
+    );
+    const data = created?.data as { recipe?: Json; bundle?: Json; attestations?: Json } | null;
+    return data && data.recipe !== undefined ? (data as PreviousAdmitted["data"]) : null;
   }
 
   /**

@@ -9,6 +9,7 @@ import type { AdmissionConfig } from "../../admission/policy.ts";
 import { describeSigner } from "../../admission/signer.ts";
 import type { BundleVerifier } from "../../admission/verify.ts";
 import { observeBaseline } from "../../domain/baseline.ts";
+import { switchBackPlan, switchBackRefusal } from "../../domain/blue-green.ts";
 import { changeDeploymentStatus, type EffectsPolicy } from "../../domain/change-effects.ts";
 import { requalificationProblems } from "../../domain/dependency-drift.ts";
 import { BatonError } from "../../domain/errors.ts";
@@ -72,6 +73,13 @@ export interface StartOptions {
    * whose prerequisites are asked by runners. Its first effect runs only after every probe passed.
    */
   probeSteps?: boolean;
+  /**
+   * A switch back (domain/blue-green.ts): the succeeded blue-green release whose old
+   * environment takes the traffic again. The recipe is that release's own, admitted again as
+   * a rollback; the plan run is `switchBackPlan` (one traffic write and its read-back), against
+   * the lanes as the control plane reports them now.
+   */
+  switchBack?: Release;
   /**
    * The recipe workflow's commit and the mark it checked it against (docs/lifecycle.md "Merge
    * order is release order"): judged by `sourceRefusal` before admission, stored on the
@@ -252,15 +260,22 @@ export class Starts {
       );
     }
     if (this.deps.exclusiveLanes) await assertLanesFree(store, compiled.manifest);
-    const baseline = await this.observedBaseline(recipe, compiled);
-    await this.assertContractMayRun(compiled.manifest, baseline);
-    const planRecipe =
-      opts.restoreImage !== undefined
-        ? { ...(recipe as Record<string, unknown>), previous_image: opts.restoreImage }
-        : recipe;
-    const compiledPlan =
-      baseline || planRecipe !== recipe ? domain.compile(planRecipe, baseline?.lanes) : compiled;
-    const plan = opts.probeSteps ? probedPlan(compiledPlan.manifest) : compiledPlan;
+    const baseline = opts.switchBack
+      ? await this.lanesNow(opts.switchBack.manifest, compiled.manifest_digest)
+      : await this.observedBaseline(recipe, compiled);
+    let plan: { manifest: Manifest; manifest_digest: string };
+    if (opts.switchBack) {
+      plan = this.switchBackOf(opts.switchBack, baseline);
+    } else {
+      await this.assertContractMayRun(compiled.manifest, baseline);
+      const planRecipe =
+        opts.restoreImage !== undefined
+          ? { ...(recipe as Record<string, unknown>), previous_image: opts.restoreImage }
+          : recipe;
+      const compiledPlan =
+        baseline || planRecipe !== recipe ? domain.compile(planRecipe, baseline?.lanes) : compiled;
+      plan = opts.probeSteps ? probedPlan(compiledPlan.manifest) : compiledPlan;
+    }
     const number = await store.nextReleaseNumber();
     const now = clock.now();
     const pending: Release = {
@@ -399,6 +414,71 @@ export class Starts {
     );
     this.deps.log.warn(words);
     throw new BatonError("superseded", words);
+  }
+
+  /**
+   * The switch-back plan from `of` (domain/blue-green.ts `switchBackPlan`) against the lanes
+   * read now (`lanes`), with its digest.
+   * @throws BatonError `conflict` (409) when the old environment cannot take the traffic
+   *   (`switchBackRefusal`: a blue lane missing, excluded or on another image); nothing is
+   *   written then.
+   */
+  private switchBackOf(
+    of: Release,
+    lanes: ObservedBaseline | null,
+  ): { manifest: Manifest; manifest_digest: string } {
+    const why = switchBackRefusal(of.manifest, lanes);
+    const manifest = why ? null : switchBackPlan(of.manifest, lanes);
+    if (!manifest) {
+      const reason = why ?? `${of.id} is not a blue-green release with a traffic switch`;
+      this.deps.log.warn(`[engine] switch back from ${of.id} refused: ${reason}`);
+      throw new BatonError(
+        "conflict",
+        `[engine] rollback of ${of.id} refused: the switch back needs its old environment warm, and ${reason}; nothing was changed. Put the lane back (include it, or redeploy ${of.manifest.previous_image} on it), or roll forward with a fixed recipe (baton roll-forward)`,
+      );
+    }
+    return { manifest, manifest_digest: manifestDigest(canonicalJson(manifest)) };
+  }
+
+  /**
+   * The control plane's lanes of `m` as they are now (no check against a recipe), as an
+   * observed baseline; null when no control plane port can list lanes.
+   * @throws BatonError `unavailable` (503) when the control plane cannot be read.
+   */
+  private async lanesNow(m: Manifest, recipeDigest: string): Promise<ObservedBaseline | null> {
+    const cp = this.deps.controlPlane;
+    if (!cp?.lanes) return null;
+    let read: LanesRead;
+    try {
+      read = await cp.lanes(m.model);
+    } catch (err) {
+      read = { ok: false, message: (err as Error).message };
+    }
+    if (!read.ok) {
+      throw new BatonError(
+        "unavailable",
+        `[engine] could not read the control plane's lanes of model ${m.model}: ${read.message}; nothing was started — check the control plane (BATON_CONTROL_PLANE_URL) and try again`,
+      );
+    }
+    const byId = new Map(read.lanes.map((l) => [l.id, l]));
+    return {
+      read_at: this.deps.kernel.clock.now(),
+      lanes: m.lanes.flatMap((ml) => {
+        const l = byId.get(ml.id);
+        if (!l || l.model !== m.model) return [];
+        return [
+          {
+            id: l.id,
+            weight: l.weight,
+            excluded: l.excluded,
+            capabilities: [...l.capabilities].sort(),
+            advertised: l.advertised,
+            image: typeof l.image === "string" ? l.image : null,
+          },
+        ];
+      }),
+      recipe_manifest_digest: recipeDigest,
+    };
   }
 
   /**

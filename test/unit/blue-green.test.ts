@@ -1,0 +1,131 @@
+/**
+ * After a blue-green release (docs/recipes.md "Strategies"), the pure side: the old
+ * environment is warm until the rollback window closes, then retired; the switch-back plan is
+ * one traffic write to the blue lanes and its read-back, no runner step, undone by a write
+ * back to the weights observed when it started.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  blueWeights,
+  oldEnvironment,
+  switchBackPlan,
+  switchBackRefusal,
+} from "../../engine/src/domain/blue-green.ts";
+import { compileRecipe } from "../../engine/src/domain/compile.ts";
+import { laneImages } from "../../engine/src/domain/fleet.ts";
+import { Recipe, type RecipeInput } from "../../engine/src/domain/recipe.ts";
+import type { Manifest, ObservedBaseline, Release } from "../../engine/src/domain/types.ts";
+import { goodRecipe, lane } from "./recipe-fixture.ts";
+
+const HOUR = 3_600_000;
+
+/** Lanes a, b blue (30/70), c, d green (0), the green lanes in one wave; a 2h window. */
+function blueGreen(extra: Record<string, unknown> = {}): Manifest {
+  const r = {
+    ...goodRecipe(),
+    strategy: "blue_green",
+    lanes: [30, 70, 0, 0].map((w, i) => ({ ...lane(i), weight: w })),
+    rollout: { waves: [{ lanes: ["lane-c", "lane-d"] }] },
+    policy: { rollback_window: "2h" },
+    ...extra,
+  } as RecipeInput;
+  return compileRecipe(Recipe.parse(r)).manifest;
+}
+
+/** A release of `m` in `state`, succeeded at `at`. */
+function release(m: Manifest, state: Release["state"], at: number): Release {
+  return { id: "r4", state, manifest: m, succeeded_at: at, updated_at: at } as unknown as Release;
+}
+
+/** The lanes as the control plane shows them after the switch. */
+function switched(extra: Partial<ObservedBaseline["lanes"][number]> = {}): ObservedBaseline {
+  const w: Record<string, number> = { "lane-a": 0, "lane-b": 0, "lane-c": 50, "lane-d": 50 };
+  return {
+    read_at: 0,
+    recipe_manifest_digest: "x",
+    lanes: Object.entries(w).map(([id, weight]) => ({
+      id,
+      weight,
+      excluded: false,
+      capabilities: [],
+      advertised: false,
+      ...(id === "lane-a" ? extra : {}),
+    })),
+  };
+}
+
+describe("blue-green: the old environment", () => {
+  it("is warm until the rollback window closes, then retired", () => {
+    const m = blueGreen();
+    const at = 1_000_000;
+    const env = (now: number) => oldEnvironment(release(m, "succeeded", at), now);
+    expect(env(at + 2 * HOUR - 1)).toEqual({
+      lanes: ["lane-a", "lane-b"],
+      image: m.previous_image,
+      state: "warm",
+      until: at + 2 * HOUR,
+    });
+    expect(env(at + 2 * HOUR)?.state).toBe("retired");
+    // Only a succeeded blue-green release has one.
+    expect(oldEnvironment(release(m, "rolled_back", at), at)).toBeNull();
+    const canary = compileRecipe(Recipe.parse(goodRecipe())).manifest;
+    expect(oldEnvironment(release(canary, "succeeded", at), at)).toBeNull();
+  });
+});
+
+describe("blue-green: the switch back", () => {
+  it("is one set_traffic to the blue lanes' baseline weights and its read-back, no runner step", () => {
+    const m = blueGreen();
+    const plan = switchBackPlan(m, switched());
+    expect(plan?.steps.map((s) => [s.name, s.kind, s.forward.kind])).toEqual([
+      ["set_traffic", "control_plane", "control_plane"],
+      ["assert_traffic_observed", "control_plane", "control_plane"],
+    ]);
+    const [write, read] = plan?.steps ?? [];
+    const blue = { "lane-a": 30, "lane-b": 70, "lane-c": 0, "lane-d": 0 };
+    expect(write?.forward).toMatchObject({ request: { op: "set_traffic", weights: blue } });
+    expect(read?.forward).toMatchObject({ request: { op: "assert_traffic", weights: blue } });
+    // Its undo restores what it observed at its start (green serving), not the recipe.
+    expect(write?.backward).toMatchObject({
+      request: { weights: { "lane-a": 0, "lane-b": 0, "lane-c": 50, "lane-d": 50 } },
+    });
+    // The blue image is its image; its own old environment is the green lanes.
+    expect(plan?.image).toBe(m.previous_image);
+    expect(plan?.previous_image).toBe(m.image);
+    expect(plan?.waves).toEqual([{ lanes: ["lane-a", "lane-b"], traffic: 100 }]);
+    expect(switchBackPlan(compileRecipe(Recipe.parse(goodRecipe())).manifest, null)).toBeNull();
+  });
+
+  it("blue weights sum to 100 whatever the baseline", () => {
+    const m = blueGreen({ lanes: [1, 1, 1, 97].map((w, i) => ({ ...lane(i), weight: w })) });
+    expect(blueWeights(m)).toEqual({ "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+  });
+
+  it("is refused when a blue lane is excluded or runs another image", () => {
+    const m = blueGreen();
+    expect(switchBackRefusal(m, switched())).toBeNull();
+    expect(switchBackRefusal(m, switched({ excluded: true }))).toBe(
+      "lane lane-a of the old environment is excluded at the control plane",
+    );
+    const other = `ghcr.io/acme/summarizer:v5@sha256:${"5a".repeat(32)}`;
+    expect(switchBackRefusal(m, switched({ image: other }))).toContain(`runs ${other}, not`);
+  });
+
+  it("leaves the old environment's lanes on its image and green on the candidate, with no deploy", () => {
+    const m = blueGreen();
+    const plan = switchBackPlan(m, switched()) as Manifest;
+    const back = {
+      id: "r5",
+      state: "succeeded",
+      manifest: plan,
+      step_runs: [],
+      lineage: { verb: "rollback", of: "r4", switch_back: true },
+    } as unknown as Release;
+    expect(laneImages(back).map((l) => [l.id, l.ref])).toEqual([
+      ["lane-a", m.previous_image],
+      ["lane-b", m.previous_image],
+      ["lane-c", m.image],
+      ["lane-d", m.image],
+    ]);
+  });
+});
