@@ -208,6 +208,25 @@ describe("strategies: compile", () => {
     expect(m.steps.some((s) => s.lane === "lane-a" || s.lane === "lane-b")).toBe(false);
   });
 
+  it("blue_green: traffic 0 on a wave before any canary phase is the dark wave leaving it out gives", () => {
+    const lanes = [50, 50, 0, 0].map((w, i) => ({ ...lane(i), weight: w }));
+    const compile = (first: Record<string, unknown>) =>
+      compileRecipe(
+        Recipe.parse(
+          blueGreen({
+            lanes,
+            rollout: { waves: [{ lanes: ["lane-c"], ...first }, { lanes: ["lane-d"] }] },
+          }),
+        ),
+      ).manifest;
+    const zero = compile({ traffic: 0 });
+    const dark = compile({});
+    expect(zero.waves.map((w) => w.traffic)).toEqual([0, 100]);
+    expect(zero.steps.map((s) => [s.name, s.lane])).toEqual(
+      dark.steps.map((s) => [s.name, s.lane]),
+    );
+  });
+
   it("the example strategy recipes compile and name their strategy", () => {
     expect(compileRecipeText(read("recipes/rolling.yaml"), "rolling.yaml").manifest.strategy).toBe(
       "rolling",
