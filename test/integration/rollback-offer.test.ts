@@ -116,12 +116,14 @@ describe.each(STORE_KINDS)("rollback offers on %s", (kind) => {
       expect(releaseSummary(rec, h.clock.now()).join("\n")).toContain(
         `not offered: ${rec.lifecycle_note}`,
       );
-      for (const verb of ["abort", "resume"]) {
+      for (const verb of ["abort", "resume", "promote", "pause"]) {
         const res = await op(h, "POST", `/v1/releases/${second}/${verb}`, { reason: "x" });
         expect(res.status, verb).toBe(409);
         const m = (await errorOf(res)).message;
         expect(m, verb).not.toMatch(/it accepts rollback/);
         expect(m, verb).toContain(rec.lifecycle_note as string);
+        // Said once: the refusal does not repeat the later release's clause.
+        expect(m.split("came after it and now defines the lanes").length - 1, m).toBe(1);
       }
       // The latest one is still offered rollback (to the second's manifest).
       const latest = (await (await op(h, "GET", `/v1/releases/${third}`)).json()) as {

@@ -167,7 +167,11 @@ export class LifecycleReads {
     if (/\baccepts[: ]/.test(r.reason)) return r;
     const release = await this.store.getRelease(id);
     if (!release) return r;
-    return { ...r, reason: `${r.reason}. It accepts: ${await this.acceptedPhrase(release)}` };
+    // "none; <why>": the why is not said twice when the refusal says it already.
+    const phrase = await this.acceptedPhrase(release);
+    const [head = phrase, ...why] = phrase.split("; ");
+    const said = why.length > 0 && r.reason.includes(why.join("; "));
+    return { ...r, reason: `${r.reason}. It accepts: ${said ? head : phrase}` };
   }
 
   /**
