@@ -92,10 +92,19 @@ describe.each(STORE_KINDS)("baton incident on %s", (kind) => {
       commander: "maria",
     });
     expect(declared.status).toBe(201);
+    // Empty flags are refused before anything is sent (exit 2), naming the flag.
     const blankNote = await baton(["incident", "note", "inc1", "--text", ""], env());
-    expect(blankNote.code).toBe(1);
-    expect(blankNote.stderr).toContain("--text: must not be empty");
+    expect(blankNote.code).toBe(2);
+    expect(blankNote.stderr).toContain("--text must not be empty");
     expect(blankNote.stderr).not.toContain("body.text");
+    for (const [flag, args] of [
+      ["--summary", ["--summary", "", "--model", "ranker", "--commander", "maria"]],
+      ["--commander", ["--summary", "x", "--model", "ranker", "--commander", " "]],
+    ] as const) {
+      const r = await baton(["incident", "declare", "--severity", "sev2", ...args], env());
+      expect(r.code, flag).toBe(2);
+      expect(r.stderr).toContain(`${flag} must not be empty`);
+    }
     const blankSummary = await baton(
       ["incident", "resolve", "inc1", "--summary", " ", "--actor", "maria"],
       env(),

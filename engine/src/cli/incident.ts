@@ -55,6 +55,12 @@ export function incidentScreen(i: Incident, timeline: TimelineEntry[]): string[]
 const print = (io: Io, lines: string[]) => io.out.write(`${lines.join("\n")}\n`);
 const printJson = (io: Io, v: unknown) => io.out.write(`${JSON.stringify(v, null, 2)}\n`);
 
+/** Refuses an empty or blank `--<flag>` before anything is sent (exit 2), with an example. */
+function filled(flag: string, value: string, example: string): void {
+  if (value.trim() === "")
+    throw usage(`[cli] --${flag} must not be empty; e.g. --${flag} ${example}`);
+}
+
 /** The options of `baton incident declare`. */
 export interface DeclareOptions {
   severity: string;
@@ -79,6 +85,9 @@ export async function declareIncident(
     throw usage(
       `[cli] --severity must be one of ${SEVERITIES.join(", ")}; got ${JSON.stringify(o.severity)}`,
     );
+  filled("summary", o.summary, '"ranker answers 5xx on lane-b"');
+  filled("commander", o.commander, "maria");
+  for (const m of o.model) filled("model", m, "ranker");
   const actor = actorName(o.actor, envOf(io));
   const body = {
     severity: o.severity,
@@ -142,6 +151,7 @@ export async function changeIncident(
   o: { json: boolean; actor?: string },
   io: Io,
 ): Promise<ExitCode> {
+  for (const [k, v] of Object.entries(body)) filled(k, v, '"what was seen, found or done"');
   const actor = actorName(o.actor, envOf(io));
   const r = await new EngineClient(conn).call<{ incident: Incident }>(
     "POST",
