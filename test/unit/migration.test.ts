@@ -197,6 +197,12 @@ describe("migration: the contract check", () => {
     ).toContain(
       "migration.contract: contract removes the old form: once it may have taken effect the release rolls forward only, but recovery_class is reversible",
     );
+    // A contract names the images that read the old form (an empty list says none does).
+    const noReaders = `migration.old_form_readers: a contract is refused while a lane runs an image that reads the old form, and this migration names none, so that guard would be off`;
+    expect(problems(withMigration({ id: "m", contract: { forward: T } }))).toContain(noReaders);
+    expect(
+      problems(withMigration({ id: "m", inputs, contract: { forward: T }, old_form_readers: [] })),
+    ).toEqual([]);
     expect(
       problems(withMigration({ id: "m", lane: laneId(1), contract: { forward: T } })),
     ).toContain(

@@ -138,6 +138,14 @@ export function migrationProblems(input: unknown): Problem[] {
       fix: "Remove `contract` from this recipe and declare `migration: {id, contract, old_form_readers}` in the next release of the model.",
     });
   }
+  if (has("contract") && !has("old_form_readers")) {
+    problems.push({
+      path: "migration.old_form_readers",
+      message:
+        "a contract is refused while a lane runs an image that reads the old form, and this migration names none, so that guard would be off",
+      fix: "List the images (pinned by digest) that read the old form in `migration.old_form_readers`, or write `old_form_readers: []` to say that none does.",
+    });
+  }
   if (!has("expand") && !has("migrate") && !has("contract")) {
     problems.push({
       path: "migration",
