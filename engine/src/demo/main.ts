@@ -468,7 +468,6 @@ export function waitingLines(
   ];
 }
 
-/** Each gate's last evaluation (its decision and reason), and why compensation began. */
 /**
  * Asks the engine to start the release that contracts the migration (`contractRecipe`) right
  * after the release that activated the new form succeeded: it is refused (409
@@ -492,6 +491,7 @@ async function contractLines(stack: Stack): Promise<string[]> {
   ];
 }
 
+/** Each gate's last evaluation (its decision and reason), and why compensation began. */
 async function gateLines(stack: Stack, id: string): Promise<string[]> {
   const { manifest } = stack;
   const evidence = await stack.engine.store.listEvidence(id);
