@@ -12,14 +12,16 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need=1
 [ -x /usr/bin/chromium ] || need=1
 # The real container target: podman (+ runc), a loopback registry, busybox-static for images.
 for b in /usr/bin/podman /usr/sbin/runc /usr/bin/docker-registry /bin/busybox; do [ -x "$b" ] || need=1; done
+# The migration tool (migrate-table) and the demo's migration run the sqlite3 CLI.
+[ -x /usr/bin/sqlite3 ] || need=1
 if [ "$need" = 1 ]; then
   if [ "$(id -u)" = 0 ]; then
-    echo "[test] installing Debian packages: postgresql openssh-server chromium podman runc docker-registry busybox-static"
+    echo "[test] installing Debian packages: postgresql openssh-server chromium podman runc docker-registry busybox-static sqlite3"
     apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-      postgresql openssh-server chromium podman runc docker-registry busybox-static >/tmp/baton-apt.log 2>&1 \
+      postgresql openssh-server chromium podman runc docker-registry busybox-static sqlite3 >/tmp/baton-apt.log 2>&1 \
       || { tail -20 /tmp/baton-apt.log; echo "[test] apt-get install failed"; exit 1; }
   else
-    echo "[test] missing Debian packages; run as root: apt-get install -y postgresql openssh-server chromium podman runc docker-registry busybox-static" >&2
+    echo "[test] missing Debian packages; run as root: apt-get install -y postgresql openssh-server chromium podman runc docker-registry busybox-static sqlite3" >&2
     exit 1
   fi
 fi
