@@ -21,10 +21,14 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
  * The most the Worker's modules may weigh together, bytes as uploaded (before compression).
  * Cloudflare counts every module of an upload towards a Worker's size, and a bigger script
  * parses longer at each isolate start. Raising it is a reviewed change with its reason: the
- * last raise (1,040,000 → 1,100,000) took in release strategies, migrations, shadow phases,
- * restore_state, drills and credential revocation (1,024,010 → 1,078,974 bytes).
+ * last raise (1,100,000 → 1,120,000) took in the blue-green switch back and old environment,
+ * the drill schedule, drill times and duplicates, and migrate-table's input rule in the
+ * contract check (1,080,131 → 1,097,937 bytes, 2 KB under the old budget); the one before
+ * (1,040,000 → 1,100,000) release strategies, migrations, shadow phases, restore_state, drills
+ * and credential revocation (1,024,010 → 1,078,974 bytes). The goal stays under 1,000,000
+ * (docs/deploying.md says what the bytes are and what moving under it would take).
  */
-export const WORKER_BUNDLE_BUDGET_BYTES = 1_100_000;
+export const WORKER_BUNDLE_BUDGET_BYTES = 1_120_000;
 
 /**
  * Code the Workers entry cannot reach, replaced by a module that says so if it ever runs:
