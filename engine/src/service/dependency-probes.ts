@@ -31,7 +31,7 @@ import type { Clock } from "../ports/clock.ts";
 import type { DependencyProbe } from "../ports/dependency-probe.ts";
 import type { Store } from "../ports/store.ts";
 import type { DriftPolicy } from "./drift.ts";
-import { eventLeaseMs } from "./drift.ts";
+import { LeasedSchedule } from "./leased-schedule.ts";
 
 /** Name of the store lease the probing engine holds. */
 export const DEPENDENCY_LEASE = "dependency-probes";
@@ -53,10 +53,6 @@ export interface DependencyProbesDeps {
   effects?: EffectsPolicy;
 }
 
-function leaseOwner(): string {
-  return `engine-${Array.from(crypto.getRandomValues(new Uint8Array(6)), (x) => x.toString(16).padStart(2, "0")).join("")}`;
-}
-
 /** The engine state `dependencies` as stored (the empty book when never written). */
 export async function readDependencyBook(store: Store): Promise<DependencyBook> {
   return dependencyBookOf((await store.getState(DEPENDENCY_STATE))?.value);
@@ -72,64 +68,28 @@ interface Asked {
 
 /** The periodic prober; `maybeRun` is called from every engine tick (service/maintenance.ts). */
 export class DependencyProbes {
-  private next = 0;
-  private readonly owner = leaseOwner();
-  private holding = false;
-  private running: Promise<void> | null = null;
-  private stopped = false;
+  private readonly schedule: LeasedSchedule;
   private readonly effects: EffectsPolicy;
 
   constructor(private readonly deps: DependencyProbesDeps) {
     this.effects = deps.effects ?? NO_EFFECTS_POLICY;
+    this.schedule = new LeasedSchedule({
+      ...deps,
+      lease: DEPENDENCY_LEASE,
+      run: () => this.observe(),
+      failed: (m) =>
+        `[drift] mutable dependencies not observed: ${m}; next observation in ${deps.policy.intervalMs} ms`,
+    });
   }
 
   /** Probes once when the interval has passed and this engine holds (or takes) the lease. */
   maybeRun(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    if (this.running) return this.running;
-    const now = this.deps.clock.now();
-    if (now < this.next) return Promise.resolve();
-    this.next = now + this.deps.policy.intervalMs;
-    this.running = this.leased(now)
-      .then((mine) => (mine ? this.observe() : undefined))
-      .catch((err: unknown) => {
-        if (!this.stopped)
-          this.deps.log.warn(
-            `[drift] mutable dependencies not observed: ${(err as Error).message}; next observation in ${this.deps.policy.intervalMs} ms`,
-          );
-      })
-      .finally(() => {
-        this.running = null;
-      });
-    return this.running;
-  }
-
-  private async leased(now: number): Promise<boolean> {
-    const { policy, store } = this.deps;
-    const ms = policy.mode === "event" ? eventLeaseMs(policy.intervalMs) : 2 * policy.intervalMs;
-    this.holding = await store.takeLease({
-      name: DEPENDENCY_LEASE,
-      owner: this.owner,
-      until: now + ms,
-      now,
-    });
-    return this.holding;
+    return this.schedule.maybeRun();
   }
 
   /** No observation starts after this; a held lease is given back (not in `event` mode). */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.running?.catch(() => {});
-    if (!this.holding || this.deps.policy.mode === "event") return;
-    this.holding = false;
-    await this.deps.store
-      .takeLease({
-        name: DEPENDENCY_LEASE,
-        owner: this.owner,
-        until: 0,
-        now: this.deps.clock.now(),
-      })
-      .catch(() => false);
+  stop(): Promise<void> {
+    return this.schedule.stop();
   }
 
   private async observe(): Promise<void> {

@@ -32,7 +32,7 @@ import type { Json, Release } from "../domain/types.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Store } from "../ports/store.ts";
 import type { DriftPolicy } from "./drift.ts";
-import { eventLeaseMs } from "./drift.ts";
+import { LeasedSchedule } from "./leased-schedule.ts";
 import { DRILL_BOOK_STATE } from "./use-cases/drills.ts";
 
 /** Name of the store lease the judging engine holds. */
@@ -64,70 +64,30 @@ export interface DrillScheduleDeps {
   effects?: EffectsPolicy;
 }
 
-function leaseOwner(): string {
-  return `engine-${Array.from(crypto.getRandomValues(new Uint8Array(6)), (x) => x.toString(16).padStart(2, "0")).join("")}`;
-}
-
 /** The periodic judge; `maybeRun` is called from every engine tick (service/maintenance.ts). */
 export class DrillSchedule {
-  private next = 0;
-  private readonly owner = leaseOwner();
-  private holding = false;
-  private running: Promise<void> | null = null;
-  private stopped = false;
+  private readonly schedule: LeasedSchedule;
   private readonly effects: EffectsPolicy;
 
   constructor(private readonly deps: DrillScheduleDeps) {
     this.effects = deps.effects ?? NO_EFFECTS_POLICY;
+    this.schedule = new LeasedSchedule({
+      ...deps,
+      lease: DRILL_SCHEDULE_LEASE,
+      run: () => this.judge(),
+      failed: (m) =>
+        `[drill] the drill schedule was not judged: ${m}; next in ${deps.policy.intervalMs} ms`,
+    });
   }
 
   /** Judges once when the interval has passed and this engine holds (or takes) the lease. */
   maybeRun(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    if (this.running) return this.running;
-    const now = this.deps.clock.now();
-    if (now < this.next) return Promise.resolve();
-    this.next = now + this.deps.policy.intervalMs;
-    this.running = this.leased(now)
-      .then((mine) => (mine ? this.judge() : undefined))
-      .catch((err: unknown) => {
-        if (!this.stopped)
-          this.deps.log.warn(
-            `[drill] the drill schedule was not judged: ${(err as Error).message}; next in ${this.deps.policy.intervalMs} ms`,
-          );
-      })
-      .finally(() => {
-        this.running = null;
-      });
-    return this.running;
-  }
-
-  private async leased(now: number): Promise<boolean> {
-    const { policy, store } = this.deps;
-    const ms = policy.mode === "event" ? eventLeaseMs(policy.intervalMs) : 2 * policy.intervalMs;
-    this.holding = await store.takeLease({
-      name: DRILL_SCHEDULE_LEASE,
-      owner: this.owner,
-      until: now + ms,
-      now,
-    });
-    return this.holding;
+    return this.schedule.maybeRun();
   }
 
   /** No judgement starts after this; a held lease is given back (not in `event` mode). */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.running?.catch(() => {});
-    if (!this.holding || this.deps.policy.mode === "event") return;
-    this.holding = false;
-    await this.deps.store
-      .takeLease({
-        name: DRILL_SCHEDULE_LEASE,
-        owner: this.owner,
-        until: 0,
-        now: this.deps.clock.now(),
-      })
-      .catch(() => false);
+  stop(): Promise<void> {
+    return this.schedule.stop();
   }
 
   private async judge(): Promise<void> {
