@@ -151,7 +151,8 @@ export async function changeIncident(
   o: { json: boolean; actor?: string },
   io: Io,
 ): Promise<ExitCode> {
-  for (const [k, v] of Object.entries(body)) filled(k, v, '"what was seen, found or done"');
+  const required = { note: "text", allow: "model", resolve: "summary" }[change];
+  filled(required, body[required] ?? "", '"what was seen, found or done"');
   const actor = actorName(o.actor, envOf(io));
   const r = await new EngineClient(conn).call<{ incident: Incident }>(
     "POST",
