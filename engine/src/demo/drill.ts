@@ -24,7 +24,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { RecipeInput } from "../domain/recipe.ts";
-import { unwritableFile } from "../node/data-dir.ts";
+import { unwritableFileProblem } from "../node/data-dir.ts";
 import { loadRecipe, type Stack, startStack } from "./stack.ts";
 import { openStateTable } from "./state-table.ts";
 
@@ -104,10 +104,14 @@ export function drillStartProblem(
 ): string | null {
   if (args.length > 0)
     return `[drill] npm run drill takes no options (got ${args.join(" ")}); fix: run it as it is, with BATON_DRILL_RECORD=<file> to keep the drill record as JSON`;
-  const why = recordTo ? unwritableFile(resolve(recordTo)) : null;
-  return why === null
-    ? null
-    : `[drill] BATON_DRILL_RECORD=${recordTo} cannot be written (${why}); fix: name a file in a folder this user can write, e.g. BATON_DRILL_RECORD=./drill.json`;
+  return recordTo
+    ? unwritableFileProblem(
+        "[drill]",
+        resolve(recordTo),
+        `BATON_DRILL_RECORD=${recordTo}`,
+        "BATON_DRILL_RECORD=./drill.json",
+      )
+    : null;
 }
 
 async function main(): Promise<number> {

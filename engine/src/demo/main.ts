@@ -27,7 +27,7 @@ import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import { strategyOf } from "../domain/strategy.ts";
 import type { ManifestStep, Release } from "../domain/types.ts";
 import { suggestedCommand } from "../domain/verbs.ts";
-import { makeDirs, proveWritable, unwritableFile } from "../node/data-dir.ts";
+import { makeDirs, proveWritable, unwritableFileProblem } from "../node/data-dir.ts";
 import { compileRecipeInput } from "../recipes/compile-text.ts";
 import { contractRecipe, phaseLines, seedMigrationTable, tableLines } from "./migration.ts";
 import { ProgressPrinter, resolveStep, stepLabel } from "./progress.ts";
@@ -538,10 +538,7 @@ export function dataDirProblem(dir: string): string | null {
  * so a run's result is never lost to a bad path at its end.
  */
 export function recordPathProblem(flag: string, file: string): string | null {
-  const why = unwritableFile(file);
-  return why === null
-    ? null
-    : `[demo] ${flag} ${file} cannot be written (${why}); fix: name a file in a folder this user can write, e.g. ${flag} ./record.json`;
+  return unwritableFileProblem("[demo]", file, `${flag} ${file}`, `${flag} ./record.json`);
 }
 
 /** An error as one line for people: BatonError problems listed with their fix. */

@@ -77,3 +77,21 @@ export function unwritableFile(file: string): string | null {
     return err.code ?? err.message;
   }
 }
+
+/**
+ * One line for a file that cannot be written, or null when it can (`unwritableFile`):
+ * `<prefix> <setting> cannot be written (<OS error>); fix: name a file in a folder this user can
+ * write, e.g. <example>`. `setting` is how the user named the file (`--record /x/y`,
+ * `BATON_DRILL_RECORD=/x/y`), `example` the same setting with a file that works.
+ */
+export function unwritableFileProblem(
+  prefix: string,
+  file: string,
+  setting: string,
+  example: string,
+): string | null {
+  const why = unwritableFile(file);
+  return why === null
+    ? null
+    : `${prefix} ${setting} cannot be written (${why}); fix: name a file in a folder this user can write, e.g. ${example}`;
+}
