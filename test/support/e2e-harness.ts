@@ -16,6 +16,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect } from "vitest";
 import { headSha } from "../../engine/src/adapters/local-runner/index.ts";
+import { startRouterProxy } from "../../engine/src/control-plane/router-proxy.ts";
 import { type Fleet, REPO_ROOT, startFleet } from "../../engine/src/demo/fleet.ts";
 import { stepLabel } from "../../engine/src/demo/progress.ts";
 import { laneIdsOf, pointRecipeAtFleet } from "../../engine/src/demo/recipe.ts";
@@ -672,4 +673,65 @@ export async function refused(
   const text = await res.text();
   expect(res.status, `${verb}: ${text}`).toBe(status);
   return (JSON.parse(text) as { error: { message: string } }).error.message;
+}
+
+/** What answered requests sent through the reference router (`startLaneRouter`). */
+export interface RouterAnswers {
+  /** Requests answered 200, per image the answering container runs. */
+  images: Record<string, number>;
+  /** Per lane: the container instances that answered (`baton-instance-id`). */
+  instances: Record<string, string[]>;
+  /** Requests not answered 200 (no lane, a lane down). */
+  failed: number;
+}
+
+/**
+ * The reference router as an HTTP proxy (engine/src/control-plane/router-proxy.ts) in front of
+ * the fleet: it splits each request of `model` by the control plane's weights as they are now
+ * and forwards it to its lane's health endpoint on the embedded target, whose container answers
+ * with the image it runs and its instance id. `answers(n)` sends `n` requests through it, one at
+ * a time, and counts who answered: the witness is the lanes' own answers, not Baton's records.
+ */
+export async function startLaneRouter(
+  e: E2EBase,
+  model: string,
+): Promise<{ answers(n: number): Promise<RouterAnswers>; close(): Promise<void> }> {
+  const health = (lane: string) => e.fleet.lanes.get(lane)?.healthUrl ?? null;
+  const router = await startRouterProxy({
+    lanes: (m) => e.fleet.cp.core.lanes(m),
+    upstream: (lane) => {
+      const url = health(lane);
+      return url ? new URL(url).origin : null;
+    },
+  });
+  const path = new URL(health(e.manifest.lanes[0]?.id ?? "") ?? "http://x/healthz").pathname;
+  return {
+    async answers(n) {
+      const out: RouterAnswers = { images: {}, instances: {}, failed: 0 };
+      for (let i = 0; i < n; i++) {
+        const res = await fetch(`${router.url}/route/${model}${path}`);
+        const body = (await res.json().catch(() => ({}))) as { image?: string; lane?: string };
+        if (res.status !== 200 || !body.image || !body.lane) {
+          out.failed++;
+          continue;
+        }
+        out.images[body.image] = (out.images[body.image] ?? 0) + 1;
+        const seen = out.instances[body.lane] ?? [];
+        const id = res.headers.get("baton-instance-id") ?? "(none)";
+        if (!seen.includes(id)) out.instances[body.lane] = [...seen, id];
+      }
+      return out;
+    },
+    close: () => router.close(),
+  };
+}
+
+/** The container instance answering `lane`'s health URL now (`baton-instance-id`), or null. */
+export async function laneInstance(e: E2EBase, lane: string): Promise<string | null> {
+  const url = e.fleet.lanes.get(lane)?.healthUrl;
+  if (!url) throw new Error(`[e2e] no lane ${lane} in the fleet`);
+  const res = await fetch(url).catch(() => null);
+  if (res?.status !== 200) return null;
+  await res.arrayBuffer();
+  return res.headers.get("baton-instance-id");
 }
