@@ -7,16 +7,20 @@
  * desired vs observed.
  */
 import { describe, expect, it } from "vitest";
+import { oldEnvironment } from "../../engine/src/domain/blue-green.ts";
 import { supersededWords } from "../../engine/src/domain/lifecycle-states.ts";
+import { rollbackWindowClosed } from "../../engine/src/domain/rollback-window.ts";
 import type { HistoryEntry } from "../../engine/src/domain/types.ts";
 import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
 import type { ReleaseRecord } from "../../engine/src/service/api.ts";
 import { DRIFT_CLEARED_KIND, DRIFT_KIND, type ModelDrift } from "../../engine/src/service/drift.ts";
-import { defaultRecords, fakeApi } from "../support/dashboard-fixtures.ts";
+import { defaultRecords, fakeApi, succeededRecord } from "../support/dashboard-fixtures.ts";
 
 const OP = "op-secret-token";
 const VIEW = "view-secret-token";
 const BASE = "http://127.0.0.1:8787";
+
+const NOW = Date.UTC(2026, 10, 29, 12, 0, 0);
 
 function setup(records: ReleaseRecord[] = defaultRecords()) {
   const api = fakeApi(records);
@@ -24,7 +28,7 @@ function setup(records: ReleaseRecord[] = defaultRecords()) {
     api,
     tokens: { operator: OP, viewer: VIEW },
     publicUrl: BASE,
-    now: () => Date.UTC(2026, 10, 29, 12, 0, 0),
+    now: () => NOW,
   });
   const cookies = new Map<string, string>();
   const cookieOf = async (token: string) => {
@@ -259,5 +263,85 @@ describe("drift banner", () => {
     ).get("/releases/r2", VIEW);
     expect(cleared.status).toBe(200);
     expect(cleared.html).not.toContain('id="drift"');
+  });
+});
+
+const HOUR = 3_600_000;
+
+/**
+ * r2 as a succeeded blue-green release: lane-1 green (its one wave), lane-2 blue (in no wave),
+ * a two-hour rollback window, succeeded `agoMs` before NOW; the fake engine's lookups are the
+ * engine's (its clock at NOW): the old environment and, once the window closed, why.
+ */
+function blueGreen(agoMs: number) {
+  const rec = succeededRecord();
+  const m = rec.release.manifest;
+  m.strategy = "blue_green";
+  m.waves = [{ lanes: ["lane-1"], traffic: 100 }];
+  m.rollback_window_ms = 2 * HOUR;
+  rec.release.succeeded_at = NOW - agoMs;
+  const s = setup([rec, ...defaultRecords().slice(1)]);
+  s.api.lifecycleLookups = async (release) => {
+    const closed = rollbackWindowClosed(release, NOW);
+    return {
+      ...(closed ? { rollbackClosed: closed } : {}),
+      oldEnvironment: oldEnvironment(release, NOW),
+    };
+  };
+  return { ...s, m };
+}
+
+describe("a blue-green release's old environment on the release page", () => {
+  it("inside the window: its lanes, warm until when, and the switch back (the rollback offer) with its confirmation", async () => {
+    const { api, get, m } = blueGreen(HOUR);
+    const page = await get("/releases/r2", VIEW);
+    expect(page.status).toBe(200);
+    expect(page.html).toContain('id="old-environment"');
+    const t = text(page.html);
+    expect(t).toContain("Old environment: warm until 2026-11-29 13:00:00Z");
+    expect(t).toContain(`lane-2 ${m.previous_image} warm, 0%`);
+    expect(t).toContain(
+      `old environment (lane-2) warm on ${m.previous_image} until 2026-11-29T13:00:00.000Z (weight 0, not stopped)`,
+    );
+    // The switch back is the rollback offer, labelled so, in the panel and among the actions.
+    expect(page.html).toMatch(/<a [^>]*href="\/releases\/r2\/rollback" id="switch-back"/);
+    expect(t).toContain("Switch back…");
+    expect(t).toContain("in one control-plane write, read back: a new release with no runner step");
+    const confirm = await get("/releases/r2/rollback");
+    expect(confirm.status).toBe(200);
+    const c = text(confirm.html);
+    expect(c).toContain(
+      `One control-plane write switches every request of chat-model back to r2's old environment (lane-2), still warm on ${m.previous_image}`,
+    );
+    expect(c).toContain(`lane-2 warm on ${m.previous_image} at 0% now → carries 100% again`);
+    expect(c).toContain(
+      `lane-1 serves ${m.image} now → carries 0%, still running ${m.image} (warm)`,
+    );
+    expect(confirm.html).toContain('name="csrf"');
+    expect(api.calls).toEqual([]);
+  });
+
+  it("once the window closed: retired since when, no switch back offered (the page, the actions, the confirmation), and why", async () => {
+    const { api, get } = blueGreen(3 * HOUR);
+    const page = await get("/releases/r2");
+    expect(page.status).toBe(200);
+    const t = text(page.html);
+    expect(t).toContain("Old environment: retired at 2026-11-29 11:00:00Z");
+    expect(t).toContain("lane-2");
+    expect(t).toContain("retired");
+    expect(page.html).not.toContain('href="/releases/r2/rollback"');
+    expect(page.html).not.toContain('id="switch-back"');
+    expect(t).toContain(
+      "rollback of r2 is closed: its rollback window (2h, policy.rollback_window)",
+    );
+    const confirm = await get("/releases/r2/rollback");
+    expect(confirm.status).toBe(409);
+    expect(confirm.html).not.toContain('name="csrf"');
+    expect(api.calls).toEqual([]);
+  });
+
+  it("a canary release shows no old environment", async () => {
+    const page = await setup().get("/releases/r2", VIEW);
+    expect(page.html).not.toContain('id="old-environment"');
   });
 });

@@ -9,6 +9,7 @@
 
 import type { Problem } from "../domain/errors.ts";
 import type { GateEvidence } from "../domain/gate/evidence.ts";
+import type { LifecycleLookups } from "../domain/lifecycle-states.ts";
 import type { SourceClaim, SourceMark } from "../domain/source-order.ts";
 import type { ReleaseState } from "../domain/states.ts";
 import type { HistoryEntry, Json, Release } from "../domain/types.ts";
@@ -147,13 +148,13 @@ export interface ReleaseApi {
    */
   previousAdmitted?(release: Release): Promise<{ prev: { id: string } } | null>;
   /**
-   * What the lifecycle verbs of `release` depend on in the store: the release a rollback
-   * would run again (`rollbackTo`) and a later release that has replaced it on the lanes
-   * (`supersededBy`; neither verb is offered then). `{}` for a release in flight.
+   * What the lifecycle verbs of `release` depend on in the store and the engine's clock
+   * (domain/lifecycle-states.ts `LifecycleLookups`): the release a rollback would run again
+   * (`rollbackTo`), a later release that has replaced it on the lanes (`supersededBy`; neither
+   * verb is offered then), a closed rollback window (`rollbackClosed`) and a blue-green
+   * release's old environment (`oldEnvironment`). `{}` for a release in flight.
    */
-  lifecycleLookups?(
-    release: Release,
-  ): Promise<{ rollbackTo?: string | null; supersededBy?: string | null }>;
+  lifecycleLookups?(release: Release): Promise<LifecycleLookups>;
   /**
    * A rolled-back, aborted or abandoned release is rolled forward: a new release of a fixed
    * recipe of the same model (docs/lifecycle.md). Accepted: `release` is the new release.

@@ -5,7 +5,12 @@
  * have confirmation pages; resolve and abandon (which need a reason and lane confirmations)
  * are shown with their CLI command.
  */
-import { type LifecycleVerb, lifecycleActions } from "../domain/lifecycle.ts";
+import { blueLanes, blueWeights } from "../domain/blue-green.ts";
+import {
+  type LifecycleLookups,
+  type LifecycleVerb,
+  lifecycleActions,
+} from "../domain/lifecycle.ts";
 import { stepWords } from "../domain/step-words.ts";
 import {
   type AvailableAction,
@@ -207,20 +212,19 @@ export interface LifecycleOffer extends Omit<Offer, "action"> {
 
 /**
  * The lifecycle verbs `r` accepts now (`lifecycleActions`, domain/lifecycle.ts), as offers:
- * rollback has a confirmation page; roll forward needs a fixed recipe (and its bundle), so its
- * page explains the CLI command. `o.rollbackTo` as `lifecycleActions` takes it (null: no
- * earlier release kept its recipe, so rollback is not offered).
+ * rollback has a confirmation page (of a blue-green release it is the switch back, labelled
+ * so); roll forward needs a fixed recipe (and its bundle), so its page explains the CLI
+ * command. `o` as `lifecycleActions` takes it: the store's lookups (`rollbackTo` null: no
+ * earlier release kept its recipe; `rollbackClosed`: the rollback window has closed;
+ * `supersededBy`: a later release defines the lanes), each of which withdraws rollback.
  */
-export function lifecycleOffers(
-  r: Release,
-  o: { rollbackTo?: string | null; supersededBy?: string | null } = {},
-): LifecycleOffer[] {
+export function lifecycleOffers(r: Release, o: LifecycleLookups = {}): LifecycleOffer[] {
   return lifecycleActions(r, o).map((a) =>
     a.action === "rollback"
       ? {
           action: a.action,
           target: a.target,
-          label: "Roll back…",
+          label: r.manifest.strategy === "blue_green" ? "Switch back…" : "Roll back…",
           effect: a.effect,
           href: dashboardPath(a.action, a.target),
           danger: true,
@@ -241,10 +245,29 @@ export function lifecycleOffers(
 /**
  * What a rollback of succeeded `r` will do, lane by lane: a new release runs the previous
  * admitted manifest of the model again, so each lane goes back to `r`'s `previous_image`
- * (the image the lanes ran before `r`), and that release's undo restores `r`'s image.
+ * (the image the lanes ran before `r`), and that release's undo restores `r`'s image. Of a
+ * blue-green release it is the switch back (domain/blue-green.ts `switchBackPlan`): one
+ * traffic write puts every request on the old environment's lanes (`blueWeights`), still
+ * running the previous image, and the green lanes keep running the candidate at 0%; nothing
+ * is redeployed.
  */
 export function rollbackWords(r: Release): PlanWords {
   const m = r.manifest;
+  if (m.strategy === "blue_green") {
+    const blue = new Set(blueLanes(m));
+    const back = blueWeights(m);
+    return {
+      heading: `One control-plane write switches every request of ${m.model} back to ${r.id}'s old environment (${[...blue].join(", ")}), still warm on ${m.previous_image}, and reads it back; nothing is pulled, started or redeployed`,
+      steps: [],
+      lanes: m.lanes.map((l) => ({
+        lane: l.id,
+        steps: blue.has(l.id)
+          ? [`warm on ${m.previous_image} at 0% now`, `carries ${back[l.id] ?? 0}% again`]
+          : [`serves ${m.image} now`, `carries 0%, still running ${m.image} (warm)`],
+      })),
+      empty: `${r.id} names no lanes: nothing switches.`,
+    };
+  }
   return {
     heading: `A new release runs the previous admitted manifest of ${m.model} again; each lane goes back to the image it ran before ${r.id}`,
     steps: [],

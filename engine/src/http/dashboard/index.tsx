@@ -351,12 +351,11 @@ export function dashboardApp(deps: DashboardDeps): Hono {
     if (who instanceof Response) return who;
     try {
       const record = await loadRelease(c.req.param("id"));
-      const { rollbackTo, supersededBy } = await rollbackOpts(record.release);
+      const lifecycle = await rollbackOpts(record.release);
       return c.html(
         <ReleasePage
           record={record}
-          rollbackTo={rollbackTo}
-          supersededBy={supersededBy}
+          lifecycle={lifecycle}
           role={who.role}
           person={who.person}
           now={now()}

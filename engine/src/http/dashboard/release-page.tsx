@@ -11,6 +11,7 @@
 import { currentDependencyDrift } from "../../domain/dependency-drift.ts";
 import { driftedValues } from "../../domain/drift.ts";
 import { currentDrillDue } from "../../domain/drills.ts";
+import { type LifecycleLookups, lifecycleNote } from "../../domain/lifecycle.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { HistoryEntry, Release } from "../../domain/types.ts";
 import type { ReleaseRecord } from "../../service/api.ts";
@@ -34,6 +35,7 @@ import { Layout, State } from "./layout.tsx";
 import { LIVE_SCRIPT, liveVersion } from "./live.ts";
 import { MarkovPanel, type MarkovQuery } from "./markov-panel.tsx";
 import { type Markup, markup, toHtml } from "./markup.ts";
+import { OldEnvironmentPanel } from "./old-environment.tsx";
 import { stepTableHtml } from "./step-table.ts";
 
 /** History entries per timeline page. */
@@ -50,10 +52,12 @@ export interface ReleasePageProps {
   events: { offset: number; filter: HistoryFilter };
   model: MarkovQuery;
   notice?: { kind: "ok" | "bad"; text: string } | undefined;
-  /** What a rollback would run again (`ReleaseApi.previousAdmitted`); null: none, not offered. */
-  rollbackTo?: string | null | undefined;
-  /** A later release that replaced this one on the lanes: no lifecycle verb is offered. */
-  supersededBy?: string | null | undefined;
+  /**
+   * The engine's lifecycle lookups of the release (`ReleaseApi.lifecycleLookups`): what a
+   * rollback would run again, a later release that replaced it, a closed rollback window, a
+   * blue-green release's old environment. Absent: the lifecycle verbs by state alone.
+   */
+  lifecycle?: LifecycleLookups | undefined;
 }
 
 /**
@@ -306,6 +310,7 @@ export function ReleasePage(props: ReleasePageProps) {
   const r = props.record.release;
   const live = !TERMINAL_RELEASE_STATES.has(r.state);
   const facts = summarize(r, props.record.history, props.record.attempt_results);
+  const lifecycle = lifecycleOffers(r, props.lifecycle);
   return (
     <Layout
       title={`Release ${r.id}`}
@@ -333,16 +338,12 @@ export function ReleasePage(props: ReleasePageProps) {
           <DriftBanner drift={currentDrift(props.record.history)} />
           <DependencyDriftBanner drift={currentDependencyDrift(props.record.history)} />
           <DrillDueBanner due={currentDrillDue(props.record.history)} />
-          <FirstScreen
-            release={r}
-            facts={facts}
-            offers={[
-              ...offers(r),
-              ...lifecycleOffers(r, {
-                ...(props.rollbackTo === undefined ? {} : { rollbackTo: props.rollbackTo }),
-                ...(props.supersededBy ? { supersededBy: props.supersededBy } : {}),
-              }),
-            ]}
+          <FirstScreen release={r} facts={facts} offers={[...offers(r), ...lifecycle]} />
+          <OldEnvironmentPanel
+            releaseId={r.id}
+            env={props.lifecycle?.oldEnvironment}
+            offer={lifecycle.find((o) => o.action === "rollback")}
+            note={lifecycleNote(r, props.lifecycle)}
           />
         </div>
         <div id="part-gates" data-part>
