@@ -84,6 +84,11 @@ describeInProcess(
             ),
           );
 
+          // The dashboard's release page: the old environment and its switch back.
+          const page = await (await e.api(`/releases/${id}`)).text();
+          expect(page).toContain("Old environment: warm until");
+          expect(page).toMatch(new RegExp(`href="/releases/${id}/rollback" id="switch-back"`));
+
           // baton rollback: the switch back.
           const rb = await cli(["rollback", id, "--reason", "v7 regressed", "--json"]);
           expect(rb.code, rb.stderr).toBe(0);
@@ -132,6 +137,9 @@ describeInProcess(
             releases: unknown[];
           };
           expect(count2.releases.length).toBe(count.releases.length);
+          const latePage = await (await e.api(`/releases/${back}`)).text();
+          expect(latePage).toContain("Old environment: retired at");
+          expect(latePage).not.toContain(`href="/releases/${back}/rollback"`);
           expect((await router.answers(N)).images).toEqual({ [m.previous_image]: N });
         } finally {
           await router.close();
