@@ -61,10 +61,14 @@ export default defineConfig({
       },
       {
         extends: true,
+        // The slow tiers as well: each file's processes and servers are its own, and sharing
+        // the module graph saves each file's import of the engine (about 2 s of CPU a file).
         test: {
           name: "tiers",
           include: ["test/**/*.test.ts", "test/**/*.test.tsx"],
           exclude: [...UNIT, ...INTEGRATION],
+          isolate: false,
+          setupFiles: ["test/support/env-restore.ts"],
         },
       },
     ],

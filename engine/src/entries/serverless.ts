@@ -205,25 +205,27 @@ export class EventScope implements Scheduler {
   }
 }
 
-let migrated = false;
+/** The databases (DATABASE_URL) this isolate / execution environment has migrated. */
+const migrated = new Set<string>();
 
 /**
- * Opens one event's scope; the first event of an isolate / execution environment migrates the
- * store (engines starting together wait on a database lock, so this is safe to repeat).
+ * Opens one event's scope; the first event of an isolate / execution environment for a database
+ * migrates the store (engines starting together wait on a database lock, so this is safe to
+ * repeat).
  */
 export async function openEvent(
   s: ServerlessSettings,
   budget: EventBudget = {},
 ): Promise<EventScope> {
   const scope = new EventScope(s, budget);
-  if (!migrated) {
+  if (!migrated.has(s.DATABASE_URL)) {
     try {
       await scope.store.migrate();
     } catch (err) {
       await scope.store.close().catch(() => {});
       throw err;
     }
-    migrated = true;
+    migrated.add(s.DATABASE_URL);
   }
   return scope;
 }
