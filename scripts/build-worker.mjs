@@ -71,11 +71,19 @@ export const WORKER_BUNDLE_BUDGET_BYTES = 1_090_000;
  *   (recipes/parse.ts) and never writes it; reading calls the stringifier only to turn a
  *   mapping key that is a list or a mapping into a property name, and the recipe reader
  *   refuses such keys before converting (test/unit/recipe-parse-limits.test.ts);
+ * - the YAML library's YAML 1.1 and JSON schemas (`schema/yaml-1.1/*`, `schema/json/*`; ~7 KB,
+ *   their tags with them): a document loads one only through a `%YAML 1.1` directive or a
+ *   `schema`/`version`/`customTags` option; the recipe reader passes none of those options and
+ *   refuses the directive before composing (recipes/parse.ts). Its stubs are values (tag lists,
+ *   tags) that throw, naming themselves, when anything reads or calls them;
  * - Hono's `app.mount()` helper (~1 KB): no engine route mounts another framework's app.
  * Each stub's `filter` and `importer` name the module exactly; if a dependency moves it, the
  * stub stops matching and the budget check shows the bytes coming back. A stub with `throws`
  * (instead of `contents`) exports every name the real module exports, each a function that
- * throws that message when called or constructed; a module's top level never calls them.
+ * throws that message when called or constructed; a module's top level never calls them. A
+ * stub with `values` exports every name as a value that throws that message when read,
+ * called or constructed (a module's top level may hold them, as the YAML schema's tag lists
+ * do, but never reads them).
  */
 const UNREACHABLE = [
   {
@@ -316,7 +324,7 @@ export function pruneZodMethods(text, path, used) {
 /**
  * The methods of Kysely's query compiler (`DefaultQueryCompiler`) for the operation nodes only
  * the builders left out above make (UNREACHABLE: the schema builder, MERGE, CASE, JSON path and
- * OVER), ~9 KB: with those builders gone no query of the Worker holds such a node, yet the
+ * OVER), ~7 KB: with those builders gone no query of the Worker holds such a node, yet the
  * compiler's one class keeps a method for every kind. Each listed method's body is replaced by
  * one that throws, naming the node kind and why; the rest of the compiler is unchanged. The
  * build fails if a listed method is missing (Kysely renamed or moved it).
