@@ -70,7 +70,7 @@ export const WORKER_BUNDLE_BUDGET_BYTES = 1_090_000;
  * - the YAML library's stringifier (`yaml/.../stringify/*`, ~13 KB): the Worker reads YAML
  *   (recipes/parse.ts) and never writes it; reading calls the stringifier only to turn a
  *   mapping key that is a list or a mapping into a property name, and the recipe reader
- *   refuses such keys before converting (test/unit/recipe-parse-limits.test.ts);
+ *   refuses such keys before converting (test/unit/recipe-limits.test.ts);
  * - the YAML library's YAML 1.1 and JSON schemas (`schema/yaml-1.1/*`, `schema/json/*`; ~7 KB,
  *   their tags with them): a document loads one only through a `%YAML 1.1` directive or a
  *   `schema`/`version`/`customTags` option; the recipe reader passes none of those options and
