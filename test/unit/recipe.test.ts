@@ -126,6 +126,19 @@ describe("parseRecipeText", () => {
     expect(e.problems[0]?.fix).toContain("recipes are plain YAML: no tags");
   });
 
+  it("refuses a `%YAML 1.1` directive, naming it and the fix; `%YAML 1.2` reads as without one", () => {
+    const e = thrown(() => parseRecipeText("%YAML 1.1\n---\nname: x\nenabled: yes\n", "r.yaml"));
+    expect(e.status).toBe(400);
+    expect(e.message).toBe(
+      "[recipe] r.yaml:1:1: the `%YAML 1.1` directive is not allowed: recipes are read as YAML 1.2 (line 1, column 1)",
+    );
+    expect(e.problems[0]?.fix).toContain("Remove the `%YAML 1.1` line");
+    expect(parseRecipeText("%YAML 1.2\n---\nname: x\nenabled: yes\n", "r.yaml").value).toEqual({
+      name: "x",
+      enabled: "yes",
+    });
+  });
+
   it("a `!` inside quotes, block scalars, comments and plain words is no tag", () => {
     const text = "name: \"!x\"\nmodel: '!y'\nimage: hi!there # !z\nnotes: |\n  !w\n";
     expect(parseRecipeText(text, "r.yaml").value).toEqual({

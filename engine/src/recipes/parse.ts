@@ -139,6 +139,9 @@ export function readBoundedYaml(
     }
     const type = CST.tokenType(lexeme);
     if (type === "tag") throw tagRefused(lexeme, filename, at(offset));
+    if (type === "directive-line" && YAML_1_1.test(lexeme)) {
+      throw yaml11Refused(lexeme, filename, at(offset));
+    }
     if (type && ENTRY_STARTS.has(type) && ++entries > limits.entries) {
       throw tooComplex(
         filename,
@@ -234,6 +237,22 @@ function firstKeyProblem(
     }
   }
   return null;
+}
+
+/**
+ * A `%YAML 1.1` directive: it would switch the document to YAML 1.1's schema, where `yes`, `no`,
+ * `on` and `off` are booleans, `017` is octal and dates are timestamps. Recipes are read as
+ * YAML 1.2 (`%YAML 1.2`, or no directive), so one text means one thing.
+ */
+const YAML_1_1 = /^%YAML[ \t]+1\.1(?![\d.])/;
+
+function yaml11Refused(token: string, filename: string, pos: { line: number; col: number }) {
+  return bad(
+    filename,
+    pos,
+    `the \`${token.slice(0, 80)}\` directive is not allowed: recipes are read as YAML 1.2`,
+    "Remove the `%YAML 1.1` line (and its `---` if nothing else needs it): in YAML 1.2, yes/no/on/off are text, 017 is 17 and dates are text. Write true/false for booleans.",
+  );
 }
 
 function tagRefused(token: string, filename: string, pos: { line: number; col: number }) {
