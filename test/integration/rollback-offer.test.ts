@@ -113,8 +113,13 @@ describe.each(STORE_KINDS)("rollback offers on %s", (kind) => {
       const rec = (await (await op(h, "GET", `/v1/releases/${second}`)).json()) as RecordJson;
       expect(rec.lifecycle_note).toContain(words);
       expect(e.message).toContain(rec.lifecycle_note as string);
-      expect(releaseSummary(rec, h.clock.now()).join("\n")).toContain(
-        `not offered: ${rec.lifecycle_note}`,
+      const status = releaseSummary(rec, h.clock.now()).join("\n");
+      expect(status).toContain(`not offered: ${rec.lifecycle_note}`);
+      // Its traffic line does not claim to be the traffic now: the later release set the lanes.
+      expect(rec.superseded_by).toBe(third);
+      expect(status).not.toMatch(/traffic now:/);
+      expect(status).toContain(
+        `traffic: as ${second} left it, below; ${third} has set these lanes since (baton status ${third} for the traffic now)`,
       );
       for (const verb of ["abort", "resume", "promote", "pause"]) {
         const res = await op(h, "POST", `/v1/releases/${second}/${verb}`, { reason: "x" });

@@ -64,6 +64,8 @@ export interface RecordJson {
   lifecycle_note?: string | null;
   /** A succeeded blue-green release's old environment (warm or retired); null otherwise. */
   old_environment?: OldEnvironment | null;
+  /** The later release that has since set this release's lanes; null when none. */
+  superseded_by?: string | null;
 }
 
 /** Ended states (no way out but a new release): the domain's set, `abandoned` included. */
@@ -134,10 +136,13 @@ export function baselineText(lanes: NonNullable<Release["baseline"]>["lanes"]): 
  * (`ranker:v3.1@sha256:2a1b3c4d5e6f… (candidate)`) and weight.
  */
 export function liveNowLines(rec: RecordJson, f: ReleaseSummaryFacts): string[] {
+  const later = rec.superseded_by;
   const lines = [
-    f.traffic
-      ? `  traffic now: ${f.traffic.percent}% on the candidate ${shortImage(rec.manifest.image)} (${weightsText(f.traffic.weights)}), set by ${f.traffic.by}`
-      : "  traffic now: the baseline (no traffic step has run)",
+    later
+      ? `  traffic: as ${rec.id} left it, below; ${later} has set these lanes since (baton status ${later} for the traffic now)`
+      : f.traffic
+        ? `  traffic now: ${f.traffic.percent}% on the candidate ${shortImage(rec.manifest.image)} (${weightsText(f.traffic.weights)}), set by ${f.traffic.by}`
+        : "  traffic now: the baseline (no traffic step has run)",
   ];
   const rows = f.lanes.map((l) => [
     `    ${l.id}`,

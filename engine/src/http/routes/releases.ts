@@ -198,6 +198,8 @@ export function recordJson(r: ReleaseRecord, o: LifecycleLookups = {}): Record<s
     // A succeeded blue-green release's old environment at the engine's clock: warm until its
     // rollback window closes, then retired (domain/blue-green.ts); null otherwise.
     old_environment: o.oldEnvironment ?? null,
+    // The later release that has since set its lanes (its traffic now is that one's); else null.
+    superseded_by: o.supersededBy ?? null,
     lineage: release.lineage ?? null,
     // The recipe workflow's commit it was started from (docs/lifecycle.md); null otherwise.
     source: release.source ?? null,
