@@ -58,6 +58,7 @@ describe.each(STORE_KINDS)("baton drill on %s", (kind) => {
     expect(listing.stderr).toContain("--reason goes with --record <file>");
     const none = await baton(["drill", "other"], env());
     expect(none.stdout).toContain("no drills of other");
+    expect(none.stdout).toContain("no drill lanes: other has no succeeded release");
     const bad = await baton(["drill", "no such model"], env());
     expect(bad.code).toBe(2);
     const missing = await baton(["drill", "ranker", "--record", join(dir, "absent.json")], env());

@@ -6,17 +6,22 @@
  * restart; a passed drill recorded since clears it at the schedule's next look, and the next
  * period is told again; a newer succeeded release takes the due drill over without telling it
  * again, and one whose recipe drops the field ends it; a recipe without the field never gets one.
+ * Two engines on one database (each its own store handle): the due period is recorded and told
+ * once, whichever engine judges, also when the judging engine stops and the other takes over.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { NOTICE_KINDS, type Notice } from "../../engine/src/domain/notifications.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { Notifier } from "../../engine/src/ports/notifier.ts";
+import type { Store } from "../../engine/src/ports/store.ts";
+import { DRILL_SCHEDULE_STATE } from "../../engine/src/service/drill-schedule.ts";
 import {
   createRelease,
   drive,
   type Harness,
   makeHarness,
   op,
+  openSecondHandle,
   recipe,
   STORE_KINDS,
   skipStore,
@@ -195,4 +200,98 @@ describe.each(STORE_KINDS)("drill schedule on %s", (kind) => {
     expect(await kinds(r1)).toEqual([]);
     expect(dueNotices()).toEqual([]);
   });
+  it.skipIf(skip)(
+    "two engines on one database: a due drill is recorded and told once per due period, whichever engine judges",
+    async () => {
+      sent.length = 0;
+      h = await engine();
+      const first = h;
+      let handle: Store | null = await openSecondHandle(kind, first.dir, first.store);
+      let second: Harness | null = await engine({
+        store: handle,
+        dir: first.dir,
+        cp: first.cp,
+        clock: first.clock,
+      });
+      // Each engine's read of what the schedule recorded waits, while both engines tick, until
+      // the other reads it too or ends its tick: two judgements (were the lease not there)
+      // would overlap, both reading nothing recorded yet. Bounded: a tick that ends frees it.
+      let ticking = 0;
+      let parked: (() => void) | null = null;
+      const free = () => {
+        parked?.();
+        parked = null;
+      };
+      const meet = (s: Store) => {
+        const read = s.getState.bind(s);
+        s.getState = async (name) => {
+          if (name === DRILL_SCHEDULE_STATE && ticking > 1)
+            await new Promise<void>((ok) => {
+              if (parked) {
+                free();
+                ok();
+              } else parked = ok;
+            });
+          return read(name);
+        };
+      };
+      meet(first.store);
+      meet(handle);
+      /** `ms` later, both engines tick at once, then both deliver what they owe. */
+      const lookBoth = async (ms = INTERVAL) => {
+        first.clock.advance(ms);
+        const engines = [first, second].filter((x): x is Harness => x !== null);
+        ticking = engines.length;
+        await Promise.all(
+          engines.map((x) =>
+            x.engine.tick().finally(() => {
+              ticking -= 1;
+              free();
+            }),
+          ),
+        );
+        await drive(first);
+        if (second) await drive(second);
+      };
+      try {
+        await record("d1");
+        const r1 = await createRelease(first, scheduled(7));
+        await drive(first);
+        expect((await get(r1)).state).toBe("succeeded");
+
+        // Due: one entry, one notice, looked at by both engines over several intervals.
+        await lookBoth(8 * DAY);
+        for (let i = 0; i < 3; i++) await lookBoth();
+        expect(await kinds(r1)).toEqual(["drill_due"]);
+        expect(dueNotices()).toHaveLength(1);
+
+        // The second engine stops (its lease, if it held it, is given back): the first judges
+        // from then on and knows the period was told.
+        await second.close(true);
+        second = null;
+        await handle.close();
+        handle = null;
+        await lookBoth(3 * INTERVAL);
+        await lookBoth();
+        expect(await kinds(r1)).toEqual(["drill_due"]);
+        expect(dueNotices()).toHaveLength(1);
+
+        // A passed drill clears it; the next period is told once more, by one engine.
+        handle = await openSecondHandle(kind, first.dir, first.store);
+        meet(handle);
+        second = await engine({ store: handle, dir: first.dir, cp: first.cp, clock: first.clock });
+        await record("d2");
+        await lookBoth();
+        expect(await kinds(r1)).toEqual(["drill_due", "drill_due_cleared"]);
+        await lookBoth(8 * DAY);
+        for (let i = 0; i < 3; i++) await lookBoth();
+        expect(await kinds(r1)).toEqual(["drill_due", "drill_due_cleared", "drill_due"]);
+        expect(dueNotices()).toHaveLength(2);
+      } finally {
+        // `first` owns the store (closed after each test); the second engine only its handle.
+        await second?.close(true).catch(() => {});
+        await handle?.close().catch(() => {});
+      }
+    },
+  );
 });

@@ -307,3 +307,32 @@ describe("large recipes", () => {
     expect(canonical.length).toBeGreaterThan(0);
   });
 });
+
+describe("compileRecipe: lanes marked for drills", () => {
+  it("a lane marked `drill: true` carries it in the manifest; unmarked and `drill: false` lanes compile as before", () => {
+    const plain = goodRecipe();
+    const marked = goodRecipe();
+    marked.lanes = marked.lanes.map((l, i) => (i === 1 ? { ...l, drill: true } : l));
+    const { manifest } = compile(marked);
+    expect(manifest.lanes.map((l) => l.drill ?? false)).toEqual([false, true, false]);
+    const off = goodRecipe();
+    off.lanes = off.lanes.map((l) => ({ ...l, drill: false }));
+    const digest = (r: RecipeInput) => manifestDigest(compile(r).canonical);
+    expect(digest(off)).toBe(digest(plain));
+    expect(digest(marked)).not.toBe(digest(plain));
+  });
+
+  it("refuses a drill mark that is not true or false, naming the lane's field", () => {
+    const r = goodRecipe();
+    r.lanes = r.lanes.map((l, i) => (i === 2 ? { ...l, drill: "yes" as unknown as boolean } : l));
+    const res = checkAndCompile(r);
+    expect(res.ok).toBe(false);
+    if (res.ok) return;
+    expect(res.problems).toEqual([
+      expect.objectContaining({
+        path: "lanes.2.drill",
+        message: expect.stringContaining("drill must be true or false"),
+      }),
+    ]);
+  });
+});

@@ -1,12 +1,12 @@
 /**
  * `baton drill <model>` (docs/recovery-actions.md "Drill records and the drill policy"): lists
- * the model's recovery drills, newest first; `--record <file>` records the drill in `file` (the
+ * the model's recovery drills, newest first, and its lanes marked for drills; `--record <file>` records the drill in `file` (the
  * JSON `npm run drill` writes to BATON_DRILL_RECORD, or any `{drill, passed, rto_ms, rpo_ms,
  * rows_lost, restored, verified}`) with who (`--actor`) and why (`--reason`). One request to
  * `/v1/models/:model/drills`.
  */
 import { readFileSync } from "node:fs";
-import type { DrillRecord } from "../domain/drills.ts";
+import type { DrillLanes, DrillRecord } from "../domain/drills.ts";
 import { CONTROL_PLANE_NAME_FIX, CONTROL_PLANE_NAME_PATTERN } from "../protocol/fields.ts";
 import { type Connection, EngineClient } from "./client.ts";
 import { actorName, envOf, type Io } from "./commands.ts";
@@ -17,6 +17,13 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")
 /** One drill's line: when, id, verdict, RTO, RPO, rows lost, who. */
 export function drillLine(d: DrillRecord): string {
   return `${iso(d.at)}  ${d.drill}  ${d.passed ? "passed" : "FAILED"}  rto ${d.rto_ms ?? "-"} ms  rpo ${d.rpo_ms ?? "-"} ms  rows_lost ${d.rows_lost ?? "-"}  ${d.by}${d.reason ? `  reason: ${d.reason}` : ""}${d.problems.length ? `  problems: ${d.problems.join("; ")}` : ""}`;
+}
+
+/** The line naming the lanes marked for drills, or what to do when there are none. */
+export function drillLanesLine(lanes: DrillLanes | null, fix: string | undefined): string {
+  return lanes && lanes.lanes.length > 0
+    ? `drill lanes (last known good ${lanes.release}): ${lanes.lanes.join(", ")}`
+    : `no drill lanes: ${fix ?? "mark lanes with `drill: true` in the recipe"}`;
 }
 
 /** The options of `baton drill`. */
@@ -44,11 +51,18 @@ export async function drillCommand(
       "[cli] --reason goes with --record <file> (the reason is kept with the drill recorded); without --record, baton drill only lists",
     );
   if (o.record === undefined) {
-    const r = await client.call<{ drills: DrillRecord[] }>("GET", path);
+    const r = await client.call<{
+      drills: DrillRecord[];
+      drill_lanes?: DrillLanes | null;
+      drill_lanes_fix?: string;
+    }>("GET", path);
     if (o.json) io.out.write(`${JSON.stringify(r, null, 2)}\n`);
     else
       io.out.write(
-        `${(r.drills.length ? r.drills.map(drillLine) : [`no drills of ${model}`]).join("\n")}\n`,
+        `${[
+          ...(r.drills.length ? r.drills.map(drillLine) : [`no drills of ${model}`]),
+          drillLanesLine(r.drill_lanes ?? null, r.drill_lanes_fix),
+        ].join("\n")}\n`,
       );
     return EXIT.ok;
   }

@@ -95,6 +95,7 @@ export function compileRecipe(recipe: Recipe, baseline?: readonly ObservedLane[]
     baseline_weight: baselines[i] ?? 0,
     ...(l.failure_domain === undefined ? {} : { failure_domain: l.failure_domain }),
     ...(l.shadow_safe ? { shadow_env: shadowEnv(l.shadow_safe) } : {}),
+    ...(l.drill ? { drill: true as const } : {}),
   }));
   const byId = new Map(lanes.map((l) => [l.id, l]));
   const baselineOf = (id: string): LaneBaseline => {

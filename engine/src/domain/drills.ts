@@ -107,6 +107,29 @@ export function drillToRecord(
   };
 }
 
+/**
+ * The lanes of a model marked for recovery drills (recipe lane `drill: true`), as the model's
+ * newest succeeded release (`release`, its last known good) compiled them: the only lanes a
+ * rehearsed recovery may touch.
+ */
+export interface DrillLanes {
+  release: string;
+  lanes: string[];
+}
+
+/** `manifest`'s lanes marked for drills, in recipe order (empty when none is). */
+export function drillLanesOf(manifest: Pick<Manifest, "lanes">): string[] {
+  return manifest.lanes.filter((l) => l.drill === true).map((l) => l.id);
+}
+
+/** What to do when `model` has no lane marked for drills (null: it has some). */
+export function noDrillLanesFix(model: string, found: DrillLanes | null): string | null {
+  if (found && found.lanes.length > 0) return null;
+  return found
+    ? `no lane of ${model}'s last known good release ${found.release} is marked for drills; mark the lanes a drill may use with \`drill: true\` in the recipe's lanes (docs/recovery-actions.md "Lanes marked for drills") and release it`
+    : `${model} has no succeeded release, so no last known good to rehearse a recovery to; release it first, with the lanes a drill may use marked \`drill: true\` (docs/recovery-actions.md "Lanes marked for drills")`;
+}
+
 /** The engine's drill book: every model's drills, oldest first. */
 export interface DrillBook {
   drills: DrillRecord[];

@@ -151,6 +151,12 @@ export const RecipeLane = z
     shadow_safe: ShadowSafe.optional().describe(
       "Mirrored requests cause no side effects here (isolated cache and state namespaces, sandboxed tools, restricted egress): only such lanes take a shadow phase's traffic.",
     ),
+    drill: z
+      .boolean({ error: "drill must be true or false: is the lane marked for recovery drills" })
+      .optional()
+      .describe(
+        "Marks the lane for recovery drills: a rehearsed recovery runs on lanes marked so, never on the others (default false).",
+      ),
   })
   .strict();
 export type RecipeLane = z.infer<typeof RecipeLane>;

@@ -52,6 +52,8 @@ export interface ManifestLane {
    * declaration (`shadowEnv` in domain/shadow.ts); absent when the lane declares none.
    */
   shadow_env?: Record<string, string>;
+  /** Marked for recovery drills (recipe `drill: true`); absent otherwise. */
+  drill?: true;
 }
 
 /** A control-plane request (defined with the wire contract in protocol/control-plane.ts). */

@@ -6,12 +6,13 @@
  * gives it back, `GET …/kill-switch` lists them; its credential revocations: `POST
  * …/credentials/revoke` runs the revoke tool its recipe names for a reference, `GET
  * …/credentials/revocations` lists them (operator to change, viewer or operator to read); and
- * its drill records (`POST …/drills` records one, `GET …/drills` lists them, newest first).
+ * its drill records (`POST …/drills` records one, `GET …/drills` lists them, newest first, with
+ * the lanes marked for drills in the model's last known good release).
  */
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { RevokeBody } from "../../domain/credential-revocation.ts";
-import { DrillBody } from "../../domain/drills.ts";
+import { DrillBody, noDrillLanesFix } from "../../domain/drills.ts";
 import { type KillSwitch, KillSwitchBody } from "../../domain/kill-switch.ts";
 import type { SourceMark } from "../../domain/source-order.ts";
 import { ActorField } from "../../domain/verbs.ts";
@@ -116,7 +117,14 @@ export function modelRoutes(o: ModelRouteOptions): Hono {
 
   app.get("/:model/drills", reader, knownQueryParams("GET /v1/models/:model/drills"), async (c) => {
     const model = modelParam(c);
-    return c.json({ model, drills: await o.api.drills.list(model) });
+    const lanes = await o.api.drills.lanes(model);
+    const fix = noDrillLanesFix(model, lanes);
+    return c.json({
+      model,
+      drills: await o.api.drills.list(model),
+      drill_lanes: lanes,
+      ...(fix ? { drill_lanes_fix: fix } : {}),
+    });
   });
 
   app.post(

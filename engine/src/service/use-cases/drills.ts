@@ -6,9 +6,11 @@
 import {
   type DrillBody,
   type DrillBook,
+  type DrillLanes,
   type DrillRecord,
   type DrillVerdict,
   drillBookOf,
+  drillLanesOf,
   drillsOf,
   drillToRecord,
   drillVerdict,
@@ -19,6 +21,9 @@ import type { Manifest } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Store } from "../../ports/store.ts";
 import { StateDocument } from "../state-document.ts";
+
+/** Succeeded releases (newest first, every model) looked through for a model's last known good. */
+const LANES_SCAN = 200;
 
 /** Name of the engine state that keeps the drill book (`Store.getState`). */
 export const DRILL_BOOK_STATE = "drill_book";
@@ -54,6 +59,18 @@ export class Drills {
   /** `model`'s drills, newest first. */
   async list(model: string): Promise<DrillRecord[]> {
     return drillsOf((await this.doc.read()).doc, model);
+  }
+
+  /**
+   * `model`'s lanes marked for drills in its newest succeeded release (among the newest
+   * `LANES_SCAN` succeeded ones), or null when it has none there.
+   */
+  async lanes(model: string): Promise<DrillLanes | null> {
+    const found = (await this.store.listReleases({ state: "succeeded", limit: LANES_SCAN })).find(
+      (s) => s.model === model,
+    );
+    const release = found ? await this.store.getRelease(found.id) : null;
+    return release ? { release: release.id, lanes: drillLanesOf(release.manifest) } : null;
   }
 
   /** What the drill policy of `manifest` says about a start now (null: nothing). */
