@@ -122,10 +122,14 @@ export class TrafficGenerator {
     this.normal = seededNormal(seed + 1);
   }
 
-  /** The image lane `lane` serves now; opens its counters at 0 (so rates see the start). */
+  /**
+   * The image lane `lane` serves now; opens its counters at 0 (so rates see the start), and
+   * its shadow series too while a shadow phase is in force.
+   */
   setLaneImage(lane: string, image: string): void {
     this.laneImages.set(lane, image);
     this.arm(lane, image);
+    if (this.shadow) this.arm(lane, image, this.shadowCounters);
   }
 
   /** The image labelled `arm="candidate"`; every other image is `control`. */

@@ -84,6 +84,46 @@ describe("traffic generator: shadow", () => {
     expect(m.candidate.counts.numerator).toBeGreaterThan(80);
   });
 
+  it("the embedded source reads a shadow gate from the shadow counters: a metric's query is not read there, a shadow_query cannot be", async () => {
+    const { t } = world();
+    const source = new EmbeddedMetricsSource(t);
+    const a = Analysis.parse({
+      metrics: [
+        {
+          name: "error-rate",
+          kind: "ratio",
+          better: "lower",
+          margin: { absolute: 0.01 },
+          query: { numerator: "sum(e{$arm_selector})", denominator: "sum(r{$arm_selector})" },
+        },
+        {
+          name: "own",
+          kind: "ratio",
+          better: "lower",
+          margin: { absolute: 0.01 },
+          shadow_query: {
+            numerator: "sum(e{$arm_selector})",
+            denominator: "sum(r{$arm_selector})",
+          },
+        },
+      ],
+    });
+    await source.observe({ ...query(true), analysis: a });
+    t.send(400);
+    const o = await source.observe({ ...query(true), analysis: a });
+    expect(o.metrics["error-rate"]).toMatchObject({
+      candidate: { counts: { denominator: 100 } },
+      control: { counts: { denominator: 100 } },
+    });
+    expect(o.metrics.own).toMatchObject({
+      error: true,
+      missing: expect.stringContaining("Prometheus"),
+    });
+    // Outside a shadow phase the metric's query is what cannot be read here.
+    const users = await source.observe({ ...query(false), analysis: a });
+    expect(users.metrics["error-rate"]).toMatchObject({ error: true });
+  });
+
   it("mirrors nothing once the shadow lane takes real traffic (the phase is over)", () => {
     const { core, t } = world();
     core.seed([
@@ -98,7 +138,12 @@ describe("traffic generator: shadow", () => {
   it("exposes the mirrored pairs as baton_shadow_* series, labelled as the users' traffic, every lane opened at 0", () => {
     const { t } = world();
     t.send(1000);
+    // A lane given an image while the phase is in force opens its series too.
+    t.setLaneImage("late", CANDIDATE);
     const text = t.metricsText();
+    expect(text).toContain(
+      `baton_shadow_units_total{model="m",lane="late",image="${CANDIDATE}",arm="candidate"} 0`,
+    );
     const at = (lane: string, image: string, arm: string) =>
       `{model="m",lane="${lane}",image="${image}",arm="${arm}"}`;
     expect(text).toContain(`baton_shadow_units_total${at("safe", CANDIDATE, "candidate")} 250`);
