@@ -562,11 +562,8 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
     const t = tally(model);
     const base = o.upstream(lane);
     const started = performance.now();
-    let counted = false;
     // Both sides at once, so the arms' counts stay equal at every scrape.
     const done = (status: number) => {
-      if (counted) return;
-      counted = true;
       t.sent++;
       observe(series(model, "control", baseline.lane), baseline.status, baseline.ms);
       observe(series(model, "candidate", lane), status, performance.now() - started);
