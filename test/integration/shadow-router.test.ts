@@ -192,4 +192,50 @@ describe("router proxy as a shadow router", () => {
     const counts = await (await fetch(`${router.url}/counts/m`)).json();
     expect(counts.shadow).toMatchObject({ requests: 0, mirrored: 0 });
   });
+
+  it("counts a copy whose answer breaks off as a candidate error, once in each arm, on /metrics too", async () => {
+    const base = await laneServer("base");
+    // A shadow lane that starts its answer, then resets the connection.
+    const broken = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "text/plain" });
+        res.write("partial");
+        setImmediate(() => res.socket?.destroy());
+      });
+    });
+    await new Promise<void>((r) => broken.listen(0, "127.0.0.1", r));
+    closers.push(
+      () =>
+        new Promise<void>((r) => {
+          broken.close(() => r());
+          broken.closeAllConnections();
+        }),
+    );
+    const urls: Record<string, string> = {
+      base: base.url,
+      cand: `http://127.0.0.1:${(broken.address() as AddressInfo).port}`,
+    };
+    const router = await startRouterProxy({
+      lanes: () => [lane("base", 100), lane("cand", 0)],
+      upstream: (id) => urls[id] ?? null,
+      shadow: {
+        caps: () => ({ share: 100, rate_per_s: 10_000 }),
+        safe: (_m, id) => id === "cand",
+        candidate: (_m, id) => id === "cand",
+        authorize: () => true,
+      },
+    });
+    closers.push(() => router.close());
+    await send(router, 20);
+    const shadow = await settled(router);
+    expect(shadow.sent).toBe(20);
+    expect(shadow.candidate.requests).toBe(20);
+    expect(shadow.baseline.requests).toBe(20);
+    // The broken-off answers are errors of the candidate, and /metrics says the same.
+    expect(shadow.candidate.errors).toBe(20);
+    const text = await (await fetch(`${router.url}/metrics`)).text();
+    expect(text).toContain('baton_shadow_units_total{model="m",lane="cand",arm="candidate"} 20');
+    expect(text).toContain('baton_shadow_units_total{model="m",lane="base",arm="control"} 20');
+  });
 });

@@ -35,7 +35,8 @@
  * `baton-arm: candidate`) to the shadow lane and discards its answer. The user only ever gets
  * the routed lane's answer. `GET /counts/<model>` then adds `shadow`: what was mirrored and
  * skipped, and the outcome (errors, latency) of the candidate on the mirrored requests beside
- * the routed lane's on the same requests.
+ * the routed lane's on the same requests; `GET /metrics` exposes those outcomes per lane as
+ * `baton_shadow_*` series (shadow-metrics.ts) for a metrics source such as Prometheus.
  *
  * No lane can take traffic: 503 `no_lane`. A lane's endpoint that does not answer: 502
  * `lane_unreachable` with `baton-lane`; a request without a body that met a kept-alive
@@ -48,6 +49,7 @@ import type { AssignmentUnit } from "../domain/gate/analysis.ts";
 import type { LaneState } from "./model.ts";
 import { ObservedRelease } from "./observed-release.ts";
 import { type Arm, route, stickyLane } from "./router.ts";
+import { type ShadowSeries, shadowMetricsLines } from "./shadow-metrics.ts";
 import { type ShadowCaps, type ShadowCounts, ShadowMirror, shadowLanes } from "./shadow-mirror.ts";
 import { LATENCY_BUCKETS_MS } from "./traffic.ts";
 
@@ -429,21 +431,37 @@ const outcome = (): ShadowOutcome => ({
   buckets: new Array(LATENCY_BUCKETS_MS.length + 1).fill(0),
 });
 
-/** Counts one answer (status 0: none) that took `ms`. */
-function observe(o: ShadowOutcome, status: number, ms: number): void {
+/** Counts one answer (status 0: none) that took `ms`: a unit, a request, maybe an error. */
+function observe(o: ShadowSeries, status: number, ms: number): void {
+  o.units++;
   o.requests++;
   if (status === 0 || status >= 500) o.errors++;
+  o.latencySumMs += ms;
   LATENCY_BUCKETS_MS.forEach((le, b) => {
     if (ms <= le) o.buckets[b]!++;
   });
   o.buckets[LATENCY_BUCKETS_MS.length]!++;
 }
 
+/** One side's outcomes summed over its lanes (`GET /counts/<model>`). */
+function sumOf(rows: Iterable<ShadowSeries>, arm: Arm): ShadowOutcome {
+  const o = outcome();
+  for (const r of rows) {
+    if (r.labels.arm !== arm) continue;
+    o.requests += r.requests;
+    o.errors += r.errors;
+    r.buckets.forEach((v, b) => {
+      o.buckets[b]! += v;
+    });
+  }
+  return o;
+}
+
 interface ShadowTally {
   sent: number;
   too_large: number;
-  candidate: ShadowOutcome;
-  baseline: ShadowOutcome;
+  /** Per `<arm>\0<lane>`: the copies' answers (candidate) and the routed lanes' (control). */
+  series: Map<string, ShadowSeries>;
 }
 
 /** Starts the proxy; resolves once it listens. */
@@ -459,24 +477,46 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
   const tally = (model: string): ShadowTally => {
     let t = tallies.get(model);
     if (!t) {
-      t = { sent: 0, too_large: 0, candidate: outcome(), baseline: outcome() };
+      t = { sent: 0, too_large: 0, series: new Map() };
       tallies.set(model, t);
     }
     return t;
+  };
+  /** The series of `lane`'s answers in `arm` on mirrored requests of `model`, opened at 0. */
+  const series = (model: string, arm: Arm, lane: string): ShadowSeries => {
+    const rows = tally(model).series;
+    const key = `${arm}\u0000${lane}`;
+    let r = rows.get(key);
+    if (!r) {
+      r = {
+        labels: { model, lane, arm },
+        units: 0,
+        requests: 0,
+        errors: 0,
+        buckets: new Array(LATENCY_BUCKETS_MS.length + 1).fill(0),
+        latencySumMs: 0,
+      };
+      rows.set(key, r);
+    }
+    return r;
+  };
+  /** Prometheus text of every model's shadow series (`GET /metrics`). */
+  const metricsText = (): string => {
+    const rows = [...tallies.values()].flatMap((t) => [...t.series.values()]);
+    return `${shadowMetricsLines(rows, LATENCY_BUCKETS_MS).join("\n")}\n`;
   };
   const countsOf = (model: string): RouterCounts => {
     const c = router.counts(model);
     if (!mirror) return c;
     const t = tally(model);
-    const copy = (x: ShadowOutcome): ShadowOutcome => ({ ...x, buckets: [...x.buckets] });
     return {
       ...c,
       shadow: {
         ...mirror.counts(model),
         sent: t.sent,
         too_large: t.too_large,
-        candidate: copy(t.candidate),
-        baseline: copy(t.baseline),
+        candidate: sumOf(t.series.values(), "candidate"),
+        baseline: sumOf(t.series.values(), "control"),
       },
     };
   };
@@ -497,11 +537,15 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
     } catch {
       authorized = false;
     }
+    const all = o.lanes(model);
+    // Every lane's series opens at 0 while a phase is in force, so a rate sees its start.
+    for (const l of all) series(model, "control", l.id);
     const lanes = shadowLanes(
-      o.lanes(model),
+      all,
       (l) => s.safe(model, l),
       (l) => s.candidate(model, l),
     );
+    for (const l of lanes) series(model, "candidate", l);
     const d = mirror.decide(model, caps, authorized, lanes);
     return "lane" in d ? d.lane : null;
   };
@@ -512,16 +556,17 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
     req: http.IncomingMessage,
     path: string,
     body: Buffer,
-    baseline: { status: number; ms: number },
+    baseline: { lane: string; status: number; ms: number },
     labels: Record<string, string>,
   ) => {
     const t = tally(model);
     const base = o.upstream(lane);
     const started = performance.now();
+    // Both sides at once, so the arms' counts stay equal at every scrape.
     const done = (status: number) => {
       t.sent++;
-      observe(t.baseline, baseline.status, baseline.ms);
-      observe(t.candidate, status, performance.now() - started);
+      observe(series(model, "control", baseline.lane), baseline.status, baseline.ms);
+      observe(series(model, "candidate", lane), status, performance.now() - started);
     };
     if (!base) return done(0);
     const target = new URL(path, base);
@@ -547,6 +592,11 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
     copy.end(body);
   };
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (req.url === "/metrics" && req.method === "GET") {
+      req.resume();
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+      return res.end(metricsText());
+    }
     const counts = /^\/counts\/([^/?]+)$/.exec(req.url ?? "");
     if (counts && req.method === "GET") {
       req.resume();
@@ -598,10 +648,18 @@ export async function startRouterProxy(o: RouterProxyOptions): Promise<RouterPro
         tally(model).too_large++;
         return;
       }
-      sendCopy(model, shadow, req, path, Buffer.concat(c.chunks), c.answer!, {
-        [RELEASE_HEADER]: release,
-        [ARM_HEADER]: "candidate",
-      });
+      sendCopy(
+        model,
+        shadow,
+        req,
+        path,
+        Buffer.concat(c.chunks),
+        { lane: pick.lane, ...c.answer! },
+        {
+          [RELEASE_HEADER]: release,
+          [ARM_HEADER]: "candidate",
+        },
+      );
     };
     if (copy) {
       req.on("data", (chunk: Buffer) => {

@@ -5,7 +5,8 @@
  * the weights hold), and records per-lane, per-image outcomes from error rates and latency
  * distributions that can be set per image. It exposes the counters and a latency histogram in
  * the Prometheus text format (`GET /metrics`), so the Prometheus adapter reads it like any
- * service, and the embedded metrics source reads the same counters in process.
+ * service, and the embedded metrics source reads the same counters in process; a shadow
+ * phase's mirrored requests as `baton_shadow_*` (shadow-metrics.ts).
  *
  * Release labels (docs/control-plane.md "Release labels"): with `release`, every request is
  * labelled with the release the model's traffic is under, counted per label where the router
@@ -18,6 +19,7 @@ import type { ControlPlaneCore } from "./core.ts";
 import { ObservedRelease } from "./observed-release.ts";
 import { type Draws, seededNormal, seededUniform } from "./random.ts";
 import { unitPosition } from "./router.ts";
+import { escapeLabel, shadowMetricsLines } from "./shadow-metrics.ts";
 import { type ShadowCaps, type ShadowCounts, ShadowMirror, shadowLanes } from "./shadow-mirror.ts";
 
 /** A shadow phase for the generator: its caps and the lanes declared shadow-safe. */
@@ -80,9 +82,6 @@ export interface TrafficOptions {
   seed?: number;
 }
 
-const escapeLabel = (v: string) =>
-  v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
-
 export { unitPosition };
 
 /** See the module comment. */
@@ -123,10 +122,14 @@ export class TrafficGenerator {
     this.normal = seededNormal(seed + 1);
   }
 
-  /** The image lane `lane` serves now; opens its counters at 0 (so rates see the start). */
+  /**
+   * The image lane `lane` serves now; opens its counters at 0 (so rates see the start), and
+   * its shadow series too while a shadow phase is in force.
+   */
   setLaneImage(lane: string, image: string): void {
     this.laneImages.set(lane, image);
     this.arm(lane, image);
+    if (this.shadow) this.arm(lane, image, this.shadowCounters);
   }
 
   /** The image labelled `arm="candidate"`; every other image is `control`. */
@@ -173,6 +176,9 @@ export class TrafficGenerator {
    */
   setShadow(shadow: GeneratorShadow | null): void {
     this.shadow = shadow;
+    // Every lane's shadow series opens at 0, so a rate over the phase sees its start.
+    if (shadow)
+      for (const [lane, image] of this.laneImages) this.arm(lane, image, this.shadowCounters);
   }
 
   /** What the mirror counted: requests seen, mirrored, skipped, per lane. */
@@ -365,6 +371,26 @@ export class TrafficGenerator {
       out.push(
         `baton_router_release_requests_total{model="${escapeLabel(this.o.model)}",release="${escapeLabel(release)}"} ${n}`,
       );
+    // The shadow phase's pairs: the shadow lanes' answers to the copies (the candidate's image)
+    // and the routed lanes' answers to the same requests, labelled as the users' traffic above.
+    out.push(
+      ...shadowMetricsLines(
+        this.shadowSnapshot().map((c) => ({
+          labels: {
+            model: this.o.model,
+            lane: c.lane,
+            image: c.image,
+            arm: c.image === this.candidate ? "candidate" : "control",
+          },
+          units: c.units,
+          requests: c.requests,
+          errors: c.errors,
+          buckets: c.buckets,
+          latencySumMs: c.latencySumMs,
+        })),
+        LATENCY_BUCKETS_MS,
+      ),
+    );
     return `${out.join("\n")}\n`;
   }
 }

@@ -114,48 +114,66 @@ function sectionProblems(section: Record<string, unknown>, at: string): Problem[
         });
       } else seen.set(name, i);
     }
-    const buckets = obj(metric?.query)?.buckets;
-    if (metric?.kind === "quantile" && typeof buckets === "string" && !/\ble\b/.test(buckets)) {
-      problems.push({
-        path: `${at}.metrics.${i}.query.buckets`,
-        message: `quantile metric \`${typeof name === "string" ? name : `#${i + 1}`}\`: query.buckets does not keep the \`le\` label, so the histogram's buckets cannot be told apart`,
-        fix: 'Sum by the bucket bound, e.g. `sum by (le) (increase(http_latency_ms_bucket{model="$model",$arm_selector}[$window]))`.',
-      });
-    }
-    for (const [field, text] of Object.entries(obj(metric?.query) ?? {})) {
-      if (typeof text !== "string") continue;
-      const used = [...text.matchAll(/\$([A-Za-z_]\w*)/g)].map((m) => m[1] as string);
-      for (const v of used) {
-        if (!(QUERY_VARIABLES as readonly string[]).includes(v)) {
-          const hint = VARIABLE_HINTS[v];
-          problems.push({
-            path: `${at}.metrics.${i}.query.${field}`,
-            message: `query uses unknown variable \`$${v}\``,
-            fix: `${hint ? `${hint} ` : ""}Use only ${QUERY_VARIABLES.map((q) => `$${q}`).join(", ")} (docs/gate.md); write other values literally.`,
-          });
-        }
-      }
-      // Parsed with Prometheus's grammar once filled (only when every variable is known).
-      if (used.every((v) => (QUERY_VARIABLES as readonly string[]).includes(v))) {
-        const bad = promqlProblem(text);
-        if (bad) {
-          problems.push({
-            path: `${at}.metrics.${i}.query.${field}`,
-            message: `metric \`${typeof name === "string" ? name : `#${i + 1}`}\`, ${field}: ${bad.message}`,
-            fix: bad.fix,
-          });
-        }
-      }
-      if (!used.some((v) => (ARM_VARIABLES as readonly string[]).includes(v))) {
+    // `query` reads real traffic, `shadow_query` a shadow phase's mirrored requests: one rule.
+    for (const key of ["query", "shadow_query"] as const)
+      problems.push(...templateProblems(metric, key, `${at}.metrics.${i}`, i));
+  });
+  return problems;
+}
+
+/** The problems of one metric's templates under `key` (`query` or `shadow_query`). */
+function templateProblems(
+  metric: Record<string, unknown> | null | undefined,
+  key: "query" | "shadow_query",
+  at: string,
+  i: number,
+): Problem[] {
+  const problems: Problem[] = [];
+  const name = metric?.name;
+  const templates = obj(metric?.[key]);
+  const buckets = templates?.buckets;
+  if (metric?.kind === "quantile" && typeof buckets === "string" && !/\ble\b/.test(buckets)) {
+    problems.push({
+      path: `${at}.${key}.buckets`,
+      message: `quantile metric \`${typeof name === "string" ? name : `#${i + 1}`}\`: ${key}.buckets does not keep the \`le\` label, so the histogram's buckets cannot be told apart`,
+      fix: `Sum by the bucket bound, e.g. \`sum by (le) (increase(${key === "query" ? "http_latency_ms_bucket" : "baton_shadow_latency_ms_bucket"}{model="$model",$arm_selector}[$window]))\`.`,
+    });
+  }
+  for (const [field, text] of Object.entries(templates ?? {})) {
+    if (typeof text !== "string") continue;
+    const used = [...text.matchAll(/\$([A-Za-z_]\w*)/g)].map((m) => m[1] as string);
+    for (const v of used) {
+      if (!(QUERY_VARIABLES as readonly string[]).includes(v)) {
+        const hint = VARIABLE_HINTS[v];
         problems.push({
-          path: `${at}.metrics.${i}.query.${field}`,
-          message:
-            "query reads the same series for the candidate and the control: it uses none of $arm_selector, $arm, $image",
-          fix: "Select the arm inside the braces, e.g. `{model=\"$model\",$arm_selector}` (the control is what the observed baseline's lanes serve with any image but the candidate's).",
+          path: `${at}.${key}.${field}`,
+          message: `${key} uses unknown variable \`$${v}\``,
+          fix: `${hint ? `${hint} ` : ""}Use only ${QUERY_VARIABLES.map((q) => `$${q}`).join(", ")} (docs/gate.md); write other values literally.`,
         });
       }
     }
-  });
+    // Parsed with Prometheus's grammar once filled (only when every variable is known).
+    if (used.every((v) => (QUERY_VARIABLES as readonly string[]).includes(v))) {
+      const bad = promqlProblem(text);
+      if (bad) {
+        problems.push({
+          path: `${at}.${key}.${field}`,
+          message: `metric \`${typeof name === "string" ? name : `#${i + 1}`}\`, ${field}: ${bad.message}`,
+          fix: bad.fix,
+        });
+      }
+    }
+    if (!used.some((v) => (ARM_VARIABLES as readonly string[]).includes(v))) {
+      problems.push({
+        path: `${at}.${key}.${field}`,
+        message: `${key} reads the same series for the candidate and the control: it uses none of $arm_selector, $arm, $image`,
+        fix:
+          key === "query"
+            ? "Select the arm inside the braces, e.g. `{model=\"$model\",$arm_selector}` (the control is what the observed baseline's lanes serve with any image but the candidate's)."
+            : 'Select the arm inside the braces, e.g. `{model="$model",$arm_selector}` (in a shadow phase `arm="candidate"` for the copies\' answers, `arm="control"` for the same requests\' answers on the baseline).',
+      });
+    }
+  }
   return problems;
 }
 

@@ -87,7 +87,8 @@ export class EmbeddedMetricsSource implements MetricsSource {
       }));
     const metrics: GateObservations["metrics"] = {};
     for (const m of q.analysis.metrics) {
-      if (m.query) {
+      // A shadow phase reads `shadow_query`, never `query` (which reads real traffic).
+      if (q.shadow ? m.shadow_query : m.query) {
         // A read that can never succeed here: an error, not data still to come.
         metrics[m.name] = {
           missing: "a PromQL query needs the Prometheus metrics source",

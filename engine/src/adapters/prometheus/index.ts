@@ -3,8 +3,11 @@
  * (`GET /api/v1/query`, https://prometheus.io/docs/prometheus/latest/querying/api/), one
  * query per metric, arm and role, templates filled with the model, arm, images, release, lanes,
  * the observed baseline's lanes and the window since the wave began (the control arm is what the
- * baseline lanes served with any image but the candidate's; see templates.ts). A timeout, an HTTP or PromQL error, an empty result
- * or a NaN value is missing evidence naming the query; it never throws and never passes.
+ * baseline lanes served with any image but the candidate's; see templates.ts). A shadow phase
+ * reads the router's shadow series (the copies' answers as the candidate arm, the routed lanes'
+ * answers to the same requests as the control) through the shadow templates. A timeout, an HTTP
+ * or PromQL error, an empty result or a NaN value is missing evidence naming the query; it never
+ * throws and never passes.
  */
 import type { GateObservations, Missing } from "../../domain/gate/decide.ts";
 import type { ArmObservation, Bucket } from "../../domain/gate/observations.ts";
@@ -13,6 +16,7 @@ import {
   armVars,
   fillTemplate,
   metricTemplates,
+  SHADOW_UNITS_TEMPLATE,
   type TemplateVars,
   UNITS_TEMPLATE,
 } from "./templates.ts";
@@ -128,22 +132,15 @@ export class PrometheusMetricsSource implements MetricsSource {
   }
 
   async observe(q: GateQuery): Promise<GateObservations> {
-    if (q.shadow) {
-      // No shadow counters in the default templates yet: missing, so a shadow gate never passes.
-      const missing = "shadow metrics are read from the reference router (embedded source) only";
-      return {
-        assignments: { missing, error: true },
-        metrics: Object.fromEntries(
-          q.analysis.metrics.map((m) => [m.name, { missing, error: true }]),
-        ),
-      };
-    }
     const timeS = q.nowMs / 1000;
     const windowS = Math.max(1, Math.ceil((q.nowMs - q.sinceMs) / 1000));
     const vars = (arm: "candidate" | "control"): TemplateVars => armVars(arm, q, `${windowS}s`);
     const arms = ["candidate", "control"] as const;
+    // A shadow phase reads the mirrored requests: the copies' answers beside the baseline's.
+    const shadow = q.shadow === true;
+    const units = shadow ? SHADOW_UNITS_TEMPLATE : UNITS_TEMPLATE;
     const [uc, ub] = (await Promise.all(
-      arms.map((a) => this.scalar(fillTemplate(UNITS_TEMPLATE, vars(a)), timeS)),
+      arms.map((a) => this.scalar(fillTemplate(units, vars(a)), timeS)),
     )) as [number | Missing, number | Missing];
     const assignments =
       typeof uc === "number" && typeof ub === "number"
@@ -158,7 +155,7 @@ export class PrometheusMetricsSource implements MetricsSource {
     const metrics: GateObservations["metrics"] = {};
     await Promise.all(
       q.analysis.metrics.map(async (m) => {
-        const t = metricTemplates(m);
+        const t = metricTemplates(m, shadow);
         const perArm = await Promise.all(
           arms.map(async (a): Promise<ArmObservation | Missing> => {
             if (m.kind === "latency" || m.kind === "quantile") {

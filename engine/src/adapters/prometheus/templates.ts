@@ -1,6 +1,8 @@
 /**
  * PromQL templates of a gate and how they are filled. Defaults read the reference router's
- * series (engine/src/control-plane/traffic.ts); a metric's `query` replaces them.
+ * series (engine/src/control-plane/traffic.ts); a metric's `query` replaces them. A shadow
+ * phase's gate reads the router's shadow series instead (`baton_shadow_*`,
+ * engine/src/control-plane/shadow-metrics.ts), and a metric's `shadow_query` replaces those.
  */
 import { QUERY_VARIABLES, type QueryVariable } from "../../domain/analysis-check.ts";
 import type { GateMetric } from "../../domain/gate/analysis.ts";
@@ -19,7 +21,9 @@ import type { GateMetric } from "../../domain/gate/analysis.ts";
  * - `arm_selector`: label matchers selecting the arm, to put inside `{…}`: the candidate is
  *   `image="<candidate>"`; the control is `lane=~"<baseline lanes>",image!="<candidate>"`
  *   (whatever the baseline lanes serve but the candidate, e.g. a hotfix), or, without an
- *   observed baseline, `image="<previous_image>"`;
+ *   observed baseline, `image="<previous_image>"`. In a shadow phase it is `arm="<arm>"`: the
+ *   router labels a copy's answer `candidate` and the routed lane's answer to the same request
+ *   `control`;
  * - `window`: seconds since the wave began, e.g. `125s`.
  * Every value but `arm_selector` and `window` is escaped for a PromQL double-quoted string.
  */
@@ -37,15 +41,28 @@ export const DEFAULT_DENOMINATOR = counter("baton_arm_requests_total");
 export const DEFAULT_BUCKETS =
   'sum by (le) (increase(baton_arm_latency_ms_bucket{model="$model",$arm_selector}[$window]))';
 
-/** The templates a metric needs, by role. */
-export function metricTemplates(m: GateMetric): Record<string, string> {
+/** Mirrored requests one arm answered (a shadow gate's SRM counts: one half each). */
+export const SHADOW_UNITS_TEMPLATE = counter("baton_shadow_units_total");
+export const DEFAULT_SHADOW_NUMERATOR = counter("baton_shadow_errors_total");
+export const DEFAULT_SHADOW_DENOMINATOR = counter("baton_shadow_requests_total");
+export const DEFAULT_SHADOW_BUCKETS =
+  'sum by (le) (increase(baton_shadow_latency_ms_bucket{model="$model",$arm_selector}[$window]))';
+
+/**
+ * The templates a metric needs, by role: its `query` (or the defaults) on real traffic; in a
+ * shadow phase (`shadow`) its `shadow_query` (or the shadow defaults), never its `query`, which
+ * reads what users were served.
+ */
+export function metricTemplates(m: GateMetric, shadow = false): Record<string, string> {
   if (m.kind === "ratio") {
+    const q = shadow ? m.shadow_query : m.query;
     return {
-      numerator: m.query?.numerator ?? DEFAULT_NUMERATOR,
-      denominator: m.query?.denominator ?? DEFAULT_DENOMINATOR,
+      numerator: q?.numerator ?? (shadow ? DEFAULT_SHADOW_NUMERATOR : DEFAULT_NUMERATOR),
+      denominator: q?.denominator ?? (shadow ? DEFAULT_SHADOW_DENOMINATOR : DEFAULT_DENOMINATOR),
     };
   }
-  return { buckets: m.query?.buckets ?? DEFAULT_BUCKETS };
+  const q = shadow ? m.shadow_query : m.query;
+  return { buckets: q?.buckets ?? (shadow ? DEFAULT_SHADOW_BUCKETS : DEFAULT_BUCKETS) };
 }
 
 /** Escapes a value for a PromQL double-quoted string. */
@@ -56,8 +73,9 @@ export const regexLiteral = (v: string): string => v.replace(/[\\^$.|?*+()[\]{}]
 
 /**
  * The variables of one arm. `controlLanes` is the observed baseline's lanes (absent or empty:
- * none observed, and the control is `controlImage`). Values are unescaped; `fillTemplate`
- * escapes them, and `arm_selector` is built escaped.
+ * none observed, and the control is `controlImage`). `shadow`: a shadow phase's read, where
+ * the arm is the router's `arm` label. Values are unescaped; `fillTemplate` escapes them, and
+ * `arm_selector` is built escaped.
  */
 export function armVars(
   arm: "candidate" | "control",
@@ -68,13 +86,15 @@ export function armVars(
     controlImage: string;
     lanes: string[];
     controlLanes?: string[];
+    shadow?: true;
   },
   window: string,
 ): TemplateVars {
   const observed = q.controlLanes?.length ? q.controlLanes : null;
   const baselineLanes = (observed ?? q.lanes).map(regexLiteral).join("|");
-  const armSelector =
-    arm === "candidate"
+  const armSelector = q.shadow
+    ? `arm="${arm}"`
+    : arm === "candidate"
       ? `image="${promString(q.candidateImage)}"`
       : observed
         ? `lane=~"${promString(baselineLanes)}",image!="${promString(q.candidateImage)}"`

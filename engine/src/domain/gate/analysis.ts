@@ -99,6 +99,19 @@ const Common = {
     ),
 };
 
+/** A latency metric's template read in a shadow phase instead of its `query`. */
+const ShadowBuckets = z
+  .object({
+    buckets: PromQl.describe(
+      "PromQL giving the cumulative bucket counts (with an `le` label, in ms) of one arm on mirrored requests.",
+    ),
+  })
+  .strict()
+  .optional()
+  .describe(
+    "Prometheus template read in a shadow phase instead of `query`; default: the reference router's shadow latency histogram.",
+  );
+
 /** A ratio of counts, such as errors / requests. */
 export const RatioMetric = z
   .object({
@@ -115,6 +128,20 @@ export const RatioMetric = z
       .strict()
       .optional()
       .describe("Prometheus templates; default: the reference router's request counters."),
+    shadow_query: z
+      .object({
+        numerator: PromQl.describe(
+          "PromQL giving the numerator count of one arm on mirrored requests.",
+        ),
+        denominator: PromQl.describe(
+          "PromQL giving the denominator count of one arm on mirrored requests.",
+        ),
+      })
+      .strict()
+      .optional()
+      .describe(
+        "Prometheus templates read in a shadow phase instead of `query`; default: the reference router's shadow counters.",
+      ),
   })
   .strict();
 
@@ -136,6 +163,7 @@ export const LatencyMetric = z
       .strict()
       .optional()
       .describe("Prometheus template; default: the reference router's latency histogram."),
+    shadow_query: ShadowBuckets,
   })
   .strict();
 
@@ -202,6 +230,7 @@ export const QuantileMetric = z
       .strict()
       .optional()
       .describe("Prometheus template; default: the reference router's latency histogram."),
+    shadow_query: ShadowBuckets,
   })
   .strict();
 export type QuantileMetric = z.infer<typeof QuantileMetric>;
