@@ -19,9 +19,12 @@ export interface CreationFacts {
   /** The recipe as admitted, kept for a later rollback to this manifest. */
   recipe: unknown;
   /** The recipe's own compiled manifest (what admission checked): name and step count. */
-  admitted: Pick<Manifest, "recipe_name" | "steps">;
-  /** The plan that runs (against the observed baseline, with probe steps): model, images. */
-  plan: Pick<Manifest, "model" | "image" | "previous_image">;
+  admitted: Pick<Manifest, "recipe_name">;
+  /**
+   * The plan that runs (against the observed baseline, with probe steps; a switch back's own
+   * plan): model, images, and its steps, counted in the `created` message.
+   */
+  plan: Pick<Manifest, "model" | "image" | "previous_image" | "steps">;
   admission: AdmissionReport;
   /** How the admission's signer is named (`describeSigner`), null when none signed. */
   signer: string | null;
@@ -53,7 +56,7 @@ export function creationHistory(f: CreationFacts): HistoryEntry[] {
     id,
     f.now,
     "created",
-    `[engine] release ${id} created by ${f.actor} from recipe ${f.admitted.recipe_name} (${f.admitted.steps.length} steps)${lineageMessage(f.lineage, f.plan)}${f.hold ? "; held pending until resumed" : ""}${dark ? "; deployed dark: it waits at 0% exposure before its first traffic write until released" : ""}`,
+    `[engine] release ${id} created by ${f.actor} from recipe ${f.admitted.recipe_name} (${f.plan.steps.length} steps)${lineageMessage(f.lineage, f.plan)}${f.hold ? "; held pending until resumed" : ""}${dark ? "; deployed dark: it waits at 0% exposure before its first traffic write until released" : ""}`,
     // History rows are written once, never rewritten.
     {
       actor: f.actor,
