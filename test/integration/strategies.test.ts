@@ -340,7 +340,9 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
         `old environment (lane-a, lane-b) warm on ${r.previous_image} until ${new Date(until).toISOString()} (weight 0, not stopped): \`baton rollback ${id}\` switches traffic back to it in one write`,
       );
       const offer = done.lifecycle_actions.find((a) => a.action === "rollback");
-      expect(offer?.effect).toContain("in one control-plane write");
+      expect(offer?.effect).toContain(
+        "the runner's health check of each of its lanes, then one control-plane write moves every request back to it",
+      );
 
       // Rollback inside the window: a switch back, one traffic write after the runner's health
       // check of each old-environment lane.
@@ -407,6 +409,12 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       const reads = cp.calls.slice(from).filter((c) => c.op.op === "assert_traffic");
       expect(reads.length).toBeGreaterThan(0);
       expect(reads.at(-1)?.op).toMatchObject({ weights: { "lane-a": 50, "lane-b": 50 } });
+      // A refusal of the switch back names what its rollback is: a switch back, not a redeploy.
+      const abort = await op(hh, "POST", `/v1/releases/${back}/abort`, { reason: "x" });
+      expect(abort.status).toBe(409);
+      const refusal = ((await abort.json()) as { error: { message: string } }).error.message;
+      expect(refusal).toContain(`it accepts rollback (a switch back to ${back}'s old environment`);
+      expect(refusal).not.toContain("a new release of the previous manifest");
       // The rolled-back release is superseded: no second switch from it.
       expect((await status(hh, id)).old_environment).toBeNull();
       // The switch back is itself blue-green: green stayed warm on the candidate, so rolling

@@ -64,7 +64,7 @@ describe("creation history", () => {
       facts({ plan, lineage: { verb: "rollback", of: "r6", switch_back: true } }),
     );
     expect(h[0]?.message).toMatch(
-      /^\[engine\] release r7 created by alice from recipe svc \(2 steps\); a rollback of r6 by switch back/,
+      /^\[engine\] release r7 created by alice from recipe svc \(2 steps\); a rollback of r6 by a switch back to r6's old environment/,
     );
   });
 

@@ -4,8 +4,10 @@
  * acceptance, and the request count a bounded refusal row carries. Pure text and data; the
  * service stores them.
  */
+
 import type { AdmissionReport } from "./admission.ts";
 import { PROBE_TOOL, type PrerequisiteReport, prerequisitesSummary } from "./prerequisites.ts";
+import { switchBackWords } from "./switch-back-words.ts";
 import type { HistoryEntry, Json, Lineage, Manifest, ObservedBaseline, Release } from "./types.ts";
 
 /** History kind of an owner's acceptance of a closed release (docs/record.md "Acceptance"). */
@@ -127,7 +129,7 @@ export function lineageMessage(
 ): string {
   if (!l) return "";
   if (l.verb === "rollback" && l.switch_back)
-    return `; a rollback of ${l.of} by switch back: one traffic write to its old environment, still warm on ${m.image} (nothing redeployed), its undo switches to ${m.previous_image} again`;
+    return `; a rollback of ${l.of} by ${switchBackWords(l.of)}; its old environment is still warm on ${m.image}, and its undo switches to ${m.previous_image} again`;
   return l.verb === "rollback"
     ? `; an explicit rollback of ${l.of}: ${l.manifest_of}'s admitted manifest runs again (image ${m.image}), its undo restores ${m.previous_image}`
     : `; a roll forward past ${l.of} (image ${m.image}, no going back to ${l.of}'s manifest)`;
