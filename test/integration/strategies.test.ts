@@ -511,6 +511,7 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       await succeeded(r1);
       const r2 = await createRelease(hh, {
         ...noWeights(switchRecipe()),
+        policy: { rerun_window_minutes: 0, rollback_window: "2h", drill_every_days: 7 },
         image: v8,
         previous_image: v7,
         rollout: { waves: [{ lanes: ["lane-a", "lane-b"], max_unavailable: 2 }] },
@@ -521,7 +522,8 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       expect(sb.status, await sb.clone().text()).toBe(201);
       const r3 = ((await sb.json()) as { id: string }).id;
       await succeeded(r3);
-      expect((await getRecord(hh, r3)).manifest).toMatchObject({ image: v7 });
+      // The switch back keeps the recipe's policies: its drill schedule among them.
+      expect((await getRecord(hh, r3)).manifest).toMatchObject({ image: v7, drill_every_days: 7 });
       // r4: a canary of v9 on all four lanes.
       const canary = recipe(4, { policy: { rerun_window_minutes: 0, rollback_window: "2h" } });
       const r4 = await createRelease(hh, { ...noWeights(canary), image: v9, previous_image: v7 });
