@@ -11,19 +11,23 @@
  * image of the container that answered; the blue container's instance id (the stand-in runtime's
  * per-`run` id) is the same before the release and after the switch back, so it was never
  * stopped or restarted; the control plane's own history of applied writes shows the switch back
- * as one traffic write; the local runner shows no step run on the blue lane, none for the switch
- * back.
+ * as one traffic write; the local runner shows no deploy on the blue lane, and the switch back's
+ * only runner step is its health check of it (run-smoke). With the blue container stopped, the
+ * switch back fails that health check and moves nothing: the router keeps every request on green.
  */
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
 import { loadRecipe } from "../../engine/src/demo/stack.ts";
+import { shortDigest } from "../../engine/src/domain/catalogue.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import { baton } from "../cli/run-baton.ts";
 import {
+  askRollback,
   cpHistory,
   describeInProcess,
   laneInstance,
+  onTarget,
   startLaneRouter,
   summarize,
   TERMINAL,
@@ -101,15 +105,22 @@ describeInProcess(
           expect(returned.images).toEqual({ [m.previous_image]: N });
           expect(returned.instances).toEqual({ "lane-a": [blue] });
           // One switch: the control plane applied one traffic write for the switch back, all
-          // of it to blue; no runner step ran for it, and none ever ran on the blue lane.
+          // of it to blue; the only runner step of it is blue's health check (run-smoke, which
+          // reads the lane), and no deploy ever ran on the blue lane.
           const writes = await cpHistory(e, back);
           expect(writes.map((c) => c.kind)).toEqual(["set_traffic"]);
           expect(writes[0]?.after).toMatchObject({ "lane-a": 100, "lane-c": 0 });
           const runs = e.stack.runner.list();
-          expect(runs.filter((r) => r.payload.release?.id === back)).toEqual([]);
           const laneOf = (r: (typeof runs)[number]) =>
             (r.payload.args as { lane?: { id?: string } }).lane?.id;
-          expect(runs.filter((r) => laneOf(r) === "lane-a").map((r) => r.stepRunId)).toEqual([]);
+          expect(
+            runs
+              .filter((r) => r.payload.release?.id === back)
+              .map((r) => [r.payload.tool, laneOf(r)]),
+          ).toEqual([["run-smoke", "lane-a"]]);
+          expect(runs.filter((r) => laneOf(r) === "lane-a").map((r) => r.payload.tool)).toEqual([
+            "run-smoke",
+          ]);
           expect(runs.filter((r) => laneOf(r) === "lane-c").length).toBeGreaterThan(0);
 
           // After the switch back's own window: its old environment (green) is retired and
@@ -141,6 +152,39 @@ describeInProcess(
           expect(latePage).toContain("Old environment: retired at");
           expect(latePage).not.toContain(`href="/releases/${back}/rollback"`);
           expect((await router.answers(N)).images).toEqual({ [m.previous_image]: N });
+        } finally {
+          await router.close();
+        }
+      },
+      T,
+    );
+
+    it(
+      "a switch back whose old container is stopped fails its health check before any traffic moves: no request reaches the stopped lane",
+      async () => {
+        const e = await start({ recipe: recipe() });
+        const m = e.manifest;
+        const router = await startLaneRouter(e, m.model);
+        try {
+          const id = await e.startRelease();
+          const done = await e.waitFor(id, (r) => TERMINAL.has(r.state), `${id} to end`, T);
+          expect(done.state, summarize(done)).toBe("succeeded");
+          // The old environment's container goes down (its health check answers nothing).
+          await onTarget(e, `docker stop baton-lane-a-${shortDigest(m.previous_image)}`);
+          expect(await laneInstance(e, "lane-a")).toBeNull();
+          const rb = await askRollback(e, id);
+          expect(rb.status, await rb.clone().text()).toBe(201);
+          const back = ((await rb.json()) as { id: string }).id;
+          const after = await e.waitFor(back, (r) => TERMINAL.has(r.state), `${back} to end`, T);
+          expect(after.state, summarize(after)).toBe("rolled_back");
+          expect(after.reason ?? "").toContain(
+            "lane lane-a of the old environment failed its health check before the switch back, so no traffic moved",
+          );
+          // No traffic write, and at the router every request still reaches green.
+          expect(await cpHistory(e, back)).toEqual([]);
+          const seen = await router.answers(N);
+          expect(seen.images).toEqual({ [m.image]: N });
+          expect(Object.keys(seen.instances)).toEqual(["lane-c"]);
         } finally {
           await router.close();
         }

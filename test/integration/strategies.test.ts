@@ -340,9 +340,12 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
         `old environment (lane-a, lane-b) warm on ${r.previous_image} until ${new Date(until).toISOString()} (weight 0, not stopped): \`baton rollback ${id}\` switches traffic back to it in one write`,
       );
       const offer = done.lifecycle_actions.find((a) => a.action === "rollback");
-      expect(offer?.effect).toContain("in one control-plane write");
+      expect(offer?.effect).toContain(
+        "the runner's health check of each of its lanes, then one control-plane write moves every request back to it",
+      );
 
-      // Rollback inside the window: a switch back, no runner step, one traffic write.
+      // Rollback inside the window: a switch back, one traffic write after the runner's health
+      // check of each old-environment lane.
       hh.clock.t = done.succeeded_at + HOUR;
       // A blue lane on another image is no warm old environment: refused, nothing started.
       const count = (await hh.store.listReleases({ limit: 50 })).length;
@@ -360,14 +363,15 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       expect(rb.status, await rb.clone().text()).toBe(201);
       const back = ((await rb.json()) as { id: string }).id;
       const dispatched: string[] = [];
+      const laneOf = (p: DispatchPayload) => (p.args as { lane?: { id?: string } }).lane?.id;
       await drive(hh, (p) => {
-        dispatched.push(p.tool);
+        dispatched.push(`${p.tool} ${laneOf(p)}`);
         return "pass";
       });
       const after = await status(hh, back);
       expect(after.state).toBe("succeeded");
       expect(after.lineage).toMatchObject({ verb: "rollback", of: id, switch_back: true });
-      expect(dispatched).toEqual([]);
+      expect(dispatched).toEqual(["run-smoke lane-a", "run-smoke lane-b"]);
       const backRecord = (await (await op(hh, "GET", `/v1/releases/${back}/record`)).json()) as {
         lineage: { switch_back?: boolean };
       };
@@ -376,13 +380,21 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       const backRec = await getRecord(hh, back);
       const plan = backRec.manifest as unknown as Manifest;
       expect(plan.steps.map((s) => [s.name, s.kind])).toEqual([
+        ["assert_smoke_passed", "runner"],
+        ["assert_smoke_passed", "runner"],
         ["set_traffic", "control_plane"],
         ["assert_traffic_observed", "control_plane"],
       ]);
       expect(backRec.step_runs.map((s) => [s.step_index, s.direction, s.state])).toEqual([
         [0, "fwd", "succeeded"],
         [1, "fwd", "succeeded"],
+        [2, "fwd", "succeeded"],
+        [3, "fwd", "succeeded"],
       ]);
+      const created = (await hh.store.getHistory(back, { limit: 8 })).find(
+        (e) => e.kind === "created",
+      );
+      expect(created?.message).toContain("(4 steps)");
       // At the router: the previous image answers every request.
       expect(await answers()).toEqual({ [r.previous_image as string]: 40 });
       // Exactly one control-plane traffic change, to the blue lanes' weights, read back.
@@ -397,6 +409,12 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       const reads = cp.calls.slice(from).filter((c) => c.op.op === "assert_traffic");
       expect(reads.length).toBeGreaterThan(0);
       expect(reads.at(-1)?.op).toMatchObject({ weights: { "lane-a": 50, "lane-b": 50 } });
+      // A refusal of the switch back names what its rollback is: a switch back, not a redeploy.
+      const abort = await op(hh, "POST", `/v1/releases/${back}/abort`, { reason: "x" });
+      expect(abort.status).toBe(409);
+      const refusal = ((await abort.json()) as { error: { message: string } }).error.message;
+      expect(refusal).toContain(`it accepts rollback (a switch back to ${back}'s old environment`);
+      expect(refusal).not.toContain("a new release of the previous manifest");
       // The rolled-back release is superseded: no second switch from it.
       expect((await status(hh, id)).old_environment).toBeNull();
       // The switch back is itself blue-green: green stayed warm on the candidate, so rolling
@@ -409,13 +427,122 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       const from2 = cp.calls.length;
       const again = await op(hh, "POST", `/v1/releases/${back}/rollback`, { reason: "mistake" });
       expect(again.status, await again.clone().text()).toBe(201);
+      dispatched.length = 0;
       await drive(hh, (p) => {
-        dispatched.push(p.tool);
+        dispatched.push(`${p.tool} ${laneOf(p)}`);
         return "pass";
       });
-      expect(dispatched).toEqual([]);
+      expect(dispatched).toEqual(["run-smoke lane-c", "run-smoke lane-d"]);
       expect(await answers()).toEqual({ [r.image as string]: 40 });
       expect(trafficWrites(cp, from2)).toHaveLength(1);
+    },
+    120_000,
+  );
+
+  it.skipIf(skip)(
+    "blue_green: a switch back whose old-environment lane fails its health check moves no traffic and says which lane and what to do",
+    async () => {
+      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+      h = await makeHarness({ kind, cp });
+      const hh = h;
+      const r = switchRecipe();
+      const id = await createRelease(hh, r);
+      await drive(hh);
+      expect((await status(hh, id)).state).toBe("succeeded");
+      const weights = () =>
+        Object.fromEntries(hh.cp.core.lanes(MODEL).map((l) => [l.id, l.weight]));
+      const served = weights();
+      const from = cp.calls.length;
+      const rb = await op(hh, "POST", `/v1/releases/${id}/rollback`, { reason: "v7 regressed" });
+      expect(rb.status, await rb.clone().text()).toBe(201);
+      const back = ((await rb.json()) as { id: string }).id;
+      // lane-b's old container is down: its smoke step fails.
+      await drive(hh, (p) =>
+        p.tool === "run-smoke" && (p.args as { lane: { id: string } }).lane.id === "lane-b"
+          ? "fail"
+          : "pass",
+      );
+      const rec = await getRecord(hh, back);
+      expect(rec.state).toBe("rolled_back");
+      // No traffic moved: no write at the control plane, the candidate still serves.
+      expect(trafficWrites(cp, from)).toEqual([]);
+      expect(weights()).toEqual(served);
+      const reason = (rec as unknown as { reason: string | null }).reason ?? "";
+      expect(reason).toContain(
+        "lane lane-b of the old environment failed its health check before the switch back, so no traffic moved",
+      );
+      expect(reason).toContain(`redeploy ${r.previous_image} on lane-b and roll back again`);
+      // The release it undoes is still the one serving, and may be rolled back again.
+      expect((await status(hh, id)).old_environment?.state).toBe("warm");
+    },
+    120_000,
+  );
+
+  it.skipIf(skip)(
+    "blue_green: a switch back's record is what served after it: rolling back the release after it redeploys the image switched back to, not the one rolled away from",
+    async () => {
+      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+      h = await makeHarness({ kind, cp });
+      const hh = h;
+      const img = (v: string, hex: string) =>
+        `ghcr.io/acme/summarizer:${v}@sha256:${hex.repeat(32)}`;
+      const [v6, v7, v8, v9] = [img("v6", "06"), img("v7", "07"), img("v8", "08"), img("v9", "09")];
+      const noWeights = (r: RecipeInput): RecipeInput => ({
+        ...r,
+        lanes: (r.lanes ?? []).map(({ weight: _w, ...l }) => l),
+      });
+      /** Images the runner was asked to put on lanes (attach-queue-lane), per release. */
+      const deployed: string[] = [];
+      const run = () =>
+        drive(hh, (p) => {
+          if (p.tool === "attach-queue-lane") deployed.push(String(p.args.image));
+          return "pass";
+        });
+      const succeeded = async (id: string) => {
+        await run();
+        expect((await status(hh, id)).state).toBe("succeeded");
+      };
+      // r1: blue-green v7 onto c, d. r2: blue-green v8 onto a, b (c, d stay warm on v7).
+      const r1 = await createRelease(hh, {
+        ...noWeights(switchRecipe()),
+        image: v7,
+        previous_image: v6,
+      });
+      await succeeded(r1);
+      const r2 = await createRelease(hh, {
+        ...noWeights(switchRecipe()),
+        policy: { rerun_window_minutes: 0, rollback_window: "2h", drill_every_days: 7 },
+        image: v8,
+        previous_image: v7,
+        rollout: { waves: [{ lanes: ["lane-a", "lane-b"], max_unavailable: 2 }] },
+      });
+      await succeeded(r2);
+      // r3: the switch back to c, d on v7.
+      const sb = await op(hh, "POST", `/v1/releases/${r2}/rollback`, { reason: "v8 regressed" });
+      expect(sb.status, await sb.clone().text()).toBe(201);
+      const r3 = ((await sb.json()) as { id: string }).id;
+      await succeeded(r3);
+      // The switch back keeps the recipe's policies: its drill schedule among them.
+      expect((await getRecord(hh, r3)).manifest).toMatchObject({ image: v7, drill_every_days: 7 });
+      // r4: a canary of v9 on all four lanes.
+      const canary = recipe(4, { policy: { rerun_window_minutes: 0, rollback_window: "2h" } });
+      const r4 = await createRelease(hh, { ...noWeights(canary), image: v9, previous_image: v7 });
+      await succeeded(r4);
+      deployed.length = 0;
+      // Rolling r4 back runs r3's admitted manifest again: v7, what served before r4.
+      const rb = await op(hh, "POST", `/v1/releases/${r4}/rollback`, { reason: "v9 regressed" });
+      expect(rb.status, await rb.clone().text()).toBe(201);
+      const r5 = ((await rb.json()) as { id: string; manifest_of: string }).id;
+      await succeeded(r5);
+      const plan = (await getRecord(hh, r5)).manifest as unknown as Manifest;
+      expect(plan.image).toBe(v7);
+      expect((await status(hh, r5)).lineage).toMatchObject({ verb: "rollback", of: r4 });
+      expect(deployed.length).toBeGreaterThan(0);
+      expect(new Set(deployed)).toEqual(new Set([v7]));
+      const created = (await hh.store.getHistory(r5, { limit: 8 })).find(
+        (e) => e.kind === "created",
+      );
+      expect(created?.message).toContain(`${r3}'s admitted manifest runs again (image ${v7})`);
     },
     120_000,
   );

@@ -1,13 +1,15 @@
 /**
  * After a blue-green release (docs/recipes.md "Strategies"), the pure side: the old
  * environment is warm until the rollback window closes, then retired; the switch-back plan is
- * one traffic write to the blue lanes and its read-back, no runner step, undone by a write
- * back to the weights observed when it started.
+ * a health check of each blue lane through the runner's smoke step, then one traffic write to
+ * the blue lanes and its read-back, undone by a write back to the weights observed when it
+ * started; it keeps the recipe's policies.
  */
 import { describe, expect, it } from "vitest";
 import {
   blueWeights,
   oldEnvironment,
+  switchBackCheckWords,
   switchBackPlan,
   switchBackRefusal,
 } from "../../engine/src/domain/blue-green.ts";
@@ -74,14 +76,23 @@ describe("blue-green: the old environment", () => {
 });
 
 describe("blue-green: the switch back", () => {
-  it("is one set_traffic to the blue lanes' baseline weights and its read-back, no runner step", () => {
+  it("checks each old-environment lane's health through the runner's smoke step, then is one set_traffic to the blue lanes' baseline weights and its read-back", () => {
     const m = blueGreen();
     const plan = switchBackPlan(m, switched());
-    expect(plan?.steps.map((s) => [s.name, s.kind, s.forward.kind])).toEqual([
-      ["set_traffic", "control_plane", "control_plane"],
-      ["assert_traffic_observed", "control_plane", "control_plane"],
+    expect(plan?.steps.map((s) => [s.index, s.name, s.kind, s.lane])).toEqual([
+      [0, "assert_smoke_passed", "runner", "lane-a"],
+      [1, "assert_smoke_passed", "runner", "lane-b"],
+      [2, "set_traffic", "control_plane", null],
+      [3, "assert_traffic_observed", "control_plane", null],
     ]);
-    const [write, read] = plan?.steps ?? [];
+    // The health check is the recipe's own smoke step, on the old image, with nothing to undo.
+    const [check, , write, read] = plan?.steps ?? [];
+    expect(check?.forward).toMatchObject({
+      kind: "runner",
+      tool: "run-smoke",
+      args: { lane: { id: "lane-a" }, image: m.previous_image },
+    });
+    expect(check?.backward).toBeNull();
     const blue = { "lane-a": 30, "lane-b": 70, "lane-c": 0, "lane-d": 0 };
     expect(write?.forward).toMatchObject({ request: { op: "set_traffic", weights: blue } });
     expect(read?.forward).toMatchObject({ request: { op: "assert_traffic", weights: blue } });
@@ -94,6 +105,38 @@ describe("blue-green: the switch back", () => {
     expect(plan?.previous_image).toBe(m.image);
     expect(plan?.waves).toEqual([{ lanes: ["lane-a", "lane-b"], traffic: 100 }]);
     expect(switchBackPlan(compileRecipe(Recipe.parse(goodRecipe())).manifest, null)).toBeNull();
+  });
+
+  it("keeps every policy of the recipe: the rollback window and the drill schedule and age", () => {
+    const m = blueGreen({
+      policy: {
+        rollback_window: "2h",
+        drill_every_days: 7,
+        drill_max_age_days: 30,
+        drill_stale: "refuse",
+      },
+    });
+    const plan = switchBackPlan(m, switched()) as Manifest;
+    expect(plan.rollback_window_ms).toBe(2 * HOUR);
+    expect(plan.drill_every_days).toBe(7);
+    expect(plan.drill_policy).toEqual({ max_age_days: 30, on_stale: "refuse" });
+  });
+
+  it("a failed health check names the lane, says no traffic moved and what to do", () => {
+    const m = blueGreen();
+    const plan = switchBackPlan(m, switched()) as Manifest;
+    const [check, , write] = plan.steps;
+    const words = switchBackCheckWords(check as Manifest["steps"][number], "r4", "health 503");
+    expect(words).toContain("lane lane-a of the old environment failed its health check");
+    expect(words).toContain("so no traffic moved: health 503");
+    expect(words).toContain(
+      `redeploy ${m.previous_image} on lane-a and roll back again (baton rollback r4`,
+    );
+    expect(words).toContain("baton roll-forward r4");
+    // Any other step keeps its own words.
+    expect(switchBackCheckWords(write as Manifest["steps"][number], "r4", "x")).toBeNull();
+    const smoke = m.steps.find((s) => s.name === "assert_smoke_passed");
+    expect(smoke && switchBackCheckWords(smoke, "r4", "x")).toBeNull();
   });
 
   it("blue weights sum to 100 whatever the baseline", () => {

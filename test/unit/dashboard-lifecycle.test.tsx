@@ -306,12 +306,14 @@ describe("a blue-green release's old environment on the release page", () => {
     // The switch back is the rollback offer, labelled so, in the panel and among the actions.
     expect(page.html).toMatch(/<a [^>]*href="\/releases\/r2\/rollback" id="switch-back"/);
     expect(t).toContain("Switch back…");
-    expect(t).toContain("in one control-plane write, read back: a new release with no runner step");
+    expect(t).toContain(
+      "the runner's health check of each of its lanes, then one control-plane write moves every request back to it, read back",
+    );
     const confirm = await get("/releases/r2/rollback");
     expect(confirm.status).toBe(200);
     const c = text(confirm.html);
     expect(c).toContain(
-      `One control-plane write switches every request of chat-model back to r2's old environment (lane-2), still warm on ${m.previous_image}`,
+      `Rolling back r2 is a switch back to r2's old environment (lane-2 on ${m.previous_image}): the runner's health check of each of its lanes, then one control-plane write moves every request back to it, read back; nothing is redeployed, and if a lane fails its check no traffic moves`,
     );
     expect(c).toContain(`lane-2 warm on ${m.previous_image} at 0% now → carries 100% again`);
     expect(c).toContain(

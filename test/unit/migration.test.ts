@@ -209,7 +209,24 @@ describe("migration: the contract check", () => {
       `migration.lane: lane \`${laneId(1)}\` is not in wave 1, but the migration runs before wave 1 begins, on a lane of it`,
     );
     expect(problems({ ...goodRecipe(), policy: { rollback_window: "2 weeks" } })).toContain(
-      "policy.rollback_window: rollback_window must be a whole number of minutes, hours or days, e.g. 30m, 12h or 7d",
+      'policy.rollback_window: rollback_window "2 weeks" is not a whole number of minutes, hours or days; write it like 30m, 12h or 7d',
     );
+    // Zero, a leading zero and too long each say what is wrong and the fix; 365d is the most.
+    const windowProblem = (w: string) =>
+      problems({ ...goodRecipe(), policy: { rollback_window: w } }).filter((p) =>
+        p.startsWith("policy.rollback_window"),
+      );
+    expect(windowProblem("0m")).toEqual([
+      "policy.rollback_window: rollback_window 0m is zero: a rollback could never be admitted; give at least 1m (or leave it out for the default 7d)",
+    ]);
+    expect(windowProblem("01m")).toEqual([
+      "policy.rollback_window: rollback_window 01m has a leading zero; write 1m",
+    ]);
+    for (const long of ["366d", "100000d", "9999999d", "8761h"]) {
+      expect(windowProblem(long)).toEqual([
+        `policy.rollback_window: rollback_window ${long} is longer than the longest allowed, 365d (8760h); give 365d or less`,
+      ]);
+    }
+    for (const ok of ["1m", "365d", "8760h", "525600m"]) expect(windowProblem(ok)).toEqual([]);
   });
 });

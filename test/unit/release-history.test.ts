@@ -30,8 +30,13 @@ const facts = (over: Partial<CreationFacts> = {}): CreationFacts => ({
   release: { id: "r7", manifest_digest: "abc" },
   actor: "alice",
   recipe: { name: "svc" },
-  admitted: { recipe_name: "svc", steps: [{}, {}, {}] as never },
-  plan: { model: "m", image: "img@sha256:new", previous_image: "img@sha256:old" },
+  admitted: { recipe_name: "svc" },
+  plan: {
+    model: "m",
+    image: "img@sha256:new",
+    previous_image: "img@sha256:old",
+    steps: [{}, {}, {}] as never,
+  },
   admission: off,
   signer: null,
   now: 1000,
@@ -51,6 +56,16 @@ describe("creation history", () => {
       data: { actor: "alice", manifest_digest: "abc", hold: false, recipe: { name: "svc" } },
     });
     expect(h[1]?.message).toBe("[admission] off (BATON_ADMISSION=off): no check ran");
+  });
+
+  it("counts the plan's steps, not the recipe's: a switch back's plan is its own", () => {
+    const plan = { ...facts().plan, steps: [{}, {}] as never };
+    const h = creationHistory(
+      facts({ plan, lineage: { verb: "rollback", of: "r6", switch_back: true } }),
+    );
+    expect(h[0]?.message).toMatch(
+      /^\[engine\] release r7 created by alice from recipe svc \(2 steps\); a rollback of r6 by a switch back to r6's old environment/,
+    );
   });
 
   it("held, dark, a rollback's lineage, bundles, prerequisites and the observed baseline", () => {

@@ -10,6 +10,7 @@ import { armsLine, type GateSummary, metricLine, srmLine } from "../domain/gate/
 import { waveLabel } from "../domain/gate/waves.ts";
 import { type LifecycleAction, lifecycleActions } from "../domain/lifecycle.ts";
 import { type ReleaseState, TERMINAL_RELEASE_STATES } from "../domain/states.ts";
+import { switchBackWords } from "../domain/switch-back-words.ts";
 import { type AvailableAction, availableActions } from "../domain/transition/exits.ts";
 import type {
   HistoryEntry,
@@ -211,7 +212,7 @@ export function releaseSummary(rec: RecordJson, now: number): string[] {
   if (rec.lineage) {
     lines.push(
       rec.lineage.verb === "rollback" && rec.lineage.switch_back
-        ? `  rollback of ${rec.lineage.of}: switches the traffic back to its old environment (one write, nothing redeployed)`
+        ? `  rollback of ${rec.lineage.of}: ${switchBackWords(rec.lineage.of)}`
         : rec.lineage.verb === "rollback"
           ? `  rollback of ${rec.lineage.of}: runs ${rec.lineage.manifest_of}'s admitted manifest again`
           : `  roll forward past ${rec.lineage.of}`,

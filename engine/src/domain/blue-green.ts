@@ -10,9 +10,11 @@
  */
 export { blueLanes };
 
+import { runnerArgs, shortDigest } from "./catalogue.ts";
 import { rollbackWindowClosesAt } from "./rollback-window.ts";
 import { blueLanes } from "./strategy.ts";
 import type { Manifest, ManifestStep, ObservedBaseline, Release } from "./types.ts";
+import { suggestedCommand } from "./verbs.ts";
 
 /**
  * The old environment of a succeeded blue-green release at `now` (epoch ms): its lanes, the
@@ -95,8 +97,32 @@ export function switchBackPlan(m: Manifest, observed: ObservedBaseline | null): 
     m.lanes.map((l) => [l.id, observed ? (seen.get(l.id) ?? 0) : (fwd.weights[l.id] ?? 0)]),
   );
   const blue = blueLanes(m);
+  // The old environment's health, asked through the runner's own smoke step on each blue lane
+  // (its recipe row's retries and deadlines), before anything moves.
+  const smoke = m.steps.find((s) => s.name === "assert_smoke_passed");
+  const checks: ManifestStep[] = m.lanes
+    .filter((l) => blue.includes(l.id))
+    .map((l, i) => ({
+      index: i,
+      name: "assert_smoke_passed",
+      kind: "runner" as const,
+      lane: l.id,
+      wave: 0,
+      forward: {
+        kind: "runner" as const,
+        name: "assert_smoke_passed",
+        target: `${SWITCH_BACK_TARGET}lane=${l.id}:smoke=${shortDigest(m.previous_image)}`,
+        tool: "run-smoke",
+        args: runnerArgs(l, m.previous_image, m.image),
+      },
+      backward: null,
+      retries: smoke?.retries ?? 0,
+      on_failure: "compensate" as const,
+      start_deadline_ms: smoke?.start_deadline_ms ?? sw.start_deadline_ms,
+      callback_deadline_ms: smoke?.callback_deadline_ms ?? sw.callback_deadline_ms,
+    }));
   const step = (index: number, s: Pick<ManifestStep, "name" | "forward" | "backward">) => ({
-    index,
+    index: checks.length + index,
     kind: "control_plane" as const,
     lane: null,
     wave: 0,
@@ -117,6 +143,7 @@ export function switchBackPlan(m: Manifest, observed: ObservedBaseline | null): 
     lanes: m.lanes.map((l) => ({ ...l, baseline_weight: now[l.id] ?? 0 })),
     waves: [{ lanes: blue, traffic: 100 }],
     steps: [
+      ...checks,
       step(0, {
         name: "set_traffic",
         forward: {
@@ -144,9 +171,41 @@ export function switchBackPlan(m: Manifest, observed: ObservedBaseline | null): 
       }),
     ],
     ...(m.environment !== undefined ? { environment: m.environment } : {}),
+    // Every policy of the recipe holds for the switch back as for the release it undoes.
     ...(m.rollback_window_ms !== undefined ? { rollback_window_ms: m.rollback_window_ms } : {}),
+    ...(m.drill_policy !== undefined ? { drill_policy: { ...m.drill_policy } } : {}),
+    ...(m.drill_every_days !== undefined ? { drill_every_days: m.drill_every_days } : {}),
     ...(m.notify !== undefined ? { notify: m.notify } : {}),
   };
+}
+
+/** The target prefix of a switch back's health checks of the old environment. */
+const SWITCH_BACK_TARGET = "switch_back:";
+
+/** `step` is a switch back's health check of an old-environment lane: read-only at the lane. */
+export function isSwitchBackCheck(step: Pick<ManifestStep, "name" | "forward">): boolean {
+  return (
+    step.name === "assert_smoke_passed" &&
+    step.forward.kind === "runner" &&
+    step.forward.target.startsWith(SWITCH_BACK_TARGET)
+  );
+}
+
+/**
+ * When `step` is a switch back's health check of an old-environment lane (`switchBackPlan`)
+ * and it failed (`why`, the step run's ending): one sentence naming the lane, saying no traffic
+ * moved and what to do; `of` is the release the switch back undoes (its lineage). Null for any
+ * other step.
+ */
+export function switchBackCheckWords(
+  step: Pick<ManifestStep, "name" | "lane" | "forward">,
+  of: string,
+  why: string,
+): string | null {
+  const f = step.forward;
+  if (!isSwitchBackCheck(step) || f.kind !== "runner" || step.lane === null) return null;
+  const image = typeof f.args.image === "string" ? f.args.image : "the previous image";
+  return `lane ${step.lane} of the old environment failed its health check before the switch back, so no traffic moved: ${why}. The old environment is not warm there: redeploy ${image} on ${step.lane} and roll back again (${suggestedCommand("rollback", { target: of })}), or roll forward with a fixed recipe (${suggestedCommand("roll_forward", { target: of })})`;
 }
 
 /**

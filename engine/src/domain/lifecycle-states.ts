@@ -2,8 +2,10 @@
  * The lifecycle verbs and the release states each takes (docs/lifecycle.md), without the rest
  * of lifecycle.ts, so the transition's refusals can name them. Pure.
  */
+
 import type { OldEnvironment } from "./blue-green.ts";
 import type { ReleaseState } from "./states.ts";
+import { switchBackWords } from "./switch-back-words.ts";
 import { suggestedCommand } from "./verbs.ts";
 
 export type LifecycleVerb = "rollback" | "roll_forward";
@@ -105,6 +107,9 @@ export function closedReleaseAccepts(
 ): string {
   const blocked = lookups ? lifecycleBlocked({ id, state, model: lookups.model }, lookups.o) : null;
   if (blocked) return blocked;
+  const env = lookups?.o.oldEnvironment;
+  if (LIFECYCLE_STATES.rollback.has(state) && env?.state === "warm")
+    return `it accepts rollback (${switchBackWords(id, env)}: \`${suggestedCommand("rollback", { target: id })}\`)`;
   if (LIFECYCLE_STATES.rollback.has(state))
     return `it accepts rollback (a new release of the previous manifest: \`${suggestedCommand("rollback", { target: id })}\`)`;
   if (LIFECYCLE_STATES.roll_forward.has(state))

@@ -5,6 +5,7 @@
  * are not transitions of the release they name (a closed release never changes); each is
  * offered only in the states listed here, and a refusal names what the release accepts.
  */
+
 import {
   LIFECYCLE_STATES,
   type LifecycleLookups,
@@ -12,6 +13,7 @@ import {
   lifecycleBlocked,
   noRollbackTarget,
 } from "./lifecycle-states.ts";
+import { switchBackWords } from "./switch-back-words.ts";
 import { availableActions } from "./transition/exits.ts";
 import { rollForwardCommand, rollForwardPointLabel } from "./transition/recovery.ts";
 import type { Release } from "./types.ts";
@@ -69,7 +71,7 @@ export function lifecycleActions(release: Release, o: LifecycleLookups = {}): Li
       target: id,
       effect:
         release.manifest.strategy === "blue_green"
-          ? `switches ${release.manifest.model}'s traffic back to ${id}'s old environment${env ? ` (${env.lanes.join(", ")} on ${env.image}, warm until ${new Date(env.until).toISOString()})` : ""} in one control-plane write, read back: a new release with no runner step, nothing redeployed`
+          ? `starts a new release of ${release.manifest.model} that is ${switchBackWords(id, env)}${env ? ` (warm until ${new Date(env.until).toISOString()})` : ""}`
           : `starts a new release that runs the previous admitted manifest of ${release.manifest.model}${o.rollbackTo ? ` (${o.rollbackTo}'s)` : ""} again (an explicit rollback; its undo restores ${id}'s image)${release.manifest.recovery?.class === "recoverable" ? `; ${id}'s recovery class is recoverable, so once traffic and images are back the rollback waits for its restore action to be confirmed (${release.manifest.recovery.restore ?? "none named"})` : ""}`,
       command: suggestedCommand("rollback", { target: id }),
     });

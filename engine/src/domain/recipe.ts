@@ -20,7 +20,11 @@ import {
 } from "../protocol/fields.ts";
 import { Conformance } from "./conformance-schema.ts";
 import { Credentials } from "./credentials.ts";
-import { DEFAULT_ROLLBACK_WINDOW, DURATION_PATTERN } from "./duration.ts";
+import {
+  DEFAULT_ROLLBACK_WINDOW,
+  MAX_ROLLBACK_WINDOW_DAYS,
+  rollbackWindowProblem,
+} from "./duration.ts";
 import { Analysis, WaveAnalysis } from "./gate/analysis.ts";
 import { StopConditionInput } from "./gate/stop-condition.ts";
 import { Migration } from "./migration-schema.ts";
@@ -529,13 +533,13 @@ export const Recipe = z
           ),
         rollback_window: z
           .string()
-          .regex(
-            DURATION_PATTERN,
-            "rollback_window must be a whole number of minutes, hours or days, e.g. 30m, 12h or 7d",
-          )
+          .superRefine((v, ctx) => {
+            const problem = rollbackWindowProblem(v);
+            if (problem) ctx.addIssue({ code: "custom", message: problem });
+          })
           .optional()
           .describe(
-            `How long after a release succeeded \`baton rollback\` to its predecessor is admitted (default ${DEFAULT_ROLLBACK_WINDOW}); a migration's contract waits for it to close.`,
+            `How long after a release succeeded \`baton rollback\` to its predecessor is admitted (default ${DEFAULT_ROLLBACK_WINDOW}, at most ${MAX_ROLLBACK_WINDOW_DAYS}d); a migration's contract waits for it to close.`,
           ),
         steps: z
           .object({

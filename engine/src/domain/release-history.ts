@@ -4,8 +4,10 @@
  * acceptance, and the request count a bounded refusal row carries. Pure text and data; the
  * service stores them.
  */
+
 import type { AdmissionReport } from "./admission.ts";
 import { PROBE_TOOL, type PrerequisiteReport, prerequisitesSummary } from "./prerequisites.ts";
+import { switchBackWords } from "./switch-back-words.ts";
 import type { HistoryEntry, Json, Lineage, Manifest, ObservedBaseline, Release } from "./types.ts";
 
 /** History kind of an owner's acceptance of a closed release (docs/record.md "Acceptance"). */
@@ -19,9 +21,12 @@ export interface CreationFacts {
   /** The recipe as admitted, kept for a later rollback to this manifest. */
   recipe: unknown;
   /** The recipe's own compiled manifest (what admission checked): name and step count. */
-  admitted: Pick<Manifest, "recipe_name" | "steps">;
-  /** The plan that runs (against the observed baseline, with probe steps): model, images. */
-  plan: Pick<Manifest, "model" | "image" | "previous_image">;
+  admitted: Pick<Manifest, "recipe_name">;
+  /**
+   * The plan that runs (against the observed baseline, with probe steps; a switch back's own
+   * plan): model, images, and its steps, counted in the `created` message.
+   */
+  plan: Pick<Manifest, "model" | "image" | "previous_image" | "steps">;
   admission: AdmissionReport;
   /** How the admission's signer is named (`describeSigner`), null when none signed. */
   signer: string | null;
@@ -53,7 +58,7 @@ export function creationHistory(f: CreationFacts): HistoryEntry[] {
     id,
     f.now,
     "created",
-    `[engine] release ${id} created by ${f.actor} from recipe ${f.admitted.recipe_name} (${f.admitted.steps.length} steps)${lineageMessage(f.lineage, f.plan)}${f.hold ? "; held pending until resumed" : ""}${dark ? "; deployed dark: it waits at 0% exposure before its first traffic write until released" : ""}`,
+    `[engine] release ${id} created by ${f.actor} from recipe ${f.admitted.recipe_name} (${f.plan.steps.length} steps)${lineageMessage(f.lineage, f.plan)}${f.hold ? "; held pending until resumed" : ""}${dark ? "; deployed dark: it waits at 0% exposure before its first traffic write until released" : ""}`,
     // History rows are written once, never rewritten.
     {
       actor: f.actor,
@@ -124,7 +129,7 @@ export function lineageMessage(
 ): string {
   if (!l) return "";
   if (l.verb === "rollback" && l.switch_back)
-    return `; a rollback of ${l.of} by switch back: one traffic write to its old environment, still warm on ${m.image} (nothing redeployed), its undo switches to ${m.previous_image} again`;
+    return `; a rollback of ${l.of} by ${switchBackWords(l.of)}; its old environment is still warm on ${m.image}, and its undo switches to ${m.previous_image} again`;
   return l.verb === "rollback"
     ? `; an explicit rollback of ${l.of}: ${l.manifest_of}'s admitted manifest runs again (image ${m.image}), its undo restores ${m.previous_image}`
     : `; a roll forward past ${l.of} (image ${m.image}, no going back to ${l.of}'s manifest)`;

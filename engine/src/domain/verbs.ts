@@ -11,7 +11,9 @@
  * verb: it posts like the others, then waits for the verdict (`--timeout`) and prints it lane by
  * lane. A flag with `body: null` is such a command's own setting (`--timeout`), never sent.
  */
+
 import * as z from "zod";
+import { switchBackWords } from "./switch-back-words.ts";
 import type { Json, Release } from "./types.ts";
 import { HIDDEN_EXCEPT_NUL, unstorableText } from "./visible-text.ts";
 
@@ -686,7 +688,7 @@ export const VERBS: { readonly [K in VerbName]: Verb & { name: K } } = {
     flags: [reasonFlag(false, "why (kept in the history)"), actorFlag],
     accepted: (id, a, engine) => [
       (a.lineage as { switch_back?: boolean } | null)?.switch_back
-        ? `rollback accepted: ${str(a.id)} switches the traffic back to ${id}'s old environment in one write (${str(a.step_count)} steps, no runner step, state ${str(a.state)}); ${id} stays as it ended`
+        ? `rollback accepted: ${str(a.id)} is ${switchBackWords(id)} (${str(a.step_count)} steps, state ${str(a.state)}); ${id} stays as it ended`
         : `rollback accepted: ${str(a.id)} runs ${str((a.lineage as { manifest_of?: string } | null)?.manifest_of)}'s admitted manifest again (${str(a.step_count)} steps, state ${str(a.state)}); ${id} stays as it ended`,
       `  follow it: baton watch ${str(a.id)}   dashboard: ${engine}/releases/${str(a.id)}`,
     ],

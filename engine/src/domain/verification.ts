@@ -6,6 +6,7 @@
  * marker, capabilities, and the lane's health check. The reading is the reconciler's
  * (service/perform/verify.ts); the transition only compares (transition/verify.ts).
  */
+import { isSwitchBackCheck } from "./blue-green.ts";
 import { withoutWithdrawn } from "./kill-switch.ts";
 import { isProbeStep } from "./prerequisites.ts";
 import { digestOf } from "./result-evidence.ts";
@@ -87,15 +88,17 @@ function restoreImageOf(r: Release, lane: string): string {
 }
 
 /**
- * Lanes a runner step of `r` may have changed on the machine: a non-probe runner step run of
- * the lane (either direction) that opened an attempt not proven to have run nothing.
+ * Lanes a runner step of `r` may have changed on the machine: a runner step run (not a probe,
+ * not a switch back's health check) of the lane (either direction) that opened an attempt not
+ * proven to have run nothing.
  */
 export function touchedLanes(r: Release): Set<string> {
   const out = new Set<string>();
   for (const sr of r.step_runs) {
     if (sr.kind !== "runner") continue;
     const step = r.manifest.steps[sr.step_index];
-    if (!step?.lane || isProbeStep(step)) continue;
+    // A probe and a switch back's health check only read the lane.
+    if (!step?.lane || isProbeStep(step) || isSwitchBackCheck(step)) continue;
     if (sr.attempts.length > 0 && !sr.attempts.every((a) => a.nothing_ran === true)) {
       out.add(step.lane);
     }

@@ -380,7 +380,7 @@ export const ReleaseRecordDocument = z
           .literal(true)
           .optional()
           .describe(
-            "rollback of a blue-green release: one traffic write back to its warm old environment, nothing redeployed (absent otherwise)",
+            "rollback of a blue-green release: a health check of its warm old environment's lanes, then one traffic write back to it, nothing redeployed (absent otherwise)",
           ),
         chain: z
           .array(LineageLink)

@@ -5,6 +5,7 @@
  * have confirmation pages; resolve and abandon (which need a reason and lane confirmations)
  * are shown with their CLI command.
  */
+
 import { blueLanes, blueWeights } from "../domain/blue-green.ts";
 import {
   type LifecycleLookups,
@@ -12,6 +13,7 @@ import {
   lifecycleActions,
 } from "../domain/lifecycle.ts";
 import { stepWords } from "../domain/step-words.ts";
+import { switchBackWords } from "../domain/switch-back-words.ts";
 import {
   type AvailableAction,
   availableActions,
@@ -246,10 +248,10 @@ export function lifecycleOffers(r: Release, o: LifecycleLookups = {}): Lifecycle
  * What a rollback of succeeded `r` will do, lane by lane: a new release runs the previous
  * admitted manifest of the model again, so each lane goes back to `r`'s `previous_image`
  * (the image the lanes ran before `r`), and that release's undo restores `r`'s image. Of a
- * blue-green release it is the switch back (domain/blue-green.ts `switchBackPlan`): one
- * traffic write puts every request on the old environment's lanes (`blueWeights`), still
- * running the previous image, and the green lanes keep running the candidate at 0%; nothing
- * is redeployed.
+ * blue-green release it is the switch back (domain/blue-green.ts `switchBackPlan`,
+ * `switchBackWords`): a health check of each old-environment lane, then one traffic write puts
+ * every request on those lanes (`blueWeights`), still running the previous image, and the green
+ * lanes keep running the candidate at 0%; nothing is redeployed.
  */
 export function rollbackWords(r: Release): PlanWords {
   const m = r.manifest;
@@ -257,7 +259,7 @@ export function rollbackWords(r: Release): PlanWords {
     const blue = new Set(blueLanes(m));
     const back = blueWeights(m);
     return {
-      heading: `One control-plane write switches every request of ${m.model} back to ${r.id}'s old environment (${[...blue].join(", ")}), still warm on ${m.previous_image}, and reads it back; nothing is pulled, started or redeployed`,
+      heading: `Rolling back ${r.id} is ${switchBackWords(r.id, { lanes: [...blue], image: m.previous_image })}`,
       steps: [],
       lanes: m.lanes.map((l) => ({
         lane: l.id,

@@ -3,6 +3,8 @@
  * move forward, retry, pause, compensate, or hand over to an operator
  * (docs/state-machine.md "Failure handling").
  */
+
+import { switchBackCheckWords } from "../blue-green.ts";
 import { conformanceFailureWords } from "../conformance.ts";
 import { isRestoreRun, latestRestoreRun } from "../restore-state.ts";
 import type { Release, StepRun } from "../types.ts";
@@ -120,7 +122,10 @@ function settledForward(d: Draft, sr: StepRun): void {
   }
   const ended = `${describe(r, sr)} ended ${sr.state}${sr.last_error ? `: ${sr.last_error}` : ""}`;
   // A conformance check names itself, says exposure stayed 0 and what to do.
-  const why = conformanceFailureWords(step, ended) ?? ended;
+  const why =
+    conformanceFailureWords(step, ended) ??
+    (r.lineage?.switch_back ? switchBackCheckWords(step, r.lineage.of, ended) : null) ??
+    ended;
   if (r.hold) {
     // A failure is not held by an operator's pause: the step's own policy decides (retry,
     // pause for an operator, re-run window, compensation), as without the pause.
@@ -230,7 +235,10 @@ function settledBackward(d: Draft, sr: StepRun): void {
   }
   const ended = `${describe(r, sr)} ended ${sr.state}${sr.last_error ? `: ${sr.last_error}` : ""}`;
   // A conformance check names itself, says exposure stayed 0 and what to do.
-  const why = conformanceFailureWords(step, ended) ?? ended;
+  const why =
+    conformanceFailureWords(step, ended) ??
+    (r.lineage?.switch_back ? switchBackCheckWords(step, r.lineage.of, ended) : null) ??
+    ended;
   if (retriedWithinBudget(d, sr, step.retries, why)) return;
   r.state = "needs_operator";
   r.reason = `${why}; fix the lane by hand, then retry the step run`;

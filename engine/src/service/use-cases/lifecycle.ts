@@ -129,15 +129,20 @@ export class LifecycleVerbs {
 
   /**
    * Rollback of a succeeded blue-green release inside its rollback window (docs/recipes.md
-   * "Strategies"): a switch back. A new release of `release`'s own admitted recipe (admitted
-   * again as a rollback) whose plan is one traffic write moving every request to the old
-   * environment, still warm on the previous image, and its read-back (domain/blue-green.ts
-   * `switchBackPlan`); no runner step, no lane is asked or redeployed.
+   * "Strategies"): a switch back. A new release, admitted as a rollback with the kept recipe of
+   * the image it returns to (`keptRecipeOf`; else `release`'s own recipe), whose plan checks
+   * each old-environment lane with the runner's smoke step, then is one traffic write moving
+   * every request to the old environment, still warm on the previous image, and its read-back
+   * (domain/blue-green.ts `switchBackPlan`); nothing is redeployed.
    * @throws BatonError `conflict` (409) when the old environment is not warm at the control
    *   plane; as `start` otherwise (admission 422, lanes 409, control plane 503).
    */
   private async switchBack(release: Release, actor: string, reason: string): Promise<Accepted> {
-    const data = await this.deps.reads.ownAdmitted(release);
+    // Admitted with a kept recipe of the image it puts back, so its record is what ran after
+    // it; without one, with `release`'s own (then no later rollback runs it again).
+    const data =
+      (await this.deps.reads.keptRecipeOf(release, release.manifest.previous_image)) ??
+      (await this.deps.reads.ownAdmitted(release));
     if (!data) {
       throw new BatonError(
         "conflict",

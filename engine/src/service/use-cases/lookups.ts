@@ -21,6 +21,12 @@ import type { Refusal } from "../api.ts";
 /** How many of the latest succeeded releases a rollback looks through for the previous manifest. */
 export const ROLLBACK_SCAN = 200;
 
+/** The `image` a kept recipe names, or null. */
+function recipeImage(recipe: Json): string | null {
+  const image = (recipe as { image?: unknown } | null)?.image;
+  return typeof image === "string" ? image : null;
+}
+
 /** How many newer releases (any model) the supersede check reads before it gives up (none found). */
 export const SUPERSEDE_SCAN = 2000;
 
@@ -108,9 +114,34 @@ export class LifecycleReads {
   /**
    * The release a rollback of `release` would run again: the latest earlier succeeded release
    * of its model (among the latest `ROLLBACK_SCAN` succeeded ones) that kept its recipe in its
-   * `created` history entry, with that entry's recipe, bundle and attestations; null when none.
+   * `created` history entry, with that entry's recipe, bundle and attestations; null when none,
+   * or when that release's kept recipe deploys another image than the one it ran (a switch back
+   * that found no kept recipe of the image it returned to, `keptRecipeOf`): running it would
+   * not put back what served, and an older one would skip what served.
    */
   async previousAdmitted(release: Release): Promise<PreviousAdmitted | null> {
+    for await (const found of this.keptRecipes(release)) {
+      const ran = (await this.store.getRelease(found.prev.id))?.manifest.image;
+      return recipeImage(found.data.recipe) === ran ? found : null;
+    }
+    return null;
+  }
+
+  /**
+   * The recipe, bundle and attestations of the latest release of `release`'s model before it
+   * (succeeded, among the latest `ROLLBACK_SCAN`) whose kept recipe deploys `image`; null when
+   * none. A switch back is admitted with it: its record then names a recipe of what it put
+   * back, so a later rollback to it redeploys that image.
+   */
+  async keptRecipeOf(release: Release, image: string): Promise<PreviousAdmitted["data"] | null> {
+    for await (const found of this.keptRecipes(release)) {
+      if (recipeImage(found.data.recipe) === image) return found.data;
+    }
+    return null;
+  }
+
+  /** The earlier succeeded releases of `release`'s model that kept their recipe, newest first. */
+  private async *keptRecipes(release: Release): AsyncGenerator<PreviousAdmitted> {
     const model = release.manifest.model;
     const number = Number(release.id.slice(1));
     const earlier = (await this.store.listReleases({ state: "succeeded", limit: ROLLBACK_SCAN }))
@@ -122,9 +153,8 @@ export class LifecycleReads {
       );
       const data = created?.data as { recipe?: Json; bundle?: Json; attestations?: Json } | null;
       if (!data || data.recipe === undefined) continue;
-      return { prev, data: data as PreviousAdmitted["data"] };
+      yield { prev, data: data as PreviousAdmitted["data"] };
     }
-    return null;
   }
 
   /**
