@@ -137,6 +137,18 @@ describe.each(STORE_KINDS)("baton drill on %s", (kind) => {
       );
       expect(long.code).toBe(2);
       expect(long.stderr).toContain("--reason: must be at most 1000 characters");
+      writeFileSync(file, JSON.stringify({ ...good, reason: "z".repeat(2000) }));
+      const longInFile = await baton(["drill", "ranker", "--record", file], env());
+      expect(longInFile.code).toBe(2);
+      expect(longInFile.stderr).toContain(
+        `--record ${file}: reason: must be at most 1000 characters`,
+      );
+      // 1e400 reads as Infinity, which would be sent as null: refused naming the field.
+      writeFileSync(file, JSON.stringify(good).replace('"rto_ms":1830', '"rto_ms":1e400'));
+      const huge = await baton(["drill", "ranker", "--record", file], env());
+      expect(huge.code).toBe(2);
+      expect(huge.stderr).toContain("rto_ms is a number too large to be finite");
+      writeFileSync(file, JSON.stringify(good));
       const none = await baton(["drill", "ranker"], env());
       expect(none.stdout).toContain("no drills of ranker");
       // Recorded with the file's reason; again with another reason: recorded already, said so.

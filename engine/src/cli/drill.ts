@@ -129,6 +129,12 @@ export async function drillCommand(
     throw usage(
       `[cli] --record ${o.record}: the drill is of model ${JSON.stringify(doc.model)}, not ${model}; record it for its own model: baton drill ${typeof doc.model === "string" ? doc.model : "<model>"} --record ${o.record}`,
     );
+  // JSON.parse reads 1e400 as Infinity, which JSON.stringify would send as null: refuse it here.
+  for (const f of ["rto_ms", "rpo_ms", "rows_lost"] as const)
+    if (typeof doc[f] === "number" && !Number.isFinite(doc[f]))
+      throw usage(
+        `[cli] --record ${o.record}: ${f} is a number too large to be finite; give the measure as a finite number`,
+      );
   const actor = actorName(o.actor, envOf(io));
   const reason = o.reason ?? (typeof doc.reason === "string" ? doc.reason : undefined);
   if (reason !== undefined) {
