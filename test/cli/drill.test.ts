@@ -30,7 +30,6 @@ describe.each(STORE_KINDS)("baton drill on %s", (kind) => {
       JSON.stringify({
         drill: "d42",
         model: "ranker",
-        release: "r1",
         rto_ms: 1830,
         rpo_ms: 3156,
         rows_lost: 151,
@@ -89,4 +88,79 @@ describe.each(STORE_KINDS)("baton drill on %s", (kind) => {
     expect((JSON.parse(rec.stdout) as { drill: { at: number } }).drill.at).toBe(at);
     rmSync(file, { force: true });
   });
+
+  it.skipIf(skip)(
+    "a drill file that is not a regular file, too large, of another model or with a bad reason is refused before anything is sent",
+    async () => {
+      s = await served(kind, "baton-cli-drill-");
+      const good = {
+        drill: "d7",
+        model: "ranker",
+        rto_ms: 1830,
+        rpo_ms: 3156,
+        rows_lost: 151,
+        restored: true,
+        verified: true,
+        passed: true,
+        reason: "from the file",
+      };
+      const file = join(dir, `${kind}-checks.json`);
+      // A device (endless) and a directory: refused at once, naming the file and the fix.
+      const zero = await baton(["drill", "ranker", "--record", "/dev/zero"], env(), {
+        timeoutMs: 10_000,
+      });
+      expect(zero.code).toBe(2);
+      expect(zero.stderr).toContain("--record /dev/zero: not a regular file (a device)");
+      expect(zero.stderr).toContain("npm run drill writes one");
+      const folder = await baton(["drill", "ranker", "--record", dir], env());
+      expect(folder.code).toBe(2);
+      expect(folder.stderr).toContain("not a regular file (a directory)");
+      // Larger than the engine's body limit: refused naming the file and the limit.
+      writeFileSync(file, JSON.stringify({ ...good, reason: "x".repeat(100_000) }));
+      const big = await baton(["drill", "ranker", "--record", file], env());
+      expect(big.code).toBe(2);
+      expect(big.stderr).toContain(`--record ${file}: the file is over 65536 bytes`);
+      // The file's drill is of another model: refused naming both and the fix.
+      writeFileSync(file, JSON.stringify({ ...good, model: "summarizer-v7" }));
+      const other = await baton(["drill", "ranker", "--record", file], env());
+      expect(other.code).toBe(2);
+      expect(other.stderr).toContain('the drill is of model "summarizer-v7", not ranker');
+      expect(other.stderr).toContain(`baton drill summarizer-v7 --record ${file}`);
+      // An empty --reason is refused (it would drop the file's reason); a too long one names --reason.
+      writeFileSync(file, JSON.stringify(good));
+      const empty = await baton(["drill", "ranker", "--record", file, "--reason", ""], env());
+      expect(empty.code).toBe(2);
+      expect(empty.stderr).toContain("--reason must not be empty");
+      const long = await baton(
+        ["drill", "ranker", "--record", file, "--reason", "y".repeat(100_000)],
+        env(),
+      );
+      expect(long.code).toBe(2);
+      expect(long.stderr).toContain("--reason: must be at most 1000 characters");
+      writeFileSync(file, JSON.stringify({ ...good, reason: "z".repeat(2000) }));
+      const longInFile = await baton(["drill", "ranker", "--record", file], env());
+      expect(longInFile.code).toBe(2);
+      expect(longInFile.stderr).toContain(
+        `--record ${file}: reason: must be at most 1000 characters`,
+      );
+      // 1e400 reads as Infinity, which would be sent as null: refused naming the field.
+      writeFileSync(file, JSON.stringify(good).replace('"rto_ms":1830', '"rto_ms":1e400'));
+      const huge = await baton(["drill", "ranker", "--record", file], env());
+      expect(huge.code).toBe(2);
+      expect(huge.stderr).toContain("rto_ms is a number too large to be finite");
+      writeFileSync(file, JSON.stringify(good));
+      const none = await baton(["drill", "ranker"], env());
+      expect(none.stdout).toContain("no drills of ranker");
+      // Recorded with the file's reason; again with another reason: recorded already, said so.
+      const rec = await baton(["drill", "ranker", "--record", file], env());
+      expect(rec.code, rec.stderr).toBe(0);
+      expect(rec.stdout).toContain("reason: from the file");
+      const again = await baton(["drill", "ranker", "--record", file, "--reason", "new"], env());
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toContain(
+        'drill d7 of ranker is recorded already (by operator:dana); the record is unchanged; the reason given ("new") is not kept: the stored reason is "from the file"',
+      );
+      rmSync(file, { force: true });
+    },
+  );
 });

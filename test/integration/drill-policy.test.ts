@@ -9,6 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import {
+  createRelease,
   type Harness,
   makeHarness,
   op,
@@ -123,6 +124,79 @@ describe.each(STORE_KINDS)("drill policy on %s", (kind) => {
     expect(nul.status).toBe(400);
     expect(await nul.text()).toContain("reason");
   });
+
+  it.skipIf(skip)(
+    "a passed drill whose results contradict it is refused naming the field and the fix",
+    async () => {
+      h = await makeHarness({ kind });
+      const url = "/v1/models/summarizer-v7/drills";
+      const refused = async (body: Record<string, unknown>, field: string, says: string) => {
+        const r = await op(h as Harness, "POST", url, { ...DRILL, ...body });
+        const text = await r.text();
+        expect(r.status, text).toBe(400);
+        const { problems } = (
+          JSON.parse(text) as {
+            error: { problems: { path: string; message: string; fix: string }[] };
+          }
+        ).error;
+        const p = problems.find((x) => x.path === `body.${field}`);
+        expect(p, text).toBeDefined();
+        expect(p?.message).toContain(says);
+        expect(p?.fix).toBeTruthy();
+      };
+      await refused({ restored: false }, "restored", "but passed is true");
+      await refused({ verified: false }, "verified", "but passed is true");
+      await refused({ problems: ["x"] }, "problems", "but passed is true");
+      await refused({ rows_lost: 100, rpo_ms: 0 }, "rpo_ms", "rpo_ms must be more than 0");
+      await refused({ rto_ms: null }, "rto_ms", "is null, but a passed drill measured it");
+      await refused({ release: "zzz" }, "release", "r<number>");
+      await refused({ release: "r999" }, "release", "does not exist");
+      await refused({ model: "ranker" }, "model", "not summarizer-v7");
+      await refused({ rows_lost: 2 ** 53 + 2 }, "rows_lost", "a number too large");
+      // A failed drill may say what went wrong and leave a measure out.
+      const failed = await op(h, "POST", url, {
+        ...DRILL,
+        drill: "d-failed",
+        passed: false,
+        restored: false,
+        rto_ms: null,
+        problems: ["the restore did not run"],
+      });
+      expect(failed.status, await failed.text()).toBe(201);
+      // Its own model, named in the body, is accepted.
+      const own = await op(h, "POST", url, { ...DRILL, model: "summarizer-v7" });
+      expect(own.status, await own.text()).toBe(201);
+      expect(
+        ((await (await op(h, "GET", url)).json()) as { drills: { drill: string }[] }).drills.map(
+          (d) => d.drill,
+        ),
+      ).toEqual(expect.arrayContaining(["d1", "d-failed"]));
+    },
+  );
+
+  it.skipIf(skip)(
+    "a drill of a release of another model is refused; the same drill again says it is recorded already",
+    async () => {
+      h = await makeHarness({ kind });
+      const model = String(recipe().model);
+      const url = `/v1/models/${model}/drills`;
+      const id = await createRelease(h);
+      const ok = await op(h, "POST", url, { ...DRILL, release: id, reason: "first" });
+      expect(ok.status, await ok.text()).toBe(201);
+      const other = await op(h, "POST", "/v1/models/ranker/drills", { ...DRILL, release: id });
+      expect(other.status).toBe(400);
+      const text = await other.text();
+      expect(text).toContain("body.release");
+      expect(text).toContain(`a release of ${model}, not a release of ranker`);
+      const again = await op(h, "POST", url, { ...DRILL, release: id, reason: "second" });
+      expect(again.status).toBe(201);
+      const body = (await again.json()) as {
+        drill: { reason: string };
+        already_recorded?: boolean;
+      };
+      expect(body).toMatchObject({ already_recorded: true, drill: { reason: "first" } });
+    },
+  );
 
   it.skipIf(skip)(
     "a drill's age counts from when it ran: an old drill recorded today does not satisfy the policy; the same drill again is the stored one, its id with other results 409, a time later than now 400",

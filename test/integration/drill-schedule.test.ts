@@ -189,6 +189,28 @@ describe.each(STORE_KINDS)("drill schedule on %s", (kind) => {
     },
   );
 
+  it.skipIf(skip)(
+    "a passed drill already older than drill_every_days writes no drill_due_cleared: the due entry follows it",
+    async () => {
+      sent.length = 0;
+      h = await engine();
+      const r1 = await createRelease(h, scheduled(7));
+      await drive(h);
+      expect((await get(r1)).state).toBe("succeeded");
+      await look();
+      expect(await kinds(r1)).toEqual(["drill_due"]);
+      // A drill that ran 20 days ago, recorded now: still due, now following that drill.
+      const old = { ...drill("d-old"), at: h.clock.now() - 20 * DAY };
+      expect((await op(h, "POST", `/v1/models/${MODEL}/drills`, old)).status).toBe(201);
+      await look();
+      expect(await kinds(r1)).toEqual(["drill_due", "drill_due"]);
+      expect((await get(r1)).drill_due?.last?.drill).toBe("d-old");
+      expect((await get(r1)).history.map((x) => x.message).join("\n")).not.toContain(
+        "no drill is due",
+      );
+    },
+  );
+
   it.skipIf(skip)("a recipe without drill_every_days never gets a drill due", async () => {
     sent.length = 0;
     h = await engine();

@@ -5,9 +5,11 @@
  * rows_lost, restored, verified}`) with who (`--actor`) and why (`--reason`). One request to
  * `/v1/models/:model/drills`.
  */
-import { readFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import type { DrillLanes, DrillRecord } from "../domain/drills.ts";
+import { ReasonField } from "../domain/verbs.ts";
 import { CONTROL_PLANE_NAME_FIX, CONTROL_PLANE_NAME_PATTERN } from "../protocol/fields.ts";
+import { OTHER_BODY_LIMITS } from "../protocol/limits.ts";
 import { type Connection, EngineClient } from "./client.ts";
 import { actorName, envOf, type Io } from "./commands.ts";
 import { EXIT, type ExitCode, usage } from "./errors.ts";
@@ -24,6 +26,50 @@ export function drillLanesLine(lanes: DrillLanes | null, fix: string | undefined
   return lanes && lanes.lanes.length > 0
     ? `drill lanes (last known good ${lanes.release}): ${lanes.lanes.join(", ")}`
     : `no drill lanes: ${fix ?? "mark lanes with `drill: true` in the recipe"}`;
+}
+
+/** The most a drill file may hold: the engine's body limit for the request it becomes. */
+const DRILL_FILE_MAX_BYTES = OTHER_BODY_LIMITS.bytes;
+
+/**
+ * The text of the drill file `path`, read to at most `DRILL_FILE_MAX_BYTES`; refuses (exit 2) a
+ * path that is not a regular file (a device such as /dev/zero, a pipe, a directory) or a larger
+ * file, naming the file and the fix.
+ */
+export function readDrillFile(path: string): string {
+  const fix =
+    "give the JSON file of one drill (BATON_DRILL_RECORD=<file> npm run drill writes one)";
+  let fd: number;
+  try {
+    // Non-blocking: opening a pipe with no writer would otherwise wait forever.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (e) {
+    throw usage(
+      `[cli] --record ${path}: not a readable JSON file (${(e as Error).message}); ${fix}`,
+    );
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile())
+      throw usage(
+        `[cli] --record ${path}: not a regular file (${st.isDirectory() ? "a directory" : st.isCharacterDevice() || st.isBlockDevice() ? "a device" : st.isFIFO() ? "a pipe" : "not a file"}); ${fix}`,
+      );
+    const buf = Buffer.alloc(DRILL_FILE_MAX_BYTES + 1);
+    let n = 0;
+    // Bounded: at most DRILL_FILE_MAX_BYTES + 1 bytes, whatever the file says its size is.
+    while (n < buf.length) {
+      const got = readSync(fd, buf, n, buf.length - n, null);
+      if (got === 0) break;
+      n += got;
+    }
+    if (n > DRILL_FILE_MAX_BYTES)
+      throw usage(
+        `[cli] --record ${path}: the file is over ${DRILL_FILE_MAX_BYTES} bytes, the most the engine takes for a drill; ${fix} (a reason is at most 1000 characters)`,
+      );
+    return buf.subarray(0, n).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** The options of `baton drill`. */
@@ -66,14 +112,38 @@ export async function drillCommand(
       );
     return EXIT.ok;
   }
+  if (o.reason !== undefined && o.reason.trim() === "")
+    throw usage(
+      '[cli] --reason must not be empty; e.g. --reason "quarterly rehearsal" (or leave it out to keep the file\'s reason)',
+    );
+  const text = readDrillFile(o.record);
   let doc: Record<string, unknown>;
   try {
-    doc = JSON.parse(readFileSync(o.record, "utf8")) as Record<string, unknown>;
+    doc = JSON.parse(text) as Record<string, unknown>;
   } catch (e) {
     throw usage(`[cli] --record ${o.record}: not a readable JSON file (${(e as Error).message})`);
   }
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc))
+    throw usage(`[cli] --record ${o.record}: not a JSON object; give the JSON file of one drill`);
+  if (doc.model !== undefined && doc.model !== model)
+    throw usage(
+      `[cli] --record ${o.record}: the drill is of model ${JSON.stringify(doc.model)}, not ${model}; record it for its own model: baton drill ${typeof doc.model === "string" ? doc.model : "<model>"} --record ${o.record}`,
+    );
+  // JSON.parse reads 1e400 as Infinity, which JSON.stringify would send as null: refuse it here.
+  for (const f of ["rto_ms", "rpo_ms", "rows_lost"] as const)
+    if (typeof doc[f] === "number" && !Number.isFinite(doc[f]))
+      throw usage(
+        `[cli] --record ${o.record}: ${f} is a number too large to be finite; give the measure as a finite number`,
+      );
   const actor = actorName(o.actor, envOf(io));
   const reason = o.reason ?? (typeof doc.reason === "string" ? doc.reason : undefined);
+  if (reason !== undefined) {
+    const bad = ReasonField.safeParse(reason);
+    if (!bad.success)
+      throw usage(
+        `[cli] ${o.reason !== undefined ? "--reason" : `--record ${o.record}: reason`}: ${bad.error.issues[0]?.message ?? "is not a reason"} (it is ${reason.length} characters); shorten it to at most 1000 characters of plain text`,
+      );
+  }
   const body = {
     drill: doc.drill,
     passed: doc.passed,
@@ -82,6 +152,7 @@ export async function drillCommand(
     rows_lost: doc.rows_lost ?? null,
     restored: doc.restored,
     verified: doc.verified,
+    ...(typeof doc.model === "string" ? { model: doc.model } : {}),
     ...(typeof doc.release === "string" ? { release: doc.release } : {}),
     ...(Array.isArray(doc.problems) ? { problems: doc.problems } : {}),
     // When the drill ran: its age (the drill policy's) counts from then, not from now.
@@ -89,8 +160,20 @@ export async function drillCommand(
     ...(actor ? { actor } : {}),
     ...(reason ? { reason } : {}),
   };
-  const r = await client.call<{ drill: DrillRecord }>("POST", path, JSON.stringify(body));
+  const r = await client.call<{ drill: DrillRecord; already_recorded?: boolean }>(
+    "POST",
+    path,
+    JSON.stringify(body),
+  );
   if (o.json) io.out.write(`${JSON.stringify(r, null, 2)}\n`);
-  else io.out.write(`recorded drill of ${model}:\n${drillLine(r.drill)}\n`);
+  else if (r.already_recorded) {
+    const dropped =
+      reason !== undefined && reason !== r.drill.reason
+        ? `; the reason given (${JSON.stringify(reason)}) is not kept: the stored reason is ${r.drill.reason ? JSON.stringify(r.drill.reason) : "none"}`
+        : "";
+    io.out.write(
+      `drill ${r.drill.drill} of ${model} is recorded already (by ${r.drill.by}); the record is unchanged${dropped}:\n${drillLine(r.drill)}\n`,
+    );
+  } else io.out.write(`recorded drill of ${model}:\n${drillLine(r.drill)}\n`);
   return EXIT.ok;
 }

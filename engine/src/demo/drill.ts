@@ -23,6 +23,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { lostRowsWithoutRpo } from "../domain/drills.ts";
 import type { RecipeInput } from "../domain/recipe.ts";
 import { unwritableFileProblem } from "../node/data-dir.ts";
 import { loadRecipe, type Stack, startStack } from "./stack.ts";
@@ -207,7 +208,7 @@ async function main(): Promise<number> {
       problems.push(
         `rows_lost ${result.rows_lost}, but ${after.length} rows were written after the point`,
       );
-    if ((result.rows_lost ?? 0) > 0 && !((result.rpo_ms ?? 0) > 0))
+    if (lostRowsWithoutRpo(result.rows_lost, result.rpo_ms))
       problems.push(`rows_lost ${result.rows_lost} but rpo_ms ${result.rpo_ms}`);
     if (!result.restored) problems.push("the restore did not run and read back");
     if (!result.verified) problems.push("the recovery was not verified");

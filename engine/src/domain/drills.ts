@@ -10,6 +10,7 @@
  * release holds a "drill due" entry (`drillDue`, written by service/drill-schedule.ts).
  */
 import * as z from "zod";
+import { ReleaseIdText } from "../protocol/ids.ts";
 import type { Problem } from "./errors.ts";
 import { asObject } from "./json.ts";
 import type { HistoryEntry, Json, Manifest } from "./types.ts";
@@ -20,9 +21,61 @@ const DAY_MS = 86_400_000;
 /** Drills kept per model (oldest dropped first). */
 export const DRILLS_KEPT = 50;
 
-/** The body of `POST /v1/models/:model/drills`: one drill's outcome and measures. */
+/**
+ * Rows were lost but no RPO was measured: a restore that lost `rows_lost` rows lost some time of
+ * writes (`rpo_ms > 0`). `npm run drill` counts it as a problem; a passed drill cannot hold it.
+ */
+export function lostRowsWithoutRpo(rowsLost: number | null, rpoMs: number | null): boolean {
+  return (rowsLost ?? 0) > 0 && !((rpoMs ?? 0) > 0);
+}
+
+/**
+ * A passed drill's results must agree with "passed": restored and verified, no problems, every
+ * measure given, and rows lost only with an RPO. Each problem names its field and the fix.
+ */
+export function passedDrillProblems(b: {
+  passed: boolean;
+  restored: boolean;
+  verified: boolean;
+  problems: readonly string[];
+  rto_ms: number | null;
+  rpo_ms: number | null;
+  rows_lost: number | null;
+}): { field: string; message: string }[] {
+  if (!b.passed) return [];
+  const out: { field: string; message: string }[] = [];
+  const failed = "; a drill whose check failed is recorded with passed: false";
+  if (!b.restored)
+    out.push({ field: "restored", message: `is false, but passed is true${failed}` });
+  if (!b.verified)
+    out.push({ field: "verified", message: `is false, but passed is true${failed}` });
+  if (b.problems.length > 0)
+    out.push({
+      field: "problems",
+      message: `lists ${b.problems.length} problem(s), but passed is true${failed}`,
+    });
+  for (const f of ["rto_ms", "rpo_ms", "rows_lost"] as const)
+    if (b[f] === null)
+      out.push({
+        field: f,
+        message: `is null, but a passed drill measured it: give the number (a drill that did not measure it is recorded with passed: false)`,
+      });
+  if (lostRowsWithoutRpo(b.rows_lost, b.rpo_ms))
+    out.push({
+      field: "rpo_ms",
+      message: `is ${b.rpo_ms}, but rows_lost is ${b.rows_lost}: lost rows mean lost time of writes, so rpo_ms must be more than 0 (or record the drill with passed: false)`,
+    });
+  return out;
+}
+
+/**
+ * The body of `POST /v1/models/:model/drills`: one drill's outcome and measures. `model`, when
+ * given (`npm run drill`'s file carries it), must be the model of the path (the route checks);
+ * a passed drill's results must agree (`passedDrillProblems`).
+ */
 export const DrillBody = z
   .object({
+    model: z.string().max(64).optional().describe("the drilled model; must be the path's model"),
     drill: z
       .string({ error: "must name the drill, e.g. d1796612813844" })
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "must be 1-64 letters, digits, '.', '_' or '-'"),
@@ -32,7 +85,7 @@ export const DrillBody = z
     rows_lost: z.number().int().min(0).nullable(),
     restored: z.boolean(),
     verified: z.boolean(),
-    release: z.string().max(64).optional(),
+    release: ReleaseIdText.optional().describe("the drilled release of the model, e.g. r1"),
     problems: z.array(z.string().max(500)).max(20).default([]),
     actor: z.string().max(128).optional(),
     reason: ReasonField.optional().describe("why the drill was run or recorded (kept with it)"),
@@ -45,14 +98,18 @@ export const DrillBody = z
         "when the drill ran (epoch ms); default: when it is recorded; never later than that",
       ),
   })
-  .strict();
+  .strict()
+  .superRefine((b, ctx) => {
+    for (const p of passedDrillProblems(b))
+      ctx.addIssue({ code: "custom", path: [p.field], message: p.message });
+  });
 export type DrillBody = z.infer<typeof DrillBody>;
 
 /**
  * One stored drill: the body, the model, who recorded it, when it ran (`at`, epoch ms; its age is
  * counted from it) and when it was recorded (`recorded_at`).
  */
-export interface DrillRecord extends Omit<DrillBody, "actor" | "at"> {
+export interface DrillRecord extends Omit<DrillBody, "actor" | "at" | "model"> {
   model: string;
   by: string;
   at: number;
@@ -74,7 +131,7 @@ export function drillToRecord(
   by: string,
   now: number,
 ): { record: DrillRecord; fresh: boolean } | { problem: Problem } {
-  const { actor: _given, at, ...rest } = body;
+  const { actor: _given, at, model: _named, ...rest } = body;
   if (at !== undefined && at > now + DRILL_CLOCK_SKEW_MS)
     return {
       problem: {

@@ -90,7 +90,10 @@ function plainZodMessage(message: string): string {
   if (range) {
     const [, , type = "", op = "", n = "", unit] = range;
     const at = op.endsWith("=");
-    if (type === "number" || type === "bigint" || type === "date")
+    // zod's safe-integer bound: a whole number past 2^53-1 has lost its exact value in JSON.
+    if (type === "int" && op.startsWith("<"))
+      return `must be a whole number of at most ${n}, not a number too large to be exact`;
+    if (type === "number" || type === "bigint" || type === "date" || type === "int")
       return op.startsWith(">")
         ? `must be ${at ? `${n} or more` : `more than ${n}`}`
         : `must be ${at ? `${n} or less` : `less than ${n}`}`;

@@ -133,15 +133,17 @@ export class DrillSchedule {
     const d = drillDue(release.manifest, release.id, book, now);
     const print = drillDuePrint(d);
     if ((before?.print ?? "") === print && (!d || before?.release === release.id)) return null;
-    if (before?.print) {
-      // The newest succeeded release sets no schedule; a newer one holds the due drill now; or a
-      // passed drill ended the period (and, when the engine looked too late, a new one began).
-      const why =
-        release.manifest.drill_every_days === undefined
-          ? "unscheduled"
-          : d && before.release !== release.id
-            ? "moved"
-            : "drilled";
+    // The newest succeeded release sets no schedule; a newer one holds the due drill now; or a
+    // passed drill ended the period. A passed drill already older than the interval ends
+    // nothing: the new `drill_due` entry (following that drill) replaces the old one, and no
+    // "no drill is due" is written beside it.
+    const why =
+      release.manifest.drill_every_days === undefined
+        ? "unscheduled"
+        : d && before?.release !== release.id
+          ? "moved"
+          : "drilled";
+    if (before?.print && !(why === "drilled" && d)) {
       const by =
         why === "drilled"
           ? (drillsOf(book, model).find((x) => x.passed)?.drill ?? release.id)

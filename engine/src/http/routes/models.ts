@@ -136,8 +136,9 @@ export function modelRoutes(o: ModelRouteOptions): Hono {
       const b = await jsonBody(c, "drill", DrillBody, {
         example: `{"drill": "d1", "passed": true, "rto_ms": 1830, "rpo_ms": 3156, "rows_lost": 151, "restored": true, "verified": true}`,
       });
-      const drill = await o.api.drills.record(model, b, actorFor(person(c), b.actor));
-      return c.json({ drill }, 201);
+      const r = await o.api.drills.record(model, b, actorFor(person(c), b.actor));
+      // The same drill sent again: the stored record, said to be recorded already.
+      return c.json({ drill: r.drill, ...(r.fresh ? {} : { already_recorded: true }) }, 201);
     },
   );
 

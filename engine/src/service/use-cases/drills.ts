@@ -22,6 +22,12 @@ import type { Clock } from "../../ports/clock.ts";
 import type { Store } from "../../ports/store.ts";
 import { StateDocument } from "../state-document.ts";
 
+/** A drill recorded: its stored record, and whether this request recorded it (false: it was already). */
+export interface RecordedDrill {
+  drill: DrillRecord;
+  fresh: boolean;
+}
+
 /** Succeeded releases (newest first, every model) looked through for a model's last known good. */
 const LANES_SCAN = 200;
 
@@ -40,10 +46,37 @@ export class Drills {
 
   /**
    * Records one drill of `model` by `actor`; answers the stored record. The same drill sent
-   * again is answered with the stored one, unchanged. Errors: 400 `at` later than the engine's
-   * clock; 409 `conflict` the drill's id is recorded already with other results.
+   * again is answered with the stored one, unchanged (`fresh: false`). Errors: 400 `model` not
+   * the path's, `release` not a release of `model`, `at` later than the engine's clock; 409 `conflict` the drill's id is recorded already with other results.
    */
-  record(model: string, body: DrillBody, actor: string): Promise<DrillRecord> {
+  async record(model: string, body: DrillBody, actor: string): Promise<RecordedDrill> {
+    if (body.model !== undefined && body.model !== model)
+      throw new BatonError(
+        "bad_request",
+        `[engine] the drill is of model ${body.model}, but it is being recorded for ${model}`,
+        [
+          {
+            path: "body.model",
+            message: `is ${body.model}, not ${model}, the model of the path`,
+            fix: `record it for its own model (POST /v1/models/${body.model}/drills; baton drill ${body.model} --record FILE)`,
+          },
+        ],
+      );
+    if (body.release !== undefined) {
+      const r = await this.store.getRelease(body.release);
+      if (r?.manifest.model !== model)
+        throw new BatonError(
+          "bad_request",
+          `[engine] release ${body.release} is ${r ? `a release of ${r.manifest.model}` : "not a release this engine knows"}, not of ${model}`,
+          [
+            {
+              path: "body.release",
+              message: `is ${body.release}, ${r ? `a release of ${r.manifest.model}` : "which does not exist"}, not a release of ${model}`,
+              fix: `give the id of the release of ${model} the drill rehearsed (baton list), or leave release out`,
+            },
+          ],
+        );
+    }
     return this.doc.change((book, now) => {
       const r = drillToRecord(book, model, body, actor, now);
       if ("problem" in r)
@@ -52,7 +85,10 @@ export class Drills {
           `[engine] ${r.problem.message}`,
           [r.problem],
         );
-      return { doc: r.fresh ? withDrill(book, r.record) : book, out: r.record };
+      return {
+        doc: r.fresh ? withDrill(book, r.record) : book,
+        out: { drill: r.record, fresh: r.fresh },
+      };
     });
   }
 
