@@ -119,7 +119,7 @@ describe.each(STORE_KINDS)("rollback offers on %s", (kind) => {
       expect(rec.superseded_by).toBe(third);
       expect(status).not.toMatch(/traffic now:/);
       expect(status).toContain(
-        `traffic: as ${second} left it, below; ${third} has set these lanes since (baton status ${third} for the traffic now)`,
+        `traffic: as ${second} left it, below; ${third} has set these lanes since (\`baton status ${third}\` shows the traffic now)`,
       );
       for (const verb of ["abort", "resume", "promote", "pause"]) {
         const res = await op(h, "POST", `/v1/releases/${second}/${verb}`, { reason: "x" });

@@ -140,7 +140,7 @@ export function liveNowLines(rec: RecordJson, f: ReleaseSummaryFacts): string[] 
   const later = rec.superseded_by;
   const lines = [
     later
-      ? `  traffic: as ${rec.id} left it, below; ${later} has set these lanes since (baton status ${later} for the traffic now)`
+      ? `  traffic: as ${rec.id} left it, below; ${later} has set these lanes since (\`baton status ${later}\` shows the traffic now)`
       : f.traffic
         ? `  traffic now: ${f.traffic.percent}% on the candidate ${shortImage(rec.manifest.image)} (${weightsText(f.traffic.weights)}), set by ${f.traffic.by}`
         : "  traffic now: the baseline (no traffic step has run)",
