@@ -130,6 +130,16 @@ describe.each(STORE_KINDS)("rollback offers on %s", (kind) => {
         // Said once: the refusal does not repeat the later release's clause.
         expect(m.split("came after it and now defines the lanes").length - 1, m).toBe(1);
       }
+      // Verify judges lanes the later release defines now: refused, naming it to verify instead.
+      const vf = await op(h, "POST", `/v1/releases/${second}/verify`, { reason: "x" });
+      expect(vf.status).toBe(409);
+      const ve = await errorOf(vf);
+      expect(ve.code).toBe("superseded");
+      expect(ve.message).toContain(
+        `verify of ${second} refused: ${third} (succeeded) of model summarizer-v7 came after it and now defines the lanes; verify ${third} instead (\`baton verify ${third}`,
+      );
+      const vt = await op(h, "POST", `/v1/releases/${third}/verify`, { reason: "x" });
+      expect(vt.status).toBe(202);
       // The latest one is still offered rollback (to the second's manifest).
       const latest = (await (await op(h, "GET", `/v1/releases/${third}`)).json()) as {
         lifecycle_actions: { action: string; effect: string }[];

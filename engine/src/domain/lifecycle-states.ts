@@ -51,21 +51,24 @@ export interface ClosedRelease {
 
 /**
  * Why a later release replaced `r` on its model's lanes, and what to do instead, for the
- * `superseded` refusal and every phrase of what `r` accepts (one wording). Pure.
+ * `superseded` refusal and every phrase of what `r` accepts (one wording). `instead` replaces
+ * the default advice (roll back, act on or follow the later release). Pure.
  */
 export function supersededWords(
   r: ClosedRelease,
   later: string,
   laterState?: ReleaseState | null,
+  instead?: string,
 ): string {
   const what =
-    laterState === "succeeded"
+    instead ??
+    (laterState === "succeeded"
       ? `roll back ${later} instead (\`${suggestedCommand("rollback", { target: later })}\`), or roll forward from ${later} once it has failed`
       : laterState && TERMINAL.has(laterState)
         ? `act on ${later} instead (\`baton status ${later}\` shows what it accepts)`
         : laterState
           ? `follow ${later} (\`baton watch ${later}\`); once it ends, act on it`
-          : `act on ${later} instead (\`baton status ${later}\` shows what it accepts)`;
+          : `act on ${later} instead (\`baton status ${later}\` shows what it accepts)`);
   return `${later}${laterState ? ` (${laterState})` : ""} of model ${r.model} came after it and now defines the lanes; ${what}`;
 }
 

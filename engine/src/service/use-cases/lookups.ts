@@ -15,6 +15,7 @@ import { rollbackWindowClosed } from "../../domain/rollback-window.ts";
 import { definesLanes } from "../../domain/source-order.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import type { Json, Release } from "../../domain/types.ts";
+import { suggestedCommand } from "../../domain/verbs.ts";
 import type { ReleaseSummary, Store } from "../../ports/store.ts";
 import type { Refusal } from "../api.ts";
 
@@ -68,6 +69,11 @@ export class LifecycleReads {
       supersededBy,
       supersededState,
     };
+  }
+
+  /** The release `id`, or null when there is none. */
+  release(id: string): Promise<Release | null> {
+    return this.store.getRelease(id);
   }
 
   /**
@@ -163,7 +169,7 @@ export class LifecycleReads {
    */
   async supersededRefusal(
     release: Release,
-    verb: "rollback" | "roll forward",
+    verb: "rollback" | "roll forward" | "verify",
   ): Promise<Refusal | null> {
     const later = await this.supersededBy(release);
     if (!later) return null;
@@ -171,6 +177,10 @@ export class LifecycleReads {
       { id: release.id, state: release.state, model: release.manifest.model },
       later.id,
       later.state,
+      // Its lanes are the later release's to judge now.
+      verb === "verify"
+        ? `verify ${later.id} instead (\`${suggestedCommand("verify", { target: later.id })}\`)`
+        : undefined,
     );
     return {
       ok: false,

@@ -73,8 +73,10 @@ export class OperatorVerbs {
    * Reads the lanes again and judges them (docs/lifecycle.md "Recovery verification"): an undo
    * whose verification failed, or a succeeded or rolled_back release.
    */
-  verify(id: string, actor: string, reason = ""): Promise<Accepted | Refusal> {
-    return this.operator(id, { type: "verify", actor, reason });
+  async verify(id: string, actor: string, reason = ""): Promise<Accepted | Refusal> {
+    const release = await this.reads.release(id);
+    const superseded = release ? await this.reads.supersededRefusal(release, "verify") : null;
+    return superseded ?? this.operator(id, { type: "verify", actor, reason });
   }
 
   /** needs_operator: the operator did this backward step run's effect by hand. */
