@@ -448,6 +448,23 @@ const parser = {
 }
 
 /**
+ * An esbuild plugin that loads the files matching `filter` through `rewrite(text, path)`, which
+ * returns the JavaScript to bundle instead (or throws when the file no longer looks as expected).
+ */
+function rewriteOnLoad(name, filter, rewrite) {
+  return {
+    name,
+    setup(b) {
+      b.onLoad({ filter }, (args) => ({
+        contents: rewrite(readFileSync(args.path, "utf8"), args.path),
+        loader: "js",
+        resolveDir: dirname(args.path),
+      }));
+    },
+  };
+}
+
+/**
  * Bundles the entry to `outfile`. Resolves to `{ bytes, gzipBytes, metafile }`: `bytes` sums
  * every module written (what an upload counts), `gzipBytes` their gzip size (level 9).
  * Throws on a build error. `o.entry` (repository-relative) and `o.alias` (esbuild aliases) let
@@ -457,6 +474,8 @@ const parser = {
  */
 export async function buildWorker(outfile, o = {}) {
   mkdirSync(dirname(outfile), { recursive: true });
+  /** The zod method names the engine and zod use, read once per build. */
+  let used;
   const r = await build({
     entryPoints: [resolve(root, o.entry ?? "engine/src/entries/worker.ts")],
     ...(o.alias ? { alias: o.alias } : {}),
@@ -477,16 +496,7 @@ export async function buildWorker(outfile, o = {}) {
     metafile: true,
     ...(o.sourcemap ? { sourcemap: "external" } : {}),
     plugins: [
-      {
-        name: "lazy-promql-parser",
-        setup(b) {
-          b.onLoad({ filter: LAZY_PROMQL.filter }, (args) => ({
-            contents: lazyPromqlParser(readFileSync(args.path, "utf8"), args.path),
-            loader: "js",
-            resolveDir: dirname(args.path),
-          }));
-        },
-      },
+      rewriteOnLoad("lazy-promql-parser", LAZY_PROMQL.filter, lazyPromqlParser),
       {
         name: "hono-per-event-router",
         setup(b) {
@@ -501,34 +511,16 @@ export async function buildWorker(outfile, o = {}) {
           );
         },
       },
-      {
-        name: "kysely-compiler-kept-nodes",
-        setup(b) {
-          b.onLoad({ filter: KYSELY_COMPILER.filter }, (args) => ({
-            contents: pruneKyselyCompiler(readFileSync(args.path, "utf8"), args.path),
-            loader: "js",
-            resolveDir: dirname(args.path),
-          }));
-        },
-      },
-      {
-        name: "zod-methods-called",
-        setup(b) {
-          let used;
-          b.onLoad({ filter: ZOD_METHODS.filter }, (args) => {
-            used ??= zodMethodsUsed(resolve(dirname(args.path), ".."));
-            const text = readFileSync(args.path, "utf8");
-            if (text.split(ZOD_NO_JIT.jit).length !== 2) {
-              throw new Error(
-                `[build-worker] ${args.path} no longer declares \`${ZOD_NO_JIT.jit}\` once: update ZOD_NO_JIT (scripts/build-worker.mjs)`,
-              );
-            }
-            const plain = text.replace(ZOD_NO_JIT.jit, ZOD_NO_JIT.plain);
-            const pruned = pruneZodMethods(plain, args.path, used);
-            return { contents: pruned.text, loader: "js", resolveDir: dirname(args.path) };
-          });
-        },
-      },
+      rewriteOnLoad("kysely-compiler-kept-nodes", KYSELY_COMPILER.filter, pruneKyselyCompiler),
+      rewriteOnLoad("zod-methods-called", ZOD_METHODS.filter, (text, path) => {
+        used ??= zodMethodsUsed(resolve(dirname(path), ".."));
+        if (text.split(ZOD_NO_JIT.jit).length !== 2) {
+          throw new Error(
+            `[build-worker] ${path} no longer declares \`${ZOD_NO_JIT.jit}\` once: update ZOD_NO_JIT (scripts/build-worker.mjs)`,
+          );
+        }
+        return pruneZodMethods(text.replace(ZOD_NO_JIT.jit, ZOD_NO_JIT.plain), path, used).text;
+      }),
       {
         name: "unreachable-on-workers",
         setup(b) {
