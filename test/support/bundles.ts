@@ -132,10 +132,12 @@ export function bundled(entry: string): Promise<string> {
 
 /**
  * Arguments for `spawn(process.execPath, …)` that run the bundle of `entry`: the bundle's path
- * (then `args`: `process.argv.slice(2)` is `args`, as for the source), or with `call`, an
- * import of the bundle that calls its export `call()` and exits 1 with the error's message when
- * that rejects (for an entry that starts on an "am I the main file?" check). `cacheDir` keeps
- * the bundle elsewhere than the shared cache (`buildOrReuse`).
+ * (then `args`: `process.argv.slice(2)` is `args`, as for the source), or with `call`, a small
+ * module next to the bundle that imports it, calls its export `call()` and exits 1 with the
+ * error's message when that rejects (for an entry that starts on an "am I the main file?"
+ * check). A file, not `node --input-type=module -e`: that flag would reach the process's
+ * worker threads and make the local runner's evaluated CommonJS worker an ES module.
+ * `cacheDir` keeps the bundle elsewhere than the shared cache (`buildOrReuse`).
  */
 export async function bundledNodeArgs(
   entry: string,
@@ -145,9 +147,17 @@ export async function bundledNodeArgs(
     ? await buildOrReuse(isAbsolute(entry) ? entry : join(REPO_ROOT, entry), o.cacheDir)
     : await bundled(entry);
   if (!o.call) return [file, ...(o.args ?? [])];
-  const href = JSON.stringify(pathToFileURL(file).href);
-  const code = `const m = await import(${href}); try { await m[${JSON.stringify(o.call)}](); } catch (e) { console.error(e instanceof Error ? e.message : e); process.exit(1); }`;
-  return ["--input-type=module", "-e", code, ...(o.args ?? [])];
+  if (!/^[A-Za-z_$][\w$]*$/.test(o.call))
+    throw new Error(`[bundles] call must name an export, got ${JSON.stringify(o.call)}`);
+  const starter = `${file.replace(/\.mjs$/, "")}.${o.call}.mjs`;
+  if (!existsSync(starter)) {
+    const base = JSON.stringify(`./${file.slice(dirname(file).length + 1)}`);
+    writeAtomically(
+      starter,
+      `import { ${o.call} as start } from ${base};\ntry {\n  await start();\n} catch (e) {\n  console.error(e instanceof Error ? e.message : e);\n  process.exit(1);\n}\n`,
+    );
+  }
+  return [starter, ...(o.args ?? [])];
 }
 
 /** A name unique to this entry's path (two checkouts share node_modules through a link). */

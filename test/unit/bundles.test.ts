@@ -32,7 +32,16 @@ const entry = write(
     "const own: string = import.meta.url;",
     "console.log(JSON.stringify({ own, where, pkgDir, argv: process.argv.slice(2) }));",
     'if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) console.log("MAIN");',
-    'export function start(): void { console.log("STARTED"); }',
+    'import { Worker } from "node:worker_threads";',
+    "export function start(): Promise<void> {",
+    '  console.log("STARTED");',
+    "  // An evaluated worker is CommonJS, as the local runner's is.",
+    '  const w = new Worker(\'require("node:worker_threads").parentPort.postMessage("worker ok")\', { eval: true });',
+    "  return new Promise((ok, fail) => {",
+    '    w.once("message", (m) => { console.log(m); ok(); });',
+    '    w.once("error", fail);',
+    "  });",
+    "}",
   ].join("\n"),
 );
 const sub = write(
@@ -61,9 +70,11 @@ describe("bundles for spawned processes", () => {
     expect(out).not.toContain("MAIN");
   });
 
-  it("bundledNodeArgs with `call` starts the entry through its export", async () => {
+  it("bundledNodeArgs with `call` starts the entry through its export, whose evaluated CommonJS worker runs", async () => {
     const args = await bundledNodeArgs(entry, { call: "start", cacheDir: cache });
-    expect(run(args)).toContain("STARTED");
+    const out = run(args);
+    expect(out).toContain("STARTED");
+    expect(out).toContain("worker ok");
   });
 
   it("reuses a bundle while its inputs are unchanged and builds another when one changes", async () => {
