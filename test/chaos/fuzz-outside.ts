@@ -31,6 +31,7 @@ import { TERMINAL_RELEASE_STATES } from "../../engine/src/domain/states.ts";
 import type { Store } from "../../engine/src/ports/store.ts";
 import { signBody } from "../../engine/src/protocol/credential.ts";
 import { OPERATOR, recipe, SECRET, SHA } from "../integration/service-harness.ts";
+import { bundledNodeArgs } from "../support/bundles.ts";
 
 /** What one store's run found. */
 export interface OutsideReport {
@@ -66,8 +67,9 @@ interface Proc {
 }
 
 /** Starts the fuzz engine; resolves once it prints its port (or rejects with its output). */
-function startEngine(env: Record<string, string>): Promise<{ proc: Proc; routes: Route[] }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "test/chaos/fuzz-engine.ts"], {
+async function startEngine(env: Record<string, string>): Promise<{ proc: Proc; routes: Route[] }> {
+  // The fuzz engine's bundle (test/support/bundles.ts): one file to load instead of tsx.
+  const child = spawn(process.execPath, await bundledNodeArgs("test/chaos/fuzz-engine.ts"), {
     cwd: REPO,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -66,8 +66,13 @@ describe("usage", () => {
   });
 
   it("bin/baton.mjs runs from any working directory (tsconfig found next to the bin)", async () => {
-    // The one run of the real bin/ for a command the other tests run in process.
-    const r = await batonBin(["check", path.join(ROOT, "recipes/example.yaml")], {}, { cwd: dir });
+    // The one run of the real bin/ as a user runs it (every other process test runs the CLI's
+    // bundle, test/support/bundles.ts).
+    const r = await batonBin(
+      ["check", path.join(ROOT, "recipes/example.yaml")],
+      {},
+      { cwd: dir, real: true },
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(
       /^ok {4}.*example\.yaml: \d+ steps in \d+ waves, manifest [0-9a-f]{64}$/m,

@@ -11,21 +11,18 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
+import { cliBundle } from "./run-baton.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "baton-linger-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function baton(preload: string | null, args: string[]) {
+/** Runs the CLI's bundle (engine/src/cli/main.ts, test/support/bundles.ts) after `preload`. */
+async function baton(preload: string | null, args: string[]) {
+  const bundle = await cliBundle();
   return new Promise<{ code: number | null; signal: string | null; err: string }>((ok) => {
     const child = spawn(
       process.execPath,
-      [
-        "--import",
-        "tsx",
-        ...(preload ? ["--import", pathToFileURL(preload).href] : []),
-        join(REPO_ROOT, "engine/src/cli/main.ts"),
-        ...args,
-      ],
+      [...(preload ? ["--import", pathToFileURL(preload).href] : []), bundle, ...args],
       { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "pipe"] },
     );
     let err = "";

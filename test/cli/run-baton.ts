@@ -1,12 +1,14 @@
 /**
  * Runs the `baton` CLI for tests. `baton` calls `runCli(argv, io)` in this process (about 10 ms a
- * command, against seconds for a Node process compiling the CLI through tsx); `batonBin` spawns
- * the real `bin/baton.mjs`, for what only a process shows (the exit of a failed `serve`, the
- * tsconfig found from another working directory, the demo, signals).
+ * command, against seconds for a Node process compiling the CLI through tsx); `batonBin` and
+ * `serveBin` run it as a process, for what only a process shows (the exit of a failed `serve`,
+ * the demo, signals): the CLI's bundle (test/support/bundles.ts), or with `real: true` the real
+ * `bin/baton.mjs` as a user runs it (one smoke test does).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { runCli } from "../../engine/src/cli/program.ts";
+import { bundled } from "../support/bundles.ts";
 import { onFreshPort, PortTaken, saysPortTaken } from "../support/ports.ts";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -76,14 +78,26 @@ export async function baton(
   }
 }
 
-/** Runs the real `bin/baton.mjs args…` as a child process with `env`, from `cwd`; killed after `timeoutMs`. */
-export function batonBin(
+/** The CLI's entry, which bin/baton.mjs runs through tsx and `cliBundle` bundles. */
+const CLI_ENTRY = "engine/src/cli/main.ts";
+
+/** Path of the CLI's bundle (built on first use, shared by every test process of the run). */
+export function cliBundle(): Promise<string> {
+  return bundled(CLI_ENTRY);
+}
+
+/**
+ * Runs `baton args…` as a child process with `env`, from `cwd` (the CLI's bundle; with `real`,
+ * the real `bin/baton.mjs`); killed after `timeoutMs`.
+ */
+export async function batonBin(
   args: string[],
   env: Record<string, string | undefined> = {},
-  o: { cwd?: string; timeoutMs?: number; onStdout?: (all: string) => void } = {},
+  o: { cwd?: string; timeoutMs?: number; onStdout?: (all: string) => void; real?: boolean } = {},
 ): Promise<Run> {
+  const entry = o.real ? BIN : await cliBundle();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, [entry, ...args], {
       cwd: o.cwd ?? ROOT,
       env: cleanEnv(env),
       stdio: ["ignore", "pipe", "pipe"],
@@ -120,7 +134,7 @@ export interface ServeProcess {
 }
 
 /**
- * Starts the real `bin/baton.mjs serve --port P --host 127.0.0.1` with `env` on a port of its own
+ * Starts `baton serve --port P --host 127.0.0.1` (the CLI's bundle) with `env` on a port of its own
  * (proposed, and another one when the engine says the address is in use: test/support/ports.ts);
  * resolves once it says it listens. `wrap` turns the command into another (e.g. a shell that
  * lowers a limit, then `exec`s it). Rejects with its output when it exits or has not listened
@@ -134,15 +148,18 @@ export function serveBin(
     wrap?: (argv: string[]) => [string, string[]];
   } = {},
 ): Promise<ServeProcess> {
-  return onFreshPort("baton serve", (port) => serveOn(port, env, o));
+  return cliBundle().then((bundle) =>
+    onFreshPort("baton serve", (port) => serveOn(bundle, port, env, o)),
+  );
 }
 
 function serveOn(
+  bundle: string,
   port: number,
   env: Record<string, string | undefined>,
   o: { cwd?: string; timeoutMs?: number; wrap?: (argv: string[]) => [string, string[]] },
 ): Promise<ServeProcess> {
-  const argv = [process.execPath, BIN, "serve", "--port", String(port), "--host", "127.0.0.1"];
+  const argv = [process.execPath, bundle, "serve", "--port", String(port), "--host", "127.0.0.1"];
   const [cmd, args] = o.wrap ? o.wrap(argv) : [argv[0] as string, argv.slice(1)];
   const child = spawn(cmd, args, {
     cwd: o.cwd ?? ROOT,

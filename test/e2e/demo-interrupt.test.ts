@@ -17,7 +17,7 @@ import { alive, spawnDemo, within } from "../support/demo-process.ts";
 
 describe("npm run demo interrupted", () => {
   it("SIGINT during the release (drift detection on): one line, health servers stopped, temp folder removed, exit 130", async () => {
-    const demo = spawnDemo([]);
+    const demo = await spawnDemo([]);
     const { pgid } = demo;
     try {
       const started = await demo.started(300_000);
@@ -54,7 +54,7 @@ describe("npm run demo interrupted", () => {
   }, 600_000);
 
   it("SIGTERM to the group of `npm run demo -- --serve` while serving: shutdown line, health servers stopped, temp folder removed, group empty", async () => {
-    const demo = spawnDemo(["--serve"], { npm: true });
+    const demo = await spawnDemo(["--serve"], { npm: true });
     const { pgid } = demo;
     try {
       const serving = await within(300_000, () => /serving until Ctrl-C/.test(demo.output()));
@@ -93,7 +93,7 @@ describe("npm run demo interrupted", () => {
   it("a demo stopped mid-release on a kept --data-dir: the next run follows that release instead of being refused", async () => {
     const dir = mkdtempSync(join(tmpdir(), "baton-demo-kept-"));
     try {
-      const first = spawnDemo(["--data-dir", dir]);
+      const first = await spawnDemo(["--data-dir", dir]);
       try {
         expect(await first.started(300_000), first.output()).toBe(true);
         process.kill(first.pgid, "SIGINT");
@@ -102,7 +102,7 @@ describe("npm run demo interrupted", () => {
         first.kill();
       }
       expect(first.output()).toMatch(/\[demo\] interrupted: release r1 left \w+/);
-      const second = spawnDemo(["--data-dir", dir]);
+      const second = await spawnDemo(["--data-dir", dir]);
       try {
         const resumed = await within(
           240_000,

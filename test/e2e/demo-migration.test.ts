@@ -1,5 +1,5 @@
 /**
- * `npm run demo -- --recipe recipes/migration.yaml --record FILE` (one child process, real
+ * `baton demo --recipe recipes/migration.yaml --record FILE` (one child process, real
  * parts): expand → migrate (the `migrate-table` tool backfills a 200-row SQLite table on the
  * SSH target, checkpointed and verified) → activate; exit 0, `succeeded`; the record (checked
  * against the published JSON Schema) names the phases with their checkpoint and evidence; then
@@ -15,7 +15,7 @@ import { recordSchemaErrors } from "../support/record-schema.ts";
 it("recipes/migration.yaml: expand, migrate and activate succeed (exit 0), the record shows the phases, the contract is refused with when it may run", async () => {
   const dir = mkdtempSync(join(tmpdir(), "baton-demo-migration-"));
   const file = join(dir, "record.json");
-  const d = spawnDemo(["--recipe", "recipes/migration.yaml", "--record", file], { npm: true });
+  const d = await spawnDemo(["--recipe", "recipes/migration.yaml", "--record", file]);
   try {
     const end = await d.exit(560_000);
     const out = d.output();

@@ -14,7 +14,7 @@ describe("npm run demo -- --serve with a paused release", () => {
   it("keeps serving and following through a pause, says how to resume, ends at the terminal state", async () => {
     const tmp = mkdtempSync(join(tmpdir(), "baton-demo-paused-"));
     const file = join(tmp, "record.json");
-    const demo = spawnDemo(["--serve", "--record", file]);
+    const demo = await spawnDemo(["--serve", "--record", file]);
     const { pgid } = demo;
     try {
       const started = await demo.started(300_000);

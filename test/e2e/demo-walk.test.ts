@@ -16,7 +16,7 @@ import { describe, expect, it, vi } from "vitest";
 import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
 import { runDemo } from "../../engine/src/demo/main.ts";
 import { baton } from "../cli/run-baton.ts";
-import { alive, spawnDemo, within } from "../support/demo-process.ts";
+import { alive, type DemoProcess, spawnDemo, within } from "../support/demo-process.ts";
 
 /** The walk's lines as docs/demo.md gives them (comments and blank lines left out). */
 function walkLines(): string[] {
@@ -81,7 +81,7 @@ describe("the demo walk (docs/demo.md)", () => {
       "roll-forward",
       "rollback",
     ]);
-    let demo: ReturnType<typeof spawnDemo> | null = null;
+    let demo: DemoProcess | null = null;
     const env: Record<string, string> = {};
     const get = async (id: string): Promise<Rel> => {
       const res = await fetch(`${env.BATON_ENGINE_URL}/v1/releases/${id}`, {
@@ -97,7 +97,7 @@ describe("the demo walk (docs/demo.md)", () => {
         const source = /^set -a; \. (\S+); set \+a$/.exec(line);
         const cli = /^npx baton (.*)$/.exec(line);
         if (npm) {
-          demo = spawnDemo(npm[1]!.split(/\s+/), { npm: true });
+          demo = await spawnDemo(npm[1]!.split(/\s+/), { npm: true });
           const d = demo;
           let gone = false;
           void d.exited.then(() => {
@@ -141,7 +141,7 @@ describe("the demo walk (docs/demo.md)", () => {
         of: "r3",
         manifest_of: "r1",
       });
-      const d = demo as ReturnType<typeof spawnDemo> | null;
+      const d = demo as DemoProcess | null;
       if (d) {
         // Ctrl-C in the demo's terminal: SIGINT to its process group (npm and the demo).
         process.kill(-d.pgid, "SIGINT");
@@ -151,7 +151,7 @@ describe("the demo walk (docs/demo.md)", () => {
         expect(d.output()).toContain("[demo] SIGINT: stopping the engine and the stand-in");
       }
     } finally {
-      (demo as ReturnType<typeof spawnDemo> | null)?.kill();
+      (demo as DemoProcess | null)?.kill();
       rmSync(dir, { recursive: true, force: true });
     }
   }, 1_800_000);

@@ -1,14 +1,15 @@
 /**
  * The standalone entry (`engine/src/control-plane/main.ts`): starts on the port and file given,
  * and its state survives a SIGKILL of the process (WAL on its own SQLite file).
- * The server runs as `node --import tsx main.ts`, so the pid we SIGKILL is the server itself
- * (a `tsx` wrapper would die and leave its server child running).
+ * The server runs as `node <bundle of main.ts>` (test/support/bundles.ts), so the pid we SIGKILL
+ * is the server itself (a `tsx` wrapper would die and leave its server child running).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { bundled } from "../support/bundles.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const mainTs = join(root, "engine/src/control-plane/main.ts");
@@ -16,11 +17,11 @@ const children = new Set<ChildProcess>();
 const CP_TOKEN = "main-test-write-token-0123456789";
 
 /** Starts main.ts and resolves with its URL once it prints "listening on"; bounded to 20 s. */
-function start(
+async function start(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", mainTs, ...args], {
+  const child = spawn(process.execPath, [await bundled(mainTs), ...args], {
     cwd: root,
     env: { ...process.env, BATON_CP_TOKEN: CP_TOKEN, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -136,7 +137,7 @@ describe("control-plane standalone entry", () => {
   });
 
   it("refuses a bad port with a clear message and exit code 2", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", mainTs, "--port", "http"], {
+    const child = spawn(process.execPath, [await bundled(mainTs), "--port", "http"], {
       cwd: root,
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -152,7 +153,7 @@ describe("control-plane standalone entry", () => {
   it("refuses to start without BATON_CP_TOKEN (exit 2, names the variable and the engine's side)", async () => {
     const env = { ...process.env };
     delete env.BATON_CP_TOKEN;
-    const child = spawn(process.execPath, ["--import", "tsx", mainTs, "--port", "0"], {
+    const child = spawn(process.execPath, [await bundled(mainTs), "--port", "0"], {
       cwd: root,
       env,
       stdio: ["ignore", "pipe", "pipe"],

@@ -17,6 +17,7 @@ import { startControlPlane } from "../../engine/src/control-plane/server.ts";
 import { BatonError } from "../../engine/src/domain/errors.ts";
 import { createEngine, type Engine } from "../../engine/src/engine.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { bundledNodeArgs } from "../support/bundles.ts";
 import { type GitHubStandin, startGitHubStandin } from "../support/github-standin.ts";
 
 const keys = generateKeyPairSync("rsa", {
@@ -169,7 +170,9 @@ describe("the served engine's GitHub settings", () => {
   it("the engine process exits non-zero at start-up with the key problem, before serving", async () => {
     const root = path.resolve(import.meta.dirname, "../..");
     dir = mkdtempSync(path.join(tmpdir(), "baton-ghcfg-"));
-    const child = spawn(process.execPath, ["--import", "tsx", "engine/src/main-node.ts"], {
+    // The engine's Node entry, bundled (test/support/bundles.ts) and started through its export.
+    const args = await bundledNodeArgs("engine/src/main-node.ts", { call: "startNodeServer" });
+    const child = spawn(process.execPath, args, {
       cwd: root,
       env: {
         PATH: process.env.PATH ?? "",

@@ -4,11 +4,9 @@
  * know how it ended (a fault point's SIGKILL shows as `signal: "SIGKILL"`).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, rmSync } from "node:fs";
-import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { build } from "esbuild";
 import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
+import { bundled } from "./bundles.ts";
 import { onFreshPort, PortTaken, saysPortTaken } from "./ports.ts";
 
 /** One engine process. */
@@ -25,42 +23,21 @@ export interface EngineProcess {
   stop(graceMs?: number): Promise<void>;
 }
 
-const ENTRY = join(REPO_ROOT, "test/support/chaos-engine.ts");
-let bundled: Promise<string> | null = null;
-
 /**
- * Bundles the chaos engine (our sources only; packages stay in node_modules) once per process:
- * a restart then takes ~0.3 s instead of ~2 s of on-the-fly TypeScript, so a harness can afford
- * a restart per kill point. Returns the bundle's path.
+ * The chaos engine's bundle (test/support/bundles.ts: built once per run and shared, packages
+ * included): a restart loads one file instead of resolving the engine's packages, so a harness
+ * can afford a restart per kill point. Resolves with the bundle's path.
  */
 export function bundleChaosEngine(): Promise<string> {
-  bundled ??= (async () => {
-    // Under node_modules so that the bundle resolves packages from the repository's node_modules.
-    const dir = join(REPO_ROOT, "node_modules/.cache/baton-chaos");
-    mkdirSync(dir, { recursive: true });
-    const outfile = join(dir, `engine-${process.pid}.mjs`);
-    await build({
-      entryPoints: [ENTRY],
-      outfile,
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      packages: "external",
-      logLevel: "error",
-    });
-    process.once("exit", () => rmSync(outfile, { force: true }));
-    return outfile;
-  })();
-  return bundled;
+  return bundled("test/support/chaos-engine.ts");
 }
 
 /**
  * Starts an engine process on `port`. Resolves once `/healthz` answers 200 (or when a fault point
  * SIGKILLed it during start: check `alive()`); rejects with the process output when it exits
- * otherwise or does not answer within `timeoutMs` (default 120 s: a start costs about 2 s of
- * CPU, mostly importing the engine's packages, which a machine loaded 20 deep on 2 cores
- * stretches past 30 s when several engines start at once). `nodeArgs` go to Node before the
+ * otherwise or does not answer within `timeoutMs` (default 120 s: a start costs CPU for the
+ * bundle's import and the store's opening, which a machine loaded 20 deep on 2 cores stretches
+ * past 30 s when several engines start at once). `nodeArgs` go to Node before the
  * script (e.g. `--cpu-prof`, which NODE_OPTIONS does not allow).
  */
 export async function spawnEngine(
@@ -104,7 +81,8 @@ async function spawnEngineOnce(
   nodeArgs: string[],
 ): Promise<EngineProcess> {
   const url = `http://127.0.0.1:${port}`;
-  // Imported from `-e`, so that no bundled module's "am I the main file?" check fires.
+  // Imported from `-e` and started through its export (a bundled module's "am I the main
+  // file?" check is never true: bundles.ts).
   const bundle = await bundleChaosEngine();
   // Each phase of the start says when it ended (ms since the spawn), so a start that does not
   // answer in time shows where it stood: node's boot, the bundle's import, or the engine's own

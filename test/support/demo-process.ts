@@ -4,8 +4,8 @@
  * its stdout + stderr collected, and the lines the tests read from it parsed.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
 import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
+import { bundledNodeArgs } from "./bundles.ts";
 
 /** True while a process (or, with a negative id, a process group) exists. */
 export function alive(pid: number): boolean {
@@ -49,16 +49,19 @@ export interface DemoProcess {
 }
 
 /**
- * Starts `baton demo <args>` (engine/src/cli/main.ts under tsx) in its own process group; with
- * `npm: true` as a user does, `npm run demo -- <args>` (npm, its shell and the demo in the group;
- * `exited` is then npm's exit).
+ * Starts `baton demo <args>` (engine/src/cli/main.ts, bundled: test/support/bundles.ts) in its
+ * own process group; with `npm: true` as a user does, `npm run demo -- <args>` (npm, its shell
+ * and the demo in the group; `exited` is then npm's exit).
  */
-export function spawnDemo(args: string[], opts: { npm?: boolean } = {}): DemoProcess {
+export async function spawnDemo(
+  args: string[],
+  opts: { npm?: boolean } = {},
+): Promise<DemoProcess> {
   const [cmd, argv] = opts.npm
     ? ["npm", ["run", "-s", "demo", "--", ...args]]
     : [
         process.execPath,
-        ["--import", "tsx", join(REPO_ROOT, "engine/src/cli/main.ts"), "demo", ...args],
+        await bundledNodeArgs("engine/src/cli/main.ts", { args: ["demo", ...args] }),
       ];
   const child = spawn(cmd, argv, {
     cwd: REPO_ROOT,
@@ -104,7 +107,7 @@ export async function demoToEnd(
   args: string[],
   ms: number,
 ): Promise<{ code: number | null; out: string }> {
-  const d = spawnDemo(args);
+  const d = await spawnDemo(args);
   const end = await d.exit(ms);
   if (end === null) {
     d.kill();

@@ -34,6 +34,7 @@ import type { AttemptResult } from "../../engine/src/ports/store.ts";
 import { compileRecipeInput } from "../../engine/src/recipes/compile-text.ts";
 import { shQuote } from "../../scripts/lib/shell-quote.ts";
 import { connect } from "../../scripts/lib/ssh.ts";
+import { bundledNodeArgs } from "./bundles.ts";
 import { onFreshPort, PortTaken, saysPortTaken } from "./ports.ts";
 
 export type StoreKind = "sqlite" | "postgres";
@@ -347,11 +348,15 @@ export async function startSplit(
       ...(db ? { DATABASE_URL: db.url } : { BATON_DATA_DIR: join(dir, "engine") }),
       ...extra,
     };
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", join(REPO_ROOT, "engine/src/demo/engine-process.ts")],
-      { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] },
-    );
+    // The engine process's bundle (test/support/bundles.ts), started through its export.
+    const args = await bundledNodeArgs("engine/src/demo/engine-process.ts", {
+      call: "startEngineProcess",
+    });
+    const child = spawn(process.execPath, args, {
+      cwd: REPO_ROOT,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     let listening = false;
     const keep = (d: Buffer) => {

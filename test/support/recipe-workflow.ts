@@ -8,6 +8,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
+import { bundled } from "./bundles.ts";
 import { REPO } from "./standin-target.ts";
 
 const workflow = parse(readFileSync(join(REPO, ".github/workflows/recipe.yml"), "utf8")) as {
@@ -45,7 +46,7 @@ export function asCheckout(cwd: string): void {
 
 /**
  * Runs `argv` (default: the start step as a runner runs a `run:` step) in `cwd` with `PATH`,
- * `HOME`, `RUNNER_TEMP=cwd`, `BATON_BIN` (this checkout's CLI) and `env`; killed after
+ * `HOME`, `RUNNER_TEMP=cwd`, `BATON_BIN` (this checkout's CLI, bundled: test/support/bundles.ts) and `env`; killed after
  * `timeoutMs` (default 90,000). Resolves with the exit code (null when killed) and
  * stdout+stderr together.
  */
@@ -72,7 +73,7 @@ export async function runWorkflowStep(
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       RUNNER_TEMP: cwd,
-      BATON_BIN: join(REPO, "bin/baton.mjs"),
+      BATON_BIN: await bundled("engine/src/cli/main.ts"),
       ...env,
     },
   });
