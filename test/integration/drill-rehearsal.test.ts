@@ -6,7 +6,8 @@
  * records a passed drill with the RTO measured from the decision to the verified evacuation,
  * which clears the drill schedule's due drill; it writes no release, so the last known good and
  * the release that stands are unchanged. Refused: no drill lanes (with the fix), a release of the
- * model in flight, no reason, no other lane to take the drill lanes' share.
+ * model in flight, no reason, no other lane to take the drill lanes' share. A write the control
+ * plane acknowledges but drops is caught by the read-back: the drill is recorded failed.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
@@ -173,6 +174,41 @@ describe.each(STORE_KINDS)("rehearsal on the drill lanes on %s", (kind) => {
       expect(await due()).toBeNull();
       const history = (await h.store.getHistory(r1, { limit: 1000 })).map((e) => e.kind);
       expect(history).toContain("drill_due_cleared");
+    },
+  );
+
+  it.skipIf(skip)(
+    "a write out the control plane acknowledges but drops is caught by the read-back: the drill is recorded failed and the lane put back",
+    async () => {
+      h = await engine();
+      const r1 = await createRelease(h, marking([1]));
+      await drive(h);
+      expect((await h.store.getRelease(r1))?.state).toBe("succeeded");
+      const weights = h.cp.weights(MODEL);
+      h.cp.faults.arm({ mode: "lie", count: 1, match: ":out" });
+      const res = await rehearse();
+      expect(res.status).toBe(201);
+      const body = (await res.json()) as Rehearsal;
+      expect(body.drill).toMatchObject({
+        passed: false,
+        verified: false,
+        rto_ms: null,
+        restored: true,
+        rpo_ms: 0,
+        rows_lost: 0,
+      });
+      expect(body.drill.problems).toEqual([
+        `after the drill lanes were taken out: drill lane ${IDS[1]} is in routing, not out of it`,
+      ]);
+      expect(body.recovered_at).toBeNull();
+      // The put-back was still sent; the lanes are as before.
+      expect(h.cp.lane(IDS[1] as string)?.excluded).toBe(false);
+      expect(h.cp.weights(MODEL)).toEqual(weights);
+      // A failed drill does not count as a passed one.
+      const listed = (await (await op(h, "GET", `/v1/models/${MODEL}/drills`)).json()) as {
+        drills: { passed: boolean }[];
+      };
+      expect(listed.drills.map((d) => d.passed)).toEqual([false]);
     },
   );
 
