@@ -7,12 +7,14 @@
  * which clears the drill schedule's due drill; it writes no release, so the last known good and
  * the release that stands are unchanged. Refused: no drill lanes (with the fix), a release of the
  * model in flight, no reason, no other lane to take the drill lanes' share. A write the control
- * plane acknowledges but drops is caught by the read-back: the drill is recorded failed.
+ * plane acknowledges but drops is caught by the read-back: the drill is recorded failed. One
+ * rehearsal of a model at a time (a store lease).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryControlPlane } from "../../engine/src/adapters/memory/control-plane.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { ControlPlane } from "../../engine/src/ports/control-plane.ts";
+import { rehearsalLease } from "../../engine/src/service/use-cases/drills.ts";
 import {
   createRelease,
   drive,
@@ -209,6 +211,31 @@ describe.each(STORE_KINDS)("rehearsal on the drill lanes on %s", (kind) => {
         drills: { passed: boolean }[];
       };
       expect(listed.drills.map((d) => d.passed)).toEqual([false]);
+    },
+  );
+
+  it.skipIf(skip)(
+    "one rehearsal of a model at a time: refused while another holds its lease, which each gives back",
+    async () => {
+      h = await engine();
+      await createRelease(h, marking([1]));
+      await drive(h);
+      const lease = { name: rehearsalLease(MODEL), owner: "other-engine" };
+      expect(
+        await h.store.takeLease({ ...lease, until: h.clock.now() + 60_000, now: h.clock.now() }),
+      ).toBe(true);
+      const writes = h.cp.calls.length;
+      let res = await rehearse();
+      expect(res.status).toBe(409);
+      expect(await res.text()).toContain(`another rehearsal of ${MODEL} is under way`);
+      expect(h.cp.calls.length).toBe(writes);
+      await h.store.takeLease({ ...lease, until: 0, now: h.clock.now() });
+      // Each rehearsal gives its lease back: two in a row both run.
+      for (let i = 0; i < 2; i++) {
+        res = await rehearse();
+        expect(res.status).toBe(201);
+        expect(((await res.json()) as Rehearsal).drill.passed).toBe(true);
+      }
     },
   );
 

@@ -66,6 +66,21 @@ export interface Rehearsal {
   returned_at: number | null;
 }
 
+/** How long a rehearsal holds its lease at most (it gives it back when it ends), ms. */
+const REHEARSAL_LEASE_MS = 5 * 60_000;
+
+/** The store lease a rehearsal of `model` holds while it runs. */
+export function rehearsalLease(model: string): string {
+  return `drill-rehearsal:${model}`;
+}
+
+/** `bytes` random bytes as lowercase hex. */
+function randomHex(bytes: number): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (x) =>
+    x.toString(16).padStart(2, "0"),
+  ).join("");
+}
+
 /** Releases (newest first, every model) looked through for one of the model in flight. */
 const RUNNING_SCAN = 200;
 
@@ -170,7 +185,8 @@ export class Drills {
    * release: the last known good and the release that stands are unchanged.
    * @throws BatonError 409 `conflict` a release of the model is in flight (among the newest
    *   `RUNNING_SCAN`), there are no drill lanes (the `noDrillLanesFix` words), or the lanes
-   *   cannot be evacuated (`rehearsalRefusal`); 503 no control plane that lists lanes, or its
+   *   cannot be evacuated (`rehearsalRefusal`), or another rehearsal of the model holds the
+   *   store lease `rehearsalLease(model)`; 503 no control plane that lists lanes, or its
    *   first read failed (nothing was written).
    */
   async rehearse(model: string, reason: string, actor: string): Promise<Rehearsal> {
@@ -191,16 +207,48 @@ export class Drills {
         `[engine] a rehearsal of ${model} refused: no drill lanes; ${fix}`,
         [{ path: "drill_lanes", message: "none", fix: fix ?? "" }],
       );
-    const cp = this.controlPlane;
-    const read = async (): Promise<LaneRouting[] | null> => {
-      const r = cp?.lanes ? await cp.lanes(model) : null;
-      return r?.ok ? routingOf(r.lanes, model) : null;
-    };
-    if (!cp?.lanes)
+    if (!this.controlPlane?.lanes)
       throw new BatonError(
         "unavailable",
         "[engine] no control plane that lists lanes is configured (BATON_CONTROL_PLANE_URL); a rehearsal takes the drill lanes out of routing there",
       );
+    // One rehearsal of a model at a time, across every engine on the store.
+    const owner = randomHex(8);
+    const lease = rehearsalLease(model);
+    if (
+      !(await this.store.takeLease({
+        name: lease,
+        owner,
+        until: decided + REHEARSAL_LEASE_MS,
+        now: decided,
+      }))
+    )
+      throw new BatonError(
+        "conflict",
+        `[engine] a rehearsal of ${model} refused: another rehearsal of ${model} is under way; nothing was written: see its drill when it ends (baton drill ${model}), then rehearse again`,
+      );
+    try {
+      return await this.evacuate(model, reason, actor, decided, found);
+    } finally {
+      await this.store
+        .takeLease({ name: lease, owner, until: 0, now: this.clock.now() })
+        .catch(() => false);
+    }
+  }
+
+  /** The rehearsal itself, under its lease (`rehearse`). */
+  private async evacuate(
+    model: string,
+    reason: string,
+    actor: string,
+    decided: number,
+    found: DrillLanes,
+  ): Promise<Rehearsal> {
+    const cp = this.controlPlane as ControlPlane;
+    const read = async (): Promise<LaneRouting[] | null> => {
+      const r = cp.lanes ? await cp.lanes(model) : null;
+      return r?.ok ? routingOf(r.lanes, model) : null;
+    };
     const before = await read();
     if (!before)
       throw new BatonError(
@@ -216,9 +264,7 @@ export class Drills {
       );
 
     const drill = `rh${decided}`;
-    const uid = Array.from(crypto.getRandomValues(new Uint8Array(8)), (x) =>
-      x.toString(16).padStart(2, "0"),
-    ).join("");
+    const uid = randomHex(8);
     const writes: RehearsalWrite[] = [];
     const write = async (lane: string, out: boolean): Promise<void> => {
       const key = `drill:${model}:${drill}:${lane}:${out ? "out" : "back"}`;
