@@ -2,13 +2,21 @@
  * `baton drill <model>` on both stores (docs/recovery-actions.md "Drill records and the drill
  * policy"): `--record <file>` records the drill `npm run drill` writes (BATON_DRILL_RECORD)
  * with who recorded it and why (`--reason`), and `baton drill <model>` lists it; a bad model name or an unreadable
- * file is refused before anything is sent (exit 2).
+ * file is refused before anything is sent (exit 2). `--rehearse --reason` has the engine rehearse
+ * on the drill lanes and prints the drill it recorded.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { OPERATOR, STORE_KINDS, skipStore } from "../integration/service-harness.ts";
+import {
+  createRelease,
+  drive,
+  OPERATOR,
+  recipe,
+  STORE_KINDS,
+  skipStore,
+} from "../integration/service-harness.ts";
 import { baton } from "./run-baton.ts";
 import { type Served, served } from "./served-engine.ts";
 
@@ -161,6 +169,61 @@ describe.each(STORE_KINDS)("baton drill on %s", (kind) => {
         'drill d7 of ranker is recorded already (by operator:dana); the record is unchanged; the reason given ("new") is not kept: the stored reason is "from the file"',
       );
       rmSync(file, { force: true });
+    },
+  );
+
+  it.skipIf(skip)(
+    "--rehearse: the engine rehearses on the drill lanes and the drill is printed; without a reason, refused before anything is sent",
+    async () => {
+      s = await served(kind, "baton-cli-drill-");
+      const h = s.h;
+      const model = String(recipe().model);
+      const noReason = await baton(["drill", model, "--rehearse"], env());
+      expect(noReason.code).toBe(2);
+      expect(noReason.stderr).toContain("--rehearse needs --reason <why>");
+      const both = await baton(
+        ["drill", model, "--rehearse", "--reason", "why", "--record", "x.json"],
+        env(),
+      );
+      expect(both.code).toBe(2);
+      // No drill lanes yet: the engine's refusal, with the fix.
+      const refused = await baton(["drill", model, "--rehearse", "--reason", "why"], env());
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`${model} has no succeeded release`);
+
+      // Mark the lane with the least traffic, so another lane takes its share.
+      await createRelease(h, recipe());
+      await drive(h);
+      const w = h.cp.weights(model);
+      const ids = (recipe().lanes ?? []).map((l) => l.id);
+      const least = [...ids].sort((a, b) => (w[a] ?? 0) - (w[b] ?? 0))[0] as string;
+      const r = recipe();
+      await createRelease(h, {
+        ...r,
+        lanes: (r.lanes ?? []).map((l) => (l.id === least ? { ...l, drill: true } : l)),
+      });
+      await drive(h);
+      const calls = h.cp.calls.length;
+      const run = await baton(
+        ["drill", model, "--rehearse", "--reason", "quarterly rehearsal"],
+        env(),
+      );
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain(
+        `rehearsed an evacuation of ${model}'s drill lanes (last known good r2): ${least}`,
+      );
+      expect(run.stdout).toContain("out of routing: verified, RTO 0 ms");
+      expect(run.stdout).toContain("put back: verified");
+      expect(run.stdout).toMatch(
+        /rh\d+ {2}passed {2}rto 0 ms {2}rpo 0 ms {2}rows_lost 0 {2}operator:dana {2}reason: quarterly rehearsal/,
+      );
+      // Only the drill lane was written.
+      expect(
+        h.cp.calls
+          .slice(calls)
+          .filter((c) => c.method === "apply")
+          .map((c) => (c.op.op === "set_marker" ? c.op.lane : c.op.op)),
+      ).toEqual([least, least]);
     },
   );
 });

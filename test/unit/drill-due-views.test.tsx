@@ -78,6 +78,7 @@ describe("a due recovery drill is shown", () => {
     );
     expect(t).toContain("policy.drill_every_days is 7: a drill is due since");
     expect(t).toContain("baton drill chat-model --record FILE");
+    expect(t).toContain("baton drill chat-model --rehearse --reason");
   });
 
   it("by baton status, until it is cleared", () => {

@@ -3,7 +3,9 @@
  * the model's recovery drills, newest first, and its lanes marked for drills; `--record <file>` records the drill in `file` (the
  * JSON `npm run drill` writes to BATON_DRILL_RECORD, or any `{drill, passed, rto_ms, rpo_ms,
  * rows_lost, restored, verified}`) with who (`--actor`) and why (`--reason`). One request to
- * `/v1/models/:model/drills`.
+ * `/v1/models/:model/drills`. `--rehearse --reason <why>` has the engine rehearse an evacuation
+ * of the model's drill lanes (`POST /v1/models/:model/drills/rehearse`) and prints the drill it
+ * recorded; exit 1 when the drill failed.
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import type { DrillLanes, DrillRecord } from "../domain/drills.ts";
@@ -75,13 +77,38 @@ export function readDrillFile(path: string): string {
 /** The options of `baton drill`. */
 export interface DrillOptions {
   record?: string;
+  /** Rehearse on the drill lanes (`POST …/drills/rehearse`) instead of listing or recording. */
+  rehearse?: boolean;
   actor?: string;
-  /** Why the drill was run (kept with the record); else the file's `reason`, if any. */
+  /**
+   * Why the drill was run (kept with the record); else the file's `reason`, if any. Required
+   * with `rehearse`.
+   */
   reason?: string;
   json: boolean;
 }
 
-/** `drill <model> [--record <file>]`. */
+/** What `POST /v1/models/:model/drills/rehearse` answers (the fields the CLI prints). */
+interface RehearsalAnswer {
+  drill: DrillRecord;
+  release: string;
+  lanes: string[];
+  decided_at: number;
+  recovered_at: number | null;
+  returned_at: number | null;
+}
+
+/** The lines a rehearsal prints: what it did, each phase's verdict, then the drill's line. */
+export function rehearsalLines(model: string, r: RehearsalAnswer): string[] {
+  return [
+    `rehearsed an evacuation of ${model}'s drill lanes (last known good ${r.release}): ${r.lanes.join(", ")}`,
+    `  out of routing: ${r.recovered_at !== null ? `verified, RTO ${r.recovered_at - r.decided_at} ms` : "NOT verified"}`,
+    `  put back: ${r.returned_at !== null ? "verified" : "NOT verified"}`,
+    drillLine(r.drill),
+  ];
+}
+
+/** `drill <model> [--record <file> | --rehearse --reason <why>]`. */
 export async function drillCommand(
   conn: Connection,
   model: string,
@@ -92,9 +119,30 @@ export async function drillCommand(
     throw usage(`[cli] ${JSON.stringify(model)} is not a model name; ${CONTROL_PLANE_NAME_FIX}`);
   const path = `/v1/models/${model}/drills`;
   const client = new EngineClient(conn);
+  if (o.rehearse) {
+    if (o.record !== undefined)
+      throw usage(
+        "[cli] --rehearse and --record <file> are two ways to get a drill: rehearse on the drill lanes now, or record one run elsewhere; give one",
+      );
+    const reason = o.reason ?? "";
+    const bad = ReasonField.safeParse(reason);
+    if (reason.trim() === "" || !bad.success)
+      throw usage(
+        `[cli] --rehearse needs --reason <why> (1-1000 characters of plain text, kept with the drill), e.g. --rehearse --reason "quarterly rehearsal"${bad.success ? "" : `: ${bad.error.issues[0]?.message ?? "not a reason"}`}`,
+      );
+    const actor = actorName(o.actor, envOf(io));
+    const r = await client.call<RehearsalAnswer>(
+      "POST",
+      `${path}/rehearse`,
+      JSON.stringify({ reason, ...(actor ? { actor } : {}) }),
+    );
+    if (o.json) io.out.write(`${JSON.stringify(r, null, 2)}\n`);
+    else io.out.write(`${rehearsalLines(model, r).join("\n")}\n`);
+    return r.drill.passed ? EXIT.ok : EXIT.failed;
+  }
   if (o.record === undefined && o.reason !== undefined)
     throw usage(
-      "[cli] --reason goes with --record <file> (the reason is kept with the drill recorded); without --record, baton drill only lists",
+      "[cli] --reason goes with --record <file> or --rehearse (the reason is kept with the drill recorded); without either, baton drill only lists",
     );
   if (o.record === undefined) {
     const r = await client.call<{

@@ -547,11 +547,18 @@ export async function runCli(
   program
     .command("drill")
     .description(
-      "list a model's recovery drills, newest first; --record <file> records one (the JSON npm run drill writes to BATON_DRILL_RECORD) (docs/recovery-actions.md)",
+      "list a model's recovery drills, newest first; --record <file> records one (the JSON npm run drill writes to BATON_DRILL_RECORD); --rehearse --reason <why> has the engine rehearse an evacuation of the drill lanes and record it (docs/recovery-actions.md)",
     )
     .argument("<model>", "the model, e.g. ranker")
     .option("--record <file>", "a drill record (JSON) to record")
-    .option("--reason <text>", "with --record: why the drill was run (kept with the record)")
+    .option(
+      "--rehearse",
+      "rehearse now: take the drill lanes out of routing, verify, put them back, verify, and record the drill",
+    )
+    .option(
+      "--reason <text>",
+      "with --record or --rehearse: why the drill was run (kept with the record)",
+    )
     .addOption(actorOption())
     .addOption(json())
     .action(

@@ -334,7 +334,7 @@ export function drillDueMessage(d: DrillDue): string {
   const age = d.last
     ? `its last passed drill (${d.last.drill}) is ${Math.floor((d.observed_at - d.last.at) / DAY_MS)} days old`
     : "it has no passed drill";
-  return `[drill] model ${d.model}: a recovery drill is due: ${age}; the recipe's policy.drill_every_days is ${d.every_days}; rehearse its recovery and record the drill (npm run drill on the demo; baton drill ${d.model} --record FILE; POST /v1/models/${d.model}/drills)`;
+  return `[drill] model ${d.model}: a recovery drill is due: ${age}; the recipe's policy.drill_every_days is ${d.every_days}; rehearse its recovery and record the drill (baton drill ${d.model} --rehearse --reason "<why>" on its drill lanes; npm run drill on the demo; baton drill ${d.model} --record FILE; POST /v1/models/${d.model}/drills)`;
 }
 
 /** The `drill_due` entry on release `d.release` (not a decision: no record digest moves). */

@@ -15,7 +15,7 @@ export function DrillDueBanner(props: { due: DrillDue | null }) {
         {`Drill due: model ${d.model}'s recovery was last rehearsed ${d.last ? `by drill ${d.last.drill} on ${time(d.last.at)}` : "never"}`}
       </h2>
       <p>
-        {`Its recipe's policy.drill_every_days is ${d.every_days}${d.due_since !== null ? `: a drill is due since ${time(d.due_since)}` : ""}. Rehearse its recovery and record the drill (npm run drill on the demo; baton drill ${d.model} --record FILE); this banner ends at the schedule's next look after a passed drill is recorded.`}
+        {`Its recipe's policy.drill_every_days is ${d.every_days}${d.due_since !== null ? `: a drill is due since ${time(d.due_since)}` : ""}. Rehearse its recovery and record the drill (baton drill ${d.model} --rehearse --reason "<why>" on its drill lanes; npm run drill on the demo; baton drill ${d.model} --record FILE); this banner ends at the schedule's next look after a passed drill is recorded.`}
       </p>
     </section>
   );

@@ -7,11 +7,13 @@
  * …/credentials/revoke` runs the revoke tool its recipe names for a reference, `GET
  * …/credentials/revocations` lists them (operator to change, viewer or operator to read); and
  * its drill records (`POST …/drills` records one, `GET …/drills` lists them, newest first, with
- * the lanes marked for drills in the model's last known good release).
+ * the lanes marked for drills in the model's last known good release; `POST …/drills/rehearse`
+ * rehearses an evacuation of those lanes and records it as a drill).
  */
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { RevokeBody } from "../../domain/credential-revocation.ts";
+import { RehearseBody } from "../../domain/drill-rehearsal.ts";
 import { DrillBody, noDrillLanesFix } from "../../domain/drills.ts";
 import { type KillSwitch, KillSwitchBody } from "../../domain/kill-switch.ts";
 import type { SourceMark } from "../../domain/source-order.ts";
@@ -139,6 +141,28 @@ export function modelRoutes(o: ModelRouteOptions): Hono {
       const r = await o.api.drills.record(model, b, actorFor(person(c), b.actor));
       // The same drill sent again: the stored record, said to be recorded already.
       return c.json({ drill: r.drill, ...(r.fresh ? {} : { already_recorded: true }) }, 201);
+    },
+  );
+
+  app.post(
+    "/:model/drills/rehearse",
+    operator,
+    knownQueryParams("POST /v1/models/:model/drills/rehearse"),
+    async (c) => {
+      const model = modelParam(c);
+      const b = await jsonBody(c, "rehearsal", RehearseBody, {
+        example: `{"reason": "quarterly rehearsal", "actor": "maria"}`,
+      });
+      const actor = actorFor(person(c), b.actor);
+      if (actor === actorOf(undefined))
+        throw badRequest("rehearsal", [
+          {
+            path: "body.actor",
+            message: "is required: a rehearsal records who ran it",
+            fix: 'send "actor": "<your name>" (the CLI sends --actor, else $USER), or use your own operator token',
+          },
+        ]);
+      return c.json(await o.api.drills.rehearse(model, b.reason, actor), 201);
     },
   );
 
