@@ -14,6 +14,8 @@
  * as one traffic write; the local runner shows no deploy on the blue lane, and the switch back's
  * only runner step is its health check of it (run-smoke). With the blue container stopped, the
  * switch back fails that health check and moves nothing: the router keeps every request on green.
+ * `baton verify` of the switch back reads the blue lane, now serving, at its machine (`deploy.sh
+ * smoke` over SSH): the previous image running and healthy.
  */
 import { join } from "node:path";
 import { expect, it } from "vitest";
@@ -122,6 +124,27 @@ describeInProcess(
             "run-smoke",
           ]);
           expect(runs.filter((r) => laneOf(r) === "lane-c").length).toBeGreaterThan(0);
+
+          // baton verify of the switch back reads the lane now serving at its machine (deploy.sh
+          // smoke over SSH): blue runs the previous image and is healthy.
+          const verified = await cli(["verify", back, "--json", "--interval", "200"]);
+          expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+          const v = JSON.parse(verified.stdout) as {
+            state: string;
+            lanes: {
+              lane: string;
+              target_source: string | null;
+              fields: { field: string; observed: unknown; ok: boolean | null }[];
+            }[];
+          };
+          expect(v.state).toBe("passed");
+          const read = v.lanes.find((l) => l.lane === "lane-a");
+          expect(read?.target_source).toBe("target_probe");
+          expect(read?.fields.find((f) => f.field === "image")).toMatchObject({
+            observed: m.previous_image,
+            ok: true,
+          });
+          expect(read?.fields.find((f) => f.field === "health")?.ok).toBe(true);
 
           // After the switch back's own window: its old environment (green) is retired and
           // baton rollback is refused, saying why; nothing is started, traffic stays on blue.

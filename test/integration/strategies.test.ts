@@ -5,7 +5,10 @@
  *   more than their share of the capacity in service;
  * - blue_green: requests through the reference router proxy reach green only after the switch,
  *   and when a step after the switch fails, one control-plane write sends every request back
- *   to blue, which kept serving the previous image (never excluded, never redeployed).
+ *   to blue, which kept serving the previous image (never excluded, never redeployed);
+ *   rolling back the release after a switch back that has no recipe of its own is refused 422
+ *   naming `image`; `verify` of a switch back reads the old environment's lanes at their
+ *   machines (a target-probe double standing in for `deploy.sh smoke` over SSH).
  * Each release's record names its strategy.
  */
 import http from "node:http";
@@ -18,7 +21,9 @@ import {
   startRouterProxy,
 } from "../../engine/src/control-plane/router-proxy.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
-import type { Manifest } from "../../engine/src/domain/types.ts";
+import type { Manifest, ManifestLane } from "../../engine/src/domain/types.ts";
+import type { TargetAnswer } from "../../engine/src/domain/verification.ts";
+import type { TargetProbe } from "../../engine/src/ports/target-probe.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import { recordSchemaErrors } from "../support/record-schema.ts";
 import {
@@ -86,6 +91,51 @@ function controlPlane(h: () => Harness | null, weights: Record<string, number>) 
     })),
   );
   return cp;
+}
+
+/**
+ * The lanes' machines as the engine's target probe reads them (a stand-in for `deploy.sh smoke`
+ * over SSH): each lane runs one image; a runner's deploy changes it; `asked` lists each
+ * observation as `lane image`.
+ */
+class Machines implements TargetProbe {
+  readonly runs = new Map<string, string>();
+  readonly asked: string[] = [];
+
+  /** What a runner's step does to its lane's machine. */
+  step(p: DispatchPayload): void {
+    const lane = (p.args.lane as { id?: string } | undefined)?.id;
+    if (lane && p.tool === "attach-queue-lane" && typeof p.args.image === "string")
+      this.runs.set(lane, p.args.image);
+  }
+
+  async inspect() {
+    return [];
+  }
+
+  async observe(lane: ManifestLane, image: string): Promise<TargetAnswer> {
+    this.asked.push(`${lane.id} ${image}`);
+    const running = this.runs.get(lane.id) === image;
+    return {
+      reached: true,
+      running,
+      image: running ? image : null,
+      health: running ? "pass" : null,
+      message: running ? `${lane.id} runs ${image}` : `the container of ${image} is not running`,
+    };
+  }
+}
+
+/** A recovery verification as `GET /v1/releases/:id` shows it. */
+interface VerificationJson {
+  state: string;
+  desired_from: string;
+  summary: string | null;
+  lanes: {
+    lane: string;
+    target_source: string | null;
+    fields: { field: string; desired: unknown; observed: unknown; ok: boolean | null }[];
+  }[];
 }
 
 async function strategyInRecord(h: Harness, id: string): Promise<string> {
@@ -543,6 +593,121 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
         (e) => e.kind === "created",
       );
       expect(created?.message).toContain(`${r3}'s admitted manifest runs again (image ${v7})`);
+    },
+    120_000,
+  );
+
+  it.skipIf(skip)(
+    "blue_green: a switch back without a recipe of its own: rolling back the release after it is refused 422, saying what happened and naming image",
+    async () => {
+      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+      h = await makeHarness({ kind, cp });
+      const hh = h;
+      const img = (v: string, hex: string) =>
+        `ghcr.io/acme/summarizer:${v}@sha256:${hex.repeat(32)}`;
+      const [v7, v8, v9] = [img("v7", "07"), img("v8", "08"), img("v9", "09")];
+      const noWeights = (r: RecipeInput): RecipeInput => ({
+        ...r,
+        lanes: (r.lanes ?? []).map(({ weight: _w, ...l }) => l),
+      });
+      const succeeded = async (id: string) => {
+        await drive(hh);
+        expect((await status(hh, id)).state).toBe("succeeded");
+      };
+      // r1: blue-green v8 onto c, d; no release before it kept a recipe of v7.
+      const r1 = await createRelease(hh, { ...switchRecipe(), image: v8, previous_image: v7 });
+      await succeeded(r1);
+      // r2: the switch back to a, b on v7, admitted with r1's recipe (which deploys v8).
+      const sb = await op(hh, "POST", `/v1/releases/${r1}/rollback`, { reason: "v8 regressed" });
+      expect(sb.status, await sb.clone().text()).toBe(201);
+      const r2 = ((await sb.json()) as { id: string }).id;
+      await succeeded(r2);
+      // r3: a canary of v9 on all four lanes.
+      const canary = recipe(4, { policy: { rerun_window_minutes: 0, rollback_window: "2h" } });
+      const r3 = await createRelease(hh, { ...noWeights(canary), image: v9, previous_image: v7 });
+      await succeeded(r3);
+      const before = (await hh.store.listReleases({ limit: 50 })).length;
+      const from = cp.calls.length;
+      const rb = await op(hh, "POST", `/v1/releases/${r3}/rollback`, { reason: "v9 regressed" });
+      expect(rb.status).toBe(422);
+      const e = (
+        (await rb.json()) as {
+          error: { code: string; message: string; problems: { path: string; fix: string }[] };
+        }
+      ).error;
+      expect(e.code).toBe("no_previous_manifest");
+      const why = `${r3} cannot be rolled back: ${r2}, the release before it, is a switch back of ${r1} that put ${v7} back on the lanes without a recipe of its own`;
+      expect(e.message).toContain(why);
+      expect(e.message).toContain(`${r2}'s would deploy ${v8}, not ${v7}`);
+      expect(e.message).toContain(`write a recipe of ${MODEL} whose \`image\` is ${v7}`);
+      expect(e.problems).toEqual([
+        expect.objectContaining({ path: "image", fix: expect.stringContaining(`image: ${v7}`) }),
+      ]);
+      // Nothing started, no traffic moved; the status says the same and offers no rollback.
+      expect((await hh.store.listReleases({ limit: 50 })).length).toBe(before);
+      expect(trafficWrites(cp, from)).toEqual([]);
+      const st = (await status(hh, r3)) as Status & { lifecycle_note: string | null };
+      expect(st.lifecycle_actions.map((a) => a.action)).not.toContain("rollback");
+      expect(st.lifecycle_note).toContain(why);
+    },
+    120_000,
+  );
+
+  it.skipIf(skip)(
+    "blue_green: verify of a switch back reads the old environment's lanes, now serving, at their machines",
+    async () => {
+      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+      const machines = new Machines();
+      h = await makeHarness({ kind, cp, targetProbe: machines });
+      const hh = h;
+      const r = switchRecipe();
+      const blue = r.previous_image as string;
+      // Before the release every lane runs the previous image.
+      for (const l of ["lane-a", "lane-b", "lane-c", "lane-d"]) machines.runs.set(l, blue);
+      const id = await createRelease(hh, r);
+      const answer = (p: DispatchPayload) => {
+        machines.step(p);
+        return "pass" as const;
+      };
+      await drive(hh, answer);
+      expect((await status(hh, id)).state).toBe("succeeded");
+      const sb = await op(hh, "POST", `/v1/releases/${id}/rollback`, { reason: "regressed" });
+      expect(sb.status, await sb.clone().text()).toBe(201);
+      const back = ((await sb.json()) as { id: string }).id;
+      await drive(hh, answer);
+      expect((await status(hh, back)).state).toBe("succeeded");
+
+      /** `baton verify` of the switch back, driven until the reading is judged. */
+      const verify = async () => {
+        machines.asked.length = 0;
+        const asked = await op(hh, "POST", `/v1/releases/${back}/verify`, {});
+        expect(asked.status, await asked.clone().text()).toBe(202);
+        await drive(hh, answer);
+        const rel = (await (await op(hh, "GET", `/v1/releases/${back}`)).json()) as {
+          state: string;
+          verification: VerificationJson | null;
+        };
+        expect(rel.state).toBe("succeeded");
+        return rel.verification;
+      };
+      const v = await verify();
+      expect(v).toMatchObject({ state: "passed", desired_from: "manifest" });
+      // The lanes now serving were asked at their machines for the image they serve.
+      expect(machines.asked.sort()).toEqual([`lane-a ${blue}`, `lane-b ${blue}`]);
+      for (const lane of ["lane-a", "lane-b"]) {
+        const l = v?.lanes.find((x) => x.lane === lane);
+        expect(l?.target_source).toBe("target_probe");
+        expect(l?.fields.find((f) => f.field === "image")).toMatchObject({
+          desired: blue,
+          observed: blue,
+          ok: true,
+        });
+      }
+      // lane-b's old container is gone: verify says so, naming the lane and the image.
+      machines.runs.set("lane-b", "gone");
+      const again = await verify();
+      expect(again?.state).toBe("failed");
+      expect(again?.summary).toContain(`lane lane-b: image desired ${blue} is not running`);
     },
     120_000,
   );

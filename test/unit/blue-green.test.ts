@@ -15,8 +15,10 @@ import {
 } from "../../engine/src/domain/blue-green.ts";
 import { compileRecipe } from "../../engine/src/domain/compile.ts";
 import { laneImages } from "../../engine/src/domain/fleet.ts";
+import { noRollbackTarget } from "../../engine/src/domain/lifecycle-states.ts";
 import { Recipe, type RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { Manifest, ObservedBaseline, Release } from "../../engine/src/domain/types.ts";
+import { desiredAfterSuccess } from "../../engine/src/domain/verification.ts";
 import { goodRecipe, lane } from "./recipe-fixture.ts";
 
 const HOUR = 3_600_000;
@@ -170,5 +172,37 @@ describe("blue-green: the switch back", () => {
       ["lane-c", m.image],
       ["lane-d", m.image],
     ]);
+  });
+  it("its verification after success asks the old environment's lanes, now serving, at their machines for the blue image", () => {
+    const m = blueGreen();
+    const plan = switchBackPlan(m, switched()) as Manifest;
+    const back = {
+      id: "r5",
+      state: "succeeded",
+      manifest: plan,
+      step_runs: [],
+    } as unknown as Release;
+    expect(desiredAfterSuccess(back).map((l) => [l.id, l.target, l.image, l.weight])).toEqual([
+      ["lane-a", true, m.previous_image, 30],
+      ["lane-b", true, m.previous_image, 70],
+      ["lane-c", false, null, 0],
+      ["lane-d", false, null, 0],
+    ]);
+  });
+  it("a rollback after a switch back without a recipe of its own says what happened and names image", () => {
+    const [v7, v8] = ["ghcr.io/acme/s:v7@sha256:07", "ghcr.io/acme/s:v8@sha256:08"];
+    const words = noRollbackTarget("r3", "summarizer-v7", {
+      id: "r2",
+      of: "r1",
+      image: v7,
+      recipe: v8,
+    });
+    expect(words).toBe(
+      `r3 cannot be rolled back: r2, the release before it, is a switch back of r1 that put ${v7} back on the lanes without a recipe of its own (no earlier release of summarizer-v7 kept a recipe deploying ${v7}, so it was admitted with r1's recipe, which deploys ${v8}); a rollback runs the previous release's recipe again, and r2's would deploy ${v8}, not ${v7}. To put ${v7} back, roll forward: write a recipe of summarizer-v7 whose \`image\` is ${v7}, sign it and start it (\`baton sign <recipe.yaml>\`, then \`baton start <recipe.yaml> --bundle <bundle.json>\`)`,
+    );
+    // Without that release the first-release wording stays.
+    expect(noRollbackTarget("r3", "summarizer-v7", null)).toContain(
+      "there is no earlier admitted manifest of model summarizer-v7",
+    );
   });
 });

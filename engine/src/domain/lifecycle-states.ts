@@ -5,7 +5,11 @@
 
 import type { OldEnvironment } from "./blue-green.ts";
 import type { ReleaseState } from "./states.ts";
-import { switchBackWords } from "./switch-back-words.ts";
+import {
+  type RecipelessPredecessor,
+  recipelessPredecessorWords,
+  switchBackWords,
+} from "./switch-back-words.ts";
 import { suggestedCommand } from "./verbs.ts";
 
 export type LifecycleVerb = "rollback" | "roll_forward";
@@ -26,6 +30,11 @@ export const LIFECYCLE_STATES: Record<LifecycleVerb, ReadonlySet<ReleaseState>> 
  */
 export interface LifecycleLookups {
   rollbackTo?: string | null;
+  /**
+   * With `rollbackTo` null: the release before this one when it is why (a switch back whose
+   * kept recipe deploys another image than the one it put back); absent or null otherwise.
+   */
+  rollbackGap?: RecipelessPredecessor | null;
   /**
    * Set when the rollback window of a succeeded release has closed: why, naming when and
    * what to do instead (domain/rollback-window.ts `rollbackWindowClosed`). Rollback is then
@@ -92,7 +101,7 @@ export function lifecycleBlocked(r: ClosedRelease, o: LifecycleLookups = {}): st
   if (LIFECYCLE_STATES.rollback.has(r.state) && o.rollbackClosed)
     return `rollback of ${r.id} is closed: ${o.rollbackClosed}`;
   if (LIFECYCLE_STATES.rollback.has(r.state) && o.rollbackTo === null)
-    return noRollbackTarget(r.id, r.model);
+    return noRollbackTarget(r.id, r.model, o.rollbackGap);
   return null;
 }
 
@@ -121,10 +130,17 @@ export function closedReleaseAccepts(
 }
 
 /**
- * Why a succeeded release `id` of `model` offers no rollback, for refusals: no earlier
- * succeeded release of the model kept an admitted manifest (the first release of a model), so
- * the way on is a new release. Pure.
+ * Why a succeeded release `id` of `model` offers no rollback, for refusals: the release before
+ * it kept a recipe of another image than the one it put back (`gap`, a switch back without a
+ * recipe of its own: `recipelessPredecessorWords`), or no earlier succeeded release of the
+ * model kept an admitted manifest (the first release of a model); either way the way on is a
+ * new release. Pure.
  */
-export function noRollbackTarget(id: string, model: string): string {
+export function noRollbackTarget(
+  id: string,
+  model: string,
+  gap?: RecipelessPredecessor | null,
+): string {
+  if (gap) return recipelessPredecessorWords(id, model, gap);
   return `there is no earlier admitted manifest of model ${model} to roll ${id} back to; roll forward with a new recipe instead (a new release: \`baton start <new-recipe.yaml> --bundle <bundle.json>\`)`;
 }

@@ -158,7 +158,9 @@ export function desiredAfterUndo(r: Release): LaneDesired[] {
 /**
  * After a release succeeded: the manifest's declared end state, its forward actions replayed
  * over the lanes at start (traffic weights, markers, capabilities in step order; the image of
- * each lane's deploy). Every lane a deploy step names is asked at its machine.
+ * each lane's deploy). Every lane a deploy step names is asked at its machine, and so is every
+ * old-environment lane a switch back moved the traffic to (its health check names the image
+ * it runs): the lanes serving now, as after a rollback that redeployed them.
  */
 export function desiredAfterSuccess(r: Release): LaneDesired[] {
   const lanes = startOf(r);
@@ -167,9 +169,10 @@ export function desiredAfterSuccess(r: Release): LaneDesired[] {
     const a = step.forward;
     if (a.kind === "runner") {
       const image = a.args.image;
-      if (step.lane && step.name === "attach_queue_lane" && typeof image === "string") {
-        images.set(step.lane, image);
-      }
+      // A deploy puts its image on the lane; a switch back's health check names the image of
+      // the old-environment lane it moves the traffic to, which serves it from then on.
+      const sets = step.name === "attach_queue_lane" || isSwitchBackCheck(step);
+      if (step.lane && sets && typeof image === "string") images.set(step.lane, image);
       continue;
     }
     const req = a.request;

@@ -15,6 +15,7 @@ import {
   recoveryClassCheck,
 } from "../../domain/prerequisites.ts";
 import { rollbackWindowClosed } from "../../domain/rollback-window.ts";
+import { recipelessPredecessorProblem } from "../../domain/switch-back-words.ts";
 import type { Release } from "../../domain/types.ts";
 import type { TargetProbe } from "../../ports/target-probe.ts";
 import type { Accepted, Refusal } from "../api.ts";
@@ -45,7 +46,9 @@ export class LifecycleVerbs {
    * with, sent to admission as an explicit rollback (the freshness check allows an older
    * manifest); its undo restores `id`'s image. Refused with 409 naming what `id` accepts when
    * it is not `succeeded`, and 422 `no_previous_manifest` when no earlier succeeded release of
-   * the model (among the latest `ROLLBACK_SCAN` succeeded ones) kept its recipe.
+   * the model (among the latest `ROLLBACK_SCAN` succeeded ones) kept its recipe, or the one
+   * before `id` is a switch back without a recipe of the image it put back (the problem names
+   * `image`).
    * @throws BatonError as `start` (admission 422, lanes 409, control plane 422/503).
    */
   async rollback(id: string, actor: string, reason: string): Promise<Accepted | Refusal> {
@@ -86,7 +89,7 @@ export class LifecycleVerbs {
     }
     if (release.manifest.strategy === "blue_green") return this.switchBack(release, actor, reason);
     const model = release.manifest.model;
-    const found = await reads.previousAdmitted(release);
+    const { found, gap } = await reads.rollbackTarget(release);
     if (found) {
       const { prev, data } = found;
       const prerequisites = await this.rollbackPrerequisites(id, prev.id, data.recipe, recovery);
@@ -115,6 +118,17 @@ export class LifecycleVerbs {
         changed: true,
         release: started,
         reply: { rollback_of: id, manifest_of: prev.id, reason },
+      };
+    }
+    // The release before it is a switch back without a recipe of the image it put back: its
+    // recipe would deploy another image, so the way back is a recipe of that image.
+    if (gap) {
+      return {
+        ok: false,
+        status: 422,
+        code: "no_previous_manifest",
+        reason: `[engine] rollback of ${id} refused: ${noRollbackTarget(id, model, gap)}`,
+        problems: [recipelessPredecessorProblem(model, gap)],
       };
     }
     // Nothing to go back to (the first release of the model, or the earlier ones predate

@@ -14,6 +14,7 @@ import { closedReleaseAccepts, supersededWords } from "../../domain/lifecycle-st
 import { rollbackWindowClosed } from "../../domain/rollback-window.ts";
 import { definesLanes } from "../../domain/source-order.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
+import type { RecipelessPredecessor } from "../../domain/switch-back-words.ts";
 import type { Json, Release } from "../../domain/types.ts";
 import { suggestedCommand } from "../../domain/verbs.ts";
 import type { ReleaseSummary, Store } from "../../ports/store.ts";
@@ -64,8 +65,10 @@ export class LifecycleReads {
     // Its rollback is a switch back to that environment: no earlier manifest is needed.
     if (release.manifest.strategy === "blue_green")
       return { supersededBy, supersededState, ...old };
+    const target = await this.rollbackTarget(release);
     return {
-      rollbackTo: (await this.previousAdmitted(release))?.prev.id ?? null,
+      rollbackTo: target.found?.prev.id ?? null,
+      ...(target.gap ? { rollbackGap: target.gap } : {}),
       supersededBy,
       supersededState,
     };
@@ -126,11 +129,37 @@ export class LifecycleReads {
    * not put back what served, and an older one would skip what served.
    */
   async previousAdmitted(release: Release): Promise<PreviousAdmitted | null> {
+    return (await this.rollbackTarget(release)).found;
+  }
+
+  /**
+   * `previousAdmitted` with why it is null when the release before `release` is why (`gap`):
+   * that release kept a recipe deploying another image than the one it ran (a switch back
+   * admitted with the recipe of the release it undid). `gap` is null when `found` is set or
+   * no earlier release kept a recipe.
+   */
+  async rollbackTarget(
+    release: Release,
+  ): Promise<{ found: PreviousAdmitted | null; gap: RecipelessPredecessor | null }> {
     for await (const found of this.keptRecipes(release)) {
-      const ran = (await this.store.getRelease(found.prev.id))?.manifest.image;
-      return recipeImage(found.data.recipe) === ran ? found : null;
+      const prev = await this.store.getRelease(found.prev.id);
+      const ran = prev?.manifest.image;
+      const kept = recipeImage(found.data.recipe);
+      if (kept === ran) return { found, gap: null };
+      const lineage = prev?.lineage;
+      return {
+        found: null,
+        gap: ran
+          ? {
+              id: found.prev.id,
+              of: lineage?.verb === "rollback" && lineage.switch_back ? lineage.of : null,
+              image: ran,
+              recipe: kept,
+            }
+          : null,
+      };
     }
-    return null;
+    return { found: null, gap: null };
   }
 
   /**
