@@ -24,6 +24,7 @@ import { badRequest } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
 import { actorFor, actorOf, jsonBody } from "./operator-body.ts";
 import { SourceClaimBody } from "./source-claim.ts";
+import { lazySchema } from "../../protocol/lazy-schema.ts";
 
 export interface ModelRouteOptions {
   api: ReleaseApi;
@@ -35,12 +36,14 @@ export interface ModelRouteOptions {
 }
 
 /** `{commit, committed_at, after, release, actor?}` of `POST …/source-mark`. */
-const AcknowledgeBody = SourceClaimBody.extend({
-  release: z
-    .string({ error: "must be the id of the release that stands, e.g. r17" })
-    .regex(RELEASE_ID_PATTERN, "must be a release id such as r17"),
-  actor: ActorField,
-}).strict();
+const AcknowledgeBody = lazySchema(() =>
+  SourceClaimBody.extend({
+    release: z
+      .string({ error: "must be the id of the release that stands, e.g. r17" })
+      .regex(RELEASE_ID_PATTERN, "must be a release id such as r17"),
+    actor: ActorField,
+  }).strict(),
+);
 
 function modelParam(c: Context): string {
   const model = c.req.param("model") ?? "";
