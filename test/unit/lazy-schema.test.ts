@@ -4,7 +4,7 @@
  * it), and a stand-in parses, fails, composes and writes JSON Schema exactly as the schema it
  * stands for.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { lazySchema } from "../../engine/src/protocol/lazy-schema.ts";
 
@@ -40,7 +40,9 @@ async function schemasBuiltDuring(work: () => Promise<unknown>): Promise<number>
 
 describe("the engine's schemas", () => {
   it("are not built when the Workers entry's modules load (only at first use)", async () => {
-    // No engine module is loaded by this file before: the import evaluates them all here.
+    // Unit files share their module cache: start from none loaded, so the import evaluates
+    // every module of the entry here.
+    vi.resetModules();
     const loaded = await schemasBuiltDuring(() => import("../../engine/src/entries/worker.ts"));
     expect(loaded, "zod schemas built at module load by the Workers entry's modules").toBe(0);
     const { Recipe } = await import("../../engine/src/domain/recipe.ts");

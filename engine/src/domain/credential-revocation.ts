@@ -5,11 +5,11 @@
  * refused). Pure: the service dispatches and stores (use-cases/credentials.ts).
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import type { CredentialRef } from "./credentials.ts";
 import { BatonError } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
 import { ActorField, ReasonField } from "./verbs.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** `revoke` ends the credential; `rotate` replaces it (the tool writes the new one where the ref points). */
 export const REVOCATION_MODES = ["revoke", "rotate"] as const;

@@ -12,9 +12,9 @@
  * and verdict are in credential-revocation.ts. Pure.
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { allowlistFix } from "./allowlist.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** Most credential references one recipe lists. */
 export const MAX_CREDENTIALS = 16;

@@ -13,9 +13,9 @@
  * | `needs_operator` | `error` |
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { causeOf, stepLabel } from "./notifications.ts";
 import type { DeploymentReport, DeploymentStatusState, Release, ReleaseEvent } from "./types.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** GitHub's limit on a deployment status description (REST docs: "maximum … 140 characters"). */
 export const DEPLOYMENT_DESCRIPTION_MAX = 140;

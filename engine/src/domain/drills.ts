@@ -11,11 +11,11 @@
  */
 import * as z from "zod";
 import { ReleaseIdText } from "../protocol/ids.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import type { Problem } from "./errors.ts";
 import { asObject } from "./json.ts";
 import type { HistoryEntry, Json, Manifest } from "./types.ts";
 import { ReasonField } from "./verbs.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 const DAY_MS = 86_400_000;
 

@@ -10,9 +10,9 @@
  */
 import * as z from "zod";
 import { CONTROL_PLANE_NAME_FIX, CONTROL_PLANE_NAME_PATTERN } from "../protocol/fields.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { BatonError } from "./errors.ts";
 import { ACTOR_PATTERN, ReasonField } from "./verbs.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** Severity, most severe first (SEV1: customer-facing outage). */
 export const SEVERITIES = ["sev1", "sev2", "sev3", "sev4"] as const;

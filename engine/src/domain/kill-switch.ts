@@ -11,9 +11,9 @@
 import * as z from "zod";
 import type { LaneState } from "../protocol/control-plane.ts";
 import { Capability } from "../protocol/fields.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { BatonError } from "./errors.ts";
 import { ActorField, ReasonField } from "./verbs.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** One lane's capabilities as the control plane answered them. */
 export interface LaneCapabilities {

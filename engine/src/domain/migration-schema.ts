@@ -4,6 +4,7 @@
  */
 import * as z from "zod";
 import { imageRef } from "../protocol/fields.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import {
   OnFailure,
   RerunWindow,
@@ -12,7 +13,6 @@ import {
   ToolInputs,
   ToolName,
 } from "./step-fields.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** The phases a record shows, in order. `activate` is the release's waves. */
 export const MIGRATION_PHASES = ["expand", "migrate", "activate", "contract"] as const;

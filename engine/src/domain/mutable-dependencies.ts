@@ -12,9 +12,9 @@
  * refusal and the history entries. No clock, no I/O: `now` is passed in.
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** What a mutable dependency is. */
 export const DEPENDENCY_KINDS = ["hosted_model", "tool", "corpus"] as const;

@@ -18,6 +18,7 @@ import {
   SshPort as SshPortField,
   SshUser as SshUserField,
 } from "../protocol/fields.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { Conformance } from "./conformance-schema.ts";
 import { Credentials } from "./credentials.ts";
 import {
@@ -41,7 +42,6 @@ import {
   ToolName,
 } from "./step-fields.ts";
 import { Strategy } from "./strategy.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 export {
   HOST_KEY_FINGERPRINT_PATTERN,

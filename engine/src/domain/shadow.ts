@@ -6,9 +6,9 @@
  * given. Pure.
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** Largest `rate_per_s` a recipe may declare (mirrored requests per second). */
 export const MAX_SHADOW_RATE_PER_S = 10_000;

@@ -4,8 +4,8 @@
  * One rule per field, so each field is refused with the same words wherever it is written.
  */
 import * as z from "zod";
-import { FailurePolicy } from "./states.ts";
 import { lazySchema } from "../protocol/lazy-schema.ts";
+import { FailurePolicy } from "./states.ts";
 
 /** An allowlisted runner tool's name (`warm-cache`, `migrate-table`). */
 export const ToolName = lazySchema(() =>

@@ -16,9 +16,9 @@
  *   release succeeded, blue stays warm until its rollback window closes (domain/blue-green.ts).
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** The strategies a recipe can name. */
 export const STRATEGIES = ["canary", "rolling", "blue_green"] as const;

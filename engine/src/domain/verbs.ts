@@ -13,10 +13,10 @@
  */
 
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { switchBackWords } from "./switch-back-words.ts";
 import type { Json, Release } from "./types.ts";
 import { HIDDEN_EXCEPT_NUL, unstorableText } from "./visible-text.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** The pattern an actor name must match (`ActorField`); the CLI drops a $USER that does not. */
 export const ACTOR_PATTERN = /^[A-Za-z0-9._@ -]{1,64}$/;

@@ -27,9 +27,9 @@ import {
   runnerCredentialFromEnv,
 } from "../http/runner-oidc.ts";
 import { systemClock } from "../ports/clock.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { operatorSecretProblems } from "../secret-settings.ts";
 import { urlSettingProblems } from "../url-settings.ts";
-import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** The environment a serverless entry reads: variable name → value. */
 export type ServerlessEnv = Record<string, unknown>;

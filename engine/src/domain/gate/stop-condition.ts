@@ -11,6 +11,7 @@
  * none keep their digest).
  */
 import * as z from "zod";
+import { lazySchema } from "../../protocol/lazy-schema.ts";
 import {
   type Analysis,
   DEFAULT_ALPHA,
@@ -22,7 +23,6 @@ import {
   QuantileMetric,
   RatioMetric,
 } from "./analysis.ts";
-import { lazySchema } from "../../protocol/lazy-schema.ts";
 
 const stopFields = lazySchema(() => ({
   margin: Margin.optional().describe(

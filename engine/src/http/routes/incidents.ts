@@ -9,12 +9,12 @@ import * as z from "zod";
 import { DeclareBody, INCIDENT_ID_PATTERN, type Incident } from "../../domain/incidents.ts";
 import { ActorField, ReasonField } from "../../domain/verbs.ts";
 import { CONTROL_PLANE_NAME_FIX, CONTROL_PLANE_NAME_PATTERN } from "../../protocol/fields.ts";
+import { lazySchema } from "../../protocol/lazy-schema.ts";
 import type { ReleaseApi } from "../../service/api.ts";
 import { type NamedToken, personOf, requireBearer } from "../auth.ts";
 import { badRequest } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
 import { actorFor, jsonBody } from "./operator-body.ts";
-import { lazySchema } from "../../protocol/lazy-schema.ts";
 
 export interface IncidentRouteOptions {
   api: ReleaseApi;

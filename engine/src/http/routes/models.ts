@@ -18,13 +18,13 @@ import type { SourceMark } from "../../domain/source-order.ts";
 import { ActorField } from "../../domain/verbs.ts";
 import { CONTROL_PLANE_NAME_FIX, CONTROL_PLANE_NAME_PATTERN } from "../../protocol/fields.ts";
 import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
+import { lazySchema } from "../../protocol/lazy-schema.ts";
 import type { ReleaseApi } from "../../service/api.ts";
 import { type NamedToken, personOf, requireBearer } from "../auth.ts";
 import { badRequest } from "../errors.ts";
 import { knownQueryParams } from "../query-params.ts";
 import { actorFor, actorOf, jsonBody } from "./operator-body.ts";
 import { SourceClaimBody } from "./source-claim.ts";
-import { lazySchema } from "../../protocol/lazy-schema.ts";
 
 export interface ModelRouteOptions {
   api: ReleaseApi;

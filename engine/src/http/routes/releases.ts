@@ -16,6 +16,7 @@ import type { SourceClaim } from "../../domain/source-order.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { LanesRead } from "../../protocol/control-plane.ts";
+import { lazySchema } from "../../protocol/lazy-schema.ts";
 import { RECIPE_LIMITS } from "../../protocol/limits.ts";
 import { queryNumber } from "../../protocol/query-number.ts";
 import { readBoundedYaml } from "../../recipes/parse.ts";
@@ -29,7 +30,6 @@ import { knownQueryParams } from "../query-params.ts";
 import { actorFor, schemaFields } from "./operator-body.ts";
 import { SourceClaimBody } from "./source-claim.ts";
 import { releaseParam, verbRoutes } from "./verbs.ts";
-import { lazySchema } from "../../protocol/lazy-schema.ts";
 
 export interface ReleaseRouteOptions {
   /** owner/name for run links in the release record. */
