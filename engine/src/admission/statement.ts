@@ -5,6 +5,7 @@
  * schema is the type; everything read from a bundle goes through `safeParse`.
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** DSSE payload type of an in-toto Statement. */
 export const IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json";
@@ -25,45 +26,55 @@ export const SBOM_PREDICATE_TYPES = [
   "https://cyclonedx.org/bom/v1.6",
 ] as const;
 
-const Hex64 = z.string().regex(/^[a-f0-9]{64}$/, "must be 64 lowercase hex characters");
+const Hex64 = lazySchema(() =>
+  z.string().regex(/^[a-f0-9]{64}$/, "must be 64 lowercase hex characters"),
+);
 
 /** One subject of a Statement: a name and its digests (we require sha256). */
-export const Subject = z.object({
-  name: z.string(),
-  digest: z.object({ sha256: Hex64 }).passthrough(),
-});
+export const Subject = lazySchema(() =>
+  z.object({
+    name: z.string(),
+    digest: z.object({ sha256: Hex64 }).passthrough(),
+  }),
+);
 
 /** An in-toto Statement v1 with any predicate. */
-export const Statement = z.object({
-  _type: z.literal(STATEMENT_TYPE),
-  subject: z.array(Subject).min(1),
-  predicateType: z.string().min(1),
-  predicate: z.unknown(),
-});
+export const Statement = lazySchema(() =>
+  z.object({
+    _type: z.literal(STATEMENT_TYPE),
+    subject: z.array(Subject).min(1),
+    predicateType: z.string().min(1),
+    predicate: z.unknown(),
+  }),
+);
 export type Statement = z.infer<typeof Statement>;
 
 /** What a signed manifest says besides its digest. Times are ISO 8601 (UTC). */
-export const ManifestPredicate = z.object({
-  model: z.string().min(1),
-  recipe_name: z.string().min(1),
-  /** When the manifest was signed; orders manifests of one model (freeze / rollback check). */
-  issued_at: z.iso.datetime({ offset: true }),
-  /** After this the manifest is not admitted (the policy's max_age may cut it shorter). */
-  expires_at: z.iso.datetime({ offset: true }).optional(),
-});
+export const ManifestPredicate = lazySchema(() =>
+  z.object({
+    model: z.string().min(1),
+    recipe_name: z.string().min(1),
+    /** When the manifest was signed; orders manifests of one model (freeze / rollback check). */
+    issued_at: z.iso.datetime({ offset: true }),
+    /** After this the manifest is not admitted (the policy's max_age may cut it shorter). */
+    expires_at: z.iso.datetime({ offset: true }).optional(),
+  }),
+);
 export type ManifestPredicate = z.infer<typeof ManifestPredicate>;
 
 /** The part of SLSA provenance v1 admission reads (GitHub's layout). */
-export const SlsaProvenance = z.object({
-  buildDefinition: z.object({
-    externalParameters: z
-      .object({
-        workflow: z.object({ repository: z.string() }).passthrough().optional(),
-      })
-      .passthrough(),
+export const SlsaProvenance = lazySchema(() =>
+  z.object({
+    buildDefinition: z.object({
+      externalParameters: z
+        .object({
+          workflow: z.object({ repository: z.string() }).passthrough().optional(),
+        })
+        .passthrough(),
+    }),
+    runDetails: z.object({ builder: z.object({ id: z.string() }).passthrough() }).passthrough(),
   }),
-  runDetails: z.object({ builder: z.object({ id: z.string() }).passthrough() }).passthrough(),
-});
+);
 
 /** The manifest statement: subject = the manifest digest, predicate = model, times. */
 export function manifestStatement(o: {
@@ -93,12 +104,14 @@ export function manifestStatement(o: {
 export const RECORD_PREDICATE_TYPE = "https://baton.dev/attestations/release-record/v1";
 
 /** What a signed release record says besides its digest. */
-export const RecordPredicate = z.object({
-  release_id: z.string().min(1),
-  model: z.string().min(1),
-  /** The release's terminal state when the record was signed. */
-  state: z.string().min(1),
-});
+export const RecordPredicate = lazySchema(() =>
+  z.object({
+    release_id: z.string().min(1),
+    model: z.string().min(1),
+    /** The release's terminal state when the record was signed. */
+    state: z.string().min(1),
+  }),
+);
 export type RecordPredicate = z.infer<typeof RecordPredicate>;
 
 /** The record statement: subject = the closed record's digest (sha256 hex). */

@@ -5,6 +5,7 @@
  * refused). Pure: the service dispatches and stores (use-cases/credentials.ts).
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import type { CredentialRef } from "./credentials.ts";
 import { BatonError } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
@@ -21,29 +22,31 @@ export type RevocationMode = (typeof REVOCATION_MODES)[number];
 export const REFUSED_CHECK = "old_credential_refused";
 
 /** The body of `POST /v1/models/:model/credentials/revoke`. */
-export const RevokeBody = z
-  .object({
-    ref: z
-      .string({ error: "must be the credential's reference, e.g. vault://kv/ranker/api-key" })
-      .min(1, "must be the credential's reference, e.g. vault://kv/ranker/api-key")
-      .max(512, "must be at most 512 characters"),
-    mode: z.enum(REVOCATION_MODES, { error: "must be revoke or rotate" }).default("revoke"),
-    reason: z
-      .string({ error: 'must say why, e.g. "key leaked in a log"' })
-      .pipe(
-        ReasonField.pipe(
-          z
-            .string()
-            .trim()
-            .min(
-              1,
-              'must say why (kept in the record and the incident\'s timeline), e.g. "key leaked in a log"',
-            ),
+export const RevokeBody = lazySchema(() =>
+  z
+    .object({
+      ref: z
+        .string({ error: "must be the credential's reference, e.g. vault://kv/ranker/api-key" })
+        .min(1, "must be the credential's reference, e.g. vault://kv/ranker/api-key")
+        .max(512, "must be at most 512 characters"),
+      mode: z.enum(REVOCATION_MODES, { error: "must be revoke or rotate" }).default("revoke"),
+      reason: z
+        .string({ error: 'must say why, e.g. "key leaked in a log"' })
+        .pipe(
+          ReasonField.pipe(
+            z
+              .string()
+              .trim()
+              .min(
+                1,
+                'must say why (kept in the record and the incident\'s timeline), e.g. "key leaked in a log"',
+              ),
+          ),
         ),
-      ),
-    actor: ActorField,
-  })
-  .strict();
+      actor: ActorField,
+    })
+    .strict(),
+);
 export type RevokeInput = z.infer<typeof RevokeBody>;
 
 /** What the runner reported, as the engine received it (checks verbatim, the log's tail). */

@@ -12,6 +12,7 @@
  * and verdict are in credential-revocation.ts. Pure.
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { allowlistFix } from "./allowlist.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
 
@@ -70,71 +71,75 @@ const ENTRY_KEYS = ["ref", "revoke_tool"];
 const VALUE_KEYS = /^(value|secret|password|passwd|token|key|api_key|private_key|data)$/i;
 
 /** One credential the model's service uses, by reference (`credentials[i]` of a recipe). */
-export const CredentialRef = z
-  .object({
-    ref: z
-      .string({ error: "ref must be a reference such as vault://kv/ranker/api-key" })
-      .max(512, "ref must be at most 512 characters")
-      .describe(
-        "Where the secret lives, scheme://path (vault://, aws-sm://, gcp-sm://, …): never the secret itself.",
-      ),
-    revoke_tool: z
-      .string({ error: "revoke_tool must name an allowlisted runner tool" })
-      .regex(TOOL, "revoke_tool is named as in the allowlist: lowercase letters, digits and '-'")
-      .describe(
-        "Allowlisted runner tool that revokes or rotates the credential and checks that the old one is refused.",
-      ),
-  })
-  .catchall(z.unknown())
-  .superRefine((c, ctx) => {
-    if (typeof c.ref === "string") {
-      const p = refProblem(c.ref);
-      if (p)
+export const CredentialRef = lazySchema(() =>
+  z
+    .object({
+      ref: z
+        .string({ error: "ref must be a reference such as vault://kv/ranker/api-key" })
+        .max(512, "ref must be at most 512 characters")
+        .describe(
+          "Where the secret lives, scheme://path (vault://, aws-sm://, gcp-sm://, …): never the secret itself.",
+        ),
+      revoke_tool: z
+        .string({ error: "revoke_tool must name an allowlisted runner tool" })
+        .regex(TOOL, "revoke_tool is named as in the allowlist: lowercase letters, digits and '-'")
+        .describe(
+          "Allowlisted runner tool that revokes or rotates the credential and checks that the old one is refused.",
+        ),
+    })
+    .catchall(z.unknown())
+    .superRefine((c, ctx) => {
+      if (typeof c.ref === "string") {
+        const p = refProblem(c.ref);
+        if (p)
+          ctx.addIssue({
+            code: "custom",
+            path: ["ref"],
+            message: `ref ${p}`,
+            ...(p.startsWith("looks like a secret") ? { params: { fix: SECRET_FIX } } : {}),
+          });
+      }
+      for (const [k, v] of Object.entries(c)) {
+        if (ENTRY_KEYS.includes(k)) continue;
+        const secret = VALUE_KEYS.test(k) || (typeof v === "string" && secretShape(v) !== null);
         ctx.addIssue({
           code: "custom",
-          path: ["ref"],
-          message: `ref ${p}`,
-          ...(p.startsWith("looks like a secret") ? { params: { fix: SECRET_FIX } } : {}),
+          path: [k],
+          message: secret
+            ? `\`${k}\` holds a credential's value: a recipe only ever holds the reference`
+            : `unknown field \`${k}\` in a credential (it has ref and revoke_tool)`,
+          ...(secret ? { params: { fix: SECRET_FIX } } : {}),
         });
-    }
-    for (const [k, v] of Object.entries(c)) {
-      if (ENTRY_KEYS.includes(k)) continue;
-      const secret = VALUE_KEYS.test(k) || (typeof v === "string" && secretShape(v) !== null);
-      ctx.addIssue({
-        code: "custom",
-        path: [k],
-        message: secret
-          ? `\`${k}\` holds a credential's value: a recipe only ever holds the reference`
-          : `unknown field \`${k}\` in a credential (it has ref and revoke_tool)`,
-        ...(secret ? { params: { fix: SECRET_FIX } } : {}),
-      });
-    }
-  });
+      }
+    }),
+);
 export type CredentialRef = { ref: string; revoke_tool: string };
 
 /** `credentials` of a recipe: the references, each once. */
-export const Credentials = z
-  .array(CredentialRef)
-  .max(MAX_CREDENTIALS, `a recipe lists at most ${MAX_CREDENTIALS} credentials`)
-  .superRefine((list, ctx) => {
-    const seen = new Set<string>();
-    list.forEach((c, i) => {
-      if (typeof c.ref !== "string") return;
-      if (seen.has(c.ref))
-        ctx.addIssue({
-          code: "custom",
-          path: [i, "ref"],
-          message: `ref ${c.ref} is listed twice`,
-          params: {
-            fix: `List each credential once: remove entry ${i} or give it the reference it was meant to have.`,
-          },
-        });
-      seen.add(c.ref);
-    });
-  })
-  .describe(
-    "Credentials the model's service uses, by reference only, each with the runner tool that revokes or rotates it (baton revoke-credential).",
-  );
+export const Credentials = lazySchema(() =>
+  z
+    .array(CredentialRef)
+    .max(MAX_CREDENTIALS, `a recipe lists at most ${MAX_CREDENTIALS} credentials`)
+    .superRefine((list, ctx) => {
+      const seen = new Set<string>();
+      list.forEach((c, i) => {
+        if (typeof c.ref !== "string") return;
+        if (seen.has(c.ref))
+          ctx.addIssue({
+            code: "custom",
+            path: [i, "ref"],
+            message: `ref ${c.ref} is listed twice`,
+            params: {
+              fix: `List each credential once: remove entry ${i} or give it the reference it was meant to have.`,
+            },
+          });
+        seen.add(c.ref);
+      });
+    })
+    .describe(
+      "Credentials the model's service uses, by reference only, each with the runner tool that revokes or rotates it (baton revoke-credential).",
+    ),
+);
 
 /** The allowlist problems of `credentials` (over the raw input, its well-typed parts). */
 export function credentialToolProblems(

@@ -13,6 +13,7 @@
  * | `needs_operator` | `error` |
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { causeOf, stepLabel } from "./notifications.ts";
 import type { DeploymentReport, DeploymentStatusState, Release, ReleaseEvent } from "./types.ts";
 
@@ -124,20 +125,24 @@ export function buildDeploymentReport(
 }
 
 /** BATON_GITHUB_DEPLOYMENTS: a GitHub environment name (GitHub allows 1–255 characters). */
-export const DeploymentEnvironmentSetting = z
-  .string()
-  .trim()
-  .regex(
-    /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,254}$/,
-    "BATON_GITHUB_DEPLOYMENTS must be a GitHub environment name (1-255 letters, digits, space, '.', '_' or '-'), e.g. production",
-  );
+export const DeploymentEnvironmentSetting = lazySchema(() =>
+  z
+    .string()
+    .trim()
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,254}$/,
+      "BATON_GITHUB_DEPLOYMENTS must be a GitHub environment name (1-255 letters, digits, space, '.', '_' or '-'), e.g. production",
+    ),
+);
 
 /** BATON_GITHUB_DEPLOYMENT_REF: the branch, tag or sha a deployment names (default `main`). */
-export const DeploymentRefSetting = z
-  .string()
-  .trim()
-  .regex(
-    /^(?!.*\.\.)(?!\/)[A-Za-z0-9._/-]{1,255}$/,
-    "BATON_GITHUB_DEPLOYMENT_REF must be a branch, tag or commit sha, e.g. main",
-  )
-  .default("main");
+export const DeploymentRefSetting = lazySchema(() =>
+  z
+    .string()
+    .trim()
+    .regex(
+      /^(?!.*\.\.)(?!\/)[A-Za-z0-9._/-]{1,255}$/,
+      "BATON_GITHUB_DEPLOYMENT_REF must be a branch, tag or commit sha, e.g. main",
+    )
+    .default("main"),
+);

@@ -11,6 +11,7 @@
  */
 import * as z from "zod";
 import { ReleaseIdText } from "../protocol/ids.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import type { Problem } from "./errors.ts";
 import { asObject } from "./json.ts";
 import type { HistoryEntry, Json, Manifest } from "./types.ts";
@@ -73,36 +74,41 @@ export function passedDrillProblems(b: {
  * given (`npm run drill`'s file carries it), must be the model of the path (the route checks);
  * a passed drill's results must agree (`passedDrillProblems`).
  */
-export const DrillBody = z
-  .object({
-    model: z.string().max(64).optional().describe("the drilled model; must be the path's model"),
-    drill: z
-      .string({ error: "must name the drill, e.g. d1796612813844" })
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "must be 1-64 letters, digits, '.', '_' or '-'"),
-    passed: z.boolean({ error: "must be true or false: did every check of the drill pass" }),
-    rto_ms: z.number().min(0).nullable().describe("decision to verified recovery, ms"),
-    rpo_ms: z.number().min(0).nullable().describe("restore point to the last lost write, ms"),
-    rows_lost: z.number().int().min(0).nullable(),
-    restored: z.boolean(),
-    verified: z.boolean(),
-    release: ReleaseIdText.optional().describe("the drilled release of the model, e.g. r1"),
-    problems: z.array(z.string().max(500)).max(20).default([]),
-    actor: z.string().max(128).optional(),
-    reason: ReasonField.optional().describe("why the drill was run or recorded (kept with it)"),
-    at: z
-      .number({ error: "must be when the drill ran, in epoch ms, e.g. 1796621040722" })
-      .int("must be a whole number of epoch ms")
-      .min(0)
-      .optional()
-      .describe(
-        "when the drill ran (epoch ms); default: when it is recorded; never later than that",
-      ),
-  })
-  .strict()
-  .superRefine((b, ctx) => {
-    for (const p of passedDrillProblems(b))
-      ctx.addIssue({ code: "custom", path: [p.field], message: p.message });
-  });
+export const DrillBody = lazySchema(() =>
+  z
+    .object({
+      model: z.string().max(64).optional().describe("the drilled model; must be the path's model"),
+      drill: z
+        .string({ error: "must name the drill, e.g. d1796612813844" })
+        .regex(
+          /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+          "must be 1-64 letters, digits, '.', '_' or '-'",
+        ),
+      passed: z.boolean({ error: "must be true or false: did every check of the drill pass" }),
+      rto_ms: z.number().min(0).nullable().describe("decision to verified recovery, ms"),
+      rpo_ms: z.number().min(0).nullable().describe("restore point to the last lost write, ms"),
+      rows_lost: z.number().int().min(0).nullable(),
+      restored: z.boolean(),
+      verified: z.boolean(),
+      release: ReleaseIdText.optional().describe("the drilled release of the model, e.g. r1"),
+      problems: z.array(z.string().max(500)).max(20).default([]),
+      actor: z.string().max(128).optional(),
+      reason: ReasonField.optional().describe("why the drill was run or recorded (kept with it)"),
+      at: z
+        .number({ error: "must be when the drill ran, in epoch ms, e.g. 1796621040722" })
+        .int("must be a whole number of epoch ms")
+        .min(0)
+        .optional()
+        .describe(
+          "when the drill ran (epoch ms); default: when it is recorded; never later than that",
+        ),
+    })
+    .strict()
+    .superRefine((b, ctx) => {
+      for (const p of passedDrillProblems(b))
+        ctx.addIssue({ code: "custom", path: [p.field], message: p.message });
+    }),
+);
 export type DrillBody = z.infer<typeof DrillBody>;
 
 /**

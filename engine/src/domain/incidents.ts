@@ -10,6 +10,7 @@
  */
 import * as z from "zod";
 import { CONTROL_PLANE_NAME_FIX, CONTROL_PLANE_NAME_PATTERN } from "../protocol/fields.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { BatonError } from "./errors.ts";
 import { ACTOR_PATTERN, ReasonField } from "./verbs.ts";
 
@@ -74,35 +75,39 @@ export const EMPTY_BOOK: IncidentBook = { last: 0, incidents: [] };
 /** The id pattern of an incident (`inc17`). */
 export const INCIDENT_ID_PATTERN = /^inc[1-9][0-9]{0,8}$/;
 
-const Person = z
-  .string()
-  .trim()
-  .regex(
-    ACTOR_PATTERN,
-    "must be a person's name: 1–64 letters, digits, '.', '_', '@', '-' or spaces",
-  );
+const Person = lazySchema(() =>
+  z
+    .string()
+    .trim()
+    .regex(
+      ACTOR_PATTERN,
+      "must be a person's name: 1–64 letters, digits, '.', '_', '@', '-' or spaces",
+    ),
+);
 
-const Model = z
-  .string()
-  .regex(CONTROL_PLANE_NAME_PATTERN, `is not a model name; ${CONTROL_PLANE_NAME_FIX}`);
+const Model = lazySchema(() =>
+  z.string().regex(CONTROL_PLANE_NAME_PATTERN, `is not a model name; ${CONTROL_PLANE_NAME_FIX}`),
+);
 
 /** The body of `POST /v1/incidents`. */
-export const DeclareBody = z
-  .object({
-    severity: z.enum(SEVERITIES, { error: `must be one of ${SEVERITIES.join(", ")}` }),
-    summary: ReasonField.pipe(z.string().trim().min(1, "must say what is wrong, in a sentence")),
-    models: z
-      .array(Model, { error: 'must be a list of the affected models, e.g. ["ranker"]' })
-      .min(1, "must name at least one affected model")
-      .max(50, "must name at most 50 models"),
-    commander: Person,
-    operations: Person.optional(),
-    communications: Person.optional(),
-    release_owner: Person.optional(),
-    recorder: Person.optional(),
-    actor: Person.optional(),
-  })
-  .strict();
+export const DeclareBody = lazySchema(() =>
+  z
+    .object({
+      severity: z.enum(SEVERITIES, { error: `must be one of ${SEVERITIES.join(", ")}` }),
+      summary: ReasonField.pipe(z.string().trim().min(1, "must say what is wrong, in a sentence")),
+      models: z
+        .array(Model, { error: 'must be a list of the affected models, e.g. ["ranker"]' })
+        .min(1, "must name at least one affected model")
+        .max(50, "must name at most 50 models"),
+      commander: Person,
+      operations: Person.optional(),
+      communications: Person.optional(),
+      release_owner: Person.optional(),
+      recorder: Person.optional(),
+      actor: Person.optional(),
+    })
+    .strict(),
+);
 export type DeclareInput = z.infer<typeof DeclareBody>;
 
 function refuse(message: string): BatonError {

@@ -11,6 +11,7 @@
 import * as z from "zod";
 import type { LaneState } from "../protocol/control-plane.ts";
 import { Capability } from "../protocol/fields.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { BatonError } from "./errors.ts";
 import { ActorField, ReasonField } from "./verbs.ts";
 
@@ -86,24 +87,28 @@ export function killSwitchBookOf(value: unknown): KillSwitchBook {
   return value as KillSwitchBook;
 }
 
-const Reason = ReasonField.pipe(
-  z
-    .string()
-    .trim()
-    .min(
-      1,
-      'must say why (kept in the record and the incident\'s timeline), e.g. "chat answers leak PII"',
-    ),
+const Reason = lazySchema(() =>
+  ReasonField.pipe(
+    z
+      .string()
+      .trim()
+      .min(
+        1,
+        'must say why (kept in the record and the incident\'s timeline), e.g. "chat answers leak PII"',
+      ),
+  ),
 );
 
 /** The body of `POST /v1/models/:model/kill-switch` and `…/kill-switch/restore`. */
-export const KillSwitchBody = z
-  .object({
-    capability: z.string({ error: "must name the capability, e.g. chat" }).pipe(Capability),
-    reason: z.string({ error: 'must say why, e.g. "chat answers leak PII"' }).pipe(Reason),
-    actor: ActorField,
-  })
-  .strict();
+export const KillSwitchBody = lazySchema(() =>
+  z
+    .object({
+      capability: z.string({ error: "must name the capability, e.g. chat" }).pipe(Capability),
+      reason: z.string({ error: 'must say why, e.g. "chat answers leak PII"' }).pipe(Reason),
+      actor: ActorField,
+    })
+    .strict(),
+);
 export type KillSwitchInput = z.infer<typeof KillSwitchBody>;
 
 /** The lanes as the record keeps them (id order). */

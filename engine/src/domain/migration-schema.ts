@@ -4,6 +4,7 @@
  */
 import * as z from "zod";
 import { imageRef } from "../protocol/fields.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import {
   OnFailure,
   RerunWindow,
@@ -20,62 +21,70 @@ export type MigrationPhase = (typeof MIGRATION_PHASES)[number];
 export const MIGRATION_STEPS = ["expand", "migrate", "contract"] as const;
 export type MigrationStep = (typeof MIGRATION_STEPS)[number];
 
-const Inputs = ToolInputs.optional().describe(
-  "Arguments for the phase's tools, passed as `inputs` (over the block's own).",
+const Inputs = lazySchema(() =>
+  ToolInputs.optional().describe(
+    "Arguments for the phase's tools, passed as `inputs` (over the block's own).",
+  ),
 );
-const Timeout = StepTimeoutMs.optional().describe(
-  "ms from preflight to callback before a run is unknown (default deadlines.callback_ms).",
+const Timeout = lazySchema(() =>
+  StepTimeoutMs.optional().describe(
+    "ms from preflight to callback before a run is unknown (default deadlines.callback_ms).",
+  ),
 );
 
 /** A reversible phase: a forward tool and the tool that undoes it. */
-const PhasePair = z
-  .object({
-    forward: ToolName.describe("Allowlisted runner tool that does the phase."),
-    backward: ToolName.describe("Allowlisted runner tool that undoes it during compensation."),
-    inputs: Inputs,
-    timeout_ms: Timeout,
-    retries: Retries.optional(),
-    on_failure: OnFailure.optional(),
-    rerun_window_minutes: RerunWindow.optional(),
-  })
-  .strict();
+const PhasePair = lazySchema(() =>
+  z
+    .object({
+      forward: ToolName.describe("Allowlisted runner tool that does the phase."),
+      backward: ToolName.describe("Allowlisted runner tool that undoes it during compensation."),
+      inputs: Inputs,
+      timeout_ms: Timeout,
+      retries: Retries.optional(),
+      on_failure: OnFailure.optional(),
+      rerun_window_minutes: RerunWindow.optional(),
+    })
+    .strict(),
+);
 
 /** The recipe's `migration:` block. */
-export const Migration = z
-  .object({
-    id: z
-      .string()
-      .regex(
-        /^[a-z][a-z0-9_-]{0,63}$/,
-        "migration.id is 1-64 lowercase letters, digits, '_' or '-', starting with a letter",
-      )
-      .describe("Names the migration: the later release that contracts it names the same id."),
-    lane: z
-      .string()
-      .max(64)
-      .optional()
-      .describe("The lane whose runner reaches the data (default: the first lane of wave 1)."),
-    inputs: Inputs,
-    expand: PhasePair.optional().describe(
-      "Readers and schema accept both forms; writers keep the old one.",
-    ),
-    migrate: PhasePair.optional().describe(
-      "The resumable, verified backfill (its result reports a checkpoint and verification checks).",
-    ),
-    contract: z
-      .object({ forward: ToolName, inputs: Inputs, timeout_ms: Timeout })
-      .strict()
-      .optional()
-      .describe(
-        "Removes the old form (irreversible). Declared by a later release than the one that activated the new form.",
+export const Migration = lazySchema(() =>
+  z
+    .object({
+      id: z
+        .string()
+        .regex(
+          /^[a-z][a-z0-9_-]{0,63}$/,
+          "migration.id is 1-64 lowercase letters, digits, '_' or '-', starting with a letter",
+        )
+        .describe("Names the migration: the later release that contracts it names the same id."),
+      lane: z
+        .string()
+        .max(64)
+        .optional()
+        .describe("The lane whose runner reaches the data (default: the first lane of wave 1)."),
+      inputs: Inputs,
+      expand: PhasePair.optional().describe(
+        "Readers and schema accept both forms; writers keep the old one.",
       ),
-    old_form_readers: z
-      .array(imageRef("old_form_readers"))
-      .max(64)
-      .optional()
-      .describe("Images that read the old form: contract is refused while a lane runs one."),
-  })
-  .strict();
+      migrate: PhasePair.optional().describe(
+        "The resumable, verified backfill (its result reports a checkpoint and verification checks).",
+      ),
+      contract: z
+        .object({ forward: ToolName, inputs: Inputs, timeout_ms: Timeout })
+        .strict()
+        .optional()
+        .describe(
+          "Removes the old form (irreversible). Declared by a later release than the one that activated the new form.",
+        ),
+      old_form_readers: z
+        .array(imageRef("old_form_readers"))
+        .max(64)
+        .optional()
+        .describe("Images that read the old form: contract is refused while a lane runs one."),
+    })
+    .strict(),
+);
 export type Migration = z.infer<typeof Migration>;
 
 /** What the manifest keeps of a migration (only when the recipe declares one). */

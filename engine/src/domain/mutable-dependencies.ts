@@ -12,6 +12,7 @@
  * refusal and the history entries. No clock, no I/O: `now` is passed in.
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
 
@@ -72,115 +73,121 @@ function probeUrlProblem(url: string): string | null {
  * is JSON and the revision is the string or number at that dotted path; without it, the body's
  * text, trimmed.
  */
-export const DependencyProbeSpec = z
-  .object({
-    url: z
-      .string()
-      .max(2000, "probe.url must be at most 2000 characters")
-      .superRefine((url, ctx) => {
-        const p = probeUrlProblem(url);
-        if (p)
-          ctx.addIssue({
-            code: "custom",
-            message: `probe.url ${p}: give an https URL whose answer is the provider's revision (plain http only to 127.0.0.1, localhost or [::1]), with no user or password in it`,
-          });
-      })
-      .describe(
-        "URL the engine GETs on the drift schedule; its answer is the provider's current revision. https (plain http only to the engine's own machine), no credentials in it.",
-      ),
-    field: z
-      .string()
-      .regex(
-        FIELD,
-        "probe.field must be a dotted path of JSON member names, e.g. model.revision (letters, digits, '_' or '-'; at most 8 parts)",
-      )
-      .optional()
-      .describe(
-        "Dotted path of the revision in the probe's JSON answer (e.g. model.revision); absent: the answer's text, trimmed.",
-      ),
-  })
-  .strict();
+export const DependencyProbeSpec = lazySchema(() =>
+  z
+    .object({
+      url: z
+        .string()
+        .max(2000, "probe.url must be at most 2000 characters")
+        .superRefine((url, ctx) => {
+          const p = probeUrlProblem(url);
+          if (p)
+            ctx.addIssue({
+              code: "custom",
+              message: `probe.url ${p}: give an https URL whose answer is the provider's revision (plain http only to 127.0.0.1, localhost or [::1]), with no user or password in it`,
+            });
+        })
+        .describe(
+          "URL the engine GETs on the drift schedule; its answer is the provider's current revision. https (plain http only to the engine's own machine), no credentials in it.",
+        ),
+      field: z
+        .string()
+        .regex(
+          FIELD,
+          "probe.field must be a dotted path of JSON member names, e.g. model.revision (letters, digits, '_' or '-'; at most 8 parts)",
+        )
+        .optional()
+        .describe(
+          "Dotted path of the revision in the probe's JSON answer (e.g. model.revision); absent: the answer's text, trimmed.",
+        ),
+    })
+    .strict(),
+);
 export type DependencyProbeSpec = z.infer<typeof DependencyProbeSpec>;
 
 /** One mutable dependency as a recipe declares it (and its manifest keeps it). */
-export const MutableDependency = z
-  .object({
-    name: z
-      .string()
-      .regex(
-        NAME,
-        "name must be lowercase letters, digits, '_' or '-', starting with a letter (≤ 63)",
-      )
-      .describe("Name of the dependency, unique in the recipe, e.g. summarizer-api."),
-    kind: z
-      .enum(DEPENDENCY_KINDS, {
-        error: `kind must be one of ${DEPENDENCY_KINDS.join(", ")}`,
-      })
-      .describe(
-        "hosted_model (a provider's model API), tool (a live tool), corpus (changing data).",
-      ),
-    owner: z
-      .string()
-      .regex(
-        OWNER,
-        "owner must name who answers for the dependency: 1–128 letters, digits, spaces, '.', '_', '@', '+', '/' or '-'",
-      )
-      .describe("Who answers for the dependency and its contract (a person or team)."),
-    revision: z
-      .string()
-      .regex(
-        REVISION,
-        `revision must be the provider's revision as its probe reports it: 1–${MAX_REVISION} printable characters`,
-      )
-      .describe(
-        "The provider revision this recipe was qualified against, exactly as its probe reports it.",
-      ),
-    contract_expires: z
-      .string()
-      .refine(
-        isDay,
-        "contract_expires must be a calendar date written YYYY-MM-DD (quoted or not), e.g. 2027-03-31",
-      )
-      .describe(
-        "Last day (UTC) the provider's contract holds; from the next day the dependency is expired.",
-      ),
-    probe: DependencyProbeSpec,
-    requalification: z
-      .object({
-        checks: z
-          .array(
-            z
-              .string()
-              .regex(
-                CHECK,
-                "each requalification check is the name of a gate check, e.g. task-set",
-              ),
-          )
-          .min(1, "requalification.checks names at least one gate check")
-          .max(16, "requalification.checks names at most 16 gate checks"),
-      })
-      .strict()
-      .describe(
-        "The deterministic gate checks (`analysis.checks` names) a release must pass on a new revision or contract.",
-      ),
-    fallback: z
-      .string()
-      .min(1, "fallback must say what to do when the dependency cannot be used")
-      .max(500, "fallback must be at most 500 characters")
-      .describe(
-        "What to do while the dependency cannot be used (e.g. the recipe of a self-hosted model, a runbook).",
-      ),
-  })
-  .strict();
+export const MutableDependency = lazySchema(() =>
+  z
+    .object({
+      name: z
+        .string()
+        .regex(
+          NAME,
+          "name must be lowercase letters, digits, '_' or '-', starting with a letter (≤ 63)",
+        )
+        .describe("Name of the dependency, unique in the recipe, e.g. summarizer-api."),
+      kind: z
+        .enum(DEPENDENCY_KINDS, {
+          error: `kind must be one of ${DEPENDENCY_KINDS.join(", ")}`,
+        })
+        .describe(
+          "hosted_model (a provider's model API), tool (a live tool), corpus (changing data).",
+        ),
+      owner: z
+        .string()
+        .regex(
+          OWNER,
+          "owner must name who answers for the dependency: 1–128 letters, digits, spaces, '.', '_', '@', '+', '/' or '-'",
+        )
+        .describe("Who answers for the dependency and its contract (a person or team)."),
+      revision: z
+        .string()
+        .regex(
+          REVISION,
+          `revision must be the provider's revision as its probe reports it: 1–${MAX_REVISION} printable characters`,
+        )
+        .describe(
+          "The provider revision this recipe was qualified against, exactly as its probe reports it.",
+        ),
+      contract_expires: z
+        .string()
+        .refine(
+          isDay,
+          "contract_expires must be a calendar date written YYYY-MM-DD (quoted or not), e.g. 2027-03-31",
+        )
+        .describe(
+          "Last day (UTC) the provider's contract holds; from the next day the dependency is expired.",
+        ),
+      probe: DependencyProbeSpec,
+      requalification: z
+        .object({
+          checks: z
+            .array(
+              z
+                .string()
+                .regex(
+                  CHECK,
+                  "each requalification check is the name of a gate check, e.g. task-set",
+                ),
+            )
+            .min(1, "requalification.checks names at least one gate check")
+            .max(16, "requalification.checks names at most 16 gate checks"),
+        })
+        .strict()
+        .describe(
+          "The deterministic gate checks (`analysis.checks` names) a release must pass on a new revision or contract.",
+        ),
+      fallback: z
+        .string()
+        .min(1, "fallback must say what to do when the dependency cannot be used")
+        .max(500, "fallback must be at most 500 characters")
+        .describe(
+          "What to do while the dependency cannot be used (e.g. the recipe of a self-hosted model, a runbook).",
+        ),
+    })
+    .strict(),
+);
 export type MutableDependency = z.infer<typeof MutableDependency>;
 
 /** The recipe's `mutable_dependencies` list. */
-export const MutableDependencies = z
-  .array(MutableDependency)
-  .max(MAX_DEPENDENCIES, `a recipe declares at most ${MAX_DEPENDENCIES} mutable dependencies`)
-  .describe(
-    "Parts without byte identity (hosted model, live tool, corpus): probed on the drift schedule; a new revision or an expired contract needs requalification.",
-  );
+export const MutableDependencies = lazySchema(() =>
+  z
+    .array(MutableDependency)
+    .max(MAX_DEPENDENCIES, `a recipe declares at most ${MAX_DEPENDENCIES} mutable dependencies`)
+    .describe(
+      "Parts without byte identity (hosted model, live tool, corpus): probed on the drift schedule; a new revision or an expired contract needs requalification.",
+    ),
+);
 
 /** Names of the deterministic checks the recipe's gated waves run (as written). */
 function gateCheckNames(root: Record<string, unknown>): Set<string> {

@@ -6,6 +6,7 @@
  * given. Pure.
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
 
@@ -17,56 +18,64 @@ export const MAX_SHADOW_RATE_PER_S = 10_000;
  * state live in namespaces of their own, its tools are sandboxed and its egress is restricted.
  * Each is passed to the lane's container as declared environment ({@link shadowEnv}).
  */
-export const ShadowSafe = z
-  .object({
-    cache_namespace: z
-      .string()
-      .regex(
-        /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/,
-        "cache_namespace must be 1–64 letters, digits, '.', '_', ':' or '-' (e.g. shadow-summarizer)",
-      )
-      .describe("Cache namespace the lane uses instead of the shared one."),
-    state_namespace: z
-      .string()
-      .regex(
-        /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/,
-        "state_namespace must be 1–64 letters, digits, '.', '_', ':' or '-' (e.g. shadow-summarizer)",
-      )
-      .describe("State (database, queue, session store) namespace the lane writes to."),
-    tools: z
-      .literal("sandboxed", { error: "tools must be `sandboxed` on a shadow-safe lane" })
-      .describe("Tools the model calls run in a sandbox with no real effect."),
-    egress: z
-      .literal("restricted", { error: "egress must be `restricted` on a shadow-safe lane" })
-      .describe("The container reaches no network beyond what serving needs (no provider quota)."),
-  })
-  .strict();
+export const ShadowSafe = lazySchema(() =>
+  z
+    .object({
+      cache_namespace: z
+        .string()
+        .regex(
+          /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/,
+          "cache_namespace must be 1–64 letters, digits, '.', '_', ':' or '-' (e.g. shadow-summarizer)",
+        )
+        .describe("Cache namespace the lane uses instead of the shared one."),
+      state_namespace: z
+        .string()
+        .regex(
+          /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/,
+          "state_namespace must be 1–64 letters, digits, '.', '_', ':' or '-' (e.g. shadow-summarizer)",
+        )
+        .describe("State (database, queue, session store) namespace the lane writes to."),
+      tools: z
+        .literal("sandboxed", { error: "tools must be `sandboxed` on a shadow-safe lane" })
+        .describe("Tools the model calls run in a sandbox with no real effect."),
+      egress: z
+        .literal("restricted", { error: "egress must be `restricted` on a shadow-safe lane" })
+        .describe(
+          "The container reaches no network beyond what serving needs (no provider quota).",
+        ),
+    })
+    .strict(),
+);
 export type ShadowSafe = z.infer<typeof ShadowSafe>;
 
 /** A shadow phase's caps: the share of the model's requests mirrored and a rate limit. */
-export const WaveShadow = z
-  .object({
-    share: z
-      .number()
-      .int("shadow.share must be a whole percent")
-      .min(1, "shadow.share must be 1..100 (a percent of the model's requests)")
-      .max(100, "shadow.share must be 1..100 (a percent of the model's requests)")
-      .describe("Percent of the model's requests mirrored to the wave's lanes (at most)."),
-    rate_per_s: z
-      .number()
-      .int("shadow.rate_per_s must be a whole number of requests per second")
-      .min(1, `shadow.rate_per_s must be 1..${MAX_SHADOW_RATE_PER_S}`)
-      .max(MAX_SHADOW_RATE_PER_S, `shadow.rate_per_s must be 1..${MAX_SHADOW_RATE_PER_S}`)
-      .describe("Mirrored requests per second, at most, whatever the share."),
-  })
-  .strict();
+export const WaveShadow = lazySchema(() =>
+  z
+    .object({
+      share: z
+        .number()
+        .int("shadow.share must be a whole percent")
+        .min(1, "shadow.share must be 1..100 (a percent of the model's requests)")
+        .max(100, "shadow.share must be 1..100 (a percent of the model's requests)")
+        .describe("Percent of the model's requests mirrored to the wave's lanes (at most)."),
+      rate_per_s: z
+        .number()
+        .int("shadow.rate_per_s must be a whole number of requests per second")
+        .min(1, `shadow.rate_per_s must be 1..${MAX_SHADOW_RATE_PER_S}`)
+        .max(MAX_SHADOW_RATE_PER_S, `shadow.rate_per_s must be 1..${MAX_SHADOW_RATE_PER_S}`)
+        .describe("Mirrored requests per second, at most, whatever the share."),
+    })
+    .strict(),
+);
 export type WaveShadow = z.infer<typeof WaveShadow>;
 
 /** The model's word on shadow traffic: `never` refuses any shadow phase. */
-export const ShadowPolicy = z.enum(["never", "allowed"], {
-  error:
-    "shadow must be `never` (this model's requests must not be mirrored) or `allowed` (the default)",
-});
+export const ShadowPolicy = lazySchema(() =>
+  z.enum(["never", "allowed"], {
+    error:
+      "shadow must be `never` (this model's requests must not be mirrored) or `allowed` (the default)",
+  }),
+);
 
 /**
  * The environment a shadow-safe lane's container is given (names fixed, values as declared):

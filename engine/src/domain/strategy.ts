@@ -16,6 +16,7 @@
  *   release succeeded, blue stays warm until its rollback window closes (domain/blue-green.ts).
  */
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import type { Problem } from "./errors.ts";
 import { asArray as arr, asObject as obj } from "./json.ts";
 
@@ -24,11 +25,13 @@ export const STRATEGIES = ["canary", "rolling", "blue_green"] as const;
 export type StrategyName = (typeof STRATEGIES)[number];
 
 /** The recipe's `strategy` field. */
-export const Strategy = z
-  .enum(STRATEGIES, { error: `strategy must be one of ${STRATEGIES.join(", ")}` })
-  .describe(
-    "How the waves expose the candidate: canary (default; each wave declares its traffic %), rolling (waves are batches; traffic follows the lanes in service), blue_green (waves deploy the green lanes dark, then traffic switches at once; lanes in no wave are blue and stay warm; a wave before the last may declare a canary-phase percent).",
-  );
+export const Strategy = lazySchema(() =>
+  z
+    .enum(STRATEGIES, { error: `strategy must be one of ${STRATEGIES.join(", ")}` })
+    .describe(
+      "How the waves expose the candidate: canary (default; each wave declares its traffic %), rolling (waves are batches; traffic follows the lanes in service), blue_green (waves deploy the green lanes dark, then traffic switches at once; lanes in no wave are blue and stay warm; a wave before the last may declare a canary-phase percent).",
+    ),
+);
 
 /** The lanes of a blue-green manifest in no wave: its blue (old) environment, in manifest order. */
 export function blueLanes(m: {

@@ -13,6 +13,7 @@
  */
 
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { switchBackWords } from "./switch-back-words.ts";
 import type { Json, Release } from "./types.ts";
 import { HIDDEN_EXCEPT_NUL, unstorableText } from "./visible-text.ts";
@@ -21,11 +22,13 @@ import { HIDDEN_EXCEPT_NUL, unstorableText } from "./visible-text.ts";
 export const ACTOR_PATTERN = /^[A-Za-z0-9._@ -]{1,64}$/;
 
 /** Who took an operator action, as the caller names themselves (kept in history). */
-export const ActorField = z
-  .string()
-  .regex(ACTOR_PATTERN, "must be 1–64 letters, digits, '.', '_', '@', '-' or spaces")
-  .optional()
-  .describe("Who takes the action (e.g. your login); recorded in history after `operator:`.");
+export const ActorField = lazySchema(() =>
+  z
+    .string()
+    .regex(ACTOR_PATTERN, "must be 1–64 letters, digits, '.', '_', '@', '-' or spaces")
+    .optional()
+    .describe("Who takes the action (e.g. your login); recorded in history after `operator:`."),
+);
 
 /**
  * Invisible characters (visible-text.ts; NUL and lone surrogates are refused by
@@ -41,88 +44,98 @@ function refuseUnstorable(s: string, ctx: z.RefinementCtx): void {
 }
 
 /** Why an operator took an action (kept in history and the record): ≤ 1000 characters. */
-export const ReasonField = z
-  .string()
-  .max(1000, "must be at most 1000 characters")
-  .superRefine((s, ctx) => {
-    const bad = unstorableText(s);
-    if (bad) {
-      ctx.addIssue({ code: "custom", message: bad });
-      return;
-    }
-    const m = HIDDEN.exec(s);
-    if (m)
-      ctx.addIssue({
-        code: "custom",
-        message: `holds the invisible character U+${m[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")} at position ${m.index + 1}; write the reason in plain text (control and bidirectional-formatting characters can make it read other than written)`,
-      });
-  });
+export const ReasonField = lazySchema(() =>
+  z
+    .string()
+    .max(1000, "must be at most 1000 characters")
+    .superRefine((s, ctx) => {
+      const bad = unstorableText(s);
+      if (bad) {
+        ctx.addIssue({ code: "custom", message: bad });
+        return;
+      }
+      const m = HIDDEN.exec(s);
+      if (m)
+        ctx.addIssue({
+          code: "custom",
+          message: `holds the invisible character U+${m[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")} at position ${m.index + 1}; write the reason in plain text (control and bidirectional-formatting characters can make it read other than written)`,
+        });
+    }),
+);
 
 /** `{reason, actor}`: the body of most verbs. The service refuses an empty reason where it is required. */
-const ReasonBody = z.object({ reason: ReasonField.default(""), actor: ActorField }).strict();
+const ReasonBody = lazySchema(() =>
+  z.object({ reason: ReasonField.default(""), actor: ActorField }).strict(),
+);
 
 /** `restore_state`: why, who, and the restore point (default: the recipe's, else `latest`). */
-const RestoreStateBody = z
-  .object({
-    reason: ReasonField.default(""),
-    actor: ActorField,
-    point: z
-      .string()
-      .regex(
-        /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
-        "must be a restore point: 1-128 letters, digits, '.', '_', ':' or '-' (e.g. latest, snap-2041)",
-      )
-      .optional(),
-  })
-  .strict();
+const RestoreStateBody = lazySchema(() =>
+  z
+    .object({
+      reason: ReasonField.default(""),
+      actor: ActorField,
+      point: z
+        .string()
+        .regex(
+          /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
+          "must be a restore point: 1-128 letters, digits, '.', '_', ':' or '-' (e.g. latest, snap-2041)",
+        )
+        .optional(),
+    })
+    .strict(),
+);
 
-const AbandonBody = z
-  .object({
-    reason: ReasonField.default(""),
-    actor: ActorField,
-    lanes: z
-      .record(z.string().max(64), z.string().max(512, "must be at most 512 characters"), {
-        error: 'must be an object {"<lane id>": "<image it runs now, or none>"}',
-      })
-      .default({}),
-  })
-  .strict();
+const AbandonBody = lazySchema(() =>
+  z
+    .object({
+      reason: ReasonField.default(""),
+      actor: ActorField,
+      lanes: z
+        .record(z.string().max(64), z.string().max(512, "must be at most 512 characters"), {
+          error: 'must be an object {"<lane id>": "<image it runs now, or none>"}',
+        })
+        .default({}),
+    })
+    .strict(),
+);
 
-const AcceptBody = z
-  .object({
-    by: z
-      .string({ error: "must name the owner accepting, e.g. an email or GitHub login" })
-      .trim()
-      .min(1, "must not be empty")
-      .max(200, "must be at most 200 characters")
-      .superRefine(refuseUnstorable),
-    expires_at: z.iso
-      .datetime({
-        offset: true,
-        error:
-          "must be a date and a time of day with its offset (Z or ±hh:mm), e.g. 2027-01-31T00:00:00Z; a date alone such as 2027-01-31 is not enough",
-      })
-      .optional(),
-    note: z
-      .string()
-      .max(2000, "must be at most 2000 characters")
-      .superRefine(refuseUnstorable)
-      .optional(),
-    // The bare hex is kept and compared; the `sha256:` prefix the CLI prints is dropped.
-    record_digest: z
-      .string()
-      .transform((d) => (d.startsWith("sha256:") ? d.slice("sha256:".length) : d))
-      .pipe(
-        z
-          .string()
-          .regex(
-            /^[a-f0-9]{64}$/,
-            "must be the record's sha256 (64 hex, sha256: prefix optional), as GET …/record shows it",
-          ),
-      )
-      .optional(),
-  })
-  .strict();
+const AcceptBody = lazySchema(() =>
+  z
+    .object({
+      by: z
+        .string({ error: "must name the owner accepting, e.g. an email or GitHub login" })
+        .trim()
+        .min(1, "must not be empty")
+        .max(200, "must be at most 200 characters")
+        .superRefine(refuseUnstorable),
+      expires_at: z.iso
+        .datetime({
+          offset: true,
+          error:
+            "must be a date and a time of day with its offset (Z or ±hh:mm), e.g. 2027-01-31T00:00:00Z; a date alone such as 2027-01-31 is not enough",
+        })
+        .optional(),
+      note: z
+        .string()
+        .max(2000, "must be at most 2000 characters")
+        .superRefine(refuseUnstorable)
+        .optional(),
+      // The bare hex is kept and compared; the `sha256:` prefix the CLI prints is dropped.
+      record_digest: z
+        .string()
+        .transform((d) => (d.startsWith("sha256:") ? d.slice("sha256:".length) : d))
+        .pipe(
+          z
+            .string()
+            .regex(
+              /^[a-f0-9]{64}$/,
+              "must be the record's sha256 (64 hex, sha256: prefix optional), as GET …/record shows it",
+            ),
+        )
+        .optional(),
+    })
+    .strict(),
+);
 
 /** The verbs, as the API's `available_actions`, the history and the dashboard name them. */
 export const VERB_NAMES = [

@@ -27,6 +27,7 @@ import {
   runnerCredentialFromEnv,
 } from "../http/runner-oidc.ts";
 import { systemClock } from "../ports/clock.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import { operatorSecretProblems } from "../secret-settings.ts";
 import { urlSettingProblems } from "../url-settings.ts";
 
@@ -34,44 +35,48 @@ import { urlSettingProblems } from "../url-settings.ts";
 export type ServerlessEnv = Record<string, unknown>;
 
 // Checked by urlSettingProblems (url-settings.ts), the one rule of every URL setting.
-const url = z.string().min(1, "must be a URL");
-const secretList = z
-  .string()
-  .transform((s) => s.split(",").map((x) => x.trim()))
-  .refine(
-    (l) => l.length > 0 && l.every((x) => x.length >= 16),
-    "each secret needs ≥ 16 characters",
-  );
+const url = lazySchema(() => z.string().min(1, "must be a URL"));
+const secretList = lazySchema(() =>
+  z
+    .string()
+    .transform((s) => s.split(",").map((x) => x.trim()))
+    .refine(
+      (l) => l.length > 0 && l.every((x) => x.length >= 16),
+      "each secret needs ≥ 16 characters",
+    ),
+);
 
-const Env = z.object({
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL"),
-  BATON_PUBLIC_URL: url,
-  BATON_CALLBACK_SECRETS: secretList,
-  BATON_OPERATOR_TOKEN: z.string().min(16, "needs ≥ 16 characters"),
-  BATON_VIEWER_TOKEN: z.string().min(16, "needs ≥ 16 characters").optional(),
-  BATON_CONTROL_PLANE_URL: url,
-  /** Bearer token of control-plane writes (the reference control plane's BATON_CP_TOKEN). */
-  BATON_CONTROL_PLANE_TOKEN: z.string().min(16, "needs ≥ 16 characters"),
-  GITHUB_REPOSITORY: z.string().regex(/^[\w.-]+\/[\w.-]+$/, "must be owner/name"),
-  GITHUB_TOKEN: z.string().min(1),
-  /** GitHub's REST API (GitHub Enterprise Server, or a stand-in in tests). */
-  GITHUB_API_URL: url.optional(),
-  /** `off` lets releases share lanes (default one release per lane). */
-  BATON_EXCLUSIVE_LANES: z.enum(["on", "off"]).optional(),
-  /** GitHub Deployments: the default environment, e.g. `production` (docs/deploying.md). */
-  BATON_GITHUB_DEPLOYMENTS: DeploymentEnvironmentSetting.optional(),
-  BATON_GITHUB_DEPLOYMENT_REF: DeploymentRefSetting,
-  /** Connections per event (default 3: a commit, a claim and a read may overlap). */
-  BATON_DB_POOL: z.coerce.number().int().min(1).max(10).optional(),
-  /** Drift observation interval, ms (docs/drift.md): 0 off, else 1000..86400000; 60 s default. */
-  BATON_DRIFT_INTERVAL_MS: z.coerce
-    .number({ error: "must be a number (ms; 0 turns drift detection off)" })
-    .int("must be a whole number of ms")
-    .min(0, "must be 0 (off) or at least 1000")
-    .max(86_400_000, "must be at most 86400000 (a day)")
-    .refine((v) => v === 0 || v >= 1000, "must be 0 (off) or at least 1000")
-    .default(60_000),
-});
+const Env = lazySchema(() =>
+  z.object({
+    DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL"),
+    BATON_PUBLIC_URL: url,
+    BATON_CALLBACK_SECRETS: secretList,
+    BATON_OPERATOR_TOKEN: z.string().min(16, "needs ≥ 16 characters"),
+    BATON_VIEWER_TOKEN: z.string().min(16, "needs ≥ 16 characters").optional(),
+    BATON_CONTROL_PLANE_URL: url,
+    /** Bearer token of control-plane writes (the reference control plane's BATON_CP_TOKEN). */
+    BATON_CONTROL_PLANE_TOKEN: z.string().min(16, "needs ≥ 16 characters"),
+    GITHUB_REPOSITORY: z.string().regex(/^[\w.-]+\/[\w.-]+$/, "must be owner/name"),
+    GITHUB_TOKEN: z.string().min(1),
+    /** GitHub's REST API (GitHub Enterprise Server, or a stand-in in tests). */
+    GITHUB_API_URL: url.optional(),
+    /** `off` lets releases share lanes (default one release per lane). */
+    BATON_EXCLUSIVE_LANES: z.enum(["on", "off"]).optional(),
+    /** GitHub Deployments: the default environment, e.g. `production` (docs/deploying.md). */
+    BATON_GITHUB_DEPLOYMENTS: DeploymentEnvironmentSetting.optional(),
+    BATON_GITHUB_DEPLOYMENT_REF: DeploymentRefSetting,
+    /** Connections per event (default 3: a commit, a claim and a read may overlap). */
+    BATON_DB_POOL: z.coerce.number().int().min(1).max(10).optional(),
+    /** Drift observation interval, ms (docs/drift.md): 0 off, else 1000..86400000; 60 s default. */
+    BATON_DRIFT_INTERVAL_MS: z.coerce
+      .number({ error: "must be a number (ms; 0 turns drift detection off)" })
+      .int("must be a whole number of ms")
+      .min(0, "must be 0 (off) or at least 1000")
+      .max(86_400_000, "must be at most 86400000 (a day)")
+      .refine((v) => v === 0 || v >= 1000, "must be 0 (off) or at least 1000")
+      .default(60_000),
+  }),
+);
 
 /** Settings of a serverless engine, validated (with the runner credential, BATON_OIDC_*). */
 export type ServerlessSettings = z.infer<typeof Env> & {

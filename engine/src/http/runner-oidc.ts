@@ -10,6 +10,7 @@
  */
 import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose";
 import * as z from "zod";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 
 /** How preflights and callbacks are authenticated (BATON_RUNNER_CREDENTIAL). */
 export type RunnerCredentialMode = "hmac" | "oidc" | "hmac+oidc";
@@ -165,36 +166,38 @@ export class RunnerOidcVerifier {
   }
 }
 
-const text = z.string().trim().min(1);
-const OidcEnv = z.object({
-  BATON_RUNNER_CREDENTIAL: z
-    .enum(["hmac", "oidc", "hmac+oidc"], {
-      error: "BATON_RUNNER_CREDENTIAL must be hmac, oidc or hmac+oidc",
-    })
-    .default("hmac"),
-  // Both URLs are checked with every URL setting (url-settings.ts, at start-up).
-  BATON_OIDC_ISSUER: z.string().trim().default(GITHUB_ISSUER),
-  BATON_OIDC_AUDIENCE: text.optional(),
-  BATON_OIDC_JWKS_URL: z.string().trim().optional(),
-  BATON_OIDC_REPOSITORY: z
-    .string()
-    .regex(/^[\w.-]+\/[\w.-]+$/, "BATON_OIDC_REPOSITORY must be owner/name")
-    .optional(),
-  BATON_OIDC_REPOSITORY_ID: z
-    .string()
-    .regex(/^[0-9]{1,20}$/, "BATON_OIDC_REPOSITORY_ID must be digits")
-    .optional(),
-  BATON_OIDC_WORKFLOW_REF: z
-    .string()
-    .regex(
-      /^[\w.-]+\/[\w.-]+\/\.github\/workflows\/[^@\s]+@refs\/\S+$/,
-      "BATON_OIDC_WORKFLOW_REF must be owner/name/.github/workflows/FILE@refs/heads/BRANCH",
-    )
-    .optional(),
-  BATON_OIDC_JOB_WORKFLOW_REF: text.optional(),
-  BATON_OIDC_EVENT_NAME: text.default("repository_dispatch"),
-  BATON_OIDC_ENVIRONMENT: text.optional(),
-});
+const text = lazySchema(() => z.string().trim().min(1));
+const OidcEnv = lazySchema(() =>
+  z.object({
+    BATON_RUNNER_CREDENTIAL: z
+      .enum(["hmac", "oidc", "hmac+oidc"], {
+        error: "BATON_RUNNER_CREDENTIAL must be hmac, oidc or hmac+oidc",
+      })
+      .default("hmac"),
+    // Both URLs are checked with every URL setting (url-settings.ts, at start-up).
+    BATON_OIDC_ISSUER: z.string().trim().default(GITHUB_ISSUER),
+    BATON_OIDC_AUDIENCE: text.optional(),
+    BATON_OIDC_JWKS_URL: z.string().trim().optional(),
+    BATON_OIDC_REPOSITORY: z
+      .string()
+      .regex(/^[\w.-]+\/[\w.-]+$/, "BATON_OIDC_REPOSITORY must be owner/name")
+      .optional(),
+    BATON_OIDC_REPOSITORY_ID: z
+      .string()
+      .regex(/^[0-9]{1,20}$/, "BATON_OIDC_REPOSITORY_ID must be digits")
+      .optional(),
+    BATON_OIDC_WORKFLOW_REF: z
+      .string()
+      .regex(
+        /^[\w.-]+\/[\w.-]+\/\.github\/workflows\/[^@\s]+@refs\/\S+$/,
+        "BATON_OIDC_WORKFLOW_REF must be owner/name/.github/workflows/FILE@refs/heads/BRANCH",
+      )
+      .optional(),
+    BATON_OIDC_JOB_WORKFLOW_REF: text.optional(),
+    BATON_OIDC_EVENT_NAME: text.default("repository_dispatch"),
+    BATON_OIDC_ENVIRONMENT: text.optional(),
+  }),
+);
 
 /**
  * The engine's environment schema as it applies to `env`: with BATON_RUNNER_CREDENTIAL=oidc and

@@ -14,6 +14,7 @@
  * field, and a fix (`FIELD_FIXES`, keyed by the field's name) that the contract check shows.
  */
 import * as z from "zod";
+import { lazySchema } from "./lazy-schema.ts";
 
 /**
  * Names the control plane keeps (model names, and the control plane's lane names): 1–64
@@ -104,27 +105,31 @@ export const FIELD_FIXES = {
 } as const;
 
 /** Model name as the control plane keeps it (`manifest.model`, traffic writes, routing). */
-export const ModelName = z
-  .string()
-  .min(1, { message: "model must not be empty", abort: true })
-  .max(FIELD_LIMITS.model, {
-    message: `model must be at most ${FIELD_LIMITS.model} characters (the control plane's limit)`,
-    abort: true,
-  })
-  .regex(CONTROL_PLANE_NAME_PATTERN, {
-    message: `model must be a control-plane name: ${CONTROL_PLANE_NAME_FIX}`,
-  });
+export const ModelName = lazySchema(() =>
+  z
+    .string()
+    .min(1, { message: "model must not be empty", abort: true })
+    .max(FIELD_LIMITS.model, {
+      message: `model must be at most ${FIELD_LIMITS.model} characters (the control plane's limit)`,
+      abort: true,
+    })
+    .regex(CONTROL_PLANE_NAME_PATTERN, {
+      message: `model must be a control-plane name: ${CONTROL_PLANE_NAME_FIX}`,
+    }),
+);
 
 /** A Baton lane id. */
-export const LaneId = z
-  .string()
-  .max(FIELD_LIMITS.lane_id, {
-    message: `lane id must be at most ${FIELD_LIMITS.lane_id} characters`,
-    abort: true,
-  })
-  .regex(LANE_ID_PATTERN, {
-    error: (issue) => laneIdProblem(String(issue.input)),
-  });
+export const LaneId = lazySchema(() =>
+  z
+    .string()
+    .max(FIELD_LIMITS.lane_id, {
+      message: `lane id must be at most ${FIELD_LIMITS.lane_id} characters`,
+      abort: true,
+    })
+    .regex(LANE_ID_PATTERN, {
+      error: (issue) => laneIdProblem(String(issue.input)),
+    }),
+);
 
 const LANE_ID_RULE =
   "lane id must be lowercase letters, digits, '.', '_' or '-' (starting with a letter or digit)";
@@ -216,16 +221,18 @@ export function capabilityProblem(name: string): string {
 }
 
 /** A capability a lane advertises (`CAPABILITY_PATTERN`). */
-export const Capability = z
-  .string()
-  .min(1, { message: "a capability must not be empty", abort: true })
-  .max(FIELD_LIMITS.capability, {
-    message: `a capability must be at most ${FIELD_LIMITS.capability} characters`,
-    abort: true,
-  })
-  .regex(CAPABILITY_PATTERN, {
-    error: (issue) => capabilityProblem(String(issue.input)),
-  });
+export const Capability = lazySchema(() =>
+  z
+    .string()
+    .min(1, { message: "a capability must not be empty", abort: true })
+    .max(FIELD_LIMITS.capability, {
+      message: `a capability must be at most ${FIELD_LIMITS.capability} characters`,
+      abort: true,
+    })
+    .regex(CAPABILITY_PATTERN, {
+      error: (issue) => capabilityProblem(String(issue.input)),
+    }),
+);
 
 /** A digest-pinned image reference; `label` names the field in messages (image, previous_image). */
 export function imageRef(label: string) {
@@ -268,61 +275,73 @@ export function healthUrlProblem(s: string): string | null {
 }
 
 /** The URL the smoke check and deploy.sh probe on a lane. */
-export const HealthUrl = z
-  .string()
-  .max(FIELD_LIMITS.health_url, {
-    message: `health_url must be at most ${FIELD_LIMITS.health_url} characters`,
-    abort: true,
-  })
-  .superRefine((s, ctx) => {
-    const problem = healthUrlProblem(s);
-    if (problem) ctx.addIssue({ code: "custom", message: problem, input: s, continue: false });
-  })
-  .regex(HEALTH_URL_PATTERN, { message: "health_url must be an http(s) URL" });
+export const HealthUrl = lazySchema(() =>
+  z
+    .string()
+    .max(FIELD_LIMITS.health_url, {
+      message: `health_url must be at most ${FIELD_LIMITS.health_url} characters`,
+      abort: true,
+    })
+    .superRefine((s, ctx) => {
+      const problem = healthUrlProblem(s);
+      if (problem) ctx.addIssue({ code: "custom", message: problem, input: s, continue: false });
+    })
+    .regex(HEALTH_URL_PATTERN, { message: "health_url must be an http(s) URL" }),
+);
 
 /** An SSH host (a lane's or a bastion's). */
-export const SshHost = z
-  .string()
-  .min(1, { message: "host must not be empty", abort: true })
-  .max(FIELD_LIMITS.host, {
-    message: `host must be at most ${FIELD_LIMITS.host} characters`,
-    abort: true,
-  })
-  .regex(SSH_HOST_PATTERN, "host must be a DNS name or an IP address (IPv6 without brackets)");
+export const SshHost = lazySchema(() =>
+  z
+    .string()
+    .min(1, { message: "host must not be empty", abort: true })
+    .max(FIELD_LIMITS.host, {
+      message: `host must be at most ${FIELD_LIMITS.host} characters`,
+      abort: true,
+    })
+    .regex(SSH_HOST_PATTERN, "host must be a DNS name or an IP address (IPv6 without brackets)"),
+);
 
 /** An SSH login name. */
-export const SshUser = z
-  .string()
-  .max(FIELD_LIMITS.user, {
-    message: `user must be at most ${FIELD_LIMITS.user} characters`,
-    abort: true,
-  })
-  .regex(
-    SSH_USER_PATTERN,
-    "user must be a POSIX user name (lowercase letters, digits, '_', '.', '-')",
-  );
+export const SshUser = lazySchema(() =>
+  z
+    .string()
+    .max(FIELD_LIMITS.user, {
+      message: `user must be at most ${FIELD_LIMITS.user} characters`,
+      abort: true,
+    })
+    .regex(
+      SSH_USER_PATTERN,
+      "user must be a POSIX user name (lowercase letters, digits, '_', '.', '-')",
+    ),
+);
 
 /** A pinned host key (a lane's or a bastion's): a fingerprint, typed or bare, or a known_hosts line. */
-export const HostKeyPin = z
-  .string()
-  .max(FIELD_LIMITS.host_key, {
-    message: `host_key must be at most ${FIELD_LIMITS.host_key} characters`,
-    abort: true,
-  })
-  .regex(
-    HOST_KEY_PATTERN,
-    "host_key must be an OpenSSH SHA256:… fingerprint or a known_hosts line (a fingerprint may follow its key type: ssh-rsa SHA256:…)",
-  );
+export const HostKeyPin = lazySchema(() =>
+  z
+    .string()
+    .max(FIELD_LIMITS.host_key, {
+      message: `host_key must be at most ${FIELD_LIMITS.host_key} characters`,
+      abort: true,
+    })
+    .regex(
+      HOST_KEY_PATTERN,
+      "host_key must be an OpenSSH SHA256:… fingerprint or a known_hosts line (a fingerprint may follow its key type: ssh-rsa SHA256:…)",
+    ),
+);
 
 /** An SSH port. */
-export const SshPort = z
-  .number()
-  .int("port must be a whole number")
-  .min(1, "port must be 1..65535")
-  .max(65535, "port must be 1..65535");
+export const SshPort = lazySchema(() =>
+  z
+    .number()
+    .int("port must be a whole number")
+    .min(1, "port must be 1..65535")
+    .max(65535, "port must be 1..65535"),
+);
 
 /** The queue a lane serves. */
-export const QueueName = z
-  .string()
-  .min(1, "queue must not be empty")
-  .max(FIELD_LIMITS.queue, `queue must be at most ${FIELD_LIMITS.queue} characters`);
+export const QueueName = lazySchema(() =>
+  z
+    .string()
+    .min(1, "queue must not be empty")
+    .max(FIELD_LIMITS.queue, `queue must be at most ${FIELD_LIMITS.queue} characters`),
+);

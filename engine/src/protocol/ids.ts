@@ -5,6 +5,7 @@
  * all take the patterns from here.
  */
 import * as z from "zod";
+import { lazySchema } from "./lazy-schema.ts";
 
 /** `r<N>`: a release id, e.g. `r17` (N up to 12 digits). */
 export const RELEASE_ID_PATTERN = /^r[0-9]{1,12}$/;
@@ -21,36 +22,40 @@ export const STEP_RUN_ID_PATTERN = /^sr_[0-9]{1,12}_[0-9]{1,4}_[fb]$/;
  * A release id on the wire (plain string type, for message schemas whose values code builds
  * from strings); `ReleaseId` is the same check, branded.
  */
-export const ReleaseIdText = z
-  .string()
-  .regex(RELEASE_ID_PATTERN, "must look like r<number>, e.g. r17");
+export const ReleaseIdText = lazySchema(() =>
+  z.string().regex(RELEASE_ID_PATTERN, "must look like r<number>, e.g. r17"),
+);
 /** A checked release id (branded). */
-export const ReleaseId = ReleaseIdText.brand<"ReleaseId">();
+export const ReleaseId = lazySchema(() => ReleaseIdText.brand<"ReleaseId">());
 export type ReleaseId = z.infer<typeof ReleaseId>;
 
 /** A step-run id on the wire (plain string type); `StepRunId` is the same check, branded. */
-export const StepRunIdText = z
-  .string()
-  .regex(STEP_RUN_ID_PATTERN, "must look like sr_<release>_<step>_<f|b>, e.g. sr_17_6_f");
+export const StepRunIdText = lazySchema(() =>
+  z.string().regex(STEP_RUN_ID_PATTERN, "must look like sr_<release>_<step>_<f|b>, e.g. sr_17_6_f"),
+);
 /** A checked step-run id (branded). */
-export const StepRunId = StepRunIdText.brand<"StepRunId">();
+export const StepRunId = lazySchema(() => StepRunIdText.brand<"StepRunId">());
 export type StepRunId = z.infer<typeof StepRunId>;
 
 /** What a runner is dispatched to run: a step run, or a recovery run (`rv3`). */
-export const RunnerRunIdText = z
-  .string()
-  .refine(
-    (s) => STEP_RUN_ID_PATTERN.test(s) || RECOVERY_RUN_ID_PATTERN.test(s),
-    "must look like sr_<release>_<step>_<f|b> (e.g. sr_17_6_f) or a recovery run rv<number>",
-  );
+export const RunnerRunIdText = lazySchema(() =>
+  z
+    .string()
+    .refine(
+      (s) => STEP_RUN_ID_PATTERN.test(s) || RECOVERY_RUN_ID_PATTERN.test(s),
+      "must look like sr_<release>_<step>_<f|b> (e.g. sr_17_6_f) or a recovery run rv<number>",
+    ),
+);
 
 /** What a dispatched run belongs to: a release, or a recovery run standing for itself. */
-export const RunOwnerIdText = z
-  .string()
-  .refine(
-    (s) => RELEASE_ID_PATTERN.test(s) || RECOVERY_RUN_ID_PATTERN.test(s),
-    "must look like r<number> (e.g. r17) or a recovery run rv<number>",
-  );
+export const RunOwnerIdText = lazySchema(() =>
+  z
+    .string()
+    .refine(
+      (s) => RELEASE_ID_PATTERN.test(s) || RECOVERY_RUN_ID_PATTERN.test(s),
+      "must look like r<number> (e.g. r17) or a recovery run rv<number>",
+    ),
+);
 
 /** Whether `s` is a recovery run id (`rv3`). */
 export function isRecoveryRunId(s: string): boolean {

@@ -5,6 +5,7 @@
  */
 import * as z from "zod";
 import { RunnerRunIdText, RunOwnerIdText } from "./ids.ts";
+import { lazySchema } from "./lazy-schema.ts";
 
 /** Event type of every dispatch (`repository_dispatch` action). */
 export const DISPATCH_EVENT_TYPE = "release-step";
@@ -22,48 +23,52 @@ export const GITHUB_DISPATCH_LIMITS = {
  * A recovery run (`rv3`, protocol/ids.ts) is dispatched in the same shape: its id is both
  * `step_run_id` and `release.id`.
  */
-export const DispatchPayload = z
-  .object({
-    v: z.literal(1),
-    step_run_id: RunnerRunIdText,
-    tool: z
-      .string()
-      .regex(/^[a-z][a-z0-9-]{0,63}$/, "must be a tool name such as attach-queue-lane"),
-    args: z.record(z.string(), z.unknown()),
-    callback_url: z.string().url(),
-    release: z
-      .object({
-        id: RunOwnerIdText,
-        generation: z.number().int().nonnegative(),
-        manifest_digest: z.string().regex(/^[a-f0-9]{64}$/),
-        dispatch: z.number().int().positive(),
-        operation_key: z.string().min(1).max(512),
-      })
-      .strict(),
-  })
-  .strict();
+export const DispatchPayload = lazySchema(() =>
+  z
+    .object({
+      v: z.literal(1),
+      step_run_id: RunnerRunIdText,
+      tool: z
+        .string()
+        .regex(/^[a-z][a-z0-9-]{0,63}$/, "must be a tool name such as attach-queue-lane"),
+      args: z.record(z.string(), z.unknown()),
+      callback_url: z.string().url(),
+      release: z
+        .object({
+          id: RunOwnerIdText,
+          generation: z.number().int().nonnegative(),
+          manifest_digest: z.string().regex(/^[a-f0-9]{64}$/),
+          dispatch: z.number().int().positive(),
+          operation_key: z.string().min(1).max(512),
+        })
+        .strict(),
+    })
+    .strict(),
+);
 export type DispatchPayload = z.infer<typeof DispatchPayload>;
 
 /** Body of `POST /v1/releases/step-runs/:id/preflight`. */
-export const PreflightRequest = z
-  .object({
-    step_run_id: RunnerRunIdText,
-    /** Echoed from the dispatch payload's `release` object (docs/state-machine.md rule 1). */
-    release_id: RunOwnerIdText,
-    generation: z.number().int().nonnegative(),
-    manifest_digest: z.string().regex(/^[a-f0-9]{64}$/),
-    dispatch: z.number().int().positive(),
-    run_id: z.string().regex(/^[0-9]{1,20}$/, "must be GITHUB_RUN_ID (digits)"),
-    run_attempt: z.number().int().positive(),
-    sha: z.string().regex(/^[0-9a-f]{7,64}$/, "must be the commit sha (hex)"),
-    tool: z.string().min(1).max(64),
-    /**
-     * sha256 hex of the canonical JSON of the payload's `{tool, args, operation_key}`
-     * (engine/src/protocol/payload-digest.ts): binds the attempt to the work the engine dispatched.
-     */
-    payload_digest: z.string().regex(/^[a-f0-9]{64}$/, "must be the sha256 hex payload digest"),
-  })
-  .strict();
+export const PreflightRequest = lazySchema(() =>
+  z
+    .object({
+      step_run_id: RunnerRunIdText,
+      /** Echoed from the dispatch payload's `release` object (docs/state-machine.md rule 1). */
+      release_id: RunOwnerIdText,
+      generation: z.number().int().nonnegative(),
+      manifest_digest: z.string().regex(/^[a-f0-9]{64}$/),
+      dispatch: z.number().int().positive(),
+      run_id: z.string().regex(/^[0-9]{1,20}$/, "must be GITHUB_RUN_ID (digits)"),
+      run_attempt: z.number().int().positive(),
+      sha: z.string().regex(/^[0-9a-f]{7,64}$/, "must be the commit sha (hex)"),
+      tool: z.string().min(1).max(64),
+      /**
+       * sha256 hex of the canonical JSON of the payload's `{tool, args, operation_key}`
+       * (engine/src/protocol/payload-digest.ts): binds the attempt to the work the engine dispatched.
+       */
+      payload_digest: z.string().regex(/^[a-f0-9]{64}$/, "must be the sha256 hex payload digest"),
+    })
+    .strict(),
+);
 export type PreflightRequest = z.infer<typeof PreflightRequest>;
 
 /**
@@ -71,27 +76,31 @@ export type PreflightRequest = z.infer<typeof PreflightRequest>;
  * step (a migration's `migrate`): the last checkpoint an earlier attempt of the step run
  * reported; the action hands it to the tool as `args.checkpoint` (docs/recipes.md "Migrations").
  */
-export const PreflightAccepted = z.object({
-  proceed: z.literal(true),
-  step_run_id: RunnerRunIdText,
-  attempt: z.number().int().positive(),
-  release_id: z.string(),
-  generation: z.number().int(),
-  checkpoint: z.record(z.string(), z.unknown()).optional(),
-});
+export const PreflightAccepted = lazySchema(() =>
+  z.object({
+    proceed: z.literal(true),
+    step_run_id: RunnerRunIdText,
+    attempt: z.number().int().positive(),
+    release_id: z.string(),
+    generation: z.number().int(),
+    checkpoint: z.record(z.string(), z.unknown()).optional(),
+  }),
+);
 export type PreflightAccepted = z.infer<typeof PreflightAccepted>;
 
 /** One check record in `checks.json`; stored verbatim, these fields are the ones we read. */
-export const CheckRecord = z
-  .object({
-    name: z.string(),
-    status: z.string(),
-    exit_code: z.number().int().nullable().optional(),
-    signal: z.string().nullable().optional(),
-    duration_ms: z.number().nonnegative().optional(),
-    message: z.string().optional(),
-  })
-  .passthrough();
+export const CheckRecord = lazySchema(() =>
+  z
+    .object({
+      name: z.string(),
+      status: z.string(),
+      exit_code: z.number().int().nullable().optional(),
+      signal: z.string().nullable().optional(),
+      duration_ms: z.number().nonnegative().optional(),
+      message: z.string().optional(),
+    })
+    .passthrough(),
+);
 export type CheckRecord = z.infer<typeof CheckRecord>;
 
 /** Log tail cap inside a callback (bytes of UTF-8); longer logs are cut with a marker. */
@@ -106,41 +115,45 @@ export const LOG_TRUNCATED_MARKER = "[baton] log truncated: earlier output omitt
  * digits and hyphens, or an app's `name[bot]`. Anything else is dropped (undefined), never a
  * refusal: a runner's result is never lost over who ran it.
  */
-const GithubLogin = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,38}(\[bot\])?$/)
-  .optional()
-  .catch(undefined);
+const GithubLogin = lazySchema(() =>
+  z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,38}(\[bot\])?$/)
+    .optional()
+    .catch(undefined),
+);
 
 /** Body of `POST /v1/releases/step-runs/:id/callback`; signed over its raw bytes. */
-export const CallbackBody = z
-  .object({
-    step_run_id: RunnerRunIdText,
-    run_id: z.string().regex(/^[0-9]{1,20}$/),
-    run_attempt: z.number().int().positive(),
-    status: z.string().regex(/^[a-z_]{1,40}$/, "must be one word such as succeeded or failed"),
-    overall: z.enum(["pass", "fail"]),
-    /** `checks.json` as the tool wrote it (verbatim, any JSON, or null when unreadable). */
-    checks: z.unknown(),
-    log: z.string(),
-    log_truncated: z.boolean().default(false),
-    timings: z
-      .object({
-        started_at: z.number().nonnegative().optional(),
-        tool_started_at: z.number().nonnegative().optional(),
-        tool_finished_at: z.number().nonnegative().optional(),
-      })
-      .passthrough()
-      .default({}),
-    /** Who started the workflow run (`github.actor`, GITHUB_ACTOR): the same on every re-run. */
-    actor: GithubLogin,
-    /**
-     * Who started this run attempt (`github.triggering_actor`, GITHUB_TRIGGERING_ACTOR): the
-     * person who re-ran the job from the Actions UI, on a re-run.
-     */
-    triggering_actor: GithubLogin,
-  })
-  .passthrough();
+export const CallbackBody = lazySchema(() =>
+  z
+    .object({
+      step_run_id: RunnerRunIdText,
+      run_id: z.string().regex(/^[0-9]{1,20}$/),
+      run_attempt: z.number().int().positive(),
+      status: z.string().regex(/^[a-z_]{1,40}$/, "must be one word such as succeeded or failed"),
+      overall: z.enum(["pass", "fail"]),
+      /** `checks.json` as the tool wrote it (verbatim, any JSON, or null when unreadable). */
+      checks: z.unknown(),
+      log: z.string(),
+      log_truncated: z.boolean().default(false),
+      timings: z
+        .object({
+          started_at: z.number().nonnegative().optional(),
+          tool_started_at: z.number().nonnegative().optional(),
+          tool_finished_at: z.number().nonnegative().optional(),
+        })
+        .passthrough()
+        .default({}),
+      /** Who started the workflow run (`github.actor`, GITHUB_ACTOR): the same on every re-run. */
+      actor: GithubLogin,
+      /**
+       * Who started this run attempt (`github.triggering_actor`, GITHUB_TRIGGERING_ACTOR): the
+       * person who re-ran the job from the Actions UI, on a re-run.
+       */
+      triggering_actor: GithubLogin,
+    })
+    .passthrough(),
+);
 export type CallbackBody = z.infer<typeof CallbackBody>;
 
 /** The four result files (docs/glossary.md), seeded first thing in every attempt's directory. */

@@ -9,63 +9,68 @@ import { checkpointOf, phaseOf, verificationsOf } from "../domain/migration.ts";
 import { rollbackWindowClosesAt } from "../domain/rollback-window.ts";
 import type { Json, Release, StepRun } from "../domain/types.ts";
 import type { AttemptResult } from "../ports/store.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 
-const Ms = z.number().int().describe("epoch ms");
+const Ms = lazySchema(() => z.number().int().describe("epoch ms"));
 
 /** The record's `migration` (schema). */
-export const MigrationRecord = z
-  .object({
-    id: z.string().describe("the recipe's migration.id"),
-    lane: z.string().describe("the lane its steps ran on"),
-    phases: z.array(
-      z.object({
-        phase: z.enum(["expand", "migrate", "activate", "contract"]),
-        step_index: z
-          .number()
-          .int()
-          .nullable()
-          .describe("its step in the table; activate: the first step after the migration"),
-        state: z
-          .string()
-          .describe(
-            "its forward step run's state (activate: the waves', `succeeded` once the release is), `not_run` before it began",
-          ),
-        undone: z
-          .string()
-          .nullable()
-          .describe("its backward step run's state when compensation ran it; else null"),
-        started_at: Ms.nullable(),
-        finished_at: Ms.nullable(),
-        checkpoints: z
-          .array(z.object({ attempt: z.number().int(), at: Ms, checkpoint: z.unknown() }))
-          .optional()
-          .describe("migrate: each attempt's last reported checkpoint, oldest first"),
-        evidence: z
-          .array(
-            z.object({
-              attempt: z.number().int(),
-              at: Ms,
-              checks: z.array(
-                z.object({
-                  name: z.string(),
-                  passed: z.boolean(),
-                  expected: z.unknown(),
-                  observed: z.unknown(),
-                  message: z.string().nullable(),
-                }),
-              ),
-            }),
-          )
-          .optional()
-          .describe("migrate: each attempt's verification checks (counts, integrity, equivalence)"),
-      }),
-    ),
-    old_form_readers: z.array(z.string()).describe("images listed as readers of the old form"),
-    contract_may_run_from: Ms.nullable().describe(
-      "for the release that activated the new form, once it succeeded: when its rollback window closes, the earliest a contract may run; else null",
-    ),
-  })
-  .describe('the release\'s migration (docs/recipes.md "Migrations"); absent when it has none');
+export const MigrationRecord = lazySchema(() =>
+  z
+    .object({
+      id: z.string().describe("the recipe's migration.id"),
+      lane: z.string().describe("the lane its steps ran on"),
+      phases: z.array(
+        z.object({
+          phase: z.enum(["expand", "migrate", "activate", "contract"]),
+          step_index: z
+            .number()
+            .int()
+            .nullable()
+            .describe("its step in the table; activate: the first step after the migration"),
+          state: z
+            .string()
+            .describe(
+              "its forward step run's state (activate: the waves', `succeeded` once the release is), `not_run` before it began",
+            ),
+          undone: z
+            .string()
+            .nullable()
+            .describe("its backward step run's state when compensation ran it; else null"),
+          started_at: Ms.nullable(),
+          finished_at: Ms.nullable(),
+          checkpoints: z
+            .array(z.object({ attempt: z.number().int(), at: Ms, checkpoint: z.unknown() }))
+            .optional()
+            .describe("migrate: each attempt's last reported checkpoint, oldest first"),
+          evidence: z
+            .array(
+              z.object({
+                attempt: z.number().int(),
+                at: Ms,
+                checks: z.array(
+                  z.object({
+                    name: z.string(),
+                    passed: z.boolean(),
+                    expected: z.unknown(),
+                    observed: z.unknown(),
+                    message: z.string().nullable(),
+                  }),
+                ),
+              }),
+            )
+            .optional()
+            .describe(
+              "migrate: each attempt's verification checks (counts, integrity, equivalence)",
+            ),
+        }),
+      ),
+      old_form_readers: z.array(z.string()).describe("images listed as readers of the old form"),
+      contract_may_run_from: Ms.nullable().describe(
+        "for the release that activated the new form, once it succeeded: when its rollback window closes, the earliest a contract may run; else null",
+      ),
+    })
+    .describe('the release\'s migration (docs/recipes.md "Migrations"); absent when it has none'),
+);
 export type MigrationRecord = z.infer<typeof MigrationRecord>;
 
 /** The `migration` section of `release`'s record, or undefined when it has no migration. */

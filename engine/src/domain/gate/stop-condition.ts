@@ -11,6 +11,7 @@
  * none keep their digest).
  */
 import * as z from "zod";
+import { lazySchema } from "../../protocol/lazy-schema.ts";
 import {
   type Analysis,
   DEFAULT_ALPHA,
@@ -23,22 +24,24 @@ import {
   RatioMetric,
 } from "./analysis.ts";
 
-const stopFields = {
+const stopFields = lazySchema(() => ({
   margin: Margin.optional().describe(
     "Breach when the candidate is certainly worse than the control by more than δ (absent: no comparison with the control, only the SLO).",
   ),
-};
+}));
 
 /** A metric of the stop condition: a margin against the control, an SLO, or both. */
-export const StopMetric = z.discriminatedUnion("kind", [
-  RatioMetric.omit({ required: true, dry_run: true }).extend(stopFields),
-  LatencyMetric.omit({ required: true, dry_run: true }).extend(stopFields),
-  QuantileMetric.omit({ required: true, dry_run: true }).extend({
-    margin: QuantileMargin.optional().describe(
-      "Breach when the candidate's quantile is certainly slower than the control's by more than δ (absent: only slo_ms).",
-    ),
-  }),
-]);
+export const StopMetric = lazySchema(() =>
+  z.discriminatedUnion("kind", [
+    RatioMetric.omit({ required: true, dry_run: true }).extend(stopFields),
+    LatencyMetric.omit({ required: true, dry_run: true }).extend(stopFields),
+    QuantileMetric.omit({ required: true, dry_run: true }).extend({
+      margin: QuantileMargin.optional().describe(
+        "Breach when the candidate's quantile is certainly slower than the control's by more than δ (absent: only slo_ms).",
+      ),
+    }),
+  ]),
+);
 export type StopMetric = z.infer<typeof StopMetric>;
 
 /** What a breach of the stop condition does. */
@@ -49,45 +52,47 @@ export const OnBreach = {
 export type OnBreach = (typeof OnBreach)[keyof typeof OnBreach];
 
 /** The recipe's `stop_condition` section. */
-export const StopConditionInput = z
-  .object({
-    metrics: z
-      .array(StopMetric)
-      .min(1, "stop_condition.metrics lists at least one metric (or leave it out)")
-      .max(32, "stop_condition has at most 32 metrics")
-      .optional()
-      .describe(
-        "Metrics watched for the whole release; absent: the analysis's guardrails and the SLO bounds of its primary metrics.",
-      ),
-    on_breach: z
-      .enum(["compensate", "hold"], {
-        error: "on_breach must be compensate (undo the release) or hold (pause for an operator)",
-      })
-      .optional()
-      .describe(
-        "compensate (default): undo the release; hold: pause it for an operator (resume or abort).",
-      ),
-    interval_ms: z
-      .number()
-      .int("interval_ms must be a whole number of ms")
-      .min(1000, "interval_ms must be ≥ 1000")
-      .max(3_600_000, "interval_ms must be ≤ 1 h")
-      .optional()
-      .describe("Time between evaluations (default: the analysis's interval_ms, else 10000)."),
-    bake_ms: z
-      .number()
-      .int("bake_ms must be a whole number of ms")
-      .min(0, "bake_ms must be ≥ 0")
-      .max(7 * 86_400_000, "bake_ms must be ≤ 7 days")
-      .optional()
-      .describe(
-        "After the last wave, the release stays running this long, watched, before it succeeds (default 0).",
-      ),
-  })
-  .strict()
-  .describe(
-    "Stop condition for the whole release: evaluated in every state where the candidate serves traffic; a breach compensates (docs/gate.md).",
-  );
+export const StopConditionInput = lazySchema(() =>
+  z
+    .object({
+      metrics: z
+        .array(StopMetric)
+        .min(1, "stop_condition.metrics lists at least one metric (or leave it out)")
+        .max(32, "stop_condition has at most 32 metrics")
+        .optional()
+        .describe(
+          "Metrics watched for the whole release; absent: the analysis's guardrails and the SLO bounds of its primary metrics.",
+        ),
+      on_breach: z
+        .enum(["compensate", "hold"], {
+          error: "on_breach must be compensate (undo the release) or hold (pause for an operator)",
+        })
+        .optional()
+        .describe(
+          "compensate (default): undo the release; hold: pause it for an operator (resume or abort).",
+        ),
+      interval_ms: z
+        .number()
+        .int("interval_ms must be a whole number of ms")
+        .min(1000, "interval_ms must be ≥ 1000")
+        .max(3_600_000, "interval_ms must be ≤ 1 h")
+        .optional()
+        .describe("Time between evaluations (default: the analysis's interval_ms, else 10000)."),
+      bake_ms: z
+        .number()
+        .int("bake_ms must be a whole number of ms")
+        .min(0, "bake_ms must be ≥ 0")
+        .max(7 * 86_400_000, "bake_ms must be ≤ 7 days")
+        .optional()
+        .describe(
+          "After the last wave, the release stays running this long, watched, before it succeeds (default 0).",
+        ),
+    })
+    .strict()
+    .describe(
+      "Stop condition for the whole release: evaluated in every state where the candidate serves traffic; a breach compensates (docs/gate.md).",
+    ),
+);
 export type StopConditionInput = z.infer<typeof StopConditionInput>;
 
 /** The stop condition in force for a release, resolved. */

@@ -9,6 +9,7 @@ import * as z from "zod";
 import { DeclareBody, INCIDENT_ID_PATTERN, type Incident } from "../../domain/incidents.ts";
 import { ActorField, ReasonField } from "../../domain/verbs.ts";
 import { CONTROL_PLANE_NAME_FIX, CONTROL_PLANE_NAME_PATTERN } from "../../protocol/fields.ts";
+import { lazySchema } from "../../protocol/lazy-schema.ts";
 import type { ReleaseApi } from "../../service/api.ts";
 import { type NamedToken, personOf, requireBearer } from "../auth.ts";
 import { badRequest } from "../errors.ts";
@@ -23,19 +24,21 @@ export interface IncidentRouteOptions {
   readTokens: readonly string[];
 }
 
-const Text = ReasonField.pipe(z.string().trim().min(1, "must not be empty"));
+const Text = lazySchema(() => ReasonField.pipe(z.string().trim().min(1, "must not be empty")));
 
-const NoteBody = z.object({ text: Text, actor: ActorField }).strict();
-const ResolveBody = z.object({ summary: Text, actor: ActorField }).strict();
-const AllowBody = z
-  .object({
-    model: z
-      .string({ error: "must name the model to allow, e.g. ranker" })
-      .regex(CONTROL_PLANE_NAME_PATTERN, `is not a model name; ${CONTROL_PLANE_NAME_FIX}`),
-    reason: ReasonField.default(""),
-    actor: ActorField,
-  })
-  .strict();
+const NoteBody = lazySchema(() => z.object({ text: Text, actor: ActorField }).strict());
+const ResolveBody = lazySchema(() => z.object({ summary: Text, actor: ActorField }).strict());
+const AllowBody = lazySchema(() =>
+  z
+    .object({
+      model: z
+        .string({ error: "must name the model to allow, e.g. ranker" })
+        .regex(CONTROL_PLANE_NAME_PATTERN, `is not a model name; ${CONTROL_PLANE_NAME_FIX}`),
+      reason: ReasonField.default(""),
+      actor: ActorField,
+    })
+    .strict(),
+);
 
 function incidentParam(c: Context): string {
   const id = c.req.param("id") ?? "";

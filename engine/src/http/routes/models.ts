@@ -20,6 +20,7 @@ import type { SourceMark } from "../../domain/source-order.ts";
 import { ActorField } from "../../domain/verbs.ts";
 import { CONTROL_PLANE_NAME_FIX, CONTROL_PLANE_NAME_PATTERN } from "../../protocol/fields.ts";
 import { RELEASE_ID_PATTERN } from "../../protocol/ids.ts";
+import { lazySchema } from "../../protocol/lazy-schema.ts";
 import type { ReleaseApi } from "../../service/api.ts";
 import { type NamedToken, personOf, requireBearer } from "../auth.ts";
 import { badRequest } from "../errors.ts";
@@ -37,12 +38,14 @@ export interface ModelRouteOptions {
 }
 
 /** `{commit, committed_at, after, release, actor?}` of `POST …/source-mark`. */
-const AcknowledgeBody = SourceClaimBody.extend({
-  release: z
-    .string({ error: "must be the id of the release that stands, e.g. r17" })
-    .regex(RELEASE_ID_PATTERN, "must be a release id such as r17"),
-  actor: ActorField,
-}).strict();
+const AcknowledgeBody = lazySchema(() =>
+  SourceClaimBody.extend({
+    release: z
+      .string({ error: "must be the id of the release that stands, e.g. r17" })
+      .regex(RELEASE_ID_PATTERN, "must be a release id such as r17"),
+    actor: ActorField,
+  }).strict(),
+);
 
 function modelParam(c: Context): string {
   const model = c.req.param("model") ?? "";

@@ -16,6 +16,7 @@ import type { SourceClaim } from "../../domain/source-order.ts";
 import { RELEASE_STATES } from "../../domain/states.ts";
 import { availableActions } from "../../domain/transition/exits.ts";
 import type { LanesRead } from "../../protocol/control-plane.ts";
+import { lazySchema } from "../../protocol/lazy-schema.ts";
 import { RECIPE_LIMITS } from "../../protocol/limits.ts";
 import { queryNumber } from "../../protocol/query-number.ts";
 import { readBoundedYaml } from "../../recipes/parse.ts";
@@ -43,15 +44,17 @@ export interface ReleaseRouteOptions {
   lanes?: (model: string) => Promise<LanesRead>;
 }
 
-const ListQuery = z
-  .object({
-    state: z
-      .enum(RELEASE_STATES, { error: `must be one of ${RELEASE_STATES.join(", ")}` })
-      .optional(),
-    limit: queryNumber({ min: 1, max: 200 }).default(50),
-    before: queryNumber({ min: 0 }, "a time in epoch milliseconds").optional(),
-  })
-  .strict();
+const ListQuery = lazySchema(() =>
+  z
+    .object({
+      state: z
+        .enum(RELEASE_STATES, { error: `must be one of ${RELEASE_STATES.join(", ")}` })
+        .optional(),
+      limit: queryNumber({ min: 1, max: 200 }).default(50),
+      before: queryNumber({ min: 0 }, "a time in epoch milliseconds").optional(),
+    })
+    .strict(),
+);
 
 /** What to do about each bad field of `GET /v1/releases` (docs/engine.md). */
 const LIST_FIXES: Readonly<Record<string, string>> = {
@@ -62,17 +65,19 @@ const LIST_FIXES: Readonly<Record<string, string>> = {
   state: "give one of the states listed, or leave state out for releases in every state",
 };
 
-const CreateQuery = z
-  .object({
-    start: z.enum(["true", "false"], { error: "must be true or false" }).optional(),
-    exposure: z
-      .enum(["dark"], {
-        error:
-          "must be dark (deploy: wait at 0% exposure until POST …/release), or leave it out to expose as the waves say",
-      })
-      .optional(),
-  })
-  .strict();
+const CreateQuery = lazySchema(() =>
+  z
+    .object({
+      start: z.enum(["true", "false"], { error: "must be true or false" }).optional(),
+      exposure: z
+        .enum(["dark"], {
+          error:
+            "must be dark (deploy: wait at 0% exposure until POST …/release), or leave it out to expose as the waves say",
+        })
+        .optional(),
+    })
+    .strict(),
+);
 
 /**
  * A start with more than the recipe: a signed start (docs/trust.md "Sending the bundle"), the
@@ -81,22 +86,24 @@ const CreateQuery = z
  * release order"). A plain recipe body has no `recipe` key (the recipe schema is strict), so
  * the two cannot be confused.
  */
-const SignedStart = z
-  .object({
-    recipe: z.union([z.string().min(1), z.record(z.string(), z.unknown())], {
-      error: "must be the recipe object or its YAML text",
-    }),
-    bundle: z
-      .record(z.string(), z.unknown(), { error: "must be a Sigstore bundle object" })
-      .optional(),
-    attestations: z
-      .array(z.record(z.string(), z.unknown()), { error: "must be an array of Sigstore bundles" })
-      .max(16, "at most 16 attestations")
-      .default([]),
-    rollback: z.boolean({ error: "must be true or false" }).default(false),
-    source: SourceClaimBody.optional(),
-  })
-  .strict();
+const SignedStart = lazySchema(() =>
+  z
+    .object({
+      recipe: z.union([z.string().min(1), z.record(z.string(), z.unknown())], {
+        error: "must be the recipe object or its YAML text",
+      }),
+      bundle: z
+        .record(z.string(), z.unknown(), { error: "must be a Sigstore bundle object" })
+        .optional(),
+      attestations: z
+        .array(z.record(z.string(), z.unknown()), { error: "must be an array of Sigstore bundles" })
+        .max(16, "at most 16 attestations")
+        .default([]),
+      rollback: z.boolean({ error: "must be true or false" }).default(false),
+      source: SourceClaimBody.optional(),
+    })
+    .strict(),
+);
 
 /**
  * The refusal of `rollback: true` in a start or roll-forward body. An older signed manifest
@@ -147,15 +154,17 @@ export function parseStartBody(
 }
 
 /** `GET /v1/releases/:id/history?cursor=<n>&limit=<n>`: a page of the history, oldest first. */
-const HistoryQuery = z
-  .object({
-    cursor: queryNumber(
-      { min: 0 },
-      "a whole number (the next_cursor of the previous page)",
-    ).default(0),
-    limit: queryNumber({ min: 1, max: 1000 }).default(200),
-  })
-  .strict();
+const HistoryQuery = lazySchema(() =>
+  z
+    .object({
+      cursor: queryNumber(
+        { min: 0 },
+        "a whole number (the next_cursor of the previous page)",
+      ).default(0),
+      limit: queryNumber({ min: 1, max: 1000 }).default(200),
+    })
+    .strict(),
+);
 
 /** What to do about each bad field of `GET /v1/releases/:id/history`. */
 const HISTORY_FIXES: Readonly<Record<string, string>> = {
