@@ -8,24 +8,27 @@
  */
 import * as z from "zod";
 import type { ControlPlaneOp, LaneState } from "../protocol/control-plane.ts";
+import { lazySchema } from "../protocol/lazy-schema.ts";
 import type { Problem } from "./errors.ts";
 import { ActorField, ReasonField } from "./verbs.ts";
 
 /** The body of `POST /v1/models/:model/drills/rehearse`: why (required) and who. */
-export const RehearseBody = z
-  .object({
-    reason: z
-      .string({ error: 'must say why the recovery is rehearsed, e.g. "quarterly rehearsal"' })
-      .pipe(ReasonField)
-      .pipe(
-        z
-          .string()
-          .trim()
-          .min(1, 'must say why the recovery is rehearsed, e.g. "quarterly rehearsal"'),
-      ),
-    actor: ActorField,
-  })
-  .strict();
+export const RehearseBody = lazySchema(() =>
+  z
+    .object({
+      reason: z
+        .string({ error: 'must say why the recovery is rehearsed, e.g. "quarterly rehearsal"' })
+        .pipe(ReasonField)
+        .pipe(
+          z
+            .string()
+            .trim()
+            .min(1, 'must say why the recovery is rehearsed, e.g. "quarterly rehearsal"'),
+        ),
+      actor: ActorField,
+    })
+    .strict(),
+);
 export type RehearseInput = z.infer<typeof RehearseBody>;
 
 /** One lane's routing as the control plane holds it: what a rehearsal may change and must keep. */
