@@ -42,16 +42,17 @@ case "${BATON_CI_SIZE:-full}" in
     ci_size BENCH_ENGINES_RELEASES 50
     # npm test's exposure property test (test/property/exposure.property.test.ts): 8 generated
     # releases and 4 with parallel waves per store (12 and 6 by hand), every fifth on a machine;
-    # its hangs wait out the engine's 5 s control-plane timeout in real time.
+    # its hangs wait out the engine's 5 s control-plane timeout in real time. About 80 s and
+    # 40 s of CPU for the file under the CPU lock on 2 cores, most of it the machine releases.
     ci_size BATON_EXPOSURE_RUNS 8
     # bench:exposure -- --mutants: no full check (200 driven releases by hand): the property
     # test above drives generated releases through the same checks on both stores, so CI drives
     # them once. Then every mutant, each on 2 releases that exercise it (20 by hand, the health
     # mutant 4 machines), every one caught with every other check at 0: the mutants prove the
     # checker, the property test the engine.
-    # Three mutants at a time, each on its own copy, engine and workers: their releases spend
-    # much of their time waiting out the engine's control-plane timeout (153 s one after
-    # another, 57 s three at a time, under the CPU lock on 2 cores).
+    # One mutant at a time (BATON_EXPOSURE_MUTANTS_AT_ONCE=3 runs three side by side, each on
+    # its own copy, engine and workers): about 61 s and 80 s of CPU for the five under the CPU
+    # lock on 2 cores, most of it the ten workers' start (each loads the engine through tsx).
     ci_size BATON_EXPOSURE_RELEASES 0
     ci_size BATON_EXPOSURE_MUTANT_RELEASES 2
     ci_size BATON_EXPOSURE_MUTANTS_AT_ONCE 1

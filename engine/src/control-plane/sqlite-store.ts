@@ -83,6 +83,8 @@ const toHistory = (r: HistoryRow): ChangeRecord => ({
 /** Opens (creating if needed) the control plane's SQLite file, or `:memory:`. */
 export class SqliteCpStore implements CpStore {
   private readonly db: Database.Database;
+  /** Prepared statements by SQL text: each is prepared once and reused (the router asks per request). */
+  private readonly statements = new Map<string, Database.Statement>();
 
   constructor(file: string) {
     privateSqliteFile(file);
@@ -104,121 +106,117 @@ export class SqliteCpStore implements CpStore {
     }
   }
 
+  /** The statement of `text`, prepared on first use and reused after. */
+  private sql(text: string): Database.Statement {
+    let st = this.statements.get(text);
+    if (!st) {
+      st = this.db.prepare(text);
+      this.statements.set(text, st);
+    }
+    return st;
+  }
+
   transaction<T>(fn: () => T): T {
     return this.db.transaction(fn).immediate();
   }
   getLane(id: string) {
-    const row = this.db.prepare("SELECT * FROM cp_lanes WHERE id = ?").get(id) as
-      | LaneRow
-      | undefined;
+    const row = this.sql("SELECT * FROM cp_lanes WHERE id = ?").get(id) as LaneRow | undefined;
     return row && toLane(row);
   }
   putLane(l: LaneState) {
-    this.db
-      .prepare(
-        `INSERT INTO cp_lanes (id, model, weight, excluded, capabilities, advertised, updated_at, image)
+    this.sql(
+      `INSERT INTO cp_lanes (id, model, weight, excluded, capabilities, advertised, updated_at, image)
          VALUES (@id, @model, @weight, @excluded, @capabilities, @advertised, @updated_at, @image)
          ON CONFLICT (id) DO UPDATE SET model = excluded.model, weight = excluded.weight,
            excluded = excluded.excluded, capabilities = excluded.capabilities,
            advertised = excluded.advertised, updated_at = excluded.updated_at,
            image = excluded.image`,
-      )
-      .run({
-        ...l,
-        image: l.image ?? null,
-        excluded: l.excluded ? 1 : 0,
-        advertised: l.advertised ? 1 : 0,
-        capabilities: JSON.stringify(l.capabilities),
-      });
+    ).run({
+      ...l,
+      image: l.image ?? null,
+      excluded: l.excluded ? 1 : 0,
+      advertised: l.advertised ? 1 : 0,
+      capabilities: JSON.stringify(l.capabilities),
+    });
   }
   listLanes(model?: string) {
     const rows =
       model === undefined
-        ? this.db.prepare("SELECT * FROM cp_lanes ORDER BY id").all()
-        : this.db.prepare("SELECT * FROM cp_lanes WHERE model = ? ORDER BY id").all(model);
+        ? this.sql("SELECT * FROM cp_lanes ORDER BY id").all()
+        : this.sql("SELECT * FROM cp_lanes WHERE model = ? ORDER BY id").all(model);
     return (rows as LaneRow[]).map(toLane);
   }
   getLedger(key: string) {
-    const row = this.db.prepare("SELECT * FROM cp_ledger WHERE operation_key = ?").get(key) as
+    const row = this.sql("SELECT * FROM cp_ledger WHERE operation_key = ?").get(key) as
       | LedgerRow
       | undefined;
     return row && toLedger(row);
   }
   putLedger(e: LedgerEntry) {
-    this.db
-      .prepare(
-        `INSERT INTO cp_ledger (operation_key, request_hash, release_id, release_uid, generation, action, response, at)
+    this.sql(
+      `INSERT INTO cp_ledger (operation_key, request_hash, release_id, release_uid, generation, action, response, at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        e.operation_key,
-        e.request_hash,
-        e.release_id,
-        e.release_uid ?? null,
-        e.generation,
-        JSON.stringify(e.action),
-        JSON.stringify(e.response),
-        e.at,
-      );
+    ).run(
+      e.operation_key,
+      e.request_hash,
+      e.release_id,
+      e.release_uid ?? null,
+      e.generation,
+      JSON.stringify(e.action),
+      JSON.stringify(e.response),
+      e.at,
+    );
   }
   listLedger(q: { release_id?: string; limit?: number }) {
-    const rows = this.db
-      .prepare(
-        "SELECT * FROM cp_ledger WHERE (@release_id IS NULL OR release_id = @release_id) ORDER BY at, operation_key LIMIT @limit",
-      )
-      .all({ release_id: q.release_id ?? null, limit: q.limit ?? -1 }) as LedgerRow[];
+    const rows = this.sql(
+      "SELECT * FROM cp_ledger WHERE (@release_id IS NULL OR release_id = @release_id) ORDER BY at, operation_key LIMIT @limit",
+    ).all({ release_id: q.release_id ?? null, limit: q.limit ?? -1 }) as LedgerRow[];
     return rows.map(toLedger);
   }
   getGeneration(releaseId: string) {
-    const row = this.db
-      .prepare("SELECT generation FROM cp_generations WHERE release_id = ?")
-      .get(releaseId) as { generation: number } | undefined;
+    const row = this.sql("SELECT generation FROM cp_generations WHERE release_id = ?").get(
+      releaseId,
+    ) as { generation: number } | undefined;
     return row?.generation;
   }
   setGeneration(releaseId: string, generation: number) {
-    this.db
-      .prepare(
-        `INSERT INTO cp_generations (release_id, generation) VALUES (?, ?)
+    this.sql(
+      `INSERT INTO cp_generations (release_id, generation) VALUES (?, ?)
          ON CONFLICT (release_id) DO UPDATE SET generation = excluded.generation`,
-      )
-      .run(releaseId, generation);
+    ).run(releaseId, generation);
   }
   appendHistory(e: Omit<ChangeRecord, "id">) {
-    const info = this.db
-      .prepare(
-        `INSERT INTO cp_history (at, operation_key, release_id, generation, kind, lane, model, before, after)
+    const info = this.sql(
+      `INSERT INTO cp_history (at, operation_key, release_id, generation, kind, lane, model, before, after)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        e.at,
-        e.operation_key,
-        e.release_id,
-        e.generation,
-        e.kind,
-        e.lane,
-        e.model,
-        JSON.stringify(e.before),
-        JSON.stringify(e.after),
-      );
+    ).run(
+      e.at,
+      e.operation_key,
+      e.release_id,
+      e.generation,
+      e.kind,
+      e.lane,
+      e.model,
+      JSON.stringify(e.before),
+      JSON.stringify(e.after),
+    );
     return { id: Number(info.lastInsertRowid), ...e };
   }
   listHistory(q: HistoryFilter) {
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM cp_history
+    const rows = this.sql(
+      `SELECT * FROM cp_history
          WHERE (@operation_key IS NULL OR operation_key = @operation_key)
            AND (@release_id IS NULL OR release_id = @release_id)
            AND (@lane IS NULL OR lane = @lane)
            AND id > @after
          ORDER BY id LIMIT @limit`,
-      )
-      .all({
-        operation_key: q.operation_key ?? null,
-        release_id: q.release_id ?? null,
-        lane: q.lane ?? null,
-        after: q.after ?? 0,
-        limit: q.limit ?? -1,
-      }) as HistoryRow[];
+    ).all({
+      operation_key: q.operation_key ?? null,
+      release_id: q.release_id ?? null,
+      lane: q.lane ?? null,
+      after: q.after ?? 0,
+      limit: q.limit ?? -1,
+    }) as HistoryRow[];
     return rows.map(toHistory);
   }
   close() {

@@ -148,6 +148,14 @@ switch (cmd) {
     save({ ...c, pid: child.pid });
     fs.writeFileSync(plain(name, "image"), image);
     fs.writeFileSync(plain(name, "pid"), `${child.pid}\n`);
+    // What `docker` (sh) answers without starting node: each label's value, and the container's
+    // `ps --format json` line without its State (the sh adds it, running or exited).
+    for (const [k, v] of Object.entries(labels))
+      if (/^[A-Za-z0-9._-]+$/.test(k)) fs.writeFileSync(plain(name, `label.${k}`), v);
+    fs.writeFileSync(
+      plain(name, "ps"),
+      JSON.stringify({ Names: name, Image: image, Labels: labels }).slice(0, -1),
+    );
     const started = path.join(dir, "containers", `${name}.started`);
     for (let i = 0; i < 250 && !fs.existsSync(started) && alive(child.pid); i++) sleep(12);
     out(name);
@@ -197,8 +205,11 @@ switch (cmd) {
       }
       stop(c);
       if (cmd === "rm") {
-        for (const f of [".json", ".addr", ".started", ".image", ".pid", ".stopped"])
+        for (const f of [".json", ".addr", ".started", ".image", ".pid", ".stopped", ".ps"])
           fs.rmSync(path.join(dir, "containers", `${n}${f}`), { force: true });
+        for (const f of fs.readdirSync(path.join(dir, "containers")))
+          if (f.startsWith(`${n}.label.`))
+            fs.rmSync(path.join(dir, "containers", f), { force: true });
       }
       out(n);
     }
