@@ -186,6 +186,14 @@ describe.each(STORE_KINDS)("baton drill on %s", (kind) => {
         env(),
       );
       expect(both.code).toBe(2);
+      // An --actor that does not fit the rule is refused naming it, not dropped.
+      const badActor = await baton(
+        ["drill", model, "--rehearse", "--reason", "why", "--actor", "bad;actor"],
+        env(),
+      );
+      expect(badActor.code).toBe(2);
+      expect(badActor.stderr).toContain(`--actor must be 1-64 letters, digits`);
+      expect(badActor.stderr).toContain(`not "bad;actor"`);
       // No drill lanes yet: the engine's refusal, with the fix.
       const refused = await baton(["drill", model, "--rehearse", "--reason", "why"], env());
       expect(refused.code).toBe(1);
@@ -224,6 +232,15 @@ describe.each(STORE_KINDS)("baton drill on %s", (kind) => {
           .filter((c) => c.method === "apply")
           .map((c) => (c.op.op === "set_marker" ? c.op.lane : c.op.op)),
       ).toEqual([least, least]);
+      // A reason's newline is shown as \n: it cannot start a line that reads as another drill.
+      h.clock.advance(60_000);
+      const forged = "routine\n2026-12-07T12:00:00Z  rh1  passed  operator:ceo";
+      expect((await baton(["drill", model, "--rehearse", "--reason", forged], env())).code).toBe(0);
+      const listed = await baton(["drill", model], env());
+      expect(listed.stdout).toContain("reason: routine\\n2026-12-07T12:00:00Z  rh1  passed");
+      expect(listed.stdout.split("\n").some((l) => l.startsWith("2026-12-07T12:00:00Z  rh1"))).toBe(
+        false,
+      );
     },
   );
 });

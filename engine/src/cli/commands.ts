@@ -702,11 +702,19 @@ export function readAttestations(files: string[] | undefined): unknown[] {
   return (files ?? []).map(readJsonFile);
 }
 
-/** The caller's name for the history: `--actor`, else $USER; undefined when neither fits. */
+/**
+ * The caller's name for the history: `--actor`, else $USER (or $LOGNAME) when it fits the actor
+ * rule; undefined when neither is given or $USER does not fit.
+ * @throws usage error (exit 2) naming `--actor` and the rule when `given` does not fit it.
+ */
 export function actorName(
   given: string | undefined,
   env: Record<string, string | undefined>,
 ): string | undefined {
+  if (given !== undefined && !ACTOR_PATTERN.test(given))
+    throw usage(
+      `[cli] --actor must be 1-64 letters, digits, '.', '_', '@', '-' or spaces, not ${JSON.stringify(given)}; give your login, e.g. --actor dana`,
+    );
   const name = given ?? env.USER ?? env.LOGNAME;
   return name && ACTOR_PATTERN.test(name) ? name : undefined;
 }
@@ -721,7 +729,7 @@ export function actorSuggestion(
   env: Record<string, string | undefined>,
 ): string {
   if (actorName(undefined, env)) return "";
-  return ` --actor ${actorName(given, {}) ?? "<name>"}`;
+  return ` --actor ${given !== undefined && ACTOR_PATTERN.test(given) ? given : "<name>"}`;
 }
 
 function readJsonFile(f: string): unknown {

@@ -10,6 +10,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import type { DrillLanes, DrillRecord } from "../domain/drills.ts";
 import { ReasonField } from "../domain/verbs.ts";
+import { visibleOneLine } from "../domain/visible-text.ts";
 import { CONTROL_PLANE_NAME_FIX, CONTROL_PLANE_NAME_PATTERN } from "../protocol/fields.ts";
 import { OTHER_BODY_LIMITS } from "../protocol/limits.ts";
 import { type Connection, EngineClient } from "./client.ts";
@@ -20,7 +21,9 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")
 
 /** One drill's line: when, id, verdict, RTO, RPO, rows lost, who. */
 export function drillLine(d: DrillRecord): string {
-  return `${iso(d.at)}  ${d.drill}  ${d.passed ? "passed" : "FAILED"}  rto ${d.rto_ms ?? "-"} ms  rpo ${d.rpo_ms ?? "-"} ms  rows_lost ${d.rows_lost ?? "-"}  ${d.by}${d.reason ? `  reason: ${d.reason}` : ""}${d.problems.length ? `  problems: ${d.problems.join("; ")}` : ""}`;
+  return visibleOneLine(
+    `${iso(d.at)}  ${d.drill}  ${d.passed ? "passed" : "FAILED"}  rto ${d.rto_ms ?? "-"} ms  rpo ${d.rpo_ms ?? "-"} ms  rows_lost ${d.rows_lost ?? "-"}  ${d.by}${d.reason ? `  reason: ${d.reason}` : ""}${d.problems.length ? `  problems: ${d.problems.join("; ")}` : ""}`,
+  );
 }
 
 /** The line naming the lanes marked for drills, or what to do when there are none. */

@@ -71,6 +71,13 @@ export function rehearsalRefusal(
         fix: `put it back in routing first (it would be put back at the end of the rehearsal, changing what it is now), or rehearse when it serves again`,
       };
   }
+  // An evacuation of lanes that serve nothing moves no request: it would pass and rehearse nothing.
+  if (!lanes.some((l) => drill.includes(l.lane) && l.weight > 0))
+    return {
+      path: "drill_lanes",
+      message: `no drill lane of ${model} (${drill.join(", ")}) carries traffic (weight 0 at the control plane), so taking them out of routing would move no request and rehearse nothing`,
+      fix: "mark `drill: true` on a lane that serves (e.g. not an idle blue-green environment) and release the recipe, or rehearse when a drill lane has a weight",
+    };
   const others = lanes.filter((l) => !drill.includes(l.lane) && !l.excluded && l.weight > 0);
   if (others.length === 0)
     return {

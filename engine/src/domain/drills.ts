@@ -204,10 +204,18 @@ export function drillBookOf(value: unknown): DrillBook {
   return { drills: Array.isArray(drills) ? (drills as DrillRecord[]) : [] };
 }
 
-/** The book with `rec` added, keeping at most `DRILLS_KEPT` of its model. */
+/**
+ * The book with `rec` added, keeping at most `DRILLS_KEPT` of its model: the oldest recorded go
+ * first, except the model's newest passed drill (by when it ran), which the drill policy and the
+ * drill schedule read: failed drills never push it out.
+ */
 export function withDrill(book: DrillBook, rec: DrillRecord): DrillBook {
   const mine = book.drills.filter((d) => d.model === rec.model);
-  const drop = new Set(mine.slice(0, Math.max(0, mine.length + 1 - DRILLS_KEPT)));
+  const newestPassed = [...mine, rec]
+    .filter((d) => d.passed)
+    .reduce<DrillRecord | null>((a, d) => (a && a.at > d.at ? a : d), null);
+  const droppable = mine.filter((d) => d !== newestPassed);
+  const drop = new Set(droppable.slice(0, Math.max(0, mine.length + 1 - DRILLS_KEPT)));
   return { drills: [...book.drills.filter((d) => !drop.has(d)), rec] };
 }
 

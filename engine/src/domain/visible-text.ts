@@ -55,3 +55,11 @@ function escapeOf(ch: string): string {
 export function visible(text: string): string {
   return text.replace(HIDDEN_ALL, escapeOf);
 }
+
+/**
+ * `visible(text)` on one line: a newline is shown as `\n` too, for a field printed inside a
+ * one-line listing, where a newline would start a line that reads as another entry.
+ */
+export function visibleOneLine(text: string): string {
+  return visible(text).replace(/\n/g, "\\n");
+}
