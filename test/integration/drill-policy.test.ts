@@ -55,6 +55,8 @@ describe.each(STORE_KINDS)("drill policy on %s", (kind) => {
       expect(text).toContain("drill_required");
       expect(text).toContain("has no passed drill");
       expect(text).toContain("policy.drill_max_age_days");
+      // The fix names the engine's own rehearsal first.
+      expect(text).toContain(`baton drill ${model} --rehearse --reason`);
       expect(
         ((await (await op(h, "GET", "/v1/releases")).json()) as { releases: unknown[] }).releases,
       ).toHaveLength(0);

@@ -198,7 +198,7 @@ describe("blue-green: the switch back", () => {
       recipe: v8,
     });
     expect(words).toBe(
-      `r3 cannot be rolled back: r2, the release before it, is a switch back of r1 that put ${v7} back on the lanes without a recipe of its own (no earlier release of summarizer-v7 kept a recipe deploying ${v7}, so it was admitted with r1's recipe, which deploys ${v8}); a rollback runs the previous release's recipe again, and r2's would deploy ${v8}, not ${v7}. To put ${v7} back, roll forward: write a recipe of summarizer-v7 whose \`image\` is ${v7}, sign it and start it (\`baton sign <recipe.yaml>\`, then \`baton start <recipe.yaml> --bundle <bundle.json>\`)`,
+      `r3 cannot be rolled back: r2, the release before it, is a switch back of r1 that put ${v7} back on the lanes without a recipe of its own (no earlier release of summarizer-v7 kept a recipe deploying ${v7}, so it was admitted with r1's recipe, which deploys ${v8}); a rollback runs the previous release's recipe again, and r2's would deploy ${v8}, not ${v7}. To put ${v7} back, roll forward: write a recipe of summarizer-v7 whose \`image\` is ${v7}, sign it and start it (\`baton sign <recipe.yaml>\`, then \`baton start <recipe.yaml> --bundle <bundle.json>\`; where the trust policy asks for image provenance, also \`baton attest <recipe.yaml>\` and \`--attestation <provenance.json>\`)`,
     );
     // Without that release the first-release wording stays.
     expect(noRollbackTarget("r3", "summarizer-v7", null)).toContain(

@@ -254,7 +254,7 @@ export function drillVerdict(
   return {
     refuse: p.on_stale === "refuse",
     message: `model ${manifest.model}: ${age}; the recipe's policy.drill_max_age_days is ${p.max_age_days}`,
-    fix: `rehearse its recovery and record the drill (npm run drill on the demo; baton drill ${manifest.model} --record FILE; POST /v1/models/${manifest.model}/drills), or raise policy.drill_max_age_days`,
+    fix: `rehearse its recovery and record the drill (baton drill ${manifest.model} --rehearse --reason "<why>" on its drill lanes; npm run drill on the demo; baton drill ${manifest.model} --record FILE; POST /v1/models/${manifest.model}/drills), or raise policy.drill_max_age_days`,
   };
 }
 

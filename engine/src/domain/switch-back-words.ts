@@ -43,7 +43,7 @@ export function recipelessPredecessorWords(
   const what = p.of
     ? `is a switch back of ${p.of} that put ${p.image} back on the lanes without a recipe of its own (no earlier release of ${model} kept a recipe deploying ${p.image}, so it was admitted with ${p.of}'s recipe${p.recipe ? `, which deploys ${p.recipe}` : ""})`
     : `ran ${p.image} but kept a recipe deploying ${p.recipe ?? "another image"}`;
-  return `${id} cannot be rolled back: ${p.id}, the release before it, ${what}; a rollback runs the previous release's recipe again, and ${p.id}'s would deploy ${p.recipe ?? "another image"}, not ${p.image}. To put ${p.image} back, roll forward: write a recipe of ${model} whose \`image\` is ${p.image}, sign it and start it (\`baton sign <recipe.yaml>\`, then \`baton start <recipe.yaml> --bundle <bundle.json>\`)`;
+  return `${id} cannot be rolled back: ${p.id}, the release before it, ${what}; a rollback runs the previous release's recipe again, and ${p.id}'s would deploy ${p.recipe ?? "another image"}, not ${p.image}. To put ${p.image} back, roll forward: write a recipe of ${model} whose \`image\` is ${p.image}, sign it and start it (\`baton sign <recipe.yaml>\`, then \`baton start <recipe.yaml> --bundle <bundle.json>\`; where the trust policy asks for image provenance, also \`baton attest <recipe.yaml>\` and \`--attestation <provenance.json>\`)`;
 }
 
 /** The bad field of such a rollback (`image`) with its fix, for the 422's `problems`. */
@@ -54,6 +54,6 @@ export function recipelessPredecessorProblem(
   return {
     path: "image",
     message: `no kept recipe of ${model} deploys ${p.image}, the image ${p.id} put back on the lanes`,
-    fix: `start a recipe of ${model} with image: ${p.image} (baton sign <recipe.yaml>, then baton start <recipe.yaml> --bundle <bundle.json>)`,
+    fix: `start a recipe of ${model} with image: ${p.image} (baton sign <recipe.yaml>, then baton start <recipe.yaml> --bundle <bundle.json>; where the trust policy asks for image provenance, also baton attest <recipe.yaml> and --attestation <provenance.json>)`,
   };
 }
