@@ -649,6 +649,13 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       const st = (await status(hh, r3)) as Status & { lifecycle_note: string | null };
       expect(st.lifecycle_actions.map((a) => a.action)).not.toContain("rollback");
       expect(st.lifecycle_note).toContain(why);
+      // Rolling back r2, which r3 superseded, does not send the operator to r3's refused
+      // rollback: it names what r3 accepts instead.
+      const old = await op(hh, "POST", `/v1/releases/${r2}/rollback`, { reason: "again" });
+      expect(old.status).toBe(409);
+      const oldText = await old.text();
+      expect(oldText).toContain(`act on ${r3} instead: ${why}`);
+      expect(oldText).not.toContain(`roll back ${r3} instead`);
     },
     120_000,
   );

@@ -10,7 +10,11 @@ import {
   LIFECYCLE_STATES,
   type LifecycleLookups,
 } from "../../domain/lifecycle.ts";
-import { closedReleaseAccepts, supersededWords } from "../../domain/lifecycle-states.ts";
+import {
+  closedReleaseAccepts,
+  lifecycleBlocked,
+  supersededWords,
+} from "../../domain/lifecycle-states.ts";
 import { rollbackWindowClosed } from "../../domain/rollback-window.ts";
 import { definesLanes } from "../../domain/source-order.ts";
 import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
@@ -202,6 +206,18 @@ export class LifecycleReads {
   ): Promise<Refusal | null> {
     const later = await this.supersededBy(release);
     if (!later) return null;
+    // A succeeded later release's rollback is advised only when it can be taken: else what
+    // that release accepts (e.g. its own rollback is refused, so roll forward).
+    const laterRelease =
+      verb !== "verify" && later.state === "succeeded"
+        ? await this.store.getRelease(later.id)
+        : null;
+    const laterBlocked = laterRelease
+      ? lifecycleBlocked(
+          { id: later.id, state: later.state, model: release.manifest.model },
+          await this.lifecycleLookups(laterRelease),
+        )
+      : null;
     const words = supersededWords(
       { id: release.id, state: release.state, model: release.manifest.model },
       later.id,
@@ -209,7 +225,9 @@ export class LifecycleReads {
       // Its lanes are the later release's to judge now.
       verb === "verify"
         ? `verify ${later.id} instead (\`${suggestedCommand("verify", { target: later.id })}\`)`
-        : undefined,
+        : laterBlocked
+          ? `act on ${later.id} instead: ${laterBlocked}`
+          : undefined,
     );
     return {
       ok: false,
