@@ -240,30 +240,6 @@ describe.each(STORE_KINDS)("rehearsal on the drill lanes on %s", (kind) => {
   );
 
   it.skipIf(skip)(
-    "a start of the model waits out a rehearsal: refused while the rehearsal holds the lease, started after",
-    async () => {
-      h = await engine();
-      await createRelease(h, marking([1]));
-      await drive(h);
-      const lease = { name: rehearsalLease(MODEL), owner: "rehearsing-engine" };
-      expect(
-        await h.store.takeLease({ ...lease, until: h.clock.now() + 60_000, now: h.clock.now() }),
-      ).toBe(true);
-      const releases = (await h.store.listReleases({ limit: 50 })).map((r) => r.id);
-      await expect(createRelease(h, marking([1]))).rejects.toThrow(
-        `a rehearsal of ${MODEL}'s drill lanes (or another start of ${MODEL}) is under way`,
-      );
-      expect((await h.store.listReleases({ limit: 50 })).map((r) => r.id)).toEqual(releases);
-      await h.store.takeLease({ ...lease, until: 0, now: h.clock.now() });
-      // A start gives the lease back: a rehearsal after it is judged (here: the release runs).
-      const r2 = await createRelease(h, marking([1]));
-      const res = await rehearse();
-      expect(res.status).toBe(409);
-      expect(await res.text()).toContain(`release ${r2} of ${MODEL}`);
-    },
-  );
-
-  it.skipIf(skip)(
     "refused: no reason, no drill lanes (with the fix), a release in flight, no other lane with traffic",
     async () => {
       h = await engine();

@@ -191,7 +191,14 @@ export class Drills {
    */
   async rehearse(model: string, reason: string, actor: string): Promise<Rehearsal> {
     const decided = this.clock.now();
-    await this.refuseWhileRunning(model);
+    const running = (await this.store.listReleases({ limit: RUNNING_SCAN })).find(
+      (r) => r.model === model && !TERMINAL_RELEASE_STATES.has(r.state),
+    );
+    if (running)
+      throw new BatonError(
+        "conflict",
+        `[engine] a rehearsal of ${model} refused: release ${running.id} of ${model} is ${running.state}; a rehearsal takes lanes out of routing only while no release of the model runs: wait for ${running.id} to finish (baton watch ${running.id}) or abort it, then rehearse again`,
+      );
     const found = await this.lanes(model);
     const fix = noDrillLanesFix(model, found);
     if (fix || !found)
@@ -218,29 +225,15 @@ export class Drills {
     )
       throw new BatonError(
         "conflict",
-        `[engine] a rehearsal of ${model} refused: another rehearsal of ${model} is under way (or a release of ${model} is being started); nothing was written: see its drill when it ends (baton drill ${model}), then rehearse again`,
+        `[engine] a rehearsal of ${model} refused: another rehearsal of ${model} is under way; nothing was written: see its drill when it ends (baton drill ${model}), then rehearse again`,
       );
     try {
-      // Judged again under the lease: a start holds it too, so a release written since is seen.
-      await this.refuseWhileRunning(model);
       return await this.evacuate(model, reason, actor, decided, found);
     } finally {
       await this.store
         .takeLease({ name: lease, owner, until: 0, now: this.clock.now() })
         .catch(() => false);
     }
-  }
-
-  /** @throws BatonError 409 `conflict` a release of `model` is in flight (among the newest `RUNNING_SCAN`). */
-  private async refuseWhileRunning(model: string): Promise<void> {
-    const running = (await this.store.listReleases({ limit: RUNNING_SCAN })).find(
-      (r) => r.model === model && !TERMINAL_RELEASE_STATES.has(r.state),
-    );
-    if (running)
-      throw new BatonError(
-        "conflict",
-        `[engine] a rehearsal of ${model} refused: release ${running.id} of ${model} is ${running.state}; a rehearsal takes lanes out of routing only while no release of the model runs: wait for ${running.id} to finish (baton watch ${running.id}) or abort it, then rehearse again`,
-      );
   }
 
   /** The rehearsal itself, under its lease (`rehearse`). */

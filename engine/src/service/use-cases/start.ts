@@ -39,7 +39,7 @@ import { readDependencyBook } from "../dependency-probes.ts";
 import type { ApplyKernel } from "../kernel.ts";
 import { assertLanesFree, lanesClaimedError } from "../lane-claims.ts";
 import type { Logger } from "../logger.ts";
-import { type Drills, rehearsalLease } from "./drills.ts";
+import type { Drills } from "./drills.ts";
 import type { Incidents } from "./incidents.ts";
 import { activatingRelease } from "./migration-reads.ts";
 
@@ -106,9 +106,6 @@ export interface StartDeps {
 }
 
 /** `bytes` random bytes as lowercase hex (Web Crypto: every runtime has it). */
-/** How long a start holds its model's rehearsal lease at most (it gives it back when written), ms. */
-const START_LEASE_MS = 60_000;
-
 function randomHex(bytes: number): string {
   const b = crypto.getRandomValues(new Uint8Array(bytes));
   return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
@@ -224,36 +221,9 @@ export class Starts {
   }
 
   private async startNow(recipe: unknown, actor: string, opts: StartOptions): Promise<Release> {
-    const { store, clock, domain } = this.deps.kernel;
-    const compiled = domain.compile(recipe);
-    const model = compiled.manifest.model;
-    // A rehearsal takes the model's drill lanes out of routing for a moment: a start then would
-    // observe them out. A start and a rehearsal of one model hold the same lease, one at a time;
-    // the start gives it back once its release is written.
-    const lease = { name: rehearsalLease(model), owner: `start-${randomHex(8)}` };
-    if (
-      !(await store.takeLease({ ...lease, until: clock.now() + START_LEASE_MS, now: clock.now() }))
-    )
-      throw new BatonError(
-        "conflict",
-        `[engine] release of ${model} refused: a rehearsal of ${model}'s drill lanes (or another start of ${model}) is under way; nothing was started: start again in a moment (baton drill ${model} lists the rehearsal's drill when it ends)`,
-      );
-    try {
-      return await this.startHolding(recipe, compiled, actor, opts);
-    } finally {
-      await store.takeLease({ ...lease, until: 0, now: clock.now() }).catch(() => false);
-    }
-  }
-
-  /** `startNow` under the model's rehearsal lease, with the recipe compiled. */
-  private async startHolding(
-    recipe: unknown,
-    compiled: ReturnType<ApplyKernel["domain"]["compile"]>,
-    actor: string,
-    opts: StartOptions,
-  ): Promise<Release> {
     const { kernel, log } = this.deps;
     const { store, clock, domain } = kernel;
+    const compiled = domain.compile(recipe);
     const model = compiled.manifest.model;
     if (opts.rollback !== true) await this.deps.incidents.assertNotFrozen(model, "start");
     if (opts.rollback !== true) await this.assertQualified(compiled.manifest);
