@@ -18,6 +18,7 @@ import {
   describeStore,
   type E2EBase,
   reconcilerRounds,
+  rerunWhenCompleted,
   type StoreKind,
   startInProcess,
   startSplit,
@@ -312,14 +313,8 @@ export function mainJobSuite(kind: StoreKind): void {
         expect(paused.state, summarize(paused)).toBe("paused");
         expect(paused.step_runs.find((s) => s.id === srId)?.state).toBe("failed");
         // The Actions UI's "Re-run jobs": same run id, GITHUB_RUN_ATTEMPT=2.
-        await waitUntil(
-          async () => stack.runner.runsOf(srId),
-          (runs) => runs.length === 1 && runs[0]!.state === "completed",
-          "attempt 1's run to complete",
-          30_000,
-        );
+        const again = await rerunWhenCompleted(stack.runner, srId);
         const run1 = stack.runner.runsOf(srId)[0]!;
-        const again = stack.runner.rerun(run1.runId);
         expect(again).toEqual({ runId: run1.runId, attempt: 2 });
         const r = await e.waitFor(id, (x) => TERMINAL.has(x.state), "the release to end");
         expect(r.state, summarize(r)).toBe("succeeded");

@@ -15,6 +15,7 @@ import { stepRunId } from "../../engine/src/protocol/ids.ts";
 import {
   describeInProcess,
   onTarget,
+  rerunWhenCompleted,
   summarize,
   TERMINAL,
   twoLaneRecipe,
@@ -89,8 +90,7 @@ describeInProcess(
         expect(await written()).toBe("20|20|1");
 
         await onTarget(e, sqlite("DROP TRIGGER crash;"));
-        const run1 = e.stack.runner.runsOf(srId)[0]!;
-        e.stack.runner.rerun(run1.runId, "lee");
+        expect(await rerunWhenCompleted(e.stack.runner, srId, "lee")).toMatchObject({ attempt: 2 });
         const done = await e.waitFor(id, (r) => TERMINAL.has(r.state), `${id} to end`, T);
         expect(done.state, summarize(done)).toBe("succeeded");
         // 50 rows, each written exactly once: the re-run began after the checkpoint.

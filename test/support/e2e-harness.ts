@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect } from "vitest";
-import { headSha } from "../../engine/src/adapters/local-runner/index.ts";
+import { headSha, type LocalRunner } from "../../engine/src/adapters/local-runner/index.ts";
 import { startRouterProxy } from "../../engine/src/control-plane/router-proxy.ts";
 import { type Fleet, REPO_ROOT, startFleet } from "../../engine/src/demo/fleet.ts";
 import { stepLabel } from "../../engine/src/demo/progress.ts";
@@ -127,6 +127,26 @@ export async function waitUntil<T>(
   throw new Error(
     `[e2e] timed out after ${timeoutMs} ms waiting for ${what}; last: ${last === undefined ? "(no answer)" : describeLast(last)}`,
   );
+}
+
+/**
+ * "Re-run jobs" on step run `srId`'s latest run once that run has completed: a release pauses on
+ * the failed callback while the run's post step may still be running, and a run that has not
+ * completed cannot be re-run (as on GitHub).
+ */
+export async function rerunWhenCompleted(
+  runner: LocalRunner,
+  srId: string,
+  by?: string,
+  timeoutMs = 120_000,
+): Promise<{ runId: string; attempt: number }> {
+  const runs = await waitUntil(
+    async () => runner.runsOf(srId),
+    (rs) => rs.length > 0 && rs.at(-1)!.state === "completed",
+    `the latest run of ${srId} to complete`,
+    timeoutMs,
+  );
+  return runner.rerun(runs.at(-1)!.runId, by);
 }
 
 /** One line per step run, for failure messages. */

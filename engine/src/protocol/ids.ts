@@ -7,6 +7,13 @@
 import * as z from "zod";
 import { lazySchema } from "./lazy-schema.ts";
 
+/** `bytes` random bytes as lowercase hex (Web Crypto, which every runtime the engine runs on has). */
+export function randomHex(bytes: number): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (x) =>
+    x.toString(16).padStart(2, "0"),
+  ).join("");
+}
+
 /** `r<N>`: a release id, e.g. `r17` (N up to 12 digits). */
 export const RELEASE_ID_PATTERN = /^r[0-9]{1,12}$/;
 /**

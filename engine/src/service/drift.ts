@@ -55,6 +55,8 @@ export {
   type ObservedModel,
 } from "./drift-stats.ts";
 
+import { randomHex } from "../protocol/ids.ts";
+
 /** Drift settings: observation interval and control-plane read timeout, ms. */
 export interface DriftPolicy {
   intervalMs: number;
@@ -112,9 +114,12 @@ export interface DriftDeps {
   effects?: EffectsPolicy;
 }
 
-/** This process's name as a lease owner: random, so that two engines never share one. */
-function leaseOwner(): string {
-  return `engine-${Array.from(crypto.getRandomValues(new Uint8Array(6)), (x) => x.toString(16).padStart(2, "0")).join("")}`;
+/**
+ * This process's name as a lease owner, `engine-<12 hex>`: random, so that two engines never
+ * share one.
+ */
+export function leaseOwner(): string {
+  return `engine-${randomHex(6)}`;
 }
 
 /**

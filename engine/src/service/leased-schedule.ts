@@ -8,12 +8,7 @@
  */
 import type { Clock } from "../ports/clock.ts";
 import type { Store } from "../ports/store.ts";
-import { type DriftPolicy, eventLeaseMs } from "./drift.ts";
-
-/** A lease owner name unique to this engine process: `engine-<12 hex>`. */
-export function leaseOwner(): string {
-  return `engine-${Array.from(crypto.getRandomValues(new Uint8Array(6)), (x) => x.toString(16).padStart(2, "0")).join("")}`;
-}
+import { type DriftPolicy, eventLeaseMs, leaseOwner } from "./drift.ts";
 
 export interface LeasedScheduleOptions {
   store: Store;

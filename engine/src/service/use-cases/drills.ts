@@ -31,6 +31,7 @@ import type { Manifest } from "../../domain/types.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { ApplyResult, ControlPlane } from "../../ports/control-plane.ts";
 import type { Store } from "../../ports/store.ts";
+import { randomHex } from "../../protocol/ids.ts";
 import { StateDocument } from "../state-document.ts";
 
 /** A drill recorded: its stored record, and whether this request recorded it (false: it was already). */
@@ -72,13 +73,6 @@ const REHEARSAL_LEASE_MS = 5 * 60_000;
 /** The store lease a rehearsal of `model` holds while it runs. */
 export function rehearsalLease(model: string): string {
   return `drill-rehearsal:${model}`;
-}
-
-/** `bytes` random bytes as lowercase hex. */
-function randomHex(bytes: number): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (x) =>
-    x.toString(16).padStart(2, "0"),
-  ).join("");
 }
 
 /** Releases (newest first, every model) looked through for one of the model in flight. */

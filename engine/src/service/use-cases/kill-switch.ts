@@ -27,6 +27,7 @@ import {
 import type { Clock } from "../../ports/clock.ts";
 import type { ControlPlane } from "../../ports/control-plane.ts";
 import type { Store } from "../../ports/store.ts";
+import { randomHex } from "../../protocol/ids.ts";
 import { StateDocument } from "../state-document.ts";
 import type { Incidents } from "./incidents.ts";
 
@@ -46,9 +47,7 @@ export async function withdrawnOf(
 }
 
 function uid(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (x) =>
-    x.toString(16).padStart(2, "0"),
-  ).join("");
+  return randomHex(8);
 }
 
 export class KillSwitches {

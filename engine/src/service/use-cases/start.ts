@@ -34,6 +34,7 @@ import type {
 import type { ControlPlane, LanesRead } from "../../ports/control-plane.ts";
 import { type CreateExtras, LanesClaimed, SourceMarkMoved } from "../../ports/store.ts";
 import { canonicalJson } from "../../protocol/canonical-json.ts";
+import { randomHex } from "../../protocol/ids.ts";
 import { manifestDigest } from "../../recipes/digest.ts";
 import { readDependencyBook } from "../dependency-probes.ts";
 import type { ApplyKernel } from "../kernel.ts";
@@ -103,12 +104,6 @@ export interface StartDeps {
   incidents: Incidents;
   /** The drill book: a start is warned about, or refused, by the recipe's drill policy. */
   drills: Drills;
-}
-
-/** `bytes` random bytes as lowercase hex (Web Crypto: every runtime has it). */
-function randomHex(bytes: number): string {
-  const b = crypto.getRandomValues(new Uint8Array(bytes));
-  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 }
 
 /**
