@@ -39,6 +39,7 @@ import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
+import { bundledNodeArgs } from "../test/support/bundles.ts";
 import { ExposureWorld, type RunReport, scenarioArb } from "../test/support/exposure-world.ts";
 import { type Figure, MUTANTS, patchedCopy } from "./exposure-mutants.ts";
 
@@ -120,13 +121,15 @@ if (SHARD !== undefined) {
 /** Runs `releases` driven releases over SHARDS workers of `entry` (this file, or a copy's). */
 async function drive(entry: string, releases: number, mutant?: string): Promise<Part> {
   const quota = Math.ceil(releases / SHARDS);
+  // Workers start from a bundle of `entry` (test/support/bundles.ts), built once per tree.
+  const args = await bundledNodeArgs(entry);
   const deadline = mutant ? Date.now() + BUDGET_MS : DEADLINE;
   const parts = await Promise.all(
     Array.from(
       { length: SHARDS },
       (_, i) =>
         new Promise<Part>((resolve, reject) => {
-          const child = spawn(process.execPath, ["--import", "tsx", entry], {
+          const child = spawn(process.execPath, args, {
             env: {
               ...process.env,
               BATON_EXPOSURE_SHARD: String(i),

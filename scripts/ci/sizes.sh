@@ -53,8 +53,8 @@ case "${BATON_CI_SIZE:-full}" in
     # mutant 4 machines), every one caught with every other check at 0: the mutants prove the
     # checker, the property test the engine.
     # One mutant at a time (BATON_EXPOSURE_MUTANTS_AT_ONCE=3 runs three side by side, each on
-    # its own copy, engine and workers): about 61 s and 80 s of CPU for the five under the CPU
-    # lock on 2 cores, most of it the ten workers' start (each loads the engine through tsx).
+    # its own copy, engine and workers): about 37 s and 35 s of CPU for the five under the CPU
+    # lock on 2 cores (the workers start from a bundle of each copy's bench file).
     ci_size BATON_EXPOSURE_RELEASES 0
     ci_size BATON_EXPOSURE_MUTANT_RELEASES 2
     ci_size BATON_EXPOSURE_MUTANTS_AT_ONCE 1
