@@ -244,6 +244,21 @@ const ZOD_NO_JIT = {
 };
 
 /**
+ * zod's helpers (`zod/v4/core/util.js`) are bundled one by one, not as a whole module (~5 KB
+ * less): classic's schemas reach them through the namespace `core/index.js` re-exports
+ * (`import { util } from "../core/index.js"`, and `core.util.constantCatch`), and a namespace
+ * reached that way is bundled as an object holding every export. The build imports the same
+ * module directly (`import * as util from "../core/util.js"`) and reads `util.constantCatch`,
+ * so only the helpers zod calls are bundled; they are the same functions. The build fails if
+ * the import line is not there once.
+ */
+const ZOD_UTIL = {
+  viaIndex: 'import { util } from "../core/index.js";',
+  direct: 'import * as util from "../core/util.js";',
+  nested: { from: "core.util.", to: "util." },
+};
+
+/**
  * The Worker builds its Hono app for each event (entries/serverless.ts: one core per event), so
  * its `Hono` is the `hono/quick` preset's: a SmartRouter over LinearRouter, then TrieRouter,
  * which has nothing to build before its first match. The default preset's RegExpRouter compiles
@@ -429,14 +444,22 @@ export function pruneKyselyCompiler(text, path) {
   return `${out}\n${no}\n`;
 }
 
-/** `@prometheus-io/lezer-promql`'s module text with its `parser` built at the first parse. */
-function lazyPromqlParser(text, path) {
-  if (text.split(LAZY_PROMQL.eager).length !== 2) {
+/**
+ * `text` (the module at `path`) with its one occurrence of `from` replaced by `to`.
+ * @throws Error naming `path` and the constant to update (`rule`) when `from` is not there once.
+ */
+function replaceOnce(text, from, to, path, rule) {
+  if (text.split(from).length !== 2) {
     throw new Error(
-      `[build-worker] ${path} no longer declares \`${LAZY_PROMQL.eager}\` once: update LAZY_PROMQL (scripts/build-worker.mjs)`,
+      `[build-worker] ${path} no longer declares \`${from}\` once: update ${rule} (scripts/build-worker.mjs)`,
     );
   }
-  return `${text.replace(LAZY_PROMQL.eager, "const buildParser = () => LRParser.deserialize(")}
+  return text.replace(from, () => to);
+}
+
+/** `@prometheus-io/lezer-promql`'s module text with its `parser` built at the first parse. */
+function lazyPromqlParser(text, path) {
+  return `${replaceOnce(text, LAZY_PROMQL.eager, "const buildParser = () => LRParser.deserialize(", path, "LAZY_PROMQL")}
 let built;
 const parser = {
   parse(input, fragments, ranges) {
@@ -514,12 +537,10 @@ export async function buildWorker(outfile, o = {}) {
       rewriteOnLoad("kysely-compiler-kept-nodes", KYSELY_COMPILER.filter, pruneKyselyCompiler),
       rewriteOnLoad("zod-methods-called", ZOD_METHODS.filter, (text, path) => {
         used ??= zodMethodsUsed(resolve(dirname(path), ".."));
-        if (text.split(ZOD_NO_JIT.jit).length !== 2) {
-          throw new Error(
-            `[build-worker] ${path} no longer declares \`${ZOD_NO_JIT.jit}\` once: update ZOD_NO_JIT (scripts/build-worker.mjs)`,
-          );
-        }
-        return pruneZodMethods(text.replace(ZOD_NO_JIT.jit, ZOD_NO_JIT.plain), path, used).text;
+        const plain = replaceOnce(text, ZOD_NO_JIT.jit, ZOD_NO_JIT.plain, path, "ZOD_NO_JIT");
+        const direct = replaceOnce(plain, ZOD_UTIL.viaIndex, ZOD_UTIL.direct, path, "ZOD_UTIL");
+        const helpers = direct.replaceAll(ZOD_UTIL.nested.from, ZOD_UTIL.nested.to);
+        return pruneZodMethods(helpers, path, used).text;
       }),
       {
         name: "unreachable-on-workers",
