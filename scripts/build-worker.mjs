@@ -76,6 +76,11 @@ export const WORKER_BUNDLE_BUDGET_BYTES = 1_090_000;
  *   `schema`/`version`/`customTags` option; the recipe reader passes none of those options and
  *   refuses the directive before composing (recipes/parse.ts). Its stubs are values (tag lists,
  *   tags) that throw, naming themselves, when anything reads or calls them;
+ * - the YAML library's CST helpers (`CST.createScalarToken`, `CST.resolveAsScalar`,
+ *   `CST.setScalarValue`, `CST.stringify`, `CST.visit`; ~5 KB): the recipe reader classifies
+ *   the lexer's tokens with `CST.tokenType` and edits or prints no CST; the library's own
+ *   lexer, parser and composer import none of them (only its `CST` namespace re-exports them,
+ *   and a namespace is bundled whole);
  * - Hono's `app.mount()` helper (~1 KB): no engine route mounts another framework's app.
  * Each stub's `filter` and `importer` name the module exactly; if a dependency moves it, the
  * stub stops matching and the budget check shows the bytes coming back. A stub with `throws`
@@ -185,6 +190,12 @@ const UNREACHABLE = [
     importer: /[\\/]node_modules[\\/]yaml[\\/]browser[\\/]dist[\\/]schema[\\/]tags\.js$/,
     values:
       "[engine] the YAML library's YAML 1.1 and JSON schemas are not built into the Workers bundle: a recipe is read as YAML 1.2 (its core schema)",
+  },
+  {
+    filter: /^\.\/cst-(scalar|stringify|visit)\.js$/,
+    importer: /[\\/]node_modules[\\/]yaml[\\/]browser[\\/]dist[\\/]parse[\\/]cst\.js$/,
+    throws:
+      "[engine] the YAML library's CST helpers (CST.visit, CST.stringify and the scalar token editors) are not built into the Workers bundle: the recipe reader reads tokens with CST.tokenType only",
   },
   {
     filter: /^\.\/utils\/mount\.js$/,
