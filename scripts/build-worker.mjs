@@ -21,12 +21,12 @@ const require = createRequire(import.meta.url);
 /**
  * The most the Worker's modules may weigh together, bytes as uploaded (before compression).
  * Cloudflare counts every module of an upload towards a Worker's size, and a bigger script
- * parses longer at each isolate start. It sits about 1.3% above the bundle's size (1,075,747
+ * parses longer at each isolate start. It sits about 1.1% above the bundle's size (1,073,421
  * bytes), so a regression of a few KB fails the build. Raising it is a reviewed
  * change with its reason. The goal stays under 1,000,000 (docs/deploying.md says what the bytes
  * are and what moving under it would take).
  */
-export const WORKER_BUNDLE_BUDGET_BYTES = 1_090_000;
+export const WORKER_BUNDLE_BUDGET_BYTES = 1_085_000;
 
 /**
  * Code the Workers entry cannot reach, replaced by a module that says so if it ever runs:
