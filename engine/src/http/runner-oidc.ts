@@ -8,7 +8,14 @@
  * 401 body whatever the reason (no oracle), or 503 when the JWKS cannot be read (fail closed:
  * nothing is accepted without a verified key). Portable: jose uses WebCrypto and fetch only.
  */
-import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose";
+import { createRemoteJWKSet, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose";
+import {
+  JOSEError,
+  JWKSInvalid,
+  JWKSMultipleMatchingKeys,
+  JWKSNoMatchingKey,
+  JWKSTimeout,
+} from "jose/errors";
 import * as z from "zod";
 import { lazySchema } from "../protocol/lazy-schema.ts";
 
@@ -76,10 +83,9 @@ function keySet(url: string, timeoutMs: number): JWTVerifyGetKey {
 
 /** True when a jose error means the key set could not be read (not a bad token). */
 function keySetUnreadable(e: unknown): boolean {
-  if (e instanceof errors.JWKSTimeout || e instanceof errors.JWKSInvalid) return true;
-  if (e instanceof errors.JWKSNoMatchingKey || e instanceof errors.JWKSMultipleMatchingKeys)
-    return false;
-  if (e instanceof errors.JOSEError) {
+  if (e instanceof JWKSTimeout || e instanceof JWKSInvalid) return true;
+  if (e instanceof JWKSNoMatchingKey || e instanceof JWKSMultipleMatchingKeys) return false;
+  if (e instanceof JOSEError) {
     // A non-200 answer of the JWKS URL is a generic JOSEError naming the response.
     return /JSON Web Key Set/i.test(e.message);
   }
