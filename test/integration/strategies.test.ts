@@ -720,6 +720,62 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
   );
 
   it.skipIf(skip)(
+    "blue_green: verify of the succeeded release reads the warm old environment at the control plane, not at its machines",
+    async () => {
+      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+      const machines = new Machines();
+      h = await makeHarness({ kind, cp, targetProbe: machines });
+      const hh = h;
+      const r = switchRecipe();
+      for (const l of ["lane-a", "lane-b", "lane-c", "lane-d"])
+        machines.runs.set(l, r.previous_image as string);
+      const id = await createRelease(hh, r);
+      const answer = (p: DispatchPayload) => {
+        machines.step(p);
+        return "pass" as const;
+      };
+      await drive(hh, answer);
+      expect((await status(hh, id)).old_environment?.state).toBe("warm");
+      const verify = async () => {
+        machines.asked.length = 0;
+        const asked = await op(hh, "POST", `/v1/releases/${id}/verify`, {});
+        expect(asked.status, await asked.clone().text()).toBe(202);
+        await drive(hh, answer);
+        return (
+          (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as {
+            verification: VerificationJson | null;
+          }
+        ).verification;
+      };
+      const v = await verify();
+      expect(v?.state).toBe("passed");
+      // The blue lanes are judged at the control plane: listed, weight 0, not excluded.
+      for (const lane of ["lane-a", "lane-b"]) {
+        const fields = v?.lanes.find((x) => x.lane === lane)?.fields ?? [];
+        expect(fields.find((f) => f.field === "weight")).toMatchObject({ desired: 0, ok: true });
+        expect(fields.find((f) => f.field === "excluded")).toMatchObject({
+          desired: false,
+          ok: true,
+        });
+        expect(fields.find((f) => f.field === "image")?.ok).toBeNull();
+      }
+      // Only the green lanes' machines are asked; a stopped blue container goes unseen here
+      // (the switch back's own health check finds it).
+      expect(machines.asked.sort()).toEqual([`lane-c ${r.image}`, `lane-d ${r.image}`]);
+      machines.runs.set("lane-a", "gone");
+      expect((await verify())?.state).toBe("passed");
+      // A blue lane excluded at the control plane is no warm old environment: verify fails.
+      cp.seed([
+        { ...(cp.lane("lane-a") as NonNullable<ReturnType<typeof cp.lane>>), excluded: true },
+      ]);
+      const failed = await verify();
+      expect(failed?.state).toBe("failed");
+      expect(failed?.summary).toContain("lane lane-a: excluded marker desired false observed true");
+    },
+    120_000,
+  );
+
+  it.skipIf(skip)(
     "blue_green: once the rollback window closed the old environment is retired and rollback is refused, saying why and what to do",
     async () => {
       const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
