@@ -555,6 +555,7 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       // r1: blue-green v7 onto c, d. r2: blue-green v8 onto a, b (c, d stay warm on v7).
       const r1 = await createRelease(hh, {
         ...noWeights(switchRecipe()),
+        name: "bg-v7",
         image: v7,
         previous_image: v6,
       });
@@ -562,6 +563,7 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       const r2 = await createRelease(hh, {
         ...noWeights(switchRecipe()),
         policy: { rerun_window_minutes: 0, rollback_window: "2h", drill_every_days: 7 },
+        name: "bg-v8",
         image: v8,
         previous_image: v7,
         rollout: { waves: [{ lanes: ["lane-a", "lane-b"], max_unavailable: 2 }] },
@@ -572,8 +574,18 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       expect(sb.status, await sb.clone().text()).toBe(201);
       const r3 = ((await sb.json()) as { id: string }).id;
       await succeeded(r3);
-      // The switch back keeps the recipe's policies: its drill schedule among them.
-      expect((await getRecord(hh, r3)).manifest).toMatchObject({ image: v7, drill_every_days: 7 });
+      // The switch back keeps the recipe's policies: its drill schedule among them. It is named
+      // after the recipe it was admitted with (r1's, of v7: what serves after it), as its
+      // history's created entry names it, not after r2's.
+      expect((await getRecord(hh, r3)).manifest).toMatchObject({
+        image: v7,
+        drill_every_days: 7,
+        recipe_name: "bg-v7",
+      });
+      const r3Created = (await hh.store.getHistory(r3, { limit: 8 })).find(
+        (e) => e.kind === "created",
+      );
+      expect(r3Created?.message).toContain("from recipe bg-v7 ");
       // r4: a canary of v9 on all four lanes.
       const canary = recipe(4, { policy: { rerun_window_minutes: 0, rollback_window: "2h" } });
       const r4 = await createRelease(hh, { ...noWeights(canary), image: v9, previous_image: v7 });
