@@ -23,6 +23,7 @@ import { REPO_ROOT } from "../../engine/src/demo/fleet.ts";
 import { loadRecipe } from "../../engine/src/demo/stack.ts";
 import { shortDigest } from "../../engine/src/domain/catalogue.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
+import { shortImage } from "../../engine/src/views/format.ts";
 import { baton } from "../cli/run-baton.ts";
 import {
   askRollback,
@@ -151,6 +152,10 @@ describeInProcess(
           ahead = HOUR;
           const late = await cli(["status", back]);
           expect(late.stdout).toContain("old environment (lane-c) retired at");
+          // Its lanes as what serves after it: blue restored, green switched away.
+          expect(late.stdout).toContain(`${shortImage(m.previous_image)} (restored)`);
+          expect(late.stdout).toContain(`${shortImage(m.image)} (switched away)`);
+          expect(late.stdout).not.toContain("(candidate)");
           const count = (await (await e.api("/v1/releases?limit=50")).json()) as {
             releases: unknown[];
           };

@@ -128,6 +128,33 @@ describe.each(STORE_KINDS)("drill policy on %s", (kind) => {
   });
 
   it.skipIf(skip)(
+    "a posted drill id starting rh (the engine's rehearsals) is refused naming the field and the fix",
+    async () => {
+      h = await makeHarness({ kind });
+      const url = "/v1/models/summarizer-v7/drills";
+      for (const drill of ["rh1796634000000", "RH-manual", "rh"]) {
+        const r = await op(h, "POST", url, { ...DRILL, drill });
+        const text = await r.text();
+        expect(r.status, text).toBe(400);
+        const p = (
+          JSON.parse(text) as {
+            error: { problems: { path: string; message: string; fix: string }[] };
+          }
+        ).error.problems.find((x) => x.path === "body.drill");
+        expect(p?.message, text).toMatch(
+          /starts with "rh", which names the engine's own rehearsals/,
+        );
+        expect(p?.fix, text).toMatch(/give the drill an id of its own such as d\d+/);
+      }
+      // Nothing was recorded; an id with rh later in it is the operator's own.
+      const ok = await op(h, "POST", url, { ...DRILL, drill: "drh-1" });
+      expect(ok.status, await ok.text()).toBe(201);
+      const list = (await (await op(h, "GET", url)).json()) as { drills: { drill: string }[] };
+      expect(list.drills.map((d) => d.drill)).toEqual(["drh-1"]);
+    },
+  );
+
+  it.skipIf(skip)(
     "a passed drill whose results contradict it is refused naming the field and the fix",
     async () => {
       h = await makeHarness({ kind });

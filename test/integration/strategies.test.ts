@@ -555,6 +555,7 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       // r1: blue-green v7 onto c, d. r2: blue-green v8 onto a, b (c, d stay warm on v7).
       const r1 = await createRelease(hh, {
         ...noWeights(switchRecipe()),
+        name: "bg-v7",
         image: v7,
         previous_image: v6,
       });
@@ -562,6 +563,7 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       const r2 = await createRelease(hh, {
         ...noWeights(switchRecipe()),
         policy: { rerun_window_minutes: 0, rollback_window: "2h", drill_every_days: 7 },
+        name: "bg-v8",
         image: v8,
         previous_image: v7,
         rollout: { waves: [{ lanes: ["lane-a", "lane-b"], max_unavailable: 2 }] },
@@ -572,8 +574,18 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       expect(sb.status, await sb.clone().text()).toBe(201);
       const r3 = ((await sb.json()) as { id: string }).id;
       await succeeded(r3);
-      // The switch back keeps the recipe's policies: its drill schedule among them.
-      expect((await getRecord(hh, r3)).manifest).toMatchObject({ image: v7, drill_every_days: 7 });
+      // The switch back keeps the recipe's policies: its drill schedule among them. It is named
+      // after the recipe it was admitted with (r1's, of v7: what serves after it), as its
+      // history's created entry names it, not after r2's.
+      expect((await getRecord(hh, r3)).manifest).toMatchObject({
+        image: v7,
+        drill_every_days: 7,
+        recipe_name: "bg-v7",
+      });
+      const r3Created = (await hh.store.getHistory(r3, { limit: 8 })).find(
+        (e) => e.kind === "created",
+      );
+      expect(r3Created?.message).toContain("from recipe bg-v7 ");
       // r4: a canary of v9 on all four lanes.
       const canary = recipe(4, { policy: { rerun_window_minutes: 0, rollback_window: "2h" } });
       const r4 = await createRelease(hh, { ...noWeights(canary), image: v9, previous_image: v7 });
@@ -715,6 +727,62 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       const again = await verify();
       expect(again?.state).toBe("failed");
       expect(again?.summary).toContain(`lane lane-b: image desired ${blue} is not running`);
+    },
+    120_000,
+  );
+
+  it.skipIf(skip)(
+    "blue_green: verify of the succeeded release reads the warm old environment at the control plane, not at its machines",
+    async () => {
+      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+      const machines = new Machines();
+      h = await makeHarness({ kind, cp, targetProbe: machines });
+      const hh = h;
+      const r = switchRecipe();
+      for (const l of ["lane-a", "lane-b", "lane-c", "lane-d"])
+        machines.runs.set(l, r.previous_image as string);
+      const id = await createRelease(hh, r);
+      const answer = (p: DispatchPayload) => {
+        machines.step(p);
+        return "pass" as const;
+      };
+      await drive(hh, answer);
+      expect((await status(hh, id)).old_environment?.state).toBe("warm");
+      const verify = async () => {
+        machines.asked.length = 0;
+        const asked = await op(hh, "POST", `/v1/releases/${id}/verify`, {});
+        expect(asked.status, await asked.clone().text()).toBe(202);
+        await drive(hh, answer);
+        return (
+          (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as {
+            verification: VerificationJson | null;
+          }
+        ).verification;
+      };
+      const v = await verify();
+      expect(v?.state).toBe("passed");
+      // The blue lanes are judged at the control plane: listed, weight 0, not excluded.
+      for (const lane of ["lane-a", "lane-b"]) {
+        const fields = v?.lanes.find((x) => x.lane === lane)?.fields ?? [];
+        expect(fields.find((f) => f.field === "weight")).toMatchObject({ desired: 0, ok: true });
+        expect(fields.find((f) => f.field === "excluded")).toMatchObject({
+          desired: false,
+          ok: true,
+        });
+        expect(fields.find((f) => f.field === "image")?.ok).toBeNull();
+      }
+      // Only the green lanes' machines are asked; a stopped blue container goes unseen here
+      // (the switch back's own health check finds it).
+      expect(machines.asked.sort()).toEqual([`lane-c ${r.image}`, `lane-d ${r.image}`]);
+      machines.runs.set("lane-a", "gone");
+      expect((await verify())?.state).toBe("passed");
+      // A blue lane excluded at the control plane is no warm old environment: verify fails.
+      cp.seed([
+        { ...(cp.lane("lane-a") as NonNullable<ReturnType<typeof cp.lane>>), excluded: true },
+      ]);
+      const failed = await verify();
+      expect(failed?.state).toBe("failed");
+      expect(failed?.summary).toContain("lane lane-a: excluded marker desired false observed true");
     },
     120_000,
   );

@@ -315,6 +315,25 @@ describe("checkRecipe refuses, naming the path and the fix", () => {
     }
   });
 
+  it.each([
+    ["policy.drill_every_days", 2.5, /from 1 to 3650 \(How often \(days\)/],
+    ["policy.drill_max_age_days", 7.25, /from 1 to 3650 \(How old \(days\)/],
+    ["deadlines.start_ms", 20_000.5, /Use milliseconds from 10000/],
+  ])(
+    "a fraction for a whole-number field (%s = %s): told in plain words, with the range to write",
+    (at, value, fix) => {
+      const [group, key] = at.split(".") as [string, string];
+      const ps = problemsOf((r) => {
+        r[group] = { ...(r[group] ?? {}), [key]: value };
+      });
+      expect(ps, JSON.stringify(ps)).toHaveLength(1);
+      expect(ps[0]?.path).toBe(at);
+      expect(ps[0]?.message).toBe(`\`${at}\` must be a whole number; got ${value}`);
+      expect(ps[0]?.fix).toMatch(fix);
+      expect(`${ps[0]?.message} ${ps[0]?.fix}`).not.toMatch(/expected int|received|an int\b/);
+    },
+  );
+
   it("baseline weights not summing to 100", () => {
     const ps = problemsOf((r) => {
       r.lanes[0].weight = 50;

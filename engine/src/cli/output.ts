@@ -23,7 +23,7 @@ import type {
 import { visible } from "../domain/visible-text.ts";
 import type { AttemptResult, ReleaseSummary } from "../ports/store.ts";
 import { currentDrift, driftMessage } from "../service/drift.ts";
-import { duration, imageLabel, shortImage, time } from "../views/format.ts";
+import { duration, imageLabel, imageRole, shortImage, time, trafficOn } from "../views/format.ts";
 import { housekeepingLine, isHousekeeping, readOnce } from "../views/history-label.ts";
 import { stepProgress } from "../views/list-row.ts";
 import { offers } from "../views/offers.ts";
@@ -142,13 +142,13 @@ export function liveNowLines(rec: RecordJson, f: ReleaseSummaryFacts): string[] 
     later
       ? `  traffic: as ${rec.id} left it, below; ${later} has set these lanes since (\`baton status ${later}\` shows the traffic now)`
       : f.traffic
-        ? `  traffic now: ${f.traffic.percent}% on the candidate ${shortImage(rec.manifest.image)} (${weightsText(f.traffic.weights)}), set by ${f.traffic.by}`
+        ? `  traffic now: ${f.traffic.percent}% on ${trafficOn(asRelease(rec))} ${shortImage(rec.manifest.image)} (${weightsText(f.traffic.weights)}), set by ${f.traffic.by}`
         : "  traffic now: the baseline (no traffic step has run)",
   ];
   const rows = f.lanes.map((l) => [
     `    ${l.id}`,
     l.wave > 0 ? `wave ${l.wave}` : "no wave",
-    imageLabel(l.ref, l.image === "new" ? "candidate" : "baseline"),
+    imageLabel(l.ref, imageRole(asRelease(rec), l.image)),
     l.weight === null ? "baseline weight" : `${l.weight}%`,
   ]);
   return rows.length > 0 ? [...lines, ...pad(rows)] : lines;

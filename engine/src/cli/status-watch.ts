@@ -9,7 +9,7 @@
  */
 import { armsLine, metricLine, srmLine } from "../domain/gate/summary.ts";
 import type { Release } from "../domain/types.ts";
-import { duration, imageLabel, time } from "../views/format.ts";
+import { duration, imageLabel, imageRole, time } from "../views/format.ts";
 import type { LanesView } from "../views/lanes.ts";
 import { stepProgress } from "../views/list-row.ts";
 import { summarize, whyToShow } from "../views/summary.ts";
@@ -62,7 +62,7 @@ export function statusScreen(rec: RecordJson, lanes: LanesView | null): string[]
     rows.push([
       l.id,
       l.wave > 0 ? String(l.wave) : "—",
-      imageLabel(l.ref, l.image === "new" ? "candidate" : "baseline"),
+      imageLabel(l.ref, imageRole(r, l.image)),
       pct(l.weight),
       seen ? `${pct(seen.weight)}${seen.excluded ? " excluded" : ""}` : "—",
     ]);

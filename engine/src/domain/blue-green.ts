@@ -84,9 +84,15 @@ export function blueWeights(m: Pick<Manifest, "lanes" | "waves">): Record<string
  * previous image the green one; its one wave lists the blue lanes at 100%, so its own blue
  * environment (the lanes in no wave) is the green lanes, still warm on the candidate.
  * Recovery class, migration, gate and stop condition are not carried over: the plan changes
- * traffic only. Null when `m` has no switch (not a blue-green manifest).
+ * traffic only. Its `recipe_name` is `recipeName`, the recipe the switch back is admitted with
+ * (a kept recipe of the image it puts back, so status and history name what serves after it);
+ * `m`'s own when not given. Null when `m` has no switch (not a blue-green manifest).
  */
-export function switchBackPlan(m: Manifest, observed: ObservedBaseline | null): Manifest | null {
+export function switchBackPlan(
+  m: Manifest,
+  observed: ObservedBaseline | null,
+  recipeName: string = m.recipe_name,
+): Manifest | null {
   const sw = switchStep(m);
   if (m.strategy !== "blue_green" || sw?.forward.kind !== "control_plane") return null;
   const fwd = sw.forward.request;
@@ -134,7 +140,7 @@ export function switchBackPlan(m: Manifest, observed: ObservedBaseline | null): 
   });
   return {
     v: 1,
-    recipe_name: m.recipe_name,
+    recipe_name: recipeName,
     model: m.model,
     image: m.previous_image,
     previous_image: m.image,

@@ -70,6 +70,18 @@ export function passedDrillProblems(b: {
 }
 
 /**
+ * The prefix of the ids of the engine's own rehearsals (`rh<decided_at, epoch ms>`,
+ * `rehearsalDrillId`). A posted drill's id may not start with it, in either case, so that a
+ * reader of the drill book tells a rehearsal from a recorded drill by its id.
+ */
+export const REHEARSAL_DRILL_PREFIX = "rh";
+
+/** The id of the engine's rehearsal decided at `decidedAt` (epoch ms): `rh1796634000000`. */
+export function rehearsalDrillId(decidedAt: number): string {
+  return `${REHEARSAL_DRILL_PREFIX}${decidedAt}`;
+}
+
+/**
  * The body of `POST /v1/models/:model/drills`: one drill's outcome and measures. `model`, when
  * given (`npm run drill`'s file carries it), must be the model of the path (the route checks);
  * a passed drill's results must agree (`passedDrillProblems`).
@@ -80,10 +92,13 @@ export const DrillBody = lazySchema(() =>
       model: z.string().max(64).optional().describe("the drilled model; must be the path's model"),
       drill: z
         .string({ error: "must name the drill, e.g. d1796612813844" })
-        .regex(
-          /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
-          "must be 1-64 letters, digits, '.', '_' or '-'",
-        ),
+        .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "must be 1-64 letters, digits, '.', '_' or '-'")
+        .refine((id) => !id.toLowerCase().startsWith(REHEARSAL_DRILL_PREFIX), {
+          message: `starts with "${REHEARSAL_DRILL_PREFIX}", which names the engine's own rehearsals (${REHEARSAL_DRILL_PREFIX}<epoch ms>, baton drill <model> --rehearse)`,
+          params: {
+            fix: `give the drill an id of its own such as d1796612813844 (npm run drill names each run d<epoch ms>), not starting with "${REHEARSAL_DRILL_PREFIX}"`,
+          },
+        }),
       passed: z.boolean({ error: "must be true or false: did every check of the drill pass" }),
       rto_ms: z.number().min(0).nullable().describe("decision to verified recovery, ms"),
       rpo_ms: z.number().min(0).nullable().describe("restore point to the last lost write, ms"),

@@ -104,6 +104,22 @@ function ruleFix(issue: z.core.$ZodIssue, label: string, description?: string): 
   return `Change ${label} to meet the rule the problem states${about}; docs/recipes.md describes every field.`;
 }
 
+/**
+ * ` from MIN to MAX` (or ` of at least MIN`, ` of at most MAX`) for a number schema with
+ * bounds of its own; empty for another node or a number bounded only by the safe integers.
+ */
+function numberRange(node: z.ZodType | undefined): string {
+  if (!(node instanceof z.ZodNumber)) return "";
+  const bound = (v: number | null) =>
+    v !== null && Number.isFinite(v) && Math.abs(v) < Number.MAX_SAFE_INTEGER ? v : undefined;
+  const min = bound(node.minValue);
+  const max = bound(node.maxValue);
+  if (min !== undefined && max !== undefined) return ` from ${min} to ${max}`;
+  if (min !== undefined) return ` of at least ${min}`;
+  if (max !== undefined) return ` of at most ${max}`;
+  return "";
+}
+
 /** The fix a refinement gave its issue (`params.fix`), if any. */
 function customFix(issue: z.core.$ZodIssue): string | undefined {
   const fix = issue.code === "custom" ? issue.params?.fix : undefined;
@@ -291,6 +307,18 @@ export function schemaProblems(
             path: at,
             message: `${label} must be a finite number; got ${String(valueAt(input, path))} (a number too large, .inf or .nan)`,
             fix: fieldFix(field, path, input) ?? `Set ${label} to a finite number.`,
+          });
+        } else if (issue.expected === "int" && typeof valueAt(input, path) === "number") {
+          // `.int()` refuses a fraction (or an unsafe integer) as an invalid type; a field
+          // with a message of its own keeps it, the others are told in the same words.
+          out.push({
+            path: at,
+            message: issue.message.startsWith("Invalid input:")
+              ? `${label} must be a whole number; got ${String(valueAt(input, path))}`
+              : `${label}: ${issue.message}`,
+            fix:
+              fieldFix(field, path, input) ??
+              `Set ${label} to a whole number${numberRange(schemaAt(schema, path)?.node)}${desc ? ` (${desc})` : ""}.`,
           });
         } else if (missing) {
           out.push({

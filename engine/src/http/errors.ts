@@ -60,7 +60,9 @@ export function zodProblems(
     }
     const message = plainZodMessage(i.message);
     const what = path || prefix;
-    return { path, message, fix: given ?? fixOf(what, message) };
+    // A refinement may carry its own fix (`params.fix`).
+    const own = i.code === "custom" && typeof i.params?.fix === "string" ? i.params.fix : undefined;
+    return { path, message, fix: given ?? own ?? fixOf(what, message) };
   });
 }
 

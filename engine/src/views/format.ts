@@ -2,7 +2,7 @@
  * Small formatting helpers for the dashboard: times (UTC, to the second), durations,
  * GitHub run links and check ordering. Pure; no I/O.
  */
-import type { Json } from "../domain/types.ts";
+import type { Json, Release } from "../domain/types.ts";
 
 /** Epoch ms -> `2026-11-29 02:00:00Z` (UTC, so every reader sees the same clock). */
 export function time(ms: number | null | undefined): string {
@@ -125,8 +125,31 @@ export function shortImage(ref: string): string {
   return `${name}@sha256:${ref.slice(at + 8, at + 20)}…`;
 }
 
-/** Which image a lane runs, for people: the release's candidate, or the baseline it replaces. */
-export type ImageRole = "candidate" | "baseline";
+/**
+ * Which image a lane runs, for people: the release's candidate, or the baseline it replaces; of
+ * a switch back (a rollback of a blue-green release), `restored` (the old environment it moved
+ * every request back to) or `switched away` (the lanes it moved them off, still on the image it
+ * undid).
+ */
+export type ImageRole = "candidate" | "baseline" | "restored" | "switched away";
+
+/**
+ * The role of a lane of `r` running its image (`new`, the manifest's `image`) or the one it
+ * replaces (`previous`); `imageLabel` and `trafficOn` word it. One rule for the CLI, the lanes
+ * view and the dashboard.
+ */
+export function imageRole(r: Pick<Release, "lineage">, image: "new" | "previous"): ImageRole {
+  if (r.lineage?.switch_back === true) return image === "new" ? "restored" : "switched away";
+  return image === "new" ? "candidate" : "baseline";
+}
+
+/**
+ * What `r`'s traffic is on, for people, before its image: `the candidate`, or for a switch back
+ * `the restored old environment` (the image that serves after it).
+ */
+export function trafficOn(r: Pick<Release, "lineage">): string {
+  return imageRole(r, "new") === "restored" ? "the restored old environment" : "the candidate";
+}
 
 /** `ranker:v3.1@sha256:2a1b3c4d5e6f… (candidate)`. */
 export function imageLabel(ref: string, role: ImageRole): string {

@@ -7,7 +7,7 @@
 import { laneImages } from "../domain/fleet.ts";
 import type { Release } from "../domain/types.ts";
 import type { LanesRead } from "../protocol/control-plane.ts";
-import type { ImageRole } from "./format.ts";
+import { type ImageRole, imageRole } from "./format.ts";
 import { summarize } from "./summary.ts";
 
 /** One lane: set (by the release) and observed (at the control plane; null when not listed). */
@@ -44,7 +44,7 @@ export function lanesView(r: Release, read: LanesRead | null): LanesView {
         wave: l.wave,
         set: {
           image: l.ref,
-          role: l.image === "new" ? "candidate" : "baseline",
+          role: imageRole(r, l.image),
           weight: weights.get(l.id) ?? null,
         },
         observed: o ? { weight: o.weight, excluded: o.excluded, image: o.image ?? null } : null,

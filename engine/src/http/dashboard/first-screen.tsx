@@ -9,7 +9,7 @@ import { TERMINAL_RELEASE_STATES } from "../../domain/states.ts";
 import { stepWords } from "../../domain/step-words.ts";
 import type { Release } from "../../domain/types.ts";
 import { visible } from "../../domain/visible-text.ts";
-import { shortImage } from "../../views/format.ts";
+import { imageRole, shortImage, trafficOn } from "../../views/format.ts";
 import { readOnce } from "../../views/history-label.ts";
 import type { LifecycleOffer, Offer } from "../../views/offers.ts";
 import { type ReleaseSummaryFacts, stepAction, whyToShow } from "../../views/summary.ts";
@@ -135,7 +135,7 @@ function LiveNow(props: { facts: ReleaseSummaryFacts; release: Release }) {
       <h2 id="live-now">Live now (as Baton last set it)</h2>
       <p class="small muted">
         {facts.traffic
-          ? `Traffic ${facts.traffic.percent}% on the candidate ${shortImage(r.manifest.image)}, set by ${facts.traffic.by}. `
+          ? `Traffic ${facts.traffic.percent}% on ${trafficOn(r)} ${shortImage(r.manifest.image)}, set by ${facts.traffic.by}. `
           : "No traffic step has run: the baseline weights hold. "}
         <a href={`/fleet?model=${encodeURIComponent(r.manifest.model)}`}>
           What the control plane reports →
@@ -161,7 +161,7 @@ function LiveNow(props: { facts: ReleaseSummaryFacts; release: Release }) {
                     {shortImage(l.ref)}
                   </span>{" "}
                   <span class={l.image === "new" ? "tag cand" : "tag base"}>
-                    {l.image === "new" ? "candidate" : "baseline"}
+                    {imageRole(r, l.image)}
                   </span>
                 </td>
                 <td>{l.weight === null ? "baseline" : `${l.weight}%`}</td>

@@ -23,6 +23,7 @@ import {
   drillToRecord,
   drillVerdict,
   noDrillLanesFix,
+  rehearsalDrillId,
   withDrill,
 } from "../../domain/drills.ts";
 import { BatonError } from "../../domain/errors.ts";
@@ -257,7 +258,7 @@ export class Drills {
         [refused],
       );
 
-    const drill = `rh${decided}`;
+    const drill = rehearsalDrillId(decided);
     const uid = randomHex(8);
     const writes: RehearsalWrite[] = [];
     const write = async (lane: string, out: boolean): Promise<void> => {

@@ -260,7 +260,7 @@ export class Starts {
       : await this.observedBaseline(recipe, compiled);
     let plan: { manifest: Manifest; manifest_digest: string };
     if (opts.switchBack) {
-      plan = this.switchBackOf(opts.switchBack, baseline);
+      plan = this.switchBackOf(opts.switchBack, baseline, compiled.manifest.recipe_name);
     } else {
       await this.assertContractMayRun(compiled.manifest, baseline);
       const planRecipe =
@@ -413,7 +413,8 @@ export class Starts {
 
   /**
    * The switch-back plan from `of` (domain/blue-green.ts `switchBackPlan`) against the lanes
-   * read now (`lanes`), with its digest.
+   * read now (`lanes`), named after the recipe it is admitted with (`recipeName`), with its
+   * digest.
    * @throws BatonError `conflict` (409) when the old environment cannot take the traffic
    *   (`switchBackRefusal`: a blue lane missing, excluded or on another image); nothing is
    *   written then.
@@ -421,9 +422,10 @@ export class Starts {
   private switchBackOf(
     of: Release,
     lanes: ObservedBaseline | null,
+    recipeName: string,
   ): { manifest: Manifest; manifest_digest: string } {
     const why = switchBackRefusal(of.manifest, lanes);
-    const manifest = why ? null : switchBackPlan(of.manifest, lanes);
+    const manifest = why ? null : switchBackPlan(of.manifest, lanes, recipeName);
     if (!manifest) {
       const reason = why ?? `${of.id} is not a blue-green release with a traffic switch`;
       this.deps.log.warn(`[engine] switch back from ${of.id} refused: ${reason}`);
