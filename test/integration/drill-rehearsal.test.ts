@@ -291,4 +291,62 @@ describe.each(STORE_KINDS)("rehearsal on the drill lanes on %s", (kind) => {
       expect((await (await op(h, "GET", `/v1/models/${MODEL}/drills`)).json()).drills).toEqual([]);
     },
   );
+
+  it.skipIf(skip)(
+    "a rehearsal and a posted drill are written in the timeline of an open incident that names the model, once each, and not in another's",
+    async () => {
+      h = await engine();
+      const r1 = await createRelease(h, marking([1]));
+      await drive(h);
+      expect((await h.store.getRelease(r1))?.state).toBe("succeeded");
+      const declare = (models: string[]) =>
+        op(h as Harness, "POST", "/v1/incidents", {
+          severity: "sev2",
+          summary: "answers truncated",
+          models,
+          commander: "maria",
+          actor: "maria",
+        });
+      const mine = await declare([MODEL]);
+      expect(mine.status, await mine.clone().text()).toBe(201);
+      const other = await declare(["another-model"]);
+      expect(other.status, await other.clone().text()).toBe(201);
+      const idOf = async (r: Response) =>
+        ((await r.json()) as { incident: { id: string } }).incident.id;
+      const rehearsed = await rehearse();
+      expect(rehearsed.status).toBe(201);
+      const { drill } = (await rehearsed.json()) as Rehearsal;
+      const posted = {
+        drill: "d1",
+        passed: false,
+        rto_ms: null,
+        rpo_ms: null,
+        rows_lost: null,
+        restored: false,
+        verified: false,
+        problems: ["the restore tool exited 3"],
+        actor: "lee",
+      };
+      expect((await op(h, "POST", `/v1/models/${MODEL}/drills`, posted)).status).toBe(201);
+      // The same drill sent again (a retry) is not a second timeline line.
+      expect((await op(h, "POST", `/v1/models/${MODEL}/drills`, posted)).status).toBe(201);
+      const timeline = async (id: string) =>
+        (
+          (await (await op(h as Harness, "GET", `/v1/incidents/${id}`)).json()) as {
+            timeline: { kind: string; actor: string | null; text: string }[];
+          }
+        ).timeline.filter((e) => e.kind === "recovery");
+      expect((await timeline(await idOf(mine))).map((e) => [e.actor, e.text])).toEqual([
+        [
+          "operator:dana",
+          `rehearsal ${drill.drill} of ${MODEL} passed: RTO ${WRITE_MS} ms, RPO 0 ms, rows lost 0 (release ${r1}); reason: quarterly rehearsal`,
+        ],
+        [
+          "operator:lee",
+          `drill d1 of ${MODEL} FAILED: RTO not measured, RPO not measured, rows lost not counted; first problem: the restore tool exited 3`,
+        ],
+      ]);
+      expect(await timeline(await idOf(other))).toEqual([]);
+    },
+  );
 });

@@ -137,6 +137,18 @@ export interface DrillRecord extends Omit<DrillBody, "actor" | "at" | "model"> {
   recorded_at?: number;
 }
 
+/**
+ * One line for a drill in an open incident's timeline: `rehearsal rh… passed: RTO 812 ms, RPO 0
+ * ms, rows lost 0 (release r4); reason: …` (a recorded drill says `drill`; a failed one its first
+ * problem).
+ */
+export function drillLine(d: DrillRecord): string {
+  const kind = d.drill.toLowerCase().startsWith(REHEARSAL_DRILL_PREFIX) ? "rehearsal" : "drill";
+  const ms = (v: number | null) => (v === null ? "not measured" : `${v} ms`);
+  const measures = `RTO ${ms(d.rto_ms)}, RPO ${ms(d.rpo_ms)}, rows lost ${d.rows_lost ?? "not counted"}`;
+  return `${kind} ${d.drill} of ${d.model} ${d.passed ? "passed" : "FAILED"}: ${measures}${d.release ? ` (release ${d.release})` : ""}${d.problems.length ? `; first problem: ${d.problems[0]}` : ""}${d.reason ? `; reason: ${d.reason}` : ""}`;
+}
+
 /** Slack allowed between a drill's `at` and the engine's clock (a runner's clock skew), ms. */
 export const DRILL_CLOCK_SKEW_MS = 5 * 60_000;
 

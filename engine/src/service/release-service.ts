@@ -145,7 +145,7 @@ export class ReleaseService implements ReleaseApi {
     const admission = deps.admission ?? { mode: "off" as const };
     const targetProbe = deps.targetProbe ?? null;
     this.incidents = new Incidents(deps.store, deps.clock, effects);
-    this.drills = new Drills(deps.store, deps.clock, deps.controlPlane ?? null);
+    this.drills = new Drills(deps.store, deps.clock, deps.controlPlane ?? null, this.incidents);
     this.killSwitches = new KillSwitches(
       deps.store,
       deps.clock,

@@ -19,6 +19,7 @@ import {
   type DrillVerdict,
   drillBookOf,
   drillLanesOf,
+  drillLine,
   drillsOf,
   drillToRecord,
   drillVerdict,
@@ -34,6 +35,7 @@ import type { ApplyResult, ControlPlane } from "../../ports/control-plane.ts";
 import type { Store } from "../../ports/store.ts";
 import { randomHex } from "../../protocol/ids.ts";
 import { StateDocument } from "../state-document.ts";
+import type { Incidents } from "./incidents.ts";
 
 /** A drill recorded: its stored record, and whether this request recorded it (false: it was already). */
 export interface RecordedDrill {
@@ -88,11 +90,16 @@ export const DRILL_BOOK_STATE = "drill_book";
 export class Drills {
   private readonly doc: StateDocument<DrillBook>;
 
-  /** `controlPlane`: where a rehearsal takes the drill lanes out and back (null: none is configured). */
+  /**
+   * `controlPlane`: where a rehearsal takes the drill lanes out and back (null: none is
+   * configured); `incidents`: where a drill newly recorded (posted or rehearsed) is written in
+   * the timeline of every open incident that names its model (null: nowhere).
+   */
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly controlPlane: ControlPlane | null = null,
+    private readonly incidents: Incidents | null = null,
   ) {
     this.doc = new StateDocument(store, clock, DRILL_BOOK_STATE, drillBookOf, "drill book");
   }
@@ -130,7 +137,7 @@ export class Drills {
           ],
         );
     }
-    return this.doc.change((book, now) => {
+    const recorded = await this.doc.change((book, now) => {
       const r = drillToRecord(book, model, body, actor, now);
       if ("problem" in r)
         throw new BatonError(
@@ -143,6 +150,10 @@ export class Drills {
         out: { drill: r.record, fresh: r.fresh },
       };
     });
+    // A retried request (not fresh) was written to the timelines the first time.
+    if (recorded.fresh && this.incidents)
+      await this.incidents.recordRecovery(model, drillLine(recorded.drill), actor);
+    return recorded;
   }
 
   /** `model`'s drills, newest first. */
