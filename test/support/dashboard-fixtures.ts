@@ -3,6 +3,7 @@
  * in-memory `ReleaseApi` that serves them. The fake implements only what the dashboard calls
  * (get, list, abort, resume, retry, health); protocol methods throw.
  */
+import { expect } from "vitest";
 import { BatonError } from "../../engine/src/domain/errors.ts";
 import type { ReleaseState } from "../../engine/src/domain/states.ts";
 import type {
@@ -14,6 +15,7 @@ import type {
   Release,
   StepRun,
 } from "../../engine/src/domain/types.ts";
+import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
 import type { AttemptResult, ReleaseSummary } from "../../engine/src/ports/store.ts";
 import type { Accepted, Refusal, ReleaseApi, ReleaseRecord } from "../../engine/src/service/api.ts";
 
@@ -784,3 +786,36 @@ export function fakeApi(records: ReleaseRecord[] = defaultRecords()): ReleaseApi
 export function defaultRecords(): ReleaseRecord[] {
   return [succeededRecord(), compensatedRecord(), runningRecord(), pausedRecord()];
 }
+
+/**
+ * The HTML of the dashboard's page of release `id` over `fakeApi(records)`, as a viewer logged
+ * in with `viewerToken` sees it at `now` (epoch ms); expects 200.
+ */
+export async function releasePageHtml(
+  records: ReleaseRecord[],
+  id: string,
+  now: number,
+  o: { viewerToken?: string; publicUrl?: string } = {},
+): Promise<string> {
+  const viewer = o.viewerToken ?? "view-secret-token";
+  const base = o.publicUrl ?? "http://127.0.0.1:8787";
+  const app = dashboardApp({
+    api: fakeApi(records),
+    tokens: { operator: "op-secret-token", viewer },
+    publicUrl: base,
+    now: () => now,
+  });
+  const login = await app.request(`${base}/login`, {
+    method: "POST",
+    body: new URLSearchParams({ token: viewer, next: "/releases" }),
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  });
+  const cookie = /^(baton_session=[^;]+)/.exec(login.headers.get("set-cookie") ?? "")?.[1] ?? "";
+  const res = await app.request(`${base}/releases/${id}`, { headers: { cookie } });
+  expect(res.status).toBe(200);
+  return res.text();
+}
+
+/** `html` as the words a reader sees: tags dropped, white space collapsed. */
+export const visibleText = (html: string): string =>
+  html.replace(/<[^>]+>/g, " ").replace(/\s+/g, " ");

@@ -11,12 +11,9 @@ import {
   type ModelDependencyDrift,
 } from "../../engine/src/domain/dependency-drift.ts";
 import type { HistoryEntry } from "../../engine/src/domain/types.ts";
-import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
 import type { ReleaseRecord } from "../../engine/src/service/api.ts";
-import { defaultRecords, fakeApi } from "../support/dashboard-fixtures.ts";
+import { defaultRecords, releasePageHtml, visibleText } from "../support/dashboard-fixtures.ts";
 
-const VIEW = "view-secret-token";
-const BASE = "http://127.0.0.1:8787";
 const NOW = Date.UTC(2026, 10, 29, 12, 0, 0);
 
 const drift: ModelDependencyDrift = {
@@ -60,21 +57,7 @@ const asJson = (r: ReleaseRecord | undefined) =>
   ({ ...r?.release, history: r?.history, attempt_results: r?.attempt_results }) as never;
 
 async function page(rs: ReleaseRecord[]): Promise<string> {
-  const app = dashboardApp({
-    api: fakeApi(rs),
-    tokens: { operator: "op-secret-token", viewer: VIEW },
-    publicUrl: BASE,
-    now: () => NOW,
-  });
-  const login = await app.request(`${BASE}/login`, {
-    method: "POST",
-    body: new URLSearchParams({ token: VIEW, next: "/releases" }),
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-  });
-  const cookie = /^(baton_session=[^;]+)/.exec(login.headers.get("set-cookie") ?? "")?.[1] ?? "";
-  const res = await app.request(`${BASE}/releases/r2`, { headers: { cookie } });
-  expect(res.status).toBe(200);
-  return (await res.text()).replace(/<[^>]+>/g, " ").replace(/\s+/g, " ");
+  return visibleText(await releasePageHtml(rs, "r2", NOW));
 }
 
 describe("a mutable dependency's drift is shown", () => {

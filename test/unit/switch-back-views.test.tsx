@@ -12,16 +12,13 @@ import { switchBackPlan } from "../../engine/src/domain/blue-green.ts";
 import { compileRecipe } from "../../engine/src/domain/compile.ts";
 import { Recipe, type RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { Manifest, Release, StepRun } from "../../engine/src/domain/types.ts";
-import { dashboardApp } from "../../engine/src/http/dashboard/index.tsx";
 import type { ReleaseRecord } from "../../engine/src/service/api.ts";
 import { shortImage } from "../../engine/src/views/format.ts";
 import { lanesView } from "../../engine/src/views/lanes.ts";
-import { fakeApi, succeededRecord } from "../support/dashboard-fixtures.ts";
+import { releasePageHtml, succeededRecord, visibleText } from "../support/dashboard-fixtures.ts";
 import { goodRecipe, lane } from "./recipe-fixture.ts";
 
 const NOW = Date.UTC(2026, 11, 7, 12, 0, 0);
-const VIEW = "view-secret-token";
-const BASE = "http://127.0.0.1:8787";
 
 /** Blue lanes a, b (30/70) and green lanes c, d: recipe `bg-v7`, a 2h window. */
 function blueGreen(): Manifest {
@@ -101,23 +98,9 @@ describe("a switch back is shown as what serves after it", () => {
 
   it("the dashboard's release page: the same words", async () => {
     const { m, record } = switchBack();
-    const app = dashboardApp({
-      api: fakeApi([record]),
-      tokens: { operator: "op-secret-token", viewer: VIEW },
-      publicUrl: BASE,
-      now: () => NOW,
-    });
-    const login = await app.request(`${BASE}/login`, {
-      method: "POST",
-      body: new URLSearchParams({ token: VIEW, next: "/releases" }),
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-    });
-    const cookie = /^(baton_session=[^;]+)/.exec(login.headers.get("set-cookie") ?? "")?.[1] ?? "";
-    const res = await app.request(`${BASE}/releases/r5`, { headers: { cookie } });
-    expect(res.status).toBe(200);
-    const html = await res.text();
+    const html = await releasePageHtml([record], "r5", NOW);
     const live = /<section aria-labelledby="live-now"[\s\S]*?<\/section>/.exec(html)?.[0] ?? "";
-    const t = live.replace(/<[^>]+>/g, " ").replace(/\s+/g, " ");
+    const t = visibleText(live);
     expect(t).toContain(
       `Traffic 100% on the restored old environment ${shortImage(m.previous_image)}`,
     );
