@@ -123,6 +123,26 @@ const GithubLogin = lazySchema(() =>
     .catch(undefined),
 );
 
+/**
+ * The result `status` words that say the tool did not succeed (the action's own words, docs/runner.md
+ * "Outputs"): a result with one of them is a failure even when its `overall` says `pass`. Any other
+ * one-word status (`succeeded`, or a custom tool's own word) lets `overall` decide.
+ */
+export const NOT_SUCCEEDED_STATUSES: ReadonlySet<string> = new Set([
+  "failed",
+  "timeout",
+  "cancelled",
+  "not_run",
+  "declined",
+  "invalid",
+  "preflight_failed",
+]);
+
+/** Whether a result with `status` and `overall` is a pass: `overall` pass and a status not in `NOT_SUCCEEDED_STATUSES`. */
+export function resultPassed(status: string, overall: string): boolean {
+  return overall === "pass" && !NOT_SUCCEEDED_STATUSES.has(status);
+}
+
 /** Body of `POST /v1/releases/step-runs/:id/callback`; signed over its raw bytes. */
 export const CallbackBody = lazySchema(() =>
   z

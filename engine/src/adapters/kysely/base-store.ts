@@ -21,6 +21,7 @@ import type {
   ReleaseSummary,
   Store,
 } from "../../ports/store.ts";
+import { resultPassed } from "../../protocol/messages.ts";
 import { closedError } from "./errors.ts";
 import { ManifestCache } from "./manifest-cache.ts";
 import { type CompactionPlan, type CompactionResult, compactionPlan } from "./retention.ts";
@@ -121,7 +122,15 @@ export abstract class KyselyStore implements Store {
           .execute(),
         db
           .selectFrom("attempt_results")
-          .select(["step_run_id", "attempt", "overall", "log", "log_truncated", "raw_callback"])
+          .select([
+            "step_run_id",
+            "attempt",
+            "status",
+            "overall",
+            "log",
+            "log_truncated",
+            "raw_callback",
+          ])
           .where("release_id", "=", id)
           .execute(),
       ]);
@@ -144,7 +153,7 @@ export abstract class KyselyStore implements Store {
           log: a.log,
           log_truncated: Boolean(a.log_truncated),
           raw_len: a.raw_callback.length,
-          passed: a.overall === "pass",
+          passed: resultPassed(a.status, a.overall),
         })),
         logTailChars: q.logTailChars,
         now: q.now,

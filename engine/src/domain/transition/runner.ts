@@ -3,6 +3,7 @@
  * "Runner steps"; docs/state-machine.md rules 2, 5, 6). Preflight is in `preflight.ts`.
  */
 
+import { resultPassed } from "../../protocol/messages.ts";
 import { conformanceFailureWords } from "../conformance.ts";
 import { migrateUnverified } from "../migration.ts";
 import { isRestoreRun } from "../restore-state.ts";
@@ -168,8 +169,11 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
   // A probe passes only when the runner said pass and every check of its lane passed.
   // A restore passes only with a report the tool read back (fail closed).
   const restore = isRestoreRun(r, sr);
+  // A status saying the tool did not succeed outweighs an `overall` of pass (fail closed).
+  const contradicted = e.overall === "pass" && !resultPassed(e.status, e.overall);
   const pass =
     e.overall === "pass" &&
+    !contradicted &&
     mismatch === null &&
     (!probe || (e.probe_checks ?? []).every((c) => c.outcome === "pass")) &&
     (!restore || e.restore_report?.verified === true);
@@ -184,8 +188,9 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
   // The failing check names the cause (`health check on lane-a answered 503: …`); the
   // runner's bare status only when the result files carry no failing check.
   const failedChecks = probe ? (e.probe_checks ?? []).filter((c) => c.outcome === "fail") : [];
-  const cause =
-    failedChecks.length > 0
+  const cause = contradicted
+    ? `the runner reported status ${e.status} with overall pass; a result whose status says the tool did not succeed is a failure`
+    : failedChecks.length > 0
       ? failedChecks.map((c) => `lane ${c.lane} ${c.check}: ${c.message}`).join("; ")
       : e.failing_check
         ? failingCheckText(e.failing_check, stepOf(r, sr).lane)
