@@ -52,6 +52,31 @@ describe("zodProblems", () => {
     expect(p["body.text"]).toMatchObject({ fix: "set body.text to a string" });
   });
 
+  it("an option, a pattern and a required field of any type in words, with a fix to match", () => {
+    const Cb = z
+      .object({
+        overall: z.enum(["pass", "fail"]),
+        run_id: z.string().regex(/^[0-9]{1,20}$/),
+        checks: z.unknown(),
+      })
+      .required({ checks: true });
+    const r = Cb.safeParse({ overall: "maybe", run_id: "☃" });
+    if (r.success) throw new Error("expected a bad body");
+    const p = Object.fromEntries(zodProblems(r.error, "body").map((x) => [x.path, x]));
+    expect(p["body.overall"]).toEqual({
+      path: "body.overall",
+      message: 'must be one of "pass", "fail"',
+      fix: 'set body.overall to one of "pass", "fail"',
+    });
+    expect(p["body.run_id"]).toMatchObject({
+      message: "must match the pattern /^[0-9]{1,20}$/",
+      fix: "change body.run_id to match /^[0-9]{1,20}$/",
+    });
+    expect(p["body.checks"]).toMatchObject({ message: "is missing", fix: "add body.checks" });
+    for (const x of Object.values(p))
+      expect(`${x.message} ${x.fix}`).not.toMatch(/Invalid|nonoptional|: it /);
+  });
+
   it("no fix repeats zod's words", () => {
     const all = Object.values(
       problems(JSON.parse('{"rto_ms":-1,"rpo_ms":1e309,"text":"","models":[],"n":0,"extra":1}')),

@@ -73,19 +73,24 @@ function fixOf(what: string, message: string): string {
   if (most) return `shorten ${what} to at most ${most[1]}`;
   const least = /^must have at least (.*)$/.exec(message);
   if (least) return `give ${what} at least ${least[1]}`;
+  const pattern = /^must match the pattern (.*)$/.exec(message);
+  if (pattern) return `change ${what} to match ${pattern[1]}`;
   const be = /^must be (.*?)(?:, not .*)?$/.exec(message);
   if (be) return `set ${what} to ${be[1]}`;
-  return `change ${what}: it ${message}`;
+  return `change ${what} (${message})`;
 }
 
 const ZOD_TYPE = /^Invalid input: expected (\w+), received (\w+)$/;
+const ZOD_OPTION = /^Invalid option: expected one of (.*)$/;
+const ZOD_PATTERN = /^Invalid string: must match pattern (.*)$/;
 const ZOD_RANGE =
   /^Too (small|big): expected (\w+) to (?:be|have) ([<>]=?)(-?[\d.e+]+)(?: (\w+))?$/;
 
 /**
  * zod's texts in plain words: "Invalid input: expected object, received array" -> "must be a
  * JSON object, not an array"; "Too small: expected number to be >=0" -> "must be 0 or more";
- * "Too big: expected string to have <=64 characters" -> "must be at most 64 characters".
+ * "Too big: expected string to have <=64 characters" -> "must be at most 64 characters";
+ * 'Invalid option: expected one of "pass"|"fail"' -> 'must be one of "pass", "fail"'.
  */
 function plainZodMessage(message: string): string {
   const range = ZOD_RANGE.exec(message);
@@ -111,10 +116,18 @@ function plainZodMessage(message: string): string {
       ? `must have at least ${count} ${things}`
       : `must be at most ${count} ${things}`;
   }
+  const option = ZOD_OPTION.exec(message);
+  if (option) return `must be one of ${(option[1] ?? "").split("|").join(", ")}`;
+  const pattern = ZOD_PATTERN.exec(message);
+  if (pattern) return `must match the pattern ${pattern[1]}`;
   const m = ZOD_TYPE.exec(message);
-  if (!m) return message.replace(/^Invalid input: /, "must be valid: ");
+  if (!m) return message.replace(/^Invalid (input|string|value): /, "must be valid: ");
   const [, expected = "", received = ""] = m;
-  if (received === "undefined") return `is missing; it must be ${typeWords(expected)}`;
+  // zod names a required field of unknown type `nonoptional`: no type to name.
+  if (received === "undefined")
+    return expected === "nonoptional"
+      ? "is missing"
+      : `is missing; it must be ${typeWords(expected)}`;
   if (received === "Infinity")
     return `must be ${expected === "number" ? "a finite number" : typeWords(expected)}, not a number too large to be finite (such as 1e309)`;
   return `must be ${typeWords(expected)}, not ${received === "NaN" ? "something that is not a number" : typeWords(received)}`;
