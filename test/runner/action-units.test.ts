@@ -228,6 +228,25 @@ describe("readDispatch (F02b, F05)", () => {
   ])("refuses %s %j", (name, event) => {
     expect(() => read(name, event)).toThrow(PayloadError);
   });
+  it("names each bad payload field with what it must be, in words", () => {
+    let problems: string[] = [];
+    try {
+      read("repository_dispatch", {
+        action: "release-step",
+        client_payload: { tool: "deploy", step_run_id: "sr_1$(id)", callback_url: 7 },
+      });
+    } catch (e) {
+      problems = (e as PayloadError).problems;
+    }
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        "client_payload.v: must be 1",
+        "client_payload.args: is missing; it must be a JSON object",
+        "client_payload.release: is missing; it must be a JSON object",
+      ]),
+    );
+    for (const p of problems) expect(p).not.toMatch(/Invalid|received undefined/);
+  });
 });
 
 describe("logTail and redact", () => {

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { StepRunId } from "../../../engine/src/protocol/ids.ts";
 import { DISPATCH_EVENT_TYPE, DispatchPayload } from "../../../engine/src/protocol/messages.ts";
+import { plainZodMessage } from "../../../engine/src/protocol/zod-words.ts";
 
 /** Validation failure: `problems` are `path: message` lines for the log and summary. */
 export class PayloadError extends Error {
@@ -18,9 +19,11 @@ export class PayloadError extends Error {
   }
 }
 
+/** `client_payload.<field>: <what it must be>` per issue, in plain words (protocol/zod-words.ts). */
 function problemsOf(error: { issues: { path: PropertyKey[]; message: string }[] }): string[] {
   return error.issues.map(
-    (i) => `client_payload.${i.path.map(String).join(".") || "(root)"}: ${i.message}`,
+    (i) =>
+      `client_payload.${i.path.map(String).join(".") || "(root)"}: ${plainZodMessage(i.message)}`,
   );
 }
 
