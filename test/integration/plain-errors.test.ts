@@ -76,6 +76,15 @@ describe.each(STORE_KINDS)("plain refusals on %s", (kind) => {
         /1 to 200 .*before=<created_at of the last release/,
       );
 
+      // Digits, but too many to be exact: said as such, not as "not digits".
+      const long = await op(h, "GET", `/v1/releases?limit=${"9".repeat(23)}`);
+      expect(long.status).toBe(400);
+      const lg = (await long.json()) as ErrBody;
+      plain(lg);
+      expect(lg.error.problems?.[0]?.message).toBe(
+        "must be a whole number written in decimal digits only, 1..200; it has more than 15 digits",
+      );
+
       const before = await op(h, "GET", "/v1/releases?before=zzz");
       expect(before.status).toBe(400);
       const b = (await before.json()) as ErrBody;

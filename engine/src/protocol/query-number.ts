@@ -20,7 +20,8 @@ export function queryNumber(range: { min: number; max?: number }, words = "a who
   const message = `must be ${words} written in decimal digits only, ${bounds}`;
   return z
     .string({ error: message })
-    .regex(QUERY_NUMBER_PATTERN, message)
+    .regex(/^[0-9]+$/, message)
+    .regex(QUERY_NUMBER_PATTERN, `${message}; it has more than 15 digits`)
     .transform(Number)
     .pipe(
       range.max === undefined
