@@ -157,6 +157,27 @@ describe.each(STORE_KINDS)("release record on %s", (kind) => {
   );
 
   it.skipIf(skip)(
+    "an open release's step run in flight is not a deviation; one that failed is",
+    async () => {
+      h = await makeHarness({ kind, admission: trust.admission });
+      const id = await start(h);
+      // No runner answers: the first runner step stays dispatched.
+      await drive(h, () => "skip");
+      const rel = await h.store.getRelease(id);
+      const inFlight = rel?.step_runs.filter(
+        (s) => s.state === "dispatched" || s.state === "running",
+      );
+      expect(inFlight?.length).toBeGreaterThan(0);
+      const open = await record(h, id);
+      expect(open.release.closed).toBe(false);
+      expect(open.deviations.map((d) => d.what).join("\n")).not.toMatch(
+        /ended (dispatched|running)/,
+      );
+      expect(open.deviations.every((d) => d.at !== null)).toBe(true);
+    },
+  );
+
+  it.skipIf(skip)(
     "record_digest may carry the sha256: prefix the CLI prints; the bare hex is compared and kept",
     async () => {
       h = await makeHarness({ kind, admission: trust.admission });

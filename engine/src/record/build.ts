@@ -10,7 +10,7 @@ import { ACCEPT_KIND } from "../domain/release-history.ts";
 import { reportedImages } from "../domain/result-evidence.ts";
 import { rollbackWindowClosesAt } from "../domain/rollback-window.ts";
 import { shadowPhaseEvidence } from "../domain/shadow-evidence.ts";
-import { TERMINAL_RELEASE_STATES } from "../domain/states.ts";
+import { type StepRunState, TERMINAL_RELEASE_STATES } from "../domain/states.ts";
 import type { StrategyName } from "../domain/strategy.ts";
 import type { HistoryEntry, Release } from "../domain/types.ts";
 import { suggestedCommand } from "../domain/verbs.ts";
@@ -189,6 +189,13 @@ export function observedLanes(
   );
 }
 
+/** Step-run states a step run ends in without succeeding: each is a deviation of the record. */
+const ENDED_BADLY: ReadonlySet<StepRunState> = new Set<StepRunState>([
+  "failed",
+  "unknown",
+  "dispatch_failed",
+]);
+
 /**
  * The record of `release` from its history and `o` (gate evaluations, attempt results,
  * lineage chain).
@@ -257,7 +264,10 @@ export function buildRecord(
         at: s.finished_at,
         what: `${label} ran ${s.attempts.length} attempts (re-runs)`,
       });
-    if (s.state !== "succeeded" && s.state !== "planned")
+    // A step run still in flight in an open release has not ended: not a deviation yet. In a
+    // closed release it ended so (never heard back), and is one.
+    const closed = TERMINAL_RELEASE_STATES.has(release.state);
+    if (ENDED_BADLY.has(s.state) || (closed && s.state !== "succeeded" && s.state !== "planned"))
       deviations.push({
         at: s.finished_at,
         what: `${label} ended ${s.state}${s.last_error ? `: ${s.last_error}` : ""}`,
