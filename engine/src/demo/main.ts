@@ -57,13 +57,17 @@ const USAGE = `usage: npm run demo -- [options]
 
 /**
  * The gate the demo adds to a recipe without one: every wave between 1% and 99% is held until
- * the candidate's error rate is shown to be at most 2 points worse than the baseline serving
- * beside it, with at least 1,000 requests per arm and 2 s of bake. Two guardrails fail the
- * wave when breached: the candidate's p99 latency certainly more than 100 ms above the
+ * the candidate's error rate is shown to be at most 50% above the baseline's serving beside it
+ * (a relative margin, never under 0.5 points: at the demo's 1% baseline a candidate at twice
+ * the error rate fails), with at least 1,000 requests per arm and 2 s of bake. Two guardrails
+ * fail the wave when breached: the candidate's p99 latency certainly more than 100 ms above the
  * baseline's (anytime-valid, at the histogram's buckets' resolution), and its share of requests
- * slower than 1 s certainly more than 5 points above the baseline's. The router draws 4,000
- * units a second.
+ * slower than 1 s certainly more than 5 points above the baseline's. The router draws
+ * `DEMO_UNITS_PER_S` units a second.
  */
+/** Assignment units the demo's router draws a second while a gate is held. */
+export const DEMO_UNITS_PER_S = 20_000;
+
 export const DEMO_ANALYSIS: NonNullable<RecipeInput["analysis"]> = {
   assignment_unit: "request",
   alpha: 0.05,
@@ -72,7 +76,7 @@ export const DEMO_ANALYSIS: NonNullable<RecipeInput["analysis"]> = {
   interval_ms: 1000,
   max_wait_ms: 60_000,
   metrics: [
-    { name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.02 } },
+    { name: "error-rate", kind: "ratio", better: "lower", margin: { relative: 0.5, floor: 0.005 } },
     {
       name: "latency-p99",
       kind: "quantile",
@@ -99,11 +103,13 @@ export function addedGateLines(aimed: string): string[] {
   const pts = (m: (typeof a.metrics)[number]["margin"]) =>
     m && "absolute" in m
       ? `${(m.absolute * 100).toFixed(1)} points`
-      : m && "ms" in m
-        ? `${count(m.ms)} ms`
-        : m && "percent" in m
-          ? `${count(m.percent)}%`
-          : "its margin";
+      : m && "relative" in m
+        ? `${count(m.relative * 100)}% (at least ${((m.floor ?? 0) * 100).toFixed(1)} points)`
+        : m && "ms" in m
+          ? `${count(m.ms)} ms`
+          : m && "percent" in m
+            ? `${count(m.percent)}%`
+            : "its margin";
   const metrics = a.metrics.map((m) => {
     const what =
       m.kind === "latency"
@@ -343,9 +349,9 @@ export async function runDemo(argv: string[]): Promise<number> {
         else console.log(line);
       }
       const g = record.release.gate;
-      // The router serves traffic while a gate is being evaluated (4,000 units a second).
+      // The router serves traffic while a gate is being evaluated (DEMO_UNITS_PER_S).
       const serving = g !== undefined && g !== null && g.decision !== "inconclusive";
-      if (serving && !gateSeen) stack.traffic.start(400, 100);
+      if (serving && !gateSeen) stack.traffic.start(DEMO_UNITS_PER_S / 10, 100);
       if (!serving && gateSeen) stack.traffic.stop();
       const mark = g ? `${g.wave}:${g.seq}` : "";
       if (g && g.seq > 0 && mark !== gateSeen) {
@@ -403,7 +409,7 @@ export async function runDemo(argv: string[]): Promise<number> {
       console.log("[demo] serving until Ctrl-C (or SIGTERM)");
       // The router keeps serving the model's traffic, so the gates of releases started by hand
       // (baton deploy, roll-forward, rollback) see requests too.
-      stack.traffic.start(400, 100);
+      stack.traffic.start(DEMO_UNITS_PER_S / 10, 100);
       await new Promise<void>((r) => {
         stopServing = r;
       });
