@@ -43,6 +43,11 @@ export interface AppOptions {
   lanes?: (model: string) => Promise<LanesRead>;
   /** Mounts more routes (e.g. the dashboard under `/`) before the 404 handler. */
   extend?: (app: Hono) => void;
+  /**
+   * Mount the API's routes (`/healthz`, `/metrics`, `/v1/*`, the runner protocol among them);
+   * default true. False: only what `extend` mounts, behind the same middleware.
+   */
+  apiRoutes?: boolean;
 }
 
 export function createApp(o: AppOptions): Hono {
@@ -88,6 +93,19 @@ export function createApp(o: AppOptions): Hono {
   app.notFound((c) =>
     errorResponse(c, 404, "not_found", `[engine] no route ${c.req.method} ${c.req.path}`),
   );
+  if (o.apiRoutes !== false) mountApi(app, o, operatorTokens, readTokens);
+  o.extend?.(app);
+  return app;
+}
+
+/** The API's routes of docs/engine.md on `app`. */
+function mountApi(
+  app: Hono,
+  o: AppOptions,
+  operatorTokens: readonly string[],
+  readTokens: readonly string[],
+): void {
+  const operators = o.operators ?? [];
   app.route(
     "/",
     systemRoutes({
@@ -124,6 +142,4 @@ export function createApp(o: AppOptions): Hono {
       ...(o.lanes ? { lanes: o.lanes } : {}),
     }),
   );
-  o.extend?.(app);
-  return app;
 }
