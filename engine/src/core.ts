@@ -18,7 +18,7 @@
 import type { Hono } from "hono";
 import type { AdmissionConfig } from "./admission/policy.ts";
 import type { BundleVerifier } from "./admission/verify.ts";
-import { createApp } from "./http/app.ts";
+import { type ApiRoutes, createApp } from "./http/app.ts";
 import type { NamedToken } from "./http/auth.ts";
 import type { DashboardTokens } from "./http/dashboard/auth.ts";
 import type { DashboardDeps } from "./http/dashboard/index.tsx";
@@ -119,11 +119,11 @@ export interface CoreSettings {
    */
   dashboard?: (deps: DashboardDeps) => Hono;
   /**
-   * Serve the HTTP API: `/healthz`, `/metrics`, `/v1/*` with the runner protocol (default
-   * true). False: the app serves only what `extendApp` and `dashboard` mount (the dashboard
-   * Worker).
+   * The HTTP API the entry mounts (`apiRoutes` of http/api-routes.ts: `/healthz`, `/metrics`,
+   * `/v1/*` with the runner protocol); none when absent (the dashboard Worker), and then none
+   * of its routes is bundled.
    */
-  api?: boolean;
+  api?: ApiRoutes;
   reconciler?: Partial<ReconcilerOptions>;
   /** Kick the reconciler right after a commit that wrote effects (default true). */
   eagerReconcile?: boolean;
@@ -299,7 +299,7 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
     ...(s.repository ? { repository: s.repository } : {}),
     ...(lanesRead ? { lanes: lanesRead } : {}),
     log,
-    ...(s.api === false ? { apiRoutes: false } : {}),
+    ...(s.api ? { routes: s.api } : {}),
     extend: (a) => {
       s.extendApp?.(a);
       if (s.dashboard) {

@@ -23,6 +23,7 @@ import { createCore } from "./core.ts";
 import { NOTICE_KINDS } from "./domain/notifications.ts";
 import { declareRecipeLanes } from "./embedded-lanes.ts";
 import { installFaultHost } from "./faults.ts";
+import { apiRoutes } from "./http/api-routes.ts";
 import { dashboardApp } from "./http/dashboard/index.tsx";
 import { prepareDataDir } from "./node/data-dir.ts";
 import { nodeFaultHost } from "./node/fault-host.ts";
@@ -231,6 +232,7 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       ...(config.operators ? { operators: config.operators } : {}),
       viewerToken: config.viewerToken,
       ...(config.githubRepository ? { repository: config.githubRepository } : {}),
+      api: apiRoutes,
       ...(o.dashboard === false ? {} : { dashboard: dashboardApp }),
       ...(o.reconciler ? { reconciler: o.reconciler } : {}),
       ...(o.eagerReconcile === false ? { eagerReconcile: false } : {}),

@@ -50,12 +50,16 @@ describe("Workers bundle size", () => {
     expect(inputs.some((p) => /node_modules\/hono\/dist\/jsx\//.test(p))).toBe(false);
   }, 60_000);
 
-  it("the dashboard Worker is within its budget and holds the dashboard", async () => {
+  it("the dashboard Worker is within its budget, holds the dashboard and no API route", async () => {
     const built = await buildWorker(join(dir, "dashboard.mjs"), {
       entry: WORKER_ENTRIES.dashboard,
     });
     const inputs = Object.keys(built.metafile.inputs);
     expect(inputs).toContain("engine/src/http/dashboard/index.tsx");
+    // The entry passes no API (core.ts and http/app.ts import none): no route module is bundled.
+    expect(inputs.filter((p) => /^engine\/src\/http\/(routes\/|api-routes\.ts)/.test(p))).toEqual(
+      [],
+    );
     expect(
       built.bytes,
       `the dashboard Worker's bundle is ${built.bytes} bytes, over its budget of ${DASHBOARD_WORKER_BUNDLE_BUDGET_BYTES} (node scripts/build-worker.mjs --dashboard --analyze)`,

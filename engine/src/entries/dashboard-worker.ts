@@ -11,7 +11,7 @@ import { dashboardApp } from "../http/dashboard/index.tsx";
 import { type Surface, workerFetch } from "./serverless.ts";
 
 /** What this Worker serves: the dashboard, without the API. Not exported (see below). */
-const DASHBOARD: Surface = { api: false, dashboard: dashboardApp };
+const DASHBOARD: Surface = { dashboard: dashboardApp };
 
 // Every export of a Workers module must be a handler.
 export default { fetch: workerFetch(DASHBOARD) };

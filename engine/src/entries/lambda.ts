@@ -8,12 +8,14 @@
  * event's pool is closed then too.
  * Settings from the function's environment (docs/deploying.md, "AWS Lambda").
  */
+
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
+import { apiRoutes } from "../http/api-routes.ts";
 import { dashboardApp } from "../http/dashboard/index.tsx";
 import { openEvent, openOrAnswer, type Surface, serverlessSettings } from "./serverless.ts";
 
 /** What the function serves: the API and the dashboard (a Lambda has no 1 MB script limit). */
-const LAMBDA: Surface = { api: true, dashboard: dashboardApp };
+const LAMBDA: Surface = { api: apiRoutes, dashboard: dashboardApp };
 
 /** An EventBridge schedule's event (`source: aws.events`, `detail-type: Scheduled Event`). */
 export interface ScheduledEvent {

@@ -132,8 +132,8 @@ const consoleLog = {
 export interface Surface {
   /** The dashboard under `/` (`dashboardApp`); none when absent. */
   dashboard?: CoreSettings["dashboard"];
-  /** The API and the runner protocol (default true). */
-  api?: boolean;
+  /** The API and the runner protocol (`apiRoutes`); none when absent. */
+  api?: CoreSettings["api"];
 }
 
 /** What one event may spend (scheduled events): its end, epoch ms of the system clock. */
@@ -198,7 +198,7 @@ export class EventScope implements Scheduler {
         viewerToken: s.BATON_VIEWER_TOKEN ?? null,
         repository: s.GITHUB_REPOSITORY,
         exclusiveLanes: s.BATON_EXCLUSIVE_LANES !== "off",
-        ...(surface.api === false ? { api: false } : {}),
+        ...(surface.api ? { api: surface.api } : {}),
         ...(surface.dashboard
           ? { dashboard: surface.dashboard }
           : {

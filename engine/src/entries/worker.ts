@@ -9,6 +9,7 @@
  * the event's work has settled.
  * Built by scripts/build-worker.mjs; set up as in docs/deploying.md.
  */
+import { apiRoutes } from "../http/api-routes.ts";
 import {
   openEvent,
   type Surface,
@@ -18,7 +19,7 @@ import {
 } from "./serverless.ts";
 
 /** What this Worker serves: the API, without the dashboard. Not exported (see below). */
-const ENGINE: Surface = { api: true };
+const ENGINE: Surface = { api: apiRoutes };
 
 /**
  * What a scheduled event gives drift observation, ms from the event's start: well inside what
