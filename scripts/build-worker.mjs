@@ -34,14 +34,14 @@ export const WORKER_ENTRIES = {
  * The most the engine Worker's modules may weigh together, bytes as uploaded (before
  * compression). Cloudflare counts every module of an upload towards a Worker's size, and a
  * bigger script parses longer at each isolate start. It sits about 1.1% above the bundle's
- * size (964,564 bytes), so a regression of a few KB fails the build. Raising it is a reviewed
+ * size (964,719 bytes), so a regression of a few KB fails the build. Raising it is a reviewed
  * change with its reason; it stays under 1,000,000 (docs/deploying.md says what the bytes are).
  */
 export const WORKER_BUNDLE_BUDGET_BYTES = 975_000;
 
 /**
  * The same for the dashboard Worker (WORKER_ENTRIES.dashboard, which bundles no API route):
- * about 1.1% above its size (972,149 bytes), under 1,000,000 as well.
+ * about 1.1% above its size (972,304 bytes), under 1,000,000 as well.
  */
 export const DASHBOARD_WORKER_BUNDLE_BUDGET_BYTES = 983_000;
 
