@@ -1,12 +1,14 @@
 #!/usr/bin/env node
-// Bundles the Cloudflare Workers entry (engine/src/entries/worker.ts) into one ES module for
+// Bundles a Cloudflare Workers entry (the engine, engine/src/entries/worker.ts, or with
+// --dashboard the dashboard, engine/src/entries/dashboard-worker.ts) into one ES module for
 // workerd: `node:*` stays external (compatibility flag `nodejs_compat`), as does
 // `cloudflare:sockets` (pg-cloudflare's TCP).
 //
-// Usage: node scripts/build-worker.mjs [outfile] [--analyze] [--check]
-//   (default outfile dist-worker/worker.mjs). Prints {"outfile","bytes","gzip_bytes","budget_bytes"}.
+// Usage: node scripts/build-worker.mjs [outfile] [--dashboard] [--analyze] [--check]
+//   (default outfile dist-worker/worker.mjs, with --dashboard dist-worker/dashboard.mjs). Prints {"outfile","bytes","gzip_bytes","budget_bytes"}.
 //   --analyze  also prints where the bytes come from (per package, per engine folder).
-//   --check    exits 1 when `bytes` is over WORKER_BUNDLE_BUDGET_BYTES (CI runs it).
+//   --check    exits 1 when `bytes` is over the Worker's budget (WORKER_BUNDLE_BUDGET_BYTES,
+//              DASHBOARD_WORKER_BUNDLE_BUDGET_BYTES; CI runs both).
 // Tests and the benchmark import `buildWorker(outfile)`.
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { builtinModules, createRequire } from "node:module";
@@ -19,14 +21,29 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
 
 /**
- * The most the Worker's modules may weigh together, bytes as uploaded (before compression).
- * Cloudflare counts every module of an upload towards a Worker's size, and a bigger script
- * parses longer at each isolate start. It sits about 1.1% above the bundle's size (1,073,421
- * bytes), so a regression of a few KB fails the build. Raising it is a reviewed
- * change with its reason. The goal stays under 1,000,000 (docs/deploying.md says what the bytes
- * are and what moving under it would take).
+ * The two Workers of a Workers deployment, built from the same source: the engine (the API,
+ * the runner protocol, the Cron Trigger's `tick`, `/metrics`; no dashboard module) and the
+ * dashboard (its pages, login, actions and live updates; no API). Entry, repository-relative.
  */
-export const WORKER_BUNDLE_BUDGET_BYTES = 1_085_000;
+export const WORKER_ENTRIES = {
+  engine: "engine/src/entries/worker.ts",
+  dashboard: "engine/src/entries/dashboard-worker.ts",
+};
+
+/**
+ * The most the engine Worker's modules may weigh together, bytes as uploaded (before
+ * compression). Cloudflare counts every module of an upload towards a Worker's size, and a
+ * bigger script parses longer at each isolate start. It sits about 1.1% above the bundle's
+ * size (964,719 bytes), so a regression of a few KB fails the build. Raising it is a reviewed
+ * change with its reason; it stays under 1,000,000 (docs/deploying.md says what the bytes are).
+ */
+export const WORKER_BUNDLE_BUDGET_BYTES = 975_000;
+
+/**
+ * The same for the dashboard Worker (WORKER_ENTRIES.dashboard, which bundles no API route):
+ * about 1.1% above its size (972,304 bytes), under 1,000,000 as well.
+ */
+export const DASHBOARD_WORKER_BUNDLE_BUDGET_BYTES = 983_000;
 
 /**
  * Code the Workers entry cannot reach, replaced by a module that says so if it ever runs:
@@ -511,7 +528,7 @@ export async function buildWorker(outfile, o = {}) {
   /** The zod method names the engine and zod use, read once per build. */
   let used;
   const r = await build({
-    entryPoints: [resolve(root, o.entry ?? "engine/src/entries/worker.ts")],
+    entryPoints: [resolve(root, o.entry ?? WORKER_ENTRIES.engine)],
     ...(o.alias ? { alias: o.alias } : {}),
     absWorkingDir: root,
     bundle: true,
@@ -646,15 +663,21 @@ export function breakdown(metafile, depth = 4) {
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
+  const dashboard = args.includes("--dashboard");
+  const budget = dashboard ? DASHBOARD_WORKER_BUNDLE_BUDGET_BYTES : WORKER_BUNDLE_BUDGET_BYTES;
   const named = args.find((a) => !a.startsWith("--"));
-  const outfile = named ? resolve(named) : resolve(root, "dist-worker/worker.mjs");
-  const built = await buildWorker(outfile);
+  const outfile = named
+    ? resolve(named)
+    : resolve(root, dashboard ? "dist-worker/dashboard.mjs" : "dist-worker/worker.mjs");
+  const built = await buildWorker(outfile, {
+    entry: dashboard ? WORKER_ENTRIES.dashboard : WORKER_ENTRIES.engine,
+  });
   console.log(
     JSON.stringify({
       outfile,
       bytes: built.bytes,
       gzip_bytes: built.gzipBytes,
-      budget_bytes: WORKER_BUNDLE_BUDGET_BYTES,
+      budget_bytes: budget,
     }),
   );
   if (args.includes("--analyze")) {
@@ -662,9 +685,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       console.log(`${String(bytes).padStart(9)}  ${name}`);
     }
   }
-  if (args.includes("--check") && built.bytes > WORKER_BUNDLE_BUDGET_BYTES) {
+  if (args.includes("--check") && built.bytes > budget) {
     console.error(
-      `[build-worker] the Workers bundle is ${built.bytes} bytes, over its budget of ${WORKER_BUNDLE_BUDGET_BYTES}; see what grew with --analyze (scripts/build-worker.mjs)`,
+      `[build-worker] the ${dashboard ? "dashboard" : "engine"} Worker's bundle is ${built.bytes} bytes, over its budget of ${budget}; see what grew with --analyze (scripts/build-worker.mjs)`,
     );
     process.exit(1);
   }

@@ -18,10 +18,10 @@
 import type { Hono } from "hono";
 import type { AdmissionConfig } from "./admission/policy.ts";
 import type { BundleVerifier } from "./admission/verify.ts";
-import { createApp } from "./http/app.ts";
+import { type ApiRoutes, createApp } from "./http/app.ts";
 import type { NamedToken } from "./http/auth.ts";
 import type { DashboardTokens } from "./http/dashboard/auth.ts";
-import { dashboardApp } from "./http/dashboard/index.tsx";
+import type { DashboardDeps } from "./http/dashboard/index.tsx";
 import { engineMetrics } from "./http/metrics.ts";
 import { exposition } from "./http/prometheus-text.ts";
 import {
@@ -112,8 +112,18 @@ export interface CoreSettings {
   viewerToken: string | null;
   /** owner/name, for run links. */
   repository?: string;
-  /** Mount the dashboard under `/` (default true). */
-  dashboard?: boolean;
+  /**
+   * The dashboard the entry mounts under `/` (`dashboardApp` of http/dashboard/index.tsx); none
+   * when absent. The core never imports the dashboard itself, so an entry without it (the
+   * engine Worker) bundles none of its modules.
+   */
+  dashboard?: (deps: DashboardDeps) => Hono;
+  /**
+   * The HTTP API the entry mounts (`apiRoutes` of http/api-routes.ts: `/healthz`, `/metrics`,
+   * `/v1/*` with the runner protocol); none when absent (the dashboard Worker), and then none
+   * of its routes is bundled.
+   */
+  api?: ApiRoutes;
   reconciler?: Partial<ReconcilerOptions>;
   /** Kick the reconciler right after a commit that wrote effects (default true). */
   eagerReconcile?: boolean;
@@ -289,14 +299,15 @@ export function createCore(ports: CorePorts, s: CoreSettings): Core {
     ...(s.repository ? { repository: s.repository } : {}),
     ...(lanesRead ? { lanes: lanesRead } : {}),
     log,
+    ...(s.api ? { routes: s.api } : {}),
     extend: (a) => {
       s.extendApp?.(a);
-      if (s.dashboard !== false) {
+      if (s.dashboard) {
         const tokens: DashboardTokens = { operator: s.operatorToken, people: s.operators ?? [] };
         if (s.viewerToken) tokens.viewer = s.viewerToken;
         a.route(
           "/",
-          dashboardApp({
+          s.dashboard({
             api: service,
             tokens,
             publicUrl: s.publicUrl,

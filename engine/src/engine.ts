@@ -23,6 +23,8 @@ import { createCore } from "./core.ts";
 import { NOTICE_KINDS } from "./domain/notifications.ts";
 import { declareRecipeLanes } from "./embedded-lanes.ts";
 import { installFaultHost } from "./faults.ts";
+import { apiRoutes } from "./http/api-routes.ts";
+import { dashboardApp } from "./http/dashboard/index.tsx";
 import { prepareDataDir } from "./node/data-dir.ts";
 import { nodeFaultHost } from "./node/fault-host.ts";
 import { type Clock, systemClock } from "./ports/clock.ts";
@@ -230,7 +232,8 @@ export async function createEngine(config: EngineConfig, o: EngineOverrides = {}
       ...(config.operators ? { operators: config.operators } : {}),
       viewerToken: config.viewerToken,
       ...(config.githubRepository ? { repository: config.githubRepository } : {}),
-      ...(o.dashboard === false ? { dashboard: false } : {}),
+      api: apiRoutes,
+      ...(o.dashboard === false ? {} : { dashboard: dashboardApp }),
       ...(o.reconciler ? { reconciler: o.reconciler } : {}),
       ...(o.eagerReconcile === false ? { eagerReconcile: false } : {}),
       ...(o.domain ? { domain: o.domain } : {}),

@@ -58,6 +58,11 @@ export const URL_SETTINGS: Readonly<Record<string, UrlSetting>> = {
     httpOptIn: false,
     example: "https://token.actions.githubusercontent.com/.well-known/jwks",
   },
+  BATON_DASHBOARD_URL: {
+    what: "the dashboard Worker's URL, where the engine Worker sends browsers",
+    httpOptIn: true,
+    example: "https://baton-dashboard.example.org",
+  },
   GITHUB_API_URL: {
     what: "GitHub's REST API (the token travels with every call)",
     httpOptIn: false,

@@ -1,5 +1,6 @@
 /**
- * The Workers bundle's size against its budget (WORKER_BUNDLE_BUDGET_BYTES, declared in
+ * The Workers bundles' sizes against their budgets (WORKER_BUNDLE_BUDGET_BYTES for the engine
+ * Worker, DASHBOARD_WORKER_BUNDLE_BUDGET_BYTES for the dashboard Worker, declared in
  * scripts/build-worker.mjs): every module written, bytes as uploaded. Needs no database.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -7,13 +8,22 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { breakdown, buildWorker, WORKER_BUNDLE_BUDGET_BYTES } from "../../scripts/build-worker.mjs";
+import {
+  breakdown,
+  buildWorker,
+  DASHBOARD_WORKER_BUNDLE_BUDGET_BYTES,
+  WORKER_BUNDLE_BUDGET_BYTES,
+  WORKER_ENTRIES,
+} from "../../scripts/build-worker.mjs";
+
+/** The dashboard's own modules (engine/src/http/dashboard/), as esbuild names its inputs. */
+const DASHBOARD_MODULE = /^engine\/src\/http\/dashboard\//;
 
 describe("Workers bundle size", () => {
   const dir = mkdtempSync(join(tmpdir(), "baton-worker-bundle-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("is within its budget, counting every module the build writes", async () => {
+  it("the engine Worker is within its budget, counting every module the build writes, and holds no dashboard module", async () => {
     const built = await buildWorker(join(dir, "worker.mjs"));
     const written = readdirSync(dir).reduce((n, f) => n + statSync(join(dir, f)).size, 0);
     expect(built.bytes).toBe(written);
@@ -31,8 +41,29 @@ describe("Workers bundle size", () => {
       .join(", ");
     expect(
       built.bytes,
-      `the Workers bundle is ${built.bytes} bytes, over its budget of ${WORKER_BUNDLE_BUDGET_BYTES} (largest: ${largest}; node scripts/build-worker.mjs --analyze)`,
+      `the engine Worker's bundle is ${built.bytes} bytes, over its budget of ${WORKER_BUNDLE_BUDGET_BYTES} (largest: ${largest}; node scripts/build-worker.mjs --analyze)`,
     ).toBeLessThanOrEqual(WORKER_BUNDLE_BUDGET_BYTES);
+    // The entry injects no dashboard (core.ts imports none): not one of its modules is bundled.
+    const inputs = Object.keys(built.metafile.inputs);
+    expect(inputs.some((p) => p.startsWith("engine/src/core.ts"))).toBe(true);
+    expect(inputs.filter((p) => DASHBOARD_MODULE.test(p))).toEqual([]);
+    expect(inputs.some((p) => /node_modules\/hono\/dist\/jsx\//.test(p))).toBe(false);
+  }, 60_000);
+
+  it("the dashboard Worker is within its budget, holds the dashboard and no API route", async () => {
+    const built = await buildWorker(join(dir, "dashboard.mjs"), {
+      entry: WORKER_ENTRIES.dashboard,
+    });
+    const inputs = Object.keys(built.metafile.inputs);
+    expect(inputs).toContain("engine/src/http/dashboard/index.tsx");
+    // The entry passes no API (core.ts and http/app.ts import none): no route module is bundled.
+    expect(inputs.filter((p) => /^engine\/src\/http\/(routes\/|api-routes\.ts)/.test(p))).toEqual(
+      [],
+    );
+    expect(
+      built.bytes,
+      `the dashboard Worker's bundle is ${built.bytes} bytes, over its budget of ${DASHBOARD_WORKER_BUNDLE_BUDGET_BYTES} (node scripts/build-worker.mjs --dashboard --analyze)`,
+    ).toBeLessThanOrEqual(DASHBOARD_WORKER_BUNDLE_BUDGET_BYTES);
   }, 60_000);
 
   it("leaves out only code the Worker cannot reach, each stub failing by name if reached", async () => {

@@ -61,6 +61,33 @@ describe.skipIf(!PG && process.env.CI !== "true")("Workers entry in workerd", ()
     }
   });
 
+  it("answers a dashboard page with where the dashboard is: a redirect to BATON_DASHBOARD_URL, else a 404 naming the dashboard Worker", async () => {
+    for (const path of ["/", "/releases", "/login", "/fleet", "/releases/r1?history=all"]) {
+      const res = await send("GET", path);
+      expect(res.status, path).toBe(404);
+      const body = JSON.parse(res.body) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe("dashboard_elsewhere");
+      expect(body.error.message).toContain("the dashboard is a second Worker");
+      expect(body.error.message).toContain("BATON_DASHBOARD_URL");
+    }
+    // The API's own unknown paths stay the API's 404.
+    const api = await send("GET", "/v1/nothing-here");
+    expect(api.status).toBe(404);
+    expect(api.body).toContain("not_found");
+    const dashboardUrl = "https://dash.example.workers.dev";
+    const pointed = workerdRuntime(bundle, { ...world.env, BATON_DASHBOARD_URL: dashboardUrl });
+    try {
+      const res = await pointed.dispatchFetch(`${PUBLIC_URL}/releases/r1?history=all`, {
+        redirect: "manual",
+      });
+      expect(res.status).toBe(302);
+      expect(res.headers.get("location")).toBe(`${dashboardUrl}/releases/r1?history=all`);
+      await res.text();
+    } finally {
+      await pointed.dispose();
+    }
+  });
+
   it("checks a recipe's PromQL templates inside workerd (the parser built at the first parse), refusing an invalid one by field", async () => {
     const recipe = {
       ...serverlessRecipe(),
@@ -128,4 +155,45 @@ describe.skipIf(!PG && process.env.CI !== "true")("Workers entry in workerd", ()
     );
     expect(Object.values(counts).every((n) => n === 1)).toBe(true);
   }, 180_000);
+
+  it("the dashboard Worker signs in and lists the releases the engine Worker drove, from the same store; it serves no API and no runner protocol", async () => {
+    const dashboardUrl = "https://dash.example.workers.dev";
+    const dash = workerdRuntime(buildWorkerBundle(dir, "dashboard"), world.env);
+    try {
+      const login = await dash.dispatchFetch(`${dashboardUrl}/login`, {
+        method: "POST",
+        body: new URLSearchParams({ token: world.operatorToken, next: "/releases" }),
+        headers: { origin: dashboardUrl },
+        redirect: "manual",
+      });
+      expect(login.status).toBe(303);
+      const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+      expect(cookie).toMatch(/=/);
+      await login.text();
+      const page = await dash.dispatchFetch(`${dashboardUrl}/releases`, {
+        headers: { cookie },
+        redirect: "manual",
+      });
+      const html = await page.text();
+      expect(page.status).toBe(200);
+      const listed = await send("GET", "/v1/releases", undefined, {
+        authorization: `Bearer ${world.operatorToken}`,
+      });
+      const ids = (JSON.parse(listed.body) as { releases: { id: string }[] }).releases.map(
+        (r) => r.id,
+      );
+      expect(ids.length).toBeGreaterThan(0);
+      for (const id of ids) expect(html).toContain(id);
+      for (const path of ["/healthz", "/v1/releases", "/v1/releases/step-runs/x_a/preflight"]) {
+        const res = await dash.dispatchFetch(`${dashboardUrl}${path}`, {
+          method: path.endsWith("preflight") ? "POST" : "GET",
+          redirect: "manual",
+        });
+        expect(res.status, path).toBe(404);
+        await res.text();
+      }
+    } finally {
+      await dash.dispose();
+    }
+  }, 120_000);
 });

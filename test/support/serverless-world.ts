@@ -194,12 +194,14 @@ export async function driveRelease(
 }
 
 /**
- * Builds the Workers bundle (scripts/build-worker.mjs) into `dir`/worker.mjs; returns its text.
+ * Builds a Workers bundle (scripts/build-worker.mjs: the engine Worker, or with `dashboard` the
+ * dashboard Worker) into `dir`/`which`.mjs; returns its text.
  * @throws Error with the build's stderr when it fails.
  */
-export function buildWorkerBundle(dir: string): string {
-  const out = join(dir, "worker.mjs");
-  const built = spawnSync(process.execPath, ["scripts/build-worker.mjs", out], {
+export function buildWorkerBundle(dir: string, which: "engine" | "dashboard" = "engine"): string {
+  const out = join(dir, `${which}.mjs`);
+  const flags = which === "dashboard" ? ["--dashboard"] : [];
+  const built = spawnSync(process.execPath, ["scripts/build-worker.mjs", out, ...flags], {
     encoding: "utf8",
   });
   if (built.status !== 0) {

@@ -1,6 +1,6 @@
 /**
- * Schemas built at first use (engine/src/protocol/lazy-schema.ts): loading the Workers entry's
- * modules builds no zod schema (a fresh isolate pays for a schema only when a request needs
+ * Schemas built at first use (engine/src/protocol/lazy-schema.ts): loading either Workers
+ * entry's modules (the engine's, the dashboard's) builds no zod schema (a fresh isolate pays for a schema only when a request needs
  * it), and a stand-in parses, fails, composes and writes JSON Schema exactly as the schema it
  * stands for.
  */
@@ -38,16 +38,32 @@ async function schemasBuiltDuring(work: () => Promise<unknown>): Promise<number>
   return reads;
 }
 
+/**
+ * Loads a Workers entry's modules afresh and asserts that none builds a zod schema, while the
+ * recipe schema is still built at its first use.
+ */
+async function noSchemaAtLoad(entry: string, load: () => Promise<unknown>): Promise<void> {
+  // Unit files share their module cache: start from none loaded, so the import evaluates
+  // every module of the entry here.
+  vi.resetModules();
+  const loaded = await schemasBuiltDuring(load);
+  expect(loaded, `zod schemas built at module load by the ${entry} entry's modules`).toBe(0);
+  const { Recipe } = await import("../../engine/src/domain/recipe.ts");
+  const used = await schemasBuiltDuring(async () => Recipe.safeParse({}));
+  expect(used, "the recipe schema is built at its first use").toBeGreaterThan(0);
+}
+
 describe("the engine's schemas", () => {
-  it("are not built when the Workers entry's modules load (only at first use)", async () => {
-    // Unit files share their module cache: start from none loaded, so the import evaluates
-    // every module of the entry here.
-    vi.resetModules();
-    const loaded = await schemasBuiltDuring(() => import("../../engine/src/entries/worker.ts"));
-    expect(loaded, "zod schemas built at module load by the Workers entry's modules").toBe(0);
-    const { Recipe } = await import("../../engine/src/domain/recipe.ts");
-    const used = await schemasBuiltDuring(async () => Recipe.safeParse({}));
-    expect(used, "the recipe schema is built at its first use").toBeGreaterThan(0);
+  it("are not built when the engine Worker entry's modules load (only at first use)", async () => {
+    await noSchemaAtLoad("engine Worker", () => import("../../engine/src/entries/worker.ts"));
+  });
+
+  // The dashboard's modules are the dashboard Worker's alone: the engine Worker loads none.
+  it("are not built when the dashboard Worker entry's modules load (only at first use)", async () => {
+    await noSchemaAtLoad(
+      "dashboard Worker",
+      () => import("../../engine/src/entries/dashboard-worker.ts"),
+    );
   });
 });
 

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { runCli } from "../../engine/src/cli/program.ts";
 import { suggestedCommand, VERB_NAMES, VERBS, verbRoute } from "../../engine/src/domain/verbs.ts";
+import { apiRoutes } from "../../engine/src/http/api-routes.ts";
 import { createApp } from "../../engine/src/http/app.ts";
 import type { ReleaseApi } from "../../engine/src/service/api.ts";
 
@@ -119,6 +120,7 @@ describe("the routes built from the table", () => {
     callbackSecrets: ["0123456789abcdef0123456789abcdef"],
     operatorToken: "operator-token-0123456789",
     viewerToken: "viewer-token-0123456789",
+    routes: apiRoutes,
   });
 
   it.each(VERB_NAMES)("%s: its route needs the operator token", async (name) => {

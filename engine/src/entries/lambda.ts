@@ -8,8 +8,14 @@
  * event's pool is closed then too.
  * Settings from the function's environment (docs/deploying.md, "AWS Lambda").
  */
+
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
-import { openEvent, openOrAnswer, serverlessSettings } from "./serverless.ts";
+import { apiRoutes } from "../http/api-routes.ts";
+import { dashboardApp } from "../http/dashboard/index.tsx";
+import { openEvent, openOrAnswer, type Surface, serverlessSettings } from "./serverless.ts";
+
+/** What the function serves: the API and the dashboard (a Lambda has no 1 MB script limit). */
+const LAMBDA: Surface = { api: apiRoutes, dashboard: dashboardApp };
 
 /** An EventBridge schedule's event (`source: aws.events`, `detail-type: Scheduled Event`). */
 export interface ScheduledEvent {
@@ -36,7 +42,7 @@ export async function handler(event: LambdaEvent | ScheduledEvent, context?: Lam
   if (isScheduledEvent(event)) {
     // Bad settings or a database down fail the invocation: the rule's metrics and logs see it.
     const left = context?.getRemainingTimeInMillis?.() ?? DEFAULT_BUDGET_MS;
-    const scope = await openEvent(serverlessSettings(process.env), {
+    const scope = await openEvent(serverlessSettings(process.env), LAMBDA, {
       deadline: Date.now() + left - RESERVE_MS,
     });
     try {
@@ -45,7 +51,7 @@ export async function handler(event: LambdaEvent | ScheduledEvent, context?: Lam
       await scope.finish();
     }
   }
-  const scope = await openOrAnswer(process.env);
+  const scope = await openOrAnswer(process.env, LAMBDA);
   if (scope instanceof Response) {
     const headers: Record<string, string> = {};
     scope.headers.forEach((v, k) => {

@@ -18,8 +18,9 @@ import { GitHubDispatcher } from "../adapters/github/dispatcher.ts";
 import { HttpControlPlane } from "../adapters/http-control-plane/index.ts";
 import { HttpDependencyProbe } from "../adapters/http-dependency-probe/index.ts";
 import { PostgresStore } from "../adapters/postgres/postgres-store.ts";
-import { type Core, createCore, type Scheduler } from "../core.ts";
+import { type Core, type CoreSettings, createCore, type Scheduler } from "../core.ts";
 import { DeploymentEnvironmentSetting, DeploymentRefSetting } from "../domain/deployments.ts";
+import { dashboardElsewhere } from "../http/dashboard-elsewhere.ts";
 import {
   envSchemaFor,
   type RunnerCredentialMode,
@@ -65,6 +66,8 @@ const Env = lazySchema(() =>
     /** GitHub Deployments: the default environment, e.g. `production` (docs/deploying.md). */
     BATON_GITHUB_DEPLOYMENTS: DeploymentEnvironmentSetting.optional(),
     BATON_GITHUB_DEPLOYMENT_REF: DeploymentRefSetting,
+    /** The dashboard Worker's URL: the engine Worker redirects dashboard pages there. */
+    BATON_DASHBOARD_URL: url.optional(),
     /** Connections per event (default 3: a commit, a claim and a read may overlap). */
     BATON_DB_POOL: z.coerce.number().int().min(1).max(10).optional(),
     /** Drift observation interval, ms (docs/drift.md): 0 off, else 1000..86400000; 60 s default. */
@@ -121,6 +124,18 @@ const consoleLog = {
   error: (m: string, e?: unknown) => console.error(m, e ?? ""),
 };
 
+/**
+ * What an entry's app serves. The engine entry (worker.ts) serves the API and no dashboard
+ * (its dashboard addresses answer where the dashboard is: http/dashboard-elsewhere.ts); the
+ * dashboard Worker (dashboard-worker.ts) serves the dashboard and no API; Lambda serves both.
+ */
+export interface Surface {
+  /** The dashboard under `/` (`dashboardApp`); none when absent. */
+  dashboard?: CoreSettings["dashboard"];
+  /** The API and the runner protocol (`apiRoutes`); none when absent. */
+  api?: CoreSettings["api"];
+}
+
 /** What one event may spend (scheduled events): its end, epoch ms of the system clock. */
 export interface EventBudget {
   /** Drift observation is bounded to end by then, and not started with less than 1 s left. */
@@ -137,7 +152,7 @@ export class EventScope implements Scheduler {
   readonly store: PostgresStore;
   private readonly pending: Promise<unknown>[] = [];
 
-  constructor(s: ServerlessSettings, budget: EventBudget = {}) {
+  constructor(s: ServerlessSettings, surface: Surface, budget: EventBudget = {}) {
     this.store = new PostgresStore({ connectionString: s.DATABASE_URL, max: s.BATON_DB_POOL ?? 3 });
     this.core = createCore(
       {
@@ -183,6 +198,14 @@ export class EventScope implements Scheduler {
         viewerToken: s.BATON_VIEWER_TOKEN ?? null,
         repository: s.GITHUB_REPOSITORY,
         exclusiveLanes: s.BATON_EXCLUSIVE_LANES !== "off",
+        ...(surface.api ? { api: surface.api } : {}),
+        ...(surface.dashboard
+          ? { dashboard: surface.dashboard }
+          : {
+              extendApp: (app) => {
+                app.route("/", dashboardElsewhere(s.BATON_DASHBOARD_URL ?? null));
+              },
+            }),
         ...(s.BATON_DRIFT_INTERVAL_MS > 0
           ? {
               drift: {
@@ -220,9 +243,10 @@ const migrated = new Set<string>();
  */
 export async function openEvent(
   s: ServerlessSettings,
+  surface: Surface,
   budget: EventBudget = {},
 ): Promise<EventScope> {
-  const scope = new EventScope(s, budget);
+  const scope = new EventScope(s, surface, budget);
   if (!migrated.has(s.DATABASE_URL)) {
     try {
       await scope.store.migrate();
@@ -260,7 +284,10 @@ export function storeDown(err: unknown): Response {
  * Opens the event's scope, or answers why not: 503 `misconfigured` for bad settings, 503
  * `unavailable` (Retry-After) when the database cannot be reached or migrated.
  */
-export async function openOrAnswer(env: ServerlessEnv): Promise<EventScope | Response> {
+export async function openOrAnswer(
+  env: ServerlessEnv,
+  surface: Surface,
+): Promise<EventScope | Response> {
   let settings: ServerlessSettings;
   try {
     settings = serverlessSettings(env);
@@ -269,8 +296,31 @@ export async function openOrAnswer(env: ServerlessEnv): Promise<EventScope | Res
     return misconfigured(err);
   }
   try {
-    return await openEvent(settings);
+    return await openEvent(settings, surface);
   } catch (err) {
     return storeDown(err);
   }
+}
+
+/** The part of the Workers `ExecutionContext` the Workers entries use. */
+export interface WorkerContext {
+  waitUntil(work: Promise<unknown>): void;
+}
+
+/**
+ * A Workers `fetch` handler serving `surface`: one event's scope per request (or the answer
+ * why not, as `openOrAnswer`), closed under `ctx.waitUntil` once the response is made.
+ */
+export function workerFetch(
+  surface: Surface,
+): (req: Request, env: ServerlessEnv, ctx: WorkerContext) => Promise<Response> {
+  return async (req, env, ctx) => {
+    const scope = await openOrAnswer(env, surface);
+    if (scope instanceof Response) return scope;
+    try {
+      return await scope.core.app.fetch(req);
+    } finally {
+      ctx.waitUntil(scope.finish());
+    }
+  };
 }

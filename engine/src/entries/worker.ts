@@ -1,5 +1,7 @@
 /**
- * Cloudflare Workers entry. `fetch` serves the core's app; a Cron Trigger (`scheduled`) runs
+ * Cloudflare Workers entry of the engine. `fetch` serves the core's app (the API, the runner
+ * protocol, `/metrics`; no dashboard: its addresses answer where the dashboard Worker is,
+ * http/dashboard-elsewhere.ts, and dashboard-worker.ts serves it); a Cron Trigger (`scheduled`) runs
  * `tick()` (deadlines, due effects, retention, and drift observation when its interval is due,
  * bounded to end within `SCHEDULED_BUDGET_MS` of the event); effects a request commits run
  * after the response under `ctx.waitUntil`. Store: Postgres over TCP sockets (`pg` +
@@ -7,7 +9,17 @@
  * the event's work has settled.
  * Built by scripts/build-worker.mjs; set up as in docs/deploying.md.
  */
-import { openEvent, openOrAnswer, serverlessSettings } from "./serverless.ts";
+import { apiRoutes } from "../http/api-routes.ts";
+import {
+  openEvent,
+  type Surface,
+  serverlessSettings,
+  type WorkerContext,
+  workerFetch,
+} from "./serverless.ts";
+
+/** What this Worker serves: the API, without the dashboard. Not exported (see below). */
+const ENGINE: Surface = { api: apiRoutes };
 
 /**
  * What a scheduled event gives drift observation, ms from the event's start: well inside what
@@ -16,21 +28,8 @@ import { openEvent, openOrAnswer, serverlessSettings } from "./serverless.ts";
  */
 const SCHEDULED_BUDGET_MS = 30_000;
 
-/** The part of the Workers `ExecutionContext` this entry uses. */
-interface WorkerContext {
-  waitUntil(work: Promise<unknown>): void;
-}
-
 export default {
-  async fetch(req: Request, env: Record<string, unknown>, ctx: WorkerContext): Promise<Response> {
-    const scope = await openOrAnswer(env);
-    if (scope instanceof Response) return scope;
-    try {
-      return await scope.core.app.fetch(req);
-    } finally {
-      ctx.waitUntil(scope.finish());
-    }
-  },
+  fetch: workerFetch(ENGINE),
 
   async scheduled(
     _event: unknown,
@@ -38,7 +37,7 @@ export default {
     ctx: WorkerContext,
   ): Promise<void> {
     // Bad settings or a database down fail the event, so the Cron Trigger's log shows it.
-    const scope = await openEvent(serverlessSettings(env), {
+    const scope = await openEvent(serverlessSettings(env), ENGINE, {
       deadline: Date.now() + SCHEDULED_BUDGET_MS,
     });
     ctx.waitUntil(

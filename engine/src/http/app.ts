@@ -1,5 +1,6 @@
 /**
- * The engine's Hono app: the HTTP API of docs/engine.md, one `onError`, JSON 404s.
+ * The engine's Hono app: the middleware every answer passes, one `onError`, JSON 404s, and the
+ * routes its entry passes in (the HTTP API of docs/engine.md, http/api-routes.ts; the dashboard).
  * Transport-free: serve it with `@hono/node-server` (main-node.ts) or call `app.request`.
  */
 import { Hono } from "hono";
@@ -12,11 +13,7 @@ import { AuthThrottle, authThrottle } from "./auth-throttle.ts";
 import { bodyLimits, identityEncodingOnly } from "./body-limit.ts";
 import { errorResponse, onError } from "./errors.ts";
 import { singleQueryParams } from "./query-params.ts";
-import { incidentRoutes } from "./routes/incidents.ts";
-import { modelRoutes } from "./routes/models.ts";
-import { releaseRoutes } from "./routes/releases.ts";
-import { type StepRunRouteOptions, stepRunRoutes } from "./routes/step-runs.ts";
-import { systemRoutes } from "./routes/system.ts";
+import type { StepRunRouteOptions } from "./routes/step-runs.ts";
 
 export interface AppOptions {
   api: ReleaseApi;
@@ -43,7 +40,22 @@ export interface AppOptions {
   lanes?: (model: string) => Promise<LanesRead>;
   /** Mounts more routes (e.g. the dashboard under `/`) before the 404 handler. */
   extend?: (app: Hono) => void;
+  /**
+   * Mounts the API's routes (`apiRoutes` of http/api-routes.ts: `/healthz`, `/metrics`, `/v1/*`,
+   * the runner protocol among them) before `extend`; none when absent (the dashboard Worker).
+   * Passed in, not imported, so an app without the API bundles none of its routes.
+   */
+  routes?: ApiRoutes;
 }
+
+/** The tokens an app accepts: operators' (the shared one and people's own) and readers'. */
+export interface AppTokens {
+  operatorTokens: readonly string[];
+  readTokens: readonly string[];
+}
+
+/** Mounts routes on `app` from its options and the tokens it accepts. */
+export type ApiRoutes = (app: Hono, o: AppOptions, tokens: AppTokens) => void;
 
 export function createApp(o: AppOptions): Hono {
   const app = new Hono();
@@ -88,42 +100,7 @@ export function createApp(o: AppOptions): Hono {
   app.notFound((c) =>
     errorResponse(c, 404, "not_found", `[engine] no route ${c.req.method} ${c.req.path}`),
   );
-  app.route(
-    "/",
-    systemRoutes({
-      api: o.api,
-      tick: o.tick,
-      operatorTokens,
-      readTokens,
-      ...(o.metrics ? { metrics: o.metrics } : {}),
-    }),
-  );
-  app.route(
-    "/v1/releases/step-runs",
-    stepRunRoutes({
-      api: o.api,
-      clock: o.clock,
-      callbackSecrets: o.callbackSecrets,
-      operatorTokens,
-      operators,
-      readTokens,
-      ...(o.runnerCredential ? { runnerCredential: o.runnerCredential } : {}),
-      ...(o.log ? { log: o.log } : {}),
-    }),
-  );
-  app.route("/v1/models", modelRoutes({ api: o.api, operatorTokens, operators, readTokens }));
-  app.route("/v1/incidents", incidentRoutes({ api: o.api, operatorTokens, operators, readTokens }));
-  app.route(
-    "/v1/releases",
-    releaseRoutes({
-      api: o.api,
-      operatorTokens,
-      operators,
-      readTokens,
-      ...(o.repository ? { repository: o.repository } : {}),
-      ...(o.lanes ? { lanes: o.lanes } : {}),
-    }),
-  );
+  o.routes?.(app, o, { operatorTokens, readTokens });
   o.extend?.(app);
   return app;
 }
