@@ -29,8 +29,8 @@ export interface AppOptions {
   viewerToken: string | null;
   log?: { error(msg: string, err?: unknown): void; info?(msg: string): void };
   /**
-   * Engine URL as browsers see it and owner/name for run links; the dashboard itself is
-   * mounted by `createEngine` through `extend` (engine.ts), with the same values.
+   * Engine URL as browsers see it and owner/name for run links; the dashboard, when the entry
+   * passes one, is mounted by `createCore` (core.ts) with the same values.
    */
   publicUrl?: string;
   repository?: string;
