@@ -21,6 +21,7 @@ import {
 } from "../../engine/src/control-plane/router-proxy.ts";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
+import { GATE_METRICS, SHADOW_SAFE } from "../support/gate-rig.ts";
 import { type PrometheusHandle, startPrometheus } from "../support/prometheus.ts";
 import {
   createRelease,
@@ -48,12 +49,7 @@ function shadowRecipe(model: string): RecipeInput {
       l.id === "lane-a"
         ? {
             ...l,
-            shadow_safe: {
-              cache_namespace: "shadow-x",
-              state_namespace: "shadow-x",
-              tools: "sandboxed",
-              egress: "restricted",
-            },
+            shadow_safe: SHADOW_SAFE,
           }
         : l,
     ),
@@ -68,16 +64,7 @@ function shadowRecipe(model: string): RecipeInput {
       bake_ms: 2000,
       interval_ms: 1000,
       max_wait_ms: 40_000,
-      metrics: [
-        { name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.03 } },
-        {
-          name: "slow-requests",
-          kind: "latency",
-          threshold_ms: 250,
-          margin: { absolute: 0.05 },
-          required: false,
-        },
-      ],
+      metrics: [...GATE_METRICS],
     },
   } as RecipeInput;
 }

@@ -7,7 +7,13 @@
  */
 import { expect, it } from "vitest";
 import type { RecipeInput } from "../../engine/src/domain/recipe.ts";
-import { gatedRecipe, IMAGE_UNDER_TEST as IMAGE, run, start } from "../support/gate-rig.ts";
+import {
+  gatedRecipe,
+  IMAGE_UNDER_TEST as IMAGE,
+  run,
+  SHADOW_SAFE,
+  start,
+} from "../support/gate-rig.ts";
 import { describeEachRig } from "./store-suites.ts";
 
 function shadowRecipe(): RecipeInput {
@@ -18,12 +24,7 @@ function shadowRecipe(): RecipeInput {
       i === 0
         ? {
             ...l,
-            shadow_safe: {
-              cache_namespace: "shadow-x",
-              state_namespace: "shadow-x",
-              tools: "sandboxed",
-              egress: "restricted",
-            },
+            shadow_safe: SHADOW_SAFE,
           }
         : l,
     ),

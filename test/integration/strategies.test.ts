@@ -672,23 +672,43 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
     120_000,
   );
 
+  /**
+   * A blue-green release driven to success on four lanes (control plane `cp`) whose machines
+   * (`machines`) all ran the previous image (`blue`) before it, the candidate `green`; `answer`
+   * runs each runner step on them and passes.
+   */
+  const succeededBlueGreen = async () => {
+    const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
+    const machines = new Machines();
+    h = await makeHarness({ kind, cp, targetProbe: machines });
+    const hh = h;
+    const r = switchRecipe();
+    const blue = r.previous_image as string;
+    for (const l of ["lane-a", "lane-b", "lane-c", "lane-d"]) machines.runs.set(l, blue);
+    const id = await createRelease(hh, r);
+    const answer = (p: DispatchPayload) => {
+      machines.step(p);
+      return "pass" as const;
+    };
+    await drive(hh, answer);
+    /** `baton verify` of release `of`, driven until the reading is judged: its state and reading. */
+    const verify = async (of: string) => {
+      machines.asked.length = 0;
+      const asked = await op(hh, "POST", `/v1/releases/${of}/verify`, {});
+      expect(asked.status, await asked.clone().text()).toBe(202);
+      await drive(hh, answer);
+      return (await (await op(hh, "GET", `/v1/releases/${of}`)).json()) as {
+        state: string;
+        verification: VerificationJson | null;
+      };
+    };
+    return { hh, cp, machines, blue, green: r.image as string, id, answer, verify };
+  };
+
   it.skipIf(skip)(
     "blue_green: verify of a switch back reads the old environment's lanes, now serving, at their machines",
     async () => {
-      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
-      const machines = new Machines();
-      h = await makeHarness({ kind, cp, targetProbe: machines });
-      const hh = h;
-      const r = switchRecipe();
-      const blue = r.previous_image as string;
-      // Before the release every lane runs the previous image.
-      for (const l of ["lane-a", "lane-b", "lane-c", "lane-d"]) machines.runs.set(l, blue);
-      const id = await createRelease(hh, r);
-      const answer = (p: DispatchPayload) => {
-        machines.step(p);
-        return "pass" as const;
-      };
-      await drive(hh, answer);
+      const { hh, machines, blue, id, answer, verify: reading } = await succeededBlueGreen();
       expect((await status(hh, id)).state).toBe("succeeded");
       const sb = await op(hh, "POST", `/v1/releases/${id}/rollback`, { reason: "regressed" });
       expect(sb.status, await sb.clone().text()).toBe(201);
@@ -698,14 +718,7 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
 
       /** `baton verify` of the switch back, driven until the reading is judged. */
       const verify = async () => {
-        machines.asked.length = 0;
-        const asked = await op(hh, "POST", `/v1/releases/${back}/verify`, {});
-        expect(asked.status, await asked.clone().text()).toBe(202);
-        await drive(hh, answer);
-        const rel = (await (await op(hh, "GET", `/v1/releases/${back}`)).json()) as {
-          state: string;
-          verification: VerificationJson | null;
-        };
+        const rel = await reading(back);
         expect(rel.state).toBe("succeeded");
         return rel.verification;
       };
@@ -734,31 +747,9 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
   it.skipIf(skip)(
     "blue_green: verify of the succeeded release reads the warm old environment at the control plane, not at its machines",
     async () => {
-      const cp = controlPlane(() => h, { "lane-a": 50, "lane-b": 50, "lane-c": 0, "lane-d": 0 });
-      const machines = new Machines();
-      h = await makeHarness({ kind, cp, targetProbe: machines });
-      const hh = h;
-      const r = switchRecipe();
-      for (const l of ["lane-a", "lane-b", "lane-c", "lane-d"])
-        machines.runs.set(l, r.previous_image as string);
-      const id = await createRelease(hh, r);
-      const answer = (p: DispatchPayload) => {
-        machines.step(p);
-        return "pass" as const;
-      };
-      await drive(hh, answer);
+      const { hh, cp, machines, green, id, verify: reading } = await succeededBlueGreen();
       expect((await status(hh, id)).old_environment?.state).toBe("warm");
-      const verify = async () => {
-        machines.asked.length = 0;
-        const asked = await op(hh, "POST", `/v1/releases/${id}/verify`, {});
-        expect(asked.status, await asked.clone().text()).toBe(202);
-        await drive(hh, answer);
-        return (
-          (await (await op(hh, "GET", `/v1/releases/${id}`)).json()) as {
-            verification: VerificationJson | null;
-          }
-        ).verification;
-      };
+      const verify = async () => (await reading(id)).verification;
       const v = await verify();
       expect(v?.state).toBe("passed");
       // The blue lanes are judged at the control plane: listed, weight 0, not excluded.
@@ -773,7 +764,7 @@ describe.each(STORE_KINDS)("strategies on %s", (kind) => {
       }
       // Only the green lanes' machines are asked; a stopped blue container goes unseen here
       // (the switch back's own health check finds it).
-      expect(machines.asked.sort()).toEqual([`lane-c ${r.image}`, `lane-d ${r.image}`]);
+      expect(machines.asked.sort()).toEqual([`lane-c ${green}`, `lane-d ${green}`]);
       machines.runs.set("lane-a", "gone");
       expect((await verify())?.state).toBe("passed");
       // A blue lane excluded at the control plane is no warm old environment: verify fails.

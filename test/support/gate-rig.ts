@@ -24,6 +24,26 @@ import {
 import { IMAGE, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
 
 export const MODEL = "summarizer-v7";
+/** The gate tests' metrics: error rate (primary, 3 points) and requests over 250 ms (guardrail). */
+export const GATE_METRICS = [
+  { name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.03 } },
+  {
+    name: "slow-requests",
+    kind: "latency",
+    threshold_ms: 250,
+    margin: { absolute: 0.05 },
+    required: false,
+  },
+] as const;
+
+/** A lane's `shadow_safe` declaration: every side effect isolated or suppressed. */
+export const SHADOW_SAFE = {
+  cache_namespace: "shadow-x",
+  state_namespace: "shadow-x",
+  tools: "sandboxed",
+  egress: "restricted",
+} as const;
+
 /** Units the router draws per second of the fake clock. */
 const UNITS_PER_S = 200;
 
@@ -43,16 +63,7 @@ export function gatedRecipe(over: Record<string, unknown> = {}): RecipeInput {
       bake_ms: 20_000,
       interval_ms: 5_000,
       max_wait_ms: 120_000,
-      metrics: [
-        { name: "error-rate", kind: "ratio", better: "lower", margin: { absolute: 0.03 } },
-        {
-          name: "slow-requests",
-          kind: "latency",
-          threshold_ms: 250,
-          margin: { absolute: 0.05 },
-          required: false,
-        },
-      ],
+      metrics: [...GATE_METRICS],
       ...over,
     },
   } as RecipeInput;
