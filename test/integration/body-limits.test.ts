@@ -8,7 +8,7 @@
 import type { Server } from "node:http";
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { httpLimitsFromEnv, serveWithLimits } from "../../engine/src/node/http-server.ts";
+import { httpLimitsFromEnv, LINGER, serveWithLimits } from "../../engine/src/node/http-server.ts";
 import { rawExchange } from "../support/raw-http.ts";
 import { createRelease, type Harness, makeHarness, OPERATOR, recipe } from "./service-harness.ts";
 
@@ -118,6 +118,49 @@ describe("body limits on every route", () => {
     expect(out.got).toMatch(/^HTTP\/1\.1 413 /);
     expect(out.error).toBeNull();
   });
+
+  it("a client that goes quiet after the 413 without closing is let go by the server once LINGER.idleMs passes with nothing received", async () => {
+    const { connect } = await import("node:net");
+    // A server of its own, so that its connection count is this client's alone.
+    const own = await new Promise<{ server: Server; port: number }>((resolve) => {
+      const sv = serveWithLimits(
+        {
+          fetch: h.engine.app.fetch,
+          port: 0,
+          hostname: "127.0.0.1",
+          limits: httpLimitsFromEnv({}),
+        },
+        (info) => resolve({ server: sv, port: info.port }),
+      );
+    });
+    const connections = () =>
+      new Promise<number>((ok) => own.server.getConnections((_e, n) => ok(n ?? -1)));
+    const head = `POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n`;
+    // Half-open allowed: the server's FIN after the answer does not close our side, and we send
+    // nothing more.
+    const s = connect({ port: own.port, host: "127.0.0.1", allowHalfOpen: true });
+    let got = "";
+    s.on("data", (d) => {
+      got += d.toString("latin1");
+    });
+    s.write(head);
+    s.write(Buffer.alloc(256 * 1024, 0x78));
+    try {
+      // Bounded: the idle limit plus 10 s on a loaded machine, polled every 100 ms.
+      const until = Date.now() + LINGER.idleMs + 10_000;
+      let open = -1;
+      for (let i = 0; i < 1_000 && Date.now() < until; i++) {
+        open = await connections();
+        if (got.includes("payload_too_large") && open === 0) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(got).toMatch(/^HTTP\/1\.1 413 /);
+      expect(open, "the lingering connection is still held by the server").toBe(0);
+    } finally {
+      s.destroy();
+      await new Promise<void>((r) => own.server.close(() => r()));
+    }
+  }, 30_000);
 
   it("a small body still works on a kept-alive connection", async () => {
     const res = await fetch(`http://127.0.0.1:${port}/healthz`);

@@ -146,14 +146,19 @@ export function onCheckContinue(server: Server) {
   };
 }
 
-/** How long (ms) a lingering close keeps reading, and discarding, what the client still sends. */
-export const LINGER_MS = 2_000;
+/**
+ * A lingering close's limits (ms), nginx's defaults: it closes after `idleMs` with nothing
+ * received (`lingering_timeout`), and after `totalMs` in all (`lingering_time`), whatever the
+ * client still sends. A client whose event loop is slow to read the answer (a loaded machine,
+ * a client still writing a 100 MB body) keeps its connection, and so the 413, while it writes.
+ */
+export const LINGER = { idleMs: 5_000, totalMs: 30_000 } as const;
 
 /**
  * A lingering close (as nginx's `lingering_close`): when the server closes a connection whose
  * request body it has not read to the end (it answered 413 before the body, or mid-body), it
  * half-closes (FIN after the answer) and reads and discards what the client still sends until
- * the client closes or `LINGER_MS` passes. Closing at once would make the kernel answer the
+ * the client closes or a limit of `LINGER` passes. Closing at once would make the kernel answer the
  * unread bytes with a reset, and a client still writing its body would see `ECONNRESET` instead
  * of the 413. Nothing read is kept.
  *
@@ -171,9 +176,15 @@ export function lingerOnUnreadBody(server: Server): void {
     socket.destroySoon = () => {
       const req = current.get(socket);
       if (!req || req.complete || socket.destroyed) return destroySoon();
-      const timer = setTimeout(() => socket.destroy(), LINGER_MS);
-      timer.unref();
-      socket.once("close", () => clearTimeout(timer));
+      const close = () => socket.destroy();
+      const idle = setTimeout(close, LINGER.idleMs);
+      const total = setTimeout(close, LINGER.totalMs);
+      idle.unref();
+      total.unref();
+      socket.once("close", () => {
+        clearTimeout(idle);
+        clearTimeout(total);
+      });
       socket.on("error", () => socket.destroy());
       // allowHalfOpen is false on the server's sockets: the client's FIN destroys it.
       socket.end();
@@ -181,7 +192,7 @@ export function lingerOnUnreadBody(server: Server): void {
       // full) lets go; the rest is discarded.
       req.removeAllListeners("data");
       req.removeAllListeners("readable");
-      req.on("data", () => {});
+      req.on("data", () => idle.refresh());
       req.resume();
       socket.resume();
     };
