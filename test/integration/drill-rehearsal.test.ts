@@ -95,6 +95,13 @@ describe.each(STORE_KINDS)("rehearsal on the drill lanes on %s", (kind) => {
       config: { driftIntervalMs: INTERVAL },
     });
   };
+  /** Drives one release of `input` (lane 1 marked for drills) to succeeded; its id. */
+  const succeeded = async (e: Harness, input: RecipeInput = marking([1])): Promise<string> => {
+    const id = await createRelease(e, input);
+    await drive(e);
+    expect((await e.store.getRelease(id))?.state).toBe("succeeded");
+    return id;
+  };
   const rehearse = (body: unknown = { reason: "quarterly rehearsal", actor: "dana" }) =>
     op(h as Harness, "POST", `/v1/models/${MODEL}/drills/rehearse`, body);
 
@@ -102,9 +109,7 @@ describe.each(STORE_KINDS)("rehearsal on the drill lanes on %s", (kind) => {
     "only the drill lanes are taken out and put back; a passed drill with its RTO is recorded and clears the due drill; no release is written",
     async () => {
       h = await engine();
-      const r1 = await createRelease(h, marking([1], { policy: { drill_every_days: 7 } }));
-      await drive(h);
-      expect((await h.store.getRelease(r1))?.state).toBe("succeeded");
+      const r1 = await succeeded(h, marking([1], { policy: { drill_every_days: 7 } }));
       // The schedule's look: the model has no passed drill, so one is due on r1.
       h.clock.advance(INTERVAL);
       await h.engine.tick();
@@ -183,9 +188,7 @@ describe.each(STORE_KINDS)("rehearsal on the drill lanes on %s", (kind) => {
     "a write out the control plane acknowledges but drops is caught by the read-back: the drill is recorded failed and the lane put back",
     async () => {
       h = await engine();
-      const r1 = await createRelease(h, marking([1]));
-      await drive(h);
-      expect((await h.store.getRelease(r1))?.state).toBe("succeeded");
+      await succeeded(h);
       const weights = h.cp.weights(MODEL);
       h.cp.faults.arm({ mode: "lie", count: 1, match: ":out" });
       const res = await rehearse();
@@ -296,9 +299,7 @@ describe.each(STORE_KINDS)("rehearsal on the drill lanes on %s", (kind) => {
     "a rehearsal and a posted drill are written in the timeline of an open incident that names the model, once each, and not in another's",
     async () => {
       h = await engine();
-      const r1 = await createRelease(h, marking([1]));
-      await drive(h);
-      expect((await h.store.getRelease(r1))?.state).toBe("succeeded");
+      const r1 = await succeeded(h);
       const declare = (models: string[]) =>
         op(h as Harness, "POST", "/v1/incidents", {
           severity: "sev2",

@@ -13,6 +13,8 @@ import { systemRoutes } from "./routes/system.ts";
  */
 export const apiRoutes: ApiRoutes = (app, o, { operatorTokens, readTokens }) => {
   const operators = o.operators ?? [];
+  /** What every route group needs to serve and authorise a request. */
+  const auth = { api: o.api, operatorTokens, operators, readTokens };
   app.route(
     "/",
     systemRoutes({
@@ -26,25 +28,19 @@ export const apiRoutes: ApiRoutes = (app, o, { operatorTokens, readTokens }) => 
   app.route(
     "/v1/releases/step-runs",
     stepRunRoutes({
-      api: o.api,
+      ...auth,
       clock: o.clock,
       callbackSecrets: o.callbackSecrets,
-      operatorTokens,
-      operators,
-      readTokens,
       ...(o.runnerCredential ? { runnerCredential: o.runnerCredential } : {}),
       ...(o.log ? { log: o.log } : {}),
     }),
   );
-  app.route("/v1/models", modelRoutes({ api: o.api, operatorTokens, operators, readTokens }));
-  app.route("/v1/incidents", incidentRoutes({ api: o.api, operatorTokens, operators, readTokens }));
+  app.route("/v1/models", modelRoutes(auth));
+  app.route("/v1/incidents", incidentRoutes(auth));
   app.route(
     "/v1/releases",
     releaseRoutes({
-      api: o.api,
-      operatorTokens,
-      operators,
-      readTokens,
+      ...auth,
       ...(o.repository ? { repository: o.repository } : {}),
       ...(o.lanes ? { lanes: o.lanes } : {}),
     }),
