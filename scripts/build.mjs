@@ -5,7 +5,7 @@
 // what lets scripts/check-dist.mjs compare a fresh build with the committed one.
 //   node scripts/build.mjs [--out <dir>]   (default: write in place)
 import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
@@ -26,6 +26,11 @@ export function entries() {
     ["actions/release-step/src/post.ts", "actions/release-step/dist/post.js", false],
     ...tools,
   ];
+}
+
+/** The action's two entries, built together: see buildAll. */
+function isActionEntry(out) {
+  return out.startsWith("actions/release-step/dist/");
 }
 
 // ESM output needs `require`, `__filename` and `__dirname` for bundled CommonJS dependencies
@@ -85,24 +90,44 @@ export async function buildAll(outRoot = root) {
     rmSync(join(outRoot, dir), { recursive: true, force: true });
     mkdirSync(join(outRoot, dir), { recursive: true });
   }
+  const common = {
+    absWorkingDir: root,
+    bundle: true,
+    platform: "node",
+    target: "node20",
+    format: "esm",
+    minify: true,
+    legalComments: "none",
+    charset: "utf8",
+    // ssh2's optional native helpers: loaded in try/catch, pure-JS fallbacks otherwise.
+    external: ["*.node", "cpu-features"],
+    plugins: [lazyOidcHttpClient],
+    logLevel: "warning",
+  };
+  // The action's main and post steps in one build with code splitting: what both import is one
+  // shared chunk, and what a step imports only when it needs it (the OIDC HTTP client with
+  // undici; the post step's report path) is a chunk of its own, loaded by `import()`. Each
+  // step starts a fresh Node, which compiles every byte it loads: the post step of a main step
+  // that reported loads the entry and @actions/core, not the callback's schemas and client.
+  const action = entries().filter(([, out]) => isActionEntry(out));
+  await build({
+    ...common,
+    entryPoints: Object.fromEntries(action.map(([src, out]) => [basename(out, ".js"), src])),
+    outdir: join(outRoot, "actions/release-step/dist"),
+    splitting: true,
+    chunkNames: "chunks/[name]-[hash]",
+    banner: { js: banner },
+  });
+  for (const f of readdirSync(join(outRoot, "actions/release-step/dist"), { recursive: true }))
+    if (String(f).endsWith(".js")) written.push(`actions/release-step/dist/${f}`);
   for (const [src, out, executable] of entries()) {
+    if (isActionEntry(out)) continue;
     const target = join(outRoot, out);
     await build({
-      absWorkingDir: root,
+      ...common,
       entryPoints: [src],
       outfile: target,
-      bundle: true,
-      platform: "node",
-      target: "node20",
-      format: "esm",
-      minify: true,
-      legalComments: "none",
-      charset: "utf8",
-      // ssh2's optional native helpers: loaded in try/catch, pure-JS fallbacks otherwise.
-      external: ["*.node", "cpu-features"],
       banner: { js: executable ? `#!/usr/bin/env node\n${banner}` : banner },
-      plugins: [lazyOidcHttpClient],
-      logLevel: "warning",
     });
     if (executable) chmodSync(target, 0o755);
     written.push(out);

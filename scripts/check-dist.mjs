@@ -3,7 +3,7 @@
 // a fresh build: rebuilds into a temp dir and compares bytes and the executable bit of each file.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildAll } from "./build.mjs";
 
@@ -11,7 +11,9 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = mkdtempSync(join(tmpdir(), "baton-check-dist-"));
 const list = (base, dir) => {
   try {
-    return readdirSync(join(base, dir)).map((f) => `${dir}/${f}`);
+    return readdirSync(join(base, dir), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => `${dir}/${relative(join(base, dir), join(e.parentPath ?? e.path, e.name))}`);
   } catch {
     return [];
   }

@@ -314,7 +314,7 @@ describe("postSigned retry bounds", () => {
 });
 
 describe("network errors name the URL and the cause", () => {
-  it("spells out undici's cause chain and the request timeout", async () => {
+  it("names the refused connection, spells out a wrapped cause chain and the request timeout", async () => {
     const { networkError, postSigned } = await import(
       "../../actions/release-step/src/engine-client.ts"
     );
@@ -331,11 +331,49 @@ describe("network errors name the URL and the cause", () => {
       () => {},
     );
     expect(res.status).toBe(0);
-    expect(res.error).toMatch(new RegExp(`^fetch failed: .*ECONNREFUSED.*127\\.0\\.0\\.1:${port}`));
+    expect(res.error).toMatch(new RegExp(`^connect ECONNREFUSED 127\\.0\\.0\\.1:${port}`));
+    // An error that wraps its cause (as fetch's "fetch failed" does): each link named.
+    const wrapped = new TypeError("fetch failed", {
+      cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9"), { code: "ECONNREFUSED" }),
+    });
+    expect(networkError(wrapped)).toBe("fetch failed: connect ECONNREFUSED 127.0.0.1:9");
     const timeout = new Error("aborted");
     timeout.name = "TimeoutError";
     expect(networkError(timeout, { requestTimeoutMs: 250 })).toBe(
       "no answer within 250 ms (request timeout)",
     );
+  });
+
+  it("gives up on an engine that never answers, or stops in the middle of its answer, at the request timeout", async () => {
+    const { postSigned } = await import("../../actions/release-step/src/engine-client.ts");
+    const sockets = new Set<import("node:net").Socket>();
+    // "/silent" never answers; "/stalled" sends its headers and half its body, then nothing.
+    const srv = createServer((req, res) => {
+      if (req.url === "/stalled") {
+        res.writeHead(200, { "content-length": "100" });
+        res.write("{");
+      }
+    });
+    srv.on("connection", (s) => sockets.add(s));
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
+    const base = `http://127.0.0.1:${(srv.address() as { port: number }).port}`;
+    try {
+      for (const path of ["/silent", "/stalled"]) {
+        const res = await postSigned(
+          `${base}${path}`,
+          "{}",
+          "s".repeat(32),
+          { attempts: 1, baseDelayMs: 1, totalMs: 1000, requestTimeoutMs: 200 },
+          () => {},
+        );
+        expect(res, path).toMatchObject({
+          status: 0,
+          error: "no answer within 200 ms (request timeout)",
+        });
+      }
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => srv.close(r));
+    }
   });
 });

@@ -8,7 +8,6 @@ import * as core from "@actions/core";
 import { annotateError, failStep } from "./annotate.ts";
 import { credentialOf, readInputs } from "./inputs.ts";
 import { removeKeyDir } from "./key-file.ts";
-import { sendCallback } from "./report.ts";
 import { type CallbackTarget, load, STATE } from "./state.ts";
 
 /** Entry point of dist/post.js. Never throws. */
@@ -35,6 +34,9 @@ export async function runPost(): Promise<void> {
       return;
     }
     const target = JSON.parse(targetText) as CallbackTarget;
+    // Loaded only here: a post step after a main step that reported (the usual case) starts
+    // without compiling the callback's schemas and HTTP client (its own chunk of the bundle).
+    const { sendCallback } = await import("./report.ts");
     const inputs = readInputs();
     let timings: Record<string, number> = {};
     try {
