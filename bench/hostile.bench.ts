@@ -85,8 +85,12 @@ function send(port: number, path: string, chunked: boolean): Promise<number> {
       resolve(res.statusCode ?? 0);
       req.destroy();
     });
-    req.on("error", () => {
+    req.on("error", (e: Error & { code?: string }) => {
       clearTimeout(timer);
+      // What the client saw instead of an answer: the line says which body and why.
+      console.error(
+        `[bench] ${path} (${chunked ? "chunked" : "Content-Length"}): no answer, ${e.code ?? e.message}`,
+      );
       resolve(-1);
     });
     body().pipe(req);

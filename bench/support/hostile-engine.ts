@@ -1,13 +1,15 @@
 /**
  * The engine for `bench/hostile.bench.ts`, as its own process so that its memory is measured
- * alone: `createEngine` on a SQLite file in a temp dir, served by @hono/node-server on
- * 127.0.0.1 port 0. Prints `PORT <n>` once listening; exits on SIGTERM.
+ * alone: `createEngine` on a SQLite file in a temp dir, served as `baton serve` serves it
+ * (`serveWithLimits` with the limits from the environment: timeouts, connection cap, the
+ * lingering close after a 413) on 127.0.0.1 port 0. Prints `PORT <n>` once listening; exits on
+ * SIGTERM.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { serve } from "@hono/node-server";
 import { createEngine } from "../../engine/src/engine.ts";
+import { httpLimitsFromEnv, serveWithLimits } from "../../engine/src/node/http-server.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "baton-hostile-"));
 const engine = await createEngine({
@@ -27,9 +29,12 @@ const engine = await createEngine({
   tickMs: 60_000,
   sshKey: null,
 });
-const server = serve({ fetch: engine.app.fetch, port: 0, hostname: "127.0.0.1" }, (info) => {
-  console.log(`PORT ${info.port}`);
-});
+const server = serveWithLimits(
+  { fetch: engine.app.fetch, port: 0, hostname: "127.0.0.1", limits: httpLimitsFromEnv() },
+  (info) => {
+    console.log(`PORT ${info.port}`);
+  },
+);
 process.once("SIGTERM", () => {
   server.close();
   engine.close().finally(() => {
