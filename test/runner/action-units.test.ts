@@ -1,7 +1,9 @@
 // Pure parts of the action and tools, table-driven: phase outcomes (F08), the allowlist (F05),
 // payload validation, log tail cutting, retry bounds.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -374,6 +376,85 @@ describe("network errors name the URL and the cause", () => {
     } finally {
       for (const s of sockets) s.destroy();
       await new Promise((r) => srv.close(r));
+    }
+  });
+
+  it("does not follow a redirect with the signed body: the answer names where it pointed and the fix", async () => {
+    const { errorMessage, postSigned } = await import(
+      "../../actions/release-step/src/engine-client.ts"
+    );
+    let posts = 0;
+    const srv = createServer((req, res) => {
+      posts++;
+      res.writeHead(308, { location: "https://baton.example.org/v1/x" }).end();
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
+    try {
+      const res = await postSigned(
+        `http://127.0.0.1:${(srv.address() as { port: number }).port}/v1/x`,
+        "{}",
+        "s".repeat(32),
+        { attempts: 3, baseDelayMs: 1, totalMs: 1000, requestTimeoutMs: 2000 },
+        () => {},
+      );
+      expect(res.status).toBe(308);
+      expect(res.attempts).toBe(1);
+      expect(posts).toBe(1);
+      expect(errorMessage(res.text)).toMatch(
+        /^a redirect to https:\/\/baton\.example\.org\/v1\/x: .*set the engine-url input/,
+      );
+    } finally {
+      await new Promise((r) => srv.close(r));
+    }
+  });
+
+  it("speaks TLS to an https engine-url: an untrusted certificate is named, never sent in clear", async () => {
+    const { postSigned } = await import("../../actions/release-step/src/engine-client.ts");
+    const dir = mkdtempSync(join(tmpdir(), "baton-tls-"));
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        join(dir, "key.pem"),
+        "-out",
+        join(dir, "cert.pem"),
+        "-days",
+        "1",
+        "-subj",
+        "/CN=127.0.0.1",
+      ],
+      { stdio: "ignore" },
+    );
+    let plainRequests = 0;
+    const srv = createHttpsServer(
+      { key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")) },
+      (_req, res) => {
+        plainRequests++;
+        res.end("{}");
+      },
+    );
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
+    try {
+      const res = await postSigned(
+        `https://127.0.0.1:${(srv.address() as { port: number }).port}/v1/x`,
+        "{}",
+        "s".repeat(32),
+        { attempts: 1, baseDelayMs: 1, totalMs: 1000, requestTimeoutMs: 5000 },
+        () => {},
+      );
+      expect(res.status).toBe(0);
+      expect(res.error).toMatch(/self[- ]signed certificate/);
+      expect(plainRequests).toBe(0);
+    } finally {
+      await new Promise((r) => srv.close(r));
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

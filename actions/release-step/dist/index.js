@@ -4,7 +4,7 @@ import { dirname as __batonDirname } from "node:path";
 const require = __batonCreateRequire(import.meta.url);
 const __filename = __batonFileURLToPath(import.meta.url);
 const __dirname = __batonDirname(__filename);
-import{a as lt,b as ct,c as ut,d as S,e as G,f as pt,g as y,h as $}from"./chunks/chunk-GDVGOSF2.js";import{a as z,b as A,c as q,d as Y,e as Q,f as X,g as tt,h as x,i as U,j as ot,k as rt,l as nt,m as st,n as j,s as it,x as at}from"./chunks/chunk-QYZD7NA6.js";import{d as _,e as m,f as Z,j as C,k as R,l as h,m as k,n as et}from"./chunks/chunk-KL3SBXRB.js";import"./chunks/chunk-TWHDBROZ.js";async function dt(t,e){let o={stepRunId:t.stepRunId,engineUrl:t.engineUrl,phases:t.phases};switch(e.kind){case"invalid":{h(e.message);for(let r of e.problems)h(r);await v({...o,note:[e.message,...e.problems].join(`
+import{a as lt,b as ct,c as ut,d as S,e as G,f as pt,g as y,h as $}from"./chunks/chunk-GDVGOSF2.js";import{a as z,b as A,c as q,d as Y,e as Q,f as X,g as tt,h as x,i as U,j as ot,k as rt,l as nt,m as st,n as j,s as it,x as at}from"./chunks/chunk-EOPMF7M2.js";import{d as _,e as m,f as Z,j as C,k as R,l as h,m as k,n as et}from"./chunks/chunk-KL3SBXRB.js";import"./chunks/chunk-TWHDBROZ.js";async function dt(t,e){let o={stepRunId:t.stepRunId,engineUrl:t.engineUrl,phases:t.phases};switch(e.kind){case"invalid":{h(e.message);for(let r of e.problems)h(r);await v({...o,note:[e.message,...e.problems].join(`
 
 `)}),_("step-run-id",t.stepRunId),P("invalid","fail"),process.exitCode=1;return}case"rerun_declined":k(`[action] this re-run was declined: ${e.reason}`),await v({...o,note:`Re-run declined (409): ${e.reason}
 

@@ -111,8 +111,9 @@ export async function postSigned(
 
 /**
  * One POST through node:http or node:https (by the URL's scheme), the answer's status and body
- * as text. `timeoutMs` bounds the whole exchange, the body included; past it the request is
- * destroyed with an error named `TimeoutError`. Node's `fetch` would do the same, but it loads
+ * as text (for a 3xx, which is not followed, a sentence naming the target and the fix).
+ * `timeoutMs` bounds the whole exchange, the body included; past it the request is destroyed
+ * with an error named `TimeoutError`. Node's `fetch` would do the same, but it loads
  * undici into every step's fresh process (about 25 ms of CPU per step), and the action makes
  * one or two requests per process. @throws on a network error or the deadline.
  */
@@ -144,7 +145,13 @@ function post(
       res.on("error", (e) => req.destroy(e));
       res.on("end", () => {
         clearTimeout(deadline);
-        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") });
+        const status = res.statusCode ?? 0;
+        // A redirect is not followed: the signed body goes only where engine-url says.
+        const text =
+          status >= 300 && status < 400
+            ? `a redirect to ${res.headers.location ?? "(no Location)"}: the action does not follow redirects with a signed body; set the engine-url input to the URL the engine answers at`
+            : Buffer.concat(chunks).toString("utf8");
+        resolve({ status, text });
       });
     });
     req.end(body);
