@@ -316,21 +316,26 @@ describe("postSigned retry bounds", () => {
 });
 
 describe("network errors name the URL and the cause", () => {
-  it("names the refused connection, spells out a wrapped cause chain and the request timeout", async () => {
-    const { networkError, postSigned } = await import(
-      "../../actions/release-step/src/engine-client.ts"
+  /** One signed POST of "{}" to `url`: one try (unless `attempts`), `requestTimeoutMs` (ms). */
+  const postOnce = (url: string, requestTimeoutMs: number, attempts = 1) =>
+    postSigned(
+      url,
+      "{}",
+      "s".repeat(32),
+      { attempts, baseDelayMs: 1, totalMs: 1000, requestTimeoutMs },
+      () => {},
     );
+
+  it("names the refused connection, spells out a wrapped cause chain and the request timeout", async () => {
+    const { networkError } = await import("../../actions/release-step/src/engine-client.ts");
     // A port nothing listens on: bound, then closed.
     const srv = createServer();
     await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
     const port = (srv.address() as { port: number }).port;
     await new Promise((r) => srv.close(r));
-    const res = await postSigned(
+    const res = await postOnce(
       `http://127.0.0.1:${port}/v1/releases/step-runs/sr_1_1_f/preflight`,
-      "{}",
-      "s".repeat(32),
-      { attempts: 1, baseDelayMs: 1, totalMs: 1000, requestTimeoutMs: 5000 },
-      () => {},
+      5000,
     );
     expect(res.status).toBe(0);
     expect(res.error).toMatch(new RegExp(`^connect ECONNREFUSED 127\\.0\\.0\\.1:${port}`));
@@ -347,7 +352,6 @@ describe("network errors name the URL and the cause", () => {
   });
 
   it("gives up on an engine that never answers, or stops in the middle of its answer, at the request timeout", async () => {
-    const { postSigned } = await import("../../actions/release-step/src/engine-client.ts");
     const sockets = new Set<import("node:net").Socket>();
     // "/silent" never answers; "/stalled" sends its headers and half its body, then nothing.
     const srv = createServer((req, res) => {
@@ -361,13 +365,7 @@ describe("network errors name the URL and the cause", () => {
     const base = `http://127.0.0.1:${(srv.address() as { port: number }).port}`;
     try {
       for (const path of ["/silent", "/stalled"]) {
-        const res = await postSigned(
-          `${base}${path}`,
-          "{}",
-          "s".repeat(32),
-          { attempts: 1, baseDelayMs: 1, totalMs: 1000, requestTimeoutMs: 200 },
-          () => {},
-        );
+        const res = await postOnce(`${base}${path}`, 200);
         expect(res, path).toMatchObject({
           status: 0,
           error: "no answer within 200 ms (request timeout)",
@@ -380,22 +378,18 @@ describe("network errors name the URL and the cause", () => {
   });
 
   it("does not follow a redirect with the signed body: the answer names where it pointed and the fix", async () => {
-    const { errorMessage, postSigned } = await import(
-      "../../actions/release-step/src/engine-client.ts"
-    );
+    const { errorMessage } = await import("../../actions/release-step/src/engine-client.ts");
     let posts = 0;
-    const srv = createServer((req, res) => {
+    const srv = createServer((_req, res) => {
       posts++;
       res.writeHead(308, { location: "https://baton.example.org/v1/x" }).end();
     });
     await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
     try {
-      const res = await postSigned(
+      const res = await postOnce(
         `http://127.0.0.1:${(srv.address() as { port: number }).port}/v1/x`,
-        "{}",
-        "s".repeat(32),
-        { attempts: 3, baseDelayMs: 1, totalMs: 1000, requestTimeoutMs: 2000 },
-        () => {},
+        2000,
+        3,
       );
       expect(res.status).toBe(308);
       expect(res.attempts).toBe(1);
@@ -409,7 +403,6 @@ describe("network errors name the URL and the cause", () => {
   });
 
   it("speaks TLS to an https engine-url: an untrusted certificate is named, never sent in clear", async () => {
-    const { postSigned } = await import("../../actions/release-step/src/engine-client.ts");
     const dir = mkdtempSync(join(tmpdir(), "baton-tls-"));
     execFileSync(
       "openssl",
@@ -442,12 +435,9 @@ describe("network errors name the URL and the cause", () => {
     );
     await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
     try {
-      const res = await postSigned(
+      const res = await postOnce(
         `https://127.0.0.1:${(srv.address() as { port: number }).port}/v1/x`,
-        "{}",
-        "s".repeat(32),
-        { attempts: 1, baseDelayMs: 1, totalMs: 1000, requestTimeoutMs: 5000 },
-        () => {},
+        5000,
       );
       expect(res.status).toBe(0);
       expect(res.error).toMatch(/self[- ]signed certificate/);
