@@ -14,11 +14,13 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need=1
 for b in /usr/bin/podman /usr/sbin/runc /usr/bin/docker-registry /bin/busybox; do [ -x "$b" ] || need=1; done
 # The migration tool (migrate-table) and the demo's migration run the sqlite3 CLI.
 [ -x /usr/bin/sqlite3 ] || need=1
+# The action's https test makes a throwaway certificate with the openssl CLI.
+[ -x /usr/bin/openssl ] || need=1
 if [ "$need" = 1 ]; then
   if [ "$(id -u)" = 0 ]; then
-    echo "[test] installing Debian packages: postgresql openssh-server chromium podman runc docker-registry busybox-static sqlite3"
+    echo "[test] installing Debian packages: postgresql openssh-server chromium podman runc docker-registry busybox-static sqlite3 openssl"
     apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-      postgresql openssh-server chromium podman runc docker-registry busybox-static sqlite3 >/tmp/baton-apt.log 2>&1 \
+      postgresql openssh-server chromium podman runc docker-registry busybox-static sqlite3 openssl >/tmp/baton-apt.log 2>&1 \
       || { tail -20 /tmp/baton-apt.log; echo "[test] apt-get install failed"; exit 1; }
   else
     echo "[test] missing Debian packages; run as root: apt-get install -y postgresql openssh-server chromium podman runc docker-registry busybox-static sqlite3" >&2
