@@ -371,6 +371,17 @@ describe("network errors name the URL and the cause", () => {
           error: "no answer within 200 ms (request timeout)",
         });
       }
+      // A try never outlasts the total budget (1,000 ms here): the first gets all of it and
+      // leaves no time for a second.
+      for (const path of ["/silent", "/stalled"]) {
+        const res = await postOnce(`${base}${path}`, 60_000, 3);
+        expect(res.attempts, path).toBe(1);
+        const ms = Number(
+          /^no answer within (\d+) ms \(request timeout\)$/.exec(res.error ?? "")?.[1],
+        );
+        expect(ms, `${path}: ${res.error}`).toBeGreaterThan(900);
+        expect(ms, path).toBeLessThanOrEqual(1000);
+      }
     } finally {
       for (const s of sockets) s.destroy();
       await new Promise((r) => srv.close(r));
@@ -438,9 +449,12 @@ describe("network errors name the URL and the cause", () => {
       const res = await postOnce(
         `https://127.0.0.1:${(srv.address() as { port: number }).port}/v1/x`,
         5000,
+        3,
       );
       expect(res.status).toBe(0);
-      expect(res.error).toMatch(/self[- ]signed certificate/);
+      // Not retried: the certificate will not be trusted on the next try either.
+      expect(res.attempts).toBe(1);
+      expect(res.error).toMatch(/self[- ]signed certificate .*NODE_EXTRA_CA_CERTS/);
       expect(plainRequests).toBe(0);
     } finally {
       await new Promise((r) => srv.close(r));

@@ -77,7 +77,7 @@ describe("release-step action, bundled, as a runner runs it", () => {
     ]) {
       expect(r.main.stdout).toContain(`::group::${n}`);
     }
-    expect(r.post?.stdout).toContain("already acknowledged");
+    expect(r.post?.stdout).toContain("the engine gave its final answer to the callback");
   });
 
   it("a manual workflow_dispatch run with step_run_id and payload inputs runs the step", async () => {
@@ -420,6 +420,67 @@ describe("F04: cancellation; the key file never outlives the job", () => {
     },
   );
 
+  it("a tool that prints its key: neither the main step's callback nor the post step's carries a line of it", async () => {
+    const { payload } = await f.stepRun();
+    const ws = f.workspaceWithTool(
+      '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --key ] && cat "$2"; shift; done\nexit 1\n',
+    );
+    // The main step's one try is refused 503, so the post step sends the result again.
+    f.engine.failNext("callback", 503, 1);
+    await f.run(payload, {
+      workspace: ws,
+      inputs: inputsWith({ allowlist: "allowlist.json" }),
+      env: { BATON_HTTP_ATTEMPTS: "1" },
+    });
+    const cbs = callbacksOf(f.engine, payload.step_run_id);
+    expect(cbs.map((c) => c.status)).toEqual([503, 200]);
+    expect(cbs[1]?.body.timings).toMatchObject({ from_post: 1 });
+    const keyLines = f.sshd.clientKey
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l.length >= 8 && !l.startsWith("-----"));
+    expect(keyLines.length).toBeGreaterThan(0);
+    for (const [i, c] of cbs.entries()) {
+      const log = String(c.body.log);
+      expect(log, `callback ${i}`).toContain("***");
+      for (const line of keyLines) expect(log, `callback ${i}`).not.toContain(line);
+    }
+  });
+
+  it("SIGTERM while a tool that ignores SIGTERM runs: the main step stops its process group before it exits", async () => {
+    const { payload } = await f.stepRun();
+    const ws = f.workspaceWithTool(STUBBORN_TOOL);
+    const r = await f.run(payload, {
+      workspace: ws,
+      inputs: inputsWith({ allowlist: "allowlist.json" }),
+      cancel: { when: /working/, signal: "SIGTERM" },
+    });
+    const pid = Number(/tool-pid (\d+)/.exec(r.main.stdout)?.[1]);
+    expect(pid).toBeGreaterThan(1);
+    expect(r.post?.stdout).not.toContain("was still running");
+    expect(await stoppedWithin(pid, 2_000)).toBe(true);
+    const cbs = callbacksOf(f.engine, payload.step_run_id);
+    expect(cbs).toHaveLength(1);
+    expect(cbs[0]?.body.overall).toBe("fail");
+  });
+
+  it("the main step killed outright mid-tool: the post step stops the tool, then reports", async () => {
+    const { payload } = await f.stepRun();
+    const ws = f.workspaceWithTool(STUBBORN_TOOL);
+    const r = await f.run(payload, {
+      workspace: ws,
+      inputs: inputsWith({ allowlist: "allowlist.json" }),
+      cancel: { when: /working/, signal: "SIGKILL" },
+    });
+    const pid = Number(/tool-pid (\d+)/.exec(r.main.stdout)?.[1]);
+    expect(pid).toBeGreaterThan(1);
+    expect(r.post?.stdout).toContain("was still running after the main step ended");
+    expect(await stoppedWithin(pid, 2_000)).toBe(true);
+    const cbs = callbacksOf(f.engine, payload.step_run_id);
+    expect(cbs).toHaveLength(1);
+    expect(cbs[0]?.body).toMatchObject({ overall: "fail", timings: { from_post: 1 } });
+  });
+
   it("a tool that crashes still leaves no key behind and reports failed", async () => {
     const { payload } = await f.stepRun();
     const ws = f.workspaceWithTool("#!/bin/sh\nkill -SEGV $$\n");
@@ -432,6 +493,25 @@ describe("F04: cancellation; the key file never outlives the job", () => {
     expect(checks.at(-1)).toMatchObject({ class: "tool_crashed", signal: "SEGV" });
   });
 });
+
+/** A tool that ignores SIGTERM (its children inherit that) and works for 30 s. */
+const STUBBORN_TOOL = "#!/bin/sh\ntrap '' TERM\necho tool-pid $$\necho working\nsleep 30\n";
+
+/** Whether process `pid` is gone or a zombie within `ms` (polled every 50 ms). */
+async function stoppedWithin(pid: number, ms: number): Promise<boolean> {
+  for (let waited = 0; ; waited += 50) {
+    let state = "";
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    } catch {
+      return true;
+    }
+    if (state === "Z") return true;
+    if (waited >= ms) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 function inputsWith(extra: Record<string, string>): Record<string, string> {
   return {

@@ -87,17 +87,29 @@ export async function postSigned(
   const started = Date.now();
   let last: EngineResponse = { status: 0, text: "", attempts: 0 };
   for (let attempt = 1; attempt <= policy.attempts; attempt++) {
+    // No try outlasts the total budget: the last one gets what is left of it.
+    const timeoutMs = Math.max(
+      1,
+      Math.min(policy.requestTimeoutMs, policy.totalMs - (Date.now() - started)),
+    );
     try {
       const res = await post(
         url,
         { "content-type": "application/json", ...(await credentialHeaders(cred, bytes)) },
         bytes,
-        policy.requestTimeoutMs,
+        timeoutMs,
       );
       last = { ...res, attempts: attempt };
       if (res.status < 500) return last;
     } catch (e) {
-      last = { status: 0, text: "", attempts: attempt, error: networkError(e, policy) };
+      last = {
+        status: 0,
+        text: "",
+        attempts: attempt,
+        error: networkError(e, { requestTimeoutMs: timeoutMs }),
+      };
+      // A certificate the runner does not trust is not transient: trying again changes nothing.
+      if (untrustedCertificate(e)) return last;
     }
     const delay = Math.min(policy.baseDelayMs * 2 ** (attempt - 1), 4_000);
     if (attempt === policy.attempts || Date.now() - started + delay > policy.totalMs) break;
@@ -158,6 +170,22 @@ function post(
   });
 }
 
+/** OpenSSL's codes for a server certificate this process does not trust or accept. */
+const CERTIFICATE_CODES = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+function untrustedCertificate(e: unknown): boolean {
+  return CERTIFICATE_CODES.has((e as { code?: string })?.code ?? "");
+}
+
 /**
  * One line for a failed request, with the cause chain spelled out (e.g. `connect ECONNREFUSED
  * 127.0.0.1:9`; an error that wraps its cause, as `fetch failed` does, lists each), and a
@@ -167,6 +195,8 @@ export function networkError(e: unknown, policy?: Pick<RetryPolicy, "requestTime
   const err = e as Error & { code?: string; cause?: unknown };
   if (err?.name === "TimeoutError" || err?.name === "AbortError")
     return `no answer within ${policy?.requestTimeoutMs ?? "?"} ms (request timeout)`;
+  if (untrustedCertificate(e))
+    return `${err.message} (${err.code}): the runner does not trust the engine's TLS certificate; serve the engine with a certificate from a public CA, or give the runner its CA in NODE_EXTRA_CA_CERTS (a file of PEM certificates, set in the job's env)`;
   const parts: string[] = [err?.message ?? String(e)];
   let cause = err?.cause as (Error & { code?: string; cause?: unknown }) | undefined;
   for (let i = 0; cause && i < 4; i++) {

@@ -21,6 +21,18 @@ export function credentialOf(i: Inputs): { secret: string; oidcAudience: string 
   return { secret: i.callbackSecret, oidcAudience: i.oidcAudience };
 }
 
+/**
+ * Values redacted from every callback's log, the main step's and the post step's: the inputs'
+ * secrets and each line of the key (a tool that prints its key file must not send it).
+ */
+export function secretsOf(i: Inputs): string[] {
+  const lines = i.sshKey
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l.length >= 8 && !l.startsWith("-----"));
+  return [i.callbackSecret, i.sshPassphrase, ...lines].filter(Boolean);
+}
+
 /** Reads the inputs. Throws `Error("[action] …")` naming the input and the fix. */
 export function readInputs(): Inputs {
   const engineRaw = core.getInput("engine-url").trim();

@@ -89,8 +89,9 @@ async function work(
 }
 
 /**
- * Cancellation (the runner sends SIGINT, then SIGTERM): stop the tool, remove the key, and leave
- * the report to the post step, which sends what the files say if no callback was acknowledged.
+ * Cancellation (the runner sends SIGINT, then SIGTERM): stop the tool (SIGTERM to its process
+ * group, SIGKILL 2 s later), remove the key, and leave the report to the post step, which sends
+ * what the files say if no callback was acknowledged.
  */
 function stopOnCancel(ctx: StepContext): void {
   const onSignal = (sig: NodeJS.Signals) => {
@@ -101,8 +102,13 @@ function stopOnCancel(ctx: StepContext): void {
     const running = stopCurrentTool("SIGTERM");
     removeKeyDir(ctx.keyDir);
     if (!running) process.exit(1);
-    // Give the tool a moment to record what it saw; the runner's own grace period is 7.5 s.
-    setTimeout(() => process.exit(1), 2_000).unref();
+    // Give the tool a moment to record what it saw (the runner's own grace period is 7.5 s),
+    // then stop what is left of its process group: a tool that ignores SIGTERM must not keep
+    // working on a lane while the post step reports it as not run.
+    setTimeout(() => {
+      stopCurrentTool("SIGKILL");
+      process.exit(1);
+    }, 2_000).unref();
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);

@@ -24,10 +24,10 @@ import { annotateError } from "./annotate.ts";
 import { errorCode, errorMessage, postSigned, retryPolicy } from "./engine-client.ts";
 import { PayloadError, readDispatch } from "./event.ts";
 import type { Outcome } from "./finish.ts";
-import { credentialOf, type Inputs, readInputs } from "./inputs.ts";
+import { credentialOf, type Inputs, readInputs, secretsOf } from "./inputs.ts";
 import { makeKeyDir, maskKey, type Provisioned, provisionKey, removeKeyDir } from "./key-file.ts";
 import { sendCallback } from "./report.ts";
-import { runTool, type ToolExit, toolEnvironment } from "./run-tool.ts";
+import { currentToolPid, runTool, type ToolExit, toolEnvironment } from "./run-tool.ts";
 import { type CallbackTarget, STATE, save } from "./state.ts";
 import { inPhase, type StepContext } from "./step-context.ts";
 
@@ -158,7 +158,9 @@ export async function preflightPhase(
     const fix =
       pre.status === 401
         ? " (check that callback-secret matches the engine's BATON_CALLBACK_SECRETS)"
-        : "";
+        : pre.status === 200
+          ? " (a 200 that is not the engine's preflight answer: check that engine-url is the Baton engine's base URL, not a proxy's or a login page's)"
+          : "";
     return { kind: "preflight_failed", why: `${why}${fix}` };
   }
   const target: CallbackTarget = {
@@ -219,7 +221,7 @@ export function runToolPhase(
     async () => {
       ctx.timings.tool_started_at = Date.now();
       save(STATE.timings, JSON.stringify(ctx.timings));
-      const exit = await runTool(
+      const running = runTool(
         v.tool.path,
         [
           "--args",
@@ -240,6 +242,10 @@ export function runToolPhase(
         }),
         timeoutMs,
       );
+      const pid = currentToolPid();
+      if (pid) save(STATE.tool, JSON.stringify({ pid, path: v.tool.path }));
+      const exit = await running;
+      save(STATE.tool, "");
       ctx.timings.tool_finished_at = exit.finishedAt;
       save(STATE.timings, JSON.stringify(ctx.timings));
       removeKeyDir(ctx.keyDir); // the key is needed by nothing after the tool
@@ -269,15 +275,6 @@ export async function reportPhase(
     (r) => (r.delivery.acked ? `acked ${r.delivery.status}` : `not acked ${r.delivery.status}`),
   );
   return { kind: "reported", results, delivery };
-}
-
-/** Values redacted from the callback's log: the inputs' secrets and each line of the key. */
-function secretsOf(cfg: Inputs): string[] {
-  const lines = cfg.sshKey
-    .split(/\r?\n/)
-    .map((l) => l.trim())
-    .filter((l) => l.length >= 8 && !l.startsWith("-----"));
-  return [cfg.callbackSecret, cfg.sshPassphrase, ...lines].filter(Boolean);
 }
 
 function safeJson(text: string): unknown {

@@ -4,9 +4,11 @@
  * result files say (`not_run`, partial, or the tool's real result when only the report was cut
  * short, F04).
  */
+import { readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import * as core from "@actions/core";
 import { annotateError, failStep } from "./annotate.ts";
-import { credentialOf, readInputs } from "./inputs.ts";
+import { credentialOf, readInputs, secretsOf } from "./inputs.ts";
 import { removeKeyDir } from "./key-file.ts";
 import { type CallbackTarget, load, STATE } from "./state.ts";
 
@@ -29,10 +31,11 @@ export async function runPost(): Promise<void> {
     }
     if (load(STATE.acked) === "true") {
       core.info(
-        "[action] the main step reported already: its callback was already acknowledged by the engine",
+        "[action] the main step reported already: the engine gave its final answer to the callback (accepted or refused: the main step's log says which); nothing to send again",
       );
       return;
     }
+    await stopLeftoverTool();
     const target = JSON.parse(targetText) as CallbackTarget;
     // Loaded only here: a post step after a main step that reported (the usual case) starts
     // without compiling the callback's schemas and HTTP client (its own chunk of the bundle).
@@ -49,7 +52,7 @@ export async function runPost(): Promise<void> {
       target,
       credentialOf(inputs),
       { ...timings, from_post: 1 },
-      [inputs.callbackSecret, inputs.sshPassphrase],
+      secretsOf(inputs),
     );
     core.info(
       `[action] post callback: status ${results.status}, overall ${results.overall}; ${delivery.message}`,
@@ -63,4 +66,45 @@ export async function runPost(): Promise<void> {
   } catch (e) {
     failStep(`[action] post step error: ${(e as Error).message}`);
   }
+}
+
+/**
+ * A main step killed while its tool ran (SIGKILL, or the runner's last resort) leaves the tool
+ * running in its own process group. Before reporting, the post step stops it (SIGKILL to the
+ * group, then waits up to 2 s for it to go), so that what it reports is what happened and
+ * nothing keeps working on a lane after the job. The saved pid counts only while it still
+ * names that tool: a live leader's command line (Linux /proc) must contain the tool's file.
+ */
+async function stopLeftoverTool(): Promise<void> {
+  let tool: { pid?: unknown; path?: unknown };
+  try {
+    tool = JSON.parse(load(STATE.tool) || "{}");
+  } catch {
+    return;
+  }
+  const { pid, path } = tool;
+  if (typeof pid !== "number" || !Number.isInteger(pid) || pid <= 1 || typeof path !== "string")
+    return;
+  const alive = () => {
+    try {
+      process.kill(-pid, 0);
+    } catch {
+      return false;
+    }
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(path);
+    } catch {
+      // The leader is gone (or there is no /proc, as on macOS) but its group is not: a group's
+      // id is not given to another process while the group exists, so it is still the tool's.
+      return true;
+    }
+  };
+  if (!alive()) return;
+  core.warning(
+    `[action] the tool (process group ${pid}) was still running after the main step ended: stopping it before reporting`,
+  );
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {}
+  for (let i = 0; i < 20 && alive(); i++) await sleep(100);
 }

@@ -35,6 +35,11 @@ export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
+/** The running tool's pid (also its process group's id), if one runs. */
+export function currentToolPid(): number | undefined {
+  return current?.pid;
+}
+
 /** Forwards a cancellation to the running tool, if any. Returns whether one was running. */
 export function stopCurrentTool(signal: NodeJS.Signals = "SIGTERM"): boolean {
   if (!current) return false;

@@ -16,6 +16,11 @@ export const STATE = {
   acked: "callback_acked",
   /** JSON timings (epoch ms). */
   timings: "timings",
+  /**
+   * JSON `{pid, path}` of the tool while it runs (its process group's id and its file), "" once
+   * it ended: a post step after a main step killed mid-tool stops what is left of it.
+   */
+  tool: "tool",
 } as const;
 
 /** Where and as whom to call back. */
