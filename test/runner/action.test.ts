@@ -478,7 +478,16 @@ describe("F04: cancellation; the key file never outlives the job", () => {
     expect(await stoppedWithin(pid, 2_000)).toBe(true);
     const cbs = callbacksOf(f.engine, payload.step_run_id);
     expect(cbs).toHaveLength(1);
-    expect(cbs[0]?.body).toMatchObject({ overall: "fail", timings: { from_post: 1 } });
+    expect(cbs[0]?.body).toMatchObject({
+      status: "cancelled",
+      overall: "fail",
+      timings: { from_post: 1 },
+    });
+    expect((cbs[0]?.body.checks as Checks).at(-1)).toMatchObject({
+      name: "tool",
+      status: "cancelled",
+      class: "tool_stopped",
+    });
   });
 
   it("a tool that crashes still leaves no key behind and reports failed", async () => {

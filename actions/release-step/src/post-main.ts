@@ -11,6 +11,7 @@ import { annotateError, failStep } from "./annotate.ts";
 import { credentialOf, readInputs, secretsOf } from "./inputs.ts";
 import { removeKeyDir } from "./key-file.ts";
 import { type CallbackTarget, load, STATE } from "./state.ts";
+import { recordVerdict } from "./tool-verdict.ts";
 
 /** Entry point of dist/post.js. Never throws. */
 export async function runPost(): Promise<void> {
@@ -35,8 +36,22 @@ export async function runPost(): Promise<void> {
       );
       return;
     }
-    await stopLeftoverTool();
     const target = JSON.parse(targetText) as CallbackTarget;
+    if (await stopLeftoverTool())
+      recordVerdict(
+        target.result_dir,
+        {
+          status: "cancelled",
+          check: {
+            name: "tool",
+            status: "cancelled",
+            class: "tool_stopped",
+            message:
+              "[action] the main step ended while the tool ran; the post step stopped what was left of it: what it did on the lane before that is not known",
+          },
+        },
+        true,
+      );
     // Loaded only here: a post step after a main step that reported (the usual case) starts
     // without compiling the callback's schemas and HTTP client (its own chunk of the bundle).
     const { sendCallback } = await import("./report.ts");
@@ -72,19 +87,19 @@ export async function runPost(): Promise<void> {
  * A main step killed while its tool ran (SIGKILL, or the runner's last resort) leaves the tool
  * running in its own process group. Before reporting, the post step stops it (SIGKILL to the
  * group, then waits up to 2 s for it to go), so that what it reports is what happened and
- * nothing keeps working on a lane after the job. The saved pid counts only while it still
+ * nothing keeps working on a lane after the job. Returns whether it stopped one. The saved pid counts only while it still
  * names that tool: a live leader's command line (Linux /proc) must contain the tool's file.
  */
-async function stopLeftoverTool(): Promise<void> {
+async function stopLeftoverTool(): Promise<boolean> {
   let tool: { pid?: unknown; path?: unknown };
   try {
     tool = JSON.parse(load(STATE.tool) || "{}");
   } catch {
-    return;
+    return false;
   }
   const { pid, path } = tool;
   if (typeof pid !== "number" || !Number.isInteger(pid) || pid <= 1 || typeof path !== "string")
-    return;
+    return false;
   const alive = () => {
     try {
       process.kill(-pid, 0);
@@ -99,7 +114,7 @@ async function stopLeftoverTool(): Promise<void> {
       return true;
     }
   };
-  if (!alive()) return;
+  if (!alive()) return false;
   core.warning(
     `[action] the tool (process group ${pid}) was still running after the main step ended: stopping it before reporting`,
   );
@@ -107,4 +122,5 @@ async function stopLeftoverTool(): Promise<void> {
     process.kill(-pid, "SIGKILL");
   } catch {}
   for (let i = 0; i < 20 && alive(); i++) await sleep(100);
+  return true;
 }
