@@ -4,7 +4,7 @@ import { dirname as __batonDirname } from "node:path";
 const require = __batonCreateRequire(import.meta.url);
 const __filename = __batonFileURLToPath(import.meta.url);
 const __dirname = __batonDirname(__filename);
-import{a as st,b as at,c as lt,d as S,e as U,f as ct,g as pt,h,i as g,k as L,l as ut}from"./chunks/chunk-IWCQDKMV.js";import{a as tt,b as et,c as rt,d as ot,e as J,j as nt,o as it}from"./chunks/chunk-2PJPZTZK.js";import{A as X,d as _,f as y,g as V,k as Z,l as x,m as z,n as q,r as Y,u as Q,w as R,x as I,y as $,z as k}from"./chunks/chunk-T2R5KIE6.js";import"./chunks/chunk-TWHDBROZ.js";async function dt(t,e){let o={stepRunId:t.stepRunId,engineUrl:t.engineUrl,phases:t.phases};switch(e.kind){case"invalid":{$(e.message);for(let r of e.problems)$(r);await v({...o,note:[e.message,...e.problems].join(`
+import{a as st,b as at,c as lt,d as S,e as U,f as ct,g as pt,h,i as g}from"./chunks/chunk-ASX4UMW2.js";import{a as tt,b as et,c as rt,d as ot,e as J,j as nt,o as it}from"./chunks/chunk-OVZHSAHQ.js";import{d as _,f as y,g as V,k as R,l as I,m as $,n as k,o as X}from"./chunks/chunk-Y6RC5EL4.js";import{a as L,b as ut}from"./chunks/chunk-FE7XVKAQ.js";import{a as Z,b as x,c as z,d as q,h as Y,k as Q}from"./chunks/chunk-MKTX3SXY.js";import"./chunks/chunk-TWHDBROZ.js";async function dt(t,e){let o={stepRunId:t.stepRunId,engineUrl:t.engineUrl,phases:t.phases};switch(e.kind){case"invalid":{$(e.message);for(let r of e.problems)$(r);await v({...o,note:[e.message,...e.problems].join(`
 
 `)}),_("step-run-id",t.stepRunId),P("invalid","fail"),process.exitCode=1;return}case"rerun_declined":k(`[action] this re-run was declined: ${e.reason}`),await v({...o,note:`Re-run declined (409): ${e.reason}
 

@@ -11,7 +11,6 @@ import { annotateError, failStep } from "./annotate.ts";
 import { credentialOf, readInputs, secretsOf } from "./inputs.ts";
 import { removeKeyDir } from "./key-file.ts";
 import { type CallbackTarget, load, STATE } from "./state.ts";
-import { recordVerdict } from "./tool-verdict.ts";
 
 /** Entry point of dist/post.js. Never throws. */
 export async function runPost(): Promise<void> {
@@ -38,7 +37,7 @@ export async function runPost(): Promise<void> {
     }
     const target = JSON.parse(targetText) as CallbackTarget;
     if (await stopLeftoverTool())
-      recordVerdict(
+      (await import("./tool-verdict.ts")).recordVerdict(
         target.result_dir,
         {
           status: "cancelled",
