@@ -448,15 +448,7 @@ describe("F04: cancellation; the key file never outlives the job", () => {
   });
 
   it("SIGTERM while a tool that ignores SIGTERM runs: the main step stops its process group before it exits", async () => {
-    const { payload } = await f.stepRun();
-    const ws = f.workspaceWithTool(STUBBORN_TOOL);
-    const r = await f.run(payload, {
-      workspace: ws,
-      inputs: inputsWith({ allowlist: "allowlist.json" }),
-      cancel: { when: /working/, signal: "SIGTERM" },
-    });
-    const pid = Number(/tool-pid (\d+)/.exec(r.main.stdout)?.[1]);
-    expect(pid).toBeGreaterThan(1);
+    const { payload, r, pid } = await cancelStubbornTool("SIGTERM");
     expect(r.post?.stdout).not.toContain("was still running");
     expect(await stoppedWithin(pid, 2_000)).toBe(true);
     const cbs = callbacksOf(f.engine, payload.step_run_id);
@@ -465,15 +457,7 @@ describe("F04: cancellation; the key file never outlives the job", () => {
   });
 
   it("the main step killed outright mid-tool: the post step stops the tool, then reports", async () => {
-    const { payload } = await f.stepRun();
-    const ws = f.workspaceWithTool(STUBBORN_TOOL);
-    const r = await f.run(payload, {
-      workspace: ws,
-      inputs: inputsWith({ allowlist: "allowlist.json" }),
-      cancel: { when: /working/, signal: "SIGKILL" },
-    });
-    const pid = Number(/tool-pid (\d+)/.exec(r.main.stdout)?.[1]);
-    expect(pid).toBeGreaterThan(1);
+    const { payload, r, pid } = await cancelStubbornTool("SIGKILL");
     expect(r.post?.stdout).toContain("was still running after the main step ended");
     expect(await stoppedWithin(pid, 2_000)).toBe(true);
     const cbs = callbacksOf(f.engine, payload.step_run_id);
@@ -505,6 +489,22 @@ describe("F04: cancellation; the key file never outlives the job", () => {
 
 /** A tool that ignores SIGTERM (its children inherit that) and works for 30 s. */
 const STUBBORN_TOOL = "#!/bin/sh\ntrap '' TERM\necho tool-pid $$\necho working\nsleep 30\n";
+
+/**
+ * Runs {@link STUBBORN_TOOL} and sends `signal` to the main step once the tool works. Returns
+ * the step run's payload, the run and the tool's pid.
+ */
+async function cancelStubbornTool(signal: NodeJS.Signals) {
+  const { payload } = await f.stepRun();
+  const r = await f.run(payload, {
+    workspace: f.workspaceWithTool(STUBBORN_TOOL),
+    inputs: inputsWith({ allowlist: "allowlist.json" }),
+    cancel: { when: /working/, signal },
+  });
+  const pid = Number(/tool-pid (\d+)/.exec(r.main.stdout)?.[1]);
+  expect(pid).toBeGreaterThan(1);
+  return { payload, r, pid };
+}
 
 /** Whether process `pid` is gone or a zombie within `ms` (polled every 50 ms). */
 async function stoppedWithin(pid: number, ms: number): Promise<boolean> {
