@@ -454,7 +454,7 @@ describe("network errors name the URL and the cause", () => {
       expect(res.status).toBe(0);
       // Not retried: the certificate will not be trusted on the next try either.
       expect(res.attempts).toBe(1);
-      expect(res.error).toMatch(/self[- ]signed certificate .*NODE_EXTRA_CA_CERTS/);
+      expect(res.error).toMatch(/self[- ]signed certificate.*NODE_EXTRA_CA_CERTS/);
       expect(plainRequests).toBe(0);
     } finally {
       await new Promise((r) => srv.close(r));
