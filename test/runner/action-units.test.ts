@@ -316,6 +316,12 @@ describe("postSigned retry bounds", () => {
 });
 
 describe("network errors name the URL and the cause", () => {
+  /** Listens on 127.0.0.1, port 0; returns the port. */
+  const listen = async (srv: import("node:net").Server): Promise<number> => {
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
+    return (srv.address() as { port: number }).port;
+  };
+
   /** One signed POST of "{}" to `url`: one try (unless `attempts`), `requestTimeoutMs` (ms). */
   const postOnce = (url: string, requestTimeoutMs: number, attempts = 1) =>
     postSigned(
@@ -330,8 +336,7 @@ describe("network errors name the URL and the cause", () => {
     const { networkError } = await import("../../actions/release-step/src/engine-client.ts");
     // A port nothing listens on: bound, then closed.
     const srv = createServer();
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
-    const port = (srv.address() as { port: number }).port;
+    const port = await listen(srv);
     await new Promise((r) => srv.close(r));
     const res = await postOnce(
       `http://127.0.0.1:${port}/v1/releases/step-runs/sr_1_1_f/preflight`,
@@ -361,8 +366,7 @@ describe("network errors name the URL and the cause", () => {
       }
     });
     srv.on("connection", (s) => sockets.add(s));
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
-    const base = `http://127.0.0.1:${(srv.address() as { port: number }).port}`;
+    const base = `http://127.0.0.1:${await listen(srv)}`;
     try {
       for (const path of ["/silent", "/stalled"]) {
         const res = await postOnce(`${base}${path}`, 200);
@@ -395,13 +399,9 @@ describe("network errors name the URL and the cause", () => {
       posts++;
       res.writeHead(308, { location: "https://baton.example.org/v1/x" }).end();
     });
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
+    const port = await listen(srv);
     try {
-      const res = await postOnce(
-        `http://127.0.0.1:${(srv.address() as { port: number }).port}/v1/x`,
-        2000,
-        3,
-      );
+      const res = await postOnce(`http://127.0.0.1:${port}/v1/x`, 2000, 3);
       expect(res.status).toBe(308);
       expect(res.attempts).toBe(1);
       expect(posts).toBe(1);
@@ -444,13 +444,9 @@ describe("network errors name the URL and the cause", () => {
         res.end("{}");
       },
     );
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
+    const port = await listen(srv);
     try {
-      const res = await postOnce(
-        `https://127.0.0.1:${(srv.address() as { port: number }).port}/v1/x`,
-        5000,
-        3,
-      );
+      const res = await postOnce(`https://127.0.0.1:${port}/v1/x`, 5000, 3);
       expect(res.status).toBe(0);
       // Not retried: the certificate will not be trusted on the next try either.
       expect(res.attempts).toBe(1);
