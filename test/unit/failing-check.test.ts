@@ -56,8 +56,21 @@ describe("failingCheckOf / failingCheckText", () => {
     );
   });
 
-  it("is null for a pass, a non-array, an empty or all-passing checks.json; never throws", () => {
-    expect(failingCheckOf("pass", HEALTH_503)).toBeNull();
+  it("with overall pass, names a check whose status says it failed (any case), not one skipped or not run", () => {
+    expect(failingCheckOf("pass", HEALTH_503)?.name).toBe("health");
+    expect(failingCheckOf("pass", [{ name: "x", status: "Timeout" }])?.status).toBe("Timeout");
+    expect(
+      failingCheckOf("pass", [
+        { name: "a", status: "ok" },
+        { name: "b", status: "skipped" },
+        { name: "c", status: "not_run" },
+        { name: "d", status: "running" },
+      ]),
+    ).toBeNull();
+  });
+
+  it("is null for a non-array, an empty or all-passing checks.json; never throws", () => {
+    expect(failingCheckOf("pass", "[]")).toBeNull();
     expect(failingCheckOf("fail", "[]")).toBeNull();
     expect(failingCheckOf("fail", [])).toBeNull();
     expect(failingCheckOf("fail", [{ name: "x", status: "ok" }, null, 3, [1]])).toBeNull();

@@ -5,6 +5,7 @@
  * cancelled, an unreadable or empty checks.json) may have taken effect.
  */
 
+import { failedCheckIn } from "../protocol/messages.ts";
 import { storableText } from "./storable-text.ts";
 
 /** Failure classes of `connect` that happen before any remote command (scripts/lib/ssh.ts). */
@@ -90,21 +91,27 @@ function whole(v: unknown): number | null {
 }
 
 /**
- * The first check of `checks` (checks.json as written) whose status is not a pass and not
- * `not_run` (falling back to a `not_run` one), or null when `overall` is `pass`, `checks` is
- * not an array or nothing failed. Pure; never throws on any JSON.
+ * The check of `checks` (checks.json as written) that failed the result, or null.
+ * With `overall` fail: the first check whose status is not a pass and not `not_run` (falling
+ * back to a `not_run` one). With `overall` pass: the first check whose status says it failed
+ * (`FAILED_CHECK_STATUSES`), which makes the result a failure. Null when `checks` is not an
+ * array or nothing failed. Pure; never throws on any JSON.
  */
 export function failingCheckOf(overall: "pass" | "fail", checks: unknown): FailingCheck | null {
-  if (overall !== "fail" || !Array.isArray(checks)) return null;
-  const recs = checks.filter(
-    (c): c is Record<string, unknown> =>
-      c !== null &&
-      typeof c === "object" &&
-      !Array.isArray(c) &&
-      typeof c.status === "string" &&
-      !OK_STATUSES.has(c.status.toLowerCase()),
-  );
-  const rec = recs.find((c) => c.status !== "not_run") ?? recs[0];
+  if (!Array.isArray(checks)) return null;
+  let rec: Record<string, unknown> | undefined;
+  if (overall === "pass") rec = failedCheckIn(checks) ?? undefined;
+  else {
+    const recs = checks.filter(
+      (c): c is Record<string, unknown> =>
+        c !== null &&
+        typeof c === "object" &&
+        !Array.isArray(c) &&
+        typeof c.status === "string" &&
+        !OK_STATUSES.has(c.status.toLowerCase()),
+    );
+    rec = recs.find((c) => c.status !== "not_run") ?? recs[0];
+  }
   if (!rec) return null;
   const name = clip(rec.name) ?? clip(rec.phase) ?? "check";
   return {

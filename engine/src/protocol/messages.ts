@@ -138,9 +138,44 @@ export const NOT_SUCCEEDED_STATUSES: ReadonlySet<string> = new Set([
   "preflight_failed",
 ]);
 
-/** Whether a result with `status` and `overall` is a pass: `overall` pass and a status not in `NOT_SUCCEEDED_STATUSES`. */
-export function resultPassed(status: string, overall: string): boolean {
-  return overall === "pass" && !NOT_SUCCEEDED_STATUSES.has(status);
+/**
+ * The `status` words of a check record in `checks.json` that say the check failed (compared
+ * lowercased). A result whose checks.json holds one is a failure even when its `overall` says
+ * `pass`. Other words (`ok`, `skipped`, `not_run`, a migration's `running` checkpoint, a custom
+ * tool's own word) do not decide on their own.
+ */
+export const FAILED_CHECK_STATUSES: ReadonlySet<string> = new Set([
+  "fail",
+  "failed",
+  "failure",
+  "error",
+  "timeout",
+  "timed_out",
+  "cancelled",
+  "canceled",
+  "refused",
+]);
+
+/** The first record of `checks` (checks.json, any JSON) whose `status` is in `FAILED_CHECK_STATUSES`, or null. */
+export function failedCheckIn(checks: unknown): Record<string, unknown> | null {
+  if (!Array.isArray(checks)) return null;
+  for (const c of checks) {
+    if (c === null || typeof c !== "object" || Array.isArray(c)) continue;
+    const status = (c as Record<string, unknown>).status;
+    if (typeof status === "string" && FAILED_CHECK_STATUSES.has(status.toLowerCase()))
+      return c as Record<string, unknown>;
+  }
+  return null;
+}
+
+/**
+ * Whether a result is a pass: `overall` pass, a status not in `NOT_SUCCEEDED_STATUSES` and, when
+ * its `checks` (checks.json, any JSON) are given, no check with a status in `FAILED_CHECK_STATUSES`.
+ */
+export function resultPassed(status: string, overall: string, checks?: unknown): boolean {
+  return (
+    overall === "pass" && !NOT_SUCCEEDED_STATUSES.has(status) && failedCheckIn(checks) === null
+  );
 }
 
 /** Body of `POST /v1/releases/step-runs/:id/callback`; signed over its raw bytes. */

@@ -169,11 +169,14 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
   // A probe passes only when the runner said pass and every check of its lane passed.
   // A restore passes only with a report the tool read back (fail closed).
   const restore = isRestoreRun(r, sr);
-  // A status saying the tool did not succeed outweighs an `overall` of pass (fail closed).
+  // A status saying the tool did not succeed outweighs an `overall` of pass (fail closed); so
+  // does a check in checks.json whose status says it failed (the service names it).
   const contradicted = e.overall === "pass" && !resultPassed(e.status, e.overall);
+  const checkFailed = e.overall === "pass" && e.failing_check !== undefined;
   const pass =
     e.overall === "pass" &&
     !contradicted &&
+    !checkFailed &&
     mismatch === null &&
     (!probe || (e.probe_checks ?? []).every((c) => c.outcome === "pass")) &&
     (!restore || e.restore_report?.verified === true);
@@ -193,7 +196,7 @@ export function callback(d: Draft, sr: StepRun, e: CallbackEvent): Refusal | und
     : failedChecks.length > 0
       ? failedChecks.map((c) => `lane ${c.lane} ${c.check}: ${c.message}`).join("; ")
       : e.failing_check
-        ? failingCheckText(e.failing_check, stepOf(r, sr).lane)
+        ? `${failingCheckText(e.failing_check, stepOf(r, sr).lane)}${checkFailed ? " (the runner reported overall pass; a result with a failed check is a failure)" : ""}`
         : restore && e.overall === "pass"
           ? "the restore tool passed but reported no restore it read back (checks.json needs an ok `restore` check with its point and data lost, and an ok `verify` check)"
           : `the runner reported status ${e.status}`;
