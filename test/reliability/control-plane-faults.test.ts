@@ -1,7 +1,7 @@
 /**
  * Faults in the control plane around a running release: the reference control-plane
  * server with fault injection, reached through the real HTTP adapter with a short timeout, and
- * the real engine (SQLite). A 500, a hang past the timeout, and "applied, then no answer" each
+ * the real engine, on both stores. A 500, a hang past the timeout, and "applied, then no answer" each
  * leave the step run `unknown` until resolved by re-sending the identical keyed request (the
  * control plane replays, never re-applies) or by reading; retries are bounded; when the bound
  * is reached the release compensates and the lanes are back where they started.
@@ -20,6 +20,9 @@ import {
   type Harness,
   makeHarness,
   recipe,
+  STORE_KINDS,
+  type StoreKind,
+  skipStore,
 } from "../integration/service-harness.ts";
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -27,7 +30,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
 });
 
-async function world(): Promise<{ h: Harness; cp: ControlPlaneHandle }> {
+async function world(kind: StoreKind): Promise<{ h: Harness; cp: ControlPlaneHandle }> {
   const dir = mkdtempSync(join(tmpdir(), "baton-cpf-"));
   cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
   const { handle } = await startEmbeddedControlPlane({ dataDir: join(dir, "cp"), faults: true });
@@ -49,7 +52,7 @@ async function world(): Promise<{ h: Harness; cp: ControlPlaneHandle }> {
       capabilities: [...((l.capabilities as string[]) ?? [])].sort(),
     })),
   );
-  const h = await makeHarness({ dir, cp: controlPlane as unknown as MemoryControlPlane });
+  const h = await makeHarness({ kind, dir, cp: controlPlane as unknown as MemoryControlPlane });
   cleanups.push(() => h.close(true));
   return { h, cp: handle };
 }
@@ -58,15 +61,16 @@ function appliedOnce(cp: ControlPlaneHandle): void {
   for (const [key, n] of Object.entries(cp.core.applicationCounts())) expect(n, key).toBe(1);
 }
 
-describe("control plane faults", () => {
-  it.each([
+describe.each(STORE_KINDS)("control plane faults on %s", (kind) => {
+  const skip = skipStore(kind);
+  it.skipIf(skip).each([
     ["error", "answers 500 without applying"],
     ["hang", "hangs past the adapter's timeout without applying"],
     ["apply_then_hang", "applies, then never answers in time"],
   ] as const)(
     "%s (%s): unknown, resolved, every key applied once, release succeeds",
     async (mode, _what) => {
-      const { h, cp } = await world();
+      const { h, cp } = await world(kind);
       // Step 5 is the first set_traffic: its operation key contains ":5:fwd:".
       cp.faults!.arm({ mode, match: ":5:fwd:", count: 1, hang_ms: 2_500 });
       const id = await createRelease(h, recipe(2));
@@ -85,25 +89,28 @@ describe("control plane faults", () => {
     },
   );
 
-  it("a fault on every try: retries are bounded, then the release compensates to the baseline", async () => {
-    const { h, cp } = await world();
-    const before = JSON.stringify(
-      cp.core.lanes("summarizer-v7").map((l) => [l.id, l.weight, l.excluded, l.advertised]),
-    );
-    cp.faults!.arm({ mode: "error", match: ":5:fwd:", count: 1000 });
-    const id = await createRelease(h, recipe(2));
-    await drive(h);
-    const rec = (await h.store.getRelease(id))!;
-    expect(rec.state).toBe("rolled_back");
-    const sr = rec.step_runs.find((s) => s.id === `sr_${id.slice(1)}_5_f`)!;
-    expect(sr.state).toMatch(/failed|unknown/);
-    // Bounded: the step's tries never exceed its retries + 1 (times the resend tries of one call).
-    const tries = cp.core.history({}).length;
-    expect(tries).toBeLessThan(40);
-    const after = JSON.stringify(
-      cp.core.lanes("summarizer-v7").map((l) => [l.id, l.weight, l.excluded, l.advertised]),
-    );
-    expect(after).toBe(before);
-    appliedOnce(cp);
-  });
+  it.skipIf(skip)(
+    "a fault on every try: retries are bounded, then the release compensates to the baseline",
+    async () => {
+      const { h, cp } = await world(kind);
+      const before = JSON.stringify(
+        cp.core.lanes("summarizer-v7").map((l) => [l.id, l.weight, l.excluded, l.advertised]),
+      );
+      cp.faults!.arm({ mode: "error", match: ":5:fwd:", count: 1000 });
+      const id = await createRelease(h, recipe(2));
+      await drive(h);
+      const rec = (await h.store.getRelease(id))!;
+      expect(rec.state).toBe("rolled_back");
+      const sr = rec.step_runs.find((s) => s.id === `sr_${id.slice(1)}_5_f`)!;
+      expect(sr.state).toMatch(/failed|unknown/);
+      // Bounded: the step's tries never exceed its retries + 1 (times the resend tries of one call).
+      const tries = cp.core.history({}).length;
+      expect(tries).toBeLessThan(40);
+      const after = JSON.stringify(
+        cp.core.lanes("summarizer-v7").map((l) => [l.id, l.weight, l.excluded, l.advertised]),
+      );
+      expect(after).toBe(before);
+      appliedOnce(cp);
+    },
+  );
 });
