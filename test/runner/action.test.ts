@@ -349,6 +349,27 @@ describe("release-step action, bundled, as a runner runs it", () => {
     expect(r.main.stdout).toMatch(/checks\.json is not valid JSON/);
   });
 
+  it("a tool that writes overall pass beside a failed check fails the job, naming the check, as the engine counts it", async () => {
+    const { payload } = await f.stepRun();
+    const script = [
+      "#!/bin/sh",
+      'while [ $# -gt 0 ]; do case "$1" in --result-dir) d="$2";; esac; shift 2; done',
+      'echo \'[{"name":"connect","status":"ok"},{"name":"health","status":"failed","http_status":503}]\' > "$d/checks.json"',
+      'echo succeeded > "$d/status"; echo pass > "$d/overall"',
+    ].join("\n");
+    const r = await f.run(payload, {
+      workspace: f.workspaceWithTool(script),
+      inputs: inputsWith({ allowlist: "allowlist.json" }),
+    });
+    expect(r.main.code).toBe(1);
+    expect(r.main.stdout).toContain(
+      `step run ${payload.step_run_id} succeeded (overall pass), but its check "health" says "failed": a result with a failed check is a failure`,
+    );
+    // The result is sent as the tool wrote it: the engine judges it by the same rule.
+    const body = callbacksOf(f.engine, payload.step_run_id)[0]?.body as Record<string, unknown>;
+    expect(body.overall).toBe("pass");
+  });
+
   it("F03: attempt 2 starts seeded in its own directory and reports none of attempt 1's checks; a late attempt-1 callback is fenced", async () => {
     const { payload } = await f.stepRun();
     f.target.knob("fail-health", (payload.args as { lane: { id: string } }).lane.id);

@@ -4,6 +4,7 @@
  * `pass`, except for a preflight 409: a fenced or duplicate delivery ends cleanly, touching nothing.
  */
 import * as core from "@actions/core";
+import { failedCheckIn, resultPassed } from "../../../engine/src/protocol/messages.ts";
 import type { Results } from "../../../scripts/lib/result.ts";
 import { annotate, annotateError, failStep } from "./annotate.ts";
 import { type Delivery, writeSummary } from "./report.ts";
@@ -68,14 +69,19 @@ export async function finish(ctx: StepContext, outcome: Outcome): Promise<void> 
       if (!delivery.final)
         annotateError(`[action] ${delivery.message}; the post step will try once more`);
       else if (!delivery.acked) failStep(`[action] callback refused: ${delivery.message}`);
-      if (results.overall !== "pass") {
+      // The engine's rule (a status or a check that says it failed outweighs overall pass).
+      if (!resultPassed(results.status, results.overall, results.checks)) {
         // The engine's answer says what comes next (re-run window, compensation, engine retry);
         // without one (the callback was not acknowledged), the step-run page has the truth.
         const next =
           delivery.advice ??
           `see ${ctx.engineUrl}/step-runs/${ctx.stepRunId} for what the release does next`;
+        const failed = results.overall === "pass" ? failedCheckIn(results.checks) : null;
+        const why = failed
+          ? `, but its check ${JSON.stringify(String(failed.name ?? "check"))} says ${JSON.stringify(String(failed.status))}: a result with a failed check is a failure`
+          : "";
         failStep(
-          `[action] step run ${ctx.stepRunId} ${results.status} (overall ${results.overall}); ${next}`,
+          `[action] step run ${ctx.stepRunId} ${results.status} (overall ${results.overall})${why}; ${next}`,
         );
       }
       return;
