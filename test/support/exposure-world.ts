@@ -497,7 +497,9 @@ export class ExposureWorld {
     // Every request is logged when it ends, answered or not: a read the adapter gave up on
     // (timeout) was still sent, and the read-back check must see it (status 0). After a write
     // ends, what the control plane applied is measured at the router before the engine sees
-    // the answer.
+    // the answer. That measurement runs inside the adapter's deadline: when the deadline
+    // passed meanwhile (a loaded machine), the engine never gets this answer (its outcome is
+    // unknown, as on a real timeout), so the log says status 0, as the engine saw it.
     const recordingFetch: typeof fetch = async (input, init) => {
       const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
       const headers = new Headers(init?.headers);
@@ -509,10 +511,17 @@ export class ExposureWorld {
       };
       try {
         const res = await fetch(input, init);
-        wire.push({ ...entry, status: res.status, done: ++tick });
+        const body = await res.arrayBuffer();
+        const done = ++tick;
         if (entry.method !== "GET") await world?.changed(entry.key ?? entry.path);
-        return res;
+        if (init?.signal?.aborted) {
+          wire.push({ ...entry, status: 0, done });
+          throw init.signal.reason;
+        }
+        wire.push({ ...entry, status: res.status, done });
+        return new Response(body, { status: res.status, headers: res.headers });
       } catch (err) {
+        if (wire.some((w) => w.sent === entry.sent)) throw err;
         wire.push({ ...entry, status: 0, done: ++tick });
         if (entry.method !== "GET") await world?.changed(entry.key ?? entry.path);
         throw err;
