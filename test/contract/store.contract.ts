@@ -130,6 +130,9 @@ function apply(stepRunId: string, notBefore: number | null = null): Effect {
 }
 
 /** `checks.json` text with keys out of order, which jsonb would reorder. */
+/** checks.json of a passing attempt as retention judges it (an array of records, none failed). */
+const PASSING_CHECKS = [{ name: "health", status: "ok" }];
+
 const CHECKS_TEXT =
   '{"zeta":{"ok":true,"ms":12.5},"alpha":[3,1,2],"Ünïcode ✓":"ß","b":null,"aa":{"y":1,"x":2}}';
 
@@ -777,7 +780,7 @@ export function storeContract(name: string, factory: StoreFactory): void {
       });
 
       /** r1 finished (rolled_back) with noise; r2 still running with the same noise. */
-      async function twoReleases() {
+      async function twoReleases(checks: Json = PASSING_CHECKS) {
         const r1 = await created(1, [apply("sr_1_0_f"), deadline("sr_1_0_f", T0 + 9_000)]);
         const r2 = await created(2, [apply("sr_2_0_f")]);
         const long = `${"x".repeat(10_000)}THE END`;
@@ -794,7 +797,11 @@ export function storeContract(name: string, factory: StoreFactory): void {
               effects: [],
               now: T0 + 10,
               attempt_results: [
-                attemptResult(`sr_${r.id.slice(1)}_0_f`, 1, { release_id: r.id, log: long }),
+                attemptResult(`sr_${r.id.slice(1)}_0_f`, 1, {
+                  release_id: r.id,
+                  log: long,
+                  checks,
+                }),
               ],
             }),
           ).toEqual({ ok: true });
@@ -859,10 +866,21 @@ export function storeContract(name: string, factory: StoreFactory): void {
         expect(a?.log.endsWith("THE END")).toBe(true);
         expect(a?.log_truncated).toBe(true);
         expect(a?.raw_callback).toBe("");
-        expect(a?.checks).toEqual(JSON.parse(CHECKS_TEXT));
+        expect(a?.checks).toEqual(PASSING_CHECKS);
         expect(a?.status).toBe("completed");
         expect(await store.pendingOutbox("r1")).toEqual([]);
         expect(r1.id).toBe("r1");
+      });
+
+      it("an attempt that said pass beside a failed check keeps a failed attempt's tail", async () => {
+        const { long } = await twoReleases([{ name: "health", status: "failed" }]);
+        await store.compactFinished({
+          before: T0 + 1_000_000,
+          now: T0 + 2_000_000,
+          limit: 10,
+          logTailChars: 100,
+        });
+        expect((await store.getAttemptResult("sr_1_0_f", 1))?.log).toBe(long.slice(-100));
       });
 
       it("never touches a release that is not finished, nor one finished too recently", async () => {

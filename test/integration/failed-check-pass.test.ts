@@ -3,7 +3,8 @@
  * succeeded) but whose checks.json holds a check that failed is a failure, named by that check.
  * On both stores, through the signed callback route: the step run fails, the release rolls
  * back, and the step's error and history name the failed check and say why the pass did not
- * count. Checks that are skipped, not run or a migration's running checkpoint do not fail a pass.
+ * count; so does checks.json that cannot be judged (an object). Checks that are skipped, not run
+ * or a migration's running checkpoint do not fail a pass.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
@@ -84,13 +85,29 @@ describe.each(STORE_KINDS)("a pass with a failed check on %s", (kind) => {
     },
   );
 
+  it.skipIf(skip)(
+    "checks.json as an object instead of an array: the step fails, saying what checks.json must be",
+    async () => {
+      const rec = await run((p) =>
+        p.tool === "attach-queue-lane"
+          ? ({ health: { status: "failed" } } as unknown as unknown[])
+          : [{ name: "health", status: "ok" }],
+      );
+      expect(rec.state).toBe("rolled_back");
+      const failed = rec.step_runs.find((s) => s.direction === "fwd" && s.state === "failed")!;
+      expect(rec.manifest.steps[failed.step_index]?.name).toBe("attach_queue_lane");
+      expect(failed.last_error).toContain(
+        "checks.json is an object, not an array of check records",
+      );
+    },
+  );
+
   it.skipIf(skip)("skipped, not_run and running checks do not fail a pass", async () => {
     const rec = await run(() => [
       { name: "connect", status: "ok" },
       { name: "warm", status: "skipped" },
       { name: "stop-old", status: "not_run" },
       { name: "backfill", kind: "checkpoint", status: "running" },
-      "not a record",
     ]);
     expect(rec.state).toBe("succeeded");
     for (const sr of rec.step_runs.filter((s) => s.attempts.length > 0))

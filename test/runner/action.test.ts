@@ -323,7 +323,7 @@ describe("release-step action, bundled, as a runner runs it", () => {
     expect(new Set(bodies).size).toBe(1);
   });
 
-  it("sends checks as null when checks.json is not JSON, and cuts a long log to the cap with the marker", async () => {
+  it("sends checks as null when checks.json is not JSON (a pass then fails the job), and cuts a long log to the cap with the marker", async () => {
     const { payload } = await f.stepRun();
     const script = [
       "#!/bin/sh",
@@ -337,7 +337,8 @@ describe("release-step action, bundled, as a runner runs it", () => {
       workspace: ws,
       inputs: inputsWith({ allowlist: "allowlist.json" }),
     });
-    expect(r.main.code).toBe(0);
+    expect(r.main.code).toBe(1);
+    expect(r.main.stdout).toContain("checks.json did not arrive");
     const body = callbacksOf(f.engine, payload.step_run_id)[0]?.body as Record<string, unknown>;
     expect(body.checks).toBeNull();
     expect(
@@ -368,6 +369,30 @@ describe("release-step action, bundled, as a runner runs it", () => {
     // The result is sent as the tool wrote it: the engine judges it by the same rule.
     const body = callbacksOf(f.engine, payload.step_run_id)[0]?.body as Record<string, unknown>;
     expect(body.overall).toBe("pass");
+  });
+
+  it("checks.json over the callback cap: strings are cut to 256 characters, the failed check still arrives", async () => {
+    const { payload } = await f.stepRun();
+    const script = [
+      "#!/bin/sh",
+      'while [ $# -gt 0 ]; do case "$1" in --result-dir) d="$2";; esac; shift 2; done',
+      `printf '[{"name":"health","status":"failed","message":"503 model not loaded"},{"name":"dump","status":"ok","message":"%s"}]' "$(head -c 1100000 /dev/zero | tr '\\0' x)" > "$d/checks.json"`,
+      'echo succeeded > "$d/status"; echo pass > "$d/overall"',
+    ].join("\n");
+    const r = await f.run(payload, {
+      workspace: f.workspaceWithTool(script),
+      inputs: inputsWith({ allowlist: "allowlist.json" }),
+    });
+    expect(r.main.code).toBe(1);
+    const body = callbacksOf(f.engine, payload.step_run_id)[0]?.body as Record<string, unknown>;
+    const checks = body.checks as { name: string; status: string; message: string }[];
+    expect(checks.map((c) => [c.name, c.status])).toEqual([
+      ["health", "failed"],
+      ["dump", "ok"],
+    ]);
+    expect(checks[1]?.message).toHaveLength(256);
+    expect(String(body.checks_clipped)).toContain("strings over 256 characters were cut");
+    expect(body.checks_dropped).toBeUndefined();
   });
 
   it("F03: attempt 2 starts seeded in its own directory and reports none of attempt 1's checks; a late attempt-1 callback is fenced", async () => {

@@ -69,8 +69,27 @@ describe("failingCheckOf / failingCheckText", () => {
     ).toBeNull();
   });
 
-  it("is null for a non-array, an empty or all-passing checks.json; never throws", () => {
-    expect(failingCheckOf("pass", "[]")).toBeNull();
+  it("with overall pass, checks.json it cannot judge is a failure saying why", () => {
+    expect(failingCheckOf("pass", null)).toMatchObject({
+      name: "checks.json",
+      status: "unreadable",
+      message: expect.stringContaining("did not arrive"),
+    });
+    for (const [checks, says] of [
+      [{ health: { status: "failed" } }, "checks.json is an object, not an array"],
+      ["[]", "checks.json is a string, not an array"],
+      [[[{ status: "failed" }]], "checks.json item 0 is not a check record"],
+      [[{ name: "a", status: "ok" }, 3], "checks.json item 1 is not a check record"],
+    ] as const) {
+      const c = failingCheckOf("pass", checks);
+      expect(c?.status).toBe("invalid");
+      expect(c?.message).toContain(says);
+    }
+    expect(failingCheckOf("pass", undefined)).toBeNull();
+    expect(failingCheckOf("pass", [])).toBeNull();
+  });
+
+  it("with overall fail, is null for a non-array, an empty or all-passing checks.json; never throws", () => {
     expect(failingCheckOf("fail", "[]")).toBeNull();
     expect(failingCheckOf("fail", [])).toBeNull();
     expect(failingCheckOf("fail", [{ name: "x", status: "ok" }, null, 3, [1]])).toBeNull();

@@ -357,17 +357,23 @@ describe("transition: runner step runs (table)", () => {
 });
 
 describe("transition: a result's status against its overall", () => {
-  it.each(["timeout", "cancelled", "not_run", "failed", "declined", "invalid", "preflight_failed"])(
-    "status %s with overall pass is a failure, and the history says why",
-    (status) => {
-      const r = ok(bound(pauseSpecs), callbackOf(S0, "pass", { status })).release;
-      expect(sr(r, 0).state).toBe("failed");
-      expect(sr(r, 0).last_error).toBe(
-        `the runner reported status ${status} with overall pass; a result whose status says the tool did not succeed is a failure`,
-      );
-      expect(r.state).toBe("paused");
-    },
-  );
+  it.each([
+    "timeout",
+    "cancelled",
+    "not_run",
+    "failed",
+    "declined",
+    "invalid",
+    "preflight_failed",
+    "error",
+  ])("status %s with overall pass is a failure, and the history says why", (status) => {
+    const r = ok(bound(pauseSpecs), callbackOf(S0, "pass", { status })).release;
+    expect(sr(r, 0).state).toBe("failed");
+    expect(sr(r, 0).last_error).toBe(
+      `the runner reported status ${status} with overall pass; a result whose status says the tool did not succeed is a failure`,
+    );
+    expect(r.state).toBe("paused");
+  });
   it("succeeded, or a custom tool's own word, with overall pass is a pass", () => {
     for (const status of ["succeeded", "ok"]) {
       const r = ok(bound(), callbackOf(S0, "pass", { status })).release;

@@ -65,21 +65,27 @@ export async function finish(ctx: StepContext, outcome: Outcome): Promise<void> 
     case "reported": {
       const { results, delivery } = outcome;
       await safeSummary({ ...page, results, delivery });
-      setResult(results.status, results.overall);
+      // The engine's rule (a status or a check that says it failed outweighs overall pass).
+      const checks = results.checksValid ? results.checks : null;
+      const passed = resultPassed(results.status, results.overall, checks);
+      // The outputs say what the engine counts: a pass it counts as a failure is `failed`/`fail`.
+      if (!passed && results.overall === "pass") setResult("failed", "fail");
+      else setResult(results.status, results.overall);
       if (!delivery.final)
         annotateError(`[action] ${delivery.message}; the post step will try once more`);
       else if (!delivery.acked) failStep(`[action] callback refused: ${delivery.message}`);
-      // The engine's rule (a status or a check that says it failed outweighs overall pass).
-      if (!resultPassed(results.status, results.overall, results.checks)) {
+      if (!passed) {
         // The engine's answer says what comes next (re-run window, compensation, engine retry);
         // without one (the callback was not acknowledged), the step-run page has the truth.
         const next =
           delivery.advice ??
           `see ${ctx.engineUrl}/step-runs/${ctx.stepRunId} for what the release does next`;
-        const failed = results.overall === "pass" ? failedCheckIn(results.checks) : null;
-        const why = failed
-          ? `, but its check ${JSON.stringify(String(failed.name ?? "check"))} says ${JSON.stringify(String(failed.status))}: a result with a failed check is a failure`
-          : "";
+        const failed = results.overall === "pass" ? failedCheckIn(checks) : null;
+        const why = !failed
+          ? ""
+          : failed.name === "checks.json" && typeof failed.message === "string"
+            ? `, but ${failed.message}: the engine counts it as a failure`
+            : `, but its check ${JSON.stringify(String(failed.name ?? "check"))} says ${JSON.stringify(String(failed.status))}: a result with a failed check is a failure`;
         failStep(
           `[action] step run ${ctx.stepRunId} ${results.status} (overall ${results.overall})${why}; ${next}`,
         );

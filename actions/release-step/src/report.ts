@@ -62,11 +62,33 @@ export function callbackText(
   };
   let text = JSON.stringify(body);
   if (Buffer.byteLength(text) > CALLBACK_BODY_MAX_BYTES) {
+    // Over the cap: the same records with every string cut to CLIPPED_CHECK_CHARS (names,
+    // statuses and short fields stay whole); only if that is still too big are they dropped,
+    // which the engine counts as a failure for a pass.
+    body.checks = clipStrings(body.checks);
+    body.checks_clipped = `checks.json exceeded the callback size cap; strings over ${CLIPPED_CHECK_CHARS} characters were cut`;
+    text = JSON.stringify(body);
+  }
+  if (Buffer.byteLength(text) > CALLBACK_BODY_MAX_BYTES) {
     body.checks = null;
+    delete body.checks_clipped;
     body.checks_dropped = "checks.json exceeded the callback size cap";
     text = JSON.stringify(body);
   }
   return text;
+}
+
+/** Longest string kept in checks.json when the callback would exceed its size cap, characters. */
+export const CLIPPED_CHECK_CHARS = 256;
+
+/** `v` with every string longer than CLIPPED_CHECK_CHARS cut to that length with a trailing `…`. */
+function clipStrings(v: unknown): unknown {
+  if (typeof v === "string")
+    return v.length > CLIPPED_CHECK_CHARS ? `${v.slice(0, CLIPPED_CHECK_CHARS - 1)}…` : v;
+  if (Array.isArray(v)) return v.map(clipStrings);
+  if (v !== null && typeof v === "object")
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, clipStrings(x)]));
+  return v;
 }
 
 /**

@@ -93,14 +93,15 @@ function whole(v: unknown): number | null {
 /**
  * The check of `checks` (checks.json as written) that failed the result, or null.
  * With `overall` fail: the first check whose status is not a pass and not `not_run` (falling
- * back to a `not_run` one). With `overall` pass: the first check whose status says it failed
- * (`FAILED_CHECK_STATUSES`), which makes the result a failure. Null when `checks` is not an
- * array or nothing failed. Pure; never throws on any JSON.
+ * back to a `not_run` one); null when `checks` is not an array or nothing failed. With
+ * `overall` pass: what `failedCheckIn` finds (a check whose status says it failed, or
+ * checks.json that cannot be judged: missing, not an array, an item not a record), which makes
+ * the result a failure. Pure; never throws on any JSON.
  */
 export function failingCheckOf(overall: "pass" | "fail", checks: unknown): FailingCheck | null {
-  if (!Array.isArray(checks)) return null;
   let rec: Record<string, unknown> | undefined;
   if (overall === "pass") rec = failedCheckIn(checks) ?? undefined;
+  else if (!Array.isArray(checks)) return null;
   else {
     const recs = checks.filter(
       (c): c is Record<string, unknown> =>

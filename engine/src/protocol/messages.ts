@@ -136,6 +136,7 @@ export const NOT_SUCCEEDED_STATUSES: ReadonlySet<string> = new Set([
   "declined",
   "invalid",
   "preflight_failed",
+  "error",
 ]);
 
 /**
@@ -156,11 +157,32 @@ export const FAILED_CHECK_STATUSES: ReadonlySet<string> = new Set([
   "refused",
 ]);
 
-/** The first record of `checks` (checks.json, any JSON) whose `status` is in `FAILED_CHECK_STATUSES`, or null. */
+/**
+ * What in `checks` (checks.json as sent, any JSON) makes a pass a failure, as a check record, or
+ * null: the first record whose `status` is in `FAILED_CHECK_STATUSES`; or, when checks.json
+ * itself cannot be judged, a record named `checks.json` whose `message` says why: `null` (not
+ * valid JSON, or dropped for the callback size cap), not an array, or an item that is not a
+ * check record (an object). `undefined` (no checks given) is null.
+ */
 export function failedCheckIn(checks: unknown): Record<string, unknown> | null {
-  if (!Array.isArray(checks)) return null;
-  for (const c of checks) {
-    if (c === null || typeof c !== "object" || Array.isArray(c)) continue;
+  if (checks === undefined) return null;
+  const unjudged = (status: string, message: string) => ({ name: "checks.json", status, message });
+  if (checks === null)
+    return unjudged(
+      "unreadable",
+      "checks.json did not arrive (not valid JSON, or over the callback size cap); a pass needs its checks",
+    );
+  if (!Array.isArray(checks))
+    return unjudged(
+      "invalid",
+      `checks.json is ${typeof checks === "object" ? "an object" : `a ${typeof checks}`}, not an array of check records ([{"name": …, "status": …}, …])`,
+    );
+  for (const [i, c] of checks.entries()) {
+    if (c === null || typeof c !== "object" || Array.isArray(c))
+      return unjudged(
+        "invalid",
+        `checks.json item ${i} is not a check record (an object with name and status)`,
+      );
     const status = (c as Record<string, unknown>).status;
     if (typeof status === "string" && FAILED_CHECK_STATUSES.has(status.toLowerCase()))
       return c as Record<string, unknown>;
@@ -185,7 +207,12 @@ export const CallbackBody = lazySchema(() =>
       step_run_id: RunnerRunIdText,
       run_id: z.string().regex(/^[0-9]{1,20}$/),
       run_attempt: z.number().int().positive(),
-      status: z.string().regex(/^[a-z_]{1,40}$/, "must be one word such as succeeded or failed"),
+      status: z
+        .string()
+        .regex(
+          /^[a-z_]{1,40}$/,
+          "must be one lowercase word of a-z and _ (at most 40 characters), such as succeeded or failed",
+        ),
       overall: z.enum(["pass", "fail"]),
       /** `checks.json` as the tool wrote it (verbatim, any JSON, or null when unreadable). */
       checks: z.unknown(),
