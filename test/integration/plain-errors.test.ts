@@ -76,6 +76,14 @@ describe.each(STORE_KINDS)("plain refusals on %s", (kind) => {
         /1 to 200 .*before=<created_at of the last release/,
       );
 
+      // Not digits: one problem, without a second one about the count of digits.
+      const letters = await op(h, "GET", "/v1/releases?limit=abc");
+      expect(letters.status).toBe(400);
+      const lt = (await letters.json()) as ErrBody;
+      expect(lt.error.problems?.map((p) => p.message)).toEqual([
+        "must be a whole number written in decimal digits only, 1..200",
+      ]);
+
       // Digits, but too many to be exact: said as such, not as "not digits".
       const long = await op(h, "GET", `/v1/releases?limit=${"9".repeat(23)}`);
       expect(long.status).toBe(400);

@@ -18,14 +18,17 @@ export const QUERY_NUMBER_PATTERN = /^[0-9]{1,15}$/;
 export function queryNumber(range: { min: number; max?: number }, words = "a whole number") {
   const bounds = range.max === undefined ? `${range.min} or more` : `${range.min}..${range.max}`;
   const message = `must be ${words} written in decimal digits only, ${bounds}`;
-  return z
-    .string({ error: message })
-    .regex(/^[0-9]+$/, message)
-    .regex(QUERY_NUMBER_PATTERN, `${message}; it has more than 15 digits`)
-    .transform(Number)
-    .pipe(
-      range.max === undefined
-        ? z.number().min(range.min, message)
-        : z.number().min(range.min, message).max(range.max, message),
-    );
+  return (
+    z
+      .string({ error: message })
+      // Not digits: one problem, not a second one about the count of digits.
+      .regex(/^[0-9]+$/, { error: message, abort: true })
+      .regex(QUERY_NUMBER_PATTERN, `${message}; it has more than 15 digits`)
+      .transform(Number)
+      .pipe(
+        range.max === undefined
+          ? z.number().min(range.min, message)
+          : z.number().min(range.min, message).max(range.max, message),
+      )
+  );
 }
