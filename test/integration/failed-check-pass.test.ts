@@ -9,18 +9,12 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import {
-  callbackBody,
-  callbackUrl,
   createRelease,
-  getRecord,
+  driveReportingChecks,
   type Harness,
   makeHarness,
-  preflightBody,
-  preflightUrl,
-  pumpOnce,
   recipe,
   STORE_KINDS,
-  signedPost,
   skipStore,
 } from "./service-harness.ts";
 
@@ -33,32 +27,10 @@ describe.each(STORE_KINDS)("a pass with a failed check on %s", (kind) => {
   });
 
   /** Drives the release; every runner step reports overall pass with `checksOf(p)`. Bounded. */
-  async function run(checksOf: (p: DispatchPayload) => unknown[]) {
+  async function run(checksOf: (p: DispatchPayload) => unknown) {
     h = await makeHarness({ kind });
     const id = await createRelease(h, recipe(2, { policy: { rerun_window_minutes: 0 } }));
-    let n = 7000;
-    for (let i = 0; i < 400; i++) {
-      const { t, fresh } = await pumpOnce(h, () => "skip");
-      for (const p of fresh) {
-        const run = { run_id: String(n++), run_attempt: 1 };
-        await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run));
-        const cb = await signedPost(
-          h,
-          callbackUrl(p.step_run_id),
-          callbackBody(p.step_run_id, run, "pass", { checks: checksOf(p) }),
-        );
-        expect(cb.status).toBe(200);
-      }
-      if (t.performed === 0 && fresh.length === 0) {
-        const due = (await h.store.pendingOutbox(id))
-          .filter((r) => r.effect.type !== "deadline")
-          .map((r) => r.due_at)
-          .sort((a, b) => a - b)[0];
-        if (due === undefined) break;
-        h.clock.t = Math.max(h.clock.t, due);
-      }
-    }
-    return getRecord(h, id);
+    return driveReportingChecks(h, id, checksOf);
   }
 
   it.skipIf(skip)(

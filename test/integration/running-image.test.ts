@@ -9,18 +9,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { DispatchPayload } from "../../engine/src/protocol/messages.ts";
 import { IMAGE, NEW_DIGEST, OLD_DIGEST, PREVIOUS_IMAGE } from "../unit/recipe-fixture.ts";
 import {
-  callbackBody,
-  callbackUrl,
   createRelease,
-  getRecord,
+  driveReportingChecks,
   type Harness,
   makeHarness,
-  preflightBody,
-  preflightUrl,
-  pumpOnce,
   recipe,
   STORE_KINDS,
-  signedPost,
   skipStore,
 } from "./service-harness.ts";
 
@@ -39,33 +33,14 @@ describe.each(STORE_KINDS)("running image report on %s", (kind) => {
   async function run(imageOf: (p: DispatchPayload) => string | undefined) {
     h = await makeHarness({ kind });
     const id = await createRelease(h, recipe(2, { policy: { rerun_window_minutes: 0 } }));
-    let n = 5000;
-    for (let i = 0; i < 400; i++) {
-      const { t, fresh } = await pumpOnce(h, () => "skip");
-      for (const p of fresh) {
-        const run = { run_id: String(n++), run_attempt: 1 };
-        await signedPost(h, preflightUrl(p.step_run_id), preflightBody(p, run));
-        const image = imageOf(p);
-        const checks = [
-          { name: "connect", status: "ok" },
-          { name: "health", status: "ok", ...(image ? { image } : {}) },
-        ];
-        await signedPost(
-          h,
-          callbackUrl(p.step_run_id),
-          callbackBody(p.step_run_id, run, "pass", { checks }),
-        );
-      }
-      if (t.performed === 0 && fresh.length === 0) {
-        const due = (await h.store.pendingOutbox(id))
-          .filter((r) => r.effect.type !== "deadline")
-          .map((r) => r.due_at)
-          .sort((a, b) => a - b)[0];
-        if (due === undefined) break;
-        h.clock.t = Math.max(h.clock.t, due);
-      }
-    }
-    return { h, id, rec: await getRecord(h, id) };
+    const rec = await driveReportingChecks(h, id, (p) => {
+      const image = imageOf(p);
+      return [
+        { name: "connect", status: "ok" },
+        { name: "health", status: "ok", ...(image ? { image } : {}) },
+      ];
+    });
+    return { h, id, rec };
   }
 
   it.skipIf(skip)(
