@@ -21,6 +21,9 @@ case "${BATON_CI_SIZE:-full}" in
     # Three crash releases at a time (2 by hand): each waits on its runner steps much of the time.
     ci_size BATON_CHAOS_AT_ONCE 3
     ci_size BATON_CHAOS_FUZZ_RUNS 150
+    # The many-engines scenario: 60 concurrent releases on its three engines (100 by hand); the
+    # overlapping starts, the SIGSTOP past the lease and every check as they are.
+    ci_size BATON_CHAOS_ENGINE_RELEASES 60
     # bench:action: median of 5 action runs (10 by hand).
     ci_size BENCH_ACTION_RUNS 5
     # bench:gate: 1,000 simulated canaries of each kind, as by hand (about 8 s on a loaded

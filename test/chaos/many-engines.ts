@@ -1,6 +1,6 @@
 /**
  * Several engines, one database: three engine processes on one Postgres database,
- * 100 concurrent releases of a one-lane recipe, dispatched through the GitHub stand-in to a
+ * `BATON_CHAOS_ENGINE_RELEASES` (default 100) concurrent releases of a one-lane recipe, dispatched through the GitHub stand-in to a
  * driver that plays the runners: it preflights and calls back over HTTP to RANDOM instances,
  * duplicates 10% of the callbacks (the same body to two instances at once), reorders 10%
  * (the callback is held back, then an older message — the preflight — is delivered after it),
@@ -42,7 +42,19 @@ import { type OneLaneFleet, oneLaneRecipe, oneLaneSeed } from "../support/one-la
 import type { PayloadLike } from "../support/preflight-request.ts";
 import { type Row, rng } from "./table.ts";
 
-const RELEASES = 100;
+/**
+ * Concurrent one-lane releases (`BATON_CHAOS_ENGINE_RELEASES`, 10..1000, default 100).
+ * @throws Error naming the variable and its range when it is anything else.
+ */
+function engineReleases(): number {
+  const raw = process.env.BATON_CHAOS_ENGINE_RELEASES ?? "100";
+  const n = Number(raw);
+  if (!/^[0-9]+$/.test(raw) || n < 10 || n > 1000)
+    throw new Error(
+      `[chaos] BATON_CHAOS_ENGINE_RELEASES must be a whole number of releases from 10 to 1000, not ${JSON.stringify(raw)}`,
+    );
+  return n;
+}
 const ENGINES = 3;
 const LEASE_MS = 3_000;
 const STOP_MS = 3 * LEASE_MS;
@@ -116,6 +128,7 @@ export async function manyEnginesScenario(
   databaseUrl: string,
   seed = Date.now() % 100_000,
 ): Promise<EnginesOutcome> {
+  const RELEASES = engineReleases();
   const log = (s: string) => console.log(`[chaos] engines: ${s}`);
   const t0 = Date.now();
   const random = rng(seed);
