@@ -30,6 +30,18 @@ type Checks = {
   signal?: string | null;
   class?: string;
 }[];
+
+/**
+ * A tool script (sh) that finds its `--result-dir` argument as `$d`, then runs `lines`: the
+ * result files written by hand.
+ */
+const resultTool = (lines: string[]) =>
+  [
+    "#!/bin/sh",
+    'while [ $# -gt 0 ]; do case "$1" in --result-dir) d="$2";; esac; shift 2; done',
+    ...lines,
+  ].join("\n");
+
 const statuses = (checks: unknown) => (checks as Checks).map((c) => [c.name, c.status]);
 
 describe("release-step action, bundled, as a runner runs it", () => {
@@ -325,13 +337,11 @@ describe("release-step action, bundled, as a runner runs it", () => {
 
   it("sends checks as null when checks.json is not JSON (a pass then fails the job), and cuts a long log to the cap with the marker", async () => {
     const { payload } = await f.stepRun();
-    const script = [
-      "#!/bin/sh",
-      'while [ $# -gt 0 ]; do case "$1" in --result-dir) d="$2";; esac; shift 2; done',
+    const script = resultTool([
       'echo "{not json" > "$d/checks.json"',
       'head -c 400000 /dev/zero | tr "\\0" "x" > "$d/log"',
       'echo succeeded > "$d/status"; echo pass > "$d/overall"',
-    ].join("\n");
+    ]);
     const ws = f.workspaceWithTool(script);
     const r = await f.run(payload, {
       workspace: ws,
@@ -352,12 +362,10 @@ describe("release-step action, bundled, as a runner runs it", () => {
 
   it("a tool that writes overall pass beside a failed check fails the job, naming the check, as the engine counts it", async () => {
     const { payload } = await f.stepRun();
-    const script = [
-      "#!/bin/sh",
-      'while [ $# -gt 0 ]; do case "$1" in --result-dir) d="$2";; esac; shift 2; done',
+    const script = resultTool([
       'echo \'[{"name":"connect","status":"ok"},{"name":"health","status":"failed","http_status":503}]\' > "$d/checks.json"',
       'echo succeeded > "$d/status"; echo pass > "$d/overall"',
-    ].join("\n");
+    ]);
     const r = await f.run(payload, {
       workspace: f.workspaceWithTool(script),
       inputs: inputsWith({ allowlist: "allowlist.json" }),
@@ -373,12 +381,10 @@ describe("release-step action, bundled, as a runner runs it", () => {
 
   it("checks.json over the callback cap: strings are cut to 256 characters, the failed check still arrives", async () => {
     const { payload } = await f.stepRun();
-    const script = [
-      "#!/bin/sh",
-      'while [ $# -gt 0 ]; do case "$1" in --result-dir) d="$2";; esac; shift 2; done',
+    const script = resultTool([
       `printf '[{"name":"health","status":"failed","message":"503 model not loaded"},{"name":"dump","status":"ok","message":"%s"}]' "$(head -c 1100000 /dev/zero | tr '\\0' x)" > "$d/checks.json"`,
       'echo succeeded > "$d/status"; echo pass > "$d/overall"',
-    ].join("\n");
+    ]);
     const r = await f.run(payload, {
       workspace: f.workspaceWithTool(script),
       inputs: inputsWith({ allowlist: "allowlist.json" }),

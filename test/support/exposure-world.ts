@@ -509,23 +509,22 @@ export class ExposureWorld {
         key: headers.get("idempotency-key"),
         sent: ++tick,
       };
+      let res: Response;
+      let body: ArrayBuffer;
       try {
-        const res = await fetch(input, init);
-        const body = await res.arrayBuffer();
-        const done = ++tick;
-        if (entry.method !== "GET") await world?.changed(entry.key ?? entry.path);
-        if (init?.signal?.aborted) {
-          wire.push({ ...entry, status: 0, done });
-          throw init.signal.reason;
-        }
-        wire.push({ ...entry, status: res.status, done });
-        return new Response(body, { status: res.status, headers: res.headers });
+        res = await fetch(input, init);
+        body = await res.arrayBuffer();
       } catch (err) {
-        if (wire.some((w) => w.sent === entry.sent)) throw err;
         wire.push({ ...entry, status: 0, done: ++tick });
         if (entry.method !== "GET") await world?.changed(entry.key ?? entry.path);
         throw err;
       }
+      const done = ++tick;
+      if (entry.method !== "GET") await world?.changed(entry.key ?? entry.path);
+      const seen = !init?.signal?.aborted;
+      wire.push({ ...entry, status: seen ? res.status : 0, done });
+      if (!seen) throw init?.signal?.reason;
+      return new Response(body, { status: res.status, headers: res.headers });
     };
     const controlPlane = new HttpControlPlane({
       baseUrl: handle.url,
