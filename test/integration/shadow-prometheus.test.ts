@@ -189,9 +189,10 @@ describe("shadow gate through a real Prometheus", () => {
     const last = looks.at(-1)!;
     expect(last.decision, last.reason).toBe("pass");
     expect(looks.some((e) => e.decision === "wait")).toBe(true);
-    // Each mirrored request is counted once per arm.
+    // Each mirrored request is counted once per arm. The arms' counters move a moment apart, so a
+    // scrape can land between the two answers to one request: the rates agree within 1%, not exactly.
     expect(last.arms!.candidate).toBeGreaterThanOrEqual(300);
-    expect(last.arms!.candidate).toBe(last.arms!.control);
+    expect(Math.abs(last.arms!.candidate - last.arms!.control)).toBeLessThan(last.arms!.control * 0.01);
     expectNoUserExposed("healthy");
   }, 90_000);
 
