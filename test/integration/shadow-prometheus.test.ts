@@ -192,7 +192,9 @@ describe("shadow gate through a real Prometheus", () => {
     // Each mirrored request is counted once per arm. The arms' counters move a moment apart, so a
     // scrape can land between the two answers to one request: the rates agree within 1%, not exactly.
     expect(last.arms!.candidate).toBeGreaterThanOrEqual(300);
-    expect(Math.abs(last.arms!.candidate - last.arms!.control)).toBeLessThan(last.arms!.control * 0.01);
+    expect(Math.abs(last.arms!.candidate - last.arms!.control)).toBeLessThan(
+      last.arms!.control * 0.01,
+    );
     expectNoUserExposed("healthy");
   }, 90_000);
 
