@@ -13,14 +13,14 @@ ci_size() { # NAME VALUE: export NAME=VALUE unless NAME is already set
 case "${BATON_CI_SIZE:-full}" in
   full) ;;
   small)
-    # Chaos: 12 of the crash scenario's kill points (84 on this code; all of them by hand),
+    # Chaos: 8 of the crash scenario's kill points (84 on this code; all of them by hand),
     # chosen with a seed derived from the commit (printed; BATON_CHAOS_SEED replays a run),
     # chained and one alone per class of the chosen points; the parallel-wave, many-engines and fuzz scenarios
     # as they are, the fuzz with fewer cases (500 by hand).
-    ci_size BATON_CHAOS_KILL_POINTS 12
+    ci_size BATON_CHAOS_KILL_POINTS 8
     # Three crash releases at a time (2 by hand): each waits on its runner steps much of the time.
     ci_size BATON_CHAOS_AT_ONCE 3
-    ci_size BATON_CHAOS_FUZZ_RUNS 150
+    ci_size BATON_CHAOS_FUZZ_RUNS 100
     # The many-engines scenario: 60 concurrent releases on its three engines (100 by hand); the
     # overlapping starts, the SIGSTOP past the lease and every check as they are.
     ci_size BATON_CHAOS_ENGINE_RELEASES 60
@@ -45,13 +45,13 @@ case "${BATON_CI_SIZE:-full}" in
     # loads of 2 to 17). Statements per step (a work count) and the Node CPU ratio keep their
     # limits.
     ci_size BENCH_PEER_MIN_STEPS_RATIO 1.0
-    # bench:engines: 30 releases per engine count (150 by hand).
-    ci_size BENCH_ENGINES_RELEASES 30
-    # npm test's exposure property test (test/property/exposure.property.test.ts): 8 generated
-    # releases and 4 with parallel waves per store (12 and 6 by hand), every fifth on a machine;
+    # bench:engines: 20 releases per engine count (150 by hand).
+    ci_size BENCH_ENGINES_RELEASES 20
+    # npm test's exposure property test (test/property/exposure.property.test.ts): 6 generated
+    # releases and 4 with parallel waves per store (12 and 6 by hand; the parallel property runs at least 4), every fifth on a machine;
     # its hangs wait out the engine's 5 s control-plane timeout in real time. About 80 s and
     # 40 s of CPU for the file under the CPU lock on 2 cores, most of it the machine releases.
-    ci_size BATON_EXPOSURE_RUNS 8
+    ci_size BATON_EXPOSURE_RUNS 6
     # bench:exposure -- --mutants: no full check (200 driven releases by hand): the property
     # test above drives generated releases through the same checks on both stores, so CI drives
     # them once. Then every mutant, each on 2 releases that exercise it (20 by hand, the health
@@ -65,9 +65,9 @@ case "${BATON_CI_SIZE:-full}" in
     ci_size BATON_EXPOSURE_MUTANTS_AT_ONCE 1
     # bench:storage: 1,000 stored releases (10,000 by hand).
     ci_size BENCH_RELEASES 1000
-    # bench:fuzz: 30 fast-check cases per property (100 by hand); every route x every body and
+    # bench:fuzz: 15 fast-check cases per property (100 by hand); every route x every body and
     # the limit bodies run whole (about 5,200 cases per store).
-    ci_size BATON_FUZZ_RUNS 30
+    ci_size BATON_FUZZ_RUNS 15
     # bench:fleet: a wave of 4 lanes against a wave of 1, and the pair again with a 2 s model
     # load (20 lanes and 60 s by hand); the safety checks hold in every run.
     ci_size BENCH_FLEET_LANES 4

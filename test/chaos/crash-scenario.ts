@@ -136,16 +136,26 @@ export async function crashScenario(
   let fwdPoints = allFwd;
   let compPoints = allComp;
   if (only && only.points < enumerated) {
-    const chosen = new Set(
-      sample(
-        [
-          ...allFwd.map((k) => `forward:${killSpec(k)}`),
-          ...allComp.map((k) => `compensation:${killSpec(k)}`),
-        ],
-        only.points,
-        rng(only.seed),
-      ),
+    // Both directions are always drawn from: compensation's share of the points, at least 2
+    // (a plain sample of 8 of 84 misses every compensation point about one run in 16).
+    const random = rng(only.seed);
+    const nComp = Math.min(
+      allComp.length,
+      only.points,
+      Math.max(2, Math.round((only.points * allComp.length) / enumerated)),
     );
+    const chosen = new Set([
+      ...sample(
+        allFwd.map((k) => `forward:${killSpec(k)}`),
+        only.points - nComp,
+        random,
+      ),
+      ...sample(
+        allComp.map((k) => `compensation:${killSpec(k)}`),
+        nComp,
+        random,
+      ),
+    ]);
     fwdPoints = allFwd.filter((k) => chosen.has(`forward:${killSpec(k)}`));
     compPoints = allComp.filter((k) => chosen.has(`compensation:${killSpec(k)}`));
     log(

@@ -16,7 +16,7 @@
  * generator puts there, about one in six) runs deploy.sh on a machine (a stand-in runtime, a
  * process per container, an old container answering on the new one's port, candidates that
  * never listen): the runtime and deploy.sh's ledger are read back, and each runner step that
- * reported success left its lane answering with its image. Runs: BATON_EXPOSURE_RUNS (default 12 per store; 8 at CI size,
+ * reported success left its lane answering with its image. Runs: BATON_EXPOSURE_RUNS (default 12 per store; 6 at CI size,
  * scripts/ci/sizes.sh; `npm run bench:exposure` runs 200+ and the mutants). The seed is random
  * on each run; a failure prints its seed, path and the command that replays that case
  * (`BATON_PROPERTY_SEED`, `BATON_PROPERTY_PATH`; test/support/property-replay.ts).
