@@ -81,6 +81,17 @@ describe("npm run demo", () => {
     // The demo's gates passed on the router's traffic (docs/gate.md).
     expect(out).toMatch(/\[demo\] gate wave 1 \(10%\): pass after \d+ evaluations/);
     expect(out).toMatch(/\[demo\] gate wave 2 \(50%\): pass after \d+ evaluations/);
+    // Every evaluation the summary counts was printed as it came, once, numbered 1, 2, …
+    for (const wave of ["wave 1 \\(10%\\)", "wave 2 \\(50%\\)"]) {
+      const said = [...out.matchAll(new RegExp(`\\[demo\\] gate ${wave} evaluation (\\d+):`, "g"))];
+      const total = Number(
+        new RegExp(`\\[demo\\] gate ${wave}: pass after (\\d+) evaluations`).exec(out)?.[1],
+      );
+      expect(
+        said.map((m) => Number(m[1])),
+        out,
+      ).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    }
     // The terminal state comes after the gates' summary.
     expect(out.indexOf("[demo] release r1 is succeeded"), out).toBeGreaterThan(
       out.search(/\[demo\] gate wave 2 \(50%\): pass after/),

@@ -337,6 +337,8 @@ export async function runDemo(argv: string[]): Promise<number> {
     let deadline = started + args.timeoutS * 1000;
     const endLines: string[] = [];
     let gateSeen = "";
+    // The gate evaluations printed (generation:wave:seq).
+    const evaluationsSaid = new Set<string>();
     // The waiting state (paused, needs_operator) whose how-to-resume lines were printed.
     let waitingSaid = "";
     for (;;) {
@@ -354,10 +356,17 @@ export async function runDemo(argv: string[]): Promise<number> {
       if (serving && !gateSeen) stack.traffic.start(DEMO_UNITS_PER_S / 10, 100);
       if (!serving && gateSeen) stack.traffic.stop();
       const mark = g ? `${g.wave}:${g.seq}` : "";
-      if (g && g.seq > 0 && mark !== gateSeen) {
-        console.log(
-          `[demo] gate ${waveLabel(manifest, g.wave)} evaluation ${g.seq}: ${g.decision}: ${g.reason}`,
-        );
+      // Every evaluation the store holds, once each and in order: the engine can make several
+      // between two polls (or one just before the release ends), and the summary counts them all.
+      if ((g && g.seq > 0 && mark !== gateSeen) || ended) {
+        for (const e of await stack.engine.store.listEvidence(id)) {
+          const key = `${e.generation}:${e.wave}:${e.seq}`;
+          if (evaluationsSaid.has(key)) continue;
+          evaluationsSaid.add(key);
+          console.log(
+            `[demo] gate ${waveLabel(manifest, e.wave)} evaluation ${e.seq}: ${e.decision}: ${e.reason}`,
+          );
+        }
       }
       gateSeen = mark;
       state = record.release.state;
