@@ -27,7 +27,7 @@ import type { RecipeInput } from "../domain/recipe.ts";
 import type { Manifest } from "../domain/types.ts";
 import { createEngine, type Engine } from "../engine.ts";
 import { makeDirs } from "../node/data-dir.ts";
-import { httpLimitsFromEnv, serveWithLimits } from "../node/http-server.ts";
+import { httpLimitsFromEnv, type ServedFetch, serveWithLimits } from "../node/http-server.ts";
 import type { Clock } from "../ports/clock.ts";
 import { compileRecipeInput } from "../recipes/compile-text.ts";
 import type { Logger } from "../service/release-service.ts";
@@ -198,10 +198,7 @@ const quietLog: Logger = {
  * limits (body limits answered before 100 Continue, timeouts).
  * @throws Error naming the port and the fix when it is in use or cannot be bound.
  */
-async function listenEngine(
-  port: number,
-  fetch: (req: Request) => Response | Promise<Response>,
-): Promise<Server> {
+async function listenEngine(port: number, fetch: ServedFetch): Promise<Server> {
   return new Promise<Server>((ok, fail) => {
     const s = serveWithLimits(
       { fetch, port, hostname: "127.0.0.1", limits: httpLimitsFromEnv() },
@@ -235,9 +232,11 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   };
   // The engine's HTTP server first (port 0 unless `port` fixes it), so that a port in use
   // fails before anything else starts, and so its URL can go into the runner's inputs.
-  let fetcher: ((req: Request) => Response | Promise<Response>) | null = null;
-  const server = await listenEngine(o.port ?? 0, (req) =>
-    fetcher ? fetcher(req) : new Response("starting", { status: 503 }),
+  // The server's bindings go along with each request: the engine reads the client's address
+  // from them (credential throttling is per address).
+  let fetcher: ServedFetch | null = null;
+  const server = await listenEngine(o.port ?? 0, (req, env) =>
+    fetcher ? fetcher(req, env) : new Response("starting", { status: 503 }),
   );
   closers.push(
     () =>

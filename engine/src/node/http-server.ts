@@ -200,12 +200,19 @@ export function lingerOnUnreadBody(server: Server): void {
 }
 
 /**
+ * What the server calls per request: the request and the server's bindings (`{ incoming,
+ * outgoing }` of @hono/node-server), which a Hono app's `fetch` takes as its env and reads
+ * the client's socket address from. A wrapper must pass `env` on.
+ */
+export type ServedFetch = (req: Request, env?: unknown) => Response | Promise<Response>;
+
+/**
  * Serves `fetch` on `port`/`hostname` with `limits` applied; `onListening` runs once bound.
  * Bind errors come as the server's `error` event.
  */
 export function serveWithLimits(
   o: {
-    fetch: (req: Request) => Response | Promise<Response>;
+    fetch: ServedFetch;
     port: number;
     hostname: string;
     limits: HttpLimits;
