@@ -43,7 +43,11 @@ const full = async (h: Harness, id: string) =>
 const offered = async (h: Harness, id: string) =>
   (await full(h, id)).available_actions.map((a) => a.action);
 const errorOf = async (res: Response) =>
-  ((await res.json()) as { error: { code: string; message: string } }).error;
+  (
+    (await res.json()) as {
+      error: { code: string; message: string; problems?: { path: string }[] };
+    }
+  ).error;
 
 describe.each(STORE_KINDS)("hold verbs on %s", (kind) => {
   const skip = skipStore(kind);
@@ -75,7 +79,10 @@ describe.each(STORE_KINDS)("hold verbs on %s", (kind) => {
 
       const noReason = await op(h, "POST", `/v1/releases/${id}/pause`, {});
       expect(noReason.status).toBe(422);
-      expect((await errorOf(noReason)).message).toMatch(/reason is required/);
+      const missing = await errorOf(noReason);
+      expect(missing.message).toMatch(/reason is required/);
+      // The field at fault, as every 422 about a field names it (README "Errors").
+      expect(missing.problems?.map((p) => p.path)).toEqual(["body.reason"]);
 
       const res = await op(h, "POST", `/v1/releases/${id}/pause`, {
         reason: "error budget burn on lane-a",

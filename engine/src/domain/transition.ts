@@ -110,6 +110,7 @@ function run(d: Draft): TransitionResult {
       status: refusal.status,
       code: refusal.code,
       reason: refusal.reason,
+      ...(refusal.problems ? { problems: refusal.problems } : {}),
       history: [
         {
           release_id: release.id,

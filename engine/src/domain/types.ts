@@ -6,6 +6,7 @@
 import type { ControlPlaneOp } from "../protocol/control-plane.ts";
 import type { AdmissionReport } from "./admission.ts";
 import type { CredentialRef } from "./credentials.ts";
+import type { Problem } from "./errors.ts";
 import type { Analysis } from "./gate/analysis.ts";
 import type { GateDecision, GatePhase } from "./gate/decide.ts";
 import type { GateEvidence, MetricEvidence } from "./gate/evidence.ts";
@@ -986,5 +987,7 @@ export type TransitionResult =
       status: 404 | 409 | 422;
       code: string;
       reason: string;
+      /** The bad fields of the request, each with its fix (e.g. `body.reason`). */
+      problems?: Problem[];
       history: HistoryEntry[];
     };

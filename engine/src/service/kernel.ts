@@ -146,7 +146,13 @@ export class ApplyKernel {
       if (!r.ok) {
         await this.appendRefused(event, r.code, r.history, now);
         if (extras.complete_outbox) await this.completeAlone(extras.complete_outbox);
-        return { ok: false, status: r.status, code: r.code, reason: r.reason };
+        return {
+          ok: false,
+          status: r.status,
+          code: r.code,
+          reason: r.reason,
+          ...(r.problems ? { problems: r.problems } : {}),
+        };
       }
       if (!r.changed) {
         await this.appendRefused(event, "repeat", r.history, now);

@@ -6,6 +6,7 @@
  */
 import { stepRunId } from "../../protocol/ids.ts";
 import { conformanceOf, pairWords } from "../conformance.ts";
+import type { Problem } from "../errors.ts";
 import { restoreIndex, restoreStepOf } from "../restore-state.ts";
 import type { Direction } from "../states.ts";
 import type {
@@ -25,6 +26,8 @@ export interface Refusal {
   status: 404 | 409 | 422;
   code: string;
   reason: string;
+  /** The bad fields of the request, each with its fix (a 422's `problems`). */
+  problems?: Problem[];
 }
 
 export class Draft {

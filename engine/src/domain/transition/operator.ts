@@ -282,17 +282,21 @@ function reasonProblem(
   ask = 'say what was done by hand and why (e.g. --reason "restored lane-a to the old image with deploy.sh on the host")',
 ): Refusal | undefined {
   if (reason.trim() === "") {
+    const message = "is required (blank or missing)";
     return {
       status: 422,
       code: "reason_required",
       reason: `[engine] reason is required: ${ask}`,
+      problems: [{ path: "body.reason", message, fix: ask }],
     };
   }
   if (reason.length > OPERATOR_REASON_MAX) {
+    const fix = `keep it to ${OPERATOR_REASON_MAX} characters`;
     return {
       status: 422,
       code: "reason_too_long",
-      reason: `[engine] reason is ${reason.length} characters; keep it to ${OPERATOR_REASON_MAX}`,
+      reason: `[engine] reason is ${reason.length} characters; ${fix}`,
+      problems: [{ path: "body.reason", message: `is ${reason.length} characters`, fix }],
     };
   }
   return undefined;

@@ -133,6 +133,13 @@ export function restoreStateRequested(d: Draft, e: Ev<"restore_state">): Refusal
       status: 422,
       code: "reason_required",
       reason: `[engine] restore_state of ${r.id}: a reason is required (who asked and why): --reason "<why>"`,
+      problems: [
+        {
+          path: "body.reason",
+          message: "is required (blank or missing)",
+          fix: 'say who asked and why: --reason "<why>"',
+        },
+      ],
     };
   }
   if (!hasRestoreTool(r)) {
