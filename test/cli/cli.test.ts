@@ -399,6 +399,13 @@ describe("start, status, record", () => {
     expect((await baton(["status", "--state", "exploded"], env())).code).toBe(2);
     expect((await baton(["status", "--limit", "0"], env())).code).toBe(2);
     expect((await baton(["status", "release-1"], env())).code).toBe(2);
+    // List filters with one release's id are refused, not ignored.
+    const filtered = await baton(["status", "r1", "--limit", "abc"], env());
+    expect(filtered.code).toBe(2);
+    expect(filtered.stderr).toMatch(
+      /--limit filter the list of releases; baton status r1 shows one release/,
+    );
+    expect((await baton(["status", "r1", "--state", "bogus"], env())).code).toBe(2);
     const missing = await baton(["status", "r999"], env());
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("r999");

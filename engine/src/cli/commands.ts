@@ -227,6 +227,16 @@ export async function status(
     });
   }
   if (id !== undefined) {
+    // --state and --limit filter the list: with an id they would be ignored, so say so.
+    const listOnly = [
+      o.state !== undefined && "--state",
+      o.limit !== undefined && "--limit",
+    ].filter(Boolean);
+    if (listOnly.length > 0) {
+      throw usage(
+        `[cli] ${listOnly.join(" and ")} filter the list of releases; baton status ${id} shows one release: drop ${listOnly.join(" and ")}, or drop the id to list`,
+      );
+    }
     const rec = await client.call<RecordJson>("GET", `/v1/releases/${releaseId(id)}`);
     if (o.json) printJson(io, statusJson(rec));
     else print(io, releaseSummary(rec, Date.now()));
