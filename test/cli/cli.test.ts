@@ -171,6 +171,9 @@ describe("check", () => {
     const ok = await baton(["check", good, path.join(ROOT, "recipes/example.yaml")]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/^ok {4}.*good\.yaml: 16 steps in 2 waves, manifest [0-9a-f]{64}$/m);
+    // One wave is "1 wave".
+    const one = await baton(["check", path.join(ROOT, "recipes/blue-green.yaml")]);
+    expect(one.stdout).toMatch(/^ok {4}.*blue-green\.yaml: \d+ steps in 1 wave, manifest /m);
     const fail = await baton(["check", good, bad]);
     expect(fail.code).toBe(1);
     expect(fail.stdout).toContain("FAIL  ");

@@ -334,6 +334,14 @@ describe("checkRecipe refuses, naming the path and the fix", () => {
     },
   );
 
+  it("a fraction where a field has its own words: the words once, the value, no repeated path", () => {
+    const ps = problemsOf((r) => {
+      r.rollout.waves[0].traffic = 12.5;
+    });
+    const p = ps.find((x) => x.path === "rollout.waves.0.traffic");
+    expect(p?.message, JSON.stringify(ps)).toBe("traffic must be a whole percent; got 12.5");
+  });
+
   it("baseline weights not summing to 100", () => {
     const ps = problemsOf((r) => {
       r.lanes[0].weight = 50;

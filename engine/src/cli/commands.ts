@@ -121,7 +121,7 @@ export async function check(files: string[], o: { json: boolean }, io: Io): Prom
     for (const r of results) {
       if (r.ok)
         print(io, [
-          `ok    ${r.file}: ${r.steps} steps in ${r.waves} waves, manifest ${r.manifest_digest}`,
+          `ok    ${r.file}: ${r.steps} steps in ${r.waves} ${r.waves === 1 ? "wave" : "waves"}, manifest ${r.manifest_digest}`,
           ...r.notes.map((n) => `      note: ${n.path}: ${n.message}`),
         ]);
       else

@@ -315,7 +315,7 @@ export function schemaProblems(
             path: at,
             message: issue.message.startsWith("Invalid input:")
               ? `${label} must be a whole number; got ${String(valueAt(input, path))}`
-              : `${label}: ${issue.message}`,
+              : `${issue.message}; got ${String(valueAt(input, path))}`,
             fix:
               fieldFix(field, path, input) ??
               `Set ${label} to a whole number${numberRange(schemaAt(schema, path)?.node)}${desc ? ` (${desc})` : ""}.`,
