@@ -92,6 +92,17 @@ describe("npm run demo", () => {
         out,
       ).toEqual(Array.from({ length: total }, (_, i) => i + 1));
     }
+    // Each gate's pass is printed before the steps it let through (the next wave's first step).
+    for (const wave of [0, 1]) {
+      const next = manifest.steps.find((s) => s.wave === wave + 1);
+      if (!next) continue;
+      const passAt = out.search(
+        new RegExp(`\\[demo\\] gate wave ${wave + 1} \\(\\d+%\\) evaluation \\d+: pass`),
+      );
+      const nextAt = out.search(new RegExp(`^\\s+${next.index + 1}\\s+\\S+\\s+fwd`, "m"));
+      expect(passAt, out).toBeGreaterThan(0);
+      expect(passAt, out).toBeLessThan(nextAt);
+    }
     // The terminal state comes after the gates' summary.
     expect(out.indexOf("[demo] release r1 is succeeded"), out).toBeGreaterThan(
       out.search(/\[demo\] gate wave 2 \(50%\): pass after/),

@@ -345,29 +345,33 @@ export async function runDemo(argv: string[]): Promise<number> {
       if (interrupted) throw new Error("interrupted");
       const record = await stack.engine.service.get(id);
       const ended = TERMINAL_RELEASE_STATES.has(record.release.state as never);
-      for (const line of printer.update(record.release)) {
-        // The terminal state's line comes last, after the gates' summary (below the loop).
-        if (ended && /^\[demo\] release \S+ is /.test(line)) endLines.push(line);
-        else console.log(line);
-      }
       const g = record.release.gate;
-      // The router serves traffic while a gate is being evaluated (DEMO_UNITS_PER_S).
-      const serving = g !== undefined && g !== null && g.decision !== "inconclusive";
-      if (serving && !gateSeen) stack.traffic.start(DEMO_UNITS_PER_S / 10, 100);
-      if (!serving && gateSeen) stack.traffic.stop();
       const mark = g ? `${g.wave}:${g.seq}` : "";
-      // Every evaluation the store holds, once each and in order: the engine can make several
-      // between two polls (or one just before the release ends), and the summary counts them all.
-      if ((g && g.seq > 0 && mark !== gateSeen) || ended) {
+      // Every evaluation the store holds, once each, among the step lines by time: the engine
+      // can make several between two polls, a passing one lets the next steps run before the
+      // next poll (and its gate may be gone from the release by then), and the summary counts
+      // them all.
+      const evaluations: { at: number; text: string }[] = [];
+      if (mark !== gateSeen || ended) {
         for (const e of await stack.engine.store.listEvidence(id)) {
           const key = `${e.generation}:${e.wave}:${e.seq}`;
           if (evaluationsSaid.has(key)) continue;
           evaluationsSaid.add(key);
-          console.log(
-            `[demo] gate ${waveLabel(manifest, e.wave)} evaluation ${e.seq}: ${e.decision}: ${e.reason}`,
-          );
+          evaluations.push({
+            at: e.at,
+            text: `[demo] gate ${waveLabel(manifest, e.wave)} evaluation ${e.seq}: ${e.decision}: ${e.reason}`,
+          });
         }
       }
+      for (const line of printer.update(record.release, evaluations)) {
+        // The terminal state's line comes last, after the gates' summary (below the loop).
+        if (ended && /^\[demo\] release \S+ is /.test(line)) endLines.push(line);
+        else console.log(line);
+      }
+      // The router serves traffic while a gate is being evaluated (DEMO_UNITS_PER_S).
+      const serving = g !== undefined && g !== null && g.decision !== "inconclusive";
+      if (serving && !gateSeen) stack.traffic.start(DEMO_UNITS_PER_S / 10, 100);
+      if (!serving && gateSeen) stack.traffic.stop();
       gateSeen = mark;
       state = record.release.state;
       if (TERMINAL_RELEASE_STATES.has(record.release.state as never)) break;

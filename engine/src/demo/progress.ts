@@ -86,8 +86,13 @@ export class ProgressPrinter {
   private lastState = "";
   readonly lines: StepLine[] = [];
 
-  update(release: Release): string[] {
-    const out: string[] = [];
+  /**
+   * The lines to print for a fresher record: step runs that ended since the last call, in the
+   * order they ended, with `timed` lines (e.g. gate evaluations, `at` epoch ms) placed among them
+   * by time, then the release's state when it changed.
+   */
+  update(release: Release, timed: { at: number; text: string }[] = []): string[] {
+    const steps: { at: number; text: string }[] = [];
     const ended = release.step_runs
       .filter((sr) => ENDED.has(sr.state))
       .sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
@@ -98,8 +103,10 @@ export class ProgressPrinter {
       this.printed.set(sr.id, key);
       const line = formatStepLine(release.manifest, sr);
       this.lines.push(line);
-      out.push(line.text);
+      steps.push({ at: sr.finished_at ?? 0, text: line.text });
     }
+    // A stable sort: a step that ended in the same millisecond as an evaluation comes first.
+    const out = [...steps, ...timed].sort((a, b) => a.at - b.at).map((l) => l.text);
     if (release.state !== this.lastState) {
       this.lastState = release.state;
       const why = release.reason ? `: ${release.reason}` : "";
