@@ -212,6 +212,46 @@ describe("watch prints in time order", () => {
   });
 });
 
+describe("watch replays a finished release in the order its step runs ended", () => {
+  it("a note about a step run written after it ended does not move it after later step runs", async () => {
+    const done = asJson(succeededRecord());
+    const ended = done.step_runs
+      .filter((x) => x.finished_at !== null && x.direction === "fwd")
+      .sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
+    const early = ended[0]!;
+    const late = ended.at(-1)!;
+    expect(late.finished_at!).toBeGreaterThan(early.finished_at!);
+    // Written long after both ended, naming the early step run (as compensation notes a step
+    // it passes over).
+    done.history.push({
+      release_id: done.id,
+      at: late.finished_at! + 60_000,
+      kind: "transition",
+      step_run_id: early.id,
+      outcome: "accepted",
+      message: `[engine] step ${early.step_index + 1} has no undo: nothing to compensate`,
+      data: null,
+    });
+    let out = "";
+    await watch(new Scripted([done]), done.id, {
+      intervalMs: 1,
+      timeoutMs: 60_000,
+      json: true,
+      out: { write: (x: string) => (out += x) },
+      now: () => done.updated_at,
+      sleep: async () => {},
+    });
+    const ids = out
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; id?: string })
+      .filter((e) => e.type === "step_run")
+      .map((e) => e.id);
+    expect(ids.indexOf(early.id)).toBeGreaterThanOrEqual(0);
+    expect(ids.indexOf(early.id)).toBeLessThan(ids.indexOf(late.id));
+  });
+});
+
 describe("watch tells the engine's housekeeping from an operator's refused action", () => {
   it("a late callback reads as housekeeping in plain words; a refused abort as the operator's", async () => {
     const running = asJson(runningRecord());

@@ -81,8 +81,10 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
   for (let tick = 0; ; tick++) {
     const rec = await client.call<RecordJson>("GET", `/v1/releases/${encodeURIComponent(id)}`);
     // This poll's changes, printed in the order the history recorded them: a refused event at
-    // its history sequence, a step run at its last history entry (or, without one, among the
-    // entries by time), so a late callback refused before a step run ended prints before it.
+    // its history sequence, a step run at its last history entry up to the time it ended (or,
+    // without one, among the entries by time), so a late callback refused before a step run
+    // ended prints before it, and a note about a step run written after it ended (compensation
+    // passing a step with no undo) does not move it after the steps that came later.
     const changes: {
       seq: number;
       /** When it happened (ms): what comes after the release line's time prints after it. */
@@ -90,11 +92,13 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
       event: Record<string, unknown>;
       text: string;
     }[] = [];
+    const endedAt = new Map(rec.step_runs.map((sr) => [sr.id, sr.finished_at ?? Infinity]));
     const lastEntry = new Map<string, number>();
     rec.history.forEach((h, i) => {
       // A gate's evaluations name the wave's last step run; they are printed on their own.
-      if (h.step_run_id && h.outcome !== "refused" && h.kind !== "gate")
-        lastEntry.set(h.step_run_id, i);
+      if (h.step_run_id && h.outcome !== "refused" && h.kind !== "gate") {
+        if (h.at <= (endedAt.get(h.step_run_id) ?? Infinity)) lastEntry.set(h.step_run_id, i);
+      }
     });
     for (const sr of rec.step_runs) {
       const a = sr.attempts.at(-1);
