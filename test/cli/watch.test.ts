@@ -25,6 +25,28 @@ class Scripted extends EngineClient {
   }
 }
 
+/**
+ * The JSON events `watch --json` prints for `frames` (one poll each, no waiting), the
+ * clock standing at the first frame's `updated_at`.
+ */
+async function jsonEvents<T = { type: string; id?: string; at?: number; state?: string }>(
+  frames: RecordJson[],
+): Promise<T[]> {
+  let out = "";
+  await watch(new Scripted(frames), frames[0]!.id, {
+    intervalMs: 1,
+    timeoutMs: 60_000,
+    json: true,
+    out: { write: (x: string) => (out += x) },
+    now: () => frames[0]!.updated_at,
+    sleep: async () => {},
+  });
+  return out
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as T);
+}
+
 describe("watch", () => {
   it("prints changes once and draws a progress line for the running step run on a TTY", async () => {
     const running = asJson(runningRecord());
@@ -74,20 +96,12 @@ describe("watch", () => {
       h(s + 3_000, "accepted", "transition", `[engine] step run ${sr.id} succeeded`),
       h(s + 3_500, "refused", "callback", "[engine] callback refused: late"),
     );
-    let out = "";
-    await watch(new Scripted([running, done]), running.id, {
-      intervalMs: 1,
-      timeoutMs: 60_000,
-      json: true,
-      out: { write: (x: string) => (out += x) },
-      now: () => running.updated_at,
-      sleep: async () => {},
-    });
-    const events = out
-      .trim()
-      .split("\n")
-      .map((l) => JSON.parse(l) as { type: string; message?: string; id?: string; state?: string })
-      .slice(-4, -1);
+    const events = (
+      await jsonEvents<{ type: string; message?: string; id?: string; state?: string }>([
+        running,
+        done,
+      ])
+    ).slice(-4, -1);
     expect(events.map((e) => e.message ?? `${e.id} ${e.state}`)).toEqual([
       "[engine] callback refused: bad credential",
       `${sr.id} succeeded`,
@@ -191,20 +205,8 @@ describe("watch prints in time order", () => {
         data: { type: "callback", step_run_id: sr.id, run_id: "9001", run_attempt: 1 },
       },
     );
-    let out = "";
     // Watched once it has ended: one poll holds the final line and the later housekeeping.
-    await watch(new Scripted([done]), done.id, {
-      intervalMs: 1,
-      timeoutMs: 60_000,
-      json: true,
-      out: { write: (x: string) => (out += x) },
-      now: () => done.updated_at,
-      sleep: async () => {},
-    });
-    const events = out
-      .trim()
-      .split("\n")
-      .map((l) => JSON.parse(l) as { type: string; at?: number; state?: string });
+    const events = await jsonEvents([done]);
     const stamped = events.filter((e) => typeof e.at === "number").map((e) => e.at as number);
     expect(stamped).toEqual([...stamped].sort((a, b) => a - b));
     expect(events.at(-1)).toMatchObject({ type: "refused", housekeeping: true });
@@ -232,21 +234,7 @@ describe("watch replays a finished release in the order its step runs ended", ()
       message: `[engine] step ${early.step_index + 1} has no undo: nothing to compensate`,
       data: null,
     });
-    let out = "";
-    await watch(new Scripted([done]), done.id, {
-      intervalMs: 1,
-      timeoutMs: 60_000,
-      json: true,
-      out: { write: (x: string) => (out += x) },
-      now: () => done.updated_at,
-      sleep: async () => {},
-    });
-    const ids = out
-      .trim()
-      .split("\n")
-      .map((l) => JSON.parse(l) as { type: string; id?: string })
-      .filter((e) => e.type === "step_run")
-      .map((e) => e.id);
+    const ids = (await jsonEvents([done])).filter((e) => e.type === "step_run").map((e) => e.id);
     expect(ids.indexOf(early.id)).toBeGreaterThanOrEqual(0);
     expect(ids.indexOf(early.id)).toBeLessThan(ids.indexOf(late.id));
   });
