@@ -24,8 +24,9 @@
  *
  * The RESULT's ratios are Baton ÷ DBOS per round, then the median over rounds. Required:
  * `steps_per_s_ratio` ≥ 1.5 (`BENCH_PEER_MIN_STEPS_RATIO`; 1.0 at CI size) and `node_cpu_per_step_ratio` ≤ 1.0, and Baton's own
- * `statements_per_step` ≤ 2.6 (a work-count budget); the benchmark exits 1 otherwise, saying
- * which. Postgres: BATON_TEST_DATABASE_URL when its server preloads
+ * `statements_per_step` ≤ 2.6 in its least round (`baton_statements_per_step_min`, a work-count
+ * budget: load only adds statements, a code change raises every round); the benchmark exits 1
+ * otherwise, saying which. Postgres: BATON_TEST_DATABASE_URL when its server preloads
  * pg_stat_statements; otherwise a throwaway cluster (scripts/ci/pg-start.sh, with
  * BATON_PG_OPTIONS preloading it) on BENCH_PEER_PG_PORT (default 55441, next ones if taken).
  * `BENCH_PEER_ROUNDS` (default 5, at least 1), `BENCH_PEER_TIMEOUT_MS` (per side and round,
@@ -284,6 +285,11 @@ try {
     node_cpu_per_step_ratio: ratio("node_cpu_ms_per_step"),
     pg_cpu_per_step_ratio: ratio("pg_cpu_ms_per_step"),
     statements_per_step: [med("baton", "statements_per_step"), med("dbos", "statements_per_step")],
+    // The work count judged: load only adds statements (passes that find nothing, retried
+    // writes), and a change to the code raises every round, so the least round is the count.
+    baton_statements_per_step_min: Math.min(
+      ...runs.filter((x) => x.side === "baton").map((x) => x.statements_per_step),
+    ),
     rounds: ROUNDS,
     releases_per_round: RELEASES,
     steps_per_release: runs[0]?.steps ? runs[0].steps / RELEASES : null,
@@ -307,9 +313,11 @@ try {
       `node_cpu_per_step_ratio ${result.node_cpu_per_step_ratio} > ${REQUIRED.node_cpu_per_step_ratio}`,
     );
   }
-  const batonStatements = result.statements_per_step[0] ?? Number.NaN;
+  const batonStatements = result.baton_statements_per_step_min;
   if (!(batonStatements <= BATON_STATEMENTS_PER_STEP)) {
-    short.push(`Baton's statements_per_step ${batonStatements} > ${BATON_STATEMENTS_PER_STEP}`);
+    short.push(
+      `Baton's statements_per_step ${batonStatements} in its least round > ${BATON_STATEMENTS_PER_STEP}`,
+    );
   }
   console.log(`RESULT ${JSON.stringify({ ok: short.length === 0, problems: short, ...result })}`);
   if (short.length > 0) {
