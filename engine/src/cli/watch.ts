@@ -96,9 +96,13 @@ export async function watch(client: EngineClient, id: string, o: WatchOptions): 
     const lastEntry = new Map<string, number>();
     rec.history.forEach((h, i) => {
       // A gate's evaluations name the wave's last step run; they are printed on their own.
-      if (h.step_run_id && h.outcome !== "refused" && h.kind !== "gate") {
-        if (h.at <= (endedAt.get(h.step_run_id) ?? Infinity)) lastEntry.set(h.step_run_id, i);
-      }
+      if (
+        h.step_run_id &&
+        h.outcome !== "refused" &&
+        h.kind !== "gate" &&
+        h.at <= (endedAt.get(h.step_run_id) ?? Infinity)
+      )
+        lastEntry.set(h.step_run_id, i);
     });
     for (const sr of rec.step_runs) {
       const a = sr.attempts.at(-1);
